@@ -1,0 +1,5 @@
+"""``python -m anonlab`` runs the command line."""
+
+from anonlab.cli.app import main
+
+main()

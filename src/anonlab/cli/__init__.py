@@ -1,0 +1,1 @@
+"""The ``anonlab`` command line: one sub-command per job, each in its own module."""

@@ -1,0 +1,284 @@
+"""Generalization hierarchies in the ARX CSV layout, their validation and builders.
+
+Layout: ``;``-separated, no header, one row per original value; column 0 is the
+value itself (level 0), each following column the value's label at the next,
+coarser level, the last usually ``*``. A hierarchy of height ``h`` has ``h + 1``
+columns.
+
+Validation on load (each error names the file, the line and the values):
+
+* ragged rows (not every row has the same number of fields);
+* a value listed twice at level 0;
+* non-nested levels: two values share a group at level ``i`` but not at level
+  ``i + 1`` (generalization would then not be a function of the coarser
+  groups and the lattice would not be monotone).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from anonlab.errors import AnonlabError
+from anonlab.io import PathLike, write_text
+
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A validated generalization hierarchy.
+
+    ``rows[r][l]`` is the label of original value ``rows[r][0]`` at level ``l``.
+    """
+
+    rows: tuple[tuple[str, ...], ...]
+    source: str = "<memory>"
+    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        validate_rows(self.rows, self.source)
+        object.__setattr__(self, "_index", {row[0]: i for i, row in enumerate(self.rows)})
+
+    @property
+    def height(self) -> int:
+        """Number of generalization steps above the original values."""
+        return len(self.rows[0]) - 1
+
+    @property
+    def values(self) -> list[str]:
+        """The original (level-0) values, in file order."""
+        return [row[0] for row in self.rows]
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._index
+
+    def label(self, value: str, level: int) -> str:
+        """The label of ``value`` at ``level``."""
+        return self.rows[self._index[value]][level]
+
+    def labels(self, values: Sequence[str], level: int) -> list[str]:
+        """Labels of several values at one level."""
+        return [self.rows[self._index[v]][level] for v in values]
+
+    def missing(self, values: Iterable[str]) -> list[str]:
+        """Values (in first-seen order) that the hierarchy does not list."""
+        seen: dict[str, None] = {}
+        for v in values:
+            if v not in self._index:
+                seen.setdefault(v, None)
+        return list(seen)
+
+    @classmethod
+    def from_csv(cls, path: PathLike, delimiter: str = ";") -> Hierarchy:
+        """Load a hierarchy file in the ARX CSV layout."""
+        p = Path(path)
+        if not p.exists():
+            raise AnonlabError(f"hierarchy file '{p}' does not exist: check the path")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise AnonlabError(f"hierarchy file '{p}' is not UTF-8 text: re-save it") from exc
+        rows = parse_rows(text, str(p), delimiter)
+        return cls(rows, source=str(p))
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[object]], source: str = "<memory>") -> Hierarchy:
+        """Build a hierarchy from rows of labels (level 0 first)."""
+        return cls(tuple(tuple(str(x) for x in r) for r in rows), source=source)
+
+    def to_csv_text(self, delimiter: str = ";") -> str:
+        """The hierarchy in the ARX CSV layout."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+        writer.writerows(self.rows)
+        return buf.getvalue()
+
+    def write(self, path: PathLike, delimiter: str = ";") -> None:
+        """Write the hierarchy atomically in the ARX CSV layout."""
+        write_text(self.to_csv_text(delimiter), path)
+
+    def level_maps(self, values: Sequence[str]) -> tuple[list[np.ndarray], list[list[str]]]:
+        """Integer lookups for the given data dictionary.
+
+        Returns ``(codes, labels)``: ``codes[l][v]`` is the group id at level
+        ``l`` of data value ``values[v]`` and ``labels[l][g]`` that group's label.
+        Group ids at each level are numbered in order of first appearance.
+        Level 0 maps each value to itself.
+        """
+        codes: list[np.ndarray] = []
+        labels: list[list[str]] = []
+        for level in range(self.height + 1):
+            names = self.labels(values, level)
+            ids: dict[str, int] = {}
+            arr = np.fromiter((ids.setdefault(n, len(ids)) for n in names), dtype=np.int32,
+                              count=len(names))
+            codes.append(arr)
+            labels.append(list(ids))
+        return codes, labels
+
+
+def parse_rows(text: str, source: str, delimiter: str = ";") -> tuple[tuple[str, ...], ...]:
+    """Parse ARX-layout text into rows, failing on empty input or ragged rows."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    rows: list[tuple[str, ...]] = []
+    width = -1
+    for lineno, raw in enumerate(reader, start=1):
+        if not raw or all(not cell.strip() for cell in raw):
+            continue
+        row = tuple(cell.strip() for cell in raw)
+        if width < 0:
+            width = len(row)
+        elif len(row) != width:
+            raise AnonlabError(
+                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line 1 has "
+                f"{width} (value '{row[0]}'): every row needs one label per level"
+            )
+        rows.append(row)
+    if not rows:
+        raise AnonlabError(f"hierarchy '{source}' is empty: give one row per original value")
+    return tuple(rows)
+
+
+def validate_rows(rows: Sequence[Sequence[str]], source: str) -> None:
+    """Check rectangular shape, unique level-0 values and nesting of levels."""
+    if not rows:
+        raise AnonlabError(f"hierarchy '{source}' is empty: give one row per original value")
+    width = len(rows[0])
+    seen: dict[str, int] = {}
+    for lineno, row in enumerate(rows, start=1):
+        if len(row) != width:
+            raise AnonlabError(
+                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line 1 has "
+                f"{width}: every row needs one label per level"
+            )
+        if row[0] in seen:
+            raise AnonlabError(
+                f"hierarchy '{source}' line {lineno}: value '{row[0]}' is listed again "
+                f"(first on line {seen[row[0]]}): list each original value once"
+            )
+        seen[row[0]] = lineno
+    for level in range(1, width - 1):
+        parent: dict[str, tuple[str, int]] = {}
+        for lineno, row in enumerate(rows, start=1):
+            group, up = row[level], row[level + 1]
+            if group in parent and parent[group][0] != up:
+                first_up, first_line = parent[group]
+                raise AnonlabError(
+                    f"hierarchy '{source}' is not nested: group '{group}' at level {level} "
+                    f"goes to '{first_up}' (line {first_line}) and to '{up}' (line {lineno}) "
+                    f"at level {level + 1}: give every group one parent"
+                )
+            parent.setdefault(group, (up, lineno))
+
+
+# ----------------------------------------------------------------------------- builders
+
+
+def _format_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def interval_hierarchy(
+    values: Iterable[float | int | str], widths: Sequence[float], top: str = SUPPRESSED
+) -> Hierarchy:
+    """Numeric intervals: one level per width, then ``top``.
+
+    Each width must be a multiple of the previous one so the levels nest.
+    A value ``x`` goes at width ``w`` to ``[floor(x/w)*w, floor(x/w)*w + w)``,
+    written ``lo-hi`` with ``hi = lo + w - 1`` for integer data and
+    ``[lo, hi)`` otherwise.
+    """
+    ws = [float(w) for w in widths]
+    if any(w <= 0 for w in ws):
+        raise AnonlabError("interval widths must be positive: e.g. --widths 5,10,20")
+    for a, b in zip(ws, ws[1:], strict=False):
+        if b % a != 0:
+            raise AnonlabError(
+                f"interval width {_format_number(b)} is not a multiple of {_format_number(a)}: "
+                "each width must be a multiple of the previous one so the levels nest"
+            )
+    raw = sorted({str(v).strip() for v in values}, key=_numeric_key)
+    nums = [_numeric_key(v) for v in raw]
+    integral = all(float(x).is_integer() for x in nums) and all(w.is_integer() for w in ws)
+    rows = []
+    for text, x in zip(raw, nums, strict=True):
+        row = [text]
+        for w in ws:
+            lo = np.floor(x / w) * w
+            if integral:
+                row.append(f"{_format_number(lo)}-{_format_number(lo + w - 1)}")
+            else:
+                row.append(f"[{_format_number(lo)}, {_format_number(lo + w)})")
+        row.append(top)
+        rows.append(row)
+    return Hierarchy.from_rows(rows, source="<interval builder>")
+
+
+def _numeric_key(v: str) -> float:
+    try:
+        return float(v)
+    except ValueError:
+        raise AnonlabError(
+            f"value '{v}' is not a number: interval hierarchies need a numeric column"
+        ) from None
+
+
+def redaction_hierarchy(
+    values: Iterable[str], top: str = SUPPRESSED, pad: str = SUPPRESSED
+) -> Hierarchy:
+    """Redact characters from the right, one per level (ZIP-like codes).
+
+    All values are right-aligned to the longest length first (left-padded with
+    ``0`` if they are digits); level ``l`` replaces the last ``l`` characters by
+    ``pad``; the last level is ``top``.
+    """
+    raw = sorted({str(v) for v in values})
+    if not raw:
+        raise AnonlabError("no values to build a redaction hierarchy from")
+    width = max(len(v) for v in raw)
+    rows = []
+    for v in raw:
+        full = v.rjust(width, "0") if v.isdigit() else v.ljust(width, " ")
+        row = [v]
+        for level in range(1, width):
+            row.append(full[: width - level] + pad * level)
+        row.append(top)
+        rows.append(row)
+    return Hierarchy.from_rows(rows, source="<redaction builder>")
+
+
+def grouping_hierarchy(
+    ordered_values: Sequence[str], sizes: Sequence[int], top: str = SUPPRESSED
+) -> Hierarchy:
+    """Ordered grouping: consecutive runs of ``sizes[l]`` values form a level-``l+1`` group.
+
+    Each size must be a multiple of the previous one so the levels nest. A group
+    is labelled ``first..last`` (or the value itself if alone).
+    """
+    vals = [str(v) for v in ordered_values]
+    if len(set(vals)) != len(vals):
+        raise AnonlabError("ordered grouping needs distinct values: remove duplicates")
+    if any(s < 1 for s in sizes):
+        raise AnonlabError("group sizes must be at least 1: e.g. --sizes 2,4")
+    for a, b in zip(sizes, sizes[1:], strict=False):
+        if b % a != 0:
+            raise AnonlabError(
+                f"group size {b} is not a multiple of {a}: each size must be a multiple of "
+                "the previous one so the levels nest"
+            )
+    rows = []
+    for i, v in enumerate(vals):
+        row = [v]
+        for size in sizes:
+            start = (i // size) * size
+            members = vals[start : start + size]
+            row.append(members[0] if len(members) == 1 else f"{members[0]}..{members[-1]}")
+        row.append(top)
+        rows.append(row)
+    return Hierarchy.from_rows(rows, source="<grouping builder>")

@@ -1,0 +1,197 @@
+"""Reading tables and writing outputs safely.
+
+Inputs: CSV (delimiter, quoting, header, UTF-8) and Parquet, chosen by file
+extension, or a pandas DataFrame passed through unchanged.
+
+Outputs are written atomically: to a temporary file in the target's folder,
+then renamed over the target, so a failure never leaves half a file behind.
+An output path that resolves to one of the inputs is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonlab.errors import AnonlabError
+
+PathLike = str | os.PathLike[str]
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in {".parquet", ".pq"}
+
+
+def read_table(
+    source: PathLike | pd.DataFrame,
+    *,
+    delimiter: str | None = None,
+    header: bool = True,
+    quotechar: str = '"',
+    dtype: Any = str,
+) -> pd.DataFrame:
+    """Read a table from CSV or Parquet, or return a copy of a DataFrame.
+
+    CSV values are read as strings by default (``dtype=str``) so that codes
+    such as ZIP ``"01234"`` keep their leading zeros; pass ``dtype=None`` to let
+    pandas infer numeric columns. A ``delimiter`` of ``None`` sniffs ``,`` / ``;``
+    / tab from the header line.
+    """
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    path = Path(source)
+    if not path.exists():
+        raise AnonlabError(f"input file '{path}' does not exist: check the path")
+    if path.is_dir():
+        raise AnonlabError(f"input '{path}' is a folder, not a file: name a CSV or Parquet file")
+    if _is_parquet(path):
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types
+            raise AnonlabError(f"cannot read Parquet file '{path}': {exc}") from exc
+        if dtype is str:
+            frame = frame.astype(str)
+        return frame
+    sep = delimiter if delimiter is not None else sniff_delimiter(path)
+    try:
+        frame = pd.read_csv(
+            path,
+            sep=sep,
+            header=0 if header else None,
+            quotechar=quotechar,
+            dtype=dtype,
+            keep_default_na=dtype is not str,
+            encoding="utf-8",
+            skipinitialspace=False,
+        )
+    except UnicodeDecodeError as exc:
+        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
+    except pd.errors.ParserError as exc:
+        msg = str(exc).strip().splitlines()[-1]
+        raise AnonlabError(
+            f"file '{path}' is ragged or malformed ({msg}): every row needs the same number "
+            f"of fields; check the delimiter (now '{sep}')"
+        ) from exc
+    except pd.errors.EmptyDataError as exc:
+        raise AnonlabError(f"file '{path}' is empty: give a table with a header row") from exc
+    if not header:
+        frame.columns = [str(c) for c in frame.columns]
+    if frame.shape[0] == 0:
+        raise AnonlabError(f"file '{path}' has a header but no rows: give at least one record")
+    return frame
+
+
+def sniff_delimiter(path: Path) -> str:
+    """Guess the delimiter of a CSV file from its first line (',' ';' or tab)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
+    counts = {d: first.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > 0 else ","
+
+
+def file_sha256(path: PathLike) -> str:
+    """SHA-256 hex digest of a file's bytes (identifies the input in reports)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None:
+    """Refuse an output path that is one of the input files."""
+    out = Path(output).resolve()
+    for item in inputs:
+        if item is None:
+            continue
+        if Path(item).resolve() == out:
+            raise AnonlabError(
+                f"output '{output}' is also an input: choose another output path "
+                "(inputs are never overwritten)"
+            )
+
+
+def atomic_write(path: PathLike, writer: Callable[[Path], None]) -> None:
+    """Call ``writer(tmp_path)`` then rename the temporary file onto ``path``.
+
+    The temporary file lives beside the target so the rename is atomic; on any
+    error it is removed and the target is left as it was.
+    """
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.exists():
+        raise AnonlabError(f"output folder '{folder}' does not exist: create it first")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        writer(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_table(frame: pd.DataFrame, path: PathLike, *, delimiter: str = ",") -> None:
+    """Write a table atomically; Parquet for ``.parquet``/``.pq``, CSV otherwise."""
+    target = Path(path)
+    if _is_parquet(target):
+        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        atomic_write(
+            target, lambda tmp: frame.to_csv(tmp, sep=delimiter, index=False, encoding="utf-8")
+        )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def to_json_text(obj: Any) -> str:
+    """Encode a report as indented JSON (NumPy scalars and arrays allowed)."""
+    return json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n"
+
+
+def write_json(obj: Any, path: PathLike) -> None:
+    """Write ``obj`` as JSON atomically."""
+    text = to_json_text(obj)
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_text(text: str, path: PathLike) -> None:
+    """Write text atomically."""
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_json(path: PathLike) -> Any:
+    """Read a JSON file, with a one-line error when it is missing or malformed."""
+    p = Path(path)
+    if not p.exists():
+        raise AnonlabError(f"JSON file '{p}' does not exist: check the path")
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AnonlabError(f"file '{p}' is not valid JSON ({exc}): give a report or key "
+                           "written by anonlab") from exc

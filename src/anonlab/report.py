@@ -1,0 +1,40 @@
+"""The common header of every JSON report.
+
+Each command's report is a dict that starts with :func:`report_header` (what
+ran, on which file, with which settings, by which anonlab version, when) and
+adds its method's own keys. Reports never contain raw records.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+from pathlib import Path
+from typing import Any
+
+from anonlab import __version__
+from anonlab.io import PathLike, file_sha256
+
+
+def input_description(path: PathLike | None) -> dict[str, Any] | None:
+    """Name, size and SHA-256 of an input file (``None`` for in-memory data)."""
+    if path is None:
+        return None
+    p = Path(path)
+    return {"name": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)}
+
+
+def report_header(
+    command: str,
+    parameters: dict[str, Any],
+    inputs: dict[str, PathLike | None] | None = None,
+) -> dict[str, Any]:
+    """Common report fields: command, parameters, inputs, version, time, Python."""
+    return {
+        "command": command,
+        "anonlab_version": __version__,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "inputs": {k: input_description(v) for k, v in (inputs or {}).items()},
+        "parameters": parameters,
+    }
