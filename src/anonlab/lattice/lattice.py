@@ -1,0 +1,119 @@
+"""The generalization lattice: every vector of levels, one per quasi-identifier.
+
+A node is a level vector ``(a_1, ..., a_m)`` with ``0 <= a_i <= h_i``; its
+*level* is ``sum(a_i)``; the lattice has ``prod(h_i + 1)`` nodes. Nodes are
+numbered by mixed radix (the last quasi-identifier varies fastest), so a
+successor of node ``x`` in dimension ``i`` is ``x + stride_i``.
+
+Degrees (NOTES.md §1): a node's out-degree is its number of successors (dimensions
+not at the top), its in-degree its number of predecessors (dimensions not at 0);
+the degree product is out-degree x in-degree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+
+import numpy as np
+
+
+class Lattice:
+    """The full-domain generalization lattice for hierarchies of the given heights."""
+
+    def __init__(self, heights: Sequence[int]) -> None:
+        self.heights = np.asarray(heights, dtype=np.int64)
+        if self.heights.ndim != 1 or len(self.heights) == 0:
+            raise ValueError("a lattice needs at least one dimension")
+        radices = self.heights + 1
+        strides = np.ones(len(radices), dtype=np.int64)
+        for i in range(len(radices) - 2, -1, -1):
+            strides[i] = strides[i + 1] * radices[i + 1]
+        self.strides = strides
+        self.size = int(np.prod(radices))
+        self.top = self.size - 1
+        self.bottom = 0
+        self.max_level = int(self.heights.sum())
+
+    @property
+    def dimensions(self) -> int:
+        """Number of quasi-identifiers."""
+        return len(self.heights)
+
+    def index(self, levels: Sequence[int]) -> int:
+        """Node number of a level vector."""
+        return int(np.dot(np.asarray(levels, dtype=np.int64), self.strides))
+
+    def levels(self, node: int) -> tuple[int, ...]:
+        """Level vector of a node number."""
+        return tuple(int(x) for x in self.all_levels[node])
+
+    @cached_property
+    def all_levels(self) -> np.ndarray:
+        """(size, m) level vectors of every node, in node-number order."""
+        idx = np.arange(self.size, dtype=np.int64)
+        return ((idx[:, None] // self.strides[None, :]) % (self.heights + 1)[None, :]).astype(
+            np.int16
+        )
+
+    @cached_property
+    def level_sums(self) -> np.ndarray:
+        """(size,) level of every node."""
+        return self.all_levels.sum(axis=1).astype(np.int64)
+
+    def level_of(self, node: int) -> int:
+        """Level (sum of generalization levels) of a node."""
+        return int(self.level_sums[node])
+
+    def successors(self, node: int) -> list[int]:
+        """Direct successors (one level up in one dimension)."""
+        lv = self.all_levels[node]
+        return [node + int(s) for s, a, h in zip(self.strides, lv, self.heights, strict=True)
+                if a < h]
+
+    def predecessors(self, node: int) -> list[int]:
+        """Direct predecessors (one level down in one dimension)."""
+        lv = self.all_levels[node]
+        return [node - int(s) for s, a in zip(self.strides, lv, strict=True) if a > 0]
+
+    def degree_product(self, node: int) -> int:
+        """Out-degree (number of successors) x in-degree (number of predecessors)."""
+        lv = self.all_levels[node]
+        return int((lv < self.heights).sum()) * int((lv > 0).sum())
+
+    @cached_property
+    def degree_products(self) -> np.ndarray:
+        """(size,) degree product of every node."""
+        lv = self.all_levels
+        return ((lv < self.heights).sum(axis=1) * (lv > 0).sum(axis=1)).astype(np.int64)
+
+    def nodes_at_level(self, level: int) -> np.ndarray:
+        """Node numbers whose level is ``level``, in node-number order."""
+        return np.flatnonzero(self.level_sums == level)
+
+    def is_below(self, lower: int, upper: int) -> bool:
+        """True if ``lower`` is a (not necessarily strict) generalization-predecessor of ``upper``."""
+        return bool(np.all(self.all_levels[lower] <= self.all_levels[upper]))
+
+    def between(self, low: int, high: int, level: int) -> Iterator[int]:
+        """Nodes ``v`` with ``low <= v <= high`` componentwise and level ``level``, in order."""
+        lo = [int(x) for x in self.all_levels[low]]
+        hi = [int(x) for x in self.all_levels[high]]
+        m = len(lo)
+        suffix_hi = [0] * (m + 1)
+        suffix_lo = [0] * (m + 1)
+        for i in range(m - 1, -1, -1):
+            suffix_hi[i] = suffix_hi[i + 1] + hi[i]
+            suffix_lo[i] = suffix_lo[i + 1] + lo[i]
+
+        def rec(i: int, remaining: int, acc: int) -> Iterator[int]:
+            if i == m:
+                if remaining == 0:
+                    yield acc
+                return
+            start = max(lo[i], remaining - suffix_hi[i + 1])
+            stop = min(hi[i], remaining - suffix_lo[i + 1])
+            for a in range(start, stop + 1):
+                yield from rec(i + 1, remaining - a, acc + a * int(self.strides[i]))
+
+        yield from rec(0, level, 0)
