@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
@@ -68,7 +69,8 @@ def check_generalization(
             continue
         if col not in release.columns:
             problems.append(f"column '{col}' is missing from the release")
-        elif not (original[col].astype(str).to_numpy() == release[col].astype(str).to_numpy()).all():
+        elif not np.array_equal(original[col].astype(str).to_numpy(),
+                                release[col].astype(str).to_numpy()):
             problems.append(f"column '{col}' was changed")
     for col, level in levels.items():
         hier = hierarchies[col]

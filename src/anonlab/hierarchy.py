@@ -20,6 +20,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -197,7 +198,7 @@ def interval_hierarchy(
     ws = [float(w) for w in widths]
     if any(w <= 0 for w in ws):
         raise AnonlabError("interval widths must be positive: e.g. --widths 5,10,20")
-    for a, b in zip(ws, ws[1:], strict=False):
+    for a, b in pairwise(ws):
         if b % a != 0:
             raise AnonlabError(
                 f"interval width {_format_number(b)} is not a multiple of {_format_number(a)}: "
@@ -266,7 +267,7 @@ def grouping_hierarchy(
         raise AnonlabError("ordered grouping needs distinct values: remove duplicates")
     if any(s < 1 for s in sizes):
         raise AnonlabError("group sizes must be at least 1: e.g. --sizes 2,4")
-    for a, b in zip(sizes, sizes[1:], strict=False):
+    for a, b in pairwise(sizes):
         if b % a != 0:
             raise AnonlabError(
                 f"group size {b} is not a multiple of {a}: each size must be a multiple of "

@@ -123,16 +123,18 @@ def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None
             )
 
 
-def atomic_write(path: PathLike, writer: Callable[[Path], None]) -> None:
+def atomic_write(path: PathLike, writer: Callable[[Path], object]) -> None:
     """Call ``writer(tmp_path)`` then rename the temporary file onto ``path``.
 
     The temporary file lives beside the target so the rename is atomic; on any
-    error it is removed and the target is left as it was.
+    error it is removed and the target is left as it was. A missing output
+    folder is created.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.exists():
-        raise AnonlabError(f"output folder '{folder}' does not exist: create it first")
+    if folder.exists() and not folder.is_dir():
+        raise AnonlabError(f"output folder '{folder}' is a file: choose another output path")
+    folder.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     tmp = Path(tmp_name)

@@ -65,7 +65,7 @@ def max_suppressed(limit: float, n: int) -> int:
         raise AnonlabError(
             f"suppression limit {limit} is outside [0, 1]: give a fraction, e.g. --suppression 0.01"
         )
-    return int(math.floor(limit * n + 1e-9))
+    return math.floor(limit * n + 1e-9)
 
 
 def check_k(k: int, n: int) -> None:

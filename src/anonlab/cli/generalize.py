@@ -136,7 +136,7 @@ def run_generalize(settings: Any, started: float) -> dict[str, Any]:
     from anonlab.generalize import anonymize
     from anonlab.hierarchy import Hierarchy
     from anonlab.io import check_not_input, read_table, write_json
-    from anonlab.privacy import max_suppressed
+    from anonlab.privacy import check_k, max_suppressed
     from anonlab.report import report_header
 
     if settings.output is None and settings.report is None:
@@ -151,6 +151,8 @@ def run_generalize(settings: Any, started: float) -> dict[str, Any]:
         frame, hierarchies, identifying=settings.identifying, sensitive=settings.sensitive,
         insensitive=settings.insensitive, source=settings.input,
     )
+    check_k(settings.k, dataset.n)
+    max_suppressed(settings.suppression, dataset.n)
     progress, update = _progress_callback(settings.quiet)
     if progress is not None:
         with progress:

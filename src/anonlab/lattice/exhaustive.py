@@ -27,5 +27,6 @@ def exhaustive_search(ctx: SearchContext) -> SearchResult:
                 best, best_key = node, key
         else:
             ctx.tags[node] = NOT_ANONYMOUS
-    assert best is not None and best_key is not None  # the top node is always anonymous
+    if best is None or best_key is None:
+        raise ctx.no_solution()
     return ctx.package("exhaustive", best, best_key[0], ctx.k_minimal_from_tags(), started)

@@ -33,7 +33,7 @@ def node_order(ctx: SearchContext) -> np.ndarray:
     heights = lat.heights.astype(np.float64)
     ratio = np.divide(lat.all_levels, heights, out=np.zeros(lat.all_levels.shape),
                       where=heights > 0)
-    return ratio.sum(axis=1)
+    return np.asarray(ratio.sum(axis=1))
 
 
 def flash_search(ctx: SearchContext) -> SearchResult:

@@ -52,14 +52,13 @@ class Lattice:
     def all_levels(self) -> np.ndarray:
         """(size, m) level vectors of every node, in node-number order."""
         idx = np.arange(self.size, dtype=np.int64)
-        return ((idx[:, None] // self.strides[None, :]) % (self.heights + 1)[None, :]).astype(
-            np.int16
-        )
+        levels = (idx[:, None] // self.strides[None, :]) % (self.heights + 1)[None, :]
+        return np.asarray(levels, dtype=np.int16)
 
     @cached_property
     def level_sums(self) -> np.ndarray:
         """(size,) level of every node."""
-        return self.all_levels.sum(axis=1).astype(np.int64)
+        return np.asarray(self.all_levels.sum(axis=1), dtype=np.int64)
 
     def level_of(self, node: int) -> int:
         """Level (sum of generalization levels) of a node."""
@@ -85,14 +84,14 @@ class Lattice:
     def degree_products(self) -> np.ndarray:
         """(size,) degree product of every node."""
         lv = self.all_levels
-        return ((lv < self.heights).sum(axis=1) * (lv > 0).sum(axis=1)).astype(np.int64)
+        return np.asarray((lv < self.heights).sum(axis=1) * (lv > 0).sum(axis=1), dtype=np.int64)
 
     def nodes_at_level(self, level: int) -> np.ndarray:
         """Node numbers whose level is ``level``, in node-number order."""
         return np.flatnonzero(self.level_sums == level)
 
     def is_below(self, lower: int, upper: int) -> bool:
-        """True if ``lower`` is a (not necessarily strict) generalization-predecessor of ``upper``."""
+        """True if ``lower <= upper`` in every dimension (``upper`` generalizes ``lower``)."""
         return bool(np.all(self.all_levels[lower] <= self.all_levels[upper]))
 
     def between(self, low: int, high: int, level: int) -> Iterator[int]:

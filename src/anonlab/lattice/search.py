@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from anonlab.errors import AnonlabError
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import Metric, NodeClasses
@@ -184,7 +185,7 @@ class SearchContext:
     def optimum(self) -> tuple[int, float]:
         """The optimum over the anonymous region (see the module docstring)."""
         if self.best is None:
-            raise RuntimeError("no anonymous node checked: the top node is always anonymous")
+            raise self.no_solution()
         if not self.metric.monotone(self.max_suppressed > 0):
             self._best_first()
         key, node = self.best
@@ -219,6 +220,14 @@ class SearchContext:
                 if up not in seen:
                     seen.add(up)
                     heapq.heappush(heap, (bound(up, lb), self.lattice.level_of(up), up))
+
+    def no_solution(self) -> AnonlabError:
+        """The error for a lattice with no acceptable node (not even the top one)."""
+        return AnonlabError(
+            f"no generalization makes the table {getattr(self.criterion, 'k', '?')}-anonymous "
+            f"with at most {self.max_suppressed} suppressed records, not even the top node: "
+            "lower k, raise --suppression, or end every hierarchy in a single group such as '*'"
+        )
 
     def k_minimal_found(self) -> list[int]:
         """Checked anonymous nodes with no direct predecessor known to be anonymous."""

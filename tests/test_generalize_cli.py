@@ -1,0 +1,182 @@
+"""The generalize / apply / hierarchy commands, end to end and on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from anonlab.checker import check_k_anonymity
+from anonlab.cli.app import app
+
+QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
+       "occupation"]
+runner = CliRunner()
+
+
+def _qi_flags(folder: Path, qis: list[str] = QIS) -> list[str]:
+    out = []
+    for q in qis:
+        out += ["--qi", f"{q}={folder / f'hierarchy_{q}.csv'}"]
+    return out
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    result = runner.invoke(app, args)
+    return result.exit_code, result.output
+
+
+def test_generalize_writes_release_and_report(data_dir: Path, tmp_path: Path) -> None:
+    folder = data_dir / "adult"
+    out, rep = tmp_path / "r.csv", tmp_path / "r.json"
+    code, text = _run(["generalize", str(folder / "adult.csv"), "--delimiter", ";",
+                       *_qi_flags(folder), "--sensitive", "salary-class", "--k", "5",
+                       "--suppression", "0.01", "--metric", "precision_with_suppression",
+                       "--output", str(out), "--report", str(rep), "--verify", "--quiet"])
+    assert code == 0, text
+    release = pd.read_csv(out, dtype=str)
+    assert list(release.columns) == [*QIS, "salary-class"]
+    assert check_k_anonymity(release, QIS, 5, 301) == []
+    report = json.loads(rep.read_text())
+    for key in ["search", "k", "suppression_limit", "lattice_size", "nodes_checked",
+                "transformation", "suppressed_records", "equivalence_classes",
+                "information_loss", "runtime_seconds", "anonlab_version"]:
+        assert key in report
+    assert report["suppressed_records"] == 207
+    assert set(report["information_loss"]) == {"precision", "precision_with_suppression",
+                                              "discernibility", "aecs", "entropy"}
+    assert round(report["information_loss"]["precision_with_suppression"], 4) == 0.5034
+    assert report["verified"] is True
+    assert int((release[QIS] == "*").all(axis=1).sum()) == 207
+
+
+def test_config_file_and_flag_override(data_dir: Path, tmp_path: Path) -> None:
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (tmp_path / "out").mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "adult.toml", examples)
+    shutil.copytree(data_dir / "adult", tmp_path / "data" / "adult")
+    code, text = _run(["generalize", "--config", str(examples / "adult.toml"), "--k", "10",
+                       "--quiet"])
+    assert code == 0, text
+    report = json.loads((tmp_path / "out" / "adult_k5.json").read_text())
+    assert report["k"] == 10
+    assert report["search"] == "flash"
+
+
+def test_apply_reuses_transformation(data_dir: Path, tmp_path: Path) -> None:
+    folder = data_dir / "adult"
+    rep = tmp_path / "r.json"
+    code, text = _run(["generalize", str(folder / "adult.csv"), *_qi_flags(folder),
+                       "--k", "5", "--report", str(rep), "--quiet"])
+    assert code == 0, text
+    frame = pd.read_csv(folder / "adult.csv", sep=";", dtype=str)
+    doubled = tmp_path / "doubled.csv"
+    pd.concat([frame, frame]).to_csv(doubled, index=False)
+    out = tmp_path / "applied.csv"
+    code, text = _run(["apply", str(rep), str(doubled), "--output", str(out), "--quiet"])
+    assert code == 0, text
+    assert check_k_anonymity(pd.read_csv(out, dtype=str), QIS, 5, 0) == []
+    small = tmp_path / "small.csv"
+    frame.iloc[:40].to_csv(small, index=False)
+    out2 = tmp_path / "applied2.csv"
+    code, text = _run(["apply", str(rep), str(small), "--output", str(out2)])
+    assert code == 2 and "not 5-anonymous" in text
+    assert not out2.exists()
+
+
+@pytest.fixture()
+def tiny(tmp_path: Path) -> Path:
+    (tmp_path / "t.csv").write_text("name,age,zip\nann,31,47677\nbob,32,47602\n"
+                                    "cy,33,47678\ndee,34,47605\n")
+    (tmp_path / "age.csv").write_text("31;30-34;*\n32;30-34;*\n33;30-34;*\n34;30-34;*\n")
+    (tmp_path / "zip.csv").write_text("47677;4767*;*\n47602;4760*;*\n47678;4767*;*\n"
+                                      "47605;4760*;*\n")
+    return tmp_path
+
+
+def _tiny_args(t: Path, *extra: str) -> list[str]:
+    return ["generalize", str(t / "t.csv"), "--qi", f"age={t / 'age.csv'}",
+            "--qi", f"zip={t / 'zip.csv'}", "--identifying", "name",
+            "--output", str(t / "out.csv"), *extra]
+
+
+def test_tiny_release_drops_identifiers(tiny: Path) -> None:
+    code, text = _run(_tiny_args(tiny, "--k", "2", "--quiet", "--verify"))
+    assert code == 0, text
+    out = pd.read_csv(tiny / "out.csv", dtype=str)
+    assert list(out.columns) == ["age", "zip"]
+    assert out["age"].tolist() == ["30-34"] * 4
+    assert out["zip"].tolist() == ["31", "32", "33", "34"] or out["zip"].str.endswith("*").all()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--k", "0"], "k must be at least 1"),
+        (["--k", "9"], "k = 9 is larger than the table's 4 records"),
+        (["--k", "2", "--suppression", "1.5"], "suppression limit 1.5 is outside [0, 1]"),
+        (["--k", "2", "--sensitive", "nope"], "unknown column 'nope'"),
+        (["--k", "2", "--search", "magic"], "setting 'search'"),
+        (["--k", "2", "--metric", "magic"], "setting 'metric'"),
+    ],
+)
+def test_bad_parameters(tiny: Path, extra: list[str], message: str) -> None:
+    before = (tiny / "t.csv").read_bytes()
+    code, text = _run(_tiny_args(tiny, *extra))
+    assert code == 2
+    assert text.startswith("Error: ") and message in text
+    assert len(text.strip().splitlines()) == 1
+    assert not (tiny / "out.csv").exists()
+    assert (tiny / "t.csv").read_bytes() == before
+
+
+def test_value_missing_from_hierarchy(tiny: Path) -> None:
+    (tiny / "age.csv").write_text("31;30-34;*\n32;30-34;*\n33;30-34;*\n")
+    code, text = _run(_tiny_args(tiny, "--k", "2"))
+    assert code == 2
+    assert "column 'age': value '34' (data row 4) is not in hierarchy" in text
+    assert not (tiny / "out.csv").exists()
+
+
+def test_non_nested_hierarchy(tiny: Path) -> None:
+    (tiny / "age.csv").write_text("31;30-34;A;*\n32;30-34;B;*\n33;30-34;A;*\n34;30-34;A;*\n")
+    code, text = _run(_tiny_args(tiny, "--k", "2"))
+    assert code == 2 and "is not nested" in text
+
+
+def test_ragged_input_table(tiny: Path) -> None:
+    (tiny / "t.csv").write_text("name,age,zip\nann,31,47677\nbob,32,47602,extra,more\n")
+    code, text = _run(_tiny_args(tiny, "--k", "2"))
+    assert code == 2 and "ragged or malformed" in text
+    assert not (tiny / "out.csv").exists()
+
+
+def test_output_over_input_is_refused(tiny: Path) -> None:
+    args = _tiny_args(tiny, "--k", "2")
+    args[args.index("--output") + 1] = str(tiny / "t.csv")
+    before = (tiny / "t.csv").read_bytes()
+    code, text = _run(args)
+    assert code == 2 and "is also an input" in text
+    assert (tiny / "t.csv").read_bytes() == before
+
+
+def test_hierarchy_builders_cli(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "age.csv"
+    code, text = _run(["hierarchy", "interval", str(data_dir / "adult" / "adult.csv"),
+                       "--column", "age", "--widths", "5,10,20", "--output", str(out)])
+    assert code == 0, text
+    lines = out.read_text().splitlines()
+    assert "39;35-39;30-39;20-39;*" in lines
+
+
+def test_python_dash_m_runs() -> None:
+    done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("anonlab ")

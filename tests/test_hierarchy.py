@@ -1,0 +1,76 @@
+"""Hierarchy loading, validation and builders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anonlab.errors import AnonlabError
+from anonlab.hierarchy import (
+    Hierarchy,
+    grouping_hierarchy,
+    interval_hierarchy,
+    redaction_hierarchy,
+)
+
+
+def test_loads_adult(data_dir: Path) -> None:
+    h = Hierarchy.from_csv(data_dir / "adult" / "hierarchy_education.csv")
+    assert h.height == 3
+    assert h.label("Bachelors", 1) == "Undergraduate"
+    assert h.label("Bachelors", 3) == "*"
+
+
+def test_ragged_file_names_line(tmp_path: Path) -> None:
+    p = tmp_path / "h.csv"
+    p.write_text("a;x;*\nb;x\n")
+    with pytest.raises(AnonlabError, match=r"line 2: 2 fields where line 1 has 3"):
+        Hierarchy.from_csv(p)
+
+
+def test_non_nested_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "h.csv"
+    p.write_text("a;x;P;*\nb;x;Q;*\n")
+    with pytest.raises(AnonlabError, match=r"not nested: group 'x' at level 1 goes to 'P' "
+                                           r"\(line 1\) and to 'Q' \(line 2\)"):
+        Hierarchy.from_csv(p)
+
+
+def test_duplicate_value_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "h.csv"
+    p.write_text("a;*\na;*\n")
+    with pytest.raises(AnonlabError, match="value 'a' is listed again"):
+        Hierarchy.from_csv(p)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(AnonlabError, match="does not exist"):
+        Hierarchy.from_csv("no/such/file.csv")
+
+
+def test_interval_builder_nests_and_round_trips(tmp_path: Path) -> None:
+    h = interval_hierarchy([17, 23, 39, 90], [5, 10, 20])
+    assert h.height == 4
+    assert h.rows[h.values.index("23")] == ("23", "20-24", "20-29", "20-39", "*")
+    out = tmp_path / "age.csv"
+    h.write(out)
+    assert Hierarchy.from_csv(out).rows == h.rows
+
+
+def test_interval_widths_must_nest() -> None:
+    with pytest.raises(AnonlabError, match="not a multiple"):
+        interval_hierarchy([1, 2], [5, 7])
+
+
+def test_redaction_builder() -> None:
+    h = redaction_hierarchy(["47677", "47602", "4760"])
+    assert h.rows[h.values.index("47677")] == ("47677", "4767*", "476**", "47***", "4****", "*")
+    assert h.label("4760", 1) == "0476*"
+
+
+def test_grouping_builder() -> None:
+    h = grouping_hierarchy(["A", "B", "C", "D", "E"], [2, 4])
+    assert h.rows == (("A", "A..B", "A..D", "*"), ("B", "A..B", "A..D", "*"),
+                      ("C", "C..D", "A..D", "*"), ("D", "C..D", "A..D", "*"),
+                      ("E", "E", "E", "*"))

@@ -1,0 +1,120 @@
+"""Every strategy reaches the exhaustive optimum, for every metric (property tests)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from anonlab.checker import check_generalization, check_k_anonymity
+from anonlab.dataset import Dataset
+from anonlab.errors import AnonlabError
+from anonlab.generalize import anonymize
+from anonlab.hierarchy import Hierarchy
+from anonlab.lattice.freqset import FrequencyEngine
+from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses
+from anonlab.lattice.search import ANONYMOUS, NOT_ANONYMOUS
+from anonlab.privacy import max_suppressed
+from gen_strategies import small_problem
+
+STRATEGIES = ["ola", "degree", "flash"]
+PROFILE = settings(max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "80")), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _truth(frame: pd.DataFrame, hiers: dict[str, Hierarchy], k: int, limit: int,
+           levels: tuple[int, ...]) -> bool:
+    """Anonymity of a node computed directly with pandas (independent of the engine)."""
+    gen = pd.DataFrame({c: [h.label(v, lv) for v in frame[c]]
+                        for (c, h), lv in zip(hiers.items(), levels, strict=True)})
+    sizes = gen.value_counts()
+    return int(sizes[sizes < k].sum()) <= limit
+
+
+@pytest.mark.parametrize("metric", list(METRICS))
+@PROFILE
+@given(problem=small_problem())
+def test_strategies_match_exhaustive(
+    metric: str, problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float]
+) -> None:
+    frame, hiers, k, suppression = problem
+    ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
+    try:
+        reference = anonymize(ds, k, suppression, "exhaustive", metric)
+    except AnonlabError:  # no node is acceptable: every strategy must say so
+        for strategy in STRATEGIES:
+            with pytest.raises(AnonlabError, match="no generalization"):
+                anonymize(ds, k, suppression, strategy, metric)
+        return
+    for strategy in STRATEGIES:
+        got = anonymize(ds, k, suppression, strategy, metric)
+        assert got.search.loss == pytest.approx(reference.search.loss, rel=1e-9, abs=1e-9), (
+            strategy, got.transformation, reference.transformation)
+        assert got.suppressed_records <= max_suppressed(suppression, ds.n)
+
+
+@PROFILE
+@given(problem=small_problem())
+def test_tags_and_release_are_right(
+    problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float]
+) -> None:
+    frame, hiers, k, suppression = problem
+    ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
+    limit = max_suppressed(suppression, ds.n)
+    from anonlab.lattice.lattice import Lattice
+
+    lattice = Lattice(ds.heights)
+    truth = {node: _truth(frame, hiers, k, limit, lattice.levels(node))
+             for node in range(lattice.size)}
+    exact_minimal = sorted(
+        n for n, ok in truth.items()
+        if ok and not any(truth[p] for p in lattice.predecessors(n))
+    )
+    for strategy in ["exhaustive", *STRATEGIES]:
+        if not any(truth.values()):
+            with pytest.raises(AnonlabError, match="no generalization"):
+                anonymize(ds, k, suppression, strategy, "precision")
+            continue
+        result = anonymize(ds, k, suppression, strategy, "precision")
+        tags = result.search.tags
+        for node, ok in truth.items():
+            if tags[node] == ANONYMOUS:
+                assert ok, (strategy, lattice.levels(node))
+            elif tags[node] == NOT_ANONYMOUS:
+                assert not ok, (strategy, lattice.levels(node))
+        if strategy in ("exhaustive", "ola"):
+            assert result.search.k_minimal == exact_minimal
+        else:
+            assert set(result.search.k_minimal) <= set(exact_minimal)
+        assert truth[result.search.optimum]
+        release = result.release
+        assert check_k_anonymity(release, list(hiers), k, limit) == []
+        assert check_generalization(frame, release, hiers, result.transformation) == []
+        assert int((release[list(hiers)] == "*").all(axis=1).sum()) >= result.suppressed_records
+
+
+def test_metric_values_by_hand() -> None:
+    """Tiny table: every metric computed by hand."""
+    frame = pd.DataFrame({"a": ["1", "1", "2", "3"], "b": ["x", "y", "x", "x"]})
+    ha = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3", "*"]])
+    hb = Hierarchy.from_rows([["x", "*"], ["y", "*"]])
+    ds = Dataset.from_frame(frame, {"a": ha, "b": hb})
+    # k=2 at node (1, 1): classes {(1-2, *): 3, (3, *): 1}; the second is suppressed
+    engine = FrequencyEngine(ds, keep_base_index=True)
+    fs = engine.roll_up(engine.bottom, (1, 1))
+    node = NodeClasses(fs, fs.counts < 2)
+    ctx = LossContext(ds, engine.base_tuples, engine.bottom.counts)
+    loss = {name: cls(ctx).value(node) for name, cls in METRICS.items()}
+    assert node.suppressed == 1
+    assert loss["precision"] == pytest.approx((1 / 2 + 1) / 2)
+    assert loss["precision_with_suppression"] == pytest.approx((3 * 0.75 + 1) / 4)
+    assert loss["discernibility"] == 3 * 3 + 1 * 4
+    assert loss["aecs"] == pytest.approx(4 / 2)
+    # entropy: a: values 1,1,2 in group 1-2 (F=3): 2*-log2(2/3) + -log2(1/3); the
+    # suppressed '3' counts -log2(1/4). b: all '*' (F=4): 3*-log2(3/4) + -log2(1/4)
+    expected = (2 * -np.log2(2 / 3) - np.log2(1 / 3) - np.log2(1 / 4)
+                + 3 * -np.log2(3 / 4) - np.log2(1 / 4))
+    assert loss["entropy"] == pytest.approx(expected)
