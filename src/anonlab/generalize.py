@@ -157,11 +157,21 @@ def build_release(
     suppressed = counts[inverse] < k
     release = dataset.frame.copy()
     for q, lv, col in zip(dataset.qis, levels, cols, strict=True):
-        labels = np.asarray(q.level_labels[lv], dtype=object)[col]
-        labels[suppressed] = SUPPRESSED
-        release[q.name] = labels
+        release[q.name] = _labelled(col, list(q.level_labels[lv]), suppressed)
     dropped = dataset.columns_with(Role.IDENTIFYING)
     return release.drop(columns=dropped), suppressed
+
+
+def _labelled(codes: np.ndarray, labels: list[str], suppressed: np.ndarray) -> pd.Categorical:
+    """Group codes as a categorical of labels, '*' where the row is suppressed."""
+    if SUPPRESSED in labels:
+        star = labels.index(SUPPRESSED)
+    else:
+        star = len(labels)
+        labels = [*labels, SUPPRESSED]
+    out = codes.astype(np.int32, copy=True)
+    out[suppressed] = star
+    return pd.Categorical.from_codes(out, categories=labels)
 
 
 class Generalizer:
