@@ -20,26 +20,6 @@ from anonlab.dataset import Dataset
 _MAX_KEY = np.iinfo(np.int64).max // 4
 
 
-@dataclass(frozen=True)
-class FrequencySet:
-    """Equivalence classes of one node.
-
-    ``tuples[c]`` is class ``c``'s code vector (group codes at the node's
-    levels), ``counts[c]`` its number of records. ``base_index[b]`` (if kept)
-    is the class of the bottom node's distinct tuple ``b``.
-    """
-
-    levels: tuple[int, ...]
-    tuples: np.ndarray
-    counts: np.ndarray
-    base_index: np.ndarray | None
-
-    @property
-    def classes(self) -> int:
-        """Number of equivalence classes."""
-        return int(self.counts.shape[0])
-
-
 def group_tuples(
     tuples: np.ndarray, cardinalities: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +50,90 @@ def group_tuples(
     return inverse.astype(np.int64), first
 
 
+@dataclass(frozen=True)
+class FrequencySet:
+    """Equivalence classes of one node.
+
+    Class ``c`` is identified by ``keys[c]``: its code vector (group codes at
+    the node's levels) packed by a fixed mixed radix, one int64 column per
+    chunk of quasi-identifiers (see :class:`KeyLayout`); ``counts[c]`` is its
+    number of records. ``base_index[b]`` (if kept) is the class of the bottom
+    node's distinct tuple ``b``.
+    """
+
+    levels: tuple[int, ...]
+    keys: np.ndarray  # (classes, chunks) int64
+    counts: np.ndarray
+    base_index: np.ndarray | None
+
+    @property
+    def classes(self) -> int:
+        """Number of equivalence classes."""
+        return int(self.counts.shape[0])
+
+
+class KeyLayout:
+    """Packs code vectors into int64 keys with a fixed radix per quasi-identifier.
+
+    The radix of quasi-identifier ``i`` is its number of distinct values, which
+    bounds its group codes at every level, so a roll-up changes only the digits
+    of the dimensions it generalizes: ``key += (lift[code] - code) * radix``.
+    Dimensions are packed into as few int64 chunks as fit.
+    """
+
+    def __init__(self, cardinalities: Sequence[int]) -> None:
+        self.chunk: list[int] = []
+        self.weight: list[int] = []
+        self.radix = [max(int(c), 1) for c in cardinalities]
+        chunk, space = 0, 1
+        for card in self.radix:
+            if space * card > _MAX_KEY:
+                chunk, space = chunk + 1, 1
+            self.chunk.append(chunk)
+            self.weight.append(space)
+            space *= card
+        self.chunks = chunk + 1
+
+    def pack(self, tuples: np.ndarray) -> np.ndarray:
+        """(n, m) codes -> (n, chunks) keys."""
+        keys = np.zeros((tuples.shape[0], self.chunks), dtype=np.int64)
+        for i in range(tuples.shape[1]):
+            keys[:, self.chunk[i]] += tuples[:, i].astype(np.int64) * self.weight[i]
+        return keys
+
+    def digit(self, keys: np.ndarray, dim: int) -> np.ndarray:
+        """Codes of one dimension from packed keys."""
+        column = keys[:, self.chunk[dim]]
+        if self.weight[dim] > 1:
+            column = column // self.weight[dim]
+        return np.asarray(column % self.radix[dim])
+
+    def replace(self, keys: np.ndarray, dim: int, old: np.ndarray, new: np.ndarray) -> None:
+        """Change one dimension's digits in place."""
+        keys[:, self.chunk[dim]] += (new.astype(np.int64) - old) * self.weight[dim]
+
+
+def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group rows of packed keys: returns ``(inverse, unique_keys)`` (first-seen order)."""
+    if keys.shape[1] == 1:
+        inverse, uniques = pd.factorize(keys[:, 0])
+        return inverse.astype(np.int64), np.asarray(uniques, dtype=np.int64).reshape(-1, 1)
+    combined = np.zeros(keys.shape[0], dtype=np.int64)
+    space = 1
+    for c in range(keys.shape[1]):
+        codes, uniq = pd.factorize(keys[:, c])
+        if space * len(uniq) > _MAX_KEY:
+            combined, uniq_combined = pd.factorize(combined)
+            combined = combined.astype(np.int64)
+            space = len(uniq_combined)
+        combined = combined * len(uniq) + codes
+        space *= max(len(uniq), 1)
+    inverse, uniques = pd.factorize(combined)
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1, dtype=np.int64)
+    return inverse.astype(np.int64), keys[first]
+
+
 class FrequencyEngine:
     """Computes frequency sets in-process with NumPy (the embedded backend)."""
 
@@ -81,22 +145,20 @@ class FrequencyEngine:
         self._lifts: dict[tuple[int, int, int], np.ndarray] = {}
         rows = dataset.code_matrix()
         cards = [q.cardinality(0) for q in self.qis]
+        self.layout = KeyLayout(cards)
         inverse, first = group_tuples(rows, cards)
         #: (n,) distinct bottom tuple of each row
         self.row_index = inverse
         counts = np.bincount(inverse, minlength=len(first)).astype(np.int64)
+        #: (d, m) distinct code tuples of the data (bottom node)
+        self.base_tuples = rows[first]
         self.bottom = FrequencySet(
             levels=(0,) * len(self.qis),
-            tuples=rows[first],
+            keys=self.layout.pack(self.base_tuples),
             counts=counts,
             base_index=np.arange(len(first), dtype=np.int64),
         )
         self.rollups = 0
-
-    @property
-    def base_tuples(self) -> np.ndarray:
-        """(d, m) distinct code tuples of the data (bottom node)."""
-        return self.bottom.tuples
 
     def lift(self, dim: int, lower: int, upper: int) -> np.ndarray:
         """Cached code map of quasi-identifier ``dim`` from level ``lower`` to ``upper``."""
@@ -112,22 +174,22 @@ class FrequencyEngine:
         target = tuple(int(x) for x in levels)
         if target == source.levels:
             return source
-        cols = source.tuples.copy()
+        keys = source.keys.copy()
         for i, (a, b) in enumerate(zip(source.levels, target, strict=True)):
             if b < a:
                 raise ValueError(f"cannot roll down from {source.levels} to {target}")
             if b > a:
-                cols[:, i] = self.lift(i, a, b)[cols[:, i]]
-        cards = [q.cardinality(lv) for q, lv in zip(self.qis, target, strict=True)]
-        inverse, first = group_tuples(cols, cards)
-        counts = np.bincount(inverse, weights=source.counts, minlength=len(first))
+                old = self.layout.digit(keys, i)
+                self.layout.replace(keys, i, old, self.lift(i, a, b)[old])
+        inverse, uniques = group_keys(keys)
+        counts = np.bincount(inverse, weights=source.counts, minlength=len(uniques))
         base_index = None
         if self.keep_base_index and source.base_index is not None:
             base_index = inverse[source.base_index]
         self.rollups += 1
         return FrequencySet(
             levels=target,
-            tuples=cols[first],
+            keys=uniques,
             counts=counts.astype(np.int64),
             base_index=base_index,
         )
@@ -167,8 +229,8 @@ class FrequencyCache:
         """Store a frequency set, evicting the least recently used entry if full."""
         if fs.levels in self._slot:
             return
-        free = [i for i, e in enumerate(self._entries) if e is None]
-        slot = free[0] if free else int(np.argmin(self._used))
+        filled = len(self._slot)
+        slot = filled if filled < self.capacity else int(np.argmin(self._used))
         old = self._entries[slot]
         if old is not None:
             del self._slot[old.levels]

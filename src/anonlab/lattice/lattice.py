@@ -86,6 +86,37 @@ class Lattice:
         lv = self.all_levels
         return np.asarray((lv < self.heights).sum(axis=1) * (lv > 0).sum(axis=1), dtype=np.int64)
 
+    @cached_property
+    def _packed(self) -> tuple[np.ndarray, int] | None:
+        """Level vectors packed 5 bits a dimension (with a guard bit), if they fit."""
+        if len(self.heights) > 12 or int(self.heights.max()) > 15:
+            return None
+        shifts = 5 * np.arange(len(self.heights), dtype=np.int64)
+        packed = (self.all_levels.astype(np.int64) << shifts[None, :]).sum(axis=1)
+        guard = int((np.int64(1) << (shifts + 4)).sum())
+        return np.asarray(packed, dtype=np.int64), guard
+
+    def below(self, node: int) -> np.ndarray:
+        """Node numbers ``v <= node`` componentwise (all specializations, and the node)."""
+        packed = self._packed
+        if packed is None:
+            lv = self.all_levels
+            return np.flatnonzero(np.all(lv[: node + 1] <= lv[node], axis=1))
+        codes, guard = packed
+        # SWAR test of x <= y in every 5-bit field: ((y | G) - x) keeps every guard bit
+        ok = ((codes[node] | guard) - codes[: node + 1]) & guard
+        return np.flatnonzero(ok == guard)
+
+    def above(self, node: int) -> np.ndarray:
+        """Node numbers ``v >= node`` componentwise (all generalizations, and the node)."""
+        packed = self._packed
+        if packed is None:
+            lv = self.all_levels
+            return node + np.flatnonzero(np.all(lv[node:] >= lv[node], axis=1))
+        codes, guard = packed
+        ok = ((codes[node:] | guard) - codes[node]) & guard
+        return node + np.flatnonzero(ok == guard)
+
     def nodes_at_level(self, level: int) -> np.ndarray:
         """Node numbers whose level is ``level``, in node-number order."""
         return np.flatnonzero(self.level_sums == level)

@@ -141,18 +141,13 @@ class SearchContext:
         """Tag the node and all its generalizations anonymous (monotonicity)."""
         if self.tags[node] == ANONYMOUS:
             return
-        # generalizations of a node have larger node numbers: compare that range only
-        lv = self.lattice.all_levels
-        above = np.all(lv[node:] >= lv[node], axis=1)
-        self._set_tags(node + np.flatnonzero(above), ANONYMOUS)
+        self._set_tags(self.lattice.above(node), ANONYMOUS)
 
     def tag_not_anonymous(self, node: int) -> None:
         """Tag the node and all its specializations not anonymous (monotonicity)."""
         if self.tags[node] == NOT_ANONYMOUS:
             return
-        lv = self.lattice.all_levels
-        below = np.all(lv[: node + 1] <= lv[node], axis=1)
-        self._set_tags(np.flatnonzero(below), NOT_ANONYMOUS)
+        self._set_tags(self.lattice.below(node), NOT_ANONYMOUS)
 
     def _set_tags(self, nodes: np.ndarray, tag: int) -> None:
         current = self.tags[nodes]

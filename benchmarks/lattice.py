@@ -1,0 +1,175 @@
+"""Lattice search on Adult (the paper's figures 5 and 6) and the whole command at scale.
+
+Part 1, in-process and warm: Adult with 8 quasi-identifiers, k in {2, 5, 10,
+25, 50, 100}, suppression 0 and 1 %: nodes checked and search time (median of
+``--repeats`` runs) for every strategy. The metric is precision without
+suppression and precision-with-suppression with 1 %, as in the ARX figures
+quoted in docs/benchmarks.md.
+
+Part 2, whole ``anonlab generalize`` commands (start to written release) with
+their peak memory (maximum resident set size of the child process):
+Adult; Adult x33 (995,346 rows, k = 165, 1 %: the same search as k = 5 on
+Adult); and a synthetic 1,000,000-row table whose columns are drawn
+independently from Adult's marginals (seed 1), so that its distinct
+quasi-identifier combinations grow with the rows (318,902 of them).
+
+    python benchmarks/lattice.py            # full run, about 5 minutes
+    python benchmarks/lattice.py --quick    # 1 repeat, fewer k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonlab.dataset import Dataset
+from anonlab.generalize import anonymize
+
+REPO = Path(__file__).resolve().parents[1]
+ADULT = REPO / "data" / "adult"
+RESULTS = REPO / "benchmarks" / "results"
+QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
+       "occupation"]
+STRATEGIES = ["flash", "ola", "degree", "exhaustive"]
+# ARX 3.9 on this machine (the generalization issue): (k, suppression) -> (nodes, CPU ms)
+ARX = {(2, 0.0): (184, 66), (5, 0.0): (142, 43), (100, 0.0): (49, 30),
+       (2, 0.01): (587, 570), (5, 0.01): (815, 616), (100, 0.01): (433, 202)}
+
+
+def search_table(ks: list[int], repeats: int) -> list[dict[str, object]]:
+    """Nodes checked and warm search time for every strategy, k and suppression."""
+    frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str)
+    ds = Dataset.from_frame(frame, {q: ADULT / f"hierarchy_{q}.csv" for q in QIS},
+                            sensitive=["salary-class"])
+    rows = []
+    for suppression in (0.0, 0.01):
+        metric = "precision" if suppression == 0 else "precision_with_suppression"
+        for k in ks:
+            for strategy in STRATEGIES:
+                if strategy == "exhaustive" and k not in (5, 100):
+                    continue
+                anonymize(ds, k, suppression, strategy, metric)  # warm-up
+                times, cpu, result = [], [], None
+                for _ in range(repeats):
+                    started = time.process_time()
+                    result = anonymize(ds, k, suppression, strategy, metric)
+                    cpu.append(time.process_time() - started)
+                    times.append(result.search.runtime_seconds)
+                assert result is not None
+                arx = ARX.get((k, suppression))
+                rows.append({
+                    "k": k, "suppression": suppression, "metric": metric,
+                    "strategy": strategy, "nodes_checked": result.search.nodes_checked,
+                    "search_ms": 1000 * statistics.median(times),
+                    "anonymize_cpu_ms": 1000 * statistics.median(cpu),
+                    "loss": result.search.loss,
+                    "arx_nodes": arx[0] if arx else None, "arx_cpu_ms": arx[1] if arx else None,
+                })
+                print(f"k={k:>3} s={suppression:<4} {strategy:<10} "
+                      f"nodes={result.search.nodes_checked:>5} "
+                      f"time={rows[-1]['search_ms']:8.1f} ms  loss={result.search.loss:.4f}"
+                      + (f"   ARX: {arx[0]} nodes, {arx[1]} ms" if arx else ""), flush=True)
+    return rows
+
+
+def run_command(args: list[str]) -> tuple[float, float]:
+    """Wall time (s) and peak RSS (MiB) of one child process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"command failed: {' '.join(args)}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def scale_table(repeats: int) -> list[dict[str, object]]:
+    """Whole-command time and peak memory on Adult, Adult x33 and a synthetic 1M table."""
+    frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        pd.concat([frame] * 33, ignore_index=True).to_csv(folder / "adult33.csv", sep=";",
+                                                          index=False)
+        rng = np.random.default_rng(1)
+        n = 1_000_000
+        synth = pd.DataFrame({c: frame[c].to_numpy()[rng.integers(0, len(frame), n)]
+                              for c in frame.columns})
+        synth.to_csv(folder / "synthetic1m.csv", sep=";", index=False)
+        cases = [("adult", ADULT / "adult.csv", 5), ("adult_x33", folder / "adult33.csv", 165),
+                 ("synthetic_1m", folder / "synthetic1m.csv", 5)]
+        for name, path, k in cases:
+            qi_flags = [x for q in QIS for x in ("--qi", f"{q}={ADULT / f'hierarchy_{q}.csv'}")]
+            args = [sys.executable, "-m", "anonlab", "generalize", str(path), "--delimiter", ";",
+                    *qi_flags, "--sensitive", "salary-class", "--k", str(k),
+                    "--suppression", "0.01", "--metric", "precision_with_suppression",
+                    "--output", str(folder / f"{name}_out.csv"),
+                    "--report", str(folder / f"{name}.json"), "--quiet"]
+            runs = [run_command(args) for _ in range(repeats)]
+            report = json.loads((folder / f"{name}.json").read_text())
+            rows.append({
+                "case": name, "rows": report["records"], "k": k, "suppression": 0.01,
+                "wall_s": statistics.median(r[0] for r in runs),
+                "peak_mib": statistics.median(r[1] for r in runs),
+                "nodes_checked": report["nodes_checked"],
+                "search_s": report["search_seconds"],
+            })
+            r = rows[-1]
+            print(f"{name:<13} rows={r['rows']:>9} wall={r['wall_s']:6.2f} s "
+                  f"peak={r['peak_mib']:7.1f} MiB nodes={r['nodes_checked']}", flush=True)
+    return rows
+
+
+def plot(rows: list[dict[str, object]]) -> None:
+    """Figures 5 and 6 of the paper: nodes checked and time against k."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for key, label, name in (("nodes_checked", "nodes checked", "lattice_nodes.png"),
+                             ("search_ms", "search time (ms)", "lattice_time.png")):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
+        for ax, suppression in zip(axes, (0.0, 0.01), strict=True):
+            for strategy in STRATEGIES[:3]:
+                pts = [(r["k"], r[key]) for r in rows
+                       if r["strategy"] == strategy and r["suppression"] == suppression]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=strategy)
+            ax.set_xscale("log")
+            ax.set_xlabel("k")
+            ax.set_ylabel(label)
+            ax.set_title(f"Adult, 8 QIs, suppression {suppression:.0%}")
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(RESULTS / name, dpi=100)
+        plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 repeat, k in {5, 100}")
+    args = parser.parse_args()
+    repeats = 1 if args.quick else 5
+    ks = [5, 100] if args.quick else [2, 5, 10, 25, 50, 100]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    search = search_table(ks, repeats)
+    scale = scale_table(1 if args.quick else 3)
+    out = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+           "repeats": repeats, "search": search, "scale": scale}
+    (RESULTS / "lattice.json").write_text(json.dumps(out, indent=2) + "\n")
+    plot(search)
+    print(f"wrote {RESULTS / 'lattice.json'}")
+
+
+if __name__ == "__main__":
+    main()
