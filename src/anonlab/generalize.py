@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -171,7 +171,7 @@ def _labelled(codes: np.ndarray, labels: list[str], suppressed: np.ndarray) -> p
         labels = [*labels, SUPPRESSED]
     out = codes.astype(np.int32, copy=True)
     out[suppressed] = star
-    return pd.Categorical.from_codes(out, categories=labels)
+    return cast(pd.Categorical, pd.Categorical.from_codes(out, categories=pd.Index(labels)))
 
 
 class Generalizer:

@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -64,7 +64,7 @@ def read_table(
         return frame
     sep = delimiter if delimiter is not None else sniff_delimiter(path)
     # text-only reads go through pyarrow's multi-threaded parser (about 2x faster)
-    engine = "pyarrow" if dtype is str and len(sep) == 1 else "c"
+    engine: Literal["pyarrow", "c"] = "pyarrow" if dtype is str and len(sep) == 1 else "c"
     try:
         frame = pd.read_csv(
             path,
