@@ -1,17 +1,21 @@
 """Degree-product-first traversal (the OLA-degree-product paper; NOTES.md §1).
 
-Repeatedly check the untagged node with the largest degree product
-(out-degree x in-degree, i.e. successors x predecessors): those nodes sit in
-the middle of the lattice and tag the most other nodes either way. An
-anonymous node tags all its generalizations, a non-anonymous one all its
-specializations; the k-minimal nodes are the anonymous nodes with no anonymous
-direct predecessor.
+The paper deletes a checked node from the lattice together with everything it
+tags (an anonymous node's generalizations, a non-anonymous node's
+specializations) and then picks, in what remains, the node whose degree
+product is largest. So the degrees are those of the *remaining* lattice: a
+node's out-degree counts its untagged direct successors, its in-degree its
+untagged direct predecessors. A node with many untagged neighbours either way
+sits in the middle of the undecided region, so checking it decides the most
+nodes whatever the answer. The k-minimal nodes are the anonymous nodes with no
+anonymous direct predecessor.
 
-A node whose data-free loss bound is already no better than the best loss
-found is skipped (pruned), as are, in effect, its generalizations.
-
-Ties in degree product are broken by lower level first, then by node number
-(the smaller level vector in lexicographic order).
+Choices where the paper is silent: ties in degree product go to the lower
+level, then the smaller node number (the level vector in lexicographic order,
+the last quasi-identifier varying fastest); a node whose data-free loss bound
+is already no better than the best loss found is not checked (pruned), though
+it still counts in its neighbours' degrees, and the search stops when every
+node is tagged or pruned.
 """
 
 from __future__ import annotations
@@ -23,17 +27,47 @@ import numpy as np
 from anonlab.lattice.search import UNKNOWN, SearchContext, SearchResult
 
 
-def degree_order(ctx: SearchContext) -> np.ndarray:
-    """All nodes by descending degree product, then ascending level, then node number."""
-    lat = ctx.lattice
-    nodes = np.arange(lat.size)
-    return np.lexsort((nodes, lat.level_sums, -lat.degree_products))
+class DegreeCounter:
+    """Counts, for every node, its direct successors and predecessors in a node subset."""
+
+    def __init__(self, ctx: SearchContext) -> None:
+        lat = ctx.lattice
+        lv = lat.all_levels
+        self.size = lat.size
+        # (node, neighbour) index pairs per dimension, computed once
+        self.edges = []
+        for i, stride in enumerate(lat.strides):
+            lower = np.flatnonzero(lv[:, i] < lat.heights[i])
+            self.edges.append((lower, lower + int(stride)))
+
+    def products(self, open_nodes: np.ndarray) -> np.ndarray:
+        """Out-degree x in-degree of every node within the sub-graph of ``open_nodes``."""
+        out_deg = np.zeros(self.size, dtype=np.int64)
+        in_deg = np.zeros(self.size, dtype=np.int64)
+        for lower, upper in self.edges:
+            out_deg[lower] += open_nodes[upper]
+            in_deg[upper] += open_nodes[lower]
+        return out_deg * in_deg
 
 
 def degree_product_search(ctx: SearchContext) -> SearchResult:
-    """Check nodes in degree-product order until every node is tagged."""
+    """Check the node of largest remaining degree product until none is undecided."""
     started = time.perf_counter()
-    for node in degree_order(ctx):
-        if ctx.tags[node] == UNKNOWN and not ctx.prunable(int(node)):
-            ctx.is_anonymous(int(node))
+    lat = ctx.lattice
+    # order of tie-breaking: lower level first, then node number
+    tie_rank = np.empty(lat.size, dtype=np.int64)
+    tie_rank[np.lexsort((np.arange(lat.size), lat.level_sums))] = np.arange(lat.size)
+    counter = DegreeCounter(ctx)
+    while True:
+        open_nodes = ctx.tags == UNKNOWN
+        wanted = open_nodes.copy()
+        if ctx.prune and ctx.bounds is not None and ctx.best is not None:
+            wanted &= ctx.bounds < ctx.best[0][0]
+        if not wanted.any():
+            break
+        products = np.where(wanted, counter.products(open_nodes), -1)
+        top = products.max()
+        candidates = np.flatnonzero(products == top)
+        node = int(candidates[np.argmin(tie_rank[candidates])])
+        ctx.is_anonymous(node)
     return ctx.result("degree", started)
