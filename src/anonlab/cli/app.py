@@ -21,7 +21,9 @@ COMMAND_MODULES = (
     "anonlab.cli.generalize",
     "anonlab.cli.microaggregate",
     "anonlab.cli.fusion",
+    "anonlab.cli.party",
     "anonlab.cli.perturb",
+    "anonlab.cli.report",
 )
 
 

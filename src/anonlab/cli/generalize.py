@@ -98,6 +98,12 @@ def generalize_command(
     ),
     output: Path | None = typer.Option(None, "--output", help="Release (CSV or .parquet)."),
     report: Path | None = typer.Option(None, "--report", help="JSON report."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Shareable HTML report (see `anonlab report`)."
+    ),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="PNG of the equivalence class size distribution."
+    ),
     verify: bool = typer.Option(
         False, "--verify", help="Re-check the written release with the independent checker."
     ),
@@ -126,10 +132,12 @@ def generalize_command(
         "quiet": quiet or None,
     }
     settings = generalize_settings(merge_settings(base, flags))
-    run_generalize(settings, started)
+    run_generalize(settings, started, html=html, plot=plot)
 
 
-def run_generalize(settings: Any, started: float) -> dict[str, Any]:
+def run_generalize(
+    settings: Any, started: float, html: Path | None = None, plot: Path | None = None
+) -> dict[str, Any]:
     """Load, search, verify and write, as the settings say; returns the report."""
     from anonlab.checker import check_generalization, check_k_anonymity
     from anonlab.dataset import Dataset, Role
@@ -139,10 +147,10 @@ def run_generalize(settings: Any, started: float) -> dict[str, Any]:
     from anonlab.privacy import check_k, max_suppressed
     from anonlab.report import report_header
 
-    if settings.output is None and settings.report is None:
-        raise AnonlabError("nothing to write: give --output and/or --report")
+    if settings.output is None and settings.report is None and html is None and plot is None:
+        raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
     inputs = [settings.input, *settings.qi.values()]
-    for out in (settings.output, settings.report):
+    for out in (settings.output, settings.report, html, plot):
         if out is not None:
             check_not_input(out, inputs)
     hierarchies = {c: Hierarchy.from_csv(p) for c, p in settings.qi.items()}
@@ -185,6 +193,15 @@ def run_generalize(settings: Any, started: float) -> dict[str, Any]:
     report["runtime_seconds"] = time.perf_counter() - started
     if settings.report is not None:
         write_json(report, settings.report)
+    if html is not None:
+        from anonlab.htmlreport import render_html
+        from anonlab.io import write_text
+
+        write_text(render_html(report), html)
+    if plot is not None:
+        from anonlab.htmlreport.render import write_plot
+
+        write_plot(report, plot)
     if not settings.quiet:
         _print_summary(report)
     return report

@@ -1,0 +1,71 @@
+"""Sub-command ``report``: one self-contained HTML page from any earlier JSON report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from anonlab.cli.common import user_errors
+from anonlab.errors import AnonlabError
+
+REPORT_HELP = """Turn the JSON report of any anonlab command into one HTML page.
+
+The page holds the settings, a plain-language summary, every figure the
+report measured and its plots, in one file with no network resources and no
+JavaScript; it prints well. The default page is safe to share: it never shows
+records, unique combinations or suppressed rows. --internal makes the
+custodian's copy, which may show examples of original values and says so at
+the top. Examples:
+
+  anonlab report out/adult_k5.json --html out/adult_k5.html
+
+  anonlab report out/adult_k5.json --html internal.html --internal --plot classes.png
+"""
+
+
+@user_errors
+def report_command(
+    report_in: Path = typer.Argument(..., help="JSON report written by an anonlab command."),
+    html: Path | None = typer.Option(None, "--html", help="HTML page to write."),
+    internal: bool = typer.Option(
+        False, "--internal", help="The custodian's copy: may show original values."
+    ),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Also write the command's main figure as PNG."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+) -> None:
+    """Render a JSON report as HTML (see --help for examples)."""
+    from anonlab.htmlreport import load_report, render_html
+    from anonlab.htmlreport.plots import save_png
+    from anonlab.htmlreport.render import main_figure
+    from anonlab.io import check_not_input, write_text
+
+    if html is None and plot is None:
+        raise AnonlabError("nothing to write: give --html PAGE.html and/or --plot FIGURE.png")
+    for out, suffixes in ((html, (".html", ".htm")), (plot, (".png",))):
+        if out is not None:
+            check_not_input(out, [report_in])
+            if out.suffix.lower() not in suffixes:
+                raise AnonlabError(f"'{out}' should end in {' or '.join(suffixes)}")
+    if html is not None and plot is not None and html.resolve() == plot.resolve():
+        raise AnonlabError("--html and --plot name the same file: give two names")
+    report = load_report(report_in)
+    # look for files the report names (hierarchies) as given, then beside the report
+    page = render_html(report, internal, base_dirs=[Path.cwd(), report_in.parent],
+                       source=str(report_in)) if html is not None else None
+    figure = main_figure(report) if plot is not None else None
+    if page is not None and html is not None:
+        write_text(page, html)
+    if figure is not None and plot is not None:
+        save_png(figure, plot)
+    if not quiet:
+        written = [str(p) for p in (html, plot) if p is not None]
+        kind = "internal" if internal else "shareable"
+        print(f"wrote {' and '.join(written)} ({kind} report of '{report['command']}')")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``report`` to ``app``."""
+    app.command("report", help=REPORT_HELP)(report_command)

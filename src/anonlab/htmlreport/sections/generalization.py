@@ -1,0 +1,260 @@
+"""Sections of the generalization family: ``generalize`` and ``apply`` reports.
+
+Shows the chosen level per quasi-identifier (with the generalized labels it
+releases; the internal version adds original → generalized examples read from
+the hierarchy files the report names, when they are found unchanged), the
+equivalence class sizes, the information loss figures and the lattice search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from anonlab.htmlreport import plots
+from anonlab.htmlreport.blocks import (
+    Block,
+    Cell,
+    Figure,
+    KeyValues,
+    Note,
+    Paragraph,
+    Section,
+    Table,
+    format_number,
+    format_percent,
+    num,
+    show,
+)
+from anonlab.htmlreport.sections.context import Built, RenderContext
+
+LOSS_MEANING = {
+    "precision": "mean share of each value's hierarchy climbed (0 = original values, "
+                 "1 = all fully generalized); Sweeney 2002",
+    "precision_with_suppression": "precision with each suppressed record counted as fully "
+                                  "generalized (ARX's precision)",
+    "discernibility": "sum of squared class sizes, plus n for each suppressed record; "
+                      "Bayardo and Agrawal 2005",
+    "aecs": "average equivalence class size, n / classes (suppressed records as one class)",
+    "entropy": "non-uniform entropy in bits lost by generalization; Gionis and Tassa 2009",
+}
+MAX_EXAMPLES = 4
+
+
+def _spread(items: list[str], count: int) -> list[str]:
+    """Up to ``count`` items evenly spread over the list (first and last included)."""
+    if len(items) <= count:
+        return items
+    step = (len(items) - 1) / (count - 1)
+    return [items[round(i * step)] for i in range(count)]
+
+
+def _hierarchy(ctx: RenderContext, column: str) -> tuple[Any, str | None]:
+    """The column's hierarchy from the file the report names, or a reason it is absent."""
+    from anonlab.errors import AnonlabError
+    from anonlab.hierarchy import Hierarchy
+    from anonlab.io import file_sha256
+
+    qi = ctx.parameters.get("qi")
+    name = qi.get(column) if isinstance(qi, Mapping) else None
+    if not isinstance(name, str):
+        return None, "hierarchy file not named in the report"
+    found = ctx.find_file(name)
+    if found is None:
+        return None, "hierarchy file not found here"
+    desc = (ctx.report.get("inputs") or {}).get(f"hierarchy:{column}")
+    expected = desc.get("sha256") if isinstance(desc, Mapping) else None
+    if expected and file_sha256(found) != expected:
+        return None, "hierarchy file changed since the run"
+    try:
+        return Hierarchy.from_csv(found), None
+    except AnonlabError:
+        return None, "hierarchy file unreadable"
+
+
+def transformation_block(ctx: RenderContext) -> list[Block]:
+    """The chosen level per attribute with the generalized values it releases."""
+    transformation: Mapping[str, Any] = ctx.report["transformation"]
+    headers = ["attribute", "level", "of", "distinct values (original → released)",
+               "released values, e.g."]
+    if ctx.internal:
+        headers.append("original → generalized (internal)")
+    rows: list[list[Cell]] = []
+    reasons: set[str] = set()
+    for column, level in transformation.items():
+        level = int(level)
+        hierarchy, reason = _hierarchy(ctx, column)
+        if reason:
+            reasons.add(reason)
+        row = [Cell(str(column)), num(level, f"transformation.{column}")]
+        if hierarchy is None:
+            row += [Cell("—"), Cell("—"), Cell("—")]
+            if ctx.internal:
+                row.append(Cell("—"))
+            rows.append(row)
+            continue
+        leaves = hierarchy.values
+        labels = list(dict.fromkeys(hierarchy.labels(leaves, level)))
+        row += [num(hierarchy.height), Cell(f"{len(leaves):,} → {len(labels):,}")]
+        if level == 0:
+            row.append(Cell("kept as they are"))
+        else:
+            row.append(Cell(", ".join(_spread(labels, MAX_EXAMPLES))))
+        if ctx.internal:
+            picks = _spread(leaves, MAX_EXAMPLES)
+            row.append(Cell("; ".join(f"{v} → {hierarchy.label(v, level)}" for v in picks)))
+        rows.append(row)
+    blocks: list[Block] = [Table(headers, rows, caption="Chosen generalization per attribute "
+                                 "(level 0 = original values; the top level is '*')")]
+    if reasons:
+        blocks.append(Note("Hierarchy details not shown for some attributes: "
+                           + "; ".join(sorted(reasons)) + "."))
+    return blocks
+
+
+def class_size_blocks(ctx: RenderContext) -> list[Block]:
+    """The distribution of equivalence class sizes: figure and key figures."""
+    raw = ctx.report.get("class_sizes")
+    if not isinstance(raw, Mapping) or not raw:
+        return [Paragraph("The report holds no class size distribution.")]
+    sizes = {int(s): int(c) for s, c in raw.items()}
+    classes = sum(sizes.values())
+    in_classes = sum(s * c for s, c in sizes.items())
+    k = ctx.report.get("k")
+    ordered = sorted(sizes)
+    rows: list[tuple[str, Cell]] = [
+        ("equivalence classes", num(classes)),
+        ("records in released classes", num(in_classes)),
+        ("smallest class", num(ordered[0])),
+        ("largest class", num(ordered[-1])),
+        ("mean class size", num(in_classes / classes)),
+    ]
+    if isinstance(k, int):
+        rows.append((f"classes of exactly k = {k} records", num(sizes.get(k, 0))))
+        rows.append((f"records in classes smaller than 2k = {2 * k}",
+                     num(sum(s * c for s, c in sizes.items() if s < 2 * k))))
+    fig = plots.class_size_figure(sizes, k if isinstance(k, int) else None)
+    return [
+        KeyValues(rows),
+        Figure(plots.svg_data_uri(fig),
+               "Equivalence classes by size: how many classes (left) and how many records "
+               "(right) have each size; the dashed line is k.",
+               "Histogram of equivalence class sizes"),
+    ]
+
+
+def loss_block(ctx: RenderContext) -> list[Block]:
+    """Every information loss figure, the optimized one marked."""
+    losses = ctx.report.get("information_loss")
+    if not isinstance(losses, Mapping) or not losses:
+        return []
+    chosen = ctx.report.get("metric")
+    rows = [[Cell(str(name) + (" (optimized)" if name == chosen else "")),
+             num(value, f"information_loss.{name}") if isinstance(value, int | float)
+             else Cell(show(value)),
+             Cell(LOSS_MEANING.get(str(name), ""))]
+            for name, value in losses.items()]
+    return [Table(["measure", "value", "meaning (lower is better)"], rows,
+                  caption="Information loss of the release")]
+
+
+def lattice_blocks(ctx: RenderContext) -> list[Block]:
+    """The lattice search: key figures, the per-level table and its picture."""
+    r = ctx.report
+    kv: list[tuple[str, Cell]] = []
+    for key, label in (("search", "search strategy"), ("metric", "optimized metric")):
+        if key in r:
+            kv.append((label, Cell(show(r[key]))))
+    for key, label in (("lattice_size", "nodes in the lattice"),
+                       ("nodes_checked", "nodes checked on the data"),
+                       ("k_minimal_nodes", "k-minimal nodes"),
+                       ("optimum_loss", "loss of the optimum")):
+        if isinstance(r.get(key), int | float):
+            kv.append((label, num(r[key], key)))
+    if isinstance(r.get("search_seconds"), int | float):
+        kv.append(("search time", num(r["search_seconds"], "search_seconds",
+                                      text=f"{r['search_seconds']:.2f} s")))
+    blocks: list[Block] = [KeyValues(kv)] if kv else []
+    levels = r.get("lattice_levels")
+    if isinstance(levels, list) and levels and all(isinstance(x, Mapping) for x in levels):
+        keys = ["level", "nodes", "checked", "anonymous", "k_minimal", "optimum"]
+        rows = []
+        for i, row in enumerate(levels):
+            cells = []
+            for key in keys:
+                value = row.get(key)
+                if key == "optimum":
+                    cells.append(Cell("★" if value else ""))
+                else:
+                    cells.append(num(value, f"lattice_levels.{i}.{key}")
+                                 if value is not None else Cell("—"))
+            rows.append(cells)
+        blocks.append(Figure(plots.svg_data_uri(plots.lattice_figure(levels)),
+                             "The lattice search by level: all nodes, nodes checked on the "
+                             "data, nodes known to be k-anonymous (checked or implied), "
+                             "k-minimal nodes; the star marks the optimum's level.",
+                             "Bar chart of lattice nodes per level"))
+        blocks.append(Table(["level", "nodes", "checked", "anonymous", "k-minimal", "optimum"],
+                            rows, caption="Lattice nodes per level"))
+    return blocks
+
+
+def overview_block(ctx: RenderContext) -> KeyValues:
+    r = ctx.report
+    rows: list[tuple[str, Cell]] = []
+    if isinstance(r.get("k"), int):
+        rows.append(("k (smallest class size)", num(r["k"], "k")))
+    limit = r.get("suppression_limit", ctx.parameters.get("suppression"))
+    if isinstance(limit, int | float):
+        rows.append(("suppression limit", num(limit, "suppression_limit",
+                                              text=format_percent(float(limit)))))
+    rows.append(("records", num(r["records"], "records")))
+    supp = r["suppressed_records"]
+    share = supp / r["records"] if r["records"] else 0.0
+    rows.append(("suppressed records", num(
+        supp, "suppressed_records", text=f"{format_number(supp)} ({format_percent(share)})")))
+    if isinstance(r.get("equivalence_classes"), int):
+        rows.append(("equivalence classes", num(r["equivalence_classes"],
+                                                "equivalence_classes")))
+    if "verified" in r:
+        rows.append(("release re-checked by the independent checker",
+                     Cell("yes" if r["verified"] else "no")))
+    return KeyValues(rows)
+
+
+def generalize_sections(ctx: RenderContext) -> Built:
+    """Sections of a ``generalize`` report."""
+    sections = [
+        Section("Generalization", "generalization",
+                [overview_block(ctx), *transformation_block(ctx)]),
+        Section("Equivalence classes", "classes", class_size_blocks(ctx)),
+    ]
+    loss = loss_block(ctx)
+    if loss:
+        sections.append(Section("Information loss", "loss", loss))
+    lattice = lattice_blocks(ctx)
+    if lattice:
+        sections.append(Section("Lattice search", "lattice", lattice))
+    used = {"k", "records", "suppressed_records", "suppression_limit", "equivalence_classes",
+            "verified", "transformation", "class_sizes", "information_loss", "search",
+            "metric", "lattice_size", "nodes_checked", "k_minimal_nodes", "optimum_loss",
+            "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed"}
+    return Built(sections, used)
+
+
+def apply_sections(ctx: RenderContext) -> Built:
+    """Sections of an ``apply`` report (a found transformation applied to a new table)."""
+    blocks: list[Block] = [overview_block(ctx), *transformation_block(ctx)]
+    return Built([Section("Transformation applied", "generalization", blocks)],
+                 {"transformation", "records", "suppressed_records", "k", "verified",
+                  "runtime_seconds", "suppression_limit"})
+
+
+def class_size_plot(report: Mapping[str, Any]) -> Any:
+    """The class size figure of a generalize report (None without class sizes)."""
+    raw = report.get("class_sizes")
+    if not isinstance(raw, Mapping) or not raw:
+        return None
+    k = report.get("k")
+    return plots.class_size_figure({int(s): int(c) for s, c in raw.items()},
+                                   k if isinstance(k, int) else None)

@@ -1,0 +1,197 @@
+"""Sections of the microaggregation family: ``microaggregate``, ``evaluate``, ``tradeoff``.
+
+The EM4ADOM measures (Domingo-Ferrer's quality model as summarized in the
+project's NOTES §2) are shown as one table by their report names (ILh, IL1,
+IL2, IL3, ILs, IL, ZIL, ILR, DLD, ID, DR, score), wherever the report keeps
+them (top level or inside an object such as ``measures``); a ``tradeoff``
+report's per-k rows become a table and the R-U map, with the chosen k (the
+report's own choice, else the lowest score) circled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from anonlab.htmlreport import plots
+from anonlab.htmlreport.blocks import Block, Cell, Figure, KeyValues, Section, Table, cell, num
+from anonlab.htmlreport.sections.context import Built, RenderContext
+
+MEASURES = {
+    "ILh": "SSE/SST: squared distance of masked to original, standardized (0 = no loss)",
+    "IL1": "mean absolute difference of the standardized values",
+    "IL2": "mean relative change of the means",
+    "IL3": "mean relative change of the variances",
+    "ILs": "statistics-based loss: weighted IL1, IL2, IL3",
+    "IL": "information loss: (ILh + ILs) / 2",
+    "ZIL": "categorical loss: share of values changed",
+    "ILR": "categorical loss by entropy",
+    "DLD": "distance-based record linkage: share of records re-linked",
+    "DLD_expected": "record linkage with ties shared",
+    "ID": "interval disclosure: share of values within the rank interval",
+    "DR": "disclosure risk: weighted DLD and ID",
+    "score": "trade-off: weighted IL and DR (lower is better)",
+}
+CONTAINERS = ("measures", "em4adom", "quality", "evaluation", "metrics", "result", "results")
+POINT_KEYS = ("points", "tradeoff", "rows", "table", "results", "runs", "curve", "by_k")
+CHOSEN_KEYS = ("best_k", "chosen_k", "k_best", "best", "chosen", "recommended_k")
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _lookup(mapping: Mapping[str, Any], name: str) -> str | None:
+    """The key of ``mapping`` equal to ``name`` ignoring case."""
+    for key in mapping:
+        if str(key).lower() == name.lower():
+            return str(key)
+    return None
+
+
+def find_measures(report: Mapping[str, Any]) -> tuple[dict[str, Any], str, set[str]]:
+    """The EM4ADOM measures the report holds: (name -> value, JSON path prefix, keys used)."""
+    for container in CONTAINERS:
+        key = _lookup(report, container)
+        inner = report.get(key) if key else None
+        if isinstance(inner, Mapping) and any(_lookup(inner, m) for m in MEASURES):
+            return dict(inner), f"{key}.", {str(key)}
+    found = {}
+    for m in MEASURES:
+        key = _lookup(report, m)
+        if key is not None and (_is_number(report[key]) or report[key] is None):
+            found[key] = report[key]
+    return found, "", set(found)
+
+
+def measure_table(measures: Mapping[str, Any], prefix: str) -> Table:
+    """One row per measure: name, value, meaning (other entries follow the named ones)."""
+    rows: list[list[Cell]] = []
+    ordered = [k for m in MEASURES for k in measures if str(k).lower() == m.lower()]
+    ordered += [k for k in measures if k not in ordered]
+    for name in ordered:
+        value = measures[name]
+        meaning = next((v for m, v in MEASURES.items() if m.lower() == str(name).lower()), "")
+        if isinstance(value, Mapping):
+            for sub, v in value.items():
+                rows.append([Cell(f"{name} › {sub}"), cell(v, f"{prefix}{name}.{sub}"),
+                             Cell(meaning)])
+        else:
+            rows.append([Cell(str(name)), cell(value, f"{prefix}{name}"), Cell(meaning)])
+    return Table(["measure", "value", "meaning"], rows, caption="EM4ADOM measures")
+
+
+def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]] | None:
+    """A trade-off's per-setting rows: a list of objects that each hold k and IL or DR."""
+    candidates = [k for k in POINT_KEYS if _lookup(report, k)] + list(report)
+    for name in candidates:
+        key = _lookup(report, name) or name
+        value = report.get(key)
+        if (isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value)
+                and all(_lookup(v, "k") for v in value)
+                and all(_lookup(v, "IL") or _lookup(v, "DR") for v in value)):
+            return key, list(value)
+    return None
+
+
+def chosen_setting(report: Mapping[str, Any], points: list[Mapping[str, Any]]) -> Any:
+    """The k the report chose, else the k of the lowest score."""
+    for name in CHOSEN_KEYS:
+        key = _lookup(report, name)
+        if key is not None:
+            value = report[key]
+            if isinstance(value, Mapping) and _lookup(value, "k"):
+                return value[_lookup(value, "k")]
+            if _is_number(value):
+                return value
+    scored = [(float(p[s]), p) for p in points
+              if (s := _lookup(p, "score")) is not None and _is_number(p[s])]
+    if scored:
+        best = min(scored, key=lambda pair: pair[0])[1]
+        return best.get(_lookup(best, "k") or "k")
+    return None
+
+
+def ru_map(points: list[Mapping[str, Any]], chosen: Any) -> Any:
+    """The R-U map figure of trade-off rows (disclosure risk DR against loss IL)."""
+    il = _lookup(points[0], "IL")
+    dr = _lookup(points[0], "DR")
+    if il is None or dr is None:
+        return None
+    usable = [p for p in points if _is_number(p.get(il)) and _is_number(p.get(dr))
+              and math.isfinite(float(p[il])) and math.isfinite(float(p[dr]))]
+    if not usable:
+        return None
+    rows = [{"IL": float(p[il]), "DR": float(p[dr]), "k": p[_lookup(p, "k") or "k"]}
+            for p in usable]
+    return plots.ru_map_figure(rows, "IL", "DR", "k", chosen,
+                               x_label="information loss IL", y_label="disclosure risk DR")
+
+
+def tradeoff_plot(report: Mapping[str, Any]) -> Any:
+    """The R-U map of a tradeoff report (None without per-k rows)."""
+    found = find_points(report)
+    if found is None:
+        return None
+    return ru_map(found[1], chosen_setting(report, found[1]))
+
+
+def overview(report: Mapping[str, Any], keys: list[tuple[str, str]]) -> KeyValues | None:
+    rows = [(label, cell(report[key], key)) for key, label in keys
+            if key in report and (_is_number(report[key]) or isinstance(report[key], str))]
+    return KeyValues(rows) if rows else None
+
+
+OVERVIEW_KEYS = [
+    ("k", "k (smallest group size)"), ("records", "records"), ("columns", "columns"),
+    ("groups", "groups"), ("method", "method"), ("variant", "variant"),
+]
+
+
+def microaggregation_sections(ctx: RenderContext) -> Built:
+    """Sections of a ``microaggregate`` or ``evaluate`` report."""
+    blocks: list[Block] = []
+    first = overview(ctx.report, OVERVIEW_KEYS)
+    if first is not None:
+        blocks.append(first)
+    measures, prefix, used = find_measures(ctx.report)
+    if measures:
+        blocks.append(measure_table(measures, prefix))
+    used |= {k for k, _ in OVERVIEW_KEYS}
+    title = "Quality of the masked data (EM4ADOM)" if ctx.command == "evaluate" \
+        else "Microaggregation"
+    return Built([Section(title, "microaggregation", blocks)] if blocks else [], used)
+
+
+def tradeoff_sections(ctx: RenderContext) -> Built:
+    """Sections of a ``tradeoff`` report: the per-k table and the R-U map."""
+    report = ctx.report
+    found = find_points(report)
+    if found is None:
+        return microaggregation_sections(ctx)
+    key, points = found
+    chosen = chosen_setting(report, points)
+    headers: list[str] = []
+    for p in points:
+        headers.extend(str(h) for h in p if str(h) not in headers)
+    k_key = _lookup(points[0], "k") or "k"
+    rows = [[cell(p.get(h), f"{key}.{i}.{h}") for h in headers]
+            + [Cell("◀ chosen" if p.get(k_key) == chosen else "")]
+            for i, p in enumerate(points)]
+    blocks: list[Block] = []
+    if chosen is not None:
+        blocks.append(KeyValues([("chosen k", num(chosen) if _is_number(chosen)
+                                  else Cell(str(chosen)))]))
+    fig = ru_map(points, chosen)
+    if fig is not None:
+        blocks.append(Figure(plots.svg_data_uri(fig),
+                             "R-U map: disclosure risk DR against information loss IL for "
+                             "each k; the circled point is the chosen k.",
+                             "R-U map of the trade-off runs"))
+    blocks.append(Table([*headers, ""], rows, caption="Trade-off per k"))
+    used = {key, *(k for k in CHOSEN_KEYS if k in report)}
+    sections = [Section("Risk-utility trade-off", "tradeoff", blocks)]
+    rest = microaggregation_sections(RenderContext(
+        {k: v for k, v in report.items() if k not in used}, ctx.internal, ctx.base_dirs))
+    return Built(sections + rest.sections, used | rest.used)

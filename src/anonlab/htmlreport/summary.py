@@ -1,0 +1,175 @@
+"""The plain-language paragraph at the top of the report.
+
+One short paragraph a non-specialist can read: how many records, what
+guarantee the release gives, what it cost. Built from the report's keys only;
+a command without its own sentence builder gets a generic one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from anonlab.htmlreport.blocks import format_number, format_percent
+
+Summarizer = Callable[[Mapping[str, Any]], str]
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    if len(names) > limit:
+        return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
+    if len(names) > 1:
+        return ", ".join(names[:-1]) + " and " + names[-1]
+    return names[0] if names else ""
+
+
+def _data_name(report: Mapping[str, Any]) -> str | None:
+    inputs = report.get("inputs") or {}
+    data = inputs.get("data") if isinstance(inputs, Mapping) else None
+    if isinstance(data, Mapping) and data.get("name"):
+        return str(data["name"])
+    return None
+
+
+def generalize_summary(report: Mapping[str, Any]) -> str:
+    """E.g. '30,162 records; every combination of the 8 quasi-identifiers is shared ...'."""
+    n = int(report["records"])
+    k = report.get("k", (report.get("parameters") or {}).get("k"))
+    transformation: Mapping[str, Any] = report["transformation"]
+    qis = list(transformation)
+    suppressed = int(report["suppressed_records"])
+    source = _data_name(report)
+    plural = "s" if len(qis) != 1 else ""
+    parts = [f"{format_number(n)} records" + (f" of {source}" if source else "")
+             + f" were released after generalizing their {len(qis)} quasi-identifier{plural}"
+             + f" ({_names(qis)})"]
+    if k is not None:
+        parts.append(f"every combination of the {len(qis)} quasi-identifiers is shared by at "
+                     f"least {format_number(int(k))} records, so by these attributes each released "
+                     f"record looks the same as at least {format_number(int(k) - 1)} others")
+    limit = report.get("suppression_limit")
+    text = f"{format_number(suppressed)} records ({format_percent(suppressed / n if n else 0)})"
+    text += " were suppressed (all their quasi-identifiers replaced by '*')"
+    if isinstance(limit, int | float):
+        text += f", within the allowed {format_percent(float(limit))}"
+    parts.append(text)
+    changed = [f"{c} by {lv} level{'s' if int(lv) != 1 else ''}"
+               for c, lv in transformation.items() if int(lv) > 0]
+    kept = [c for c, lv in transformation.items() if int(lv) == 0]
+    if changed:
+        sentence = "the values were coarsened: " + _names(changed, 12)
+        if kept:
+            sentence += f"; {_names(kept)} kept as they are"
+        parts.append(sentence)
+    else:
+        parts.append("no attribute had to be generalized")
+    classes = report.get("equivalence_classes")
+    if isinstance(classes, int):
+        parts.append(f"the release falls into {format_number(classes)} groups of identical "
+                     "quasi-identifiers (equivalence classes)")
+    losses = report.get("information_loss")
+    metric = report.get("metric")
+    if isinstance(losses, Mapping) and isinstance(losses.get("precision"), int | float):
+        parts.append(f"on average {format_percent(float(losses['precision']))} of the way up "
+                     "each generalization hierarchy was climbed (precision loss "
+                     f"{format_number(float(losses['precision']))}; 0 is none, 1 is all)")
+    elif isinstance(report.get("optimum_loss"), int | float) and metric:
+        parts.append(f"the information loss ({metric}) is "
+                     f"{format_number(float(report['optimum_loss']))}")
+    return _sentences(parts)
+
+
+def apply_summary(report: Mapping[str, Any]) -> str:
+    n = int(report["records"])
+    suppressed = int(report["suppressed_records"])
+    levels = ", ".join(f"{c} at level {lv}" for c, lv in report["transformation"].items())
+    source = _data_name(report)
+    return _sentences([
+        f"A transformation found earlier ({levels}) was applied to {format_number(n)} records"
+        + (f" of {source}" if source else ""),
+        f"{format_number(suppressed)} records ({format_percent(suppressed / n if n else 0)}) "
+        "were suppressed to keep k-anonymity on this table",
+    ])
+
+
+def generic_summary(report: Mapping[str, Any]) -> str:
+    """What ran on which file, with the record count when the report has one."""
+    command = report.get("command", "?")
+    source = _data_name(report)
+    text = f"This report describes a run of 'anonlab {command}'"
+    if source:
+        text += f" on {source}"
+    for key in ("records", "n_records", "n"):
+        if isinstance(report.get(key), int):
+            text += f" ({format_number(report[key])} records)"
+            break
+    return text + ". The sections below list its settings and every figure it measured."
+
+
+def em4adom_summary(report: Mapping[str, Any]) -> str:
+    """Loss and risk of a microaggregated or evaluated release, in words."""
+    from anonlab.htmlreport.sections.microaggregation import find_measures
+
+    measures, _, _ = find_measures(report)
+    low = {str(k).lower(): v for k, v in measures.items()}
+    parts = [generic_summary(report).split(". ")[0]]
+    k = report.get("k", (report.get("parameters") or {}).get("k"))
+    if report.get("command") == "microaggregate" and isinstance(k, int):
+        parts.append(f"every record was replaced by the centroid of a group of at least "
+                     f"{format_number(k)} similar records")
+    if isinstance(low.get("il"), int | float):
+        parts.append(f"information loss IL is {format_number(float(low['il']))} "
+                     "(0 = nothing lost)")
+    if isinstance(low.get("dr"), int | float):
+        parts.append(f"disclosure risk DR is {format_number(float(low['dr']))} "
+                     "(the weighted share of records an intruder could re-link or bound)")
+    if isinstance(low.get("score"), int | float):
+        parts.append(f"their weighted trade-off score is {format_number(float(low['score']))}")
+    return _sentences(parts)
+
+
+def tradeoff_summary(report: Mapping[str, Any]) -> str:
+    """Which k was tried and which was chosen."""
+    from anonlab.htmlreport.sections.microaggregation import chosen_setting, find_points
+
+    found = find_points(report)
+    if found is None:
+        return em4adom_summary(report)
+    points = found[1]
+    ks = [p.get("k") for p in points]
+    parts = [generic_summary(report).split(". ")[0],
+             f"{len(points)} settings of k were tried ({', '.join(show_k(k) for k in ks)}), "
+             "each microaggregated and scored for information loss (IL) and disclosure "
+             "risk (DR)"]
+    chosen = chosen_setting(report, points)
+    if chosen is not None:
+        parts.append(f"the chosen setting, k = {show_k(chosen)}, balances the two best "
+                     "(lowest score)")
+    return _sentences(parts)
+
+
+def show_k(k: Any) -> str:
+    return format_number(k) if isinstance(k, int | float) else str(k)
+
+
+SUMMARIES: dict[str, Summarizer] = {
+    "generalize": generalize_summary,
+    "apply": apply_summary,
+    "microaggregate": em4adom_summary,
+    "evaluate": em4adom_summary,
+    "tradeoff": tradeoff_summary,
+}
+
+
+def _sentences(parts: list[str]) -> str:
+    """Join clauses into sentences, each capitalized and ended by a full stop."""
+    return " ".join(p[:1].upper() + p[1:] + "." for p in parts if p)
+
+
+def plain_summary(report: Mapping[str, Any]) -> str:
+    """The plain-language paragraph for any report."""
+    summarize = SUMMARIES.get(str(report.get("command")), generic_summary)
+    try:
+        return summarize(report)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return generic_summary(report)
