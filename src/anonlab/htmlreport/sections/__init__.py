@@ -12,6 +12,7 @@ from typing import Any
 
 from anonlab.htmlreport.blocks import Section
 from anonlab.htmlreport.sections.context import Built, RenderContext
+from anonlab.htmlreport.sections.fusion import fusion_sections
 from anonlab.htmlreport.sections.generalization import (
     apply_sections,
     class_size_plot,
@@ -23,7 +24,7 @@ from anonlab.htmlreport.sections.microaggregation import (
     tradeoff_plot,
     tradeoff_sections,
 )
-from anonlab.htmlreport.sections.planned import planned_sections
+from anonlab.htmlreport.sections.perturbation import perturbation_sections
 from anonlab.htmlreport.sections.settings import SETTINGS_KEYS, settings_section
 
 Builder = Callable[[RenderContext], Built]
@@ -34,10 +35,10 @@ BUILDERS: dict[str, Builder] = {
     "microaggregate": microaggregation_sections,
     "evaluate": microaggregation_sections,
     "tradeoff": tradeoff_sections,
-    "fuse": planned_sections,
-    "party": planned_sections,
-    "perturb": planned_sections,
-    "attack": planned_sections,
+    "fuse": fusion_sections,
+    "party": fusion_sections,
+    "perturb": perturbation_sections,
+    "attack": perturbation_sections,
 }
 
 # a command's natural picture for --plot (None when the report lacks its data)
