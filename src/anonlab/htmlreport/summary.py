@@ -152,12 +152,117 @@ def show_k(k: Any) -> str:
     return format_number(k) if isinstance(k, int | float) else str(k)
 
 
+def _value(report: Mapping[str, Any], *names: str) -> Any:
+    """The first of ``names`` the report (or its parameters) holds, ignoring case."""
+    params = report.get("parameters")
+    for where in (report, params if isinstance(params, Mapping) else {}):
+        lowered = {str(k).lower(): v for k, v in where.items()}
+        for name in names:
+            if lowered.get(name.lower()) is not None:
+                return lowered[name.lower()]
+    return None
+
+
+def _count(value: Any) -> int | None:
+    """A count given as a number or as the length of a list or object."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, list | dict):
+        return len(value)
+    return None
+
+
+def _rows(value: Any) -> list[Mapping[str, Any]]:
+    """A list of objects, or an object of objects as rows named by their key."""
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, Mapping)]
+    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping)
+                                                    for v in value.values()):
+        return [{"name": k, **v} for k, v in value.items()]
+    return []
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def fusion_summary(report: Mapping[str, Any]) -> str:
+    """Who fused how many records in how many rounds, and what each template guarantees."""
+    from anonlab.htmlreport.sections.fusion import smallest_groups
+
+    parts = [generic_summary(report).split(". ")[0]]
+    parties = _count(_value(report, "parties", "providers"))
+    rounds = _value(report, "rounds")
+    text = ""
+    if parties:
+        text = f"{format_number(parties)} parties built one anonymized table together"
+    n_rounds = _count(rounds)
+    if n_rounds is not None:
+        text += (" in " if text else "the fusion ran ") + \
+            f"{format_number(n_rounds)} round{'s' if n_rounds != 1 else ''} of specialization"
+    if text:
+        parts.append(text)
+    groups = smallest_groups(report)
+    if groups:
+        held = all(g[2] is None or g[1] >= g[2] for g in groups)
+        parts.append(
+            f"{'every' if held else 'not every'} anonymity template holds: " + "; ".join(
+                f"the smallest group over {name} has {format_number(smallest)} records"
+                + (f" (k = {format_number(k)})" if k is not None else "")
+                for name, smallest, k in groups[:4])
+            + (f" and {len(groups) - 4} more" if len(groups) > 4 else ""))
+    return _sentences(parts)
+
+
+def perturbation_summary(report: Mapping[str, Any]) -> str:
+    """The method, its privacy measures, the strongest attack and the clustering kept."""
+    from anonlab.htmlreport.sections.perturbation import (
+        clustering_scores,
+        privacy_rows,
+        strongest_attack,
+    )
+
+    parts = [generic_summary(report).split(". ")[0]]
+    method = _value(report, "method")
+    columns = _count(_value(report, "columns"))
+    if isinstance(method, str) and report.get("command") == "perturb":
+        what = f"{format_number(columns)} numeric columns were" if columns else \
+            "the columns were"
+        parts.append(f"{what} standardized and transformed by '{method}'")
+    rows = privacy_rows(report)
+    ps = [float(r["P"]) for r in rows if _number(r.get("P"))]
+    if ps:
+        parts.append(f"the privacy level P = R x S (direction times distance privacy) is "
+                     f"{format_number(min(ps))} in the weakest of {len(ps)} "
+                     f"block{'s' if len(ps) != 1 else ''}")
+    attack = strongest_attack(report)
+    if attack is not None:
+        name, share, column = attack
+        parts.append(f"the strongest attack tried ({name}) recovers {format_percent(share)} "
+                     f"of the records {column}")
+    scores = clustering_scores(report)
+    if scores:
+        low = min(scores.values())
+        parts.append("clustering the released data gives "
+                     + ("the same clusters as the original (adjusted Rand index 1)"
+                        if low >= 1.0 - 1e-12 else
+                        f"clusters agreeing with the original's with an adjusted Rand index of "
+                        f"at least {format_number(low)} (1 = identical)"))
+    return _sentences(parts)
+
+
 SUMMARIES: dict[str, Summarizer] = {
     "generalize": generalize_summary,
     "apply": apply_summary,
     "microaggregate": em4adom_summary,
     "evaluate": em4adom_summary,
     "tradeoff": tradeoff_summary,
+    "fuse": fusion_summary,
+    "party": fusion_summary,
+    "perturb": perturbation_summary,
+    "attack": perturbation_summary,
 }
 
 

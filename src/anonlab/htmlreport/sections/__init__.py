@@ -24,7 +24,7 @@ from anonlab.htmlreport.sections.microaggregation import (
     tradeoff_plot,
     tradeoff_sections,
 )
-from anonlab.htmlreport.sections.perturbation import perturbation_sections
+from anonlab.htmlreport.sections.perturbation import attack_plot, perturbation_sections
 from anonlab.htmlreport.sections.settings import SETTINGS_KEYS, settings_section
 
 Builder = Callable[[RenderContext], Built]
@@ -45,6 +45,8 @@ BUILDERS: dict[str, Builder] = {
 FIGURES: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "generalize": class_size_plot,
     "tradeoff": tradeoff_plot,
+    "perturb": attack_plot,
+    "attack": attack_plot,
 }
 
 FAMILY: dict[str, str] = {
