@@ -1,0 +1,207 @@
+"""The safe, versioned encoding of what fusion parties send each other (no pickle).
+
+Every message is::
+
+    magic b"ANLF" | version u16 | kind u8 | header length u32 | header (UTF-8 JSON) | body
+
+all integers little-endian. Kinds:
+
+* ``instructions`` (1): one round's specialization. Header: ``attribute``,
+  ``parent`` (node id in the shared cut), ``parent_label``, ``children``
+  (labels) and ``counts`` (records per child). Body: the record ids (row
+  positions in id order) of each child in turn, as int32.
+* ``gains`` (2): a provider's attribute information gains. Header:
+  ``provider`` and ``gains`` (attribute -> float). No body.
+* ``columns`` (3): a provider's part of the fused table at the end. Header:
+  ``provider``, ``columns`` and ``rows``. Body: UTF-8 JSON, one list of strings
+  per column.
+
+:func:`decode` checks the magic, the version, the kind and every field's type
+and size, and raises :class:`AnonlabError` on anything else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from anonlab.errors import AnonlabError
+
+MAGIC = b"ANLF"
+VERSION = 1
+KIND_INSTRUCTIONS = 1
+KIND_GAINS = 2
+KIND_COLUMNS = 3
+_PREFIX = struct.Struct("<4sHBI")
+MAX_HEADER = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """One specialization: records of ``parent`` move to each child value."""
+
+    attribute: str
+    parent: int
+    parent_label: str
+    children: tuple[str, ...]
+    records: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Gains:
+    """A provider's attribute information gains (for the g(attribute) factor)."""
+
+    provider: int
+    gains: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A provider's released columns of the fused table."""
+
+    provider: int
+    columns: dict[str, list[str]]
+
+
+def _pack(kind: int, header: dict[str, Any], body: bytes = b"") -> bytes:
+    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return _PREFIX.pack(MAGIC, VERSION, kind, len(head)) + head + body
+
+
+def encode_instructions(instr: Instructions) -> bytes:
+    """Encode one round's instructions."""
+    arrays = [np.ascontiguousarray(r, dtype="<i4") for r in instr.records]
+    header = {"attribute": instr.attribute, "parent": int(instr.parent),
+              "parent_label": instr.parent_label, "children": list(instr.children),
+              "counts": [int(a.size) for a in arrays]}
+    return _pack(KIND_INSTRUCTIONS, header, b"".join(a.tobytes() for a in arrays))
+
+
+def encode_gains(gains: Gains) -> bytes:
+    """Encode a provider's attribute gains."""
+    return _pack(KIND_GAINS, {"provider": gains.provider,
+                              "gains": {k: float(v) for k, v in gains.gains.items()}})
+
+
+def encode_columns(cols: Columns) -> bytes:
+    """Encode a provider's part of the fused table."""
+    lengths = {len(v) for v in cols.columns.values()}
+    rows = lengths.pop() if lengths else 0
+    if lengths:
+        raise ValueError("columns of different lengths")
+    body = json.dumps([list(map(str, v)) for v in cols.columns.values()],
+                      separators=(",", ":")).encode("utf-8")
+    return _pack(KIND_COLUMNS, {"provider": cols.provider, "columns": list(cols.columns),
+                                "rows": rows}, body)
+
+
+def _bad(what: str) -> AnonlabError:
+    return AnonlabError(f"malformed fusion message: {what}: the sending party is not a "
+                        "compatible anonlab party or the message was corrupted")
+
+
+def _split(data: bytes) -> tuple[int, dict[str, Any], bytes]:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise _bad("not bytes")
+    data = bytes(data)
+    if len(data) < _PREFIX.size:
+        raise _bad(f"{len(data)} bytes, shorter than the {_PREFIX.size}-byte prefix")
+    magic, version, kind, head_len = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise _bad(f"foreign magic {magic!r}")
+    if version != VERSION:
+        raise AnonlabError(f"fusion message version {version}, this anonlab speaks version "
+                           f"{VERSION}: run the same anonlab version at every party")
+    if head_len > MAX_HEADER or _PREFIX.size + head_len > len(data):
+        raise _bad(f"header length {head_len} exceeds the message")
+    try:
+        header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(f"header is not UTF-8 JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise _bad("header is not a JSON object")
+    return int(kind), header, data[_PREFIX.size + head_len:]
+
+
+def _field(header: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    if name not in header:
+        raise _bad(f"field '{name}' is missing")
+    value = header[name]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise _bad(f"field '{name}' has the wrong type")
+    return value
+
+
+def _expect(kind: int, wanted: int) -> None:
+    names = {KIND_INSTRUCTIONS: "instructions", KIND_GAINS: "gains", KIND_COLUMNS: "columns"}
+    if kind != wanted:
+        raise _bad(f"expected {names[wanted]}, got kind {kind}")
+
+
+def decode_instructions(data: bytes) -> Instructions:
+    """Decode and check one round's instructions."""
+    kind, header, body = _split(data)
+    _expect(kind, KIND_INSTRUCTIONS)
+    attribute = _field(header, "attribute", str)
+    parent = _field(header, "parent", int)
+    parent_label = _field(header, "parent_label", str)
+    children = _field(header, "children", list)
+    counts = _field(header, "counts", list)
+    if parent < 0:
+        raise _bad("negative parent id")
+    if not children or len(children) != len(counts):
+        raise _bad("children and counts differ in length or are empty")
+    if not all(isinstance(c, str) for c in children) or len(set(children)) != len(children):
+        raise _bad("child labels are not distinct strings")
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+        raise _bad("counts are not non-negative integers")
+    if len(body) != 4 * sum(counts):
+        raise _bad(f"body has {len(body)} bytes for {sum(counts)} record ids")
+    ids = np.frombuffer(body, dtype="<i4").astype(np.int64)
+    bounds = np.cumsum([0, *counts])
+    records = tuple(ids[a:b] for a, b in itertools.pairwise(bounds))
+    return Instructions(attribute, parent, parent_label, tuple(children), records)
+
+
+def decode_gains(data: bytes) -> Gains:
+    """Decode and check a provider's attribute gains."""
+    kind, header, body = _split(data)
+    _expect(kind, KIND_GAINS)
+    provider = _field(header, "provider", int)
+    gains = _field(header, "gains", dict)
+    if body:
+        raise _bad("gains message has a body")
+    out: dict[str, float] = {}
+    for name, value in gains.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value < 0:
+            raise _bad(f"gain of '{name}' is not a non-negative number")
+        out[name] = float(value)
+    return Gains(provider, out)
+
+
+def decode_columns(data: bytes) -> Columns:
+    """Decode and check a provider's part of the fused table."""
+    kind, header, body = _split(data)
+    _expect(kind, KIND_COLUMNS)
+    provider = _field(header, "provider", int)
+    names = _field(header, "columns", list)
+    rows = _field(header, "rows", int)
+    try:
+        values = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(f"columns body is not UTF-8 JSON ({exc})") from None
+    if not isinstance(values, list) or len(values) != len(names) \
+            or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+        raise _bad("column names and values do not match")
+    for col in values:
+        if not isinstance(col, list) or len(col) != rows \
+                or not all(isinstance(v, str) for v in col):
+            raise _bad(f"a column is not {rows} strings")
+    return Columns(provider, dict(zip(names, values, strict=True)))
