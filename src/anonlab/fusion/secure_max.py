@@ -1,0 +1,324 @@
+"""Secure argmax of one score per provider with MPyC (semi-honest, honest majority).
+
+Each round every provider secret-shares one integer (its local best score,
+quantized by ``anonlab.fusion.channel.quantize``, or the sentinel -1 when it
+has no valid candidate) among all parties with Shamir's scheme (threshold
+t = (m - 1) // 2). The parties evaluate MPyC's tournament argmax, whose
+comparison ``max0 < max1`` keeps the earlier index on ties, so ties go to the
+lowest provider index. Only one number is opened::
+
+    r = if_else(max < 0, P, argmax)          # P = number of providers
+
+so every party learns the winning provider index, or ``P`` meaning "nobody
+has a candidate: stop", and nothing else (not the maximum, not any other
+score).
+
+MPyC needs an honest majority: with m = 2 parties the threshold is 0 and a
+share equals the secret, so fewer than 3 parties are refused; two providers
+run with a third, input-less helper party.
+
+MPyC pitfalls handled here: it parses ``sys.argv`` and configures logging at
+import (:func:`load_mpyc` imports it with a private argument list and
+silences it); it listens on every interface (:class:`PartyLoop` binds the
+listener to the configured host instead and wraps every MPyC connection in
+TLS with the parties' certificates); a lost peer leaves its futures pending
+forever (every wait here has a deadline and watches the connections).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import io
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from anonlab.errors import AnonlabError
+from anonlab.fusion.transport import Endpoint, TlsFiles, client_context, server_context
+
+SCORE_BITS = 64
+"""Bit length of the secure integers: quantized scores are at most 2**40 + 1 bits wide."""
+
+MIN_PARTIES = 3
+
+
+def load_mpyc() -> ModuleType:
+    """Import ``mpyc.runtime`` without letting it read our command line or print to stdout."""
+    if "mpyc.runtime" in sys.modules:
+        module: ModuleType = sys.modules["mpyc.runtime"]
+        return module
+    saved_argv = sys.argv
+    sys.argv = [saved_argv[0] if saved_argv else "anonlab", "--no-log"]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            importlib.import_module("mpyc.runtime")
+    finally:
+        sys.argv = saved_argv
+    loaded: ModuleType = sys.modules["mpyc.runtime"]
+    return loaded
+
+
+class PartyLoop(asyncio.SelectorEventLoop):
+    """An event loop that binds MPyC's listener to one host and puts TLS on its connections.
+
+    MPyC calls ``create_server(factory, port=...)`` (every interface, no TLS
+    unless its own ``.config`` files exist) and ``create_connection(factory,
+    host, port)``; this loop fills in the configured host and the parties'
+    TLS contexts, checking each peer's certificate name against its party id.
+    """
+
+    def __init__(
+        self, bind_host: str, tls: TlsFiles | None, names: dict[tuple[str, int], str]
+    ) -> None:
+        super().__init__()
+        self.bind_host = bind_host
+        self.names = names
+        self.server_tls = server_context(tls) if tls is not None else None
+        self.client_tls = client_context(tls) if tls is not None else None
+
+    async def create_server(
+        self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
+    ) -> asyncio.Server:
+        if host is None:
+            host = self.bind_host
+        if kwargs.get("ssl") is None and self.server_tls is not None:
+            kwargs["ssl"] = self.server_tls
+        return await super().create_server(protocol_factory, host, port, **kwargs)
+
+    async def create_connection(
+        self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
+    ) -> Any:
+        if kwargs.get("ssl") is None and self.client_tls is not None:
+            kwargs["ssl"] = self.client_tls
+            kwargs["server_hostname"] = self.names.get((host, port), host)
+        return await super().create_connection(protocol_factory, host, port, **kwargs)
+
+
+class SecureMax:
+    """One party's side of the repeated secure argmax (one MPyC runtime, many rounds).
+
+    ``parties`` lists every party's MPyC endpoint in configuration order (the
+    MPyC party index is the position in this list), ``providers`` the party ids
+    that input a score each round, in provider-index order. Call
+    :meth:`start`, then :meth:`argmax` once per round in every process, then
+    :meth:`close` (or :meth:`abort` after an error).
+    """
+
+    def __init__(
+        self,
+        parties: Sequence[Endpoint],
+        me: str,
+        providers: Sequence[str],
+        *,
+        tls: TlsFiles | None,
+        timeout: float = 120.0,
+        bits: int = SCORE_BITS,
+    ) -> None:
+        if len(parties) < MIN_PARTIES:
+            raise AnonlabError(
+                f"secure max needs at least {MIN_PARTIES} parties, got {len(parties)}: MPyC with "
+                "2 parties gives no secrecy (a share equals the secret); add an input-less party "
+                "with role = \"helper\" (for example the data recipient)"
+            )
+        names = [p.party for p in parties]
+        if me not in names:
+            raise AnonlabError(f"party '{me}' is not in the party list: use one of {names}")
+        missing = [p for p in providers if p not in names]
+        if missing or not providers:
+            raise AnonlabError(f"providers {missing or '[]'} are not parties: fix the party list")
+        self.parties = list(parties)
+        self.me = me
+        self.pid = names.index(me)
+        self.providers = list(providers)
+        self.input_pids = [names.index(p) for p in providers]
+        self.is_provider = me in providers
+        self.timeout = timeout
+        self.bits = bits
+        self.tls = tls
+        self.rounds = 0
+        self.seconds = 0.0
+        self._bytes = 0
+        self._failure: BaseException | None = None
+        self._rt: Any = None
+        self._loop: PartyLoop | None = None
+        self._secint: Any = None
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect to every other party's MPyC runtime (waits up to ``timeout``)."""
+        runtime = load_mpyc()
+        names = {(p.host, p.port): p.party for p in self.parties}
+        own = self.parties[self.pid]
+        loop = PartyLoop(own.host, self.tls, names)
+        loop.set_exception_handler(self._record_failure)
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        argv = [sys.argv[0] if sys.argv else "anonlab", "--no-log", "-I", str(self.pid)]
+        for party in self.parties:
+            argv += ["-P", f"{party.host}:{party.port}"]
+        saved_argv = sys.argv
+        sys.argv = argv
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                rt = runtime.setup()
+        finally:
+            sys.argv = saved_argv
+        rt.logging(False)
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        loop.set_exception_handler(self._record_failure)  # MPyC installed its own
+        self._rt = rt
+        self._secint = rt.SecInt(self.bits)
+        try:
+            self._wait(rt.start(), "connecting the secure-max runtime (MPyC)", watch=False)
+        except BaseException:
+            self.abort()
+            raise
+
+    def argmax(self, score: int | None) -> int | None:
+        """This round's winner: the provider index with the highest score, None to stop.
+
+        A provider passes its quantized local best (``-1`` for "no valid
+        candidate"); a helper passes ``None``. Every party gets the same answer.
+        """
+        if self._rt is None:
+            raise RuntimeError("SecureMax.start() was not called")
+        if self.is_provider:
+            if score is None or not -1 <= int(score) < 1 << (self.bits - 2):
+                raise ValueError(f"provider score {score!r} outside [-1, 2**{self.bits - 2})")
+            value = int(score)
+        elif score is not None:
+            raise ValueError("a helper party inputs no score")
+        else:
+            value = 0
+        began = time.perf_counter()
+        rt = self._rt
+        shares = rt.input([self._secint(value)], senders=self.input_pids)
+        index, best = rt.argmax([s[0] for s in shares])
+        stop_or_index = rt.if_else(best < 0, len(self.providers), index)
+        try:
+            opened = int(self._wait(rt.output(stop_or_index), "a secure-max round"))
+        except BaseException:
+            self.abort()
+            raise
+        self.rounds += 1
+        self.seconds += time.perf_counter() - began
+        self._count_bytes()
+        if not 0 <= opened <= len(self.providers):
+            self.abort()
+            raise AnonlabError(
+                f"the secure max opened {opened}, not a provider index: the parties disagree on "
+                "the party list; check that all use the same config"
+            )
+        return None if opened == len(self.providers) else opened
+
+    def bytes_sent(self) -> int:
+        """Bytes this party's MPyC runtime sent so far."""
+        self._count_bytes()
+        return self._bytes
+
+    def close(self) -> None:
+        """Synchronize with the other parties and close the runtime's connections."""
+        if self._rt is None:
+            return
+        try:
+            self._count_bytes()
+            self._wait(self._rt.shutdown(), "closing the secure-max runtime", watch=False)
+        except BaseException:
+            self.abort()
+            raise
+        self._close_loop()
+
+    def abort(self) -> None:
+        """Drop every connection at once (after an error), without waiting for anyone."""
+        rt = self._rt
+        if rt is not None:
+            for peer in rt.parties:
+                protocol = peer.protocol
+                if peer.pid != rt.pid and protocol is not None and hasattr(protocol, "transport"):
+                    with contextlib.suppress(Exception):
+                        protocol.transport.abort()
+        self._close_loop()
+
+    # -- internals --------------------------------------------------------------------------
+    def _close_loop(self) -> None:
+        loop = self._loop
+        self._rt = None
+        self._loop = None
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+        asyncio.set_event_loop(None)
+
+    def _count_bytes(self) -> None:
+        rt = self._rt
+        if rt is None:
+            return
+        sent = sum(
+            getattr(peer.protocol, "nbytes_sent", 0)
+            for peer in rt.parties
+            if peer.pid != rt.pid and peer.protocol is not None
+        )
+        self._bytes = max(self._bytes, sent)
+
+    def _record_failure(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, (ConnectionError, OSError, EOFError)) and self._failure is None:
+            self._failure = exc
+
+    def _lost_peer(self) -> str | None:
+        rt = self._rt
+        for peer in rt.parties:
+            if peer.pid == rt.pid:
+                continue
+            protocol = peer.protocol
+            transport = getattr(protocol, "transport", None)
+            if protocol is None or transport is None or transport.is_closing():
+                return str(self.parties[peer.pid].party)
+        return None
+
+    def _wait(self, awaitable: Any, what: str, *, watch: bool = True) -> Any:
+        """Run ``awaitable`` on the loop with a deadline, failing fast when a peer is lost."""
+        loop = self._loop
+        assert loop is not None
+        task = asyncio.ensure_future(awaitable, loop=loop)
+        deadline = loop.time() + self.timeout
+
+        async def guard() -> Any:
+            while not task.done():
+                if self._failure is not None:
+                    raise AnonlabError(
+                        f"a party's connection failed during {what} ({self._failure}): it stopped "
+                        "or the network failed; nothing was written"
+                    )
+                if watch:
+                    lost = self._lost_peer()
+                    if lost is not None:
+                        raise AnonlabError(
+                            f"party '{lost}' left during {what}: it stopped or failed; nothing "
+                            "was written"
+                        )
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise AnonlabError(
+                        f"{what} did not finish within {self.timeout:g} s: a party stopped, hung "
+                        "or is unreachable (check hosts, ports, certificates; raise --timeout); "
+                        "nothing was written"
+                    )
+                await asyncio.wait([task], timeout=min(0.05, remaining))
+            return task.result()
+
+        try:
+            return loop.run_until_complete(guard())
+        finally:
+            if not task.done():
+                task.cancel()
