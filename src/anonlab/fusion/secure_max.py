@@ -34,7 +34,7 @@ import io
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -99,6 +99,12 @@ class PartyLoop(asyncio.SelectorEventLoop):
         return await super().create_connection(protocol_factory, host, port, **kwargs)
 
 
+def party_loop(parties: Sequence[Endpoint], me: str, tls: TlsFiles | None) -> PartyLoop:
+    """The event loop of party ``me`` given every party's MPyC endpoint."""
+    own = next(p for p in parties if p.party == me)
+    return PartyLoop(own.host, tls, {(p.host, p.port): p.party for p in parties})
+
+
 class SecureMax:
     """One party's side of the repeated secure argmax (one MPyC runtime, many rounds).
 
@@ -118,6 +124,8 @@ class SecureMax:
         tls: TlsFiles | None,
         timeout: float = 120.0,
         bits: int = SCORE_BITS,
+        loop: PartyLoop | None = None,
+        watch: Callable[[], None] | None = None,
     ) -> None:
         if len(parties) < MIN_PARTIES:
             raise AnonlabError(
@@ -145,19 +153,19 @@ class SecureMax:
         self._bytes = 0
         self._failure: BaseException | None = None
         self._rt: Any = None
-        self._loop: PartyLoop | None = None
+        self._loop: PartyLoop | None = loop
+        self._owns_loop = loop is None
+        self._watch = watch
         self._secint: Any = None
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> None:
         """Connect to every other party's MPyC runtime (waits up to ``timeout``)."""
         runtime = load_mpyc()
-        names = {(p.host, p.port): p.party for p in self.parties}
-        own = self.parties[self.pid]
-        loop = PartyLoop(own.host, self.tls, names)
-        loop.set_exception_handler(self._record_failure)
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = party_loop(self.parties, self.me, self.tls)
         asyncio.set_event_loop(loop)
-        self._loop = loop
         argv = [sys.argv[0] if sys.argv else "anonlab", "--no-log", "-I", str(self.pid)]
         for party in self.parties:
             argv += ["-P", f"{party.host}:{party.port}"]
@@ -248,6 +256,8 @@ class SecureMax:
     def _close_loop(self) -> None:
         loop = self._loop
         self._rt = None
+        if not self._owns_loop:
+            return
         self._loop = None
         if loop is None or loop.is_closed():
             return
@@ -295,6 +305,8 @@ class SecureMax:
 
         async def guard() -> Any:
             while not task.done():
+                if self._watch is not None:
+                    self._watch()
                 if self._failure is not None:
                     raise AnonlabError(
                         f"a party's connection failed during {what} ({self._failure}): it stopped "

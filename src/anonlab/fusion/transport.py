@@ -3,30 +3,35 @@
 Every pair of parties holds one TLS connection (a full mesh); the party that
 comes earlier in the configuration's party list connects, the later one
 listens, as MPyC does for its own connections. Both sides present a
-certificate signed by the configured CA, and each side checks that the peer's
-certificate names the party it expects (the certificate's DNS name is the
-party id).
+certificate signed by the configured CA. The connecting side checks that the
+listener's certificate names the party it dialled (the certificate's DNS name
+is the party id); the listening side identifies the caller by the party id in
+its certificate.
+
+The channel runs on the same asyncio event loop as the MPyC runtime
+(:class:`anonlab.fusion.secure_max.PartyLoop`), so sending never blocks on a
+receiver (frames are buffered by the transport) and every wait has a deadline
+and notices a peer that stopped, aborted or sent something malformed.
 
 Wire format, version 1 (see docs/fusion-protocol.md). Every frame is::
 
     kind (1 byte) | length (4 bytes, big-endian, unsigned) | payload (length bytes)
 
 ``HELLO``, ``DONE`` and ``ABORT`` carry UTF-8 JSON objects; ``DATA`` carries
-the bytes the engine hands over (instructions encoded by
-``anonlab.fusion.messages``). Frames larger than :data:`MAX_FRAME` or of an
-unknown kind are refused as malformed. Nothing is ever unpickled.
+the bytes the engine hands over (encoded by ``anonlab.fusion.messages``).
+Frames larger than :data:`MAX_FRAME` or of an unknown kind are malformed: the
+receiver drops the connection and stops with an error. Nothing is unpickled.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import json
-import select
-import socket
 import ssl
 import struct
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,11 +44,12 @@ HELLO, DATA, DONE, ABORT = 1, 2, 3, 4
 KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", DONE: "DONE", ABORT: "ABORT"}
 MAX_FRAME = 1 << 30
 _HEADER = struct.Struct(">BI")
+_POLL = 0.05
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A party's name and where its channel listens."""
+    """A party's name and an address where it listens."""
 
     party: str
     host: str
@@ -60,7 +66,7 @@ class TlsFiles:
 
     @classmethod
     def for_party(cls, ca: str | Path, cert: str | Path, key: str | Path, party: str) -> TlsFiles:
-        """Fill the ``{party}`` placeholder of the configured paths with ``party``."""
+        """Fill the ``{party}`` placeholder of the configured paths and check the files exist."""
         files = cls(
             Path(str(ca)),
             Path(str(cert).replace("{party}", party)),
@@ -71,7 +77,7 @@ class TlsFiles:
             if not path.is_file():
                 raise AnonlabError(
                     f"TLS {label} '{path}' for party '{party}' does not exist: fix [tls] in the "
-                    "config or create certificates with `anonlab party --make-certs DIR`"
+                    "config or create certificates with `anonlab party CONFIG --make-certs DIR`"
                 )
         return files
 
@@ -104,9 +110,9 @@ def _load_chain(context: ssl.SSLContext, files: TlsFiles) -> None:
         ) from exc
 
 
-def peer_names(sock: ssl.SSLSocket) -> set[str]:
-    """DNS names and common name in the peer's verified certificate."""
-    cert: dict[str, Any] = dict(sock.getpeercert() or {})
+def certificate_names(cert: Mapping[str, Any] | None) -> set[str]:
+    """DNS names and common name of a verified peer certificate (``getpeercert()`` form)."""
+    cert = dict(cert or {})
     names = {str(entry[1]) for entry in cert.get("subjectAltName", ()) if entry[0] == "DNS"}
     for rdn in cert.get("subject", ()):
         names.update(str(pair[1]) for pair in rdn if pair[0] == "commonName")
@@ -135,233 +141,295 @@ def decode_json(payload: bytes, party: str, kind: int) -> dict[str, Any]:
         obj = None
     if not isinstance(obj, dict):
         raise AnonlabError(
-            f"party '{party}' sent a malformed {KIND_NAMES[kind]} message: it is not a JSON "
-            "object; check that every party runs the same anonlab version"
+            f"party '{party}' sent a malformed {KIND_NAMES[kind]} message (not a JSON object): "
+            "check that every party runs the same anonlab version; nothing was written"
         )
     return obj
 
 
-class PeerLink:
-    """One TLS connection to one peer: framed send and receive with a deadline."""
+class FrameProtocol(asyncio.Protocol):
+    """One TLS connection to one peer: splits the byte stream into frames."""
 
-    def __init__(self, party: str, sock: ssl.SSLSocket, timeout: float) -> None:
+    def __init__(self, channel: Channel, party: str | None) -> None:
+        self.channel = channel
         self.party = party
-        self.sock = sock
-        self.timeout = timeout
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
         self.bytes_sent = 0
-        self.bytes_received = 0
-        self._buffer = bytearray()
-        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        if self.party is None:  # we listened: the caller is named by its certificate
+            names = certificate_names(transport.get_extra_info("peercert"))
+            self.channel.identify(self, names)
+        else:
+            self.channel.register(self.party, self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer.extend(data)
+        while len(self.buffer) >= _HEADER.size and self.party is not None:
+            kind, length = _HEADER.unpack_from(self.buffer)
+            if kind not in KIND_NAMES or length > MAX_FRAME:
+                self.channel.fail(
+                    f"party '{self.party}' sent a malformed frame (kind {kind}, length {length}): "
+                    "check that every party runs the same anonlab version; nothing was written"
+                )
+                self.abort()
+                return
+            if len(self.buffer) < _HEADER.size + length:
+                break
+            payload = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
+            del self.buffer[: _HEADER.size + length]
+            self.channel.deliver(self.party, kind, payload)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.party is not None:
+            self.channel.lost(self.party, exc)
 
     def send(self, kind: int, payload: bytes) -> None:
-        """Send one frame; a broken connection is a clear error naming the peer."""
-        frame = encode_frame(kind, payload)
-        try:
-            self.sock.settimeout(self.timeout)
-            self.sock.sendall(frame)
-        except (OSError, ssl.SSLError) as exc:
+        """Queue one frame (the event loop writes it)."""
+        if self.transport is None or self.transport.is_closing():
             raise AnonlabError(
-                f"cannot send to party '{self.party}' ({exc}): it stopped or the network failed; "
-                "nothing was written"
-            ) from exc
+                f"cannot send to party '{self.party}': its connection is closed (it stopped or "
+                "failed); nothing was written"
+            )
+        frame = encode_frame(kind, payload)
+        self.transport.write(frame)
         self.bytes_sent += len(frame)
 
-    def _read_exact(self, count: int, deadline: float) -> bytes:
-        while len(self._buffer) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AnonlabError(
-                    f"no message from party '{self.party}' within {self.timeout:g} s: it may have "
-                    "stopped or hung; raise --timeout if its rounds are slow; nothing was written"
-                )
+    def abort(self) -> None:
+        """Drop the connection at once."""
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Channel:
+    """The framed TLS mesh between all parties, driven by one asyncio event loop.
+
+    ``parties`` lists every party's channel endpoint in configuration order.
+    Call :meth:`open` (connect and exchange HELLOs), then :meth:`send` /
+    :meth:`receive`, then :meth:`finish` (exchange DONEs) and :meth:`close`;
+    after an error call :meth:`abort` to tell the others why.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        parties: Sequence[Endpoint],
+        me: str,
+        tls: TlsFiles,
+        timeout: float,
+    ) -> None:
+        names = [p.party for p in parties]
+        if len(set(names)) != len(names):
+            raise AnonlabError("party ids repeat: give every party its own id")
+        self.loop = loop
+        self.parties = list(parties)
+        self.me = me
+        mine = names.index(me)
+        self.before = [p.party for p in parties[:mine]]
+        self.after = parties[mine + 1 :]
+        self.peers = [n for n in names if n != me]
+        self.tls = tls
+        self.timeout = timeout
+        self.links: dict[str, FrameProtocol] = {}
+        self.queues: dict[str, collections.deque[tuple[int, bytes]]] = {
+            n: collections.deque() for n in self.peers
+        }
+        self.done: dict[str, dict[str, Any]] = {}
+        self.failure: str | None = None
+        self.closing = False
+        self._server: asyncio.Server | None = None
+        self._changed = asyncio.Event()
+
+    # -- callbacks from the protocols -------------------------------------------------------
+    def identify(self, protocol: FrameProtocol, names: set[str]) -> None:
+        """Bind an accepted connection to the one waiting party its certificate names."""
+        candidates = [n for n in self.before if n in names and n not in self.links]
+        if len(candidates) != 1:
+            protocol.abort()  # not one of the parties that should call us
+            return
+        protocol.party = candidates[0]
+        self.register(candidates[0], protocol)
+
+    def register(self, party: str, protocol: FrameProtocol) -> None:
+        self.links[party] = protocol
+        self._changed.set()
+
+    def deliver(self, party: str, kind: int, payload: bytes) -> None:
+        if kind == ABORT:
+            reason = "no reason given"
+            with contextlib.suppress(AnonlabError):
+                reason = str(decode_json(payload, party, kind).get("error", reason))
+            self.fail(f"party '{party}' stopped: {reason}")
+        elif kind == DONE:
             try:
-                self.sock.settimeout(remaining)
-                chunk = self.sock.recv(max(65536, count - len(self._buffer)))
-            except TimeoutError:
-                continue
-            except (OSError, ssl.SSLError) as exc:
-                raise AnonlabError(
-                    f"connection to party '{self.party}' failed ({exc}): it stopped or the "
-                    "network failed; nothing was written"
-                ) from exc
-            if not chunk:
-                self.closed = True
-                raise AnonlabError(
-                    f"party '{self.party}' closed the connection: it stopped or failed; "
-                    "nothing was written"
-                )
-            self._buffer.extend(chunk)
-            self.bytes_received += len(chunk)
-        data = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return data
+                self.done[party] = decode_json(payload, party, kind)
+            except AnonlabError as exc:
+                self.fail(str(exc))
+        else:
+            self.queues[party].append((kind, payload))
+        self._changed.set()
 
-    def receive(self, timeout: float | None = None) -> tuple[int, bytes]:
-        """Wait for the next frame; return its kind and payload."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        kind, length = _HEADER.unpack(self._read_exact(_HEADER.size, deadline))
-        if kind not in KIND_NAMES or length > MAX_FRAME:
-            raise AnonlabError(
-                f"party '{self.party}' sent a malformed frame (kind {kind}, length {length}): "
-                "check that every party runs the same anonlab version; nothing was written"
+    def lost(self, party: str, exc: Exception | None) -> None:
+        if not self.closing and party not in self.done:
+            cause = f" ({exc})" if exc else ""
+            self.fail(
+                f"party '{party}' closed the connection{cause}: it stopped or failed; "
+                "nothing was written"
             )
-        return kind, self._read_exact(length, deadline)
+        self._changed.set()
 
-    def readable(self) -> bool:
-        """True when a frame (or the end of the connection) can be read without waiting."""
-        if self._buffer or self.sock.pending():
-            return True
-        ready, _, _ = select.select([self.sock], [], [], 0)
-        return bool(ready)
+    def fail(self, message: str) -> None:
+        """Record the first failure; every later wait raises it."""
+        if self.failure is None:
+            self.failure = message
+        self._changed.set()
+
+    def check(self) -> None:
+        """Raise the recorded failure, if any (used by every wait, also the secure max's)."""
+        if self.failure is not None:
+            raise AnonlabError(self.failure)
+
+    # -- waiting ----------------------------------------------------------------------------
+    def wait_until(self, ready: Callable[[], bool], what: str) -> None:
+        """Run the loop until ``ready()`` holds; fail on a peer's failure or after the timeout."""
+        deadline = self.loop.time() + self.timeout
+
+        async def poll() -> None:
+            while True:
+                if ready():  # what already arrived is used before a later failure is raised
+                    return
+                self.check()
+                remaining = deadline - self.loop.time()
+                if remaining <= 0:
+                    raise AnonlabError(
+                        f"{what} did not happen within {self.timeout:g} s: a party stopped, hung "
+                        "or is unreachable (check hosts, ports, certificates; raise --timeout); "
+                        "nothing was written"
+                    )
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), min(_POLL, remaining))
+
+        self.loop.run_until_complete(poll())
+
+    # -- life cycle -------------------------------------------------------------------------
+    def open(self, hello: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """Connect to every peer, send our HELLO and return every peer's HELLO."""
+        me = next(p for p in self.parties if p.party == self.me)
+        if self.before:
+            try:
+                self._server = self.loop.run_until_complete(
+                    self.loop.create_server(
+                        lambda: FrameProtocol(self, None), me.host, me.port,
+                        ssl=server_context(self.tls),
+                    )
+                )
+            except OSError as exc:
+                raise AnonlabError(
+                    f"party '{self.me}' cannot listen on {me.host}:{me.port} ({exc}): choose a "
+                    "free port or this host's own address in the config"
+                ) from exc
+        context = client_context(self.tls)
+        tasks = [self.loop.create_task(self._dial(peer, context)) for peer in self.after]
+        try:
+            self.wait_until(
+                lambda: len(self.links) == len(self.peers),
+                f"connecting party '{self.me}' to "
+                + ", ".join(f"'{n}'" for n in self.peers if n not in self.links),
+            )
+        finally:
+            for task in tasks:
+                task.cancel()
+            if self._server is not None:
+                self._server.close()
+        for link in self.links.values():
+            link.send(HELLO, encode_json(hello))
+        hellos: dict[str, dict[str, Any]] = {}
+        for party in self.peers:
+            kind, payload = self.receive(party, "the start-up handshake")
+            if kind != HELLO:
+                raise AnonlabError(
+                    f"party '{party}' sent {KIND_NAMES[kind]} before its HELLO: check that every "
+                    "party runs the same anonlab version"
+                )
+            hellos[party] = decode_json(payload, party, kind)
+        return hellos
+
+    async def _dial(self, peer: Endpoint, context: ssl.SSLContext) -> None:
+        """Connect to a peer that may not be listening yet, retrying until cancelled."""
+        while True:
+            try:
+                await self.loop.create_connection(
+                    lambda: FrameProtocol(self, peer.party), peer.host, peer.port,
+                    ssl=context, server_hostname=peer.party,
+                )
+                return
+            except ssl.SSLCertVerificationError as exc:
+                self.fail(
+                    f"TLS certificate of party '{peer.party}' at {peer.host}:{peer.port} is not "
+                    f"trusted ({exc.verify_message}): every party needs a certificate for its id "
+                    "signed by the configured CA"
+                )
+                return
+            except (OSError, ssl.SSLError):
+                await asyncio.sleep(0.1)
+
+    def send(self, party: str, kind: int, payload: bytes) -> None:
+        """Queue one frame to ``party``."""
+        self.check()
+        self.links[party].send(kind, payload)
+
+    def receive(self, party: str, what: str) -> tuple[int, bytes]:
+        """The next HELLO or DATA frame from ``party`` (waits up to the timeout)."""
+        queue = self.queues[party]
+        self.wait_until(lambda: bool(queue), f"{what}: a message from party '{party}'")
+        return queue.popleft()
+
+    def finish(self, summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """Send DONE with ``summary`` to every peer and wait for every peer's DONE."""
+        for party in self.peers:
+            self.send(party, DONE, encode_json(summary))
+        self.wait_until(lambda: len(self.done) == len(self.peers), "the closing handshake")
+        self.flush()
+        return dict(self.done)
+
+    def flush(self, limit: float | None = None) -> None:
+        """Let the loop write out every queued frame (bounded by ``limit`` seconds)."""
+        deadline = self.loop.time() + (self.timeout if limit is None else limit)
+
+        async def drain() -> None:
+            while self.loop.time() < deadline and any(
+                p.transport is not None and not p.transport.is_closing()
+                and p.transport.get_write_buffer_size() > 0
+                for p in self.links.values()
+            ):
+                await asyncio.sleep(0.01)
+
+        self.loop.run_until_complete(drain())
+
+    def abort(self, reason: str) -> None:
+        """Tell every reachable peer why we stop (best effort), then drop the connections."""
+        self.closing = True
+        for link in self.links.values():
+            with contextlib.suppress(Exception):
+                link.send(ABORT, encode_json({"error": reason}))
+        with contextlib.suppress(Exception):
+            self.flush(limit=2.0)
+        for link in self.links.values():
+            link.abort()
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        with contextlib.suppress(OSError):
-            self.sock.close()
-        self.closed = True
+        """Close every connection (after :meth:`finish`)."""
+        self.closing = True
+        for link in self.links.values():
+            if link.transport is not None:
+                link.transport.close()
+        with contextlib.suppress(Exception):
+            self.loop.run_until_complete(asyncio.sleep(0.05))
 
-
-def _retrying_connect(
-    endpoint: Endpoint, context: ssl.SSLContext, deadline: float, timeout: float
-) -> ssl.SSLSocket:
-    """Connect with TLS to a peer that may not be listening yet."""
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        raw = None
-        try:
-            raw = socket.create_connection(
-                (endpoint.host, endpoint.port), timeout=min(timeout, 5.0)
-            )
-            raw.settimeout(timeout)
-            return context.wrap_socket(raw, server_hostname=endpoint.party)
-        except ssl.SSLCertVerificationError as exc:
-            if raw is not None:
-                raw.close()
-            raise AnonlabError(
-                f"TLS certificate of party '{endpoint.party}' at {endpoint.host}:{endpoint.port} "
-                f"is not trusted ({exc.verify_message}): every party needs a certificate for its "
-                "id signed by the configured CA"
-            ) from exc
-        except (OSError, ssl.SSLError) as exc:
-            if raw is not None:
-                raw.close()
-            last = exc
-            time.sleep(0.1)
-    raise AnonlabError(
-        f"cannot reach party '{endpoint.party}' at {endpoint.host}:{endpoint.port} ({last}): start "
-        "every party within --timeout seconds and check hosts, ports and firewalls"
-    )
-
-
-def connect_mesh(
-    parties: Sequence[Endpoint],
-    me: str,
-    files: TlsFiles,
-    hello: Mapping[str, Any],
-    timeout: float,
-) -> dict[str, PeerLink]:
-    """Open one TLS link to every other party and send each our HELLO.
-
-    ``parties`` lists every party in configuration order; the parties before
-    ``me`` connect to us, we connect to the parties after. Returns the links
-    keyed by party id; read the peers' HELLOs with :func:`read_hellos`.
-    """
-    names = [p.party for p in parties]
-    mine = names.index(me)
-    before, after = parties[:mine], parties[mine + 1 :]
-    deadline = time.monotonic() + timeout
-    links: dict[str, PeerLink] = {}
-    server = None
-    try:
-        if before:
-            server = _listen(parties[mine])
-            links.update(_accept(server, before, files, deadline, timeout))
-        context = client_context(files)
-        for peer in after:
-            sock = _retrying_connect(peer, context, deadline, timeout)
-            links[peer.party] = PeerLink(peer.party, sock, timeout)
-        for link in links.values():
-            link.send(HELLO, encode_json(hello))
-        return links
-    except BaseException:
-        for link in links.values():
-            link.close()
-        raise
-    finally:
-        if server is not None:
-            server.close()
-
-
-def read_hellos(links: Mapping[str, PeerLink]) -> dict[str, dict[str, Any]]:
-    """The HELLO object of every peer (the first frame on each link)."""
-    hellos: dict[str, dict[str, Any]] = {}
-    for party, link in links.items():
-        kind, payload = link.receive()
-        if kind == ABORT:
-            raise AnonlabError(f"party '{party}' refused to start: {abort_reason(payload, party)}")
-        if kind != HELLO:
-            raise AnonlabError(
-                f"party '{party}' sent {KIND_NAMES[kind]} before its HELLO: check that every "
-                "party runs the same anonlab version"
-            )
-        hellos[party] = decode_json(payload, party, kind)
-    return hellos
-
-
-def abort_reason(payload: bytes, party: str) -> str:
-    """The message inside an ABORT frame (or a note that it was unreadable)."""
-    try:
-        obj = decode_json(payload, party, ABORT)
-    except AnonlabError:
-        return "no reason given"
-    return str(obj.get("error", "no reason given"))
-
-
-def _listen(me: Endpoint) -> socket.socket:
-    try:
-        server = socket.create_server((me.host, me.port))  # sets SO_REUSEADDR on POSIX
-    except OSError as exc:
-        raise AnonlabError(
-            f"party '{me.party}' cannot listen on {me.host}:{me.port} ({exc}): choose a free "
-            "port or the host's own address in the config"
-        ) from exc
-    return server
-
-
-def _accept(
-    server: socket.socket,
-    expected: Sequence[Endpoint],
-    files: TlsFiles,
-    deadline: float,
-    timeout: float,
-) -> dict[str, PeerLink]:
-    """Accept one TLS connection from each expected peer, identified by its certificate."""
-    context = server_context(files)
-    waiting = {p.party for p in expected}
-    links: dict[str, PeerLink] = {}
-    while waiting:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AnonlabError(
-                f"parties {sorted(waiting)} did not connect within {timeout:g} s: start every "
-                "party within --timeout seconds and check hosts, ports and firewalls"
-            )
-        server.settimeout(remaining)
-        try:
-            raw, _ = server.accept()
-        except TimeoutError:
-            continue
-        raw.settimeout(timeout)
-        try:
-            sock = context.wrap_socket(raw, server_side=True)
-        except (OSError, ssl.SSLError):
-            raw.close()  # a stray or untrusted client: keep waiting for the real peers
-            continue
-        names = peer_names(sock) & waiting
-        if len(names) != 1:
-            sock.close()
-            continue
-        party = names.pop()
-        waiting.discard(party)
-        links[party] = PeerLink(party, sock, timeout)
-    return links
+    def bytes_sent(self) -> int:
+        """Frame bytes this party put on its channel connections so far."""
+        return sum(link.bytes_sent for link in self.links.values())

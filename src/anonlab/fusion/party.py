@@ -1,0 +1,291 @@
+"""One real party process: handshake, the networked ``Network``, and the run.
+
+``run_party(config, party_id)`` is what ``anonlab party`` calls on each host:
+
+1. connect the TLS channel to every other party and exchange HELLOs (protocol
+   name and version, party id, :meth:`FusionConfig.shared_digest`); any
+   mismatch stops every party before a single record is read;
+2. read this party's own file only (a provider) and start the MPyC runtime;
+3. run the engine's one loop (:func:`anonlab.fusion.engine.run_parties` for a
+   provider, :func:`anonlab.fusion.engine.run_helper` for a helper) over
+   :class:`PartyNetwork`: the secure max picks each round's winner, whose
+   instructions travel on the channel;
+4. exchange DONE messages (each party's byte counts) so that nobody writes an
+   output unless every party finished, then shut MPyC and the channel down.
+
+Any error (a party that stops, hangs past the timeout, aborts or sends
+something malformed) is raised as :class:`AnonlabError` after an ABORT with
+the reason went to every reachable peer, so all parties stop with a clear
+message and none writes a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from anonlab import __version__
+from anonlab.errors import AnonlabError
+from anonlab.fusion.config import FusionConfig
+from anonlab.fusion.secure_max import MIN_PARTIES, SecureMax, party_loop
+from anonlab.fusion.transport import (
+    DATA,
+    KIND_NAMES,
+    PROTOCOL_NAME,
+    PROTOCOL_VERSION,
+    Channel,
+    Endpoint,
+    TlsFiles,
+)
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a party waits for any one step of another party before it gives up."""
+
+
+def check_party_setup(config: FusionConfig, party_id: str) -> None:
+    """Refuse settings a networked run cannot use, before touching the network."""
+    config.party(party_id)
+    if len(config.parties) < MIN_PARTIES:
+        raise AnonlabError(
+            f"{config.source} lists {len(config.parties)} parties: the secure max needs at least "
+            f"{MIN_PARTIES} (MPyC with 2 parties gives no secrecy, a share equals the secret); "
+            "add an input-less [[parties]] entry with role = \"helper\" (e.g. the data recipient)"
+        )
+    for p in config.parties:
+        if p.port is None or p.mpc_port is None:
+            raise AnonlabError(
+                f"party '{p.id}' has no port or mpc_port: give both (two free TCP ports) for "
+                "every party"
+            )
+    addresses: dict[tuple[str, int], str] = {}
+    for p in config.parties:
+        for port in (p.port, p.mpc_port):
+            assert port is not None
+            key = (p.host, port)
+            if key in addresses:
+                raise AnonlabError(
+                    f"{p.host}:{port} is used twice (parties '{addresses[key]}' and '{p.id}'): "
+                    "give every party its own port and mpc_port"
+                )
+            addresses[key] = p.id
+    tls_files(config, party_id)
+
+
+def tls_files(config: FusionConfig, party_id: str) -> TlsFiles:
+    """This party's CA, certificate and key from ``[tls]`` (``{party}`` is the party id)."""
+    tls = config.tls
+    if not tls:
+        raise AnonlabError(
+            f"{config.source} has no [tls] table: give ca, cert and key (e.g. ca = "
+            "\"certs/ca.crt\", cert = \"certs/{party}.crt\", key = \"certs/{party}.key\"); "
+            "`anonlab party CONFIG --make-certs certs` creates test certificates"
+        )
+    unknown = sorted(set(tls) - {"ca", "cert", "key"})
+    if unknown:
+        raise AnonlabError(f"{config.source}: unknown setting 'tls.{unknown[0]}': use ca, cert, key")
+    missing = [k for k in ("ca", "cert", "key") if not isinstance(tls.get(k), str)]
+    if missing:
+        raise AnonlabError(f"{config.source}: setting 'tls.{missing[0]}' is missing: add it")
+    party = config.party(party_id)
+    own = {k: party.model_extra.get(k) for k in ("cert", "key")} if party.model_extra else {}
+    cert = own.get("cert") if isinstance(own.get("cert"), str) else tls["cert"]
+    key = own.get("key") if isinstance(own.get("key"), str) else tls["key"]
+    return TlsFiles.for_party(tls["ca"], str(cert), str(key), party_id)
+
+
+@dataclass
+class PartyStats:
+    """What one party measured about its own run."""
+
+    connect_seconds: float = 0.0
+    run_seconds: float = 0.0
+    rounds: int = 0
+    mpc_seconds: float = 0.0
+    bytes_sent: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class PartyNetwork:
+    """The networked :class:`anonlab.fusion.channel.Network` of one party process.
+
+    ``argmax`` is MPyC's secure argmax over one score per provider; ``send``
+    and ``receive`` move the engine's payloads as DATA frames on the TLS
+    channel between provider processes. Helpers join the secure max and the
+    handshakes only.
+    """
+
+    private = True
+
+    def __init__(
+        self, config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        check_party_setup(config, party_id)
+        self.config = config
+        self.me = party_id
+        self.timeout = timeout
+        self.provider_ids = [p.id for p in config.providers]
+        index = config.provider_index(party_id)
+        self.index = index
+        self.local_providers: tuple[int, ...] = () if index is None else (index,)
+        tls = tls_files(config, party_id)
+        channel_ends = [Endpoint(p.id, p.host, int(p.port or 0)) for p in config.parties]
+        mpc_ends = [Endpoint(p.id, p.host, int(p.mpc_port or 0)) for p in config.parties]
+        self.loop = party_loop(mpc_ends, party_id, tls)
+        self.loop.set_exception_handler(lambda loop, context: None)
+        self.channel = Channel(self.loop, channel_ends, party_id, tls, timeout)
+        self.secure_max = SecureMax(
+            mpc_ends, party_id, self.provider_ids, tls=tls, timeout=timeout,
+            loop=self.loop, watch=self.channel.check,
+        )
+        self.stats = PartyStats()
+        self._closed = False
+
+    # -- start-up ---------------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        """What this party announces: protocol, version, its id and the shared digest."""
+        return {
+            "protocol": PROTOCOL_NAME,
+            "version": PROTOCOL_VERSION,
+            "party": self.me,
+            "digest": self.config.shared_digest(),
+            "anonlab": __version__,
+        }
+
+    def connect(self) -> None:
+        """Open the channel, check every peer's HELLO, then start the secure max."""
+        began = time.perf_counter()
+        asyncio.set_event_loop(self.loop)
+        mine = self.hello()
+        hellos = self.channel.open(mine)
+        for party, theirs in hellos.items():
+            check_hello(mine, theirs, party)
+        self.stats.connect_seconds = time.perf_counter() - began
+
+    def start_secure_max(self) -> None:
+        """Connect the MPyC runtimes (after this party's own data loaded)."""
+        began = time.perf_counter()
+        self.secure_max.start()
+        self.stats.connect_seconds += time.perf_counter() - began
+
+    # -- the Network protocol ---------------------------------------------------------------
+    def argmax(self, scores: Mapping[int, int]) -> int | None:
+        """Secure argmax: this party's score in, the winning provider index (or None) out."""
+        if set(scores) != set(self.local_providers):
+            raise AnonlabError(
+                f"party '{self.me}' must enter exactly its own score (provider "
+                f"{list(self.local_providers)}), got {sorted(scores)}"
+            )
+        score = scores[self.index] if self.index is not None else None
+        return self.secure_max.argmax(score)
+
+    def send(self, sender: int, payload: bytes) -> None:
+        """Send ``payload`` from this provider to every other provider process."""
+        if sender != self.index:
+            raise AnonlabError(f"party '{self.me}' cannot send for provider {sender}")
+        for party in self.provider_ids:
+            if party != self.me:
+                self.channel.send(party, DATA, payload)
+
+    def receive(self, sender: int) -> bytes:
+        """The next payload of provider ``sender`` (waits up to the timeout)."""
+        party = self.provider_ids[sender]
+        if party == self.me:
+            raise AnonlabError(f"party '{self.me}' cannot receive from itself")
+        kind, payload = self.channel.receive(party, "a fusion round")
+        if kind != DATA:
+            raise AnonlabError(
+                f"party '{party}' sent {KIND_NAMES[kind]} in the middle of the run: check that "
+                "every party runs the same anonlab version; nothing was written"
+            )
+        return payload
+
+    def own_bytes(self) -> dict[str, int]:
+        """Bytes this party sent: on the channel, in MPyC, and their total."""
+        channel, mpc = self.channel.bytes_sent(), self.secure_max.bytes_sent()
+        return {"channel": channel, "mpc": mpc, "total": channel + mpc}
+
+    def bytes_sent(self) -> dict[str, int]:
+        """Total bytes sent per party id (other parties' counts arrive with their DONE)."""
+        out = {p.id: 0 for p in self.config.parties}
+        for party, counts in self.stats.bytes_sent.items():
+            out[party] = int(counts.get("total", 0))
+        out[self.me] = self.own_bytes()["total"]
+        return out
+
+    # -- the end ----------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Exchange DONE (with byte counts) with every party, then shut everything down."""
+        self.stats.rounds = self.secure_max.rounds
+        self.stats.mpc_seconds = self.secure_max.seconds
+        own = self.own_bytes()
+        done = self.channel.finish({"party": self.me, "bytes_sent": own,
+                                    "rounds": self.secure_max.rounds})
+        rounds = {party: info.get("rounds") for party, info in done.items()}
+        if any(r != self.secure_max.rounds for r in rounds.values()):
+            raise AnonlabError(
+                f"parties ran different numbers of rounds ({rounds}, here "
+                f"{self.secure_max.rounds}): they disagree; nothing was written"
+            )
+        counts = {party: _byte_counts(info) for party, info in done.items()}
+        counts[self.me] = own
+        self.stats.bytes_sent = counts
+        self.secure_max.close()
+        self.close()
+
+    def abort(self, reason: str) -> None:
+        """Tell every peer why this party stops, and drop all connections."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            self.channel.abort(reason)
+        with contextlib.suppress(Exception):
+            self.secure_max.abort()
+        self.close()
+
+    def close(self) -> None:
+        """Release sockets and the event loop (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.channel.close()
+        loop = self.loop
+        if not loop.is_closed():
+            with contextlib.suppress(Exception):
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+                loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+        asyncio.set_event_loop(None)
+
+
+def _byte_counts(info: Mapping[str, Any]) -> dict[str, int]:
+    counts = info.get("bytes_sent")
+    if not isinstance(counts, Mapping):
+        return {"channel": 0, "mpc": 0, "total": 0}
+    return {k: int(v) for k, v in counts.items() if isinstance(v, int)}
+
+
+def check_hello(mine: Mapping[str, Any], theirs: Mapping[str, Any], party: str) -> None:
+    """Refuse a peer that speaks another protocol version or runs another configuration."""
+    if theirs.get("protocol") != PROTOCOL_NAME or theirs.get("version") != PROTOCOL_VERSION:
+        raise AnonlabError(
+            f"party '{party}' speaks {theirs.get('protocol')!r} version {theirs.get('version')!r}"
+            f", not {PROTOCOL_NAME!r} version {PROTOCOL_VERSION}: run the same anonlab version "
+            f"(here {mine.get('anonlab')}, there {theirs.get('anonlab')!r}) everywhere"
+        )
+    if theirs.get("party") != party:
+        raise AnonlabError(
+            f"the party with the certificate of '{party}' calls itself {theirs.get('party')!r}: "
+            "check that each party uses its own certificate and --party"
+        )
+    if theirs.get("digest") != mine.get("digest"):
+        raise AnonlabError(
+            f"party '{party}' runs a different configuration (shared digest "
+            f"{str(theirs.get('digest'))[:12]} vs {str(mine.get('digest'))[:12]} here): every "
+            "party needs the same templates, k, taxonomies, class, score, sensitivity and party "
+            "list"
+        )
