@@ -16,7 +16,7 @@ from anonlab.generalize import anonymize
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice.freqset import FrequencyEngine
 from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses
-from anonlab.lattice.search import ANONYMOUS, NOT_ANONYMOUS
+from anonlab.lattice.search import ANONYMOUS, NOT_ANONYMOUS, UNKNOWN
 from anonlab.privacy import max_suppressed
 from gen_strategies import small_problem
 
@@ -54,6 +54,11 @@ def test_strategies_match_exhaustive(
         assert got.search.loss == pytest.approx(reference.search.loss, rel=1e-9, abs=1e-9), (
             strategy, got.transformation, reference.transformation)
         assert got.suppressed_records <= max_suppressed(suppression, ds.n)
+        # tagging is never wrong, whatever the metric's pruning left untagged
+        # (the exhaustive tags come from checking every node directly)
+        known = got.search.tags != UNKNOWN
+        assert np.array_equal(got.search.tags[known], reference.search.tags[known]), strategy
+        assert reference.search.tags[got.search.optimum] == ANONYMOUS
 
 
 @PROFILE

@@ -1,14 +1,23 @@
 """A Flash-class search (after FLASH, Kohlmayer et al., IEEE PASSAT 2012).
 
 Level by level, every untagged node starts a *path*: a greedy walk upward
-that always steps to the untagged successor with the least level-only
-precision loss (ties: smaller node number). A binary search along the path
-finds its lowest anonymous node with about ``log2(len(path))`` checks, and
-predictive tagging marks everything above an anonymous node and below a
-non-anonymous one. The untagged successors of the path's non-anonymous nodes
-go into a priority queue (least precision loss first) and start new paths,
-so the search keeps to the anonymity frontier. Nodes whose data-free loss
-bound is no better than the best loss found are pruned (skipped).
+that always steps to the untagged successor with the least data-free loss
+bound (for precision, the level-only precision; ties: smaller node number).
+The path's top node is checked first: if it is not anonymous, predictive
+tagging settles the whole path with that one check. Otherwise a binary
+search along the rest finds the path's lowest anonymous node with about
+``log2(len(path))`` checks, and predictive tagging marks everything above an
+anonymous node and below a non-anonymous one. The untagged successors of the
+path's non-anonymous nodes go into a priority queue (least bound first) and
+start new paths, so the search keeps to the anonymity frontier.
+
+Pruning: a node whose data-free loss bound is no better than the best loss
+found is skipped. When the metric is not monotone (a suppression-aware
+metric with a suppression limit) paths also stop before the first such node:
+the optimum then lies wherever the bound is still below the best loss, not
+on the frontier, so checks are spent there and the frontier above the bound
+is never crossed. With a monotone metric paths run to the top, because the
+checks that cross the frontier there tag the most nodes below.
 
 Checks are cheap because path nodes are ordered: a node's frequency set rolls
 up from the highest cached node below it, usually a node checked on the same
@@ -42,12 +51,14 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     lat = ctx.lattice
     order = node_order(ctx)
     tags = ctx.tags
+    truncate = not ctx.metric.monotone(ctx.max_suppressed > 0)
 
     def find_path(start: int) -> list[int]:
         path = [start]
         current = start
         while True:
-            options = [s for s in lat.successors(current) if tags[s] == UNKNOWN]
+            options = [s for s in lat.successors(current)
+                       if tags[s] == UNKNOWN and not (truncate and ctx.prunable(s))]
             if not options:
                 return path
             current = min(options, key=lambda s: (order[s], s))
@@ -55,6 +66,11 @@ def flash_search(ctx: SearchContext) -> SearchResult:
 
     def check_path(path: list[int], queue: list[tuple[float, int]]) -> None:
         low, high = 0, len(path) - 1
+        # the top first: if it is not anonymous, tagging settles the whole path
+        if ctx.is_anonymous(path[high]):
+            high -= 1
+        else:
+            low = high + 1
         while low <= high:
             mid = (low + high) // 2
             if ctx.is_anonymous(path[mid]):
