@@ -1,0 +1,132 @@
+"""What a perturbation keeps and what it protects: clustering agreement, measures, attacks.
+
+The report keys (documented in docs/perturbation.md) are stable: ``blocks``
+(per block: ``columns``, ``S``, ``S_trace``, ``R``, ``P``, ``P_trace``),
+``overall``, ``attacks`` (rows of :func:`anonlab.perturbation.attacks.run_attacks`)
+and ``clustering`` (adjusted Rand index of k-means, DBSCAN and Ward between the
+standardized original and the release). No record values and no key enter it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from anonlab.perturbation.attacks import run_attacks, warn_if_recoverable
+from anonlab.perturbation.key import PerturbationKey
+from anonlab.perturbation.measures import measure_block
+
+FloatArray = NDArray[np.float64]
+CLUSTERING_RECORDS = 2_000
+ATTACK_RECORDS = 10_000
+
+
+def privacy_measures(key: PerturbationKey, standardized: FloatArray, released: FloatArray
+                     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per-block and overall ``S``, ``S_trace``, ``R``, ``P`` (NOTES §4)."""
+    index = {c: i for i, c in enumerate(key.columns)}
+    blocks: list[dict[str, Any]] = []
+    ps: list[float] = []
+    for b in key.blocks:
+        idx = [index[c] for c in b.columns]
+        measures = measure_block(b.matrix, standardized[:, idx], released[:, idx])
+        ps.append(measures["P"])
+        blocks.append({"columns": list(b.columns), **measures})
+    overall: dict[str, Any] = dict(measure_block(key.full_matrix(), standardized, released))
+    overall["min_block_P"] = float(min(ps))
+    overall["mean_block_P"] = float(np.mean(ps))
+    return blocks, overall
+
+
+def dbscan_eps(points: FloatArray, min_samples: int = 5) -> float:
+    """Median distance of a record to its ``min_samples``-th nearest neighbour."""
+    from sklearn.neighbors import NearestNeighbors
+
+    k = min(min_samples, points.shape[0] - 1)
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(points).kneighbors(points)
+    return float(np.median(dist[:, -1]))
+
+
+def cluster_labels(points: FloatArray, n_clusters: int, eps: float, seed: int
+                   ) -> dict[str, NDArray[np.intp]]:
+    """Labels of k-means (fixed seed), DBSCAN (``eps``, 5 samples) and Ward."""
+    from sklearn.cluster import DBSCAN, AgglomerativeClustering, KMeans
+
+    return {
+        "kmeans": KMeans(n_clusters=n_clusters, n_init=2, random_state=seed).fit_predict(points),
+        "dbscan": DBSCAN(eps=eps, min_samples=5).fit_predict(points),
+        "ward": AgglomerativeClustering(n_clusters=n_clusters, linkage="ward"
+                                        ).fit_predict(points),
+    }
+
+
+def clustering_agreement(standardized: FloatArray, released: FloatArray, *, seed: int = 0,
+                         n_clusters: int = 3, max_records: int = CLUSTERING_RECORDS
+                         ) -> dict[str, Any]:
+    """Adjusted Rand index of each clusterer's labels before and after (1.0 = identical).
+
+    On a seeded random subset of at most ``max_records`` records (Ward needs
+    quadratic memory); DBSCAN's ``eps`` is set from the original (see
+    :func:`dbscan_eps`) and used for both.
+    """
+    from sklearn.metrics import adjusted_rand_score
+
+    n = standardized.shape[0]
+    rows = np.arange(n) if n <= max_records else np.sort(
+        np.random.default_rng(seed).choice(n, max_records, replace=False))
+    before, after = standardized[rows], released[rows]
+    k = max(1, min(n_clusters, rows.size))
+    eps = dbscan_eps(before) if rows.size > 1 else 1.0
+    la = cluster_labels(before, k, eps, seed)
+    lb = cluster_labels(after, k, eps, seed)
+    out: dict[str, Any] = {name: float(adjusted_rand_score(la[name], lb[name])) for name in la}
+    out.update({"records": int(rows.size), "n_clusters": k, "dbscan_eps": eps})
+    return out
+
+
+def attack_subset(n: int, limit: int, seed: int) -> NDArray[np.intp]:
+    """Seeded random rows (all when ``n <= limit``) on which the attack suite runs."""
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed + 1).choice(n, limit, replace=False))
+
+
+def perturbation_summary(
+    key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
+    known: Sequence[int] = (2, 5, 10), seed: int = 0, n_clusters: int = 3,
+    attack_records: int = ATTACK_RECORDS, clustering_records: int = CLUSTERING_RECORDS,
+) -> dict[str, Any]:
+    """The method-specific part of a ``perturb`` report (and the recoverability warning)."""
+    blocks, overall = privacy_measures(key, standardized, released)
+    rows = attack_subset(standardized.shape[0], attack_records, seed)
+    usable = [m for m in known if m < rows.size]
+    attacks = run_attacks(standardized[rows], released[rows], usable, seed=seed)
+    message = warn_if_recoverable(attacks)
+    return {
+        "method": key.method,
+        "columns": list(key.columns),
+        "records": int(standardized.shape[0]),
+        "blocks_count": len(key.blocks),
+        "blocks": blocks,
+        "overall": overall,
+        "attacks": attacks,
+        "attack_records": int(rows.size),
+        "clustering": clustering_agreement(standardized, released, seed=seed,
+                                           n_clusters=n_clusters,
+                                           max_records=clustering_records),
+        "warnings": [message] if message else [],
+    }
+
+
+def recoverability_check(standardized: FloatArray, released: FloatArray, *,
+                         known: Sequence[int] = (2, 5, 10), seed: int = 0,
+                         attack_records: int = ATTACK_RECORDS) -> str | None:
+    """Only the naive and known input-output attacks, for the warning when no report is made."""
+    rows = attack_subset(standardized.shape[0], attack_records, seed)
+    usable = [m for m in known if m < rows.size]
+    table = run_attacks(standardized[rows], released[rows], usable, seed=seed,
+                        sample_attacks=False)
+    return warn_if_recoverable(table)

@@ -1,0 +1,178 @@
+"""The secret key of a perturbation: everything needed to undo it, and nothing else.
+
+The key holds the chosen columns in order, their means and deviations (the
+z-score), the blocks (which columns each orthogonal matrix mixes, and the
+matrix), the translation and the noise scale and seed of a geometric
+perturbation, the number of records, and a fingerprint of the release (mean
+and deviation of each released column) so that a key given with the wrong
+file is refused. It is written only to ``--key`` and never enters the release
+or a report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+
+FloatArray = NDArray[np.float64]
+KEY_FORMAT = "anonlab-perturbation-key"
+METHODS = ("obt", "rbt", "rotation", "gdp")
+
+
+@dataclass(frozen=True)
+class Block:
+    """An orthogonal ``k x k`` matrix acting on ``k`` named columns (released = A @ z)."""
+
+    columns: tuple[str, ...]
+    matrix: FloatArray
+
+
+@dataclass(frozen=True)
+class PerturbationKey:
+    """Everything that undoes one perturbation (see the module docstring)."""
+
+    method: str
+    columns: tuple[str, ...]
+    integer: tuple[bool, ...]
+    means: FloatArray
+    stds: FloatArray
+    blocks: tuple[Block, ...]
+    translation: FloatArray | None
+    noise_scale: float
+    noise_seed: int | None
+    records: int
+    release_means: FloatArray
+    release_stds: FloatArray
+
+    def full_matrix(self) -> FloatArray:
+        """The ``d x d`` orthogonal matrix over ``columns`` assembled from the blocks."""
+        index = {c: i for i, c in enumerate(self.columns)}
+        full = np.zeros((len(self.columns), len(self.columns)))
+        for block in self.blocks:
+            idx = [index[c] for c in block.columns]
+            full[np.ix_(idx, idx)] = block.matrix
+        return full
+
+    def noise(self) -> FloatArray | None:
+        """The Gaussian noise added to the rotated records, regenerated from its seed."""
+        if self.noise_seed is None or self.noise_scale == 0.0:
+            return None
+        gen = np.random.default_rng(self.noise_seed)
+        return gen.standard_normal((self.records, len(self.columns))) * self.noise_scale
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (full float precision)."""
+        return {
+            "format": KEY_FORMAT, "version": 1, "method": self.method,
+            "columns": list(self.columns), "integer": list(self.integer),
+            "means": self.means.tolist(), "stds": self.stds.tolist(),
+            "blocks": [{"columns": list(b.columns), "matrix": b.matrix.tolist()}
+                       for b in self.blocks],
+            "translation": None if self.translation is None else self.translation.tolist(),
+            "noise": {"scale": self.noise_scale, "seed": self.noise_seed},
+            "records": self.records,
+            "release_fingerprint": {"means": self.release_means.tolist(),
+                                    "stds": self.release_stds.tolist()},
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the key as JSON (atomic)."""
+        from anonlab.io import write_json
+
+        write_json(self.to_dict(), path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PerturbationKey:
+        """Read and validate a key file."""
+        from anonlab.io import read_json
+
+        return cls.from_dict(read_json(path), str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "key") -> PerturbationKey:
+        """Validate a key's dict: shapes agree, the blocks partition the columns, orthogonal."""
+        if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
+            raise AnonlabError(f"'{where}' is not a perturbation key: give the --key file "
+                               "written by 'anonlab perturb'")
+        try:
+            columns = tuple(str(c) for c in data["columns"])
+            d = len(columns)
+            noise = data.get("noise") or {}
+            fp = data["release_fingerprint"]
+            key = cls(
+                method=str(data["method"]), columns=columns,
+                integer=tuple(bool(x) for x in data["integer"]),
+                means=_vector(data["means"], d), stds=_vector(data["stds"], d),
+                blocks=tuple(Block(tuple(str(c) for c in b["columns"]),
+                                   np.asarray(b["matrix"], dtype=np.float64))
+                             for b in data["blocks"]),
+                translation=None if data.get("translation") is None
+                else _vector(data["translation"], d),
+                noise_scale=float(noise.get("scale") or 0.0),
+                noise_seed=None if noise.get("seed") is None else int(noise["seed"]),
+                records=int(data["records"]),
+                release_means=_vector(fp["means"], d), release_stds=_vector(fp["stds"], d),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "
+                               "key file exactly as 'anonlab perturb' wrote it") from None
+        key.validate(where)
+        return key
+
+    def validate(self, where: str = "key") -> None:
+        """Refuse an inconsistent key (shapes, partition, orthogonality, method)."""
+        problem = self._problem()
+        if problem:
+            raise AnonlabError(f"perturbation key '{where}' is inconsistent: {problem}; use "
+                               "the key file exactly as 'anonlab perturb' wrote it")
+
+    def _problem(self) -> str | None:
+        if self.method not in METHODS:
+            return f"unknown method '{self.method}'"
+        if len(self.integer) != len(self.columns) or len(set(self.columns)) != len(self.columns):
+            return "column list is malformed"
+        seen: list[str] = [c for b in self.blocks for c in b.columns]
+        if sorted(seen) != sorted(self.columns):
+            return "its blocks do not cover each column exactly once"
+        for b in self.blocks:
+            k = len(b.columns)
+            if b.matrix.shape != (k, k) or not np.allclose(b.matrix @ b.matrix.T, np.eye(k),
+                                                           atol=1e-9):
+                return f"the matrix of block {list(b.columns)} is not orthogonal"
+        if np.any(self.stds <= 0) or self.records < 1:
+            return "deviations or record count are not positive"
+        return None
+
+    def check_columns(self, names: list[str], where: str) -> None:
+        """Refuse a release that lacks one of the key's columns."""
+        missing = [c for c in self.columns if c not in names]
+        if missing:
+            raise AnonlabError(f"the key does not match '{where}': it has no column "
+                               f"'{missing[0]}'; give the release this key was written with")
+
+    def check_release(self, values: FloatArray, where: str) -> None:
+        """Refuse released values this key was not made for (records, fingerprint)."""
+        if values.shape[0] != self.records:
+            raise AnonlabError(f"the key does not match '{where}': the key is for "
+                               f"{self.records} records, the file has {values.shape[0]}")
+        means, stds = values.mean(axis=0), values.std(axis=0)
+        scale = np.maximum(self.release_stds, 1.0)
+        if not (np.allclose(means, self.release_means, rtol=0, atol=1e-6 * scale.max())
+                and np.allclose(stds, self.release_stds, rtol=1e-6, atol=1e-9)):
+            col = self.columns[int(np.argmax(np.abs(means - self.release_means)
+                                             + np.abs(stds - self.release_stds)))]
+            raise AnonlabError(f"the key does not match '{where}': column '{col}' differs "
+                               "from the release the key was written with")
+
+
+def _vector(values: Any, d: int) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.shape != (d,) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"expected {d} finite numbers")
+    return arr

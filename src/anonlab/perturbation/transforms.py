@@ -1,0 +1,234 @@
+"""The four perturbations and their inverse.
+
+Every method z-scores the chosen columns (population deviation, as the
+paper's ``Var`` divides by ``N``) and multiplies each record by an orthogonal
+matrix, so Euclidean distances between the standardized records are kept and
+distance-based clustering of the release finds the same clusters.
+
+* ``obt`` (the paper, section 3): pair the columns at random, the last three
+  forming a triple when their count is odd; each pair/triple gets a matrix
+  drawn from the seeded :class:`~anonlab.perturbation.library.MatrixLibrary`
+  whose matrices all have ``P(A) >= min_privacy``.
+* ``rbt`` (Oliveira and Zaiane 2004): pair the columns at random and rotate
+  each pair ``(a, b) -> (a cos t + b sin t, -a sin t + b cos t)`` by an angle
+  ``t`` drawn uniformly from the security range where ``Var(a - a') >= rho_1``
+  and ``Var(b - b') >= rho_2`` on the data; an odd last column is rotated the
+  same way with a column already rotated.
+* ``rotation``: one Haar-random ``d x d`` orthogonal matrix.
+* ``gdp`` (geometric perturbation, Chen and Liu 2005): a Haar-random rotation,
+  a random translation drawn uniformly from ``[-1, 1]^d`` and independent
+  Gaussian noise ``N(0, noise^2)`` on every standardized value; it alone does
+  not keep distances exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+from anonlab.perturbation.key import METHODS, Block, PerturbationKey
+from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
+from anonlab.perturbation.table import NumericColumns, numeric_columns
+
+FloatArray = NDArray[np.float64]
+ANGLE_STEPS = 36_000  # security-range grid of 0.01 degree
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """A perturbation's release, its key, and the standardized data it started from."""
+
+    release: pd.DataFrame
+    key: PerturbationKey
+    standardized: FloatArray
+    released: FloatArray
+
+
+def standardize(values: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Z-scores ``(x - mean) / std`` per column (population std), with means and stds."""
+    means = values.mean(axis=0)
+    stds = values.std(axis=0)
+    return (values - means) / stds, means, stds
+
+
+def random_groups(count: int, rng: np.random.Generator) -> list[list[int]]:
+    """Random pairs of ``range(count)``; the last three form a triple when ``count`` is odd."""
+    order = [int(i) for i in rng.permutation(count)]
+    groups = [order[i:i + 2] for i in range(0, count - count % 2, 2)]
+    if count % 2:
+        groups[-1].append(order[-1])
+    return groups
+
+
+def obt_blocks(names: Sequence[str], rng: np.random.Generator, library: MatrixLibrary
+               ) -> list[Block]:
+    """OBT: random pairs (and a last triple), each with a matrix drawn from the library."""
+    return [Block(tuple(names[i] for i in g), library.draw(rng, len(g)))
+            for g in random_groups(len(names), rng)]
+
+
+def rotation_2d(angle: float) -> FloatArray:
+    """``[[cos t, sin t], [-sin t, cos t]]``, the rotation of Oliveira and Zaiane."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, s], [-s, c]])
+
+
+def security_angles(cov: FloatArray, rho: tuple[float, float]) -> FloatArray:
+    """Grid angles where ``Var(a - a') >= rho_1`` and ``Var(b - b') >= rho_2``.
+
+    With ``a' = a cos t + b sin t`` and ``b' = -a sin t + b cos t``:
+    ``Var(a - a') = (1-c)^2 Va + s^2 Vb - 2 (1-c) s C`` and
+    ``Var(b - b') = s^2 Va + (1-c)^2 Vb + 2 (1-c) s C``.
+    """
+    t = np.arange(ANGLE_STEPS) * (2 * np.pi / ANGLE_STEPS)
+    c1, s = 1 - np.cos(t), np.sin(t)
+    va, vb, cab = cov[0, 0], cov[1, 1], cov[0, 1]
+    var_a = c1 * c1 * va + s * s * vb - 2 * c1 * s * cab
+    var_b = s * s * va + c1 * c1 * vb + 2 * c1 * s * cab
+    return np.asarray(t[(var_a >= rho[0]) & (var_b >= rho[1])], dtype=np.float64)
+
+
+def _rbt_angle(z: FloatArray, rho: tuple[float, float], names: tuple[str, str],
+               rng: np.random.Generator) -> float:
+    angles = security_angles(np.cov(z, rowvar=False, bias=True), rho)
+    if angles.size == 0:
+        raise AnonlabError(f"no rotation angle of columns '{names[0]}' and '{names[1]}' gives "
+                           f"Var(A - A') >= {rho[0]:g} and {rho[1]:g}: lower --rho")
+    return float(angles[int(rng.integers(angles.size))])
+
+
+def rbt_blocks(names: Sequence[str], z: FloatArray, rng: np.random.Generator,
+               rho: tuple[float, float]) -> list[Block]:
+    """RBT: random pairs rotated by an angle from the security range; odd column rotated again."""
+    order = [int(i) for i in rng.permutation(len(names))]
+    blocks: list[Block] = []
+    rotated: dict[int, FloatArray] = {}
+    for i in range(0, len(order) - 1, 2):
+        a, b = order[i], order[i + 1]
+        m = rotation_2d(_rbt_angle(z[:, [a, b]], rho, (names[a], names[b]), rng))
+        blocks.append(Block((names[a], names[b]), m))
+        pair = z[:, [a, b]] @ m.T
+        rotated[a], rotated[b] = pair[:, 0], pair[:, 1]
+    if len(order) % 2:
+        last = order[-1]
+        k = int(rng.integers(len(blocks)))
+        first = blocks.pop(k)
+        partner = int(rng.integers(2))
+        col = names.index(first.columns[partner])
+        data = np.column_stack([z[:, last], rotated[col]])
+        m2 = rotation_2d(_rbt_angle(data, rho, (names[last], names[col]), rng))
+        three = np.eye(3)
+        three[:2, :2] = first.matrix  # (p, q, last): first rotation on p, q
+        second = np.eye(3)
+        idx = [2, partner]  # then (last, rotated partner)
+        second[np.ix_(idx, idx)] = m2
+        blocks.insert(k, Block((*first.columns, names[last]), second @ three))
+    return blocks
+
+
+def _apply(z: FloatArray, names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
+    index = {c: i for i, c in enumerate(names)}
+    out = np.empty_like(z)
+    for b in blocks:
+        idx = [index[c] for c in b.columns]
+        out[:, idx] = z[:, idx] @ b.matrix.T
+    return out
+
+
+def perturb_array(
+    data: NumericColumns, method: str, *, seed: int, min_privacy: float = 0.5,
+    rho: tuple[float, float] = (0.5, 0.5), noise: float = 0.1,
+    library: MatrixLibrary | None = None,
+) -> tuple[FloatArray, FloatArray, PerturbationKey]:
+    """Perturb checked numeric columns; returns (standardized, released, key)."""
+    if method not in METHODS:
+        raise AnonlabError(f"unknown method '{method}': choose one of {', '.join(METHODS)}")
+    if method == "gdp" and (not np.isfinite(noise) or noise < 0):
+        raise AnonlabError(f"--noise {noise} must be a finite number >= 0")
+    if method == "rbt" and (min(rho) < 0 or not np.all(np.isfinite(rho))):
+        raise AnonlabError(f"--rho {rho} must be numbers >= 0")
+    rng = np.random.default_rng(seed)
+    z, means, stds = standardize(data.values)
+    names = data.names
+    d = len(names)
+    translation: FloatArray | None = None
+    noise_seed: int | None = None
+    if method == "obt":
+        lib = library if library is not None else MatrixLibrary.build(min_privacy, seed)
+        if lib.min_privacy < min_privacy:
+            raise AnonlabError(f"the OBT library was built for privacy level "
+                               f"{lib.min_privacy:g} < --min-privacy {min_privacy:g}: build "
+                               "a library at this level")
+        blocks = obt_blocks(names, rng, lib)
+    elif method == "rbt":
+        blocks = rbt_blocks(names, z, rng, rho)
+    else:
+        blocks = [Block(tuple(names), haar_orthogonal(rng, d, 1)[0])]
+    released = _apply(z, names, blocks)
+    if method == "gdp":
+        translation = rng.uniform(-1.0, 1.0, d)
+        noise_seed = int(rng.integers(2**62))
+        released += translation
+        if noise > 0:
+            released += np.random.default_rng(noise_seed).standard_normal(z.shape) * noise
+    key = PerturbationKey(
+        method=method, columns=tuple(names), integer=tuple(data.integer), means=means,
+        stds=stds, blocks=tuple(blocks), translation=translation,
+        noise_scale=float(noise) if method == "gdp" else 0.0, noise_seed=noise_seed,
+        records=z.shape[0], release_means=released.mean(axis=0),
+        release_stds=released.std(axis=0),
+    )
+    return z, released, key
+
+
+def perturb(
+    frame: pd.DataFrame, columns: Sequence[str] | None = None, method: str = "obt", *,
+    seed: int = 0, min_privacy: float = 0.5, rho: tuple[float, float] = (0.5, 0.5),
+    noise: float = 0.1, library: MatrixLibrary | None = None,
+) -> Perturbation:
+    """Perturb ``columns`` of ``frame`` (all columns when ``None``); others pass through.
+
+    The released columns keep their names and order; the key undoes it
+    (:func:`invert`).
+    """
+    data = numeric_columns(frame, columns)
+    z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
+                                     rho=rho, noise=noise, library=library)
+    release = frame.copy()
+    for j, name in enumerate(data.names):
+        release[name] = released[:, j]
+    return Perturbation(release, key, z, released)
+
+
+def invert_array(released: FloatArray, key: PerturbationKey) -> FloatArray:
+    """Original values from released ones: ``x = mean + std * ((y - t - e) A)``."""
+    y = released.copy()
+    if key.translation is not None:
+        y -= key.translation
+    noise = key.noise()
+    if noise is not None:
+        y -= noise
+    z = y @ key.full_matrix()
+    return np.asarray(z * key.stds + key.means, dtype=np.float64)
+
+
+def invert(release: pd.DataFrame, key: PerturbationKey, where: str = "release") -> pd.DataFrame:
+    """Restore the original table from a release and its key (to float precision).
+
+    Integer columns are rounded back to integers.
+    """
+    names = [str(c) for c in release.columns]
+    key.check_columns(names, where)
+    data = numeric_columns(release, list(key.columns), allow_constant=True)
+    key.check_release(data.values, where)
+    restored = invert_array(data.values, key)
+    out = release.copy()
+    for j, name in enumerate(key.columns):
+        col = restored[:, j]
+        out[name] = np.rint(col).astype(np.int64) if key.integer[j] else col
+    return out
