@@ -1,0 +1,376 @@
+"""One provider's state: its own raw columns, its candidates and their statistics.
+
+A provider sees the raw values of its own columns only, plus the shared cut
+(every party's current generalized QID values). It scores only its own
+candidate specializations. Statistics are kept per candidate, TIPS-like:
+
+* class counts per child, InfoGain, GainRatio and s(v) are computed once,
+  when the value appears, over that value's records only;
+* the smallest new group each template would get (``m_j``) is cached and
+  recomputed only for candidates whose records shared a group with the
+  records of the round's specialized value; scoring a round then costs a few
+  scalar operations per candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonlab.errors import AnonlabError
+from anonlab.fusion import scores
+from anonlab.fusion.channel import quantize
+from anonlab.fusion.config import CONTINUOUS, FusionConfig
+from anonlab.fusion.messages import Instructions
+from anonlab.fusion.taxonomy import Taxonomy, build_taxonomy, interval_label
+from anonlab.fusion.templates import SharedCut, Template
+from anonlab.hierarchy import SUPPRESSED, Hierarchy
+from anonlab.io import read_table
+
+Interval = tuple[float, float, bool]
+
+
+@dataclass
+class Candidate:
+    """A value of one of this provider's attributes that could be specialized."""
+
+    attribute: str
+    node: int
+    records: np.ndarray
+    child_index: np.ndarray
+    child_labels: tuple[str, ...]
+    child_info: tuple[Any, ...]
+    gain: float
+    ratio: float
+    s: float
+    minima: dict[int, int] | None = None
+
+
+@dataclass
+class ProviderState:
+    """What one provider holds and computes (see the module docstring)."""
+
+    index: int
+    party_id: str
+    config: FusionConfig
+    templates: tuple[Template, ...]
+    ids: np.ndarray
+    classes: np.ndarray
+    class_labels: tuple[str, ...]
+    raw: pd.DataFrame
+    qid: tuple[str, ...]
+    codes: dict[str, np.ndarray]
+    taxonomies: dict[str, Taxonomy]
+    bound: float
+    source: str
+    cut: SharedCut | None = None
+    g: dict[str, float] = field(default_factory=dict)
+    node_info: dict[str, dict[int, Any]] = field(default_factory=dict)
+    candidates: dict[tuple[str, int], Candidate] = field(default_factory=dict)
+    best: Candidate | None = None
+    best_score: float | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of records."""
+        return int(self.ids.size)
+
+    @property
+    def factor(self) -> float:
+        """This provider's factor f (1 when unset)."""
+        f = self.config.providers[self.index].factor
+        return 1.0 if f is None else float(f)
+
+    # ------------------------------------------------------------------ setup
+
+    def attach(self, cut: SharedCut) -> None:
+        """Start from the shared root cut: one candidate per own QID attribute."""
+        self.cut = cut
+        for a in self.qid:
+            root: Any = 0 if a in self.taxonomies else self._root_interval(a)
+            self.node_info[a] = {0: root}
+            self._add_candidate(a, 0, np.arange(self.n, dtype=np.int64))
+
+    def _root_interval(self, a: str) -> Interval:
+        x = self.codes[a]
+        return float(x.min()), float(x.max()), True
+
+    def attribute_gains(self) -> dict[str, float]:
+        """gain(Att) of each own QID attribute (continuous: its best binary split)."""
+        out = {}
+        n_classes = len(self.class_labels)
+        for a in self.qid:
+            if a in self.taxonomies:
+                out[a] = scores.attribute_gain(self.codes[a], self.classes, n_classes)
+            else:
+                split = scores.best_threshold(self.codes[a], self.classes, n_classes)
+                out[a] = 0.0 if split is None else split[1]
+        return out
+
+    # ------------------------------------------------------------- candidates
+
+    def _add_candidate(self, a: str, node: int, records: np.ndarray) -> None:
+        if records.size == 0:
+            return
+        info = self.node_info[a][node]
+        n_classes = len(self.class_labels)
+        level = self.config.sensitivity.level(a)
+        mean = self.config.fusion.s_aggregate == "mean"
+        if a in self.taxonomies:
+            tax = self.taxonomies[a]
+            kids = tax.children[info]
+            if not kids:
+                return
+            child_nodes = tax.child_of(info, self.codes[a][records])
+            lookup = np.full(len(tax.labels), -1, dtype=np.int64)
+            lookup[list(kids)] = np.arange(len(kids))
+            child_index = lookup[child_nodes]
+            labels = tuple(tax.labels[c] for c in kids)
+            child_info: tuple[Any, ...] = tuple(kids)
+            total = tax.level_sum(info)
+            s = total / tax.leaf_count(info) if mean else float(total)
+        else:
+            lo, hi, closed = info
+            x = self.codes[a][records]
+            split = scores.best_threshold(x, self.classes[records], n_classes)
+            if split is None:
+                return
+            t = split[0]
+            child_index = (x >= t).astype(np.int64)
+            labels = (interval_label(lo, t, False), interval_label(t, hi, closed))
+            child_info = ((lo, t, False), (t, hi, closed))
+            s = float(level) if mean else float(level * np.unique(x).size)
+        counts = np.zeros((len(labels), n_classes), dtype=np.int64)
+        np.add.at(counts, (child_index, self.classes[records]), 1)
+        self.candidates[(a, node)] = Candidate(
+            a, node, records, child_index, labels, child_info,
+            scores.info_gain(counts), scores.gain_ratio(counts), s)
+
+    def _minima(self, cand: Candidate) -> dict[int, int]:
+        assert self.cut is not None
+        if cand.minima is None:
+            width = len(cand.child_labels)
+            out = {}
+            for j in self.cut.templates_with(cand.attribute):
+                key = self.cut.gid[j][cand.records] * width + cand.child_index
+                _, sizes = np.unique(key, return_counts=True)
+                out[j] = int(sizes.min())
+            cand.minima = out
+        return cand.minima
+
+    def score_round(self) -> int:
+        """Score every valid candidate; keep the best; return its quantized score."""
+        cut = self.cut
+        assert cut is not None
+        self.best, self.best_score = None, None
+        best_q = -1
+        minima_cache: dict[tuple[int, str], tuple[int, int, int]] = {}
+        smallest = {j: cut.smallest(j) for j in range(len(cut.templates))}
+        position = {a: i for i, a in enumerate(self.qid)}
+        order = sorted(self.candidates.values(), key=lambda c: (position[c.attribute], c.node))
+        for cand in order:
+            a, node = cand.attribute, cand.node
+            tmpl = cut.templates_with(a)
+            minima = self._minima(cand)
+            if any(minima[j] < cut.templates[j].k for j in tmpl):
+                continue
+            if self.config.fusion.score == "tds":
+                losses = []
+                for j in tmpl:
+                    if (j, a) not in minima_cache:
+                        minima_cache[(j, a)] = cut.value_minima(j, a)
+                    first, first_size, others = minima_cache[(j, a)]
+                    rest = others if first == node else first_size
+                    losses.append(smallest[j] - min(minima[j], rest))
+                loss = float(np.mean(losses)) if losses else 0.0
+                raw = scores.tds_score(cand.gain, loss)
+            else:
+                raw = scores.sensitivity_score(cand.ratio, self.factor, self.g.get(a, 1.0),
+                                               cand.s)
+            normalized = raw / self.bound
+            q = quantize(normalized)
+            if q > best_q:
+                best_q, self.best, self.best_score = q, cand, normalized
+        return best_q
+
+    # ---------------------------------------------------------- specializing
+
+    def instructions(self) -> Instructions:
+        """The instructions of this round's best candidate."""
+        cand = self.best
+        if cand is None:
+            raise AnonlabError(f"provider '{self.party_id}' won a round without a candidate: "
+                               "the parties are out of step")
+        assert self.cut is not None
+        records = tuple(cand.records[cand.child_index == c].astype(np.int64)
+                        for c in range(len(cand.child_labels)))
+        return Instructions(cand.attribute, cand.node,
+                            self.cut.labels[cand.attribute][cand.node], cand.child_labels,
+                            records)
+
+    def after_apply(self, instr: Instructions, new_ids: list[int]) -> None:
+        """Update candidates after the shared cut applied ``instr``."""
+        cut = self.cut
+        assert cut is not None
+        a = instr.attribute
+        if a in self.qid:
+            cand = self.candidates.pop((a, instr.parent), None)
+            if cand is None:
+                raise AnonlabError(f"instructions specialize '{a}' = '{instr.parent_label}', "
+                                   "not a candidate of its owner: the parties are out of step")
+            for c, node in enumerate(new_ids):
+                self.node_info[a][node] = cand.child_info[c]
+                self._add_candidate(a, node, cand.records[cand.child_index == c])
+        moved = np.concatenate(instr.records)
+        touched = {j for j in cut.templates_with(a)}
+        for b in self.qid:
+            if b == a or not any(b in cut.templates[j].qid for j in touched):
+                continue
+            for node in np.unique(cut.cur[b][moved]).tolist():
+                other = self.candidates.get((b, int(node)))
+                if other is not None:
+                    other.minima = None
+
+    # ---------------------------------------------------------------- output
+
+    def release_columns(self) -> dict[str, list[str]]:
+        """This provider's columns of the fused table: QIDs at the final cut, others raw."""
+        assert self.cut is not None
+        out: dict[str, list[str]] = {}
+        for c in self.config.providers[self.index].columns:
+            if c in self.qid:
+                out[c] = [str(v) for v in self.cut.column_labels(c)]
+            else:
+                out[c] = self.raw[c].astype(str).tolist()
+        return out
+
+    def cut_spec(self, a: str) -> CutSpec:
+        """How to generalize new raw values of own attribute ``a`` to the final cut."""
+        assert self.cut is not None
+        labels = self.cut.labels[a]
+        parents = set(self.cut.parents[a])
+        final = [v for v in range(len(labels)) if v not in parents]
+        info = self.node_info[a]
+        if a in self.taxonomies:
+            return CutSpec(a, self.taxonomies[a], {info[v]: labels[v] for v in final}, None)
+        leaves = sorted(((info[v][0], labels[v]) for v in final), key=lambda p: p[0])
+        return CutSpec(a, None, {}, leaves)
+
+
+@dataclass(frozen=True)
+class CutSpec:
+    """The final cut of one attribute, applicable to other tables (e.g. a test set)."""
+
+    attribute: str
+    taxonomy: Taxonomy | None
+    nodes: dict[int, str]
+    intervals: list[tuple[float, str]] | None
+
+    def apply(self, column: pd.Series) -> np.ndarray:
+        """Generalize raw values of this attribute to the cut."""
+        if self.taxonomy is not None:
+            leaves = self.taxonomy.leaf_codes(column.to_numpy(), f"column '{self.attribute}'")
+            nodes = self.taxonomy.node_of(set(self.nodes), leaves)
+            table = np.asarray([self.nodes.get(int(v), SUPPRESSED) for v in
+                                range(len(self.taxonomy.labels))], dtype=object)
+            out: np.ndarray = table[nodes]
+            return out
+        assert self.intervals is not None
+        x = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
+        if len(self.intervals) == 1:
+            return np.full(x.size, self.intervals[0][1], dtype=object)
+        los = np.array([lo for lo, _ in self.intervals])
+        pos = np.clip(np.searchsorted(los, x, side="right") - 1, 0, len(los) - 1)
+        labels = np.asarray([lab for _, lab in self.intervals], dtype=object)
+        result: np.ndarray = labels[pos]
+        return result
+
+
+# -------------------------------------------------------------------- loading
+
+
+def _sorted_ids(values: pd.Series) -> np.ndarray:
+    text = values.astype(str).to_numpy()
+    numeric = pd.to_numeric(values, errors="coerce")
+    if not numeric.isna().any():
+        order = np.lexsort((text, numeric.to_numpy(dtype=np.float64)))
+    else:
+        order = np.argsort(text, kind="stable")
+    return order
+
+
+def load_taxonomies(config: FusionConfig, attributes: list[str]) -> dict[str, Taxonomy]:
+    """The collapsed taxonomy trees of the categorical ``attributes``."""
+    out = {}
+    for a in attributes:
+        entry = config.taxonomies[a]
+        if entry != CONTINUOUS:
+            out[a] = build_taxonomy(Hierarchy.from_csv(entry), a, config.sensitivity)
+    return out
+
+
+def root_labels(config: FusionConfig) -> dict[str, str]:
+    """Label of every QID attribute's root (a continuous attribute's is ``*``)."""
+    taxes = load_taxonomies(config, config.qid_attributes)
+    return {a: taxes[a].labels[0] if a in taxes else SUPPRESSED for a in config.qid_attributes}
+
+
+def max_leaves(config: FusionConfig) -> int:
+    """The largest leaf count of the configured taxonomy files."""
+    counts = [len(Hierarchy.from_csv(e).rows) for e in config.taxonomies.values()
+              if e != CONTINUOUS]
+    return max(counts, default=1)
+
+
+def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None = None,
+                  ) -> ProviderState:
+    """Load provider ``index``'s own file (or ``frame``) into its state."""
+    party = config.providers[index]
+    source = f"provider '{party.id}' ({party.file})" if frame is None else \
+        f"provider '{party.id}'"
+    if frame is None:
+        assert party.file is not None
+        frame = read_table(party.file)
+    else:
+        frame = frame.astype(str)
+    id_col, class_col = config.fusion.id, config.class_column
+    needed = [class_col, *party.columns] + ([id_col] if id_col else [])
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise AnonlabError(f"{source} has no column '{missing[0]}': its file has "
+                           f"{', '.join(map(str, frame.columns))}; fix columns or the file")
+    if id_col:
+        dup = frame[id_col].duplicated()
+        if dup.any():
+            raise AnonlabError(f"{source}: record id '{frame[id_col][dup].iloc[0]}' appears "
+                               f"twice in column '{id_col}': ids must be unique")
+        frame = frame.iloc[_sorted_ids(frame[id_col])].reset_index(drop=True)
+        ids = frame[id_col].astype(str).to_numpy()
+    else:
+        ids = np.arange(len(frame)).astype(str)
+    class_labels, classes = np.unique(frame[class_col].astype(str).to_numpy(),
+                                      return_inverse=True)
+    templates, _ = config.effective_templates()
+    qid = tuple(c for c in party.columns if c in config.qid_attributes)
+    taxonomies = load_taxonomies(config, list(qid))
+    codes: dict[str, np.ndarray] = {}
+    for a in qid:
+        if a in taxonomies:
+            codes[a] = taxonomies[a].leaf_codes(frame[a].to_numpy(), source)
+        else:
+            numeric = pd.to_numeric(frame[a], errors="coerce")
+            if numeric.isna().any():
+                bad = frame[a][numeric.isna()].iloc[0]
+                raise AnonlabError(f"{source}: continuous column '{a}' has the non-numeric "
+                                   f"value '{bad}': give numbers or a taxonomy file")
+            codes[a] = numeric.to_numpy(dtype=np.float64)
+    bound = scores.score_bound(config.fusion.score, config.fusion.s_aggregate, len(frame),
+                               len(class_labels), max_leaves(config))
+    return ProviderState(
+        index=index, party_id=party.id, config=config,
+        templates=tuple(Template(tuple(t.qid), t.k) for t in templates),
+        ids=ids, classes=classes.astype(np.int64), class_labels=tuple(map(str, class_labels)),
+        raw=frame, qid=qid, codes=codes, taxonomies=taxonomies, bound=bound, source=source)

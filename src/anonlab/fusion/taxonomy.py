@@ -1,0 +1,166 @@
+"""Taxonomy trees of categorical attributes and intervals of continuous ones.
+
+A taxonomy is an ARX-layout hierarchy file (read and validated by
+:class:`anonlab.hierarchy.Hierarchy`) seen as a tree: the last column is the
+root (a virtual root ``*`` is added when it holds several labels), each
+column's labels are the children of the next column's. A node with a single
+child covers the same leaves as that child, so chains of single children are
+collapsed to their lowest node: every specialization then really splits.
+
+Continuous attributes have no file: their root is one interval that the
+owner splits at information-gain-best thresholds into ``[lo, t)`` and
+``[t, hi]`` labels.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from anonlab.errors import AnonlabError
+from anonlab.fusion.config import SensitivityConfig
+from anonlab.hierarchy import SUPPRESSED, Hierarchy
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """A collapsed taxonomy tree over one attribute's leaf values.
+
+    ``labels[v]`` names node ``v``; ``children[v]`` its child nodes; ``depth``
+    the node's depth (root 0); ``ancestors[leaf, d]`` the node at depth ``d`` on
+    the path of leaf index ``leaf`` (``-1`` below the leaf); ``leaf_node[i]`` the
+    node of leaf index ``i`` (leaf indices follow ``values``).
+    """
+
+    attribute: str
+    values: tuple[str, ...]
+    labels: tuple[str, ...]
+    children: tuple[tuple[int, ...], ...]
+    depth: np.ndarray
+    ancestors: np.ndarray
+    leaf_node: np.ndarray
+    leaf_levels: np.ndarray
+
+    @property
+    def root(self) -> int:
+        """The root node (always 0)."""
+        return 0
+
+    def leaf_codes(self, column: np.ndarray, source: str) -> np.ndarray:
+        """Leaf indices of raw values; unknown values are an error naming them."""
+        index = {v: i for i, v in enumerate(self.values)}
+        uniq, inverse = np.unique(column.astype(str), return_inverse=True)
+        missing = [str(u) for u in uniq if str(u) not in index]
+        if missing:
+            shown = ", ".join(f"'{m}'" for m in missing[:5])
+            raise AnonlabError(f"{source}: column '{self.attribute}' has values the taxonomy "
+                               f"does not list ({shown}): add them to the hierarchy file")
+        lookup = np.array([index[str(u)] for u in uniq], dtype=np.int64)
+        out: np.ndarray = lookup[inverse]
+        return out
+
+    def leaf_count(self, node: int) -> int:
+        """Number of leaves under ``node``."""
+        d = int(self.depth[node])
+        return int((self.ancestors[:, d] == node).sum())
+
+    def level_sum(self, node: int) -> int:
+        """Sum of the sensitivity levels of the leaves under ``node``."""
+        d = int(self.depth[node])
+        return int(self.leaf_levels[self.ancestors[:, d] == node].sum())
+
+    def child_of(self, node: int, leaves: np.ndarray) -> np.ndarray:
+        """The child of ``node`` on each leaf's path (leaves must lie under ``node``)."""
+        d = int(self.depth[node]) + 1
+        out: np.ndarray = self.ancestors[leaves, d]
+        return out
+
+    def node_of(self, label_nodes: set[int], leaves: np.ndarray) -> np.ndarray:
+        """For each leaf, the node of the set ``label_nodes`` on its path (a cut)."""
+        out = np.full(leaves.shape, -1, dtype=np.int64)
+        for d in range(self.ancestors.shape[1]):
+            nodes = self.ancestors[leaves, d]
+            hit = (out < 0) & np.isin(nodes, list(label_nodes))
+            out[hit] = nodes[hit]
+        return out
+
+
+def build_taxonomy(hierarchy: Hierarchy, attribute: str,
+                   sensitivity: SensitivityConfig | None = None) -> Taxonomy:
+    """Build the collapsed tree of ``hierarchy`` (see the module docstring)."""
+    rows = hierarchy.rows
+    height = hierarchy.height
+    raw_children: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    tops = list(dict.fromkeys(r[height] for r in rows))
+    top_level = height
+    if len(tops) > 1 or height == 0:
+        top_level = height + 1
+    for r in rows:
+        path = [(lvl, r[lvl]) for lvl in range(height + 1)]
+        if top_level > height:
+            path.append((top_level, SUPPRESSED))
+        for (lo, lab), parent in itertools.pairwise(path):
+            kids = raw_children.setdefault(parent, [])
+            if (lo, lab) not in kids:
+                kids.append((lo, lab))
+    root_key = (top_level, rows[0][height] if top_level == height else SUPPRESSED)
+
+    def collapse(key: tuple[int, str]) -> tuple[int, str]:
+        while len(raw_children.get(key, [])) == 1:
+            key = raw_children[key][0]
+        return key
+
+    labels: list[str] = []
+    children: list[list[int]] = []
+    depth: list[int] = []
+    leaf_node: dict[str, int] = {}
+    queue = [(collapse(root_key), 0)]
+    ids: dict[tuple[int, str], int] = {}
+    head = 0
+    while head < len(queue):
+        key, d = queue[head]
+        head += 1
+        node = len(labels)
+        ids[key] = node
+        labels.append(key[1])
+        depth.append(d)
+        children.append([])
+        if key[0] == 0:
+            leaf_node[key[1]] = node
+        for kid in raw_children.get(key, []):
+            queue.append((collapse(kid), d + 1))
+    parent_of: dict[int, int] = {}
+    for key, node in ids.items():
+        for kid in raw_children.get(key, []):
+            child = ids[collapse(kid)]
+            children[node].append(child)
+            parent_of[child] = node
+    values = tuple(r[0] for r in rows)
+    max_depth = max(depth) + 1
+    ancestors = np.full((len(values), max_depth), -1, dtype=np.int64)
+    for i, v in enumerate(values):
+        node = leaf_node[v]
+        while True:
+            ancestors[i, depth[node]] = node
+            if node == 0:
+                break
+            node = parent_of[node]
+    levels = np.array([(sensitivity or SensitivityConfig()).level(attribute, v) for v in values],
+                      dtype=np.int64)
+    return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
+                    np.array(depth, dtype=np.int64), ancestors,
+                    np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
+
+
+def format_number(x: float) -> str:
+    """A short, exact-enough label for an interval bound."""
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.10g}"
+
+
+def interval_label(lo: float, hi: float, closed: bool) -> str:
+    """``[lo, hi)``, or ``[lo, hi]`` for the rightmost interval."""
+    return f"[{format_number(lo)}, {format_number(hi)}{']' if closed else ')'}"
