@@ -180,3 +180,67 @@ def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("anonlab ")
+
+
+def _assert_refused(tiny: Path, args: list[str], message: str) -> None:
+    before = {p.name: p.read_bytes() for p in tiny.iterdir()}
+    code, text = _run(args)
+    assert code == 2, text
+    assert text.startswith("Error: ") and message in text, text
+    assert len(text.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in tiny.iterdir()} == before  # nothing written
+
+
+def test_unknown_qi_column(tiny: Path) -> None:
+    args = _tiny_args(tiny, "--k", "2")
+    args[args.index(f"age={tiny / 'age.csv'}")] = f"agee={tiny / 'age.csv'}"
+    _assert_refused(tiny, args, "unknown column 'agee' (given as quasi): the table has name, age")
+
+
+def test_ragged_hierarchy_names_file_and_line(tiny: Path) -> None:
+    (tiny / "age.csv").write_text("31;30-34;*\n32;30-34\n33;30-34;*\n34;30-34;*\n")
+    _assert_refused(tiny, _tiny_args(tiny, "--k", "2"),
+                    "line 2: 2 fields where line 1 has 3 (value '32')")
+
+
+def test_non_nested_hierarchy_names_lines_and_values(tiny: Path) -> None:
+    (tiny / "age.csv").write_text("31;30-34;A;*\n32;30-34;B;*\n33;30-34;A;*\n34;30-34;A;*\n")
+    _assert_refused(tiny, _tiny_args(tiny, "--k", "2"),
+                    "group '30-34' at level 1 goes to 'A' (line 1) and to 'B' (line 2)")
+
+
+def test_unreadable_tables(tiny: Path) -> None:
+    args = _tiny_args(tiny, "--k", "2")
+    args[1] = str(tiny / "absent.csv")
+    _assert_refused(tiny, args, "input file")
+    (tiny / "binary.csv").write_bytes(bytes(range(256)) * 4)
+    args[1] = str(tiny / "binary.csv")
+    _assert_refused(tiny, args, "is not UTF-8 text")
+
+
+def test_parquet_round_trip_and_verify(tiny: Path) -> None:
+    pd.read_csv(tiny / "t.csv", dtype=str).to_parquet(tiny / "t.parquet")
+    args = _tiny_args(tiny, "--k", "2", "--quiet", "--verify", "--report", str(tiny / "r.json"))
+    args[1] = str(tiny / "t.parquet")
+    args[args.index("--output") + 1] = str(tiny / "out.parquet")
+    code, text = _run(args)
+    assert code == 0, text
+    out = pd.read_parquet(tiny / "out.parquet")
+    assert list(out.columns) == ["age", "zip"] and len(out) == 4
+    report = json.loads((tiny / "r.json").read_text())
+    assert report["verified"] is True
+    for key in ("search", "k", "suppression_limit", "lattice_size", "nodes_checked",
+                "transformation", "suppressed_records", "equivalence_classes",
+                "information_loss", "runtime_seconds", "anonlab_version"):
+        assert key in report, key
+    assert set(report["information_loss"]) == {"precision", "precision_with_suppression",
+                                               "discernibility", "aecs", "entropy"}
+
+
+def test_verify_failure_writes_nothing(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anonlab.checker
+
+    monkeypatch.setattr(anonlab.checker, "check_k_anonymity",
+                        lambda *a, **k: ["1 equivalence classes have fewer than 2 records"])
+    _assert_refused(tiny, _tiny_args(tiny, "--k", "2", "--verify", "--quiet"),
+                    "verification failed, nothing written: 1 equivalence classes")

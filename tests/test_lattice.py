@@ -6,11 +6,16 @@ import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from anonlab.dataset import Dataset
+from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
+from anonlab.lattice import STRATEGIES, SearchContext
 from anonlab.lattice.freqset import FrequencyEngine
 from anonlab.lattice.lattice import Lattice
+from anonlab.lattice.metrics import LossContext, Precision
+from anonlab.privacy import Criterion
 
 
 def test_lattice_shape_and_degrees() -> None:
@@ -54,3 +59,33 @@ def test_roll_up_equals_grouping_rows() -> None:
             if all(s <= t for s, t in zip(src, levels, strict=True)):
                 fs = engine.roll_up(engine.roll_up(engine.bottom, src), levels)
                 assert sorted(fs.counts.tolist()) == sorted(direct.tolist())
+
+
+class _AtMostThree(Criterion):
+    """A toy criterion that is not monotone: classes may hold at most 3 records."""
+
+    monotone = False
+
+    def outliers(self, counts: np.ndarray) -> np.ndarray:
+        return counts > 3
+
+    def describe(self) -> dict[str, object]:
+        return {"model": "at-most-3"}
+
+
+def test_tagging_strategies_refuse_a_non_monotone_criterion() -> None:
+    frame = pd.DataFrame({"a": [str(v % 4) for v in range(12)]})
+    ha = Hierarchy.from_rows([[str(v), str(v // 2), "*"] for v in range(4)])
+    ds = Dataset.from_frame(frame, {"a": ha})
+    engine = FrequencyEngine(ds)
+    loss = LossContext(ds, engine.base_tuples, engine.bottom.counts)
+
+    def context() -> SearchContext:
+        return SearchContext(Lattice(ds.heights), FrequencyEngine(ds), _AtMostThree(), 0,
+                             Precision(loss))
+
+    for name in ("ola", "degree", "flash"):
+        with pytest.raises(AnonlabError, match=f"'{name}' search relies on predictive tagging"):
+            STRATEGIES[name](context())
+    # exhaustive checks every node directly: level 0 (classes of 3) is the only valid node
+    assert STRATEGIES["exhaustive"](context()).levels == (0,)

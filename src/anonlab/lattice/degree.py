@@ -53,6 +53,7 @@ class DegreeCounter:
 def degree_product_search(ctx: SearchContext) -> SearchResult:
     """Check the node of largest remaining degree product until none is undecided."""
     started = time.perf_counter()
+    ctx.require_monotone("degree")
     lat = ctx.lattice
     # order of tie-breaking: lower level first, then node number
     tie_rank = np.empty(lat.size, dtype=np.int64)

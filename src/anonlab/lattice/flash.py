@@ -48,6 +48,7 @@ def node_order(ctx: SearchContext) -> np.ndarray:
 def flash_search(ctx: SearchContext) -> SearchResult:
     """Run the Flash-class search and return the optimum."""
     started = time.perf_counter()
+    ctx.require_monotone("flash")
     lat = ctx.lattice
     order = node_order(ctx)
     tags = ctx.tags

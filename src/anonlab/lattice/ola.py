@@ -26,6 +26,7 @@ from anonlab.lattice.search import SearchContext, SearchResult
 def ola_search(ctx: SearchContext) -> SearchResult:
     """Run OLA and return the optimum over the k-minimal nodes it finds."""
     started = time.perf_counter()
+    ctx.require_monotone("ola")
     ctx.prune = False
     lattice = ctx.lattice
     done: set[tuple[int, int]] = set()

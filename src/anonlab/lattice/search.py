@@ -87,6 +87,15 @@ class SearchContext:
         bounds = metric.level_bounds(lattice.all_levels)
         self.bounds: np.ndarray | None = bounds
 
+    def require_monotone(self, strategy: str) -> None:
+        """Refuse a criterion that does not declare monotonicity (tagging would be wrong)."""
+        if not self.criterion.monotone:
+            raise AnonlabError(
+                f"the '{strategy}' search relies on predictive tagging, which needs a monotone "
+                f"privacy criterion, and {type(self.criterion).__name__} is not: "
+                "use --search exhaustive"
+            )
+
     # ------------------------------------------------------------------ checks
     def classes(self, node: int) -> NodeClasses:
         """The node's classes with outliers marked; the first time counts as a check.
@@ -205,6 +214,9 @@ class SearchContext:
             if key > self.best[0][0]:
                 break
             classes = self.classes(node)
+            if classes.suppressed > self.max_suppressed:  # impossible for a monotone criterion
+                raise RuntimeError(f"node {self.lattice.levels(node)} above an anonymous node "
+                                   "is not anonymous: the criterion is not monotone")
             if self.tags[node] == UNKNOWN:
                 self.tag_anonymous(node)
             self.consider(node, classes)
