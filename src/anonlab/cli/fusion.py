@@ -75,9 +75,9 @@ def run_fuse(
     inputs: dict[str, Any] = {"config": config_path}
     inputs.update({f"provider:{p.id}": p.file for p in config.providers})
     inputs.update({f"taxonomy:{a}": f for a, f in config.taxonomies.items() if f != CONTINUOUS})
-    for out in (output, report, html):
-        if out is not None:
-            check_not_input(out, inputs.values())
+    for target in (output, report, html):
+        if target is not None:
+            check_not_input(target, inputs.values())
     result = fuse(config)
     templates = [(t.qid, t.k) for t in config.templates]
 

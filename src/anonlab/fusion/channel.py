@@ -3,6 +3,11 @@
 Contract (binding for every ``Network`` implementation; changes are listed
 here, newest first):
 
+Change 1: there is no gains exchange at the start any more. As the paper
+does per data table, each provider computes g(attribute) over its own
+columns only, so nothing but instructions and the final table parts travel;
+the ``gains`` message kind is gone (kind 2 is left unused).
+
 * Scores: the engine normalizes each score to [0, 1] by a bound that every
   party derives from the shared config and the record count, then quantizes it
   with :func:`quantize` (``int(round(score * SCORE_SCALE))``); a provider with
@@ -16,12 +21,9 @@ here, newest first):
   ``receive(sender)`` waits for the next payload of provider ``sender``.
   Payloads from one sender arrive in the order sent; ``send`` must not block
   on the receivers (buffer it), because the engine uses it in these steps:
-  1. start (score = "sensitivity" only): every provider, in index order, sends
-     its attribute information gains (messages.encode_gains); the others
-     receive them in index order;
-  2. each round: ``argmax``; the winner sends its instructions
+  1. each round: ``argmax``; the winner sends its instructions
      (messages.encode_instructions), every other provider receives them;
-  3. end (after ``argmax`` returned ``None``): every provider, in index order,
+  2. end (after ``argmax`` returned ``None``): every provider, in index order,
      sends its part of the fused table (messages.encode_columns); the others
      receive them in index order.
 * ``bytes_sent()``: party id -> payload bytes sent so far (all parties).

@@ -19,17 +19,13 @@ import numpy as np
 import pandas as pd
 
 from anonlab.errors import AnonlabError
-from anonlab.fusion import scores
 from anonlab.fusion.channel import LocalNetwork, Network
 from anonlab.fusion.config import FusionConfig, config_from_dict
 from anonlab.fusion.messages import (
     Columns,
-    Gains,
     decode_columns,
-    decode_gains,
     decode_instructions,
     encode_columns,
-    encode_gains,
     encode_instructions,
 )
 from anonlab.fusion.provider import CutSpec, ProviderState, load_provider, root_labels
@@ -93,25 +89,6 @@ def _new_cut(state: ProviderState) -> SharedCut:
                      templates=state.templates, root_labels=root_labels(config))
 
 
-def _exchange_gains(states: Mapping[int, ProviderState], network: Network,
-                    config: FusionConfig) -> dict[str, float]:
-    """Every provider sends its attributes' gains in index order; all compute g()."""
-    gains: dict[str, float] = {}
-    for i, party in enumerate(config.providers):
-        own = [c for c in party.columns if c in config.qid_attributes]
-        if i in states:
-            mine = states[i].attribute_gains()
-            network.send(i, encode_gains(Gains(i, mine)))
-        else:
-            msg = decode_gains(network.receive(i))
-            if msg.provider != i or sorted(msg.gains) != sorted(own):
-                raise AnonlabError(f"provider '{party.id}' sent gains of other attributes "
-                                   "than its quasi-identifiers: the parties' configs differ")
-            mine = msg.gains
-        gains.update(mine)
-    return scores.g_factors({a: gains[a] for a in config.qid_attributes})
-
-
 def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
                       config: FusionConfig, n: int) -> dict[str, list[str]]:
     columns: dict[str, list[str]] = {}
@@ -147,9 +124,8 @@ def run_parties(states: Sequence[ProviderState], network: Network) -> FusionResu
                                "same record ids")
         s.attach(cut)
     if config.fusion.score == "sensitivity":
-        g = _exchange_gains(local, network, config)
         for s in states:
-            s.g = g
+            s.set_attribute_factors()
     history: list[dict[str, Any]] = []
     owners = {a: config.owner(a) for a in config.qid_attributes}
     while True:

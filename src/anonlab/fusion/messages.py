@@ -10,8 +10,6 @@ all integers little-endian. Kinds:
   ``parent`` (node id in the shared cut), ``parent_label``, ``children``
   (labels) and ``counts`` (records per child). Body: the record ids (row
   positions in id order) of each child in turn, as int32.
-* ``gains`` (2): a provider's attribute information gains. Header:
-  ``provider`` and ``gains`` (attribute -> float). No body.
 * ``columns`` (3): a provider's part of the fused table at the end. Header:
   ``provider``, ``columns`` and ``rows``. Body: UTF-8 JSON, one list of strings
   per column.
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +33,6 @@ from anonlab.errors import AnonlabError
 MAGIC = b"ANLF"
 VERSION = 1
 KIND_INSTRUCTIONS = 1
-KIND_GAINS = 2
 KIND_COLUMNS = 3
 _PREFIX = struct.Struct("<4sHBI")
 MAX_HEADER = 64 * 1024 * 1024
@@ -51,14 +47,6 @@ class Instructions:
     parent_label: str
     children: tuple[str, ...]
     records: tuple[np.ndarray, ...]
-
-
-@dataclass(frozen=True)
-class Gains:
-    """A provider's attribute information gains (for the g(attribute) factor)."""
-
-    provider: int
-    gains: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -81,12 +69,6 @@ def encode_instructions(instr: Instructions) -> bytes:
               "parent_label": instr.parent_label, "children": list(instr.children),
               "counts": [int(a.size) for a in arrays]}
     return _pack(KIND_INSTRUCTIONS, header, b"".join(a.tobytes() for a in arrays))
-
-
-def encode_gains(gains: Gains) -> bytes:
-    """Encode a provider's attribute gains."""
-    return _pack(KIND_GAINS, {"provider": gains.provider,
-                              "gains": {k: float(v) for k, v in gains.gains.items()}})
 
 
 def encode_columns(cols: Columns) -> bytes:
@@ -139,7 +121,7 @@ def _field(header: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> 
 
 
 def _expect(kind: int, wanted: int) -> None:
-    names = {KIND_INSTRUCTIONS: "instructions", KIND_GAINS: "gains", KIND_COLUMNS: "columns"}
+    names = {KIND_INSTRUCTIONS: "instructions", KIND_COLUMNS: "columns"}
     if kind != wanted:
         raise _bad(f"expected {names[wanted]}, got kind {kind}")
 
@@ -167,23 +149,6 @@ def decode_instructions(data: bytes) -> Instructions:
     bounds = np.cumsum([0, *counts])
     records = tuple(ids[a:b] for a, b in itertools.pairwise(bounds))
     return Instructions(attribute, parent, parent_label, tuple(children), records)
-
-
-def decode_gains(data: bytes) -> Gains:
-    """Decode and check a provider's attribute gains."""
-    kind, header, body = _split(data)
-    _expect(kind, KIND_GAINS)
-    provider = _field(header, "provider", int)
-    gains = _field(header, "gains", dict)
-    if body:
-        raise _bad("gains message has a body")
-    out: dict[str, float] = {}
-    for name, value in gains.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value < 0:
-            raise _bad(f"gain of '{name}' is not a non-negative number")
-        out[name] = float(value)
-    return Gains(provider, out)
 
 
 def decode_columns(data: bytes) -> Columns:

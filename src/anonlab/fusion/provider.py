@@ -99,16 +99,29 @@ class ProviderState:
         return float(x.min()), float(x.max()), True
 
     def attribute_gains(self) -> dict[str, float]:
-        """gain(Att) of each own QID attribute (continuous: its best binary split)."""
+        """gain(Att) of every own column (numeric ones: of their best binary split)."""
         out = {}
         n_classes = len(self.class_labels)
-        for a in self.qid:
+        for a in self.config.providers[self.index].columns:
             if a in self.taxonomies:
                 out[a] = scores.attribute_gain(self.codes[a], self.classes, n_classes)
+                continue
+            if a in self.codes:
+                x = self.codes[a]
             else:
-                split = scores.best_threshold(self.codes[a], self.classes, n_classes)
-                out[a] = 0.0 if split is None else split[1]
+                numeric = pd.to_numeric(self.raw[a], errors="coerce")
+                if numeric.isna().any():
+                    codes = np.unique(self.raw[a].astype(str).to_numpy(), return_inverse=True)[1]
+                    out[a] = scores.attribute_gain(codes, self.classes, n_classes)
+                    continue
+                x = numeric.to_numpy(dtype=np.float64)
+            split = scores.best_threshold(x, self.classes, n_classes)
+            out[a] = 0.0 if split is None else split[1]
         return out
+
+    def set_attribute_factors(self) -> None:
+        """g(att) over this provider's own columns, as the paper computes it per table."""
+        self.g = scores.g_factors(self.attribute_gains())
 
     # ------------------------------------------------------------- candidates
 
