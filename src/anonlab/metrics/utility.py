@@ -1,0 +1,154 @@
+"""Information-loss measures of the EM4ADOM model (NOTES §2, "Utility").
+
+Continuous attributes (x original, x' masked, n records, p attributes, S_j the
+population standard deviation of original attribute j):
+
+- ``ILh`` = SSE / SST with SSE = sum_i ||z_i - z'_i||^2 and
+  SST = sum_i ||z_i - mean(z)||^2 on the standardized values z = (x - mean) / S.
+- ``IL1`` = 1/(p n) * sum_j sum_i |x_ij - x'_ij| / (sqrt(2) S_j).
+- ``IL2`` = ( mean_j |m_j - m'_j| / |m_j| + mean_j |v_jj - v'_jj| / |v_jj| ) / 2.
+- ``IL3`` = ( mean_{i<=j} |v_ij - v'_ij| / |v_ij| + mean_{i<j} |r_ij - r'_ij| ) / 2.
+- ``ILs`` = l1 IL1 + l2 IL2 + l3 IL3 and ``IL`` = (ILh + ILs) / 2.
+
+Relative terms with a zero denominator (a zero mean or covariance in the
+original) are undefined; they are left out of their average and counted in
+the result. A masked attribute that became constant has no correlation: its
+r'_ij is taken as 0.
+
+Categorical attributes:
+
+- ``ZIL`` = sum over records of d(t, t'), d the per-attribute sum of 0/1
+  (nominal) or the ordinal distance o_j (see
+  :mod:`anonlab.microaggregation.mixed`); also reported per record and
+  attribute in percent (``ZIL_percent``).
+- ``ILR`` = |H - H'| / H * 100 with H = sum_j H_j, nominal
+  H_j = -sum_i p_i log2 p_i, ordinal
+  H_j = -sum_{i=1}^{L-1} [p_i log2 p_i + (1 - p_i) log2 (1 - p_i)] / (L - 1)
+  with p_i = n_i / n the share of the i-th of the L domain values in order
+  (the original's domain, also for the masked table), as NOTES §2 reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from anonlab.microaggregation.mixed import CategoricalColumn, category_distance
+
+DEFAULT_LAMBDA = (1 / 3, 1 / 3, 1 / 3)
+
+
+def il_h(z: np.ndarray, z_masked: np.ndarray) -> float:
+    """ILh = SSE / SST on standardized values (z, z' scaled by the original's mean and S)."""
+    sse = float(np.sum((z - z_masked) ** 2))
+    sst = float(np.sum((z - z.mean(axis=0)) ** 2))
+    return sse / sst
+
+
+def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray) -> float:
+    """IL1: mean over records and attributes of |x - x'| / (sqrt(2) S_j)."""
+    n, p = x.shape
+    return float(np.sum(np.abs(x - x_masked) / (np.sqrt(2.0) * std)) / (n * p))
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    """Mean of |a - b| / |a| over entries with a != 0, and how many were left out."""
+    ok = a != 0
+    if not ok.any():
+        return float("nan"), int(a.size)
+    return float(np.mean(np.abs(a[ok] - b[ok]) / np.abs(a[ok]))), int(a.size - ok.sum())
+
+
+def covariance(x: np.ndarray) -> np.ndarray:
+    """Population covariance matrix (ddof=0) of the columns of ``x``."""
+    c = x - x.mean(axis=0)
+    return np.asarray((c.T @ c) / x.shape[0])
+
+
+def correlation(v: np.ndarray) -> np.ndarray:
+    """Correlation matrix from a covariance matrix; 0 where a variance is 0."""
+    s = np.sqrt(np.diag(v))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = v / np.outer(s, s)
+    return np.where(np.outer(s, s) > 0, r, 0.0)
+
+
+@dataclass(frozen=True)
+class StatisticalLoss:
+    """IL2, IL3 and how many undefined relative terms were left out."""
+
+    il2: float
+    il3: float
+    excluded_terms: int
+
+
+def il_2_3(x: np.ndarray, x_masked: np.ndarray) -> StatisticalLoss:
+    """IL2 (means and variances) and IL3 (covariances and correlations), NOTES §2."""
+    p = x.shape[1]
+    v, vm = covariance(x), covariance(x_masked)
+    mean_term, out1 = _relative(x.mean(axis=0), x_masked.mean(axis=0))
+    var_term, out2 = _relative(np.diag(v), np.diag(vm))
+    il2 = (mean_term + var_term) / 2
+    upper = np.triu_indices(p)
+    cov_term, out3 = _relative(v[upper], vm[upper])
+    if p > 1:
+        strict = np.triu_indices(p, 1)
+        cor_term = float(np.mean(np.abs(correlation(v)[strict] - correlation(vm)[strict])))
+        il3 = (cov_term + cor_term) / 2
+    else:
+        il3 = cov_term  # one attribute: no correlation pair
+    return StatisticalLoss(il2, il3, out1 + out2 + out3)
+
+
+def weights(values: Sequence[float], name: str, count: int) -> tuple[float, ...]:
+    """Check a weight vector: ``count`` non-negative numbers adding up to 1."""
+    from anonlab.errors import AnonlabError
+
+    w = tuple(float(v) for v in values)
+    if len(w) != count:
+        raise AnonlabError(f"{name} needs {count} weights, got {len(w)}: e.g. "
+                           f"{','.join(['0.5'] * 2) if count == 2 else '0.5,0,0.5'}")
+    if any(not np.isfinite(v) or v < 0 for v in w):
+        raise AnonlabError(f"{name} weights must be non-negative numbers, got {w}")
+    if abs(sum(w) - 1.0) > 1e-9:
+        raise AnonlabError(f"{name} weights must add up to 1, got {w} (sum {sum(w):g})")
+    return w
+
+
+def zil(original: Sequence[CategoricalColumn], masked: Sequence[CategoricalColumn]) -> float:
+    """ZIL = sum over records and categorical attributes of d(c, c')."""
+    total = 0.0
+    for a, b in zip(original, masked, strict=True):
+        total += float(np.sum(category_distance(a, a.codes, b.codes)))
+    return total
+
+
+def entropy(col: CategoricalColumn) -> float:
+    """H_j of one attribute: Shannon (nominal) or the cumulative ordinal form (bits)."""
+    counts = np.bincount(col.codes, minlength=col.size).astype(np.float64)
+    share = counts / counts.sum()
+    if not col.ordinal:
+        nz = share[share > 0]
+        return float(-np.sum(nz * np.log2(nz)))
+    if col.size < 2:
+        return 0.0
+    head = share[:-1]
+
+    def plogp(q: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(q)
+        ok = q > 0
+        out[ok] = q[ok] * np.log2(q[ok])
+        return out
+
+    return float(-np.sum(plogp(head) + plogp(1 - head)) / (col.size - 1))
+
+
+def ilr(original: Sequence[CategoricalColumn], masked: Sequence[CategoricalColumn]) -> float:
+    """ILR = |H - H'| / H * 100 with H the sum of the attributes' entropies."""
+    h = sum(entropy(c) for c in original)
+    hm = sum(entropy(c) for c in masked)
+    if h == 0:
+        return 0.0 if hm == 0 else float("inf")
+    return abs(h - hm) / h * 100.0
