@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_parties(
     tmp_path: Path, certs: Path, names: list[str], providers: list[str],
     rounds: list[list[int]], **extra: object,
-) -> dict[str, dict[str, object]]:
+) -> dict[str, dict[str, Any]]:
     script = tmp_path / "smax_party.py"
     script.write_text(PARTY_SCRIPT, encoding="utf-8")
     spec = {"parties": list(zip(names, free_ports(len(names)), strict=True)),
@@ -76,7 +77,7 @@ def run_parties(
     procs = [subprocess.Popen([sys.executable, str(script), n, json.dumps(spec)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for n in names]
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for name, proc in zip(names, procs, strict=True):
         stdout, stderr = proc.communicate(timeout=90)
         lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
@@ -126,18 +127,19 @@ def test_secure_argmax_equals_plain_argmax(
 
 def test_a_party_that_dies_stops_the_others(tmp_path: Path, certs: Path) -> None:
     rounds = random_rounds(2, 6, seed=1)
-    results = run_parties(tmp_path, certs, ["a", "b", "h"], ["a", "b"], rounds,
-                          die="b", die_at=3)
+    results: dict[str, dict[str, Any]] = run_parties(
+        tmp_path, certs, ["a", "b", "h"], ["a", "b"], rounds, die="b", die_at=3
+    )
     assert results["b"]["code"] == 3
     for name in ("a", "h"):
         assert results[name]["code"] == 2
         assert "party 'b' left during a secure-max round" in str(results[name]["error"])
-        assert len(results[name]["out"]) == 3  # type: ignore[arg-type]
+        assert len(results[name]["out"]) == 3
 
 
 def test_two_parties_are_refused() -> None:
     parties = [Endpoint("a", "127.0.0.1", 1), Endpoint("b", "127.0.0.1", 2)]
-    with pytest.raises(AnonlabError, match="at least 3 parties.*no secrecy.*helper"):
+    with pytest.raises(AnonlabError, match=r"at least 3 parties.*no secrecy.*helper"):
         SecureMax(parties, "a", ["a", "b"], tls=None)
 
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anonlab import __version__
 from anonlab.errors import AnonlabError
@@ -37,10 +38,15 @@ from anonlab.fusion.transport import (
     KIND_NAMES,
     PROTOCOL_NAME,
     PROTOCOL_VERSION,
+    READY,
     Channel,
     Endpoint,
     TlsFiles,
 )
+
+if TYPE_CHECKING:
+    from anonlab.fusion.engine import FusionResult
+    from anonlab.fusion.provider import ProviderState
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a party waits for any one step of another party before it gives up."""
@@ -86,7 +92,9 @@ def tls_files(config: FusionConfig, party_id: str) -> TlsFiles:
         )
     unknown = sorted(set(tls) - {"ca", "cert", "key"})
     if unknown:
-        raise AnonlabError(f"{config.source}: unknown setting 'tls.{unknown[0]}': use ca, cert, key")
+        raise AnonlabError(
+            f"{config.source}: unknown setting 'tls.{unknown[0]}': use ca, cert and key"
+        )
     missing = [k for k in ("ca", "cert", "key") if not isinstance(tls.get(k), str)]
     if missing:
         raise AnonlabError(f"{config.source}: setting 'tls.{missing[0]}' is missing: add it")
@@ -141,6 +149,7 @@ class PartyNetwork:
             loop=self.loop, watch=self.channel.check,
         )
         self.stats = PartyStats()
+        self.winners: list[str | None] = []
         self._closed = False
 
     # -- start-up ---------------------------------------------------------------------------
@@ -164,6 +173,29 @@ class PartyNetwork:
             check_hello(mine, theirs, party)
         self.stats.connect_seconds = time.perf_counter() - began
 
+    def check_data(self, state: ProviderState | None) -> None:
+        """Check that every provider holds the same records and class values.
+
+        Providers exchange the record count and SHA-256 digests of the sorted
+        record ids and of the class column in id order: both are known to
+        every provider already, so the digests reveal nothing new.
+        """
+        mine = data_summary(state)
+        theirs = self.channel.exchange(READY, mine, "the data check")
+        if state is None:
+            return
+        for party, other in theirs.items():
+            if other.get("records") is None:  # a helper
+                continue
+            for key, what in (("records", "record count"), ("ids", "record ids"),
+                              ("classes", f"class column '{self.config.class_column}'")):
+                if other.get(key) != mine[key]:
+                    raise AnonlabError(
+                        f"party '{party}' holds a different {what} than '{self.me}' (records: "
+                        f"{other.get('records')} vs {mine['records']}): every provider needs the "
+                        "same record ids and class values"
+                    )
+
     def start_secure_max(self) -> None:
         """Connect the MPyC runtimes (after this party's own data loaded)."""
         began = time.perf_counter()
@@ -179,7 +211,9 @@ class PartyNetwork:
                 f"{list(self.local_providers)}), got {sorted(scores)}"
             )
         score = scores[self.index] if self.index is not None else None
-        return self.secure_max.argmax(score)
+        winner = self.secure_max.argmax(score)
+        self.winners.append(None if winner is None else self.provider_ids[winner])
+        return winner
 
     def send(self, sender: int, payload: bytes) -> None:
         """Send ``payload`` from this provider to every other provider process."""
@@ -232,7 +266,7 @@ class PartyNetwork:
         counts = {party: _byte_counts(info) for party, info in done.items()}
         counts[self.me] = own
         self.stats.bytes_sent = counts
-        self.secure_max.close()
+        self.secure_max.close(synchronized=True)
         self.close()
 
     def abort(self, reason: str) -> None:
@@ -260,6 +294,95 @@ class PartyNetwork:
                 loop.run_until_complete(asyncio.sleep(0))
             loop.close()
         asyncio.set_event_loop(None)
+
+
+def data_summary(state: ProviderState | None) -> dict[str, Any]:
+    """Record count and digests of the record ids and class values (None for a helper)."""
+    if state is None:
+        return {"records": None, "ids": None, "classes": None}
+    ids = hashlib.sha256("\n".join(map(str, state.ids)).encode("utf-8")).hexdigest()
+    labels = [state.class_labels[c] for c in state.classes]
+    classes = hashlib.sha256("\n".join(labels).encode("utf-8")).hexdigest()
+    return {"records": int(state.n), "ids": ids, "classes": classes}
+
+
+@dataclass
+class PartyOutcome:
+    """What one party ends with: the fused table (providers only) and its own measurements."""
+
+    party: str
+    role: str
+    result: FusionResult | None
+    rounds: int
+    winners: list[str]
+    time_seconds: float
+    connect_seconds: float
+    mpc_seconds: float
+    bytes_sent: dict[str, dict[str, int]]
+
+    def report(self) -> dict[str, Any]:
+        """The report keys of a ``party`` run (add :func:`anonlab.report.report_header`)."""
+        out: dict[str, Any] = {"party": self.party, "role": self.role}
+        if self.result is not None:
+            out.update(self.result.report())
+        out.update({
+            "private": True,
+            "rounds": self.rounds,
+            "time_seconds": round(self.time_seconds, 4),
+            "rounds_per_second": round(self.rounds / self.time_seconds, 2)
+            if self.time_seconds > 0 else None,
+            "connect_seconds": round(self.connect_seconds, 4),
+            "secure_max_calls": self.rounds + 1,
+            "secure_max_ms_per_call": round(1000 * self.mpc_seconds / (self.rounds + 1), 3),
+            "winners": self.winners,
+            "bytes_sent": {p: c.get("total", 0) for p, c in self.bytes_sent.items()},
+            "bytes_sent_detail": self.bytes_sent,
+        })
+        return out
+
+
+def run_party(
+    config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT
+) -> PartyOutcome:
+    """Run one party of a networked fusion to the end (see the module docstring).
+
+    A provider reads only its own file and returns the fused table in
+    ``result``; a helper returns ``result=None``. Raises :class:`AnonlabError`
+    (after telling the other parties) when anything goes wrong.
+    """
+    from anonlab.fusion.engine import run_helper, run_parties
+    from anonlab.fusion.provider import load_provider
+
+    began = time.perf_counter()
+    network = PartyNetwork(config, party_id, timeout=timeout)
+    index = network.index
+    try:
+        network.connect()
+        state = load_provider(config, index) if index is not None else None
+        network.check_data(state)
+        network.start_secure_max()
+        result = run_parties([state], network) if state is not None else None
+        if state is None:
+            run_helper(network)
+        network.finish()
+    except AnonlabError as exc:
+        network.abort(str(exc))
+        raise
+    except KeyboardInterrupt:
+        network.abort(f"party '{party_id}' was interrupted")
+        raise
+    except BaseException as exc:
+        network.abort(f"party '{party_id}' failed with an internal error ({type(exc).__name__})")
+        raise
+    if result is not None:
+        result.bytes_sent = network.bytes_sent()
+    stats = network.stats
+    return PartyOutcome(
+        party=party_id, role="provider" if index is not None else "helper", result=result,
+        rounds=max(stats.rounds - 1, 0), winners=[w for w in network.winners if w is not None],
+        time_seconds=time.perf_counter() - began, connect_seconds=stats.connect_seconds,
+        mpc_seconds=stats.mpc_seconds, bytes_sent=stats.bytes_sent,
+    )
 
 
 def _byte_counts(info: Mapping[str, Any]) -> dict[str, int]:

@@ -229,16 +229,34 @@ class SecureMax:
         self._count_bytes()
         return self._bytes
 
-    def close(self) -> None:
-        """Synchronize with the other parties and close the runtime's connections."""
-        if self._rt is None:
+    def close(self, synchronized: bool = False) -> None:
+        """Close the runtime's connections.
+
+        Without ``synchronized`` this runs MPyC's own shutdown, which waits
+        for every party (and unpickles a small synchronization message from
+        each). A caller that has already learned that every party finished its
+        last round (``PartyNetwork`` does, with its DONE exchange) passes
+        ``synchronized=True``: the connections are then closed after their
+        buffered bytes are written, and nothing from a peer is unpickled.
+        """
+        rt = self._rt
+        if rt is None:
             return
-        try:
-            self._count_bytes()
-            self._wait(self._rt.shutdown(), "closing the secure-max runtime", watch=False)
-        except BaseException:
-            self.abort()
-            raise
+        self._count_bytes()
+        if synchronized:
+            for peer in rt.parties:
+                transport = getattr(peer.protocol, "transport", None)
+                if peer.pid != rt.pid and transport is not None:
+                    transport.close()
+            loop = self._loop
+            assert loop is not None
+            loop.run_until_complete(asyncio.sleep(0.01))
+        else:
+            try:
+                self._wait(rt.shutdown(), "closing the secure-max runtime", watch=False)
+            except BaseException:
+                self.abort()
+                raise
         self._close_loop()
 
     def abort(self) -> None:

@@ -17,7 +17,7 @@ Wire format, version 1 (see docs/fusion-protocol.md). Every frame is::
 
     kind (1 byte) | length (4 bytes, big-endian, unsigned) | payload (length bytes)
 
-``HELLO``, ``DONE`` and ``ABORT`` carry UTF-8 JSON objects; ``DATA`` carries
+``HELLO``, ``READY``, ``DONE`` and ``ABORT`` carry UTF-8 JSON objects; ``DATA`` carries
 the bytes the engine hands over (encoded by ``anonlab.fusion.messages``).
 Frames larger than :data:`MAX_FRAME` or of an unknown kind are malformed: the
 receiver drops the connection and stops with an error. Nothing is unpickled.
@@ -40,8 +40,8 @@ from anonlab.errors import AnonlabError
 
 PROTOCOL_NAME = "anonlab-fusion"
 PROTOCOL_VERSION = 1
-HELLO, DATA, DONE, ABORT = 1, 2, 3, 4
-KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", DONE: "DONE", ABORT: "ABORT"}
+HELLO, DATA, DONE, ABORT, READY = 1, 2, 3, 4, 5
+KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", DONE: "DONE", ABORT: "ABORT", READY: "READY"}
 MAX_FRAME = 1 << 30
 _HEADER = struct.Struct(">BI")
 _POLL = 0.05
@@ -129,7 +129,7 @@ def encode_frame(kind: int, payload: bytes) -> bytes:
 
 
 def encode_json(obj: Mapping[str, Any]) -> bytes:
-    """A JSON payload (HELLO, DONE, ABORT)."""
+    """A JSON payload (HELLO, READY, DONE, ABORT)."""
     return json.dumps(dict(obj), sort_keys=True).encode("utf-8")
 
 
@@ -345,18 +345,22 @@ class Channel:
                 task.cancel()
             if self._server is not None:
                 self._server.close()
-        for link in self.links.values():
-            link.send(HELLO, encode_json(hello))
-        hellos: dict[str, dict[str, Any]] = {}
+        return self.exchange(HELLO, hello, "the start-up handshake")
+
+    def exchange(self, kind: int, obj: Mapping[str, Any], what: str) -> dict[str, dict[str, Any]]:
+        """Send one JSON frame of ``kind`` to every peer and return each peer's one."""
         for party in self.peers:
-            kind, payload = self.receive(party, "the start-up handshake")
-            if kind != HELLO:
+            self.send(party, kind, encode_json(obj))
+        received: dict[str, dict[str, Any]] = {}
+        for party in self.peers:
+            got, payload = self.receive(party, what)
+            if got != kind:
                 raise AnonlabError(
-                    f"party '{party}' sent {KIND_NAMES[kind]} before its HELLO: check that every "
-                    "party runs the same anonlab version"
+                    f"party '{party}' sent {KIND_NAMES[got]} instead of {KIND_NAMES[kind]} during "
+                    f"{what}: check that every party runs the same anonlab version"
                 )
-            hellos[party] = decode_json(payload, party, kind)
-        return hellos
+            received[party] = decode_json(payload, party, kind)
+        return received
 
     async def _dial(self, peer: Endpoint, context: ssl.SSLContext) -> None:
         """Connect to a peer that may not be listening yet, retrying until cancelled."""
@@ -383,7 +387,7 @@ class Channel:
         self.links[party].send(kind, payload)
 
     def receive(self, party: str, what: str) -> tuple[int, bytes]:
-        """The next HELLO or DATA frame from ``party`` (waits up to the timeout)."""
+        """The next HELLO, READY or DATA frame from ``party`` (waits up to the timeout)."""
         queue = self.queues[party]
         self.wait_until(lambda: bool(queue), f"{what}: a message from party '{party}'")
         return queue.popleft()

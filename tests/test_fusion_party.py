@@ -1,0 +1,278 @@
+"""Real multi-process fusion runs on loopback: `anonlab party` per party, started by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from anonlab.fusion.certs import make_certificates
+from anonlab.fusion.config import load_config
+from anonlab.fusion.engine import fuse
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT / "data" / "adult"
+RECORDS = 400
+
+# Run the CLI in a subprocess with one engine or transport function replaced (fault injection).
+PATCHED_CLI = r"""
+import os, sys
+fault = os.environ["ANONLAB_TEST_FAULT"]
+if fault == "die-in-round":
+    import anonlab.fusion.party as party
+    original = party.PartyNetwork.argmax
+    def argmax(self, scores):
+        if len(self.winners) == 2:
+            os._exit(5)
+        return original(self, scores)
+    party.PartyNetwork.argmax = argmax
+elif fault == "garbage-instructions":
+    import anonlab.fusion.engine as engine
+    engine.encode_instructions = lambda instr: b"ANLF not really instructions"
+elif fault == "malformed-frame":
+    import anonlab.fusion.transport as transport
+    original = transport.FrameProtocol.send
+    def send(self, kind, payload):
+        if kind == transport.DATA:
+            self.transport.write(b"\xff\x00\x00\x00\x01!")
+            return
+        original(self, kind, payload)
+    transport.FrameProtocol.send = send
+from anonlab.cli.app import main
+sys.argv = ["anonlab", *sys.argv[1:]]
+main()
+"""
+
+
+def free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _quote(value: Any) -> str:
+    return json.dumps(value)
+
+
+def write_setup(folder: Path, providers: int, helper: bool, k: int = 20) -> Path:
+    """Provider files cut from Adult, taxonomies, certificates and fusion.toml in ``folder``."""
+    frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str).head(RECORDS)
+    frame.insert(0, "id", [f"r{i:04d}" for i in range(len(frame))])
+    splits = {
+        2: [["age", "workclass", "education", "occupation"],
+            ["marital-status", "race", "sex", "native-country"]],
+        3: [["age", "workclass", "education"], ["marital-status", "occupation"],
+            ["race", "sex", "native-country"]],
+    }[providers]
+    names = [f"provider-{chr(ord('a') + i)}" for i in range(providers)]
+    parties: list[tuple[str, str, list[str]]] = [(n, "provider", c)
+                                                  for n, c in zip(names, splits, strict=True)]
+    if helper:
+        parties.append(("recipient", "helper", []))
+    ports = free_ports(2 * len(parties))
+    lines = ['[fusion]', 'class = "salary-class"', 'id = "id"', 'score = "sensitivity"',
+             'keep_id = true', '', '[[templates]]',
+             'qid = ["age", "workclass", "marital-status", "race", "sex", "native-country"]',
+             f'k = {k}', '', '[[templates]]', 'qid = ["education", "occupation"]', f'k = {k}',
+             '', '[taxonomies]', 'age = "continuous"']
+    for a in ("workclass", "education", "marital-status", "occupation", "race", "sex",
+              "native-country"):
+        lines.append(f'{_quote(a)} = {_quote(str(ADULT / f"hierarchy_{a}.csv"))}')
+    lines += ['', '[sensitivity]', 'default = 4',
+              'attributes = { education = 3, occupation = 3, race = 3 }', '',
+              '[tls]', 'ca = "certs/ca.crt"', 'cert = "certs/{party}.crt"',
+              'key = "certs/{party}.key"']
+    factor = 1.0 / providers
+    for i, (name, role, columns) in enumerate(parties):
+        lines += ['', '[[parties]]', f'id = "{name}"', f'role = "{role}"', 'host = "127.0.0.1"',
+                  f'port = {ports[2 * i]}', f'mpc_port = {ports[2 * i + 1]}']
+        if role == "provider":
+            frame[["id", *columns, "salary-class"]].sample(frac=1.0, random_state=i).to_csv(
+                folder / f"{name}.csv", index=False)
+            lines += [f'file = "{name}.csv"', f'columns = {_quote(columns)}',
+                      f'factor = {factor!r}']
+    (folder / "fusion.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    make_certificates(folder / "certs", [(p[0], "127.0.0.1") for p in parties])
+    return folder / "fusion.toml"
+
+
+def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = None,
+          timeout: float = 30) -> subprocess.Popen[str]:
+    role_args = ["--report", str(out / f"{party}.json")]
+    if party.startswith("provider"):
+        role_args += ["--output", str(out / f"fused_{party}.csv")]
+    args = ["party", str(config), "--party", party, "--timeout", str(timeout), "--quiet",
+            *role_args, *extra]
+    env = dict(os.environ)
+    if fault is None:
+        cmd = [sys.executable, "-m", "anonlab", *args]
+    else:
+        cmd = [sys.executable, "-c", PATCHED_CLI, *args]
+        env["ANONLAB_TEST_FAULT"] = fault
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def run_all(config: Path, out: Path, faults: dict[str, str] | None = None,
+            timeout: float = 30) -> dict[str, tuple[int, str]]:
+    parties = [p["id"] for p in tomllib.loads(config.read_text())["parties"]]
+    faults = faults or {}
+    procs = {p: start(config, p, out, fault=faults.get(p), timeout=timeout) for p in parties}
+    results = {}
+    for party, proc in procs.items():
+        _, stderr = proc.communicate(timeout=180)
+        results[party] = (proc.returncode, stderr)
+    return results
+
+
+def provider_names(config: Path) -> Sequence[str]:
+    return [p.id for p in load_config(config).providers]
+
+
+@pytest.mark.parametrize(("providers", "helper"), [(2, True), (3, False)],
+                         ids=["2-providers-helper", "3-providers"])
+def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool) -> None:
+    config = write_setup(tmp_path, providers, helper)
+    results = run_all(config, tmp_path)
+    for party, (code, stderr) in results.items():
+        assert code == 0, f"{party}: {stderr}"
+    expected = fuse(load_config(config))
+    assert expected.rounds > 3  # the small setting still specializes
+    names = provider_names(config)
+    tables = [pd.read_csv(tmp_path / f"fused_{n}.csv", dtype=str, keep_default_na=False)
+              for n in names]
+    want = expected.table.astype(str).reset_index(drop=True)
+    for table in tables:
+        pd.testing.assert_frame_equal(table, want, check_dtype=False)
+    reports = {p: json.loads((tmp_path / f"{p}.json").read_text()) for p in results}
+    for party, rep in reports.items():
+        assert rep["command"] == "party" and rep["private"] is True
+        assert rep["rounds"] == expected.rounds
+        assert rep["winners"] == [s["party"] for s in expected.specializations]
+        assert set(rep["bytes_sent"]) == set(results)
+        assert all(b > 0 for b in rep["bytes_sent"].values())
+    for n in names:  # providers see the order of specializations, never a score
+        spec = reports[n]["specializations"]
+        assert [s["attribute"] for s in spec] == [
+            s["attribute"] for s in expected.specializations]
+        assert all("score" not in s for s in spec)
+    if helper:
+        assert "specializations" not in reports["recipient"]
+        assert not (tmp_path / "fused_recipient.csv").exists()
+
+
+@pytest.fixture(scope="module")
+def setup_2h(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_setup(tmp_path_factory.mktemp("party2h"), 2, True)
+
+
+def _fresh_out(tmp_path: Path, config: Path) -> Path:
+    """A run folder beside the shared setup (outputs must not exist before)."""
+    for name in (*[p["id"] for p in tomllib.loads(config.read_text())["parties"]],):
+        assert not (tmp_path / f"fused_{name}.csv").exists()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("fault", "culprit", "message"),
+    [
+        ("die-in-round", "provider-b", "party 'provider-b'"),
+        ("garbage-instructions", "provider-a", "malformed"),
+        ("malformed-frame", "provider-a", "party 'provider-a' sent a malformed frame"),
+    ],
+)
+def test_failing_party_stops_everyone_without_output(
+    tmp_path: Path, setup_2h: Path, fault: str, culprit: str, message: str
+) -> None:
+    out = _fresh_out(tmp_path, setup_2h)
+    results = run_all(setup_2h, out, faults={culprit: fault})
+    for party, (code, stderr) in results.items():
+        assert not (out / f"fused_{party}.csv").exists(), party
+        assert not (out / f"{party}.json").exists(), party
+        if party == culprit and fault == "die-in-round":
+            assert code == 5
+            continue
+        assert code == 2, f"{party}: {stderr}"
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+        if party != culprit:
+            assert message in lines[0], f"{party}: {lines[0]}"
+
+
+def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path) -> None:
+    text = setup_2h.read_text()
+    other = setup_2h.with_name("fusion_k25.toml")
+    other.write_text(text.replace("k = 20", "k = 25", 1), encoding="utf-8")
+    procs = {
+        "provider-a": start(setup_2h, "provider-a", tmp_path),
+        "provider-b": start(other, "provider-b", tmp_path),
+        "recipient": start(setup_2h, "recipient", tmp_path),
+    }
+    for party, proc in procs.items():
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 2, f"{party}: {stderr}"
+        assert "different configuration" in stderr, f"{party}: {stderr}"
+        assert not (tmp_path / f"fused_{party}.csv").exists()
+
+
+def test_two_parties_are_refused(tmp_path: Path) -> None:
+    config = write_setup(tmp_path, 2, helper=False)
+    proc = start(config, "provider-a", tmp_path)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert stderr.startswith("Error: ") and "at least 3" in stderr and "no secrecy" in stderr
+    assert "helper" in stderr
+
+
+def test_user_errors_before_any_network(tmp_path: Path, setup_2h: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    runner = CliRunner()
+    cases = [
+        (["--party", "nobody", "--report", str(tmp_path / "r.json")], "no party 'nobody'"),
+        (["--party", "recipient", "--output", str(tmp_path / "x.csv")], "is a helper"),
+        (["--party", "provider-a"], "nothing to write"),
+        (["--report", str(tmp_path / "r.json")], "give --party"),
+        (["--party", "provider-a", "--output", str(setup_2h.parent / "provider-a.csv")],
+         "is also an input"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["party", str(setup_2h), *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.output, (args, result.output)
+    no_tls = tmp_path / "no_tls.toml"
+    text = setup_2h.read_text()
+    no_tls.write_text(text[: text.index("[tls]")] + text[text.index("[[parties]]"):]
+                      .replace('file = "', f'file = "{setup_2h.parent}/'), encoding="utf-8")
+    result = runner.invoke(app, ["party", str(no_tls), "--party", "provider-a",
+                                 "--report", str(tmp_path / "r.json")])
+    assert result.exit_code == 2 and "no [tls] table" in result.output, result.output
+
+
+def test_make_certs(tmp_path: Path, setup_2h: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    result = CliRunner().invoke(app, ["party", str(setup_2h), "--make-certs",
+                                      str(tmp_path / "c"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in (tmp_path / "c").iterdir())
+    assert names == sorted(["ca.crt", "ca.key", *[f"{p}.{e}" for p in
+                            ("provider-a", "provider-b", "recipient") for e in ("crt", "key")]])
