@@ -113,7 +113,7 @@ def page(run: dict[str, Any]) -> Page:
 
 @pytest.fixture(scope="module")
 def internal_html(run: dict[str, Any]) -> str:
-    out = run["dir"]
+    out: Path = run["dir"]
     result = runner.invoke(app, ["report", str(out / "a.json"), "--html",
                                  str(out / "internal.html"), "--internal", "--quiet"])
     assert result.exit_code == 0, result.output
@@ -313,9 +313,19 @@ def test_a_later_family_renders_generically_and_hides_samples(run: dict[str, Any
      "transformation of 'age' must be a whole number"),
     ({"command": "generalize", "anonlab_version": "0.1", "parameters": {}, "k": 5,
       "records": 10, "suppressed_records": 0, "transformation": {}, "class_sizes": {"5": "x"}},
-     "class_sizes must map a size to a count"),
+     "class_sizes must map a size (>= 1) to a count"),
     ({"command": "apply", "anonlab_version": "0.1", "parameters": {}, "records": 10,
       "transformation": {}}, "missing key 'suppressed_records'"),
+    ({"command": "generalize", "anonlab_version": "0.1", "parameters": {}, "k": 5,
+      "records": 10, "suppressed_records": 0, "transformation": {"age": -1}},
+     "transformation of 'age' must be a whole number >= 0"),
+    ({"command": "generalize", "anonlab_version": "0.1", "parameters": {}, "k": 5,
+      "records": 10, "suppressed_records": 0, "transformation": {}, "class_sizes": {"0": 3}},
+     "class_sizes must map a size (>= 1)"),
+    ({"command": "generalize", "anonlab_version": "0.1", "parameters": {}, "k": 5,
+      "records": 10, "suppressed_records": 0, "transformation": {},
+      "lattice_levels": [{"level": 0, "nodes": "many"}]},
+     "lattice_levels[0].nodes must be a whole number"),
 ])
 def test_malformed_or_foreign_json_one_line_error(tmp_path: Path, doc: Any,
                                                   message: str) -> None:

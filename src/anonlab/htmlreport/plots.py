@@ -108,18 +108,24 @@ def class_size_figure(class_sizes: Mapping[int, int], k: int | None) -> Any:
     return fig
 
 
+def _level(row: Mapping[str, Any], index: int) -> int:
+    """A lattice row's level, its position when the row does not say."""
+    level = row.get("level")
+    return int(level) if level is not None else index
+
+
 def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
     """Lattice nodes by level: all, checked, anonymous, k-minimal; the optimum starred."""
     import numpy as np
 
-    lv = np.array([int(r.get("level", i)) for i, r in enumerate(levels)])
+    lv = np.array([_level(r, i) for i, r in enumerate(levels)])
     series = [
         ("nodes", "all nodes", COLORS["all"]),
         ("checked", "checked", COLORS["checked"]),
         ("anonymous", "known anonymous", COLORS["anonymous"]),
         ("k_minimal", "k-minimal", COLORS["minimal"]),
     ]
-    present = [s for s in series if all(s[0] in r for r in levels)]
+    present = [s for s in series if all(r.get(s[0]) is not None for r in levels)]
     fig = new_figure(7.2, 3.2)
     ax = fig.subplots()
     width = 0.8 / max(len(present), 1)
@@ -129,7 +135,7 @@ def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
         top = max(top, float(values.max()) if values.size else 1.0)
         ax.bar(lv + (j - (len(present) - 1) / 2) * width, values, width=width, label=label,
                color=color)
-    optimum = [int(r.get("level", i)) for i, r in enumerate(levels) if r.get("optimum")]
+    optimum = [_level(r, i) for i, r in enumerate(levels) if r.get("optimum")]
     if optimum:
         ax.plot(optimum, [top * 1.8] * len(optimum), marker="*", markersize=12, linestyle="",
                 color=COLORS["optimum"], label="optimum's level")
@@ -138,7 +144,9 @@ def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
     ax.set_xlabel("lattice level (sum of generalization levels)")
     ax.set_ylabel("nodes")
     ax.set_xticks(lv)
-    fig.legend(fontsize=8, frameon=False, ncols=len(present) + 1, loc="outside upper center")
+    if present or optimum:
+        fig.legend(fontsize=8, frameon=False, ncols=len(present) + 1,
+                   loc="outside upper center")
     _style(ax)
     return fig
 

@@ -38,6 +38,8 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
 }
 
+LATTICE_COUNTS = ("level", "nodes", "checked", "anonymous", "k_minimal")
+
 _TYPE_NAMES = {int: "an integer", dict: "an object", list: "a list", float: "a number",
                str: "a string"}
 
@@ -113,20 +115,27 @@ def _int_like(value: Any) -> bool:
 
 
 def _check_generalization(report: Mapping[str, Any], source: str, command: str) -> None:
-    """Levels and class sizes must be whole numbers, lattice levels objects."""
+    """Levels, class sizes and lattice counts must be whole numbers of the right sign."""
     where = f"'{source}' ({command} report)"
     for column, level in report["transformation"].items():
-        if not _int_like(level) or isinstance(level, str):
+        if not _int_like(level) or isinstance(level, str) or level < 0:
             raise AnonlabError(f"{where}: transformation of '{column}' must be a whole "
-                               f"number (a hierarchy level), got {level!r}")
+                               f"number >= 0 (a hierarchy level), got {level!r}")
     sizes = report.get("class_sizes") or {}
     for size, count in sizes.items():
-        if not _int_like(size) or not _int_like(count) or isinstance(count, str):
-            raise AnonlabError(f"{where}: class_sizes must map a size to a count of classes, "
-                               f"got {size!r}: {count!r}")
+        if (not _int_like(size) or not _int_like(count) or isinstance(count, str)
+                or int(size) < 1 or count < 0):
+            raise AnonlabError(f"{where}: class_sizes must map a size (>= 1) to a count of "
+                               f"classes (>= 0), got {size!r}: {count!r}")
     for i, row in enumerate(report.get("lattice_levels") or []):
         if not isinstance(row, Mapping):
             raise AnonlabError(f"{where}: lattice_levels[{i}] must be an object")
+        for key in LATTICE_COUNTS:
+            value = row.get(key)
+            if value is not None and (not _int_like(value) or isinstance(value, str)
+                                      or value < 0):
+                raise AnonlabError(f"{where}: lattice_levels[{i}].{key} must be a whole "
+                                   f"number >= 0, got {value!r}")
 
 
 def load_report(path: Path) -> dict[str, Any]:

@@ -84,6 +84,8 @@ def transformation_block(ctx: RenderContext) -> list[Block]:
     for column, level in transformation.items():
         level = int(level)
         hierarchy, reason = _hierarchy(ctx, column)
+        if hierarchy is not None and level > hierarchy.height:
+            hierarchy, reason = None, "level above the top of the hierarchy file"
         if reason:
             reasons.add(reason)
         row = [Cell(str(column)), num(level, f"transformation.{column}")]
