@@ -16,7 +16,9 @@ Every group has k records except one of k..2k-1 (when n >= k).
 
 Tie-breaking (deterministic; documented in docs/em4adom.md): among records at
 the same distance the one with the lowest row number wins, both for "farthest"
-and for "nearest"; the seed record ``r`` (or ``s``) always belongs to its own
+and for "nearest"; squared distances closer than ``TIE_TOL`` (1e-10) times
+(1 + the largest squared norm) count as equal, so that rounding in the
+products cannot decide a tie that is exact in real numbers; the seed record ``r`` (or ``s``) always belongs to its own
 group even when duplicates of it exist; if ``s`` fell into ``r``'s group (only
 possible when all remaining records are equidistant from ``r``) it is chosen
 again as the remaining record farthest from ``r``.
@@ -36,11 +38,15 @@ import numpy as np
 from anonlab.microaggregation.columns import check_k
 
 
+TIE_TOL = 1e-10  # relative to the largest squared norm: equal up to rounding
+
+
 class MetricSpace(Protocol):
     """Records MDAV can group: distances from a centroid or a record to all live rows."""
 
     alive: np.ndarray  # (m,) bool: not yet grouped
     ids: np.ndarray  # (m,) original row number of each working row
+    tol: float  # distances closer than this count as equal (rounding of the products)
 
     def far_from_centroid(self) -> np.ndarray:
         """Distance of each row to the centroid of the live rows; -inf for grouped rows."""
@@ -77,6 +83,7 @@ class EuclideanSpace:
         self.sq_far = sq
         self.total = self.zt.sum(axis=1)
         self.count = m
+        self.tol = TIE_TOL * (1.0 + (float(sq.max()) if m else 0.0))
 
     def far_from_centroid(self) -> np.ndarray:
         g = (self.total * (-2.0 / self.count)) @ self.zt
@@ -123,8 +130,10 @@ def _kth_bound(d: np.ndarray, k: int) -> float:
     return float(np.partition(sample, k - 1)[k - 1])
 
 
-def k_nearest(d: np.ndarray, k: int, seed: int) -> np.ndarray:
+def k_nearest(d: np.ndarray, k: int, seed: int, tol: float = 0.0) -> np.ndarray:
     """Working rows of ``seed`` and its k-1 nearest rows by ``d`` (ties: lowest row first).
+
+    Distances within ``tol`` of the k-th smallest count as equal to it.
 
     At least k rows must be live (finite). ``d`` is modified (the seed is set
     to -inf so it always joins its own group).
@@ -134,21 +143,22 @@ def k_nearest(d: np.ndarray, k: int, seed: int) -> np.ndarray:
     """
     d[seed] = -np.inf
     bound = _kth_bound(d, k)
-    cand = np.flatnonzero(d <= bound) if np.isfinite(bound) else np.arange(d.size)
+    cand = np.flatnonzero(d <= bound + tol) if np.isfinite(bound) else np.arange(d.size)
     dc = d[cand]
     part = np.argpartition(dc, k - 1)[:k]
     threshold = dc[part].max()
-    chosen = cand[dc <= threshold]
+    chosen = cand[dc <= threshold + tol]
     if chosen.size == k:
         return np.asarray(chosen)
-    below = cand[dc < threshold]
-    equal = cand[dc == threshold]
+    below = cand[dc < threshold - tol]
+    equal = cand[np.abs(dc - threshold) <= tol]
     return np.concatenate([below, equal[: k - below.size]])
 
 
-def first_argmax(values: np.ndarray) -> int:
-    """Index of the largest value, the lowest index among equals (NumPy's argmax rule)."""
-    return int(np.argmax(values))
+def first_argmax(values: np.ndarray, tol: float = 0.0) -> int:
+    """Index of the largest value; the lowest index among values within ``tol`` of it."""
+    top = values.max()
+    return int(np.argmax(values >= top - tol))
 
 
 def mdav_partition(space: MetricSpace, n: int, k: int, compact_below: float = 0.7) -> np.ndarray:
@@ -172,19 +182,20 @@ def mdav_partition(space: MetricSpace, n: int, k: int, compact_below: float = 0.
             space.compact()
             since_compact = space.alive.size
 
+    tol = space.tol
     while remaining >= 3 * k:
-        r = first_argmax(space.far_from_centroid())
+        r = first_argmax(space.far_from_centroid(), tol)
         far_r, near_r = space.from_row(r)
-        s = first_argmax(far_r)
-        take(k_nearest(near_r, k, r))
+        s = first_argmax(far_r, tol)
+        take(k_nearest(near_r, k, r, tol))
         if not space.alive[s]:
             far_r[~space.alive] = -np.inf
-            s = first_argmax(far_r)
-        take(k_nearest(space.near_row(s), k, s))
+            s = first_argmax(far_r, tol)
+        take(k_nearest(space.near_row(s), k, s, tol))
         maybe_compact()
     if remaining >= 2 * k:
-        r = first_argmax(space.far_from_centroid())
-        take(k_nearest(space.near_row(r), k, r))
+        r = first_argmax(space.far_from_centroid(), tol)
+        take(k_nearest(space.near_row(r), k, r, tol))
     if remaining > 0:
         take(np.flatnonzero(space.alive))
     return labels

@@ -27,6 +27,7 @@ import pandas as pd
 
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.columns import check_present
+from anonlab.microaggregation.mdav import TIE_TOL
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ class MixedSpace:
         self.total = self.z.sum(axis=0)
         self.count = n
         self.counts = [np.bincount(c.codes, minlength=c.size) for c in cats]
+        sq = np.einsum("ij,ij->i", self.z, self.z)
+        self.tol = TIE_TOL * (1.0 + (float(sq.max()) if n else 0.0) + len(self.cats))
 
     def _distance(self, num: np.ndarray, codes: Sequence[int]) -> np.ndarray:
         diff = self.z - num

@@ -1,0 +1,288 @@
+"""MDAV: sdcMicro golden values, group sizes, a plain reference implementation, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonlab.errors import AnonlabError
+from anonlab.microaggregation import mdav_labels, microaggregate, scalable_mdav_labels
+from anonlab.microaggregation.columns import standardize
+from anonlab.microaggregation.mdav import group_means, sse_sst
+from anonlab.microaggregation.mixed import (
+    MixedSpace,
+    encode_all,
+    group_lower_medians,
+    group_modes,
+)
+from anonlab.microaggregation.mdav import TIE_TOL, mdav_partition
+from anonlab.microaggregation.scalable import kd_blocks
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "sdc"
+EIA_COLUMNS = ["UTILITYID", "RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE",
+               "INDSALES", "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES"]
+
+# sdcMicro 5.8 MDAV, SSE/SST in percent (issue 3), k = 3, 5, 10
+SDCMICRO = {
+    "Tarragona": (None, {3: 16.9326, 5: 22.4619, 10: 33.1929}),
+    "CASCrefmicrodata": (None, {3: 5.6922, 5: 9.0884, 10: 14.1559}),
+    "EIA": (EIA_COLUMNS, {3: 0.4829, 5: 1.6667, 10: 3.8397}),
+}
+
+
+def load(name: str) -> tuple[pd.DataFrame, list[str]]:
+    frame = pd.read_csv(DATA / f"{name}.csv")
+    cols = SDCMICRO[name][0] or [str(c) for c in frame.columns]
+    return frame, cols
+
+
+@pytest.mark.parametrize("name", sorted(SDCMICRO))
+def test_sse_sst_matches_sdcmicro_to_4th_decimal(name: str) -> None:
+    frame, cols = load(name)
+    for k, expected in SDCMICRO[name][1].items():
+        result = microaggregate(frame, cols, k)
+        assert result.sse_sst is not None
+        assert round(100 * result.sse_sst, 4) == pytest.approx(expected, abs=1e-9), (name, k)
+
+
+# MDAV is a heuristic: on EIA, k = 6 gives a lower SSE than k = 5 (1.3078 % < 1.6667 %,
+# the k = 5 value agreeing with sdcMicro); see docs/em4adom.md. Elsewhere SSE rises with k.
+@pytest.mark.parametrize(("name", "ks"), [
+    ("Tarragona", range(2, 11)), ("CASCrefmicrodata", range(2, 11)),
+    ("EIA", (2, 3, 4, 5, 7, 8, 9, 10)), ("EIA", (3, 5, 10)),
+])
+def test_larger_k_never_lowers_sse(name: str, ks: range | tuple[int, ...]) -> None:
+    frame, cols = load(name)
+    x = frame[cols].to_numpy(float)
+    z = standardize(x, cols)[0]
+    values = [sse_sst(z, group_means(z, mdav_labels(z, k))) for k in ks]
+    assert all(b >= a for a, b in zip(values, values[1:], strict=False)), values
+
+
+def test_eia_k6_below_k5_is_mdav_behaviour() -> None:
+    frame, cols = load("EIA")
+    z = standardize(frame[cols].to_numpy(float), cols)[0]
+    k5, k6 = (round(100 * sse_sst(z, group_means(z, mdav_labels(z, k))), 4) for k in (5, 6))
+    assert (k5, k6) == (1.6667, 1.3078)
+
+
+def reference_mdav(z: np.ndarray, k: int) -> np.ndarray:
+    """Plain MDAV, record by record, with the documented tie rules."""
+    n = z.shape[0]
+    tol = TIE_TOL * (1.0 + float(np.max(np.sum(z * z, axis=1))))
+    labels = np.full(n, -1)
+    rest = list(range(n))
+    group = 0
+
+    def dist(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.sum((a - b) ** 2))
+
+    def farthest(point: np.ndarray) -> int:
+        dists = [dist(z[i], point) for i in rest]
+        top = max(dists)  # first row (in row order) within tol of the largest
+        return next(i for i, d in zip(rest, dists, strict=True) if d >= top - tol)
+
+    def form(seed: int) -> None:
+        nonlocal group
+        pool = {i: dist(z[i], z[seed]) for i in rest if i != seed}
+        members = [seed]
+        while len(members) < k:
+            low = min(pool.values())
+            pick = min(i for i, d in pool.items() if d <= low + tol)
+            members.append(pick)
+            del pool[pick]
+        for i in members:
+            labels[i] = group
+            rest.remove(i)
+        group += 1
+
+    while len(rest) >= 3 * k:
+        c = z[rest].mean(axis=0)
+        r = farthest(c)
+        s = farthest(z[r])
+        form(r)
+        if s not in rest:
+            s = farthest(z[r])
+        form(s)
+    if len(rest) >= 2 * k:
+        r = farthest(z[rest].mean(axis=0))
+        form(r)
+    for i in rest:
+        labels[i] = group
+    return labels
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), p=st.integers(1, 4),
+       k=st.integers(1, 6))
+def test_mdav_equals_reference(seed: int, n: int, p: int, k: int) -> None:
+    k = min(k, n)
+    z = np.random.default_rng(seed).standard_normal((n, p))
+    np.testing.assert_array_equal(mdav_labels(z, k), reference_mdav(z, k))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), k=st.integers(1, 7),
+       levels=st.integers(1, 4))
+def test_group_sizes_k_to_2k_minus_1_with_duplicates(seed: int, n: int, k: int,
+                                                     levels: int) -> None:
+    k = min(k, n)
+    z = np.random.default_rng(seed).integers(0, levels, size=(n, 3)).astype(float)
+    sizes = np.bincount(mdav_labels(z, k))
+    assert sizes.min() >= k
+    assert sizes.max() <= max(2 * k - 1, k)
+    assert (sizes > k).sum() <= 1
+
+
+def reference_nominal_mdav(codes: np.ndarray, k: int) -> np.ndarray:
+    """Plain MDAV on nominal codes: 0/1 distances, centroid = modes (lowest code on ties)."""
+    z = np.zeros((codes.shape[0], 0))
+
+    class Space:
+        pass
+
+    n = codes.shape[0]
+    labels = np.full(n, -1)
+    rest = list(range(n))
+    group = 0
+
+    def dist(a: np.ndarray, b: np.ndarray) -> int:
+        return int(np.sum(a != b))
+
+    def mode(rows: list[int]) -> np.ndarray:
+        return np.array([np.bincount(codes[rows, j], minlength=codes[:, j].max() + 1).argmax()
+                         for j in range(codes.shape[1])])
+
+    def farthest(point: np.ndarray) -> int:
+        best, best_d = rest[0], -1
+        for i in rest:
+            d = dist(codes[i], point)
+            if d > best_d:
+                best, best_d = i, d
+        return best
+
+    def form(seed: int) -> None:
+        nonlocal group
+        others = sorted((dist(codes[i], codes[seed]), i) for i in rest if i != seed)
+        for i in [seed] + [i for _, i in others[: k - 1]]:
+            labels[i] = group
+            rest.remove(i)
+        group += 1
+
+    del z, Space
+    while len(rest) >= 3 * k:
+        r = farthest(mode(rest))
+        s = farthest(codes[r])
+        form(r)
+        if s not in rest:
+            s = farthest(codes[r])
+        form(s)
+    if len(rest) >= 2 * k:
+        form(farthest(mode(rest)))
+    for i in rest:
+        labels[i] = group
+    return labels
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), k=st.integers(1, 5))
+def test_nominal_mdav_equals_reference(seed: int, n: int, k: int) -> None:
+    k = min(k, n)
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({c: rng.choice(list("abcd"), n) for c in ("u", "v", "w")})
+    cats = encode_all(frame, ["u", "v", "w"], [])
+    codes = np.stack([c.codes for c in cats], axis=1)
+    ours = mdav_partition(MixedSpace(np.zeros((n, 0)), cats), n, k)
+    np.testing.assert_array_equal(ours, reference_nominal_mdav(codes, k))
+
+
+def test_mixed_with_numeric_only_equals_euclidean() -> None:
+    z = np.random.default_rng(3).standard_normal((90, 3))
+    np.testing.assert_array_equal(mdav_partition(MixedSpace(z, []), 90, 4), mdav_labels(z, 4))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), groups=st.integers(1, 6))
+def test_group_modes_and_medians_match_pandas(seed: int, n: int, groups: int) -> None:
+    rng = np.random.default_rng(seed)
+    labels = np.sort(rng.integers(0, groups, n))
+    labels = np.unique(labels, return_inverse=True)[1]
+    codes = rng.integers(0, 5, n)
+    frame = pd.DataFrame({"g": labels, "c": codes})
+    mode = frame.groupby("g")["c"].agg(lambda s: s.value_counts().sort_index().idxmax())
+    median = frame.groupby("g")["c"].agg(lambda s: np.sort(s.to_numpy())[(len(s) - 1) // 2])
+    np.testing.assert_array_equal(group_modes(codes, labels, 5), mode.to_numpy()[labels])
+    np.testing.assert_array_equal(group_lower_medians(codes, labels), median.to_numpy()[labels])
+
+
+def test_mixed_microaggregation_replaces_by_mean_mode_median() -> None:
+    frame = pd.DataFrame({
+        "age": ["20", "22", "24", "60", "62", "64"],
+        "job": ["a", "a", "b", "c", "c", "c"],
+        "grade": ["1", "3", "2", "5", "4", "4"],
+    })
+    result = microaggregate(frame, ["age"], 3, nominal=["job"], ordinal=["grade"])
+    out = result.masked
+    assert list(out["age"]) == [22.0, 22.0, 22.0, 62.0, 62.0, 62.0]
+    assert list(out["job"]) == ["a", "a", "a", "c", "c", "c"]
+    assert list(out["grade"]) == ["2", "2", "2", "4", "4", "4"]
+    assert result.summary()["group_sizes"] == {"min": 3, "max": 3, "count_by_size": {"3": 2}}
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 300), k=st.integers(1, 6),
+       block=st.integers(2, 60))
+def test_scalable_blocks_and_group_sizes(seed: int, n: int, k: int, block: int) -> None:
+    k = min(k, n)
+    block = max(block, 2 * k)
+    z = np.random.default_rng(seed).standard_normal((n, 2))
+    blocks = kd_blocks(z, k, block)
+    assert np.array_equal(np.sort(np.concatenate(blocks)), np.arange(n))
+    assert all(b.size >= k for b in blocks)
+    sizes = np.bincount(scalable_mdav_labels(z, k, block))
+    assert sizes.min() >= k and sizes.max() <= max(2 * k - 1, k)
+
+
+def test_scalable_equals_exact_on_one_block() -> None:
+    z = np.random.default_rng(5).standard_normal((200, 4))
+    np.testing.assert_array_equal(scalable_mdav_labels(z, 3, 4096), mdav_labels(z, 3))
+
+
+def test_scalable_quality_close_to_exact() -> None:
+    z = np.random.default_rng(7).standard_normal((3000, 5))
+    exact = sse_sst(z, group_means(z, mdav_labels(z, 5)))
+    blocked = sse_sst(z, group_means(z, scalable_mdav_labels(z, 5, 1024)))
+    assert exact <= blocked <= 1.25 * exact
+
+
+def test_values_replaced_by_group_means_in_original_units() -> None:
+    frame = pd.DataFrame({"a": ["1", "2", "3", "10", "11", "12"], "b": ["x"] * 6})
+    result = microaggregate(frame, "all-numeric", 3)
+    assert result.columns == ["a"]
+    assert list(result.masked["a"]) == [2.0, 2.0, 2.0, 11.0, 11.0, 11.0]
+    assert list(result.masked["b"]) == ["x"] * 6
+
+
+@pytest.mark.parametrize(("frame", "columns", "k", "message"), [
+    (pd.DataFrame({"a": ["1", "2", "x3"], "b": ["1", "2", "3"]}), ["a", "b"], 2,
+     "column 'a' of the table is not numeric: row 3 holds 'x3'"),
+    (pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": [1.0, 2.0, 3.0]}), ["a", "b"], 2,
+     "column 'a' of the table has a missing value (NaN) at row 2"),
+    (pd.DataFrame({"a": ["5", "5", "5"], "b": ["1", "2", "3"]}), ["a", "b"], 2,
+     "column 'a' of the table is constant (standard deviation S_j = 0)"),
+    (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 4,
+     "k = 4 is larger than the number of records (3)"),
+    (pd.DataFrame({"a": ["1", "2", "3"]}), ["zz"], 2, "unknown column 'zz'"),
+    (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 0, "k must be at least 1"),
+])
+def test_bad_input_one_line_errors(frame: pd.DataFrame, columns: list[str], k: int,
+                                   message: str) -> None:
+    with pytest.raises(AnonlabError) as info:
+        microaggregate(frame, columns, k)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
