@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -13,14 +14,13 @@ from hypothesis import strategies as st
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation import mdav_labels, microaggregate, scalable_mdav_labels
 from anonlab.microaggregation.columns import standardize
-from anonlab.microaggregation.mdav import group_means, sse_sst
+from anonlab.microaggregation.mdav import TIE_TOL, group_means, mdav_partition, sse_sst
 from anonlab.microaggregation.mixed import (
     MixedSpace,
     encode_all,
     group_lower_medians,
     group_modes,
 )
-from anonlab.microaggregation.mdav import TIE_TOL, mdav_partition
 from anonlab.microaggregation.scalable import kd_blocks
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdc"
@@ -61,7 +61,7 @@ def test_larger_k_never_lowers_sse(name: str, ks: range | tuple[int, ...]) -> No
     x = frame[cols].to_numpy(float)
     z = standardize(x, cols)[0]
     values = [sse_sst(z, group_means(z, mdav_labels(z, k))) for k in ks]
-    assert all(b >= a for a, b in zip(values, values[1:], strict=False)), values
+    assert all(b >= a for a, b in itertools.pairwise(values)), values
 
 
 def test_eia_k6_below_k5_is_mdav_behaviour() -> None:
@@ -141,11 +141,6 @@ def test_group_sizes_k_to_2k_minus_1_with_duplicates(seed: int, n: int, k: int,
 
 def reference_nominal_mdav(codes: np.ndarray, k: int) -> np.ndarray:
     """Plain MDAV on nominal codes: 0/1 distances, centroid = modes (lowest code on ties)."""
-    z = np.zeros((codes.shape[0], 0))
-
-    class Space:
-        pass
-
     n = codes.shape[0]
     labels = np.full(n, -1)
     rest = list(range(n))
@@ -174,7 +169,6 @@ def reference_nominal_mdav(codes: np.ndarray, k: int) -> np.ndarray:
             rest.remove(i)
         group += 1
 
-    del z, Space
     while len(rest) >= 3 * k:
         r = farthest(mode(rest))
         s = farthest(codes[r])

@@ -18,8 +18,9 @@ Tie-breaking (deterministic; documented in docs/em4adom.md): among records at
 the same distance the one with the lowest row number wins, both for "farthest"
 and for "nearest"; squared distances closer than ``TIE_TOL`` (1e-10) times
 (1 + the largest squared norm) count as equal, so that rounding in the
-products cannot decide a tie that is exact in real numbers; the seed record ``r`` (or ``s``) always belongs to its own
-group even when duplicates of it exist; if ``s`` fell into ``r``'s group (only
+products cannot decide a tie that is exact in real numbers; the seed record
+``r`` (or ``s``) always belongs to its own group even when duplicates of it
+exist; if ``s`` fell into ``r``'s group (only
 possible when all remaining records are equidistant from ``r``) it is chosen
 again as the remaining record farthest from ``r``.
 
@@ -36,7 +37,6 @@ from typing import Protocol
 import numpy as np
 
 from anonlab.microaggregation.columns import check_k
-
 
 TIE_TOL = 1e-10  # relative to the largest squared norm: equal up to rounding
 
