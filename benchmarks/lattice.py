@@ -15,6 +15,7 @@ quasi-identifier combinations grow with the rows (318,902 of them).
 
     python benchmarks/lattice.py            # full run, about 5 minutes
     python benchmarks/lattice.py --quick    # 1 repeat, fewer k
+    python benchmarks/lattice.py --part scale   # only the whole-command table
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from anonlab.generalize import anonymize
 REPO = Path(__file__).resolve().parents[1]
 ADULT = REPO / "data" / "adult"
 RESULTS = REPO / "benchmarks" / "results"
+OUT = RESULTS / "lattice.json"
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
        "occupation"]
 STRATEGIES = ["flash", "ola", "degree", "exhaustive"]
@@ -82,15 +84,20 @@ def search_table(ks: list[int], repeats: int) -> list[dict[str, object]]:
     return rows
 
 
-def run_command(args: list[str]) -> tuple[float, float]:
-    """Wall time (s) and peak RSS (MiB) of one child process."""
+def run_command(args: list[str]) -> tuple[float, float, float]:
+    """Wall time (s), peak RSS (MiB) and CPU time (user + system, s) of one child process."""
     started = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"command failed: {' '.join(args)}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def read_qis(path: Path) -> pd.DataFrame:
+    """The quasi-identifier columns of a benchmark table."""
+    return pd.read_csv(path, sep=";", dtype=str, usecols=QIS)
 
 
 def scale_table(repeats: int) -> list[dict[str, object]]:
@@ -106,27 +113,37 @@ def scale_table(repeats: int) -> list[dict[str, object]]:
         synth = pd.DataFrame({c: frame[c].to_numpy()[rng.integers(0, len(frame), n)]
                               for c in frame.columns})
         synth.to_csv(folder / "synthetic1m.csv", sep=";", index=False)
-        cases = [("adult", ADULT / "adult.csv", 5), ("adult_x33", folder / "adult33.csv", 165),
-                 ("synthetic_1m", folder / "synthetic1m.csv", 5)]
-        for name, path, k in cases:
+        growth = {str(m): int(synth[QIS].iloc[:m].drop_duplicates().shape[0])
+                  for m in (30_162, 100_000, 250_000, 500_000, n)}
+        print(f"synthetic distinct QI tuples by rows: {growth}", flush=True)
+        cases = [("adult", ADULT / "adult.csv", 5, 0.01), ("adult", ADULT / "adult.csv", 5, 0.0),
+                 ("adult_x33", folder / "adult33.csv", 165, 0.01),
+                 ("synthetic_1m", folder / "synthetic1m.csv", 5, 0.01)]
+        for name, path, k, suppression in cases:
             qi_flags = [x for q in QIS for x in ("--qi", f"{q}={ADULT / f'hierarchy_{q}.csv'}")]
             args = [sys.executable, "-m", "anonlab", "generalize", str(path), "--delimiter", ";",
                     *qi_flags, "--sensitive", "salary-class", "--k", str(k),
-                    "--suppression", "0.01", "--metric", "precision_with_suppression",
+                    "--suppression", str(suppression), "--metric",
+                    "precision_with_suppression" if suppression else "precision",
                     "--output", str(folder / f"{name}_out.csv"),
                     "--report", str(folder / f"{name}.json"), "--quiet"]
             runs = [run_command(args) for _ in range(repeats)]
             report = json.loads((folder / f"{name}.json").read_text())
             rows.append({
-                "case": name, "rows": report["records"], "k": k, "suppression": 0.01,
+                "case": name, "rows": report["records"], "k": k, "suppression": suppression,
                 "wall_s": statistics.median(r[0] for r in runs),
-                "peak_mib": statistics.median(r[1] for r in runs),
+                "peak_mib": max(r[1] for r in runs),
+                "cpu_s": statistics.median(r[2] for r in runs),
+                "wall_s_runs": [round(r[0], 3) for r in runs],
                 "nodes_checked": report["nodes_checked"],
                 "search_s": report["search_seconds"],
+                "distinct_qi_tuples": int(read_qis(path).drop_duplicates().shape[0]),
             })
             r = rows[-1]
-            print(f"{name:<13} rows={r['rows']:>9} wall={r['wall_s']:6.2f} s "
+            print(f"{name:<13} k={k} s={suppression} rows={r['rows']:>9} wall={r['wall_s']:6.2f} s "
+                  f"cpu={r['cpu_s']:6.2f} s "
                   f"peak={r['peak_mib']:7.1f} MiB nodes={r['nodes_checked']}", flush=True)
+    rows.append({"case": "synthetic_growth", "distinct_qi_tuples_by_rows": growth})
     return rows
 
 
@@ -158,17 +175,26 @@ def plot(rows: list[dict[str, object]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 repeat, k in {5, 100}")
+    parser.add_argument("--part", choices=["all", "search", "scale"], default="all",
+                        help="run only the search table or only the whole-command table")
     args = parser.parse_args()
     repeats = 1 if args.quick else 5
     ks = [5, 100] if args.quick else [2, 5, 10, 25, 50, 100]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    search = search_table(ks, repeats)
-    scale = scale_table(1 if args.quick else 3)
-    out = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+    load_before = os.getloadavg()[0]
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    search = (search_table(ks, repeats) if args.part in ("all", "search")
+              else previous.get("search", []))
+    scale = (scale_table(1 if args.quick else 5) if args.part in ("all", "scale")
+             else previous.get("scale", []))
+    out = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                       "load_average_1min": [round(load_before, 2),
+                                             round(os.getloadavg()[0], 2)]},
            "repeats": repeats, "search": search, "scale": scale}
-    (RESULTS / "lattice.json").write_text(json.dumps(out, indent=2) + "\n")
-    plot(search)
-    print(f"wrote {RESULTS / 'lattice.json'}")
+    OUT.write_text(json.dumps(out, indent=2) + "\n")
+    if search:
+        plot(search)
+    print(f"wrote {OUT}")
 
 
 if __name__ == "__main__":

@@ -196,10 +196,21 @@ class FrequencyEngine:
 
 
 class FrequencyCache:
-    """A bounded cache of frequency sets; finds the closest cached node below a target.
+    """A bounded cache of frequency sets; finds the cheapest cached source below a target.
 
-    Lookup is vectorized over the cached level vectors; eviction is
-    least-recently-used. The bottom node is always available as a fallback.
+    A roll-up costs time in proportion to its source's number of classes, so
+    the source chosen for a target is the cached node at or below it with the
+    fewest classes. Lookup is vectorized over the cached level vectors;
+    eviction is least-recently-used.
+
+    Besides the checked nodes, the cache keeps *axis snapshots*: the node that
+    raises a single quasi-identifier to level 1 (computed from the bottom the
+    first time a target would otherwise be rolled up from the bottom itself).
+    Every node but the bottom lies above at least one of them, so after at most
+    ``m`` roll-ups the rows' distinct tuples are no longer re-aggregated in full
+    for every node the search visits in a new region of the lattice. Snapshots
+    are frequency sets only: a node counts as checked when the search evaluates
+    it, not when a snapshot of it is made.
     """
 
     def __init__(self, engine: FrequencyEngine, capacity: int = 128) -> None:
@@ -207,19 +218,33 @@ class FrequencyCache:
         self.capacity = max(1, capacity)
         m = len(engine.heights)
         self._levels = np.full((self.capacity, m), np.iinfo(np.int16).max, dtype=np.int16)
-        self._sums = np.full(self.capacity, -1, dtype=np.int64)
+        self._classes = np.zeros(self.capacity, dtype=np.int64)
         self._used = np.zeros(self.capacity, dtype=np.int64)
         self._entries: list[FrequencySet | None] = [None] * self.capacity
         self._slot: dict[tuple[int, ...], int] = {}
         self._clock = 0
+        self._axes: dict[int, FrequencySet] = {}
+        # quasi-identifiers in order of how much level 1 shrinks their domain
+        qis = engine.qis
+        shrink = [q.cardinality(0) / max(q.cardinality(min(1, q.height)), 1) for q in qis]
+        self._axis_order = sorted((i for i, q in enumerate(qis) if q.height >= 1),
+                                  key=lambda i: (-shrink[i], i))
 
     def get(self, levels: Sequence[int]) -> FrequencySet | None:
         """The cached frequency set of exactly this node, if any."""
-        slot = self._slot.get(tuple(int(x) for x in levels))
+        key = tuple(int(x) for x in levels)
+        slot = self._slot.get(key)
         if slot is None:
-            return None
+            return self._axis_snapshot(key)
         self._touch(slot)
         return self._entries[slot]
+
+    def _axis_snapshot(self, levels: tuple[int, ...]) -> FrequencySet | None:
+        """The axis snapshot of exactly this node, if it is one and was made."""
+        nonzero = [i for i, a in enumerate(levels) if a]
+        if len(nonzero) == 1 and levels[nonzero[0]] == 1:
+            return self._axes.get(nonzero[0])
+        return None
 
     def _touch(self, slot: int) -> None:
         self._clock += 1
@@ -236,28 +261,47 @@ class FrequencyCache:
             del self._slot[old.levels]
         self._entries[slot] = fs
         self._levels[slot] = fs.levels
-        self._sums[slot] = sum(fs.levels)
+        self._classes[slot] = fs.classes
         self._slot[fs.levels] = slot
         self._touch(slot)
 
     def closest_below(self, levels: Sequence[int]) -> FrequencySet:
-        """The cached node at or below ``levels`` with the highest level (or the bottom)."""
+        """The cached node or snapshot at or below ``levels`` with the fewest classes.
+
+        Falls back on a new axis snapshot, and only for the bottom node itself
+        (or a lattice whose hierarchies all have height 0) on the bottom.
+        """
         target = np.asarray(levels, dtype=np.int16)
+        best: FrequencySet = self.engine.bottom
         ok = np.all(self._levels <= target[None, :], axis=1)
         if ok.any():
-            sums = np.where(ok, self._sums, -1)
-            slot = int(np.argmax(sums))
+            slot = int(np.argmin(np.where(ok, self._classes, np.iinfo(np.int64).max)))
             entry = self._entries[slot]
             if entry is not None:
                 self._touch(slot)
-                return entry
-        return self.engine.bottom
+                best = entry
+        for i, fs in self._axes.items():
+            if target[i] >= 1 and fs.classes < best.classes:
+                best = fs
+        if best is self.engine.bottom:
+            axis = next((i for i in self._axis_order if target[i] >= 1), None)
+            if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
+                best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
+                self._axes[axis] = best
+        return best
+
+    def _axis_levels(self, axis: int) -> tuple[int, ...]:
+        """Level vector of the node raising quasi-identifier ``axis`` to level 1."""
+        return tuple(1 if i == axis else 0 for i in range(len(self.engine.heights)))
 
     def compute(self, levels: Sequence[int]) -> FrequencySet:
-        """The node's frequency set: cached, or rolled up from the closest cached node below."""
+        """The node's frequency set: cached, or rolled up from the cheapest cached source."""
         hit = self.get(levels)
         if hit is not None:
             return hit
         fs = self.engine.roll_up(self.closest_below(levels), levels)
         self.put(fs)
+        nonzero = [i for i, a in enumerate(fs.levels) if a]
+        if len(nonzero) == 1 and fs.levels[nonzero[0]] == 1:  # an axis node: keep it
+            self._axes.setdefault(nonzero[0], fs)
         return fs
