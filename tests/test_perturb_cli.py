@@ -1,0 +1,199 @@
+"""The perturb / perturb --invert / attack commands end to end, and on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from anonlab.cli.app import app
+
+runner = CliRunner()
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    result = runner.invoke(app, args)
+    return result.exit_code, result.output
+
+
+@pytest.fixture()
+def table(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.exponential(1.0, (120, 5)) @ rng.standard_normal((5, 5)),
+                         columns=list("abcde")).round(4)
+    frame.insert(0, "zip", [f"0{1000 + i}" for i in range(120)])
+    frame["count"] = rng.integers(0, 50, 120)
+    frame["town"] = [f"t{i % 7}" for i in range(120)]
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_perturb_writes_release_key_report_and_inverts(table: Path, tmp_path: Path) -> None:
+    out, key, rep = tmp_path / "rel.csv", tmp_path / "key.json", tmp_path / "rep.json"
+    html = tmp_path / "rep.html"
+    code, text = _run(["perturb", str(table), "--columns", "a,b,c,d,e,count", "--method", "obt",
+                       "--min-privacy", "0.5", "--seed", "7", "--output", str(out), "--key",
+                       str(key), "--report", str(rep), "--html", str(html), "--known", "2,5",
+                       "--quiet"])
+    assert code == 0, text
+    assert "Warning: release is recoverable: the method_aware attack with 2 known" in text
+    original = pd.read_csv(table, dtype={"zip": str})
+    release = pd.read_csv(out, dtype={"zip": str})
+    assert list(release.columns) == list(original.columns)
+    for col in ("zip", "town"):  # pass through, leading zeros kept
+        assert release[col].tolist() == original[col].tolist()
+    assert not np.allclose(release["a"], original["a"])
+    report = json.loads(rep.read_text())
+    for k in ("method", "columns", "records", "blocks", "overall", "attacks", "clustering",
+              "warnings", "anonlab_version", "parameters"):
+        assert k in report
+    assert report["method"] == "obt" and report["records"] == 120
+    assert {"columns", "S", "S_trace", "R", "P"} <= set(report["blocks"][0])
+    assert {"attack", "known", "median_relative_error", "within_10", "within_25"} <= set(
+        report["attacks"][0])
+    assert report["clustering"]["kmeans"] == 1.0 and report["clustering"]["ward"] == 1.0
+    text_report = rep.read_text()
+    secret = json.loads(key.read_text())
+    assert "means" not in report and "matrix" not in text_report
+    assert str(secret["means"][0]) not in text_report
+    assert str(release["a"][0]) not in text_report
+    assert html.read_text().startswith("<!DOCTYPE html>") or "<html" in html.read_text()
+    restored = tmp_path / "restored.csv"
+    code, text = _run(["perturb", "--invert", "--key", str(key), str(out), "--output",
+                       str(restored), "--quiet"])
+    assert code == 0, text
+    back = pd.read_csv(restored, dtype={"zip": str})
+    assert back[["zip", "count"]].equals(original[["zip", "count"]])  # integers exactly
+    assert np.allclose(back[list("abcde")], original[list("abcde")], rtol=1e-13, atol=1e-12)
+
+
+def test_every_method_from_the_cli(table: Path, tmp_path: Path) -> None:
+    for method in ("rbt", "rotation", "gdp"):
+        out, key = tmp_path / f"{method}.csv", tmp_path / f"{method}.json"
+        code, text = _run(["perturb", str(table), "--columns", "a,b,c", "--method", method,
+                           "--rho", "0.3", "--noise", "0.05", "--output", str(out), "--key",
+                           str(key)])
+        assert code == 0, text
+        assert method in text
+        back = tmp_path / f"{method}_back.csv"
+        assert _run(["perturb", "--invert", "--key", str(key), str(out), "--output",
+                     str(back), "--quiet"])[0] == 0
+        restored, original = pd.read_csv(back), pd.read_csv(table)
+        assert np.allclose(restored[list("abc")], original[list("abc")], rtol=1e-12, atol=1e-9)
+
+
+def test_library_is_built_once_and_reused(table: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "lib.json"
+    args = ["perturb", str(table), "--columns", "a,b,c,d", "--library", str(lib),
+            "--min-privacy", "0.6", "--quiet"]
+    assert _run([*args, "--seed", "1", "--output", str(tmp_path / "r1.csv")])[0] == 0
+    first = lib.read_text()
+    assert _run([*args, "--seed", "2", "--output", str(tmp_path / "r2.csv")])[0] == 0
+    assert lib.read_text() == first
+    code, text = _run(["perturb", str(table), "--columns", "a,b", "--library", str(lib),
+                       "--min-privacy", "0.7", "--output", str(tmp_path / "r3.csv")])
+    assert code == 2 and "built for privacy level 0.6 < --min-privacy 0.7" in text
+    assert not (tmp_path / "r3.csv").exists()
+
+
+def test_config_file_with_flag_override(table: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "perturb.toml"
+    cfg.write_text(f'input = "{table.name}"\ncolumns = "a,b,c"\nmethod = "rotation"\n'
+                   'seed = 3\noutput = "cfg.csv"\nquiet = true\n')
+    code, text = _run(["perturb", "--config", str(cfg), "--method", "rbt", "--report",
+                       str(tmp_path / "cfg.json")])
+    assert code == 0, text
+    assert json.loads((tmp_path / "cfg.json").read_text())["method"] == "rbt"
+    assert (tmp_path / "cfg.csv").exists()
+
+
+def test_attack_command(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rel.csv"
+    assert _run(["perturb", str(table), "--columns", "a,b,c,d,e", "--method", "rotation",
+                 "--output", str(out), "--quiet"])[0] == 0
+    rep = tmp_path / "attack.json"
+    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,c,d,e", "--known",
+                       "2,5", "--report", str(rep)])
+    assert code == 0, text
+    report = json.loads(rep.read_text())
+    assert report["command"] == "attack"
+    rows = {(r["attack"], r["known"]): r for r in report["attacks"]}
+    assert rows[("procrustes", 5)]["exact"] == 1.0  # 5 known records span 5 columns
+    assert "Warning: release is recoverable" in text
+    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,town"])
+    assert code == 2 and "Error: column 'town' is not numeric" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--columns", "a"], "1 column(s) chosen: an orthogonal transform needs at least 2"),
+    (["--columns", "a,town"], "column 'town' is not numeric"),
+    (["--columns", "a,nope"], "unknown column 'nope'"),
+    (["--columns", "a,b", "--method", "swap"], "setting 'method'"),
+    (["--columns", "a,b", "--min-privacy", "0.99"], "lower --min-privacy"),
+    (["--columns", "a,b", "--method", "rbt", "--rho", "9"], "lower --rho"),
+    (["--columns", "a,b", "--method", "rotation", "--library", "x.json"],
+     "--library applies to --method obt"),
+])
+def test_bad_input_one_line_exit_2_nothing_written(table: Path, tmp_path: Path,
+                                                    args: list[str], message: str) -> None:
+    out, key = tmp_path / "o.csv", tmp_path / "k.json"
+    code, text = _run(["perturb", str(table), *args, "--output", str(out), "--key", str(key)])
+    assert code == 2
+    assert text.startswith("Error: ") and message in text
+    assert len(text.strip().splitlines()) == 1
+    assert not out.exists() and not key.exists()
+
+
+def test_nan_and_constant_columns_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n1,2,5\n2,,5\n3,4,5\n")
+    code, text = _run(["perturb", str(path), "--columns", "a,b", "--output",
+                       str(tmp_path / "o.csv")])
+    assert code == 2 and "column 'b' has a missing or infinite value (record 2)" in text
+    code, text = _run(["perturb", str(path), "--columns", "a,c", "--output",
+                       str(tmp_path / "o.csv")])
+    assert code == 2 and "column 'c' is constant" in text
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_outputs_never_overwrite_inputs(table: Path, tmp_path: Path) -> None:
+    before = table.read_bytes()
+    code, text = _run(["perturb", str(table), "--columns", "a,b", "--output", str(table)])
+    assert code == 2 and "is also an input" in text
+    code, text = _run(["perturb", str(table), "--columns", "a,b", "--output",
+                       str(tmp_path / "x.csv"), "--key", str(tmp_path / "x.csv")])
+    assert code == 2 and "name the same file" in text
+    assert table.read_bytes() == before and not (tmp_path / "x.csv").exists()
+
+
+def test_invert_refuses_a_key_that_does_not_match(table: Path, tmp_path: Path) -> None:
+    r1, k1 = tmp_path / "r1.csv", tmp_path / "k1.json"
+    r2, k2 = tmp_path / "r2.csv", tmp_path / "k2.json"
+    for r, k, s in ((r1, k1, "1"), (r2, k2, "2")):
+        assert _run(["perturb", str(table), "--columns", "a,b,c", "--seed", s, "--output",
+                     str(r), "--key", str(k), "--quiet"])[0] == 0
+    out = tmp_path / "back.csv"
+    code, text = _run(["perturb", "--invert", "--key", str(k1), str(r2), "--output", str(out)])
+    assert code == 2 and "the key does not match" in text and not out.exists()
+    pd.read_csv(r1).drop(columns=["b"]).to_csv(tmp_path / "short.csv", index=False)
+    code, text = _run(["perturb", "--invert", "--key", str(k1), str(tmp_path / "short.csv"),
+                       "--output", str(out)])
+    assert code == 2 and "it has no column 'b'" in text
+    code, text = _run(["perturb", "--invert", str(r1), "--output", str(out)])
+    assert code == 2 and "--invert needs --key" in text
+    (tmp_path / "junk.json").write_text("{}")
+    code, text = _run(["perturb", "--invert", "--key", str(tmp_path / "junk.json"), str(r1),
+                       "--output", str(out)])
+    assert code == 2 and "is not a perturbation key" in text
+    assert not out.exists()
+
+
+def test_help_has_an_example() -> None:
+    for cmd in ("perturb", "attack"):
+        code, text = _run([cmd, "--help"])
+        assert code == 0 and "Example" in text
