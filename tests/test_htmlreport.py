@@ -92,6 +92,45 @@ def shown_number(text: str) -> float:
     return number / 100 if text[m.end():].strip() == "%" else number
 
 
+def assert_numbers_match(report: dict[str, Any], page: Page) -> None:
+    """Every number tied to the JSON equals it exactly, and its text to 4 digits."""
+    assert page.values, "no numbers tied to the JSON"
+    for key, (exact, shown) in page.values.items():
+        expected = json_at(report, key)
+        assert float(exact) == float(expected), key
+        if not math.isfinite(float(expected)) or expected == 0:
+            continue
+        assert math.isclose(shown_number(shown), float(expected), rel_tol=6e-4,
+                            abs_tol=0.006), (key, shown, expected)
+
+
+def _json_numbers(node: Any) -> set[float]:
+    if isinstance(node, bool):
+        return set()
+    if isinstance(node, int | float):
+        return {float(node)}
+    if isinstance(node, dict):
+        return set().union(*map(_json_numbers, node.values()), *(
+            {float(k)} for k in node if re.fullmatch(r"-?\d+(\.\d+)?", str(k))))
+    if isinstance(node, list):
+        return set().union(*map(_json_numbers, node)) if node else set()
+    return set()
+
+
+def leaked_values(visible: str, frame: pd.DataFrame, report: dict[str, Any],
+                  smallest: float = 100.0) -> set[float]:
+    """Numbers of ``frame`` (|x| >= smallest) that the page's text shows, unless the JSON has them.
+
+    A number on the page that equals a cell of the data but is one of the
+    report's own figures (a count, a size in bytes) is not a leak.
+    """
+    cells = {float(x) for x in frame.select_dtypes("number").to_numpy().ravel()
+             if math.isfinite(float(x)) and abs(float(x)) >= smallest}
+    shown = {float(t.replace(",", "")) for t in re.findall(
+        r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?![\w.]\w)", visible)}
+    return (cells & shown) - _json_numbers(report)
+
+
 @pytest.fixture(scope="module")
 def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("htmlreport")
@@ -121,16 +160,7 @@ def internal_html(run: dict[str, Any]) -> str:
 
 
 def test_every_number_equals_the_json(run: dict[str, Any], page: Page) -> None:
-    report = run["report"]
-    assert page.values, "no numbers tied to the JSON"
-    for key, (exact, shown) in page.values.items():
-        expected = json_at(report, key)
-        assert float(exact) == float(expected), key
-        if not math.isfinite(float(expected)) or expected == 0:
-            continue
-        # the text shows the value to 4 significant digits (or more)
-        assert math.isclose(shown_number(shown), float(expected), rel_tol=6e-4,
-                            abs_tol=0.006), (key, shown, expected)
+    assert_numbers_match(run["report"], page)
 
 
 def test_the_method_figures_are_all_shown(run: dict[str, Any], page: Page) -> None:

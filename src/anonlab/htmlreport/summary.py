@@ -25,9 +25,10 @@ def _names(names: list[str], limit: int = 8) -> str:
 
 def _data_name(report: Mapping[str, Any]) -> str | None:
     inputs = report.get("inputs") or {}
-    data = inputs.get("data") if isinstance(inputs, Mapping) else None
-    if isinstance(data, Mapping) and data.get("name"):
-        return str(data["name"])
+    for role in ("data", "original"):
+        data = inputs.get(role) if isinstance(inputs, Mapping) else None
+        if isinstance(data, Mapping) and data.get("name"):
+            return str(data["name"])
     return None
 
 
@@ -113,13 +114,28 @@ def em4adom_summary(report: Mapping[str, Any]) -> str:
     measures, _, _ = find_measures(report)
     low = {str(k).lower(): v for k, v in measures.items()}
     parts = [generic_summary(report).split(". ")[0]]
+    inputs = report.get("inputs")
+    masked = inputs.get("masked") if isinstance(inputs, Mapping) else None
+    if isinstance(masked, Mapping) and masked.get("name"):
+        parts[0] += f", comparing the masked file {masked['name']} with it"
+    columns = report.get("columns")
     k = report.get("k", (report.get("parameters") or {}).get("k"))
     if report.get("command") == "microaggregate" and isinstance(k, int):
-        parts.append(f"every record was replaced by the centroid of a group of at least "
-                     f"{format_number(k)} similar records")
+        what = f"its {len(columns)} masked columns" if isinstance(columns, list) and columns \
+            else "the masked columns"
+        categorical = any(isinstance(report.get(c), list) and report[c]
+                          for c in ("nominal", "ordinal"))
+        parts.append(f"in every record, {what} were replaced by the values of a group of at "
+                     f"least {format_number(k)} similar records (the group's mean"
+                     + (", or its mode or median for categorical columns)" if categorical
+                        else ")"))
     if isinstance(low.get("il"), int | float):
         parts.append(f"information loss IL is {format_number(float(low['il']))} "
                      "(0 = nothing lost)")
+    elif isinstance(low.get("ilh"), int | float):
+        parts.append(f"the squared distance of the masked values to the originals is "
+                     f"{format_percent(float(low['ilh']))} of the data's total spread "
+                     "(ILh = SSE/SST; 0 = nothing lost)")
     if isinstance(low.get("dr"), int | float):
         parts.append(f"disclosure risk DR is {format_number(float(low['dr']))} "
                      "(the weighted share of records an intruder could re-link or bound)")

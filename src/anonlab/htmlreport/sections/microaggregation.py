@@ -15,21 +15,35 @@ from collections.abc import Mapping
 from typing import Any
 
 from anonlab.htmlreport import plots
-from anonlab.htmlreport.blocks import Block, Cell, Figure, KeyValues, Section, Table, cell, num
+from anonlab.htmlreport.blocks import (
+    Block,
+    Cell,
+    Figure,
+    KeyValues,
+    Note,
+    Section,
+    Table,
+    cell,
+    num,
+    show,
+)
 from anonlab.htmlreport.sections.context import Built, RenderContext
 
 MEASURES = {
     "ILh": "SSE/SST: squared distance of masked to original, standardized (0 = no loss)",
-    "IL1": "mean absolute difference of the standardized values",
-    "IL2": "mean relative change of the means",
-    "IL3": "mean relative change of the variances",
+    "IL1": "mean absolute difference of the values, each over √2 times its standard deviation",
+    "IL2": "mean relative change of the means and of the variances",
+    "IL3": "mean relative change of the covariances and of the correlations",
     "ILs": "statistics-based loss: weighted IL1, IL2, IL3",
     "IL": "information loss: (ILh + ILs) / 2",
-    "ZIL": "categorical loss: share of values changed",
-    "ILR": "categorical loss by entropy",
-    "DLD": "distance-based record linkage: share of records re-linked",
-    "DLD_expected": "record linkage with ties shared",
-    "ID": "interval disclosure: share of values within the rank interval",
+    "ZIL": "categorical loss: distance of masked to original records (nominal: changed "
+           "or not; ordinal: share of the domain between the two values)",
+    "ILR": "categorical loss: relative change of the entropy, in %",
+    "DLD": "distance-based record linkage: share of masked records whose original is the "
+           "nearest or second-nearest original record",
+    "DLD_expected": "DLD with tied candidates sharing the link (expected share re-linked)",
+    "ID": "interval disclosure: share of records whose every original value lies in the "
+          "rank interval around its masked value",
     "DR": "disclosure risk: weighted DLD and ID",
     "score": "trade-off: weighted IL and DR (lower is better)",
 }
@@ -66,20 +80,30 @@ def find_measures(report: Mapping[str, Any]) -> tuple[dict[str, Any], str, set[s
 
 
 def measure_table(measures: Mapping[str, Any], prefix: str) -> Table:
-    """One row per measure: name, value, meaning (other entries follow the named ones)."""
+    """One row per measure: name, value, meaning (other numbers follow the named ones)."""
     rows: list[list[Cell]] = []
     ordered = [k for m in MEASURES for k in measures if str(k).lower() == m.lower()]
-    ordered += [k for k in measures if k not in ordered]
+    ordered += [k for k in measures if k not in ordered and not isinstance(measures[k], Mapping)]
     for name in ordered:
-        value = measures[name]
         meaning = next((v for m, v in MEASURES.items() if m.lower() == str(name).lower()), "")
-        if isinstance(value, Mapping):
-            for sub, v in value.items():
-                rows.append([Cell(f"{name} › {sub}"), cell(v, f"{prefix}{name}.{sub}"),
-                             Cell(meaning)])
-        else:
-            rows.append([Cell(str(name)), cell(value, f"{prefix}{name}"), Cell(meaning)])
+        rows.append([Cell(str(name)), cell(measures[name], f"{prefix}{name}"), Cell(meaning)])
     return Table(["measure", "value", "meaning"], rows, caption="EM4ADOM measures")
+
+
+def breakdown_tables(measures: Mapping[str, Any], prefix: str) -> list[Block]:
+    """A table per measure given in parts (e.g. ``ID_by_p``: interval disclosure per p %)."""
+    blocks: list[Block] = []
+    for name, value in measures.items():
+        if not isinstance(value, Mapping) or not value:
+            continue
+        label, _, by = str(name).partition("_by_")
+        headers = [by or "part", label if by else str(name)]
+        if by == "p":
+            headers[0] = "p (% of records in the rank interval)"
+        rows = [[Cell(str(k)), cell(v, f"{prefix}{name}.{k}")] for k, v in value.items()]
+        blocks.append(Table(headers, rows, caption=f"{name}"
+                            + (f": {label} for each {by}" if by else "")))
+    return blocks
 
 
 def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]] | None:
@@ -144,21 +168,83 @@ def overview(report: Mapping[str, Any], keys: list[tuple[str, str]]) -> KeyValue
 
 
 OVERVIEW_KEYS = [
-    ("k", "k (smallest group size)"), ("records", "records"), ("columns", "columns"),
-    ("groups", "groups"), ("method", "method"), ("variant", "variant"),
+    ("k", "k (smallest group size)"), ("records", "records"), ("groups", "groups"),
+    ("method", "method"), ("variant", "variant"), ("block_size", "largest block"),
 ]
+COLUMN_KEYS = [("columns", "numeric columns"), ("nominal", "nominal columns"),
+               ("ordinal", "ordinal columns")]
+PARAMETER_KEYS = ("measure_parameters", "measure_settings")
+
+
+def columns_block(report: Mapping[str, Any]) -> tuple[KeyValues | None, set[str]]:
+    """The masked columns by type (lists of names), and the keys shown."""
+    rows: list[tuple[str, Cell]] = []
+    used: set[str] = set()
+    for key, label in COLUMN_KEYS:
+        value = report.get(key)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            used.add(key)
+            if value:
+                rows.append((f"{label} ({len(value)})", Cell(", ".join(value))))
+    return (KeyValues(rows, caption="Columns masked") if rows else None), used
+
+
+def group_size_block(report: Mapping[str, Any]) -> Table | None:
+    """Groups by size (MDAV makes groups of k to 2k - 1 records)."""
+    sizes = report.get("group_sizes")
+    counts = sizes.get("count_by_size") if isinstance(sizes, Mapping) else None
+    if not isinstance(counts, Mapping) or not counts:
+        return None
+    rows = []
+    for size, count in counts.items():
+        records = int(size) * count if str(size).isdigit() and _is_number(count) else None
+        rows.append([num(int(size)) if str(size).isdigit() else Cell(str(size)),
+                     cell(count, f"group_sizes.count_by_size.{size}"),
+                     num(records) if records is not None else Cell("—")])
+    return Table(["group size", "groups", "records"], rows, caption="Groups by size")
+
+
+def parameter_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
+    """How the measures were computed (weights, p, standardization, distance, ties)."""
+    for key in PARAMETER_KEYS:
+        value = report.get(key)
+        if isinstance(value, Mapping) and value:
+            rows = [(str(k), cell(v, f"{key}.{k}") if not isinstance(v, list | dict)
+                     else Cell(show(v))) for k, v in value.items()]
+            return [KeyValues(rows, caption="How the measures were computed")], {key}
+    return [], set()
 
 
 def microaggregation_sections(ctx: RenderContext) -> Built:
     """Sections of a ``microaggregate`` or ``evaluate`` report."""
+    report = ctx.report
     blocks: list[Block] = []
-    first = overview(ctx.report, OVERVIEW_KEYS)
+    first = overview(report, OVERVIEW_KEYS)
     if first is not None:
         blocks.append(first)
-    measures, prefix, used = find_measures(ctx.report)
+    # scalars are shown above; a null (e.g. no block size for the exact variant) says nothing
+    used = {k for k, _ in OVERVIEW_KEYS if k in report
+            and (report[k] is None or _is_number(report[k]) or isinstance(report[k], str))}
+    columns, shown = columns_block(report)
+    used |= shown
+    if columns is not None:
+        blocks.append(columns)
+    groups = group_size_block(report)
+    if groups is not None:
+        blocks.append(groups)
+        used.add("group_sizes")
+    measures, prefix, found = find_measures(report)
+    used |= found
     if measures:
         blocks.append(measure_table(measures, prefix))
-    used |= {k for k, _ in OVERVIEW_KEYS}
+        blocks.extend(breakdown_tables(measures, prefix))
+    params, shown = parameter_block(report)
+    blocks.extend(params)
+    used |= shown
+    notes = report.get("notes")
+    if isinstance(notes, list) and all(isinstance(n, str) for n in notes):
+        blocks.extend(Note(n) for n in notes)
+        used.add("notes")
     title = "Quality of the masked data (EM4ADOM)" if ctx.command == "evaluate" \
         else "Microaggregation"
     return Built([Section(title, "microaggregation", blocks)] if blocks else [], used)
