@@ -148,11 +148,11 @@ def _reference(problem: dict[str, Any], folder: Path, score: str) -> tuple[pd.Da
             gains[a] = gain_of_column(frame[a].to_numpy())
         else:
             x = frame[a].astype(float).to_numpy()
-            best = 0.0
+            top = 0.0
             for t in sorted(set(x.tolist()))[1:]:
                 below = [u for u in sorted(set(x.tolist())) if u < t][-1]
-                best = max(best, gain_of_column((x >= (below + t) / 2).astype(int)))
-            gains[a] = best
+                top = max(top, gain_of_column((x >= (below + t) / 2).astype(int)))
+            gains[a] = top
     g = scores.g_factors(gains)
     max_leaves = max([len(t.values) for t in taxes.values()], default=1)
     bound = scores.score_bound(score, "sum", n, c, max_leaves)
@@ -160,7 +160,8 @@ def _reference(problem: dict[str, Any], folder: Path, score: str) -> tuple[pd.Da
     while True:
         names = {a: [nd["label"] for nd in nodes[a]] for a in qid}
         table = labels_frame(cur, names)
-        best_q, best = -1, None
+        best_q = -1
+        best: tuple[Any, ...] | None = None
         for a in qid:
             for v, nd in enumerate(nodes[a]):
                 mask = cur[a] == v
