@@ -35,9 +35,18 @@ if fault == "die-in-round":
             os._exit(5)
         return original(self, scores)
     party.PartyNetwork.argmax = argmax
+elif fault == "hang-in-round":
+    import time
+    import anonlab.fusion.party as party
+    original = party.PartyNetwork.argmax
+    def argmax(self, scores):
+        if len(self.winners) == 2:
+            time.sleep(120)
+        return original(self, scores)
+    party.PartyNetwork.argmax = argmax
 elif fault == "garbage-instructions":
     import anonlab.fusion.engine as engine
-    engine.encode_instructions = lambda instr: b"ANLF not really instructions"
+    engine.encode_instructions = lambda instr: b"these bytes are not instructions"
 elif fault == "malformed-frame":
     import anonlab.fusion.transport as transport
     original = transport.FrameProtocol.send
@@ -159,7 +168,7 @@ def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool
     for table in tables:
         pd.testing.assert_frame_equal(table, want, check_dtype=False)
     reports = {p: json.loads((tmp_path / f"{p}.json").read_text()) for p in results}
-    for party, rep in reports.items():
+    for rep in reports.values():
         assert rep["command"] == "party" and rep["private"] is True
         assert rep["rounds"] == expected.rounds
         assert rep["winners"] == [s["party"] for s in expected.specializations]
@@ -191,7 +200,7 @@ def _fresh_out(tmp_path: Path, config: Path) -> Path:
     ("fault", "culprit", "message"),
     [
         ("die-in-round", "provider-b", "party 'provider-b'"),
-        ("garbage-instructions", "provider-a", "malformed"),
+        ("garbage-instructions", "provider-a", "malformed fusion message"),
         ("malformed-frame", "provider-a", "party 'provider-a' sent a malformed frame"),
     ],
 )
@@ -211,6 +220,45 @@ def test_failing_party_stops_everyone_without_output(
         assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
         if party != culprit:
             assert message in lines[0], f"{party}: {lines[0]}"
+
+
+def test_hung_party_times_out(tmp_path: Path, setup_2h: Path) -> None:
+    procs = {p: start(setup_2h, p, tmp_path, timeout=4,
+                      fault="hang-in-round" if p == "provider-b" else None)
+             for p in ("provider-a", "provider-b", "recipient")}
+    try:
+        for party in ("provider-a", "recipient"):
+            _, stderr = procs[party].communicate(timeout=120)
+            assert procs[party].returncode == 2, stderr
+            assert "did not finish within 4 s" in stderr, f"{party}: {stderr}"
+            assert not (tmp_path / f"fused_{party}.csv").exists()
+    finally:
+        procs["provider-b"].kill()
+        procs["provider-b"].communicate()
+
+
+def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> None:
+    folder = tmp_path / "setup"
+    folder.mkdir()
+    for item in setup_2h.parent.iterdir():
+        if item.is_file():
+            (folder / item.name).write_bytes(item.read_bytes())
+    (folder / "certs").mkdir()
+    for item in (setup_2h.parent / "certs").iterdir():
+        (folder / "certs" / item.name).write_bytes(item.read_bytes())
+    make_certificates(tmp_path / "rogue", [("provider-b", "127.0.0.1")])  # another CA
+    for ext in ("crt", "key"):
+        (folder / "certs" / f"provider-b.{ext}").write_bytes(
+            (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes())
+    config = folder / "fusion.toml"
+    results = run_all(config, tmp_path, timeout=10)
+    # provider-a dials provider-b and rejects its certificate; the others learn it or time out
+    assert any("TLS certificate of party 'provider-b'" in e and "not trusted" in e
+               for _, e in results.values()), results
+    for party, (code, stderr) in results.items():
+        assert code == 2, f"{party}: {stderr}"
+        assert stderr.startswith("Error: ") and len(stderr.strip().splitlines()) == 1, stderr
+        assert not (tmp_path / f"fused_{party}.csv").exists()
 
 
 def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path) -> None:

@@ -63,6 +63,36 @@ def load_mpyc() -> ModuleType:
     return loaded
 
 
+class LossRecorder(asyncio.Protocol):
+    """Wraps one MPyC connection's protocol to note which peer's connection closed first."""
+
+    def __init__(self, inner: Any, losses: list[int]) -> None:
+        self.inner = inner
+        self.losses = losses
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        result: bool | None = self.inner.eof_received()
+        return result
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        peer = getattr(self.inner, "peer_pid", None)
+        if peer is not None:
+            self.losses.append(int(peer))
+        self.inner.connection_lost(exc)
+
+
 class PartyLoop(asyncio.SelectorEventLoop):
     """An event loop that binds MPyC's listener to one host and puts TLS on its connections.
 
@@ -80,6 +110,11 @@ class PartyLoop(asyncio.SelectorEventLoop):
         self.names = names
         self.server_tls = server_context(tls) if tls is not None else None
         self.client_tls = client_context(tls) if tls is not None else None
+        self.losses: list[int] = []
+        """MPyC party indices whose connection closed, in the order it happened."""
+
+    def _recording(self, protocol_factory: Any) -> Any:
+        return lambda: LossRecorder(protocol_factory(), self.losses)
 
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
@@ -88,7 +123,8 @@ class PartyLoop(asyncio.SelectorEventLoop):
             host = self.bind_host
         if kwargs.get("ssl") is None and self.server_tls is not None:
             kwargs["ssl"] = self.server_tls
-        return await super().create_server(protocol_factory, host, port, **kwargs)
+        return await super().create_server(self._recording(protocol_factory), host, port,
+                                           **kwargs)
 
     async def create_connection(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
@@ -96,7 +132,8 @@ class PartyLoop(asyncio.SelectorEventLoop):
         if kwargs.get("ssl") is None and self.client_tls is not None:
             kwargs["ssl"] = self.client_tls
             kwargs["server_hostname"] = self.names.get((host, port), host)
-        return await super().create_connection(protocol_factory, host, port, **kwargs)
+        return await super().create_connection(self._recording(protocol_factory), host, port,
+                                               **kwargs)
 
 
 def party_loop(parties: Sequence[Endpoint], me: str, tls: TlsFiles | None) -> PartyLoop:
@@ -305,6 +342,8 @@ class SecureMax:
 
     def _lost_peer(self) -> str | None:
         rt = self._rt
+        if self._loop is not None and self._loop.losses:
+            return str(self.parties[self._loop.losses[0]].party)
         for peer in rt.parties:
             if peer.pid == rt.pid:
                 continue
@@ -325,18 +364,18 @@ class SecureMax:
             while not task.done():
                 if self._watch is not None:
                     self._watch()
+                lost = self._lost_peer() if watch else None
+                if lost is not None:
+                    cause = f" ({self._failure})" if self._failure is not None else ""
+                    raise AnonlabError(
+                        f"party '{lost}' left during {what}{cause}: it stopped or failed; "
+                        "nothing was written"
+                    )
                 if self._failure is not None:
                     raise AnonlabError(
                         f"a party's connection failed during {what} ({self._failure}): it stopped "
                         "or the network failed; nothing was written"
                     )
-                if watch:
-                    lost = self._lost_peer()
-                    if lost is not None:
-                        raise AnonlabError(
-                            f"party '{lost}' left during {what}: it stopped or failed; nothing "
-                            "was written"
-                        )
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise AnonlabError(
@@ -347,8 +386,26 @@ class SecureMax:
                 await asyncio.wait([task], timeout=min(0.05, remaining))
             return task.result()
 
+        guarded = loop.create_task(guard())
         try:
-            return loop.run_until_complete(guard())
+            return loop.run_until_complete(guarded)
+        except RuntimeError as exc:
+            # MPyC stops the loop when one of its tasks fails, e.g. sending to a peer whose
+            # connection is gone: report the lost peer instead of the bare RuntimeError
+            if guarded.done() or "stopped before" not in str(exc):
+                raise
+            self._watch_once()
+            lost = self._lost_peer()
+            who = f"party '{lost}'" if lost is not None else "a party"
+            raise AnonlabError(
+                f"{who} left during {what}: it stopped or failed; nothing was written"
+            ) from None
         finally:
-            if not task.done():
-                task.cancel()
+            for pending in (guarded, task):
+                if not pending.done():
+                    pending.cancel()
+
+    def _watch_once(self) -> None:
+        """Raise the channel's recorded failure, if the caller gave a watch."""
+        if self._watch is not None:
+            self._watch()

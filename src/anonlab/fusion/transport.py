@@ -156,6 +156,7 @@ class FrameProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.bytes_sent = 0
+        self.broken = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -167,15 +168,19 @@ class FrameProtocol(asyncio.Protocol):
             self.channel.register(self.party, self)
 
     def data_received(self, data: bytes) -> None:
+        if self.broken:
+            return
         self.buffer.extend(data)
         while len(self.buffer) >= _HEADER.size and self.party is not None:
             kind, length = _HEADER.unpack_from(self.buffer)
             if kind not in KIND_NAMES or length > MAX_FRAME:
+                # ignore the rest of the stream; the link stays open for our ABORT to the sender
+                self.broken = True
+                self.buffer.clear()
                 self.channel.fail(
                     f"party '{self.party}' sent a malformed frame (kind {kind}, length {length}): "
                     "check that every party runs the same anonlab version; nothing was written"
                 )
-                self.abort()
                 return
             if len(self.buffer) < _HEADER.size + length:
                 break
