@@ -78,7 +78,7 @@ def test_s_equals_trace_form_exactly_for_2x2_rotations(angle: float, n: int, see
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 6), st.integers(0, 2**32 - 1))
 def test_s_equals_trace_form_on_whitened_data(d: int, seed: int) -> None:
-    """For any A, S = tr((E-A)^T(E-A) Cov)/tr(Cov); on whitened data (Cov = E) it is the trace form."""
+    """S = tr((E-A)^T (E-A) Cov) / tr(Cov); on whitened data (Cov = E) it is the trace form."""
     rng = np.random.default_rng(seed)
     raw = rng.standard_normal((50, d))
     raw -= raw.mean(axis=0)

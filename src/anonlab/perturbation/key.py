@@ -161,7 +161,7 @@ class PerturbationKey:
         if values.shape[0] != self.records:
             raise AnonlabError(f"the key does not match '{where}': the key is for "
                                f"{self.records} records, the file has {values.shape[0]}")
-        means, stds = values.mean(axis=0), values.std(axis=0)
+        means, stds = fingerprint(values)
         scale = np.maximum(self.release_stds, 1.0)
         if not (np.allclose(means, self.release_means, rtol=0, atol=1e-6 * scale.max())
                 and np.allclose(stds, self.release_stds, rtol=1e-6, atol=1e-9)):
@@ -169,6 +169,25 @@ class PerturbationKey:
                                              + np.abs(stds - self.release_stds)))]
             raise AnonlabError(f"the key does not match '{where}': column '{col}' differs "
                                "from the release the key was written with")
+
+
+def centred_moments(values: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Centred copy, column means and population deviations, in one pass each.
+
+    Faster than ``ndarray.std`` on the Fortran-ordered tables used here.
+    """
+    means = values.mean(axis=0)
+    centred = values - means
+    stds = np.sqrt(np.einsum("ij,ij->j", centred, centred) / values.shape[0])
+    return centred, means, stds
+
+
+def fingerprint(values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Column means and deviations of a release (from sums of squares: no copy)."""
+    n = values.shape[0]
+    means = values.mean(axis=0)
+    squares = np.einsum("ij,ij->j", values, values) / n
+    return means, np.sqrt(np.maximum(squares - means * means, 0.0))
 
 
 def _vector(values: Any, d: int) -> FloatArray:

@@ -104,10 +104,11 @@ def numeric_columns(frame: pd.DataFrame, columns: Sequence[str] | None,
         if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
             raise AnonlabError(f"column '{n}' is not numeric: choose numeric columns with "
                                "--columns (z-scores need numbers)")
-    values = np.column_stack([frame[n].to_numpy(dtype=np.float64, na_value=np.nan)
-                              for n in names])
-    bad = ~np.isfinite(values)
-    if bad.any():
+    values = np.empty((frame.shape[0], len(names)), dtype=np.float64, order="F")
+    for j, n in enumerate(names):  # Fortran order: each column is one contiguous copy
+        values[:, j] = frame[n].to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.isfinite(values).all():
+        bad = ~np.isfinite(values)
         col = int(np.argmax(bad.any(axis=0)))
         row = int(np.argmax(bad[:, col]))
         raise AnonlabError(f"column '{names[col]}' has a missing or infinite value (record "

@@ -31,7 +31,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
-from anonlab.perturbation.key import METHODS, Block, PerturbationKey
+from anonlab.perturbation.key import METHODS, Block, PerturbationKey, centred_moments, fingerprint
 from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
 from anonlab.perturbation.table import NumericColumns, numeric_columns
 
@@ -51,9 +51,9 @@ class Perturbation:
 
 def standardize(values: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Z-scores ``(x - mean) / std`` per column (population std), with means and stds."""
-    means = values.mean(axis=0)
-    stds = values.std(axis=0)
-    return (values - means) / stds, means, stds
+    z, means, stds = centred_moments(values)
+    z /= stds
+    return z, means, stds
 
 
 def random_groups(count: int, rng: np.random.Generator) -> list[list[int]]:
@@ -131,13 +131,18 @@ def rbt_blocks(names: Sequence[str], z: FloatArray, rng: np.random.Generator,
     return blocks
 
 
-def _apply(z: FloatArray, names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
+def _apply(z: FloatArray, full: FloatArray) -> FloatArray:
+    """Rows ``A z`` of every record, one BLAS product; columns come out contiguous."""
+    return np.asarray((full @ z.T).T, dtype=np.float64)
+
+
+def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
     index = {c: i for i, c in enumerate(names)}
-    out = np.empty_like(z)
+    full = np.zeros((len(names), len(names)))
     for b in blocks:
         idx = [index[c] for c in b.columns]
-        out[:, idx] = z[:, idx] @ b.matrix.T
-    return out
+        full[np.ix_(idx, idx)] = b.matrix
+    return full
 
 
 def perturb_array(
@@ -169,19 +174,21 @@ def perturb_array(
         blocks = rbt_blocks(names, z, rng, rho)
     else:
         blocks = [Block(tuple(names), haar_orthogonal(rng, d, 1)[0])]
-    released = _apply(z, names, blocks)
+    released = _apply(z, _assemble(names, blocks))
     if method == "gdp":
         translation = rng.uniform(-1.0, 1.0, d)
         noise_seed = int(rng.integers(2**62))
         released += translation
         if noise > 0:
-            released += np.random.default_rng(noise_seed).standard_normal(z.shape) * noise
+            gauss = np.random.default_rng(noise_seed).standard_normal(z.shape)
+            gauss *= noise
+            released += gauss
+    release_means, release_stds = fingerprint(released)
     key = PerturbationKey(
         method=method, columns=tuple(names), integer=tuple(data.integer), means=means,
         stds=stds, blocks=tuple(blocks), translation=translation,
         noise_scale=float(noise) if method == "gdp" else 0.0, noise_seed=noise_seed,
-        records=z.shape[0], release_means=released.mean(axis=0),
-        release_stds=released.std(axis=0),
+        records=z.shape[0], release_means=release_means, release_stds=release_stds,
     )
     return z, released, key
 
