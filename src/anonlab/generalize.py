@@ -65,6 +65,7 @@ class GeneralizationResult:
             "information_loss": self.information_loss,
             "lattice_levels": self.lattice_levels,
             "search_seconds": self.search.runtime_seconds,
+            "search_cpu_seconds": self.search.cpu_seconds,
         }
 
 

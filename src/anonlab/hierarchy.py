@@ -128,16 +128,17 @@ def parse_rows(text: str, source: str, delimiter: str = ";") -> tuple[tuple[str,
     """Parse ARX-layout text into rows, failing on empty input or ragged rows."""
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     rows: list[tuple[str, ...]] = []
-    width = -1
+    width, first_line = -1, 1
     for lineno, raw in enumerate(reader, start=1):
         if not raw or all(not cell.strip() for cell in raw):
             continue
         row = tuple(cell.strip() for cell in raw)
         if width < 0:
-            width = len(row)
+            width, first_line = len(row), lineno
         elif len(row) != width:
             raise AnonlabError(
-                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line 1 has "
+                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line "
+                f"{first_line} has "
                 f"{width} (value '{row[0]}'): every row needs one label per level"
             )
         rows.append(row)

@@ -55,6 +55,7 @@ class SearchResult:
     tags: np.ndarray  # (size,) int8: ANONYMOUS / NOT_ANONYMOUS / UNKNOWN
     runtime_seconds: float
     classes: NodeClasses
+    cpu_seconds: float = 0.0  # CPU time of the process since the search context was made
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -84,6 +85,7 @@ class SearchContext:
         self.prune = True
         self.losses: dict[int, float] = {}
         self.best: tuple[tuple[float, int, tuple[int, ...]], int] | None = None
+        self.cpu_started = time.process_time()
         bounds = metric.level_bounds(lattice.all_levels)
         self.bounds: np.ndarray | None = bounds
 
@@ -265,4 +267,5 @@ class SearchContext:
             tags=self.tags,
             runtime_seconds=time.perf_counter() - started,
             classes=self.classes(best),
+            cpu_seconds=time.process_time() - self.cpu_started,
         )
