@@ -15,6 +15,7 @@ from anonlab.errors import AnonlabError
 from anonlab.generalize import anonymize
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice.freqset import FrequencyEngine
+from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses
 from anonlab.lattice.search import ANONYMOUS, NOT_ANONYMOUS, UNKNOWN
 from anonlab.privacy import max_suppressed
@@ -169,3 +170,25 @@ def test_cache_size_and_snapshots_change_nothing(
         assert tight.search.nodes_checked == roomy.search.nodes_checked
         assert tight.information_loss == pytest.approx(roomy.information_loss)
         assert tight.release.equals(roomy.release)
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", *STRATEGIES])
+def test_optimum_above_the_k_minimal_frontier(strategy: str) -> None:
+    """With suppression the best node can be a generalization of a k-minimal node.
+
+    'a': eight x, one y, one z; k = 2, at most 2 of 10 records suppressed. Level 0
+    is k-minimal (y and z suppressed: loss (8 * 0 + 2) / 10 = 0.2); level 1 of a
+    height-10 hierarchy merges y and z and suppresses nothing: loss 1/10 * 1/2
+    (precision averages over the two QIs; 'b' stays at level 0) = 0.05.
+    """
+    frame = pd.DataFrame({"a": list("xxxxxxxxyz"), "b": ["u"] * 10})
+    ha = Hierarchy.from_rows([[v, *(("yz" if v in "yz" else "x") for _ in range(9)), "*"]
+                              for v in "xyz"])
+    hb = Hierarchy.from_rows([["u", "*"]])
+    ds = Dataset.from_frame(frame, {"a": ha, "b": hb})
+    result = anonymize(ds, 2, 0.2, strategy, "precision_with_suppression")
+    assert result.transformation == {"a": 1, "b": 0}
+    assert result.search.loss == pytest.approx(0.05)
+    assert result.suppressed_records == 0
+    assert result.search.optimum not in result.search.k_minimal
+    assert result.search.k_minimal == [Lattice(ds.heights).index((0, 0))]
