@@ -147,10 +147,11 @@ def plot(rows: list[dict[str, Any]], base: dict[str, float]) -> None:
     for metric, label in (("seconds", "fuse time (s)"), ("accuracy", "accuracy")):
         fig, axes = plt.subplots(1, len(QIDS), figsize=(10, 3.6), sharey=metric == "seconds")
         for ax, qid in zip(axes, QIDS, strict=True):
-            for setting in SETTINGS:
+            styles = zip(SETTINGS, "os^x", ("-", "--", "-.", ":"), strict=True)
+            for setting, marker, line in styles:
                 pts = [r for r in rows if r["qid"] == qid and r["setting"] == setting]
-                ax.plot([r["k"] for r in pts], [r[metric] for r in pts], marker="o",
-                        label=setting)
+                ax.plot([r["k"] for r in pts], [r[metric] for r in pts], marker=marker,
+                        linestyle=line, label=setting, markersize=5, fillstyle="none")
             if metric == "accuracy":
                 ax.axhline(base["BE"], color="black", linestyle="--", label="BE")
                 ax.axhline(base[f"UE_{qid}"], color="grey", linestyle=":", label="UE")

@@ -32,7 +32,7 @@ def fuse_command(
         None, "--html", help="Shareable HTML report (see `anonlab report`)."
     ),
     score: str | None = typer.Option(
-        None, "--score", help="sensitivity | tds (overrides [fusion] score)."
+        None, "--score", help="sensitivity | tds (overrides the config's score)."
     ),
     keep_id: bool | None = typer.Option(
         None, "--keep-id/--drop-id", help="Keep the record-id column (overrides keep_id)."
