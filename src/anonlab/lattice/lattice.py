@@ -30,6 +30,8 @@ class Lattice:
         for i in range(len(radices) - 2, -1, -1):
             strides[i] = strides[i + 1] * radices[i + 1]
         self.strides = strides
+        self._stride_list = [int(x) for x in strides]
+        self._height_list = [int(x) for x in self.heights]
         self.size = int(np.prod(radices))
         self.top = self.size - 1
         self.bottom = 0
@@ -46,7 +48,7 @@ class Lattice:
 
     def levels(self, node: int) -> tuple[int, ...]:
         """Level vector of a node number."""
-        return tuple(int(x) for x in self.all_levels[node])
+        return tuple(self.all_levels[node].tolist())
 
     @cached_property
     def all_levels(self) -> np.ndarray:
@@ -66,14 +68,14 @@ class Lattice:
 
     def successors(self, node: int) -> list[int]:
         """Direct successors (one level up in one dimension)."""
-        lv = self.all_levels[node]
-        return [node + int(s) for s, a, h in zip(self.strides, lv, self.heights, strict=True)
+        lv = self.all_levels[node].tolist()
+        return [node + s for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
                 if a < h]
 
     def predecessors(self, node: int) -> list[int]:
         """Direct predecessors (one level down in one dimension)."""
-        lv = self.all_levels[node]
-        return [node - int(s) for s, a in zip(self.strides, lv, strict=True) if a > 0]
+        lv = self.all_levels[node].tolist()
+        return [node - s for s, a in zip(self._stride_list, lv, strict=True) if a > 0]
 
     def degree_product(self, node: int) -> int:
         """Out-degree (number of successors) x in-degree (number of predecessors)."""
