@@ -131,10 +131,12 @@ def test_a_party_that_dies_stops_the_others(tmp_path: Path, certs: Path) -> None
         tmp_path, certs, ["a", "b", "h"], ["a", "b"], rounds, die="b", die_at=3
     )
     assert results["b"]["code"] == 3
+    assert "party 'b' left during a secure-max round" in results["a"]["error"]
     for name in ("a", "h"):
         assert results[name]["code"] == 2
-        assert "party 'b' left during a secure-max round" in str(results[name]["error"])
-        assert len(results[name]["out"]) == 3
+        # h may see a's reaction to b's death first; b may die before its last shares left
+        assert "left during a secure-max round" in results[name]["error"]
+        assert 2 <= len(results[name]["out"]) <= 3
 
 
 def test_two_parties_are_refused() -> None:
@@ -148,5 +150,11 @@ def test_scores_are_checked_before_any_round() -> None:
     smax = SecureMax(parties, "a", ["a", "b"], tls=None)
     with pytest.raises(RuntimeError, match="start"):
         smax.argmax(5)
+    for bad in (None, -2, 2**42):
+        with pytest.raises(ValueError, match="outside"):
+            smax.argmax(bad)
+    helper = SecureMax(parties, "h", ["a", "b"], tls=None)
+    with pytest.raises(ValueError, match="helper party inputs no score"):
+        helper.argmax(3)
     with pytest.raises(AnonlabError, match="not in the party list"):
         SecureMax(parties, "z", ["a", "b"], tls=None)
