@@ -98,7 +98,8 @@ def test_tags_and_release_are_right(
         assert truth[result.search.optimum]
         release = result.release
         assert check_k_anonymity(release, list(hiers), k, limit) == []
-        assert check_generalization(frame, release, hiers, result.transformation) == []
+        assert check_generalization(frame, release, hiers, result.transformation,
+                                    max_suppressed=limit) == []
         assert int((release[list(hiers)] == "*").all(axis=1).sum()) >= result.suppressed_records
 
 

@@ -48,13 +48,16 @@ def check_generalization(
     hierarchies: Mapping[str, Hierarchy],
     levels: Mapping[str, int],
     dropped: Iterable[str] = (),
+    max_suppressed: int | None = None,
 ) -> list[str]:
     """Problems with the release as a generalization of ``original`` (empty: none).
 
     Checks: same number and order of rows; identifying columns absent; every
     other non-QI column unchanged; every QI value either ``'*'`` in all QIs of
     that row (suppressed) or exactly the hierarchy label of the original value
-    at the stated level.
+    at the stated level; and, if ``max_suppressed`` is given, that at most that
+    many rows are suppressed (all ``'*'`` where the stated levels would not
+    give ``'*'`` in every QI).
     """
     problems = []
     if len(original) != len(release):
@@ -72,10 +75,12 @@ def check_generalization(
         elif not np.array_equal(original[col].astype(str).to_numpy(),
                                 release[col].astype(str).to_numpy()):
             problems.append(f"column '{col}' was changed")
+    expected_star = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
         hier = hierarchies[col]
         lookup = {v: hier.label(v, level) for v in original[col].astype(str).unique()}
         expected = original[col].astype(str).map(lookup).to_numpy()
+        expected_star &= expected == SUPPRESSED
         got = release[col].astype(str).to_numpy()
         wrong = (expected != got) & ~all_star
         if wrong.any():
@@ -83,4 +88,7 @@ def check_generalization(
             problems.append(
                 f"column '{col}' row {row + 1}: released '{got[row]}', expected '{expected[row]}'"
             )
+    suppressed = int((all_star & ~expected_star).sum())
+    if max_suppressed is not None and suppressed > max_suppressed:
+        problems.append(f"{suppressed} records are suppressed but the limit is {max_suppressed}")
     return problems

@@ -176,7 +176,7 @@ def run_generalize(
         written = read_table(path)
         problems = check_k_anonymity(written, settings.qi, settings.k, limit)
         problems += check_generalization(frame, written, hierarchies, result.transformation,
-                                         dropped)
+                                         dropped, max_suppressed=limit)
         if problems:
             raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
