@@ -114,6 +114,8 @@ def _json_numbers(node: Any) -> set[float]:
             {float(k)} for k in node if re.fullmatch(r"-?\d+(\.\d+)?", str(k))))
     if isinstance(node, list):
         return set().union(*map(_json_numbers, node)) if node else set()
+    if isinstance(node, str):  # numbers inside the report's own text (dates, intervals)
+        return {float(t) for t in re.findall(r"\d+(?:\.\d+)?", node)}
     return set()
 
 

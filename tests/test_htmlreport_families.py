@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
+from anonlab.errors import AnonlabError
 from anonlab.htmlreport import render_html
 from anonlab.io import write_json
 
@@ -82,11 +83,23 @@ def test_plot_refused_without_a_picture(tmp_path: Path) -> None:
     assert not (tmp_path / "e.png").exists()
 
 
-@pytest.mark.parametrize("command", ["microaggregate", "evaluate", "tradeoff", "fuse",
-                                     "party", "perturb", "attack"])
-def test_any_family_renders_from_the_header_alone(command: str) -> None:
+@pytest.mark.parametrize("command", ["microaggregate", "evaluate", "tradeoff"])
+def test_optional_keys_only_families_render_from_the_header_alone(command: str) -> None:
     html = render_html(header(command))
     assert "Settings" in html and "Tarragona.csv" in html
+
+
+@pytest.mark.parametrize(("command", "missing"), [("fuse", "rounds"), ("party", "party")])
+def test_a_family_report_without_its_keys_is_refused(command: str, missing: str,
+                                                     tmp_path: Path) -> None:
+    write_json(header(command), tmp_path / "r.json")
+    result = runner.invoke(app, ["report", str(tmp_path / "r.json"), "--html",
+                                 str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"Error: '{tmp_path / 'r.json'}' ({command} report) is "
+                                     f"missing key '{missing}': the file is truncated or "
+                                     "edited; write it again with the command's --report")
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_perturbation_blocks_attacks_and_figure() -> None:
@@ -128,6 +141,13 @@ def test_fusion_templates_and_cut() -> None:
     assert "[17-45), [45-90)" in html
     assert "Anonymity templates" in html and "Specializations in order" in html
 
+# the keys a family's report cannot do without, so that random extra keys reach its builder
+VALID_KEYS: dict[str, dict[str, Any]] = {
+    "fuse": {"rounds": 2, "templates": [{"qid": ["a"], "k": 2, "smallest_group": 3}],
+             "cut": {"a": ["x", "y"]}},
+    "party": {"party": "p", "role": "provider", "rounds": 2},
+}
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10**12, 10**12)
     | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12),
@@ -145,12 +165,17 @@ def _at(report: Any, key: str) -> Any:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(command=st.sampled_from(["newthing", "fuse", "perturb", "evaluate", "tradeoff"]),
+@given(command=st.sampled_from(["newthing", "fuse", "party", "perturb", "attack", "evaluate",
+                                "tradeoff", "microaggregate"]),
        extra=st.dictionaries(st.from_regex(r"[a-z_]{1,10}", fullmatch=True), json_values,
                              max_size=6))
 def test_any_json_shape_renders_and_numbers_match(command: str, extra: dict[str, Any]) -> None:
-    report = {**extra, **header(command, seed=3)}
-    html = render_html(report)
+    report = {**VALID_KEYS.get(command, {}), **extra, **header(command, seed=3)}
+    try:
+        html = render_html(report)
+    except AnonlabError as exc:  # a family's required key missing or mistyped
+        assert "\n" not in str(exc) and "key '" in str(exc)
+        return
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html
     for key, exact in values(html).items():
         if "." in key and any(p not in report for p in [key.split(".")[0]]):

@@ -195,3 +195,33 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], ylabel: str,
         ax.set_title(title)
     _style(ax)
     return fig
+
+
+PALETTE = ("#4c78a8", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac")
+
+
+def stacked_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]],
+                       xlabel: str, legend_title: str | None = None) -> Any:
+    """Horizontal bars per label, stacked by series (e.g. specializations by party)."""
+    import numpy as np
+
+    fig = new_figure(6.4, 1.0 + 0.32 * max(len(labels), 2))
+    ax = fig.subplots()
+    y = np.arange(len(labels))
+    left = np.zeros(len(labels))
+    for i, (name, values) in enumerate(series.items()):
+        widths = np.array([float(v) for v in values])
+        ax.barh(y, widths, left=left, label=str(name), color=PALETTE[i % len(PALETTE)],
+                height=0.6)
+        left += widths
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_yticks(y, [str(s) for s in labels])
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, frameon=False, title=legend_title, title_fontsize=8,
+              loc="lower right")
+    _style(ax)
+    return fig

@@ -204,22 +204,51 @@ def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
+def _cut_sentence(cut: Mapping[str, Any]) -> str:
+    """How each attribute of a fused table is released, in words."""
+    full = [str(a) for a, v in cut.items() if v == ["*"]]
+    kept = [f"{a} {'is released ' if i == 0 else ''}as {format_number(len(v))} "
+            + ("intervals" if all(str(x)[:1] in "[(" for x in v) else "values")
+            for i, (a, v) in enumerate((a, v) for a, v in cut.items()
+                                       if isinstance(v, list) and v != ["*"])]
+    parts = []
+    if kept:
+        parts.append(_names(kept, 10))
+    if full:
+        parts.append(_names(full, 10) + (" are" if len(full) > 1 else " is")
+                     + " fully generalized ('*')")
+    return "in the fused table, " + "; ".join(parts) if parts else ""
+
+
 def fusion_summary(report: Mapping[str, Any]) -> str:
     """Who fused how many records in how many rounds, and what each template guarantees."""
     from anonlab.htmlreport.sections.fusion import smallest_groups
 
-    parts = [generic_summary(report).split(". ")[0]]
-    parties = _count(_value(report, "parties", "providers"))
-    rounds = _value(report, "rounds")
-    text = ""
-    if parties:
-        text = f"{format_number(parties)} parties built one anonymized table together"
-    n_rounds = _count(rounds)
+    providers = _value(report, "providers", "parties")
+    n = _count(providers)
+    records = report.get("records")
+    names = f" ({_names([str(p) for p in providers])})" if isinstance(providers, list) else ""
+    size = f" of {format_number(records)} records" if isinstance(records, int) else ""
+    private = report.get("private")
+    if report.get("command") == "party":
+        who = f"this is the report of party {report.get('party', '?')}"
+        if report.get("role"):
+            who += f" ({report['role']})"
+        parts = [who + f" in a fusion of the tables of {format_number(n) if n else 'several'} "
+                 f"providers{names} into one anonymized table{size}"]
+    else:
+        parts = [f"the tables of {format_number(n) if n else 'several'} providers{names} were "
+                 f"fused into one anonymized table{size}"]
+    if private is True:
+        parts.append("each round's winner was found by a secure maximum, so no party saw "
+                     "another's scores")
+    elif private is False:
+        parts.append("all parties ran in one process with a plain maximum (for trying "
+                     "settings; not private)")
+    n_rounds = _count(report.get("rounds"))
     if n_rounds is not None:
-        text += (" in " if text else "the fusion ran ") + \
-            f"{format_number(n_rounds)} round{'s' if n_rounds != 1 else ''} of specialization"
-    if text:
-        parts.append(text)
+        parts.append(f"starting from fully generalized values, {format_number(n_rounds)} "
+                     f"round{'s' if n_rounds != 1 else ''} of specialization were made")
     groups = smallest_groups(report)
     if groups:
         held = all(g[2] is None or g[1] >= g[2] for g in groups)
@@ -229,6 +258,9 @@ def fusion_summary(report: Mapping[str, Any]) -> str:
                 + (f" (k = {format_number(k)})" if k is not None else "")
                 for name, smallest, k in groups[:4])
             + (f" and {len(groups) - 4} more" if len(groups) > 4 else ""))
+    cut = report.get("cut")
+    if isinstance(cut, Mapping) and cut:
+        parts.append(_cut_sentence(cut))
     return _sentences(parts)
 
 

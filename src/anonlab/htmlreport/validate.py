@@ -25,6 +25,8 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
         "suppressed_records": int,
     },
     "apply": {"transformation": dict, "records": int, "suppressed_records": int},
+    "fuse": {"rounds": int, "templates": list, "cut": dict},
+    "party": {"party": str, "role": str, "rounds": int},
 }
 
 # optional keys that, when present, must have this shape
@@ -36,6 +38,11 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
         "equivalence_classes": int,
         "roles": dict,
     },
+    "fuse": {"providers": list, "records": int, "specializations": list, "bytes_sent": dict,
+             "dropped_templates": list},
+    "party": {"providers": list, "records": int, "templates": list, "cut": dict,
+              "specializations": list, "bytes_sent": dict, "bytes_sent_detail": dict,
+              "winners": list},
 }
 
 LATTICE_COUNTS = ("level", "nodes", "checked", "anonymous", "k_minimal")

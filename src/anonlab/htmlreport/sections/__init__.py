@@ -12,7 +12,7 @@ from typing import Any
 
 from anonlab.htmlreport.blocks import Section
 from anonlab.htmlreport.sections.context import Built, RenderContext
-from anonlab.htmlreport.sections.fusion import fusion_sections
+from anonlab.htmlreport.sections.fusion import fusion_plot, fusion_sections
 from anonlab.htmlreport.sections.generalization import (
     apply_sections,
     class_size_plot,
@@ -45,6 +45,8 @@ BUILDERS: dict[str, Builder] = {
 FIGURES: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "generalize": class_size_plot,
     "tradeoff": tradeoff_plot,
+    "fuse": fusion_plot,
+    "party": fusion_plot,
     "perturb": attack_plot,
     "attack": attack_plot,
 }

@@ -1,0 +1,219 @@
+"""HTML reports of real fusion runs: ``fuse`` on the bundled example, ``party`` on loopback.
+
+``anonlab fuse examples/fusion/fusion.toml`` (Adult split 7 + 7 between two
+providers) and a small real multi-process run (two providers and a helper,
+one ``anonlab party`` process each, on 300 Adult records) write their JSON
+and HTML reports; the pages are checked against the JSON: every number equal
+to its place in the report, each template's smallest group, the final cut of
+every attribute, the specializations in order, the bytes sent, and no
+original value that the fused table does not itself release.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from anonlab.cli.app import app
+from anonlab.htmlreport import render_html
+from test_htmlreport import Page, assert_numbers_match, leaked_values
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def fuse_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("fuse")
+    result = runner.invoke(app, ["fuse", str(REPO / "examples" / "fusion" / "fusion.toml"),
+                                 "--output", str(out / "fused.csv"),
+                                 "--report", str(out / "fused.json"),
+                                 "--html", str(out / "fused.html"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return {"dir": out, "report": json.loads((out / "fused.json").read_text()),
+            "html": (out / "fused.html").read_text()}
+
+
+def released_labels(report: dict[str, Any]) -> set[str]:
+    """Every value the fused table or the specializations name (they are released labels)."""
+    labels = {str(v) for values in report.get("cut", {}).values() for v in values}
+    for step in report.get("specializations", []):
+        labels.add(str(step["value"]))
+        labels |= {str(c) for c in step["children"]}
+    return labels
+
+
+def hidden_values(visible: str, frames: list[pd.DataFrame], report: dict[str, Any]) -> set[str]:
+    """Original categorical values shown on the page that the release does not publish."""
+    raw: set[str] = set()
+    for frame in frames:
+        for column in frame.columns:
+            raw |= {str(v) for v in frame[column].unique()
+                    if len(str(v)) > 3 and not str(v).lstrip("-").isdigit()}
+    raw -= released_labels(report)
+    raw -= {str(p) for p in report.get("providers", [])}
+    raw -= set(re.findall(r"[\w.-]+", json.dumps(report["parameters"])))
+    return {v for v in raw if re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", visible)}
+
+
+def test_fuse_numbers_equal_the_json(fuse_run: dict[str, Any]) -> None:
+    assert_numbers_match(fuse_run["report"], Page(fuse_run["html"]))
+    assert fuse_run["html"] == render_html(fuse_run["report"])
+
+
+def test_fuse_templates_cut_and_specializations(fuse_run: dict[str, Any]) -> None:
+    report, html = fuse_run["report"], fuse_run["html"]
+    page = Page(html)
+    for i, template in enumerate(report["templates"]):
+        assert page.values[f"templates.{i}.smallest_group"][0] == str(template["smallest_group"])
+        assert page.values[f"templates.{i}.k"][0] == str(template["k"])
+        assert ", ".join(template["qid"]) in page.visible
+    holds = re.findall(r"<td class=\"\">(yes|NO)</td>", html)
+    assert holds == ["yes" if t["smallest_group"] >= t["k"] else "NO"
+                     for t in report["templates"]]
+    for attribute, values in report["cut"].items():
+        row = re.search(rf"<tr><td class=\"\">{re.escape(attribute)}</td>(.*?)</tr>", html, re.S)
+        assert row is not None, attribute
+        assert f">{len(values)}<" in row.group(1)
+        if values != ["*"]:
+            assert all(v.replace("<", "&lt;") in row.group(1) for v in values)
+    steps = report["specializations"]
+    assert len(steps) == report["rounds"]
+    for i, step in enumerate(steps):
+        assert page.values[f"specializations.{i}.round"][0] == str(step["round"])
+        assert float(page.values[f"specializations.{i}.score"][0]) == step["score"]
+    for party, sent in report["bytes_sent"].items():
+        assert page.values[f"bytes_sent.{party}"][0] == str(sent)
+    summary = page.visible.split("Summary", 1)[1][:900]
+    assert f"{report['rounds']} rounds of specialization" in summary
+    smallest = report["templates"][0]["smallest_group"]
+    assert f"has {smallest:,} records (k = {report['templates'][0]['k']})" in summary
+    assert "not private" in summary
+    # the specializations chart is inlined, and `report --plot` draws it
+    assert sum(u.startswith("data:image/svg+xml") for u in page.urls) == 1
+
+
+def test_fuse_page_shows_no_unreleased_value(fuse_run: dict[str, Any]) -> None:
+    report = fuse_run["report"]
+    folder = REPO / "examples" / "fusion"
+    frames = [pd.read_csv(folder / f, dtype=str) for f in ("provider_a.csv", "provider_b.csv")]
+    visible = Page(fuse_run["html"]).visible
+    assert hidden_values(visible, frames, report) == set()
+    numeric = [pd.read_csv(folder / f) for f in ("provider_a.csv", "provider_b.csv")]
+    for frame in numeric:
+        assert leaked_values(visible, frame.drop(columns=["age"], errors="ignore"),
+                             report) == set()
+    # the check itself catches an original value the release does not publish
+    assert hidden_values(visible + " Married-civ-spouse", frames, report) == {
+        "Married-civ-spouse"}
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _party_setup(folder: Path, data_dir: Path) -> Path:
+    """Two providers (300 Adult records, split by columns) and a helper, with certificates."""
+    adult = data_dir / "adult"
+    frame = pd.read_csv(adult / "adult.csv", sep=";", dtype=str).head(300)
+    frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])
+    split = {"provider-a": ["age", "workclass", "education"],
+             "provider-b": ["marital-status", "race", "sex"]}
+    ports = _free_ports(6)
+    lines = ['[fusion]', 'class = "salary-class"', 'id = "id"', 'score = "tds"', '',
+             '[[templates]]', 'qid = ["age", "workclass", "marital-status", "race", "sex"]',
+             'k = 15', '', '[taxonomies]', 'age = "continuous"']
+    for a in ("workclass", "education", "marital-status", "race", "sex"):
+        lines.append(f'"{a}" = {json.dumps(str(adult / f"hierarchy_{a}.csv"))}')
+    lines += ['', '[tls]', 'ca = "certs/ca.crt"', 'cert = "certs/{party}.crt"',
+              'key = "certs/{party}.key"']
+    parties = [("provider-a", "provider"), ("provider-b", "provider"), ("recipient", "helper")]
+    for i, (name, role) in enumerate(parties):
+        lines += ['', '[[parties]]', f'id = "{name}"', f'role = "{role}"',
+                  'host = "127.0.0.1"', f'port = {ports[2 * i]}', f'mpc_port = {ports[2 * i + 1]}']
+        if role == "provider":
+            frame[["id", *split[name], "salary-class"]].to_csv(folder / f"{name}.csv",
+                                                              index=False)
+            lines += [f'file = "{name}.csv"', f'columns = {json.dumps(split[name])}']
+    config = folder / "fusion.toml"
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["party", str(config), "--make-certs", str(folder / "certs")])
+    assert result.exit_code == 0, result.output
+    return config
+
+
+@pytest.fixture(scope="module")
+def party_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("party")
+    config = _party_setup(folder, data_dir)
+    procs = {}
+    for name in ("provider-a", "provider-b", "recipient"):
+        args = [sys.executable, "-m", "anonlab", "party", str(config), "--party", name,
+                "--report", str(folder / f"{name}.json"), "--html", str(folder / f"{name}.html"),
+                "--timeout", "60", "--quiet"]
+        if name != "recipient":
+            args += ["--output", str(folder / f"fused_{name}.csv")]
+        procs[name] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, env=dict(os.environ))
+    runs: dict[str, Any] = {"dir": folder}
+    for name, proc in procs.items():
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, (name, err)
+        runs[name] = (json.loads((folder / f"{name}.json").read_text()),
+                      (folder / f"{name}.html").read_text())
+    return runs
+
+
+@pytest.mark.parametrize("party", ["provider-a", "recipient"])
+def test_party_numbers_equal_the_json(party_runs: dict[str, Any], party: str) -> None:
+    report, html = party_runs[party]
+    assert_numbers_match(report, Page(html))
+    assert html == render_html(report)
+
+
+def test_provider_page(party_runs: dict[str, Any]) -> None:
+    report, html = party_runs["provider-a"]
+    page = Page(html)
+    text = page.visible
+    assert "secure maximum (private) yes" in text
+    assert page.values["secure_max_ms_per_call"][0] == str(report["secure_max_ms_per_call"])
+    for party, detail in report["bytes_sent_detail"].items():
+        for part, value in detail.items():
+            if part != "total":
+                assert page.values[f"bytes_sent_detail.{party}.{part}"][0] == str(value)
+    assert page.values["templates.0.smallest_group"][0] == \
+        str(report["templates"][0]["smallest_group"])
+    assert "This is the report of party provider-a (provider)" in text
+    assert "no party saw another's scores" in text
+    frames = [pd.read_csv(party_runs["dir"] / f"{p}.csv", dtype=str)
+              for p in ("provider-a", "provider-b")]
+    assert hidden_values(text, frames, report) == set()
+
+
+def test_helper_page_shows_winners_only(party_runs: dict[str, Any]) -> None:
+    report, html = party_runs["recipient"]
+    page = Page(html)
+    assert "cut" not in report and "The fused table" not in page.visible
+    assert "Winner of each round" in page.visible
+    winners = report["winners"]
+    for party in set(winners):
+        row = re.search(rf"<td class=\"\">{party}</td><td class=\"num\">"
+                        r"<span data-value=\"(\d+)\">", html)
+        assert row is not None and int(row.group(1)) == winners.count(party)
