@@ -200,7 +200,14 @@ def test_messages_round_trip_and_reject_malformed() -> None:
     assert back.attribute == "age" and back.parent == 3 and back.children == instr.children
     assert [r.tolist() for r in back.records] == [[4, 1], [0, 7, 9]]
     cols = Columns(1, {"race": ["*", "*"], "sex": ["Male", "Female"]})
-    assert decode_columns(encode_columns(cols)) == cols
+    back_cols = decode_columns(encode_columns(cols))
+    assert back_cols.provider == 1
+    assert {c: list(v) for c, v in back_cols.columns.items()} == cols.columns
+    good = encode_columns(cols)
+    with pytest.raises(AnonlabError, match="refers to a label"):
+        decode_columns(good[:-4] + struct.pack("<i", 7))
+    with pytest.raises(AnonlabError, match="body has"):
+        decode_columns(good[:-1])
     head = json.dumps({"attribute": "age", "parent": 0, "parent_label": "*",
                        "children": ["x"], "counts": [1]}).encode()
     typed = head.replace(b'"parent": 0', b'"parent": "0"')

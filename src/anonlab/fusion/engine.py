@@ -90,9 +90,10 @@ def _new_cut(state: ProviderState) -> SharedCut:
 
 
 def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
-                      config: FusionConfig, n: int) -> dict[str, list[str]]:
-    columns: dict[str, list[str]] = {}
+                      config: FusionConfig, n: int) -> dict[str, Any]:
+    columns: dict[str, Any] = {}
     for i, party in enumerate(config.providers):
+        part: Mapping[str, Any]
         if i in states:
             part = states[i].release_columns()
             network.send(i, encode_columns(Columns(i, part)))
@@ -169,7 +170,7 @@ def run_parties(states: Sequence[ProviderState], network: Network) -> FusionResu
         providers=[p.id for p in config.providers], cut=final_cut, cut_specs=specs)
 
 
-def _assemble(state: ProviderState, columns: dict[str, list[str]]) -> pd.DataFrame:
+def _assemble(state: ProviderState, columns: dict[str, Any]) -> pd.DataFrame:
     config = state.config
     data: dict[str, Any] = {}
     if config.fusion.keep_id and config.fusion.id:

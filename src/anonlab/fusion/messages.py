@@ -11,8 +11,8 @@ all integers little-endian. Kinds:
   (labels) and ``counts`` (records per child). Body: the record ids (row
   positions in id order) of each child in turn, as int32.
 * ``columns`` (3): a provider's part of the fused table at the end. Header:
-  ``provider``, ``columns`` and ``rows``. Body: UTF-8 JSON, one list of strings
-  per column.
+  ``provider``, ``columns``, ``rows`` and ``labels`` (per column its distinct
+  values). Body: per column, each row's index into its labels, as int32.
 
 :func:`decode` checks the magic, the version, the kind and every field's type
 and size, and raises :class:`AnonlabError` on anything else.
@@ -23,10 +23,12 @@ from __future__ import annotations
 import itertools
 import json
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from anonlab.errors import AnonlabError
 
@@ -51,10 +53,10 @@ class Instructions:
 
 @dataclass(frozen=True)
 class Columns:
-    """A provider's released columns of the fused table."""
+    """A provider's released columns of the fused table (strings, one array per column)."""
 
     provider: int
-    columns: dict[str, list[str]]
+    columns: Mapping[str, Sequence[str] | np.ndarray]
 
 
 def _pack(kind: int, header: dict[str, Any], body: bytes = b"") -> bytes:
@@ -72,15 +74,19 @@ def encode_instructions(instr: Instructions) -> bytes:
 
 
 def encode_columns(cols: Columns) -> bytes:
-    """Encode a provider's part of the fused table."""
+    """Encode a provider's part of the fused table (dictionary-encoded columns)."""
     lengths = {len(v) for v in cols.columns.values()}
     rows = lengths.pop() if lengths else 0
     if lengths:
         raise ValueError("columns of different lengths")
-    body = json.dumps([list(map(str, v)) for v in cols.columns.values()],
-                      separators=(",", ":")).encode("utf-8")
-    return _pack(KIND_COLUMNS, {"provider": cols.provider, "columns": list(cols.columns),
-                                "rows": rows}, body)
+    labels, bodies = [], []
+    for values in cols.columns.values():
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+        labels.append([str(u) for u in uniques])
+        bodies.append(codes.astype("<i4").tobytes())
+    header = {"provider": cols.provider, "columns": list(cols.columns), "rows": rows,
+              "labels": labels}
+    return _pack(KIND_COLUMNS, header, b"".join(bodies))
 
 
 def _bad(what: str) -> AnonlabError:
@@ -158,15 +164,19 @@ def decode_columns(data: bytes) -> Columns:
     provider = _field(header, "provider", int)
     names = _field(header, "columns", list)
     rows = _field(header, "rows", int)
-    try:
-        values = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(f"columns body is not UTF-8 JSON ({exc})") from None
-    if not isinstance(values, list) or len(values) != len(names) \
-            or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
-        raise _bad("column names and values do not match")
-    for col in values:
-        if not isinstance(col, list) or len(col) != rows \
-                or not all(isinstance(v, str) for v in col):
-            raise _bad(f"a column is not {rows} strings")
-    return Columns(provider, dict(zip(names, values, strict=True)))
+    labels = _field(header, "labels", list)
+    if not all(isinstance(n, str) for n in names) or len(set(names)) != len(names) \
+            or len(labels) != len(names) or rows < 0:
+        raise _bad("column names and labels do not match")
+    if len(body) != 4 * rows * len(names):
+        raise _bad(f"body has {len(body)} bytes for {len(names)} columns of {rows} rows")
+    codes = np.frombuffer(body, dtype="<i4").reshape(len(names), rows)
+    out: dict[str, np.ndarray] = {}
+    for name, table, col in zip(names, labels, codes, strict=True):
+        if not isinstance(table, list) or not all(isinstance(v, str) for v in table):
+            raise _bad(f"labels of column '{name}' are not strings")
+        if rows and (col.min() < 0 or col.max() >= len(table)):
+            raise _bad(f"column '{name}' refers to a label it does not have")
+        out[name] = np.asarray(table, dtype=object)[col] if table else \
+            np.zeros(0, dtype=object)
+    return Columns(provider, out)

@@ -64,6 +64,7 @@ class ProviderState:
     qid: tuple[str, ...]
     codes: dict[str, np.ndarray]
     taxonomies: dict[str, Taxonomy]
+    domains: dict[str, tuple[np.ndarray, np.ndarray]]
     bound: float
     source: str
     cut: SharedCut | None = None
@@ -106,15 +107,11 @@ class ProviderState:
             if a in self.taxonomies:
                 out[a] = scores.attribute_gain(self.codes[a], self.classes, n_classes)
                 continue
-            if a in self.codes:
-                x = self.codes[a]
-            else:
-                numeric = pd.to_numeric(self.raw[a], errors="coerce")
-                if numeric.isna().any():
-                    codes = np.unique(self.raw[a].astype(str).to_numpy(), return_inverse=True)[1]
-                    out[a] = scores.attribute_gain(codes, self.classes, n_classes)
-                    continue
-                x = numeric.to_numpy(dtype=np.float64)
+            x = self.codes[a] if a in self.codes else as_numbers(self.raw[a])
+            if x is None:
+                codes = pd.factorize(self.raw[a])[0]
+                out[a] = scores.attribute_gain(codes, self.classes, n_classes)
+                continue
             split = scores.best_threshold(x, self.classes, n_classes)
             out[a] = 0.0 if split is None else split[1]
         return out
@@ -147,15 +144,19 @@ class ProviderState:
             s = total / tax.leaf_count(info) if mean else float(total)
         else:
             lo, hi, closed = info
-            x = self.codes[a][records]
-            split = scores.best_threshold(x, self.classes[records], n_classes)
+            distinct, value_code = self.domains[a]
+            flat = np.bincount(value_code[records] * n_classes + self.classes[records],
+                               minlength=distinct.size * n_classes)
+            per_value = flat.reshape(distinct.size, n_classes)
+            split = scores.best_split(distinct, per_value)
             if split is None:
                 return
             t = split[0]
-            child_index = (x >= t).astype(np.int64)
+            child_index = (self.codes[a][records] >= t).astype(np.int64)
             labels = (interval_label(lo, t, False), interval_label(t, hi, closed))
             child_info = ((lo, t, False), (t, hi, closed))
-            s = float(level) if mean else float(level * np.unique(x).size)
+            present = int((per_value.sum(axis=1) > 0).sum())
+            s = float(level) if mean else float(level * present)
         counts = np.zeros((len(labels), n_classes), dtype=np.int64)
         np.add.at(counts, (child_index, self.classes[records]), 1)
         self.candidates[(a, node)] = Candidate(
@@ -169,8 +170,12 @@ class ProviderState:
             out = {}
             for j in self.cut.templates_with(cand.attribute):
                 key = self.cut.gid[j][cand.records] * width + cand.child_index
-                _, sizes = np.unique(key, return_counts=True)
-                out[j] = int(sizes.min())
+                span = self.cut.gsize[j].size * width
+                if span <= 4 * key.size + 4096:
+                    sizes = np.bincount(key, minlength=span)
+                    out[j] = int(sizes[sizes > 0].min())
+                else:
+                    out[j] = int(np.unique(key, return_counts=True)[1].min())
             cand.minima = out
         return cand.minima
 
@@ -249,15 +254,15 @@ class ProviderState:
 
     # ---------------------------------------------------------------- output
 
-    def release_columns(self) -> dict[str, list[str]]:
+    def release_columns(self) -> dict[str, np.ndarray]:
         """This provider's columns of the fused table: QIDs at the final cut, others raw."""
         assert self.cut is not None
-        out: dict[str, list[str]] = {}
+        out: dict[str, np.ndarray] = {}
         for c in self.config.providers[self.index].columns:
             if c in self.qid:
-                out[c] = [str(v) for v in self.cut.column_labels(c)]
+                out[c] = self.cut.column_labels(c)
             else:
-                out[c] = self.raw[c].astype(str).tolist()
+                out[c] = self.raw[c].astype(str).to_numpy(dtype=object)
         return out
 
     def cut_spec(self, a: str) -> CutSpec:
@@ -292,7 +297,10 @@ class CutSpec:
             out: np.ndarray = table[nodes]
             return out
         assert self.intervals is not None
-        x = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
+        x = as_numbers(column)
+        if x is None:
+            raise AnonlabError(f"column '{self.attribute}' has a value that is not a number: "
+                               "give numbers, as in the fused data")
         if len(self.intervals) == 1:
             return np.full(x.size, self.intervals[0][1], dtype=object)
         los = np.array([lo for lo, _ in self.intervals])
@@ -305,14 +313,25 @@ class CutSpec:
 # -------------------------------------------------------------------- loading
 
 
+def as_numbers(column: pd.Series) -> np.ndarray | None:
+    """The column as finite floats, or ``None`` when a value is not a number."""
+    try:
+        x = column.astype("float64").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+    return x if np.isfinite(x).all() else None
+
+
 def _sorted_ids(values: pd.Series) -> np.ndarray:
-    text = values.astype(str).to_numpy()
-    numeric = pd.to_numeric(values, errors="coerce")
-    if not numeric.isna().any():
-        order = np.lexsort((text, numeric.to_numpy(dtype=np.float64)))
-    else:
-        order = np.argsort(text, kind="stable")
-    return order
+    """Row order by id: numerically when every id is a number, else as text."""
+    numeric = as_numbers(values)
+    if numeric is not None and np.unique(numeric).size == numeric.size:
+        order: np.ndarray = np.argsort(numeric, kind="stable")
+        return order
+    text = values.astype(str).to_numpy(dtype=object)
+    if numeric is not None:          # equal numbers written differently ("1", "01")
+        return np.lexsort((text, numeric))
+    return np.argsort(text, kind="stable")
 
 
 def load_taxonomies(config: FusionConfig, attributes: list[str]) -> dict[str, Taxonomy]:
@@ -370,20 +389,25 @@ def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None =
     qid = tuple(c for c in party.columns if c in config.qid_attributes)
     taxonomies = load_taxonomies(config, list(qid))
     codes: dict[str, np.ndarray] = {}
+    domains: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for a in qid:
         if a in taxonomies:
-            codes[a] = taxonomies[a].leaf_codes(frame[a].to_numpy(), source)
+            codes[a] = taxonomies[a].leaf_codes(frame[a], source)
         else:
-            numeric = pd.to_numeric(frame[a], errors="coerce")
-            if numeric.isna().any():
-                bad = frame[a][numeric.isna()].iloc[0]
+            numbers = as_numbers(frame[a])
+            if numbers is None:
+                numeric = pd.to_numeric(frame[a], errors="coerce")
+                bad = frame[a][numeric.isna() | ~np.isfinite(numeric)].iloc[0]
                 raise AnonlabError(f"{source}: continuous column '{a}' has the non-numeric "
                                    f"value '{bad}': give numbers or a taxonomy file")
-            codes[a] = numeric.to_numpy(dtype=np.float64)
+            codes[a] = numbers
+            distinct, inverse = np.unique(numbers, return_inverse=True)
+            domains[a] = (distinct, inverse.reshape(-1).astype(np.int64))
     bound = scores.score_bound(config.fusion.score, config.fusion.s_aggregate, len(frame),
                                len(class_labels), max_leaves(config))
     return ProviderState(
         index=index, party_id=party.id, config=config,
         templates=tuple(Template(tuple(t.qid), t.k) for t in templates),
         ids=ids, classes=classes.astype(np.int64), class_labels=tuple(map(str, class_labels)),
-        raw=frame, qid=qid, codes=codes, taxonomies=taxonomies, bound=bound, source=source)
+        raw=frame, qid=qid, codes=codes, taxonomies=taxonomies, domains=domains, bound=bound,
+        source=source)

@@ -70,25 +70,31 @@ def best_threshold(
     records ``< t`` go left. Returns ``(threshold, gain)``, or ``None`` when
     the values are all equal. Ties go to the smallest threshold.
     """
-    order = np.argsort(values, kind="stable")
-    x = values[order]
-    y = classes[order]
-    if x.size < 2 or x[0] == x[-1]:
+    distinct, inverse = np.unique(values, return_inverse=True)
+    counts = np.zeros((distinct.size, n_classes), dtype=np.int64)
+    np.add.at(counts, (inverse.reshape(-1), classes), 1)
+    return best_split(distinct, counts)
+
+
+def best_split(distinct: np.ndarray, counts: np.ndarray) -> tuple[float, float] | None:
+    """:func:`best_threshold` from class counts per distinct value (rows sorted by value).
+
+    Rows of zero count are ignored, so ``distinct`` may be an attribute's whole
+    sorted domain and ``counts`` those of one interval's records.
+    """
+    present = counts.sum(axis=1) > 0
+    x, counts = distinct[present], counts[present]
+    if x.size < 2:
         return None
-    onehot = np.zeros((x.size, n_classes), dtype=np.int64)
-    onehot[np.arange(x.size), y] = 1
-    left = np.cumsum(onehot, axis=0)[:-1]          # class counts of x[:i+1]
-    cut = np.flatnonzero(x[1:] != x[:-1])          # split after position i
-    left = left[cut]
-    total = onehot.sum(axis=0)
+    left = np.cumsum(counts, axis=0)[:-1]          # class counts of x[:i+1]
+    total = counts.sum(axis=0)
     right = total - left
     n_left = left.sum(axis=1).astype(np.float64)
-    n = float(x.size)
+    n = float(total.sum())
     after = (n_left / n) * entropy(left) + ((n - n_left) / n) * entropy(right)
     gains = float(entropy(total)) - after
     best = int(np.argmax(gains))
-    i = cut[best]
-    return (float(x[i]) + float(x[i + 1])) / 2.0, max(float(gains[best]), 0.0)
+    return (float(x[best]) + float(x[best + 1])) / 2.0, max(float(gains[best]), 0.0)
 
 
 def attribute_gain(codes: np.ndarray, classes: np.ndarray, n_classes: int) -> float:

@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.config import SensitivityConfig
@@ -48,17 +49,18 @@ class Taxonomy:
         """The root node (always 0)."""
         return 0
 
-    def leaf_codes(self, column: np.ndarray, source: str) -> np.ndarray:
+    def leaf_codes(self, column: pd.Series | np.ndarray, source: str) -> np.ndarray:
         """Leaf indices of raw values; unknown values are an error naming them."""
         index = {v: i for i, v in enumerate(self.values)}
-        uniq, inverse = np.unique(column.astype(str), return_inverse=True)
+        codes, uniq = pd.factorize(pd.Series(column, dtype=object).astype(str)
+                                   if isinstance(column, np.ndarray) else column.astype(str))
         missing = [str(u) for u in uniq if str(u) not in index]
         if missing:
             shown = ", ".join(f"'{m}'" for m in missing[:5])
             raise AnonlabError(f"{source}: column '{self.attribute}' has values the taxonomy "
                                f"does not list ({shown}): add them to the hierarchy file")
         lookup = np.array([index[str(u)] for u in uniq], dtype=np.int64)
-        out: np.ndarray = lookup[inverse]
+        out: np.ndarray = lookup[codes]
         return out
 
     def leaf_count(self, node: int) -> int:

@@ -129,11 +129,23 @@ class SharedCut:
         # its new groups are keyed by the old group and the record's child value
         gid = self.gid[j]
         old = gid[moved]
-        combo = old * len(self.labels[attribute]) + self.cur[attribute][moved]
-        _, first, inverse, sizes = np.unique(combo, return_index=True, return_inverse=True,
-                                             return_counts=True)
+        width = len(self.labels[attribute])
+        combo = old * width + self.cur[attribute][moved]
+        span = self.gsize[j].size * width
+        if span <= 4 * moved.size + 4096:       # dense keys: count without sorting
+            counts = np.bincount(combo, minlength=span)
+            present = np.flatnonzero(counts)
+            remap = np.zeros(span, dtype=np.int64)
+            remap[present] = np.arange(present.size)
+            inverse = remap[combo]
+            sizes = counts[present]
+            first = np.zeros(present.size, dtype=np.int64)
+            first[inverse] = np.arange(moved.size)
+        else:
+            _, first, inverse, sizes = np.unique(combo, return_index=True,
+                                                 return_inverse=True, return_counts=True)
         start = self.gsize[j].size
-        self.gsize[j][np.unique(old)] = 0
+        self.gsize[j][old] = 0
         self.gsize[j] = np.concatenate([self.gsize[j], sizes.astype(np.int64)])
         gid[moved] = start + inverse.reshape(-1)
         for a in self.templates[j].qid:
