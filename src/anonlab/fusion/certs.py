@@ -21,6 +21,15 @@ from anonlab.io import write_text
 VALID_DAYS = 365
 
 
+def check_party_id(party: str) -> None:
+    """Refuse a party id a certificate cannot name (it becomes the certificate's DNS name)."""
+    if not party.isascii() or not party.isprintable():
+        raise AnonlabError(
+            f"party id {party!r} has non-ASCII or control characters: certificates name the "
+            "party id as a DNS name; use ASCII letters, digits, '-', '_' or '.'"
+        )
+
+
 def make_certificates(folder: str | Path, parties: Sequence[tuple[str, str]]) -> list[Path]:
     """Write a CA and one certificate + key per ``(party id, host)``; return the written paths."""
     from cryptography import x509
@@ -28,6 +37,8 @@ def make_certificates(folder: str | Path, parties: Sequence[tuple[str, str]]) ->
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+    for party, _ in parties:
+        check_party_id(party)
     out = Path(folder)
     if out.exists() and not out.is_dir():
         raise AnonlabError(f"certificate folder '{out}' is a file: name a folder")

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab import __version__
 from anonlab.errors import AnonlabError
+from anonlab.fusion.certs import check_party_id
 from anonlab.fusion.config import FusionConfig
 from anonlab.fusion.secure_max import MIN_PARTIES, SecureMax, party_loop
 from anonlab.fusion.transport import (
@@ -55,6 +56,8 @@ DEFAULT_TIMEOUT = 120.0
 def check_party_setup(config: FusionConfig, party_id: str) -> None:
     """Refuse settings a networked run cannot use, before touching the network."""
     config.party(party_id)
+    for p in config.parties:
+        check_party_id(p.id)
     if len(config.parties) < MIN_PARTIES:
         raise AnonlabError(
             f"{config.source} lists {len(config.parties)} parties: the secure max needs at least "
