@@ -1,9 +1,11 @@
-"""Sections of the other method families, from reports shaped as their issues name the keys.
+"""Family sections from hand-made reports: the cases real runs do not reach.
 
-These reports are written by hand in the documented key names (EM4ADOM's
-ILh ... score, a trade-off's per-k rows), so the section logic is checked
-even where the producing command is not on main; tests from real runs of
-those commands sit beside them once the commands exist.
+Real runs of every command are rendered in test_htmlreport.py (generalize,
+apply), test_htmlreport_microaggregation.py, test_htmlreport_fusion.py and
+test_htmlreport_perturbation.py; here reports are written by hand to reach
+what those runs do not: a trade-off whose report names no best k, a report
+without a picture for --plot, family reports lacking their keys, and any
+JSON shape under a family's command.
 """
 
 from __future__ import annotations
@@ -101,45 +103,6 @@ def test_a_family_report_without_its_keys_is_refused(command: str, missing: str,
                                      "edited; write it again with the command's --report")
     assert not (tmp_path / "r.html").exists()
 
-
-def test_perturbation_blocks_attacks_and_figure() -> None:
-    report = header("perturb", method="obt", seed=7, key="secret/key.json")
-    report.update({
-        "method": "obt", "records": 834,
-        "blocks": [{"columns": "a,b", "S": 1.2, "R": 0.4, "P": 0.48},
-                   {"columns": "c,d,e", "S": 0.9, "R": 0.3, "P": 0.27}],
-        "attacks": [{"attack": "procrustes", "known": 2, "median_relative_error": 1e-12,
-                     "within_10pct": 1.0, "within_25pct": 1.0},
-                    {"attack": "pca", "known": 0, "median_relative_error": 0.4,
-                     "within_10pct": 0.05, "within_25pct": 0.2}],
-        "clustering": {"kmeans_ari": 1.0, "dbscan_ari": 1.0},
-        "sample_rows": [[1.5, 2.5]],
-    })
-    html = render_html(report)
-    got = values(html)
-    assert float(got["blocks.1.P"]) == 0.27 and float(got["attacks.1.within_25pct"]) == 0.2
-    assert float(got["clustering.kmeans_ari"]) == 1.0
-    assert "Privacy per block (S, R, P)" in html and "Attacks: what an attacker" in html
-    assert html.count("data:image/svg+xml;base64,") == 1  # the attack bar chart
-    assert "sample_rows" in html and "2.5" not in html  # named as hidden, not shown
-    assert "secret/key.json" not in html  # a path parameter: file name only
-    assert "2.5" in render_html(report, internal=True)
-    assert got["parameters.seed"] == "7"
-
-
-def test_fusion_templates_and_cut() -> None:
-    report = header("fuse", k=100)
-    report.update({
-        "rounds": 12, "private": False,
-        "templates": [{"qid": "age,sex", "k": 100, "smallest_group": 131}],
-        "cut": {"age": ["[17-45)", "[45-90)"], "sex": ["*"]},
-        "specializations": [{"round": 1, "party": "a", "attribute": "age", "score": 0.31}],
-    })
-    html = render_html(report)
-    got = values(html)
-    assert got["rounds"] == "12" and got["templates.0.smallest_group"] == "131"
-    assert "[17-45), [45-90)" in html
-    assert "Anonymity templates" in html and "Specializations in order" in html
 
 # the keys a family's report cannot do without, so that random extra keys reach its builder
 VALID_KEYS: dict[str, dict[str, Any]] = {

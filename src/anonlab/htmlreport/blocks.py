@@ -106,9 +106,10 @@ class Paragraph:
 
 @dataclass
 class Note:
-    """A highlighted remark (e.g. why an example is not shown)."""
+    """A highlighted remark (e.g. why an example is not shown); ``warning`` shows it in red."""
 
     text: str
+    warning: bool = False
     kind: Literal["note"] = "note"
 
 

@@ -225,3 +225,31 @@ def stacked_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
               loc="lower right")
     _style(ax)
     return fig
+
+
+def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]],
+                       ylabel: str) -> Any:
+    """Bars per label, one beside the other for each series (e.g. within 10 % and 25 %)."""
+    import numpy as np
+
+    fig = new_figure(7.2, 3.2)
+    ax = fig.subplots()
+    x = np.arange(len(labels))
+    width = 0.8 / max(len(series), 1)
+    for i, (name, values) in enumerate(series.items()):
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, [float(v) for v in values],
+               width=width, label=str(name), color=PALETTE[i % len(PALETTE)])
+    ax.set_xticks(x, [str(s) for s in labels], rotation=35, ha="right")
+    ax.set_ylabel(ylabel)
+    if len(series) > 1:
+        ax.legend(fontsize=8, frameon=False)
+    _style(ax)
+    return fig
+
+
+def add_hline(fig: Any, y: float, label: str) -> None:
+    """A dashed horizontal reference line on the figure's first axes."""
+    ax = fig.axes[0]
+    ax.axhline(y, color=COLORS["accent"], linestyle="--", linewidth=1)
+    ax.annotate(label, (0, y), xycoords=("axes fraction", "data"), xytext=(2, 2),
+                textcoords="offset points", fontsize=8, color=COLORS["accent"], va="bottom")

@@ -288,8 +288,10 @@ def perturbation_summary(report: Mapping[str, Any]) -> str:
     attack = strongest_attack(report)
     if attack is not None:
         name, share, column = attack
-        parts.append(f"the strongest attack tried ({name}) recovers {format_percent(share)} "
-                     f"of the records {column}")
+        parts.append(f"the strongest attack tried ({name}"
+                     + (" records" if name.endswith(" known") else "")
+                     + f") recovers {format_percent(share)} of the records to {column} of "
+                     "their values")
     scores = clustering_scores(report)
     if scores:
         low = min(scores.values())

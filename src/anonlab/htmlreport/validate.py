@@ -27,6 +27,8 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     "apply": {"transformation": dict, "records": int, "suppressed_records": int},
     "fuse": {"rounds": int, "templates": list, "cut": dict},
     "party": {"party": str, "role": str, "rounds": int},
+    "perturb": {"method": str, "records": int},
+    "attack": {"attacks": list},
 }
 
 # optional keys that, when present, must have this shape
@@ -43,6 +45,9 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "party": {"providers": list, "records": int, "templates": list, "cut": dict,
               "specializations": list, "bytes_sent": dict, "bytes_sent_detail": dict,
               "winners": list},
+    "perturb": {"columns": list, "blocks": list, "overall": dict, "attacks": list,
+                "clustering": dict, "warnings": list},
+    "attack": {"columns": list, "records": int, "warnings": list},
 }
 
 LATTICE_COUNTS = ("level", "nodes", "checked", "anonymous", "k_minimal")

@@ -1,0 +1,124 @@
+"""HTML reports of real perturbation runs: ``perturb`` (OBT) and ``attack`` on Tarragona.
+
+Both commands run through the CLI with ``--report`` and ``--html`` as a user
+makes them; the pages are checked against the JSON: every number equal to its
+place in the report, S, R and P of every block, every attack row with its
+shares recovered, the clustering agreement, the command's warnings shown,
+and no value of the original records, of the release or of the secret key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from anonlab.cli.app import app
+from anonlab.htmlreport import render_html
+from anonlab.htmlreport.blocks import format_number, format_percent
+from test_htmlreport import Page, assert_numbers_match, leaked_values
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("perturb")
+    data = data_dir / "sdc" / "Tarragona.csv"
+    commands = {
+        "perturb": ["perturb", str(data), "--method", "obt", "--min-privacy", "0.5",
+                    "--seed", "7", "--library", str(out / "lib.json"),
+                    "--output", str(out / "rel.csv"), "--key", str(out / "key.json"),
+                    "--known", "2,5", "--attack-records", "400"],
+        "attack": ["attack", str(data), str(out / "rel.csv"), "--known", "2,5",
+                   "--max-records", "400"],
+    }
+    found: dict[str, Any] = {"dir": out}
+    for name, args in commands.items():
+        result = runner.invoke(app, [*args, "--report", str(out / f"{name}.json"),
+                                     "--html", str(out / f"{name}.html"), "--quiet"])
+        assert result.exit_code == 0, (name, result.output)
+        found[name] = (json.loads((out / f"{name}.json").read_text()),
+                       (out / f"{name}.html").read_text())
+    found["data"] = pd.read_csv(data)
+    found["release"] = pd.read_csv(out / "rel.csv")
+    found["key"] = json.loads((out / "key.json").read_text())
+    return found
+
+
+@pytest.mark.parametrize("command", ["perturb", "attack"])
+def test_numbers_equal_the_json(runs: dict[str, Any], command: str) -> None:
+    report, html = runs[command]
+    assert_numbers_match(report, Page(html))
+    assert html == render_html(report)
+
+
+def test_blocks_overall_and_clustering(runs: dict[str, Any]) -> None:
+    report, html = runs["perturb"]
+    page = Page(html)
+    for i, block in enumerate(report["blocks"]):
+        for measure in ("S", "R", "P"):
+            assert float(page.values[f"blocks.{i}.{measure}"][0]) == block[measure]
+        assert ", ".join(block["columns"]) in page.visible
+    for name, value in report["overall"].items():
+        assert float(page.values[f"overall.{name}"][0]) == value
+    for name, value in report["clustering"].items():
+        assert float(page.values[f"clustering.{name}"][0]) == value
+    assert "adjusted Rand index, k-means" in page.visible
+    # the P bars and the attack bars
+    assert sum(u.startswith("data:image/svg+xml") for u in page.urls) == 2
+
+
+def test_attack_table_and_warning(runs: dict[str, Any]) -> None:
+    for command in ("perturb", "attack"):
+        report, html = runs[command]
+        page = Page(html)
+        for i, row in enumerate(report["attacks"]):
+            for share in ("within_10", "within_25"):
+                value, shown = page.values[f"attacks.{i}.{share}"]
+                assert float(value) == row[share]
+                assert shown == format_percent(row[share])
+        for warning in report["warnings"]:
+            assert f'<p class="note warning">Warning: {warning}</p>' in html
+
+
+def test_summary_states_the_weakest_block_and_strongest_attack(runs: dict[str, Any]) -> None:
+    report, html = runs["perturb"]
+    summary = Page(html).visible.split("Summary", 1)[1][:900]
+    weakest = min(b["P"] for b in report["blocks"])
+    assert f"is {format_number(weakest)} in the weakest of {len(report['blocks'])} blocks" \
+        in summary
+    best = max(report["attacks"], key=lambda r: (r["within_10"], r["within_25"]))
+    assert f"recovers {format_percent(best['within_10'])} of the records to within 10 %" \
+        in summary
+    assert f"({best['attack']}, {best['known']} known records)" in summary
+    if all(v == 1.0 for k, v in report["clustering"].items()
+           if k in ("kmeans", "dbscan", "ward")):
+        assert "gives the same clusters as the original" in summary
+
+
+def test_plot_of_the_attacks(runs: dict[str, Any], tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(runs["dir"] / "attack.json"), "--plot",
+                                 str(tmp_path / "attacks.png"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "attacks.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("command", ["perturb", "attack"])
+def test_no_record_or_key_value_in_the_page(runs: dict[str, Any], command: str) -> None:
+    report, html = runs[command]
+    visible = Page(html).visible
+    assert leaked_values(visible, runs["data"], report) == set()
+    assert leaked_values(visible, runs["release"], report, smallest=0.01) == set()
+    key = runs["key"]
+    secrets = [x for block in key["blocks"] for row in block["matrix"] for x in row]
+    secrets += key["means"] + key["stds"]
+    assert not [x for x in secrets if repr(x) in html or f"{x:.4g}" in visible]
+    assert "key.json" not in html
+    # the check itself: a released value shown on the page is caught
+    value = runs["release"].iloc[3, 2]
+    assert leaked_values(f"{visible} {value}", runs["release"], report, smallest=0.01)
