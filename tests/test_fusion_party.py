@@ -18,6 +18,7 @@ import pytest
 from anonlab.fusion.certs import make_certificates
 from anonlab.fusion.config import load_config
 from anonlab.fusion.engine import fuse
+from anonlab.htmlreport import render_html
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult"
@@ -169,6 +170,7 @@ def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool
         pd.testing.assert_frame_equal(table, want, check_dtype=False)
     reports = {p: json.loads((tmp_path / f"{p}.json").read_text()) for p in results}
     for rep in reports.values():
+        assert "<html" in render_html(rep).lower()  # --html renders a party report
         assert rep["command"] == "party" and rep["private"] is True
         assert rep["rounds"] == expected.rounds
         assert rep["winners"] == [s["party"] for s in expected.specializations]

@@ -10,25 +10,19 @@ import typer
 from anonlab.cli.common import user_errors
 from anonlab.errors import AnonlabError
 
-PARTY_HELP = """Run one party of a multi-party fusion: start one process per party, each on its
-own host, with the same fusion.toml.
-
-Every provider reads only its own file; the parties pick each round's winner with
-an MPyC secure max and exchange instructions over TLS. At the end every provider
-writes the same fused table; a helper (role = "helper") writes only its report.
-At least 3 parties are needed (with two providers add a helper).
-
-Example (three terminals, certificates first):
-
-  anonlab party examples/fusion/fusion.toml --make-certs examples/fusion/certs
-
-  anonlab party examples/fusion/fusion.toml --party provider-a --output fused_a.csv
-  --report a.json
-
-  anonlab party examples/fusion/fusion.toml --party provider-b --output fused_b.csv
-
-  anonlab party examples/fusion/fusion.toml --party recipient --report recipient.json
-"""
+PARTY_HELP = (
+    "Run one party of a multi-party fusion: one process per party, each on its own host, all "
+    "with the same fusion.toml.\n\n"
+    "Every provider reads only its own file; each round's winner is picked by an MPyC secure "
+    "max and its instructions travel over TLS. At the end every provider writes the same fused "
+    "table; a helper (role = \"helper\") writes only its report. At least 3 parties are "
+    "needed (with two providers add a helper). See docs/fusion-protocol.md.\n\n"
+    "Example (certificates first, then one command per party):\n\n"
+    "  anonlab party examples/fusion/fusion.toml --make-certs examples/fusion/certs\n\n"
+    "  anonlab party examples/fusion/fusion.toml --party provider-a --output a.csv\n\n"
+    "  anonlab party examples/fusion/fusion.toml --party provider-b --output b.csv\n\n"
+    "  anonlab party examples/fusion/fusion.toml --party recipient --report r.json\n"
+)
 
 
 @user_errors

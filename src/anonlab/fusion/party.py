@@ -311,7 +311,12 @@ def data_summary(state: ProviderState | None) -> dict[str, Any]:
 
 @dataclass
 class PartyOutcome:
-    """What one party ends with: the fused table (providers only) and its own measurements."""
+    """What one party ends with: the fused table (providers only) and its own measurements.
+
+    ``time_seconds`` is the fusion loop (first round to the end of the table
+    exchange), as in ``fuse``; ``total_seconds`` also counts connecting,
+    reading the own file and the closing handshake.
+    """
 
     party: str
     role: str
@@ -319,6 +324,7 @@ class PartyOutcome:
     rounds: int
     winners: list[str]
     time_seconds: float
+    total_seconds: float
     connect_seconds: float
     mpc_seconds: float
     bytes_sent: dict[str, dict[str, int]]
@@ -335,6 +341,7 @@ class PartyOutcome:
             "rounds_per_second": round(self.rounds / self.time_seconds, 2)
             if self.time_seconds > 0 else None,
             "connect_seconds": round(self.connect_seconds, 4),
+            "total_seconds": round(self.total_seconds, 4),
             "secure_max_calls": self.rounds + 1,
             "secure_max_ms_per_call": round(1000 * self.mpc_seconds / (self.rounds + 1), 3),
             "winners": self.winners,
@@ -364,9 +371,11 @@ def run_party(
         state = load_provider(config, index) if index is not None else None
         network.check_data(state)
         network.start_secure_max()
+        loop_began = time.perf_counter()
         result = run_parties([state], network) if state is not None else None
         if state is None:
             run_helper(network)
+        loop_seconds = time.perf_counter() - loop_began
         network.finish()
     except AnonlabError as exc:
         network.abort(str(exc))
@@ -383,7 +392,8 @@ def run_party(
     return PartyOutcome(
         party=party_id, role="provider" if index is not None else "helper", result=result,
         rounds=max(stats.rounds - 1, 0), winners=[w for w in network.winners if w is not None],
-        time_seconds=time.perf_counter() - began, connect_seconds=stats.connect_seconds,
+        time_seconds=loop_seconds, total_seconds=time.perf_counter() - began,
+        connect_seconds=stats.connect_seconds,
         mpc_seconds=stats.mpc_seconds, bytes_sent=stats.bytes_sent,
     )
 
