@@ -213,10 +213,14 @@ def _check_settings(s: PerturbSettings) -> None:
 def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
                 ) -> dict[str, Any]:
     """Read, check, perturb, evaluate and write as the settings say; returns the report."""
-    from anonlab.io import write_table
     from anonlab.perturbation.evaluate import perturbation_summary, recoverability_check
     from anonlab.perturbation.library import MatrixLibrary
-    from anonlab.perturbation.table import numeric_columns, read_perturb_table
+    from anonlab.perturbation.table import (
+        numeric_columns,
+        read_perturb_table,
+        with_columns,
+        write_release,
+    )
     from anonlab.perturbation.transforms import perturb_array
     from anonlab.report import report_header
 
@@ -252,9 +256,8 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
         _collect_warnings(lambda: recoverability_check(
             z, released, known=s.known, seed=s.seed, attack_records=s.attack_records))
     if s.output is not None:
-        for j, name in enumerate(data.names):
-            frame[name] = released[:, j]
-        write_table(frame, s.output)
+        columns = [released[:, j] for j in range(released.shape[1])]
+        write_release(with_columns(frame, data.names, columns), s.output)
     if s.key is not None:
         key.save(s.key)
     if lib is not None and s.library is not None and not library_exists:
@@ -279,10 +282,14 @@ def _write_reports(report: dict[str, Any], path: str | None, html: str | None) -
 
 def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -> None:
     """Restore the original table from a release and its key."""
-    from anonlab.io import write_table
     from anonlab.perturbation.key import PerturbationKey
-    from anonlab.perturbation.table import read_perturb_table
-    from anonlab.perturbation.transforms import invert
+    from anonlab.perturbation.table import (
+        numeric_columns,
+        read_perturb_table,
+        with_columns,
+        write_release,
+    )
+    from anonlab.perturbation.transforms import restore_columns
 
     if s.key is None or s.output is None:
         raise AnonlabError("--invert needs --key (the key file) and --output (the restored "
@@ -292,10 +299,12 @@ def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -
     _distinct_outputs({"--output": s.output}, [s.input, s.key, config])
     key = PerturbationKey.load(s.key)
     frame = read_perturb_table(s.input, list(key.columns), s.delimiter)
-    restored = invert(frame, key, str(s.input))
-    write_table(restored, s.output)
+    key.check_columns([str(c) for c in frame.column_names], str(s.input))
+    data = numeric_columns(frame, list(key.columns), allow_constant=True)
+    restored = restore_columns(data.values, key, str(s.input))
+    write_release(with_columns(frame, list(key.columns), restored), s.output)
     if not s.quiet:
-        print(f"restored {len(key.columns)} columns of {restored.shape[0]} records; wrote "
+        print(f"restored {len(key.columns)} columns of {frame.num_rows} records; wrote "
               f"{s.output} ({time.perf_counter() - started:.2f} s)")
 
 
@@ -400,7 +409,7 @@ def run_attack(s: AttackSettings, started: float, config: Path | None = None
                       [s.original, s.released, s.sample, config])
     orig = numeric_columns(read_perturb_table(s.original, s.columns, s.delimiter), s.columns)
     rel_frame = read_perturb_table(s.released, orig.names, s.delimiter)
-    missing = [c for c in orig.names if c not in rel_frame.columns]
+    missing = [c for c in orig.names if c not in rel_frame.column_names]
     if missing:
         raise AnonlabError(f"the release '{s.released}' has no column '{missing[0]}': give the "
                            "release of this table (or choose --columns)")

@@ -224,18 +224,23 @@ def invert_array(released: FloatArray, key: PerturbationKey) -> FloatArray:
     return np.asarray(z * key.stds + key.means, dtype=np.float64)
 
 
+def restore_columns(released: FloatArray, key: PerturbationKey, where: str = "release"
+                    ) -> list[NDArray[np.float64] | NDArray[np.int64]]:
+    """Check the release against the key and restore each column (integers rounded back)."""
+    key.check_release(released, where)
+    restored = invert_array(released, key)
+    return [np.rint(restored[:, j]).astype(np.int64) if key.integer[j] else restored[:, j]
+            for j in range(restored.shape[1])]
+
+
 def invert(release: pd.DataFrame, key: PerturbationKey, where: str = "release") -> pd.DataFrame:
     """Restore the original table from a release and its key (to float precision).
 
     Integer columns are rounded back to integers.
     """
-    names = [str(c) for c in release.columns]
-    key.check_columns(names, where)
+    key.check_columns([str(c) for c in release.columns], where)
     data = numeric_columns(release, list(key.columns), allow_constant=True)
-    key.check_release(data.values, where)
-    restored = invert_array(data.values, key)
     out = release.copy()
-    for j, name in enumerate(key.columns):
-        col = restored[:, j]
-        out[name] = np.rint(col).astype(np.int64) if key.integer[j] else col
+    for name, col in zip(key.columns, restore_columns(data.values, key, where), strict=True):
+        out[name] = col
     return out
