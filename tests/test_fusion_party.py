@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from anonlab.fusion.certs import make_certificates
+from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import load_config
 from anonlab.fusion.engine import fuse
 from anonlab.htmlreport import render_html
@@ -78,6 +79,23 @@ def _quote(value: Any) -> str:
     return json.dumps(value)
 
 
+def split_hosts(config: Path) -> dict[str, Path]:
+    """One folder per party, as on separate hosts: the config, the CA, its own key pair
+    and (a provider) its own file only. Returns each party's config path."""
+    out = {}
+    for entry in tomllib.loads(config.read_text())["parties"]:
+        party = entry["id"]
+        home = config.parent / "hosts" / party
+        (home / "certs").mkdir(parents=True)
+        (home / "fusion.toml").write_bytes(config.read_bytes())
+        for name in ("ca.crt", f"{party}.crt", f"{party}.key"):
+            (home / "certs" / name).write_bytes((config.parent / "certs" / name).read_bytes())
+        if "file" in entry:
+            (home / entry["file"]).write_bytes((config.parent / entry["file"]).read_bytes())
+        out[party] = home / "fusion.toml"
+    return out
+
+
 def write_setup(folder: Path, providers: int, helper: bool, k: int = 20) -> Path:
     """Provider files cut from Adult, taxonomies, certificates and fusion.toml in ``folder``."""
     frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str).head(RECORDS)
@@ -138,10 +156,13 @@ def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = 
 
 
 def run_all(config: Path, out: Path, faults: dict[str, str] | None = None,
-            timeout: float = 30) -> dict[str, tuple[int, str]]:
+            timeout: float = 30, configs: dict[str, Path] | None = None,
+            ) -> dict[str, tuple[int, str]]:
     parties = [p["id"] for p in tomllib.loads(config.read_text())["parties"]]
     faults = faults or {}
-    procs = {p: start(config, p, out, fault=faults.get(p), timeout=timeout) for p in parties}
+    configs = configs or {}
+    procs = {p: start(configs.get(p, config), p, out, fault=faults.get(p), timeout=timeout)
+             for p in parties}
     results = {}
     for party, proc in procs.items():
         _, stderr = proc.communicate(timeout=180)
@@ -157,10 +178,13 @@ def provider_names(config: Path) -> Sequence[str]:
                          ids=["2-providers-helper", "3-providers"])
 def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool) -> None:
     config = write_setup(tmp_path, providers, helper)
-    results = run_all(config, tmp_path)
+    # 2 providers + helper: each party in its own folder with only its own file and key
+    results = run_all(config, tmp_path, configs=split_hosts(config) if helper else None)
     for party, (code, stderr) in results.items():
         assert code == 0, f"{party}: {stderr}"
     expected = fuse(load_config(config))
+    assert not check_templates(
+        expected.table, [(t.qid, t.k) for t in load_config(config).templates])
     assert expected.rounds > 3  # the small setting still specializes
     names = provider_names(config)
     tables = [pd.read_csv(tmp_path / f"fused_{n}.csv", dtype=str, keep_default_na=False)
