@@ -5,9 +5,9 @@ Part 1, in-process and warm: Adult with 8 quasi-identifiers, k in {2, 5, 10,
 CPU) and CPU time of the whole ``anonymize()`` call on the encoded table
 (search, final roll-up, all five metrics and the release), median of 5 runs
 after a warm-up, for every strategy; and the CPU time of encoding the table
-(``Dataset.from_frame``), which the comparison with ARX adds to be safe. The metric is precision without
-suppression and precision-with-suppression with 1 %, as in the ARX figures
-quoted in docs/benchmarks.md.
+(``Dataset.from_frame``), which the comparison with ARX adds to be safe. The
+metric is precision without suppression and precision-with-suppression with
+1 %, as in the ARX figures quoted in docs/benchmarks.md.
 
 Part 2, whole ``anonlab generalize`` commands (start to written release):
 wall and CPU time (median of 5) and peak resident memory (largest of 5, via
@@ -183,13 +183,17 @@ def plot(rows: list[dict[str, object]]) -> None:
     import matplotlib.pyplot as plt
 
     for key, label, name in (("nodes_checked", "nodes checked", "lattice_nodes.png"),
-                             ("search_ms", "search time (ms)", "lattice_time.png")):
+                             ("search_cpu_ms", "search CPU time (ms)", "lattice_time.png")):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
         for ax, suppression in zip(axes, (0.0, 0.01), strict=True):
             for strategy in STRATEGIES[:3]:
                 pts = [(r["k"], r[key]) for r in rows
                        if r["strategy"] == strategy and r["suppression"] == suppression]
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=strategy)
+            arx = sorted((k, v[0] if key == "nodes_checked" else v[1])
+                         for (k, s), v in ARX.items() if s == suppression)
+            ax.plot([p[0] for p in arx], [p[1] for p in arx], "kx", markersize=9,
+                    label="ARX 3.9" + ("" if key == "nodes_checked" else " (CPU)"))
             ax.set_xscale("log")
             ax.set_xlabel("k")
             ax.set_ylabel(label)
@@ -239,10 +243,13 @@ def main() -> None:
     parser.add_argument("--part", choices=["all", "search", "scale"], default="all",
                         help="run only the search table or only the whole-command table")
     parser.add_argument("--markdown", action="store_true",
-                        help="print the docs tables of the saved results and stop")
+                        help="print the docs tables of the saved results, redraw the plots, stop")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(OUT.read_text())))
+        saved = json.loads(OUT.read_text())
+        print(markdown(saved))
+        if saved.get("search"):
+            plot(saved["search"])
         return
     repeats = 1 if args.quick else 5
     ks = [5, 100] if args.quick else [2, 5, 10, 25, 50, 100]
