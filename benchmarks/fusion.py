@@ -13,7 +13,10 @@ leaf levels (3/4) and fig. 4 levels (1/5), fig. 3 with s(v) the mean
 instead of the sum of the leaf levels, and plain TDS; each with the
 paper's QIDs and with the classic TDS QID "Top5".
 
-    python benchmarks/fusion.py              # full run (about 4 minutes)
+Part 2 (scale): Adult's training file repeated 10 times (301,620 records,
+ids made unique), the paper's QIDs with k = 1,000, both scores: fuse time.
+
+    python benchmarks/fusion.py              # full run (about 5 minutes)
     python benchmarks/fusion.py --quick      # 1 repeat, k in {50, 100, 200}
 """
 
@@ -98,6 +101,28 @@ def run(setting: str, qid: str, k: int, repeats: int, test: pd.DataFrame) -> dic
             "bytes_sent": sum(result.bytes_sent.values())}
 
 
+def scale_rows(repeats: int, times: int = 10) -> list[dict[str, Any]]:
+    """Fuse time on Adult repeated ``times`` times, k = 100 x ``times``, both scores."""
+    frames = {}
+    for party, name in (("provider-a", "provider_a.csv"), ("provider-b", "provider_b.csv")):
+        one = pd.read_csv(EXAMPLE / name, dtype=str)
+        frames[party] = pd.concat([one.assign(id=one["id"] + f"-{i}") for i in range(times)],
+                                  ignore_index=True)
+    rows = []
+    for setting in ("fig3", "tds"):
+        config = config_for(setting, "paper", 100 * times)
+        seconds, result = [], None
+        for _ in range(repeats):
+            started = time.perf_counter()
+            result = fuse(config, frames)
+            seconds.append(time.perf_counter() - started)
+        assert result is not None
+        rows.append({"setting": setting, "records": len(result.table), "k": 100 * times,
+                     "rounds": result.rounds, "seconds": statistics.median(seconds),
+                     "loop_seconds": result.time_seconds})
+    return rows
+
+
 def baselines(test: pd.DataFrame) -> dict[str, float]:
     """BE (every attribute raw) and UE (each QID set removed)."""
     train = pd.read_csv(TRAIN, dtype=str)
@@ -130,9 +155,14 @@ def main() -> None:
                 print(f"{qid:6} {setting:8} {k:>4} {row['rounds']:>6} {row['seconds']:>7.2f} "
                       f"{row['accuracy']:>8.4f} {row['smallest_group']:>7} "
                       f"{row['bytes_sent'] / 1e6:>8.2f}", flush=True)
+    scale = scale_rows(repeats)
+    print(f"{'scale':8} {'records':>8} {'k':>5} {'rounds':>6} {'time s':>7} {'loop s':>7}")
+    for row in scale:
+        print(f"{row['setting']:8} {row['records']:>8} {row['k']:>5} {row['rounds']:>6} "
+              f"{row['seconds']:>7.2f} {row['loop_seconds']:>7.2f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"repeats": repeats, "baselines": base, "rows": rows},
-                              indent=2) + "\n")
+    OUT.write_text(json.dumps({"repeats": repeats, "baselines": base, "rows": rows,
+                               "scale": scale}, indent=2) + "\n")
     plot(rows, base)
     print(f"wrote {OUT}")
 

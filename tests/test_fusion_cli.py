@@ -235,3 +235,22 @@ def test_messages_round_trip_and_reject_malformed() -> None:
         decode_instructions(struct.pack("<4sHBI", b"ANLF", 1, 1, len(wrong)) + wrong)
     with pytest.raises(AnonlabError, match="not bytes"):
         decode_instructions("text")  # type: ignore[arg-type]
+
+
+def test_row_number_ids(tmp_path: Path) -> None:
+    """id = "": records are matched by row number (files in the same order)."""
+    config = write_setup(tmp_path)
+    for name in ("a.csv", "b.csv"):
+        frame = pd.read_csv(tmp_path / name, dtype=str)
+        frame.sort_values("id", key=lambda s: s.str[1:].astype(int)).drop(columns="id").to_csv(
+            tmp_path / name, index=False)
+    text = config.read_text().replace('id = "id"', 'id = ""')
+    config.write_text(text)
+    out = tmp_path / "fused.csv"
+    result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--quiet",
+                                 "--keep-id", "--verify"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out, dtype=str)
+    assert "id" not in table.columns and len(table) == 600
+    raw = pd.read_csv(tmp_path / "b.csv", dtype=str)
+    assert (table["relationship"] == raw["relationship"]).all()
