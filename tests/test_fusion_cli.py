@@ -135,6 +135,9 @@ def test_shipped_example_config_is_valid() -> None:
     (lambda d: d["parties"][1].update(id="a"), "party id 'a' is used twice"),
     (lambda d: d["sensitivity"].update(default=7), "sensitivity levels are 1"),
     (lambda d: d["parties"][0]["columns"].append("salary-class"), "the shared class/id"),
+    (lambda d: d["parties"][0]["columns"].append("age"), "lists column 'age' twice"),
+    (lambda d: d["parties"][0].update(role="judge"), "setting 'parties.0.role'"),
+    (lambda d: d.pop("templates"), "setting 'templates' is missing"),
 ])
 def test_config_errors_are_one_line(tmp_path: Path, edit: Any, message: str) -> None:
     import tomllib

@@ -270,6 +270,10 @@ class FusionConfig(BaseModel):
                 raise AnonlabError(f"provider '{p.id}' has no file: give file = \"...\"")
             if not p.columns:
                 raise AnonlabError(f"provider '{p.id}' lists no columns: give columns = [...]")
+            if len(set(p.columns)) != len(p.columns):
+                twice = next(c for c in p.columns if p.columns.count(c) > 1)
+                raise AnonlabError(f"provider '{p.id}' lists column '{twice}' twice: list it "
+                                   "once")
             for c in p.columns:
                 if c in owners:
                     raise AnonlabError(f"column '{c}' is owned by two providers ('{owners[c]}' "
