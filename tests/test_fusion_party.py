@@ -139,12 +139,12 @@ def write_setup(folder: Path, providers: int, helper: bool, k: int = 20) -> Path
 
 
 def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = None,
-          timeout: float = 30) -> subprocess.Popen[str]:
+          timeout: float = 30, connect_timeout: float = 60) -> subprocess.Popen[str]:
     role_args = ["--report", str(out / f"{party}.json")]
     if party.startswith("provider"):
         role_args += ["--output", str(out / f"fused_{party}.csv")]
-    args = ["party", str(config), "--party", party, "--timeout", str(timeout), "--quiet",
-            *role_args, *extra]
+    args = ["party", str(config), "--party", party, "--timeout", str(timeout),
+            "--connect-timeout", str(connect_timeout), "--quiet", *role_args, *extra]
     env = dict(os.environ)
     if fault is None:
         cmd = [sys.executable, "-m", "anonlab", *args]
@@ -157,11 +157,12 @@ def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = 
 
 def run_all(config: Path, out: Path, faults: dict[str, str] | None = None,
             timeout: float = 30, configs: dict[str, Path] | None = None,
-            ) -> dict[str, tuple[int, str]]:
+            connect_timeout: float = 60) -> dict[str, tuple[int, str]]:
     parties = [p["id"] for p in tomllib.loads(config.read_text())["parties"]]
     faults = faults or {}
     configs = configs or {}
-    procs = {p: start(configs.get(p, config), p, out, fault=faults.get(p), timeout=timeout)
+    procs = {p: start(configs.get(p, config), p, out, fault=faults.get(p), timeout=timeout,
+                      connect_timeout=connect_timeout)
              for p in parties}
     results = {}
     for party, proc in procs.items():
@@ -277,7 +278,7 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
         (folder / "certs" / f"provider-b.{ext}").write_bytes(
             (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes())
     config = folder / "fusion.toml"
-    results = run_all(config, tmp_path, timeout=10)
+    results = run_all(config, tmp_path, connect_timeout=10)
     # provider-a dials provider-b and rejects its certificate; the others learn it or time out
     assert any("TLS certificate of party 'provider-b'" in e and "not trusted" in e
                for _, e in results.values()), results

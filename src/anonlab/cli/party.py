@@ -37,7 +37,11 @@ def party_command(
         None, "--html", help="Shareable HTML report (see `anonlab report`)."
     ),
     timeout: float = typer.Option(
-        120.0, "--timeout", help="Seconds to wait for any other party before giving up."
+        120.0, "--timeout", help="Seconds to wait for another party at any step of the run."
+    ),
+    connect_timeout: float = typer.Option(
+        300.0, "--connect-timeout",
+        help="Seconds to wait for the other parties to start, connect and read their data.",
     ),
     make_certs: Path | None = typer.Option(
         None, "--make-certs",
@@ -54,10 +58,11 @@ def party_command(
         return
     if party is None:
         raise AnonlabError("give --party ID (one of the config's [[parties]] ids)")
-    if timeout <= 0:
-        raise AnonlabError(f"--timeout must be positive (got {timeout:g})")
+    if timeout <= 0 or connect_timeout <= 0:
+        bad = "--timeout" if timeout <= 0 else "--connect-timeout"
+        raise AnonlabError(f"{bad} must be a positive number of seconds")
     run_party_command(fusion_config, party, output=output, report=report, html=html,
-                      timeout=timeout, quiet=quiet)
+                      timeout=timeout, connect_timeout=connect_timeout, quiet=quiet)
 
 
 def _make_certs(config: Any, folder: Path, quiet: bool) -> None:
@@ -70,7 +75,7 @@ def _make_certs(config: Any, folder: Path, quiet: bool) -> None:
 
 def run_party_command(
     config: Any, party: str, *, output: Path | None, report: Path | None, html: Path | None,
-    timeout: float, quiet: bool,
+    timeout: float, connect_timeout: float, quiet: bool,
 ) -> dict[str, Any]:
     """Check the outputs, run the party, and write only after every party finished."""
     from anonlab.fusion.party import check_party_setup, run_party
@@ -90,9 +95,9 @@ def run_party_command(
         if out is not None:
             check_not_input(out, [p for p in inputs if isinstance(p, str)])
     check_party_setup(config, party)
-    outcome = run_party(config, party, timeout=timeout)
+    outcome = run_party(config, party, timeout=timeout, connect_timeout=connect_timeout)
     params = {"config": config.source, "party": party, "timeout": timeout,
-              "output": str(output) if output else None}
+              "connect_timeout": connect_timeout, "output": str(output) if output else None}
     full = report_header("party", params, {"data": me.file, "config": config.source})
     full.update(outcome.report())
     if output is not None and outcome.result is not None:

@@ -50,7 +50,10 @@ if TYPE_CHECKING:
     from anonlab.fusion.provider import ProviderState
 
 DEFAULT_TIMEOUT = 120.0
-"""Seconds a party waits for any one step of another party before it gives up."""
+"""Seconds a party waits for any one step of another party during the run before it gives up."""
+
+DEFAULT_CONNECT_TIMEOUT = 300.0
+"""Seconds a party waits for the others to start, connect and load their data."""
 
 
 def check_party_setup(config: FusionConfig, party_id: str) -> None:
@@ -131,7 +134,8 @@ class PartyNetwork:
     private = True
 
     def __init__(
-        self, config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT
+        self, config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         check_party_setup(config, party_id)
         self.config = config
@@ -146,10 +150,10 @@ class PartyNetwork:
         mpc_ends = [Endpoint(p.id, p.host, int(p.mpc_port or 0)) for p in config.parties]
         self.loop = party_loop(mpc_ends, party_id, tls)
         self.loop.set_exception_handler(lambda loop, context: None)
-        self.channel = Channel(self.loop, channel_ends, party_id, tls, timeout)
+        self.channel = Channel(self.loop, channel_ends, party_id, tls, timeout, connect_timeout)
         self.secure_max = SecureMax(
             mpc_ends, party_id, self.provider_ids, tls=tls, timeout=timeout,
-            loop=self.loop, watch=self.channel.check,
+            connect_timeout=connect_timeout, loop=self.loop, watch=self.channel.check,
         )
         self.stats = PartyStats()
         self.winners: list[str | None] = []
@@ -184,7 +188,7 @@ class PartyNetwork:
         every provider already, so the digests reveal nothing new.
         """
         mine = data_summary(state)
-        theirs = self.channel.exchange(READY, mine, "the data check")
+        theirs = self.channel.exchange(READY, mine, "the data check", starting=True)
         if state is None:
             return
         for party, other in theirs.items():
@@ -352,7 +356,8 @@ class PartyOutcome:
 
 
 def run_party(
-    config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> PartyOutcome:
     """Run one party of a networked fusion to the end (see the module docstring).
 
@@ -364,7 +369,7 @@ def run_party(
     from anonlab.fusion.provider import load_provider
 
     began = time.perf_counter()
-    network = PartyNetwork(config, party_id, timeout=timeout)
+    network = PartyNetwork(config, party_id, timeout=timeout, connect_timeout=connect_timeout)
     index = network.index
     try:
         network.connect()

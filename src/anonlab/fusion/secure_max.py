@@ -168,6 +168,7 @@ class SecureMax:
         *,
         tls: TlsFiles | None,
         timeout: float = 120.0,
+        connect_timeout: float | None = None,
         bits: int = SCORE_BITS,
         loop: PartyLoop | None = None,
         watch: Callable[[], None] | None = None,
@@ -191,6 +192,7 @@ class SecureMax:
         self.input_pids = [names.index(p) for p in providers]
         self.is_provider = me in providers
         self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self.bits = bits
         self.tls = tls
         self.rounds = 0
@@ -205,7 +207,7 @@ class SecureMax:
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> None:
-        """Connect to every other party's MPyC runtime (waits up to ``timeout``)."""
+        """Connect to every other party's MPyC runtime (waits up to ``connect_timeout``)."""
         runtime = load_mpyc()
         loop = self._loop
         if loop is None:
@@ -227,7 +229,8 @@ class SecureMax:
         self._rt = rt
         self._secint = rt.SecInt(self.bits)
         try:
-            self._wait(rt.start(), "connecting the secure-max runtime (MPyC)", watch=False)
+            self._wait(rt.start(), "connecting the secure-max runtime (MPyC)", watch=False,
+                       starting=True)
         except BaseException:
             self.abort()
             raise
@@ -361,12 +364,16 @@ class SecureMax:
                 return str(self.parties[peer.pid].party)
         return None
 
-    def _wait(self, awaitable: Any, what: str, *, watch: bool = True) -> Any:
+    def _wait(
+        self, awaitable: Any, what: str, *, watch: bool = True, starting: bool = False
+    ) -> Any:
         """Run ``awaitable`` on the loop with a deadline, failing fast when a peer is lost."""
         loop = self._loop
         assert loop is not None
         task = asyncio.ensure_future(awaitable, loop=loop)
-        deadline = loop.time() + self.timeout
+        limit = self.connect_timeout if starting else self.timeout
+        flag = "--connect-timeout" if starting else "--timeout"
+        deadline = loop.time() + limit
 
         async def guard() -> Any:
             while not task.done():
@@ -387,8 +394,8 @@ class SecureMax:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise AnonlabError(
-                        f"{what} did not finish within {self.timeout:g} s: a party stopped, hung "
-                        "or is unreachable (check hosts, ports, certificates; raise --timeout); "
+                        f"{what} did not finish within {limit:g} s: a party stopped, hung or is "
+                        f"unreachable (check hosts, ports, certificates; raise {flag}); "
                         "nothing was written"
                     )
                 await asyncio.wait([task], timeout=min(0.05, remaining))

@@ -225,6 +225,7 @@ class Channel:
         me: str,
         tls: TlsFiles,
         timeout: float,
+        connect_timeout: float | None = None,
     ) -> None:
         names = [p.party for p in parties]
         if len(set(names)) != len(names):
@@ -238,6 +239,7 @@ class Channel:
         self.peers = [n for n in names if n != me]
         self.tls = tls
         self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self.links: dict[str, FrameProtocol] = {}
         self.queues: dict[str, collections.deque[tuple[int, bytes]]] = {
             n: collections.deque() for n in self.peers
@@ -298,9 +300,15 @@ class Channel:
             raise AnonlabError(self.failure)
 
     # -- waiting ----------------------------------------------------------------------------
-    def wait_until(self, ready: Callable[[], bool], what: str) -> None:
-        """Run the loop until ``ready()`` holds; fail on a peer's failure or after the timeout."""
-        deadline = self.loop.time() + self.timeout
+    def wait_until(self, ready: Callable[[], bool], what: str, *, starting: bool = False) -> None:
+        """Run the loop until ``ready()`` holds; fail on a peer's failure or after the timeout.
+
+        ``starting`` waits (connecting, the start-up exchanges) use the
+        connect timeout, every later wait the per-step timeout.
+        """
+        limit = self.connect_timeout if starting else self.timeout
+        flag = "--connect-timeout" if starting else "--timeout"
+        deadline = self.loop.time() + limit
 
         async def poll() -> None:
             while True:
@@ -310,8 +318,8 @@ class Channel:
                 remaining = deadline - self.loop.time()
                 if remaining <= 0:
                     raise AnonlabError(
-                        f"{what} did not happen within {self.timeout:g} s: a party stopped, hung "
-                        "or is unreachable (check hosts, ports, certificates; raise --timeout); "
+                        f"{what} did not happen within {limit:g} s: a party stopped, hung or is "
+                        f"unreachable (check hosts, ports, certificates; raise {flag}); "
                         "nothing was written"
                     )
                 self._changed.clear()
@@ -344,21 +352,24 @@ class Channel:
                 lambda: len(self.links) == len(self.peers),
                 f"connecting party '{self.me}' to "
                 + ", ".join(f"'{n}'" for n in self.peers if n not in self.links),
+                starting=True,
             )
         finally:
             for task in tasks:
                 task.cancel()
             if self._server is not None:
                 self._server.close()
-        return self.exchange(HELLO, hello, "the start-up handshake")
+        return self.exchange(HELLO, hello, "the start-up handshake", starting=True)
 
-    def exchange(self, kind: int, obj: Mapping[str, Any], what: str) -> dict[str, dict[str, Any]]:
+    def exchange(
+        self, kind: int, obj: Mapping[str, Any], what: str, *, starting: bool = False
+    ) -> dict[str, dict[str, Any]]:
         """Send one JSON frame of ``kind`` to every peer and return each peer's one."""
         for party in self.peers:
             self.send(party, kind, encode_json(obj))
         received: dict[str, dict[str, Any]] = {}
         for party in self.peers:
-            got, payload = self.receive(party, what)
+            got, payload = self.receive(party, what, starting=starting)
             if got != kind:
                 raise AnonlabError(
                     f"party '{party}' sent {KIND_NAMES[got]} instead of {KIND_NAMES[kind]} during "
@@ -391,10 +402,11 @@ class Channel:
         self.check()
         self.links[party].send(kind, payload)
 
-    def receive(self, party: str, what: str) -> tuple[int, bytes]:
+    def receive(self, party: str, what: str, *, starting: bool = False) -> tuple[int, bytes]:
         """The next HELLO, READY or DATA frame from ``party`` (waits up to the timeout)."""
         queue = self.queues[party]
-        self.wait_until(lambda: bool(queue), f"{what}: a message from party '{party}'")
+        self.wait_until(lambda: bool(queue), f"{what}: a message from party '{party}'",
+                        starting=starting)
         return queue.popleft()
 
     def finish(self, summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
