@@ -183,10 +183,10 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture
-def browser(chromium: str, tmp_path: Path) -> Iterator[DevTools]:
-    profile = tmp_path / "profile"
-    profile.mkdir()
+@pytest.fixture(scope="module")
+def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevTools]:
+    """One Chromium for the module; each page is judged on its own events."""
+    profile = tmp_path_factory.mktemp("chromium-profile")
     proc = subprocess.Popen(
         [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -223,6 +223,8 @@ def browser(chromium: str, tmp_path: Path) -> Iterator[DevTools]:
 
 
 def open_page(tools: DevTools, page: Path) -> None:
+    tools.drain(0.2)
+    tools.events.clear()  # problems are counted from this page on
     tools.call("Emulation.setDeviceMetricsOverride", width=1100, height=900,
                deviceScaleFactor=1, mobile=False)
     tools.call("Page.navigate", url=page.resolve().as_uri())
@@ -273,6 +275,53 @@ def test_report_page_loads_without_console_errors(browser: DevTools, adult_html:
         Path(keep).write_bytes(png)
     pdf = base64.b64decode(browser.call("Page.printToPDF", printBackground=True)["data"])
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+    assert browser.problems() == []
+
+
+@pytest.fixture(scope="module")
+def family_pages(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One page per method family from a quick real run (internal and external)."""
+    out = tmp_path_factory.mktemp("families")
+    repo = data_dir.parent
+    tarragona = str(data_dir / "sdc" / "Tarragona.csv")
+    runs = {
+        "tradeoff": ["tradeoff", tarragona, "--k", "3-4"],
+        "perturb": ["perturb", tarragona, "--method", "obt", "--seed", "1",
+                    "--library", str(out / "lib.json"), "--output", str(out / "rel.csv"),
+                    "--key", str(out / "key.json"), "--known", "2", "--attack-records", "200"],
+        "fuse": ["fuse", str(repo / "examples" / "fusion" / "fusion.toml"),
+                 "--output", str(out / "fused.csv")],
+    }
+    pages = {}
+    for name, args in runs.items():
+        result = CliRunner().invoke(app, [*args, "--report", str(out / f"{name}.json"),
+                                          "--html", str(out / f"{name}.html"), "--quiet"])
+        assert result.exit_code == 0, (name, result.output)
+        pages[name] = out / f"{name}.html"
+        result = CliRunner().invoke(app, ["report", str(out / f"{name}.json"), "--internal",
+                                          "--html", str(out / f"{name}_internal.html")])
+        assert result.exit_code == 0, (name, result.output)
+        pages[f"{name}_internal"] = out / f"{name}_internal.html"
+    return pages
+
+
+@pytest.mark.parametrize("name", ["tradeoff", "perturb", "fuse", "tradeoff_internal",
+                                  "perturb_internal", "fuse_internal"])
+def test_every_family_page_loads_cleanly(browser: DevTools, family_pages: dict[str, Path],
+                                         name: str) -> None:
+    open_page(browser, family_pages[name])
+    assert browser.problems() == []
+    broken = browser.call("Runtime.evaluate", expression=(
+        "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length"
+    ))["result"]["value"]
+    images = browser.call("Runtime.evaluate",
+                          expression="document.images.length")["result"]["value"]
+    assert images >= 1 and broken == 0
+    banner = browser.call("Runtime.evaluate", expression=(
+        "document.getElementById('internal-banner') !== null"))["result"]["value"]
+    assert banner is name.endswith("_internal")
+    png = screenshot(browser)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
     assert browser.problems() == []
 
 
