@@ -252,6 +252,10 @@ def test_engine_matches_naive_reference(problem: dict[str, Any], score: str) -> 
                                       check_dtype=False)
         templates = [(t["qid"], t["k"]) for t in problem["templates"]]
         assert check_templates(result.table, templates) == []
+        # the final cut applied to the raw table gives the released values back
+        raw = frame.assign(_key=pd.to_numeric(frame["id"])).sort_values("_key")
+        again = result.generalize(raw[cols].reset_index(drop=True))
+        pd.testing.assert_frame_equal(again, result.table[cols], check_dtype=False)
 
 
 @settings(max_examples=25, deadline=None)
@@ -368,3 +372,21 @@ def test_cut_generalizes_a_test_table(tmp_path: Path) -> None:
     out = result.generalize(test)
     assert list(out["n"]) == ["[0, 9.5)", "[0, 9.5)", "[9.5, 19]", "[9.5, 19]"]
     assert math.isclose(result.rounds_per_second * result.time_seconds, result.rounds)
+
+
+def test_categorical_cut_covers_values_absent_from_training(tmp_path: Path) -> None:
+    tax = tmp_path / "colour.csv"
+    tax.write_text("red;warm;*\norange;warm;*\npurple;warm;*\nblue;cold;*\ngreen;cold;*\n")
+    frame = pd.DataFrame({"id": [str(i) for i in range(12)],
+                          "colour": ["red", "orange"] * 3 + ["blue", "green"] * 3,
+                          "cls": ["y"] * 6 + ["n"] * 6})
+    result = specialize_table(frame, {"fusion": {"class": "cls", "id": "id", "score": "tds"},
+                                      "templates": [{"qid": ["colour"], "k": 3}],
+                                      "taxonomies": {"colour": str(tax)}})
+    assert result.cut["colour"] == ["blue", "green", "orange", "red"]
+    first = result.specializations[0]
+    assert first["value"] == "*" and first["children"] == ["warm", "cold"]
+    out = result.generalize(pd.DataFrame({"colour": ["purple", "green"]}))
+    assert list(out["colour"]) == ["purple", "green"]
+    with pytest.raises(AnonlabError, match="'pink'"):
+        result.generalize(pd.DataFrame({"colour": ["pink"]}))
