@@ -251,7 +251,7 @@ def test_scalable_quality_close_to_exact() -> None:
     z = np.random.default_rng(7).standard_normal((3000, 5))
     exact = sse_sst(z, group_means(z, mdav_labels(z, 5)))
     blocked = sse_sst(z, group_means(z, scalable_mdav_labels(z, 5, 1024)))
-    assert exact <= blocked <= 1.25 * exact
+    assert blocked <= 1.1 * exact
 
 
 def test_values_replaced_by_group_means_in_original_units() -> None:
