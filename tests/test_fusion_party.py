@@ -288,10 +288,21 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
         assert not (tmp_path / f"fused_{party}.csv").exists()
 
 
-def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path) -> None:
+@pytest.mark.parametrize("change", ["k", "taxonomy", "template"])
+def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path, change: str) -> None:
     text = setup_2h.read_text()
-    other = setup_2h.with_name("fusion_k25.toml")
-    other.write_text(text.replace("k = 20", "k = 25", 1), encoding="utf-8")
+    other = setup_2h.with_name(f"fusion_{change}.toml")
+    if change == "k":
+        text = text.replace("k = 20", "k = 25", 1)
+    elif change == "taxonomy":  # same path layout, one more level in the race taxonomy
+        race = tmp_path / "hierarchy_race.csv"
+        rows = (ADULT / "hierarchy_race.csv").read_text().splitlines()
+        race.write_text("\n".join(r.replace(";*", ";Any;*") for r in rows) + "\n")
+        text = text.replace(str(ADULT / "hierarchy_race.csv"), str(race))
+    else:
+        text = text.replace('qid = ["education", "occupation"]', 'qid = ["education"]')
+    assert text != setup_2h.read_text()
+    other.write_text(text, encoding="utf-8")
     procs = {
         "provider-a": start(setup_2h, "provider-a", tmp_path),
         "provider-b": start(other, "provider-b", tmp_path),
