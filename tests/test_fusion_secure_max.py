@@ -7,10 +7,13 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.certs import make_certificates
@@ -123,6 +126,19 @@ def test_secure_argmax_equals_plain_argmax(
         assert results[name]["code"] == 0, results[name]
         assert results[name]["out"] == expected, name
         assert isinstance(results[name]["bytes"], int) and results[name]["bytes"] > 0
+
+
+scores = st.one_of(st.just(NO_CANDIDATE), st.sampled_from([0, 1, SCORE_SCALE]),
+                   st.integers(0, SCORE_SCALE))
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds=st.lists(st.lists(scores, min_size=3, max_size=3), min_size=1, max_size=12))
+def test_secure_argmax_property(certs: Path, rounds: list[list[int]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        results = run_parties(Path(tmp), certs, ["a", "b", "c"], ["a", "b", "c"], rounds)
+    expected = [plain_argmax(dict(enumerate(row))) for row in rounds]
+    assert all(r["code"] == 0 and r["out"] == expected for r in results.values()), results
 
 
 def test_a_party_that_dies_stops_the_others(tmp_path: Path, certs: Path) -> None:
