@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -111,16 +112,16 @@ def quality() -> list[dict[str, Any]]:
     return out
 
 
-def _timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak resident kB of one command (via /usr/bin/time)."""
+def _timed(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak resident kB (via /usr/bin/time)."""
     started = time.perf_counter()
-    res = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True,
-                         check=False)
+    res = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], capture_output=True,
+                         text=True, check=False)
     wall = time.perf_counter() - started
     if res.returncode != 0:
         raise RuntimeError(f"{cmd} failed: {res.stderr[-500:]}")
-    kb = int(res.stderr.strip().splitlines()[-1])
-    return wall, kb
+    user, system, kb = res.stderr.strip().splitlines()[-1].split()
+    return wall, float(user) + float(system), int(kb)
 
 
 def speed(repeats: int) -> list[dict[str, Any]]:
@@ -149,16 +150,20 @@ def speed(repeats: int) -> list[dict[str, Any]]:
                        [*exe, "attack", str(folder / "orig100k.csv"),
                         str(folder / "rel100k.csv"), "--known", "2,5,10", "--quiet"]))
         for label, cmd in cases:
+            load = os.getloadavg()[0]
             runs = [_timed(cmd) for _ in range(repeats)]
-            walls = [w for w, _ in runs]
+            walls = [w for w, _, _ in runs]
             out.append({"case": label, "median_seconds": statistics.median(walls),
-                        "runs_seconds": walls, "peak_rss_mb": max(k for _, k in runs) / 1024})
+                        "runs_seconds": walls,
+                        "median_cpu_seconds": statistics.median(c for _, c, _ in runs),
+                        "peak_rss_mb": max(k for _, _, k in runs) / 1024,
+                        "load_average_before": load})
             print(f"  {label}: {statistics.median(walls):.2f} s", file=sys.stderr)
     return out
 
 
 def _fmt(v: float) -> str:
-    return "-" if v != v else f"{v:.3g}"
+    return "-" if math.isnan(v) else f"{v:.3g}"
 
 
 def print_tables(result: dict[str, Any]) -> None:
@@ -173,12 +178,14 @@ def print_tables(result: dict[str, Any]) -> None:
                 "best_known_5", "best_known_d", "best_known_d_median_error", "pca", "ica"))
                   + " |")
     if "speed" in result:
-        print("\n| case | median wall (s) | runs (s) | peak RSS (MB) |")
-        print("|---|---:|---|---:|")
+        print("\n| case | median wall (s) | runs (s) | median CPU (s) | peak RSS (MB) | "
+              "load before |")
+        print("|---|---:|---|---:|---:|---:|")
         for r in result["speed"]:
             runs = ", ".join(f"{w:.2f}" for w in r["runs_seconds"])
             print(f"| {r['case']} | {r['median_seconds']:.2f} | {runs} | "
-                  f"{r['peak_rss_mb']:.0f} |")
+                  f"{r.get('median_cpu_seconds', float('nan')):.2f} | "
+                  f"{r['peak_rss_mb']:.0f} | {r.get('load_average_before', float('nan')):.1f} |")
 
 
 def main() -> None:
