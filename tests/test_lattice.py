@@ -12,7 +12,7 @@ from anonlab.dataset import Dataset
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice import STRATEGIES, SearchContext
-from anonlab.lattice.freqset import FrequencyEngine
+from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import LossContext, Precision
 from anonlab.privacy import Criterion
@@ -89,3 +89,25 @@ def test_tagging_strategies_refuse_a_non_monotone_criterion() -> None:
             STRATEGIES[name](context())
     # exhaustive checks every node directly: level 0 (classes of 3) is the only valid node
     assert STRATEGIES["exhaustive"](context()).levels == (0,)
+
+
+def test_cache_sources_and_snapshots_give_the_direct_roll_up() -> None:
+    """Through a tiny cache (axis and chain snapshots in play) every frequency set is exact."""
+    rng = np.random.default_rng(5)
+    cols, hiers = {}, {}
+    for name, size in (("a", 30), ("b", 12), ("c", 8), ("d", 5), ("e", 20)):
+        cols[name] = rng.integers(0, size, 3000).astype(str)
+        hiers[name] = Hierarchy.from_rows(
+            [[str(v), str(v // 2), str(v // 4), "*"] for v in range(size)])
+    ds = Dataset.from_frame(pd.DataFrame(cols), hiers)
+    engine = FrequencyEngine(ds)
+    cache = FrequencyCache(engine, capacity=2)
+    lat = Lattice(ds.heights)
+    for node in rng.integers(0, lat.size, 400):
+        levels = lat.levels(int(node))
+        got = cache.compute(levels)
+        direct = engine.roll_up(engine.bottom, levels)
+        assert got.levels == levels
+        assert sorted(got.counts.tolist()) == sorted(direct.counts.tolist())
+        assert sorted(map(tuple, got.keys.tolist())) == sorted(map(tuple, direct.keys.tolist()))
+    assert cache._axes and cache._chain  # both kinds of snapshot were made and used

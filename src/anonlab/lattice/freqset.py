@@ -18,6 +18,12 @@ import pandas as pd
 from anonlab.dataset import Dataset
 
 _MAX_KEY = np.iinfo(np.int64).max // 4
+#: chain snapshots (see FrequencyCache): made only below a snapshot with more than
+#: 1/_CHAIN_RATIO of the bottom's classes that served as a source _CHAIN_AFTER
+#: times, and at most _CHAIN_MAX of them
+_CHAIN_RATIO = 8
+_CHAIN_AFTER = 4
+_CHAIN_MAX = 24
 
 
 def group_tuples(
@@ -208,9 +214,17 @@ class FrequencyCache:
     first time a target would otherwise be rolled up from the bottom itself).
     Every node but the bottom lies above at least one of them, so after at most
     ``m`` roll-ups the rows' distinct tuples are no longer re-aggregated in full
-    for every node the search visits in a new region of the lattice. Snapshots
-    are frequency sets only: a node counts as checked when the search evaluates
-    it, not when a snapshot of it is made.
+    for every node the search visits in a new region of the lattice.
+
+    *Chain snapshots* refine them where the search keeps returning: once a
+    large snapshot has served as a source a few times, the next quasi-identifier
+    of the target (in the same order, the one whose level 1 shrinks its domain
+    most) is raised to level 1 as well, giving a smaller source for the targets
+    that follow. Only 0/1 level vectors are snapshots, so they are shared by
+    many targets; their number is bounded.
+
+    Snapshots are frequency sets only: a node counts as checked when the search
+    evaluates it, not when a snapshot of it is made.
     """
 
     def __init__(self, engine: FrequencyEngine, capacity: int = 128) -> None:
@@ -224,6 +238,8 @@ class FrequencyCache:
         self._slot: dict[tuple[int, ...], int] = {}
         self._clock = 0
         self._axes: dict[int, FrequencySet] = {}
+        self._chain: dict[tuple[int, ...], FrequencySet] = {}
+        self._uses: dict[tuple[int, ...], int] = {}
         # quasi-identifiers in order of how much level 1 shrinks their domain
         qis = engine.qis
         shrink = [q.cardinality(0) / max(q.cardinality(min(1, q.height)), 1) for q in qis]
@@ -283,11 +299,39 @@ class FrequencyCache:
         for i, fs in self._axes.items():
             if target[i] >= 1 and fs.classes < best.classes:
                 best = fs
+        wanted = target.tolist()
+        for key, fs in self._chain.items():
+            if fs.classes < best.classes and all(
+                    a <= b for a, b in zip(key, wanted, strict=True)):
+                best = fs
         if best is self.engine.bottom:
             axis = next((i for i in self._axis_order if target[i] >= 1), None)
             if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
                 best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
                 self._axes[axis] = best
+        # a snapshot used as a large source again and again earns a finer one below
+        # the target: the next QI of the target's chain raised to level 1 too
+        self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
+        chain = [i for i in self._axis_order if target[i] >= 1]
+        floor = self.engine.bottom.classes / _CHAIN_RATIO
+        m = len(self.engine.heights)
+        for j in range(2, len(chain) + 1):
+            if (best.classes <= floor or len(self._chain) >= _CHAIN_MAX
+                    or self._uses.get(best.levels, 0) < _CHAIN_AFTER):
+                break
+            key = tuple(1 if i in chain[:j] else 0 for i in range(m))
+            if list(key) == wanted:
+                break
+            snap = self._chain.get(key)
+            if snap is None:
+                parent_key = tuple(1 if i in chain[:j - 1] else 0 for i in range(m))
+                parent = self._chain.get(parent_key) if j > 2 else self._axes.get(chain[0])
+                if parent is None or parent is not best:
+                    break
+                snap = self.engine.roll_up(parent, key)
+                self._chain[key] = snap
+            if snap.classes < best.classes:
+                best = snap
         return best
 
     def _axis_levels(self, axis: int) -> tuple[int, ...]:
