@@ -241,7 +241,8 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
     frame = read_perturb_table(s.input, s.columns, s.delimiter)
     data = numeric_columns(frame, s.columns)
     z, released, key = perturb_array(data, s.method, seed=s.seed, min_privacy=s.min_privacy,
-                                     rho=(s.rho[0], s.rho[1]), noise=s.noise, library=lib)
+                                     rho=(s.rho[0], s.rho[1]), noise=s.noise, library=lib,
+                                     overwrite=True)
     report: dict[str, Any] | None = None
     if s.report is not None or s.html is not None:
         summary, _ = _collect_warnings(lambda: perturbation_summary(

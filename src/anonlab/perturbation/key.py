@@ -63,8 +63,9 @@ class PerturbationKey:
         """The Gaussian noise added to the rotated records, regenerated from its seed."""
         if self.noise_seed is None or self.noise_scale == 0.0:
             return None
-        gen = np.random.default_rng(self.noise_seed)
-        return gen.standard_normal((self.records, len(self.columns))) * self.noise_scale
+        out = np.empty((self.records, len(self.columns)))
+        add_noise(out, self.noise_seed, self.noise_scale, sign=0.0)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (full float precision)."""
@@ -171,15 +172,47 @@ class PerturbationKey:
                                "from the release the key was written with")
 
 
-def centred_moments(values: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Centred copy, column means and population deviations, in one pass each.
+def centred_moments(values: FloatArray, overwrite: bool = False
+                    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Centred values, column means and population deviations, in one pass each.
 
-    Faster than ``ndarray.std`` on the Fortran-ordered tables used here.
+    Faster than ``ndarray.std`` on the Fortran-ordered tables used here. With
+    ``overwrite`` the centring happens in ``values`` itself (no copy).
     """
     means = values.mean(axis=0)
-    centred = values - means
+    if overwrite:
+        values -= means
+        centred = values
+    else:
+        centred = values - means
     stds = np.sqrt(np.einsum("ij,ij->j", centred, centred) / values.shape[0])
     return centred, means, stds
+
+
+NOISE_CHUNK = 65_536
+
+
+def add_noise(values: FloatArray, seed: int, scale: float, sign: float = 1.0) -> None:
+    """Add ``sign * scale * N(0, 1)`` draws to ``values`` in place, record by record.
+
+    The draws fill the records in row-major order from ``default_rng(seed)``,
+    generated in chunks of rows so that no second full-size array is needed;
+    chunked draws of a generator continue one stream, so the noise is the same
+    as one draw of shape ``values.shape``. ``sign=0`` overwrites ``values``
+    with the noise itself.
+    """
+    gen = np.random.default_rng(seed)
+    n, d = values.shape
+    for start in range(0, n, NOISE_CHUNK):
+        stop = min(n, start + NOISE_CHUNK)
+        draw = gen.standard_normal((stop - start, d))
+        draw *= scale
+        if sign == 0.0:
+            values[start:stop] = draw
+        elif sign > 0:
+            values[start:stop] += draw
+        else:
+            values[start:stop] -= draw
 
 
 def fingerprint(values: FloatArray) -> tuple[FloatArray, FloatArray]:

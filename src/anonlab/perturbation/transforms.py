@@ -31,7 +31,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
-from anonlab.perturbation.key import METHODS, Block, PerturbationKey, centred_moments, fingerprint
+from anonlab.perturbation.key import (
+    METHODS,
+    Block,
+    PerturbationKey,
+    add_noise,
+    centred_moments,
+    fingerprint,
+)
 from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
 from anonlab.perturbation.table import NumericColumns, numeric_columns
 
@@ -49,9 +56,13 @@ class Perturbation:
     released: FloatArray
 
 
-def standardize(values: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Z-scores ``(x - mean) / std`` per column (population std), with means and stds."""
-    z, means, stds = centred_moments(values)
+def standardize(values: FloatArray, overwrite: bool = False
+                ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Z-scores ``(x - mean) / std`` per column (population std), with means and stds.
+
+    With ``overwrite`` the z-scores replace ``values`` (no copy of the table).
+    """
+    z, means, stds = centred_moments(values, overwrite)
     z /= stds
     return z, means, stds
 
@@ -148,9 +159,12 @@ def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
 def perturb_array(
     data: NumericColumns, method: str, *, seed: int, min_privacy: float = 0.5,
     rho: tuple[float, float] = (0.5, 0.5), noise: float = 0.1,
-    library: MatrixLibrary | None = None,
+    library: MatrixLibrary | None = None, overwrite: bool = False,
 ) -> tuple[FloatArray, FloatArray, PerturbationKey]:
-    """Perturb checked numeric columns; returns (standardized, released, key)."""
+    """Perturb checked numeric columns; returns (standardized, released, key).
+
+    With ``overwrite`` the standardized values replace ``data.values`` in place.
+    """
     if method not in METHODS:
         raise AnonlabError(f"unknown method '{method}': choose one of {', '.join(METHODS)}")
     if method == "gdp" and (not np.isfinite(noise) or noise < 0):
@@ -158,7 +172,7 @@ def perturb_array(
     if method == "rbt" and (min(rho) < 0 or not np.all(np.isfinite(rho))):
         raise AnonlabError(f"--rho {rho} must be numbers >= 0")
     rng = np.random.default_rng(seed)
-    z, means, stds = standardize(data.values)
+    z, means, stds = standardize(data.values, overwrite)
     names = data.names
     d = len(names)
     translation: FloatArray | None = None
@@ -180,9 +194,7 @@ def perturb_array(
         noise_seed = int(rng.integers(2**62))
         released += translation
         if noise > 0:
-            gauss = np.random.default_rng(noise_seed).standard_normal(z.shape)
-            gauss *= noise
-            released += gauss
+            add_noise(released, noise_seed, noise)
     release_means, release_stds = fingerprint(released)
     key = PerturbationKey(
         method=method, columns=tuple(names), integer=tuple(data.integer), means=means,
@@ -217,11 +229,12 @@ def invert_array(released: FloatArray, key: PerturbationKey) -> FloatArray:
     y = released.copy()
     if key.translation is not None:
         y -= key.translation
-    noise = key.noise()
-    if noise is not None:
-        y -= noise
-    z = y @ key.full_matrix()
-    return np.asarray(z * key.stds + key.means, dtype=np.float64)
+    if key.noise_seed is not None and key.noise_scale > 0:
+        add_noise(y, key.noise_seed, key.noise_scale, sign=-1.0)
+    z = np.asarray((key.full_matrix().T @ y.T).T, dtype=np.float64)
+    z *= key.stds
+    z += key.means
+    return z
 
 
 def restore_columns(released: FloatArray, key: PerturbationKey, where: str = "release"
