@@ -102,7 +102,9 @@ def anonymize(
     final_fs = engine.roll_up(engine.bottom, result.levels)
     final = NodeClasses(final_fs, criterion.outliers(final_fs.counts))
     losses = {name: float(cls(ctx_loss).value(final)) for name, cls in METRICS.items()}
-    release, _ = build_release(dataset, result.levels, k)
+    assert final_fs.base_index is not None
+    suppressed_rows = final.outliers[final_fs.base_index][engine.row_index]
+    release, _ = build_release(dataset, result.levels, k, suppressed_rows)
     kept = final_fs.counts[~final.outliers]
     sizes, freq = np.unique(kept, return_counts=True)
     return GeneralizationResult(
@@ -140,23 +142,26 @@ def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, in
 
 
 def build_release(
-    dataset: Dataset, levels: Iterable[int], k: int
+    dataset: Dataset, levels: Iterable[int], k: int, suppressed: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Apply a generalization vector to every row and suppress classes smaller than k.
 
     Returns the release (identifying columns dropped, row order kept, suppressed
     rows '*' in every quasi-identifier) and the boolean mask of suppressed rows.
+    ``suppressed`` may pass that mask when the caller knows it already (the
+    search's frequency set of the node); otherwise the rows are grouped here.
     """
     levels = list(levels)
     cols = []
     for q, lv in zip(dataset.qis, levels, strict=True):
         cols.append(q.level_codes[lv][q.codes])
-    matrix = np.column_stack(cols).astype(np.int64)
-    cards = [q.cardinality(lv) for q, lv in zip(dataset.qis, levels, strict=True)]
-    inverse, _ = group_tuples(matrix, cards)
-    counts = np.bincount(inverse)
-    suppressed = counts[inverse] < k
-    release = dataset.frame.copy()
+    if suppressed is None:
+        matrix = np.column_stack(cols).astype(np.int64)
+        cards = [q.cardinality(lv) for q, lv in zip(dataset.qis, levels, strict=True)]
+        inverse, _ = group_tuples(matrix, cards)
+        counts = np.bincount(inverse)
+        suppressed = counts[inverse] < k
+    release = dataset.frame.copy(deep=False)
     for q, lv, col in zip(dataset.qis, levels, cols, strict=True):
         release[q.name] = _labelled(col, list(q.level_labels[lv]), suppressed)
     dropped = dataset.columns_with(Role.IDENTIFYING)

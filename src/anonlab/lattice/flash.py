@@ -86,10 +86,11 @@ def flash_search(ctx: SearchContext) -> SearchResult:
 
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
-        for start in nodes[np.lexsort((nodes, order[nodes]))]:
-            if tags[start] != UNKNOWN or ctx.prunable(int(start)):
+        nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once
+        for start in nodes[np.lexsort((nodes, order[nodes]))].tolist():
+            if tags[start] != UNKNOWN or ctx.prunable(start):
                 continue
-            queue: list[tuple[float, int]] = [(float(order[start]), int(start))]
+            queue: list[tuple[float, int]] = [(float(order[start]), start)]
             while queue:
                 _, head = heapq.heappop(queue)
                 if tags[head] == UNKNOWN and not ctx.prunable(head):
