@@ -34,6 +34,7 @@ from anonlab.microaggregation.mdav import EuclideanSpace, first_argmax, k_neares
 
 DEFAULT_BLOCK_SIZE = 8192
 HALO_FACTOR = 0.5
+HALO_CAP = 0.5  # at most this many halo records per own record
 MARGIN_SAMPLE = 32
 
 
@@ -177,7 +178,13 @@ def scalable_mdav_labels(
             cand = np.concatenate([blocks[j] for j in later])
             cand = np.sort(cand[alive[cand]])
             zc = z[cand]
-            halo = cand[np.all((zc >= lo) & (zc <= hi), axis=1)]
+            inside = np.all((zc >= lo) & (zc <= hi), axis=1)
+            halo, zh = cand[inside], zc[inside]
+            cap = int(HALO_CAP * own.size)
+            if halo.size > cap:  # keep the records nearest to the block's own box
+                gap = np.maximum(z_own.min(axis=0) - zh, 0) + np.maximum(zh - z_own.max(axis=0), 0)
+                near = np.argpartition(np.einsum("ij,ij->i", gap, gap), cap - 1)[:cap]
+                halo = np.sort(halo[near])
         ids = np.concatenate([own, halo])
         space = HaloSpace(z[ids], own.size)
         space.ids = ids
