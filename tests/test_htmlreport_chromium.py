@@ -6,7 +6,8 @@ leaves the file (network, even a blocked one), or a page that does not load;
 it also takes a full-page screenshot and prints the page to PDF. A tiny
 WebSocket client (RFC 6455, enough for the DevTools protocol) keeps the test
 free of extra dependencies. Set ANONLAB_SCREENSHOT=path to keep the
-screenshot (docs/img/report.png is made that way).
+screenshot (docs/img/report.png is made that way) and ANONLAB_SCREENSHOT_DIR=folder
+to keep one per family (docs/img/report-tradeoff.png, ...).
 
 Chromium comes from Debian's package: tests/setup_chromium.sh installs it.
 """
@@ -322,6 +323,9 @@ def test_every_family_page_loads_cleanly(browser: DevTools, family_pages: dict[s
     assert banner is name.endswith("_internal")
     png = screenshot(browser)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
+    keep = os.environ.get("ANONLAB_SCREENSHOT_DIR")
+    if keep and not name.endswith("_internal"):
+        (Path(keep) / f"report-{name}.png").write_bytes(png)
     assert browser.problems() == []
 
 

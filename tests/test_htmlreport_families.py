@@ -109,6 +109,9 @@ VALID_KEYS: dict[str, dict[str, Any]] = {
     "fuse": {"rounds": 2, "templates": [{"qid": ["a"], "k": 2, "smallest_group": 3}],
              "cut": {"a": ["x", "y"]}},
     "party": {"party": "p", "role": "provider", "rounds": 2},
+    "perturb": {"method": "obt", "records": 10},
+    "attack": {"attacks": [{"attack": "naive", "known": 0, "within_10": 0.5,
+                            "within_25": 1.0}]},
 }
 
 json_values = st.recursive(
@@ -127,7 +130,7 @@ def _at(report: Any, key: str) -> Any:
     return node
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(command=st.sampled_from(["newthing", "fuse", "party", "perturb", "attack", "evaluate",
                                 "tradeoff", "microaggregate"]),
        extra=st.dictionaries(st.from_regex(r"[a-z_]{1,10}", fullmatch=True), json_values,

@@ -84,3 +84,95 @@ def test_generalize_report_renders_or_one_line_error(path: list[str], value: Any
         main_figure(report)
     except AnonlabError as exc:
         assert "\n" not in str(exc)
+
+
+def _header(command: str) -> dict[str, Any]:
+    return {"command": command, "anonlab_version": "0.1.0",
+            "created": "2026-01-01T00:00:00+00:00", "python": "3.11.7",
+            "inputs": {"data": {"name": "d.csv", "bytes": 10, "sha256": "ab" * 32}},
+            "parameters": {"seed": 1, "min_privacy": 0.5}}
+
+
+# reports in the key layout the family commands write (see the real-run tests)
+FAMILIES: dict[str, dict[str, Any]] = {
+    "evaluate": {**_header("evaluate"), "records": 10, "columns": ["a", "b"], "nominal": [],
+                 "ordinal": [], "measures": {"ILh": 0.1, "IL": 0.2, "DR": 0.3, "score": 0.25,
+                                             "ID_by_p": {"1": 0.0, "2": 0.1}},
+                 "measure_parameters": {"lambda": [0.5, 0, 0.5], "standardization": "z"},
+                 "notes": ["a note"]},
+    "microaggregate": {**_header("microaggregate"), "method": "MDAV", "k": 3, "records": 10,
+                       "columns": ["a"], "groups": 3,
+                       "group_sizes": {"min": 3, "max": 4, "count_by_size": {"3": 2, "4": 1}},
+                       "measures": {"ILh": 0.1}, "block_size": None},
+    "tradeoff": {**_header("tradeoff"), "records": 10, "k_values": [3, 4],
+                 "points": [{"k": 3, "IL": 0.1, "DR": 0.5, "score": 0.3},
+                            {"k": 4, "IL": 0.2, "DR": 0.3, "score": 0.25}], "best_k": 4},
+    "fuse": {**_header("fuse"), "providers": ["a", "b"], "records": 10, "score": "tds",
+             "private": False, "rounds": 1, "time_seconds": 0.1,
+             "templates": [{"qid": ["x", "y"], "k": 2, "smallest_group": 3, "groups": 2}],
+             "dropped_templates": [], "cut": {"x": ["[1, 2)", "[2, 3]"], "y": ["*"]},
+             "specializations": [{"round": 1, "party": "a", "attribute": "x", "value": "*",
+                                  "children": ["[1, 2)", "[2, 3]"], "records": 10,
+                                  "score": 0.5}],
+             "bytes_sent": {"a": 10, "b": 0}},
+    "party": {**_header("party"), "party": "h", "role": "helper", "private": True,
+              "rounds": 2, "winners": ["a", "b"], "bytes_sent": {"a": 5, "h": 6},
+              "bytes_sent_detail": {"a": {"mpc": 4, "channel": 1, "total": 5},
+                                    "h": {"mpc": 6, "channel": 0, "total": 6}}},
+    "perturb": {**_header("perturb"), "method": "obt", "records": 10, "columns": ["a", "b"],
+                "blocks_count": 1,
+                "blocks": [{"columns": ["a", "b"], "S": 2.0, "R": 0.3, "P": 0.6}],
+                "overall": {"S": 2.0, "R": 0.3, "P": 0.6, "min_block_P": 0.6},
+                "attacks": [{"attack": "naive", "known": 0, "median_relative_error": 1.0,
+                             "within_10": 0.0, "within_25": 0.1, "exact": 0.0},
+                            {"attack": "ica", "known": 5, "median_relative_error": 0.5,
+                             "within_10": 0.2, "within_25": 0.4, "exact": 0.0}],
+                "clustering": {"kmeans": 1.0, "dbscan": 0.9, "records": 10},
+                "warnings": ["recoverable"]},
+}
+
+
+def _paths(node: Any, prefix: list[str], depth: int = 0) -> list[list[str]]:
+    out = [prefix] if prefix else []
+    if depth >= 3:
+        return out
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, [*prefix, str(k)], depth + 1)
+    elif isinstance(node, list):
+        for i, v in enumerate(node[:2]):
+            out += _paths(v, [*prefix, str(i)], depth + 1)
+    return out
+
+
+FAMILY_PATHS = [(command, path) for command, report in FAMILIES.items()
+                for path in _paths(report, []) if path[0] not in ("command",)]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(FAMILY_PATHS), value=json_values, remove=st.booleans(),
+       internal=st.booleans())
+def test_family_report_renders_or_one_line_error(where: tuple[str, list[str]], value: Any,
+                                                 remove: bool, internal: bool) -> None:
+    command, path = where
+    report = copy.deepcopy(FAMILIES[command])
+    if remove and len(path) == 1:
+        report.pop(path[0])
+    else:
+        _set(report, path, value)
+    try:
+        html = render_html(report, internal)
+    except AnonlabError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert html.startswith("<!DOCTYPE html>")
+    try:
+        main_figure(report)
+    except AnonlabError as exc:
+        assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("command", sorted(FAMILIES))
+def test_family_base_reports_render(command: str) -> None:
+    assert render_html(FAMILIES[command]).startswith("<!DOCTYPE html>")

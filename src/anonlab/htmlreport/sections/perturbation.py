@@ -68,6 +68,11 @@ def _number(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
+def _as_float(x: Any) -> float:
+    """A number as float; anything else (missing, text) as 0."""
+    return float(x) if _number(x) else 0.0
+
+
 def _rows(value: Any, name: str = "name") -> list[dict[str, Any]]:
     """A list of objects, or an object of objects as rows named by their key."""
     if isinstance(value, list):
@@ -122,7 +127,7 @@ def strongest_attack(report: Mapping[str, Any]) -> tuple[str, float, str] | None
         return None
     tight = next((c for c in columns if "10" in c), columns[0])
     loose = next((c for c in columns if "25" in c), tight)
-    scored = [(float(r[tight]), float(r.get(loose) or 0), r) for r in rows
+    scored = [(float(r[tight]), _as_float(r.get(loose)), r) for r in rows
               if _number(r.get(tight))]
     if not scored:
         return None
@@ -233,7 +238,7 @@ def attack_figure(value: Any) -> Any:
         return None
     labels = [attack_label(r) for r in rows]
     series = {("within " + ("10 %" if "10" in c else "25 %")): [
-        float(r.get(c) or 0) * 100 for r in rows] for c in columns}
+        _as_float(r.get(c)) * 100 for r in rows] for c in columns}
     return plots.grouped_bar_figure(labels, series, ylabel="% of records recovered")
 
 
