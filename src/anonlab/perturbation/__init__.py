@@ -27,6 +27,8 @@ from anonlab.perturbation.measures import (
 )
 from anonlab.perturbation.transforms import Perturbation, invert, perturb
 
+invert_perturbation = invert  # the name under which ``anonlab`` exports it
+
 __all__ = [
     "Block",
     "MatrixLibrary",
@@ -37,6 +39,7 @@ __all__ = [
     "direction_privacy",
     "distance_privacy",
     "invert",
+    "invert_perturbation",
     "perturb",
     "perturbation_summary",
     "privacy_level",
