@@ -197,3 +197,22 @@ def test_help_has_an_example() -> None:
     for cmd in ("perturb", "attack"):
         code, text = _run([cmd, "--help"])
         assert code == 0 and "Example" in text
+
+
+def test_csv_types_from_a_sample_fall_back_on_later_values(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from anonlab.perturbation import table as table_module
+
+    monkeypatch.setattr(table_module, "_SAMPLE_BYTES", 64)
+    rows = [f"{i},{2 * i},00{i % 3}" for i in range(200)]
+    path = tmp_path / "late.csv"
+    path.write_text("a,b,c\n" + "\n".join(rows) + "\n199.5,7,001\n")
+    t = table_module.read_perturb_table(path, ["a", "b"])
+    assert str(t.schema.field("a").type) == "double"
+    assert str(t.schema.field("b").type) == "int64"
+    assert t.column("c")[0].as_py() == "000"
+    path.write_text("a,b,c\n" + "\n".join(rows) + "\n5,oops,001\n")
+    code, text = _run(["perturb", str(path), "--columns", "a,b", "--output",
+                       str(tmp_path / "o.csv")])
+    assert code == 2 and "column 'b' is not numeric" in text

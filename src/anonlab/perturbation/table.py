@@ -77,20 +77,62 @@ def read_perturb_table(
     sep = delimiter if delimiter is not None else sniff_delimiter(path)
     names = _header(path, sep)
     chosen = set(names if columns is None else columns)
-    types = {n: pa.string() for n in names if n not in chosen}
-    try:
-        table = pacsv.read_csv(
-            path,
-            parse_options=pacsv.ParseOptions(delimiter=sep),
-            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False),
-        )
-    except pa.ArrowInvalid as exc:
-        msg = str(exc).strip().splitlines()[0]
-        raise AnonlabError(f"cannot read '{path}' ({msg}): every row needs the same number "
-                           f"of fields; check the delimiter (now '{sep}')") from None
+    text = {n: pa.string() for n in names if n not in chosen}
+    parse = pacsv.ParseOptions(delimiter=sep)
+    typed = _sampled_types(path, parse, chosen)
+    table = None
+    if typed:  # the sample's types for the chosen columns: no inference on the whole file
+        try:
+            table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+                column_types={**text, **typed}, strings_can_be_null=False))
+        except pa.ArrowInvalid:
+            table = None  # a later value does not fit the sample's type: infer on everything
+    if table is None:
+        try:
+            table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+                column_types=text, strings_can_be_null=False))
+        except pa.ArrowInvalid as exc:
+            msg = str(exc).strip().splitlines()[0]
+            raise AnonlabError(f"cannot read '{path}' ({msg}): every row needs the same "
+                               f"number of fields; check the delimiter (now '{sep}')") from None
     if table.num_rows == 0:
         raise AnonlabError(f"file '{path}' has a header but no rows: give at least one record")
     return table
+
+
+_SAMPLE_BYTES = 1 << 20
+
+
+def _sampled_types(path: Path, parse: pacsv.ParseOptions, chosen: set[str]
+                   ) -> dict[str, pa.DataType]:
+    """Integer/float types of the chosen columns inferred from the file's first megabyte.
+
+    Empty when the sample does not settle them (a chosen column is not numeric
+    there, or the sample is the whole file anyway).
+    """
+    with path.open("rb") as fh:
+        head = fh.read(_SAMPLE_BYTES + 1)
+    if len(head) <= _SAMPLE_BYTES:
+        return {}
+    cut = head.rfind(b"\n", 0, _SAMPLE_BYTES)
+    if cut <= 0:
+        return {}
+    try:
+        sample = pacsv.read_csv(io.BytesIO(head[: cut + 1]), parse_options=parse)
+    except pa.ArrowInvalid:
+        return {}
+    types: dict[str, pa.DataType] = {}
+    for name in chosen:
+        if name not in sample.column_names:
+            return {}
+        kind = sample.schema.field(name).type
+        if pa.types.is_integer(kind):
+            types[name] = pa.int64()
+        elif pa.types.is_floating(kind):
+            types[name] = pa.float64()
+        else:
+            return {}
+    return types
 
 
 @dataclass(frozen=True)
