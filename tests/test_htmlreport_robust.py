@@ -64,7 +64,7 @@ PATHS = [[k] for k in BASE] + [
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(PATHS), value=json_values, remove=st.booleans(),
        internal=st.booleans())
 def test_generalize_report_renders_or_one_line_error(path: list[str], value: Any,
@@ -150,7 +150,7 @@ FAMILY_PATHS = [(command, path) for command, report in FAMILIES.items()
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(where=st.sampled_from(FAMILY_PATHS), value=json_values, remove=st.booleans(),
        internal=st.booleans())
 def test_family_report_renders_or_one_line_error(where: tuple[str, list[str]], value: Any,
