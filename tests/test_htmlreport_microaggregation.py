@@ -120,3 +120,25 @@ def test_no_record_values_in_the_page(runs: dict[str, Any], command: str) -> Non
     row = runs["data"].iloc[0]
     shown = f"{visible} {' '.join(str(v) for v in row)}"
     assert leaked_values(shown, runs["data"], report)
+
+
+def test_categorical_evaluation(data_dir: Path, tmp_path: Path) -> None:
+    """Adult with nominal columns: ZIL and ILR are shown and stated, no category leaks."""
+    frame = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";").sample(300, random_state=2)
+    frame.to_csv(tmp_path / "ad.csv", index=False)
+    common = ["--columns", "age", "--nominal", "workclass,race,sex"]
+    result = runner.invoke(app, ["microaggregate", str(tmp_path / "ad.csv"), *common, "--k", "3",
+                                 "--output", str(tmp_path / "ad3.csv"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "ad.csv"), str(tmp_path / "ad3.csv"),
+                                 *common, "--report", str(tmp_path / "ev.json"),
+                                 "--html", str(tmp_path / "ev.html"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "ev.json").read_text())
+    page = Page((tmp_path / "ev.html").read_text())
+    assert_numbers_match(report, page)
+    for name in ("ZIL", "ILR"):
+        assert float(page.values[f"measures.{name}"][0]) == report["measures"][name]
+    assert "For the categorical columns, the distance ZIL is" in page.visible
+    categories = {str(v) for c in ("workclass", "race", "sex") for v in frame[c].unique()}
+    assert {v for v in categories if re.search(rf"\b{re.escape(v)}\b", page.visible)} == set()

@@ -136,6 +136,14 @@ def em4adom_summary(report: Mapping[str, Any]) -> str:
         parts.append(f"the squared distance of the masked values to the originals is "
                      f"{format_percent(float(low['ilh']))} of the data's total spread "
                      "(ILh = SSE/SST; 0 = nothing lost)")
+    if isinstance(low.get("zil"), int | float):
+        text = f"for the categorical columns, the distance ZIL is {format_number(low['zil'])}"
+        if isinstance(low.get("zil_percent"), int | float):
+            text += f" ({format_number(float(low['zil_percent']))} % of their values)"
+        if isinstance(low.get("ilr"), int | float):
+            text += (f" and their entropy changed by {format_number(float(low['ilr']))} % "
+                     "(ILR)")
+        parts.append(text)
     if isinstance(low.get("dr"), int | float):
         parts.append(f"disclosure risk DR is {format_number(float(low['dr']))} "
                      "(the weighted share of records an intruder could re-link or bound)")

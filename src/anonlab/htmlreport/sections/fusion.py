@@ -48,7 +48,9 @@ OVERVIEW = [
     ("score", "score", None), ("private", "secure maximum (private)", None),
     ("protocol", "protocol", None), ("rounds", "rounds of specialization", None),
     ("time_seconds", "fusion time", "s"), ("rounds_per_second", "rounds per second", None),
-    ("connect_seconds", "time to connect", "s"), ("secure_max_calls", "secure max calls", None),
+    ("connect_seconds", "time to connect", "s"),
+    ("total_seconds", "total time (connecting, rounds, writing)", "s"),
+    ("secure_max_calls", "secure max calls", None),
     ("secure_max_ms_per_call", "secure max per call", "ms"),
     ("verified", "templates re-checked on the written table", None),
 ]

@@ -38,6 +38,7 @@ MEASURES = {
     "IL": "information loss: (ILh + ILs) / 2",
     "ZIL": "categorical loss: distance of masked to original records (nominal: changed "
            "or not; ordinal: share of the domain between the two values)",
+    "ZIL_percent": "ZIL as a share of all categorical values of the table, in %",
     "ILR": "categorical loss: relative change of the entropy, in %",
     "DLD": "distance-based record linkage: share of masked records whose original is the "
            "nearest or second-nearest original record",
