@@ -216,3 +216,25 @@ def test_csv_types_from_a_sample_fall_back_on_later_values(tmp_path: Path,
     code, text = _run(["perturb", str(path), "--columns", "a,b", "--output",
                        str(tmp_path / "o.csv")])
     assert code == 2 and "column 'b' is not numeric" in text
+
+
+def test_semicolon_csv_and_parquet_categories_round_trip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"x": rng.normal(size=40), "y": rng.normal(size=40),
+                          "cat": pd.Categorical(["a", "b"] * 20), "s": ["q;r"] * 40})
+    semi = tmp_path / "semi.csv"
+    frame.to_csv(semi, sep=";", index=False)
+    out, key, back = tmp_path / "o.csv", tmp_path / "k.json", tmp_path / "b.csv"
+    assert _run(["perturb", str(semi), "--columns", "x,y", "--output", str(out), "--key",
+                 str(key), "--quiet"])[0] == 0
+    assert out.read_text().splitlines()[0] == "x;y;cat;s"  # the input's delimiter is kept
+    assert _run(["perturb", "--invert", "--key", str(key), str(out), "--output", str(back),
+                 "--quiet"])[0] == 0
+    restored = pd.read_csv(back, sep=";")
+    assert restored["s"].tolist() == frame["s"].tolist()
+    assert np.allclose(restored[["x", "y"]], frame[["x", "y"]], rtol=1e-13, atol=1e-13)
+    pq_in = tmp_path / "cat.parquet"
+    frame.to_parquet(pq_in, index=False)
+    assert _run(["perturb", str(pq_in), "--columns", "x,y", "--output", str(out), "--quiet"]
+                )[0] == 0
+    assert pd.read_csv(out)["cat"].tolist() == ["a", "b"] * 20

@@ -217,6 +217,7 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
     from anonlab.perturbation.library import MatrixLibrary
     from anonlab.perturbation.table import (
         numeric_columns,
+        output_delimiter,
         read_perturb_table,
         with_columns,
         write_release,
@@ -258,7 +259,8 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
             z, released, known=s.known, seed=s.seed, attack_records=s.attack_records))
     if s.output is not None:
         columns = [released[:, j] for j in range(released.shape[1])]
-        write_release(with_columns(frame, data.names, columns), s.output)
+        write_release(with_columns(frame, data.names, columns), s.output,
+                      output_delimiter(s.input, s.delimiter))
     if s.key is not None:
         key.save(s.key)
     if lib is not None and s.library is not None and not library_exists:
@@ -286,6 +288,7 @@ def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.table import (
         numeric_columns,
+        output_delimiter,
         read_perturb_table,
         with_columns,
         write_release,
@@ -303,7 +306,8 @@ def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -
     key.check_columns([str(c) for c in frame.column_names], str(s.input))
     data = numeric_columns(frame, list(key.columns), allow_constant=True)
     restored = restore_columns(data.values, key, str(s.input))
-    write_release(with_columns(frame, list(key.columns), restored), s.output)
+    write_release(with_columns(frame, list(key.columns), restored), s.output,
+                  output_delimiter(s.input, s.delimiter))
     if not s.quiet:
         print(f"restored {len(key.columns)} columns of {frame.num_rows} records; wrote "
               f"{s.output} ({time.perf_counter() - started:.2f} s)")

@@ -227,11 +227,23 @@ def with_columns(table: pa.Table, names: Sequence[str], columns: Sequence[np.nda
     return table
 
 
-def write_release(table: pa.Table, path: PathLike) -> None:
+def output_delimiter(source: PathLike | pd.DataFrame, delimiter: str | None) -> str:
+    """The delimiter of a CSV input (given or sniffed), so the release keeps it; else ','."""
+    if delimiter is not None:
+        return delimiter
+    if isinstance(source, pd.DataFrame):
+        return ","
+    path = Path(source)
+    if path.suffix.lower() in {".parquet", ".pq"} or not path.is_file():
+        return ","
+    return sniff_delimiter(path)
+
+
+def write_release(table: pa.Table, path: PathLike, delimiter: str = ",") -> None:
     """Write an Arrow table atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise.
 
-    The CSV has a plain header row and quotes only the values that need it,
-    as :func:`anonlab.io.write_table` writes.
+    The CSV has a plain header row and quotes only when a value needs it, as
+    :func:`anonlab.io.write_table` writes.
     """
     target = Path(path)
     if target.suffix.lower() in {".parquet", ".pq"}:
@@ -239,13 +251,23 @@ def write_release(table: pa.Table, path: PathLike) -> None:
 
         atomic_write(target, lambda tmp: pq.write_table(table, tmp))
         return
+    plain = pa.table([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c
+                      for c in (col.combine_chunks() for col in table.columns)],
+                     names=table.column_names)
 
     def write_csv(tmp: Path) -> None:
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(table.column_names)
-        with tmp.open("wb") as fh:
-            fh.write(buf.getvalue().encode("utf-8"))
-            options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-            pacsv.write_csv(table, fh, write_options=options)
+        csv.writer(buf, delimiter=delimiter, lineterminator="\n").writerow(table.column_names)
+        for style in ("none", "needed"):  # plain values unless one needs quotes
+            try:
+                with tmp.open("wb") as fh:
+                    fh.write(buf.getvalue().encode("utf-8"))
+                    options = pacsv.WriteOptions(include_header=False, quoting_style=style,
+                                                 delimiter=delimiter)
+                    pacsv.write_csv(plain, fh, write_options=options)
+                return
+            except pa.ArrowInvalid:
+                if style == "needed":
+                    raise
 
     atomic_write(target, write_csv)
