@@ -74,3 +74,18 @@ def test_grouping_builder() -> None:
     assert h.rows == (("A", "A..B", "A..D", "*"), ("B", "A..B", "A..D", "*"),
                       ("C", "C..D", "A..D", "*"), ("D", "C..D", "A..D", "*"),
                       ("E", "E", "E", "*"))
+
+
+def test_messages_name_file_lines_despite_blank_lines(tmp_path: Path) -> None:
+    p = tmp_path / "h.csv"
+    p.write_text("\n\na;x;P;*\n\nb;x;Q;*\n")
+    with pytest.raises(AnonlabError, match=r"group 'x' at level 1 goes to 'P' \(line 3\) and "
+                                           r"to 'Q' \(line 5\)"):
+        Hierarchy.from_csv(p)
+    p.write_text("\na;*\n\na;*\n")
+    with pytest.raises(AnonlabError, match=r"h.csv' line 4: value 'a' is listed again "
+                                           r"\(first on line 2\)"):
+        Hierarchy.from_csv(p)
+    p.write_text("\na;x;*\nb;x\n")
+    with pytest.raises(AnonlabError, match=r"line 3: 2 fields where line 2 has 3"):
+        Hierarchy.from_csv(p)

@@ -40,10 +40,12 @@ class Hierarchy:
 
     rows: tuple[tuple[str, ...], ...]
     source: str = "<memory>"
+    #: file line of each row (empty: rows are numbered from 1), for error messages
+    lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        validate_rows(self.rows, self.source)
+        validate_rows(self.rows, self.source, self.lines)
         object.__setattr__(self, "_index", {row[0]: i for i, row in enumerate(self.rows)})
 
     @property
@@ -85,8 +87,9 @@ class Hierarchy:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise AnonlabError(f"hierarchy file '{p}' is not UTF-8 text: re-save it") from exc
-        rows = parse_rows(text, str(p), delimiter)
-        return cls(rows, source=str(p))
+        lines: list[int] = []
+        rows = parse_rows(text, str(p), delimiter, lines)
+        return cls(rows, source=str(p), lines=tuple(lines))
 
     @classmethod
     def from_rows(cls, rows: Iterable[Sequence[object]], source: str = "<memory>") -> Hierarchy:
@@ -124,8 +127,14 @@ class Hierarchy:
         return codes, labels
 
 
-def parse_rows(text: str, source: str, delimiter: str = ";") -> tuple[tuple[str, ...], ...]:
-    """Parse ARX-layout text into rows, failing on empty input or ragged rows."""
+def parse_rows(
+    text: str, source: str, delimiter: str = ";", lines: list[int] | None = None
+) -> tuple[tuple[str, ...], ...]:
+    """Parse ARX-layout text into rows, failing on empty input or ragged rows.
+
+    Blank lines are skipped; if ``lines`` is given, the file line number of
+    every row kept is appended to it.
+    """
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     rows: list[tuple[str, ...]] = []
     width, first_line = -1, 1
@@ -142,22 +151,30 @@ def parse_rows(text: str, source: str, delimiter: str = ";") -> tuple[tuple[str,
                 f"{width} (value '{row[0]}'): every row needs one label per level"
             )
         rows.append(row)
+        if lines is not None:
+            lines.append(lineno)
     if not rows:
         raise AnonlabError(f"hierarchy '{source}' is empty: give one row per original value")
     return tuple(rows)
 
 
-def validate_rows(rows: Sequence[Sequence[str]], source: str) -> None:
-    """Check rectangular shape, unique level-0 values and nesting of levels."""
+def validate_rows(
+    rows: Sequence[Sequence[str]], source: str, lines: Sequence[int] = ()
+) -> None:
+    """Check rectangular shape, unique level-0 values and nesting of levels.
+
+    ``lines`` gives the file line of each row for the messages (default: 1, 2, ...).
+    """
     if not rows:
         raise AnonlabError(f"hierarchy '{source}' is empty: give one row per original value")
+    numbers = list(lines) if len(lines) == len(rows) else list(range(1, len(rows) + 1))
     width = len(rows[0])
     seen: dict[str, int] = {}
-    for lineno, row in enumerate(rows, start=1):
+    for lineno, row in zip(numbers, rows, strict=True):
         if len(row) != width:
             raise AnonlabError(
-                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line 1 has "
-                f"{width}: every row needs one label per level"
+                f"hierarchy '{source}' line {lineno}: {len(row)} fields where line "
+                f"{numbers[0]} has {width}: every row needs one label per level"
             )
         if row[0] in seen:
             raise AnonlabError(
@@ -167,7 +184,7 @@ def validate_rows(rows: Sequence[Sequence[str]], source: str) -> None:
         seen[row[0]] = lineno
     for level in range(1, width - 1):
         parent: dict[str, tuple[str, int]] = {}
-        for lineno, row in enumerate(rows, start=1):
+        for lineno, row in zip(numbers, rows, strict=True):
             group, up = row[level], row[level + 1]
             if group in parent and parent[group][0] != up:
                 first_up, first_line = parent[group]
