@@ -21,6 +21,8 @@ the top. Examples:
   anonlab report out/adult_k5.json --html out/adult_k5.html
 
   anonlab report out/adult_k5.json --html internal.html --internal --plot classes.png
+
+  anonlab report ru.json --html ru.html --plot ru.png     # tradeoff: the R-U map
 """
 
 

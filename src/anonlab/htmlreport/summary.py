@@ -281,6 +281,10 @@ def perturbation_summary(report: Mapping[str, Any]) -> str:
     )
 
     parts = [generic_summary(report).split(". ")[0]]
+    inputs = report.get("inputs")
+    released = inputs.get("released") if isinstance(inputs, Mapping) else None
+    if isinstance(released, Mapping) and released.get("name"):
+        parts[0] += f", attacking its perturbed release {released['name']}"
     method = _value(report, "method")
     columns = _count(_value(report, "columns"))
     if isinstance(method, str) and report.get("command") == "perturb":
