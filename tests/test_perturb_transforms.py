@@ -203,3 +203,17 @@ def test_haar_matrices_are_orthogonal_with_both_determinants() -> None:
     assert np.allclose(np.abs(dets), 1) and (dets > 0).any() and (dets < 0).any()
     # consecutive draws differ
     assert all(not np.allclose(a, b) for a, b in pairwise(mats[:10]))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(20, 80), st.integers(2, 6), st.sampled_from(ORTHOGONAL),
+       st.integers(0, 2**32 - 1))
+def test_clusterings_identical_on_small_random_blobs(n: int, d: int, method: str, seed: int
+                                                      ) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 4, (3, d))
+    values = centres[rng.integers(0, 3, n)] + rng.normal(0, 1, (n, d))
+    p = perturb(_frame(values), method=method, seed=seed % 1000, min_privacy=0.3,
+                rho=(0.2, 0.2))
+    agreement = clustering_agreement(p.standardized, p.released, seed=1, n_clusters=3)
+    assert (agreement["kmeans"], agreement["dbscan"], agreement["ward"]) == (1.0, 1.0, 1.0)

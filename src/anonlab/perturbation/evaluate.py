@@ -42,12 +42,24 @@ def privacy_measures(key: PerturbationKey, standardized: FloatArray, released: F
 
 
 def dbscan_eps(points: FloatArray, min_samples: int = 5) -> float:
-    """Median distance of a record to its ``min_samples``-th nearest neighbour."""
+    """A radius near the median distance of a record to its ``min_samples``-th neighbour.
+
+    It is placed half-way between that distance and the next larger pairwise
+    distance, so that no pair of records lies at distance ``eps`` within
+    rounding error: an orthogonal transform, which changes distances only in
+    the last bits, then gives DBSCAN exactly the same neighbourhoods.
+    """
+    from scipy.spatial.distance import pdist
     from sklearn.neighbors import NearestNeighbors
 
     k = min(min_samples, points.shape[0] - 1)
     dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(points).kneighbors(points)
-    return float(np.median(dist[:, -1]))
+    target = float(np.median(dist[:, -1]))
+    pairs = pdist(points)
+    above = pairs[pairs > target * (1 + 1e-9) + 1e-12]
+    if above.size == 0:
+        return target * 1.5 + 1e-9
+    return (target + float(above.min())) / 2
 
 
 def cluster_labels(points: FloatArray, n_clusters: int, eps: float, seed: int
