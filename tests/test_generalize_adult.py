@@ -29,7 +29,7 @@ def _precision(levels: list[int], hiers: dict[str, Hierarchy]) -> float:
     return sum(lv / hiers[q].height for q, lv in zip(QIS, levels, strict=True)) / len(QIS)
 
 
-@pytest.mark.parametrize("search", ["flash", "ola", "degree"])
+@pytest.mark.parametrize("search", ["flash", "ola", "degree", "exhaustive"])
 def test_k5_no_suppression(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset],
                            search: str) -> None:
     frame, hiers, ds = adult
@@ -45,7 +45,7 @@ def test_k5_no_suppression(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Data
                                 max_suppressed=0) == []
 
 
-@pytest.mark.parametrize("search", ["flash", "degree"])
+@pytest.mark.parametrize("search", ["flash", "ola", "degree", "exhaustive"])
 def test_k5_one_percent(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset],
                         search: str) -> None:
     frame, hiers, ds = adult
