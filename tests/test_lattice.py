@@ -34,12 +34,18 @@ def test_adult_lattice_size(data_dir: object) -> None:
     assert Lattice([1, 4, 1, 2, 3, 2, 2, 2]).size == 6480
 
 
-def test_up_and_down_sets_match_definition() -> None:
-    lat = Lattice([2, 1, 3])
+@pytest.mark.parametrize("heights", [[2, 1, 3], [0, 15, 1], [16, 1], [1] * 13])
+def test_up_and_down_sets_match_definition(heights: list[int]) -> None:
+    """Packed (SWAR) and plain comparisons (height > 15 or m > 12) agree with the definition."""
+    lat = Lattice(heights)
     lv = lat.all_levels
-    for node in range(lat.size):
+    for node in np.random.default_rng(0).permutation(lat.size)[:300]:
         assert set(lat.above(node)) == set(np.flatnonzero((lv >= lv[node]).all(axis=1)))
         assert set(lat.below(node)) == set(np.flatnonzero((lv <= lv[node]).all(axis=1)))
+        ups = {int(x) for x in np.flatnonzero((lv - lv[node]).sum(axis=1) == 1)} & set(
+            lat.above(node).tolist())
+        assert set(lat.successors(int(node))) == ups
+        assert all(node in lat.successors(p) for p in lat.predecessors(int(node)))
 
 
 def test_roll_up_equals_grouping_rows() -> None:
