@@ -244,3 +244,18 @@ def test_verify_failure_writes_nothing(tiny: Path, monkeypatch: pytest.MonkeyPat
                         lambda *a, **k: ["1 equivalence classes have fewer than 2 records"])
     _assert_refused(tiny, _tiny_args(tiny, "--k", "2", "--verify", "--quiet"),
                     "verification failed, nothing written: 1 equivalence classes")
+
+
+def test_lattice_too_large_is_refused(tmp_path: Path) -> None:
+    columns = [f"q{i}" for i in range(13)]
+    pd.DataFrame({c: ["a", "b"] for c in columns}).to_csv(tmp_path / "wide.csv", index=False)
+    (tmp_path / "h.csv").write_text("a;a1;a2;a3;*\nb;b1;b2;b3;*\n")
+    args = ["generalize", str(tmp_path / "wide.csv"), "--k", "1", "--output",
+            str(tmp_path / "out.csv")]
+    for c in columns:
+        args += ["--qi", f"{c}={tmp_path / 'h.csv'}"]
+    code, text = _run(args)
+    assert code == 2, text
+    assert "the lattice has 1,220,703,125 nodes (hierarchy heights: q0 4, q1 4" in text
+    assert "use fewer quasi-identifiers or shorter hierarchies" in text
+    assert not (tmp_path / "out.csv").exists()

@@ -28,6 +28,9 @@ from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses, metric_by
 from anonlab.lattice.search import ANONYMOUS, Progress, SearchContext, SearchResult
 from anonlab.privacy import KAnonymity, check_k, max_suppressed
 
+#: largest lattice searched: the strategies keep a few arrays with one entry per node
+MAX_LATTICE_SIZE = 20_000_000
+
 
 @dataclass
 class GeneralizationResult:
@@ -92,6 +95,13 @@ def anonymize(
         raise AnonlabError(f"unknown metric '{metric}': choose one of {', '.join(METRICS)}")
     criterion = KAnonymity(k)
     lattice = Lattice([q.height for q in dataset.qis])
+    if lattice.size > MAX_LATTICE_SIZE:
+        heights = ", ".join(f"{q.name} {q.height}" for q in dataset.qis)
+        raise AnonlabError(
+            f"the lattice has {lattice.size:,} nodes (hierarchy heights: {heights}), more than "
+            f"the {MAX_LATTICE_SIZE:,} a full-domain search keeps in memory: use fewer "
+            "quasi-identifiers or shorter hierarchies"
+        )
     engine = FrequencyEngine(dataset)
     ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
     chosen = metric_by_name(metric, ctx_loss)
