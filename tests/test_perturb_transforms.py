@@ -99,6 +99,8 @@ def test_rbt_angles_in_security_range() -> None:
     index = {c: i for i, c in enumerate(p.key.columns)}
     three = [b for b in p.key.blocks if len(b.columns) == 3]
     assert len(three) == 1 and len(p.key.blocks) == 2
+    last = index[three[0].columns[2]]  # the odd column, rotated with a rotated partner
+    assert np.var(p.standardized[:, last] - p.released[:, last]) >= rho[0] - 1e-9
     pair = next(b for b in p.key.blocks if len(b.columns) == 2)
     i, j = (index[c] for c in pair.columns)
     za, zb = p.standardized[:, i], p.standardized[:, j]

@@ -118,21 +118,19 @@ def rbt_blocks(names: Sequence[str], z: FloatArray, rng: np.random.Generator,
     """RBT: random pairs rotated by an angle from the security range; odd column rotated again."""
     order = [int(i) for i in rng.permutation(len(names))]
     blocks: list[Block] = []
-    rotated: dict[int, FloatArray] = {}
     for i in range(0, len(order) - 1, 2):
         a, b = order[i], order[i + 1]
         m = rotation_2d(_rbt_angle(z[:, [a, b]], rho, (names[a], names[b]), rng))
         blocks.append(Block((names[a], names[b]), m))
-        pair = z[:, [a, b]] @ m.T
-        rotated[a], rotated[b] = pair[:, 0], pair[:, 1]
     if len(order) % 2:
         last = order[-1]
         k = int(rng.integers(len(blocks)))
         first = blocks.pop(k)
         partner = int(rng.integers(2))
-        col = names.index(first.columns[partner])
-        data = np.column_stack([z[:, last], rotated[col]])
-        m2 = rotation_2d(_rbt_angle(data, rho, (names[last], names[col]), rng))
+        pq = [names.index(c) for c in first.columns]
+        rotated = z[:, pq] @ first.matrix[partner]  # the partner column after its rotation
+        data = np.column_stack([z[:, last], rotated])
+        m2 = rotation_2d(_rbt_angle(data, rho, (names[last], first.columns[partner]), rng))
         three = np.eye(3)
         three[:2, :2] = first.matrix  # (p, q, last): first rotation on p, q
         second = np.eye(3)
