@@ -92,7 +92,7 @@ def microaggregate_command(
         None, "--variant", help="exact (default) or scalable (k-d blocks, numeric only)."
     ),
     block_size: int | None = typer.Option(
-        None, "--block-size", help="Largest block of the scalable variant (default 4096)."
+        None, "--block-size", help="Largest block of the scalable variant (default 16384)."
     ),
     output: Path | None = typer.Option(None, "--output", help="Masked table (CSV or .parquet)."),
     report: Path | None = typer.Option(None, "--report", help="JSON report."),
@@ -231,7 +231,7 @@ def tradeoff_command(
     k: str | None = typer.Option(None, "--k", help="k values: 3-10 (default), 3,5,10 or 5."),
     variant: str | None = typer.Option(None, "--variant", help="exact (default) or scalable."),
     block_size: int | None = typer.Option(
-        None, "--block-size", help="Largest block of the scalable variant (default 4096)."
+        None, "--block-size", help="Largest block of the scalable variant (default 16384)."
     ),
     lambda_: str | None = typer.Option(
         None, "--lambda", help="ILs weights l1,l2,l3 (default 1/3 each; the paper 0.5,0,0.5)."

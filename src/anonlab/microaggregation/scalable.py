@@ -32,9 +32,9 @@ import numpy as np
 from anonlab.microaggregation.columns import check_k
 from anonlab.microaggregation.mdav import EuclideanSpace, first_argmax, k_nearest
 
-DEFAULT_BLOCK_SIZE = 8192
+DEFAULT_BLOCK_SIZE = 16384
 HALO_FACTOR = 0.5
-HALO_CAP = 0.5  # at most this many halo records per own record
+HALO_CAP = 1.0  # at most this many halo records per own record
 MARGIN_SAMPLE = 32
 
 
