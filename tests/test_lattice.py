@@ -117,3 +117,21 @@ def test_cache_sources_and_snapshots_give_the_direct_roll_up() -> None:
         assert sorted(got.counts.tolist()) == sorted(direct.counts.tolist())
         assert sorted(map(tuple, got.keys.tolist())) == sorted(map(tuple, direct.keys.tolist()))
     assert cache._axes and cache._chain  # both kinds of snapshot were made and used
+
+
+def test_cache_respects_its_byte_budget() -> None:
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"a": rng.integers(0, 40, 4000).astype(str),
+                          "b": rng.integers(0, 40, 4000).astype(str)})
+    h = Hierarchy.from_rows([[str(v), str(v // 2), str(v // 8), "*"] for v in range(40)])
+    ds = Dataset.from_frame(frame, {"a": h, "b": h})
+    engine = FrequencyEngine(ds)
+    budget = 3 * engine.bottom.nbytes
+    cache = FrequencyCache(engine, capacity=64, budget=budget)
+    lat = Lattice(ds.heights)
+    for node in range(lat.size):
+        fs = cache.compute(lat.levels(node))
+        assert sorted(fs.counts.tolist()) == sorted(
+            engine.roll_up(engine.bottom, lat.levels(node)).counts.tolist())
+        held = sum(e.nbytes for e in cache._entries if e is not None)
+        assert held == cache._bytes <= budget

@@ -24,6 +24,8 @@ _MAX_KEY = np.iinfo(np.int64).max // 4
 _CHAIN_RATIO = 8
 _CHAIN_AFTER = 4
 _CHAIN_MAX = 24
+#: bytes the LRU cache of frequency sets may hold (chain snapshots get half as much again)
+CACHE_BUDGET = 64 * 2**20
 
 
 def group_tuples(
@@ -76,6 +78,12 @@ class FrequencySet:
     def classes(self) -> int:
         """Number of equivalence classes."""
         return int(self.counts.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays."""
+        extra = 0 if self.base_index is None else self.base_index.nbytes
+        return int(self.keys.nbytes + self.counts.nbytes + extra)
 
 
 class KeyLayout:
@@ -227,9 +235,14 @@ class FrequencyCache:
     evaluates it, not when a snapshot of it is made.
     """
 
-    def __init__(self, engine: FrequencyEngine, capacity: int = 128) -> None:
+    def __init__(
+        self, engine: FrequencyEngine, capacity: int = 128, budget: int = CACHE_BUDGET
+    ) -> None:
         self.engine = engine
         self.capacity = max(1, capacity)
+        self.budget = budget
+        self._bytes = 0  # held by the LRU entries
+        self._snapshot_bytes = 0
         m = len(engine.heights)
         self._levels = np.full((self.capacity, m), np.iinfo(np.int16).max, dtype=np.int16)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
@@ -267,19 +280,38 @@ class FrequencyCache:
         self._used[slot] = self._clock
 
     def put(self, fs: FrequencySet) -> None:
-        """Store a frequency set, evicting the least recently used entry if full."""
+        """Store a frequency set, evicting least recently used entries.
+
+        Entries are evicted while the cache is full or would hold more than
+        its byte budget (large frequency sets near the bottom of a big table
+        would otherwise pile up).
+        """
         if fs.levels in self._slot:
             return
-        filled = len(self._slot)
-        slot = filled if filled < self.capacity else int(np.argmin(self._used))
-        old = self._entries[slot]
-        if old is not None:
-            del self._slot[old.levels]
+        while self._slot and (len(self._slot) >= self.capacity
+                              or self._bytes + fs.nbytes > self.budget):
+            self._evict(int(np.argmin(np.where(self._occupied(), self._used,
+                                               np.iinfo(np.int64).max))))
+        slot = next(i for i, e in enumerate(self._entries) if e is None)
         self._entries[slot] = fs
         self._levels[slot] = fs.levels
         self._classes[slot] = fs.classes
         self._slot[fs.levels] = slot
+        self._bytes += fs.nbytes
         self._touch(slot)
+
+    def _occupied(self) -> np.ndarray:
+        return np.array([e is not None for e in self._entries])
+
+    def _evict(self, slot: int) -> None:
+        old = self._entries[slot]
+        if old is None:
+            return
+        del self._slot[old.levels]
+        self._bytes -= old.nbytes
+        self._entries[slot] = None
+        self._levels[slot] = np.iinfo(np.int16).max  # never at or below a target
+        self._classes[slot] = 0
 
     def closest_below(self, levels: Sequence[int]) -> FrequencySet:
         """The cached node or snapshot at or below ``levels`` with the fewest classes.
@@ -309,6 +341,7 @@ class FrequencyCache:
             if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
                 best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
                 self._axes[axis] = best
+                self._snapshot_bytes += best.nbytes
         # a snapshot used as a large source again and again earns a finer one below
         # the target: the next QI of the target's chain raised to level 1 too
         self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
@@ -317,7 +350,8 @@ class FrequencyCache:
         m = len(self.engine.heights)
         for j in range(2, len(chain) + 1):
             if (best.classes <= floor or len(self._chain) >= _CHAIN_MAX
-                    or self._uses.get(best.levels, 0) < _CHAIN_AFTER):
+                    or self._uses.get(best.levels, 0) < _CHAIN_AFTER
+                    or self._snapshot_bytes + best.nbytes > self.budget // 2):
                 break
             key = tuple(1 if i in chain[:j] else 0 for i in range(m))
             if list(key) == wanted:
@@ -330,6 +364,7 @@ class FrequencyCache:
                     break
                 snap = self.engine.roll_up(parent, key)
                 self._chain[key] = snap
+                self._snapshot_bytes += snap.nbytes
             if snap.classes < best.classes:
                 best = snap
         return best
@@ -346,6 +381,7 @@ class FrequencyCache:
         fs = self.engine.roll_up(self.closest_below(levels), levels)
         self.put(fs)
         nonzero = [i for i, a in enumerate(fs.levels) if a]
-        if len(nonzero) == 1 and fs.levels[nonzero[0]] == 1:  # an axis node: keep it
-            self._axes.setdefault(nonzero[0], fs)
+        if len(nonzero) == 1 and fs.levels[nonzero[0]] == 1 and nonzero[0] not in self._axes:
+            self._axes[nonzero[0]] = fs  # an axis node: keep it
+            self._snapshot_bytes += fs.nbytes
         return fs
