@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anonlab.fusion import scores
 from anonlab.fusion.channel import NO_CANDIDATE, SCORE_SCALE, LocalNetwork, plain_argmax, quantize
@@ -41,6 +43,28 @@ def test_best_threshold_midpoint_and_ties() -> None:
     # all thresholds equally useless: the smallest wins
     t2, g2 = scores.best_threshold(np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0]), 2) or (0, 1)
     assert (t2, g2) == (1.5, 0.0)
+    # an exact tie that floating point breaks either way: the smaller threshold wins
+    x3 = np.array([1.0, 1, 1, 1, 2, 2, 3])
+    y3 = np.array([0, 1, 2, 2, 1, 1, 0])
+    t3, g3 = scores.best_threshold(x3, y3, 3) or (0.0, 0.0)
+    assert t3 == 1.5
+    assert g3 == pytest.approx(h(2 / 7, 3 / 7, 2 / 7) - 4 / 7 - 3 / 7 * math.log2(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2)), min_size=1, max_size=60),
+       st.data())
+def test_best_split_over_a_domain_equals_best_threshold_of_a_subset(
+        pairs: list[tuple[int, int]], data: st.DataObject) -> None:
+    values = np.array([p[0] for p in pairs], dtype=np.float64)
+    classes = np.array([p[1] for p in pairs])
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(pairs),
+                                       max_size=len(pairs))))
+    domain = np.unique(values)
+    counts = np.zeros((domain.size, 3), dtype=np.int64)
+    np.add.at(counts, (np.searchsorted(domain, values[keep]), classes[keep]), 1)
+    assert scores.best_split(domain, counts) == scores.best_threshold(values[keep],
+                                                                      classes[keep], 3)
 
 
 def test_g_factors_sum_to_one_and_match_formula() -> None:

@@ -145,9 +145,14 @@ class ProviderState:
         else:
             lo, hi, closed = info
             distinct, value_code = self.domains[a]
-            flat = np.bincount(value_code[records] * n_classes + self.classes[records],
-                               minlength=distinct.size * n_classes)
-            per_value = flat.reshape(distinct.size, n_classes)
+            if records.size >= distinct.size // 8:    # count over the attribute's domain
+                flat = np.bincount(value_code[records] * n_classes + self.classes[records],
+                                   minlength=distinct.size * n_classes)
+                per_value = flat.reshape(distinct.size, n_classes)
+            else:                                     # few records: sort them instead
+                distinct, inverse = np.unique(self.codes[a][records], return_inverse=True)
+                per_value = np.zeros((distinct.size, n_classes), dtype=np.int64)
+                np.add.at(per_value, (inverse.reshape(-1), self.classes[records]), 1)
             split = scores.best_split(distinct, per_value)
             if split is None:
                 return

@@ -24,6 +24,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+TIE = 1e-12
+"""Gains closer than this are ties (sums of logarithms differ in the last bits)."""
+
 
 def entropy(counts: np.ndarray) -> np.ndarray:
     """Class entropy in bits of each row of a (groups x classes) count matrix."""
@@ -68,7 +71,8 @@ def best_threshold(
 
     Candidate thresholds lie midway between consecutive distinct values;
     records ``< t`` go left. Returns ``(threshold, gain)``, or ``None`` when
-    the values are all equal. Ties go to the smallest threshold.
+    the values are all equal. Ties (gains within :data:`TIE`) go to the
+    smallest threshold.
     """
     distinct, inverse = np.unique(values, return_inverse=True)
     counts = np.zeros((distinct.size, n_classes), dtype=np.int64)
@@ -93,7 +97,8 @@ def best_split(distinct: np.ndarray, counts: np.ndarray) -> tuple[float, float] 
     n = float(total.sum())
     after = (n_left / n) * entropy(left) + ((n - n_left) / n) * entropy(right)
     gains = float(entropy(total)) - after
-    best = int(np.argmax(gains))
+    # thresholds whose gains tie up to rounding: the smallest wins
+    best = int(np.flatnonzero(gains >= gains.max() - TIE)[0])
     return (float(x[best]) + float(x[best + 1])) / 2.0, max(float(gains[best]), 0.0)
 
 
