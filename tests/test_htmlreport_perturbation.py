@@ -122,3 +122,13 @@ def test_no_record_or_key_value_in_the_page(runs: dict[str, Any], command: str) 
     # the check itself: a released value shown on the page is caught
     value = runs["release"].iloc[3, 2]
     assert leaked_values(f"{visible} {value}", runs["release"], report, smallest=0.01)
+
+
+def test_python_api_writes_the_same_page(runs: dict[str, Any], tmp_path: Path) -> None:
+    from anonlab.htmlreport import load_report, write_html, write_plot
+
+    report = load_report(runs["dir"] / "attack.json")
+    write_html(report, tmp_path / "a.html")
+    write_plot(report, tmp_path / "a.png")
+    assert (tmp_path / "a.html").read_text() == runs["attack"][1]
+    assert (tmp_path / "a.png").read_bytes().startswith(b"\x89PNG")
