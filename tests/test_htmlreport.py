@@ -107,8 +107,9 @@ def assert_numbers_match(report: dict[str, Any], page: Page) -> None:
 def _json_numbers(node: Any) -> set[float]:
     if isinstance(node, bool):
         return set()
-    if isinstance(node, int | float):
-        return {float(node)}
+    if isinstance(node, int | float):  # the value and the roundings a page shows of it
+        x = float(node)
+        return {x} if not math.isfinite(x) else {x, float(f"{x:.4g}"), round(x, 2), round(x, 1)}
     if isinstance(node, dict):
         return set().union(*map(_json_numbers, node.values()), *(
             {float(k)} for k in node if re.fullmatch(r"-?\d+(\.\d+)?", str(k))))
