@@ -24,12 +24,16 @@ def check_k_anonymity(
     Rows whose quasi-identifiers are all ``'*'`` are the suppressed records
     (or one fully generalized class); every other combination of
     quasi-identifier values must occur at least ``k`` times, and the all-``'*'``
-    rows must number at least ``k`` or at most ``max_suppressed``.
+    rows must number at least ``k`` or at most ``max_suppressed``. Works one
+    column at a time, so that checking a million-row release costs little
+    memory beyond the release itself.
     """
     cols = list(qi_columns)
     problems = []
-    all_star = (release[cols].astype(str) == SUPPRESSED).all(axis=1)
-    sizes = release.loc[~all_star, cols].astype(str).value_counts(dropna=False)
+    all_star = np.ones(len(release), dtype=bool)
+    for col in cols:
+        all_star &= release[col].astype(str).to_numpy() == SUPPRESSED
+    sizes = _class_sizes(release, cols, ~all_star)
     small = sizes[sizes < k]
     if len(small):
         problems.append(
@@ -40,6 +44,17 @@ def check_k_anonymity(
     if 0 < stars < k and stars > max_suppressed:
         problems.append(f"{stars} suppressed records exceed the limit of {max_suppressed}")
     return problems
+
+
+def _class_sizes(frame: pd.DataFrame, cols: list[str], rows: np.ndarray) -> np.ndarray:
+    """Number of ``rows`` (a mask) with each distinct combination of ``cols``."""
+    group = np.zeros(len(frame), dtype=np.int64)
+    for col in cols:
+        codes, uniques = pd.factorize(frame[col].astype(str))
+        # group ids stay below the row count, so the product cannot overflow
+        group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
+    sizes = np.bincount(group[rows])
+    return sizes[sizes > 0]
 
 
 def check_generalization(
@@ -66,22 +81,24 @@ def check_generalization(
         if col in release.columns:
             problems.append(f"identifying column '{col}' is in the release")
     qis = list(levels)
-    all_star = (release[qis].astype(str) == SUPPRESSED).all(axis=1).to_numpy()
+    all_star = np.ones(len(release), dtype=bool)
+    for col in qis:
+        all_star &= _strings(release[col]) == SUPPRESSED
     for col in original.columns:
         if col in qis or col in set(dropped):
             continue
         if col not in release.columns:
             problems.append(f"column '{col}' is missing from the release")
-        elif not np.array_equal(original[col].astype(str).to_numpy(),
-                                release[col].astype(str).to_numpy()):
+        elif not np.array_equal(_strings(original[col]), _strings(release[col])):
             problems.append(f"column '{col}' was changed")
     expected_star = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
         hier = hierarchies[col]
-        lookup = {v: hier.label(v, level) for v in original[col].astype(str).unique()}
-        expected = original[col].astype(str).map(lookup).to_numpy()
+        codes, values = pd.factorize(original[col].astype(str))
+        labels = np.array([hier.label(str(v), level) for v in values], dtype=object)
+        expected = labels[codes]
         expected_star &= expected == SUPPRESSED
-        got = release[col].astype(str).to_numpy()
+        got = _strings(release[col])
         wrong = (expected != got) & ~all_star
         if wrong.any():
             row = int(wrong.nonzero()[0][0])
@@ -92,3 +109,13 @@ def check_generalization(
     if max_suppressed is not None and suppressed > max_suppressed:
         problems.append(f"{suppressed} records are suppressed but the limit is {max_suppressed}")
     return problems
+
+
+def _strings(column: pd.Series) -> np.ndarray:
+    """A column's values as text, one shared string object per distinct value.
+
+    (Converting a million-row text column element by element would create a
+    million string objects.)
+    """
+    codes, values = pd.factorize(column.astype(str))
+    return np.asarray(values.astype(object), dtype=object)[codes]
