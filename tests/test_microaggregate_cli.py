@@ -168,3 +168,13 @@ def test_help_has_examples() -> None:
     for command in ("microaggregate", "evaluate", "tradeoff"):
         code, text = _run([command, "--help"])
         assert code == 0 and "Example" in text and "anonlab " + command in text
+
+
+def test_csv_release_keeps_the_input_delimiter(tmp_path: Path) -> None:
+    src = _bad(tmp_path, "semi.csv", "a;b;name\n1;2;x\n3;4;y\n5;7;z\n8;9;w\n")
+    out = tmp_path / "semi_k2.csv"
+    code, text = _run(["microaggregate", str(src), "--k", "2", "--output", str(out), "--quiet"])
+    assert code == 0, text
+    assert out.read_text().splitlines()[0] == "a;b;name"
+    code, text = _run(["evaluate", str(src), str(out), "--quiet"])
+    assert code == 0, text

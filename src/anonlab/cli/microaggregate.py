@@ -126,7 +126,7 @@ def microaggregate_command(
     out.update(result.summary())
     out["runtime_seconds"] = time.perf_counter() - started
     if s.output is not None:
-        write_table(result.masked, s.output)
+        write_table(result.masked, s.output, delimiter=_delimiter_of(s.input, s.delimiter))
     _write_report(out, s.report, s.html)
     if not s.quiet:
         sizes = out["group_sizes"]
@@ -135,6 +135,18 @@ def microaggregate_command(
               f"of {sizes['min']}..{sizes['max']}"
               + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
               + f"; {out['runtime_seconds']:.2f} s")
+
+
+def _delimiter_of(path: str, given: str | None) -> str:
+    """The input's CSV delimiter (given or sniffed), so a CSV release keeps it."""
+    from anonlab.io import sniff_delimiter
+
+    if given is not None:
+        return given
+    p = Path(path)
+    if p.suffix.lower() in {".parquet", ".pq"}:
+        return ","
+    return sniff_delimiter(p)
 
 
 def _measure_settings(s: Any) -> dict[str, Any]:
