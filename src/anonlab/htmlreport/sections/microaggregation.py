@@ -278,6 +278,8 @@ def tradeoff_sections(ctx: RenderContext) -> Built:
                              "R-U map of the trade-off runs"))
     blocks.append(Table([*headers, ""], rows, caption="Trade-off per k"))
     used = {key, *(k for k in CHOSEN_KEYS if k in report)}
+    if report.get("k_values") == [p.get(k_key) for p in points]:
+        used.add("k_values")  # the table's first column says the same
     sections = [Section("Risk-utility trade-off", "tradeoff", blocks)]
     rest = microaggregation_sections(RenderContext(
         {k: v for k, v in report.items() if k not in used}, ctx.internal, ctx.base_dirs))
