@@ -140,7 +140,7 @@ def _print_summary(report: dict[str, Any]) -> None:
     for note in report["dropped_templates"]:
         table.add_row("dropped", note)
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
-    Console(stderr=True).print(table)
+    Console().print(table)
 
 
 def register(app: typer.Typer) -> None:
