@@ -82,7 +82,8 @@ def test_fuse_templates_cut_and_specializations(fuse_run: dict[str, Any]) -> Non
     assert holds == ["yes" if t["smallest_group"] >= t["k"] else "NO"
                      for t in report["templates"]]
     for attribute, values in report["cut"].items():
-        row = re.search(rf"<tr><td class=\"\">{re.escape(attribute)}</td>(.*?)</tr>", html, re.S)
+        row = re.search(rf"<tr><td class=\"\">{re.escape(attribute)}</td>(<td class=\"num\">"
+                        r".*?)</tr>", html, re.S)
         assert row is not None, attribute
         assert f">{len(values)}<" in row.group(1)
         if values != ["*"]:
@@ -219,3 +220,28 @@ def test_helper_page_shows_winners_only(party_runs: dict[str, Any]) -> None:
         row = re.search(rf"<td class=\"\">{party}</td><td class=\"num\">"
                         r"<span data-value=\"(\d+)\">", html)
         assert row is not None and int(row.group(1)) == winners.count(party)
+
+
+def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
+    import copy
+    import tomllib
+
+    report, html = fuse_run["report"], fuse_run["html"]
+    config = tomllib.loads((REPO / "examples" / "fusion" / "fusion.toml").read_text())
+    for party in config["parties"]:
+        for column in party.get("columns", []):
+            row = re.search(rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
+                            rf"{re.escape(party['id'])}</td><td class=\"\">([^<]*)</td>", html)
+            assert row is not None, column
+            expected = "as it is" if column not in report["cut"] else (
+                "fully generalized" if report["cut"][column] == ["*"] else
+                f"generalized to the final cut ({len(report['cut'][column])} values)")
+            assert row.group(1).startswith(expected), (column, row.group(1))
+    assert "dropped (record id)" in html and "(the class attribute)" in html
+    # a config that is not the one the run read is not used
+    changed = copy.deepcopy(report)
+    changed["inputs"]["config"]["sha256"] = "0" * 64
+    page = Page(render_html(changed))
+    assert "The providers' columns are not listed: the config file has changed since the " \
+        "run." in page.visible
+    assert "held by" not in page.visible

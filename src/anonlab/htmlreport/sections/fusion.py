@@ -20,6 +20,7 @@ from anonlab.htmlreport.blocks import (
     Cell,
     Figure,
     KeyValues,
+    Note,
     Paragraph,
     Section,
     Table,
@@ -186,6 +187,75 @@ def cut_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
                   caption="The fused table's quasi-identifiers and their final cut")], {key or ""}
 
 
+def _config(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None]:
+    """The fusion config the report names (unchanged since the run), or why it is absent."""
+    import tomllib
+
+    from anonlab.io import file_sha256
+
+    name = ctx.parameters.get("config")
+    if not isinstance(name, str):
+        return None, "the report names no config file"
+    found = ctx.find_file(name)
+    if found is None:
+        return None, "the config file named in the report is not found here"
+    desc = (ctx.report.get("inputs") or {}).get("config")
+    expected = desc.get("sha256") if isinstance(desc, Mapping) else None
+    if expected and file_sha256(found) != expected:
+        return None, "the config file has changed since the run"
+    try:
+        return tomllib.loads(found.read_text(encoding="utf-8")), None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None, "the config file is unreadable"
+
+
+def _released_as(values: Any) -> str:
+    if values == ["*"]:
+        return "fully generalized ('*')"
+    if isinstance(values, list):
+        return f"generalized to the final cut ({len(values):,} values)"
+    return "generalized"
+
+
+def attribute_block(ctx: RenderContext) -> list[Block]:
+    """Every attribute of the fused table: the provider holding it and how it is released.
+
+    Read from the fusion config the report names (used only when its hash
+    equals the one in the report): each provider's columns, the class
+    attribute and the record id.
+    """
+    config, reason = _config(ctx)
+    cut = ctx.report.get("cut")
+    cut = cut if isinstance(cut, Mapping) else {}
+    if not cut:  # a helper's report: it never sees the table
+        return []
+    if config is None:
+        return [Note(f"The providers' columns are not listed: {reason}.")]
+    raw = config.get("fusion")
+    fusion: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    rows: list[list[Cell]] = []
+    for party in config.get("parties") or []:
+        if not isinstance(party, Mapping) or not isinstance(party.get("columns"), list):
+            continue
+        for column in party["columns"]:
+            how = _released_as(cut[column]) if column in cut else \
+                "as it is (in no anonymity template)"
+            rows.append([Cell(str(column)), Cell(str(party.get("id", "?"))), Cell(how)])
+    target = fusion.get("class")
+    if isinstance(target, str):
+        rows.append([Cell(target), Cell("all providers"), Cell("as it is (the class attribute)")])
+    ident = fusion.get("id")
+    keep = ctx.parameters.get("keep_id", fusion.get("keep_id"))
+    if isinstance(ident, str):
+        rows.append([Cell(ident), Cell("all providers"),
+                     Cell("kept (record id)" if keep is True else "dropped (record id)")])
+    if not rows:
+        return []
+    return [Table(["attribute", "held by", "released as"], rows,
+                  caption="The fused table's attributes (from the config file the report "
+                          "names)")]
+
+
 def specialization_figure(steps: list[Mapping[str, Any]]) -> Any:
     """Specializations per attribute, stacked by the party that made them (None if empty)."""
     attributes = list(dict.fromkeys(str(s.get("attribute")) for s in steps))
@@ -258,6 +328,12 @@ def communication_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str
     return [Table(headers, rows, caption="Bytes sent per party")], used
 
 
+def _with_attributes(ctx: RenderContext,
+                     cut: tuple[list[Block], set[str]]) -> tuple[list[Block], set[str]]:
+    blocks, used = cut
+    return attribute_block(ctx) + blocks, used
+
+
 def fusion_sections(ctx: RenderContext) -> Built:
     """Sections of a ``fuse`` or ``party`` report."""
     report = ctx.report
@@ -269,7 +345,8 @@ def fusion_sections(ctx: RenderContext) -> Built:
         sections.append(Section("Fusion", "fusion", [first]))
     for title, anchor, build in (
         ("Anonymity templates", "templates", template_blocks),
-        ("The fused table: attributes and cut", "cut", cut_block),
+        ("The fused table: attributes and cut", "cut",
+         lambda r: _with_attributes(ctx, cut_block(r))),
         ("Specializations in order", "specializations", specialization_blocks),
         ("Communication", "communication", communication_block),
     ):
