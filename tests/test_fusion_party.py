@@ -278,8 +278,10 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
         (folder / "certs" / f"provider-b.{ext}").write_bytes(
             (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes())
     config = folder / "fusion.toml"
-    results = run_all(config, tmp_path, connect_timeout=10)
-    # provider-a dials provider-b and rejects its certificate; the others learn it or time out
+    # provider-a dials provider-b and rejects its certificate; the others learn it or time out.
+    # The start-up limit must outlast three interpreters starting on a busy machine, or the
+    # helper may give up before provider-b listens and provider-a can see its certificate.
+    results = run_all(config, tmp_path, connect_timeout=30)
     assert any("TLS certificate of party 'provider-b'" in e and "not trusted" in e
                for _, e in results.values()), results
     for party, (code, stderr) in results.items():
