@@ -286,7 +286,7 @@ def family_pages(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     repo = data_dir.parent
     tarragona = str(data_dir / "sdc" / "Tarragona.csv")
     runs = {
-        "tradeoff": ["tradeoff", tarragona, "--k", "3-4"],
+        "tradeoff": ["tradeoff", tarragona, "--k", "3-10"],
         "perturb": ["perturb", tarragona, "--method", "obt", "--seed", "1",
                     "--library", str(out / "lib.json"), "--output", str(out / "rel.csv"),
                     "--key", str(out / "key.json"), "--known", "2", "--attack-records", "200"],

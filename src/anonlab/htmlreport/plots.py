@@ -161,7 +161,7 @@ def ru_map_figure(
     y_label: str | None = None,
 ) -> Any:
     """An R-U map: one point per setting (e.g. k), the chosen one marked."""
-    fig = new_figure(5.6, 3.8)
+    fig = new_figure(7.2, 3.6)
     ax = fig.subplots()
     xs = [float(p[x_key]) for p in points]
     ys = [float(p[y_key]) for p in points]
