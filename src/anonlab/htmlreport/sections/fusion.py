@@ -31,7 +31,7 @@ from anonlab.htmlreport.blocks import (
 )
 from anonlab.htmlreport.sections.context import Built, RenderContext
 from anonlab.htmlreport.sections.generic import MAX_ROWS
-from anonlab.htmlreport.sections.layout import find_key
+from anonlab.htmlreport.sections.keys import find_key
 
 TEMPLATE_KEYS = ("templates", "template_groups", "smallest_groups")
 NAME_KEYS = ("qid", "name", "template", "attributes", "columns")

@@ -28,6 +28,7 @@ from anonlab.htmlreport.blocks import (
     show,
 )
 from anonlab.htmlreport.sections.context import Built, RenderContext
+from anonlab.htmlreport.sections.keys import find_key
 
 MEASURES = {
     "ILh": "SSE/SST: squared distance of masked to original, standardized (0 = no loss)",
@@ -57,24 +58,18 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _lookup(mapping: Mapping[str, Any], name: str) -> str | None:
-    """The key of ``mapping`` equal to ``name`` ignoring case."""
-    for key in mapping:
-        if str(key).lower() == name.lower():
-            return str(key)
-    return None
 
 
 def find_measures(report: Mapping[str, Any]) -> tuple[dict[str, Any], str, set[str]]:
     """The EM4ADOM measures the report holds: (name -> value, JSON path prefix, keys used)."""
     for container in CONTAINERS:
-        key = _lookup(report, container)
+        key = find_key(report, container)
         inner = report.get(key) if key else None
-        if isinstance(inner, Mapping) and any(_lookup(inner, m) for m in MEASURES):
+        if isinstance(inner, Mapping) and any(find_key(inner, m) for m in MEASURES):
             return dict(inner), f"{key}.", {str(key)}
     found = {}
     for m in MEASURES:
-        key = _lookup(report, m)
+        key = find_key(report, m)
         if key is not None and (_is_number(report[key]) or report[key] is None):
             found[key] = report[key]
     return found, "", set(found)
@@ -109,13 +104,13 @@ def breakdown_tables(measures: Mapping[str, Any], prefix: str) -> list[Block]:
 
 def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]] | None:
     """A trade-off's per-setting rows: a list of objects that each hold k and IL or DR."""
-    candidates = [k for k in POINT_KEYS if _lookup(report, k)] + list(report)
+    candidates = [k for k in POINT_KEYS if find_key(report, k)] + list(report)
     for name in candidates:
-        key = _lookup(report, name) or name
+        key = find_key(report, name) or name
         value = report.get(key)
         if (isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value)
-                and all(_lookup(v, "k") for v in value)
-                and all(_lookup(v, "IL") or _lookup(v, "DR") for v in value)):
+                and all(find_key(v, "k") for v in value)
+                and all(find_key(v, "IL") or find_key(v, "DR") for v in value)):
             return key, list(value)
     return None
 
@@ -123,32 +118,32 @@ def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]
 def chosen_setting(report: Mapping[str, Any], points: list[Mapping[str, Any]]) -> Any:
     """The k the report chose, else the k of the lowest score."""
     for name in CHOSEN_KEYS:
-        key = _lookup(report, name)
+        key = find_key(report, name)
         if key is not None:
             value = report[key]
-            if isinstance(value, Mapping) and _lookup(value, "k"):
-                return value[_lookup(value, "k")]
+            if isinstance(value, Mapping) and find_key(value, "k"):
+                return value[find_key(value, "k")]
             if _is_number(value):
                 return value
     scored = [(float(p[s]), p) for p in points
-              if (s := _lookup(p, "score")) is not None and _is_number(p[s])]
+              if (s := find_key(p, "score")) is not None and _is_number(p[s])]
     if scored:
         best = min(scored, key=lambda pair: pair[0])[1]
-        return best.get(_lookup(best, "k") or "k")
+        return best.get(find_key(best, "k") or "k")
     return None
 
 
 def ru_map(points: list[Mapping[str, Any]], chosen: Any) -> Any:
     """The R-U map figure of trade-off rows (disclosure risk DR against loss IL)."""
-    il = _lookup(points[0], "IL")
-    dr = _lookup(points[0], "DR")
+    il = find_key(points[0], "IL")
+    dr = find_key(points[0], "DR")
     if il is None or dr is None:
         return None
     usable = [p for p in points if _is_number(p.get(il)) and _is_number(p.get(dr))
               and math.isfinite(float(p[il])) and math.isfinite(float(p[dr]))]
     if not usable:
         return None
-    rows = [{"IL": float(p[il]), "DR": float(p[dr]), "k": p[_lookup(p, "k") or "k"]}
+    rows = [{"IL": float(p[il]), "DR": float(p[dr]), "k": p[find_key(p, "k") or "k"]}
             for p in usable]
     return plots.ru_map_figure(rows, "IL", "DR", "k", chosen,
                                x_label="information loss IL", y_label="disclosure risk DR")
@@ -262,7 +257,7 @@ def tradeoff_sections(ctx: RenderContext) -> Built:
     headers: list[str] = []
     for p in points:
         headers.extend(str(h) for h in p if str(h) not in headers)
-    k_key = _lookup(points[0], "k") or "k"
+    k_key = find_key(points[0], "k") or "k"
     rows = [[cell(p.get(h), f"{key}.{i}.{h}") for h in headers]
             + [Cell("◀ chosen" if p.get(k_key) == chosen else "")]
             for i, p in enumerate(points)]

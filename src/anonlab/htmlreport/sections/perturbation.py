@@ -32,7 +32,7 @@ from anonlab.htmlreport.blocks import (
 )
 from anonlab.htmlreport.sections.context import Built, RenderContext
 from anonlab.htmlreport.sections.generic import MAX_ROWS
-from anonlab.htmlreport.sections.layout import find_key
+from anonlab.htmlreport.sections.keys import find_key
 
 BLOCK_KEYS = ("blocks", "per_block", "privacy")
 ATTACK_KEYS = ("attacks", "attack_table", "attack")
