@@ -21,7 +21,7 @@ import numpy as np
 class Lattice:
     """The full-domain generalization lattice for hierarchies of the given heights."""
 
-    def __init__(self, heights: Sequence[int]) -> None:
+    def __init__(self, heights: Sequence[int] | np.ndarray) -> None:
         self.heights = np.asarray(heights, dtype=np.int64)
         if self.heights.ndim != 1 or len(self.heights) == 0:
             raise ValueError("a lattice needs at least one dimension")
