@@ -109,7 +109,12 @@ def _json_numbers(node: Any) -> set[float]:
         return set()
     if isinstance(node, int | float):  # the value and the roundings a page shows of it
         x = float(node)
-        return {x} if not math.isfinite(x) else {x, float(f"{x:.4g}"), round(x, 2), round(x, 1)}
+        if not math.isfinite(x):
+            return {x}
+        shown = {x, float(f"{x:.4g}"), round(x, 2), round(x, 1)}
+        if abs(x) <= 1:  # a share shown as a percentage
+            shown |= {round(100 * x, 2), float(round(100 * x))}
+        return shown
     if isinstance(node, dict):
         return set().union(*map(_json_numbers, node.values()), *(
             {float(k)} for k in node if re.fullmatch(r"-?\d+(\.\d+)?", str(k))))

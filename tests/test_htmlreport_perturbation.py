@@ -1,4 +1,4 @@
-"""HTML reports of real perturbation runs: ``perturb`` (OBT) and ``attack`` on Tarragona.
+"""HTML reports of real perturbation runs: ``perturb`` (the bundled OBT example) and ``attack``.
 
 Both commands run through the CLI with ``--report`` and ``--html`` as a user
 makes them; the pages are checked against the JSON: every number equal to its
@@ -30,10 +30,11 @@ def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     out = tmp_path_factory.mktemp("perturb")
     data = data_dir / "sdc" / "Tarragona.csv"
     commands = {
-        "perturb": ["perturb", str(data), "--method", "obt", "--min-privacy", "0.5",
-                    "--seed", "7", "--library", str(out / "lib.json"),
-                    "--output", str(out / "rel.csv"), "--key", str(out / "key.json"),
-                    "--known", "2,5", "--attack-records", "400"],
+        # the bundled example (obt, seed 7, min privacy 0.5), its outputs moved to out
+        "perturb": ["perturb", "--config", str(data_dir.parent / "examples" /
+                                               "perturb_tarragona.toml"),
+                    "--library", str(out / "lib.json"), "--output", str(out / "rel.csv"),
+                    "--key", str(out / "key.json"), "--attack-records", "400"],
         "attack": ["attack", str(data), str(out / "rel.csv"), "--known", "2,5",
                    "--max-records", "400"],
     }
