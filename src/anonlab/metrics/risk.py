@@ -17,8 +17,9 @@ original's mean and population S_j); with categorical attributes, the mixed
 distance of :mod:`anonlab.microaggregation.mixed`. Two distances closer than
 a relative 1e-9 count as equal.
 
-Numeric-only data use a k-d tree (SciPy ``cKDTree``): one ball count at the
-own original's distance per record, so no n x n matrix is built. Mixed data
+Numeric-only data use a k-d tree (SciPy ``cKDTree``): the two nearest
+originals of each masked record, and ball counts only where ties need them,
+so no n x n matrix is built. Mixed data
 are compared in blocks of rows (a block x n matrix at a time).
 
 ``ID`` (rank-based interval disclosure): for attribute j, rank the masked
@@ -72,33 +73,49 @@ def _credit(a: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def linkage_numeric(z: np.ndarray, z_masked: np.ndarray, workers: int = 1) -> Linkage:
-    """Linkage of masked to original records by Euclidean distance, via a k-d tree."""
+    """Linkage of masked to original records by Euclidean distance, via a k-d tree.
+
+    One query for the two nearest originals settles most records: with
+    ``first <= second`` their distances and [lo, hi] the own original's
+    distance up to rounding, ``second > hi`` means the own original is the
+    only one that close (a = 0, t = 1); ``second < lo`` means a >= 2 (credit
+    0; linked only if the closer originals share one distance, checked by
+    ball counts); otherwise the second nearest ties with the own original and
+    a ball count gives t. Ball counts run only for those rows.
+    """
     from scipy.spatial import cKDTree
 
+    n = z.shape[0]
     tree = cKDTree(z)
     d_own = np.sqrt(np.sum((z - z_masked) ** 2, axis=1))
     lo, hi = _bounds(d_own)
-    below = np.zeros(z.shape[0], dtype=np.int64)
-    pos = lo >= 0
-    if pos.any():
-        below[pos] = tree.query_ball_point(z_masked[pos], lo[pos], return_length=True,
-                                           workers=workers)
-    upto = np.asarray(tree.query_ball_point(z_masked, hi, return_length=True,
-                                            workers=workers), dtype=np.int64)
-    tied = upto - below
-    linked = below <= 1
-    many = np.flatnonzero(~linked)
-    if many.size:
-        # all `below` originals at one distance? compare the nearest two, then count
-        d2, _ = tree.query(z_masked[many], k=2, workers=workers)
-        first = d2[:, 0]
-        same = d2[:, 1] <= first + REL_TOL * first + ABS_TOL
-        if same.any():
+    linked = np.ones(n, dtype=bool)
+    expected = np.ones(n)
+    if n < 2:
+        return Linkage(linked, expected)
+    near, _ = tree.query(z_masked, k=2, workers=workers)
+    first, second = near[:, 0], near[:, 1]
+    closer2 = second < lo  # a >= 2: two originals strictly closer than the own one
+    expected[closer2] = 0.0
+    rows = np.flatnonzero(closer2)
+    if rows.size:
+        same = second[rows] <= first[rows] + REL_TOL * first[rows] + ABS_TOL
+        linked[rows[~same]] = False
+        check = rows[same]
+        if check.size:
+            below = np.asarray(tree.query_ball_point(
+                z_masked[check], lo[check], return_length=True, workers=workers))
+            top = first[check] + REL_TOL * first[check] + ABS_TOL
             at_first = np.asarray(tree.query_ball_point(
-                z_masked[many[same]], first[same] + REL_TOL * first[same] + ABS_TOL,
-                return_length=True, workers=workers), dtype=np.int64)
-            linked[many[same]] = at_first >= below[many[same]]
-    return Linkage(linked, _credit(below, tied))
+                z_masked[check], top, return_length=True, workers=workers))
+            linked[check] = at_first >= below
+    tied = np.flatnonzero(~closer2 & (second <= hi))
+    if tied.size:
+        a = (first[tied] < lo[tied]).astype(np.int64)
+        upto = np.asarray(tree.query_ball_point(
+            z_masked[tied], hi[tied], return_length=True, workers=workers), dtype=np.int64)
+        expected[tied] = _credit(a, upto - a)
+    return Linkage(linked, expected)
 
 
 def mixed_distances(
