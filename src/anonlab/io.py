@@ -18,12 +18,14 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PathLike = str | os.PathLike[str]
 
@@ -47,6 +49,8 @@ def read_table(
     pandas infer numeric columns. A ``delimiter`` of ``None`` sniffs ``,`` / ``;``
     / tab from the header line.
     """
+    import pandas as pd  # here, not at import: commands that never read a DataFrame skip it
+
     if isinstance(source, pd.DataFrame):
         return source.copy()
     path = Path(source)

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
@@ -41,6 +41,9 @@ from anonlab.perturbation.key import (
 )
 from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
 from anonlab.perturbation.table import NumericColumns, numeric_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FloatArray = NDArray[np.float64]
 ANGLE_STEPS = 36_000  # security-range grid of 0.01 degree
