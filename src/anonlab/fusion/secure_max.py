@@ -108,6 +108,8 @@ class PartyLoop(asyncio.SelectorEventLoop):
     unless its own ``.config`` files exist) and ``create_connection(factory,
     host, port)``; this loop fills in the configured host and the parties'
     TLS contexts, checking each peer's certificate name against its party id.
+    A ``create_server`` call that names its host (anonlab's own channel, which
+    runs the TLS handshake itself) is passed through unchanged.
     """
 
     def __init__(
@@ -127,12 +129,12 @@ class PartyLoop(asyncio.SelectorEventLoop):
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> asyncio.Server:
-        if host is None:
-            host = self.bind_host
+        if host is not None:  # not MPyC's listener (anonlab's channel runs its own TLS)
+            return await super().create_server(protocol_factory, host, port, **kwargs)
         if kwargs.get("ssl") is None and self.server_tls is not None:
             kwargs["ssl"] = self.server_tls
-        return await super().create_server(self._recording(protocol_factory), host, port,
-                                           **kwargs)
+        return await super().create_server(self._recording(protocol_factory), self.bind_host,
+                                           port, **kwargs)
 
     async def create_connection(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any

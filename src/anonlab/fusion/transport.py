@@ -8,6 +8,29 @@ listener's certificate names the party it dialled (the certificate's DNS name
 is the party id); the listening side identifies the caller by the party id in
 its certificate.
 
+A certificate that is not trusted stops the start-up on both ends of that
+connection, at once, with one line naming the party:
+
+* the connecting side checks the listener's certificate during the handshake
+  (``SSLCertVerificationError``);
+* the listening side runs the TLS handshake itself (``loop.start_tls`` on the
+  accepted socket), so it sees both a caller's certificate it rejects and the
+  alert of a caller that rejected its own certificate;
+* with TLS 1.3 the connecting side finishes its handshake *before* the
+  listener has checked the caller's certificate, and a rejection arrives
+  later as an alert that closes the connection. The listener therefore speaks
+  first (its HELLO right after the handshake) and the connecting side sends
+  nothing, and counts the connection as made, only once that first frame
+  arrived; a connection that closes before it is a refusal, reported with
+  the alert's reason.
+
+Only "nobody listens there yet" (a refused or reset TCP connection) is
+retried. A party that fails while connecting keeps its listener and dials up
+for a short grace period (:data:`START_GRACE` seconds at most) until every
+peer has either connected (and gets an ABORT with the reason) or failed its
+handshake too, so every party stops promptly with a reason instead of waiting
+for the connect timeout.
+
 The channel runs on the same asyncio event loop as the MPyC runtime
 (:class:`anonlab.fusion.secure_max.PartyLoop`), so sending never blocks on a
 receiver (frames are buffered by the transport) and every wait has a deadline
@@ -45,6 +68,10 @@ KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", DONE: "DONE", ABORT: "ABORT", READY:
 MAX_FRAME = 1 << 30
 _HEADER = struct.Struct(">BI")
 _POLL = 0.05
+START_GRACE = 10.0
+"""Seconds a party that failed while connecting still waits for its peers to connect or fail,
+so that each of them learns why (bounded by the connect timeout)."""
+_CERT_ADVICE = "every party needs a certificate for its id signed by the configured CA"
 
 
 @dataclass(frozen=True)
@@ -119,6 +146,27 @@ def certificate_names(cert: Mapping[str, Any] | None) -> set[str]:
     return names
 
 
+def _ssl_reason(exc: ssl.SSLError) -> str:
+    """A short reason of a TLS failure, e.g. ``tlsv1 alert unknown ca``."""
+    reason = getattr(exc, "reason", None)
+    return str(reason).replace("_", " ").lower() if reason else str(exc)
+
+
+class _Acceptor(asyncio.Protocol):
+    """An accepted TCP connection before TLS: hands it to :meth:`Channel.accept`."""
+
+    def __init__(self, channel: Channel, context: ssl.SSLContext) -> None:
+        self.channel = channel
+        self.context = context
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()  # the TLS layer reads the client's first bytes
+        task = self.channel.loop.create_task(self.channel.accept(transport, self.context))
+        self.channel.handshakes.add(task)  # keep a reference until the handshake ends
+        task.add_done_callback(self.channel.handshakes.discard)
+
+
 def encode_frame(kind: int, payload: bytes) -> bytes:
     """One frame: kind byte, 4-byte big-endian length, payload."""
     if kind not in KIND_NAMES:
@@ -153,6 +201,9 @@ class FrameProtocol(asyncio.Protocol):
     def __init__(self, channel: Channel, party: str | None) -> None:
         self.channel = channel
         self.party = party
+        self.dialed = party is not None
+        self.confirmed = False
+        """A dialled connection counts once the listener's first frame arrived (see above)."""
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.bytes_sent = 0
@@ -161,15 +212,18 @@ class FrameProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.channel.protocols.append(self)
         if self.party is None:  # we listened: the caller is named by its certificate
             names = certificate_names(transport.get_extra_info("peercert"))
             self.channel.identify(self, names)
-        else:
-            self.channel.register(self.party, self)
 
     def data_received(self, data: bytes) -> None:
         if self.broken:
             return
+        if self.dialed and not self.confirmed and self.party is not None:
+            # the listener accepted our certificate: it spoke first
+            self.confirmed = True
+            self.channel.register(self.party, self)
         self.buffer.extend(data)
         while len(self.buffer) >= _HEADER.size and self.party is not None:
             kind, length = _HEADER.unpack_from(self.buffer)
@@ -189,7 +243,11 @@ class FrameProtocol(asyncio.Protocol):
             self.channel.deliver(self.party, kind, payload)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.party is not None:
+        if self.party is None:
+            return
+        if self.dialed and not self.confirmed:
+            self.channel.refused(self.party, exc)
+        else:
             self.channel.lost(self.party, exc)
 
     def send(self, kind: int, payload: bytes) -> None:
@@ -247,6 +305,16 @@ class Channel:
         self.done: dict[str, dict[str, Any]] = {}
         self.failure: str | None = None
         self.closing = False
+        self.protocols: list[FrameProtocol] = []
+        self.handshakes: set[asyncio.Task[None]] = set()
+        self.dial_failed: set[str] = set()
+        """Peers we dial whose handshake failed (they cannot be told anything)."""
+        self.refused_calls = 0
+        """Incoming connections whose TLS handshake failed (a certificate, or the caller left)."""
+        self.dropped_calls: list[str] = []
+        """Addresses of callers that closed the connection during the TLS handshake."""
+        self._hello: bytes | None = None
+        self._relayed = False
         self._server: asyncio.Server | None = None
         self._changed = asyncio.Event()
 
@@ -254,14 +322,64 @@ class Channel:
     def identify(self, protocol: FrameProtocol, names: set[str]) -> None:
         """Bind an accepted connection to the one waiting party its certificate names."""
         candidates = [n for n in self.before if n in names and n not in self.links]
-        if len(candidates) != 1:
-            protocol.abort()  # not one of the parties that should call us
+        if len(candidates) != 1:  # not one of the parties that should call us: say why
+            with contextlib.suppress(AnonlabError):
+                protocol.send(ABORT, encode_json({"error": (
+                    f"party '{self.me}' expects a call from "
+                    + (", ".join(f"'{n}'" for n in self.before if n not in self.links) or "nobody")
+                    + f", not from a certificate naming {sorted(names)}: check that every party "
+                    "uses the same party list and the certificate of its own id"
+                )}))
+            if protocol.transport is not None:
+                protocol.transport.close()
             return
         protocol.party = candidates[0]
         self.register(candidates[0], protocol)
+        if self._hello is not None and self.failure is None:
+            protocol.send(HELLO, self._hello)  # the listener speaks first
 
     def register(self, party: str, protocol: FrameProtocol) -> None:
         self.links[party] = protocol
+        self._changed.set()
+
+    def peer_endpoint(self, party: str) -> str:
+        peer = next(p for p in self.parties if p.party == party)
+        return f"{peer.host}:{peer.port}"
+
+    def refused(self, party: str, exc: BaseException | None) -> None:
+        """A connection we dialled closed before the listener's first frame: it refused us."""
+        self.dial_failed.add(party)
+        if isinstance(exc, ssl.SSLError):
+            self.fail(
+                f"TLS certificate of party '{self.me}' is not trusted by party '{party}' at "
+                f"{self.peer_endpoint(party)} ({_ssl_reason(exc)}): {_CERT_ADVICE}",
+                certificate=True,
+            )
+        else:  # TLS 1.3: our handshake ended before the listener checked our certificate
+            cause = f", {exc}" if exc else ""
+            self.fail(
+                f"TLS certificate of party '{self.me}' is not trusted by party '{party}' at "
+                f"{self.peer_endpoint(party)} (it closed the connection right after the TLS "
+                f"handshake{cause}): {_CERT_ADVICE}",
+                certificate=True,
+            )
+        self._changed.set()
+
+    def call_failed(self, address: str, exc: ssl.SSLError) -> None:
+        """The TLS handshake of an incoming connection failed on a certificate."""
+        self.refused_calls += 1
+        waiting = ", ".join(f"'{n}'" for n in self.before if n not in self.links) or "none"
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            self.fail(
+                f"TLS certificate of the party calling from {address} is not trusted "
+                f"({exc.verify_message}; parties still expected to call here: {waiting}): "
+                f"{_CERT_ADVICE}"
+            )
+        else:
+            self.fail(
+                f"TLS certificate of party '{self.me}' is not trusted by the party calling from "
+                f"{address} ({_ssl_reason(exc)}): {_CERT_ADVICE}"
+            )
         self._changed.set()
 
     def deliver(self, party: str, kind: int, payload: bytes) -> None:
@@ -269,7 +387,7 @@ class Channel:
             reason = "no reason given"
             with contextlib.suppress(AnonlabError):
                 reason = str(decode_json(payload, party, kind).get("error", reason))
-            self.fail(f"party '{party}' stopped: {reason}")
+            self.fail(f"party '{party}' stopped: {reason}", relayed=True)
         elif kind == DONE:
             try:
                 self.done[party] = decode_json(payload, party, kind)
@@ -288,10 +406,16 @@ class Channel:
             )
         self._changed.set()
 
-    def fail(self, message: str) -> None:
-        """Record the first failure; every later wait raises it."""
-        if self.failure is None:
+    def fail(self, message: str, *, relayed: bool = False, certificate: bool = False) -> None:
+        """Record the first failure; every later wait raises it.
+
+        A ``certificate`` failure this party found itself, naming the party whose
+        certificate is not trusted, replaces a ``relayed`` one (another party's
+        ABORT): so each party that checks a certificate reports its own finding.
+        """
+        if self.failure is None or (certificate and self._relayed):
             self.failure = message
+            self._relayed = relayed
         self._changed.set()
 
     def check(self) -> None:
@@ -330,14 +454,19 @@ class Channel:
 
     # -- life cycle -------------------------------------------------------------------------
     def open(self, hello: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-        """Connect to every peer, send our HELLO and return every peer's HELLO."""
+        """Connect to every peer, send our HELLO and return every peer's HELLO.
+
+        On every connection the listener sends its HELLO first (right after
+        the TLS handshake) and the connecting side answers once it got it.
+        """
         me = next(p for p in self.parties if p.party == self.me)
+        self._hello = encode_json(hello)
         if self.before:
+            accept_context = server_context(self.tls)
             try:
                 self._server = self.loop.run_until_complete(
                     self.loop.create_server(
-                        lambda: FrameProtocol(self, None), me.host, me.port,
-                        ssl=server_context(self.tls),
+                        lambda: _Acceptor(self, accept_context), me.host, me.port,
                     )
                 )
             except OSError as exc:
@@ -348,18 +477,98 @@ class Channel:
         context = client_context(self.tls)
         tasks = [self.loop.create_task(self._dial(peer, context)) for peer in self.after]
         try:
-            self.wait_until(
-                lambda: len(self.links) == len(self.peers),
-                f"connecting party '{self.me}' to "
-                + ", ".join(f"'{n}'" for n in self.peers if n not in self.links),
-                starting=True,
-            )
+            self._wait_connected()
         finally:
             for task in tasks:
                 task.cancel()
             if self._server is not None:
                 self._server.close()
-        return self.exchange(HELLO, hello, "the start-up handshake", starting=True)
+        for peer in self.after:
+            self.send(peer.party, HELLO, self._hello)
+        received: dict[str, dict[str, Any]] = {}
+        for party in self.peers:
+            got, payload = self.receive(party, "the start-up handshake", starting=True)
+            if got != HELLO:
+                raise AnonlabError(
+                    f"party '{party}' sent {KIND_NAMES[got]} instead of HELLO during the "
+                    "start-up handshake: check that every party runs the same anonlab version"
+                )
+            received[party] = decode_json(payload, party, HELLO)
+        return received
+
+    def settled(self) -> bool:
+        """Every peer connected, or its TLS handshake failed."""
+        callers = sum(1 for n in self.before if n in self.links)
+        return callers + self.refused_calls >= len(self.before) and all(
+            p.party in self.links or p.party in self.dial_failed for p in self.after
+        )
+
+    def _wait_connected(self) -> None:
+        """Wait until every peer is connected; after a failure, until every peer could learn it.
+
+        A recorded failure does not stop the wait at once: the listener and
+        the dials stay up (at most :data:`START_GRACE` seconds more, within
+        the connect timeout) so that each peer either connects, to receive
+        our ABORT, or fails its own handshake with us; then the failure is
+        raised.
+        """
+        limit = self.connect_timeout
+        deadline = self.loop.time() + limit
+
+        async def poll() -> None:
+            grace_end: float | None = None
+            while not self.settled():
+                now = self.loop.time()
+                if self.failure is not None:
+                    if grace_end is None:
+                        grace_end = min(deadline, now + START_GRACE)
+                    if now >= grace_end:
+                        return
+                elif now >= deadline:
+                    waiting = ", ".join(f"'{n}'" for n in self.peers if n not in self.links)
+                    raise AnonlabError(
+                        f"connecting party '{self.me}' to {waiting} did not happen within "
+                        f"{limit:g} s: a party stopped, hung or is unreachable (check hosts, "
+                        "ports, certificates; raise --connect-timeout); nothing was written"
+                    )
+                end = deadline if grace_end is None else grace_end
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), max(min(_POLL, end - now), 0))
+
+        self.loop.run_until_complete(poll())
+        missing = [n for n in self.peers if n not in self.links]
+        if missing and self.failure is None:  # settled: the missing callers dropped our handshake
+            self.fail(
+                f"TLS certificate of party '{self.me}' is not trusted by the parties calling from "
+                f"{', '.join(self.dropped_calls)}: they closed the connection during the TLS "
+                f"handshake, and " + ", ".join(f"'{n}'" for n in missing) + " never connected; "
+                + _CERT_ADVICE
+            )
+        self.check()
+
+    async def accept(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+        """Run the TLS handshake of an accepted TCP connection, noting a certificate failure."""
+        peer = transport.get_extra_info("peername")
+        address = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        protocol = FrameProtocol(self, None)
+        try:
+            tls = await self.loop.start_tls(transport, protocol, context, server_side=True)
+        except ssl.SSLError as exc:
+            transport.abort()
+            if isinstance(exc, ssl.SSLCertVerificationError) or "ALERT" in str(exc.reason):
+                self.call_failed(address, exc)
+            return  # not TLS at all (a port probe): keep listening
+        except (OSError, EOFError):
+            # the caller dropped the connection during the handshake: our certificate
+            # failed its check (it reports the reason), or it was not a party at all
+            transport.abort()
+            self.refused_calls += 1
+            self.dropped_calls.append(address)
+            self._changed.set()
+            return
+        assert isinstance(tls, asyncio.Transport)
+        protocol.connection_made(tls)
 
     def exchange(
         self, kind: int, obj: Mapping[str, Any], what: str, *, starting: bool = False
@@ -379,7 +588,11 @@ class Channel:
         return received
 
     async def _dial(self, peer: Endpoint, context: ssl.SSLContext) -> None:
-        """Connect to a peer that may not be listening yet, retrying until cancelled."""
+        """Connect to a peer that may not be listening yet, retrying until cancelled.
+
+        Only a TCP connection that is refused, reset or times out is retried
+        (nobody listens there yet); a failed TLS handshake is final.
+        """
         while True:
             try:
                 await self.loop.create_connection(
@@ -388,13 +601,17 @@ class Channel:
                 )
                 return
             except ssl.SSLCertVerificationError as exc:
+                self.dial_failed.add(peer.party)
                 self.fail(
                     f"TLS certificate of party '{peer.party}' at {peer.host}:{peer.port} is not "
-                    f"trusted ({exc.verify_message}): every party needs a certificate for its id "
-                    "signed by the configured CA"
+                    f"trusted ({exc.verify_message}): {_CERT_ADVICE}",
+                    certificate=True,
                 )
                 return
-            except (OSError, ssl.SSLError):
+            except ssl.SSLError as exc:  # the listener refused our certificate (TLS 1.2)
+                self.refused(peer.party, exc)
+                return
+            except (OSError, EOFError):
                 await asyncio.sleep(0.1)
 
     def send(self, party: str, kind: int, payload: bytes) -> None:
@@ -439,15 +656,15 @@ class Channel:
                 link.send(ABORT, encode_json({"error": reason}))
         with contextlib.suppress(Exception):
             self.flush(limit=2.0)
-        for link in self.links.values():
-            link.abort()
+        for protocol in self.protocols:
+            protocol.abort()
 
     def close(self) -> None:
         """Close every connection (after :meth:`finish`)."""
         self.closing = True
-        for link in self.links.values():
-            if link.transport is not None:
-                link.transport.close()
+        for protocol in self.protocols:
+            if protocol.transport is not None:
+                protocol.transport.close()
         with contextlib.suppress(Exception):
             self.loop.run_until_complete(asyncio.sleep(0.05))
 
