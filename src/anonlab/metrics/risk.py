@@ -20,7 +20,8 @@ a relative 1e-9 count as equal.
 Numeric-only data use a k-d tree (SciPy ``cKDTree``): the two nearest
 originals of each masked record, and ball counts only where ties need them,
 so no n x n matrix is built. Mixed data
-are compared in blocks of rows (a block x n matrix at a time).
+are compared in blocks of rows (a block x n matrix of about 2 million
+entries at a time).
 
 ``ID`` (rank-based interval disclosure): for attribute j, rank the masked
 values (equal values take consecutive ranks in order of appearance); the
@@ -42,7 +43,7 @@ from anonlab.microaggregation.mixed import CategoricalColumn, category_distance
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
-BLOCK_ROWS = 512
+BLOCK_CELLS = 1 << 21  # masked x original distances held at a time (16 MiB)
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,16 @@ def linkage_mixed(
     cats: Sequence[CategoricalColumn],
     z_masked: np.ndarray,
     cats_masked: Sequence[CategoricalColumn],
-    block: int = BLOCK_ROWS,
+    block: int | None = None,
 ) -> Linkage:
-    """Linkage with the mixed distance, a block of masked rows against all originals."""
+    """Linkage with the mixed distance, a block of masked rows against all originals.
+
+    ``block`` rows at a time (default: as many as keep the block x n matrix
+    at ``BLOCK_CELLS`` entries).
+    """
     n = z.shape[0] if z.size else cats[0].codes.size
+    if block is None:
+        block = max(8, BLOCK_CELLS // max(n, 1))
     z = z.reshape(n, -1)
     z_masked = z_masked.reshape(n, -1)
     codes_m = (np.stack([c.codes for c in cats_masked], axis=1) if cats_masked
