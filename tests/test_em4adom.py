@@ -241,3 +241,11 @@ def test_parameter_errors(kwargs: dict[str, object], message: str) -> None:
 def test_constant_original_column_is_named() -> None:
     with pytest.raises(AnonlabError, match="column 'a' of the original is constant"):
         evaluate(frame(a=[1, 1, 1]), frame(a=[1, 1, 1]))
+
+
+def test_other_columns_may_differ_and_are_noted() -> None:
+    ev = evaluate(frame(a=[1, 2, 3, 4], id=[1, 2, 3, 4]), frame(a=[1, 2, 3, 4], extra=list("wxyz")),
+                  "a")
+    assert ev.measures["ILh"] == 0.0
+    assert any("only in the original ['id']" in note and "['extra']" in note
+               for note in ev.notes)

@@ -228,7 +228,7 @@ def test_mixed_microaggregation_replaces_by_mean_mode_median() -> None:
     assert result.summary()["group_sizes"] == {"min": 3, "max": 3, "count_by_size": {"3": 2}}
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 300), k=st.integers(1, 6),
        block=st.integers(2, 60))
 def test_scalable_blocks_and_group_sizes(seed: int, n: int, k: int, block: int) -> None:

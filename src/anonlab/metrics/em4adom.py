@@ -136,6 +136,11 @@ def evaluate(
     n = original.shape[0]
     measures: dict[str, Any] = {}
     notes: list[str] = []
+    only_original = [str(c) for c in original.columns if c not in set(masked.columns)]
+    only_masked = [str(c) for c in masked.columns if c not in set(original.columns)]
+    if only_original or only_masked:
+        notes.append("the tables' other columns differ (not evaluated): "
+                     f"only in the original {only_original}, only in the masked {only_masked}")
     z = zm = np.zeros((n, 0))
     x = xm = np.zeros((n, 0))
     if num:
