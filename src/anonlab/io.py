@@ -136,12 +136,22 @@ def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None
             )
 
 
-def atomic_write(path: PathLike, writer: Callable[[Path], object]) -> None:
+def _default_mode() -> int:
+    """Permissions an ordinary new file gets here: 0o666 less the process umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write(
+    path: PathLike, writer: Callable[[Path], object], *, private: bool = False
+) -> None:
     """Call ``writer(tmp_path)`` then rename the temporary file onto ``path``.
 
     The temporary file lives beside the target so the rename is atomic; on any
     error it is removed and the target is left as it was. A missing output
-    folder is created.
+    folder is created. The file gets the usual permissions (0o666 less the
+    umask), or owner-only 0o600 when ``private`` (secret keys).
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -153,6 +163,7 @@ def atomic_write(path: PathLike, writer: Callable[[Path], object]) -> None:
     tmp = Path(tmp_name)
     try:
         writer(tmp)
+        os.chmod(tmp, 0o600 if private else _default_mode())
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -217,15 +228,15 @@ def to_json_text(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n"
 
 
-def write_json(obj: Any, path: PathLike) -> None:
-    """Write ``obj`` as JSON atomically."""
+def write_json(obj: Any, path: PathLike, *, private: bool = False) -> None:
+    """Write ``obj`` as JSON atomically (owner-only when ``private``)."""
     text = to_json_text(obj)
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), private=private)
 
 
-def write_text(text: str, path: PathLike) -> None:
-    """Write text atomically."""
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+def write_text(text: str, path: PathLike, *, private: bool = False) -> None:
+    """Write text atomically (owner-only when ``private``)."""
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), private=private)
 
 
 def read_json(path: PathLike) -> Any:

@@ -78,8 +78,7 @@ def make_certificates(folder: str | Path, parties: Sequence[tuple[str, str]]) ->
     )
     written = [out / "ca.crt", out / "ca.key"]
     write_text(pem_cert(ca_cert), written[0])
-    write_text(pem_key(ca_key), written[1])
-    written[1].chmod(0o600)
+    write_text(pem_key(ca_key), written[1], private=True)
     for party, host in parties:
         key = ec.generate_private_key(ec.SECP256R1())
         alt: list[x509.GeneralName] = [x509.DNSName(party)]
@@ -108,7 +107,6 @@ def make_certificates(folder: str | Path, parties: Sequence[tuple[str, str]]) ->
         )
         cert_path, key_path = out / f"{party}.crt", out / f"{party}.key"
         write_text(pem_cert(cert), cert_path)
-        write_text(pem_key(key), key_path)
-        key_path.chmod(0o600)
+        write_text(pem_key(key), key_path, private=True)
         written += [cert_path, key_path]
     return written

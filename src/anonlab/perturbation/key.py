@@ -83,10 +83,10 @@ class PerturbationKey:
         }
 
     def save(self, path: str | Path) -> None:
-        """Write the key as JSON (atomic)."""
+        """Write the key as JSON (atomic, readable by its owner only: it undoes the release)."""
         from anonlab.io import write_json
 
-        write_json(self.to_dict(), path)
+        write_json(self.to_dict(), path, private=True)
 
     @classmethod
     def load(cls, path: str | Path) -> PerturbationKey:
