@@ -30,36 +30,99 @@ _EXPORTS: dict[str, str] = {
     "apply_transformation": "anonlab.generalize",
     "check_k_anonymity": "anonlab.checker",
     "check_generalization": "anonlab.checker",
+    "Criterion": "anonlab.privacy",
     "read_table": "anonlab.io",
     "write_table": "anonlab.io",
+    # microaggregation and EM4ADOM
+    "microaggregate": "anonlab.microaggregation",
+    "MicroaggregationResult": "anonlab.microaggregation",
+    "mdav_labels": "anonlab.microaggregation",
+    "scalable_mdav_labels": "anonlab.microaggregation",
+    "run_tradeoff": "anonlab.microaggregation.sweep",
+    "evaluate": "anonlab.metrics",
+    "Evaluation": "anonlab.metrics",
+    # multi-party fusion
+    "fuse": "anonlab.fusion.engine",
+    "specialize_table": "anonlab.fusion.engine",
+    "FusionResult": "anonlab.fusion.engine",
+    "FusionConfig": "anonlab.fusion.config",
+    "load_fusion_config": "anonlab.fusion.config:load_config",
+    "check_templates": "anonlab.fusion.check",
+    "run_party": "anonlab.fusion.party",
+    "SecureMax": "anonlab.fusion.secure_max",
+    "make_certificates": "anonlab.fusion.certs",
+    # perturbation
+    "perturb": "anonlab.perturbation",
+    "invert_perturbation": "anonlab.perturbation",
+    "MatrixLibrary": "anonlab.perturbation",
+    "PerturbationKey": "anonlab.perturbation",
+    "RecoverableReleaseWarning": "anonlab.perturbation",
+    "run_attacks": "anonlab.perturbation",
+    "privacy_measures": "anonlab.perturbation",
+    "clustering_agreement": "anonlab.perturbation",
+    # reports
+    "render_html": "anonlab.htmlreport",
+    "load_report": "anonlab.htmlreport",
+    "write_html": "anonlab.htmlreport",
+    "write_plot": "anonlab.htmlreport",
 }
 
 __all__ = [
     "AnonlabError",
+    "Criterion",
     "Dataset",
+    "Evaluation",
+    "FusionConfig",
+    "FusionResult",
     "GeneralizationResult",
     "Generalizer",
     "Hierarchy",
     "KAnonymity",
+    "MatrixLibrary",
+    "MicroaggregationResult",
+    "PerturbationKey",
+    "RecoverableReleaseWarning",
     "Role",
+    "SecureMax",
     "__version__",
     "anonymize",
     "apply_transformation",
     "check_generalization",
     "check_k_anonymity",
+    "check_templates",
+    "clustering_agreement",
+    "evaluate",
+    "fuse",
     "grouping_hierarchy",
     "interval_hierarchy",
+    "invert_perturbation",
+    "load_fusion_config",
+    "load_report",
+    "make_certificates",
+    "mdav_labels",
+    "microaggregate",
+    "perturb",
+    "privacy_measures",
     "read_table",
     "redaction_hierarchy",
+    "render_html",
+    "run_attacks",
+    "run_party",
+    "run_tradeoff",
+    "scalable_mdav_labels",
+    "specialize_table",
+    "write_html",
+    "write_plot",
     "write_table",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'anonlab' has no attribute '{name}'")
-    return getattr(importlib.import_module(module), name)
+    module, _, attribute = target.partition(":")  # "module:attribute" exports under another name
+    return getattr(importlib.import_module(module), attribute or name)
 
 
 def __dir__() -> list[str]:
