@@ -15,7 +15,7 @@ vector, ``y`` its released vector, and every attack returns estimates
   ``least_squares``: the linear map ``x = B y`` that fits the known pairs
   (minimum-norm least squares); exact for any invertible linear transform once
   ``m >= d`` known records span the space. ``procrustes``: the orthogonal ``Q``
-  minimizing ``||Y_k Q - X_k||`` (orthogonal Procrustes); exact for an
+  minimizing ``||Y_k Q - X_k||`` (orthogonal Procrustes, by one SVD); exact for an
   orthogonal transform under the same condition. ``method_aware``: exploits
   OBT's structure (each released column mixes only the two or three columns of
   its pair or triple, with a unit-norm row): for every released column it
@@ -77,12 +77,21 @@ def least_squares(known_x: FloatArray, known_y: FloatArray, released: FloatArray
     return np.asarray(y @ b, dtype=np.float64)
 
 
+def procrustes_rotation(a: FloatArray, b: FloatArray) -> FloatArray:
+    """The orthogonal ``Q`` minimizing ``||a Q - b||_F``: ``Q = U V^T`` for ``a^T b = U S V^T``.
+
+    Schönemann's 1966 solution of the orthogonal Procrustes problem (what
+    ``scipy.linalg.orthogonal_procrustes`` computes; NumPy's SVD spares the
+    command the import of ``scipy.linalg``).
+    """
+    u, _, vt = np.linalg.svd(a.T @ b)
+    return np.asarray(u @ vt, dtype=np.float64)
+
+
 def procrustes(known_x: FloatArray, known_y: FloatArray, released: FloatArray) -> FloatArray:
     """Orthogonal ``Q`` minimizing ``||(Y_k - c) Q - X_k||`` (Procrustes), applied to all."""
-    from scipy.linalg import orthogonal_procrustes
-
     y, centre = _centred(released)
-    q, _ = orthogonal_procrustes(known_y - centre, known_x)
+    q = procrustes_rotation(known_y - centre, known_x)
     return np.asarray(y @ q, dtype=np.float64)
 
 

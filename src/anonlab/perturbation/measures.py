@@ -22,6 +22,7 @@ to ``A x`` (so the released table is ``X @ A.T``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -75,7 +76,40 @@ def measure_block(
     matrix: FloatArray, original: FloatArray, released: FloatArray
 ) -> dict[str, float]:
     """``S``, ``S_trace``, ``R``, ``P = R x S`` and ``P_trace = R x S_trace`` of one block."""
-    s = distance_privacy(original, released)
+    return block_measures(matrix, distance_privacy(original, released))
+
+
+def block_measures(matrix: FloatArray, s: float) -> dict[str, float]:
+    """The measures of a block whose distance privacy ``S`` is already known."""
     s_trace = float(trace_privacy(matrix))
     r = float(direction_privacy(matrix))
     return {"S": s, "S_trace": s_trace, "R": r, "P": r * s, "P_trace": r * s_trace}
+
+
+def column_variances(original: FloatArray, released: FloatArray
+                     ) -> tuple[FloatArray, FloatArray]:
+    """Per column ``j``: ``Var(x_j)`` and ``Var(x_j - x'_j)`` (population, two-pass).
+
+    The variance of a point set is the sum of its columns' variances, so the
+    ``S`` of any group of columns is ``sum Var(x_j - x'_j) / sum Var(x_j)``
+    over the group: one pass over the table gives every block's ``S`` and the
+    overall one, with no copy of a block's columns.
+    """
+    d = original.shape[1]
+    var_x = np.empty(d)
+    var_diff = np.empty(d)
+    for j in range(d):
+        x = original[:, j] - original[:, j].mean()
+        var_x[j] = x @ x
+        diff = original[:, j] - released[:, j]
+        diff -= diff.mean()
+        var_diff[j] = diff @ diff
+    n = original.shape[0]
+    return var_x / n, var_diff / n
+
+
+def grouped_privacy(var_x: FloatArray, var_diff: FloatArray, columns: Sequence[int]) -> float:
+    """``S`` of the columns ``columns`` from :func:`column_variances` (0 when constant)."""
+    idx = list(columns)
+    base = float(np.sum(var_x[idx]))
+    return 0.0 if base == 0.0 else float(np.sum(var_diff[idx])) / base

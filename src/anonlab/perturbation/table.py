@@ -235,8 +235,23 @@ def _fill(target: FloatArray, column: pa.ChunkedArray) -> None:
         if pa.types.is_dictionary(chunk.type):
             chunk = chunk.dictionary_decode()
         stop = start + len(chunk)
-        target[start:stop] = chunk.to_numpy(zero_copy_only=False)
+        target[start:stop] = _chunk_view(chunk)
         start = stop
+
+
+_ARROW_FLOATS = {"halffloat": "float16", "float": "float32", "double": "float64"}
+
+
+def _chunk_view(chunk: pa.Array) -> np.ndarray:
+    """A NumPy view of a null-free integer/float chunk's data buffer.
+
+    ``pa.Array.to_numpy`` would import pandas (a quarter of a second); the
+    view needs only the buffer, the type's width and the chunk's offset.
+    """
+    kind = np.dtype(_ARROW_FLOATS.get(str(chunk.type), str(chunk.type)))
+    data = chunk.buffers()[1]
+    return np.frombuffer(data, dtype=kind, count=len(chunk), offset=chunk.offset * kind.itemsize)
+
 
 
 def _arrow_columns(frame: Any, names: list[str]) -> pa.Table:
