@@ -77,6 +77,30 @@ factor = 0.5
     return path
 
 
+def check_columns_key(report: dict[str, Any], table: pd.DataFrame, kept_id: bool) -> None:
+    """The report's ``columns`` names the written table's columns, holders and release."""
+    columns = report["columns"]
+    in_table = [c["name"] for c in columns if c["released"] != "id dropped"]
+    assert in_table == list(table.columns)
+    holders = {"a": ["age", "workclass", "education", "marital-status"],
+               "b": ["relationship", "race", "sex", "native-country"]}
+    qid = {a for t in report["parameters"]["templates"] for a in t["qid"]}
+    for c in columns:
+        name = c["name"]
+        if name in ("id", "salary-class"):
+            assert c["held_by"] == ["a", "b"]
+            assert c["released"] == ("class" if name == "salary-class" else
+                                     "id kept" if kept_id else "id dropped")
+            continue
+        assert c["held_by"] == [next(p for p, cols in holders.items() if name in cols)]
+        if name in qid:  # released at the final cut: every value is a cut label
+            assert c["released"] == "generalized"
+            assert c["cut_values"] == len(report["cut"][name])
+            assert set(table[name].astype(str)) <= set(report["cut"][name])
+        else:
+            assert c["released"] == "as is" and name not in report["cut"]
+
+
 def test_fuse_writes_table_and_report(tmp_path: Path) -> None:
     config = write_setup(tmp_path)
     out, rep, html = tmp_path / "fused.csv", tmp_path / "fused.json", tmp_path / "fused.html"
@@ -99,16 +123,23 @@ def test_fuse_writes_table_and_report(tmp_path: Path) -> None:
     assert [t["k"] for t in report["templates"]] == [20]      # <age, sex> is covered
     assert report["dropped_templates"] and report["verified"] is True
     assert set(report["bytes_sent"]) == {"a", "b"}
+    check_columns_key(report, table, kept_id=True)
     assert "fuse" in html.read_text()
 
 
 def test_fuse_drops_id_and_example_runs(tmp_path: Path) -> None:
     config = write_setup(tmp_path, extra="keep_id = false")
     out = tmp_path / "fused.parquet"
+    rep = tmp_path / "fused.json"
     result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--quiet",
-                                 "--score", "tds"])
+                                 "--score", "tds", "--report", str(rep)])
     assert result.exit_code == 0, result.output
-    assert "id" not in pd.read_parquet(out).columns
+    table = pd.read_parquet(out)
+    assert "id" not in table.columns
+    report = json.loads(rep.read_text())
+    assert report["columns"][0] == {"name": "id", "held_by": ["a", "b"],
+                                    "released": "id dropped"}
+    check_columns_key(report, table, kept_id=False)
 
 
 def test_shipped_example_config_is_valid() -> None:
@@ -250,10 +281,12 @@ def test_row_number_ids(tmp_path: Path) -> None:
     text = config.read_text().replace('id = "id"', 'id = ""')
     config.write_text(text)
     out = tmp_path / "fused.csv"
+    rep = tmp_path / "fused.json"
     result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--quiet",
-                                 "--keep-id", "--verify"])
+                                 "--keep-id", "--verify", "--report", str(rep)])
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out, dtype=str)
     assert "id" not in table.columns and len(table) == 600
+    check_columns_key(json.loads(rep.read_text()), table, kept_id=True)  # no id column listed
     raw = pd.read_csv(tmp_path / "b.csv", dtype=str)
     assert (table["relationship"] == raw["relationship"]).all()

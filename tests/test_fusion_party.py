@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -201,12 +202,16 @@ def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool
         assert rep["winners"] == [s["party"] for s in expected.specializations]
         assert set(rep["bytes_sent"]) == set(results)
         assert all(b > 0 for b in rep["bytes_sent"].values())
+    want_columns = expected.report()["columns"]
+    assert [c["name"] for c in want_columns] == list(want.columns)  # keep_id = true
     for n in names:  # providers see the order of specializations, never a score
         spec = reports[n]["specializations"]
         assert [s["attribute"] for s in spec] == [
             s["attribute"] for s in expected.specializations]
         assert all("score" not in s for s in spec)
+        assert reports[n]["columns"] == want_columns  # the same columns as `fuse` names
     if helper:
+        assert "columns" not in reports["recipient"]  # a helper never sees the table
         assert "specializations" not in reports["recipient"]
         assert not (tmp_path / "fused_recipient.csv").exists()
 
@@ -278,13 +283,23 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
         (folder / "certs" / f"provider-b.{ext}").write_bytes(
             (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes())
     config = folder / "fusion.toml"
-    # provider-a dials provider-b and rejects its certificate; the others learn it or time out.
-    # The start-up limit must outlast three interpreters starting on a busy machine, or the
-    # helper may give up before provider-b listens and provider-a can see its certificate.
-    results = run_all(config, tmp_path, connect_timeout=30)
+    # provider-a dials provider-b and rejects its certificate; the recipient rejects
+    # provider-b's certificate when provider-b dials it (after a TLS 1.3 handshake that
+    # provider-b believes succeeded). Every party stops at once with a reason: none waits
+    # for the start-up limit, which only has to outlast three interpreters starting.
+    connect_timeout = 30
+    began = time.monotonic()
+    results = run_all(config, tmp_path, connect_timeout=connect_timeout)
+    elapsed = time.monotonic() - began
+    assert elapsed < connect_timeout / 2, (elapsed, results)
     assert any("TLS certificate of party 'provider-b'" in e and "not trusted" in e
                for _, e in results.values()), results
+    # both ends of each refused connection name the refusal themselves
+    assert "TLS certificate of party 'provider-b' at" in results["provider-a"][1], results
+    assert "TLS certificate of party 'provider-b' is not trusted by party 'recipient'" in (
+        results["provider-b"][1]), results
     for party, (code, stderr) in results.items():
+        assert "did not happen within" not in stderr, f"{party}: {stderr}"
         assert code == 2, f"{party}: {stderr}"
         assert stderr.startswith("Error: ") and len(stderr.strip().splitlines()) == 1, stderr
         assert not (tmp_path / f"fused_{party}.csv").exists()

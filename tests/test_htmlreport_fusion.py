@@ -228,19 +228,31 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
 
     report, html = fuse_run["report"], fuse_run["html"]
     config = tomllib.loads((REPO / "examples" / "fusion" / "fusion.toml").read_text())
-    for party in config["parties"]:
-        for column in party.get("columns", []):
-            row = re.search(rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
-                            rf"{re.escape(party['id'])}</td><td class=\"\">([^<]*)</td>", html)
-            assert row is not None, column
-            expected = "as it is" if column not in report["cut"] else (
-                "fully generalized" if report["cut"][column] == ["*"] else
-                f"generalized to the final cut ({len(report['cut'][column])} values)")
-            assert row.group(1).startswith(expected), (column, row.group(1))
-    assert "dropped (record id)" in html and "(the class attribute)" in html
-    # a config that is not the one the run read is not used
+    older = copy.deepcopy(report)  # a report from before the columns key: the config is read
+    del older["columns"]
+    for page_html in (html, render_html(older)):
+        for party in config["parties"]:
+            for column in party.get("columns", []):
+                row = re.search(rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
+                                rf"{re.escape(party['id'])}</td><td class=\"\">([^<]*)</td>",
+                                page_html)
+                assert row is not None, column
+                expected = "as it is" if column not in report["cut"] else (
+                    "fully generalized" if report["cut"][column] == ["*"] else
+                    f"generalized to the final cut ({len(report['cut'][column])} values)")
+                assert row.group(1).startswith(expected), (column, row.group(1))
+        assert "dropped (record id)" in page_html and "(the class attribute)" in page_html
+    assert "from the config file" in render_html(older) and "from the config file" not in html
+    # the report's own columns key is used first: the config file is not needed
     changed = copy.deepcopy(report)
     changed["inputs"]["config"]["sha256"] = "0" * 64
+    own = Page(render_html(changed))
+    assert "held by" in own.visible and "not listed" not in own.visible
+    for column in report["columns"]:
+        assert re.search(rf"<tr><td class=\"\">{re.escape(column['name'])}</td>",
+                         render_html(changed)), column
+    # an older report without it falls back to the config, which must be the one the run read
+    del changed["columns"]
     page = Page(render_html(changed))
     assert "The providers' columns are not listed: the config file has changed since the " \
         "run." in page.visible

@@ -48,6 +48,7 @@ class FusionResult:
     providers: list[str]
     cut: dict[str, list[str]] = field(default_factory=dict)
     cut_specs: dict[str, CutSpec] = field(default_factory=dict)
+    columns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rounds_per_second(self) -> float:
@@ -78,6 +79,7 @@ class FusionResult:
             "templates": self.templates,
             "dropped_templates": self.dropped_templates,
             "cut": self.cut,
+            "columns": self.columns,
             "specializations": self.specializations,
             "bytes_sent": self.bytes_sent,
         }
@@ -167,7 +169,40 @@ def run_parties(states: Sequence[ProviderState], network: Network) -> FusionResu
         table=table, rounds=len(history), specializations=history,
         templates=template_summary(cut), dropped_templates=dropped, time_seconds=elapsed,
         bytes_sent=network.bytes_sent(), private=network.private, score=config.fusion.score,
-        providers=[p.id for p in config.providers], cut=final_cut, cut_specs=specs)
+        providers=[p.id for p in config.providers], cut=final_cut, cut_specs=specs,
+        columns=fused_columns(config, final_cut))
+
+
+RELEASED = ("generalized", "as is", "class", "id kept", "id dropped")
+"""How a column of the fused table is released (the ``released`` field of ``columns``)."""
+
+
+def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """Every column of the fused table: its name, who holds it and how it is released.
+
+    In table order (as :func:`_assemble` builds it): the record id when the
+    config names one (``"id kept"`` or ``"id dropped"`` by ``keep_id``; a
+    dropped id is listed although the table lacks it), each provider's
+    columns in configuration order (``"generalized"`` to the final cut, with
+    ``cut_values`` the number of values in it, when the column is in some
+    anonymity template, ``"as is"`` otherwise), the class attribute last
+    (``"class"``, released as is). ``held_by`` lists the party ids holding
+    the column: one provider, or every provider for the id and the class.
+    """
+    everyone = [p.id for p in config.providers]
+    out: list[dict[str, Any]] = []
+    if config.fusion.id:
+        out.append({"name": config.fusion.id, "held_by": everyone,
+                    "released": "id kept" if config.fusion.keep_id else "id dropped"})
+    for party in config.providers:
+        for column in party.columns:
+            if column in cut:
+                out.append({"name": column, "held_by": [party.id], "released": "generalized",
+                            "cut_values": len(cut[column])})
+            else:
+                out.append({"name": column, "held_by": [party.id], "released": "as is"})
+    out.append({"name": config.class_column, "held_by": everyone, "released": "class"})
+    return out
 
 
 def _assemble(state: ProviderState, columns: dict[str, Any]) -> pd.DataFrame:

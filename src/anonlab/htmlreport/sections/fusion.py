@@ -4,7 +4,8 @@ Top-down specialization over several providers (NOTES §3; Fung, Wang and Yu's
 TDS with the paper's score GainRatio(v) x f(provider) x g(attribute) x
 s(value)): how the fusion ran (providers, rounds, time, secure maximum or
 not), each anonymity template <QID, k> with its smallest group, the fused
-table's attributes and their final cut, the specializations in order (with
+table's attributes (the report's ``columns``: holder and how each is
+released) and their final cut, the specializations in order (with
 a chart of who specialized which attribute) and the bytes each party sent.
 Keys of other names fall to the generic section.
 """
@@ -217,18 +218,67 @@ def _released_as(values: Any) -> str:
     return "generalized"
 
 
+RELEASED_AS = {
+    "as is": "as it is (in no anonymity template)",
+    "class": "as it is (the class attribute)",
+    "id kept": "kept (record id)",
+    "id dropped": "dropped (record id)",
+}
+
+
+def _report_columns(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The report's own ``columns`` list (name, held_by, released), when it holds one."""
+    columns = report.get("columns")
+    if not isinstance(columns, list) or not columns:
+        return None
+    if not all(isinstance(c, Mapping) and isinstance(c.get("name"), str)
+               and isinstance(c.get("released"), str) for c in columns):
+        return None
+    return columns
+
+
+def _held_by(value: Any, providers: Any) -> str:
+    parties = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    if len(parties) > 1 and isinstance(providers, list) and \
+            sorted(parties) == sorted(str(p) for p in providers):
+        return "all providers"
+    return ", ".join(parties) or "?"
+
+
+def columns_rows(report: Mapping[str, Any], columns: list[Mapping[str, Any]],
+                 cut: Mapping[str, Any]) -> list[list[Cell]]:
+    """One row per column of the report's ``columns`` key: name, holder, how it is released."""
+    rows = []
+    for column in columns:
+        name, released = str(column["name"]), str(column["released"])
+        if released == "generalized":
+            how = _released_as(cut[name]) if name in cut else "generalized to the final cut"
+        else:
+            how = RELEASED_AS.get(released, released)
+        rows.append([Cell(name), Cell(_held_by(column.get("held_by"), report.get("providers"))),
+                     Cell(how)])
+    return rows
+
+
 def attribute_block(ctx: RenderContext) -> list[Block]:
     """Every attribute of the fused table: the provider holding it and how it is released.
 
-    Read from the fusion config the report names (used only when its hash
-    equals the one in the report): each provider's columns, the class
-    attribute and the record id.
+    Read from the report's own ``columns`` key (``fuse`` and ``party``
+    reports name each column, its holder and how it is released); for older
+    reports without it, from the fusion config the report names (used only
+    when its hash equals the one in the report): each provider's columns,
+    the class attribute and the record id.
     """
-    config, reason = _config(ctx)
     cut = ctx.report.get("cut")
     cut = cut if isinstance(cut, Mapping) else {}
     if not cut:  # a helper's report: it never sees the table
         return []
+    headers = ["attribute", "held by", "released as"]
+    own = _report_columns(ctx.report)
+    if own is not None:
+        return [Table(headers, columns_rows(ctx.report, own, cut),
+                      caption="The fused table's attributes")]
+    config, reason = _config(ctx)
     if config is None:
         return [Note(f"The providers' columns are not listed: {reason}.")]
     raw = config.get("fusion")
@@ -238,20 +288,19 @@ def attribute_block(ctx: RenderContext) -> list[Block]:
         if not isinstance(party, Mapping) or not isinstance(party.get("columns"), list):
             continue
         for column in party["columns"]:
-            how = _released_as(cut[column]) if column in cut else \
-                "as it is (in no anonymity template)"
+            how = _released_as(cut[column]) if column in cut else RELEASED_AS["as is"]
             rows.append([Cell(str(column)), Cell(str(party.get("id", "?"))), Cell(how)])
     target = fusion.get("class")
     if isinstance(target, str):
-        rows.append([Cell(target), Cell("all providers"), Cell("as it is (the class attribute)")])
+        rows.append([Cell(target), Cell("all providers"), Cell(RELEASED_AS["class"])])
     ident = fusion.get("id")
     keep = ctx.parameters.get("keep_id", fusion.get("keep_id"))
     if isinstance(ident, str):
         rows.append([Cell(ident), Cell("all providers"),
-                     Cell("kept (record id)" if keep is True else "dropped (record id)")])
+                     Cell(RELEASED_AS["id kept" if keep is True else "id dropped"])])
     if not rows:
         return []
-    return [Table(["attribute", "held by", "released as"], rows,
+    return [Table(headers, rows,
                   caption="The fused table's attributes (from the config file the report "
                           "names)")]
 
@@ -331,6 +380,8 @@ def communication_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str
 def _with_attributes(ctx: RenderContext,
                      cut: tuple[list[Block], set[str]]) -> tuple[list[Block], set[str]]:
     blocks, used = cut
+    if _report_columns(ctx.report) is not None:
+        used = used | {"columns"}
     return attribute_block(ctx) + blocks, used
 
 
