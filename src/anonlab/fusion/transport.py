@@ -349,6 +349,8 @@ class Channel:
     def refused(self, party: str, exc: BaseException | None) -> None:
         """A connection we dialled closed before the listener's first frame: it refused us."""
         self.dial_failed.add(party)
+        if self.closing:  # we dropped it ourselves (abort after a failure)
+            return
         if isinstance(exc, ssl.SSLError):
             self.fail(
                 f"TLS certificate of party '{self.me}' is not trusted by party '{party}' at "
