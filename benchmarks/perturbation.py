@@ -13,12 +13,17 @@ Every run uses seed 7.
 
 Part 2 (speed): the whole ``anonlab perturb`` command on a synthetic
 1,000,000 x 20 table (CSV and Parquet in and out, obt and gdp, with --output
-and --key), and the whole ``anonlab attack`` command on 100,000 x 20 records
-(CSV), wall time median of several runs, peak memory via /usr/bin/time.
+and --key; once more with --report), and the whole ``anonlab attack`` command
+on 100,000 x 20 records (CSV), wall time median of several runs, CPU time and
+peak memory via /usr/bin/time, and the 1-minute load average around the runs
+(the machine is shared).
 
     python benchmarks/perturbation.py            # both parts, about 5 minutes
     python benchmarks/perturbation.py --part quality
-    python benchmarks/perturbation.py --part speed --repeats 3
+    python benchmarks/perturbation.py --part speed --repeats 5
+    # the same beside an earlier version (its src folder), runs alternating:
+    git archive 243817e src | tar -x -C /tmp/before
+    python benchmarks/perturbation.py --part speed --baseline /tmp/before/src
 """
 
 from __future__ import annotations
@@ -113,11 +118,17 @@ def quality() -> list[dict[str, Any]]:
     return out
 
 
-def _timed(cmd: list[str]) -> tuple[float, float, int]:
-    """Wall seconds, CPU seconds (user + system) and peak resident kB (via /usr/bin/time)."""
+def _timed(cmd: list[str], python_path: str | None = None) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak resident kB (via /usr/bin/time).
+
+    ``python_path`` puts another copy of the package's source first on the path.
+    """
+    env = dict(os.environ)
+    if python_path is not None:
+        env["PYTHONPATH"] = python_path
     started = time.perf_counter()
     res = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], capture_output=True,
-                         text=True, check=False)
+                         text=True, check=False, env=env)
     wall = time.perf_counter() - started
     if res.returncode != 0:
         raise RuntimeError(f"{cmd} failed: {res.stderr[-500:]}")
@@ -125,17 +136,22 @@ def _timed(cmd: list[str]) -> tuple[float, float, int]:
     return wall, float(user) + float(system), int(kb)
 
 
-def speed(repeats: int) -> list[dict[str, Any]]:
-    """Part 2: whole commands at scale."""
+def speed(repeats: int, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Part 2: whole commands at scale; with ``baseline`` (a ``src`` folder of another
+    version) each run of the current code alternates with one of that version."""
     rng = np.random.default_rng(0)
     x = (rng.exponential(1.0, (1_000_000, 20)) @ rng.standard_normal((20, 20))).round(4)
     frame = pd.DataFrame(x, columns=[f"v{i:02d}" for i in range(20)])
     out = []
+    versions: list[tuple[str, str | None]] = [("current", None)]
+    if baseline is not None:
+        versions.append(("baseline", str(Path(baseline).resolve())))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         frame.to_csv(folder / "big.csv", index=False)
         frame.to_parquet(folder / "big.parquet", index=False)
         frame.iloc[:100_000].to_csv(folder / "orig100k.csv", index=False)
+        del frame
         exe = [sys.executable, "-m", "anonlab"]
         cases: list[tuple[str, list[str]]] = []
         for method in ("obt", "gdp"):
@@ -144,6 +160,11 @@ def speed(repeats: int) -> list[dict[str, Any]]:
                               [*exe, "perturb", str(folder / f"big.{ext}"), "--method", method,
                                "--seed", "1", "--output", str(folder / f"rel.{ext}"),
                                "--key", str(folder / "key.json"), "--quiet"]))
+        cases.append(("perturb 1,000,000 x 20 obt csv --report",
+                      [*exe, "perturb", str(folder / "big.csv"), "--method", "obt", "--seed",
+                       "1", "--output", str(folder / "rel.csv"), "--key",
+                       str(folder / "key.json"), "--report", str(folder / "report.json"),
+                       "--quiet"]))
         subprocess.run([*exe, "perturb", str(folder / "orig100k.csv"), "--method", "obt",
                         "--output", str(folder / "rel100k.csv"), "--quiet"], check=True,
                        capture_output=True)
@@ -151,15 +172,23 @@ def speed(repeats: int) -> list[dict[str, Any]]:
                        [*exe, "attack", str(folder / "orig100k.csv"),
                         str(folder / "rel100k.csv"), "--known", "2,5,10", "--quiet"]))
         for label, cmd in cases:
-            load = os.getloadavg()[0]
-            runs = [_timed(cmd) for _ in range(repeats)]
-            walls = [w for w, _, _ in runs]
-            out.append({"case": label, "median_seconds": statistics.median(walls),
-                        "runs_seconds": walls,
-                        "median_cpu_seconds": statistics.median(c for _, c, _ in runs),
-                        "peak_rss_mb": max(k for _, _, k in runs) / 1024,
-                        "load_average_before": load})
-            print(f"  {label}: {statistics.median(walls):.2f} s", file=sys.stderr)
+            loads = [os.getloadavg()[0]]
+            runs: dict[str, list[tuple[float, float, int]]] = {v: [] for v, _ in versions}
+            for _ in range(repeats):  # versions alternate, so both see the same load
+                for version, path in versions:
+                    runs[version].append(_timed(cmd, path))
+                    loads.append(os.getloadavg()[0])
+            for version, _ in versions:
+                walls = [w for w, _, _ in runs[version]]
+                out.append({"case": label, "version": version,
+                            "median_seconds": statistics.median(walls), "runs_seconds": walls,
+                            "median_cpu_seconds": statistics.median(c for _, c, _ in
+                                                                    runs[version]),
+                            "peak_rss_mb": max(k for _, _, k in runs[version]) / 1024,
+                            "load_average_before": loads[0],
+                            "load_average_range": [min(loads), max(loads)]})
+                print(f"  {label} [{version}]: {statistics.median(walls):.2f} s",
+                      file=sys.stderr)
     return out
 
 
@@ -179,20 +208,24 @@ def print_tables(result: dict[str, Any]) -> None:
                 "best_known_5", "best_known_d", "best_known_d_median_error", "pca", "ica"))
                   + " |")
     if "speed" in result:
-        print("\n| case | median wall (s) | runs (s) | median CPU (s) | peak RSS (MB) | "
-              "load before |")
-        print("|---|---:|---|---:|---:|---:|")
+        print("\n| case | version | median wall (s) | runs (s) | median CPU (s) | "
+              "peak RSS (MB) | load (1 min) |")
+        print("|---|---|---:|---|---:|---:|---|")
         for r in result["speed"]:
             runs = ", ".join(f"{w:.2f}" for w in r["runs_seconds"])
-            print(f"| {r['case']} | {r['median_seconds']:.2f} | {runs} | "
-                  f"{r.get('median_cpu_seconds', float('nan')):.2f} | "
-                  f"{r['peak_rss_mb']:.0f} | {r.get('load_average_before', float('nan')):.1f} |")
+            low, high = r.get("load_average_range", [r.get("load_average_before")] * 2)
+            print(f"| {r['case']} | {r.get('version', 'current')} | {r['median_seconds']:.2f} | "
+                  f"{runs} | {r.get('median_cpu_seconds', float('nan')):.2f} | "
+                  f"{r['peak_rss_mb']:.0f} | {low:.1f}-{high:.1f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("all", "quality", "speed"), default="all")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline", metavar="SRC",
+                        help="speed part: also time the package found in SRC (e.g. the src "
+                        "folder of an earlier commit, from git archive), runs interleaved")
     args = parser.parse_args()
     result: dict[str, Any] = {}
     if OUT.exists():
@@ -201,7 +234,7 @@ def main() -> None:
     if args.part in ("all", "quality"):
         result["quality"] = quality()
     if args.part in ("all", "speed"):
-        result["speed"] = speed(args.repeats)
+        result["speed"] = speed(args.repeats, args.baseline)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")
     print_tables(result)

@@ -117,7 +117,25 @@ def perturbation_summary(
     known: Sequence[int] = (2, 5, 10), seed: int = 0, n_clusters: int = 3,
     attack_records: int = ATTACK_RECORDS, clustering_records: int = CLUSTERING_RECORDS,
 ) -> dict[str, Any]:
-    """The method-specific part of a ``perturb`` report (and the recoverability warning)."""
+    """The method-specific part of a ``perturb`` report (and the recoverability warning).
+
+    The attacks and clusterers work on samples of at most a few thousand
+    records, where BLAS and OpenMP threads only wait on each other (and burn
+    CPU spinning on a busy machine): they run on one thread each.
+    """
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # with sklearn
+
+    with threadpool_limits(limits=1):
+        return _summary(key, standardized, released, known=known, seed=seed,
+                        n_clusters=n_clusters, attack_records=attack_records,
+                        clustering_records=clustering_records)
+
+
+def _summary(
+    key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
+    known: Sequence[int], seed: int, n_clusters: int, attack_records: int,
+    clustering_records: int,
+) -> dict[str, Any]:
     blocks, overall = privacy_measures(key, standardized, released)
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
