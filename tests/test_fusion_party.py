@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import load_config
 from anonlab.fusion.engine import fuse
 from anonlab.htmlreport import render_html
+from netutil import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult"
@@ -63,17 +63,6 @@ from anonlab.cli.app import main
 sys.argv = ["anonlab", *sys.argv[1:]]
 main()
 """
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _quote(value: Any) -> str:

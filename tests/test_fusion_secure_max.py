@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from anonlab.fusion.certs import make_certificates
 from anonlab.fusion.channel import NO_CANDIDATE, SCORE_SCALE, plain_argmax
 from anonlab.fusion.secure_max import SecureMax
 from anonlab.fusion.transport import Endpoint
+from netutil import free_ports
 
 # One party of a secure-max run: argv = party id, JSON spec; prints one JSON line.
 PARTY_SCRIPT = r"""
@@ -47,18 +47,6 @@ except AnonlabError as exc:
     sys.exit(2)
 print(json.dumps({"party": me, "out": out, "bytes": smax.bytes_sent()}))
 """
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel just handed out (closed again, so the parties can bind them)."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @pytest.fixture(scope="module")

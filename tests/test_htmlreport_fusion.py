@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.htmlreport import render_html
+from netutil import free_ports
 from test_htmlreport import Page, assert_numbers_match, leaked_values
 
 runner = CliRunner()
@@ -121,17 +121,6 @@ def test_fuse_page_shows_no_unreleased_value(fuse_run: dict[str, Any]) -> None:
         "Married-civ-spouse"}
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _party_setup(folder: Path, data_dir: Path) -> Path:
     """Two providers (300 Adult records, split by columns) and a helper, with certificates."""
     adult = data_dir / "adult"
@@ -139,7 +128,7 @@ def _party_setup(folder: Path, data_dir: Path) -> Path:
     frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])
     split = {"provider-a": ["age", "workclass", "education"],
              "provider-b": ["marital-status", "race", "sex"]}
-    ports = _free_ports(6)
+    ports = free_ports(6)
     lines = ['[fusion]', 'class = "salary-class"', 'id = "id"', 'score = "tds"', '',
              '[[templates]]', 'qid = ["age", "workclass", "marital-status", "race", "sex"]',
              'k = 15', '', '[taxonomies]', 'age = "continuous"']
