@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from anonlab.errors import AnonlabError
@@ -89,3 +90,18 @@ def test_messages_name_file_lines_despite_blank_lines(tmp_path: Path) -> None:
     p.write_text("\na;x;*\nb;x\n")
     with pytest.raises(AnonlabError, match=r"line 3: 2 fields where line 2 has 3"):
         Hierarchy.from_csv(p)
+
+
+def test_missing_values_in_a_quasi_identifier_are_the_empty_string() -> None:
+    """A null (Parquet/DataFrame) reads like an empty CSV field: value '' of the hierarchy."""
+    from anonlab.dataset import Dataset
+
+    hier = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["", "*"]])
+    frame = pd.DataFrame({"q": ["a", None, "b", float("nan"), ""]})
+    ds = Dataset.from_frame(frame, {"q": hier})
+    assert ds.qis[0].values[ds.qis[0].codes[1]] == ""
+    assert ds.qis[0].values[ds.qis[0].codes[3]] == ""
+    assert ds.qis[0].frequencies.tolist() == [1, 3, 1]
+    no_empty = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    with pytest.raises(AnonlabError, match=r"value '' \(data row 2\) is not in hierarchy"):
+        Dataset.from_frame(frame, {"q": no_empty})

@@ -61,13 +61,16 @@ class EncodedQI:
 def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Dictionary-encode one column and map its hierarchy onto the codes.
 
-    Raises :class:`AnonlabError` naming the first value missing from the hierarchy.
+    A missing value (null in Parquet or a DataFrame) is the empty string, as an
+    empty CSV field reads. Raises :class:`AnonlabError` naming the first value
+    missing from the hierarchy.
     """
-    codes, uniques = pd.factorize(column.astype(str), sort=False)
+    text = column.astype(str).where(column.notna(), "")
+    codes, uniques = pd.factorize(text, sort=False)
     values = tuple(str(u) for u in uniques)
     missing = hierarchy.missing(values)
     if missing:
-        first_row = int(np.flatnonzero(column.astype(str).to_numpy() == missing[0])[0]) + 1
+        first_row = int(np.flatnonzero(text.to_numpy() == missing[0])[0]) + 1
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise AnonlabError(
             f"column '{name}': value '{missing[0]}' (data row {first_row}){more} is not in "
