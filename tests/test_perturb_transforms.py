@@ -219,3 +219,17 @@ def test_clusterings_identical_on_small_random_blobs(n: int, d: int, method: str
                 rho=(0.2, 0.2))
     agreement = clustering_agreement(p.standardized, p.released, seed=1, n_clusters=3)
     assert (agreement["kmeans"], agreement["dbscan"], agreement["ward"]) == (1.0, 1.0, 1.0)
+
+
+def test_dataframe_with_non_string_labels_is_perturbed_in_place_and_inverted() -> None:
+    values = np.random.default_rng(4).normal(size=(40, 3)) * [1.0, 10.0, 100.0]
+    frame = pd.DataFrame(values)  # labels 0, 1, 2 (integers, as NumPy arrays give)
+    frame["name"] = [f"r{i}" for i in range(40)]
+    for method in ("obt", "rbt", "rotation", "gdp"):
+        p = perturb(frame, [0, 1, 2], method, seed=1)  # type: ignore[list-item]
+        assert list(p.release.columns) == list(frame.columns)
+        assert np.allclose(p.release[[0, 1, 2]].to_numpy(), p.released)
+        back = invert(p.release, p.key)
+        assert list(back.columns) == list(frame.columns)
+        assert np.allclose(back[[0, 1, 2]].to_numpy(), values, rtol=1e-12, atol=1e-9)
+    assert perturb(frame[[0, 1, 2]], seed=2).release.columns.tolist() == [0, 1, 2]

@@ -206,7 +206,7 @@ def numeric_columns(table: pa.Table | pd.DataFrame, columns: Sequence[str] | Non
     """
     frame = is_dataframe(table)
     available = [str(c) for c in (table.columns if frame else table.column_names)]
-    names = available if columns is None else list(columns)
+    names = available if columns is None else [str(c) for c in columns]
     _check_names(names, available)
     arrow: pa.Table = _arrow_columns(table, names) if frame else table
     values = np.empty((arrow.num_rows, len(names)), dtype=np.float64, order="F")
@@ -254,11 +254,17 @@ def _chunk_view(chunk: pa.Array) -> np.ndarray:
 
 
 
+def frame_labels(frame: Any) -> dict[str, Any]:
+    """Each DataFrame column label by its text (labels may be integers, as NumPy data gives)."""
+    return {str(c): c for c in frame.columns}
+
+
 def _arrow_columns(frame: Any, names: list[str]) -> pa.Table:
     arrays = []
+    labels = frame_labels(frame)
     for n in names:
         try:
-            arrays.append(pa.array(frame[n], from_pandas=True))
+            arrays.append(pa.array(frame[labels[n]], from_pandas=True))
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             raise _not_numeric(n) from None
     return pa.table(arrays, names=names)

@@ -40,7 +40,7 @@ from anonlab.perturbation.key import (
     fingerprint,
 )
 from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
-from anonlab.perturbation.table import NumericColumns, numeric_columns
+from anonlab.perturbation.table import NumericColumns, frame_labels, numeric_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -220,8 +220,9 @@ def perturb(
     z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
                                      rho=rho, noise=noise, library=library)
     release = frame.copy()
+    labels = frame_labels(frame)
     for j, name in enumerate(data.names):
-        release[name] = released[:, j]
+        release[labels[name]] = released[:, j]
     return Perturbation(release, key, z, released)
 
 
@@ -255,6 +256,7 @@ def invert(release: pd.DataFrame, key: PerturbationKey, where: str = "release") 
     key.check_columns([str(c) for c in release.columns], where)
     data = numeric_columns(release, list(key.columns), allow_constant=True)
     out = release.copy()
+    labels = frame_labels(release)
     for name, col in zip(key.columns, restore_columns(data.values, key, where), strict=True):
-        out[name] = col
+        out[labels[name]] = col
     return out
