@@ -15,6 +15,7 @@ owner splits at information-gain-best thresholds into ``[lo, t)`` and
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,21 +119,23 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
     children: list[list[int]] = []
     depth: list[int] = []
     leaf_node: dict[str, int] = {}
-    queue = [(collapse(root_key), 0)]
+    queue = [(collapse(root_key), 0, collapse(root_key)[1])]
     ids: dict[tuple[int, str], int] = {}
     head = 0
     while head < len(queue):
-        key, d = queue[head]
+        key, d, label = queue[head]
         head += 1
         node = len(labels)
         ids[key] = node
-        labels.append(key[1])
+        labels.append(label)
         depth.append(d)
         children.append([])
         if key[0] == 0:
             leaf_node[key[1]] = node
-        for kid in raw_children.get(key, []):
-            queue.append((collapse(kid), d + 1))
+        queue += [(collapse(kid), d + 1, lab)
+                  for kid, lab in zip(raw_children.get(key, []),
+                                      _child_labels(raw_children.get(key, []), collapse),
+                                      strict=True)]
     parent_of: dict[int, int] = {}
     for key, node in ids.items():
         for kid in raw_children.get(key, []):
@@ -154,6 +157,19 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
     return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
                     np.array(depth, dtype=np.int64), ancestors,
                     np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
+
+
+def _child_labels(kids: list[tuple[int, str]],
+                  collapse: Callable[[tuple[int, str]], tuple[int, str]]) -> list[str]:
+    """Labels of sibling nodes: each collapsed chain's lowest label, kept distinct.
+
+    Siblings come from one hierarchy level, so their own labels differ; a
+    chain's lowest label may equal a sibling's (a leaf named like a group
+    elsewhere), and such a chain keeps the label of its top instead.
+    """
+    lowest = [collapse(k)[1] for k in kids]
+    return [low if lowest.count(low) == 1 else kid[1]
+            for kid, low in zip(kids, lowest, strict=True)]
 
 
 def format_number(x: float) -> str:
