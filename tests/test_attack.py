@@ -126,6 +126,20 @@ def test_ica_recovers_independent_non_gaussian_columns() -> None:
     assert bad["within_25"] < 0.5
 
 
+def test_ica_scale_does_not_depend_on_the_order_of_the_records() -> None:
+    # more records than ICA is fitted on, sorted by one column (as many files are):
+    # the components' scale must come from the rows the model saw, not the first rows
+    rng = np.random.default_rng(1)
+    x = np.column_stack([rng.exponential(1.0, 12000), rng.uniform(0, 1, 12000) ** 3,
+                         -rng.lognormal(0, 0.5, 12000)])  # skewed: each sign is identifiable
+    x = x[np.argsort(x[:, 0])]
+    p = perturb(_frame(x), method="rotation", seed=3)
+    sample = p.standardized[rng.choice(12000, 4000, replace=False)]
+    estimate = ica(sample, p.released, seed=0)
+    assert np.allclose(estimate.std(axis=0), 1.0, atol=0.1)
+    assert score(estimate, p.standardized)["within_25"] > 0.8
+
+
 def test_noise_resists_exact_recovery_but_not_approximate() -> None:
     x = load_breast_cancer().data[:, :10]
     p = perturb(_frame(x), method="gdp", seed=2, noise=0.2)

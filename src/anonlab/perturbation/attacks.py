@@ -173,7 +173,7 @@ def ica(sample: FloatArray, released: FloatArray, seed: int = 0) -> FloatArray:
         warnings.simplefilter("ignore")
         model.fit(fit_rows)
     sources = model.transform(y)
-    sources /= sources[: fit_rows.shape[0]].std(axis=0) + 1e-300
+    sources /= model.transform(fit_rows).std(axis=0) + 1e-300  # the rows it was fitted on
     xs = sample - sample.mean(axis=0)
     sd = xs.std(axis=0)
     qx = _quantiles(xs / sd)  # (99, d) per sample column
