@@ -249,3 +249,16 @@ def test_other_columns_may_differ_and_are_noted() -> None:
     assert ev.measures["ILh"] == 0.0
     assert any("only in the original ['id']" in note and "['extra']" in note
                for note in ev.notes)
+
+
+def test_numeric_coded_categories_match_across_number_formats() -> None:
+    # Another tool may write the integer codes 1, 2, 3 as 1.0, 2.0, 3.0 (a float
+    # column): the same values, so identity masking still loses nothing.
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 5.0], "c": [1, 2, 3, 1, 2],
+                             "e": [1, 2, 3, 4, 2]})
+    masked = original.astype({"c": "float64", "e": "float64"})
+    m = evaluate(original, masked, "x", nominal=["c"], ordinal=["e"]).measures
+    assert m["ZIL"] == 0.0 and m["ILR"] == 0.0 and m["DLD"] == 1.0
+    shifted = masked.assign(c=[2.0, 2.0, 3.0, 1.0, 2.0], e=[2.0, 2.0, 3.0, 4.0, 2.0])
+    m = evaluate(original, shifted, "x", nominal=["c"], ordinal=["e"]).measures
+    assert m["ZIL"] == pytest.approx(1 + 2 / 4)  # one nominal change, ordinal 1 -> 2 of 4

@@ -100,13 +100,20 @@ def encode_like(
 ) -> CategoricalColumn:
     """Encode the same column of another (masked) table with the original's domain.
 
-    A nominal value the original never had (e.g. another tool's ``*``) is
+    A value spelling the same number as a value of the original (``13.0``
+    for ``13``, as a float column is written) takes that value's code. A
+    nominal value the original never had (e.g. another tool's ``*``) is
     appended to the domain; an ordinal one cannot be placed in the order and is
     refused. Ordinal distances keep the original's domain size |D_j|.
     """
     check_present(frame, [original.name], what)
     text = frame[original.name].astype(str).str.strip()
     lookup = {v: i for i, v in enumerate(original.domain)}
+    by_number = _numeric_lookup(original.domain)
+    for v in set(pd.unique(text)) - set(lookup):
+        number = _as_number(v)
+        if number is not None and number in by_number:  # e.g. 13.0 written for 13
+            lookup[v] = by_number[number]
     extra = sorted(set(pd.unique(text)) - set(lookup))
     if extra and original.ordinal:
         raise AnonlabError(
@@ -114,10 +121,29 @@ def encode_like(
             "a value of the original: an ordinal value must come from its domain"
         )
     domain = (*original.domain, *extra)
-    for v in extra:
-        lookup[v] = len(lookup)
+    for i, v in enumerate(extra):
+        lookup[v] = len(original.domain) + i
     codes = text.map(lookup).to_numpy(dtype=np.int64)
     return CategoricalColumn(original.name, codes, domain, original.ordinal)
+
+
+def _as_number(value: str) -> float | None:
+    """The finite number a category's text spells, or None."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _numeric_lookup(domain: Sequence[str]) -> dict[float, int]:
+    """Code of each domain value that spells a number, keyed by that number (first wins)."""
+    out: dict[float, int] = {}
+    for i, v in enumerate(domain):
+        number = _as_number(v)
+        if number is not None:
+            out.setdefault(number, i)
+    return out
 
 
 def ordinal_distance_table(size: int) -> np.ndarray:
