@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+import re
+from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pytest
+
+from anonlab.errors import AnonlabError
+from anonlab.fusion.config import config_from_dict
 from anonlab.fusion.messages import Instructions, decode_instructions, encode_instructions
+from anonlab.fusion.provider import load_taxonomies
 from anonlab.fusion.taxonomy import build_taxonomy
 from anonlab.hierarchy import Hierarchy
 
@@ -22,3 +30,39 @@ def test_sibling_labels_stay_distinct_when_a_leaf_is_named_like_a_group() -> Non
     # the collapsed chain still covers leaf 'X' alone
     y = tax.children[0][kids.index("Y")]
     assert tax.leaf_count(y) == 1 and not tax.children[y]
+
+
+def _review_config(tmp_path: Path, **sensitivity: Any) -> dict[str, Any]:
+    (tmp_path / "race.csv").write_text("White;*\nBlack;*\n")
+    return {"fusion": {"class": "cls", "id": "id", "score": "sensitivity"},
+            "templates": [{"qid": ["age", "race"], "k": 2}],
+            "taxonomies": {"age": "continuous", "race": str(tmp_path / "race.csv")},
+            "sensitivity": sensitivity,
+            "parties": [{"id": "a", "file": "a.csv", "columns": ["age", "job"], "factor": 0.5},
+                        {"id": "b", "file": "b.csv", "columns": ["race"], "factor": 0.5}]}
+
+
+@pytest.mark.parametrize(("sensitivity", "message"), [
+    ({"attributes": {"rase": 1}}, "sensitivity.attributes names column 'rase' that no "
+     "provider lists"),
+    ({"values": {"rase": {"White": 1}}}, "sensitivity.values names column 'rase' that no "
+     "provider lists"),
+    ({"values": {"age": {"30": 1}}}, "sensitivity.values.age: 'age' has no taxonomy file"),
+    ({"values": {"job": {"x": 1}}}, "sensitivity.values.job: 'job' has no taxonomy file"),
+])
+def test_sensitivity_names_that_would_be_ignored_are_errors(
+        tmp_path: Path, sensitivity: dict[str, Any], message: str) -> None:
+    with pytest.raises(AnonlabError, match=re.escape(message)):
+        config_from_dict(_review_config(tmp_path, **sensitivity), tmp_path)
+
+
+def test_sensitivity_value_missing_from_the_taxonomy_is_an_error(tmp_path: Path) -> None:
+    config = config_from_dict(_review_config(tmp_path, values={"race": {"Whyte": 1}}),
+                              tmp_path)
+    with pytest.raises(AnonlabError, match=re.escape(
+            "sensitivity.values.race names 'Whyte', which the taxonomy of 'race' does not "
+            "list")):
+        load_taxonomies(config, ["race"])
+    ok = config_from_dict(_review_config(tmp_path, values={"race": {"White": 1}},
+                                         attributes={"job": 2}), tmp_path)
+    assert int(load_taxonomies(ok, ["race"])["race"].leaf_levels.sum()) == 1 + 4

@@ -308,6 +308,16 @@ class FusionConfig(BaseModel):
             if lvl not in SENSITIVITY_LEVELS:
                 raise AnonlabError(f"{where} = {lvl}: sensitivity levels are 1 (most severe) "
                                    "to 5 (ordinary)")
+        for table, names in (("attributes", self.sensitivity.attributes),
+                             ("values", self.sensitivity.values)):
+            for a in names:
+                if a not in owners:
+                    raise AnonlabError(f"sensitivity.{table} names column '{a}' that no "
+                                       "provider lists: fix the name or remove it")
+        for a in self.sensitivity.values:
+            if self.taxonomies.get(a, CONTINUOUS) == CONTINUOUS:
+                raise AnonlabError(f"sensitivity.values.{a}: '{a}' has no taxonomy file, so "
+                                   "per-value levels cannot apply; use sensitivity.attributes")
         if self.fusion.score == "sensitivity":
             factors = [p.factor for p in providers]
             missing = [p.id for p in providers if p.factor is None]

@@ -152,8 +152,12 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
             if node == 0:
                 break
             node = parent_of[node]
-    levels = np.array([(sensitivity or SensitivityConfig()).level(attribute, v) for v in values],
-                      dtype=np.int64)
+    sensitivity = sensitivity or SensitivityConfig()
+    unknown = [v for v in sensitivity.values.get(attribute, {}) if v not in leaf_node]
+    if unknown:
+        raise AnonlabError(f"sensitivity.values.{attribute} names '{unknown[0]}', which the "
+                           f"taxonomy of '{attribute}' does not list: fix the value")
+    levels = np.array([sensitivity.level(attribute, v) for v in values], dtype=np.int64)
     return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
                     np.array(depth, dtype=np.int64), ancestors,
                     np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
