@@ -262,3 +262,12 @@ def test_numeric_coded_categories_match_across_number_formats() -> None:
     shifted = masked.assign(c=[2.0, 2.0, 3.0, 1.0, 2.0], e=[2.0, 2.0, 3.0, 4.0, 2.0])
     m = evaluate(original, shifted, "x", nominal=["c"], ordinal=["e"]).measures
     assert m["ZIL"] == pytest.approx(1 + 2 / 4)  # one nominal change, ordinal 1 -> 2 of 4
+
+
+def test_ordinal_order_naming_a_value_twice_is_refused() -> None:
+    data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": ["lo", "mid", "hi", "lo"]})
+    with pytest.raises(AnonlabError, match="value 'mid' is named twice in the order of "
+                                           "ordinal column 'e'"):
+        evaluate(data, data, "x", ordinal=["e"], orders={"e": ["lo", "mid", "mid", "hi"]})
+    with pytest.raises(AnonlabError, match="named twice"):
+        microaggregate(data, "x", 2, ordinal=["e"], orders={"e": ["lo", "mid", "hi", "mid"]})

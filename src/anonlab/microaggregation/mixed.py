@@ -66,6 +66,12 @@ def encode_categorical(
     present = [str(v) for v in pd.unique(text)]
     if order is not None:
         domain = [str(v).strip() for v in order]
+        twice = [v for i, v in enumerate(domain) if v in domain[:i]]
+        if twice:
+            raise AnonlabError(
+                f"value '{twice[0]}' is named twice in the order of ordinal column '{name}': "
+                "list each value once"
+            )
         missing = sorted(set(present) - set(domain))
         if missing:
             raise AnonlabError(
