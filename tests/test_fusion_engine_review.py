@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.config import config_from_dict
+from anonlab.fusion.engine import fuse
 from anonlab.fusion.messages import Instructions, decode_instructions, encode_instructions
 from anonlab.fusion.provider import load_taxonomies
-from anonlab.fusion.taxonomy import build_taxonomy
+from anonlab.fusion.taxonomy import build_taxonomy, interval_label
 from anonlab.hierarchy import Hierarchy
 
 
@@ -66,3 +68,33 @@ def test_sensitivity_value_missing_from_the_taxonomy_is_an_error(tmp_path: Path)
     ok = config_from_dict(_review_config(tmp_path, values={"race": {"White": 1}},
                                          attributes={"job": 2}), tmp_path)
     assert int(load_taxonomies(ok, ["race"])["race"].leaf_levels.sum()) == 1 + 4
+
+
+def test_interval_labels_name_bounds_beyond_ten_significant_digits() -> None:
+    # coordinates 1e-10 apart: every interval printed as '[41.1234567, 41.1234567)' before,
+    # so the released column merged all of them and sibling labels clashed
+    lo, t, hi = 41.1234567001, 41.12345670025, 41.1234567004
+    left, right = interval_label(lo, t, False), interval_label(t, hi, True)
+    assert left != right
+    assert left == "[41.1234567001, 41.12345670025)" and right == "[41.12345670025, 41.1234567004]"
+    assert interval_label(17.0, 41.5, False) == "[17, 41.5)"          # short bounds stay short
+    assert interval_label(0.1, 0.30000000000000004, True) == "[0.1, 0.30000000000000004]"
+
+
+def test_fine_grained_numbers_are_released_with_distinct_labels() -> None:
+    rng = np.random.default_rng(1)
+    n = 200
+    lat = 41.1234567 + rng.integers(0, 20, n) * 1e-10
+    cls = rng.integers(0, 2, n).astype(str)
+    a = pd.DataFrame({"id": range(n), "cls": cls, "lat": [repr(float(x)) for x in lat]})
+    b = pd.DataFrame({"id": range(n), "cls": cls, "v": rng.integers(0, 3, n).astype(str)})
+    config = config_from_dict({
+        "fusion": {"class": "cls", "id": "id", "score": "tds"},
+        "templates": [{"qid": ["lat"], "k": 2}], "taxonomies": {"lat": "continuous"},
+        "parties": [{"id": "a", "file": "-", "columns": ["lat"]},
+                    {"id": "b", "file": "-", "columns": ["v"]}]}, ".")
+    result = fuse(config, {"a": a, "b": b})
+    assert result.rounds > 1
+    assert result.table["lat"].nunique() == len(result.cut["lat"]) == result.rounds + 1
+    for step in result.specializations:
+        assert len(set(step["children"])) == len(step["children"])

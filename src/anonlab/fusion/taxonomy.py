@@ -177,10 +177,15 @@ def _child_labels(kids: list[tuple[int, str]],
 
 
 def format_number(x: float) -> str:
-    """A short, exact-enough label for an interval bound."""
+    """A short label for an interval bound that reads back as the same number.
+
+    Ten significant digits when they suffice, else the shortest exact form, so
+    bounds closer than 1e-10 relative still get distinct labels.
+    """
     if float(x).is_integer():
         return str(int(x))
-    return f"{x:.10g}"
+    short = f"{x:.10g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def interval_label(lo: float, hi: float, closed: bool) -> str:
