@@ -280,3 +280,26 @@ def test_bad_input_one_line_errors(frame: pd.DataFrame, columns: list[str], k: i
         microaggregate(frame, columns, k)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_ordinal_natural_order_is_numeric() -> None:
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "e": [2, 10, 3, 1, 10, 2]})
+    cat = encode_all(frame, [], ["e"])[0]
+    assert cat.domain == ("1", "2", "3", "10")
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ([2.0, 10.0, np.nan, 1.0], "ordinal column 'e' of the table has a missing value at row 3"),
+    (["2", "10", "?", "1"], "ordinal column 'e' of the table mixes numbers and text ('?' at "
+                            "row 3)"),
+])
+def test_ordinal_natural_order_refuses_missing_and_mixed_values(values: list[object],
+                                                                message: str) -> None:
+    # NaN cannot be placed in a numeric order (it left the order scrambled) and text
+    # order would put 10 between 1 and 2: both need the user's --order.
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": values})
+    with pytest.raises(AnonlabError) as info:
+        microaggregate(frame, "x", 2, ordinal=["e"])
+    assert message in str(info.value) and "--order" in str(info.value)
+    cat = encode_all(frame, [], ["e"], {"e": [str(v) for v in values]})[0]
+    assert cat.size == 4  # an explicit order places every value

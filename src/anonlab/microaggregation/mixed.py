@@ -46,11 +46,29 @@ class CategoricalColumn:
 
 
 def _natural_order(values: Sequence[str]) -> list[str]:
-    """Values sorted as numbers when they all are numbers, else as text."""
-    try:
+    """Values sorted as numbers when they all are finite numbers, else as text."""
+    numbers = [_as_number(v) for v in values]
+    if all(v is not None for v in numbers):
         return sorted(values, key=float)
-    except ValueError:
-        return sorted(values)
+    return sorted(values)
+
+
+def _check_orderable(raw: pd.Series, text: pd.Series, name: str, what: str) -> None:
+    """Refuse what a natural order cannot place: a missing value, numbers mixed with text."""
+    missing = np.flatnonzero(raw.isna().to_numpy())
+    if missing.size:
+        raise AnonlabError(
+            f"ordinal column '{name}' of the {what} has a missing value at row "
+            f"{missing[0] + 1}: fill it, or place it with --order {name}=v1,v2,..."
+        )
+    present = [str(v) for v in pd.unique(text)]
+    words = [v for v in present if _as_number(v) is None]
+    if words and len(words) < len(present):
+        row = int(np.flatnonzero(text.isin(words).to_numpy())[0])
+        raise AnonlabError(
+            f"ordinal column '{name}' of the {what} mixes numbers and text "
+            f"('{text.iloc[row]}' at row {row + 1}): give its order with --order {name}=v1,v2,..."
+        )
 
 
 def encode_categorical(
@@ -79,6 +97,7 @@ def encode_categorical(
                 "list every value"
             )
     elif ordinal:
+        _check_orderable(frame[name], text, name, what)
         domain = _natural_order(present)
     else:
         domain = sorted(present)
