@@ -52,3 +52,14 @@ def test_small_classes_and_excess_suppression_are_found() -> None:
         "2 equivalence classes have fewer than 3 records (smallest: 2)"]
     assert check_k_anonymity(release, ["age"], 2, 0) == [
         "1 suppressed records exceed the limit of 0"]
+
+
+def test_missing_values_read_as_empty_text() -> None:
+    """A null in the original (Parquet input) equals the empty field a CSV release holds."""
+    hier = Hierarchy.from_rows([["", "?", "*"], ["a", "ab", "*"], ["b", "ab", "*"]])
+    original = pd.DataFrame({"q": ["a", None, "b", None], "note": ["x", None, "y", "z"]})
+    release = pd.DataFrame({"q": ["ab", "?", "ab", "?"], "note": ["x", "", "y", "z"]})
+    assert check_generalization(original, release, {"q": hier}, {"q": 1}) == []
+    wrong = release.assign(q=["ab", "ab", "ab", "?"])
+    assert check_generalization(original, wrong, {"q": hier}, {"q": 1}) == [
+        "column 'q' row 2: released 'ab', expected '?'"]

@@ -50,7 +50,7 @@ def _class_sizes(frame: pd.DataFrame, cols: list[str], rows: np.ndarray) -> np.n
     """Number of ``rows`` (a mask) with each distinct combination of ``cols``."""
     group = np.zeros(len(frame), dtype=np.int64)
     for col in cols:
-        codes, uniques = pd.factorize(frame[col].astype(str))
+        codes, uniques = pd.factorize(_text(frame[col]))
         # group ids stay below the row count, so the product cannot overflow
         group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
     sizes = np.bincount(group[rows])
@@ -94,7 +94,7 @@ def check_generalization(
     expected_star = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
         hier = hierarchies[col]
-        codes, values = pd.factorize(original[col].astype(str))
+        codes, values = pd.factorize(_text(original[col]))
         labels = np.array([hier.label(str(v), level) for v in values], dtype=object)
         expected = labels[codes]
         expected_star &= expected == SUPPRESSED
@@ -117,5 +117,10 @@ def _strings(column: pd.Series) -> np.ndarray:
     (Converting a million-row text column element by element would create a
     million string objects.)
     """
-    codes, values = pd.factorize(column.astype(str))
+    codes, values = pd.factorize(_text(column))
     return np.asarray(values.astype(object), dtype=object)[codes]
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """A column as text, a missing value (null) as the empty string an empty CSV field reads as."""
+    return column.astype(str).where(column.notna(), "")
