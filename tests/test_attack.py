@@ -140,6 +140,19 @@ def test_ica_scale_does_not_depend_on_the_order_of_the_records() -> None:
     assert score(estimate, p.standardized)["within_25"] > 0.8
 
 
+def test_ica_with_a_column_constant_in_the_sample_does_not_fail() -> None:
+    # a rare value (e.g. a pixel of sklearn's digits) can be constant in the attacker's sample
+    rng = np.random.default_rng(2)
+    x = np.column_stack([rng.exponential(1.0, 400), rng.uniform(0, 1, 400) ** 2,
+                         np.r_[np.zeros(399), 1.0]])
+    p = perturb(_frame(x), method="rotation", seed=1)
+    estimate = ica(p.standardized[:200], p.released, seed=0)
+    assert np.isfinite(estimate).all()
+    rows = run_attacks(p.standardized, p.released, (2, 5), seed=0,
+                       sample=p.standardized[:200])
+    assert all(np.isfinite(r["median_relative_error"]) for r in rows)
+
+
 def test_noise_resists_exact_recovery_but_not_approximate() -> None:
     x = load_breast_cancer().data[:, :10]
     p = perturb(_frame(x), method="gdp", seed=2, noise=0.2)

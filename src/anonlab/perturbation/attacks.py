@@ -176,6 +176,7 @@ def ica(sample: FloatArray, released: FloatArray, seed: int = 0) -> FloatArray:
     sources /= model.transform(fit_rows).std(axis=0) + 1e-300  # the rows it was fitted on
     xs = sample - sample.mean(axis=0)
     sd = xs.std(axis=0)
+    sd[sd <= 1e-12] = 1.0  # a column constant in the sample: its quantiles are all 0
     qx = _quantiles(xs / sd)  # (99, d) per sample column
     qs = _quantiles(sources)  # (99, d) per component
     plus = ((qs[:, :, None] - qx[:, None, :]) ** 2).sum(axis=0)  # (component, column)
