@@ -178,3 +178,26 @@ def test_csv_release_keeps_the_input_delimiter(tmp_path: Path) -> None:
     assert out.read_text().splitlines()[0] == "a;b;name"
     code, text = _run(["evaluate", str(src), str(out), "--quiet"])
     assert code == 0, text
+
+
+def test_categorical_only_table_by_default_columns(tmp_path: Path) -> None:
+    # --columns defaults to all-numeric; a table whose QIs are all categorical has no
+    # numeric column, which then means "none", not an error.
+    src = _bad(tmp_path, "cat.csv", "a,b\n" + "".join(
+        f"{'xyz'[i % 3]},{('lo', 'mid', 'hi')[i * 7 % 3]}\n" for i in range(12)))
+    out, rep, ru = tmp_path / "cat_k3.csv", tmp_path / "ev.json", tmp_path / "ru.json"
+    code, text = _run(["microaggregate", str(src), "--nominal", "a", "--ordinal", "b",
+                       "--order", "b=lo,mid,hi", "--k", "3", "--output", str(out), "--quiet"])
+    assert code == 0, text
+    assert (pd.read_csv(out).groupby(["a", "b"]).size() >= 3).all()
+    code, text = _run(["evaluate", str(src), str(out), "--nominal", "a", "--ordinal", "b",
+                       "--order", "b=lo,mid,hi", "--report", str(rep), "--quiet"])
+    assert code == 0, text
+    report = json.loads(rep.read_text())
+    assert report["columns"] == [] and report["measures"]["ZIL"] > 0
+    code, text = _run(["tradeoff", str(src), "--nominal", "a", "--k", "2-3", "--report",
+                       str(ru), "--quiet"])
+    assert code == 0, text
+    assert [p["k"] for p in json.loads(ru.read_text())["points"]] == [2, 3]
+    code, text = _run(["evaluate", str(src), str(out), "--quiet"])
+    assert code == 2 and "Error: no numeric column found" in text

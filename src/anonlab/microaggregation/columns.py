@@ -65,12 +65,13 @@ def select_columns(
     """Resolve ``spec`` (``all-numeric``, ``None`` = all-numeric, or names) to column names.
 
     ``exclude`` (e.g. the nominal and ordinal columns) is left out of
-    ``all-numeric``.
+    ``all-numeric``; when it is given, ``all-numeric`` may find no column
+    (a table of categorical attributes only) and gives ``[]``.
     """
     names = split_names(spec)
     if not names or names == [ALL_NUMERIC]:
         chosen = [c for c in numeric_columns(frame) if c not in set(exclude)]
-        if not chosen:
+        if not chosen and not exclude:
             raise AnonlabError(
                 "no numeric column found for --columns all-numeric: name the columns "
                 "with --columns A,B,..."
