@@ -98,3 +98,11 @@ def test_fine_grained_numbers_are_released_with_distinct_labels() -> None:
     assert result.table["lat"].nunique() == len(result.cut["lat"]) == result.rounds + 1
     for step in result.specializations:
         assert len(set(step["children"])) == len(step["children"])
+
+
+def test_id_and_class_naming_one_column_is_a_config_error(tmp_path: Path) -> None:
+    data = _review_config(tmp_path)
+    data["fusion"]["id"] = "cls"
+    with pytest.raises(AnonlabError, match=re.escape(
+            "fusion.id and fusion.class both name column 'cls'")):
+        config_from_dict(data, tmp_path)

@@ -259,6 +259,10 @@ class FusionConfig(BaseModel):
                 f"{self.source} has {len(providers)} provider(s): fusion needs at least "
                 f"{min_providers}; add [[parties]] entries with role = \"provider\""
             )
+        if self.fusion.id == self.class_column:
+            raise AnonlabError(f"fusion.id and fusion.class both name column '{self.fusion.id}':"
+                               " the record id needs its own column (or id = \"\" for row "
+                               "numbers)")
         seen_ids: set[str] = set()
         for p in self.parties:
             if p.id in seen_ids:
