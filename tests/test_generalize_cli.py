@@ -176,6 +176,25 @@ def test_hierarchy_builders_cli(data_dir: Path, tmp_path: Path) -> None:
     assert "39;35-39;30-39;20-39;*" in lines
 
 
+
+def test_hierarchy_builders_on_missing_values_and_numeric_codes(tmp_path: Path) -> None:
+    """A missing age gets its own group below '*'; numeric codes are grouped in numeric order."""
+    table = tmp_path / "t.parquet"
+    pd.DataFrame({"age": ["34", None, "41", ""], "grade": ["1", "10", "2", "9"]}).to_parquet(table)
+    ages, grades = tmp_path / "age.csv", tmp_path / "grade.csv"
+    code, text = _run(["hierarchy", "interval", str(table), "--column", "age", "--widths", "5,10",
+                       "--output", str(ages)])
+    assert code == 0, text
+    assert ages.read_text().splitlines() == [";;;*", "34;30-34;30-39;*", "41;40-44;40-49;*"]
+    code, text = _run(["hierarchy", "grouping", str(table), "--column", "grade", "--sizes", "2",
+                       "--output", str(grades)])
+    assert code == 0, text
+    assert grades.read_text().splitlines() == ["1;1..2;*", "2;1..2;*", "9;9..10;*", "10;9..10;*"]
+    code, text = _run(["generalize", str(table), "--qi", f"age={ages}", "--qi",
+                       f"grade={grades}", "--k", "1", "--output", str(tmp_path / "r.csv"),
+                       "--verify", "--quiet"])
+    assert code == 0, text
+
 def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)

@@ -211,7 +211,8 @@ def interval_hierarchy(
     Each width must be a multiple of the previous one so the levels nest.
     A value ``x`` goes at width ``w`` to ``[floor(x/w)*w, floor(x/w)*w + w)``,
     written ``lo-hi`` with ``hi = lo + w - 1`` for integer data and
-    ``[lo, hi)`` otherwise.
+    ``[lo, hi)`` otherwise. A missing value (the empty string) keeps the label
+    ``''`` at every level below ``top``: it forms a group of its own.
     """
     ws = [float(w) for w in widths]
     if any(w <= 0 for w in ws):
@@ -222,10 +223,11 @@ def interval_hierarchy(
                 f"interval width {_format_number(b)} is not a multiple of {_format_number(a)}: "
                 "each width must be a multiple of the previous one so the levels nest"
             )
-    raw = sorted({str(v).strip() for v in values}, key=_numeric_key)
+    texts = {str(v).strip() for v in values}
+    raw = sorted(texts - {""}, key=_numeric_key)
     nums = [_numeric_key(v) for v in raw]
     integral = all(float(x).is_integer() for x in nums) and all(w.is_integer() for w in ws)
-    rows = []
+    rows = [["", *[""] * len(ws), top]] if "" in texts else []
     for text, x in zip(raw, nums, strict=True):
         row = [text]
         for w in ws:
@@ -236,6 +238,8 @@ def interval_hierarchy(
                 row.append(f"[{_format_number(lo)}, {_format_number(lo + w)})")
         row.append(top)
         rows.append(row)
+    if not rows:
+        raise AnonlabError("no values to build an interval hierarchy from")
     return Hierarchy.from_rows(rows, source="<interval builder>")
 
 

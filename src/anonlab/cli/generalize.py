@@ -303,7 +303,16 @@ def _column_values(input: Path, column: str, delimiter: str | None) -> list[str]
     frame = read_table(input, delimiter=delimiter)
     if column not in frame.columns:
         raise AnonlabError(f"unknown column '{column}': the table has {', '.join(frame.columns)}")
-    return [str(v) for v in frame[column].unique()]
+    col = frame[column]
+    return [str(v) for v in col.astype(str).where(col.notna(), "").unique()]
+
+
+def _natural_key(value: str) -> tuple[int, float, str]:
+    """Numbers first in numeric order, then other text in text order."""
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
 
 
 def _ints(text: str, what: str) -> list[float]:
@@ -362,7 +371,9 @@ def hierarchy_grouping(
     sizes: str = typer.Option(..., "--sizes", help="Group sizes per level, e.g. 2,4."),
     output: Path = typer.Option(..., "--output", help="Hierarchy CSV to write."),
     order: str | None = typer.Option(
-        None, "--order", help="Comma-separated order of the values (default: sorted)."
+        None, "--order",
+        help="Comma-separated order of the values (default: numbers in numeric order, "
+        "then text sorted).",
     ),
     delimiter: str | None = typer.Option(None, "--delimiter"),
 ) -> None:
@@ -377,7 +388,7 @@ def hierarchy_grouping(
     check_not_input(output, [input])
     values = _column_values(input, column, delimiter)
     if order is None:
-        ordered = sorted(values)
+        ordered = sorted(values, key=_natural_key)
     else:
         ordered = [x.strip() for x in order.split(",") if x.strip()]
         absent = sorted(set(values) - set(ordered))
