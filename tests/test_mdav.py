@@ -303,3 +303,13 @@ def test_ordinal_natural_order_refuses_missing_and_mixed_values(values: list[obj
     assert message in str(info.value) and "--order" in str(info.value)
     cat = encode_all(frame, [], ["e"], {"e": [str(v) for v in values]})[0]
     assert cat.size == 4  # an explicit order places every value
+
+
+def test_all_numeric_refuses_a_numeric_column_with_a_missing_value() -> None:
+    # Leaving it out would release its values unmasked without a word.
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["5", "", "7", "9"],
+                          "t": ["x", "y", "x", "y"]})
+    with pytest.raises(AnonlabError, match="column 'b' of the table has a missing value "
+                                           r"\(NaN\) at row 2"):
+        microaggregate(frame, "all-numeric", 2)
+    assert microaggregate(frame, "a", 2).columns == ["a"]

@@ -33,10 +33,27 @@ def _parsed(series: pd.Series) -> pd.Series:
     return pd.to_numeric(text, errors="coerce")
 
 
+MISSING_TEXT = frozenset({"", "nan", "na", "none", "null"})
+
+
+def _missing(series: pd.Series) -> pd.Series:
+    """True where a value is missing (NaN, or text such as '' or 'NA')."""
+    if pd.api.types.is_numeric_dtype(series):
+        return series.isna()
+    text = series.astype(str).str.strip().str.lower()
+    return series.isna() | text.isin(MISSING_TEXT)
+
+
 def is_numeric_column(series: pd.Series) -> bool:
-    """True when every value parses as a finite or NaN-free number."""
+    """True when every present value parses as a number (and at least one is present).
+
+    A missing value does not make a column text: the column stays numeric, so
+    that ``all-numeric`` names it and :func:`numeric_matrix` refuses the gap
+    instead of releasing the column unmasked.
+    """
     values = _parsed(series)
-    return bool(values.notna().all())
+    missing = _missing(series)
+    return bool((values.notna() | missing).all() and not missing.all())
 
 
 def numeric_columns(frame: pd.DataFrame) -> list[str]:
@@ -95,7 +112,7 @@ def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str = "tab
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             shown = str(raw.iloc[row]).strip()
-            if shown.lower() in {"", "nan", "na", "none", "null"}:
+            if shown.lower() in MISSING_TEXT:
                 raise AnonlabError(
                     f"column '{name}' of the {what} has a missing value (NaN) at row {row + 1}: "
                     "fill or drop missing values first"
