@@ -53,6 +53,7 @@ from anonlab.errors import AnonlabError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 ICA_FIT_RECORDS = 5_000
+METHOD_AWARE_CHUNK = 1 << 21  # float64 values per array when scoring supports
 _QUANTILES = np.linspace(0.01, 0.99, 99)
 
 
@@ -108,27 +109,40 @@ def method_aware_matrix(known_x: FloatArray, known_y: FloatArray) -> FloatArray:
     For released column ``j`` and support ``S`` the coefficients are
     ``a = pinv(X_k[:, S]) y_k[:, j]``; the score is the relative residual plus
     ``| ||a|| - 1 |`` (a true OBT row fits exactly with unit norm) plus a tiny
-    penalty per column so that a pair beats the triples containing it.
+    penalty per column so that a pair beats the triples containing it. The
+    supports are scored in chunks of about ``METHOD_AWARE_CHUNK`` values, so
+    memory stays bounded however many columns (``d^3 / 6`` triples) there are.
     """
     m, d = known_x.shape
     sets = _supports(d, m)
     size = max(len(s) for s in sets)
-    sub = np.zeros((len(sets), m, size))
-    for i, s in enumerate(sets):
-        sub[i, :, :len(s)] = known_x[:, s]
-    pinv = np.linalg.pinv(sub)  # (K, size, m)
-    coef = np.einsum("kcm,mj->kjc", pinv, known_y)  # (K, d, size)
-    fitted = np.einsum("kmc,kjc->kmj", sub, coef)  # (K, m, d)
     scale = np.linalg.norm(known_y, axis=0) + 1e-300
-    resid = np.linalg.norm(fitted - known_y[None], axis=1) / scale  # (K, d)
-    norm_gap = np.abs(np.linalg.norm(coef, axis=2) - 1.0)
-    lengths = np.array([len(s) for s in sets], dtype=np.float64)
-    score = resid + norm_gap + 1e-9 * lengths[:, None]
-    best = np.argmin(score, axis=0)
+    best_score = np.full(d, np.inf)
+    best_set = np.zeros(d, dtype=np.intp)
+    best_coef = np.zeros((d, size))
+    step = max(1, METHOD_AWARE_CHUNK // (d * max(m, size)))
+    for start in range(0, len(sets), step):
+        chunk = sets[start:start + step]
+        sub = np.zeros((len(chunk), m, size))
+        for i, s in enumerate(chunk):
+            sub[i, :, :len(s)] = known_x[:, s]
+        pinv = np.linalg.pinv(sub)  # (K, size, m)
+        coef = np.einsum("kcm,mj->kjc", pinv, known_y)  # (K, d, size)
+        fitted = np.einsum("kmc,kjc->kmj", sub, coef)  # (K, m, d)
+        resid = np.linalg.norm(fitted - known_y[None], axis=1) / scale  # (K, d)
+        norm_gap = np.abs(np.linalg.norm(coef, axis=2) - 1.0)
+        lengths = np.array([len(s) for s in chunk], dtype=np.float64)
+        score = resid + norm_gap + 1e-9 * lengths[:, None]
+        best = np.argmin(score, axis=0)
+        value = score[best, np.arange(d)]
+        better = value < best_score
+        best_score[better] = value[better]
+        best_set[better] = start + best[better]
+        best_coef[better] = coef[best[better], np.flatnonzero(better)]
     matrix = np.zeros((d, d))
     for j in range(d):
-        s = sets[int(best[j])]
-        matrix[j, list(s)] = coef[best[j], j, :len(s)]
+        s = sets[int(best_set[j])]
+        matrix[j, list(s)] = best_coef[j, :len(s)]
     return matrix
 
 
