@@ -313,3 +313,12 @@ def test_all_numeric_refuses_a_numeric_column_with_a_missing_value() -> None:
                                            r"\(NaN\) at row 2"):
         microaggregate(frame, "all-numeric", 2)
     assert microaggregate(frame, "a", 2).columns == ["a"]
+
+
+def test_exact_variant_ignores_the_block_size() -> None:
+    # The block size belongs to the scalable variant; exact MDAV with k > block/2 is valid.
+    frame = pd.DataFrame({"a": np.arange(12.0), "b": np.arange(12.0) % 5})
+    result = microaggregate(frame, "all-numeric", 5, block_size=4)
+    assert np.bincount(result.labels).tolist() == [5, 7]
+    with pytest.raises(AnonlabError, match="block size must be a whole number of at least 2k"):
+        microaggregate(frame, "all-numeric", 5, variant="scalable", block_size=4)

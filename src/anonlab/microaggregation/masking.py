@@ -105,7 +105,8 @@ def microaggregate(
         raise AnonlabError("no column to microaggregate: give --columns, --nominal or --ordinal")
     n = data.shape[0]
     check_k(k, n)
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 2 * k:
+    if variant == "scalable" and (isinstance(block_size, bool) or not isinstance(block_size, int)
+                                  or block_size < 2 * k):
         raise AnonlabError(f"block size must be a whole number of at least 2k = {2 * k}, "
                            f"got {block_size!r}")
     x = numeric_matrix(data, num) if num else np.zeros((n, 0))
