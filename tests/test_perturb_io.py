@@ -219,3 +219,16 @@ def test_numeric_columns_read_every_width_and_offset(kind: pa.DataType) -> None:
     data = numeric_columns(table, None)
     assert data.values[:, 0].tolist() == [3, 4, 5, 6, 9, 10]
     assert data.values[:, 1].tolist() == [0, 1, 2, 3, 5, 6]
+
+
+def test_decimal_columns_are_numeric() -> None:
+    # Parquet files from databases often hold money as decimal128
+    import decimal
+
+    a = pa.array([decimal.Decimal("1.25"), decimal.Decimal("-3.50"), decimal.Decimal("7.00")],
+                 type=pa.decimal128(9, 2))
+    table = pa.table({"a": pa.chunked_array([a.slice(0, 1), a.slice(1, 2)]),
+                      "b": pa.array([1.0, 2.0, 4.0])})
+    data = numeric_columns(table, None)
+    assert data.values[:, 0].tolist() == [1.25, -3.5, 7.0]
+    assert data.integer == [False, False]

@@ -216,6 +216,10 @@ def numeric_columns(table: pa.Table | pd.DataFrame, columns: Sequence[str] | Non
         kind = col.type
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
+        if pa.types.is_decimal(kind):  # e.g. money in a database's Parquet export
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(kind)
+            col, kind = col.cast(pa.float64()), pa.float64()
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
             raise _not_numeric(n)
         integer.append(pa.types.is_integer(kind))
