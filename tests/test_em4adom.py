@@ -271,3 +271,34 @@ def test_ordinal_order_naming_a_value_twice_is_refused() -> None:
         evaluate(data, data, "x", ordinal=["e"], orders={"e": ["lo", "mid", "mid", "hi"]})
     with pytest.raises(AnonlabError, match="named twice"):
         microaggregate(data, "x", 2, ordinal=["e"], orders={"e": ["lo", "mid", "hi", "mid"]})
+
+
+def test_centred_data_mean_term_is_not_rounding_noise() -> None:
+    # Centred columns have means of about 1e-17, which microaggregation keeps up to
+    # rounding: |m - m'| / |m| was then noise of order 1 (IL2 0.33 instead of half the
+    # variance term). Means zero up to rounding leave the mean term undefined, and IL2
+    # is the variance term alone; a weight of 0 keeps an undefined measure out of ILs.
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(200, 3))
+    x -= x.mean(axis=0)
+    data = pd.DataFrame(x, columns=list("abc"))
+    masked = microaggregate(data, "all-numeric", 5).masked
+    ev = evaluate(data, masked, lambdas=(0.5, 0, 0.5))
+    xm = masked.to_numpy()
+    var_term = float(np.mean(np.abs(x.var(axis=0) - xm.var(axis=0)) / x.var(axis=0)))
+    assert ev.measures["IL2"] == pytest.approx(var_term, rel=1e-9)
+    assert any("mean" in note and "rounding" in note for note in ev.notes)
+    assert math.isfinite(ev.measures["ILs"])
+
+
+def test_il2_undefined_with_zero_weight_leaves_ils_defined() -> None:
+    from anonlab.metrics.utility import il_2_3
+
+    x = np.array([[-1.0, 1.0], [1.0, -1.0], [0.0, 0.0], [2.0, -2.0], [-2.0, 2.0]])
+    xm = np.array([[-1.0, 1.0], [1.0, -1.0], [0.0, 0.0], [1.0, -1.0], [-1.0, 1.0]])
+    stats = il_2_3(x, xm)
+    # means exactly 0: the mean term is undefined; variances 2 -> 0.8
+    assert stats.il2 == pytest.approx(0.6)
+    ev = evaluate(pd.DataFrame(x, columns=["a", "b"]), pd.DataFrame(xm, columns=["a", "b"]),
+                  lambdas=(0.5, 0, 0.5))
+    assert math.isfinite(ev.measures["ILs"])

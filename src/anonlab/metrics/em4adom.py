@@ -150,13 +150,14 @@ def evaluate(
         zm = (xm - mean) / std
         stats = utility.il_2_3(x, xm)
         il1 = utility.il_1(x, xm, std)
-        ils = lam[0] * il1 + lam[1] * stats.il2 + lam[2] * stats.il3
+        ils = utility.il_s(lam, il1, stats.il2, stats.il3)
         ilh = utility.il_h(z, zm)
         measures.update({"ILh": ilh, "IL1": il1, "IL2": stats.il2, "IL3": stats.il3,
                          "ILs": ils, "IL": (ilh + ils) / 2})
         if stats.excluded_terms:
-            notes.append(f"{stats.excluded_terms} relative term(s) of IL2/IL3 had a zero "
-                         "original mean or covariance and were left out of their average")
+            notes.append(f"{stats.excluded_terms} relative term(s) of IL2/IL3 had an original "
+                         "mean or covariance of 0 (up to rounding) and were left out of "
+                         "their average")
     cats = encode_all(original, nom, ordl, orders, "original")
     cats_m = [encode_like(c, masked) for c in cats]
     if cats:

@@ -11,9 +11,10 @@ population standard deviation of original attribute j):
 - ``ILs`` = l1 IL1 + l2 IL2 + l3 IL3 and ``IL`` = (ILh + ILs) / 2.
 
 Relative terms with a zero denominator (a zero mean or covariance in the
-original) are undefined; they are left out of their average and counted in
-the result. A masked attribute that became constant has no correlation: its
-r'_ij is taken as 0.
+original, zero up to rounding) are undefined; they are left out of their
+average and counted in the result; a half of IL2/IL3 with no defined term is
+left out, and a measure with weight 0 is left out of ILs. A masked attribute
+that became constant has no correlation: its r'_ij is taken as 0.
 
 Categorical attributes:
 
@@ -53,12 +54,30 @@ def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray) -> float:
     return float(np.sum(np.abs(x - x_masked) / (np.sqrt(2.0) * std)) / (n * p))
 
 
-def _relative(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
-    """Mean of |a - b| / |a| over entries with a != 0, and how many were left out."""
-    ok = a != 0
+ROUNDING = 64 * float(np.finfo(np.float64).eps)  # per record summed into a mean or covariance
+
+
+def _relative(a: np.ndarray, b: np.ndarray, scale: np.ndarray, n: int) -> tuple[float, int]:
+    """Mean of |a - b| / |a| over entries with a != 0, and how many were left out.
+
+    "0" is up to the rounding of a sum over n records, ``tol = ROUNDING * n *
+    scale`` (``scale`` the size of the entries' terms: max |x_j| for a mean,
+    S_i S_j for a covariance): a centred column's mean of 1e-17 is 0, and a
+    difference within ``tol`` is 0 (else a kept mean would give noise / noise).
+    """
+    tol = ROUNDING * max(n, 1) * scale
+    ok = np.abs(a) > tol
     if not ok.any():
         return float("nan"), int(a.size)
-    return float(np.mean(np.abs(a[ok] - b[ok]) / np.abs(a[ok]))), int(a.size - ok.sum())
+    diff = np.abs(a - b)
+    diff[diff <= tol] = 0.0
+    return float(np.mean(diff[ok] / np.abs(a[ok]))), int(a.size - ok.sum())
+
+
+def _mean_defined(*terms: float) -> float:
+    """Mean of the terms that are defined (not NaN); NaN when none is."""
+    defined = [t for t in terms if not np.isnan(t)]
+    return float(np.mean(defined)) if defined else float("nan")
 
 
 def covariance(x: np.ndarray) -> np.ndarray:
@@ -85,21 +104,32 @@ class StatisticalLoss:
 
 
 def il_2_3(x: np.ndarray, x_masked: np.ndarray) -> StatisticalLoss:
-    """IL2 (means and variances) and IL3 (covariances and correlations), NOTES §2."""
-    p = x.shape[1]
+    """IL2 (means and variances) and IL3 (covariances and correlations), NOTES §2.
+
+    A half whose every term is undefined (e.g. the mean term of centred data)
+    is left out: IL2 or IL3 is then the other half alone.
+    """
+    n, p = x.shape
     v, vm = covariance(x), covariance(x_masked)
-    mean_term, out1 = _relative(x.mean(axis=0), x_masked.mean(axis=0))
-    var_term, out2 = _relative(np.diag(v), np.diag(vm))
-    il2 = (mean_term + var_term) / 2
+    s = np.sqrt(np.diag(v))
+    mean_term, out1 = _relative(x.mean(axis=0), x_masked.mean(axis=0),
+                                np.abs(x).max(axis=0), n)
+    var_term, out2 = _relative(np.diag(v), np.diag(vm), s * s, n)
+    il2 = _mean_defined(mean_term, var_term)
     upper = np.triu_indices(p)
-    cov_term, out3 = _relative(v[upper], vm[upper])
+    cov_term, out3 = _relative(v[upper], vm[upper], np.outer(s, s)[upper], n)
     if p > 1:
         strict = np.triu_indices(p, 1)
         cor_term = float(np.mean(np.abs(correlation(v)[strict] - correlation(vm)[strict])))
-        il3 = (cov_term + cor_term) / 2
+        il3 = _mean_defined(cov_term, cor_term)
     else:
         il3 = cov_term  # one attribute: no correlation pair
     return StatisticalLoss(il2, il3, out1 + out2 + out3)
+
+
+def il_s(lam: Sequence[float], il1: float, il2: float, il3: float) -> float:
+    """ILs = l1 IL1 + l2 IL2 + l3 IL3; a measure with weight 0 is left out (even if undefined)."""
+    return float(sum(w * v for w, v in zip(lam, (il1, il2, il3), strict=True) if w != 0))
 
 
 def weights(values: Sequence[float], name: str, count: int) -> tuple[float, ...]:
