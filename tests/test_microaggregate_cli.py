@@ -201,3 +201,20 @@ def test_categorical_only_table_by_default_columns(tmp_path: Path) -> None:
     assert [p["k"] for p in json.loads(ru.read_text())["points"]] == [2, 3]
     code, text = _run(["evaluate", str(src), str(out), "--quiet"])
     assert code == 2 and "Error: no numeric column found" in text
+
+
+def test_categorical_tradeoff_maps_zil_against_dld(tmp_path: Path) -> None:
+    # Without numeric columns there is no IL, DR or score: the table and the R-U map
+    # show ZIL and DLD (the paper's Adult map) instead of empty cells and an empty plot.
+    from anonlab.metrics.tradeoff import ru_axes
+
+    src = _bad(tmp_path, "cat.csv", "a,b\n" + "".join(
+        f"{'xyz'[i % 3]},{'pqrs'[i * 7 % 4]}\n" for i in range(16)))
+    png = tmp_path / "ru.png"
+    code, text = _run(["tradeoff", str(src), "--nominal", "a,b", "--k", "2-4",
+                       "--plot", str(png)])
+    assert code == 0, text
+    assert "ZIL" in text and "DLD" in text and "None" not in text
+    assert png.stat().st_size > 0
+    assert ru_axes([{"k": 2, "ZIL": 1.0, "DLD": 0.5}]) == ("ZIL", "DLD")
+    assert ru_axes([{"k": 2, "IL": 0.1, "DR": 0.5, "ZIL": 1.0, "DLD": 0.5}]) == ("IL", "DR")

@@ -261,7 +261,7 @@ def tradeoff_command(
 ) -> None:
     """Pick k by the IL/DR trade-off and the R-U map (see --help for an example)."""
     from anonlab.io import read_table
-    from anonlab.metrics.tradeoff import ru_map_png
+    from anonlab.metrics.tradeoff import ru_axes, ru_map_png
     from anonlab.microaggregation.settings import (
         TradeoffSettings,
         parse_orders,
@@ -294,7 +294,9 @@ def tradeoff_command(
     out.update(result)
     out["runtime_seconds"] = time.perf_counter() - started
     if s.plot is not None:
-        ru_map_png(result["points"], s.plot, title=f"R-U map: {Path(s.input).name}")
+        loss, risk = ru_axes(result["points"])
+        ru_map_png(result["points"], s.plot, title=f"R-U map: {Path(s.input).name}",
+                   x_key=loss, y_key=risk)
     _write_report(out, s.report, s.html)
     if not s.quiet:
         _print_points(result)
@@ -304,14 +306,18 @@ def _print_points(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from anonlab.metrics.tradeoff import ru_axes
+
+    loss, _ = ru_axes(result["points"])
+    shown = ("IL", "DR", "score") if loss == "IL" else ("ZIL", "ILR", "DLD")
     table = Table(title="Trade-off per k (lowest score marked)")
-    for name in ("k", "IL", "DR", "score"):
+    for name in ("k", *shown):
         table.add_column(name, justify="right")
     table.add_column("")
     for row in result["points"]:
         mark = "◀ best" if row["k"] == result.get("best_k") else ""
         cells = [f"{row[c]:.6g}" if isinstance(row.get(c), float) else str(row.get(c))
-                 for c in ("IL", "DR", "score")]
+                 for c in shown]
         table.add_row(str(row["k"]), *cells, mark)
     Console().print(table)
 

@@ -35,6 +35,16 @@ def best_point(points: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return min(scored, key=lambda p: float(p["score"]))
 
 
+def ru_axes(points: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """The R-U map's (loss, risk) keys: IL and DR, or ZIL and DLD without numeric columns.
+
+    ZIL against DLD is the paper's map for categorical data (its Adult run).
+    """
+    if any(p.get("IL") is not None for p in points):
+        return "IL", "DR"
+    return "ZIL", "DLD"
+
+
 def ru_map_png(
     points: Sequence[Mapping[str, Any]],
     path: str | Path,
