@@ -218,3 +218,11 @@ def test_categorical_tradeoff_maps_zil_against_dld(tmp_path: Path) -> None:
     assert png.stat().st_size > 0
     assert ru_axes([{"k": 2, "ZIL": 1.0, "DLD": 0.5}]) == ("ZIL", "DLD")
     assert ru_axes([{"k": 2, "IL": 0.1, "DR": 0.5, "ZIL": 1.0, "DLD": 0.5}]) == ("IL", "DR")
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_bad_workers_is_a_one_line_error(tarragona: Path, workers: str) -> None:
+    code, text = _run(["evaluate", str(tarragona), str(tarragona), "--workers", workers,
+                       "--quiet"])
+    assert code == 2
+    assert f"Error: --workers must be -1 (every CPU) or at least 1, got {workers}" in text

@@ -120,6 +120,9 @@ def evaluate(
     tau_w = utility.weights(tau, "tau", 2)
     gam = utility.weights(gamma, "gamma", 2)
     p_values = parse_p_values(interval_p)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not (
+            workers == -1 or workers >= 1):
+        raise AnonlabError(f"--workers must be -1 (every CPU) or at least 1, got {workers}")
     nom, ordl = split_names(nominal), split_names(ordinal)
     check_present(original, [*nom, *ordl], "original")
     if columns is None and (nom or ordl):
