@@ -127,6 +127,8 @@ def test_attack_command(table: Path, tmp_path: Path) -> None:
     assert "Warning: release is recoverable" in text
     code, text = _run(["attack", str(table), str(out), "--columns", "a,b,town"])
     assert code == 2 and "Error: column 'town' is not numeric" in text
+    code, text = _run(["attack", str(table), str(out), "--columns", "a,b", "--seed", "-2"])
+    assert code == 2 and text.strip() == "Error: --seed -2 must be a whole number >= 0"
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -138,6 +140,7 @@ def test_attack_command(table: Path, tmp_path: Path) -> None:
     (["--columns", "a,b", "--method", "rbt", "--rho", "9"], "lower --rho"),
     (["--columns", "a,b", "--method", "rotation", "--library", "x.json"],
      "--library applies to --method obt"),
+    (["--columns", "a,b", "--seed", "-1"], "--seed -1 must be a whole number >= 0"),
 ])
 def test_bad_input_one_line_exit_2_nothing_written(table: Path, tmp_path: Path,
                                                     args: list[str], message: str) -> None:

@@ -200,6 +200,9 @@ def perturb_command(
 
 
 def _check_settings(s: PerturbSettings) -> None:
+    from anonlab.perturbation.library import check_seed
+
+    check_seed(s.seed)
     if len(s.rho) != 2:
         raise AnonlabError(f"--rho takes one or two numbers, got {len(s.rho)}")
     if not s.known or min(s.known) < 1:
@@ -403,9 +406,11 @@ def run_attack(s: AttackSettings, started: float, config: Path | None = None
     """Standardize both tables with the original's means/deviations and run the attacks."""
     from anonlab.perturbation.attacks import run_attacks, warn_if_recoverable
     from anonlab.perturbation.evaluate import attack_subset
+    from anonlab.perturbation.library import check_seed
     from anonlab.perturbation.table import numeric_columns, read_perturb_table
     from anonlab.report import report_header
 
+    check_seed(s.seed)
     if not s.known or min(s.known) < 1:
         raise AnonlabError("--known must list positive record counts, e.g. 2,5,10")
     if s.max_records is not None and s.max_records < 2:

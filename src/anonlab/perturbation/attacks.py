@@ -49,6 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
+from anonlab.perturbation.library import check_seed
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -233,6 +234,7 @@ def run_attacks(
     other half. ``sample_attacks=False`` skips them (the quick check behind
     the recoverability warning).
     """
+    check_seed(seed)
     n, d = original.shape
     if released.shape != original.shape:
         raise AnonlabError(f"the original has {n} records x {d} columns but the release "

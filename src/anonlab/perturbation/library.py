@@ -76,6 +76,7 @@ class MatrixLibrary:
     def build(cls, min_privacy: float, seed: int, size: int = DEFAULT_SIZE) -> MatrixLibrary:
         """Draw ``size`` qualifying matrices of each size from ``seed``."""
         check_min_privacy(min_privacy)
+        check_seed(seed)
         if size < 1:
             raise AnonlabError(f"library size {size} must be at least 1")
         return _cached_build(float(min_privacy), int(seed), int(size))
@@ -147,3 +148,9 @@ def check_min_privacy(min_privacy: float) -> None:
     if not np.isfinite(min_privacy) or not 0.0 <= min_privacy < 1.0:
         raise AnonlabError(f"--min-privacy {min_privacy} must be in [0, 1) "
                            "(P = R x S; 2x2 matrices reach about 0.87 at most)")
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed NumPy's generators cannot take (they need a whole number >= 0)."""
+    if int(seed) < 0:
+        raise AnonlabError(f"--seed {seed} must be a whole number >= 0")

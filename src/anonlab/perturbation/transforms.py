@@ -39,7 +39,7 @@ from anonlab.perturbation.key import (
     centred_moments,
     fingerprint,
 )
-from anonlab.perturbation.library import MatrixLibrary, haar_orthogonal
+from anonlab.perturbation.library import MatrixLibrary, check_seed, haar_orthogonal
 from anonlab.perturbation.table import NumericColumns, frame_labels, numeric_columns
 
 if TYPE_CHECKING:
@@ -168,6 +168,7 @@ def perturb_array(
     """
     if method not in METHODS:
         raise AnonlabError(f"unknown method '{method}': choose one of {', '.join(METHODS)}")
+    check_seed(seed)
     if method == "gdp" and (not np.isfinite(noise) or noise < 0):
         raise AnonlabError(f"--noise {noise} must be a finite number >= 0")
     if method == "rbt" and (min(rho) < 0 or not np.all(np.isfinite(rho))):
