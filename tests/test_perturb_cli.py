@@ -129,6 +129,8 @@ def test_attack_command(table: Path, tmp_path: Path) -> None:
     assert code == 2 and "Error: column 'town' is not numeric" in text
     code, text = _run(["attack", str(table), str(out), "--columns", "a,b", "--seed", "-2"])
     assert code == 2 and text.strip() == "Error: --seed -2 must be a whole number >= 0"
+    code, text = _run(["attack", str(table), str(out), "--columns", "a,b", "--delimiter", "ab"])
+    assert code == 2 and text.strip().startswith("Error: --delimiter 'ab' must be one character")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -141,6 +143,8 @@ def test_attack_command(table: Path, tmp_path: Path) -> None:
     (["--columns", "a,b", "--method", "rotation", "--library", "x.json"],
      "--library applies to --method obt"),
     (["--columns", "a,b", "--seed", "-1"], "--seed -1 must be a whole number >= 0"),
+    (["--columns", "a,b", "--delimiter", ";;"], "--delimiter ';;' must be one character"),
+    (["--columns", "a,b", "--delimiter", ""], "--delimiter '' must be one character"),
 ])
 def test_bad_input_one_line_exit_2_nothing_written(table: Path, tmp_path: Path,
                                                     args: list[str], message: str) -> None:

@@ -78,6 +78,9 @@ def read_perturb_table(
     A DataFrame is converted as it is; a Parquet file keeps its types; a CSV
     has the chosen columns' types inferred and every other column read as text.
     """
+    if delimiter is not None and len(delimiter) != 1:
+        raise AnonlabError(f"--delimiter '{delimiter}' must be one character (for a tab, "
+                           "give a real tab, e.g. $'\\t' in bash)")
     if is_dataframe(source):
         try:
             return pa.Table.from_pandas(source, preserve_index=False)
