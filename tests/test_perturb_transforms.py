@@ -196,6 +196,15 @@ def test_key_refuses_other_release_and_damage() -> None:
     del data["means"]
     with pytest.raises(AnonlabError, match="damaged"):
         PerturbationKey.from_dict(data)
+    data = p.key.to_dict()
+    data["noise"] = [0.1]  # hand-edited: not the {scale, seed} table
+    with pytest.raises(AnonlabError, match="damaged"):
+        PerturbationKey.from_dict(data)
+    g = perturb(_frame(values), method="gdp", seed=1, noise=0.2).key.to_dict()
+    for bad in (float("nan"), -0.2):
+        g["noise"]["scale"] = bad  # would silently skip removing the noise
+        with pytest.raises(AnonlabError, match="noise scale"):
+            PerturbationKey.from_dict(g)
 
 
 def test_haar_matrices_are_orthogonal_with_both_determinants() -> None:

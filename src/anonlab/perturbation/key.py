@@ -120,7 +120,7 @@ class PerturbationKey:
                 records=int(data["records"]),
                 release_means=_vector(fp["means"], d), release_stds=_vector(fp["stds"], d),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "
                                "key file exactly as 'anonlab perturb' wrote it") from None
         key.validate(where)
@@ -148,6 +148,8 @@ class PerturbationKey:
                 return f"the matrix of block {list(b.columns)} is not orthogonal"
         if np.any(self.stds <= 0) or self.records < 1:
             return "deviations or record count are not positive"
+        if not (np.isfinite(self.noise_scale) and self.noise_scale >= 0):
+            return f"its noise scale {self.noise_scale} is not a number >= 0"
         return None
 
     def check_columns(self, names: list[str], where: str) -> None:
