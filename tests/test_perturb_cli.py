@@ -168,6 +168,20 @@ def test_nan_and_constant_columns_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_a_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,a\n1,2,3\n4,5,7\n2,9,1\n5,1,1\n")
+    for args in ([], ["--columns", "a,b"]):
+        code, text = _run(["perturb", str(path), *args, "--output", str(tmp_path / "o.csv")])
+        assert code == 2
+        assert text.strip() == ("Error: column 'a' appears twice in the header of the table: "
+                                "rename one of them")
+    code, text = _run(["perturb", str(path), "--columns", "b,b", "--output",
+                       str(tmp_path / "o.csv")])
+    assert code == 2 and "column 'b' is named twice in --columns" in text
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_outputs_never_overwrite_inputs(table: Path, tmp_path: Path) -> None:
     before = table.read_bytes()
     code, text = _run(["perturb", str(table), "--columns", "a,b", "--output", str(table)])

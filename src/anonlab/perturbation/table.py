@@ -168,6 +168,14 @@ class NumericColumns:
 
 
 def _check_names(names: list[str], available: list[str]) -> None:
+    if len(set(available)) != len(available):
+        from collections import Counter
+
+        counts = Counter(available)
+        repeated = [n for n in names if counts[n] > 1]
+        if repeated:
+            raise AnonlabError(f"column '{repeated[0]}' appears twice in the header of the "
+                               "table: rename one of them")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise AnonlabError(f"column '{dup}' is named twice in --columns: name each once")
