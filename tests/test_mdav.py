@@ -288,21 +288,39 @@ def test_ordinal_natural_order_is_numeric() -> None:
     assert cat.domain == ("1", "2", "3", "10")
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ([2.0, 10.0, np.nan, 1.0], "ordinal column 'e' of the table has a missing value at row 3"),
-    (["2", "10", "?", "1"], "ordinal column 'e' of the table mixes numbers and text ('?' at "
-                            "row 3)"),
-])
-def test_ordinal_natural_order_refuses_missing_and_mixed_values(values: list[object],
-                                                                message: str) -> None:
-    # NaN cannot be placed in a numeric order (it left the order scrambled) and text
-    # order would put 10 between 1 and 2: both need the user's --order.
+@pytest.mark.parametrize("values", [[2.0, 10.0, np.nan, 1.0], ["2", "10", None, "1"],
+                                    ["2", "10", "", "1"]])
+def test_ordinal_refuses_a_missing_value(values: list[object]) -> None:
+    # A missing value has no place in an order (NaN left the numeric sort scrambled).
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": values})
+    for orders in (None, {"e": ["1", "2", "10", "2.0", "10.0", "1.0"]}):
+        with pytest.raises(AnonlabError) as info:
+            microaggregate(frame, "x", 2, ordinal=["e"], orders=orders)
+        assert "ordinal column 'e' of the table has a missing value at row 3: fill it or " \
+               "drop the row" in str(info.value)
+
+
+def test_ordinal_natural_order_refuses_numbers_mixed_with_text() -> None:
+    # Text order would put 10 between 1 and 2: the user's --order is needed.
+    values = ["2", "10", "?", "1"]
     frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": values})
     with pytest.raises(AnonlabError) as info:
         microaggregate(frame, "x", 2, ordinal=["e"])
-    assert message in str(info.value) and "--order" in str(info.value)
-    cat = encode_all(frame, [], ["e"], {"e": [str(v) for v in values]})[0]
+    assert "ordinal column 'e' of the table mixes numbers and text ('?' at row 3): give its " \
+           "order with --order e=v1,v2,..." in str(info.value)
+    cat = encode_all(frame, [], ["e"], {"e": ["?", "1", "2", "10"]})[0]
     assert cat.size == 4  # an explicit order places every value
+
+
+def test_nominal_missing_value_is_one_category() -> None:
+    # A null (Parquet, or None from Python) is the same missing category as an empty
+    # CSV cell; it used to become a negative code and crash the grouping.
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+                          "s": pd.array(["a", None, "b", "a", "", "b"], dtype="string")})
+    cat = encode_all(frame, ["s"], [])[0]
+    assert cat.domain == ("", "a", "b") and cat.codes.tolist() == [1, 0, 2, 1, 0, 2]
+    result = microaggregate(frame, "x", 2, nominal=["s"])
+    assert set(result.masked["s"]) <= {"", "a", "b"}
 
 
 def test_all_numeric_refuses_a_numeric_column_with_a_missing_value() -> None:

@@ -53,14 +53,24 @@ def _natural_order(values: Sequence[str]) -> list[str]:
     return sorted(values)
 
 
-def _check_orderable(raw: pd.Series, text: pd.Series, name: str, what: str) -> None:
-    """Refuse what a natural order cannot place: a missing value, numbers mixed with text."""
-    missing = np.flatnonzero(raw.isna().to_numpy())
+def category_text(series: pd.Series) -> pd.Series:
+    """A categorical column as stripped text; a missing value (null, NaN) is '' (as in CSV)."""
+    text = series.astype(object).where(series.notna().to_numpy(), "")
+    return text.astype(str).str.strip()
+
+
+def _check_present_values(text: pd.Series, name: str, what: str) -> None:
+    """Refuse a missing value in an ordinal column: it has no place in an order."""
+    missing = np.flatnonzero((text == "").to_numpy())
     if missing.size:
         raise AnonlabError(
             f"ordinal column '{name}' of the {what} has a missing value at row "
-            f"{missing[0] + 1}: fill it, or place it with --order {name}=v1,v2,..."
+            f"{missing[0] + 1}: fill it or drop the row"
         )
+
+
+def _check_orderable(text: pd.Series, name: str, what: str) -> None:
+    """Refuse what a natural order cannot place: numbers mixed with text."""
     present = [str(v) for v in pd.unique(text)]
     words = [v for v in present if _as_number(v) is None]
     if words and len(words) < len(present):
@@ -80,7 +90,9 @@ def encode_categorical(
 ) -> CategoricalColumn:
     """Codes of a categorical column; an ordinal domain follows ``order`` or natural order."""
     check_present(frame, [name], what)
-    text = frame[name].astype(str).str.strip()
+    text = category_text(frame[name])
+    if ordinal:
+        _check_present_values(text, name, what)
     present = [str(v) for v in pd.unique(text)]
     if order is not None:
         domain = [str(v).strip() for v in order]
@@ -97,7 +109,7 @@ def encode_categorical(
                 "list every value"
             )
     elif ordinal:
-        _check_orderable(frame[name], text, name, what)
+        _check_orderable(text, name, what)
         domain = _natural_order(present)
     else:
         domain = sorted(present)
@@ -132,7 +144,7 @@ def encode_like(
     refused. Ordinal distances keep the original's domain size |D_j|.
     """
     check_present(frame, [original.name], what)
-    text = frame[original.name].astype(str).str.strip()
+    text = category_text(frame[original.name])
     lookup = {v: i for i, v in enumerate(original.domain)}
     by_number = _numeric_lookup(original.domain)
     for v in set(pd.unique(text)) - set(lookup):
