@@ -182,6 +182,16 @@ def test_a_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_a_table_without_records_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    pd.DataFrame({"a": pd.Series([], dtype=float), "b": pd.Series([], dtype=float)}
+                 ).to_parquet(path)
+    code, text = _run(["perturb", str(path), "--output", str(tmp_path / "o.csv")])
+    assert code == 2
+    assert text.strip() == "Error: the table has no records: give at least one record"
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_outputs_never_overwrite_inputs(table: Path, tmp_path: Path) -> None:
     before = table.read_bytes()
     code, text = _run(["perturb", str(table), "--columns", "a,b", "--output", str(table)])

@@ -220,6 +220,8 @@ def numeric_columns(table: pa.Table | pd.DataFrame, columns: Sequence[str] | Non
     names = available if columns is None else [str(c) for c in columns]
     _check_names(names, available)
     arrow: pa.Table = _arrow_columns(table, names) if frame else table
+    if arrow.num_rows == 0:
+        raise AnonlabError("the table has no records: give at least one record")
     values = np.empty((arrow.num_rows, len(names)), dtype=np.float64, order="F")
     integer = []
     for j, n in enumerate(names):
