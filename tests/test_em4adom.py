@@ -302,3 +302,10 @@ def test_il2_undefined_with_zero_weight_leaves_ils_defined() -> None:
     ev = evaluate(pd.DataFrame(x, columns=["a", "b"]), pd.DataFrame(xm, columns=["a", "b"]),
                   lambdas=(0.5, 0, 0.5))
     assert math.isfinite(ev.measures["ILs"])
+
+
+def test_order_for_a_column_not_named_ordinal_is_refused() -> None:
+    data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": ["lo", "mid", "hi", "lo"]})
+    with pytest.raises(AnonlabError, match="--order names column 'edu', which is not an "
+                                           "--ordinal column"):
+        evaluate(data, data, "x", ordinal=["e"], orders={"edu": ["lo", "mid", "hi"]})

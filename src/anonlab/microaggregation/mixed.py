@@ -127,6 +127,10 @@ def encode_all(
 ) -> list[CategoricalColumn]:
     """Nominal then ordinal columns, encoded."""
     orders = orders or {}
+    stray = [c for c in orders if c not in set(ordinal)]
+    if stray:
+        raise AnonlabError(f"--order names column '{stray[0]}', which is not an --ordinal "
+                           "column: list it with --ordinal or drop its order")
     out = [encode_categorical(frame, c, False, None, what) for c in nominal]
     out += [encode_categorical(frame, c, True, orders.get(c), what) for c in ordinal]
     return out
