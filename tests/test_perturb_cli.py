@@ -192,6 +192,25 @@ def test_a_table_without_records_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.parametrize("flag", ["--key", "--report", "--html", "--library", "--output"])
+def test_a_directory_given_as_a_file_is_refused_before_writing(table: Path, tmp_path: Path,
+                                                               flag: str) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    paths = {"--output": tmp_path / "o.csv", "--key": tmp_path / "k.json", flag: folder}
+    args = [a for f, p in paths.items() for a in (f, str(p))]
+    code, text = _run(["perturb", str(table), "--columns", "a,b", *args])
+    assert code == 2
+    assert text.strip() == f"Error: {flag} '{folder}' is a folder: give a file path"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "folder"]
+    code, text = _run(["attack", str(table), str(table), "--columns", "a,b", "--report",
+                       str(folder)])
+    assert code == 2 and text.strip() == f"Error: --report '{folder}' is a folder: give a file path"
+    code, text = _run(["perturb", "--invert", str(table), "--key", str(folder), "--output",
+                       str(tmp_path / "o.csv")])
+    assert code == 2 and text.strip() == f"Error: --key '{folder}' is a folder: give a file path"
+
+
 def test_outputs_never_overwrite_inputs(table: Path, tmp_path: Path) -> None:
     before = table.read_bytes()
     code, text = _run(["perturb", str(table), "--columns", "a,b", "--output", str(table)])

@@ -111,11 +111,17 @@ def _resolve(config: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
+def _not_a_folder(flag: str, path: str | Path | None) -> None:
+    if path is not None and Path(path).is_dir():
+        raise AnonlabError(f"{flag} '{path}' is a folder: give a file path")
+
+
 def _distinct_outputs(outputs: dict[str, str | Path | None], inputs: list[Any]) -> None:
     from anonlab.io import check_not_input
 
     given = {flag: Path(p).resolve() for flag, p in outputs.items() if p is not None}
     for flag, path in given.items():
+        _not_a_folder(flag, outputs[flag])
         check_not_input(path, inputs)
         same = [f for f, q in given.items() if q == path and f != flag]
         if same:
@@ -231,6 +237,7 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
     if s.output is None and s.report is None and s.html is None:
         raise AnonlabError("nothing to write: give --output (with --key), --report and/or --html")
     _check_settings(s)
+    _not_a_folder("--library", s.library)
     library_exists = s.library is not None and Path(s.library).exists()
     _distinct_outputs({"--output": s.output, "--key": s.key, "--report": s.report,
                        "--html": s.html,
@@ -304,6 +311,7 @@ def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -
     if s.report is not None or s.html is not None:
         raise AnonlabError("--report and --html are not used with --invert: drop them")
     _distinct_outputs({"--output": s.output}, [s.input, s.key, config])
+    _not_a_folder("--key", s.key)
     key = PerturbationKey.load(s.key)
     frame = read_perturb_table(s.input, list(key.columns), s.delimiter)
     key.check_columns([str(c) for c in frame.column_names], str(s.input))
