@@ -105,3 +105,12 @@ def test_missing_values_in_a_quasi_identifier_are_the_empty_string() -> None:
     no_empty = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
     with pytest.raises(AnonlabError, match=r"value '' \(data row 2\) is not in hierarchy"):
         Dataset.from_frame(frame, {"q": no_empty})
+
+
+def test_byte_order_mark_is_not_part_of_the_first_value(tmp_path: Path) -> None:
+    """Spreadsheet programs save UTF-8 CSV with a BOM; the first value must still match."""
+    path = tmp_path / "h.csv"
+    path.write_bytes("Köln;NRW;*\nBonn;NRW;*\n".encode("utf-8-sig"))
+    h = Hierarchy.from_csv(path)
+    assert h.values == ["Köln", "Bonn"]
+    assert "Köln" in h

@@ -84,7 +84,7 @@ class Hierarchy:
         if not p.exists():
             raise AnonlabError(f"hierarchy file '{p}' does not exist: check the path")
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8-sig")  # a BOM is not part of the first value
         except UnicodeDecodeError as exc:
             raise AnonlabError(f"hierarchy file '{p}' is not UTF-8 text: re-save it") from exc
         lines: list[int] = []
