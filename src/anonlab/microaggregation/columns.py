@@ -51,9 +51,11 @@ def is_numeric_column(series: pd.Series) -> bool:
     that ``all-numeric`` names it and :func:`numeric_matrix` refuses the gap
     instead of releasing the column unmasked.
     """
-    values = _parsed(series)
-    missing = _missing(series)
-    return bool((values.notna() | missing).all() and not missing.all())
+    bad = _parsed(series).isna().to_numpy()
+    if not bad.any():
+        return True
+    gaps = _missing(series[bad]).to_numpy()  # only the few values that did not parse
+    return bool(gaps.all() and not bad.all())
 
 
 def numeric_columns(frame: pd.DataFrame) -> list[str]:
