@@ -195,6 +195,19 @@ def test_hierarchy_builders_on_missing_values_and_numeric_codes(tmp_path: Path) 
                        "--verify", "--quiet"])
     assert code == 0, text
 
+
+def test_apply_never_overwrites_a_hierarchy(tiny: Path) -> None:
+    rep = tiny / "r.json"
+    code, text = _run([*_tiny_args(tiny, "--k", "2", "--report", str(rep), "--quiet")])
+    assert code == 0, text
+    before = (tiny / "age.csv").read_bytes()
+    for flag in ("--output", "--report"):
+        args = ["apply", str(rep), str(tiny / "t.csv"), "--output", str(tiny / "o.csv"),
+                flag, str(tiny / "age.csv"), "--quiet"]
+        code, text = _run(args)
+        assert code == 2 and "is also an input" in text, text
+        assert (tiny / "age.csv").read_bytes() == before
+
 def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)

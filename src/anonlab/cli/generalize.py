@@ -251,12 +251,12 @@ def apply_command(
             f"'{report_in}' is not a generalize report (missing {exc}): give the --report "
             "JSON of an 'anonlab generalize' run"
         ) from None
-    check_not_input(output, [input, report_in])
-    if report is not None:
-        check_not_input(report, [input, report_in])
     hierarchies = {}
-    for col, path in qi_paths.items():
-        found = _find_file(path, report_in.parent)
+    found_paths = {col: _find_file(path, report_in.parent) for col, path in qi_paths.items()}
+    for out_path in (output, report):
+        if out_path is not None:
+            check_not_input(out_path, [input, report_in, *found_paths.values()])
+    for col, found in found_paths.items():
         expected = (old.get("inputs", {}).get(f"hierarchy:{col}") or {}).get("sha256")
         if expected and file_sha256(found) != expected:
             raise AnonlabError(
