@@ -114,3 +114,14 @@ def test_byte_order_mark_is_not_part_of_the_first_value(tmp_path: Path) -> None:
     h = Hierarchy.from_csv(path)
     assert h.values == ["Köln", "Bonn"]
     assert "Köln" in h
+
+
+def test_interval_builder_is_exact_on_decimals() -> None:
+    """0.3 lies in [0.3, 0.4), not [0.2, 0.3) as 0.3 / 0.1 = 2.9999... in binary floats."""
+    h = interval_hierarchy(["0.3", "1.9", "0.12", "-0.1"], [0.1, 0.3])
+    assert h.label("0.3", 1) == "[0.3, 0.4)"
+    assert h.label("1.9", 1) == "[1.9, 2)"
+    assert h.label("1.9", 2) == "[1.8, 2.1)"
+    assert h.label("0.12", 1) == "[0.1, 0.2)"
+    assert h.label("-0.1", 1) == "[-0.1, 0)"
+    assert h.label("-0.1", 2) == "[-0.3, 0)"

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import pairwise
 from pathlib import Path
 
@@ -199,7 +201,9 @@ def validate_rows(
 # ----------------------------------------------------------------------------- builders
 
 
-def _format_number(x: float) -> str:
+def _format_number(x: float | Fraction) -> str:
+    if isinstance(x, Fraction):
+        return str(x.numerator) if x.denominator == 1 else str(float(x))
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
@@ -211,10 +215,12 @@ def interval_hierarchy(
     Each width must be a multiple of the previous one so the levels nest.
     A value ``x`` goes at width ``w`` to ``[floor(x/w)*w, floor(x/w)*w + w)``,
     written ``lo-hi`` with ``hi = lo + w - 1`` for integer data and
-    ``[lo, hi)`` otherwise. A missing value (the empty string) keeps the label
-    ``''`` at every level below ``top``: it forms a group of its own.
+    ``[lo, hi)`` otherwise. The arithmetic is exact on the decimal text of
+    values and widths (``0.3`` is in ``[0.3, 0.4)``, not ``[0.2, 0.3)`` as
+    binary floats would have it). A missing value (the empty string) keeps the
+    label ``''`` at every level below ``top``: it forms a group of its own.
     """
-    ws = [float(w) for w in widths]
+    ws = [_exact(w) for w in widths]
     if any(w <= 0 for w in ws):
         raise AnonlabError("interval widths must be positive: e.g. --widths 5,10,20")
     for a, b in pairwise(ws):
@@ -224,14 +230,14 @@ def interval_hierarchy(
                 "each width must be a multiple of the previous one so the levels nest"
             )
     texts = {str(v).strip() for v in values}
-    raw = sorted(texts - {""}, key=_numeric_key)
-    nums = [_numeric_key(v) for v in raw]
-    integral = all(float(x).is_integer() for x in nums) and all(w.is_integer() for w in ws)
+    raw = sorted(texts - {""}, key=_exact)
+    nums = [_exact(v) for v in raw]
+    integral = all(x.denominator == 1 for x in nums) and all(w.denominator == 1 for w in ws)
     rows = [["", *[""] * len(ws), top]] if "" in texts else []
     for text, x in zip(raw, nums, strict=True):
         row = [text]
         for w in ws:
-            lo = np.floor(x / w) * w
+            lo = math.floor(x / w) * w
             if integral:
                 row.append(f"{_format_number(lo)}-{_format_number(lo + w - 1)}")
             else:
@@ -243,10 +249,11 @@ def interval_hierarchy(
     return Hierarchy.from_rows(rows, source="<interval builder>")
 
 
-def _numeric_key(v: str) -> float:
+def _exact(v: float | int | str) -> Fraction:
+    """The exact rational value of a number's decimal text (floats via their shortest repr)."""
     try:
-        return float(v)
-    except ValueError:
+        return Fraction(str(v).strip())
+    except (ValueError, ZeroDivisionError):
         raise AnonlabError(
             f"value '{v}' is not a number: interval hierarchies need a numeric column"
         ) from None
