@@ -77,6 +77,17 @@ def test_fit_transform_reapplies(adult: tuple[pd.DataFrame, dict[str, Hierarchy]
         g.transform(frame.iloc[:300])
 
 
+
+def test_fit_transform_keeps_the_callers_index() -> None:
+    """Rows keep their DataFrame index, so a release lines up with the caller's other data."""
+    hier = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    frame = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": list("wxyz")}, index=[40, 30, 20, 10])
+    g = Generalizer(k=2)
+    release = g.fit_transform(frame, {"q": hier})
+    assert release.index.tolist() == [40, 30, 20, 10]
+    assert release["s"].tolist() == list("wxyz")
+    assert g.transform(frame.iloc[::-1]).index.tolist() == [10, 20, 30, 40]
+
 # ARX 3.9's nodes checked on this data (the generalization issue): (k, suppression) -> nodes
 ARX_NODES = {(2, 0.0): 184, (5, 0.0): 142, (100, 0.0): 49,
              (2, 0.01): 587, (5, 0.01): 815, (100, 0.01): 433}

@@ -238,18 +238,22 @@ class Generalizer:
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
     ) -> pd.DataFrame:
-        """Fit and return the release."""
+        """Fit and return the release (with ``frame``'s index)."""
         self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive)
-        return self.result_.release
+        return self.result_.release.set_axis(frame.index, axis=0)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Apply the fitted transformation to another table with the same schema."""
+        """Apply the fitted transformation to another table with the same schema.
+
+        The release keeps ``frame``'s index.
+        """
         if not hasattr(self, "transformation_"):
             raise AnonlabError("the Generalizer is not fitted: call fit() first")
-        return apply_transformation(
+        release = apply_transformation(
             frame, self.hierarchies_, self.transformation_, self.k, self.suppression,
             identifying=self.identifying_, sensitive=self.sensitive_,
         )[0]
+        return release.set_axis(frame.index, axis=0)
 
 
 def apply_transformation(
