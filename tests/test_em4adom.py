@@ -26,10 +26,11 @@ def test_one_column_by_hand() -> None:
     # x = 0,2,4,6 ; groups {0,2}, {4,6}: x' = 1,1,5,5 ; mean 3, S^2 = 5, S'^2 = 4
     m = evaluate(frame(a=[0, 2, 4, 6]), frame(a=[1, 1, 5, 5]), lambdas=(0.5, 0, 0.5)).measures
     assert m["ILh"] == pytest.approx(0.8 / 4)  # SSE = 4 * 1/5, SST = 20/5
-    assert m["IL1"] == pytest.approx(1 / math.sqrt(10))  # 4 * 1/(sqrt2 sqrt5) / 4
+    # IL1 divides by sdcMicro's S_j, R's sd(): sample variance 20/3
+    assert m["IL1"] == pytest.approx(1 / math.sqrt(2 * 20 / 3))  # 4 * 1/(sqrt2 S) / 4
     assert m["IL2"] == pytest.approx((0 + 1 / 5) / 2)
     assert m["IL3"] == pytest.approx(1 / 5)  # one attribute: covariance term only
-    ils = 0.5 * (1 / math.sqrt(10)) + 0.5 * 0.2
+    ils = 0.5 * (1 / math.sqrt(2 * 20 / 3)) + 0.5 * 0.2
     assert m["ILs"] == pytest.approx(ils)
     assert m["IL"] == pytest.approx((0.2 + ils) / 2)
 
@@ -40,7 +41,7 @@ def test_two_columns_by_hand() -> None:
     xm = frame(a=[1.5, 1.5, 3.5, 3.5], b=[1.5, 1.5, 3.5, 3.5])
     m = evaluate(x, xm).measures
     assert m["ILh"] == pytest.approx((4 * 0.5 / 1.25) / 8)
-    assert m["IL1"] == pytest.approx(0.5 / math.sqrt(2 * 1.25))
+    assert m["IL1"] == pytest.approx(0.5 / math.sqrt(2 * 5 / 3))  # sample variance 5/3
     assert m["IL2"] == pytest.approx((0 + 0.2) / 2)
     assert m["IL3"] == pytest.approx(((0.2 + 1 / 3 + 0.2) / 3 + 0.4) / 2)
     assert m["ILs"] == pytest.approx((m["IL1"] + m["IL2"] + m["IL3"]) / 3)
@@ -309,3 +310,16 @@ def test_order_for_a_column_not_named_ordinal_is_refused() -> None:
     with pytest.raises(AnonlabError, match="--order names column 'edu', which is not an "
                                            "--ordinal column"):
         evaluate(data, data, "x", ordinal=["e"], orders={"edu": ["lo", "mid", "hi"]})
+
+
+def test_il1_is_sdcmicro_il1s_over_n_p(data_dir: object) -> None:
+    # Issue 3: sdcMicro's IL1s = sum_j sum_i |x_ij - x'_ij| / (sd(x_j) sqrt 2), with R's
+    # sd (n - 1 divisor); divided by n p it is IL1. With the population S_j the two
+    # differed in the 4th decimal on Tarragona (0.1008 against 0.1007).
+    from pathlib import Path
+
+    data = pd.read_csv(Path(str(data_dir)) / "sdc" / "Tarragona.csv")
+    masked = microaggregate(data, "all-numeric", 3).masked
+    x, xm = data.to_numpy(dtype=float), masked[data.columns].to_numpy(dtype=float)
+    il1s = float(np.sum(np.abs(x - xm) / (x.std(axis=0, ddof=1) * math.sqrt(2))))
+    assert evaluate(data, masked).measures["IL1"] == pytest.approx(il1s / x.size, rel=1e-12)

@@ -152,7 +152,7 @@ def evaluate(
         z, mean, std = standardize(x, num, "original")
         zm = (xm - mean) / std
         stats = utility.il_2_3(x, xm)
-        il1 = utility.il_1(x, xm, std)
+        il1 = utility.il_1(x, xm)
         ils = utility.il_s(lam, il1, stats.il2, stats.il3)
         ilh = utility.il_h(z, zm)
         measures.update({"ILh": ilh, "IL1": il1, "IL2": stats.il2, "IL3": stats.il3,
@@ -187,7 +187,8 @@ def evaluate(
         "gamma": list(gam),
         "interval_p": list(p_values),
         "standardization": "z = (x - mean) / S_j, S_j the population standard deviation "
-                           "(ddof=0) of the original",
+                           "(ddof=0) of the original; IL1 divides by the sample standard "
+                           "deviation (ddof=1), as sdcMicro's IL1s",
         "distance": "Euclidean on standardized numeric values"
                     + (" + 0/1 nominal + ordinal o_j, squared terms summed" if cats else ""),
         "ties": "DLD: originals at one distance form a set (DS1, DS2); DLD_expected shares "

@@ -1,7 +1,8 @@
 """Information-loss measures of the EM4ADOM model (NOTES §2, "Utility").
 
 Continuous attributes (x original, x' masked, n records, p attributes, S_j the
-population standard deviation of original attribute j):
+population standard deviation of original attribute j; in IL1 the sample one,
+divisor n - 1, as sdcMicro's IL1s):
 
 - ``ILh`` = SSE / SST with SSE = sum_i ||z_i - z'_i||^2 and
   SST = sum_i ||z_i - mean(z)||^2 on the standardized values z = (x - mean) / S.
@@ -48,9 +49,15 @@ def il_h(z: np.ndarray, z_masked: np.ndarray) -> float:
     return sse / sst
 
 
-def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray) -> float:
-    """IL1: mean over records and attributes of |x - x'| / (sqrt(2) S_j)."""
+def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray | None = None) -> float:
+    """IL1: mean over records and attributes of |x - x'| / (sqrt(2) S_j).
+
+    S_j is sdcMicro's (R's ``sd``, divisor n - 1) unless ``std`` is given, so
+    that IL1 = sdcMicro's IL1s / (n p) as issue 3 states.
+    """
     n, p = x.shape
+    if std is None:
+        std = x.std(axis=0, ddof=1)
     return float(np.sum(np.abs(x - x_masked) / (np.sqrt(2.0) * std)) / (n * p))
 
 
