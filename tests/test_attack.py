@@ -153,6 +153,26 @@ def test_ica_with_a_column_constant_in_the_sample_does_not_fail() -> None:
     assert all(np.isfinite(r["median_relative_error"]) for r in rows)
 
 
+def test_attacks_on_a_subset_centre_with_the_whole_release() -> None:
+    # the attacker holds the whole release: its centroid is exact even when the
+    # attacks run on a random subset of the records (the report's --attack-records)
+    from anonlab.perturbation import perturbation_summary
+
+    x = _skewed(6000, 4, 3)
+    p = perturb(_frame(x), method="obt", seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RecoverableReleaseWarning)
+        summary = perturbation_summary(p.key, p.standardized, p.released, known=(2,),
+                                       attack_records=500)
+    rows = {(r["attack"], r["known"]): r for r in summary["attacks"]}
+    assert rows[("method_aware", 2)]["exact"] == 1.0
+    g = perturb(_frame(x), method="gdp", seed=2, noise=0.0)  # translation, no noise
+    sub = np.arange(0, 6000, 7)
+    table = run_attacks(g.standardized[sub], g.released[sub], (4,), seed=1,
+                        centre=g.released.mean(axis=0))
+    assert {r["attack"]: r["exact"] for r in table if r["known"] == 4}["procrustes"] == 1.0
+
+
 def test_noise_resists_exact_recovery_but_not_approximate() -> None:
     x = load_breast_cancer().data[:, :10]
     p = perturb(_frame(x), method="gdp", seed=2, noise=0.2)

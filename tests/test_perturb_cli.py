@@ -124,6 +124,10 @@ def test_attack_command(table: Path, tmp_path: Path) -> None:
     assert report["command"] == "attack"
     rows = {(r["attack"], r["known"]): r for r in report["attacks"]}
     assert rows[("procrustes", 5)]["exact"] == 1.0  # 5 known records span 5 columns
+    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,c,d,e", "--known",
+                       "5", "--max-records", "60", "--report", str(rep), "--quiet"])
+    sub = {(r["attack"], r["known"]): r for r in json.loads(rep.read_text())["attacks"]}
+    assert code == 0 and sub[("procrustes", 5)]["exact"] == 1.0  # centred on the whole file
     assert "Warning: release is recoverable" in text
     code, text = _run(["attack", str(table), str(out), "--columns", "a,b,town"])
     assert code == 2 and "Error: column 'town' is not numeric" in text

@@ -450,7 +450,8 @@ def run_attack(s: AttackSettings, started: float, config: Path | None = None
                            f"records than {rows.size}")
 
     def attack() -> list[dict[str, Any]]:
-        table = run_attacks(z[rows], rel.values[rows], usable, seed=s.seed, sample=sample_z)
+        table = run_attacks(z[rows], rel.values[rows], usable, seed=s.seed, sample=sample_z,
+                            centre=rel.values.mean(axis=0))
         warn_if_recoverable(table)
         return table
 

@@ -67,14 +67,17 @@ def naive(released: FloatArray) -> FloatArray:
     return released.copy()
 
 
-def _centred(released: FloatArray) -> tuple[FloatArray, FloatArray]:
-    centre = released.mean(axis=0)
-    return released - centre, centre
+def _centred(released: FloatArray, centre: FloatArray | None = None
+             ) -> tuple[FloatArray, FloatArray]:
+    """The release minus its centroid (``centre``: the whole release's, when given)."""
+    c = released.mean(axis=0) if centre is None else centre
+    return released - c, c
 
 
-def least_squares(known_x: FloatArray, known_y: FloatArray, released: FloatArray) -> FloatArray:
+def least_squares(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
+                  centre: FloatArray | None = None) -> FloatArray:
     """Minimum-norm least-squares linear map from released to original, fitted on known pairs."""
-    y, centre = _centred(released)
+    y, centre = _centred(released, centre)
     b, *_ = np.linalg.lstsq(known_y - centre, known_x, rcond=None)
     return np.asarray(y @ b, dtype=np.float64)
 
@@ -90,9 +93,10 @@ def procrustes_rotation(a: FloatArray, b: FloatArray) -> FloatArray:
     return np.asarray(u @ vt, dtype=np.float64)
 
 
-def procrustes(known_x: FloatArray, known_y: FloatArray, released: FloatArray) -> FloatArray:
+def procrustes(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
+               centre: FloatArray | None = None) -> FloatArray:
     """Orthogonal ``Q`` minimizing ``||(Y_k - c) Q - X_k||`` (Procrustes), applied to all."""
-    y, centre = _centred(released)
+    y, centre = _centred(released, centre)
     q = procrustes_rotation(known_y - centre, known_x)
     return np.asarray(y @ q, dtype=np.float64)
 
@@ -147,9 +151,10 @@ def method_aware_matrix(known_x: FloatArray, known_y: FloatArray) -> FloatArray:
     return matrix
 
 
-def method_aware(known_x: FloatArray, known_y: FloatArray, released: FloatArray) -> FloatArray:
+def method_aware(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
+                 centre: FloatArray | None = None) -> FloatArray:
     """Recover records through the pair/triple matrix rebuilt by :func:`method_aware_matrix`."""
-    y, centre = _centred(released)
+    y, centre = _centred(released, centre)
     matrix = method_aware_matrix(known_x, known_y - centre)
     return np.asarray(y @ np.linalg.pinv(matrix).T, dtype=np.float64)
 
@@ -158,9 +163,10 @@ def _quantiles(values: FloatArray) -> FloatArray:
     return np.asarray(np.quantile(values, _QUANTILES, axis=0), dtype=np.float64)
 
 
-def known_sample(sample: FloatArray, released: FloatArray) -> FloatArray:
+def known_sample(sample: FloatArray, released: FloatArray, centre: FloatArray | None = None
+                 ) -> FloatArray:
     """PCA attack: align the release's principal axes with an independent sample's."""
-    y, _ = _centred(released)
+    y, _ = _centred(released, centre)
     xs = sample - sample.mean(axis=0)
     _, vx = np.linalg.eigh(np.cov(xs, rowvar=False))
     _, vy = np.linalg.eigh(np.cov(y, rowvar=False))
@@ -224,6 +230,7 @@ KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes,
 def run_attacks(
     original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
     seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
+    centre: FloatArray | None = None,
 ) -> list[dict[str, Any]]:
     """The attack table on aligned standardized ``original`` and ``released`` records.
 
@@ -232,7 +239,9 @@ def run_attacks(
     attacker's independent sample for the PCA and ICA attacks; when ``None`` a
     random half of ``original`` plays it and those attacks are scored on the
     other half. ``sample_attacks=False`` skips them (the quick check behind
-    the recoverability warning).
+    the recoverability warning). ``centre`` is the centroid of the whole
+    release when ``released`` holds only some of its records (the attacker
+    holds the whole release; by default the centroid of ``released``).
     """
     check_seed(seed)
     n, d = original.shape
@@ -251,7 +260,7 @@ def run_attacks(
         rest = np.ones(n, dtype=bool)
         rest[pick] = False
         for name, attack in KNOWN_IO.items():
-            est = attack(original[pick], released[pick], released)
+            est = attack(original[pick], released[pick], released, centre)
             rows.append({"attack": name, "known": m, **score(est[rest], original[rest])})
     if not sample_attacks:
         return rows
@@ -265,7 +274,7 @@ def run_attacks(
         scored = np.arange(n)
     if sample.shape[0] > d and sample.shape[1] == d:
         rows.append({"attack": "known_sample", "known": int(sample.shape[0]),
-                     **score(known_sample(sample, released)[scored], original[scored])})
+                     **score(known_sample(sample, released, centre)[scored], original[scored])})
         rows.append({"attack": "ica", "known": int(sample.shape[0]),
                      **score(ica(sample, released, seed)[scored], original[scored])})
     return rows

@@ -139,7 +139,8 @@ def _summary(
     blocks, overall = privacy_measures(key, standardized, released)
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
-    attacks = run_attacks(standardized[rows], released[rows], usable, seed=seed)
+    attacks = run_attacks(standardized[rows], released[rows], usable, seed=seed,
+                          centre=released.mean(axis=0))
     message = warn_if_recoverable(attacks)
     return {
         "method": key.method,
@@ -164,5 +165,5 @@ def recoverability_check(standardized: FloatArray, released: FloatArray, *,
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
     table = run_attacks(standardized[rows], released[rows], usable, seed=seed,
-                        sample_attacks=False)
+                        sample_attacks=False, centre=released.mean(axis=0))
     return warn_if_recoverable(table)
