@@ -120,3 +120,10 @@ def test_library_refuses_unreachable_level_and_damaged_files(tmp_path: Path) -> 
     path.write_text("{}")
     with pytest.raises(AnonlabError, match="not an OBT matrix library"):
         MatrixLibrary.load(path)
+    data = lib.to_dict()
+    data["pairs"][0] = [[1.0, 0.0], [0.0, 1.0]]  # the identity, P = 0, under a level that is
+    for level in (float("nan"), -1.0):  # not a number in [0, 1): every check would pass
+        data["min_privacy"] = level
+        path.write_text(__import__("json").dumps(data))
+        with pytest.raises(AnonlabError, match="damaged"):
+            MatrixLibrary.load(path)

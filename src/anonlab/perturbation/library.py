@@ -121,6 +121,9 @@ class MatrixLibrary:
                       np.asarray(data["triples"], dtype=np.float64).reshape(-1, 3, 3))
         except (KeyError, TypeError, ValueError) as exc:
             raise AnonlabError(f"OBT library '{path}' is damaged ({exc}): rebuild it") from None
+        if not (np.isfinite(lib.min_privacy) and 0.0 <= lib.min_privacy < 1.0):
+            raise AnonlabError(f"OBT library '{path}' is damaged (privacy level "
+                               f"{lib.min_privacy} is not in [0, 1)): rebuild it")
         for stack in (lib.pairs, lib.triples):
             n = stack.shape[-1]
             if stack.shape[0] == 0 or not np.allclose(
