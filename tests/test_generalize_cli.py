@@ -208,6 +208,13 @@ def test_apply_never_overwrites_a_hierarchy(tiny: Path) -> None:
         assert code == 2 and "is also an input" in text, text
         assert (tiny / "age.csv").read_bytes() == before
 
+
+def test_two_outputs_on_one_path_are_refused(tiny: Path) -> None:
+    """--report on the --output path would silently replace the release by the report."""
+    code, text = _run(_tiny_args(tiny, "--k", "2", "--report", str(tiny / "out.csv")))
+    assert code == 2 and f"'{tiny / 'out.csv'}' is given as both --output and --report" in text
+    assert not (tiny / "out.csv").exists()
+
 def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)

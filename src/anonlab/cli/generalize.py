@@ -150,9 +150,18 @@ def run_generalize(
     if settings.output is None and settings.report is None and html is None and plot is None:
         raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
     inputs = [settings.input, *settings.qi.values()]
-    for out in (settings.output, settings.report, html, plot):
-        if out is not None:
-            check_not_input(out, inputs)
+    outputs = {"--output": settings.output, "--report": settings.report, "--html": html,
+               "--plot": plot}
+    seen: dict[Path, str] = {}
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        check_not_input(out, inputs)
+        where = Path(out).resolve()
+        if where in seen:
+            raise AnonlabError(f"'{out}' is given as both {seen[where]} and {flag}: "
+                               "give each output its own path")
+        seen[where] = flag
     hierarchies = {c: Hierarchy.from_csv(p) for c, p in settings.qi.items()}
     frame = read_table(settings.input, delimiter=settings.delimiter)
     dataset = Dataset.from_frame(
