@@ -215,6 +215,17 @@ def test_two_outputs_on_one_path_are_refused(tiny: Path) -> None:
     assert code == 2 and f"'{tiny / 'out.csv'}' is given as both --output and --report" in text
     assert not (tiny / "out.csv").exists()
 
+
+def test_apply_refuses_one_path_for_release_and_report(tiny: Path) -> None:
+    rep = tiny / "r.json"
+    code, text = _run([*_tiny_args(tiny, "--k", "2", "--report", str(rep), "--quiet")])
+    assert code == 0, text
+    same = tiny / "o.csv"
+    code, text = _run(["apply", str(rep), str(tiny / "t.csv"), "--output", str(same),
+                       "--report", str(same), "--quiet"])
+    assert code == 2 and "given as both --output and --report" in text, text
+    assert not same.exists()
+
 def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)

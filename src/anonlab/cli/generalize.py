@@ -265,6 +265,9 @@ def apply_command(
     for out_path in (output, report):
         if out_path is not None:
             check_not_input(out_path, [input, report_in, *found_paths.values()])
+    if report is not None and report.resolve() == output.resolve():
+        raise AnonlabError(f"'{output}' is given as both --output and --report: "
+                           "give each output its own path")
     for col, found in found_paths.items():
         expected = (old.get("inputs", {}).get(f"hierarchy:{col}") or {}).get("sha256")
         if expected and file_sha256(found) != expected:
