@@ -323,3 +323,11 @@ def test_il1_is_sdcmicro_il1s_over_n_p(data_dir: object) -> None:
     x, xm = data.to_numpy(dtype=float), masked[data.columns].to_numpy(dtype=float)
     il1s = float(np.sum(np.abs(x - xm) / (x.std(axis=0, ddof=1) * math.sqrt(2))))
     assert evaluate(data, masked).measures["IL1"] == pytest.approx(il1s / x.size, rel=1e-12)
+
+
+def test_no_records_is_a_one_line_error() -> None:
+    empty = pd.DataFrame({"a": pd.Series([], dtype=float)})
+    with pytest.raises(AnonlabError, match="the original has no records: give at least one"):
+        evaluate(empty, empty)
+    with pytest.raises(AnonlabError, match="the table has no records: give at least one"):
+        microaggregate(empty, "a", 1)

@@ -123,6 +123,8 @@ def evaluate(
     if isinstance(workers, bool) or not isinstance(workers, int) or not (
             workers == -1 or workers >= 1):
         raise AnonlabError(f"--workers must be -1 (every CPU) or at least 1, got {workers}")
+    if original.shape[0] == 0:
+        raise AnonlabError("the original has no records: give at least one record")
     nom, ordl = split_names(nominal), split_names(ordinal)
     check_present(original, [*nom, *ordl], "original")
     if columns is None and (nom or ordl):

@@ -93,6 +93,8 @@ def microaggregate(
     """
     if variant not in VARIANTS:
         raise AnonlabError(f"unknown variant '{variant}': choose exact or scalable")
+    if data.shape[0] == 0:
+        raise AnonlabError("the table has no records: give at least one record")
     nom, ordl = split_names(nominal), split_names(ordinal)
     check_present(data, [*nom, *ordl])
     num = ([] if columns is None and (nom or ordl)
