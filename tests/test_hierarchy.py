@@ -125,3 +125,13 @@ def test_interval_builder_is_exact_on_decimals() -> None:
     assert h.label("0.12", 1) == "[0.1, 0.2)"
     assert h.label("-0.1", 1) == "[-0.1, 0)"
     assert h.label("-0.1", 2) == "[-0.3, 0)"
+
+
+def test_value_with_surrounding_spaces_gets_an_actionable_message() -> None:
+    """Hierarchy fields are trimmed, so adding ' a' to the file cannot help: say what can."""
+    from anonlab.dataset import Dataset
+
+    hier = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    frame = pd.DataFrame({"q": ["a", " b"]})
+    with pytest.raises(AnonlabError, match=r"value ' b' \(data row 2\) has surrounding spaces"):
+        Dataset.from_frame(frame, {"q": hier})

@@ -72,6 +72,12 @@ def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     if missing:
         first_row = int(np.flatnonzero(text.to_numpy() == missing[0])[0]) + 1
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        if missing[0] != missing[0].strip() and missing[0].strip() in hierarchy:
+            raise AnonlabError(
+                f"column '{name}': value '{missing[0]}' (data row {first_row}){more} has "
+                f"surrounding spaces that hierarchy '{hierarchy.source}' does not (its fields "
+                "are trimmed): trim the values of the data column"
+            )
         raise AnonlabError(
             f"column '{name}': value '{missing[0]}' (data row {first_row}){more} is not in "
             f"hierarchy '{hierarchy.source}': add it to the hierarchy file"
