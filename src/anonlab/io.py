@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -223,9 +224,27 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
+def _strict(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, infinity) replaced by ``None``."""
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        return _strict(value.tolist())
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
+
+
 def to_json_text(obj: Any) -> str:
-    """Encode a report as indented JSON (NumPy scalars and arrays allowed)."""
-    return json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n"
+    """Encode a report as indented, strict JSON (NumPy scalars and arrays allowed).
+
+    JSON has no NaN or infinity: an undefined or unbounded number (e.g. ILR
+    when the original's entropy is 0) is written as ``null``, so every
+    standard JSON reader can read the report.
+    """
+    return json.dumps(_strict(obj), indent=2, default=_json_default, allow_nan=False) + "\n"
 
 
 def write_json(obj: Any, path: PathLike, *, private: bool = False) -> None:
