@@ -226,6 +226,16 @@ def test_apply_refuses_one_path_for_release_and_report(tiny: Path) -> None:
     assert code == 2 and "given as both --output and --report" in text, text
     assert not same.exists()
 
+
+def test_grouping_order_need_not_list_the_missing_value(tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("grade,x\nA,1\n,2\nB,3\n")
+    out = tmp_path / "g.csv"
+    code, text = _run(["hierarchy", "grouping", str(table), "--column", "grade", "--order",
+                       "B,A", "--sizes", "2", "--output", str(out)])
+    assert code == 0, text
+    assert out.read_text().splitlines() == [";;*", "B;B..A;*", "A;B..A;*"]
+
 def test_python_dash_m_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "anonlab", "--version"],
                           capture_output=True, text=True, check=False)

@@ -135,3 +135,10 @@ def test_value_with_surrounding_spaces_gets_an_actionable_message() -> None:
     frame = pd.DataFrame({"q": ["a", " b"]})
     with pytest.raises(AnonlabError, match=r"value ' b' \(data row 2\) has surrounding spaces"):
         Dataset.from_frame(frame, {"q": hier})
+
+
+def test_grouping_builder_keeps_a_missing_value_apart() -> None:
+    """The empty (missing) value is not part of the order: its own group below '*'."""
+    h = grouping_hierarchy(["A", "B", "", "C", "D"], [2])
+    assert h.rows == (("", "", "*"), ("A", "A..B", "*"), ("B", "A..B", "*"),
+                      ("C", "C..D", "*"), ("D", "C..D", "*"))

@@ -289,9 +289,13 @@ def grouping_hierarchy(
     """Ordered grouping: consecutive runs of ``sizes[l]`` values form a level-``l+1`` group.
 
     Each size must be a multiple of the previous one so the levels nest. A group
-    is labelled ``first..last`` (or the value itself if alone).
+    is labelled ``first..last`` (or the value itself if alone). A missing value
+    (the empty string) is not part of the order: it keeps the label ``''`` at
+    every level below ``top``.
     """
     vals = [str(v) for v in ordered_values]
+    missing = "" in vals
+    vals = [v for v in vals if v != ""] if missing else vals
     if len(set(vals)) != len(vals):
         raise AnonlabError("ordered grouping needs distinct values: remove duplicates")
     if any(s < 1 for s in sizes):
@@ -302,7 +306,7 @@ def grouping_hierarchy(
                 f"group size {b} is not a multiple of {a}: each size must be a multiple of "
                 "the previous one so the levels nest"
             )
-    rows = []
+    rows = [["", *[""] * len(sizes), top]] if missing else []
     for i, v in enumerate(vals):
         row = [v]
         for size in sizes:

@@ -403,7 +403,8 @@ def hierarchy_grouping(
         ordered = sorted(values, key=_natural_key)
     else:
         ordered = [x.strip() for x in order.split(",") if x.strip()]
-        absent = sorted(set(values) - set(ordered))
+        ordered += [""] if "" in values else []
+        absent = sorted(set(values) - set(ordered) - {""})  # missing: a group of its own
         if absent:
             raise AnonlabError(f"value '{absent[0]}' of '{column}' is not in --order: list "
                                "every value")
