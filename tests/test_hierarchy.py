@@ -142,3 +142,10 @@ def test_grouping_builder_keeps_a_missing_value_apart() -> None:
     h = grouping_hierarchy(["A", "B", "", "C", "D"], [2])
     assert h.rows == (("", "", "*"), ("A", "A..B", "*"), ("B", "A..B", "*"),
                       ("C", "C..D", "*"), ("D", "C..D", "*"))
+
+
+def test_redaction_builder_keeps_a_missing_value_apart(tmp_path: Path) -> None:
+    h = redaction_hierarchy(["123", "", "124"])
+    assert h.rows[0] == ("", "", "", "*")
+    h.write(tmp_path / "h.csv")
+    assert Hierarchy.from_csv(tmp_path / "h.csv").rows == h.rows

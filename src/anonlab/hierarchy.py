@@ -266,13 +266,15 @@ def redaction_hierarchy(
 
     All values are right-aligned to the longest length first (left-padded with
     ``0`` if they are digits); level ``l`` replaces the last ``l`` characters by
-    ``pad``; the last level is ``top``.
+    ``pad``; the last level is ``top``. A missing value (the empty string)
+    keeps the label ``''`` at every level below ``top``.
     """
-    raw = sorted({str(v) for v in values})
+    texts = {str(v) for v in values}
+    raw = sorted(texts - {""})
     if not raw:
         raise AnonlabError("no values to build a redaction hierarchy from")
     width = max(len(v) for v in raw)
-    rows = []
+    rows = [[""] * width + [top]] if "" in texts else []
     for v in raw:
         full = v.rjust(width, "0") if v.isdigit() else v.ljust(width, " ")
         row = [v]
