@@ -72,6 +72,21 @@ def test_perturb_writes_release_key_report_and_inverts(table: Path, tmp_path: Pa
     assert np.allclose(back[list("abcde")], original[list("abcde")], rtol=1e-13, atol=1e-12)
 
 
+def test_the_report_does_not_hold_the_seed(table: Path, tmp_path: Path) -> None:
+    # the seed regenerates the transform (here the whole rotation): it is key material
+    from anonlab.perturbation.library import haar_orthogonal
+
+    rep, html, key = tmp_path / "rep.json", tmp_path / "rep.html", tmp_path / "key.json"
+    assert _run(["perturb", str(table), "--columns", "a,b,c,d,e", "--method", "rotation",
+                 "--seed", "123457", "--report", str(rep), "--html", str(html), "--key",
+                 str(key), "--output", str(tmp_path / "o.csv"), "--quiet"])[0] == 0
+    matrix = np.asarray(json.loads(key.read_text())["blocks"][0]["matrix"])
+    assert np.allclose(haar_orthogonal(np.random.default_rng(123457), 5, 1)[0], matrix)
+    report = json.loads(rep.read_text())
+    assert "seed" not in report["parameters"] and report["parameters"]["seed_given"] is True
+    assert "123457" not in rep.read_text() and "123457" not in html.read_text()
+
+
 def test_every_method_from_the_cli(table: Path, tmp_path: Path) -> None:
     for method in ("rbt", "rotation", "gdp"):
         out, key = tmp_path / f"{method}.csv", tmp_path / f"{method}.json"

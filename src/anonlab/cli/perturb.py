@@ -259,8 +259,10 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
         summary, _ = _collect_warnings(lambda: perturbation_summary(
             key, z, released, known=s.known, seed=s.seed, n_clusters=s.clusters,
             attack_records=s.attack_records))
-        params = s.model_dump(exclude={"quiet", "key"})
+        # the seed regenerates the transform (pairing, matrices, noise): key material
+        params = s.model_dump(exclude={"quiet", "key", "seed"})
         params["key_written"] = s.key is not None
+        params["seed_given"] = "seed" in s.model_fields_set
         report = report_header("perturb", params, {"data": s.input})
         report.update(summary)
         report["runtime_seconds"] = time.perf_counter() - started
