@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
+from anonlab.perturbation import perturb
 
 runner = CliRunner()
 
@@ -85,6 +86,32 @@ def test_the_report_does_not_hold_the_seed(table: Path, tmp_path: Path) -> None:
     report = json.loads(rep.read_text())
     assert "seed" not in report["parameters"] and report["parameters"]["seed_given"] is True
     assert "123457" not in rep.read_text() and "123457" not in html.read_text()
+
+
+def test_without_a_seed_the_transform_is_unpredictable(table: Path, tmp_path: Path) -> None:
+    # a default seed (formerly 0) let anyone regenerate the transform from the code alone
+    keys = []
+    for run in range(2):
+        out, key = tmp_path / f"r{run}.csv", tmp_path / f"k{run}.json"
+        assert _run(["perturb", str(table), "--columns", "a,b,c,d", "--method", "rotation",
+                     "--output", str(out), "--key", str(key), "--quiet"])[0] == 0
+        keys.append(np.asarray(json.loads(key.read_text())["blocks"][0]["matrix"]))
+        back = tmp_path / f"b{run}.csv"
+        assert _run(["perturb", "--invert", "--key", str(key), str(out), "--output",
+                     str(back), "--quiet"])[0] == 0
+        assert np.allclose(pd.read_csv(back)[list("abcd")], pd.read_csv(table)[list("abcd")])
+    assert not np.allclose(keys[0], keys[1])
+    values = np.random.default_rng(0).standard_normal((30, 4))
+    frame = pd.DataFrame(values, columns=list("abcd"))
+    assert not np.allclose(perturb(frame, method="obt").released,
+                           perturb(frame, method="obt").released)
+
+
+def test_a_stored_library_does_not_give_away_the_seed(table: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "lib.json"
+    assert _run(["perturb", str(table), "--columns", "a,b,c,d", "--seed", "98765",
+                 "--library", str(lib), "--output", str(tmp_path / "o.csv"), "--quiet"])[0] == 0
+    assert json.loads(lib.read_text())["seed"] != 98765
 
 
 def test_every_method_from_the_cli(table: Path, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ class PerturbSettings(BaseModel):
     min_privacy: float = 0.5
     rho: list[float] = [0.5, 0.5]
     noise: float = 0.1
-    seed: int = 0
+    seed: int | None = None  # None: a fresh seed from the operating system
     library: str | None = None
     delimiter: str | None = None
     output: str | None = None
@@ -158,7 +158,9 @@ def perturb_command(
         "(0.5)."),
     noise: float | None = typer.Option(
         None, "--noise", help="gdp: deviation of the Gaussian noise on z-scores (0.1)."),
-    seed: int | None = typer.Option(None, "--seed", help="Random seed (0)."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Random seed (default: fresh from the operating system). It "
+        "regenerates the transform: a given seed is as secret as the key."),
     library: Path | None = typer.Option(
         None, "--library", help="obt: matrix library JSON, reused when it exists, else built "
         "from --seed and stored there."),
@@ -223,7 +225,7 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
                 ) -> dict[str, Any]:
     """Read, check, perturb, evaluate and write as the settings say; returns the report."""
     from anonlab.perturbation.evaluate import perturbation_summary, recoverability_check
-    from anonlab.perturbation.library import MatrixLibrary
+    from anonlab.perturbation.library import MatrixLibrary, fresh_seed, library_seed
     from anonlab.perturbation.table import (
         numeric_columns,
         output_delimiter,
@@ -243,21 +245,22 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
                        "--html": s.html,
                        "--library": None if library_exists else s.library},
                       [s.input, config, s.library if library_exists else None])
+    seed = s.seed if s.seed is not None else fresh_seed()
     lib = None
     if s.method == "obt":
         if library_exists:
             lib = MatrixLibrary.load(str(s.library))
         else:
-            lib = MatrixLibrary.build(s.min_privacy, s.seed)
+            lib = MatrixLibrary.build(s.min_privacy, library_seed(seed))
     frame = read_perturb_table(s.input, s.columns, s.delimiter)
     data = numeric_columns(frame, s.columns)
-    z, released, key = perturb_array(data, s.method, seed=s.seed, min_privacy=s.min_privacy,
+    z, released, key = perturb_array(data, s.method, seed=seed, min_privacy=s.min_privacy,
                                      rho=(s.rho[0], s.rho[1]), noise=s.noise, library=lib,
                                      overwrite=True)
     report: dict[str, Any] | None = None
     if s.report is not None or s.html is not None:
         summary, _ = _collect_warnings(lambda: perturbation_summary(
-            key, z, released, known=s.known, seed=s.seed, n_clusters=s.clusters,
+            key, z, released, known=s.known, seed=seed % 2**32, n_clusters=s.clusters,
             attack_records=s.attack_records))
         # the seed regenerates the transform (pairing, matrices, noise): key material
         params = s.model_dump(exclude={"quiet", "key", "seed"})
@@ -268,7 +271,7 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
         report["runtime_seconds"] = time.perf_counter() - started
     else:
         _collect_warnings(lambda: recoverability_check(
-            z, released, known=s.known, seed=s.seed, attack_records=s.attack_records))
+            z, released, known=s.known, seed=seed % 2**32, attack_records=s.attack_records))
     if s.output is not None:
         columns = [released[:, j] for j in range(released.shape[1])]
         write_release(with_columns(frame, data.names, columns), s.output,

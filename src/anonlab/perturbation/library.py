@@ -153,7 +153,28 @@ def check_min_privacy(min_privacy: float) -> None:
                            "(P = R x S; 2x2 matrices reach about 0.87 at most)")
 
 
-def check_seed(seed: int) -> None:
+def check_seed(seed: int | None) -> None:
     """Refuse a seed NumPy's generators cannot take (they need a whole number >= 0)."""
-    if int(seed) < 0:
+    if seed is not None and int(seed) < 0:
         raise AnonlabError(f"--seed {seed} must be a whole number >= 0")
+
+
+def fresh_seed() -> int:
+    """128 bits from the operating system's entropy: a transform nobody can regenerate.
+
+    The seed of a perturbation regenerates its pairing, matrices and noise, so a
+    predictable seed (a default such as 0, or a small number) lets anyone undo
+    the release; this is the seed used when none is given.
+    """
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)  # drawn from the OS when no entropy is given
+    return entropy
+
+
+def library_seed(seed: int) -> int:
+    """The seed of the library built for a perturbation seeded with ``seed``.
+
+    A stored library records its seed; deriving it (through NumPy's seed
+    hashing) keeps the library file from giving away the perturbation's seed.
+    """
+    return int(np.random.default_rng([int(seed), 0x0B7]).integers(2**63))

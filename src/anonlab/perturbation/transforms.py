@@ -39,7 +39,13 @@ from anonlab.perturbation.key import (
     centred_moments,
     fingerprint,
 )
-from anonlab.perturbation.library import MatrixLibrary, check_seed, haar_orthogonal
+from anonlab.perturbation.library import (
+    MatrixLibrary,
+    check_seed,
+    fresh_seed,
+    haar_orthogonal,
+    library_seed,
+)
 from anonlab.perturbation.table import NumericColumns, frame_labels, numeric_columns
 
 if TYPE_CHECKING:
@@ -158,17 +164,20 @@ def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
 
 
 def perturb_array(
-    data: NumericColumns, method: str, *, seed: int, min_privacy: float = 0.5,
+    data: NumericColumns, method: str, *, seed: int | None, min_privacy: float = 0.5,
     rho: tuple[float, float] = (0.5, 0.5), noise: float = 0.1,
     library: MatrixLibrary | None = None, overwrite: bool = False,
 ) -> tuple[FloatArray, FloatArray, PerturbationKey]:
     """Perturb checked numeric columns; returns (standardized, released, key).
 
     With ``overwrite`` the standardized values replace ``data.values`` in place.
+    ``seed=None`` draws a fresh seed from the operating system (see
+    :func:`~anonlab.perturbation.library.fresh_seed`).
     """
     if method not in METHODS:
         raise AnonlabError(f"unknown method '{method}': choose one of {', '.join(METHODS)}")
     check_seed(seed)
+    seed = fresh_seed() if seed is None else seed
     if method == "gdp" and (not np.isfinite(noise) or noise < 0):
         raise AnonlabError(f"--noise {noise} must be a finite number >= 0")
     if method == "rbt" and (min(rho) < 0 or not np.all(np.isfinite(rho))):
@@ -180,7 +189,8 @@ def perturb_array(
     translation: FloatArray | None = None
     noise_seed: int | None = None
     if method == "obt":
-        lib = library if library is not None else MatrixLibrary.build(min_privacy, seed)
+        lib = library if library is not None else MatrixLibrary.build(
+            min_privacy, library_seed(seed))
         if lib.min_privacy < min_privacy:
             raise AnonlabError(f"the OBT library was built for privacy level "
                                f"{lib.min_privacy:g} < --min-privacy {min_privacy:g}: build "
@@ -209,13 +219,14 @@ def perturb_array(
 
 def perturb(
     frame: pd.DataFrame, columns: Sequence[str] | None = None, method: str = "obt", *,
-    seed: int = 0, min_privacy: float = 0.5, rho: tuple[float, float] = (0.5, 0.5),
+    seed: int | None = None, min_privacy: float = 0.5, rho: tuple[float, float] = (0.5, 0.5),
     noise: float = 0.1, library: MatrixLibrary | None = None,
 ) -> Perturbation:
     """Perturb ``columns`` of ``frame`` (all columns when ``None``); others pass through.
 
     The released columns keep their names and order; the key undoes it
-    (:func:`invert`).
+    (:func:`invert`). The seed regenerates the transform, so it is as secret as
+    the key; without one a fresh seed comes from the operating system.
     """
     data = numeric_columns(frame, columns)
     z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
