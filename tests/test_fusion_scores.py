@@ -78,7 +78,8 @@ def test_g_factors_sum_to_one_and_match_formula() -> None:
 def test_quantize_and_plain_argmax() -> None:
     assert quantize(None) == NO_CANDIDATE
     assert quantize(1.0) == SCORE_SCALE
-    assert quantize(0.5) == SCORE_SCALE // 2
+    assert quantize(0.0) == 0
+    assert 0 < quantize(5e-324) < quantize(1e-300) < quantize(0.5) < SCORE_SCALE
     with pytest.raises(ValueError, match="not normalized"):
         quantize(1.5)
     assert plain_argmax({0: 5, 1: 7, 2: 7}) == 1
@@ -148,3 +149,14 @@ def test_sensitivity_score_by_hand(tmp_path) -> None:  # type: ignore[no-untyped
     s_size = size.ratio * 1.0 * state.g["size"] * (4 * 6)   # 6 distinct values at level 4
     bound = 5.0 * 6
     assert q == quantize(max(s_colour, s_size) / bound)
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=1.0))
+@settings(max_examples=300, deadline=None)
+def test_quantize_keeps_order_and_tells_close_scores_apart(a: float, b: float) -> None:
+    qa, qb = quantize(a), quantize(b)
+    assert 0 <= qa <= SCORE_SCALE
+    if a < b:
+        assert qa <= qb
+    if a > 0 and b > a * (1 + 1e-8):  # a relative difference of 1e-8 survives at any size
+        assert qa < qb

@@ -3,6 +3,12 @@
 Contract (binding for every ``Network`` implementation; changes are listed
 here, newest first):
 
+Change 2: :func:`quantize` works on a logarithmic scale. A linear scale kept
+only a few significant digits of the small normalized scores the loose
+bounds give (a score of 1e-7 became an integer near 1e5), so distinct
+scores could tie; on the log scale every positive score keeps a relative
+precision of about 1e-9. The integers still lie in [0, SCORE_SCALE].
+
 Change 1: there is no gains exchange at the start any more. As the paper
 does per data table, each provider computes g(attribute) over its own
 columns only, so nothing but instructions and the final table parts travel;
@@ -10,8 +16,8 @@ the ``gains`` message kind is gone (kind 2 is left unused).
 
 * Scores: the engine normalizes each score to [0, 1] by a bound that every
   party derives from the shared config and the record count, then quantizes it
-  with :func:`quantize` (``int(round(score * SCORE_SCALE))``); a provider with
-  no valid candidate enters :data:`NO_CANDIDATE` (-1).
+  with :func:`quantize` (a fixed-point logarithm, order-preserving); a provider
+  with no valid candidate enters :data:`NO_CANDIDATE` (-1).
 * ``argmax(scores)``: one quantized score per LOCAL provider index; every
   process gets the same answer: the provider index with the highest score
   (ties: lowest index), ``None`` when every provider entered ``NO_CANDIDATE``.
@@ -32,25 +38,39 @@ the ``gains`` message kind is gone (kind 2 is left unused).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from anonlab.errors import AnonlabError
 
 SCORE_SCALE = 2**40
-"""Quantization scale of normalized scores: distinct scores 1e-12 apart stay distinct."""
+"""The largest quantized score (that of a normalized score of 1)."""
+
+LOG2_FLOOR = -1100.0
+"""log2 of the smallest positive score told apart from 0 (below every positive double)."""
 
 NO_CANDIDATE = -1
 """The quantized score of a provider that has no valid specialization left."""
 
 
 def quantize(score: float | None) -> int:
-    """Quantize a normalized score in [0, 1]; ``None`` gives :data:`NO_CANDIDATE`."""
+    """Quantize a normalized score in [0, 1]; ``None`` gives :data:`NO_CANDIDATE`.
+
+    ``q = 1 + round((log2(score) - LOG2_FLOOR) / -LOG2_FLOOR * (SCORE_SCALE - 1))``
+    for a positive score and 0 for a score of 0: strictly order-preserving up to
+    a relative difference of about 2**-30 (7e-10) at any magnitude, with 1
+    giving ``SCORE_SCALE``. Every party computes the same integer from the same
+    score, so the plain and the secure maximum pick the same winner.
+    """
     if score is None:
         return NO_CANDIDATE
     if not 0.0 <= score <= 1.0 + 1e-9:
         raise ValueError(f"score {score!r} is not normalized to [0, 1]")
-    return round(min(score, 1.0) * SCORE_SCALE)
+    if score == 0.0:
+        return 0
+    position = (math.log2(min(score, 1.0)) - LOG2_FLOOR) / -LOG2_FLOOR
+    return 1 + round(position * (SCORE_SCALE - 1))
 
 
 def plain_argmax(scores: Mapping[int, int]) -> int | None:
