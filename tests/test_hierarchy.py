@@ -149,3 +149,12 @@ def test_redaction_builder_keeps_a_missing_value_apart(tmp_path: Path) -> None:
     assert h.rows[0] == ("", "", "", "*")
     h.write(tmp_path / "h.csv")
     assert Hierarchy.from_csv(tmp_path / "h.csv").rows == h.rows
+
+
+def test_a_column_name_twice_in_a_frame_is_refused() -> None:
+    """Which copy would be generalized? The other would be released as it is."""
+    from anonlab.dataset import Dataset
+
+    frame = pd.DataFrame([["a", "a", "1"], ["a", "b", "2"]], columns=["q", "q", "x"])
+    with pytest.raises(AnonlabError, match="column 'q' appears twice in the table: rename one"):
+        Dataset.from_frame(frame, {"q": Hierarchy.from_rows([["a", "*"], ["b", "*"]])})

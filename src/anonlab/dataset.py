@@ -146,6 +146,10 @@ class Dataset:
         frame = frame.reset_index(drop=True)
         columns = [str(c) for c in frame.columns]
         frame.columns = columns
+        twice = [c for i, c in enumerate(columns) if c in columns[:i]]
+        if twice:
+            raise AnonlabError(f"column '{twice[0]}' appears twice in the table: rename one of "
+                               "them")
         if not hierarchies:
             raise AnonlabError("no quasi-identifier given: name at least one with --qi COLUMN=FILE")
         named: dict[str, Role] = {}
