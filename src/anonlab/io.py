@@ -68,6 +68,8 @@ def read_table(
             frame = frame.astype(str)
         return frame
     sep = delimiter if delimiter is not None else sniff_delimiter(path)
+    if header:
+        _check_header(path, sep, quotechar)
     # text-only reads go through pyarrow's multi-threaded parser (about 2x faster)
     engine: Literal["pyarrow", "c"] = "pyarrow" if dtype is str and len(sep) == 1 else "c"
     try:
@@ -101,6 +103,25 @@ def read_table(
     if frame.shape[0] == 0:
         raise AnonlabError(f"file '{path}' has a header but no rows: give at least one record")
     return frame
+
+
+def _check_header(path: Path, sep: str, quotechar: str) -> None:
+    """Refuse a header that names a column twice (pandas would rename it silently)."""
+    if len(sep) != 1:
+        return
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            names = next(csv.reader(fh, delimiter=sep, quotechar=quotechar), [])
+    except UnicodeDecodeError as exc:
+        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
+    seen: set[str] = set()
+    for name in (n.strip() for n in names):
+        if name in seen:
+            raise AnonlabError(
+                f"file '{path}' names the column '{name}' twice in its header: give every "
+                "column its own name"
+            )
+        seen.add(name)
 
 
 def sniff_delimiter(path: Path) -> str:

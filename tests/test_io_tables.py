@@ -1,4 +1,4 @@
-"""Reports are strict JSON: undefined numbers become null, NumPy values plain numbers."""
+"""The I/O spine: strict JSON reports, tables whose header names each column once."""
 
 from __future__ import annotations
 
@@ -26,3 +26,17 @@ def test_report_round_trip(tmp_path: Path) -> None:
     write_json(report, tmp_path / "r.json")
     assert read_json(tmp_path / "r.json") == {"measures": {"IL": 0.25, "ID_by_p": {"1": 0.5}},
                                               "k": 3}
+
+
+def test_repeated_header_name_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    from anonlab.errors import AnonlabError
+    from anonlab.io import read_table
+
+    path = tmp_path / "t.csv"
+    path.write_text("city,city,x\nBonn,Bonn,1\n", encoding="utf-8")
+    with pytest.raises(AnonlabError, match="names the column 'city' twice"):
+        read_table(path)
+    path.write_text('"a;b",a,x\n1,2,3\n', encoding="utf-8")  # quoted names are whole names
+    assert list(read_table(path, delimiter=",").columns) == ["a;b", "a", "x"]
