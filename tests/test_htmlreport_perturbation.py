@@ -133,3 +133,16 @@ def test_python_api_writes_the_same_page(runs: dict[str, Any], tmp_path: Path) -
     write_plot(report, tmp_path / "a.png")
     assert (tmp_path / "a.html").read_text() == runs["attack"][1]
     assert (tmp_path / "a.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_settings_say_how_the_seed_was_chosen_without_showing_it(
+    runs: dict[str, Any], given: bool
+) -> None:
+    report = json.loads(json.dumps(runs["perturb"][0]))
+    assert "seed" not in report["parameters"]
+    report["parameters"]["seed_given"] = given
+    page = render_html(report)
+    expected = "kept out of the report" if given else "fresh from the operating system"
+    assert expected in page
+    assert "no seed was given" not in page

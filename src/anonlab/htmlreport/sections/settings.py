@@ -60,8 +60,16 @@ def settings_section(ctx: RenderContext) -> Section:
     if report.get("python"):
         head.append(("Python", Cell(show(report["python"]))))
     seed = params.get("seed", report.get("seed"))
-    head.append(("random seed", cell(seed, "parameters.seed") if seed is not None
-                 else Cell("none (the method is deterministic or no seed was given)")))
+    if seed is not None:
+        head.append(("random seed", cell(seed, "parameters.seed")))
+    elif params.get("seed_given") is True:  # a secret seed: the report keeps it out
+        head.append(("random seed", Cell("given, and kept out of the report (it is as secret "
+                                         "as the key)")))
+    elif params.get("seed_given") is False:
+        head.append(("random seed", Cell("fresh from the operating system, not recorded")))
+    else:
+        head.append(("random seed",
+                     Cell("none (the method is deterministic or no seed was given)")))
     if isinstance(report.get("runtime_seconds"), int | float):
         head.append(("run time", num(report["runtime_seconds"], "runtime_seconds",
                                      text=f"{report['runtime_seconds']:.2f} s")))
