@@ -146,3 +146,23 @@ def test_categorical_evaluation(data_dir: Path, tmp_path: Path) -> None:
     assert "For the categorical columns, the distance ZIL is" in page.visible
     categories = {str(v) for c in ("workclass", "race", "sex") for v in frame[c].unique()}
     assert {v for v in categories if re.search(rf"\b{re.escape(v)}\b", page.visible)} == set()
+
+
+def test_categorical_tradeoff_draws_dld_against_zil(data_dir: Path, tmp_path: Path) -> None:
+    """Without numeric columns there is no IL or DR: the R-U map is DLD against ZIL."""
+    frame = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";").sample(200, random_state=3)
+    frame[["workclass", "race", "sex", "education"]].to_csv(tmp_path / "cat.csv", index=False)
+    result = runner.invoke(app, ["tradeoff", str(tmp_path / "cat.csv"), "--nominal",
+                                 "workclass,race,sex", "--ordinal", "education", "--k", "3-5",
+                                 "--report", str(tmp_path / "t.json"),
+                                 "--html", str(tmp_path / "t.html"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "t.json").read_text())
+    assert all(p.get("IL") is None and p["ZIL"] is not None for p in report["points"])
+    page = Page((tmp_path / "t.html").read_text())
+    assert_numbers_match(report, page)
+    assert "scored for categorical loss (ZIL) and record linkage (DLD)" in page.visible
+    svgs = [u for u in page.urls if u.startswith("data:image/svg+xml")]
+    assert len(svgs) == 1
+    svg = base64.b64decode(svgs[0].split(",", 1)[1]).decode()
+    assert "record linkage DLD" in svg and "categorical loss ZIL" in svg

@@ -154,17 +154,23 @@ def em4adom_summary(report: Mapping[str, Any]) -> str:
 
 def tradeoff_summary(report: Mapping[str, Any]) -> str:
     """Which k was tried and which was chosen."""
-    from anonlab.htmlreport.sections.microaggregation import chosen_setting, find_points
+    from anonlab.htmlreport.sections.microaggregation import (
+        RU_AXES,
+        chosen_setting,
+        find_points,
+        ru_axes,
+    )
 
     found = find_points(report)
     if found is None:
         return em4adom_summary(report)
     points = found[1]
     ks = [p.get("k") for p in points]
+    loss, risk, loss_label, risk_label = ru_axes(points) or RU_AXES[0]
     parts = [generic_summary(report).split(". ")[0],
              f"{len(points)} settings of k were tried ({', '.join(show_k(k) for k in ks)}), "
-             "each microaggregated and scored for information loss (IL) and disclosure "
-             "risk (DR)"]
+             f"each microaggregated and scored for {loss_label.rsplit(' ', 1)[0]} ({loss}) "
+             f"and {risk_label.rsplit(' ', 1)[0]} ({risk})"]
     chosen = chosen_setting(report, points)
     if chosen is not None:
         parts.append(f"the chosen setting, k = {show_k(chosen)}, balances the two best "

@@ -110,7 +110,8 @@ def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]
         value = report.get(key)
         if (isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value)
                 and all(find_key(v, "k") for v in value)
-                and all(find_key(v, "IL") or find_key(v, "DR") for v in value)):
+                and all(find_key(v, "IL") or find_key(v, "DR")
+                        or (find_key(v, "ZIL") and find_key(v, "DLD")) for v in value)):
             return key, list(value)
     return None
 
@@ -133,20 +134,37 @@ def chosen_setting(report: Mapping[str, Any], points: list[Mapping[str, Any]]) -
     return None
 
 
+# the R-U map's axes: loss and risk keys with their labels; ZIL against DLD is
+# the map for categorical data (no numeric column: no IL, no DR)
+RU_AXES = (("IL", "DR", "information loss IL", "disclosure risk DR"),
+           ("ZIL", "DLD", "categorical loss ZIL", "record linkage DLD"))
+
+
+def _plottable(p: Mapping[str, Any], key: str | None) -> bool:
+    return key is not None and _is_number(p.get(key)) and math.isfinite(float(p[key]))
+
+
+def ru_axes(points: list[Mapping[str, Any]]) -> tuple[str, str, str, str] | None:
+    """The first pair of RU_AXES that some trade-off row holds as finite numbers."""
+    for axes in RU_AXES:
+        if any(_plottable(p, find_key(p, axes[0])) and _plottable(p, find_key(p, axes[1]))
+               for p in points):
+            return axes
+    return None
+
+
 def ru_map(points: list[Mapping[str, Any]], chosen: Any) -> Any:
-    """The R-U map figure of trade-off rows (disclosure risk DR against loss IL)."""
-    il = find_key(points[0], "IL")
-    dr = find_key(points[0], "DR")
-    if il is None or dr is None:
+    """The R-U map figure of trade-off rows (risk against loss: DR/IL, else DLD/ZIL)."""
+    axes = ru_axes(points)
+    if axes is None:
         return None
-    usable = [p for p in points if _is_number(p.get(il)) and _is_number(p.get(dr))
-              and math.isfinite(float(p[il])) and math.isfinite(float(p[dr]))]
-    if not usable:
-        return None
-    rows = [{"IL": float(p[il]), "DR": float(p[dr]), "k": p[find_key(p, "k") or "k"]}
-            for p in usable]
-    return plots.ru_map_figure(rows, "IL", "DR", "k", chosen,
-                               x_label="information loss IL", y_label="disclosure risk DR")
+    loss, risk, loss_label, risk_label = axes
+    rows = [{loss: float(p[find_key(p, loss) or loss]), risk: float(p[find_key(p, risk) or risk]),
+             "k": p[find_key(p, "k") or "k"]}
+            for p in points
+            if _plottable(p, find_key(p, loss)) and _plottable(p, find_key(p, risk))]
+    return plots.ru_map_figure(rows, loss, risk, "k", chosen,
+                               x_label=loss_label, y_label=risk_label)
 
 
 def tradeoff_plot(report: Mapping[str, Any]) -> Any:
@@ -267,9 +285,10 @@ def tradeoff_sections(ctx: RenderContext) -> Built:
                                   else Cell(str(chosen)))]))
     fig = ru_map(points, chosen)
     if fig is not None:
+        _, _, loss_label, risk_label = ru_axes(points) or RU_AXES[0]
         blocks.append(Figure(plots.svg_data_uri(fig),
-                             "R-U map: disclosure risk DR against information loss IL for "
-                             "each k; the circled point is the chosen k.",
+                             f"R-U map: {risk_label} against {loss_label} for each k; the "
+                             "circled point is the chosen k.",
                              "R-U map of the trade-off runs"))
     blocks.append(Table([*headers, ""], rows, caption="Trade-off per k"))
     used = {key, *(k for k in CHOSEN_KEYS if k in report)}
