@@ -257,6 +257,12 @@ def test_unknown_qi_column(tiny: Path) -> None:
     _assert_refused(tiny, args, "unknown column 'agee' (given as quasi): the table has name, age")
 
 
+def test_one_column_given_two_hierarchies(tiny: Path) -> None:
+    (tiny / "age2.csv").write_bytes((tiny / "age.csv").read_bytes())
+    args = [*_tiny_args(tiny, "--k", "2"), "--qi", f"age={tiny / 'age2.csv'}"]
+    _assert_refused(tiny, args, "--qi names column 'age' twice")
+
+
 def test_ragged_hierarchy_names_file_and_line(tiny: Path) -> None:
     (tiny / "age.csv").write_text("31;30-34;*\n32;30-34\n33;30-34;*\n34;30-34;*\n")
     _assert_refused(tiny, _tiny_args(tiny, "--k", "2"),

@@ -81,6 +81,11 @@ def parse_qi_flags(items: list[str]) -> dict[str, str]:
             raise AnonlabError(
                 f"--qi '{item}' is not COLUMN=FILE: e.g. --qi age=hierarchy_age.csv"
             )
+        if col in out and out[col] != path:
+            raise AnonlabError(
+                f"--qi names column '{col}' twice ('{out[col]}' and '{path}'): give one "
+                "hierarchy per column"
+            )
         out[col] = path
     return out
 
