@@ -116,10 +116,9 @@ def run_fuse(
     if report is not None:
         write_json(out, report)
     if html is not None:
-        from anonlab.htmlreport import render_html
-        from anonlab.io import write_text
+        from anonlab.htmlreport import write_html
 
-        write_text(render_html(out), html)
+        write_html(out, html)
     if not quiet:
         _print_summary(out)
     return out

@@ -203,10 +203,9 @@ def run_generalize(
     if settings.report is not None:
         write_json(report, settings.report)
     if html is not None:
-        from anonlab.htmlreport import render_html
-        from anonlab.io import write_text
+        from anonlab.htmlreport import write_html
 
-        write_text(render_html(report), html)
+        write_html(report, html)
     if plot is not None:
         from anonlab.htmlreport.render import write_plot
 

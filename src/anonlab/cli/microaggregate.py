@@ -62,14 +62,14 @@ def _outputs_ok(outputs: list[str | None], inputs: list[str]) -> None:
 
 
 def _write_report(report: dict[str, Any], json_path: str | None, html: str | None) -> None:
-    from anonlab.io import write_json, write_text
+    from anonlab.io import write_json
 
     if json_path is not None:
         write_json(report, json_path)
     if html is not None:
-        from anonlab.htmlreport import render_html
+        from anonlab.htmlreport import write_html
 
-        write_text(render_html(report), html)
+        write_html(report, html)
 
 
 def _names(values: list[str] | None) -> list[str] | None:

@@ -79,7 +79,7 @@ def run_party_command(
 ) -> dict[str, Any]:
     """Check the outputs, run the party, and write only after every party finished."""
     from anonlab.fusion.party import check_party_setup, run_party
-    from anonlab.io import check_not_input, write_json, write_table, write_text
+    from anonlab.io import check_not_input, write_json, write_table
     from anonlab.report import report_header
 
     me = config.party(party)
@@ -105,9 +105,9 @@ def run_party_command(
     if report is not None:
         write_json(full, report)
     if html is not None:
-        from anonlab.htmlreport import render_html
+        from anonlab.htmlreport import write_html
 
-        write_text(render_html(full), html)
+        write_html(full, html)
     if not quiet:
         _print_summary(full)
     return full

@@ -288,14 +288,14 @@ def run_perturb(s: PerturbSettings, started: float, config: Path | None = None
 
 
 def _write_reports(report: dict[str, Any], path: str | None, html: str | None) -> None:
-    from anonlab.io import write_json, write_text
+    from anonlab.io import write_json
 
     if path is not None:
         write_json(report, path)
     if html is not None:
-        from anonlab.htmlreport import render_html
+        from anonlab.htmlreport import write_html
 
-        write_text(render_html(report), html)
+        write_html(report, html)
 
 
 def run_invert(s: PerturbSettings, started: float, config: Path | None = None) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from anonlab.htmlreport.sections import FAMILY, RenderContext, build_sections
 from anonlab.htmlreport.summary import plain_summary
 from anonlab.htmlreport.validate import validate_report
+from anonlab.io import PathLike
 
 TITLES = {
     "generalize": "Generalization to k-anonymity",
@@ -102,7 +103,7 @@ def write_plot(report: Mapping[str, Any], path: Path) -> None:
     save_png(main_figure(report), Path(path))
 
 
-def write_html(report: Mapping[str, Any], path: Path, internal: bool = False) -> None:
+def write_html(report: Mapping[str, Any], path: PathLike, internal: bool = False) -> None:
     """Render ``report`` and write the page atomically."""
     from anonlab.io import write_text
 
