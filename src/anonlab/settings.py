@@ -7,6 +7,7 @@ Flags given on the command line override the file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,9 +91,9 @@ def parse_qi_flags(items: list[str]) -> dict[str, str]:
     return out
 
 
-def split_names(items: list[str] | None) -> list[str]:
-    """Column names from repeated flags, each possibly comma-separated."""
-    out: list[str] = []
-    for item in items or []:
-        out.extend(x.strip() for x in item.split(",") if x.strip())
-    return out
+def split_names(items: str | Sequence[str] | None) -> list[str]:
+    """Column names from ``"a,b"`` or repeated flags (``["a", "b,c"]``); ``None`` gives []."""
+    if items is None:
+        return []
+    parts = [items] if isinstance(items, str) else list(items)
+    return [name.strip() for part in parts for name in str(part).split(",") if name.strip()]

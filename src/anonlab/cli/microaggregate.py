@@ -73,7 +73,7 @@ def _write_report(report: dict[str, Any], json_path: str | None, html: str | Non
 
 
 def _names(values: list[str] | None) -> list[str] | None:
-    from anonlab.microaggregation.columns import split_names
+    from anonlab.settings import split_names
 
     return split_names(values) if values else None
 

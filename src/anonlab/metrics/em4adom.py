@@ -22,10 +22,10 @@ from anonlab.microaggregation.columns import (
     check_present,
     numeric_matrix,
     select_columns,
-    split_names,
     standardize,
 )
 from anonlab.microaggregation.mixed import encode_all, encode_like
+from anonlab.settings import split_names
 
 DEFAULT_INTERVAL_P: tuple[float, ...] = tuple(float(p) for p in range(1, 11))
 

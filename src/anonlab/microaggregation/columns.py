@@ -14,16 +14,9 @@ import numpy as np
 import pandas as pd
 
 from anonlab.errors import AnonlabError
+from anonlab.settings import split_names
 
 ALL_NUMERIC = "all-numeric"
-
-
-def split_names(spec: str | Sequence[str] | None) -> list[str]:
-    """A list of column names from ``"a,b"``, ``["a", "b,c"]`` or ``None``."""
-    if spec is None:
-        return []
-    parts = [spec] if isinstance(spec, str) else list(spec)
-    return [name.strip() for part in parts for name in str(part).split(",") if name.strip()]
 
 
 def _parsed(series: pd.Series) -> pd.Series:

@@ -22,7 +22,6 @@ from anonlab.microaggregation.columns import (
     check_present,
     numeric_matrix,
     select_columns,
-    split_names,
     standardize,
 )
 from anonlab.microaggregation.mdav import EuclideanSpace, group_means, mdav_partition
@@ -33,6 +32,7 @@ from anonlab.microaggregation.mixed import (
     group_modes,
 )
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, scalable_mdav_labels
+from anonlab.settings import split_names
 
 Variant = Literal["exact", "scalable"]
 VARIANTS = ("exact", "scalable")

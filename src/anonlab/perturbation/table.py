@@ -51,11 +51,9 @@ def is_dataframe(source: object) -> bool:
 
 def split_columns(text: str | Sequence[str] | None) -> list[str] | None:
     """``"a,b,c"`` (or a list of such strings) as a list of names; ``None`` stays ``None``."""
-    if text is None:
-        return None
-    parts = [text] if isinstance(text, str) else list(text)
-    names = [n.strip() for p in parts for n in p.split(",") if n.strip()]
-    return names or None
+    from anonlab.settings import split_names
+
+    return split_names(text) or None
 
 
 def _header(path: Path, sep: str) -> list[str]:
