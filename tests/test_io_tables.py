@@ -40,3 +40,31 @@ def test_repeated_header_name_is_refused(tmp_path: Path) -> None:
         read_table(path)
     path.write_text('"a;b",a,x\n1,2,3\n', encoding="utf-8")  # quoted names are whole names
     assert list(read_table(path, delimiter=",").columns) == ["a;b", "a", "x"]
+
+
+def test_outputs_may_not_be_inputs_or_each_other(tmp_path: Path) -> None:
+    import pytest
+
+    from anonlab.errors import AnonlabError
+    from anonlab.io import check_outputs
+
+    data = tmp_path / "in.csv"
+    check_outputs({"--output": tmp_path / "a.csv", "--report": None, "--html": "b.html"}, [data])
+    with pytest.raises(AnonlabError, match="is also an input"):
+        check_outputs({"--output": data}, [data])
+    with pytest.raises(AnonlabError, match="given as both --output and --html: they name the same"):
+        check_outputs({"--output": tmp_path / "a", "--html": tmp_path / "x" / ".." / "a"}, [data])
+
+
+def test_fuse_refuses_one_path_for_two_outputs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    config = Path(__file__).resolve().parents[1] / "examples" / "fusion" / "fusion.toml"
+    out = tmp_path / "same.csv"
+    result = CliRunner().invoke(app, ["fuse", str(config), "--output", str(out),
+                                      "--report", str(out), "--quiet"])
+    assert result.exit_code == 2
+    assert "given as both --output and --report" in result.output
+    assert not out.exists()

@@ -17,7 +17,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -163,6 +163,25 @@ def _default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def check_outputs(
+    outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None]
+) -> None:
+    """Refuse an output (flag -> path, ``None`` = not given) that is an input or another output."""
+    inputs = list(inputs)
+    seen: dict[Path, str] = {}
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        check_not_input(out, inputs)
+        where = Path(out).resolve()
+        if where in seen:
+            raise AnonlabError(
+                f"'{out}' is given as both {seen[where]} and {flag}: they name the same file; "
+                "give each output its own path"
+            )
+        seen[where] = flag
 
 
 def atomic_write(

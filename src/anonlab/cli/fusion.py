@@ -57,7 +57,7 @@ def run_fuse(
     from anonlab.fusion.check import check_templates
     from anonlab.fusion.config import CONTINUOUS, config_from_dict
     from anonlab.fusion.engine import fuse
-    from anonlab.io import atomic_write, check_not_input, read_table, write_json, write_table
+    from anonlab.io import atomic_write, check_outputs, read_table, write_json, write_table
     from anonlab.report import report_header
 
     started = time.perf_counter()
@@ -75,9 +75,7 @@ def run_fuse(
     inputs: dict[str, Any] = {"config": config_path}
     inputs.update({f"provider:{p.id}": p.file for p in config.providers})
     inputs.update({f"taxonomy:{a}": f for a, f in config.taxonomies.items() if f != CONTINUOUS})
-    for target in (output, report, html):
-        if target is not None:
-            check_not_input(target, inputs.values())
+    check_outputs({"--output": output, "--report": report, "--html": html}, inputs.values())
     result = fuse(config)
     templates = [(t.qid, t.k) for t in config.templates]
 

@@ -143,25 +143,15 @@ def run_generalize(
     from anonlab.dataset import Dataset, Role
     from anonlab.generalize import anonymize
     from anonlab.hierarchy import Hierarchy
-    from anonlab.io import check_not_input, read_table, write_json
+    from anonlab.io import check_outputs, read_table, write_json
     from anonlab.privacy import check_k, max_suppressed
     from anonlab.report import report_header
 
     if settings.output is None and settings.report is None and html is None and plot is None:
         raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
     inputs = [settings.input, *settings.qi.values()]
-    outputs = {"--output": settings.output, "--report": settings.report, "--html": html,
-               "--plot": plot}
-    seen: dict[Path, str] = {}
-    for flag, out in outputs.items():
-        if out is None:
-            continue
-        check_not_input(out, inputs)
-        where = Path(out).resolve()
-        if where in seen:
-            raise AnonlabError(f"'{out}' is given as both {seen[where]} and {flag}: "
-                               "give each output its own path")
-        seen[where] = flag
+    check_outputs({"--output": settings.output, "--report": settings.report, "--html": html,
+                   "--plot": plot}, inputs)
     hierarchies = {c: Hierarchy.from_csv(p) for c, p in settings.qi.items()}
     frame = read_table(settings.input, delimiter=settings.delimiter)
     dataset = Dataset.from_frame(
@@ -243,7 +233,7 @@ def apply_command(
     """Apply a found transformation to another table (see --help for an example)."""
     from anonlab.generalize import apply_transformation
     from anonlab.hierarchy import Hierarchy
-    from anonlab.io import check_not_input, file_sha256, read_json, read_table, write_json
+    from anonlab.io import check_outputs, file_sha256, read_json, read_table, write_json
     from anonlab.io import write_table as write_release
     from anonlab.report import report_header
 
@@ -261,12 +251,8 @@ def apply_command(
         ) from None
     hierarchies = {}
     found_paths = {col: _find_file(path, report_in.parent) for col, path in qi_paths.items()}
-    for out_path in (output, report):
-        if out_path is not None:
-            check_not_input(out_path, [input, report_in, *found_paths.values()])
-    if report is not None and report.resolve() == output.resolve():
-        raise AnonlabError(f"'{output}' is given as both --output and --report: "
-                           "give each output its own path")
+    check_outputs({"--output": output, "--report": report},
+                  [input, report_in, *found_paths.values()])
     for col, found in found_paths.items():
         expected = (old.get("inputs", {}).get(f"hierarchy:{col}") or {}).get("sha256")
         if expected and file_sha256(found) != expected:

@@ -49,16 +49,12 @@ def _config(config: Path | None) -> dict[str, Any]:
     return resolve_paths(load_toml(config), config.parent) if config is not None else {}
 
 
-def _outputs_ok(outputs: list[str | None], inputs: list[str]) -> None:
-    from anonlab.io import check_not_input
+def _outputs_ok(outputs: dict[str, str | None], inputs: list[str]) -> None:
+    from anonlab.io import check_outputs
 
-    given = [o for o in outputs if o is not None]
-    if not given:
+    if all(o is None for o in outputs.values()):
         raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
-    for out in given:
-        check_not_input(out, inputs)
-    if len({str(Path(o).resolve()) for o in given}) != len(given):
-        raise AnonlabError("two outputs name the same file: give each output its own path")
+    check_outputs(outputs, inputs)
 
 
 def _write_report(report: dict[str, Any], json_path: str | None, html: str | None) -> None:
@@ -118,7 +114,7 @@ def microaggregate_command(
         "html": str(html) if html else None, "quiet": quiet or None,
     }
     s = validate(MicroaggregateSettings, merge_settings(_config(config), flags))
-    _outputs_ok([s.output, s.report, s.html], [s.input])
+    _outputs_ok({"--output": s.output, "--report": s.report, "--html": s.html}, [s.input])
     frame = read_table(s.input, delimiter=s.delimiter)
     result = microaggregate(frame, s.columns, s.k, nominal=s.nominal, ordinal=s.ordinal,
                             orders=s.orders, variant=s.variant, block_size=s.block_size)
@@ -202,8 +198,8 @@ def evaluate_command(
         "quiet": quiet or None,
     }
     s = validate(EvaluateSettings, merge_settings(_config(config), flags))
-    outputs = [s.report, s.html]
-    if any(o is not None for o in outputs):
+    outputs = {"--report": s.report, "--html": s.html}
+    if any(o is not None for o in outputs.values()):
         _outputs_ok(outputs, [s.original, s.masked])
     frame = read_table(s.original, delimiter=s.delimiter)
     masked_frame = read_table(s.masked, delimiter=s.delimiter)
@@ -282,8 +278,8 @@ def tradeoff_command(
         "html": str(html) if html else None, "quiet": quiet or None,
     }
     s = validate(TradeoffSettings, merge_settings(_config(config), flags))
-    outputs = [s.report, s.html, s.plot]
-    if any(o is not None for o in outputs):
+    outputs = {"--report": s.report, "--html": s.html, "--plot": s.plot}
+    if any(o is not None for o in outputs.values()):
         _outputs_ok(outputs, [s.input])
     frame = read_table(s.input, delimiter=s.delimiter)
     result = run_tradeoff(frame, s.k, s.columns, nominal=s.nominal, ordinal=s.ordinal,

@@ -79,7 +79,7 @@ def run_party_command(
 ) -> dict[str, Any]:
     """Check the outputs, run the party, and write only after every party finished."""
     from anonlab.fusion.party import check_party_setup, run_party
-    from anonlab.io import check_not_input, write_json, write_table
+    from anonlab.io import check_outputs, write_json, write_table
     from anonlab.report import report_header
 
     me = config.party(party)
@@ -91,9 +91,8 @@ def run_party_command(
     if me.role == "helper" and report is None and html is None:
         raise AnonlabError("nothing to write: give --report and/or --html")
     inputs = [me.file, config.source, *config.taxonomies.values(), *config.tls.values()]
-    for out in (output, report, html):
-        if out is not None:
-            check_not_input(out, [p for p in inputs if isinstance(p, str)])
+    check_outputs({"--output": output, "--report": report, "--html": html},
+                  [p for p in inputs if isinstance(p, str)])
     check_party_setup(config, party)
     outcome = run_party(config, party, timeout=timeout, connect_timeout=connect_timeout)
     params = {"config": config.source, "party": party, "timeout": timeout,

@@ -117,16 +117,11 @@ def _not_a_folder(flag: str, path: str | Path | None) -> None:
 
 
 def _distinct_outputs(outputs: dict[str, str | Path | None], inputs: list[Any]) -> None:
-    from anonlab.io import check_not_input
+    from anonlab.io import check_outputs
 
-    given = {flag: Path(p).resolve() for flag, p in outputs.items() if p is not None}
-    for flag, path in given.items():
-        _not_a_folder(flag, outputs[flag])
-        check_not_input(path, inputs)
-        same = [f for f, q in given.items() if q == path and f != flag]
-        if same:
-            raise AnonlabError(f"{flag} and {same[0]} name the same file '{path}': give each "
-                               "output its own path")
+    for flag, path in outputs.items():
+        _not_a_folder(flag, path)
+    check_outputs(outputs, inputs)
 
 
 def _collect_warnings(run: Callable[[], T]) -> tuple[T, list[str]]:
