@@ -22,8 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from anonlab.htmlreport.plots import ru_map_figure, save_png
 from anonlab.metrics import evaluate
-from anonlab.metrics.tradeoff import best_point, ru_map_png
+from anonlab.metrics.tradeoff import best_point
 from anonlab.microaggregation import microaggregate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,8 +51,9 @@ def casc_part() -> dict[str, Any]:
             points.append({"k": k, **{key: m[key] for key in SHOWN}})
         best = best_point(points)
         out[name] = {"points": points, "best_k": best["k"] if best else None}
-        ru_map_png(points, RESULTS / f"em4adom_ru_{name.lower()}.png",
-                   title=f"R-U map: {name} (MDAV, k = 3..10)")
+        save_png(ru_map_figure(points, "IL", "DR", "k", out[name]["best_k"],
+                               title=f"R-U map: {name} (MDAV, k = 3..10)"),
+                 RESULTS / f"em4adom_ru_{name.lower()}.png")
         print(f"\n{name}  ({data.shape[0]} x {len(columns)}); lowest score at k = "
               f"{out[name]['best_k']}")
         print("  k " + " ".join(f"{s:>12}" for s in SHOWN))
@@ -70,12 +72,13 @@ def adult_part() -> dict[str, Any]:
         points.append({"k": k, "ZIL": m["ZIL"], "ZIL_percent": m["ZIL_percent"],
                        "ILR": m["ILR"], "DLD": m["DLD"], "DLD_expected": m["DLD_expected"],
                        "ILh_age": m["ILh"]})
-    ru_map_png([{"k": p["k"], "ZIL": p["ZIL_percent"], "DLD": p["DLD"]} for p in points],
-               RESULTS / "em4adom_ru_adult_zil.png", "R-U map: Adult, ZIL % vs DLD",
-               x_key="ZIL", y_key="DLD")
-    ru_map_png([{"k": p["k"], "ILR": p["ILR"], "DLD": p["DLD"]} for p in points],
-               RESULTS / "em4adom_ru_adult_ilr.png", "R-U map: Adult, ILR vs DLD",
-               x_key="ILR", y_key="DLD")
+    save_png(ru_map_figure([{"k": p["k"], "ZIL": p["ZIL_percent"], "DLD": p["DLD"]}
+                            for p in points], "ZIL", "DLD", "k",
+                           title="R-U map: Adult, ZIL % vs DLD"),
+             RESULTS / "em4adom_ru_adult_zil.png")
+    save_png(ru_map_figure([{"k": p["k"], "ILR": p["ILR"], "DLD": p["DLD"]} for p in points],
+                           "ILR", "DLD", "k", title="R-U map: Adult, ILR vs DLD"),
+             RESULTS / "em4adom_ru_adult_ilr.png")
     print("\nAdult (1,000 records, seed 1; 7 QIs)")
     print("  k          ZIL   ZIL %      ILR      DLD  DLD_exp")
     for p in points:

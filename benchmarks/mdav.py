@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonlab.encoding import standardize
 from anonlab.metrics import evaluate
 from anonlab.microaggregation import mdav_labels, scalable_mdav_labels
-from anonlab.microaggregation.columns import standardize
 from anonlab.microaggregation.mdav import group_means, sse_sst
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,6 +21,9 @@ def hierarchy_for(draw: st.DrawFn, values: list[str]) -> Hierarchy:
         groups = [parents[g] for g in groups]
         for row, g in zip(rows, groups, strict=True):
             row.append(f"L{level}g{g}")
+    if height and len(values) > 1 and len(set(groups)) == len(values):
+        for row in rows:  # no level merged: a hierarchy that only relabels is refused
+            row[-1] = f"L{height}g0"
     return Hierarchy.from_rows(rows)
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 from sklearn.datasets import load_breast_cancer
 
 from anonlab.errors import AnonlabError
@@ -27,12 +28,17 @@ from anonlab.perturbation.attacks import (
 from anonlab.perturbation.library import haar_orthogonal
 from anonlab.perturbation.measures import distance_privacy
 
+# Most releases attacked here are recoverable on purpose: the warning is tested below, in
+# the tests named for it.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning")
 
-def _frame(values: np.ndarray) -> pd.DataFrame:
+
+def _frame(values: NDArray[np.float64]) -> pd.DataFrame:
     return pd.DataFrame(values, columns=[f"c{i}" for i in range(values.shape[1])])
 
 
-def _skewed(n: int, d: int, seed: int) -> np.ndarray:
+def _skewed(n: int, d: int, seed: int) -> NDArray[np.float64]:
     rng = np.random.default_rng(seed)
     return rng.exponential(1.0, (n, d)) @ rng.standard_normal((d, d))
 
@@ -197,18 +203,44 @@ def test_score_by_hand_and_table_shape() -> None:
                          ("method_aware", 2), ("least_squares", 5), ("procrustes", 5),
                          ("method_aware", 5)]
     assert [n for n, _ in names[7:]] == ["known_sample", "ica"]
-    with pytest.raises(AnonlabError, match="--known 60"):
+    with pytest.raises(AnonlabError, match="known 60 must be between 1 and") as caught:
         run_attacks(p.standardized, p.released, (60,))
+    assert caught.value.parameter == "known"
 
 
 def test_recoverable_release_warning() -> None:
     x = _skewed(200, 6, 3)
     p = perturb(_frame(x), method="obt", seed=0)
-    rows = run_attacks(p.standardized, p.released, (2,), sample_attacks=False)
     with pytest.warns(RecoverableReleaseWarning, match="method_aware attack with 2 known"):
-        warn_if_recoverable(rows)
+        rows = run_attacks(p.standardized, p.released, (2,), sample_attacks=False)
+    with pytest.warns(RecoverableReleaseWarning, match="method_aware attack with 2 known"):
+        message = warn_if_recoverable(rows)
+    assert message is not None and message.startswith("release is recoverable")
     noisy = perturb(_frame(x), method="gdp", seed=0, noise=1.0)
-    rows = run_attacks(noisy.standardized, noisy.released, (2,), sample_attacks=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        rows = run_attacks(noisy.standardized, noisy.released, (2,), sample_attacks=False)
         assert warn_if_recoverable(rows) is None
+
+
+def test_perturb_warns_when_its_release_is_recoverable() -> None:
+    x = _skewed(200, 6, 3)
+    with pytest.warns(RecoverableReleaseWarning, match="method_aware attack with 2 known") as w:
+        perturb(_frame(x), method="obt", seed=0)
+    assert len(w) == 1 and w[0].filename == __file__  # it points at the caller's line
+    with pytest.warns(RecoverableReleaseWarning, match="least_squares attack with 6 known"):
+        perturb(_frame(x), method="rotation", seed=0, known=(6,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        perturb(_frame(x), method="rotation", seed=0, known=(2,))  # far fewer than d = 6
+        perturb(_frame(x), method="gdp", seed=0, noise=1.0)
+
+
+def test_run_attacks_warns_at_its_caller() -> None:
+    x = _skewed(100, 4, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RecoverableReleaseWarning)
+        p = perturb(_frame(x), method="obt", seed=1)
+    with pytest.warns(RecoverableReleaseWarning) as w:
+        run_attacks(p.standardized, p.released, (2,), sample_attacks=False)
+    assert len(w) == 1 and w[0].filename == __file__

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
+from anonlab.encoding import encode_all
 from anonlab.errors import AnonlabError
 from anonlab.metrics import evaluate
 from anonlab.metrics.risk import interval_disclosure, linkage_mixed, linkage_numeric
 from anonlab.metrics.tradeoff import best_point, disclosure_risk, score
 from anonlab.microaggregation import microaggregate
-from anonlab.microaggregation.mixed import encode_all
 
 
 def frame(**cols: list[object]) -> pd.DataFrame:
@@ -93,10 +95,14 @@ def test_interval_disclosure_by_hand() -> None:
     xm = np.array([1, 1, 3, 3, 5, 5, 7, 7, 9, 9], dtype=float)[:, None]
     assert interval_disclosure(x, xm, 20) == pytest.approx(0.9)  # w = 1: only 10 misses
     assert interval_disclosure(x, xm, 10) == pytest.approx(0.5)  # w = 0: equal values only
-    # equal masked values take ranks in order of appearance
+    # equal masked values share their ranks 1..3 of [1, 5, 5, 5]: every interval is [1, 5]
     x2 = np.array([5, 5, 9, 1], dtype=float)[:, None]
     xm2 = np.array([5, 5, 5, 1], dtype=float)[:, None]
     assert interval_disclosure(x2, xm2, 50) == pytest.approx(0.75)
+    # with ranks in order of appearance, the 1 masked as 5 counted only when listed early
+    x3 = np.array([5, 5, 1, 1], dtype=float)[:, None]
+    assert interval_disclosure(x3, xm2, 50) == 1.0
+    assert interval_disclosure(x3[[2, 0, 1, 3]], xm2[[2, 0, 1, 3]], 50) == 1.0
 
 
 def test_identity_masking() -> None:
@@ -123,7 +129,7 @@ def test_dr_score_and_best_point() -> None:
     assert best_point(rows) == rows[1]
 
 
-def reference_linkage(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reference_linkage(d: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     """From a full distance matrix (masked x original): set rule and tie-shared credit."""
     n = d.shape[0]
     linked = np.zeros(n, dtype=bool)
@@ -175,17 +181,18 @@ def test_mixed_linkage_against_full_matrix(seed: int, n: int) -> None:
     np.testing.assert_allclose(got.expected, credit)
 
 
-def reference_interval(x: np.ndarray, xm: np.ndarray, p: float) -> float:
+def reference_interval(x: NDArray[Any], xm: NDArray[Any], p: float) -> float:
+    """ID by hand: a masked value's ranks run first..last over its equal values."""
     n = x.shape[0]
     w = int(p / 100 * n / 2)
     hits = 0
     for i in range(n):
         ok = True
         for j in range(x.shape[1]):
-            order = sorted(range(n), key=lambda r: (xm[r, j], r))
-            rank = order.index(i)
-            lo = xm[order[max(rank - w, 0)], j]
-            hi = xm[order[min(rank + w, n - 1)], j]
+            ranked = sorted(xm[:, j])
+            ranks = [r for r in range(n) if ranked[r] == xm[i, j]]
+            lo = ranked[max(ranks[0] - w, 0)]
+            hi = ranked[min(ranks[-1] + w, n - 1)]
             ok = ok and lo <= x[i, j] <= hi
         hits += ok
     return hits / n
@@ -199,6 +206,25 @@ def test_interval_disclosure_against_loop(seed: int, n: int, p: int, pct: int) -
     x = rng.integers(0, 6, size=(n, p)).astype(float)
     xm = x + rng.integers(-2, 3, size=(n, p))
     assert interval_disclosure(x, xm, pct) == pytest.approx(reference_interval(x, xm, pct))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), p=st.integers(1, 3),
+       levels=st.integers(1, 4), pct=st.integers(1, 60))
+def test_interval_disclosure_ignores_the_row_order_of_ties(seed: int, n: int, p: int,
+                                                           levels: int, pct: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 6, size=(n, p)).astype(float)
+    xm = rng.integers(0, levels, size=(n, p)).astype(float)  # few values: many ties
+    order = rng.permutation(n)
+    assert interval_disclosure(x[order], xm[order], pct) == interval_disclosure(x, xm, pct)
+    frame_x = pd.DataFrame(x, columns=[f"c{j}" for j in range(p)])
+    frame_m = pd.DataFrame(xm + 0.5 * (np.arange(n) % 2)[:, None], columns=frame_x.columns)
+    if (frame_x.std(ddof=0) > 0).all():
+        whole = evaluate(frame_x, frame_m).measures
+        shuffled = evaluate(frame_x.iloc[order], frame_m.iloc[order]).measures
+        assert shuffled["ID_by_p"] == whole["ID_by_p"]
+        assert shuffled["ID"] == whole["ID"]
 
 
 def test_measures_on_tarragona_move_with_k(data_dir: object) -> None:
@@ -230,7 +256,7 @@ def test_pair_errors(masked: pd.DataFrame, message: str) -> None:
     ({"lambdas": (0.5, 0.5)}, "lambda needs 3 weights, got 2"),
     ({"tau": (0.5, 0.6)}, "tau weights must add up to 1"),
     ({"gamma": (-0.5, 1.5)}, "gamma weights must be non-negative"),
-    ({"interval_p": "0"}, "--p values must be percentages in (0, 100]"),
+    ({"interval_p": "0"}, "interval_p values must be percentages in (0, 100]"),
     ({"interval_p": "x-y"}, "is not a percentage"),
 ])
 def test_parameter_errors(kwargs: dict[str, object], message: str) -> None:
@@ -307,8 +333,8 @@ def test_il2_undefined_with_zero_weight_leaves_ils_defined() -> None:
 
 def test_order_for_a_column_not_named_ordinal_is_refused() -> None:
     data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": ["lo", "mid", "hi", "lo"]})
-    with pytest.raises(AnonlabError, match="--order names column 'edu', which is not an "
-                                           "--ordinal column"):
+    with pytest.raises(AnonlabError, match="orders names column 'edu', which is not an "
+                                           "ordinal column"):
         evaluate(data, data, "x", ordinal=["e"], orders={"edu": ["lo", "mid", "hi"]})
 
 

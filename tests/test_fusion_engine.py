@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion import scores
@@ -129,19 +130,19 @@ def _reference(problem: dict[str, Any], folder: Path, score: str) -> tuple[pd.Da
                                                                or j < i)
                             for j, (q2, k2) in enumerate(listed) if j != i)]
 
-    def labels_frame(state: dict[str, np.ndarray], names: dict[str, list[str]]) -> pd.DataFrame:
+    def labels_frame(state: dict[str, NDArray[Any]], names: dict[str, list[str]]) -> pd.DataFrame:
         return pd.DataFrame({a: [names[a][v] for v in state[a]] for a in qid})
 
     def smallest(table: pd.DataFrame, q: list[str]) -> int:
         return int(table[q].value_counts().min())
 
-    def gain_of(assign: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    def gain_of(assign: NDArray[Any], mask: NDArray[Any]) -> tuple[float, float]:
         kids = sorted(set(assign[mask].tolist()))
         counts = np.array([[np.sum((assign == kid) & mask & (y == cl)) for cl in range(c)]
                            for kid in kids])
         return scores.info_gain(counts), scores.gain_ratio(counts)
 
-    def gain_of_column(values: np.ndarray) -> float:
+    def gain_of_column(values: NDArray[Any]) -> float:
         kinds = sorted(set(values.tolist()))
         counts = np.array([[np.sum((values == v) & (y == cl)) for cl in range(c)]
                            for v in kinds])
@@ -341,7 +342,7 @@ def test_taxonomy_collapses_single_child_chains() -> None:
     assert tax.labels[0] == "AA"
     assert [tax.labels[k] for k in tax.children[0]] == ["A", "c"]
     assert tax.leaf_count(0) == 3
-    several = build_taxonomy(Hierarchy.from_rows([["a", "X"], ["b", "Y"]]), "t")
+    several = build_taxonomy(Hierarchy.from_rows([["a", "X"], ["b", "Y"], ["c", "Y"]]), "t")
     assert several.labels[0] == "*"                   # virtual root above several tops
 
 

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import math
 import os
+import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from anonlab.errors import AnonlabError
 from anonlab.fusion.certs import make_certificates
 from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import load_config
 from anonlab.fusion.engine import fuse
+from anonlab.fusion.transport import Channel, Endpoint, TlsFiles
 from anonlab.htmlreport import render_html
 from netutil import free_ports
 
@@ -129,12 +137,14 @@ def write_setup(folder: Path, providers: int, helper: bool, k: int = 20) -> Path
 
 
 def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = None,
-          timeout: float = 30, connect_timeout: float = 60) -> subprocess.Popen[str]:
+          timeout: float = 30, connect_timeout: float = 60, quiet: bool = True
+          ) -> subprocess.Popen[str]:
     role_args = ["--report", str(out / f"{party}.json")]
     if party.startswith("provider"):
         role_args += ["--output", str(out / f"fused_{party}.csv")]
     args = ["party", str(config), "--party", party, "--timeout", str(timeout),
-            "--connect-timeout", str(connect_timeout), "--quiet", *role_args, *extra]
+            "--connect-timeout", str(connect_timeout), *(["--quiet"] if quiet else []),
+            *role_args, *extra]
     env = dict(os.environ)
     if fault is None:
         cmd = [sys.executable, "-m", "anonlab", *args]
@@ -368,3 +378,229 @@ def test_make_certs(tmp_path: Path, setup_2h: Path) -> None:
     names = sorted(p.name for p in (tmp_path / "c").iterdir())
     assert names == sorted(["ca.crt", "ca.key", *[f"{p}.{e}" for p in
                             ("provider-a", "provider-b", "recipient") for e in ("crt", "key")]])
+
+
+# -- stray and hostile connections to a listening party ----------------------------------------
+
+
+def channel_port(config: Path, party: str) -> int:
+    """The channel port ``party`` listens on (from the config)."""
+    return int(next(p.port for p in load_config(config).parties if p.id == party) or 0)
+
+
+def probe_until_listening(port: int, proc: subprocess.Popen[str], limit: float = 90) -> int:
+    """Plain TCP connect-and-close to ``port`` (what a port scan does) until one is accepted.
+
+    Returns how many connections were accepted (one, at the first success).
+    """
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                return 1
+        except OSError:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the party never listened"
+            time.sleep(0.05)
+
+
+def foreign_tls_call(port: int, certs: Path, party: str) -> None:
+    """A TLS client with a certificate for ``party`` from ``certs`` (another CA) calls ``port``."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(str(certs / f"{party}.crt"), str(certs / f"{party}.key"))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with context.wrap_socket(raw, server_hostname="recipient") as tls:
+                tls.settimeout(10)
+                assert tls.recv(1) == b""  # the listener refuses us: alert or close, no data
+        except (ssl.SSLError, OSError):
+            pass
+
+
+def run_with_listener_first(
+    config: Path, out: Path, disturb: Callable[[int, subprocess.Popen[str]], None]
+) -> dict[str, tuple[int, str]]:
+    """Start the recipient (it listens for both providers), ``disturb`` its channel port once
+    it listens, then start the providers; returns every party's exit code and stderr."""
+    first = start(config, "recipient", out, quiet=False)
+    try:
+        disturb(channel_port(config, "recipient"), first)
+    except BaseException:
+        first.kill()
+        first.communicate()
+        raise
+    procs = {"recipient": first,
+             **{p: start(config, p, out) for p in ("provider-a", "provider-b")}}
+    results = {}
+    for party, proc in procs.items():
+        _, stderr = proc.communicate(timeout=180)
+        results[party] = (proc.returncode, stderr)
+    return results
+
+
+def assert_run_matches_fuse(config: Path, out: Path, results: dict[str, tuple[int, str]]) -> None:
+    for party, (code, stderr) in results.items():
+        assert code == 0, f"{party}: {stderr}"
+    want = fuse(load_config(config)).table.astype(str).reset_index(drop=True)
+    for name in provider_names(config):
+        table = pd.read_csv(out / f"fused_{name}.csv", dtype=str, keep_default_na=False)
+        pd.testing.assert_frame_equal(table, want, check_dtype=False)
+
+
+def test_stray_connections_do_not_stop_the_run(tmp_path: Path, setup_2h: Path) -> None:
+    def port_scan(port: int, proc: subprocess.Popen[str]) -> None:
+        probe_until_listening(port, proc)
+        for payload in (b"", b"GET / HTTP/1.0\r\n\r\n", b"\x16\x03\x01\x00\x05hello"):
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                sock.sendall(payload)
+
+    results = run_with_listener_first(setup_2h, tmp_path, port_scan)
+    assert_run_matches_fuse(setup_2h, tmp_path, results)
+    warnings = [ln for ln in results["recipient"][1].splitlines() if ln.startswith("Warning: ")]
+    assert len(warnings) >= 4, results["recipient"][1]  # each stray dropped and logged
+    assert all("dropped" in w for w in warnings), warnings
+
+
+def test_client_of_another_ca_is_dropped(tmp_path: Path, setup_2h: Path) -> None:
+    rogue = tmp_path / "rogue"
+    make_certificates(rogue, [("provider-a", "127.0.0.1")])  # a second CA, same party name
+
+    def impostor(port: int, proc: subprocess.Popen[str]) -> None:
+        probe_until_listening(port, proc)
+        foreign_tls_call(port, rogue, "provider-a")
+
+    results = run_with_listener_first(setup_2h, tmp_path, impostor)
+    assert_run_matches_fuse(setup_2h, tmp_path, results)
+    warnings = [ln for ln in results["recipient"][1].splitlines() if ln.startswith("Warning: ")]
+    assert any("certificate is not trusted" in w for w in warnings), results["recipient"][1]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--timeout", "nan"), ("--connect-timeout", "inf"),
+                                             ("--timeout", "-1"), ("--connect-timeout", "0")])
+def test_timeouts_must_be_finite_and_positive(
+    tmp_path: Path, setup_2h: Path, flag: str, value: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    result = CliRunner().invoke(app, ["party", str(setup_2h), "--party", "provider-a",
+                                      "--report", str(tmp_path / "r.json"), flag, value])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {flag}"), result.output
+    assert "finite" in lines[0] and not (tmp_path / "r.json").exists()
+
+
+# -- the connection layer in one process: two channels, strays in between ----------------------
+
+
+def two_party_channel_setup(tmp_path: Path) -> tuple[list[Endpoint], Callable[[str], TlsFiles]]:
+    certs = tmp_path / "certs"
+    make_certificates(certs, [("a", "127.0.0.1"), ("b", "127.0.0.1")])
+    port_a, port_b = free_ports(2)
+    ends = [Endpoint("a", "127.0.0.1", port_a), Endpoint("b", "127.0.0.1", port_b)]
+
+    def tls(party: str) -> TlsFiles:
+        return TlsFiles.for_party(certs / "ca.crt", certs / "{party}.crt", certs / "{party}.key",
+                                  party)
+
+    return ends, tls
+
+
+def test_listener_drops_strays_logs_them_and_keeps_listening(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ends, tls = two_party_channel_setup(tmp_path)
+    rogue = tmp_path / "rogue"
+    make_certificates(rogue, [("a", "127.0.0.1")])  # another CA, the expected party's name
+    disturbed = threading.Event()
+    got: dict[str, Any] = {}
+
+    def disturb() -> None:  # b listens for a: a port scan and an impostor call first
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", ends[1].port), timeout=2).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            foreign_tls_call(ends[1].port, rogue, "a")
+        finally:
+            disturbed.set()
+
+    def party_a() -> None:  # the real caller, once the strays were dropped
+        disturbed.wait(90)
+        loop = asyncio.new_event_loop()
+        channel = Channel(loop, ends, "a", tls("a"), timeout=30, connect_timeout=60)
+        try:
+            got["hello"] = channel.open({"party": "a"})
+            got["done"] = channel.finish({"bye": "a"})
+        finally:
+            channel.close()
+            loop.close()
+
+    threads = [threading.Thread(target=disturb), threading.Thread(target=party_a)]
+    loop_b = asyncio.new_event_loop()
+    channel_b = Channel(loop_b, ends, "b", tls("b"), timeout=30, connect_timeout=60)
+    for thread in threads:
+        thread.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="anonlab.fusion"):
+            hello = channel_b.open({"party": "b"})
+            done = channel_b.finish({"bye": "b"})
+    finally:
+        channel_b.close()
+        loop_b.close()
+        for thread in threads:
+            thread.join(120)
+    assert hello == {"a": {"party": "a"}} and done == {"a": {"bye": "a"}}
+    assert got == {"hello": {"b": {"party": "b"}}, "done": {"b": {"bye": "b"}}}
+    assert channel_b.failure is None and len(channel_b.dropped_calls) == 2
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING and r.name == "anonlab.fusion.transport"]
+    assert len(warnings) == 2, warnings
+    assert "closed the connection during the TLS handshake" in warnings[0]
+    assert "certificate is not trusted" in warnings[1] and "keeps listening for 'a'" in warnings[1]
+
+
+def test_connect_deadline_names_the_dropped_connections(tmp_path: Path) -> None:
+    ends, tls = two_party_channel_setup(tmp_path)
+    loop = asyncio.new_event_loop()
+    channel = Channel(loop, ends, "b", tls("b"), timeout=1, connect_timeout=0.5)
+    channel.drop_call("192.0.2.7:4242", "its certificate is not trusted (test)")
+    try:
+        with pytest.raises(AnonlabError, match=(
+                r"connecting party 'b' to 'a' did not happen within 0.5 s \(connections dropped "
+                r"here: 192.0.2.7:4242 \(its certificate is not trusted \(test\)\)\).*raise "
+                r"connect_timeout")):
+            channel.open({"party": "b"})
+    finally:
+        channel.close()
+        loop.close()
+    spare = asyncio.new_event_loop()
+    try:
+        for bad in (math.nan, math.inf, 0.0):
+            with pytest.raises(AnonlabError, match="finite number of seconds"):
+                Channel(spare, ends, "b", tls("b"), timeout=bad)
+            with pytest.raises(AnonlabError, match=r"^connect_timeout must be a finite"):
+                Channel(spare, ends, "b", tls("b"), timeout=1, connect_timeout=bad)
+    finally:
+        spare.close()
+
+
+def test_party_output_folder_is_one_line_and_nothing_starts(tmp_path: Path, setup_2h: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    result = CliRunner().invoke(app, ["party", str(setup_2h), "--party", "provider-a",
+                                      "--output", str(folder), "--connect-timeout", "1"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: --output ") and "folder" in lines[0]

@@ -83,7 +83,7 @@ def test_fit_transform_keeps_the_callers_index() -> None:
     hier = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
     frame = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": list("wxyz")}, index=[40, 30, 20, 10])
     g = Generalizer(k=2)
-    release = g.fit_transform(frame, {"q": hier})
+    release = g.fit_transform(frame, {"q": hier}, insensitive=["s"])
     assert release.index.tolist() == [40, 30, 20, 10]
     assert release["s"].tolist() == list("wxyz")
     assert g.transform(frame.iloc[::-1]).index.tolist() == [10, 20, 30, 40]

@@ -74,7 +74,8 @@ def test_apply_reuses_transformation(data_dir: Path, tmp_path: Path) -> None:
     folder = data_dir / "adult"
     rep = tmp_path / "r.json"
     code, text = _run(["generalize", str(folder / "adult.csv"), *_qi_flags(folder),
-                       "--k", "5", "--report", str(rep), "--quiet"])
+                       "--sensitive", "salary-class", "--k", "5", "--report", str(rep),
+                       "--quiet"])
     assert code == 0, text
     frame = pd.read_csv(folder / "adult.csv", sep=";", dtype=str)
     doubled = tmp_path / "doubled.csv"
@@ -121,10 +122,14 @@ def test_tiny_release_drops_identifiers(tiny: Path) -> None:
     [
         (["--k", "0"], "k must be at least 1"),
         (["--k", "9"], "k = 9 is larger than the table's 4 records"),
-        (["--k", "2", "--suppression", "1.5"], "suppression limit 1.5 is outside [0, 1]"),
+        (["--k", "2", "--suppression", "1.5"],
+         "--suppression must be a fraction below 1 or a percentage such as '1%' (got 1.5): "
+         "write 0.01 or 1%"),
+        (["--k", "2", "--suppression", "1"], "(got 1): write 0.01 or 1%"),
+        (["--k", "2", "--suppression", "100%"], "(got 100%): write 0.01 or 1%"),
         (["--k", "2", "--sensitive", "nope"], "unknown column 'nope'"),
-        (["--k", "2", "--search", "magic"], "setting 'search'"),
-        (["--k", "2", "--metric", "magic"], "setting 'metric'"),
+        (["--k", "2", "--search", "magic"], "--search: Input should be 'exhaustive'"),
+        (["--k", "2", "--metric", "magic"], "--metric: Input should be 'precision'"),
     ],
 )
 def test_bad_parameters(tiny: Path, extra: list[str], message: str) -> None:
@@ -212,7 +217,7 @@ def test_apply_never_overwrites_a_hierarchy(tiny: Path) -> None:
 def test_two_outputs_on_one_path_are_refused(tiny: Path) -> None:
     """--report on the --output path would silently replace the release by the report."""
     code, text = _run(_tiny_args(tiny, "--k", "2", "--report", str(tiny / "out.csv")))
-    assert code == 2 and f"'{tiny / 'out.csv'}' is given as both --output and --report" in text
+    assert code == 2 and f"'{tiny / 'out.csv'}' is given as both output and report" in text
     assert not (tiny / "out.csv").exists()
 
 
@@ -223,7 +228,7 @@ def test_apply_refuses_one_path_for_release_and_report(tiny: Path) -> None:
     same = tiny / "o.csv"
     code, text = _run(["apply", str(rep), str(tiny / "t.csv"), "--output", str(same),
                        "--report", str(same), "--quiet"])
-    assert code == 2 and "given as both --output and --report" in text, text
+    assert code == 2 and "given as both output and report" in text, text
     assert not same.exists()
 
 
@@ -304,9 +309,9 @@ def test_parquet_round_trip_and_verify(tiny: Path) -> None:
 
 
 def test_verify_failure_writes_nothing(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import anonlab.checker
+    import anonlab.verify.generalization
 
-    monkeypatch.setattr(anonlab.checker, "check_k_anonymity",
+    monkeypatch.setattr(anonlab.verify.generalization, "check_k_anonymity",
                         lambda *a, **k: ["1 equivalence classes have fewer than 2 records"])
     _assert_refused(tiny, _tiny_args(tiny, "--k", "2", "--verify", "--quiet"),
                     "verification failed, nothing written: 1 equivalence classes")

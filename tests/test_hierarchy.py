@@ -158,3 +158,56 @@ def test_a_column_name_twice_in_a_frame_is_refused() -> None:
     frame = pd.DataFrame([["a", "a", "1"], ["a", "b", "2"]], columns=["q", "q", "x"])
     with pytest.raises(AnonlabError, match="column 'q' appears twice in the table: rename one"):
         Dataset.from_frame(frame, {"q": Hierarchy.from_rows([["a", "*"], ["b", "*"]])})
+
+
+def test_bundled_hierarchies_all_load(data_dir: Path) -> None:
+    for path in sorted((data_dir / "adult").glob("hierarchy_*.csv")):
+        assert Hierarchy.from_csv(path).height >= 1
+
+
+def test_a_hierarchy_that_only_relabels_is_refused(tmp_path: Path) -> None:
+    """Every level renames the one below one-to-one: generalizing would protect nothing."""
+    p = tmp_path / "h.csv"
+    p.write_text("\na;x;X\nb;y;Y\nc;z;Z\n")
+    with pytest.raises(AnonlabError) as info:
+        Hierarchy.from_csv(p)
+    message = str(info.value)
+    assert f"hierarchy '{p}' only relabels values" in message
+    assert "'a' on line 2 and 'b' on line 3 stay apart up to level 2" in message
+    assert "give a level where values share a label" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("rows", [
+    [["a", "x", "*"], ["b", "y", "*"]],           # level 1 only renames: the top merges
+    [["a"], ["b"], ["c"]],                        # height 0: the column can only be suppressed
+    [["only", "ONLY"]],                           # one value: nothing to merge
+    [["a", "a", "*"], ["b", "b", "*"]],           # a value kept at level 1 is no cycle
+    [["1", "0", "*"], ["2", "1", "*"], ["3", "1", "*"], ["0", "0", "*"]],  # labels reuse values
+])
+def test_hierarchies_that_merge_or_cannot_are_accepted(rows: list[list[str]]) -> None:
+    assert Hierarchy.from_rows(rows).rows == tuple(tuple(r) for r in rows)
+
+
+def test_a_two_step_cycle_is_refused(tmp_path: Path) -> None:
+    """'a' generalizes to 'b' and 'b' to 'a': the release would swap values."""
+    p = tmp_path / "h.csv"
+    p.write_text("a;b;*\nb;a;*\n")
+    with pytest.raises(AnonlabError, match=r"has a cycle: 'a' generalizes to 'b' \(line 1\), "
+                                           r"'b' to 'a' \(line 2\)"):
+        Hierarchy.from_csv(p)
+
+
+def test_a_longer_cycle_across_levels_is_refused() -> None:
+    rows = [["a", "g1", "g2", "*"], ["g2", "h", "a", "*"], ["z", "g1", "g2", "*"]]
+    with pytest.raises(AnonlabError) as info:
+        Hierarchy.from_rows(rows)
+    message = str(info.value)
+    assert "has a cycle: 'a' generalizes to 'g1' (line 1), 'g1' to 'g2' (line 1)" in message
+    assert "'g2' to 'h' (line 2), 'h' to 'a' (line 2)" in message
+
+
+def test_a_large_hierarchy_loads() -> None:
+    """40,000 ZIP-like values, 5 levels: the cycle search is iterative (no recursion limit)."""
+    rows = [[f"{v:05d}", f"{v // 10:04d}*", f"{v // 100:03d}**", f"{v // 1000:02d}***", "*"]
+            for v in range(40_000)]
+    assert Hierarchy.from_rows(rows).height == 4

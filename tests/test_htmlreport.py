@@ -226,7 +226,8 @@ def test_page_is_self_contained(run: dict[str, Any], page: Page) -> None:
         if url.startswith("data:"):
             svg = base64.b64decode(url.split(",", 1)[1]).decode()
             assert "<svg" in svg and "<script" not in svg and "href=\"http" not in svg
-    assert sum(u.startswith("data:") for u in page.urls) == 2
+    # class sizes and lattice (generalization), class sizes and records at risk (risk section)
+    assert sum(u.startswith("data:") for u in page.urls) == 4
     assert "@media print" in run["html"]
 
 
@@ -264,6 +265,73 @@ def test_internal_page_says_so_and_shows_examples(internal_html: str, run: dict[
     assert "INTERNAL" not in run["html"] and "Married-civ-spouse" not in page.visible
     # the same numbers in both versions
     assert internal.values == page.values
+
+
+def test_risk_section_shows_the_reports_risk(run: dict[str, Any], page: Page) -> None:
+    risk = run["report"]["risk"]
+    for key in ("risk.records", "risk.suppressed", "risk.classes.count", "risk.classes.smallest",
+                "risk.prosecutor.highest", "risk.prosecutor.average",
+                "risk.journalist.highest", "risk.marketer.average", "risk.sample_uniques",
+                "risk.sensitive.salary-class.distinct_l", "risk.sensitive.salary-class.t_equal",
+                "risk.sensitive.salary-class.single_value_records"):
+        assert key in page.values, key
+    section = page.visible.split("Re-identification risk", 1)[1]
+    assert "the attacker knows " + ", ".join(risk["attacker_columns"]) in section
+    assert "1 risk warning: see the top of the summary" in section
+    # records at risk: a share per threshold, as the JSON has it
+    for threshold, share in risk["prosecutor"]["records_at_risk"].items():
+        assert f"{threshold} {format_percent(share)}" in section
+    summary = page.visible.split("Summary", 1)[1][:2000]
+    assert summary.startswith(" Warning: sensitive attribute 'salary-class'")
+    assert "picks out a record with a probability of at most 20 %" in summary
+    # the roles of the columns
+    roles = page.visible.split("Columns and their roles", 2)[2]
+    assert "salary-class sensitive: released as it is" in roles
+
+
+def test_distinct_values_count_the_data_not_the_hierarchy(run: dict[str, Any], page: Page,
+                                                           data_dir: Path) -> None:
+    from anonlab.hierarchy import Hierarchy
+
+    frame = _adult(data_dir)
+    counts = run["report"]["distinct_values"]
+    for column in run["report"]["transformation"]:
+        assert counts[column]["original"] == frame[column].nunique(), column
+        assert page.values[f"distinct_values.{column}.original"][0] == \
+            str(counts[column]["original"])
+    # age: 72 values in the data, 100 rows in its hierarchy
+    assert counts["age"]["original"] == 72
+    assert len(Hierarchy.from_csv(data_dir / "adult" / "hierarchy_age.csv").values) == 100
+    # released: the release's distinct values among records not suppressed
+    release = pd.read_csv(run["dir"] / "a.csv", dtype=str, keep_default_na=False)
+    qis = list(run["report"]["transformation"])
+    kept = release.loc[~(release[qis] == "*").all(axis=1)]
+    assert {c: counts[c]["released"] for c in qis} == {c: kept[c].nunique() for c in qis}
+
+
+def test_internal_examples_come_from_the_data(tmp_path: Path) -> None:
+    """The hierarchy lists ages 20-99; the data holds 31-34: only those are shown."""
+    import warnings
+
+    from anonlab.runs.generalize import GeneralizeSettings, run_generalize
+
+    (tmp_path / "t.csv").write_text("age,s\n31,a\n32,b\n33,a\n34,b\n")
+    (tmp_path / "age.csv").write_text("".join(f"{a};{a // 5 * 5}-{a // 5 * 5 + 4};*\n"
+                                              for a in range(20, 100)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = run_generalize(GeneralizeSettings.load(
+            None, input=tmp_path / "t.csv", qi={"age": tmp_path / "age.csv"}, sensitive="s",
+            k=2, report=tmp_path / "r.json")).report
+    internal = Page(render_html(report, internal=True, base_dirs=[tmp_path]))
+    shown = re.findall(r"(\d+) → \d+-\d+", internal.visible)
+    assert shown and set(shown) <= {"31", "32", "33", "34"}
+    assert internal.values["distinct_values.age.original"][0] == "4"
+    # a data file changed since the run gives no examples
+    (tmp_path / "t.csv").write_text("age,s\n35,a\n36,b\n37,a\n38,b\n")
+    changed = Page(render_html(report, internal=True, base_dirs=[tmp_path])).visible
+    assert "data file changed since the run" in changed
+    assert re.findall(r"(\d+) → \d+-\d+", changed) == []
 
 
 def test_plot_file_is_a_png(run: dict[str, Any]) -> None:
@@ -401,6 +469,8 @@ def test_generalize_html_alone_and_refuses_overwriting_input(data_dir: Path,
     result = runner.invoke(app, ["generalize", str(adult / "adult.csv"), "--delimiter", ";",
                                  "--qi", f"sex={adult / 'hierarchy_sex.csv'}",
                                  "--qi", f"age={adult / 'hierarchy_age.csv'}", "--k", "3",
+                                 "--identifying", "race,marital-status,education,native-country,"
+                                 "workclass,occupation", "--sensitive", "salary-class",
                                  "--html", str(tmp_path / "only.html"), "--quiet"])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["only.html"]

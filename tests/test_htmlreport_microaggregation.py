@@ -104,9 +104,11 @@ def test_tradeoff_ru_map_marks_the_best_k(runs: dict[str, Any], tmp_path: Path) 
     assert f'data-key="points.{index}.k"' in chosen[0]
     assert f"k = {best}, balances" in page.visible
     svgs = [u for u in page.urls if u.startswith("data:image/svg+xml")]
-    assert len(svgs) == 1
+    assert len(svgs) == 2  # the EM4ADOM R-U map and the one of the prosecutor risk
     svg = base64.b64decode(svgs[0].split(",", 1)[1]).decode()
     assert f"chosen k = {best}" in svg
+    risk_svg = base64.b64decode(svgs[1].split(",", 1)[1]).decode()
+    assert "highest prosecutor risk" in risk_svg and f"chosen k = {best}" in risk_svg
     # --plot from the report draws the same R-U map as PNG
     result = runner.invoke(app, ["report", str(runs["dir"] / "tradeoff.json"), "--plot",
                                  str(tmp_path / "ru.png"), "--quiet"])
@@ -132,6 +134,8 @@ def test_categorical_evaluation(data_dir: Path, tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "ad.csv", index=False)
     common = ["--columns", "age", "--nominal", "workclass,race,sex"]
     result = runner.invoke(app, ["microaggregate", str(tmp_path / "ad.csv"), *common, "--k", "3",
+                                 "--sensitive", "salary-class", "--insensitive",
+                                 "marital-status,education,native-country,occupation",
                                  "--output", str(tmp_path / "ad3.csv"), "--quiet"])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["evaluate", str(tmp_path / "ad.csv"), str(tmp_path / "ad3.csv"),
@@ -163,6 +167,8 @@ def test_categorical_tradeoff_draws_dld_against_zil(data_dir: Path, tmp_path: Pa
     assert_numbers_match(report, page)
     assert "scored for categorical loss (ZIL) and record linkage (DLD)" in page.visible
     svgs = [u for u in page.urls if u.startswith("data:image/svg+xml")]
-    assert len(svgs) == 1
+    assert len(svgs) == 2
     svg = base64.b64decode(svgs[0].split(",", 1)[1]).decode()
     assert "record linkage DLD" in svg and "categorical loss ZIL" in svg
+    risk_svg = base64.b64decode(svgs[1].split(",", 1)[1]).decode()
+    assert "highest prosecutor risk" in risk_svg and "categorical loss ZIL" in risk_svg

@@ -18,6 +18,31 @@ from anonlab.errors import AnonlabError
 from anonlab.htmlreport import render_html
 from anonlab.htmlreport.render import main_figure
 
+# a release's risk section (docs/risk.md) and role keys, as generalize, apply and
+# microaggregate write them
+RISK: dict[str, Any] = {
+    "attacker_columns": ["age"], "records": 8, "suppressed": 1,
+    "classes": {"count": 3, "smallest": 2, "sizes": {"2": 2, "4": 1}},
+    "prosecutor": {"highest": 0.5, "average": 0.375,
+                   "records_at_risk": {"0.2": 0.5, "0.1": 1.0, "0.05": 1.0}},
+    "journalist": {"highest": 0.5, "average": 0.375,
+                   "records_at_risk": {"0.2": 0.5, "0.1": 1.0, "0.05": 1.0},
+                   "population": "sample"},
+    "marketer": {"average": 0.375}, "sample_uniques": 0.0, "population_uniques": None,
+    "individual_risk": {"global_risk": 0.375, "expected_reidentifications": 3.0,
+                        "highest": 0.5, "weighted": False, "fk_1": 0, "fk_2": 4},
+    "suda2": None,
+    "sensitive": {"s": {"distinct_l": 1.0, "entropy_l": 1.0, "t_equal": 0.5,
+                        "t_hierarchical": None, "single_value_classes": 1,
+                        "single_value_records": 2}},
+}
+RELEASE: dict[str, Any] = {
+    "roles": {"age": "quasi", "s": "sensitive", "x": "insensitive"}, "other": "insensitive",
+    "insensitive_by_other": ["x"], "released_unchanged": ["s", "x"], "risk": RISK,
+    "attacker_knowledge": "every released column that is not sensitive and not the weights",
+    "risk_warnings": ["highest prosecutor re-identification risk is 0.5, above the maximum 0.2"],
+}
+
 BASE: dict[str, Any] = {
     "command": "generalize", "anonlab_version": "0.1.0",
     "created": "2026-01-01T00:00:00+00:00", "python": "3.11.7",
@@ -32,8 +57,8 @@ BASE: dict[str, Any] = {
                        {"level": 1, "nodes": 1, "checked": 1, "anonymous": 1, "k_minimal": 1,
                         "optimum": True},
                        {"level": 2, "nodes": 1, "checked": 0, "anonymous": 1, "k_minimal": 0}],
-    "search_seconds": 0.01, "roles": {"age": "quasi"}, "verified": True,
-    "runtime_seconds": 0.1,
+    "search_seconds": 0.01, "verified": True, "runtime_seconds": 0.1,
+    "distinct_values": {"age": {"original": 7, "released": 3}}, **RELEASE,
 }
 
 json_values = st.recursive(
@@ -59,7 +84,13 @@ PATHS = [[k] for k in BASE] + [
     ["transformation", "age"], ["class_sizes", "2"], ["information_loss", "precision"],
     ["lattice_levels", "1"], ["lattice_levels", "1", "nodes"], ["lattice_levels", "0", "level"],
     ["inputs", "data"], ["inputs", "data", "bytes"], ["parameters", "qi"],
-    ["parameters", "seed"],
+    ["parameters", "seed"], ["risk", "classes"], ["risk", "classes", "sizes"],
+    ["risk", "classes", "sizes", "2"], ["risk", "prosecutor"], ["risk", "prosecutor", "highest"],
+    ["risk", "prosecutor", "records_at_risk"], ["risk", "prosecutor", "records_at_risk", "0.2"],
+    ["risk", "journalist", "population"], ["risk", "sensitive"], ["risk", "sensitive", "s"],
+    ["risk", "sensitive", "s", "distinct_l"], ["risk", "attacker_columns"], ["risk", "suda2"],
+    ["risk", "population_uniques"], ["risk_warnings", "0"], ["roles", "age"],
+    ["distinct_values", "age"], ["distinct_values", "age", "original"],
 ]
 
 
@@ -103,10 +134,16 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "microaggregate": {**_header("microaggregate"), "method": "MDAV", "k": 3, "records": 10,
                        "columns": ["a"], "groups": 3,
                        "group_sizes": {"min": 3, "max": 4, "count_by_size": {"3": 2, "4": 1}},
-                       "measures": {"ILh": 0.1}, "block_size": None},
+                       "measures": {"ILh": 0.1}, "block_size": None, **RELEASE},
     "tradeoff": {**_header("tradeoff"), "records": 10, "k_values": [3, 4],
-                 "points": [{"k": 3, "IL": 0.1, "DR": 0.5, "score": 0.3},
-                            {"k": 4, "IL": 0.2, "DR": 0.3, "score": 0.25}], "best_k": 4},
+                 "points": [{"k": 3, "IL": 0.1, "DR": 0.5, "score": 0.3,
+                             "prosecutor_highest": 0.5, "prosecutor_average": 0.375},
+                            {"k": 4, "IL": 0.2, "DR": 0.3, "score": 0.25,
+                             "prosecutor_highest": 0.25, "prosecutor_average": 0.25}],
+                 "best_k": 4, "risk_by_k": {"3": RISK, "4": RISK},
+                 "attacker_knowledge": "every released column that is not sensitive",
+                 "roles": {"a": "quasi"}, "released_unchanged": [],
+                 "insensitive_by_other": []},
     "fuse": {**_header("fuse"), "providers": ["a", "b"], "records": 10, "score": "tds",
              "private": False, "rounds": 1, "time_seconds": 0.1,
              "templates": [{"qid": ["x", "y"], "k": 2, "smallest_group": 3, "groups": 2}],

@@ -52,3 +52,26 @@ def test_perturbation_key_is_owner_only(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert _mode(tmp_path / "key.json") == 0o600
     assert _mode(tmp_path / "rel.csv") == 0o644
+
+
+def test_a_staged_database_release_is_owner_only(tmp_path: Path) -> None:
+    """A database output waits in the shared temporary folder: readable by its owner only,
+    and gone when the run ends without committing."""
+    import pandas as pd
+
+    from anonlab.database import DatabaseTarget
+    from anonlab.io import write_table
+    from anonlab.outputs import Outputs
+
+    target = DatabaseTarget(f"sqlite:///{tmp_path / 'out.db'}", "release")
+    old = os.umask(0o022)
+    try:
+        with Outputs({"output": target}) as outputs:
+            outputs.stage("output", lambda tmp: write_table(pd.DataFrame({"a": ["1"]}), tmp,
+                                                            format_of=target))
+            staged = outputs.staged("output")
+            assert staged is not None and _mode(staged) == 0o600
+    finally:
+        os.umask(old)
+    assert not staged.exists()
+    assert not (tmp_path / "out.db").exists()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice import STRATEGIES, SearchContext
+from anonlab.lattice.degree import DegreeCounter
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import LossContext, Precision
@@ -25,9 +29,23 @@ def test_lattice_shape_and_degrees() -> None:
     node = lat.index((0, 1))
     assert sorted(lat.levels(s) for s in lat.successors(node)) == [(0, 2), (1, 1)]
     assert [lat.levels(p) for p in lat.predecessors(node)] == [(0, 0)]
-    assert lat.degree_product(node) == 2 * 1
-    assert lat.degree_product(lat.bottom) == 0
     assert sorted(lat.levels(x) for x in lat.between(lat.bottom, lat.top, 2)) == [(0, 2), (1, 1)]
+
+
+def test_degree_products_over_the_open_nodes() -> None:
+    """Out-degree x in-degree within the untagged nodes (all open: the lattice's degrees)."""
+    lat = Lattice([1, 2])
+    ctx = SimpleNamespace(lattice=lat)
+    counter = DegreeCounter(ctx)  # type: ignore[arg-type]
+    everything = np.ones(lat.size, dtype=bool)
+    products = counter.products(everything)
+    assert products[lat.index((0, 1))] == 2 * 1
+    assert products[lat.bottom] == 0 and products[lat.top] == 0
+    for node in range(lat.size):
+        assert products[node] == len(lat.successors(node)) * len(lat.predecessors(node))
+    closed = everything.copy()
+    closed[lat.index((0, 2))] = False  # tagged: no longer counts as a neighbour
+    assert counter.products(closed)[lat.index((0, 1))] == 1 * 1
 
 
 def test_adult_lattice_size(data_dir: object) -> None:
@@ -72,11 +90,8 @@ class _AtMostThree(Criterion):
 
     monotone = False
 
-    def outliers(self, counts: np.ndarray) -> np.ndarray:
+    def outliers(self, counts: NDArray[Any]) -> NDArray[Any]:
         return counts > 3
-
-    def describe(self) -> dict[str, object]:
-        return {"model": "at-most-3"}
 
 
 def test_tagging_strategies_refuse_a_non_monotone_criterion() -> None:

@@ -87,9 +87,13 @@ def test_mixed_types_on_adult(data_dir: Path, tmp_path: Path) -> None:
     out, rep = tmp_path / "m.csv", tmp_path / "m.json"
     code, text = _run(["microaggregate", str(src), "--columns", "age", "--nominal",
                        "sex,race,workclass", "--ordinal", "education", "--k", "4",
-                       "--output", str(out), "--quiet"])
+                       "--identifying", "native-country", "--sensitive", "salary-class",
+                       "--insensitive", "marital-status,occupation", "--output", str(out),
+                       "--quiet"])
     assert code == 0, text
     masked = pd.read_csv(out, dtype=str)
+    assert "native-country" not in masked.columns  # identifying: dropped
+    assert masked["salary-class"].tolist() == adult["salary-class"].tolist()
     assert set(masked["sex"]) <= set(adult["sex"])
     assert (masked.groupby(["age", "sex", "race", "workclass", "education"]).size() >= 4).all()
     code, text = _run(["evaluate", str(src), str(out), "--columns", "age", "--nominal",
@@ -115,7 +119,9 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
      "Error: column 'b' of the table is constant (standard deviation S_j = 0)"),
     ("a,b\n1,2\n3,4\n5,6\n", ["--k", "4"],
      "Error: k = 4 is larger than the number of records (3)"),
-    ("a,b\n1,2\n3,4\n5,6\n", ["--k", "2", "--variant", "fast"], "Error: setting 'variant'"),
+    ("a,b\n1,2\n3,4\n5,6\n", ["--k", "2", "--variant", "fast"], "Error: --variant: Input should"),
+    ("a,b\n1,2\n3,4\n5,6\n", ["--k", "1"],
+     "Error: --k: Input should be greater than or equal to 2"),
     ("a,b\n1,2\n3,4\n5,6\n", ["--k", "2", "--columns", "c"], "Error: unknown column 'c'"),
 ])
 def test_microaggregate_bad_input(tmp_path: Path, content: str, args: list[str],
@@ -170,12 +176,15 @@ def test_help_has_examples() -> None:
         assert code == 0 and "Example" in text and "anonlab " + command in text
 
 
-def test_csv_release_keeps_the_input_delimiter(tmp_path: Path) -> None:
+def test_csv_release_uses_the_one_dialect(tmp_path: Path) -> None:
+    # every command writes CSV releases in one dialect (comma, "\n"), whatever the input's
     src = _bad(tmp_path, "semi.csv", "a;b;name\n1;2;x\n3;4;y\n5;7;z\n8;9;w\n")
     out = tmp_path / "semi_k2.csv"
-    code, text = _run(["microaggregate", str(src), "--k", "2", "--output", str(out), "--quiet"])
+    code, text = _run(["microaggregate", str(src), "--k", "2", "--insensitive", "name",
+                       "--output", str(out), "--quiet"])
     assert code == 0, text
-    assert out.read_text().splitlines()[0] == "a;b;name"
+    lines = out.read_bytes().decode().split("\n")
+    assert lines[0] == "a,b,name" and lines[-1] == "" and "\r" not in out.read_text()
     code, text = _run(["evaluate", str(src), str(out), "--quiet"])
     assert code == 0, text
 
@@ -195,8 +204,8 @@ def test_categorical_only_table_by_default_columns(tmp_path: Path) -> None:
     assert code == 0, text
     report = json.loads(rep.read_text())
     assert report["columns"] == [] and report["measures"]["ZIL"] > 0
-    code, text = _run(["tradeoff", str(src), "--nominal", "a", "--k", "2-3", "--report",
-                       str(ru), "--quiet"])
+    code, text = _run(["tradeoff", str(src), "--nominal", "a", "--insensitive", "b",
+                       "--k", "2-3", "--report", str(ru), "--quiet"])
     assert code == 0, text
     assert [p["k"] for p in json.loads(ru.read_text())["points"]] == [2, 3]
     code, text = _run(["evaluate", str(src), str(out), "--quiet"])
@@ -225,4 +234,35 @@ def test_bad_workers_is_a_one_line_error(tarragona: Path, workers: str) -> None:
     code, text = _run(["evaluate", str(tarragona), str(tarragona), "--workers", workers,
                        "--quiet"])
     assert code == 2
-    assert f"Error: --workers must be -1 (every CPU) or at least 1, got {workers}" in text
+    assert f"Error: --workers: must be -1 (every CPU) or at least 1 (got {workers})" in text
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_help_states_defaults_and_verify_switch() -> None:
+    result = runner.invoke(app, ["microaggregate", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    flat = " ".join(result.output.split())
+    assert "--verify" in flat and "--no-verify" in flat and "(default: on)" in flat
+    for default in ("(default: 3)", "(default: exact)", "(default: 16384)"):
+        assert default in flat, default
+    result = runner.invoke(app, ["tradeoff", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0 and "(default: 3-10)" in " ".join(result.output.split())
+
+
+def test_flag_overrides_a_toml_verify_and_library_errors_name_flags(tarragona: Path,
+                                                                    tmp_path: Path) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text(f'input = "{tarragona}"\nverify = false\noutput = "o.csv"\n'
+                   'report = "o.json"\n')
+    code, text = _run(["microaggregate", "--config", str(cfg), "--verify", "--quiet"])
+    assert code == 0, text
+    assert json.loads((tmp_path / "o.json").read_text())["verified"] is True
+    code, text = _run(["microaggregate", "--config", str(cfg), "--quiet"])
+    assert code == 0, text
+    assert json.loads((tmp_path / "o.json").read_text())["verified"] is False
+    code, text = _run(["microaggregate", str(tarragona), "--variant", "scalable", "--k", "3",
+                       "--block-size", "4", "--output", str(tmp_path / "s.csv")])
+    assert code == 2
+    assert text.strip() == "Error: --block-size must be a whole number of at least 2k = 6, got 4"
+    code, text = _run(["evaluate", str(tarragona), str(tarragona), "--p", "0", "--quiet"])
+    assert code == 2 and text.startswith("Error: --p values must be percentages"), text

@@ -12,13 +12,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
-from anonlab.io import PathLike, read_table
+from anonlab.io import PathLike
 
 
 class Role(StrEnum):
@@ -37,10 +39,10 @@ class EncodedQI:
     name: str
     hierarchy: Hierarchy
     values: tuple[str, ...]  # data dictionary: code -> original value
-    codes: np.ndarray  # (n,) int32 code of each row's value
-    level_codes: tuple[np.ndarray, ...]  # level -> (len(values),) group code
+    codes: NDArray[Any]  # (n,) int32 code of each row's value
+    level_codes: tuple[NDArray[Any], ...]  # level -> (len(values),) group code
     level_labels: tuple[tuple[str, ...], ...]  # level -> group code -> label
-    frequencies: np.ndarray  # (len(values),) count of each value in the data
+    frequencies: NDArray[Any]  # (len(values),) count of each value in the data
 
     @property
     def height(self) -> int:
@@ -51,7 +53,7 @@ class EncodedQI:
         """Number of distinct groups at ``level`` among the data's values."""
         return len(self.level_labels[level])
 
-    def lift(self, lower: int, upper: int) -> np.ndarray:
+    def lift(self, lower: int, upper: int) -> NDArray[Any]:
         """Map group codes at ``lower`` to group codes at ``upper`` (nested hierarchies)."""
         out = np.zeros(self.cardinality(lower), dtype=np.int32)
         out[self.level_codes[lower]] = self.level_codes[upper]
@@ -95,6 +97,127 @@ def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     )
 
 
+#: the only role ``other`` may give the columns no role names
+OTHER_ROLES = ("insensitive",)
+
+
+class RoleError(AnonlabError):
+    """Columns that were given no role: one line naming them and how to give them one.
+
+    ``role_parameters`` are the parameters that give roles in the calling
+    family (e.g. ``qi``, ``identifying``, ``sensitive``, ``insensitive``);
+    the library's message names them, :meth:`for_flags` names the
+    command-line flags instead. ``source`` names where the roles come from
+    when no parameter gives them (``apply``: the earlier report).
+    """
+
+    def __init__(
+        self, columns: list[str], role_parameters: tuple[str, ...], source: str | None = None
+    ) -> None:
+        self.columns = list(columns)
+        self.role_parameters = role_parameters
+        self.source = source
+        super().__init__(self._text(list(role_parameters), "other='insensitive'"))
+
+    def _text(self, givers: list[str], escape: str) -> str:
+        plural = len(self.columns) != 1
+        names = ", ".join(self.columns)
+        them = "them" if plural else "it"
+        if self.source is not None or not givers:
+            verb = "are" if plural else "is"
+            return (f"column{'s' if plural else ''} {names} of the table {verb}"
+                    f" given no role by {self.source or 'the settings'}: give a table with the "
+                    f"columns it names, or pass {escape} to release {them} unchanged")
+        listed = ", ".join(givers[:-1]) + " or " + givers[-1] if len(givers) > 1 else givers[0]
+        return (f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} given no "
+                f"role: name {'each' if plural else 'it'} in {listed}, or pass {escape} to "
+                f"release {them} unchanged")
+
+    def for_flags(self, flags: dict[str, str] | None = None) -> str:
+        """The message with the command's flags in place of the parameter names."""
+        spell = flags or {}
+        givers = [spell.get(name, "--" + name.replace("_", "-")) for name in self.role_parameters]
+        return self._text(givers, spell.get("other", "--other") + " insensitive")
+
+
+def _check_other(other: str | None) -> None:
+    if other is not None and other not in OTHER_ROLES:
+        raise AnonlabError(f"other must be 'insensitive' or not given (got {other!r}): it "
+                           "releases the columns given no role unchanged", parameter="other")
+
+
+def assign_roles(
+    columns: Iterable[str],
+    *,
+    qi: Iterable[str] = (),
+    identifying: Iterable[str] = (),
+    sensitive: Iterable[str] = (),
+    insensitive: Iterable[str] = (),
+    other: str | None = None,
+    role_parameters: tuple[str, ...] = ("qi", "identifying", "sensitive", "insensitive"),
+) -> dict[str, Role]:
+    """The role of every column of a table, each given explicitly (the one rule of every family).
+
+    Each name in ``qi``, ``identifying``, ``sensitive`` and ``insensitive``
+    must be a column, and a column gets one role only. A column named in none
+    of them is refused with one :class:`RoleError` naming all such columns,
+    unless ``other="insensitive"``: then it is insensitive (released as it
+    is). ``role_parameters`` are the family's names of the role parameters,
+    for the message. Returns column -> role in table order.
+    """
+    _check_other(other)
+    table = [str(c) for c in columns]
+    named: dict[str, Role] = {}
+    groups: list[tuple[Role, Iterable[str]]] = [
+        (Role.QUASI, qi), (Role.IDENTIFYING, identifying), (Role.SENSITIVE, sensitive),
+        (Role.INSENSITIVE, insensitive),
+    ]
+    for role, names in groups:
+        for col in names:
+            if col not in table:
+                raise AnonlabError(
+                    f"unknown column '{col}' (given as {role.value}): the table has "
+                    f"{', '.join(table)}"
+                )
+            if col in named and named[col] != role:
+                raise AnonlabError(
+                    f"column '{col}' is given two roles ({named[col].value} and {role.value}):"
+                    " give each column one role"
+                )
+            named[col] = role
+    missing = [c for c in table if c not in named]
+    if missing and other is None:
+        raise RoleError(missing, role_parameters)
+    return {c: named.get(c, Role.INSENSITIVE) for c in table}
+
+
+def without_role(columns: Iterable[str], *named: Iterable[str]) -> list[str]:
+    """The columns (in table order) that none of the ``named`` lists name."""
+    given = {str(c) for names in named for c in names}
+    return [str(c) for c in columns if str(c) not in given]
+
+
+def released_unchanged(roles: Mapping[str, Role]) -> list[str]:
+    """The columns a release holds with their input values: sensitive and insensitive ones."""
+    return [c for c, r in roles.items() if r in (Role.SENSITIVE, Role.INSENSITIVE)]
+
+
+def roles_report(
+    roles: Mapping[str, Role], other: str | None, by_other: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The report's role keys: roles, other, insensitive_by_other and released_unchanged.
+
+    ``by_other`` are the columns that were given no role and are insensitive
+    because of ``other``.
+    """
+    return {
+        "roles": {c: r.value for c, r in roles.items()},
+        "other": other,
+        "insensitive_by_other": list(by_other),
+        "released_unchanged": released_unchanged(roles),
+    }
+
+
 @dataclass(frozen=True)
 class Dataset:
     """A table with one role per column and its quasi-identifiers encoded."""
@@ -110,12 +233,7 @@ class Dataset:
         return int(self.frame.shape[0])
 
     @property
-    def qi_names(self) -> list[str]:
-        """Quasi-identifier names, in the order given."""
-        return [q.name for q in self.qis]
-
-    @property
-    def heights(self) -> np.ndarray:
+    def heights(self) -> NDArray[Any]:
         """Hierarchy heights of the quasi-identifiers."""
         return np.array([q.height for q in self.qis], dtype=np.int64)
 
@@ -123,7 +241,7 @@ class Dataset:
         """Column names with ``role``, in table order."""
         return [c for c in self.frame.columns if self.roles[c] == role]
 
-    def code_matrix(self) -> np.ndarray:
+    def code_matrix(self) -> NDArray[Any]:
         """(n, m) int32 matrix of the quasi-identifiers' codes."""
         return np.column_stack([q.codes for q in self.qis]).astype(np.int32, copy=False)
 
@@ -136,12 +254,15 @@ class Dataset:
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
         insensitive: Iterable[str] | None = None,
+        other: str | None = None,
         source: str | None = None,
     ) -> Dataset:
-        """Assign roles and encode the quasi-identifiers.
+        """Assign roles (:func:`assign_roles`) and encode the quasi-identifiers.
 
         ``hierarchies`` maps each quasi-identifier to its hierarchy (object or
-        ARX CSV path). Columns not named in any role are insensitive.
+        ARX CSV path). Every other column must be named identifying,
+        sensitive or insensitive, or ``other="insensitive"`` makes the
+        columns named nowhere insensitive.
         """
         frame = frame.reset_index(drop=True)
         columns = [str(c) for c in frame.columns]
@@ -151,52 +272,12 @@ class Dataset:
             raise AnonlabError(f"column '{twice[0]}' appears twice in the table: rename one of "
                                "them")
         if not hierarchies:
-            raise AnonlabError("no quasi-identifier given: name at least one with --qi COLUMN=FILE")
-        named: dict[str, Role] = {}
-        groups: list[tuple[Role, Iterable[str]]] = [
-            (Role.QUASI, hierarchies.keys()),
-            (Role.IDENTIFYING, identifying),
-            (Role.SENSITIVE, sensitive),
-            (Role.INSENSITIVE, insensitive or ()),
-        ]
-        for role, names in groups:
-            for col in names:
-                if col not in columns:
-                    raise AnonlabError(
-                        f"unknown column '{col}' (given as {role.value}): the table has "
-                        f"{', '.join(columns)}"
-                    )
-                if col in named and named[col] != role:
-                    raise AnonlabError(
-                        f"column '{col}' is given two roles ({named[col].value} and {role.value}):"
-                        " give each column one role"
-                    )
-                named[col] = role
-        roles = {c: named.get(c, Role.INSENSITIVE) for c in columns}
+            raise AnonlabError("hierarchies is empty: name at least one quasi-identifier and its "
+                               "hierarchy", parameter="hierarchies")
+        roles = assign_roles(columns, qi=hierarchies.keys(), identifying=identifying,
+                             sensitive=sensitive, insensitive=insensitive or (), other=other)
         qis = []
         for col, h in hierarchies.items():
             hier = h if isinstance(h, Hierarchy) else Hierarchy.from_csv(Path(h))
             qis.append(encode_qi(col, frame[col], hier))
         return cls(frame=frame, roles=roles, qis=tuple(qis), source=source)
-
-    @classmethod
-    def from_file(
-        cls,
-        path: PathLike,
-        hierarchies: Mapping[str, Hierarchy | PathLike],
-        *,
-        delimiter: str | None = None,
-        identifying: Iterable[str] = (),
-        sensitive: Iterable[str] = (),
-        insensitive: Iterable[str] | None = None,
-    ) -> Dataset:
-        """Read a CSV/Parquet file (all values as text) and build the dataset."""
-        frame = read_table(path, delimiter=delimiter)
-        return cls.from_frame(
-            frame,
-            hierarchies,
-            identifying=identifying,
-            sensitive=sensitive,
-            insensitive=insensitive,
-            source=str(path),
-        )

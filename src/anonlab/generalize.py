@@ -9,13 +9,13 @@ the same schema (re-checking the privacy model there).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, Role
 from anonlab.errors import AnonlabError
@@ -25,8 +25,9 @@ from anonlab.lattice import STRATEGIES
 from anonlab.lattice.freqset import FrequencyEngine, group_tuples
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses, metric_by_name
-from anonlab.lattice.search import ANONYMOUS, Progress, SearchContext, SearchResult
+from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult
 from anonlab.privacy import KAnonymity, check_k, max_suppressed
+from anonlab.progress import ProgressFn
 
 #: largest lattice searched: the strategies keep a few arrays with one entry per node
 MAX_LATTICE_SIZE = 20_000_000
@@ -78,21 +79,24 @@ def anonymize(
     suppression: float = 0.0,
     search: str = "flash",
     metric: str = "precision",
-    progress: Progress | None = None,
+    progress: ProgressFn | None = None,
     cache_size: int = 256,
 ) -> GeneralizationResult:
     """Find the optimal full-domain generalization and build the release.
 
     Every strategy returns the global optimum of ``metric`` among the nodes
     that are k-anonymous after suppressing at most ``floor(suppression * n)``
-    records (those in classes smaller than ``k``).
+    records (those in classes smaller than ``k``). ``progress`` is called as
+    ``progress("searching the lattice", nodes_checked, lattice_size)``.
     """
     check_k(k, dataset.n)
     limit = max_suppressed(suppression, dataset.n)
     if search not in STRATEGIES:
-        raise AnonlabError(f"unknown search '{search}': choose one of {', '.join(STRATEGIES)}")
+        raise AnonlabError(f"search '{search}' is unknown: choose one of {', '.join(STRATEGIES)}",
+                           parameter="search")
     if metric not in METRICS:
-        raise AnonlabError(f"unknown metric '{metric}': choose one of {', '.join(METRICS)}")
+        raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
+                           parameter="metric")
     criterion = KAnonymity(k)
     lattice = Lattice([q.height for q in dataset.qis])
     if lattice.size > MAX_LATTICE_SIZE:
@@ -152,8 +156,8 @@ def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, in
 
 
 def build_release(
-    dataset: Dataset, levels: Iterable[int], k: int, suppressed: np.ndarray | None = None
-) -> tuple[pd.DataFrame, np.ndarray]:
+    dataset: Dataset, levels: Iterable[int], k: int, suppressed: NDArray[Any] | None = None
+) -> tuple[pd.DataFrame, NDArray[Any]]:
     """Apply a generalization vector to every row and suppress classes smaller than k.
 
     Returns the release (identifying columns dropped, row order kept, suppressed
@@ -178,7 +182,7 @@ def build_release(
     return release.drop(columns=dropped), suppressed
 
 
-def _labelled(codes: np.ndarray, labels: list[str], suppressed: np.ndarray) -> pd.Categorical:
+def _labelled(codes: NDArray[Any], labels: list[str], suppressed: NDArray[Any]) -> pd.Categorical:
     """Group codes as a categorical of labels, '*' where the row is suppressed."""
     if SUPPRESSED in labels:
         star = labels.index(SUPPRESSED)
@@ -217,15 +221,25 @@ class Generalizer:
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
+        insensitive: Iterable[str] = (),
+        other: str | None = None,
     ) -> Generalizer:
-        """Search the optimal transformation for ``frame``."""
+        """Search the optimal transformation for ``frame``.
+
+        Every column needs a role (a hierarchy, ``identifying``, ``sensitive``
+        or ``insensitive``), or ``other="insensitive"`` releases the rest as
+        they are (:func:`anonlab.dataset.assign_roles`).
+        """
         hiers = {c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
                  for c, h in hierarchies.items()}
         self.identifying_ = list(identifying)
         self.sensitive_ = list(sensitive)
+        self.insensitive_ = list(insensitive)
+        self.other_ = other
         self.hierarchies_ = hiers
         dataset = Dataset.from_frame(frame, hiers, identifying=self.identifying_,
-                                     sensitive=self.sensitive_)
+                                     sensitive=self.sensitive_, insensitive=self.insensitive_,
+                                     other=other)
         self.result_ = anonymize(dataset, self.k, self.suppression, self.search, self.metric)
         self.transformation_ = dict(self.result_.transformation)
         return self
@@ -237,9 +251,12 @@ class Generalizer:
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
+        insensitive: Iterable[str] = (),
+        other: str | None = None,
     ) -> pd.DataFrame:
         """Fit and return the release (with ``frame``'s index)."""
-        self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive)
+        self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive,
+                 insensitive=insensitive, other=other)
         return self.result_.release.set_axis(frame.index, axis=0)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -252,6 +269,7 @@ class Generalizer:
         release = apply_transformation(
             frame, self.hierarchies_, self.transformation_, self.k, self.suppression,
             identifying=self.identifying_, sensitive=self.sensitive_,
+            insensitive=self.insensitive_, other=self.other_,
         )[0]
         return release.set_axis(frame.index, axis=0)
 
@@ -265,18 +283,21 @@ def apply_transformation(
     *,
     identifying: Iterable[str] = (),
     sensitive: Iterable[str] = (),
+    insensitive: Iterable[str] = (),
+    other: str | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Apply known levels to a table and re-check k-anonymity with the suppression limit.
 
-    Returns the release and the number of suppressed records. Fails if the
-    table needs more suppression than the limit allows at these levels.
+    Every column needs a role, as in :meth:`Generalizer.fit`. Returns the
+    release and the number of suppressed records. Fails if the table needs
+    more suppression than the limit allows at these levels.
     """
     missing = [c for c in transformation if c not in hierarchies]
     if missing:
         raise AnonlabError(f"no hierarchy for quasi-identifier '{missing[0]}': give one")
     dataset = Dataset.from_frame(
         frame, {c: hierarchies[c] for c in transformation},
-        identifying=identifying, sensitive=sensitive,
+        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
     )
     check_k(k, dataset.n)
     limit = max_suppressed(suppression, dataset.n)
@@ -294,11 +315,8 @@ def apply_transformation(
     if count > limit:
         raise AnonlabError(
             f"the table is not {k}-anonymous at this transformation: {count} records would be "
-            f"suppressed but the limit allows {limit}; run 'anonlab generalize' on this table"
+            f"suppressed but the limit allows {limit}: generalize this table to find its own "
+            "transformation"
         )
     return release, count
 
-
-def elapsed_since(started: float) -> float:
-    """Seconds since ``started`` (a ``time.perf_counter`` value)."""
-    return time.perf_counter() - started

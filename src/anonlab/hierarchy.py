@@ -11,7 +11,15 @@ Validation on load (each error names the file, the line and the values):
 * a value listed twice at level 0;
 * non-nested levels: two values share a group at level ``i`` but not at level
   ``i + 1`` (generalization would then not be a function of the coarser
-  groups and the lattice would not be monotone).
+  groups and the lattice would not be monotone);
+* a hierarchy that only relabels: with two or more values and at least one
+  level above them, no level merges two values (every level renames the one
+  below one-to-one), so generalizing protects nothing. A hierarchy of height 0
+  (values only) is accepted: its column can only be suppressed;
+* a cycle: following "label at level ``i`` generalizes to label at level
+  ``i + 1``" over all rows (labels compared as text, equal labels on
+  consecutive levels skipped) comes back to where it started, e.g. ``a``
+  generalizes to ``b`` on one line and ``b`` to ``a`` on another.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike, write_text
@@ -109,7 +118,7 @@ class Hierarchy:
         """Write the hierarchy atomically in the ARX CSV layout."""
         write_text(self.to_csv_text(delimiter), path)
 
-    def level_maps(self, values: Sequence[str]) -> tuple[list[np.ndarray], list[list[str]]]:
+    def level_maps(self, values: Sequence[str]) -> tuple[list[NDArray[np.int32]], list[list[str]]]:
         """Integer lookups for the given data dictionary.
 
         Returns ``(codes, labels)``: ``codes[l][v]`` is the group id at level
@@ -117,7 +126,7 @@ class Hierarchy:
         Group ids at each level are numbered in order of first appearance.
         Level 0 maps each value to itself.
         """
-        codes: list[np.ndarray] = []
+        codes: list[NDArray[np.int32]] = []
         labels: list[list[str]] = []
         for level in range(self.height + 1):
             names = self.labels(values, level)
@@ -196,6 +205,75 @@ def validate_rows(
                     f"at level {level + 1}: give every group one parent"
                 )
             parent.setdefault(group, (up, lineno))
+    _check_merges(rows, source, numbers)
+    _check_acyclic(rows, source, numbers)
+
+
+def _check_merges(rows: Sequence[Sequence[str]], source: str, numbers: Sequence[int]) -> None:
+    """Refuse a hierarchy whose levels never merge two values (it only relabels them).
+
+    Levels nest (checked before), so level ``i + 1`` has at most as many
+    labels as level ``i``; no level merges anything exactly when the top
+    level still has one label per value.
+    """
+    width = len(rows[0])
+    if width < 2 or len(rows) < 2 or len({row[-1] for row in rows}) < len(rows):
+        return
+    a, b = rows[0], rows[1]
+    raise AnonlabError(
+        f"hierarchy '{source}' only relabels values: no level merges two values (e.g. "
+        f"'{a[0]}' on line {numbers[0]} and '{b[0]}' on line {numbers[1]} stay apart up to "
+        f"level {width - 1}, as '{a[-1]}' and '{b[-1]}'): give a level where values share a "
+        "label, e.g. a last level '*'"
+    )
+
+
+def _check_acyclic(rows: Sequence[Sequence[str]], source: str, numbers: Sequence[int]) -> None:
+    """Refuse a cycle in the graph of generalization steps ``label -> label one level up``.
+
+    Every row contributes the edges ``row[i] -> row[i + 1]`` (skipped when the
+    two are equal: a value kept at the next level). A depth-first search that
+    meets a label still on its path has found a cycle, which the message
+    spells out edge by edge with the line of each.
+    """
+    edges: dict[str, dict[str, int]] = {}
+    for lineno, row in zip(numbers, rows, strict=True):
+        for low, high in pairwise(row):
+            if low != high:
+                edges.setdefault(low, {}).setdefault(high, lineno)
+    cycle = _find_cycle(edges)
+    if cycle is None:
+        return
+    steps = [f"'{a}' to '{b}' (line {edges[a][b]})" for a, b in pairwise(cycle)]
+    steps[0] = steps[0].replace(" to ", " generalizes to ", 1)
+    raise AnonlabError(
+        f"hierarchy '{source}' has a cycle: {', '.join(steps)}: a label must never "
+        "generalize back to a value below it; give each level labels of its own"
+    )
+
+
+def _find_cycle(edges: dict[str, dict[str, int]]) -> list[str] | None:
+    """A cycle ``[v0, v1, ..., v0]`` of the directed graph ``edges``, or None (iterative DFS)."""
+    done: set[str] = set()
+    for start in edges:
+        if start in done:
+            continue
+        path: list[str] = [start]
+        on_path = {start: 0}
+        stack = [iter(edges.get(start, {}))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                done.add(path[-1])
+                del on_path[path.pop()]
+            elif nxt in on_path:
+                return [*path[on_path[nxt]:], nxt]
+            elif nxt not in done:
+                on_path[nxt] = len(path)
+                path.append(nxt)
+                stack.append(iter(edges.get(nxt, {})))
+    return None
 
 
 # ----------------------------------------------------------------------------- builders
@@ -222,7 +300,7 @@ def interval_hierarchy(
     """
     ws = [_exact(w) for w in widths]
     if any(w <= 0 for w in ws):
-        raise AnonlabError("interval widths must be positive: e.g. --widths 5,10,20")
+        raise AnonlabError("widths must be positive: e.g. 5,10,20", parameter="widths")
     for a, b in pairwise(ws):
         if b % a != 0:
             raise AnonlabError(
@@ -301,7 +379,7 @@ def grouping_hierarchy(
     if len(set(vals)) != len(vals):
         raise AnonlabError("ordered grouping needs distinct values: remove duplicates")
     if any(s < 1 for s in sizes):
-        raise AnonlabError("group sizes must be at least 1: e.g. --sizes 2,4")
+        raise AnonlabError("sizes must be at least 1: e.g. 2,4", parameter="sizes")
     for a, b in pairwise(sizes):
         if b % a != 0:
             raise AnonlabError(

@@ -1,139 +1,248 @@
-"""Reading tables and writing outputs safely.
+"""Reading tables and writing outputs safely: the one reader and the one writer.
 
-Inputs: CSV (delimiter, quoting, header, UTF-8) and Parquet, chosen by file
-extension, or a pandas DataFrame passed through unchanged.
+:func:`read_table` reads a CSV file (delimiter sniffed or given), a Parquet
+file or partitioned folder, an Excel ``.xlsx`` sheet, a database table or
+query (a SQLAlchemy URL), or a pandas DataFrame. Read as text (``dtype=str``,
+the default) every source gives the same strings for the same data: missing
+values are ``""`` and numbers print as :mod:`anonlab.tabletext` prints them.
 
-Outputs are written atomically: to a temporary file in the target's folder,
-then renamed over the target, so a failure never leaves half a file behind.
-An output path that resolves to one of the inputs is refused.
+:func:`write_table` writes CSV in one dialect for every command, Parquet,
+Excel or a database table, chosen by the target. File outputs are written
+atomically: to a hidden temporary file beside the target (named as
+:func:`anonlab.outputs.temp_path_for` names it), then renamed over it, so a
+failure never leaves half a file behind; temporary files of killed runs are
+removed on the way. An output path that is a folder or one of the inputs is
+refused, and a full disk or a missing permission is a one-line error.
+
+The formats and the dialect are described in ``docs/io.md``.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from anonlab.database import DatabaseTarget, is_database_url, masked
 from anonlab.errors import AnonlabError
+from anonlab.outputs import default_mode, remove_stale_temps, temp_path_for, write_error
+from anonlab.sources import sniff_delimiter
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 PathLike = str | os.PathLike[str]
+Source = PathLike | DatabaseTarget
 
-
-def _is_parquet(path: Path) -> bool:
-    return path.suffix.lower() in {".parquet", ".pq"}
+__all__ = [
+    "PathLike", "atomic_write", "check_not_input", "check_outputs", "file_sha256",
+    "read_json", "read_table", "sniff_delimiter", "to_json_text", "write_json", "write_table",
+    "write_text",
+]
 
 
 def read_table(
     source: PathLike | pd.DataFrame,
     *,
     delimiter: str | None = None,
+    sheet: str | None = None,
+    table: str | None = None,
+    query: str | None = None,
     header: bool = True,
     quotechar: str = '"',
     dtype: Any = str,
+    format_of: PathLike | DatabaseTarget | None = None,
 ) -> pd.DataFrame:
-    """Read a table from CSV or Parquet, or return a copy of a DataFrame.
+    """Read a table from a file, a folder, a database or a DataFrame.
 
-    CSV values are read as strings by default (``dtype=str``) so that codes
-    such as ZIP ``"01234"`` keep their leading zeros; pass ``dtype=None`` to let
-    pandas infer numeric columns. A ``delimiter`` of ``None`` sniffs ``,`` / ``;``
-    / tab from the header line.
+    ``source`` is one of:
+
+    * a CSV file; ``delimiter`` is sniffed (``,`` ``;`` tab ``|``) when not
+      given; ``header`` says whether the first line names the columns;
+    * a Parquet file (``.parquet``/``.pq``) or a folder of Parquet parts
+      (hive-style ``key=value/`` folders become columns);
+    * an Excel workbook (``.xlsx``), its first sheet or the one named ``sheet``;
+    * a SQLAlchemy URL (``sqlite:///data.db``, ``postgresql://user@host/db``)
+      with exactly one of ``table`` (a table name) or ``query`` (an SQL query);
+    * a pandas DataFrame, copied.
+
+    With ``dtype=str`` (the default) every value is text, so codes such as
+    ZIP ``"01234"`` keep their leading zeros and every source gives the same
+    strings for the same data; a missing value (an empty field or cell, a
+    null, NaN, SQL NULL) is ``""``. ``dtype=None`` keeps the source's types
+    (a CSV's are inferred by pandas). Every problem is a one-line
+    :class:`AnonlabError`.
+
+    ``format_of`` reads a file staged for another target (see
+    :func:`write_table`) in the dialect the writer used for that target: a
+    staged ``.tsv`` release is split at tabs, a ``.csv`` one at commas.
     """
-    import pandas as pd  # here, not at import: commands that never read a DataFrame skip it
+    import pandas as pd  # here, not at import: commands that never read a table skip it
 
     if isinstance(source, pd.DataFrame):
-        return source.copy()
+        _no_sheet(sheet, "a DataFrame")
+        _no_database_options(table, query, "a DataFrame")
+        return _from_frame(source, dtype)
+    if is_database_url(source):
+        _no_sheet(sheet, f"'{masked(str(source))}'")
+        return _from_database(str(source), table, query, dtype)
+    _no_database_options(table, query, f"'{source}'")
+    if delimiter is None and format_of is not None:
+        delimiter = _written_delimiter(format_of)
     path = Path(source)
+    try:
+        return _from_path(path, delimiter, sheet, header, quotechar, dtype)
+    except MemoryError as exc:
+        raise _memory_error(path, exc) from None
+    except PermissionError:
+        raise AnonlabError(f"cannot read '{path}': permission denied: make it readable "
+                           "or copy it somewhere readable") from None
+    except IsADirectoryError:
+        raise AnonlabError(f"input '{path}' holds a folder where a file was expected: name a "
+                           "file") from None
+
+
+def _written_delimiter(target: PathLike | DatabaseTarget) -> str | None:
+    """The delimiter :func:`write_table` uses for ``target`` (``None``: not CSV)."""
+    from anonlab.sinks import output_format
+
+    return {"csv": ",", "tsv": "\t"}.get(output_format(target))
+
+
+def _no_sheet(sheet: str | None, what: str) -> None:
+    if sheet is not None:
+        raise AnonlabError(f"sheet '{sheet}' is given but {what} is not an Excel workbook: "
+                           "leave sheet out", parameter="sheet")
+
+
+def _no_database_options(table: str | None, query: str | None, what: str) -> None:
+    name = "table" if table is not None else "query" if query is not None else None
+    if name is not None:
+        raise AnonlabError(f"{name} is given but the input {what} is not a database URL: "
+                           f"leave {name} out, or read from a URL such as sqlite:///data.db",
+                           parameter=name)
+
+
+def _memory_error(path: Path, exc: BaseException) -> AnonlabError:
+    try:
+        size = f" ({_size(path)} bytes)"
+    except OSError:
+        size = ""
+    detail = str(exc).strip().splitlines()[:1] or ["out of memory"]
+    return AnonlabError(f"not enough memory to read '{path}'{size}: {detail[0]}; free memory, "
+                        "or read a smaller table (e.g. a Parquet folder's parts one by one)")
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def _from_path(path: Path, delimiter: str | None, sheet: str | None, header: bool,
+               quotechar: str, dtype: Any) -> pd.DataFrame:
+    """A table file or Parquet folder: the format chosen, read, checked, converted."""
+    from anonlab.sources import file_format, read_excel, read_parquet
+
     if not path.exists():
         raise AnonlabError(f"input file '{path}' does not exist: check the path")
+    text = dtype is str
     if path.is_dir():
-        raise AnonlabError(f"input '{path}' is a folder, not a file: name a CSV or Parquet file")
-    if _is_parquet(path):
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types
-            raise AnonlabError(f"cannot read Parquet file '{path}': {exc}") from exc
-        if dtype is str:
-            frame = frame.astype(str)
-        return frame
+        _no_sheet(sheet, f"folder '{path}'")
+        return _finish(read_parquet(path, text), f"folder '{path}'", dtype, header=False)
+    fmt = file_format(path)
+    if fmt != "excel":
+        _no_sheet(sheet, f"'{path}'")
+    if fmt == "parquet":
+        return _finish(read_parquet(path, text), f"file '{path}'", dtype, header=False)
+    if fmt == "excel":
+        return _finish(read_excel(path, sheet, header, text), f"file '{path}'", dtype, header)
+    return _read_csv(path, delimiter, header, quotechar, dtype)
+
+
+def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
+              dtype: Any) -> pd.DataFrame:
+    from anonlab.sinks import check_delimiter
+    from anonlab.sources import read_csv_text, read_csv_typed
+
+    if delimiter == "\\t":
+        delimiter = "\t"
+    if delimiter is not None:
+        check_delimiter(delimiter)
+    if len(quotechar) != 1:
+        raise AnonlabError(f"quotechar {quotechar!r} must be one character",
+                           parameter="quotechar")
     sep = delimiter if delimiter is not None else sniff_delimiter(path)
-    if header:
-        _check_header(path, sep, quotechar)
-    # text-only reads go through pyarrow's multi-threaded parser (about 2x faster)
-    engine: Literal["pyarrow", "c"] = "pyarrow" if dtype is str and len(sep) == 1 else "c"
+    if dtype is not str:
+        frame = read_csv_typed(path, sep, quotechar, header, dtype)
+        if frame.shape[0] == 0:
+            raise _no_rows(f"file '{path}'", header)
+        return frame  # type: ignore[no-any-return]
+    return _finish(read_csv_text(path, sep, quotechar, header), f"file '{path}'", dtype,
+                   header)
+
+
+def _no_rows(where: str, header: bool) -> AnonlabError:
+    has = "has a header but no rows" if header else "has no rows"
+    return AnonlabError(f"{where} {has}: give at least one record")
+
+
+def _finish(data: pa.Table, where: str, dtype: Any, header: bool = True) -> pd.DataFrame:
+    """Refuse repeated names and empty tables; text (``dtype=str``) or typed DataFrame."""
+    from anonlab.sources import check_names
+    from anonlab.tabletext import text_table, to_frame
+
+    check_names(data.column_names, where)
+    if data.num_rows == 0:
+        raise _no_rows(where, header)
+    if dtype is str:
+        return to_frame(text_table(data))
+    frame = to_frame(data)
+    return frame if dtype is None else frame.astype(dtype)
+
+
+def _from_database(url: str, table: str | None, query: str | None, dtype: Any) -> pd.DataFrame:
+    """A database table or query result (values as text with ``dtype=str``)."""
+    import pyarrow as pa
+
+    from anonlab.database import fetch
+    from anonlab.tabletext import values_text
+
     try:
-        frame = pd.read_csv(
-            path,
-            sep=sep,
-            header=0 if header else None,
-            quotechar=quotechar,
-            dtype=dtype,
-            keep_default_na=dtype is not str,
-            encoding="utf-8",
-            engine=engine,
-        )
-    except UnicodeDecodeError as exc:
-        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
-    except pd.errors.EmptyDataError as exc:
-        raise AnonlabError(f"file '{path}' is empty: give a table with a header row") from exc
-    except (pd.errors.ParserError, ValueError) as exc:
-        text = str(exc).strip().splitlines()
-        msg = text[-1] if text else type(exc).__name__
-        if "utf" in msg.lower() and "invalid" in msg.lower():
-            raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
-        if "empty" in msg.lower():
-            raise AnonlabError(f"file '{path}' is empty: give a table with a header row") from exc
-        raise AnonlabError(
-            f"file '{path}' is ragged or malformed ({msg}): every row needs the same number "
-            f"of fields; check the delimiter (now '{sep}')"
-        ) from exc
-    if not header:
-        frame.columns = [str(c) for c in frame.columns]
-    if frame.shape[0] == 0:
-        raise AnonlabError(f"file '{path}' has a header but no rows: give at least one record")
-    return frame
+        names, rows = fetch(url, table=table, query=query)
+        columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in names]
+        where = f"table '{table}'" if table is not None else "the query"
+        where += f" of '{masked(url)}'"
+        if dtype is str:
+            arrays = [pa.array(values_text(c), pa.string()) for c in columns]
+        else:
+            from anonlab.tabletext import column_from_python
+
+            arrays = [column_from_python(c) for c in columns]
+        data = pa.Table.from_arrays(arrays, names=names)
+    except MemoryError as exc:
+        detail = str(exc).strip().splitlines()[:1] or ["out of memory"]
+        raise AnonlabError(f"not enough memory to read '{masked(url)}': {detail[0]}; free "
+                           "memory or select fewer rows with query") from None
+    return _finish(data, where, dtype, header=False)
 
 
-def _check_header(path: Path, sep: str, quotechar: str) -> None:
-    """Refuse a header that names a column twice (pandas would rename it silently)."""
-    if len(sep) != 1:
-        return
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            names = next(csv.reader(fh, delimiter=sep, quotechar=quotechar), [])
-    except UnicodeDecodeError as exc:
-        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
-    seen: set[str] = set()
-    for name in (n.strip() for n in names):
-        if name in seen:
-            raise AnonlabError(
-                f"file '{path}' names the column '{name}' twice in its header: give every "
-                "column its own name"
-            )
-        seen.add(name)
+def _from_frame(frame: pd.DataFrame, dtype: Any) -> pd.DataFrame:
+    """A copy of ``frame``; with ``dtype=str`` every value as text (index kept)."""
+    from anonlab.tabletext import arrow_from_frame, text_table, to_frame
 
-
-def sniff_delimiter(path: Path) -> str:
-    """Guess the delimiter of a CSV file from its first line (',' ';' or tab)."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = fh.readline()
-    except UnicodeDecodeError as exc:
-        raise AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8") from exc
-    counts = {d: first.count(d) for d in (",", ";", "\t")}
-    best = max(counts, key=lambda d: counts[d])
-    return best if counts[best] > 0 else ","
+    if dtype is not str:
+        return frame.copy() if dtype is None else frame.astype(dtype)
+    text = to_frame(text_table(arrow_from_frame(frame)))
+    text.index = frame.index.copy()
+    return text
 
 
 def file_sha256(path: PathLike) -> str:
@@ -147,9 +256,11 @@ def file_sha256(path: PathLike) -> str:
 
 def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None:
     """Refuse an output path that is one of the input files."""
+    if is_database_url(output):
+        return
     out = Path(output).resolve()
     for item in inputs:
-        if item is None:
+        if item is None or is_database_url(item):
             continue
         if Path(item).resolve() == out:
             raise AnonlabError(
@@ -158,24 +269,20 @@ def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None
             )
 
 
-def _default_mode() -> int:
-    """Permissions an ordinary new file gets here: 0o666 less the process umask."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def check_outputs(
     outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None]
 ) -> None:
-    """Refuse an output (flag -> path, ``None`` = not given) that is an input or another output."""
+    """Refuse an output (flag -> path, ``None`` = not given) that is an input, a folder or
+    another output."""
     inputs = list(inputs)
-    seen: dict[Path, str] = {}
+    seen: dict[object, str] = {}
     for flag, out in outputs.items():
         if out is None:
             continue
         check_not_input(out, inputs)
-        where = Path(out).resolve()
+        where: object = str(out) if is_database_url(out) else Path(out).resolve()
+        if isinstance(where, Path) and where.is_dir():
+            raise AnonlabError(f"{flag} '{out}' is a folder: give a file name inside it")
         if where in seen:
             raise AnonlabError(
                 f"'{out}' is given as both {seen[where]} and {flag}: they name the same file; "
@@ -189,65 +296,96 @@ def atomic_write(
 ) -> None:
     """Call ``writer(tmp_path)`` then rename the temporary file onto ``path``.
 
-    The temporary file lives beside the target so the rename is atomic; on any
-    error it is removed and the target is left as it was. A missing output
-    folder is created. The file gets the usual permissions (0o666 less the
-    umask), or owner-only 0o600 when ``private`` (secret keys).
+    The temporary file lives beside the target (``.NAME.anonlab-PID-RANDOM.tmp``)
+    so the rename is atomic; on any error it is removed and the target is
+    left as it was, and temporary files of killed runs in that folder are
+    removed first. A missing output folder is created; a target that is a
+    folder is refused. The file gets the usual permissions (0o666 less the
+    umask), or owner-only 0o600 when ``private`` (secret keys). A full disk,
+    a missing permission or a read-only file system is a one-line error.
     """
     target = Path(path)
+    if target.is_dir():
+        raise AnonlabError(f"output '{target}' is a folder: give a file name inside it")
     folder = target.parent if str(target.parent) else Path(".")
     if folder.exists() and not folder.is_dir():
         raise AnonlabError(f"output folder '{folder}' is a file: choose another output path")
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+    remove_stale_temps(folder)
+    tmp = temp_path_for(target)
     try:
         writer(tmp)
-        os.chmod(tmp, 0o600 if private else _default_mode())
+        os.chmod(tmp, 0o600 if private else default_mode())
         os.replace(tmp, target)
+    except (OSError, MemoryError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_error(target, exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def write_table(frame: pd.DataFrame, path: PathLike, *, delimiter: str = ",") -> None:
-    """Write a table atomically; Parquet for ``.parquet``/``.pq``, CSV otherwise."""
-    target = Path(path)
-    if _is_parquet(target):
-        atomic_write(target, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        atomic_write(target, lambda tmp: _write_csv(frame, tmp, delimiter))
+def write_table(
+    frame: pd.DataFrame | pa.Table,
+    path: PathLike | DatabaseTarget,
+    *,
+    delimiter: str | None = None,
+    table: str | None = None,
+    sheet: str | None = None,
+    format_of: PathLike | DatabaseTarget | None = None,
+) -> None:
+    """Write a table, in the format its target's extension names, atomically.
+
+    * ``.csv``, ``.txt`` and any other extension: CSV in the one dialect
+      (``,`` unless ``delimiter`` is given; quotes only where needed; ``\\n``
+      line ends; UTF-8; header row);
+    * ``.tsv``/``.tab``: the same with a tab between fields;
+    * ``.parquet``/``.pq``: Parquet, the column types kept;
+    * ``.xlsx``: an Excel workbook with one sheet (``sheet``, default ``Sheet1``);
+    * a SQLAlchemy URL with ``table`` (or a :class:`DatabaseTarget`): that
+      table, replaced inside one transaction.
+
+    ``format_of`` chooses the format from another target than ``path``: a run
+    stages its release to a temporary file ``path`` and renames it later onto
+    ``format_of`` (a database target is staged as Parquet).
+    """
+    from anonlab.sinks import output_format, to_arrow, write_file
+
+    if isinstance(path, DatabaseTarget) or is_database_url(path):
+        target = path if isinstance(path, DatabaseTarget) else _named_table(str(path), table)
+        _write_database(to_arrow(frame), target)
+        return
+    if table is not None:
+        raise AnonlabError(f"table is given but the output '{path}' is not a database URL: "
+                           "leave table out, or write to a URL such as sqlite:///out.db",
+                           parameter="table")
+    fmt = output_format(format_of if format_of is not None else path)
+    if sheet is not None and fmt != "excel":
+        raise AnonlabError(f"sheet '{sheet}' is given but '{path}' is not an Excel workbook: "
+                           "leave sheet out", parameter="sheet")
+    data = to_arrow(frame)
+    atomic_write(path, lambda tmp: write_file(data, tmp, fmt, delimiter=delimiter,
+                                              sheet=sheet))
 
 
-def _write_csv(frame: pd.DataFrame, path: Path, delimiter: str) -> None:
-    """CSV through pyarrow's writer when every column converts, else pandas."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+def _named_table(url: str, table: str | None) -> DatabaseTarget:
+    if table is None:
+        raise AnonlabError(f"table is needed to write to the database '{masked(url)}': name "
+                           "the table to write", parameter="table")
+    return DatabaseTarget(url, table)
 
+
+def _write_database(data: pa.Table, target: DatabaseTarget) -> None:
+    from anonlab.database import check_target, write_tables
+
+    check_target("output", target)
     try:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        columns = [
-            col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
-            for col in (c.combine_chunks() for c in table.columns)
-        ]
-        table = pa.table(columns, names=[str(c) for c in frame.columns])
-        buf = io.StringIO()
-        csv.writer(buf, delimiter=delimiter, lineterminator="\n").writerow(table.column_names)
-        for style in ("none", "needed"):  # plain values unless one needs quotes
-            try:
-                with path.open("wb") as fh:
-                    fh.write(buf.getvalue().encode("utf-8"))
-                    options = pacsv.WriteOptions(
-                        delimiter=delimiter, quoting_style=style, include_header=False
-                    )
-                    pacsv.write_csv(table, fh, write_options=options)
-                break
-            except pa.ArrowInvalid:
-                if style == "needed":
-                    raise
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        frame.to_csv(path, sep=delimiter, index=False, encoding="utf-8")
+        write_tables(target.url, [(target.table, data)])
+    except (OSError, MemoryError) as exc:
+        raise write_error(target, exc) from None
 
 
 def _json_default(value: Any) -> Any:
@@ -299,12 +437,29 @@ def write_text(text: str, path: PathLike, *, private: bool = False) -> None:
 
 
 def read_json(path: PathLike) -> Any:
-    """Read a JSON file, with a one-line error when it is missing or malformed."""
+    """Read a JSON file, with a one-line error when it is missing, a folder or malformed.
+
+    A document nested too deeply for Python's parser (thousands of levels;
+    no report or key is) is refused instead of ending in a ``RecursionError``.
+    """
     p = Path(path)
     if not p.exists():
         raise AnonlabError(f"JSON file '{p}' does not exist: check the path")
+    if p.is_dir():
+        raise AnonlabError(f"JSON file '{p}' is a folder: give a report or key file")
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise AnonlabError(f"file '{p}' is not valid JSON ({exc}): give a report or key "
                            "written by anonlab") from exc
+    except MemoryError as exc:
+        raise _memory_error(p, exc) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AnonlabError(f"file '{p}' is not valid JSON ({exc}): give a report or key "
+                           "written by anonlab") from exc
+    except RecursionError:
+        raise AnonlabError(f"file '{p}' is JSON nested too deeply: give a report or key "
+                           "written by anonlab") from None
+

@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 
@@ -25,12 +26,8 @@ class Criterion(ABC):
     monotone: bool = True
 
     @abstractmethod
-    def outliers(self, counts: np.ndarray) -> np.ndarray:
+    def outliers(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Boolean mask of the classes that violate the criterion (to be suppressed)."""
-
-    @abstractmethod
-    def describe(self) -> dict[str, object]:
-        """The criterion's parameters, for reports."""
 
 
 @dataclass(frozen=True)
@@ -47,32 +44,31 @@ class KAnonymity(Criterion):
     monotone = True
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise AnonlabError(f"k must be at least 1 (got {self.k}): use e.g. --k 5")
+        check_k(self.k)
 
-    def outliers(self, counts: np.ndarray) -> np.ndarray:
+    def outliers(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Classes with fewer than ``k`` records."""
         return counts < self.k
 
-    def describe(self) -> dict[str, object]:
-        """``{"model": "k-anonymity", "k": k}``."""
-        return {"model": "k-anonymity", "k": self.k}
+
+def check_suppression(limit: float) -> None:
+    """Reject a suppression limit outside [0, 1) (or NaN): 1 would be 100 %, never meant."""
+    if not 0.0 <= limit < 1.0 or math.isnan(limit):
+        raise AnonlabError(
+            f"suppression must be a fraction below 1 or a percentage such as '1%' (got "
+            f"{limit:g}): write 0.01 or 1%", parameter="suppression")
 
 
 def max_suppressed(limit: float, n: int) -> int:
-    """Largest number of records a suppression limit (fraction of ``n``) allows."""
-    if not 0.0 <= limit <= 1.0 or math.isnan(limit):
-        raise AnonlabError(
-            f"suppression limit {limit} is outside [0, 1]: give a fraction, e.g. --suppression 0.01"
-        )
+    """Largest number of records a suppression limit allows: ``floor(limit * n)``."""
+    check_suppression(limit)
     return math.floor(limit * n + 1e-9)
 
 
-def check_k(k: int, n: int) -> None:
-    """Reject k < 1 or k larger than the number of records."""
+def check_k(k: int, n: int | None = None) -> None:
+    """Reject k < 1, or k larger than the number of records ``n`` when it is given."""
     if k < 1:
-        raise AnonlabError(f"k must be at least 1 (got {k}): use e.g. --k 5")
-    if k > n:
-        raise AnonlabError(
-            f"k = {k} is larger than the table's {n} records: choose k <= {n}"
-        )
+        raise AnonlabError(f"k must be at least 1 (got {k}): choose e.g. 5", parameter="k")
+    if n is not None and k > n:
+        raise AnonlabError(f"k = {k} is larger than the table's {n} records: choose k <= {n}",
+                           parameter="k")

@@ -3,17 +3,74 @@
 from __future__ import annotations
 
 import importlib
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
+import click
 import typer
+import typer.core
 
 from anonlab import __version__
+from anonlab.cli.common import EXIT_USER_ERROR
+
+
+class OneLineErrors(typer.core.TyperGroup):
+    """The command group, with every usage error as one line ``Error: ...`` and exit code 2.
+
+    Click and Typer would print a boxed, multi-line panel; a mistyped flag or
+    a missing argument gets the same one line as any other user error,
+    with a pointer to the command's ``--help``.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            return _exit(EXIT_USER_ERROR, standalone_mode)
+        except click.ClickException as exc:
+            print(f"Error: {_usage_line(exc)}", file=sys.stderr)
+            return _exit(exc.exit_code, standalone_mode)
+        except click.exceptions.Abort:
+            print("Error: interrupted: nothing was written", file=sys.stderr)
+            return _exit(EXIT_USER_ERROR, standalone_mode)
+        code = result if isinstance(result, int) else 0
+        return _exit(code, standalone_mode) if standalone_mode else result
+
+
+def _usage_line(exc: click.ClickException) -> str:
+    """One line: the usage problem and where to read how to call the command."""
+    message = " ".join(exc.format_message().split())
+    context = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and context is not None:
+        message += f" (see '{context.command_path} --help')"
+    return message
+
+
+def _exit(code: int, standalone_mode: bool) -> int:
+    if standalone_mode:
+        sys.exit(code)
+    return code
+
 
 app = typer.Typer(
     name="anonlab",
+    cls=OneLineErrors,
     help="Privacy-preserving data publishing: anonymize a table, measure loss and risk.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"show_default": True},
 )
 
 # Each module defines ``register(app)``; keep one module per method family.
@@ -24,6 +81,8 @@ COMMAND_MODULES = (
     "anonlab.cli.party",
     "anonlab.cli.perturb",
     "anonlab.cli.report",
+    "anonlab.cli.verify",
+    "anonlab.cli.risk",
 )
 
 
@@ -46,6 +105,12 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends a run as Ctrl-C does: staged outputs are removed, nothing is written."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _terminate)
     app()

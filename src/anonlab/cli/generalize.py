@@ -1,211 +1,194 @@
-"""Sub-commands ``generalize``, ``apply`` and ``hierarchy`` (full-domain generalization)."""
+"""Sub-commands ``generalize``, ``apply`` and ``hierarchy`` (full-domain generalization).
+
+Each command maps its flags to the library's settings
+(:mod:`anonlab.runs.generalize`), runs it and prints a summary; the library
+checks, computes, verifies and writes.
+"""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import load_toml, merge_settings, user_errors
-from anonlab.errors import AnonlabError
+from anonlab.cli.common import fail, progress_display, user_errors
+from anonlab.cli.release_risk import (
+    ATTACKER_COLUMNS,
+    FAIL_ON_RISK,
+    INSENSITIVE,
+    MAX_RISK,
+    OTHER,
+    POPULATION,
+    RISK_FLAGS,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE_HIERARCHY,
+    WEIGHTS,
+    risk_guard,
+    risk_overrides,
+)
 
 GENERALIZE_HELP = """Generalize a table to k-anonymity with an optimal lattice search.
 
-Example:
+Every column needs a role: --qi (with its hierarchy), --identifying (dropped),
+--sensitive or --insensitive (released as they are). A column given none is
+refused, unless --other insensitive releases all such columns unchanged (the
+report lists them). The report holds the release's re-identification risk;
+a risky release draws a warning (--fail-on-risk: exit code 3, nothing
+written). Example:
 
   anonlab generalize data/adult/adult.csv --delimiter ';' --qi age=data/adult/hierarchy_age.csv
-  --qi sex=data/adult/hierarchy_sex.csv --sensitive salary-class --k 5 --suppression 0.01
-  --search flash --metric precision --output adult_k5.csv --report adult_k5.json
+  --qi sex=data/adult/hierarchy_sex.csv --qi race=data/adult/hierarchy_race.csv
+  --identifying marital-status,education,native-country,workclass,occupation
+  --sensitive salary-class --k 5 --suppression 1% --output adult_k5.csv --report adult_k5.json
 
   anonlab generalize --config examples/adult.toml --k 10
+
+A table given on the command line with --config needs its own --output and
+--report (and --html, --plot) wherever the config names them.
 """
 
 APPLY_HELP = """Apply the transformation of an earlier `generalize` report to another table.
 
-The new table must have the same columns; k-anonymity with the same suppression
-limit is re-checked on it. Example:
+The new table must have the same columns, which keep the roles the report gave
+them (a column the report does not know is refused unless --other insensitive);
+k-anonymity with the same suppression limit is re-checked on it, and the
+release's risk is measured as in generalize. The hierarchy files are found
+where the report says (relative to the report's folder), from any folder.
+Example:
 
   anonlab apply adult_k5.json new.csv --output new_k5.csv
 """
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def _progress_callback(quiet: bool) -> tuple[Any, Any]:
-    if quiet:
-        return None, None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    progress = Progress(
-        TextColumn("searching the lattice: nodes checked"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("search", total=None)
-
-    def update(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
-
-    return progress, update
+#: how the library's parameters are spelled on these commands
+FLAGS = {"input": "the INPUT argument", "report_in": "the REPORT argument",
+         "hierarchies": "--qi", **RISK_FLAGS}
 
 
-def _write_release(release: Any, settings: Any, verify_with: Any) -> None:
-    from anonlab.io import atomic_write, write_table
-
-    out = Path(settings.output)
-    if verify_with is None:
-        write_table(release, out)
-        return
-
-    def writer(tmp: Path) -> None:
-        # write beside the target, re-read and verify, and only then rename
-        staged = tmp.with_name(tmp.name + out.suffix)
-        try:
-            write_table(release, staged)
-            verify_with(staged)
-            staged.replace(tmp)
-        finally:
-            staged.unlink(missing_ok=True)
-
-    atomic_write(out, writer)
+def _errors(func: Callable[P, R]) -> Callable[P, R]:
+    """:func:`user_errors` with this family's spelling of its parameters."""
+    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
+    return wrapped
 
 
-@user_errors
+def _flag(name: str) -> str:
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+# options shared by every command that reads a table
+DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
+                         "header: ',', ';' or tab).")
+SHEET = typer.Option(None, "--sheet", help="Excel sheet to read (default: the first).")
+TABLE = typer.Option(None, "--table", help="Database table to read when the input is a "
+                     "SQLAlchemy URL.")
+QUERY = typer.Option(None, "--query", help="SQL query to read when the input is a SQLAlchemy "
+                     "URL.")
+VERIFY = typer.Option(None, "--verify/--no-verify", help="Re-read the release and check it "
+                      "with the independent checker before anything is written (default: on).")
+
+
+@_errors
 def generalize_command(
-    input: Path | None = typer.Argument(None, help="Table to anonymize (CSV or Parquet)."),
+    input: str | None = typer.Argument(
+        None, help="Table to anonymize: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
+        "config's input)."),
     config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
-    delimiter: str | None = typer.Option(None, "--delimiter", help="CSV delimiter (sniffed)."),
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
     qi: list[str] | None = typer.Option(
         None, "--qi", help="Quasi-identifier and its hierarchy: COLUMN=FILE (repeat)."
     ),
     identifying: list[str] | None = typer.Option(
         None, "--identifying", help="Identifying column(s), dropped from the release."
     ),
-    sensitive: list[str] | None = typer.Option(None, "--sensitive", help="Sensitive column(s)."),
-    k: int | None = typer.Option(None, "--k", help="Every class has at least k records."),
-    suppression: float | None = typer.Option(
-        None, "--suppression", help="Largest fraction of records that may be suppressed."
+    sensitive: list[str] | None = typer.Option(
+        None, "--sensitive", help="Sensitive column(s), released as they are; the risk "
+        "section gives their l and t (default: none)."),
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
+    k: int | None = typer.Option(
+        None, "--k", help="Every class has at least k records (default: 2)."),
+    suppression: str | None = typer.Option(
+        None, "--suppression",
+        help="Largest share of records that may be suppressed: a fraction below 1 (0.01) or a "
+        "percentage (1%) (default: 0)."
     ),
     search: str | None = typer.Option(
-        None, "--search", help="exhaustive | ola | degree | flash (default flash)."
+        None, "--search", help="exhaustive | ola | degree | flash (default: flash)."
     ),
     metric: str | None = typer.Option(
         None, "--metric",
-        help="precision | precision_with_suppression | discernibility | aecs | entropy.",
+        help="precision | precision_with_suppression | discernibility | aecs | entropy "
+        "(default: precision_with_suppression when --suppression is above 0, which counts "
+        "suppressed records; else precision).",
     ),
-    output: Path | None = typer.Option(None, "--output", help="Release (CSV or .parquet)."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report."),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
+    output: Path | None = typer.Option(
+        None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
+        "else CSV (default: none)."),
+    report: Path | None = typer.Option(None, "--report", help="JSON report (default: none)."),
     html: Path | None = typer.Option(
-        None, "--html", help="Shareable HTML report (see `anonlab report`)."
+        None, "--html", help="Shareable HTML report (see `anonlab report`; default: none)."
     ),
     plot: Path | None = typer.Option(
-        None, "--plot", help="PNG of the equivalence class size distribution."
+        None, "--plot", help="PNG of the equivalence class sizes (default: none)."
     ),
-    verify: bool = typer.Option(
-        False, "--verify", help="Re-check the written release with the independent checker."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress or summary output."),
+    verify: bool | None = VERIFY,
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
 ) -> None:
     """Generalize a table to k-anonymity (see --help for an example)."""
-    from anonlab.settings import generalize_settings, parse_qi_flags, resolve_paths, split_names
+    from anonlab.runs.generalize import (
+        GeneralizeSettings,
+        parse_qi_flags,
+        run_generalize,
+        stale_outputs,
+    )
 
-    started = time.perf_counter()
-    base: dict[str, Any] = {}
-    if config is not None:
-        base = resolve_paths(load_toml(config), config.parent)
-    flags = {
-        "input": str(input) if input else None,
-        "delimiter": delimiter,
-        "qi": parse_qi_flags(qi) if qi else None,
-        "identifying": split_names(identifying),
-        "sensitive": split_names(sensitive),
-        "k": k,
-        "suppression": suppression,
-        "search": search,
-        "metric": metric,
-        "output": str(output) if output else None,
-        "report": str(report) if report else None,
-        "verify": verify or None,
-        "quiet": quiet or None,
+    overrides: dict[str, Any] = {
+        "input": input, "delimiter": delimiter, "sheet": sheet, "table": table, "query": query,
+        "qi": parse_qi_flags(qi) if qi else None, "identifying": identifying,
+        "sensitive": sensitive, "insensitive": insensitive, "other": other, "k": k,
+        "suppression": suppression, "search": search, "metric": metric,
+        "output": _text(output), "report": _text(report), "html": _text(html),
+        "plot": _text(plot), "verify": verify,
+        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                         population=population, sampling_fraction=sampling_fraction,
+                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
     }
-    settings = generalize_settings(merge_settings(base, flags))
-    run_generalize(settings, started, html=html, plot=plot)
+    stale = [] if config is None else stale_outputs(config, overrides)
+    if stale:
+        raise fail(f"input '{input}' replaces the input of config '{config}', whose "
+                   f"{' and '.join(stale)} are named for that input: give "
+                   f"{' and '.join(_flag(n) for n in stale)} for the new input")
+    settings = GeneralizeSettings.load(config, **overrides)
+    if not any((settings.output, settings.report, settings.html, settings.plot)):
+        raise fail("nothing to write: give --output, --report, --html and/or --plot")
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
+        result = run_generalize(settings, progress=progress)
+    if not quiet:
+        _print_summary(result.report, result.written)
 
 
-def run_generalize(
-    settings: Any, started: float, html: Path | None = None, plot: Path | None = None
-) -> dict[str, Any]:
-    """Load, search, verify and write, as the settings say; returns the report."""
-    from anonlab.checker import check_generalization, check_k_anonymity
-    from anonlab.dataset import Dataset, Role
-    from anonlab.generalize import anonymize
-    from anonlab.hierarchy import Hierarchy
-    from anonlab.io import check_outputs, read_table, write_json
-    from anonlab.privacy import check_k, max_suppressed
-    from anonlab.report import report_header
-
-    if settings.output is None and settings.report is None and html is None and plot is None:
-        raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
-    inputs = [settings.input, *settings.qi.values()]
-    check_outputs({"--output": settings.output, "--report": settings.report, "--html": html,
-                   "--plot": plot}, inputs)
-    hierarchies = {c: Hierarchy.from_csv(p) for c, p in settings.qi.items()}
-    frame = read_table(settings.input, delimiter=settings.delimiter)
-    dataset = Dataset.from_frame(
-        frame, hierarchies, identifying=settings.identifying, sensitive=settings.sensitive,
-        insensitive=settings.insensitive, source=settings.input,
-    )
-    check_k(settings.k, dataset.n)
-    max_suppressed(settings.suppression, dataset.n)
-    progress, update = _progress_callback(settings.quiet)
-    if progress is not None:
-        with progress:
-            result = anonymize(dataset, settings.k, settings.suppression, settings.search,
-                               settings.metric, progress=update)
-    else:
-        result = anonymize(dataset, settings.k, settings.suppression, settings.search,
-                           settings.metric)
-    limit = max_suppressed(settings.suppression, dataset.n)
-    dropped = dataset.columns_with(Role.IDENTIFYING)
-
-    def verify(path: Path) -> None:
-        written = read_table(path)
-        problems = check_k_anonymity(written, settings.qi, settings.k, limit)
-        problems += check_generalization(frame, written, hierarchies, result.transformation,
-                                         dropped, max_suppressed=limit)
-        if problems:
-            raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
-
-    if settings.output is not None:
-        _write_release(result.release, settings, verify if settings.verify else None)
-    params = settings.model_dump(exclude={"quiet"})
-    report = report_header(
-        "generalize", params,
-        {"data": settings.input, **{f"hierarchy:{c}": p for c, p in settings.qi.items()}},
-    )
-    report.update(result.summary())
-    report["roles"] = {c: r.value for c, r in dataset.roles.items()}
-    report["verified"] = bool(settings.verify and settings.output is not None)
-    report["runtime_seconds"] = time.perf_counter() - started
-    if settings.report is not None:
-        write_json(report, settings.report)
-    if html is not None:
-        from anonlab.htmlreport import write_html
-
-        write_html(report, html)
-    if plot is not None:
-        from anonlab.htmlreport.render import write_plot
-
-        write_plot(report, plot)
-    if not settings.quiet:
-        _print_summary(report)
-    return report
-
-
-def _print_summary(report: dict[str, Any]) -> None:
+def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -217,184 +200,169 @@ def _print_summary(report: dict[str, Any]) -> None:
     table.add_row("suppressed records", str(report["suppressed_records"]))
     table.add_row("equivalence classes", str(report["equivalence_classes"]))
     table.add_row(report["metric"], f"{report['optimum_loss']:.6g}")
+    _risk_rows(table, report)
+    table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
+    table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
 
 
-@user_errors
+def _risk_rows(table: Any, report: dict[str, Any]) -> None:
+    """The release's headline risk figures and its unchanged columns, as summary rows."""
+    risk = report.get("risk") or {}
+    prosecutor = risk.get("prosecutor") or {}
+    if prosecutor:
+        table.add_row("prosecutor risk", f"highest {prosecutor['highest']:.4g}, average "
+                      f"{prosecutor['average']:.4g} (attacker knows "
+                      f"{', '.join(risk['attacker_columns'])})")
+    for column, figures in (risk.get("sensitive") or {}).items():
+        table.add_row(f"sensitive '{column}'", f"distinct l {figures['distinct_l']:.4g}, "
+                      f"t {figures['t_equal']:.4g}")
+    if report.get("insensitive_by_other"):
+        table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
+
+
+@_errors
 def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
-    input: Path = typer.Argument(..., help="Table with the same schema (CSV or Parquet)."),
-    output: Path = typer.Option(..., "--output", help="Release (CSV or .parquet)."),
-    delimiter: str | None = typer.Option(None, "--delimiter", help="CSV delimiter (sniffed)."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report of this run."),
+    input: str = typer.Argument(
+        ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."),
+    output: Path | None = typer.Option(
+        None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
+        "else CSV (default: none)."),
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    report: Path | None = typer.Option(
+        None, "--report", help="JSON report of this run (default: none)."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Shareable HTML report of this run (default: none)."),
+    verify: bool | None = VERIFY,
+    other: str | None = OTHER,
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
 ) -> None:
     """Apply a found transformation to another table (see --help for an example)."""
-    from anonlab.generalize import apply_transformation
-    from anonlab.hierarchy import Hierarchy
-    from anonlab.io import check_outputs, file_sha256, read_json, read_table, write_json
-    from anonlab.io import write_table as write_release
-    from anonlab.report import report_header
+    from anonlab.runs.generalize import ApplySettings, run_apply
 
-    started = time.perf_counter()
-    old = read_json(report_in)
-    try:
-        params = old["parameters"]
-        transformation = {str(c): int(v) for c, v in old["transformation"].items()}
-        qi_paths: dict[str, str] = dict(params["qi"])
-        k, suppression = int(params["k"]), float(params["suppression"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise AnonlabError(
-            f"'{report_in}' is not a generalize report (missing {exc}): give the --report "
-            "JSON of an 'anonlab generalize' run"
-        ) from None
-    hierarchies = {}
-    found_paths = {col: _find_file(path, report_in.parent) for col, path in qi_paths.items()}
-    check_outputs({"--output": output, "--report": report},
-                  [input, report_in, *found_paths.values()])
-    for col, found in found_paths.items():
-        expected = (old.get("inputs", {}).get(f"hierarchy:{col}") or {}).get("sha256")
-        if expected and file_sha256(found) != expected:
-            raise AnonlabError(
-                f"hierarchy '{found}' of '{col}' changed since the report was made: "
-                "use the same hierarchy file"
-            )
-        hierarchies[col] = Hierarchy.from_csv(found)
-    frame = read_table(input, delimiter=delimiter)
-    release, suppressed = apply_transformation(
-        frame, hierarchies, transformation, k, suppression,
-        identifying=params.get("identifying", []), sensitive=params.get("sensitive", []),
+    if output is None and report is None and html is None:
+        raise fail("nothing to write: give --output, --report and/or --html")
+    settings = ApplySettings.load(
+        None, report_in=str(report_in), input=input, output=_text(output),
+        delimiter=delimiter, sheet=sheet, table=table, query=query, report=_text(report),
+        html=_text(html), verify=verify, other=other,
+        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                         population=population, sampling_fraction=sampling_fraction,
+                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
     )
-    write_release(release, output)
-    if report is not None:
-        out = report_header("apply", {"from_report": str(report_in), "k": k,
-                                      "suppression": suppression},
-                            {"data": input, "from_report": report_in})
-        out.update({"transformation": transformation, "suppressed_records": suppressed,
-                    "records": int(release.shape[0]),
-                    "runtime_seconds": time.perf_counter() - started})
-        write_json(out, report)
+    with risk_guard(FLAGS):
+        result = run_apply(settings)
     if not quiet:
-        print(f"applied {transformation}; {suppressed} records suppressed; wrote {output}")
-
-
-def _find_file(path: str, fallback_dir: Path) -> Path:
-    p = Path(path)
-    if p.exists():
-        return p
-    q = fallback_dir / p
-    if q.exists():
-        return q
-    raise AnonlabError(f"hierarchy file '{path}' not found: run from the folder the report "
-                       "was made in, or next to the report")
+        out = result.report
+        print(f"applied {out['transformation']}; {out['suppressed_records']} records suppressed;"
+              f" {'verified; ' if out['verified'] else ''}wrote "
+              f"{', '.join(str(p) for p in result.written)}")
 
 
 hierarchy_app = typer.Typer(help="Build hierarchy files in the ARX CSV layout.",
                             no_args_is_help=True)
 
-
-def _column_values(input: Path, column: str, delimiter: str | None) -> list[str]:
-    from anonlab.io import read_table
-
-    frame = read_table(input, delimiter=delimiter)
-    if column not in frame.columns:
-        raise AnonlabError(f"unknown column '{column}': the table has {', '.join(frame.columns)}")
-    col = frame[column]
-    return [str(v) for v in col.astype(str).where(col.notna(), "").unique()]
+COLUMN_INPUT = typer.Argument(
+    ..., help="Table holding the column: CSV, Parquet, Excel or a SQLAlchemy URL.")
+HIERARCHY_OUTPUT = typer.Option(..., "--output", help="Hierarchy CSV to write.")
+QUIET = typer.Option(False, "--quiet", help="Do not print what was written.")
 
 
-def _natural_key(value: str) -> tuple[int, float, str]:
-    """Numbers first in numeric order, then other text in text order."""
-    try:
-        return (0, float(value), value)
-    except ValueError:
-        return (1, 0.0, value)
+def _build(kind: str, quiet: bool, **values: Any) -> None:
+    """Run one hierarchy builder with ``values`` and say what it wrote."""
+    from anonlab.runs import generalize as runs
 
-
-def _ints(text: str, what: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise AnonlabError(f"{what} '{text}' is not a comma-separated list of numbers") from None
+    result = runs.run_hierarchy(runs.HIERARCHY_BUILDERS[kind].load(None, **values))
+    if not quiet:
+        out = result.report
+        print(f"wrote {out['output']}: {kind} hierarchy of '{out['column']}', "
+              f"{out['values']} values, {out['levels']} levels (0 = the values, "
+              f"{out['levels'] - 1} = the top)")
 
 
 @hierarchy_app.command("interval")
-@user_errors
+@_errors
 def hierarchy_interval(
-    input: Path = typer.Argument(..., help="Table holding the column."),
+    input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Numeric column."),
-    widths: str = typer.Option(..., "--widths", help="Interval widths, e.g. 5,10,20."),
-    output: Path = typer.Option(..., "--output", help="Hierarchy CSV to write."),
-    delimiter: str | None = typer.Option(None, "--delimiter"),
+    widths: str = typer.Option(..., "--widths", help="Interval widths, e.g. 5,10,20 (each a "
+                               "multiple of the one before)."),
+    output: Path = HIERARCHY_OUTPUT,
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    quiet: bool = QUIET,
 ) -> None:
     """Numeric intervals of growing width, then '*'.
 
     Example: anonlab hierarchy interval data/adult/adult.csv --delimiter ';'
     --column age --widths 5,10,20 --output hierarchy_age.csv
     """
-    from anonlab.hierarchy import interval_hierarchy
-    from anonlab.io import check_not_input
-
-    check_not_input(output, [input])
-    values = _column_values(input, column, delimiter)
-    interval_hierarchy(values, _ints(widths, "--widths")).write(output)
+    _build("interval", quiet, input=input, column=column, widths=widths, output=str(output),
+           delimiter=delimiter, sheet=sheet, table=table, query=query)
 
 
 @hierarchy_app.command("redaction")
-@user_errors
+@_errors
 def hierarchy_redaction(
-    input: Path = typer.Argument(..., help="Table holding the column."),
+    input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Code column (e.g. ZIP)."),
-    output: Path = typer.Option(..., "--output", help="Hierarchy CSV to write."),
-    delimiter: str | None = typer.Option(None, "--delimiter"),
+    output: Path = HIERARCHY_OUTPUT,
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    quiet: bool = QUIET,
 ) -> None:
     """Redact one character from the right per level (ZIP-like codes).
 
     Example: anonlab hierarchy redaction people.csv --column zip --output hierarchy_zip.csv
     """
-    from anonlab.hierarchy import redaction_hierarchy
-    from anonlab.io import check_not_input
-
-    check_not_input(output, [input])
-    redaction_hierarchy(_column_values(input, column, delimiter)).write(output)
+    _build("redaction", quiet, input=input, column=column, output=str(output),
+           delimiter=delimiter, sheet=sheet, table=table, query=query)
 
 
 @hierarchy_app.command("grouping")
-@user_errors
+@_errors
 def hierarchy_grouping(
-    input: Path = typer.Argument(..., help="Table holding the column."),
+    input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Ordinal or categorical column."),
-    sizes: str = typer.Option(..., "--sizes", help="Group sizes per level, e.g. 2,4."),
-    output: Path = typer.Option(..., "--output", help="Hierarchy CSV to write."),
+    sizes: str = typer.Option(..., "--sizes", help="Group sizes per level, e.g. 2,4 (each a "
+                              "multiple of the one before)."),
+    output: Path = HIERARCHY_OUTPUT,
     order: str | None = typer.Option(
         None, "--order",
         help="Comma-separated order of the values (default: numbers in numeric order, "
         "then text sorted).",
     ),
-    delimiter: str | None = typer.Option(None, "--delimiter"),
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    quiet: bool = QUIET,
 ) -> None:
     """Group consecutive values of an ordered domain.
 
     Example: anonlab hierarchy grouping survey.csv --column grade --order A,B,C,D
     --sizes 2,4 --output hierarchy_grade.csv
     """
-    from anonlab.hierarchy import grouping_hierarchy
-    from anonlab.io import check_not_input
-
-    check_not_input(output, [input])
-    values = _column_values(input, column, delimiter)
-    if order is None:
-        ordered = sorted(values, key=_natural_key)
-    else:
-        ordered = [x.strip() for x in order.split(",") if x.strip()]
-        ordered += [""] if "" in values else []
-        absent = sorted(set(values) - set(ordered) - {""})  # missing: a group of its own
-        if absent:
-            raise AnonlabError(f"value '{absent[0]}' of '{column}' is not in --order: list "
-                               "every value")
-    counts = [int(x) for x in _ints(sizes, "--sizes")]
-    grouping_hierarchy(ordered, counts).write(output)
+    _build("grouping", quiet, input=input, column=column, sizes=sizes, order=order,
+           output=str(output), delimiter=delimiter, sheet=sheet, table=table, query=query)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,25 +1,52 @@
-"""Sub-commands ``microaggregate``, ``evaluate`` and ``tradeoff`` (MDAV and EM4ADOM)."""
+"""Sub-commands ``microaggregate``, ``evaluate`` and ``tradeoff`` (MDAV and EM4ADOM).
+
+Each command maps its flags to the family's settings
+(:mod:`anonlab.runs.microaggregate`), runs it with a progress display and
+prints a summary; the run itself is library code.
+"""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import load_toml, merge_settings, user_errors
+from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.release_risk import (
+    ATTACKER_COLUMNS,
+    FAIL_ON_RISK,
+    INSENSITIVE,
+    MAX_RISK,
+    OTHER,
+    POPULATION,
+    RISK_FLAGS,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE_HIERARCHY,
+    WEIGHTS,
+    risk_guard,
+    risk_overrides,
+)
 from anonlab.errors import AnonlabError
 
 MICRO_HELP = """Microaggregate a table with MDAV: groups of k..2k-1 records share their mean.
 
 Numeric columns get their group mean, --nominal columns the group mode, --ordinal
-columns the group median; other columns are kept. Example:
+columns the group median: these masked columns are the quasi-identifiers. Every
+other column needs a role: --identifying (dropped), --sensitive or --insensitive
+(released as they are); --other insensitive releases every column given no role
+unchanged (the report lists them). The release is re-read and checked by an
+independent checker before anything is written (--no-verify skips it); its
+re-identification risk goes into the report, and a risky release draws a warning
+(--fail-on-risk: exit code 3, nothing written). Example:
 
   anonlab microaggregate data/sdc/Tarragona.csv --columns all-numeric --k 3
   --output t_k3.csv --report t_k3.json
 
-  anonlab microaggregate big.parquet --k 5 --variant scalable --output big_k5.parquet
+  anonlab microaggregate people.csv --columns age,income --nominal sex --identifying name
+  --sensitive diagnosis --k 5 --output people_k5.parquet
 """
 
 EVALUATE_HELP = """Score a masked table against its original with the EM4ADOM measures.
@@ -31,187 +58,178 @@ Both tables hold the same records in the same order (any tool's output). Example
 
 TRADEOFF_HELP = """Microaggregate for each k, evaluate, and pick k on the R-U map.
 
-Prints k, IL, DR and score per k and marks the lowest score. Example:
+Prints k, IL, DR, score and the highest prosecutor risk per k and marks the
+lowest score. Columns need roles as in microaggregate. Example:
 
   anonlab tradeoff data/sdc/Tarragona.csv --k 3-10 --lambda 0.5,0,0.5
   --plot ru.png --report ru.json
 """
 
-COLUMNS_HELP = "Numeric columns: comma-separated names or all-numeric (default)."
-NOMINAL_HELP = "Nominal column(s) (comma-separated or repeated)."
-ORDINAL_HELP = "Ordinal column(s) (comma-separated or repeated)."
-ORDER_HELP = "Order of an ordinal column's values: COLUMN=v1,v2,... (default: natural order)."
+# library parameters whose flag is not "--" + the name with dashes
+FLAGS = {"input": "INPUT", "original": "ORIGINAL", "masked": "MASKED", "orders": "--order",
+         "interval_p": "--p", "lambdas": "--lambda", "lambda_": "--lambda", **RISK_FLAGS}
+
+CONFIG_HELP = "TOML settings (paths relative to its folder); flags override it."
+DELIMITER_HELP = "CSV delimiter (default: sniffed from the header: , ; or tab)."
+SHEET_HELP = "Excel sheet name or number (default: the first)."
+TABLE_HELP = "Database table, when the input is a SQLAlchemy URL."
+QUERY_HELP = "SQL query, when the input is a SQLAlchemy URL."
+COLUMNS_HELP = "Numeric columns: comma-separated names or all-numeric (default: all-numeric)."
+NOMINAL_HELP = "Nominal column(s), comma-separated or repeated (default: none)."
+ORDINAL_HELP = "Ordinal column(s), comma-separated or repeated (default: none)."
+ORDER_HELP = ("Order of an ordinal column's values: COLUMN=v1,v2,... (default: numbers "
+              "ascending if all values are numbers, else text order).")
+VARIANT_HELP = "exact or scalable (k-d blocks, numeric columns only) (default: exact)."
+BLOCK_HELP = "Largest block of the scalable variant (default: 16384)."
+LAMBDA_HELP = "ILs weights l1,l2,l3 of IL1, IL2, IL3 (default: 1/3 each; the paper 0.5,0,0.5)."
+TAU_HELP = "DR weights of DLD and ID (default: 0.5,0.5)."
+GAMMA_HELP = "Score weights of IL and DR (default: 0.5,0.5)."
+P_HELP = "ID interval size(s) in percent: 5, 1,5,10 or 1-10 (default: the mean over 1-10)."
+WORKERS_HELP = "Threads of MDAV and DLD; -1 for every CPU (default: 1)."
+MDAV_WORKERS_HELP = "BLAS threads of MDAV; -1 for every CPU (default: 1)."
+DLD_WORKERS_HELP = "Threads for DLD; -1 for every CPU (default: 1)."
+REPORT_HELP = "JSON report (default: none)."
+HTML_HELP = "Shareable HTML report (default: none)."
+IDENTIFYING_HELP = "Identifying column(s), dropped from the release (default: none)."
+SENSITIVE_HELP = ("Sensitive column(s), released as they are; the risk section gives their l "
+                  "and t (default: none).")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _config(config: Path | None) -> dict[str, Any]:
-    from anonlab.microaggregation.settings import resolve_paths
-
-    return resolve_paths(load_toml(config), config.parent) if config is not None else {}
-
-
-def _outputs_ok(outputs: dict[str, str | None], inputs: list[str]) -> None:
-    from anonlab.io import check_outputs
-
-    if all(o is None for o in outputs.values()):
-        raise AnonlabError("nothing to write: give --output, --report, --html and/or --plot")
-    check_outputs(outputs, inputs)
+def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """:func:`user_errors` with this family's flag names."""
+    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
+    return wrapped
 
 
-def _write_report(report: dict[str, Any], json_path: str | None, html: str | None) -> None:
-    from anonlab.io import write_json
-
-    if json_path is not None:
-        write_json(report, json_path)
-    if html is not None:
-        from anonlab.htmlreport import write_html
-
-        write_html(report, html)
+def _text(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
 
 
-def _names(values: list[str] | None) -> list[str] | None:
-    from anonlab.settings import split_names
+def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
+    """Repeated ``--order COLUMN=v1,v2,...`` flags to a mapping (``None`` when none given)."""
+    if not items:
+        return None
+    out: dict[str, list[str]] = {}
+    for item in items:
+        col, sep, values = item.partition("=")
+        if not sep or not col.strip() or not values.strip():
+            raise AnonlabError(f"--order '{item}' is not COLUMN=v1,v2,...: e.g. "
+                               "--order education=low,middle,high")
+        out[col.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+    return out
 
-    return split_names(values) if values else None
 
-
-@user_errors
+@_one_line_errors
 def microaggregate_command(
-    input: Path | None = typer.Argument(None, help="Table to mask (CSV or Parquet)."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
-    delimiter: str | None = typer.Option(None, "--delimiter", help="CSV delimiter (sniffed)."),
+    input: Path | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
+    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
+    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
+    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
+    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
     nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
     ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
     order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    k: int | None = typer.Option(None, "--k", help="Smallest group size (default 3)."),
-    variant: str | None = typer.Option(
-        None, "--variant", help="exact (default) or scalable (k-d blocks, numeric only)."
+    identifying: list[str] | None = typer.Option(None, "--identifying", help=IDENTIFYING_HELP),
+    sensitive: list[str] | None = typer.Option(None, "--sensitive", help=SENSITIVE_HELP),
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
+    k: int | None = typer.Option(None, "--k", help="Smallest group size (default: 3)."),
+    variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
+    block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
+    workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
+    output: Path | None = typer.Option(
+        None, "--output", help="Masked table, format by extension (default: none)."
     ),
-    block_size: int | None = typer.Option(
-        None, "--block-size", help="Largest block of the scalable variant (default 16384)."
+    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
+    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
+    verify: bool | None = typer.Option(
+        None, "--verify/--no-verify",
+        help="Re-read the release and check it with the independent checker (default: on).",
     ),
-    output: Path | None = typer.Option(None, "--output", help="Masked table (CSV or .parquet)."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report."),
-    html: Path | None = typer.Option(None, "--html", help="Shareable HTML report."),
-    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
 ) -> None:
     """Microaggregate a table with MDAV (see --help for an example)."""
-    from anonlab.io import read_table, write_table
-    from anonlab.microaggregation import microaggregate
-    from anonlab.microaggregation.settings import (
-        MicroaggregateSettings,
-        parse_orders,
-        validate,
-    )
-    from anonlab.report import report_header
+    from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 
-    started = time.perf_counter()
-    flags = {
-        "input": str(input) if input else None, "delimiter": delimiter, "columns": columns,
-        "nominal": _names(nominal), "ordinal": _names(ordinal), "orders": parse_orders(order),
-        "k": k, "variant": variant, "block_size": block_size,
-        "output": str(output) if output else None, "report": str(report) if report else None,
-        "html": str(html) if html else None, "quiet": quiet or None,
-    }
-    s = validate(MicroaggregateSettings, merge_settings(_config(config), flags))
-    _outputs_ok({"--output": s.output, "--report": s.report, "--html": s.html}, [s.input])
-    frame = read_table(s.input, delimiter=s.delimiter)
-    result = microaggregate(frame, s.columns, s.k, nominal=s.nominal, ordinal=s.ordinal,
-                            orders=s.orders, variant=s.variant, block_size=s.block_size)
-    out = report_header("microaggregate", s.model_dump(exclude={"quiet"}), {"data": s.input})
-    out.update(result.summary())
-    out["runtime_seconds"] = time.perf_counter() - started
-    if s.output is not None:
-        write_table(result.masked, s.output, delimiter=_delimiter_of(s.input, s.delimiter))
-    _write_report(out, s.report, s.html)
-    if not s.quiet:
+    s = MicroaggregateSettings.load(
+        config, input=_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
+        columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
+        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
+        k=k, variant=variant, block_size=block_size, workers=workers, output=_text(output),
+        report=_text(report), html=_text(html), verify=verify,
+        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                         population=population, sampling_fraction=sampling_fraction,
+                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
+    )
+    if s.output is None and s.report is None and s.html is None:
+        raise AnonlabError("nothing to write: give --output, --report and/or --html")
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
+        out = run_microaggregate(s, progress=progress).report
+    if not quiet:
         sizes = out["group_sizes"]
         ilh = out["measures"].get("ILh")
+        prosecutor = out["risk"]["prosecutor"]
         print(f"MDAV ({s.variant}) k={s.k}: {out['records']} records in {out['groups']} groups "
               f"of {sizes['min']}..{sizes['max']}"
               + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
+              + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
+              f"{prosecutor['average']:.4g}"
+              + ("; release verified" if out.get("verified") else "")
               + f"; {out['runtime_seconds']:.2f} s")
+        if out.get("insensitive_by_other"):
+            print(f"released unchanged (--other insensitive): "
+                  f"{', '.join(out['insensitive_by_other'])}")
 
 
-def _delimiter_of(path: str, given: str | None) -> str:
-    """The input's CSV delimiter (given or sniffed), so a CSV release keeps it."""
-    from anonlab.io import sniff_delimiter
-
-    if given is not None:
-        return given
-    p = Path(path)
-    if p.suffix.lower() in {".parquet", ".pq"}:
-        return ","
-    return sniff_delimiter(p)
-
-
-def _measure_settings(s: Any) -> dict[str, Any]:
-    return {"lambdas": s.lambda_, "tau": s.tau, "gamma": s.gamma, "interval_p": s.p,
-            "workers": s.workers}
-
-
-@user_errors
+@_one_line_errors
 def evaluate_command(
-    original: Path | None = typer.Argument(None, help="Original table (CSV or Parquet)."),
+    original: Path | None = typer.Argument(None, help="Original table."),
     masked: Path | None = typer.Argument(None, help="Masked table, same rows in the same order."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
-    delimiter: str | None = typer.Option(None, "--delimiter", help="CSV delimiter (sniffed)."),
+    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
+    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
+    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
+    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
+    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
     nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
     ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
     order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    lambda_: str | None = typer.Option(
-        None, "--lambda", help="ILs weights l1,l2,l3 of IL1, IL2, IL3 (default 1/3 each)."
-    ),
-    tau: str | None = typer.Option(None, "--tau", help="DR weights of DLD, ID (default 0.5,0.5)."),
-    gamma: str | None = typer.Option(
-        None, "--gamma", help="score weights of IL, DR (default 0.5,0.5)."
-    ),
-    p: str | None = typer.Option(
-        None, "--p", help="ID interval size(s) in percent: 5, 1,5,10 or 1-10 (default: mean "
-        "over 1-10)."
-    ),
-    workers: int | None = typer.Option(None, "--workers", help="Threads for DLD (default 1)."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report."),
-    html: Path | None = typer.Option(None, "--html", help="Shareable HTML report."),
-    quiet: bool = typer.Option(False, "--quiet", help="No table output."),
+    lambda_: str | None = typer.Option(None, "--lambda", help=LAMBDA_HELP),
+    tau: str | None = typer.Option(None, "--tau", help=TAU_HELP),
+    gamma: str | None = typer.Option(None, "--gamma", help=GAMMA_HELP),
+    p: str | None = typer.Option(None, "--p", help=P_HELP),
+    workers: int | None = typer.Option(None, "--workers", help=DLD_WORKERS_HELP),
+    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
+    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display or table."),
 ) -> None:
     """Score a masked table with the EM4ADOM measures (see --help for an example)."""
-    from anonlab.io import read_table
-    from anonlab.metrics import evaluate
-    from anonlab.microaggregation.settings import (
-        EvaluateSettings,
-        parse_orders,
-        parse_weights,
-        validate,
-    )
-    from anonlab.report import report_header
+    from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 
-    started = time.perf_counter()
-    flags = {
-        "original": str(original) if original else None,
-        "masked": str(masked) if masked else None, "delimiter": delimiter, "columns": columns,
-        "nominal": _names(nominal), "ordinal": _names(ordinal), "orders": parse_orders(order),
-        "lambda": parse_weights(lambda_), "tau": parse_weights(tau),
-        "gamma": parse_weights(gamma), "p": p, "workers": workers,
-        "report": str(report) if report else None, "html": str(html) if html else None,
-        "quiet": quiet or None,
-    }
-    s = validate(EvaluateSettings, merge_settings(_config(config), flags))
-    outputs = {"--report": s.report, "--html": s.html}
-    if any(o is not None for o in outputs.values()):
-        _outputs_ok(outputs, [s.original, s.masked])
-    frame = read_table(s.original, delimiter=s.delimiter)
-    masked_frame = read_table(s.masked, delimiter=s.delimiter)
-    result = evaluate(frame, masked_frame, s.columns, nominal=s.nominal,
-                      ordinal=s.ordinal, orders=s.orders, **_measure_settings(s))
-    out = report_header("evaluate", s.model_dump(exclude={"quiet"}, by_alias=True),
-                        {"original": s.original, "masked": s.masked})
-    out.update(result.summary())
-    out["runtime_seconds"] = time.perf_counter() - started
-    _write_report(out, s.report, s.html)
-    if not s.quiet:
-        _print_measures(result.measures)
+    s = EvaluateSettings.load(
+        config, original=_text(original), masked=_text(masked), delimiter=delimiter,
+        sheet=sheet, table=table, query=query, columns=columns, nominal=nominal,
+        ordinal=ordinal, orders=_orders(order), tau=tau, gamma=gamma, p=p, workers=workers,
+        report=_text(report), html=_text(html), **{"lambda": lambda_},
+    )
+    with progress_display(quiet) as progress:
+        out = run_evaluate(s, progress=progress).report
+    if not quiet:
+        _print_measures(out["measures"])
 
 
 def _print_measures(measures: dict[str, Any]) -> None:
@@ -227,75 +245,62 @@ def _print_measures(measures: dict[str, Any]) -> None:
     Console().print(table)
 
 
-@user_errors
+@_one_line_errors
 def tradeoff_command(
-    input: Path | None = typer.Argument(None, help="Table to mask (CSV or Parquet)."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
-    delimiter: str | None = typer.Option(None, "--delimiter", help="CSV delimiter (sniffed)."),
+    input: Path | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
+    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
+    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
+    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
+    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
     nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
     ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
     order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    k: str | None = typer.Option(None, "--k", help="k values: 3-10 (default), 3,5,10 or 5."),
-    variant: str | None = typer.Option(None, "--variant", help="exact (default) or scalable."),
-    block_size: int | None = typer.Option(
-        None, "--block-size", help="Largest block of the scalable variant (default 16384)."
-    ),
-    lambda_: str | None = typer.Option(
-        None, "--lambda", help="ILs weights l1,l2,l3 (default 1/3 each; the paper 0.5,0,0.5)."
-    ),
-    tau: str | None = typer.Option(None, "--tau", help="DR weights of DLD, ID (default 0.5,0.5)."),
-    gamma: str | None = typer.Option(
-        None, "--gamma", help="score weights of IL, DR (default 0.5,0.5)."
-    ),
-    p: str | None = typer.Option(None, "--p", help="ID interval size(s) in percent (1-10)."),
-    workers: int | None = typer.Option(None, "--workers", help="Threads for DLD (default 1)."),
-    plot: Path | None = typer.Option(None, "--plot", help="R-U map as PNG."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report."),
-    html: Path | None = typer.Option(None, "--html", help="Shareable HTML report."),
-    quiet: bool = typer.Option(False, "--quiet", help="No table output."),
+    identifying: list[str] | None = typer.Option(None, "--identifying", help=IDENTIFYING_HELP),
+    sensitive: list[str] | None = typer.Option(None, "--sensitive", help=SENSITIVE_HELP),
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
+    k: str | None = typer.Option(None, "--k", help="k values: 3,5,10, 5 or 3-10 (default: 3-10)."),
+    variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
+    block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
+    lambda_: str | None = typer.Option(None, "--lambda", help=LAMBDA_HELP),
+    tau: str | None = typer.Option(None, "--tau", help=TAU_HELP),
+    gamma: str | None = typer.Option(None, "--gamma", help=GAMMA_HELP),
+    p: str | None = typer.Option(None, "--p", help=P_HELP),
+    workers: int | None = typer.Option(None, "--workers", help=WORKERS_HELP),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="R-U maps as PNG: DR and the prosecutor risk against IL "
+        "(default: none)."),
+    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
+    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display or table."),
 ) -> None:
     """Pick k by the IL/DR trade-off and the R-U map (see --help for an example)."""
-    from anonlab.io import read_table
-    from anonlab.metrics.tradeoff import ru_axes, ru_map_png
-    from anonlab.microaggregation.settings import (
-        TradeoffSettings,
-        parse_orders,
-        parse_weights,
-        validate,
-    )
-    from anonlab.microaggregation.sweep import run_tradeoff
-    from anonlab.report import report_header
+    from anonlab.runs.microaggregate import TradeoffSettings, run_tradeoff
 
-    started = time.perf_counter()
-    flags = {
-        "input": str(input) if input else None, "delimiter": delimiter, "columns": columns,
-        "nominal": _names(nominal), "ordinal": _names(ordinal), "orders": parse_orders(order),
-        "k": k, "variant": variant, "block_size": block_size,
-        "lambda": parse_weights(lambda_), "tau": parse_weights(tau),
-        "gamma": parse_weights(gamma), "p": p, "workers": workers,
-        "plot": str(plot) if plot else None, "report": str(report) if report else None,
-        "html": str(html) if html else None, "quiet": quiet or None,
-    }
-    s = validate(TradeoffSettings, merge_settings(_config(config), flags))
-    outputs = {"--report": s.report, "--html": s.html, "--plot": s.plot}
-    if any(o is not None for o in outputs.values()):
-        _outputs_ok(outputs, [s.input])
-    frame = read_table(s.input, delimiter=s.delimiter)
-    result = run_tradeoff(frame, s.k, s.columns, nominal=s.nominal, ordinal=s.ordinal,
-                          orders=s.orders, variant=s.variant, block_size=s.block_size,
-                          **_measure_settings(s))
-    out = report_header("tradeoff", s.model_dump(exclude={"quiet"}, by_alias=True),
-                        {"data": s.input})
-    out.update(result)
-    out["runtime_seconds"] = time.perf_counter() - started
-    if s.plot is not None:
-        loss, risk = ru_axes(result["points"])
-        ru_map_png(result["points"], s.plot, title=f"R-U map: {Path(s.input).name}",
-                   x_key=loss, y_key=risk)
-    _write_report(out, s.report, s.html)
-    if not s.quiet:
-        _print_points(result)
+    risk = risk_overrides(attacker_columns=attacker_columns, max_risk=None, fail_on_risk=None,
+                          risk_threshold=risk_threshold, population=population,
+                          sampling_fraction=sampling_fraction, weights=weights,
+                          sensitive_hierarchy=sensitive_hierarchy)
+    s = TradeoffSettings.load(
+        config, input=_text(input), delimiter=delimiter, sheet=sheet, table=table,
+        query=query, columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
+        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
+        k=k, variant=variant, block_size=block_size, tau=tau, gamma=gamma, p=p,
+        workers=workers, plot=_text(plot), report=_text(report), html=_text(html),
+        **{"lambda": lambda_}, **risk,
+    )
+    with progress_display(quiet) as progress:
+        out = run_tradeoff(s, progress=progress).report
+    if not quiet:
+        _print_points(out)
 
 
 def _print_points(result: dict[str, Any]) -> None:
@@ -305,7 +310,9 @@ def _print_points(result: dict[str, Any]) -> None:
     from anonlab.metrics.tradeoff import ru_axes
 
     loss, _ = ru_axes(result["points"])
-    shown = ("IL", "DR", "score") if loss == "IL" else ("ZIL", "ILR", "DLD")
+    shown: tuple[str, ...] = ("IL", "DR", "score") if loss == "IL" else ("ZIL", "ILR", "DLD")
+    if any("prosecutor_highest" in row for row in result["points"]):
+        shown = (*shown, "prosecutor_highest")
     table = Table(title="Trade-off per k (lowest score marked)")
     for name in ("k", *shown):
         table.add_column(name, justify="right")

@@ -33,9 +33,10 @@ Layout::
     host = "127.0.0.1"
     port = 17001
     mpc_port = 18001
-    file = "provider_a.csv"
+    file = "provider_a.csv"     # any source anonlab.io.read_table reads
     columns = ["age", "workclass"]
     factor = 0.5
+    # delimiter, sheet, table, query: optional, passed to read_table for this file
 
     [tls]                       # free-form table read by the party transport
 
@@ -58,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
+from anonlab.settings import read_toml, resolve_paths, settings_error
 
 CONTINUOUS = "continuous"
 """The taxonomy entry of a numeric attribute, split at information-gain-best thresholds."""
@@ -133,6 +135,17 @@ class PartyConfig(BaseModel):
     file: str | None = None
     columns: list[str] = []
     factor: float | None = None
+    delimiter: str | None = None
+    sheet: str | None = None
+    table: str | None = None
+    query: str | None = None
+
+    def read_options(self) -> dict[str, Any]:
+        """The reading options given for ``file`` (delimiter, sheet, table, query), as keywords
+        of :func:`anonlab.io.read_table`."""
+        given = {"delimiter": self.delimiter, "sheet": self.sheet, "table": self.table,
+                 "query": self.query}
+        return {k: v for k, v in given.items() if v is not None}
 
 
 class FusionConfig(BaseModel):
@@ -263,13 +276,25 @@ class FusionConfig(BaseModel):
             raise AnonlabError(f"fusion.id and fusion.class both name column '{self.fusion.id}':"
                                " the record id needs its own column (or id = \"\" for row "
                                "numbers)")
+        self._check_party_ids()
+        owners = self._column_owners()
+        self._check_helpers()
+        self._check_templates(owners)
+        self._check_taxonomies(owners)
+        self._check_sensitivity(owners)
+        self._check_factors()
+
+    def _check_party_ids(self) -> None:
         seen_ids: set[str] = set()
         for p in self.parties:
             if p.id in seen_ids:
                 raise AnonlabError(f"party id '{p.id}' is used twice: give every party its own id")
             seen_ids.add(p.id)
+
+    def _column_owners(self) -> dict[str, str]:
+        """Column -> the provider listing it; every provider has a file and distinct columns."""
         owners: dict[str, str] = {}
-        for p in providers:
+        for p in self.providers:
             if p.file is None:
                 raise AnonlabError(f"provider '{p.id}' has no file: give file = \"...\"")
             if not p.columns:
@@ -286,10 +311,15 @@ class FusionConfig(BaseModel):
                     raise AnonlabError(f"provider '{p.id}' lists '{c}', the shared class/id "
                                        "column: leave it out of columns (every file has it)")
                 owners[c] = p.id
+        return owners
+
+    def _check_helpers(self) -> None:
         for h in self.helpers:
             if h.columns or h.file:
                 raise AnonlabError(f"helper '{h.id}' has a file or columns: helpers hold no "
                                    "data; make it role = \"provider\" or remove them")
+
+    def _check_templates(self, owners: Mapping[str, str]) -> None:
         for i, t in enumerate(self.templates, start=1):
             for a in t.qid:
                 if a not in owners:
@@ -301,6 +331,8 @@ class FusionConfig(BaseModel):
                                        "[taxonomies]")
             if len(set(t.qid)) != len(t.qid):
                 raise AnonlabError(f"template {i} names a column twice: list each once")
+
+    def _check_taxonomies(self, owners: Mapping[str, str]) -> None:
         for a, entry in self.taxonomies.items():
             if a not in owners:
                 raise AnonlabError(f"taxonomy given for '{a}', which no provider lists: "
@@ -308,6 +340,8 @@ class FusionConfig(BaseModel):
             if entry != CONTINUOUS and not Path(entry).exists():
                 raise AnonlabError(f"taxonomy file '{entry}' for '{a}' does not exist: "
                                    "check the path in [taxonomies]")
+
+    def _check_sensitivity(self, owners: Mapping[str, str]) -> None:
         for where, lvl in self.sensitivity.all_levels():
             if lvl not in SENSITIVITY_LEVELS:
                 raise AnonlabError(f"{where} = {lvl}: sensitivity levels are 1 (most severe) "
@@ -322,49 +356,45 @@ class FusionConfig(BaseModel):
             if self.taxonomies.get(a, CONTINUOUS) == CONTINUOUS:
                 raise AnonlabError(f"sensitivity.values.{a}: '{a}' has no taxonomy file, so "
                                    "per-value levels cannot apply; use sensitivity.attributes")
-        if self.fusion.score == "sensitivity":
-            factors = [p.factor for p in providers]
-            missing = [p.id for p in providers if p.factor is None]
-            if missing:
-                raise AnonlabError(f"provider '{missing[0]}' has no factor: score = "
-                                   "\"sensitivity\" needs factor = ... per provider "
-                                   "(summing to 1)")
-            if any(f is not None and not 0 < f <= 1 for f in factors):
-                raise AnonlabError("provider factors must lie in (0, 1]: fix the factor values")
-            total = math.fsum(f for f in factors if f is not None)
-            if abs(total - 1.0) > 1e-9:
-                raise AnonlabError(f"provider factors sum to {total:g}, not 1: adjust them "
-                                   "so they sum to 1")
 
-
-def _first_error(exc: ValidationError, source: str) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(x) for x in err["loc"]) or "config"
-    if err["type"] == "missing":
-        return f"{source}: setting '{where}' is missing: add it"
-    if err["type"] == "extra_forbidden":
-        return f"{source}: unknown setting '{where}': check the spelling"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    return f"{source}: setting '{where}': {msg} (got {err.get('input')!r})"
-
-
-def _resolve(value: Any, base: Path) -> Any:
-    if isinstance(value, str) and value and not Path(value).is_absolute():
-        return str(base / value)
-    return value
+    def _check_factors(self) -> None:
+        """score = "sensitivity": every provider has a factor in (0, 1], summing to 1."""
+        if self.fusion.score != "sensitivity":
+            return
+        providers = self.providers
+        missing = [p.id for p in providers if p.factor is None]
+        if missing:
+            raise AnonlabError(f"provider '{missing[0]}' has no factor: score = "
+                               "\"sensitivity\" needs factor = ... per provider "
+                               "(summing to 1)")
+        factors = [p.factor for p in providers if p.factor is not None]
+        if any(not 0 < f <= 1 for f in factors):
+            raise AnonlabError("provider factors must lie in (0, 1]: fix the factor values")
+        total = math.fsum(factors)
+        if abs(total - 1.0) > 1e-9:
+            raise AnonlabError(f"provider factors sum to {total:g}, not 1: adjust them "
+                               "so they sum to 1")
 
 
 def _resolve_table(table: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    return {k: _resolve(v, base) if (k in _PATH_KEYS or k.endswith("_file")) else v
-            for k, v in table.items()}
+    """A party entry or ``[tls]`` with its path entries (``file``, ``ca``, ``cert``, ``key``,
+    ``*_file``) resolved against ``base`` by the shared rule."""
+    keys = [k for k in table if k in _PATH_KEYS or k.endswith("_file")]
+    return resolve_paths(dict(table), base, keys)
 
 
 def resolve_config_paths(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    """Make the relative paths of a raw config relative to ``base``."""
+    """Make the relative paths of a raw config relative to ``base``.
+
+    The shared rule of every settings file (:func:`anonlab.settings.resolve_paths`):
+    a relative path is relative to ``base``; absolute paths and URLs stay.
+    Taxonomy entries that are ``"continuous"`` are not paths.
+    """
     out = dict(data)
     if isinstance(out.get("taxonomies"), Mapping):
-        out["taxonomies"] = {a: v if v == CONTINUOUS else _resolve(v, base)
-                             for a, v in out["taxonomies"].items()}
+        taxonomies = dict(out["taxonomies"])
+        files = [a for a, v in taxonomies.items() if v != CONTINUOUS]
+        out["taxonomies"] = resolve_paths(taxonomies, base, files)
     if isinstance(out.get("parties"), list):
         out["parties"] = [_resolve_table(p, base) if isinstance(p, Mapping) else p
                           for p in out["parties"]]
@@ -377,23 +407,33 @@ def config_from_dict(
     data: Mapping[str, Any], base: PathLike = ".", source: str = "<memory>",
     min_providers: int = 2,
 ) -> FusionConfig:
-    """Validate a raw config (as read from TOML); relative paths resolve against ``base``."""
+    """Validate a raw config (as read from TOML); relative paths resolve against ``base``.
+
+    The first problem becomes one :class:`AnonlabError` that starts with
+    ``source`` and names the setting (:func:`anonlab.settings.settings_error`).
+    """
     resolved = resolve_config_paths(data, Path(base))
     resolved["source"] = source
     try:
         config = FusionConfig.model_validate(resolved)
     except ValidationError as exc:
-        raise AnonlabError(_first_error(exc, source)) from None
+        raise AnonlabError(f"{source}: {settings_error(exc)}") from None
     config.validate_semantics(min_providers=min_providers)
     return config
 
 
-def load_config(path: PathLike) -> FusionConfig:
-    """Read and validate ``fusion.toml``; paths in it are relative to its folder."""
-    from anonlab.cli.common import load_toml
+def load_config(path: PathLike, *, overrides: Mapping[str, Any] | None = None) -> FusionConfig:
+    """Read and validate ``fusion.toml``; paths in it are relative to its folder.
 
+    ``overrides`` replace entries of its ``[fusion]`` table (e.g. ``score``,
+    ``keep_id``); ``None`` values are ignored.
+    """
     p = Path(path)
-    data = load_toml(p)
+    data = read_toml(p)
     if "source" in data:
-        raise AnonlabError(f"{p}: unknown setting 'source': check the spelling")
+        raise AnonlabError(f"{p}: source is not a known setting: check the spelling")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if given:
+        fusion = data.get("fusion", {})
+        data["fusion"] = {**fusion, **given} if isinstance(fusion, Mapping) else fusion
     return config_from_dict(data, p.parent, source=str(p))

@@ -23,6 +23,7 @@ from anonlab.fusion.channel import LocalNetwork, Network
 from anonlab.fusion.config import FusionConfig, config_from_dict
 from anonlab.fusion.messages import (
     Columns,
+    Instructions,
     decode_columns,
     decode_instructions,
     encode_columns,
@@ -30,6 +31,10 @@ from anonlab.fusion.messages import (
 )
 from anonlab.fusion.provider import CutSpec, ProviderState, load_provider, root_labels
 from anonlab.fusion.templates import SharedCut, template_summary
+from anonlab.progress import ProgressFn, report_to
+
+ROUNDS_STEP = "fusion rounds"
+"""The progress step of the fusion loop: ``progress(ROUNDS_STEP, rounds done, None)``."""
 
 
 @dataclass
@@ -110,42 +115,47 @@ def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
     return columns
 
 
-def run_parties(states: Sequence[ProviderState], network: Network) -> FusionResult:
-    """Run the fusion loop for the local providers ``states`` over ``network``."""
-    if not states:
-        raise AnonlabError("no local provider: a helper process runs run_helper instead")
-    started = time.perf_counter()
-    local = {s.index: s for s in states}
-    if sorted(local) != sorted(network.local_providers):
-        raise AnonlabError("the network's local providers differ from the loaded ones")
-    config = states[0].config
-    cut = _new_cut(states[0])
+def _attach(states: Sequence[ProviderState], cut: SharedCut) -> None:
+    """Start every local provider from the root cut (and its g factors, score = sensitivity)."""
     for s in states:
         if s.n != cut.n:
             raise AnonlabError(f"provider '{s.party_id}' has {s.n} records where "
                                f"'{states[0].party_id}' has {cut.n}: every provider needs the "
                                "same record ids")
         s.attach(cut)
-    if config.fusion.score == "sensitivity":
+    if states[0].config.fusion.score == "sensitivity":
         for s in states:
             s.set_attribute_factors()
-    history: list[dict[str, Any]] = []
+
+
+def _winning_instructions(local: Mapping[int, ProviderState], network: Network, winner: int,
+                          owners: Mapping[str, int]) -> tuple[Instructions, float | None]:
+    """The round winner's instructions: made and sent here, or received; with its score
+    when the winner is local."""
+    if winner in local:
+        instr = local[winner].instructions()
+        network.send(winner, encode_instructions(instr))
+        return instr, local[winner].best_score
+    instr = decode_instructions(network.receive(winner))
+    if owners.get(instr.attribute) != winner:
+        raise AnonlabError(f"provider {winner} sent instructions for '{instr.attribute}',"
+                           " which it does not own: the parties are out of step")
+    return instr, None
+
+
+def _rounds(states: Sequence[ProviderState], network: Network, cut: SharedCut,
+            tell: ProgressFn) -> list[dict[str, Any]]:
+    """Specialize round by round until the secure (or plain) max says stop; the history."""
+    config = states[0].config
+    local = {s.index: s for s in states}
     owners = {a: config.owner(a) for a in config.qid_attributes}
+    history: list[dict[str, Any]] = []
     while True:
         entries = {i: s.score_round() for i, s in local.items()}
         winner = network.argmax(entries)
         if winner is None:
-            break
-        if winner in local:
-            instr = local[winner].instructions()
-            score = local[winner].best_score
-            network.send(winner, encode_instructions(instr))
-        else:
-            instr = decode_instructions(network.receive(winner))
-            score = None
-            if owners.get(instr.attribute) != winner:
-                raise AnonlabError(f"provider {winner} sent instructions for '{instr.attribute}',"
-                                   " which it does not own: the parties are out of step")
+            return history
+        instr, score = _winning_instructions(local, network, winner, owners)
         new_ids = cut.apply(instr)
         for s in states:
             s.after_apply(instr, new_ids)
@@ -158,6 +168,26 @@ def run_parties(states: Sequence[ProviderState], network: Network) -> FusionResu
         if not network.private and score is not None:
             entry["score"] = score
         history.append(entry)
+        tell(ROUNDS_STEP, len(history), None)
+
+
+def run_parties(states: Sequence[ProviderState], network: Network, *,
+                progress: ProgressFn | None = None) -> FusionResult:
+    """Run the fusion loop for the local providers ``states`` over ``network``.
+
+    ``progress`` hears ``("fusion rounds", rounds done, None)`` after every round
+    (the number of rounds is not known in advance).
+    """
+    if not states:
+        raise AnonlabError("no local provider: a helper process runs run_helper instead")
+    started = time.perf_counter()
+    local = {s.index: s for s in states}
+    if sorted(local) != sorted(network.local_providers):
+        raise AnonlabError("the network's local providers differ from the loaded ones")
+    config = states[0].config
+    cut = _new_cut(states[0])
+    _attach(states, cut)
+    history = _rounds(states, network, cut, report_to(progress))
     elapsed = time.perf_counter() - started
     columns = _exchange_columns(local, network, config, cut.n)
     table = _assemble(states[0], columns)
@@ -217,11 +247,13 @@ def _assemble(state: ProviderState, columns: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def run_helper(network: Network) -> int:
+def run_helper(network: Network, *, progress: ProgressFn | None = None) -> int:
     """An input-less helper: join every round's secure max until it says stop."""
+    tell = report_to(progress)
     rounds = 0
     while network.argmax({}) is not None:
         rounds += 1
+        tell(ROUNDS_STEP, rounds, None)
     return rounds
 
 
@@ -238,10 +270,12 @@ def _check_aligned(states: Sequence[ProviderState]) -> None:
                                "class values")
 
 
-def fuse(config: FusionConfig, frames: Mapping[str, pd.DataFrame] | None = None) -> FusionResult:
+def fuse(config: FusionConfig, frames: Mapping[str, pd.DataFrame] | None = None, *,
+         progress: ProgressFn | None = None) -> FusionResult:
     """All providers in this process (plain max, labelled not private).
 
-    ``frames`` may give a provider's table by party id instead of its file.
+    ``frames`` may give a provider's table by party id instead of its file;
+    ``progress`` hears ``("fusion rounds", rounds done, None)`` after every round.
     """
     frames = frames or {}
     states = [load_provider(config, i, frames.get(p.id))
@@ -250,7 +284,7 @@ def fuse(config: FusionConfig, frames: Mapping[str, pd.DataFrame] | None = None)
     ids = [p.id for p in config.providers] + [h.id for h in config.helpers]
     network = LocalNetwork(ids, n_providers=len(config.providers))
     try:
-        return run_parties(states, network)
+        return run_parties(states, network, progress=progress)
     finally:
         network.close()
 

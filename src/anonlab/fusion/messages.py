@@ -15,7 +15,10 @@ all integers little-endian. Kinds:
   values). Body: per column, each row's index into its labels, as int32.
 
 :func:`decode` checks the magic, the version, the kind and every field's type
-and size, and raises :class:`AnonlabError` on anything else.
+and size, and raises :class:`anonlab.fusion.codec.ProtocolError` (a one-line
+:class:`AnonlabError`) on anything else: never another exception, whatever
+the bytes. Record ids, counts, rows and node ids are at most :data:`MAX_INDEX`
+(they index int32 arrays).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.fusion.codec import ProtocolError
 
 MAGIC = b"ANLF"
 VERSION = 1
@@ -38,6 +42,7 @@ KIND_INSTRUCTIONS = 1
 KIND_COLUMNS = 3
 _PREFIX = struct.Struct("<4sHBI")
 MAX_HEADER = 64 * 1024 * 1024
+MAX_INDEX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ class Instructions:
     parent: int
     parent_label: str
     children: tuple[str, ...]
-    records: tuple[np.ndarray, ...]
+    records: tuple[NDArray[Any], ...]
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class Columns:
     """A provider's released columns of the fused table (strings, one array per column)."""
 
     provider: int
-    columns: Mapping[str, Sequence[str] | np.ndarray]
+    columns: Mapping[str, Sequence[str] | NDArray[Any]]
 
 
 def _pack(kind: int, header: dict[str, Any], body: bytes = b"") -> bytes:
@@ -89,9 +94,9 @@ def encode_columns(cols: Columns) -> bytes:
     return _pack(KIND_COLUMNS, header, b"".join(bodies))
 
 
-def _bad(what: str) -> AnonlabError:
-    return AnonlabError(f"malformed fusion message: {what}: the sending party is not a "
-                        "compatible anonlab party or the message was corrupted")
+def _bad(what: str) -> ProtocolError:
+    return ProtocolError(f"malformed fusion message: {what}: the sending party is not a "
+                         "compatible anonlab party or the message was corrupted")
 
 
 def _split(data: bytes) -> tuple[int, dict[str, Any], bytes]:
@@ -104,14 +109,14 @@ def _split(data: bytes) -> tuple[int, dict[str, Any], bytes]:
     if magic != MAGIC:
         raise _bad(f"foreign magic {magic!r}")
     if version != VERSION:
-        raise AnonlabError(f"fusion message version {version}, this anonlab speaks version "
-                           f"{VERSION}: run the same anonlab version at every party")
+        raise ProtocolError(f"fusion message version {version}, this anonlab speaks version "
+                            f"{VERSION}: run the same anonlab version at every party")
     if head_len > MAX_HEADER or _PREFIX.size + head_len > len(data):
         raise _bad(f"header length {head_len} exceeds the message")
     try:
         header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(f"header is not UTF-8 JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
+        raise _bad(f"header is not UTF-8 JSON ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise _bad("header is not a JSON object")
     return int(kind), header, data[_PREFIX.size + head_len:]
@@ -123,6 +128,8 @@ def _field(header: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> 
     value = header[name]
     if isinstance(value, bool) or not isinstance(value, kind):
         raise _bad(f"field '{name}' has the wrong type")
+    if isinstance(value, int) and not 0 <= value <= MAX_INDEX:
+        raise _bad(f"field '{name}' = {value} is outside 0..{MAX_INDEX}")
     return value
 
 
@@ -141,14 +148,13 @@ def decode_instructions(data: bytes) -> Instructions:
     parent_label = _field(header, "parent_label", str)
     children = _field(header, "children", list)
     counts = _field(header, "counts", list)
-    if parent < 0:
-        raise _bad("negative parent id")
     if not children or len(children) != len(counts):
         raise _bad("children and counts differ in length or are empty")
     if not all(isinstance(c, str) for c in children) or len(set(children)) != len(children):
         raise _bad("child labels are not distinct strings")
-    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
-        raise _bad("counts are not non-negative integers")
+    if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_INDEX
+               for c in counts):
+        raise _bad(f"counts are not integers in 0..{MAX_INDEX}")
     if len(body) != 4 * sum(counts):
         raise _bad(f"body has {len(body)} bytes for {sum(counts)} record ids")
     ids = np.frombuffer(body, dtype="<i4").astype(np.int64)
@@ -166,12 +172,12 @@ def decode_columns(data: bytes) -> Columns:
     rows = _field(header, "rows", int)
     labels = _field(header, "labels", list)
     if not all(isinstance(n, str) for n in names) or len(set(names)) != len(names) \
-            or len(labels) != len(names) or rows < 0:
+            or len(labels) != len(names):
         raise _bad("column names and labels do not match")
     if len(body) != 4 * rows * len(names):
         raise _bad(f"body has {len(body)} bytes for {len(names)} columns of {rows} rows")
     codes = np.frombuffer(body, dtype="<i4").reshape(len(names), rows)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, NDArray[Any]] = {}
     for name, table, col in zip(names, labels, codes, strict=True):
         if not isinstance(table, list) or not all(isinstance(v, str) for v in table):
             raise _bad(f"labels of column '{name}' are not strings")

@@ -31,19 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab import __version__
 from anonlab.errors import AnonlabError
+from anonlab.fusion import codec
 from anonlab.fusion.certs import check_party_id
+from anonlab.fusion.codec import DATA, KIND_NAMES, READY
 from anonlab.fusion.config import FusionConfig
 from anonlab.fusion.secure_max import MIN_PARTIES, SecureMax, party_loop
-from anonlab.fusion.transport import (
-    DATA,
-    KIND_NAMES,
-    PROTOCOL_NAME,
-    PROTOCOL_VERSION,
-    READY,
-    Channel,
-    Endpoint,
-    TlsFiles,
-)
+from anonlab.fusion.transport import Channel, Endpoint, TlsFiles, check_timeout
+from anonlab.progress import ProgressFn
 
 if TYPE_CHECKING:
     from anonlab.fusion.engine import FusionResult
@@ -94,7 +88,7 @@ def tls_files(config: FusionConfig, party_id: str) -> TlsFiles:
         raise AnonlabError(
             f"{config.source} has no [tls] table: give ca, cert and key (e.g. ca = "
             "\"certs/ca.crt\", cert = \"certs/{party}.crt\", key = \"certs/{party}.key\"); "
-            "`anonlab party CONFIG --make-certs certs` creates test certificates"
+            "anonlab.fusion.certs.make_certificates creates test certificates"
         )
     unknown = sorted(set(tls) - {"ca", "cert", "key"})
     if unknown:
@@ -137,6 +131,8 @@ class PartyNetwork:
         self, config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
+        timeout = check_timeout(timeout, "timeout")
+        connect_timeout = check_timeout(connect_timeout, "connect_timeout")
         check_party_setup(config, party_id)
         self.config = config
         self.me = party_id
@@ -162,13 +158,7 @@ class PartyNetwork:
     # -- start-up ---------------------------------------------------------------------------
     def hello(self) -> dict[str, Any]:
         """What this party announces: protocol, version, its id and the shared digest."""
-        return {
-            "protocol": PROTOCOL_NAME,
-            "version": PROTOCOL_VERSION,
-            "party": self.me,
-            "digest": self.config.shared_digest(),
-            "anonlab": __version__,
-        }
+        return codec.hello_message(self.me, self.config.shared_digest(), __version__)
 
     def connect(self) -> None:
         """Open the channel, check every peer's HELLO, then start the secure max."""
@@ -357,13 +347,14 @@ class PartyOutcome:
 
 def run_party(
     config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, progress: ProgressFn | None = None,
 ) -> PartyOutcome:
     """Run one party of a networked fusion to the end (see the module docstring).
 
     A provider reads only its own file and returns the fused table in
     ``result``; a helper returns ``result=None``. Raises :class:`AnonlabError`
-    (after telling the other parties) when anything goes wrong.
+    (after telling the other parties) when anything goes wrong. ``progress``
+    hears ``("fusion rounds", rounds done, None)`` once per round.
     """
     from anonlab.fusion.engine import run_helper, run_parties
     from anonlab.fusion.provider import load_provider
@@ -377,9 +368,9 @@ def run_party(
         network.check_data(state)
         network.start_secure_max()
         loop_began = time.perf_counter()
-        result = run_parties([state], network) if state is not None else None
+        result = run_parties([state], network, progress=progress) if state is not None else None
         if state is None:
-            run_helper(network)
+            run_helper(network, progress=progress)
         loop_seconds = time.perf_counter() - loop_began
         network.finish()
     except AnonlabError as exc:
@@ -412,16 +403,11 @@ def _byte_counts(info: Mapping[str, Any]) -> dict[str, int]:
 
 def check_hello(mine: Mapping[str, Any], theirs: Mapping[str, Any], party: str) -> None:
     """Refuse a peer that speaks another protocol version or runs another configuration."""
-    if theirs.get("protocol") != PROTOCOL_NAME or theirs.get("version") != PROTOCOL_VERSION:
-        raise AnonlabError(
-            f"party '{party}' speaks {theirs.get('protocol')!r} version {theirs.get('version')!r}"
-            f", not {PROTOCOL_NAME!r} version {PROTOCOL_VERSION}: run the same anonlab version "
-            f"(here {mine.get('anonlab')}, there {theirs.get('anonlab')!r}) everywhere"
-        )
+    codec.check_hello(theirs, party, str(mine.get("anonlab")))
     if theirs.get("party") != party:
         raise AnonlabError(
             f"the party with the certificate of '{party}' calls itself {theirs.get('party')!r}: "
-            "check that each party uses its own certificate and --party"
+            "check that each party uses its own certificate and its own party id"
         )
     if theirs.get("digest") != mine.get("digest"):
         raise AnonlabError(

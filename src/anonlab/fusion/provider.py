@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion import scores
@@ -39,8 +40,8 @@ class Candidate:
 
     attribute: str
     node: int
-    records: np.ndarray
-    child_index: np.ndarray
+    records: NDArray[Any]
+    child_index: NDArray[Any]
     child_labels: tuple[str, ...]
     child_info: tuple[Any, ...]
     gain: float
@@ -57,14 +58,14 @@ class ProviderState:
     party_id: str
     config: FusionConfig
     templates: tuple[Template, ...]
-    ids: np.ndarray
-    classes: np.ndarray
+    ids: NDArray[Any]
+    classes: NDArray[Any]
     class_labels: tuple[str, ...]
     raw: pd.DataFrame
     qid: tuple[str, ...]
-    codes: dict[str, np.ndarray]
+    codes: dict[str, NDArray[Any]]
     taxonomies: dict[str, Taxonomy]
-    domains: dict[str, tuple[np.ndarray, np.ndarray]]
+    domains: dict[str, tuple[NDArray[Any], NDArray[Any]]]
     bound: float
     source: str
     cut: SharedCut | None = None
@@ -122,7 +123,7 @@ class ProviderState:
 
     # ------------------------------------------------------------- candidates
 
-    def _add_candidate(self, a: str, node: int, records: np.ndarray) -> None:
+    def _add_candidate(self, a: str, node: int, records: NDArray[Any]) -> None:
         if records.size == 0:
             return
         info = self.node_info[a][node]
@@ -259,10 +260,10 @@ class ProviderState:
 
     # ---------------------------------------------------------------- output
 
-    def release_columns(self) -> dict[str, np.ndarray]:
+    def release_columns(self) -> dict[str, NDArray[Any]]:
         """This provider's columns of the fused table: QIDs at the final cut, others raw."""
         assert self.cut is not None
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, NDArray[Any]] = {}
         for c in self.config.providers[self.index].columns:
             if c in self.qid:
                 out[c] = self.cut.column_labels(c)
@@ -292,14 +293,14 @@ class CutSpec:
     nodes: dict[int, str]
     intervals: list[tuple[float, str]] | None
 
-    def apply(self, column: pd.Series) -> np.ndarray:
+    def apply(self, column: pd.Series) -> NDArray[Any]:
         """Generalize raw values of this attribute to the cut."""
         if self.taxonomy is not None:
             leaves = self.taxonomy.leaf_codes(column.to_numpy(), f"column '{self.attribute}'")
             nodes = self.taxonomy.node_of(set(self.nodes), leaves)
             table = np.asarray([self.nodes.get(int(v), SUPPRESSED) for v in
                                 range(len(self.taxonomy.labels))], dtype=object)
-            out: np.ndarray = table[nodes]
+            out: NDArray[Any] = table[nodes]
             return out
         assert self.intervals is not None
         x = as_numbers(column)
@@ -311,14 +312,14 @@ class CutSpec:
         los = np.array([lo for lo, _ in self.intervals])
         pos = np.clip(np.searchsorted(los, x, side="right") - 1, 0, len(los) - 1)
         labels = np.asarray([lab for _, lab in self.intervals], dtype=object)
-        result: np.ndarray = labels[pos]
+        result: NDArray[Any] = labels[pos]
         return result
 
 
 # -------------------------------------------------------------------- loading
 
 
-def as_numbers(column: pd.Series) -> np.ndarray | None:
+def as_numbers(column: pd.Series) -> NDArray[Any] | None:
     """The column as finite floats, or ``None`` when a value is not a number."""
     try:
         x = column.astype("float64").to_numpy(dtype=np.float64)
@@ -327,15 +328,16 @@ def as_numbers(column: pd.Series) -> np.ndarray | None:
     return x if np.isfinite(x).all() else None
 
 
-def _sorted_ids(values: pd.Series) -> np.ndarray:
+def _sorted_ids(values: pd.Series) -> NDArray[Any]:
     """Row order by id: numerically when every id is a number, else as text."""
     numeric = as_numbers(values)
     if numeric is not None and np.unique(numeric).size == numeric.size:
-        order: np.ndarray = np.argsort(numeric, kind="stable")
+        order: NDArray[Any] = np.argsort(numeric, kind="stable")
         return order
     text = values.astype(str).to_numpy(dtype=object)
     if numeric is not None:          # equal numbers written differently ("1", "01")
-        return np.lexsort((text, numeric))
+        by_number: NDArray[Any] = np.lexsort((text, numeric))
+        return by_number
     return np.argsort(text, kind="stable")
 
 
@@ -370,7 +372,7 @@ def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None =
         f"provider '{party.id}'"
     if frame is None:
         assert party.file is not None
-        frame = read_table(party.file)
+        frame = read_table(party.file, **party.read_options())
     else:
         frame = frame.astype(str)
     id_col, class_col = config.fusion.id, config.class_column
@@ -393,8 +395,8 @@ def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None =
     templates, _ = config.effective_templates()
     qid = tuple(c for c in party.columns if c in config.qid_attributes)
     taxonomies = load_taxonomies(config, list(qid))
-    codes: dict[str, np.ndarray] = {}
-    domains: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    codes: dict[str, NDArray[Any]] = {}
+    domains: dict[str, tuple[NDArray[Any], NDArray[Any]]] = {}
     for a in qid:
         if a in taxonomies:
             codes[a] = taxonomies[a].leaf_codes(frame[a], source)

@@ -21,25 +21,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 TIE = 1e-12
 """Gains closer than this are ties (sums of logarithms differ in the last bits)."""
 
 
-def entropy(counts: np.ndarray) -> np.ndarray:
+def entropy(counts: NDArray[Any]) -> NDArray[Any]:
     """Class entropy in bits of each row of a (groups x classes) count matrix."""
     counts = np.asarray(counts, dtype=np.float64)
     total = counts.sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(total > 0, counts / total, 0.0)
         terms = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
-    out: np.ndarray = -terms.sum(axis=-1)
+    out: NDArray[Any] = -terms.sum(axis=-1)
     return out
 
 
-def info_gain(child_counts: np.ndarray) -> float:
+def info_gain(child_counts: NDArray[Any]) -> float:
     """InfoGain of a split given the (children x classes) count matrix."""
     child_counts = np.asarray(child_counts, dtype=np.float64)
     sizes = child_counts.sum(axis=1)
@@ -51,12 +53,12 @@ def info_gain(child_counts: np.ndarray) -> float:
     return max(parent - after, 0.0)
 
 
-def split_info(sizes: np.ndarray) -> float:
+def split_info(sizes: NDArray[Any]) -> float:
     """SplitInfo of a split given the child sizes (zero sizes ignored)."""
     return float(entropy(np.asarray(sizes, dtype=np.float64)[None, :])[0])
 
 
-def gain_ratio(child_counts: np.ndarray) -> float:
+def gain_ratio(child_counts: NDArray[Any]) -> float:
     """GainRatio = InfoGain / SplitInfo (0 when the split leaves one non-empty child)."""
     si = split_info(np.asarray(child_counts).sum(axis=1))
     if si <= 1e-15:
@@ -65,7 +67,7 @@ def gain_ratio(child_counts: np.ndarray) -> float:
 
 
 def best_threshold(
-    values: np.ndarray, classes: np.ndarray, n_classes: int
+    values: NDArray[Any], classes: NDArray[Any], n_classes: int
 ) -> tuple[float, float] | None:
     """The information-gain-best binary split of numeric ``values`` (C4.5 style).
 
@@ -80,7 +82,7 @@ def best_threshold(
     return best_split(distinct, counts)
 
 
-def best_split(distinct: np.ndarray, counts: np.ndarray) -> tuple[float, float] | None:
+def best_split(distinct: NDArray[Any], counts: NDArray[Any]) -> tuple[float, float] | None:
     """:func:`best_threshold` from class counts per distinct value (rows sorted by value).
 
     Rows of zero count are ignored, so ``distinct`` may be an attribute's whole
@@ -102,7 +104,7 @@ def best_split(distinct: np.ndarray, counts: np.ndarray) -> tuple[float, float] 
     return (float(x[best]) + float(x[best + 1])) / 2.0, max(float(gains[best]), 0.0)
 
 
-def attribute_gain(codes: np.ndarray, classes: np.ndarray, n_classes: int) -> float:
+def attribute_gain(codes: NDArray[Any], classes: NDArray[Any], n_classes: int) -> float:
     """gain(Att) = info(Class) - info_Att(Class) over the attribute's raw codes."""
     _, inverse = np.unique(codes, return_inverse=True)
     counts = np.zeros((int(inverse.max()) + 1 if inverse.size else 0, n_classes), np.int64)

@@ -39,7 +39,13 @@ from types import ModuleType
 from typing import Any
 
 from anonlab.errors import AnonlabError
-from anonlab.fusion.transport import Endpoint, TlsFiles, client_context, server_context
+from anonlab.fusion.transport import (
+    Endpoint,
+    TlsFiles,
+    check_timeout,
+    client_context,
+    server_context,
+)
 
 SCORE_BITS = 44
 """Bit length of the secure integers.
@@ -193,8 +199,9 @@ class SecureMax:
         self.providers = list(providers)
         self.input_pids = [names.index(p) for p in providers]
         self.is_provider = me in providers
-        self.timeout = timeout
-        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self.timeout = check_timeout(timeout, "timeout")
+        self.connect_timeout = check_timeout(
+            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout")
         self.bits = bits
         self.tls = tls
         self.rounds = 0
@@ -374,30 +381,17 @@ class SecureMax:
         assert loop is not None
         task = asyncio.ensure_future(awaitable, loop=loop)
         limit = self.connect_timeout if starting else self.timeout
-        flag = "--connect-timeout" if starting else "--timeout"
+        name = "connect_timeout" if starting else "timeout"
         deadline = loop.time() + limit
 
         async def guard() -> Any:
             while not task.done():
-                if self._watch is not None:
-                    self._watch()
-                lost = self._lost_peer() if watch else None
-                if lost is not None:
-                    cause = f" ({self._failure})" if self._failure is not None else ""
-                    raise AnonlabError(
-                        f"party '{lost}' left during {what}{cause}: it stopped or failed; "
-                        "nothing was written"
-                    )
-                if self._failure is not None:
-                    raise AnonlabError(
-                        f"a party's connection failed during {what} ({self._failure}): it stopped "
-                        "or the network failed; nothing was written"
-                    )
+                self._check_parties(what, watch)
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise AnonlabError(
                         f"{what} did not finish within {limit:g} s: a party stopped, hung or is "
-                        f"unreachable (check hosts, ports, certificates; raise {flag}); "
+                        f"unreachable (check hosts, ports, certificates; or raise {name}); "
                         "nothing was written"
                     )
                 await asyncio.wait([task], timeout=min(0.05, remaining))
@@ -421,6 +415,23 @@ class SecureMax:
             for pending in (guarded, task):
                 if not pending.done():
                     pending.cancel()
+
+    def _check_parties(self, what: str, watch: bool) -> None:
+        """Raise when the channel failed, a peer left (with ``watch``) or a connection broke."""
+        if self._watch is not None:
+            self._watch()
+        lost = self._lost_peer() if watch else None
+        if lost is not None:
+            cause = f" ({self._failure})" if self._failure is not None else ""
+            raise AnonlabError(
+                f"party '{lost}' left during {what}{cause}: it stopped or failed; "
+                "nothing was written"
+            )
+        if self._failure is not None:
+            raise AnonlabError(
+                f"a party's connection failed during {what} ({self._failure}): it stopped "
+                "or the network failed; nothing was written"
+            )
 
     def _watch_once(self) -> None:
         """Raise the channel's recorded failure, if the caller gave a watch."""

@@ -17,9 +17,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.config import SensitivityConfig
@@ -40,17 +42,17 @@ class Taxonomy:
     values: tuple[str, ...]
     labels: tuple[str, ...]
     children: tuple[tuple[int, ...], ...]
-    depth: np.ndarray
-    ancestors: np.ndarray
-    leaf_node: np.ndarray
-    leaf_levels: np.ndarray
+    depth: NDArray[Any]
+    ancestors: NDArray[Any]
+    leaf_node: NDArray[Any]
+    leaf_levels: NDArray[Any]
 
     @property
     def root(self) -> int:
         """The root node (always 0)."""
         return 0
 
-    def leaf_codes(self, column: pd.Series | np.ndarray, source: str) -> np.ndarray:
+    def leaf_codes(self, column: pd.Series | NDArray[Any], source: str) -> NDArray[Any]:
         """Leaf indices of raw values; unknown values are an error naming them."""
         index = {v: i for i, v in enumerate(self.values)}
         codes, uniq = pd.factorize(pd.Series(column, dtype=object).astype(str)
@@ -61,7 +63,7 @@ class Taxonomy:
             raise AnonlabError(f"{source}: column '{self.attribute}' has values the taxonomy "
                                f"does not list ({shown}): add them to the hierarchy file")
         lookup = np.array([index[str(u)] for u in uniq], dtype=np.int64)
-        out: np.ndarray = lookup[codes]
+        out: NDArray[Any] = lookup[codes]
         return out
 
     def leaf_count(self, node: int) -> int:
@@ -74,13 +76,13 @@ class Taxonomy:
         d = int(self.depth[node])
         return int(self.leaf_levels[self.ancestors[:, d] == node].sum())
 
-    def child_of(self, node: int, leaves: np.ndarray) -> np.ndarray:
+    def child_of(self, node: int, leaves: NDArray[Any]) -> NDArray[Any]:
         """The child of ``node`` on each leaf's path (leaves must lie under ``node``)."""
         d = int(self.depth[node]) + 1
-        out: np.ndarray = self.ancestors[leaves, d]
+        out: NDArray[Any] = self.ancestors[leaves, d]
         return out
 
-    def node_of(self, label_nodes: set[int], leaves: np.ndarray) -> np.ndarray:
+    def node_of(self, label_nodes: set[int], leaves: NDArray[Any]) -> NDArray[Any]:
         """For each leaf, the node of the set ``label_nodes`` on its path (a cut)."""
         out = np.full(leaves.shape, -1, dtype=np.int64)
         for d in range(self.ancestors.shape[1]):
@@ -90,16 +92,45 @@ class Taxonomy:
         return out
 
 
+Key = tuple[int, str]
+"""A hierarchy node before collapsing: (level, label)."""
+
+
 def build_taxonomy(hierarchy: Hierarchy, attribute: str,
                    sensitivity: SensitivityConfig | None = None) -> Taxonomy:
     """Build the collapsed tree of ``hierarchy`` (see the module docstring)."""
+    raw_children, root_key = _raw_tree(hierarchy)
+
+    def collapse(key: Key) -> Key:
+        while len(raw_children.get(key, [])) == 1:
+            key = raw_children[key][0]
+        return key
+
+    labels, children, depth, leaf_node = _number_nodes(raw_children, root_key, collapse)
+    values = tuple(r[0] for r in hierarchy.rows)
+    ancestors = _ancestor_table(values, leaf_node, depth, children)
+    sensitivity = sensitivity or SensitivityConfig()
+    unknown = [v for v in sensitivity.values.get(attribute, {}) if v not in leaf_node]
+    if unknown:
+        raise AnonlabError(f"sensitivity.values.{attribute} names '{unknown[0]}', which the "
+                           f"taxonomy of '{attribute}' does not list: fix the value")
+    levels = np.array([sensitivity.level(attribute, v) for v in values], dtype=np.int64)
+    return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
+                    np.array(depth, dtype=np.int64), ancestors,
+                    np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
+
+
+def _raw_tree(hierarchy: Hierarchy) -> tuple[dict[Key, list[Key]], Key]:
+    """Every node's children as the hierarchy's rows give them, and the root.
+
+    Several top values (or a hierarchy of one level) get a common root ``*``
+    one level above the top.
+    """
     rows = hierarchy.rows
     height = hierarchy.height
-    raw_children: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    raw_children: dict[Key, list[Key]] = {}
     tops = list(dict.fromkeys(r[height] for r in rows))
-    top_level = height
-    if len(tops) > 1 or height == 0:
-        top_level = height + 1
+    top_level = height + 1 if len(tops) > 1 or height == 0 else height
     for r in rows:
         path = [(lvl, r[lvl]) for lvl in range(height + 1)]
         if top_level > height:
@@ -108,19 +139,20 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
             kids = raw_children.setdefault(parent, [])
             if (lo, lab) not in kids:
                 kids.append((lo, lab))
-    root_key = (top_level, rows[0][height] if top_level == height else SUPPRESSED)
+    return raw_children, (top_level, rows[0][height] if top_level == height else SUPPRESSED)
 
-    def collapse(key: tuple[int, str]) -> tuple[int, str]:
-        while len(raw_children.get(key, [])) == 1:
-            key = raw_children[key][0]
-        return key
 
+def _number_nodes(
+    raw_children: dict[Key, list[Key]], root_key: Key, collapse: Callable[[Key], Key],
+) -> tuple[list[str], list[list[int]], list[int], dict[str, int]]:
+    """Node ids in breadth-first order of the collapsed tree: labels, children, depths and
+    the node of each leaf value."""
     labels: list[str] = []
     children: list[list[int]] = []
     depth: list[int] = []
     leaf_node: dict[str, int] = {}
     queue = [(collapse(root_key), 0, collapse(root_key)[1])]
-    ids: dict[tuple[int, str], int] = {}
+    ids: dict[Key, int] = {}
     head = 0
     while head < len(queue):
         key, d, label = queue[head]
@@ -132,19 +164,19 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
         children.append([])
         if key[0] == 0:
             leaf_node[key[1]] = node
+        kids = raw_children.get(key, [])
         queue += [(collapse(kid), d + 1, lab)
-                  for kid, lab in zip(raw_children.get(key, []),
-                                      _child_labels(raw_children.get(key, []), collapse),
-                                      strict=True)]
-    parent_of: dict[int, int] = {}
+                  for kid, lab in zip(kids, _child_labels(kids, collapse), strict=True)]
     for key, node in ids.items():
-        for kid in raw_children.get(key, []):
-            child = ids[collapse(kid)]
-            children[node].append(child)
-            parent_of[child] = node
-    values = tuple(r[0] for r in rows)
-    max_depth = max(depth) + 1
-    ancestors = np.full((len(values), max_depth), -1, dtype=np.int64)
+        children[node].extend(ids[collapse(kid)] for kid in raw_children.get(key, []))
+    return labels, children, depth, leaf_node
+
+
+def _ancestor_table(values: tuple[str, ...], leaf_node: dict[str, int], depth: list[int],
+                    children: list[list[int]]) -> NDArray[np.int64]:
+    """(values x depth) node ids: the ancestor of each leaf value at each depth (-1 below it)."""
+    parent_of = {child: node for node, kids in enumerate(children) for child in kids}
+    ancestors = np.full((len(values), max(depth) + 1), -1, dtype=np.int64)
     for i, v in enumerate(values):
         node = leaf_node[v]
         while True:
@@ -152,15 +184,7 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
             if node == 0:
                 break
             node = parent_of[node]
-    sensitivity = sensitivity or SensitivityConfig()
-    unknown = [v for v in sensitivity.values.get(attribute, {}) if v not in leaf_node]
-    if unknown:
-        raise AnonlabError(f"sensitivity.values.{attribute} names '{unknown[0]}', which the "
-                           f"taxonomy of '{attribute}' does not list: fix the value")
-    levels = np.array([sensitivity.level(attribute, v) for v in values], dtype=np.int64)
-    return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
-                    np.array(depth, dtype=np.int64), ancestors,
-                    np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
+    return ancestors
 
 
 def _child_labels(kids: list[tuple[int, str]],

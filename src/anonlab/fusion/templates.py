@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.messages import Instructions
@@ -36,13 +38,13 @@ class SharedCut:
     attributes: tuple[str, ...]
     templates: tuple[Template, ...]
     root_labels: dict[str, str]
-    cur: dict[str, np.ndarray] = field(default_factory=dict)
+    cur: dict[str, NDArray[Any]] = field(default_factory=dict)
     labels: dict[str, list[str]] = field(default_factory=dict)
     parents: dict[str, list[int]] = field(default_factory=dict)
     counts: dict[str, list[int]] = field(default_factory=dict)
-    gid: list[np.ndarray] = field(default_factory=list)
-    gsize: list[np.ndarray] = field(default_factory=list)
-    gvalue: list[dict[str, np.ndarray]] = field(default_factory=list)
+    gid: list[NDArray[Any]] = field(default_factory=list)
+    gsize: list[NDArray[Any]] = field(default_factory=list)
+    gvalue: list[dict[str, NDArray[Any]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for a in self.attributes:
@@ -79,7 +81,7 @@ class SharedCut:
         big = np.iinfo(np.int64).max
         return first, int(sizes[order[0]]), int(others.min()) if others.size else big
 
-    def check(self, instr: Instructions) -> np.ndarray:
+    def check(self, instr: Instructions) -> NDArray[Any]:
         """Check instructions against the cut; returns the parent's record ids, sorted."""
         a = instr.attribute
         if a not in self.cur:
@@ -124,7 +126,7 @@ class SharedCut:
             self._split_groups(j, a, moved)
         return new_ids
 
-    def _split_groups(self, j: int, attribute: str, moved: np.ndarray) -> None:
+    def _split_groups(self, j: int, attribute: str, moved: NDArray[Any]) -> None:
         # every old group of ``moved`` holds one value of ``attribute`` (the parent), so
         # its new groups are keyed by the old group and the record's child value
         gid = self.gid[j]
@@ -151,9 +153,9 @@ class SharedCut:
         for a in self.templates[j].qid:
             self.gvalue[j][a] = np.concatenate([self.gvalue[j][a], self.cur[a][moved[first]]])
 
-    def column_labels(self, attribute: str) -> np.ndarray:
+    def column_labels(self, attribute: str) -> NDArray[Any]:
         """The current labels of every record for ``attribute``."""
-        out: np.ndarray = np.asarray(self.labels[attribute], dtype=object)[self.cur[attribute]]
+        out: NDArray[Any] = np.asarray(self.labels[attribute], dtype=object)[self.cur[attribute]]
         return out
 
 

@@ -1,4 +1,9 @@
-"""The parties' own channel: TLS over TCP, length-prefixed frames, a JSON start-up handshake.
+"""The parties' connections: TLS over TCP, the accept loop, deadlines (the connection layer).
+
+What travels on a connection, and how it is checked, is the codec's business
+(:mod:`anonlab.fusion.codec` for frames and control messages,
+:mod:`anonlab.fusion.messages` for DATA payloads); this module moves the
+bytes and keeps time.
 
 Every pair of parties holds one TLS connection (a full mesh); the party that
 comes earlier in the configuration's party list connects, the later one
@@ -8,42 +13,39 @@ listener's certificate names the party it dialled (the certificate's DNS name
 is the party id); the listening side identifies the caller by the party id in
 its certificate.
 
-A certificate that is not trusted stops the start-up on both ends of that
-connection, at once, with one line naming the party:
+The listener is open to anyone who can reach its port, so it never lets a
+caller end the run: a connection whose TLS handshake fails (a port scan's
+connect-and-close, a client that does not speak TLS, a certificate of
+another CA, a caller that rejects our certificate) or whose certificate names
+no party expected here is dropped and logged (``logging`` warning, logger
+``anonlab.fusion.transport``), and the listener keeps accepting until every
+expected party called or the connect timeout passed. The timeout's error then
+lists the connections that were dropped, which tells a party with a wrong
+certificate from a party that never started.
 
-* the connecting side checks the listener's certificate during the handshake
+The connecting side knows whom it dials, so a TLS failure there is final and
+named at once:
+
+* it checks the listener's certificate during the handshake
   (``SSLCertVerificationError``);
-* the listening side runs the TLS handshake itself (``loop.start_tls`` on the
-  accepted socket), so it sees both a caller's certificate it rejects and the
-  alert of a caller that rejected its own certificate;
-* with TLS 1.3 the connecting side finishes its handshake *before* the
-  listener has checked the caller's certificate, and a rejection arrives
-  later as an alert that closes the connection. The listener therefore speaks
-  first (its HELLO right after the handshake) and the connecting side sends
-  nothing, and counts the connection as made, only once that first frame
-  arrived; a connection that closes before it is a refusal, reported with
-  the alert's reason.
+* with TLS 1.3 its handshake ends *before* the listener has checked the
+  caller's certificate, and a rejection arrives later as a closed connection.
+  The listener therefore speaks first (its HELLO right after the handshake)
+  and the connecting side counts the connection as made only once that first
+  frame arrived; a connection that closes before it is a refusal of our
+  certificate.
 
 Only "nobody listens there yet" (a refused or reset TCP connection) is
 retried. A party that fails while connecting keeps its listener and dials up
 for a short grace period (:data:`START_GRACE` seconds at most) until every
 peer has either connected (and gets an ABORT with the reason) or failed its
-handshake too, so every party stops promptly with a reason instead of waiting
-for the connect timeout.
+handshake too, so the parties it can reach stop promptly with a reason.
 
 The channel runs on the same asyncio event loop as the MPyC runtime
 (:class:`anonlab.fusion.secure_max.PartyLoop`), so sending never blocks on a
-receiver (frames are buffered by the transport) and every wait has a deadline
-and notices a peer that stopped, aborted or sent something malformed.
-
-Wire format, version 1 (see docs/fusion-protocol.md). Every frame is::
-
-    kind (1 byte) | length (4 bytes, big-endian, unsigned) | payload (length bytes)
-
-``HELLO``, ``READY``, ``DONE`` and ``ABORT`` carry UTF-8 JSON objects; ``DATA`` carries
-the bytes the engine hands over (encoded by ``anonlab.fusion.messages``).
-Frames larger than :data:`MAX_FRAME` or of an unknown kind are malformed: the
-receiver drops the connection and stops with an error. Nothing is unpickled.
+receiver (frames are buffered by the transport) and every wait has a finite
+deadline and notices a peer that stopped, aborted or sent something
+malformed.
 """
 
 from __future__ import annotations
@@ -51,27 +53,56 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
+import logging
+import math
 import ssl
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from anonlab.errors import AnonlabError
+from anonlab.fusion.codec import (
+    ABORT,
+    DATA,
+    DONE,
+    HELLO,
+    KIND_NAMES,
+    PROTOCOL_NAME,
+    PROTOCOL_VERSION,
+    READY,
+    FrameDecoder,
+    ProtocolError,
+    abort_reason,
+    decode_json,
+    encode_frame,
+    encode_json,
+)
 
-PROTOCOL_NAME = "anonlab-fusion"
-PROTOCOL_VERSION = 1
-HELLO, DATA, DONE, ABORT, READY = 1, 2, 3, 4, 5
-KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", DONE: "DONE", ABORT: "ABORT", READY: "READY"}
-MAX_FRAME = 1 << 30
-_HEADER = struct.Struct(">BI")
+__all__ = [
+    "ABORT", "DATA", "DONE", "HELLO", "KIND_NAMES", "PROTOCOL_NAME", "PROTOCOL_VERSION", "READY",
+    "Channel", "Endpoint", "FrameProtocol", "TlsFiles", "check_timeout", "client_context",
+    "server_context",
+]
+
+logger = logging.getLogger(__name__)
+
 _POLL = 0.05
 START_GRACE = 10.0
 """Seconds a party that failed while connecting still waits for its peers to connect or fail,
 so that each of them learns why (bounded by the connect timeout)."""
+HANDSHAKE_LIMIT = 30.0
+"""Seconds an accepted connection may take for its TLS handshake (at most the connect timeout)."""
 _CERT_ADVICE = "every party needs a certificate for its id signed by the configured CA"
+TIMEOUT_RULE = "must be a finite number of seconds above 0"
+
+
+def check_timeout(value: float, name: str) -> float:
+    """``value`` as a float when it is a finite, positive number of seconds; else one error."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value <= 0:
+        raise AnonlabError(f"{name} {TIMEOUT_RULE} (got {value!r})", parameter=name)
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -104,7 +135,8 @@ class TlsFiles:
             if not path.is_file():
                 raise AnonlabError(
                     f"TLS {label} '{path}' for party '{party}' does not exist: fix [tls] in the "
-                    "config or create certificates with `anonlab party CONFIG --make-certs DIR`"
+                    "config, or create test certificates with "
+                    "anonlab.fusion.certs.make_certificates"
                 )
         return files
 
@@ -152,6 +184,20 @@ def _ssl_reason(exc: ssl.SSLError) -> str:
     return str(reason).replace("_", " ").lower() if reason else str(exc)
 
 
+def _address(peer: Any) -> str:
+    """``host:port`` of a ``peername`` extra."""
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+
+
+def handshake_failure(exc: BaseException) -> str:
+    """Why the TLS handshake of an accepted connection failed, in a few words."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"its certificate is not trusted ({exc.verify_message})"
+    if isinstance(exc, ssl.SSLError):
+        return f"the TLS handshake failed ({_ssl_reason(exc)})"
+    return "it closed the connection during the TLS handshake"
+
+
 class _Acceptor(asyncio.Protocol):
     """An accepted TCP connection before TLS: hands it to :meth:`Channel.accept`."""
 
@@ -167,36 +213,8 @@ class _Acceptor(asyncio.Protocol):
         task.add_done_callback(self.channel.handshakes.discard)
 
 
-def encode_frame(kind: int, payload: bytes) -> bytes:
-    """One frame: kind byte, 4-byte big-endian length, payload."""
-    if kind not in KIND_NAMES:
-        raise ValueError(f"unknown frame kind {kind}")
-    if len(payload) > MAX_FRAME:
-        raise AnonlabError(f"message of {len(payload)} bytes exceeds the {MAX_FRAME}-byte limit")
-    return _HEADER.pack(kind, len(payload)) + payload
-
-
-def encode_json(obj: Mapping[str, Any]) -> bytes:
-    """A JSON payload (HELLO, READY, DONE, ABORT)."""
-    return json.dumps(dict(obj), sort_keys=True).encode("utf-8")
-
-
-def decode_json(payload: bytes, party: str, kind: int) -> dict[str, Any]:
-    """Parse a JSON payload, refusing anything that is not a JSON object."""
-    try:
-        obj = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        obj = None
-    if not isinstance(obj, dict):
-        raise AnonlabError(
-            f"party '{party}' sent a malformed {KIND_NAMES[kind]} message (not a JSON object): "
-            "check that every party runs the same anonlab version; nothing was written"
-        )
-    return obj
-
-
 class FrameProtocol(asyncio.Protocol):
-    """One TLS connection to one peer: splits the byte stream into frames."""
+    """One TLS connection to one peer: feeds the byte stream to a :class:`FrameDecoder`."""
 
     def __init__(self, channel: Channel, party: str | None) -> None:
         self.channel = channel
@@ -205,7 +223,7 @@ class FrameProtocol(asyncio.Protocol):
         self.confirmed = False
         """A dialled connection counts once the listener's first frame arrived (see above)."""
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.decoder = FrameDecoder()
         self.bytes_sent = 0
         self.broken = False
 
@@ -224,23 +242,18 @@ class FrameProtocol(asyncio.Protocol):
             # the listener accepted our certificate: it spoke first
             self.confirmed = True
             self.channel.register(self.party, self)
-        self.buffer.extend(data)
-        while len(self.buffer) >= _HEADER.size and self.party is not None:
-            kind, length = _HEADER.unpack_from(self.buffer)
-            if kind not in KIND_NAMES or length > MAX_FRAME:
-                # ignore the rest of the stream; the link stays open for our ABORT to the sender
-                self.broken = True
-                self.buffer.clear()
-                self.channel.fail(
-                    f"party '{self.party}' sent a malformed frame (kind {kind}, length {length}): "
-                    "check that every party runs the same anonlab version; nothing was written"
-                )
-                return
-            if len(self.buffer) < _HEADER.size + length:
-                break
-            payload = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
-            del self.buffer[: _HEADER.size + length]
-            self.channel.deliver(self.party, kind, payload)
+        if self.party is None:  # a caller we did not accept: ignore what it says
+            return
+        try:
+            for frame in self.decoder.feed(data):
+                self.channel.deliver(self.party, frame.kind, frame.payload)
+        except ProtocolError as exc:
+            # ignore the rest of the stream; the link stays open for our ABORT to the sender
+            self.broken = True
+            self.channel.fail(
+                f"party '{self.party}' sent a {exc}: check that every party runs the same "
+                "anonlab version; nothing was written"
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.party is None:
@@ -273,7 +286,9 @@ class Channel:
     ``parties`` lists every party's channel endpoint in configuration order.
     Call :meth:`open` (connect and exchange HELLOs), then :meth:`send` /
     :meth:`receive`, then :meth:`finish` (exchange DONEs) and :meth:`close`;
-    after an error call :meth:`abort` to tell the others why.
+    after an error call :meth:`abort` to tell the others why. ``timeout``
+    bounds every wait during the run, ``connect_timeout`` (default: the same)
+    the start-up; both must be finite and positive.
     """
 
     def __init__(
@@ -296,8 +311,9 @@ class Channel:
         self.after = parties[mine + 1 :]
         self.peers = [n for n in names if n != me]
         self.tls = tls
-        self.timeout = timeout
-        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self.timeout = check_timeout(timeout, "timeout")
+        self.connect_timeout = check_timeout(
+            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout")
         self.links: dict[str, FrameProtocol] = {}
         self.queues: dict[str, collections.deque[tuple[int, bytes]]] = {
             n: collections.deque() for n in self.peers
@@ -310,9 +326,9 @@ class Channel:
         self.dial_failed: set[str] = set()
         """Peers we dial whose handshake failed (they cannot be told anything)."""
         self.refused_calls = 0
-        """Incoming connections whose TLS handshake failed (a certificate, or the caller left)."""
+        """Incoming connections dropped (failed handshake, or not a party expected here)."""
         self.dropped_calls: list[str] = []
-        """Addresses of callers that closed the connection during the TLS handshake."""
+        """``address (reason)`` of every incoming connection that was dropped."""
         self._hello: bytes | None = None
         self._relayed = False
         self._server: asyncio.Server | None = None
@@ -330,8 +346,12 @@ class Channel:
                     + f", not from a certificate naming {sorted(names)}: check that every party "
                     "uses the same party list and the certificate of its own id"
                 )}))
+            address = "?"
             if protocol.transport is not None:
+                address = _address(protocol.transport.get_extra_info("peername"))
                 protocol.transport.close()
+            self.drop_call(address, f"its certificate names {sorted(names)}, not a party "
+                                    "expected to call here")
             return
         protocol.party = candidates[0]
         self.register(candidates[0], protocol)
@@ -339,12 +359,18 @@ class Channel:
             protocol.send(HELLO, self._hello)  # the listener speaks first
 
     def register(self, party: str, protocol: FrameProtocol) -> None:
+        """Count ``protocol`` as the connection to ``party``."""
         self.links[party] = protocol
         self._changed.set()
 
     def peer_endpoint(self, party: str) -> str:
+        """``host:port`` where ``party`` listens."""
         peer = next(p for p in self.parties if p.party == party)
         return f"{peer.host}:{peer.port}"
+
+    def waiting_for(self) -> list[str]:
+        """Peers not connected yet."""
+        return [n for n in self.peers if n not in self.links]
 
     def refused(self, party: str, exc: BaseException | None) -> None:
         """A connection we dialled closed before the listener's first frame: it refused us."""
@@ -367,39 +393,33 @@ class Channel:
             )
         self._changed.set()
 
-    def call_failed(self, address: str, exc: ssl.SSLError) -> None:
-        """The TLS handshake of an incoming connection failed on a certificate."""
+    def drop_call(self, address: str, reason: str) -> None:
+        """Drop an incoming connection without ending the run: note it and log a warning."""
         self.refused_calls += 1
-        waiting = ", ".join(f"'{n}'" for n in self.before if n not in self.links) or "none"
-        if isinstance(exc, ssl.SSLCertVerificationError):
-            self.fail(
-                f"TLS certificate of the party calling from {address} is not trusted "
-                f"({exc.verify_message}; parties still expected to call here: {waiting}): "
-                f"{_CERT_ADVICE}"
-            )
-        else:
-            self.fail(
-                f"TLS certificate of party '{self.me}' is not trusted by the party calling from "
-                f"{address} ({_ssl_reason(exc)}): {_CERT_ADVICE}"
-            )
+        self.dropped_calls.append(f"{address} ({reason})")
+        waiting = ", ".join(f"'{n}'" for n in self.before if n not in self.links) or "nobody"
+        logger.warning(
+            "party '%s' dropped a connection from %s: %s; it keeps listening for %s (a stray "
+            "connection, or a party whose certificate is not from the configured CA)",
+            self.me, address, reason, waiting,
+        )
         self._changed.set()
 
     def deliver(self, party: str, kind: int, payload: bytes) -> None:
+        """File a frame from ``party``: ABORT and DONE at once, the others in its queue."""
         if kind == ABORT:
-            reason = "no reason given"
-            with contextlib.suppress(AnonlabError):
-                reason = str(decode_json(payload, party, kind).get("error", reason))
-            self.fail(f"party '{party}' stopped: {reason}", relayed=True)
+            self.fail(f"party '{party}' stopped: {abort_reason(payload, party)}", relayed=True)
         elif kind == DONE:
             try:
-                self.done[party] = decode_json(payload, party, kind)
-            except AnonlabError as exc:
+                self.done[party] = decode_json(payload, kind, f"party '{party}'")
+            except ProtocolError as exc:
                 self.fail(str(exc))
         else:
             self.queues[party].append((kind, payload))
         self._changed.set()
 
     def lost(self, party: str, exc: Exception | None) -> None:
+        """A connection closed; a failure unless we close or ``party`` said DONE."""
         if not self.closing and party not in self.done:
             cause = f" ({exc})" if exc else ""
             self.fail(
@@ -433,7 +453,7 @@ class Channel:
         connect timeout, every later wait the per-step timeout.
         """
         limit = self.connect_timeout if starting else self.timeout
-        flag = "--connect-timeout" if starting else "--timeout"
+        name = "connect_timeout" if starting else "timeout"
         deadline = self.loop.time() + limit
 
         async def poll() -> None:
@@ -445,7 +465,7 @@ class Channel:
                 if remaining <= 0:
                     raise AnonlabError(
                         f"{what} did not happen within {limit:g} s: a party stopped, hung or is "
-                        f"unreachable (check hosts, ports, certificates; raise {flag}); "
+                        f"unreachable (check hosts, ports, certificates; or raise {name}); "
                         "nothing was written"
                     )
                 self._changed.clear()
@@ -456,26 +476,14 @@ class Channel:
 
     # -- life cycle -------------------------------------------------------------------------
     def open(self, hello: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-        """Connect to every peer, send our HELLO and return every peer's HELLO.
+        """Connect to every peer, send our HELLO and return every peer's HELLO (JSON objects).
 
         On every connection the listener sends its HELLO first (right after
         the TLS handshake) and the connecting side answers once it got it.
         """
-        me = next(p for p in self.parties if p.party == self.me)
         self._hello = encode_json(hello)
         if self.before:
-            accept_context = server_context(self.tls)
-            try:
-                self._server = self.loop.run_until_complete(
-                    self.loop.create_server(
-                        lambda: _Acceptor(self, accept_context), me.host, me.port,
-                    )
-                )
-            except OSError as exc:
-                raise AnonlabError(
-                    f"party '{self.me}' cannot listen on {me.host}:{me.port} ({exc}): choose a "
-                    "free port or this host's own address in the config"
-                ) from exc
+            self._listen()
         context = client_context(self.tls)
         tasks = [self.loop.create_task(self._dial(peer, context)) for peer in self.after]
         try:
@@ -491,15 +499,35 @@ class Channel:
         for party in self.peers:
             got, payload = self.receive(party, "the start-up handshake", starting=True)
             if got != HELLO:
-                raise AnonlabError(
+                raise ProtocolError(
                     f"party '{party}' sent {KIND_NAMES[got]} instead of HELLO during the "
                     "start-up handshake: check that every party runs the same anonlab version"
                 )
-            received[party] = decode_json(payload, party, HELLO)
+            received[party] = decode_json(payload, HELLO, f"party '{party}'")
         return received
 
+    def _listen(self) -> None:
+        """Start accepting the parties listed before us (each TLS handshake runs in accept)."""
+        me = next(p for p in self.parties if p.party == self.me)
+        accept_context = server_context(self.tls)
+        try:
+            self._server = self.loop.run_until_complete(
+                self.loop.create_server(
+                    lambda: _Acceptor(self, accept_context), me.host, me.port,
+                )
+            )
+        except OSError as exc:
+            raise AnonlabError(
+                f"party '{self.me}' cannot listen on {me.host}:{me.port} ({exc}): choose a "
+                "free port or this host's own address in the config"
+            ) from exc
+
+    def connected(self) -> bool:
+        """Every peer is connected."""
+        return all(n in self.links for n in self.peers)
+
     def settled(self) -> bool:
-        """Every peer connected, or its TLS handshake failed."""
+        """After a failure: every peer connected, or a handshake with it failed."""
         callers = sum(1 for n in self.before if n in self.links)
         return callers + self.refused_calls >= len(self.before) and all(
             p.party in self.links or p.party in self.dial_failed for p in self.after
@@ -508,66 +536,63 @@ class Channel:
     def _wait_connected(self) -> None:
         """Wait until every peer is connected; after a failure, until every peer could learn it.
 
-        A recorded failure does not stop the wait at once: the listener and
-        the dials stay up (at most :data:`START_GRACE` seconds more, within
-        the connect timeout) so that each peer either connects, to receive
-        our ABORT, or fails its own handshake with us; then the failure is
-        raised.
+        Dropped incoming connections do not end the wait. A recorded failure
+        does not stop it at once either: the listener and the dials stay up
+        (at most :data:`START_GRACE` seconds more, within the connect timeout)
+        so that each peer either connects, to receive our ABORT, or fails its
+        own handshake with us; then the failure is raised.
         """
-        limit = self.connect_timeout
-        deadline = self.loop.time() + limit
+        deadline = self.loop.time() + self.connect_timeout
 
         async def poll() -> None:
             grace_end: float | None = None
-            while not self.settled():
+            while True:
                 now = self.loop.time()
-                if self.failure is not None:
+                if self.failure is None:
+                    if self.connected():
+                        return
+                    if now >= deadline:
+                        raise self._connect_timeout_error()
+                    end = deadline
+                else:
                     if grace_end is None:
                         grace_end = min(deadline, now + START_GRACE)
-                    if now >= grace_end:
+                    if self.settled() or now >= grace_end:
                         return
-                elif now >= deadline:
-                    waiting = ", ".join(f"'{n}'" for n in self.peers if n not in self.links)
-                    raise AnonlabError(
-                        f"connecting party '{self.me}' to {waiting} did not happen within "
-                        f"{limit:g} s: a party stopped, hung or is unreachable (check hosts, "
-                        "ports, certificates; raise --connect-timeout); nothing was written"
-                    )
-                end = deadline if grace_end is None else grace_end
+                    end = grace_end
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), max(min(_POLL, end - now), 0))
 
         self.loop.run_until_complete(poll())
-        missing = [n for n in self.peers if n not in self.links]
-        if missing and self.failure is None:  # settled: the missing callers dropped our handshake
-            self.fail(
-                f"TLS certificate of party '{self.me}' is not trusted by the parties calling from "
-                f"{', '.join(self.dropped_calls)}: they closed the connection during the TLS "
-                f"handshake, and " + ", ".join(f"'{n}'" for n in missing) + " never connected; "
-                + _CERT_ADVICE
-            )
         self.check()
 
+    def _connect_timeout_error(self) -> AnonlabError:
+        waiting = ", ".join(f"'{n}'" for n in self.waiting_for())
+        dropped = ""
+        if self.dropped_calls:
+            shown = "; ".join(self.dropped_calls[:3])
+            more = f" and {len(self.dropped_calls) - 3} more" if len(self.dropped_calls) > 3 else ""
+            dropped = f" (connections dropped here: {shown}{more})"
+        return AnonlabError(
+            f"connecting party '{self.me}' to {waiting} did not happen within "
+            f"{self.connect_timeout:g} s{dropped}: a party stopped, hung, is unreachable or has "
+            "a certificate that is not from the configured CA (check hosts, ports, "
+            "certificates; or raise connect_timeout); nothing was written"
+        )
+
     async def accept(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
-        """Run the TLS handshake of an accepted TCP connection, noting a certificate failure."""
-        peer = transport.get_extra_info("peername")
-        address = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        """Run the TLS handshake of an accepted TCP connection; drop it when that fails."""
+        address = _address(transport.get_extra_info("peername"))
         protocol = FrameProtocol(self, None)
         try:
-            tls = await self.loop.start_tls(transport, protocol, context, server_side=True)
-        except ssl.SSLError as exc:
+            tls = await self.loop.start_tls(
+                transport, protocol, context, server_side=True,
+                ssl_handshake_timeout=min(HANDSHAKE_LIMIT, self.connect_timeout),
+            )
+        except (OSError, EOFError) as exc:  # ssl.SSLError is an OSError
             transport.abort()
-            if isinstance(exc, ssl.SSLCertVerificationError) or "ALERT" in str(exc.reason):
-                self.call_failed(address, exc)
-            return  # not TLS at all (a port probe): keep listening
-        except (OSError, EOFError):
-            # the caller dropped the connection during the handshake: our certificate
-            # failed its check (it reports the reason), or it was not a party at all
-            transport.abort()
-            self.refused_calls += 1
-            self.dropped_calls.append(address)
-            self._changed.set()
+            self.drop_call(address, handshake_failure(exc))
             return
         assert isinstance(tls, asyncio.Transport)
         protocol.connection_made(tls)
@@ -582,11 +607,11 @@ class Channel:
         for party in self.peers:
             got, payload = self.receive(party, what, starting=starting)
             if got != kind:
-                raise AnonlabError(
+                raise ProtocolError(
                     f"party '{party}' sent {KIND_NAMES[got]} instead of {KIND_NAMES[kind]} during "
                     f"{what}: check that every party runs the same anonlab version"
                 )
-            received[party] = decode_json(payload, party, kind)
+            received[party] = decode_json(payload, kind, f"party '{party}'")
         return received
 
     async def _dial(self, peer: Endpoint, context: ssl.SSLContext) -> None:

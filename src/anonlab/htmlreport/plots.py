@@ -159,10 +159,46 @@ def ru_map_figure(
     chosen: Any = None,
     x_label: str | None = None,
     y_label: str | None = None,
+    title: str | None = None,
 ) -> Any:
-    """An R-U map: one point per setting (e.g. k), the chosen one marked."""
+    """An R-U map: one point per setting (e.g. k), the chosen one marked.
+
+    This is the one R-U map drawing of anonlab: the HTML report, ``--plot``
+    and the benchmarks use it (risk ``y_key`` against loss ``x_key``).
+    """
     fig = new_figure(7.2, 3.6)
-    ax = fig.subplots()
+    _draw_ru(fig.subplots(), points, x_key, y_key, label_key, chosen, x_label, y_label, title)
+    return fig
+
+
+def ru_maps_figure(panels: Sequence[Mapping[str, Any]]) -> Any:
+    """R-U maps side by side, each drawn as :func:`ru_map_figure` draws one.
+
+    Each panel maps the keyword arguments of :func:`ru_map_figure` (``points``,
+    ``x_key``, ``y_key``, ``label_key``, and optionally ``chosen``,
+    ``x_label``, ``y_label``, ``title``).
+    """
+    fig = new_figure(3.8 * len(panels), 3.6)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels, strict=True):
+        _draw_ru(ax, panel["points"], panel["x_key"], panel["y_key"], panel["label_key"],
+                 panel.get("chosen"), panel.get("x_label"), panel.get("y_label"),
+                 panel.get("title"))
+    return fig
+
+
+def _draw_ru(
+    ax: Any,
+    points: Sequence[Mapping[str, float]],
+    x_key: str,
+    y_key: str,
+    label_key: str,
+    chosen: Any,
+    x_label: str | None,
+    y_label: str | None,
+    title: str | None,
+) -> None:
+    """Draw one R-U map on ``ax``: the points joined in order, labelled, the chosen one circled."""
     xs = [float(p[x_key]) for p in points]
     ys = [float(p[y_key]) for p in points]
     ax.plot(xs, ys, marker="o", color=COLORS["bar"], linewidth=1, markersize=5)
@@ -177,10 +213,11 @@ def ru_map_figure(
         ax.legend(fontsize=8, frameon=False)
     ax.set_xlabel(x_label or x_key)
     ax.set_ylabel(y_label or y_key)
+    if title:
+        ax.set_title(title)
     if all(math.isfinite(v) for v in xs + ys):
         ax.margins(0.08)
     _style(ax)
-    return fig
 
 
 def bar_figure(labels: Sequence[str], values: Sequence[float], ylabel: str,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anonlab.htmlreport.sections import FAMILY, RenderContext, build_sections
+from anonlab.htmlreport.sections.risk import risk_warnings
 from anonlab.htmlreport.summary import plain_summary
 from anonlab.htmlreport.validate import validate_report
 from anonlab.io import PathLike
@@ -72,6 +73,7 @@ def render_html(
         family=FAMILY.get(command, command),
         internal=internal,
         summary=plain_summary(checked),
+        warnings=risk_warnings(checked),
         sections=sections,
         created=str(checked.get("created", "")).replace("+00:00", " UTC"),
         version=str(checked.get("anonlab_version", "")),

@@ -339,10 +339,44 @@ def _sentences(parts: list[str]) -> str:
     return " ".join(p[:1].upper() + p[1:] + "." for p in parts if p)
 
 
+def risk_summary(report: Mapping[str, Any]) -> str:
+    """The release's re-identification risk in words ('' when the report has none).
+
+    Prosecutor risk as ARX defines it: a record's risk is 1 / its class size
+    on the attacker's columns.
+    """
+    risk = report.get("risk")
+    if not isinstance(risk, Mapping):
+        return ""
+    prosecutor = risk.get("prosecutor")
+    columns = risk.get("attacker_columns")
+    if not isinstance(prosecutor, Mapping) or not isinstance(columns, list):
+        return ""
+    highest, average = prosecutor.get("highest"), prosecutor.get("average")
+    if not isinstance(highest, int | float) or not isinstance(average, int | float):
+        return ""
+    parts = [f"an attacker who knows {_names([str(c) for c in columns])} picks out a record "
+             f"with a probability of at most {format_percent(float(highest))}, "
+             f"{format_percent(float(average))} on average (prosecutor risk)"]
+    sensitive = risk.get("sensitive")
+    for name, figures in (sensitive.items() if isinstance(sensitive, Mapping) else []):
+        records = figures.get("single_value_records") if isinstance(figures, Mapping) else None
+        if isinstance(records, int) and not isinstance(records, bool) and records > 0:
+            parts.append(f"{format_number(records)} records lie in classes that all share "
+                         f"one value of the sensitive attribute {name}, which the attacker "
+                         "therefore learns")
+    return _sentences(parts)
+
+
 def plain_summary(report: Mapping[str, Any]) -> str:
-    """The plain-language paragraph for any report."""
+    """The plain-language paragraph for any report, with its risk sentence when it has one."""
     summarize = SUMMARIES.get(str(report.get("command")), generic_summary)
     try:
-        return summarize(report)
+        text = summarize(report)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return generic_summary(report)
+        text = generic_summary(report)
+    try:
+        risk = risk_summary(report)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        risk = ""
+    return f"{text} {risk}" if risk else text

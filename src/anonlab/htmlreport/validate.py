@@ -34,6 +34,12 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     "attack": {"attacks": list},
 }
 
+# the release keys every family with roles and a risk section writes (docs/risk.md)
+RELEASE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "roles": dict, "released_unchanged": list, "insensitive_by_other": list, "risk": dict,
+    "risk_warnings": list, "attacker_knowledge": str,
+}
+
 # optional keys that, when present, must have this shape
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "generalize": {
@@ -41,8 +47,13 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
         "information_loss": dict,
         "lattice_levels": list,
         "equivalence_classes": int,
-        "roles": dict,
+        "distinct_values": dict,
+        **RELEASE_KEYS,
     },
+    "apply": {"distinct_values": dict, **RELEASE_KEYS},
+    "microaggregate": dict(RELEASE_KEYS),
+    "tradeoff": {"roles": dict, "released_unchanged": list, "insensitive_by_other": list,
+                 "risk_by_k": dict, "attacker_knowledge": str},
     "fuse": {"providers": list, "records": int, "specializations": list, "bytes_sent": dict,
              "dropped_templates": list},
     "party": {"providers": list, "records": int, "templates": list, "cut": dict,

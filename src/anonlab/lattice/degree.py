@@ -21,8 +21,10 @@ node is tagged or pruned.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.lattice.search import UNKNOWN, SearchContext, SearchResult
 
@@ -40,7 +42,7 @@ class DegreeCounter:
             lower = np.flatnonzero(lv[:, i] < lat.heights[i])
             self.edges.append((lower, lower + int(stride)))
 
-    def products(self, open_nodes: np.ndarray) -> np.ndarray:
+    def products(self, open_nodes: NDArray[Any]) -> NDArray[Any]:
         """Out-degree x in-degree of every node within the sub-graph of ``open_nodes``."""
         out_deg = np.zeros(self.size, dtype=np.int64)
         in_deg = np.zeros(self.size, dtype=np.int64)

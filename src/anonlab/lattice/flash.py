@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import heapq
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.lattice.search import NOT_ANONYMOUS, UNKNOWN, SearchContext, SearchResult
 
 
-def node_order(ctx: SearchContext) -> np.ndarray:
+def node_order(ctx: SearchContext) -> NDArray[Any]:
     """The order paths and queues follow: the metric's data-free bound, else precision."""
     if ctx.bounds is not None:
         return ctx.bounds

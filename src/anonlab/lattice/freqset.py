@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
 
@@ -29,8 +31,8 @@ CACHE_BUDGET = 64 * 2**20
 
 
 def group_tuples(
-    tuples: np.ndarray, cardinalities: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray]:
+    tuples: NDArray[Any], cardinalities: Sequence[int]
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Group rows of a code matrix: returns ``(inverse, representatives)``.
 
     ``inverse[r]`` is the group of row ``r`` (groups numbered by first
@@ -70,9 +72,9 @@ class FrequencySet:
     """
 
     levels: tuple[int, ...]
-    keys: np.ndarray  # (classes, chunks) int64
-    counts: np.ndarray
-    base_index: np.ndarray | None
+    keys: NDArray[Any]  # (classes, chunks) int64
+    counts: NDArray[Any]
+    base_index: NDArray[Any] | None
 
     @property
     def classes(self) -> int:
@@ -108,26 +110,26 @@ class KeyLayout:
             space *= card
         self.chunks = chunk + 1
 
-    def pack(self, tuples: np.ndarray) -> np.ndarray:
+    def pack(self, tuples: NDArray[Any]) -> NDArray[Any]:
         """(n, m) codes -> (n, chunks) keys."""
         keys = np.zeros((tuples.shape[0], self.chunks), dtype=np.int64)
         for i in range(tuples.shape[1]):
             keys[:, self.chunk[i]] += tuples[:, i].astype(np.int64) * self.weight[i]
         return keys
 
-    def digit(self, keys: np.ndarray, dim: int) -> np.ndarray:
+    def digit(self, keys: NDArray[Any], dim: int) -> NDArray[Any]:
         """Codes of one dimension from packed keys."""
         column = keys[:, self.chunk[dim]]
         if self.weight[dim] > 1:
             column = column // self.weight[dim]
         return np.asarray(column % self.radix[dim])
 
-    def replace(self, keys: np.ndarray, dim: int, old: np.ndarray, new: np.ndarray) -> None:
+    def replace(self, keys: NDArray[Any], dim: int, old: NDArray[Any], new: NDArray[Any]) -> None:
         """Change one dimension's digits in place."""
         keys[:, self.chunk[dim]] += (new.astype(np.int64) - old) * self.weight[dim]
 
 
-def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     """Group rows of packed keys: returns ``(inverse, unique_keys)`` (first-seen order)."""
     if keys.shape[1] == 1:
         inverse, uniques = pd.factorize(keys[:, 0])
@@ -156,7 +158,7 @@ class FrequencyEngine:
         self.n = dataset.n
         self.keep_base_index = keep_base_index
         self.heights = tuple(q.height for q in self.qis)
-        self._lifts: dict[tuple[int, int, int], np.ndarray] = {}
+        self._lifts: dict[tuple[int, int, int], NDArray[Any]] = {}
         rows = dataset.code_matrix()
         cards = [q.cardinality(0) for q in self.qis]
         self.layout = KeyLayout(cards)
@@ -174,7 +176,7 @@ class FrequencyEngine:
         )
         self.rollups = 0
 
-    def lift(self, dim: int, lower: int, upper: int) -> np.ndarray:
+    def lift(self, dim: int, lower: int, upper: int) -> NDArray[Any]:
         """Cached code map of quasi-identifier ``dim`` from level ``lower`` to ``upper``."""
         key = (dim, lower, upper)
         arr = self._lifts.get(key)
@@ -300,7 +302,7 @@ class FrequencyCache:
         self._bytes += fs.nbytes
         self._touch(slot)
 
-    def _occupied(self) -> np.ndarray:
+    def _occupied(self) -> NDArray[Any]:
         return np.array([e is not None for e in self._entries])
 
     def _evict(self, slot: int) -> None:

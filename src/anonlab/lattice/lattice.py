@@ -7,21 +7,24 @@ successor of node ``x`` in dimension ``i`` is ``x + stride_i``.
 
 Degrees (NOTES.md §1): a node's out-degree is its number of successors (dimensions
 not at the top), its in-degree its number of predecessors (dimensions not at 0);
-the degree product is out-degree x in-degree.
+the degree product is out-degree x in-degree (the ``degree`` search counts them
+within the nodes not yet tagged, see :mod:`anonlab.lattice.degree`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 class Lattice:
     """The full-domain generalization lattice for hierarchies of the given heights."""
 
-    def __init__(self, heights: Sequence[int] | np.ndarray) -> None:
+    def __init__(self, heights: Sequence[int] | NDArray[Any]) -> None:
         self.heights = np.asarray(heights, dtype=np.int64)
         if self.heights.ndim != 1 or len(self.heights) == 0:
             raise ValueError("a lattice needs at least one dimension")
@@ -37,11 +40,6 @@ class Lattice:
         self.bottom = 0
         self.max_level = int(self.heights.sum())
 
-    @property
-    def dimensions(self) -> int:
-        """Number of quasi-identifiers."""
-        return len(self.heights)
-
     def index(self, levels: Sequence[int]) -> int:
         """Node number of a level vector."""
         return int(np.dot(np.asarray(levels, dtype=np.int64), self.strides))
@@ -51,14 +49,14 @@ class Lattice:
         return tuple(self.all_levels[node].tolist())
 
     @cached_property
-    def all_levels(self) -> np.ndarray:
+    def all_levels(self) -> NDArray[Any]:
         """(size, m) level vectors of every node, in node-number order."""
         idx = np.arange(self.size, dtype=np.int64)
         levels = (idx[:, None] // self.strides[None, :]) % (self.heights + 1)[None, :]
         return np.asarray(levels, dtype=np.int16)
 
     @cached_property
-    def level_sums(self) -> np.ndarray:
+    def level_sums(self) -> NDArray[Any]:
         """(size,) level of every node."""
         return np.asarray(self.all_levels.sum(axis=1), dtype=np.int64)
 
@@ -77,19 +75,8 @@ class Lattice:
         lv = self.all_levels[node].tolist()
         return [node - s for s, a in zip(self._stride_list, lv, strict=True) if a > 0]
 
-    def degree_product(self, node: int) -> int:
-        """Out-degree (number of successors) x in-degree (number of predecessors)."""
-        lv = self.all_levels[node]
-        return int((lv < self.heights).sum()) * int((lv > 0).sum())
-
     @cached_property
-    def degree_products(self) -> np.ndarray:
-        """(size,) degree product of every node."""
-        lv = self.all_levels
-        return np.asarray((lv < self.heights).sum(axis=1) * (lv > 0).sum(axis=1), dtype=np.int64)
-
-    @cached_property
-    def _packed(self) -> tuple[np.ndarray, int] | None:
+    def _packed(self) -> tuple[NDArray[Any], int] | None:
         """Level vectors packed 5 bits a dimension (with a guard bit), if they fit."""
         if len(self.heights) > 12 or int(self.heights.max()) > 15:
             return None
@@ -98,7 +85,7 @@ class Lattice:
         guard = int((np.int64(1) << (shifts + 4)).sum())
         return np.asarray(packed, dtype=np.int64), guard
 
-    def below(self, node: int) -> np.ndarray:
+    def below(self, node: int) -> NDArray[Any]:
         """Node numbers ``v <= node`` componentwise (all specializations, and the node)."""
         packed = self._packed
         if packed is None:
@@ -109,7 +96,7 @@ class Lattice:
         ok = ((codes[node] | guard) - codes[: node + 1]) & guard
         return np.flatnonzero(ok == guard)
 
-    def above(self, node: int) -> np.ndarray:
+    def above(self, node: int) -> NDArray[Any]:
         """Node numbers ``v >= node`` componentwise (all generalizations, and the node)."""
         packed = self._packed
         if packed is None:
@@ -119,13 +106,9 @@ class Lattice:
         ok = ((codes[node:] | guard) - codes[node]) & guard
         return node + np.flatnonzero(ok == guard)
 
-    def nodes_at_level(self, level: int) -> np.ndarray:
+    def nodes_at_level(self, level: int) -> NDArray[Any]:
         """Node numbers whose level is ``level``, in node-number order."""
         return np.flatnonzero(self.level_sums == level)
-
-    def is_below(self, lower: int, upper: int) -> bool:
-        """True if ``lower <= upper`` in every dimension (``upper`` generalizes ``lower``)."""
-        return bool(np.all(self.all_levels[lower] <= self.all_levels[upper]))
 
     def between(self, low: int, high: int, level: int) -> Iterator[int]:
         """Nodes ``v`` with ``low <= v <= high`` componentwise and level ``level``, in order."""

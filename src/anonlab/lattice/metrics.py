@@ -17,8 +17,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
 from anonlab.errors import AnonlabError
@@ -30,7 +32,7 @@ class NodeClasses:
     """A node's classes with the criterion applied: which classes are suppressed."""
 
     fs: FrequencySet
-    outliers: np.ndarray  # (classes,) bool: class is suppressed
+    outliers: NDArray[Any]  # (classes,) bool: class is suppressed
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -46,14 +48,16 @@ class NodeClasses:
 class LossContext:
     """Data-only quantities the metrics need, computed once per dataset."""
 
-    def __init__(self, dataset: Dataset, base_tuples: np.ndarray, base_counts: np.ndarray) -> None:
+    def __init__(
+        self, dataset: Dataset, base_tuples: NDArray[Any], base_counts: NDArray[Any]
+    ) -> None:
         self.n = dataset.n
         self.heights = np.array([q.height for q in dataset.qis], dtype=np.float64)
         self.base_tuples = base_tuples
         self.base_counts = base_counts
         self.freqs = [q.frequencies.astype(np.float64) for q in dataset.qis]
         # group totals F_g per (qi, level), expanded to each value: F_{g_l(v)}
-        self.group_totals: list[list[np.ndarray]] = []
+        self.group_totals: list[list[NDArray[Any]]] = []
         self.entropy_terms: list[list[float]] = []
         for q, f in zip(dataset.qis, self.freqs, strict=True):
             totals_by_level = []
@@ -73,13 +77,13 @@ class LossContext:
         ratio = np.divide(lv, self.heights, out=np.zeros_like(lv), where=self.heights > 0)
         return float(ratio.mean())
 
-    def precision_all(self, all_levels: np.ndarray) -> np.ndarray:
+    def precision_all(self, all_levels: NDArray[Any]) -> NDArray[Any]:
         """Vectorized :meth:`precision` over an (N, m) array of level vectors."""
         lv = all_levels.astype(np.float64)
         ratio = np.divide(lv, self.heights, out=np.zeros_like(lv), where=self.heights > 0)
         return np.asarray(ratio.mean(axis=1))
 
-    def entropy_unsuppressed_all(self, all_levels: np.ndarray) -> np.ndarray:
+    def entropy_unsuppressed_all(self, all_levels: NDArray[Any]) -> NDArray[Any]:
         """Vectorized :meth:`entropy_unsuppressed` over an (N, m) array of level vectors."""
         total = np.zeros(all_levels.shape[0])
         for i, terms in enumerate(self.entropy_terms):
@@ -108,12 +112,12 @@ class Metric(ABC):
     def lower_bound(self, node: NodeClasses) -> float:
         """A bound no larger than the loss of this node and of every generalization of it."""
 
-    def level_bound(self, levels: Sequence[int]) -> float | None:
-        """A data-free bound for the node and its generalizations, if the metric has one."""
-        return None
+    def level_bounds(self, all_levels: NDArray[Any]) -> NDArray[Any] | None:
+        """Data-free loss bounds for the nodes of an (N, m) array of level vectors.
 
-    def level_bounds(self, all_levels: np.ndarray) -> np.ndarray | None:
-        """Vectorized :meth:`level_bound` over an (N, m) array of level vectors."""
+        Each bound holds for its node and every generalization of it; ``None``
+        when the metric has none.
+        """
         return None
 
     def monotone(self, suppression_allowed: bool) -> bool:
@@ -137,11 +141,7 @@ class Precision(Metric):
         """The value itself (monotone)."""
         return self.value(node)
 
-    def level_bound(self, levels: Sequence[int]) -> float | None:
-        """The value itself, from the levels."""
-        return self.ctx.precision(levels)
-
-    def level_bounds(self, all_levels: np.ndarray) -> np.ndarray | None:
+    def level_bounds(self, all_levels: NDArray[Any]) -> NDArray[Any] | None:
         """The values, from the levels."""
         return self.ctx.precision_all(all_levels)
 
@@ -170,11 +170,7 @@ class PrecisionWithSuppression(Metric):
         """``P`` of the node."""
         return self.ctx.precision(node.levels)
 
-    def level_bound(self, levels: Sequence[int]) -> float | None:
-        """``P`` from the levels."""
-        return self.ctx.precision(levels)
-
-    def level_bounds(self, all_levels: np.ndarray) -> np.ndarray | None:
+    def level_bounds(self, all_levels: NDArray[Any]) -> NDArray[Any] | None:
         """``P`` from the levels."""
         return self.ctx.precision_all(all_levels)
 
@@ -256,11 +252,7 @@ class NonUniformEntropy(Metric):
         """Entropy without suppression."""
         return self.ctx.entropy_unsuppressed(node.levels)
 
-    def level_bound(self, levels: Sequence[int]) -> float | None:
-        """Entropy without suppression, from the levels."""
-        return self.ctx.entropy_unsuppressed(levels)
-
-    def level_bounds(self, all_levels: np.ndarray) -> np.ndarray | None:
+    def level_bounds(self, all_levels: NDArray[Any]) -> NDArray[Any] | None:
         """Entropy without suppression, from the levels."""
         return self.ctx.entropy_unsuppressed_all(all_levels)
 
@@ -276,7 +268,6 @@ def metric_by_name(name: str, ctx: LossContext) -> Metric:
     """Instantiate a metric by its report/CLI name."""
     cls = METRICS.get(name)
     if cls is None:
-        raise AnonlabError(
-            f"unknown metric '{name}': choose one of {', '.join(METRICS)}"
-        )
+        raise AnonlabError(f"metric '{name}' is unknown: choose one of {', '.join(METRICS)}",
+                           parameter="metric")
     return cls(ctx)

@@ -14,7 +14,7 @@ strategy has found the k-minimal nodes, the choice of the optimum:
   best loss found (the role of ARX's pruning by lower bounds).
 
 Pruning: a strategy may skip a node whose data-free lower bound
-(``Metric.level_bound``) is already no better than the best loss found, since
+(``Metric.level_bounds``) is already no better than the best loss found, since
 neither it nor any generalization of it can do better. The optimum's *loss* is
 therefore exact in every strategy; among nodes of equal loss, the exhaustive
 search returns the lowest level, then the smallest level vector, and the other
@@ -25,20 +25,23 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import Metric, NodeClasses
 from anonlab.privacy import Criterion
+from anonlab.progress import ProgressFn
 
 UNKNOWN, ANONYMOUS, NOT_ANONYMOUS = 0, 1, -1
 
-Progress = Callable[[int, int], None]
+#: the step name of the search's progress calls
+SEARCH_STEP = "searching the lattice"
 
 
 @dataclass
@@ -51,8 +54,8 @@ class SearchResult:
     loss: float
     nodes_checked: int
     k_minimal: list[int]
-    checked: np.ndarray  # (size,) bool: node's frequency set was computed
-    tags: np.ndarray  # (size,) int8: ANONYMOUS / NOT_ANONYMOUS / UNKNOWN
+    checked: NDArray[Any]  # (size,) bool: node's frequency set was computed
+    tags: NDArray[Any]  # (size,) int8: ANONYMOUS / NOT_ANONYMOUS / UNKNOWN
     runtime_seconds: float
     classes: NodeClasses
     cpu_seconds: float = 0.0  # CPU time of the process since the search context was made
@@ -70,7 +73,7 @@ class SearchContext:
         max_suppressed: int,
         metric: Metric,
         cache_size: int = 256,
-        progress: Progress | None = None,
+        progress: ProgressFn | None = None,
     ) -> None:
         self.lattice = lattice
         self.engine = engine
@@ -87,16 +90,15 @@ class SearchContext:
         self.best: tuple[tuple[float, int, tuple[int, ...]], int] | None = None
         self.cpu_started = time.process_time()
         bounds = metric.level_bounds(lattice.all_levels)
-        self.bounds: np.ndarray | None = bounds
+        self.bounds: NDArray[Any] | None = bounds
 
     def require_monotone(self, strategy: str) -> None:
         """Refuse a criterion that does not declare monotonicity (tagging would be wrong)."""
         if not self.criterion.monotone:
             raise AnonlabError(
                 f"the '{strategy}' search relies on predictive tagging, which needs a monotone "
-                f"privacy criterion, and {type(self.criterion).__name__} is not: "
-                "use --search exhaustive"
-            )
+                f"privacy criterion, and {type(self.criterion).__name__} is not: choose search "
+                "'exhaustive'", parameter="search")
 
     # ------------------------------------------------------------------ checks
     def classes(self, node: int) -> NodeClasses:
@@ -110,7 +112,7 @@ class SearchContext:
             self.checked[node] = True
             self.nodes_checked += 1
             if self.progress is not None:
-                self.progress(self.nodes_checked, self.lattice.size)
+                self.progress(SEARCH_STEP, self.nodes_checked, self.lattice.size)
         return self._classify(fs)
 
     def _classify(self, fs: FrequencySet) -> NodeClasses:
@@ -160,7 +162,7 @@ class SearchContext:
             return
         self._set_tags(self.lattice.below(node), NOT_ANONYMOUS)
 
-    def _set_tags(self, nodes: np.ndarray, tag: int) -> None:
+    def _set_tags(self, nodes: NDArray[Any], tag: int) -> None:
         current = self.tags[nodes]
         if np.any(current == -tag):
             bad = int(nodes[np.flatnonzero(current == -tag)[0]])
@@ -235,15 +237,20 @@ class SearchContext:
         return AnonlabError(
             f"no generalization makes the table {getattr(self.criterion, 'k', '?')}-anonymous "
             f"with at most {self.max_suppressed} suppressed records, not even the top node: "
-            "lower k, raise --suppression, or end every hierarchy in a single group such as '*'"
+            "lower k, raise the suppression limit (suppression), or end every hierarchy in a "
+            "single group such as '*'"
         )
 
     def k_minimal_found(self) -> list[int]:
-        """Checked anonymous nodes with no direct predecessor known to be anonymous."""
+        """Checked anonymous nodes whose direct predecessors are all known not anonymous.
+
+        These are provably k-minimal. A node with an untagged predecessor (one
+        that pruning skipped) is left out: that predecessor may be anonymous.
+        """
         out = []
         for node in np.flatnonzero(self.checked & (self.tags == ANONYMOUS)):
             preds = self.lattice.predecessors(int(node))
-            if not any(self.tags[p] == ANONYMOUS for p in preds):
+            if all(self.tags[p] == NOT_ANONYMOUS for p in preds):
                 out.append(int(node))
         return out
 

@@ -14,20 +14,25 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
-from anonlab.metrics import risk, utility
-from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU, disclosure_risk, score
-from anonlab.microaggregation.columns import (
+from anonlab.encoding import (
     check_present,
+    encode_all,
+    encode_like,
     numeric_matrix,
     select_columns,
     standardize,
 )
-from anonlab.microaggregation.mixed import encode_all, encode_like
+from anonlab.errors import AnonlabError
+from anonlab.metrics import risk, utility
+from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU, disclosure_risk, score
+from anonlab.progress import ProgressFn, report_to
 from anonlab.settings import split_names
+from anonlab.threads import blas_threads, check_workers
 
 DEFAULT_INTERVAL_P: tuple[float, ...] = tuple(float(p) for p in range(1, 11))
+STAGE_LOSS = "evaluate: information loss"
 
 
 @dataclass
@@ -87,12 +92,14 @@ def parse_p_values(spec: str | Sequence[float] | float | None) -> tuple[float, .
                 values = [float(v) for v in text.split(",") if v.strip()]
         except ValueError:
             raise AnonlabError(
-                f"--p '{spec}' is not a percentage, a list (1,5,10) or a range (1-10)"
+                f"interval_p '{spec}' is not a percentage, a list (1,5,10) or a range (1-10)",
+                parameter="interval_p"
             ) from None
     else:
         values = [float(v) for v in spec]
     if not values or any(not (0 < v <= 100) for v in values):
-        raise AnonlabError(f"--p values must be percentages in (0, 100], got '{spec}'")
+        raise AnonlabError(f"interval_p values must be percentages in (0, 100], got '{spec}'",
+                           parameter="interval_p")
     return tuple(values)
 
 
@@ -109,23 +116,43 @@ def evaluate(
     gamma: Sequence[float] = DEFAULT_GAMMA,
     interval_p: str | Sequence[float] | float | None = None,
     workers: int = 1,
+    progress: ProgressFn | None = None,
 ) -> Evaluation:
     """All EM4ADOM measures of ``masked`` against ``original`` (NOTES §2).
 
     ``columns`` are the numeric attributes (``all-numeric`` leaves out the
     ``nominal``/``ordinal`` ones; ``None`` or ``[]`` with categorical columns
     given means none); ``orders`` gives an ordinal column's values in order.
+    The kernels run on ``workers`` threads (default 1, so a busy machine does
+    not slow them down; -1: every CPU). ``progress`` hears of each stage
+    (information loss, record linkage, interval disclosure).
     """
-    lam = utility.weights(lambdas, "lambda", 3)
-    tau_w = utility.weights(tau, "tau", 2)
-    gam = utility.weights(gamma, "gamma", 2)
-    p_values = parse_p_values(interval_p)
-    if isinstance(workers, bool) or not isinstance(workers, int) or not (
-            workers == -1 or workers >= 1):
-        raise AnonlabError(f"--workers must be -1 (every CPU) or at least 1, got {workers}")
+    weights = _Weights(utility.weights(lambdas, "lambda", 3), utility.weights(tau, "tau", 2),
+                       utility.weights(gamma, "gamma", 2), parse_p_values(interval_p))
+    check_workers(workers)
     if original.shape[0] == 0:
         raise AnonlabError("the original has no records: give at least one record")
     nom, ordl = split_names(nominal), split_names(ordinal)
+    num = _numeric_names(original, columns, nom, ordl)
+    check_pair(original, masked, [*num, *nom, *ordl])
+    with blas_threads(workers):
+        return _measure(original, masked, (num, nom, ordl), orders, weights, workers,
+                        report_to(progress))
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """The checked weights lambda, tau, gamma and the interval sizes p of ID."""
+
+    lam: tuple[float, ...]
+    tau: tuple[float, ...]
+    gamma: tuple[float, ...]
+    p_values: tuple[float, ...]
+
+
+def _numeric_names(original: pd.DataFrame, columns: str | Sequence[str] | None,
+                   nom: list[str], ordl: list[str]) -> list[str]:
+    """The numeric columns to evaluate; refuses overlaps and an empty selection."""
     check_present(original, [*nom, *ordl], "original")
     if columns is None and (nom or ordl):
         num: list[str] = []
@@ -136,64 +163,107 @@ def evaluate(
         raise AnonlabError(f"column '{overlap[0]}' is named both numeric and categorical: "
                            "give each column one type")
     if not num and not nom and not ordl:
-        raise AnonlabError("no column to evaluate: give --columns, --nominal or --ordinal")
-    check_pair(original, masked, [*num, *nom, *ordl])
+        raise AnonlabError("no column to evaluate: name numeric columns in columns or "
+                           "categorical ones in nominal or ordinal", parameter="columns")
+    return num
+
+
+def _measure(
+    original: pd.DataFrame,
+    masked: pd.DataFrame,
+    names: tuple[list[str], list[str], list[str]],
+    orders: Mapping[str, Sequence[str]] | None,
+    weights: _Weights,
+    workers: int,
+    progress: ProgressFn,
+) -> Evaluation:
+    """The measures of a checked pair (see :func:`evaluate`)."""
+    num, nom, ordl = names
     n = original.shape[0]
     measures: dict[str, Any] = {}
-    notes: list[str] = []
-    only_original = [str(c) for c in original.columns if c not in set(masked.columns)]
-    only_masked = [str(c) for c in masked.columns if c not in set(original.columns)]
-    if only_original or only_masked:
-        notes.append("the tables' other columns differ (not evaluated): "
-                     f"only in the original {only_original}, only in the masked {only_masked}")
-    z = zm = np.zeros((n, 0))
-    x = xm = np.zeros((n, 0))
+    notes = _column_notes(original, masked)
+    progress(STAGE_LOSS, 0, 1)
+    z = zm = x = xm = np.zeros((n, 0))
     if num:
         x = numeric_matrix(original, num, "original")
         xm = numeric_matrix(masked, num, "masked table")
         z, mean, std = standardize(x, num, "original")
         zm = (xm - mean) / std
-        stats = utility.il_2_3(x, xm)
-        il1 = utility.il_1(x, xm)
-        ils = utility.il_s(lam, il1, stats.il2, stats.il3)
-        ilh = utility.il_h(z, zm)
-        measures.update({"ILh": ilh, "IL1": il1, "IL2": stats.il2, "IL3": stats.il3,
-                         "ILs": ils, "IL": (ilh + ils) / 2})
-        if stats.excluded_terms:
-            notes.append(f"{stats.excluded_terms} relative term(s) of IL2/IL3 had an original "
-                         "mean or covariance of 0 (up to rounding) and were left out of "
-                         "their average")
+        notes += _numeric_loss(x, xm, z, zm, weights.lam, measures)
     cats = encode_all(original, nom, ordl, orders, "original")
     cats_m = [encode_like(c, masked) for c in cats]
     if cats:
         z_il = utility.zil(cats, cats_m)
         measures.update({"ZIL": z_il, "ZIL_percent": 100.0 * z_il / (n * len(cats)),
                          "ILR": utility.ilr(cats, cats_m)})
+    progress(STAGE_LOSS, 1, 1)
+    progress(risk.LINK_STEP, 0, n)
     if cats:
         link = risk.linkage_mixed(z, cats, zm, cats_m)
     else:
-        link = risk.linkage_numeric(z, zm, workers=workers)
+        link = risk.linkage_numeric(z, zm, workers=workers, progress=progress)
+    progress(risk.LINK_STEP, n, n)
     measures["DLD"] = link.dld
     measures["DLD_expected"] = link.dld_expected
     if num:
-        id_mean, id_each = risk.interval_disclosure_mean(x, xm, p_values)
-        measures["ID"] = id_mean
-        measures["ID_by_p"] = id_each
-        measures["DR"] = disclosure_risk(link.dld, id_mean, tau_w)
-        measures["score"] = score(measures["IL"], measures["DR"], gam)
+        _disclosure(x, xm, weights, measures, progress)
     else:
         notes.append("no numeric column: ILh..IL, ID, DR and score need numeric attributes")
-    parameters = {
-        "lambda": list(lam),
-        "tau": list(tau_w),
-        "gamma": list(gam),
-        "interval_p": list(p_values),
+    return Evaluation(measures, _parameters(weights, bool(cats)), n, num, nom, ordl, notes)
+
+
+def _column_notes(original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:
+    """A note when the two tables have different other columns."""
+    only_original = [str(c) for c in original.columns if c not in set(masked.columns)]
+    only_masked = [str(c) for c in masked.columns if c not in set(original.columns)]
+    if only_original or only_masked:
+        return ["the tables' other columns differ (not evaluated): "
+                f"only in the original {only_original}, only in the masked {only_masked}"]
+    return []
+
+
+def _numeric_loss(x: NDArray[Any], xm: NDArray[Any], z: NDArray[Any], zm: NDArray[Any],
+                  lam: tuple[float, ...], measures: dict[str, Any]) -> list[str]:
+    """ILh, IL1, IL2, IL3, ILs and IL into ``measures``; returns notes."""
+    stats = utility.il_2_3(x, xm)
+    il1 = utility.il_1(x, xm)
+    ils = utility.il_s(lam, il1, stats.il2, stats.il3)
+    ilh = utility.il_h(z, zm)
+    measures.update({"ILh": ilh, "IL1": il1, "IL2": stats.il2, "IL3": stats.il3,
+                     "ILs": ils, "IL": (ilh + ils) / 2})
+    if stats.excluded_terms:
+        return [f"{stats.excluded_terms} relative term(s) of IL2/IL3 had an original "
+                "mean or covariance of 0 (up to rounding) and were left out of "
+                "their average"]
+    return []
+
+
+def _disclosure(x: NDArray[Any], xm: NDArray[Any], weights: _Weights, measures: dict[str, Any],
+                progress: ProgressFn) -> None:
+    """ID for each p, its mean, DR and the score into ``measures``."""
+    progress(risk.ID_STEP, 0, x.shape[1])
+    values = risk.interval_disclosures(x, xm, weights.p_values, progress)
+    each = {f"{p:g}": v for p, v in zip(weights.p_values, values, strict=True)}
+    id_mean = float(np.mean(list(each.values())))
+    measures["ID"] = id_mean
+    measures["ID_by_p"] = each
+    measures["DR"] = disclosure_risk(measures["DLD"], id_mean, weights.tau)
+    measures["score"] = score(measures["IL"], measures["DR"], weights.gamma)
+
+
+def _parameters(weights: _Weights, categorical: bool) -> dict[str, Any]:
+    """The report's ``measure_parameters``."""
+    return {
+        "lambda": list(weights.lam),
+        "tau": list(weights.tau),
+        "gamma": list(weights.gamma),
+        "interval_p": list(weights.p_values),
         "standardization": "z = (x - mean) / S_j, S_j the population standard deviation "
                            "(ddof=0) of the original; IL1 divides by the sample standard "
                            "deviation (ddof=1), as sdcMicro's IL1s",
         "distance": "Euclidean on standardized numeric values"
-                    + (" + 0/1 nominal + ordinal o_j, squared terms summed" if cats else ""),
+                    + (" + 0/1 nominal + ordinal o_j, squared terms summed" if categorical
+                       else ""),
         "ties": "DLD: originals at one distance form a set (DS1, DS2); DLD_expected shares "
                 "ties among two candidates",
     }
-    return Evaluation(measures, parameters, n, num, nom, ordl, notes)

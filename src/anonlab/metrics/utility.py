@@ -21,7 +21,7 @@ Categorical attributes:
 
 - ``ZIL`` = sum over records of d(t, t'), d the per-attribute sum of 0/1
   (nominal) or the ordinal distance o_j (see
-  :mod:`anonlab.microaggregation.mixed`); also reported per record and
+  :mod:`anonlab.encoding`); also reported per record and
   attribute in percent (``ZIL_percent``).
 - ``ILR`` = |H - H'| / H * 100 with H = sum_j H_j, nominal
   H_j = -sum_i p_i log2 p_i, ordinal
@@ -34,22 +34,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from anonlab.microaggregation.mixed import CategoricalColumn, category_distance
+from anonlab.encoding import CategoricalColumn, category_distance
 
 DEFAULT_LAMBDA = (1 / 3, 1 / 3, 1 / 3)
 
 
-def il_h(z: np.ndarray, z_masked: np.ndarray) -> float:
+def il_h(z: NDArray[Any], z_masked: NDArray[Any]) -> float:
     """ILh = SSE / SST on standardized values (z, z' scaled by the original's mean and S)."""
     sse = float(np.sum((z - z_masked) ** 2))
     sst = float(np.sum((z - z.mean(axis=0)) ** 2))
     return sse / sst
 
 
-def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray | None = None) -> float:
+def il_1(x: NDArray[Any], x_masked: NDArray[Any], std: NDArray[Any] | None = None) -> float:
     """IL1: mean over records and attributes of |x - x'| / (sqrt(2) S_j).
 
     S_j is sdcMicro's (R's ``sd``, divisor n - 1) unless ``std`` is given, so
@@ -64,7 +66,7 @@ def il_1(x: np.ndarray, x_masked: np.ndarray, std: np.ndarray | None = None) -> 
 ROUNDING = 64 * float(np.finfo(np.float64).eps)  # per record summed into a mean or covariance
 
 
-def _relative(a: np.ndarray, b: np.ndarray, scale: np.ndarray, n: int) -> tuple[float, int]:
+def _relative(a: NDArray[Any], b: NDArray[Any], scale: NDArray[Any], n: int) -> tuple[float, int]:
     """Mean of |a - b| / |a| over entries with a != 0, and how many were left out.
 
     "0" is up to the rounding of a sum over n records, ``tol = ROUNDING * n *
@@ -87,13 +89,13 @@ def _mean_defined(*terms: float) -> float:
     return float(np.mean(defined)) if defined else float("nan")
 
 
-def covariance(x: np.ndarray) -> np.ndarray:
+def covariance(x: NDArray[Any]) -> NDArray[Any]:
     """Population covariance matrix (ddof=0) of the columns of ``x``."""
     c = x - x.mean(axis=0)
     return np.asarray((c.T @ c) / x.shape[0])
 
 
-def correlation(v: np.ndarray) -> np.ndarray:
+def correlation(v: NDArray[Any]) -> NDArray[Any]:
     """Correlation matrix from a covariance matrix; 0 where a variance is 0."""
     s = np.sqrt(np.diag(v))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -110,7 +112,7 @@ class StatisticalLoss:
     excluded_terms: int
 
 
-def il_2_3(x: np.ndarray, x_masked: np.ndarray) -> StatisticalLoss:
+def il_2_3(x: NDArray[Any], x_masked: NDArray[Any]) -> StatisticalLoss:
     """IL2 (means and variances) and IL3 (covariances and correlations), NOTES §2.
 
     A half whose every term is undefined (e.g. the mean term of centred data)
@@ -146,11 +148,14 @@ def weights(values: Sequence[float], name: str, count: int) -> tuple[float, ...]
     w = tuple(float(v) for v in values)
     if len(w) != count:
         raise AnonlabError(f"{name} needs {count} weights, got {len(w)}: e.g. "
-                           f"{','.join(['0.5'] * 2) if count == 2 else '0.5,0,0.5'}")
+                           f"{','.join(['0.5'] * 2) if count == 2 else '0.5,0,0.5'}",
+                           parameter=name)
     if any(not np.isfinite(v) or v < 0 for v in w):
-        raise AnonlabError(f"{name} weights must be non-negative numbers, got {w}")
+        raise AnonlabError(f"{name} weights must be non-negative numbers, got {w}",
+                           parameter=name)
     if abs(sum(w) - 1.0) > 1e-9:
-        raise AnonlabError(f"{name} weights must add up to 1, got {w} (sum {sum(w):g})")
+        raise AnonlabError(f"{name} weights must add up to 1, got {w} (sum {sum(w):g})",
+                           parameter=name)
     return w
 
 
@@ -173,7 +178,7 @@ def entropy(col: CategoricalColumn) -> float:
         return 0.0
     head = share[:-1]
 
-    def plogp(q: np.ndarray) -> np.ndarray:
+    def plogp(q: NDArray[Any]) -> NDArray[Any]:
         out = np.zeros_like(q)
         ok = q > 0
         out[ok] = q[ok] * np.log2(q[ok])

@@ -14,25 +14,25 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
-from anonlab.metrics.utility import il_h
-from anonlab.microaggregation.columns import (
-    check_k,
+from anonlab.encoding import (
+    CategoricalColumn,
     check_present,
+    encode_all,
     numeric_matrix,
     select_columns,
     standardize,
 )
+from anonlab.errors import AnonlabError
+from anonlab.metrics.utility import il_h
+from anonlab.microaggregation.columns import check_k
 from anonlab.microaggregation.mdav import EuclideanSpace, group_means, mdav_partition
-from anonlab.microaggregation.mixed import (
-    MixedSpace,
-    encode_all,
-    group_lower_medians,
-    group_modes,
-)
+from anonlab.microaggregation.mixed import MixedSpace, group_lower_medians, group_modes
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, scalable_mdav_labels
+from anonlab.progress import ProgressFn
 from anonlab.settings import split_names
+from anonlab.threads import blas_threads, check_workers
 
 Variant = Literal["exact", "scalable"]
 VARIANTS = ("exact", "scalable")
@@ -43,7 +43,7 @@ class MicroaggregationResult:
     """The masked table, each record's group and what was done."""
 
     masked: pd.DataFrame
-    labels: np.ndarray  # (n,) group of each record, 0.. in order of formation
+    labels: NDArray[Any]  # (n,) group of each record, 0.. in order of formation
     k: int
     variant: str
     columns: list[str]
@@ -83,14 +83,19 @@ def microaggregate(
     orders: Mapping[str, Sequence[str]] | None = None,
     variant: str = "exact",
     block_size: int = DEFAULT_BLOCK_SIZE,
+    workers: int = 1,
+    progress: ProgressFn | None = None,
 ) -> MicroaggregationResult:
     """Microaggregate ``data`` by MDAV with groups of k..2k-1 records.
 
     ``columns`` are the numeric attributes (``all-numeric``: every numeric
     column not named nominal/ordinal; ``None`` with categorical columns: none).
     ``variant="scalable"`` runs MDAV inside the blocks of a k-d split of at
-    most ``block_size`` records (numeric columns only).
+    most ``block_size`` records (numeric columns only). The kernels run on
+    ``workers`` BLAS threads (default 1, so a busy machine does not slow
+    them down; -1: every CPU). ``progress`` hears of the records grouped.
     """
+    check_workers(workers)
     if variant not in VARIANTS:
         raise AnonlabError(f"unknown variant '{variant}': choose exact or scalable")
     if data.shape[0] == 0:
@@ -104,25 +109,22 @@ def microaggregate(
         raise AnonlabError(f"column '{overlap[0]}' is named both numeric and categorical: "
                            "give each column one type")
     if not num and not nom and not ordl:
-        raise AnonlabError("no column to microaggregate: give --columns, --nominal or --ordinal")
+        raise AnonlabError("no column to microaggregate: name numeric columns in columns "
+                           "or categorical ones in nominal or ordinal", parameter="columns")
     n = data.shape[0]
     check_k(k, n)
     if variant == "scalable" and (isinstance(block_size, bool) or not isinstance(block_size, int)
                                   or block_size < 2 * k):
-        raise AnonlabError(f"block size must be a whole number of at least 2k = {2 * k}, "
-                           f"got {block_size!r}")
+        raise AnonlabError(f"block_size must be a whole number of at least 2k = {2 * k}, "
+                           f"got {block_size!r}", parameter="block_size")
     x = numeric_matrix(data, num) if num else np.zeros((n, 0))
     z = standardize(x, num)[0] if num else np.zeros((n, 0))
     cats = encode_all(data, nom, ordl, orders)
-    if variant == "scalable":
-        if cats:
-            raise AnonlabError("the scalable variant takes numeric columns only: use "
-                               "--variant exact with --nominal/--ordinal")
-        labels = scalable_mdav_labels(z, k, block_size)
-    elif cats:
-        labels = mdav_partition(MixedSpace(z, cats), n, k)
-    else:
-        labels = mdav_partition(EuclideanSpace(z), n, k)
+    if variant == "scalable" and cats:
+        raise AnonlabError("variant 'scalable' takes numeric columns only: use variant "
+                           "'exact' with nominal or ordinal columns", parameter="variant")
+    with blas_threads(workers):
+        labels = _partition(z, cats, k, variant, block_size, progress)
     masked = data.copy()
     sse = None
     if num:
@@ -137,3 +139,20 @@ def microaggregate(
         masked[col.name] = np.asarray(col.domain, dtype=object)[codes]
     return MicroaggregationResult(masked, labels, k, variant, num, nom, ordl, sse,
                                   block_size if variant == "scalable" else None)
+
+
+def _partition(
+    z: NDArray[Any],
+    cats: Sequence[CategoricalColumn],
+    k: int,
+    variant: str,
+    block_size: int,
+    progress: ProgressFn | None,
+) -> NDArray[Any]:
+    """MDAV group labels: the block variant, mixed records or standardized numeric ones."""
+    n = z.shape[0]
+    if variant == "scalable":
+        return scalable_mdav_labels(z, k, block_size, progress=progress)
+    if cats:
+        return mdav_partition(MixedSpace(z, cats), n, k, progress=progress)
+    return mdav_partition(EuclideanSpace(z), n, k, progress=progress)

@@ -14,50 +14,92 @@ The algorithm (NOTES §2, "Microaggregation"), on records ``R`` of a metric spac
 
 Every group has k records except one of k..2k-1 (when n >= k).
 
-Tie-breaking (deterministic; documented in docs/em4adom.md): among records at
-the same distance the one with the lowest row number wins, both for "farthest"
-and for "nearest"; squared distances closer than ``TIE_TOL`` (1e-10) times
-(1 + the largest squared norm) count as equal, so that rounding in the
-products cannot decide a tie that is exact in real numbers; the seed record
-``r`` (or ``s``) always belongs to its own group even when duplicates of it
-exist; if ``s`` fell into ``r``'s group (only
+Distances are plain double precision: the squared Euclidean distance on the
+standardized attributes, d(x, y) = sum_j (x_j - y_j)^2 summed in attribute
+order (for mixed records see :mod:`anonlab.microaggregation.mixed`). Only
+exactly equal distances tie, and then the record with the lowest row number
+wins, both for "farthest" (as sdcMicro's strict ``>`` scan) and for
+"nearest"; the seed record ``r`` (or ``s``) always belongs to its own group
+even when duplicates of it exist; if ``s`` fell into ``r``'s group (only
 possible when all remaining records are equidistant from ``r``) it is chosen
 again as the remaining record farthest from ``r``.
 
-Distances are squared Euclidean on the standardized attributes (for mixed
-records see :mod:`anonlab.microaggregation.mixed`); squaring does not change
-any comparison. Each round costs a few matrix-vector products over the
-remaining records, O(m p); there is no Python loop over records.
+Speed: each round costs a few matrix-vector products over the remaining
+records, O(m p); there is no Python loop over records. The products give
+d(x, y) - ||y||^2 = ||x||^2 - 2 x.y, whose rounding error is at most
+``err`` = 8 (p + 4) u (max ||x||^2 + ||y||^2), u = 2^-53 (a generous form of
+the dot-product bound |fl(x.y) - x.y| <= p u |x| |y|, Higham 2002, §3.1). A
+selection is therefore settled by the products alone when its winner leads
+by more than 2 err; otherwise the few records within 2 err of the decision
+are compared by their exact sums, so the products never decide a tie.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.microaggregation.columns import check_k
+from anonlab.progress import ProgressFn, report_to
+from anonlab.threads import blas_threads
 
-TIE_TOL = 1e-10  # relative to the largest squared norm: equal up to rounding
+UNIT_ROUNDOFF = 2.0**-53
+PROGRESS_CALLS = 100  # at most about this many progress reports per run
+STEP = "MDAV: records grouped"
+
+
+def product_error(p: int, max_sq: float, query_sq: float) -> float:
+    """Bound on |(||x||^2 - 2 x.y) - (d(x, y) - ||y||^2)| for BLAS products in p attributes."""
+    return 8.0 * (p + 4) * UNIT_ROUNDOFF * (max_sq + query_sq)
+
+
+def squared_distances(cols: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
+    """d(x, y) = sum_j (x_j - y_j)^2 for each column x of ``cols`` (p, c), summed in j order.
+
+    ``cumsum`` adds the attributes one after the other whatever the memory
+    layout, so equal records always get bitwise equal distances.
+    """
+    if cols.shape[0] == 0:
+        return np.zeros(cols.shape[1])
+    diff = cols - y[:, None]
+    return np.asarray(np.cumsum(diff * diff, axis=0)[-1])
+
+
+@dataclass(frozen=True)
+class Distances:
+    """Distances from one point to every working row, as MDAV's selections use them.
+
+    ``values`` equal the exact distances up to one common shift and an error
+    of at most ``err`` (0: they are the exact distances); grouped rows hold
+    -inf (for "farthest") or +inf (for "nearest"). ``exact(rows)`` gives the
+    exact distances of some working rows.
+    """
+
+    values: NDArray[Any]
+    err: float
+    exact: Callable[[NDArray[Any]], NDArray[Any]]
 
 
 class MetricSpace(Protocol):
     """Records MDAV can group: distances from a centroid or a record to all live rows."""
 
-    alive: np.ndarray  # (m,) bool: not yet grouped
-    ids: np.ndarray  # (m,) original row number of each working row
-    tol: float  # distances closer than this count as equal (rounding of the products)
+    alive: NDArray[Any]  # (m,) bool: not yet grouped
+    ids: NDArray[Any]  # (m,) original row number of each working row
 
-    def far_from_centroid(self) -> np.ndarray:
-        """Distance of each row to the centroid of the live rows; -inf for grouped rows."""
+    def far_from_centroid(self) -> Distances:
+        """Distances of each row to the centroid of the live rows; -inf for grouped rows."""
 
-    def from_row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Distances to working row ``i``: (dead rows -inf, dead rows +inf)."""
+    def from_row(self, i: int) -> tuple[Distances, Distances]:
+        """Distances to working row ``i``: (grouped rows -inf, grouped rows +inf)."""
 
-    def near_row(self, i: int) -> np.ndarray:
+    def near_row(self, i: int) -> Distances:
         """Distances to working row ``i`` with grouped rows at +inf."""
 
-    def remove(self, rows: np.ndarray) -> None:
+    def remove(self, rows: NDArray[Any]) -> None:
         """Mark working rows as grouped and update the running centroid."""
 
     def compact(self) -> None:
@@ -73,9 +115,9 @@ class EuclideanSpace:
     (farthest) so one product serves both searches without masking.
     """
 
-    def __init__(self, z: np.ndarray) -> None:
+    def __init__(self, z: NDArray[Any]) -> None:
         self.zt = np.ascontiguousarray(np.asarray(z, dtype=np.float64).T)
-        m = self.zt.shape[1]
+        p, m = self.zt.shape
         self.ids = np.arange(m)
         self.alive = np.ones(m, dtype=bool)
         sq = np.einsum("ij,ij->j", self.zt, self.zt)
@@ -83,26 +125,35 @@ class EuclideanSpace:
         self.sq_far = sq
         self.total = self.zt.sum(axis=1)
         self.count = m
-        self.tol = TIE_TOL * (1.0 + (float(sq.max()) if m else 0.0))
+        self.max_sq = float(sq.max()) if m else 0.0
+        self.p = p
 
-    def far_from_centroid(self) -> np.ndarray:
-        g = (self.total * (-2.0 / self.count)) @ self.zt
+    def _query(self, y: NDArray[Any], values: NDArray[Any]) -> Distances:
+        zt = self.zt  # the exact sums must index the arrays of this round
+        err = product_error(self.p, self.max_sq, float(y @ y))
+        return Distances(values, err, lambda rows: squared_distances(zt[:, rows], y))
+
+    def far_from_centroid(self) -> Distances:
+        centroid = self.total / self.count
+        g = (centroid * -2.0) @ self.zt
         g += self.sq_far
-        return np.asarray(g)
+        return self._query(centroid, np.asarray(g))
 
-    def from_row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        g = (self.zt[:, i] * -2.0) @ self.zt
+    def from_row(self, i: int) -> tuple[Distances, Distances]:
+        y = self.zt[:, i].copy()
+        g = (y * -2.0) @ self.zt
         far = g + self.sq_far
         g += self.sq_near
-        return far, g
+        return self._query(y, far), self._query(y, g)
 
-    def near_row(self, i: int) -> np.ndarray:
+    def near_row(self, i: int) -> Distances:
         """Distances to working row ``i`` with grouped rows at +inf."""
-        g = (self.zt[:, i] * -2.0) @ self.zt
+        y = self.zt[:, i].copy()
+        g = (y * -2.0) @ self.zt
         g += self.sq_near
-        return g
+        return self._query(y, g)
 
-    def remove(self, rows: np.ndarray) -> None:
+    def remove(self, rows: NDArray[Any]) -> None:
         self.alive[rows] = False
         self.sq_near[rows] = np.inf
         self.sq_far[rows] = -np.inf
@@ -122,7 +173,7 @@ class EuclideanSpace:
 SAMPLE_STRIDE = 64
 
 
-def _kth_bound(d: np.ndarray, k: int) -> float:
+def _kth_bound(d: NDArray[Any], k: int) -> float:
     """A value with at least k entries of ``d`` at or below it (from a strided sample)."""
     sample = d[::SAMPLE_STRIDE]
     if sample.size < 4 * k:
@@ -130,51 +181,86 @@ def _kth_bound(d: np.ndarray, k: int) -> float:
     return float(np.partition(sample, k - 1)[k - 1])
 
 
-def k_nearest(d: np.ndarray, k: int, seed: int, tol: float = 0.0) -> np.ndarray:
-    """Working rows of ``seed`` and its k-1 nearest rows by ``d`` (ties: lowest row first).
+def k_nearest(dist: Distances, k: int, seed: int) -> NDArray[Any]:
+    """Working rows of ``seed`` and its k-1 nearest rows (exact ties: lowest row first).
 
-    Distances within ``tol`` of the k-th smallest count as equal to it.
-
-    At least k rows must be live (finite). ``d`` is modified (the seed is set
-    to -inf so it always joins its own group).
-    Candidates are first cut to the rows at or below the k-th smallest of a
-    strided sample (that bound has at least k rows below it), so the exact
-    selection runs on a few hundred values instead of all m.
+    At least k rows must be live (finite). ``dist.values`` is modified (the
+    seed is set to -inf so it always joins its own group). Candidates are
+    first cut to the rows at or below the k-th smallest of a strided sample
+    (that bound has at least k rows below it), so the selection runs on a
+    few hundred values instead of all m. Rows within 2 err of the k-th
+    smallest value are then ranked by their exact distances.
     """
+    d = dist.values
     d[seed] = -np.inf
+    margin = 2.0 * dist.err
     bound = _kth_bound(d, k)
-    cand = np.flatnonzero(d <= bound + tol) if np.isfinite(bound) else np.arange(d.size)
+    cand = np.flatnonzero(d <= bound + margin) if np.isfinite(bound) else np.arange(d.size)
     dc = d[cand]
-    part = np.argpartition(dc, k - 1)[:k]
-    threshold = dc[part].max()
-    chosen = cand[dc <= threshold + tol]
-    if chosen.size == k:
-        return np.asarray(chosen)
-    below = cand[dc < threshold - tol]
-    equal = cand[np.abs(dc - threshold) <= tol]
-    return np.concatenate([below, equal[: k - below.size]])
+    threshold = dc[np.argpartition(dc, k - 1)[:k]].max()
+    near = cand[dc <= threshold + margin]
+    if near.size == k:  # every other row is farther, whatever the rounding
+        return np.asarray(near)
+    others = near[near != seed]
+    exact = dist.exact(others)
+    order = np.lexsort((others, exact))  # by distance, then by row
+    return np.concatenate([[seed], others[order[: k - 1]]])
 
 
-def first_argmax(values: np.ndarray, tol: float = 0.0) -> int:
-    """Index of the largest value; the lowest index among values within ``tol`` of it."""
-    top = values.max()
-    return int(np.argmax(values >= top - tol))
+def first_argmax(dist: Distances) -> int:
+    """The row with the largest exact distance; the lowest row among exact ties."""
+    values = dist.values
+    best = int(np.argmax(values))
+    if dist.err == 0.0:
+        return best
+    close = values >= values[best] - 2.0 * dist.err
+    if np.count_nonzero(close) == 1:  # the only one within the rounding bound
+        return best
+    cand = np.flatnonzero(close)
+    return int(cand[np.argmax(dist.exact(cand))])
 
 
-def mdav_partition(space: MetricSpace, n: int, k: int, compact_below: float = 0.7) -> np.ndarray:
+class Tally:
+    """Records grouped so far, reported to ``progress`` about ``PROGRESS_CALLS`` times."""
+
+    def __init__(self, n: int, progress: ProgressFn | None, step: str = STEP) -> None:
+        self.n = n
+        self.done = 0
+        self.every = max(1, n // PROGRESS_CALLS)
+        self.next = 0
+        self.report = report_to(progress)
+        self.step = step
+
+    def add(self, count: int) -> None:
+        """Count ``count`` more grouped records; report when a step is crossed or all are done."""
+        self.done += count
+        if self.done >= self.next or self.done >= self.n:
+            self.report(self.step, self.done, self.n)
+            self.next = self.done + self.every
+
+
+def mdav_partition(
+    space: MetricSpace,
+    n: int,
+    k: int,
+    compact_below: float = 0.7,
+    progress: ProgressFn | None = None,
+) -> NDArray[Any]:
     """Group label (0, 1, ... in order of formation) of each of the ``n`` records."""
     check_k(k, n)
     labels = np.full(n, -1, dtype=np.int64)
     remaining = n
     group = 0
     since_compact = space.alive.size
+    tally = Tally(n, progress)
 
-    def take(rows: np.ndarray) -> None:
+    def take(rows: NDArray[Any]) -> None:
         nonlocal remaining, group
         labels[space.ids[rows]] = group
         group += 1
         space.remove(rows)
         remaining -= rows.size
+        tally.add(rows.size)
 
     def maybe_compact() -> None:
         nonlocal since_compact
@@ -182,34 +268,39 @@ def mdav_partition(space: MetricSpace, n: int, k: int, compact_below: float = 0.
             space.compact()
             since_compact = space.alive.size
 
-    tol = space.tol
     while remaining >= 3 * k:
-        r = first_argmax(space.far_from_centroid(), tol)
+        r = first_argmax(space.far_from_centroid())
         far_r, near_r = space.from_row(r)
-        s = first_argmax(far_r, tol)
-        take(k_nearest(near_r, k, r, tol))
+        s = first_argmax(far_r)
+        take(k_nearest(near_r, k, r))
         if not space.alive[s]:
-            far_r[~space.alive] = -np.inf
-            s = first_argmax(far_r, tol)
-        take(k_nearest(space.near_row(s), k, s, tol))
+            far_r.values[~space.alive] = -np.inf
+            s = first_argmax(far_r)
+        take(k_nearest(space.near_row(s), k, s))
         maybe_compact()
     if remaining >= 2 * k:
-        r = first_argmax(space.far_from_centroid(), tol)
-        take(k_nearest(space.near_row(r), k, r, tol))
+        r = first_argmax(space.far_from_centroid())
+        take(k_nearest(space.near_row(r), k, r))
     if remaining > 0:
         take(np.flatnonzero(space.alive))
     return labels
 
 
-def mdav_labels(z: np.ndarray, k: int) -> np.ndarray:
-    """MDAV group labels of the rows of a standardized numeric matrix ``z`` (n, p)."""
+def mdav_labels(
+    z: NDArray[Any], k: int, *, workers: int = 1, progress: ProgressFn | None = None
+) -> NDArray[Any]:
+    """MDAV group labels of the rows of a standardized numeric matrix ``z`` (n, p).
+
+    The products run on ``workers`` BLAS threads (default 1; -1: every CPU).
+    """
     z = np.asarray(z, dtype=np.float64)
     if z.ndim != 2:
         raise ValueError("z must be a 2-D array")
-    return mdav_partition(EuclideanSpace(z), z.shape[0], k)
+    with blas_threads(workers):
+        return mdav_partition(EuclideanSpace(z), z.shape[0], k, progress=progress)
 
 
-def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def group_means(x: NDArray[Any], labels: NDArray[Any]) -> NDArray[Any]:
     """Each row replaced by the mean of its group (``x`` in original units)."""
     x = np.asarray(x, dtype=np.float64)
     groups = int(labels.max()) + 1
@@ -219,12 +310,12 @@ def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.asarray((sums / sizes[:, None])[labels])
 
 
-def group_sizes(labels: np.ndarray) -> np.ndarray:
+def group_sizes(labels: NDArray[Any]) -> NDArray[Any]:
     """Number of records in each group."""
     return np.bincount(labels)
 
 
-def sse_sst(z: np.ndarray, z_masked: np.ndarray) -> float:
+def sse_sst(z: NDArray[Any], z_masked: NDArray[Any]) -> float:
     """SSE/SST (NOTES §2): squared Euclidean loss over total sum of squares, same space.
 
     SSE = sum_i ||z_i - z'_i||^2 and SST = sum_i ||z_i - mean(z)||^2.

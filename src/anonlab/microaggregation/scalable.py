@@ -26,11 +26,17 @@ reported in docs/em4adom.md.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.microaggregation.columns import check_k
-from anonlab.microaggregation.mdav import EuclideanSpace, first_argmax, k_nearest
+from anonlab.microaggregation.mdav import EuclideanSpace, Tally, first_argmax, k_nearest
+from anonlab.progress import ProgressFn
+from anonlab.threads import blas_threads
+
+STEP = "MDAV blocks: records grouped"
 
 DEFAULT_BLOCK_SIZE = 16384
 HALO_FACTOR = 0.5
@@ -38,7 +44,7 @@ HALO_CAP = 1.0  # at most this many halo records per own record
 MARGIN_SAMPLE = 32
 
 
-def kd_blocks(z: np.ndarray, k: int, block_size: int) -> list[np.ndarray]:
+def kd_blocks(z: NDArray[Any], k: int, block_size: int) -> list[NDArray[Any]]:
     """Row numbers of each block of a k-d split of ``z``, in the tree's (depth-first) order.
 
     A block is split when it has more than ``block_size`` rows (and at least
@@ -49,7 +55,7 @@ def kd_blocks(z: np.ndarray, k: int, block_size: int) -> list[np.ndarray]:
     """
     if block_size < 2 * k:
         raise ValueError("block_size must be at least 2k")
-    done: list[np.ndarray] = []
+    done: list[NDArray[Any]] = []
     todo = [np.arange(z.shape[0])]
     while todo:
         rows = todo.pop()
@@ -69,7 +75,7 @@ def kd_blocks(z: np.ndarray, k: int, block_size: int) -> list[np.ndarray]:
 class HaloSpace(EuclideanSpace):
     """A block's own records followed by its halo: only own records seed groups."""
 
-    def __init__(self, z: np.ndarray, n_own: int) -> None:
+    def __init__(self, z: NDArray[Any], n_own: int) -> None:
         super().__init__(z)
         self.own = np.zeros(z.shape[0], dtype=bool)
         self.own[:n_own] = True
@@ -77,7 +83,7 @@ class HaloSpace(EuclideanSpace):
         self.total = self.zt[:, :n_own].sum(axis=1)
         self.count = n_own
 
-    def remove(self, rows: np.ndarray) -> None:
+    def remove(self, rows: NDArray[Any]) -> None:
         own = rows[self.own[rows]]
         self.alive[rows] = False
         self.sq_near[rows] = np.inf
@@ -93,31 +99,30 @@ class HaloSpace(EuclideanSpace):
 
 
 def group_block(
-    space: HaloSpace, k: int, emit: Callable[[np.ndarray], None]
-) -> np.ndarray:
+    space: HaloSpace, k: int, emit: Callable[[NDArray[Any]], None]
+) -> NDArray[Any]:
     """MDAV rounds on a block's own records; returns the ids of fewer than k left over."""
-    tol = space.tol
     since = space.alive.size
 
-    def take(rows: np.ndarray) -> None:
+    def take(rows: NDArray[Any]) -> None:
         emit(space.ids[rows])
         space.remove(rows)
 
     while space.count >= 3 * k:
-        r = first_argmax(space.far_from_centroid(), tol)
+        r = first_argmax(space.far_from_centroid())
         far_r, near_r = space.from_row(r)
-        s = first_argmax(far_r, tol)
-        take(k_nearest(near_r, k, r, tol))
+        s = first_argmax(far_r)
+        take(k_nearest(near_r, k, r))
         if not space.alive[s]:
-            far_r[~space.alive] = -np.inf
-            s = first_argmax(far_r, tol)
-        take(k_nearest(space.near_row(s), k, s, tol))
+            far_r.values[~space.alive] = -np.inf
+            s = first_argmax(far_r)
+        take(k_nearest(space.near_row(s), k, s))
         if np.count_nonzero(space.alive) < 0.7 * since:
             space.compact()
             since = space.alive.size
     while space.count >= 2 * k:
-        r = first_argmax(space.far_from_centroid(), tol)
-        take(k_nearest(space.near_row(r), k, r, tol))
+        r = first_argmax(space.far_from_centroid())
+        take(k_nearest(space.near_row(r), k, r))
     rest = np.flatnonzero(space.alive & space.own)
     if rest.size >= k:
         take(rest)
@@ -125,7 +130,7 @@ def group_block(
     return np.asarray(space.ids[rest])
 
 
-def _margin(z_own: np.ndarray, k: int) -> float:
+def _margin(z_own: NDArray[Any], k: int) -> float:
     """HALO_FACTOR x the median distance of sampled own records to their k-th nearest."""
     m = z_own.shape[0]
     if m <= 1:
@@ -140,12 +145,27 @@ def _margin(z_own: np.ndarray, k: int) -> float:
 
 
 def scalable_mdav_labels(
-    z: np.ndarray, k: int, block_size: int = DEFAULT_BLOCK_SIZE
-) -> np.ndarray:
-    """Group labels from MDAV over the blocks (with halos) of a k-d split of standardized ``z``."""
+    z: NDArray[Any],
+    k: int,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    *,
+    workers: int = 1,
+    progress: ProgressFn | None = None,
+) -> NDArray[Any]:
+    """Group labels from MDAV over the blocks (with halos) of a k-d split of standardized ``z``.
+
+    The products run on ``workers`` BLAS threads (default 1; -1: every CPU);
+    ``progress`` hears of the records grouped.
+    """
     z = np.asarray(z, dtype=np.float64)
+    check_k(k, z.shape[0])
+    with blas_threads(workers):
+        return _block_labels(z, k, block_size, Tally(z.shape[0], progress, STEP))
+
+
+def _block_labels(z: NDArray[Any], k: int, block_size: int, tally: Tally) -> NDArray[Any]:
+    """The work of :func:`scalable_mdav_labels` (arguments checked)."""
     n = z.shape[0]
-    check_k(k, n)
     blocks = kd_blocks(z, k, max(block_size, 2 * k))
     lows = np.array([z[b].min(axis=0) for b in blocks])
     highs = np.array([z[b].max(axis=0) for b in blocks])
@@ -153,11 +173,12 @@ def scalable_mdav_labels(
     labels = np.full(n, -1, dtype=np.int64)
     group = 0
 
-    def emit(ids: np.ndarray) -> None:
+    def emit(ids: NDArray[Any]) -> None:
         nonlocal group
         labels[ids] = group
         alive[ids] = False
         group += 1
+        tally.add(ids.size)
 
     carry = np.zeros(0, dtype=np.int64)
     for b, rows in enumerate(blocks):
@@ -191,10 +212,11 @@ def scalable_mdav_labels(
         carry = group_block(space, k, emit)
     if carry.size:
         _attach(z, labels, carry, k)
+        tally.add(carry.size)
     return labels
 
 
-def _attach(z: np.ndarray, labels: np.ndarray, rows: np.ndarray, k: int) -> None:
+def _attach(z: NDArray[Any], labels: NDArray[Any], rows: NDArray[Any], k: int) -> None:
     """Put each of ``rows`` into the nearest group (by centroid) with fewer than 2k-1 records."""
     done = labels >= 0
     groups = int(labels[done].max()) + 1 if done.any() else 0

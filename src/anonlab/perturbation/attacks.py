@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.perturbation.library import check_seed
+from anonlab.progress import ProgressFn, report_to
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -230,7 +231,7 @@ KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes,
 def run_attacks(
     original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
     seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
-    centre: FloatArray | None = None,
+    centre: FloatArray | None = None, progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The attack table on aligned standardized ``original`` and ``released`` records.
 
@@ -242,7 +243,24 @@ def run_attacks(
     the recoverability warning). ``centre`` is the centroid of the whole
     release when ``released`` holds only some of its records (the attacker
     holds the whole release; by default the centroid of ``released``).
+    ``progress`` hears ``("attacks", done, total)`` after each attack.
+
+    When an attack that needs no sample recovers at least half of the other
+    records within 10 % (:func:`recoverable`), a
+    :class:`RecoverableReleaseWarning` is issued.
     """
+    rows = attack_table(original, released, known, seed=seed, sample=sample,
+                        sample_attacks=sample_attacks, centre=centre, progress=progress)
+    warn_if_recoverable(rows, stacklevel=3)
+    return rows
+
+
+def attack_table(
+    original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
+    seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
+    centre: FloatArray | None = None, progress: ProgressFn | None = None,
+) -> list[dict[str, Any]]:
+    """The rows of :func:`run_attacks`, without the warning."""
     check_seed(seed)
     n, d = original.shape
     if released.shape != original.shape:
@@ -250,20 +268,34 @@ def run_attacks(
                            f"{released.shape[0]} x {released.shape[1]}: give aligned files")
     bad = [m for m in known if m < 1 or m >= n]
     if bad:
-        raise AnonlabError(f"--known {bad[0]} must be between 1 and the number of records "
-                           f"minus one ({n - 1})")
+        raise AnonlabError(f"known {bad[0]} must be between 1 and the number of records "
+                           f"minus one ({n - 1})", parameter="known")
+    counts = sorted(set(int(k) for k in known))
+    total = 1 + len(KNOWN_IO) * len(counts) + (2 if sample_attacks else 0)
+    report = report_to(progress)
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = [{"attack": "naive", "known": 0,
                                    **score(naive(released), original)}]
-    for m in sorted(set(int(k) for k in known)):
+    report("attacks", len(rows), total)
+    for m in counts:
         pick = rng.choice(n, m, replace=False)
         rest = np.ones(n, dtype=bool)
         rest[pick] = False
         for name, attack in KNOWN_IO.items():
             est = attack(original[pick], released[pick], released, centre)
             rows.append({"attack": name, "known": m, **score(est[rest], original[rest])})
-    if not sample_attacks:
-        return rows
+            report("attacks", len(rows), total)
+    if sample_attacks:
+        rows += _sample_attacks(original, released, rng, seed, sample, centre)
+        report("attacks", total, total)
+    return rows
+
+
+def _sample_attacks(original: FloatArray, released: FloatArray, rng: np.random.Generator,
+                    seed: int, sample: FloatArray | None, centre: FloatArray | None
+                    ) -> list[dict[str, Any]]:
+    """The PCA and ICA rows; without a ``sample`` a random half of ``original`` plays it."""
+    n, d = original.shape
     if sample is None:
         order = rng.permutation(n)
         half = max(n // 2, min(n, d + 1))
@@ -272,12 +304,12 @@ def run_attacks(
             scored = order
     else:
         scored = np.arange(n)
-    if sample.shape[0] > d and sample.shape[1] == d:
-        rows.append({"attack": "known_sample", "known": int(sample.shape[0]),
-                     **score(known_sample(sample, released, centre)[scored], original[scored])})
-        rows.append({"attack": "ica", "known": int(sample.shape[0]),
-                     **score(ica(sample, released, seed)[scored], original[scored])})
-    return rows
+    if not (sample.shape[0] > d and sample.shape[1] == d):
+        return []
+    return [{"attack": "known_sample", "known": int(sample.shape[0]),
+             **score(known_sample(sample, released, centre)[scored], original[scored])},
+            {"attack": "ica", "known": int(sample.shape[0]),
+             **score(ica(sample, released, seed)[scored], original[scored])}]
 
 
 def recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> dict[str, Any] | None:
@@ -287,13 +319,25 @@ def recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> dict[str,
     return min(hits, key=lambda r: (r["known"], -r["within_10"])) if hits else None
 
 
-def warn_if_recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:
-    """Issue :class:`RecoverableReleaseWarning` when :func:`recoverable` finds an attack."""
+def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:
+    """The warning's text when :func:`recoverable` finds an attack, else ``None``."""
     hit = recoverable(rows, share)
     if hit is None:
         return None
-    message = (f"release is recoverable: the {hit['attack']} attack with {hit['known']} known "
-               f"record(s) recovers {hit['within_10']:.0%} of the other records within 10% "
-               "(see docs/perturbation.md)")
-    warnings.warn(RecoverableReleaseWarning(message), stacklevel=2)
+    return (f"release is recoverable: the {hit['attack']} attack with {hit['known']} known "
+            f"record(s) recovers {hit['within_10']:.0%} of the other records within 10% "
+            "(see docs/perturbation.md)")
+
+
+def warn_if_recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5, *,
+                        stacklevel: int = 2) -> str | None:
+    """Issue :class:`RecoverableReleaseWarning` when :func:`recoverable` finds an attack.
+
+    Returns the warning's text (``None`` when nothing was issued).
+    ``stacklevel`` goes to :func:`warnings.warn`: 2 names the line that
+    called this function, 3 the line that called that caller.
+    """
+    message = recoverable_message(rows, share)
+    if message is not None:
+        warnings.warn(RecoverableReleaseWarning(message), stacklevel=stacklevel)
     return message

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.perturbation.attacks import run_attacks, warn_if_recoverable
+from anonlab.perturbation.attacks import attack_table, warn_if_recoverable
 from anonlab.perturbation.key import PerturbationKey
 from anonlab.perturbation.measures import block_measures, column_variances, grouped_privacy
+from anonlab.progress import ProgressFn
 
 FloatArray = NDArray[np.float64]
 CLUSTERING_RECORDS = 2_000
@@ -116,32 +117,37 @@ def perturbation_summary(
     key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
     known: Sequence[int] = (2, 5, 10), seed: int = 0, n_clusters: int = 3,
     attack_records: int = ATTACK_RECORDS, clustering_records: int = CLUSTERING_RECORDS,
+    progress: ProgressFn | None = None, stacklevel: int = 2,
 ) -> dict[str, Any]:
-    """The method-specific part of a ``perturb`` report (and the recoverability warning).
+    """The method-specific part of a ``perturb`` report; warns when the release is recoverable.
 
     The attacks and clusterers work on samples of at most a few thousand
     records, where BLAS and OpenMP threads only wait on each other (and burn
-    CPU spinning on a busy machine): they run on one thread each.
+    CPU spinning on a busy machine): they run on one thread each. The
+    :class:`~anonlab.perturbation.attacks.RecoverableReleaseWarning` points
+    ``stacklevel`` frames up (2: the caller of this function).
     """
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # with sklearn
 
     with threadpool_limits(limits=1):
-        return _summary(key, standardized, released, known=known, seed=seed,
-                        n_clusters=n_clusters, attack_records=attack_records,
-                        clustering_records=clustering_records)
+        summary = _summary(key, standardized, released, known=known, seed=seed,
+                           n_clusters=n_clusters, attack_records=attack_records,
+                           clustering_records=clustering_records, progress=progress)
+    message = warn_if_recoverable(summary["attacks"], stacklevel=stacklevel + 1)
+    summary["warnings"] = [message] if message else []
+    return summary
 
 
 def _summary(
     key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
     known: Sequence[int], seed: int, n_clusters: int, attack_records: int,
-    clustering_records: int,
+    clustering_records: int, progress: ProgressFn | None,
 ) -> dict[str, Any]:
     blocks, overall = privacy_measures(key, standardized, released)
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
-    attacks = run_attacks(standardized[rows], released[rows], usable, seed=seed,
-                          centre=released.mean(axis=0))
-    message = warn_if_recoverable(attacks)
+    attacks = attack_table(standardized[rows], released[rows], usable, seed=seed,
+                           centre=released.mean(axis=0), progress=progress)
     return {
         "method": key.method,
         "columns": list(key.columns),
@@ -154,16 +160,22 @@ def _summary(
         "clustering": clustering_agreement(standardized, released, seed=seed,
                                            n_clusters=n_clusters,
                                            max_records=clustering_records),
-        "warnings": [message] if message else [],
+        "warnings": [],
     }
 
 
 def recoverability_check(standardized: FloatArray, released: FloatArray, *,
                          known: Sequence[int] = (2, 5, 10), seed: int = 0,
-                         attack_records: int = ATTACK_RECORDS) -> str | None:
-    """Only the naive and known input-output attacks, for the warning when no report is made."""
+                         attack_records: int = ATTACK_RECORDS,
+                         progress: ProgressFn | None = None, stacklevel: int = 2) -> str | None:
+    """Only the naive and known input-output attacks, for the warning when no report is made.
+
+    Returns the warning's text (``None`` when the release resisted); the
+    warning points ``stacklevel`` frames up (2: the caller of this function).
+    """
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
-    table = run_attacks(standardized[rows], released[rows], usable, seed=seed,
-                        sample_attacks=False, centre=released.mean(axis=0))
-    return warn_if_recoverable(table)
+    table = attack_table(standardized[rows], released[rows], usable, seed=seed,
+                         sample_attacks=False, centre=released.mean(axis=0),
+                         progress=progress)
+    return warn_if_recoverable(table, stacklevel=stacklevel + 1)

@@ -7,10 +7,23 @@ perturbation, the number of records, and a fingerprint of the release (mean
 and deviation of each released column) so that a key given with the wrong
 file is refused. It is written only to ``--key`` and never enters the release
 or a report.
+
+Integrity: a key of format version 2 carries ``sha256``, the SHA-256 digest of
+its canonical content (every other key, as JSON with sorted keys and no
+spaces). A key whose content no longer matches the digest (e.g. an edited
+``stds``, which would invert silently to wrong values) is refused. The digest
+guards against accidental edits and damage, not against someone who edits the
+key on purpose and recomputes it (a key is a secret: whoever holds it can undo
+the release anyway). Keys of version 1 (written before the digest existed)
+have none; they are still read, because the key is the only way to undo their
+release, and pass every other check on load: shapes, finite numbers, positive
+deviations, orthogonal matrices (to 1e-9) and the method's own structure.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +35,11 @@ from anonlab.errors import AnonlabError
 
 FloatArray = NDArray[np.float64]
 KEY_FORMAT = "anonlab-perturbation-key"
+KEY_VERSION = 2  # 2: with the ``sha256`` integrity digest; 1: without
 METHODS = ("obt", "rbt", "rotation", "gdp")
+ORTHOGONAL = ("obt", "rbt", "rotation")
+ORTHOGONAL_TOL = 1e-9  # largest |A A^T - E| entry of a key's matrix
+DIGEST_KEY = "sha256"
 
 
 @dataclass(frozen=True)
@@ -68,9 +85,9 @@ class PerturbationKey:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (full float precision)."""
-        return {
-            "format": KEY_FORMAT, "version": 1, "method": self.method,
+        """JSON-ready form (full float precision), sealed with its ``sha256`` digest."""
+        content = {
+            "format": KEY_FORMAT, "version": KEY_VERSION, "method": self.method,
             "columns": list(self.columns), "integer": list(self.integer),
             "means": self.means.tolist(), "stds": self.stds.tolist(),
             "blocks": [{"columns": list(b.columns), "matrix": b.matrix.tolist()}
@@ -81,6 +98,7 @@ class PerturbationKey:
             "release_fingerprint": {"means": self.release_means.tolist(),
                                     "stds": self.release_stds.tolist()},
         }
+        return {**content, DIGEST_KEY: content_digest(content)}
 
     def save(self, path: str | Path) -> None:
         """Write the key as JSON (atomic, readable by its owner only: it undoes the release)."""
@@ -99,8 +117,12 @@ class PerturbationKey:
     def from_dict(cls, data: Any, where: str = "key") -> PerturbationKey:
         """Validate a key's dict: shapes agree, the blocks partition the columns, orthogonal."""
         if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
-            raise AnonlabError(f"'{where}' is not a perturbation key: give the --key file "
+            raise AnonlabError(f"'{where}' is not a perturbation key: give the key file "
                                "written by 'anonlab perturb'")
+        if data.get("version") not in (1, KEY_VERSION):
+            raise AnonlabError(f"perturbation key '{where}' has format version "
+                               f"{data.get('version')!r}, which this anonlab does not know: "
+                               "use the anonlab version that wrote it")
         try:
             columns = tuple(str(c) for c in data["columns"])
             d = len(columns)
@@ -124,6 +146,7 @@ class PerturbationKey:
             raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "
                                "key file exactly as 'anonlab perturb' wrote it") from None
         key.validate(where)
+        check_digest(data, where)
         return key
 
     def validate(self, where: str = "key") -> None:
@@ -134,22 +157,38 @@ class PerturbationKey:
                                "the key file exactly as 'anonlab perturb' wrote it")
 
     def _problem(self) -> str | None:
+        """The first inconsistency of the key, or None."""
         if self.method not in METHODS:
             return f"unknown method '{self.method}'"
-        if len(self.integer) != len(self.columns) or len(set(self.columns)) != len(self.columns):
+        if (len(self.columns) < 2 or len(self.integer) != len(self.columns)
+                or len(set(self.columns)) != len(self.columns)):
             return "column list is malformed"
         seen: list[str] = [c for b in self.blocks for c in b.columns]
         if sorted(seen) != sorted(self.columns):
             return "its blocks do not cover each column exactly once"
         for b in self.blocks:
-            k = len(b.columns)
-            if b.matrix.shape != (k, k) or not np.allclose(b.matrix @ b.matrix.T, np.eye(k),
-                                                           atol=1e-9):
+            if not is_orthogonal(b.matrix, len(b.columns)):
                 return f"the matrix of block {list(b.columns)} is not orthogonal"
         if np.any(self.stds <= 0) or self.records < 1:
             return "deviations or record count are not positive"
+        if np.any(self.release_stds < 0):
+            return "its release fingerprint has a negative deviation"
         if not (np.isfinite(self.noise_scale) and self.noise_scale >= 0):
             return f"its noise scale {self.noise_scale} is not a number >= 0"
+        return self._structure_problem()
+
+    def _structure_problem(self) -> str | None:
+        """The method's own shape: pairs/triples (obt, rbt) or one block; gdp's extras."""
+        if self.method in ("obt", "rbt"):
+            if any(len(b.columns) not in (2, 3) for b in self.blocks):
+                return f"a {self.method} key mixes columns in pairs or triples only"
+        elif len(self.blocks) != 1:
+            return f"a {self.method} key has one block over all columns"
+        if self.method in ORTHOGONAL:
+            if self.translation is not None or self.noise_scale != 0 or self.noise_seed is not None:
+                return f"a {self.method} key has no translation or noise"
+        elif self.translation is None or (self.noise_scale > 0 and self.noise_seed is None):
+            return "a gdp key needs its translation and, with noise, the noise seed"
         return None
 
     def check_columns(self, names: list[str], where: str) -> None:
@@ -172,6 +211,51 @@ class PerturbationKey:
                                              + np.abs(stds - self.release_stds)))]
             raise AnonlabError(f"the key does not match '{where}': column '{col}' differs "
                                "from the release the key was written with")
+
+
+def is_orthogonal(matrix: FloatArray, size: int) -> bool:
+    """Whether ``matrix`` is a finite ``size x size`` matrix with ``|A A^T - E| <= 1e-9``."""
+    if matrix.shape != (size, size) or not np.all(np.isfinite(matrix)):
+        return False
+    return bool(np.max(np.abs(matrix @ matrix.T - np.eye(size))) <= ORTHOGONAL_TOL)
+
+
+def content_digest(content: dict[str, Any]) -> str:
+    """SHA-256 (hex) of a key's content as canonical JSON: sorted keys, no spaces, UTF-8.
+
+    Floats are written in Python's shortest round-trip form, so the digest of
+    a key read back from its JSON file equals the digest computed when it was
+    written.
+    """
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=_plain)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and arrays as plain Python values (for :func:`content_digest`)."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot encode {type(value).__name__} in a key")
+
+
+def check_digest(data: dict[str, Any], where: str) -> None:
+    """Refuse a key whose content does not match its digest (or a version-2 key without one).
+
+    A version-1 key has no digest and is accepted (see the module docstring).
+    """
+    digest = data.get(DIGEST_KEY)
+    if digest is None:
+        if data.get("version") == 1:
+            return
+        raise AnonlabError(f"perturbation key '{where}' has no integrity digest "
+                           f"('{DIGEST_KEY}'): use the key file exactly as 'anonlab perturb' "
+                           "wrote it")
+    content = {k: v for k, v in data.items() if k != DIGEST_KEY}
+    if not isinstance(digest, str) or digest != content_digest(content):
+        raise AnonlabError(f"perturbation key '{where}' was changed after it was written (its "
+                           "content does not match its SHA-256 digest): use the key file "
+                           "exactly as 'anonlab perturb' wrote it")
 
 
 def centred_moments(values: FloatArray, overwrite: bool = False

@@ -52,9 +52,9 @@ def _draw_qualifying(rng: np.random.Generator, n: int, size: int, min_privacy: f
         if drawn >= _MAX_DRAWS:
             best = float(np.max(privacy_level(haar_orthogonal(rng, n, _BATCH))))
             raise AnonlabError(
-                f"no {n}x{n} orthogonal matrix reaches privacy level {min_privacy:g} in "
-                f"{_MAX_DRAWS} draws (the best seen is about {best:.3f}): lower --min-privacy"
-            )
+                f"min_privacy {min_privacy:g} is out of reach: no {n}x{n} orthogonal matrix "
+                f"reached it in {_MAX_DRAWS} draws (the best seen is about {best:.3f}); "
+                "lower it", parameter="min_privacy")
         batch = haar_orthogonal(rng, n, _BATCH)
         drawn += _BATCH
         good = batch[privacy_level(batch) >= min_privacy]
@@ -78,7 +78,7 @@ class MatrixLibrary:
         check_min_privacy(min_privacy)
         check_seed(seed)
         if size < 1:
-            raise AnonlabError(f"library size {size} must be at least 1")
+            raise AnonlabError(f"size {size} must be at least 1", parameter="size")
         return _cached_build(float(min_privacy), int(seed), int(size))
 
     def matrices(self, n: int) -> FloatArray:
@@ -113,8 +113,8 @@ class MatrixLibrary:
 
         data = read_json(path)
         if not isinstance(data, dict) or data.get("format") != LIBRARY_FORMAT:
-            raise AnonlabError(f"'{path}' is not an OBT matrix library: give a file written "
-                               "by 'anonlab perturb --library'")
+            raise AnonlabError(f"library '{path}' is not an OBT matrix library: give a library "
+                               "file that anonlab wrote", parameter="library")
         try:
             lib = cls(float(data["min_privacy"]), int(data["seed"]),
                       np.asarray(data["pairs"], dtype=np.float64).reshape(-1, 2, 2),
@@ -149,14 +149,15 @@ def _cached_build(min_privacy: float, seed: int, size: int) -> MatrixLibrary:
 def check_min_privacy(min_privacy: float) -> None:
     """Refuse a privacy level that is not a finite number in [0, 1)."""
     if not np.isfinite(min_privacy) or not 0.0 <= min_privacy < 1.0:
-        raise AnonlabError(f"--min-privacy {min_privacy} must be in [0, 1) "
-                           "(P = R x S; 2x2 matrices reach about 0.87 at most)")
+        raise AnonlabError(f"min_privacy {min_privacy} must be in [0, 1) "
+                           "(P = R x S; 2x2 matrices reach about 0.87 at most)",
+                           parameter="min_privacy")
 
 
 def check_seed(seed: int | None) -> None:
     """Refuse a seed NumPy's generators cannot take (they need a whole number >= 0)."""
     if seed is not None and int(seed) < 0:
-        raise AnonlabError(f"--seed {seed} must be a whole number >= 0")
+        raise AnonlabError(f"seed {seed} must be a whole number >= 0", parameter="seed")
 
 
 def fresh_seed() -> int:

@@ -1,8 +1,10 @@
 """Report sections by command: each family's builder turns its JSON keys into blocks.
 
 ``build_sections(ctx)`` returns the settings section, the command's own
-sections (dispatching on the report's ``command``) and, for any key no
-builder used, a generic section, so a key added later is never lost.
+sections (dispatching on the report's ``command``), the roles and
+re-identification risk sections of any report that holds them
+(:mod:`~anonlab.htmlreport.sections.risk`) and, for any key no builder used,
+a generic section, so a key added later is never lost.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from anonlab.htmlreport.sections.microaggregation import (
     tradeoff_sections,
 )
 from anonlab.htmlreport.sections.perturbation import attack_plot, perturbation_sections
+from anonlab.htmlreport.sections.risk import risk_sections
 from anonlab.htmlreport.sections.settings import SETTINGS_KEYS, settings_section
 
 Builder = Callable[[RenderContext], Built]
@@ -73,6 +76,9 @@ def build_sections(ctx: RenderContext) -> list[Section]:
         built = builder(ctx)
         sections.extend(built.sections)
         used |= built.used
+    risk = risk_sections(ctx)  # any family: the roles of the columns and the release's risk
+    sections.extend(risk.sections)
+    used |= risk.used
     rest = generic_section(ctx, used, title="Further results" if builder else "Results")
     if rest is not None:
         sections.append(rest)

@@ -16,6 +16,7 @@ class RenderContext:
     report: dict[str, Any]
     internal: bool = False
     base_dirs: list[Path] = field(default_factory=lambda: [Path.cwd()])
+    cache: dict[str, Any] = field(default_factory=dict)  # inputs read once per page
 
     @property
     def command(self) -> str:

@@ -1,9 +1,12 @@
 """Sections of the generalization family: ``generalize`` and ``apply`` reports.
 
-Shows the chosen level per quasi-identifier (with the generalized labels it
-releases; the internal version adds original → generalized examples read from
-the hierarchy files the report names, when they are found unchanged), the
-equivalence class sizes, the information loss figures and the lattice search.
+Shows the chosen level per quasi-identifier with the number of distinct
+values in the data and in the release (the report's ``distinct_values``,
+counted on the tables, not on the hierarchy) and the generalized labels it
+releases; the internal version adds original → generalized examples: values
+of the data file the report names (found unchanged), generalized with the
+hierarchy files it names (found unchanged). Then the equivalence class sizes,
+the information loss figures and the lattice search.
 """
 
 from __future__ import annotations
@@ -72,10 +75,66 @@ def _hierarchy(ctx: RenderContext, column: str) -> tuple[Any, str | None]:
         return None, "hierarchy file unreadable"
 
 
+def _data_values(ctx: RenderContext) -> tuple[Any, str | None]:
+    """The data file the report names, read once (internal version only), or why it is absent."""
+    if "data" in ctx.cache:
+        cached: tuple[Any, str | None] = ctx.cache["data"]
+        return cached
+    from anonlab.errors import AnonlabError
+    from anonlab.io import file_sha256, read_table
+
+    params = ctx.parameters
+    name = params.get("input")
+    found = ctx.find_file(name) if isinstance(name, str) and "://" not in name else None
+    desc = (ctx.report.get("inputs") or {}).get("data")
+    expected = desc.get("sha256") if isinstance(desc, Mapping) else None
+    result: tuple[Any, str | None]
+    if found is None:
+        result = None, "data file not found here"
+    elif not expected or file_sha256(found) != expected:
+        result = None, "data file changed since the run"
+    else:
+        options = {key: params[key] for key in ("delimiter", "sheet")
+                   if isinstance(params.get(key), str)}
+        try:
+            result = read_table(found, **options), None
+        except (AnonlabError, OSError, ValueError):
+            result = None, "data file unreadable"
+    ctx.cache["data"] = result
+    return result
+
+
+def _examples(
+    ctx: RenderContext, column: str, hierarchy: Any, level: int
+) -> tuple[str, str | None]:
+    """Original → generalized for a few values of the data (internal version)."""
+    frame, reason = _data_values(ctx)
+    if frame is None or column not in frame.columns:
+        return "—", reason or "column not in the data file"
+    values = frame[column]
+    present = set(values.astype(str).where(values.notna(), ""))
+    ordered = [v for v in hierarchy.values if v in present]
+    picks = _spread(ordered, MAX_EXAMPLES)
+    return "; ".join(f"{v} → {hierarchy.label(v, level)}" for v in picks), None
+
+
+def _distinct_cells(ctx: RenderContext, column: str) -> list[Cell]:
+    """Distinct values of the data and of the release, as the report counted them."""
+    counts = ctx.report.get("distinct_values")
+    found = counts.get(column) if isinstance(counts, Mapping) else None
+    cells = []
+    for key in ("original", "released"):
+        value = found.get(key) if isinstance(found, Mapping) else None
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        cells.append(num(value, f"distinct_values.{column}.{key}" if "." not in column else None)
+                     if ok else Cell("—"))
+    return cells
+
+
 def transformation_block(ctx: RenderContext) -> list[Block]:
     """The chosen level per attribute with the generalized values it releases."""
     transformation: Mapping[str, Any] = ctx.report["transformation"]
-    headers = ["attribute", "level", "of", "distinct values (original → released)",
+    headers = ["attribute", "level", "of", "distinct values in the data", "released",
                "released values, e.g."]
     if ctx.internal:
         headers.append("original → generalized (internal)")
@@ -90,24 +149,27 @@ def transformation_block(ctx: RenderContext) -> list[Block]:
             reasons.add(reason)
         row = [Cell(str(column)), num(level, f"transformation.{column}")]
         if hierarchy is None:
-            row += [Cell("—"), Cell("—"), Cell("—")]
+            row += [Cell("—"), *_distinct_cells(ctx, str(column)), Cell("—")]
             if ctx.internal:
                 row.append(Cell("—"))
             rows.append(row)
             continue
-        leaves = hierarchy.values
-        labels = list(dict.fromkeys(hierarchy.labels(leaves, level)))
-        row += [num(hierarchy.height), Cell(f"{len(leaves):,} → {len(labels):,}")]
+        labels = list(dict.fromkeys(hierarchy.labels(hierarchy.values, level)))
+        row += [num(hierarchy.height), *_distinct_cells(ctx, str(column))]
         if level == 0:
             row.append(Cell("kept as they are"))
         else:
             row.append(Cell(", ".join(_spread(labels, MAX_EXAMPLES))))
         if ctx.internal:
-            picks = _spread(leaves, MAX_EXAMPLES)
-            row.append(Cell("; ".join(f"{v} → {hierarchy.label(v, level)}" for v in picks)))
+            text, why = _examples(ctx, str(column), hierarchy, level)
+            if why:
+                reasons.add(why)
+            row.append(Cell(text))
         rows.append(row)
     blocks: list[Block] = [Table(headers, rows, caption="Chosen generalization per attribute "
-                                 "(level 0 = original values; the top level is '*')")]
+                                 "(level 0 = original values; the top level is '*'); distinct "
+                                 "values are counted in the data and in the release, not in "
+                                 "the hierarchy")]
     if reasons:
         blocks.append(Note("Hierarchy details not shown for some attributes: "
                            + "; ".join(sorted(reasons)) + "."))
@@ -240,7 +302,8 @@ def generalize_sections(ctx: RenderContext) -> Built:
     used = {"k", "records", "suppressed_records", "suppression_limit", "equivalence_classes",
             "verified", "transformation", "class_sizes", "information_loss", "search",
             "metric", "lattice_size", "nodes_checked", "k_minimal_nodes", "optimum_loss",
-            "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed"}
+            "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed",
+            "distinct_values"}
     return Built(sections, used)
 
 
@@ -249,7 +312,7 @@ def apply_sections(ctx: RenderContext) -> Built:
     blocks: list[Block] = [overview_block(ctx), *transformation_block(ctx)]
     return Built([Section("Transformation applied", "generalization", blocks)],
                  {"transformation", "records", "suppressed_records", "k", "verified",
-                  "runtime_seconds", "suppression_limit"})
+                  "runtime_seconds", "suppression_limit", "distinct_values"})
 
 
 def class_size_plot(report: Mapping[str, Any]) -> Any:

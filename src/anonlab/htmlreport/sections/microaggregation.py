@@ -167,12 +167,39 @@ def ru_map(points: list[Mapping[str, Any]], chosen: Any) -> Any:
                                x_label=loss_label, y_label=risk_label)
 
 
+def _panel_rows(points: list[Mapping[str, Any]], x_key: str, y_key: str) -> list[dict[str, Any]]:
+    """The rows with finite ``x_key`` and ``y_key`` (found whatever their case), and their k."""
+    rows = []
+    for p in points:
+        x, y = find_key(p, x_key), find_key(p, y_key)
+        if x is not None and y is not None and _plottable(p, x) and _plottable(p, y):
+            rows.append({x_key: float(p[x]), y_key: float(p[y]), "k": p[find_key(p, "k") or "k"]})
+    return rows
+
+
 def tradeoff_plot(report: Mapping[str, Any]) -> Any:
-    """The R-U map of a tradeoff report (None without per-k rows)."""
+    """The R-U map of a tradeoff report (None without per-k rows).
+
+    When the rows hold the highest prosecutor risk (``prosecutor_highest``),
+    a second panel maps it against the same loss.
+    """
     found = find_points(report)
     if found is None:
         return None
-    return ru_map(found[1], chosen_setting(report, found[1]))
+    points, chosen = found[1], chosen_setting(report, found[1])
+    axes = ru_axes(points)
+    if axes is None:
+        return None
+    loss, risk, loss_label, risk_label = axes
+    panels = []
+    for y_key, y_label in ((risk, risk_label), ("prosecutor_highest", "highest prosecutor risk")):
+        rows = _panel_rows(points, loss, y_key)
+        if rows:
+            panels.append({"points": rows, "x_key": loss, "y_key": y_key, "label_key": "k",
+                           "chosen": chosen, "x_label": loss_label, "y_label": y_label})
+    if len(panels) == 1 and panels[0]["y_key"] == risk:
+        return ru_map(points, chosen)
+    return plots.ru_maps_figure(panels) if panels else None
 
 
 def overview(report: Mapping[str, Any], keys: list[tuple[str, str]]) -> KeyValues | None:

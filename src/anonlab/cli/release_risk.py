@@ -1,0 +1,125 @@
+"""What every releasing command shares on the command line: roles, risk flags, risk warnings.
+
+- the role flags ``--insensitive`` and ``--other insensitive`` and the risk
+  flags (``--attacker-columns``, ``--max-risk``, ``--fail-on-risk``,
+  ``--risk-threshold``, ``--population``, ``--sampling-fraction``,
+  ``--weights``, ``--sensitive-hierarchy``), defined once;
+- :func:`risk_guard`: each :class:`~anonlab.errors.ReleaseRiskWarning` the
+  run issues becomes one ``Warning: ...`` line on standard error, and a
+  :class:`~anonlab.errors.ReleaseRiskError` (``--fail-on-risk``) becomes
+  ``Error: ...`` and exit code 3, after its warnings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+
+from anonlab.errors import AnonlabError, ReleaseRiskError, ReleaseRiskWarning
+
+EXIT_RELEASE_RISK = 3
+
+#: library parameters of the risk settings whose flag is not "--" + the name with dashes
+RISK_FLAGS = {"population_size": "--population",
+              "sensitive_hierarchies": "--sensitive-hierarchy",
+              "risk_threshold": "--risk-threshold"}
+
+INSENSITIVE = typer.Option(
+    None, "--insensitive", help="Column(s) released as they are, by choice (comma-separated "
+    "or repeated; default: none).")
+OTHER = typer.Option(
+    None, "--other", help="Role of every column given no other role: only 'insensitive' "
+    "(released unchanged and listed in the report). Default: such a column is refused.")
+ATTACKER_COLUMNS = typer.Option(
+    None, "--attacker-columns", help="Columns the attacker is assumed to know, "
+    "comma-separated (default: every released column that is not sensitive and not the "
+    "weights).")
+MAX_RISK = typer.Option(
+    None, "--max-risk", help="Warn when the highest prosecutor risk of the release is above "
+    "this (default: 0.2).")
+FAIL_ON_RISK = typer.Option(
+    None, "--fail-on-risk/--no-fail-on-risk", help="Refuse a release that draws a risk "
+    "warning: exit code 3, nothing written (default: off).")
+RISK_THRESHOLD = typer.Option(
+    None, "--risk-threshold", help="Extra threshold for records at risk (repeat; 0.2, 0.1 and "
+    "0.05 always).")
+POPULATION = typer.Option(
+    None, "--population", help="Size of the population the table was sampled from "
+    "(default: none).")
+SAMPLING_FRACTION = typer.Option(
+    None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01 "
+    "(default: none).")
+WEIGHTS = typer.Option(
+    None, "--weights", help="Column of sampling weights, for sdcMicro's individual risk "
+    "(default: none).")
+SENSITIVE_HIERARCHY = typer.Option(
+    None, "--sensitive-hierarchy", help="COLUMN=FILE: hierarchy of a sensitive attribute, for "
+    "t-closeness with hierarchical distance (repeat).")
+
+
+def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
+    """``COLUMN=FILE`` items of ``--sensitive-hierarchy`` as a mapping (``None``: none given)."""
+    if not items:
+        return None
+    out: dict[str, str] = {}
+    for item in items:
+        column, sep, path = item.partition("=")
+        if not sep or not column.strip() or not path.strip():
+            raise AnonlabError(f"sensitive_hierarchies takes COLUMN=FILE (got '{item}'), e.g. "
+                               "salary-class=hierarchy_salary.csv",
+                               parameter="sensitive_hierarchies")
+        out[column.strip()] = path.strip()
+    return out
+
+
+def risk_overrides(
+    *,
+    attacker_columns: str | None,
+    max_risk: float | None,
+    fail_on_risk: bool | None,
+    risk_threshold: list[float] | None,
+    population: float | None,
+    sampling_fraction: float | None,
+    weights: str | None,
+    sensitive_hierarchy: list[str] | None,
+) -> dict[str, Any]:
+    """The risk settings the flags give (``None``: not given, the config's value is kept)."""
+    return {
+        "attacker_columns": attacker_columns, "max_risk": max_risk,
+        "fail_on_risk": fail_on_risk, "risk_threshold": risk_threshold or None,
+        "population_size": population, "sampling_fraction": sampling_fraction,
+        "weights": weights,
+        "sensitive_hierarchies": hierarchy_pairs(sensitive_hierarchy),
+    }
+
+
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """One ``Warning: ...`` line per risk warning; any other warning is shown as usual."""
+    for item in caught:
+        if issubclass(item.category, ReleaseRiskWarning):
+            print(f"Warning: {' '.join(str(item.message).split())}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
+@contextlib.contextmanager
+def risk_guard(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Show the run's risk warnings on standard error; ``--fail-on-risk`` exits with code 3.
+
+    Warnings are printed when the run succeeded or was refused for its risk;
+    a run that failed otherwise wrote nothing and shows only its error.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ReleaseRiskWarning)
+        try:
+            yield
+        except ReleaseRiskError as exc:
+            _print_warnings(caught)
+            print(f"Error: {exc.for_flags({**RISK_FLAGS, **(flags or {})})}", file=sys.stderr)
+            raise typer.Exit(EXIT_RELEASE_RISK) from None
+    _print_warnings(caught)

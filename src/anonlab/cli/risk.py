@@ -1,0 +1,167 @@
+"""Sub-command ``risk``: measure the re-identification risk of any table."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from anonlab.cli.common import user_errors
+from anonlab.errors import AnonlabError
+
+RISK_HELP = """Measure the re-identification risk of any table, e.g. another tool's release.
+
+The attacker is assumed to know every column that is neither --sensitive nor
+the --weights column (narrow it with --attacker-columns). A record whose
+attacker columns all hold '*' is suppressed: it is left out and counted.
+The report holds ARX's prosecutor, journalist and marketer risk, records at
+risk, class sizes, sample uniques, population uniques (Pitman, Zayatz, SNB,
+Dankar; with --population or --sampling-fraction), sdcMicro's individual and
+global risk (with --weights), SUDA2 scores, and for each sensitive attribute
+the smallest distinct and entropy l and the largest t (docs/risk.md).
+Examples:
+
+  anonlab risk out/adult_k5.csv --qi sex,age,race --sensitive salary-class
+
+  anonlab risk testdata.csv --qi urbrur,water,sex,age --weights sampling_weight
+
+  anonlab risk release.csv --qi age,sex --attacker-columns age,sex --report risk.json
+"""
+
+FLAGS = {
+    "population_size": "--population",
+    "thresholds": "--risk-threshold",
+    "hierarchies": "--hierarchy",
+}
+
+
+def _names(text: str | None, flag: str) -> list[str]:
+    """A comma-separated list of column names ('' -> [])."""
+    if text is None:
+        return []
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if len(set(names)) != len(names):
+        raise AnonlabError(f"{flag} names a column twice: {text}")
+    return names
+
+
+def _hierarchies(items: list[str]) -> dict[str, Path]:
+    """``COLUMN=FILE`` items as a mapping."""
+    out: dict[str, Path] = {}
+    for item in items:
+        column, sep, path = item.partition("=")
+        if not sep or not column.strip() or not path.strip():
+            raise AnonlabError(f"--hierarchy takes COLUMN=FILE (got '{item}'), e.g. "
+                               "--hierarchy salary-class=hierarchy_salary.csv")
+        out[column.strip()] = Path(path.strip())
+    return out
+
+
+def _percent(value: Any) -> str:
+    return "-" if value is None else f"{100.0 * float(value):.2f} %"
+
+
+def _summary(report: dict[str, Any]) -> None:
+    """Print the headline figures as Rich tables."""
+    from rich.console import Console
+    from rich.table import Table
+
+    risk = report["risk"]
+    console = Console()
+    table = Table(title=f"Re-identification risk ({risk['records']} records, "
+                        f"{risk['suppressed']} suppressed, {risk['classes']['count']} classes)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    pros, jour = risk["prosecutor"], risk["journalist"]
+    table.add_row("prosecutor highest", _percent(pros["highest"]))
+    table.add_row("prosecutor average", _percent(pros["average"]))
+    for t, share in pros["records_at_risk"].items():
+        table.add_row(f"records at risk > {t}", _percent(share))
+    table.add_row(f"journalist highest ({jour['population']})", _percent(jour["highest"]))
+    table.add_row("marketer", _percent(risk["marketer"]["average"]))
+    table.add_row("sample uniques", _percent(risk["sample_uniques"]))
+    population = risk.get("population_uniques")
+    if population is not None:
+        table.add_row(f"population uniques (Dankar: {population['dankar_model']})",
+                      _percent(population["dankar"]))
+    individual = risk["individual_risk"]
+    table.add_row("expected re-identifications (sdcMicro)",
+                  f"{individual['expected_reidentifications']:.2f}")
+    table.add_row("smallest class", str(risk["classes"]["smallest"]))
+    console.print(table)
+    if risk["sensitive"]:
+        sens = Table(title="Sensitive attributes")
+        for name in ("attribute", "distinct l", "entropy l", "t (equal)", "t (hierarchical)"):
+            sens.add_column(name, justify="right" if name != "attribute" else "left")
+        for column, fig in risk["sensitive"].items():
+            cells = [fig["distinct_l"], fig["entropy_l"], fig["t_equal"], fig["t_hierarchical"]]
+            sens.add_row(column, *("-" if v is None else f"{v:.4g}" for v in cells))
+        console.print(sens)
+    console.print(f"attacker knows: {', '.join(risk['attacker_columns'])} "
+                  f"({report['attacker_knowledge']})")
+
+
+def risk_command(
+    table: Path = typer.Argument(..., help="Table to measure (CSV or Parquet)."),
+    qi: str = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated."),
+    attacker_columns: str | None = typer.Option(
+        None, "--attacker-columns",
+        help="Columns the attacker knows, comma-separated (default: every column that is not "
+             "sensitive and not the weights)."),
+    sensitive: str | None = typer.Option(
+        None, "--sensitive", help="Sensitive attributes, comma-separated (default: none)."),
+    weights: str | None = typer.Option(
+        None, "--weights", help="Column of sampling weights (sdcMicro's individual risk)."),
+    population: float | None = typer.Option(
+        None, "--population", help="Population size the table was sampled from."),
+    sampling_fraction: float | None = typer.Option(
+        None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01."),
+    risk_threshold: list[float] = typer.Option(
+        [], "--risk-threshold",
+        help="Extra threshold for 'records at risk' (repeatable; 0.2, 0.1, 0.05 always)."),
+    hierarchy: list[str] = typer.Option(
+        [], "--hierarchy",
+        help="COLUMN=FILE: hierarchy of a sensitive attribute, for t with hierarchical "
+             "distance (repeatable)."),
+    max_risk: float = typer.Option(
+        0.2, "--max-risk", help="Warn when the highest prosecutor risk is above this."),
+    delimiter: str | None = typer.Option(
+        None, "--delimiter", help="CSV delimiter (default: sniffed from , ; or tab)."),
+    report: Path | None = typer.Option(None, "--report", help="JSON report to write."),
+    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+) -> None:
+    """Measure a table's re-identification risk (see --help for examples)."""
+    from anonlab.errors import ReleaseRiskWarning
+    from anonlab.risk.run import run_risk
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ReleaseRiskWarning)
+        result = run_risk(
+            table, _names(qi, "--qi"),
+            attacker_columns=_names(attacker_columns, "--attacker-columns") or None,
+            sensitive=_names(sensitive, "--sensitive"), weights=weights,
+            population_size=population, sampling_fraction=sampling_fraction,
+            thresholds=risk_threshold, hierarchies=_hierarchies(hierarchy), max_risk=max_risk,
+            delimiter=delimiter, report=report)
+    if not quiet:
+        _summary(result.report)
+        if result.written:
+            print(f"wrote {', '.join(str(p) for p in result.written)}")
+    from rich.console import Console
+
+    errors = Console(stderr=True)
+    for item in caught:
+        if issubclass(item.category, ReleaseRiskWarning):
+            errors.print(f"[bold yellow]ReleaseRiskWarning:[/] {item.message}", highlight=False,
+                         soft_wrap=True)
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``risk`` to ``app``."""
+    command: Callable[..., None] = user_errors(risk_command, flags=FLAGS)
+    app.command("risk", help=RISK_HELP)(command)

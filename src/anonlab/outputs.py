@@ -1,0 +1,378 @@
+"""A run's outputs, written all together or not at all.
+
+:class:`Outputs` is the one place where a run's files come into being:
+
+1. every output path is checked before any work starts (not an input, not
+   another output, not a folder, its folder creatable);
+2. each output is written to a hidden temporary file beside its target
+   (``.NAME.anonlab-PID-RANDOM.tmp``) as the run produces it;
+3. only when everything is written are the temporary files renamed onto their
+   targets, in one go at :meth:`Outputs.commit`; on any error they are removed
+   and no target is touched.
+
+Temporary files left by a run that was killed (``kill -9``) carry that run's
+process id; a later run writing to the same folder removes those whose
+process is gone.
+
+An output may also be a table in a database (:class:`DatabaseTarget`: a
+SQLAlchemy URL and a table name). It is checked up front too (the URL parses,
+its driver imports, a SQLite file's folder is writable), staged as a Parquet
+file in the system's temporary folder (so the run can read it back and
+verify it like any other release) and written at :meth:`Outputs.commit`,
+before any file is renamed, inside one transaction.
+
+Writing errors of the operating system (a full disk, a folder without write
+permission, a read-only file system) become one-line :class:`AnonlabError`
+messages naming the output (:func:`write_error`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from anonlab.database import DatabaseTarget, check_target, is_database_url, masked
+from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PathLike = str | os.PathLike[str]
+Target = PathLike | DatabaseTarget
+_TEMP = re.compile(r"^\.(?P<name>.+)\.anonlab-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
+_OLD_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # mkstemp names of earlier versions
+_OLD_TEMP_AGE = 3600.0  # seconds after which an earlier version's temporary file is stale
+
+
+def temp_path_for(target: Path) -> Path:
+    """A fresh hidden temporary path beside ``target`` that names this process."""
+    tag = f"{os.getpid()}-{secrets.token_hex(4)}"
+    return target.with_name(f".{target.name}.anonlab-{tag}.tmp")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Remove temporary files in ``folder`` left by runs that no longer exist; returns them."""
+    removed: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = _TEMP.match(entry.name)
+        try:
+            if match is not None:
+                stale = not _process_alive(int(match["pid"]))
+            elif _OLD_TEMP.match(entry.name):
+                stale = now - entry.stat().st_mtime > _OLD_TEMP_AGE
+            else:
+                continue
+            if stale and entry.is_file():
+                entry.unlink()
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
+_REASONS = {
+    errno.ENOSPC: "no space left on device: free some space or write to another disk",
+    errno.EDQUOT: "disk quota exceeded: free some space or write to another disk",
+    errno.EACCES: "permission denied: choose a folder you may write to",
+    errno.EPERM: "operation not permitted: choose a folder you may write to",
+    errno.EROFS: "read-only file system: choose a writable folder",
+    errno.ENAMETOOLONG: "the file name is too long: choose a shorter name",
+    errno.EISDIR: "it is a folder: give a file name inside it",
+}
+_MESSAGES = {  # pyarrow's OSErrors often carry the reason in the text only
+    "no space left": errno.ENOSPC, "quota": errno.EDQUOT, "permission denied": errno.EACCES,
+    "read-only file system": errno.EROFS, "file name too long": errno.ENAMETOOLONG,
+}
+
+
+class WriteError(AnonlabError, OSError):
+    """An output could not be written (disk full, no permission...): a one-line user error
+    that is also the ``OSError`` it stands for (``errno`` kept)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = code
+
+
+def write_error(target: object, exc: BaseException) -> WriteError:
+    """A one-line error for an ``OSError`` (or ``MemoryError``) met while writing ``target``."""
+    if isinstance(exc, WriteError):
+        return exc
+    if isinstance(exc, MemoryError):
+        return WriteError(f"cannot write '{target}': not enough memory: free memory or "
+                          "write a smaller table", errno.ENOMEM)
+    code: int | None = getattr(exc, "errno", None)
+    if code not in _REASONS:
+        text = str(exc).lower()
+        code = next((c for words, c in _MESSAGES.items() if words in text), code)
+    reason = _REASONS.get(code) if code is not None else None
+    if reason is None:
+        detail = getattr(exc, "strerror", None) or str(exc).strip().splitlines()[0:1]
+        reason = (detail if isinstance(detail, str) else " ".join(detail)) or type(exc).__name__
+    return WriteError(f"cannot write '{target}': {reason}", code)
+
+
+def default_mode() -> int:
+    """Permissions an ordinary new file gets here: 0o666 less the process umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _database_target(name: str, value: object) -> DatabaseTarget | None:
+    """``value`` as a database target; a bare URL (no table named) is refused."""
+    if isinstance(value, DatabaseTarget):
+        return value
+    if is_database_url(value):
+        raise AnonlabError(f"{name} '{masked(str(value))}' is a database URL: name the table "
+                           "to write in it as well", parameter=name)
+    return None
+
+
+def output_target(value: PathLike | None, table: str | None, name: str = "output"
+                  ) -> Target | None:
+    """An output setting as a target: a file path, or a database table for a URL.
+
+    ``table`` names the table to write when ``value`` is a SQLAlchemy URL
+    (one-line error when it is missing, or given for a file).
+    """
+    if value is None:
+        return None
+    if not is_database_url(value):
+        if table is not None:
+            raise AnonlabError(f"{name}_table '{table}' is given but {name} '{value}' is not a "
+                               "database URL: leave the table out, or write to a URL such as "
+                               "sqlite:///out.db", parameter=f"{name}_table")
+        return value
+    if table is None or not table.strip():
+        raise AnonlabError(f"{name}_table is needed: {name} '{masked(str(value))}' is a "
+                           "database URL; name the table to write", parameter=f"{name}_table")
+    return DatabaseTarget(str(value), table)
+
+
+def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
+    """Refuse an output that is an input, a folder, or lies under a file."""
+    resolved = path.resolve()
+    for item in inputs:
+        if item.resolve() == resolved:
+            raise AnonlabError(
+                f"{name} '{path}' is also an input: choose another path (inputs are never "
+                "overwritten)", parameter=name)
+    if path.is_dir():
+        raise AnonlabError(f"{name} '{path}' is a folder: give a file name inside it",
+                           parameter=name)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise AnonlabError(f"{name} '{path}': '{folder}' is a file, not a folder: choose "
+                           "another path", parameter=name)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise AnonlabError(f"{name} '{path}': folder '{folder}' is not writable: choose a "
+                           "writable path", parameter=name)
+
+
+class Outputs:
+    """The outputs of one run: checked first, staged as they come, renamed together.
+
+    ``targets`` maps each output's parameter name (``output``, ``report``,
+    ``html``, ``key``...) to its path, a :class:`DatabaseTarget`, or ``None``
+    when not asked for. ``inputs`` are the run's input files (and database
+    tables) that no output may overwrite. Use it as a context manager:
+    whatever was staged but not committed is removed on exit.
+    """
+
+    def __init__(
+        self,
+        targets: Mapping[str, Target | None],
+        inputs: Iterable[Target | None] = (),
+    ) -> None:
+        inputs = list(inputs)
+        input_paths = [Path(p) for p in inputs
+                       if p is not None and not isinstance(p, DatabaseTarget)
+                       and not is_database_url(p)]
+        input_tables = [p for p in inputs if isinstance(p, DatabaseTarget)]
+        self._targets: dict[str, Path] = {}
+        self._tables: dict[str, DatabaseTarget] = {}
+        seen: dict[object, str] = {}
+        for name, value in targets.items():
+            if value is None:
+                continue
+            table = _database_target(name, value)
+            where: object
+            if table is not None:
+                check_target(name, table)
+                if table in input_tables:
+                    raise AnonlabError(f"{name} {table} is also an input: choose another table "
+                                       "(inputs are never overwritten)", parameter=name)
+                where = table
+                self._tables[name] = table
+            else:
+                assert not isinstance(value, DatabaseTarget)
+                path = Path(value)
+                check_output_path(name, path, input_paths)
+                where = path.resolve()
+                self._targets[name] = path
+            if where in seen:
+                raise AnonlabError(
+                    f"{name} '{value}' is given as both {seen[where]} and {name}: give each "
+                    "output its own path", parameter=name)
+            seen[where] = name
+        self._staged: dict[str, tuple[Path, bool]] = {}
+        folders = {p.parent for p in self._targets.values()}
+        if self._tables:
+            folders.add(_staging_folder())
+        for folder in folders:
+            remove_stale_temps(folder)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._targets or name in self._tables
+
+    def path(self, name: str) -> Path | None:
+        """The target path of file output ``name`` (``None`` when not asked for or a database)."""
+        return self._targets.get(name)
+
+    def target(self, name: str) -> Path | DatabaseTarget | None:
+        """Where output ``name`` goes: a file path, a database table, or ``None``."""
+        return self._targets.get(name) or self._tables.get(name)
+
+    def staged(self, name: str) -> Path | None:
+        """The temporary file output ``name`` was staged to (``None`` before it is staged)."""
+        entry = self._staged.get(name)
+        return None if entry is None else entry[0]
+
+    def stage(
+        self, name: str, write: Callable[[Path], object], *, private: bool = False
+    ) -> None:
+        """Write output ``name`` now, to a temporary file, with ``write(temporary_path)``.
+
+        ``private`` outputs (secret keys) are readable by their owner only.
+        A database output is staged in the system's temporary folder; write it
+        with ``write_table(frame, tmp, format_of=outputs.target(name))``.
+        Does nothing when ``name`` was not asked for.
+        """
+        target = self.target(name)
+        if target is None:
+            return
+        if isinstance(target, DatabaseTarget):
+            tmp = temp_path_for(_staging_folder() / _safe_name(target.table))
+        else:
+            _make_folder(target)
+            tmp = temp_path_for(target)
+        try:
+            write(tmp)
+            os.chmod(tmp, 0o600 if private or isinstance(target, DatabaseTarget)
+                     else default_mode())
+        except (OSError, MemoryError) as exc:
+            tmp.unlink(missing_ok=True)
+            raise write_error(target, exc) from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        previous = self._staged.pop(name, None)
+        if previous is not None:
+            previous[0].unlink(missing_ok=True)
+        self._staged[name] = (tmp, private)
+
+    def commit(self) -> list[Path]:
+        """Write every staged output to its target; returns the file targets written.
+
+        Database tables are written first, one transaction per database, so
+        a database that refuses leaves every file target untouched; then the
+        staged files are renamed onto their targets.
+        """
+        self._commit_tables()
+        written: list[Path] = []
+        for name, (tmp, _private) in list(self._staged.items()):
+            target = self._targets[name]
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise write_error(target, exc) from None
+            written.append(target)
+            del self._staged[name]
+        return written
+
+    def _commit_tables(self) -> None:
+        from anonlab.database import write_tables
+
+        by_url: dict[str, list[tuple[str, str]]] = {}
+        for name, table in self._tables.items():
+            if name in self._staged:
+                by_url.setdefault(table.url, []).append((name, table.table))
+        for url, entries in by_url.items():
+            tables = [(table, _staged_table(self._staged[name][0])) for name, table in entries]
+            write_tables(url, tables, name=entries[0][0])
+            for name, _table in entries:
+                self._staged.pop(name)[0].unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        """Remove every staged temporary file; no target is touched."""
+        for tmp, _private in self._staged.values():
+            tmp.unlink(missing_ok=True)
+        self._staged.clear()
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.discard()
+
+
+def _make_folder(target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+
+
+def _staging_folder() -> Path:
+    """Where database outputs are staged: the system's temporary folder."""
+    return Path(tempfile.gettempdir())
+
+
+def _safe_name(table: str) -> str:
+    """A table name usable in a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", table) or "table"
+
+
+def _staged_table(path: Path) -> pa.Table:
+    """A staged release read back: Parquet with its types, CSV or Excel as text."""
+    import pyarrow.parquet as pq
+
+    from anonlab.sources import file_format, read_csv_text, read_excel, sniff_delimiter
+
+    fmt = file_format(path)
+    if fmt == "parquet":
+        return pq.read_table(path)
+    if fmt == "excel":
+        return read_excel(path, None, header=True, text=True)
+    return read_csv_text(path, sniff_delimiter(path), '"', header=True)

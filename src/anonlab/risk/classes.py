@@ -1,0 +1,206 @@
+"""Equivalence classes of a table on the columns an attacker knows.
+
+A table is read once: every attacker column is dictionary-encoded with
+:func:`pandas.factorize` and the code rows are grouped with the project's one
+group-by primitive, :func:`anonlab.lattice.freqset.group_tuples` (the same one
+the lattice search uses for its frequency sets). Every figure of the risk
+module is then computed from the classes (their sizes, their code tuples, their
+weight sums), so its cost grows with the number of distinct combinations, not
+with the number of rows.
+
+Suppressed records follow ARX 3.9 (``DataHandleInput.internalIsOutlier``): a
+record whose attacker columns all hold the suppression value ``*`` is
+suppressed. It belongs to no class and is left out of every risk figure; only
+its number is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+from anonlab.lattice.freqset import group_tuples
+
+#: any NumPy array (codes, sizes, weights)
+Array = NDArray[Any]
+
+#: the value that marks a suppressed cell (ARX's and anonlab's releases)
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True)
+class EncodedColumns:
+    """Dictionary codes of some columns of a table.
+
+    ``codes[r, j]`` is the code of row ``r``'s value in column ``j``;
+    ``values[j][c]`` the value with code ``c``; ``cardinalities[j]`` the number
+    of distinct values of column ``j``.
+    """
+
+    columns: tuple[str, ...]
+    codes: Array  # (n, m) int64
+    values: tuple[Array, ...]
+    cardinalities: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Classes:
+    """The equivalence classes of the records that are not suppressed.
+
+    The rows are grouped once, on the attacker's columns followed by any
+    ``extra`` columns (the sensitive attributes): these finest groups are the
+    *cells*. ``cell_tuples[d]`` is cell ``d``'s code tuple on all those
+    columns, ``cell_sizes[d]`` its number of records and ``cell_class[d]`` its
+    equivalence class. ``row_class[r]`` is the class of row ``r`` (``-1`` for
+    a suppressed row); ``sizes[c]`` the number of records of class ``c``
+    (sdcMicro's ``fk``); ``tuples[c]`` the code tuple of class ``c`` on the
+    attacker's columns.
+    """
+
+    encoded: EncodedColumns
+    attacker: int
+    row_class: Array
+    sizes: Array
+    tuples: Array
+    cell_tuples: Array
+    cell_sizes: Array
+    cell_class: Array
+    suppressed: int
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The attacker's columns."""
+        return self.encoded.columns[: self.attacker]
+
+    @property
+    def cardinalities(self) -> tuple[int, ...]:
+        """Number of distinct values of each attacker column."""
+        return self.encoded.cardinalities[: self.attacker]
+
+    @property
+    def count(self) -> int:
+        """Number of equivalence classes."""
+        return int(self.sizes.shape[0])
+
+    @property
+    def records(self) -> int:
+        """Number of records that are not suppressed."""
+        return int(self.sizes.sum())
+
+    @property
+    def kept(self) -> Array:
+        """Boolean mask of the rows that are not suppressed."""
+        return np.asarray(self.row_class >= 0)
+
+    def extra_index(self, column: str) -> int:
+        """Position of an extra (sensitive) column in the cell tuples."""
+        return self.attacker + self.encoded.columns[self.attacker:].index(column)
+
+    def class_sums(self, values: Array) -> Array:
+        """Per-class sums of a per-row array (e.g. sampling weights: sdcMicro's ``Fk``)."""
+        kept = self.kept
+        return np.bincount(self.row_class[kept], weights=values[kept], minlength=self.count)
+
+
+def check_columns(frame: pd.DataFrame, columns: Sequence[str], parameter: str) -> None:
+    """Refuse column names the table does not have, naming the parameter that gave them."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise AnonlabError(
+            f"{parameter} names columns the table does not have: {', '.join(missing)} "
+            f"(its columns are: {', '.join(map(str, frame.columns))})", parameter=parameter)
+
+
+def encode_columns(frame: pd.DataFrame, columns: Sequence[str]) -> EncodedColumns:
+    """Dictionary-encode ``columns`` with :func:`pandas.factorize` (one pass over the rows).
+
+    Missing values get a code of their own, so an empty cell is a value like
+    any other.
+    """
+    n = len(frame)
+    codes = np.empty((n, len(columns)), dtype=np.int64, order="F")  # filled column by column
+    values: list[Array] = []
+    cards: list[int] = []
+    for j, column in enumerate(columns):
+        col_codes, uniques = pd.factorize(frame[column].to_numpy())
+        uniques = np.asarray(uniques, dtype=object)
+        missing = col_codes < 0
+        if missing.any():
+            col_codes = np.where(missing, len(uniques), col_codes)
+            uniques = np.append(uniques, np.array([np.nan], dtype=object))
+        codes[:, j] = col_codes
+        values.append(uniques)
+        cards.append(len(uniques))
+    return EncodedColumns(tuple(columns), codes, tuple(values), tuple(cards))
+
+
+def suppressed_rows(encoded: EncodedColumns, columns: int, value: str = SUPPRESSED) -> Array:
+    """Rows whose first ``columns`` encoded columns all hold ``value`` (ARX: all QIs suppressed)."""
+    n = encoded.codes.shape[0]
+    if columns == 0:
+        return np.zeros(n, dtype=bool)
+    mask = np.ones(n, dtype=bool)
+    for j in range(columns):
+        hits = np.flatnonzero(encoded.values[j] == value)
+        if hits.size == 0:
+            return np.zeros(n, dtype=bool)
+        mask &= encoded.codes[:, j] == int(hits[0])
+    return mask
+
+
+def equivalence_classes(
+    frame: pd.DataFrame, columns: Sequence[str], extra: Sequence[str] = ()
+) -> Classes:
+    """Group the records of ``frame`` that are not suppressed by their values on ``columns``.
+
+    The rows are visited once: they are grouped on ``columns`` and ``extra``
+    together (the cells); the classes are then formed from the cells, so any
+    later work on ``extra`` (e.g. sensitive values per class) sees only
+    distinct combinations. Records with no attacker column at all form one class.
+    """
+    encoded = encode_columns(frame, [*columns, *extra])
+    m = len(columns)
+    suppressed = suppressed_rows(encoded, m)
+    kept = np.flatnonzero(~suppressed)
+    codes = encoded.codes[kept] if kept.size < len(frame) else encoded.codes
+    if codes.shape[1] == 0:
+        cell_of_row = np.zeros(kept.size, dtype=np.int64)
+        first = np.zeros(1 if kept.size else 0, dtype=np.int64)
+    else:
+        cell_of_row, first = group_tuples(codes, encoded.cardinalities)
+    cell_tuples = codes[first]
+    cell_sizes = np.bincount(cell_of_row, minlength=first.size).astype(np.int64)
+    if m == 0:
+        cell_class = np.zeros(first.size, dtype=np.int64)
+        class_first = np.zeros(1 if first.size else 0, dtype=np.int64)
+    else:
+        cell_class, class_first = group_tuples(cell_tuples[:, :m], encoded.cardinalities[:m])
+    sizes = np.bincount(cell_class, weights=cell_sizes, minlength=class_first.size)
+    row_class = np.full(len(frame), -1, dtype=np.int64)
+    row_class[kept] = cell_class[cell_of_row]
+    return Classes(
+        encoded=encoded,
+        attacker=m,
+        row_class=row_class,
+        sizes=sizes.astype(np.int64),
+        tuples=cell_tuples[class_first, :m],
+        cell_tuples=cell_tuples,
+        cell_sizes=cell_sizes,
+        cell_class=cell_class,
+        suppressed=int(suppressed.sum()),
+    )
+
+
+def size_distribution(sizes: Array) -> dict[int, int]:
+    """Number of classes of each size, by increasing size (ARX's ``RiskModelHistogram``)."""
+    if sizes.size == 0:
+        return {}
+    counts = np.bincount(sizes)
+    present = np.flatnonzero(counts)
+    return {int(s): int(counts[s]) for s in present}

@@ -1,0 +1,89 @@
+"""What every family's run shares: its result, stored paths, the report files.
+
+A run reads its input, applies its method, verifies the release, measures it
+and writes release, JSON report and HTML through one
+:class:`anonlab.outputs.Outputs`, so that it writes all of its outputs or none.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anonlab.outputs import Outputs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PATHS_RELATIVE = "relative to the report's folder"
+PATHS_ABSOLUTE = "absolute"
+
+
+@dataclass
+class RunResult:
+    """What a run produced: its report, the release (when it makes one) and the files written."""
+
+    report: dict[str, Any]
+    release: pd.DataFrame | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+def stored_path(path: str | os.PathLike[str] | None, report: Path | None) -> str | None:
+    """How a report records ``path``: relative to the report's folder, or absolute.
+
+    A SQLAlchemy URL is kept as it is. Without a report file the path is
+    absolute, so a report made in memory and written later stays usable.
+    """
+    if path is None:
+        return None
+    text = str(path)
+    if "://" in text:
+        return text
+    absolute = Path(text).resolve()
+    if report is None:
+        return str(absolute)
+    return os.path.relpath(absolute, report.resolve().parent)
+
+
+def paths_convention(report: Path | None) -> str:
+    """The report's ``paths`` key: how the paths in it are to be read."""
+    return PATHS_RELATIVE if report is not None else PATHS_ABSOLUTE
+
+
+def resolve_stored_path(stored: str, report_file: Path, paths: str | None) -> Path:
+    """The path a report recorded, as a path usable from the current folder.
+
+    ``paths`` is the report's ``paths`` key; reports of earlier versions have
+    none and recorded paths as given (relative to where they ran): those are
+    tried against the report's folder first, then the current folder.
+    """
+    p = Path(stored)
+    if p.is_absolute():
+        return p
+    beside = report_file.resolve().parent / p
+    if paths == PATHS_RELATIVE or beside.exists():
+        return beside
+    return p
+
+
+def stage_report(outputs: Outputs, report: dict[str, Any], *, internal: bool = False) -> None:
+    """Stage the JSON report (``report``) and the HTML page (``html``) that were asked for.
+
+    The page looks up the input files the report names (e.g. hierarchies)
+    beside the report first, where its relative paths point, then in the
+    current folder.
+    """
+    from anonlab.io import to_json_text
+
+    if "report" in outputs:
+        text = to_json_text(report)
+        outputs.stage("report", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    if "html" in outputs:
+        from anonlab.htmlreport import render_html
+
+        target = outputs.path("report")
+        dirs = [] if target is None else [target.resolve().parent]
+        page = render_html(report, internal=internal, base_dirs=[*dirs, Path.cwd()])
+        outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))

@@ -1,0 +1,866 @@
+"""The generalization family's runs: ``generalize``, ``apply`` and the hierarchy builders.
+
+Each run reads its settings (a pydantic model, see :mod:`anonlab.settings`),
+checks every output path before any work, reads the table through
+:func:`anonlab.io.read_table`, applies the method, verifies the release with
+the independent checker (:mod:`anonlab.verify`) by re-reading the staged
+file, and writes release, JSON report, HTML page and plot together through
+:class:`anonlab.outputs.Outputs`, so that it writes all of them or none.
+
+Reports store input paths relative to the report's folder (absolute without
+a report) and say so under ``"paths"``; :func:`run_apply` reads them back with
+:func:`anonlab.runs.common.resolve_stored_path`, so it works from any folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from anonlab.errors import AnonlabError
+from anonlab.io import PathLike
+from anonlab.outputs import Outputs
+from anonlab.progress import ProgressFn
+from anonlab.risk.release import ReleaseRiskSettings, risk_last
+from anonlab.runs.common import (
+    RunResult,
+    paths_convention,
+    resolve_stored_path,
+    stage_report,
+    stored_path,
+)
+from anonlab.settings import Settings, read_toml, resolve_paths, split_names
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonlab.dataset import Role
+    from anonlab.generalize import GeneralizationResult
+    from anonlab.hierarchy import Hierarchy
+
+SearchName = Literal["exhaustive", "ola", "degree", "flash"]
+MetricName = Literal[
+    "precision", "precision_with_suppression", "discernibility", "aecs", "entropy"
+]
+
+#: the files a generalize run can write, by parameter name
+GENERALIZE_OUTPUTS = ("output", "report", "html", "plot")
+#: release formats read back without a delimiter (every other extension is CSV)
+_NOT_CSV = frozenset({".parquet", ".pq", ".xlsx"})
+
+
+# ---------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------
+
+
+class TableSettings(Settings):
+    """Where a run's table comes from: a CSV, Parquet or Excel file, or a database.
+
+    ``input`` is a file path or a SQLAlchemy URL; ``delimiter`` is the CSV
+    delimiter (sniffed when not given), ``sheet`` an Excel sheet, ``table``
+    or ``query`` the database table or SQL query to read.
+    """
+
+    input: str
+    delimiter: str | None = None
+    sheet: str | None = None
+    table: str | None = None
+    query: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths_as_text(cls, values: Any) -> Any:
+        """Accept ``pathlib.Path`` (and any ``os.PathLike``) wherever a path goes."""
+        if not isinstance(values, dict):
+            return values
+        out = dict(values)
+        for key in cls.path_fields:
+            out[key] = _as_text(out.get(key))
+        return {k: v for k, v in out.items() if v is not None or k in values}
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, dict):
+        return {k: _as_text(v) for k, v in value.items()}
+    return value
+
+
+def parse_suppression(value: Any) -> float:
+    """A suppression limit as a fraction below 1: ``0.01``, ``"0.01"`` or ``"1%"``.
+
+    A bare 1 or more (``suppression = 1`` meant as 1 % would suppress up to
+    every record) is refused with the two spellings that mean 1 %.
+    """
+    text = value.strip() if isinstance(value, str) else value
+    percent = isinstance(text, str) and text.endswith("%")
+    try:
+        if isinstance(text, bool):
+            raise ValueError(text)
+        number = float(text[:-1].strip() if percent else text)
+    except (TypeError, ValueError):
+        raise AnonlabError(f"suppression {value!r} is not a fraction or a percentage: write "
+                           "0.01 or 1%", parameter="suppression") from None
+    fraction = number / 100.0 if percent else number
+    if not math.isfinite(fraction) or not 0.0 <= fraction < 1.0:
+        raise AnonlabError(f"suppression must be a fraction below 1 or a percentage such as "
+                           f"'1%' (got {str(value).strip()}): write 0.01 or 1%",
+                           parameter="suppression")
+    return fraction
+
+
+def default_metric(suppression: float) -> MetricName:
+    """The metric used when none is given: one that counts suppressed records when any may be.
+
+    With a suppression limit above 0, ``precision`` alone would score a
+    release with many suppressed records as lossless, so the default is
+    ``precision_with_suppression`` (ARX's precision); otherwise ``precision``.
+    """
+    return "precision_with_suppression" if suppression > 0 else "precision"
+
+
+def _role_names(value: Any) -> Any:
+    """``"a,b"`` or ``["a", "b,c"]`` give the column names one by one."""
+    if isinstance(value, str) or (isinstance(value, list)
+                                  and all(isinstance(v, str) for v in value)):
+        return split_names(value)
+    return value
+
+
+class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
+    """Everything a generalization to k-anonymity needs (``anonlab generalize``).
+
+    Every column has one role: ``qi`` maps each quasi-identifier to its
+    hierarchy file; ``identifying`` columns are dropped, ``sensitive`` and
+    ``insensitive`` ones released as they are; ``other="insensitive"``
+    releases the columns named nowhere as they are (the report lists them),
+    otherwise such a column is refused. The model is k-anonymity with at most
+    ``floor(suppression * n)`` suppressed records (``suppression`` a fraction
+    below 1 or a percentage such as ``"1%"``); ``search`` and ``metric``
+    choose the strategy and the information loss to minimise (default
+    metric: ``precision_with_suppression`` when ``suppression`` > 0, else
+    ``precision``). The release's risk is measured and judged as
+    :class:`~anonlab.risk.release.ReleaseRiskSettings` says. ``output``
+    (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of class sizes)
+    are written when given.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "qi", "sensitive_hierarchies",
+                                              *GENERALIZE_OUTPUTS)
+
+    qi: dict[str, str]
+    identifying: list[str] = Field(default_factory=list)
+    sensitive: list[str] = Field(default_factory=list)
+    insensitive: list[str] = Field(default_factory=list)
+    other: Literal["insensitive"] | None = None
+    k: int = 2
+    suppression: float = 0.0
+    search: SearchName = "flash"
+    metric: MetricName | None = None
+    output: str | None = None
+    report: str | None = None
+    html: str | None = None
+    plot: str | None = None
+    verify: bool = True
+
+    @field_validator("qi")
+    @classmethod
+    def _some_qi(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("name at least one quasi-identifier column and its hierarchy file")
+        return value
+
+    @field_validator("suppression", mode="before")
+    @classmethod
+    def _suppression(cls, value: Any) -> float:
+        return parse_suppression(value)
+
+    @model_validator(mode="after")
+    def _metric(self) -> GeneralizeSettings:
+        """No metric given: the one :func:`default_metric` picks for the suppression limit."""
+        if self.metric is None:
+            self.metric = default_metric(self.suppression)
+        return self
+
+    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return _role_names(value)
+
+
+class ApplySettings(TableSettings, ReleaseRiskSettings):
+    """Apply the transformation of an earlier generalize report to another table.
+
+    ``report_in`` is that report; the roles of the columns are the report's,
+    so the table (``input``) must have the same columns: a column the report
+    does not know is refused unless ``other="insensitive"`` (then released
+    as it is, and listed). The release's risk is measured and judged as in
+    :class:`GeneralizeSettings`. ``output``, ``report`` and ``html`` are
+    written when given.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("report_in", "input", "sensitive_hierarchies",
+                                              "output", "report", "html")
+
+    report_in: str
+    other: Literal["insensitive"] | None = None
+    output: str | None = None
+    report: str | None = None
+    html: str | None = None
+    verify: bool = True
+
+
+class HierarchySettings(TableSettings):
+    """A hierarchy builder's input column and the hierarchy file to write."""
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "output")
+    builder: ClassVar[str] = ""
+
+    column: str
+    output: str
+
+
+class IntervalHierarchySettings(HierarchySettings):
+    """Numeric intervals of growing ``widths`` (each a multiple of the one before), then '*'."""
+
+    builder: ClassVar[str] = "interval"
+
+    widths: list[float]
+
+    @field_validator("widths", mode="before")
+    @classmethod
+    def _widths(cls, value: Any) -> Any:
+        return _number_list(value, float, "5,10,20")
+
+
+class RedactionHierarchySettings(HierarchySettings):
+    """One more character redacted from the right per level (ZIP-like codes)."""
+
+    builder: ClassVar[str] = "redaction"
+
+
+class GroupingHierarchySettings(HierarchySettings):
+    """Consecutive runs of ``sizes[l]`` values of an ordered domain, then '*'.
+
+    ``order`` lists every value in order (a missing, empty value may be left
+    out); by default numbers come first in numeric order, then text sorted.
+    """
+
+    builder: ClassVar[str] = "grouping"
+
+    sizes: list[int]
+    order: list[str] | None = None
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> Any:
+        return _number_list(value, int, "2,4")
+
+    @field_validator("order", mode="before")
+    @classmethod
+    def _order(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [x.strip() for x in value.split(",") if x.strip()]
+        return value
+
+
+#: each hierarchy builder's settings, by the builder's name
+HIERARCHY_BUILDERS: dict[str, type[HierarchySettings]] = {
+    cls.builder: cls
+    for cls in (IntervalHierarchySettings, RedactionHierarchySettings, GroupingHierarchySettings)
+}
+
+
+def _number_list(value: Any, kind: type[float] | type[int], example: str) -> Any:
+    """``"5,10"`` as a list of numbers; anything else is left to pydantic."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return [kind(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"is not a comma-separated list of numbers, e.g. {example}") from None
+
+
+def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
+    """Quasi-identifiers from ``COLUMN=HIERARCHY_FILE`` texts (the ``--qi`` flags)."""
+    out: dict[str, str] = {}
+    for item in items:
+        col, sep, path = item.partition("=")
+        if not sep or not col or not path:
+            raise AnonlabError(
+                f"qi '{item}' is not COLUMN=FILE: e.g. age=hierarchy_age.csv", parameter="qi")
+        if col in out and out[col] != path:
+            raise AnonlabError(
+                f"qi names column '{col}' twice ('{out[col]}' and '{path}'): give one hierarchy "
+                "per column", parameter="qi")
+        out[col] = path
+    return out
+
+
+def _same_source(a: str, b: str) -> bool:
+    if "://" in a or "://" in b:
+        return a == b
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
+    """The outputs a config names for its own input that a new ``input`` would take over.
+
+    Empty when ``overrides`` keeps the config's input (the same file, however
+    spelled), or gives every output the config names (output, report, html,
+    plot) a value of its own. :meth:`Settings.load` refuses such a new input;
+    the command line asks first, to name its flags.
+    """
+    new_input = overrides.get("input")
+    if new_input is None:
+        return []
+    path = Path(config)
+    values = resolve_paths(read_toml(path), path.parent, ("input",))
+    old_input = values.get("input")
+    if not isinstance(old_input, str) or _same_source(old_input, os.fspath(new_input)):
+        return []
+    return [name for name in GENERALIZE_OUTPUTS
+            if values.get(name) and overrides.get(name) is None]
+
+
+# ---------------------------------------------------------------------------
+# Shared steps
+# ---------------------------------------------------------------------------
+
+
+def read_input(settings: TableSettings) -> pd.DataFrame:
+    """The run's table, every value as text, through the one reader."""
+    from anonlab.io import read_table
+
+    return read_table(settings.input, delimiter=settings.delimiter, sheet=settings.sheet,
+                      table=settings.table, query=settings.query)
+
+
+def load_hierarchies(paths: Mapping[str, str | Path]) -> dict[str, Hierarchy]:
+    """Each quasi-identifier's hierarchy, loaded (and validated) from its file."""
+    from anonlab.hierarchy import Hierarchy
+
+    return {column: Hierarchy.from_csv(path) for column, path in paths.items()}
+
+
+def _reread(path: Path) -> pd.DataFrame:
+    """A staged release read back, every value as text, in the format its extension says."""
+    from anonlab.io import read_table
+
+    if path.suffix.lower() in _NOT_CSV:
+        return read_table(path)
+    return read_table(path, delimiter=",")
+
+
+def stage_release(
+    outputs: Outputs,
+    release: pd.DataFrame,
+    check: Callable[[pd.DataFrame], None] | None,
+) -> tuple[bool, pd.DataFrame]:
+    """Stage the release as ``output``, verified first by ``check`` when given.
+
+    The release is written beside its target under a temporary name with the
+    target's extension (which decides the format), read back and checked, and
+    only then staged; without an ``output`` the release in memory is checked.
+    Returns whether it was verified and the release as written (read back
+    from the staged file; the frame in memory without an ``output``), which
+    the risk is measured on.
+    """
+    from anonlab.io import write_table
+
+    target = outputs.path("output")
+    if target is None:
+        if check is not None:
+            check(release)
+        return check is not None, release
+    written: list[pd.DataFrame] = []
+
+    def write(tmp: Path) -> None:
+        staged = tmp.with_name(tmp.name + target.suffix)
+        try:
+            write_table(release, staged)
+            back = _reread(staged)
+            if check is not None:
+                check(back)
+            written.append(back)
+            os.replace(staged, tmp)
+        finally:
+            staged.unlink(missing_ok=True)
+
+    outputs.stage("output", write)
+    return check is not None, written[-1]
+
+
+def _verify(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    levels: Mapping[str, int],
+    dropped: Iterable[str],
+    k: int,
+    limit: int,
+) -> None:
+    """Check a release with the independent checker; the first problem is an error.
+
+    k-anonymity of the quasi-identifiers (at most ``limit`` suppressed) and
+    every released value the hierarchy label of the original at ``levels``
+    (:mod:`anonlab.verify.generalization`, which shares no code with the
+    search).
+    """
+    from anonlab.verify import generalization as checker
+
+    problems = checker.check_k_anonymity(release, list(levels), k, limit)
+    problems += checker.check_generalization(original, release, hierarchies, levels,
+                                             list(dropped), max_suppressed=limit)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
+    """Stage the PNG of the report's main figure as ``plot`` when it was asked for."""
+    if "plot" not in outputs:
+        return
+    from anonlab.htmlreport import main_figure
+    from anonlab.htmlreport.plots import png_bytes
+
+    data = png_bytes(main_figure(report))
+    outputs.stage("plot", lambda tmp: tmp.write_bytes(data))
+
+
+def public_source(source: str | None) -> str | None:
+    """A path as it is; a URL with its password replaced by ``***`` (reports are shared)."""
+    if source is None or "://" not in source:
+        return source
+    return re.sub(r"^([^:/]+://[^:/@]*):[^@]*@", r"\1:***@", source)
+
+
+def _file_or_none(source: str) -> str | None:
+    """The source as an input file to describe, ``None`` for a database URL."""
+    return None if "://" in source else source
+
+
+def _store(value: str | None, report: Path | None) -> str | None:
+    return stored_path(public_source(value), report)
+
+
+def _report_path(report: str | None) -> Path | None:
+    return None if report is None else Path(report)
+
+
+# ---------------------------------------------------------------------------
+# generalize
+# ---------------------------------------------------------------------------
+
+
+def run_generalize(
+    settings: GeneralizeSettings, *, progress: ProgressFn | None = None
+) -> RunResult:
+    """Generalize a table to k-anonymity with an optimal lattice search, and write it.
+
+    Steps: check every output path; load the hierarchies and the table; give
+    every column its role (a column without one is refused, see
+    :func:`anonlab.dataset.assign_roles`); search (``progress("searching the
+    lattice", checked, lattice_size)``); stage the release and verify it
+    (``settings.verify``) by re-reading it; measure the risk of the release
+    as written (:func:`anonlab.risk.release.release_risk_report`: each risk
+    issues a :class:`~anonlab.errors.ReleaseRiskWarning`, or with
+    ``fail_on_risk`` a :class:`~anonlab.errors.ReleaseRiskError`); stage the
+    JSON report, HTML page and plot; rename them all into place. Any error
+    leaves no output behind. Returns the report, the release and the files
+    written.
+    """
+    from anonlab.dataset import Dataset, Role, without_role
+    from anonlab.generalize import anonymize
+    from anonlab.privacy import check_k, check_suppression, max_suppressed
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+
+    started = time.perf_counter()
+    outputs = Outputs({name: getattr(settings, name) for name in GENERALIZE_OUTPUTS},
+                      inputs=[settings.input, *settings.qi.values(),
+                              *settings.sensitive_hierarchies.values()])
+    check_k(settings.k)
+    check_suppression(settings.suppression)
+    with outputs:
+        hierarchies = load_hierarchies(settings.qi)
+        frame = read_input(settings)
+        dataset = Dataset.from_frame(
+            frame, hierarchies, identifying=settings.identifying, sensitive=settings.sensitive,
+            insensitive=settings.insensitive, other=settings.other,
+            source=public_source(settings.input),
+        )
+        dropped = dataset.columns_with(Role.IDENTIFYING)
+        check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
+                           settings.sensitive, settings)
+        result = anonymize(dataset, settings.k, settings.suppression, settings.search,
+                           str(settings.metric), progress=progress)
+        limit = max_suppressed(settings.suppression, dataset.n)
+
+        def check(release: pd.DataFrame) -> None:
+            _verify(frame, release, hierarchies, result.transformation, dropped, settings.k,
+                    limit)
+
+        verified, as_written = stage_release(outputs, result.release,
+                                             check if settings.verify else None)
+        risk = release_risk_report(as_written, settings.sensitive, settings)
+        by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
+                                settings.sensitive, settings.insensitive)
+        report = generalize_report(settings, result, dataset.roles, verified)
+        report.update(roles_report(dataset.roles, settings.other, by_other))
+        report["distinct_values"] = distinct_values(dataset.frame, result.release,
+                                                    result.transformation)
+        report.update(risk)
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        _stage_plot(outputs, report)
+        written = outputs.commit()
+    return RunResult(report=report, release=result.release, written=written)
+
+
+def roles_report(
+    roles: Mapping[str, Role], other: str | None, by_other: Iterable[str]
+) -> dict[str, Any]:
+    """The role keys of a report (:func:`anonlab.dataset.roles_report`)."""
+    from anonlab.dataset import roles_report as keys
+
+    return keys(roles, other, by_other)
+
+
+def distinct_values(
+    original: pd.DataFrame, release: pd.DataFrame, transformation: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Per quasi-identifier: its distinct values in the data and in the release.
+
+    Counted on the tables, not on the hierarchy (which may list values the
+    data does not hold: Adult's age has 72 values, its hierarchy 100 rows).
+    A missing value counts as one value, as the hierarchy's empty row does.
+    The release is counted over its records that are not suppressed (some
+    quasi-identifier not ``'*'``), so the suppression marker is no value.
+    """
+    from anonlab.hierarchy import SUPPRESSED
+
+    qis = list(transformation)
+    suppressed = (release[qis].astype(str) == SUPPRESSED).all(axis=1).to_numpy()
+    kept = release.loc[~suppressed] if not suppressed.all() else release
+    out: dict[str, dict[str, int]] = {}
+    for column in qis:
+        before = original[column]
+        text = before.astype(str).where(before.notna(), "")
+        out[column] = {"original": int(text.nunique()),
+                       "released": int(kept[column].nunique(dropna=False))}
+    return out
+
+
+def generalize_report(
+    settings: GeneralizeSettings,
+    result: GeneralizationResult,
+    roles: Mapping[str, Role],
+    verified: bool,
+) -> dict[str, Any]:
+    """The JSON report of a generalize run (see docs/generalization.md for each key)."""
+    from anonlab.report import report_header
+
+    where = _report_path(settings.report)
+    params = settings.model_dump()
+    for name in ("input", *GENERALIZE_OUTPUTS):
+        params[name] = _store(params[name], where)
+    params["qi"] = {c: _store(p, where) for c, p in settings.qi.items()}
+    params["sensitive_hierarchies"] = {c: _store(p, where)
+                                       for c, p in settings.sensitive_hierarchies.items()}
+    inputs: dict[str, PathLike | None] = {
+        "data": _file_or_none(settings.input),
+        **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+    report = report_header("generalize", risk_last(params), inputs)
+    report["paths"] = paths_convention(where)
+    report.update(result.summary())
+    report["roles"] = {c: r.value for c, r in roles.items()}
+    report["verified"] = verified
+    return report
+
+
+# ---------------------------------------------------------------------------
+# apply
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundTransformation:
+    """What ``apply`` takes from an earlier generalize report."""
+
+    transformation: dict[str, int]
+    hierarchies: dict[str, Path]  # quasi-identifier -> hierarchy file, usable from here
+    sha256: dict[str, str | None]  # quasi-identifier -> the hierarchy's digest then
+    k: int
+    suppression: float
+    identifying: list[str]
+    sensitive: list[str]
+    roles: dict[str, str] = field(default_factory=dict)  # column -> role, as the report gave
+
+
+def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
+                 report_in: Path) -> dict[str, str]:
+    """The role of every column the earlier report names.
+
+    A report records ``roles``; one of an earlier version did not, and then
+    the columns its parameters name (qi, identifying, sensitive,
+    insensitive) are the ones it knows.
+    """
+    from anonlab.dataset import Role
+
+    stored = old.get("roles")
+    if isinstance(stored, Mapping):
+        roles = {str(c): str(r) for c, r in stored.items()}
+    else:
+        roles = {str(c): Role.QUASI.value for c in dict(params["qi"])}
+        for role in (Role.IDENTIFYING, Role.SENSITIVE, Role.INSENSITIVE):
+            roles.update({str(c): role.value for c in params.get(role.value) or []})
+    known = {r.value for r in Role}
+    odd = [c for c, r in roles.items() if r not in known]
+    if odd:
+        raise AnonlabError(f"report '{report_in}' gives column '{odd[0]}' the unknown role "
+                           f"'{roles[odd[0]]}': give a report written by anonlab generalize",
+                           parameter="report_in")
+    return roles
+
+
+def read_found_transformation(report_in: Path) -> FoundTransformation:
+    """The transformation, hierarchies and privacy model of an earlier generalize report.
+
+    Hierarchy paths are resolved as the report stored them (relative to its
+    folder, or absolute), so the report works from any folder.
+    """
+    from anonlab.io import read_json
+
+    old = read_json(report_in)
+    try:
+        params = old["parameters"]
+        transformation = {str(c): int(v) for c, v in old["transformation"].items()}
+        stored = {str(c): str(p) for c, p in dict(params["qi"]).items()}
+        k, suppression = int(params["k"]), float(params["suppression"])
+        inputs = old.get("inputs") or {}
+        paths = old.get("paths")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise AnonlabError(
+            f"'{report_in}' is not a generalize report (missing {exc}): give the JSON report "
+            "of a generalize run", parameter="report_in") from None
+    hierarchies: dict[str, Path] = {}
+    for column, path in stored.items():
+        found = resolve_stored_path(path, report_in, paths)
+        if not found.is_file():
+            raise AnonlabError(
+                f"hierarchy '{path}' of '{column}', named in report '{report_in}', is not at "
+                f"'{found}': put the hierarchy files where the report says")
+        hierarchies[column] = found
+    digests = {c: (inputs.get(f"hierarchy:{c}") or {}).get("sha256") for c in stored}
+    return FoundTransformation(
+        transformation=transformation, hierarchies=hierarchies, sha256=digests, k=k,
+        suppression=suppression, identifying=list(params.get("identifying") or []),
+        sensitive=list(params.get("sensitive") or []),
+        roles=_found_roles(old, params, report_in),
+    )
+
+
+def apply_roles(
+    columns: Iterable[str], found: FoundTransformation, other: str | None, report_in: Path
+) -> tuple[dict[str, Role], list[str]]:
+    """The role of each column of the new table: the earlier report's (apply's one rule).
+
+    The table must hold every column the report gives a role to; a column
+    the report does not know is refused (:class:`~anonlab.dataset.RoleError`)
+    unless ``other="insensitive"`` releases it as it is. Returns the roles in
+    table order and the columns that are insensitive because of ``other``.
+    """
+    from anonlab.dataset import Role, RoleError
+
+    table = [str(c) for c in columns]
+    lacking = [c for c in found.roles if c not in table]
+    if lacking:
+        raise AnonlabError(
+            f"input lacks column{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}, "
+            f"which report '{report_in}' gives a role: apply takes a table with the columns "
+            "of the generalized one", parameter="input")
+    new = [c for c in table if c not in found.roles]
+    if new and other is None:
+        raise RoleError(new, (), source=f"report '{report_in}'")
+    roles = {c: Role(found.roles[c]) if c in found.roles else Role.INSENSITIVE for c in table}
+    return roles, new
+
+
+def _load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
+    """The report's hierarchies, refused when a file changed since the report was made."""
+    from anonlab.io import file_sha256
+
+    for column, path in found.hierarchies.items():
+        expected = found.sha256.get(column)
+        if expected and file_sha256(path) != expected:
+            raise AnonlabError(f"hierarchy '{path}' of '{column}' changed since the report was "
+                               "made: use the same hierarchy file")
+    return load_hierarchies(found.hierarchies)
+
+
+def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) -> RunResult:
+    """Apply the transformation of an earlier generalize report to another table.
+
+    The columns keep the roles the report gave them (:func:`apply_roles`).
+    k-anonymity with the report's suppression limit is re-checked on the new
+    table (refused when more records would need suppressing); the release is
+    verified like a generalize release, its risk measured and judged as in
+    :func:`run_generalize`, and release, report and HTML page are written
+    together. ``progress`` is accepted for a uniform signature: no step of
+    ``apply`` is long enough to report.
+    """
+    from anonlab.dataset import Role
+    from anonlab.generalize import apply_transformation
+    from anonlab.privacy import max_suppressed
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+
+    started = time.perf_counter()
+    report_in = Path(settings.report_in)
+    found = read_found_transformation(report_in)
+    outputs = Outputs({"output": settings.output, "report": settings.report,
+                       "html": settings.html},
+                      inputs=[settings.input, report_in, *found.hierarchies.values(),
+                              *settings.sensitive_hierarchies.values()])
+    with outputs:
+        hierarchies = _load_unchanged(found)
+        frame = read_input(settings)
+        roles, by_other = apply_roles(frame.columns, found, settings.other, report_in)
+        named = {role: [c for c, r in roles.items() if r == role] for role in Role}
+        check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
+                           named[Role.SENSITIVE], settings)
+        release, suppressed = apply_transformation(
+            frame, hierarchies, found.transformation, found.k, found.suppression,
+            identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
+            insensitive=named[Role.INSENSITIVE],
+        )
+        limit = max_suppressed(found.suppression, int(frame.shape[0]))
+
+        def check(written: pd.DataFrame) -> None:
+            _verify(frame, written, hierarchies, found.transformation,
+                    named[Role.IDENTIFYING], found.k, limit)
+
+        verified, as_written = stage_release(outputs, release,
+                                             check if settings.verify else None)
+        risk = release_risk_report(as_written, named[Role.SENSITIVE], settings)
+        report = apply_report(settings, found, suppressed, int(release.shape[0]), verified)
+        report.update(roles_report(roles, settings.other, by_other))
+        report["distinct_values"] = distinct_values(frame, release, found.transformation)
+        report.update(risk)
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report=report, release=release, written=written)
+
+
+def apply_report(
+    settings: ApplySettings,
+    found: FoundTransformation,
+    suppressed: int,
+    records: int,
+    verified: bool,
+) -> dict[str, Any]:
+    """The JSON report of an apply run."""
+    from anonlab.report import report_header
+
+    where = _report_path(settings.report)
+    params: dict[str, Any] = {"from_report": _store(settings.report_in, where)}
+    dumped = settings.model_dump(exclude={"report_in"})
+    for name in ("input", "output", "report", "html"):
+        dumped[name] = _store(dumped[name], where)
+    dumped["sensitive_hierarchies"] = {c: _store(p, where)
+                                       for c, p in settings.sensitive_hierarchies.items()}
+    params.update(dumped)
+    params.update({"k": found.k, "suppression": found.suppression,
+                   "qi": {c: _store(str(p), where) for c, p in found.hierarchies.items()},
+                   "identifying": found.identifying, "sensitive": found.sensitive})
+    inputs: dict[str, PathLike | None] = {
+        "data": _file_or_none(settings.input), "from_report": settings.report_in,
+        **{f"hierarchy:{c}": p for c, p in found.hierarchies.items()},
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+    report = report_header("apply", risk_last(params), inputs)
+    report["paths"] = paths_convention(where)
+    report.update({"transformation": found.transformation, "k": found.k,
+                   "suppression_limit": found.suppression, "suppressed_records": suppressed,
+                   "records": records, "verified": verified})
+    return report
+
+
+# ---------------------------------------------------------------------------
+# hierarchy builders
+# ---------------------------------------------------------------------------
+
+
+def column_values(frame: pd.DataFrame, column: str) -> list[str]:
+    """The distinct values of one column as text (a missing value as ``''``), first seen first."""
+    if column not in frame.columns:
+        raise AnonlabError(f"column '{column}' is not in the table, which has "
+                           f"{', '.join(map(str, frame.columns))}", parameter="column")
+    col = frame[column]
+    return [str(v) for v in col.astype(str).where(col.notna(), "").unique()]
+
+
+def natural_key(value: str) -> tuple[int, float, str]:
+    """Sort key: numbers first in numeric order, then other text in text order."""
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def grouping_order(values: list[str], order: list[str] | None, column: str) -> list[str]:
+    """The ordered domain of a grouping hierarchy: ``order``, or the natural order.
+
+    A missing value (``''``) need not be listed; every other value must be.
+    """
+    if order is None:
+        return sorted(values, key=natural_key)
+    ordered = [*order, ""] if "" in values and "" not in order else list(order)
+    absent = sorted(set(values) - set(ordered))
+    if absent:
+        raise AnonlabError(f"order does not list value '{absent[0]}' of '{column}': list every "
+                           "value", parameter="order")
+    return ordered
+
+
+def build_hierarchy(settings: HierarchySettings, values: list[str]) -> Hierarchy:
+    """The hierarchy the settings ask for, over the column's ``values``."""
+    from anonlab.hierarchy import grouping_hierarchy, interval_hierarchy, redaction_hierarchy
+
+    if isinstance(settings, IntervalHierarchySettings):
+        return interval_hierarchy(values, settings.widths)
+    if isinstance(settings, GroupingHierarchySettings):
+        ordered = grouping_order(values, settings.order, settings.column)
+        return grouping_hierarchy(ordered, settings.sizes)
+    if isinstance(settings, RedactionHierarchySettings):
+        return redaction_hierarchy(values)
+    raise TypeError(f"no hierarchy builder for {type(settings).__name__}")
+
+
+def run_hierarchy(settings: HierarchySettings, *, progress: ProgressFn | None = None) -> RunResult:
+    """Build a hierarchy file in the ARX CSV layout from a table's column.
+
+    The report says what was written: ``output``, ``values`` (original
+    values, rows of the file) and ``levels`` (columns: level 0 up to the top).
+    ``progress`` is accepted for a uniform signature and not called.
+    """
+    outputs = Outputs({"output": settings.output}, inputs=[settings.input])
+    with outputs:
+        hierarchy = build_hierarchy(settings, column_values(read_input(settings),
+                                                            settings.column))
+        text = hierarchy.to_csv_text()
+        outputs.stage("output", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        written = outputs.commit()
+    report = {"command": "hierarchy", "builder": settings.builder,
+              "column": settings.column, "output": settings.output,
+              "values": len(hierarchy.values), "levels": hierarchy.height + 1}
+    return RunResult(report=report, written=written)

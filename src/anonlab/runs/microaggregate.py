@@ -1,0 +1,471 @@
+"""The microaggregation family's runs: ``microaggregate``, ``evaluate`` and ``tradeoff``.
+
+Each run reads its table(s) through :func:`anonlab.io.read_table`, applies
+the method, verifies the release (``microaggregate``), and writes its
+outputs through one :class:`anonlab.outputs.Outputs`, so that it writes all
+of them or none:
+
+- :func:`run_microaggregate`: MDAV (NOTES §2): groups of k..2k-1 records
+  share their numeric mean, nominal mode and ordinal lower median; the
+  release is staged, re-read from its temporary file and checked by the
+  independent checker, its re-identification risk is measured on it (and
+  judged: :mod:`anonlab.risk.release`), then report and HTML are staged,
+  then all is renamed;
+- :func:`run_evaluate`: the EM4ADOM measures of a masked table against its
+  original (IL, DR, score; NOTES §2);
+- :func:`run_tradeoff`: MDAV, EM4ADOM and the re-identification risk for
+  each k, the lowest score, and the R-U map (DR against IL for each k, and
+  the prosecutor risk against IL) as a PNG.
+
+Every column has a role (:func:`masked_roles`): the masked columns
+(numeric, nominal, ordinal) are the quasi-identifiers; every other column is
+``identifying`` (dropped from the release), ``sensitive`` or ``insensitive``
+(released as it is), or ``other="insensitive"`` releases the rest as it is.
+``evaluate`` only measures two given tables and takes no roles.
+
+A TOML file holds the parameters under their Python names (``lambda`` for
+the IL weights); relative paths in it are relative to its folder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from anonlab.errors import AnonlabError
+from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
+from anonlab.metrics.utility import DEFAULT_LAMBDA
+from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
+from anonlab.microaggregation.settings import parse_k_range, parse_weights
+from anonlab.outputs import Outputs
+from anonlab.progress import ProgressFn, report_to
+from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
+from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.settings import Settings, split_names
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonlab.dataset import Role
+
+Variant = Literal["exact", "scalable"]
+EVALUATE_STEP = "EM4ADOM measures"
+
+
+# ---------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------
+
+
+class _Source(Settings):
+    """How the input table(s) are read (see :func:`anonlab.io.read_table`)."""
+
+    delimiter: str | None = None
+    sheet: str | None = None
+    table: str | None = None
+    query: str | None = None
+
+
+class _Columns(_Source):
+    """Which columns are masked or measured, and by which type; the report files."""
+
+    columns: str | list[str] | None = "all-numeric"
+    nominal: list[str] = Field(default_factory=list)
+    ordinal: list[str] = Field(default_factory=list)
+    orders: dict[str, list[str]] = Field(default_factory=dict)
+    report: str | None = None
+    html: str | None = None
+
+    @field_validator("nominal", "ordinal", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+
+class _Workers(Settings):
+    """Threads of the numeric kernels (MDAV's BLAS, DLD's nearest neighbours)."""
+
+    workers: int = 1
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, value: int) -> int:
+        if value != -1 and value < 1:
+            raise ValueError("must be -1 (every CPU) or at least 1")
+        return value
+
+
+class _Measures(_Workers):
+    """The EM4ADOM weights and interval sizes (NOTES §2)."""
+
+    lambda_: list[float] = Field(default_factory=lambda: list(DEFAULT_LAMBDA), alias="lambda")
+    tau: list[float] = Field(default_factory=lambda: list(DEFAULT_TAU))
+    gamma: list[float] = Field(default_factory=lambda: list(DEFAULT_GAMMA))
+    p: str | float | list[float] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _python_name_wins(cls, values: Any) -> Any:
+        """``lambda_`` (Python) given over a TOML ``lambda``: the Python value wins."""
+        if isinstance(values, dict) and "lambda_" in values and "lambda" in values:
+            values = {k: v for k, v in values.items() if k != "lambda"}
+        return values
+
+    @field_validator("lambda_", "tau", "gamma", mode="before")
+    @classmethod
+    def _weights(cls, value: Any) -> Any:
+        """``"0.5,0,0.5"`` or a list of numbers; the sum is checked by the measures."""
+        return parse_weights(value) if isinstance(value, str | list | tuple) else value
+
+    def measure_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`anonlab.metrics.evaluate`."""
+        return {"lambdas": self.lambda_, "tau": self.tau, "gamma": self.gamma,
+                "interval_p": self.p, "workers": self.workers}
+
+
+class _Roles(Settings):
+    """The roles of the columns that are not masked (the masked ones are the QIs).
+
+    ``identifying`` columns are dropped from the release, ``sensitive`` and
+    ``insensitive`` ones released as they are; ``other="insensitive"``
+    releases every column named nowhere as it is (and the report lists
+    them); without it such a column is refused.
+    """
+
+    identifying: list[str] = Field(default_factory=list)
+    sensitive: list[str] = Field(default_factory=list)
+    insensitive: list[str] = Field(default_factory=list)
+    other: Literal["insensitive"] | None = None
+
+    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @classmethod
+    def _role_names(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+
+class MicroaggregateSettings(_Columns, _Workers, _Roles, ReleaseRiskSettings):
+    """Everything :func:`run_microaggregate` needs.
+
+    ``verify`` re-reads the written release and checks it with the
+    independent microaggregation checker before anything is renamed into place.
+    The release's risk is measured and judged as
+    :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "sensitive_hierarchies", "output",
+                                              "report", "html")
+
+    input: str
+    k: int = Field(default=3, ge=2)
+    variant: Variant = "exact"
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2)
+    output: str | None = None
+    verify: bool = True
+
+
+class EvaluateSettings(_Columns, _Measures):
+    """Everything :func:`run_evaluate` needs (source settings apply to both tables)."""
+
+    path_fields: ClassVar[tuple[str, ...]] = ("original", "masked", "report", "html")
+    input_fields: ClassVar[tuple[str, ...]] = ("original", "masked")
+
+    original: str
+    masked: str
+
+
+class TradeoffSettings(_Columns, _Measures, _Roles, RiskSettings):
+    """Everything :func:`run_tradeoff` needs; ``k`` is ``"3-10"``, ``"3,5,10"``, 5 or a list.
+
+    The risk of each k's masked table is measured as
+    :class:`~anonlab.risk.release.RiskSettings` says (no warning: a
+    trade-off releases nothing).
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "sensitive_hierarchies", "report",
+                                              "html", "plot")
+
+    input: str
+    k: str | int | list[int] = "3-10"
+    variant: Variant = "exact"
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2)
+    plot: str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------
+
+
+def run_microaggregate(
+    settings: MicroaggregateSettings, *, progress: ProgressFn | None = None
+) -> RunResult:
+    """Microaggregate ``settings.input`` by MDAV; write release, report and HTML, or nothing.
+
+    Every column needs a role (:func:`masked_roles`); identifying columns are
+    dropped. The release is verified, then its risk measured as written
+    (:func:`anonlab.risk.release.release_risk_report`: a
+    :class:`~anonlab.errors.ReleaseRiskWarning` per risk, or with
+    ``fail_on_risk`` a :class:`~anonlab.errors.ReleaseRiskError` and nothing
+    written). Without any output path the release is only returned
+    (:attr:`RunResult.release`), verified in memory.
+    """
+    from anonlab.dataset import Role, roles_report
+    from anonlab.microaggregation import microaggregate
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+
+    s = settings
+    started = time.perf_counter()
+    with Outputs({"output": s.output, "report": s.report, "html": s.html},
+                 inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
+        frame = _read(s.input, s)
+        numeric, roles, by_other = masked_roles(frame, s)
+        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+        check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s)
+        result = microaggregate(frame, numeric or None, s.k, nominal=s.nominal,
+                                ordinal=s.ordinal, orders=s.orders, variant=s.variant,
+                                block_size=s.block_size, workers=s.workers, progress=progress)
+        release = result.masked.drop(columns=dropped)
+        report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
+        report.update(result.summary())
+        released = _stage_release(outputs, release)
+        if s.verify:
+            _verify(frame.drop(columns=dropped), released, report)
+        report["verified"] = s.verify
+        report.update(roles_report(roles, s.other, by_other))
+        report.update(release_risk_report(released, s.sensitive, s))
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, release, written)
+
+
+def run_evaluate(
+    settings: EvaluateSettings, *, progress: ProgressFn | None = None
+) -> RunResult:
+    """The EM4ADOM measures of ``settings.masked`` against ``settings.original``.
+
+    ``progress`` hears of the evaluation's start and end (one unit).
+    """
+    from anonlab.metrics import evaluate
+
+    s = settings
+    started = time.perf_counter()
+    tell = report_to(progress)
+    with Outputs({"report": s.report, "html": s.html},
+                 inputs=[s.original, s.masked]) as outputs:
+        frame = _read(s.original, s)
+        masked = _read(s.masked, s)
+        tell(EVALUATE_STEP, 0, 1)
+        result = evaluate(frame, masked, s.columns, nominal=s.nominal, ordinal=s.ordinal,
+                          orders=s.orders, **s.measure_arguments())
+        tell(EVALUATE_STEP, 1, 1)
+        report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
+                         outputs.path("report"))
+        report.update(result.summary())
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
+
+
+def run_tradeoff(
+    settings: TradeoffSettings, *, progress: ProgressFn | None = None
+) -> RunResult:
+    """MDAV, EM4ADOM and the risk for each k; report, HTML and the R-U map (PNG), or nothing.
+
+    Every column needs a role, as in :func:`run_microaggregate`; each k's
+    masked table, without its identifying columns, is measured with
+    :func:`anonlab.risk.release.measure_release` (report key
+    ``risk_by_k``; each point gets ``prosecutor_highest`` and
+    ``prosecutor_average``).
+    """
+    from anonlab.dataset import Role, roles_report
+    from anonlab.microaggregation.sweep import run_tradeoff as sweep
+    from anonlab.risk.release import check_risk_columns, measure_release
+
+    s = settings
+    started = time.perf_counter()
+    k_values = parse_k_range(s.k)  # a bad k is refused before anything is read
+    with Outputs({"report": s.report, "html": s.html, "plot": s.plot},
+                 inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
+        frame = _read(s.input, s)
+        numeric, roles, by_other = masked_roles(frame, s)
+        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+        check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s)
+        knowledge: list[str] = []
+
+        def risk(masked: pd.DataFrame) -> dict[str, Any]:
+            section, rule = measure_release(masked.drop(columns=dropped), s.sensitive, s)
+            knowledge[:] = [rule]
+            return section
+
+        result = sweep(frame, k_values, numeric or None, nominal=s.nominal, ordinal=s.ordinal,
+                       orders=s.orders, variant=s.variant, block_size=s.block_size,
+                       progress=progress, risk=risk, **s.measure_arguments())
+        report = _header("tradeoff", s, _inputs(s), outputs.path("report"))
+        report.update(result)
+        report.update(roles_report(roles, s.other, by_other))
+        report["attacker_knowledge"] = knowledge[0] if knowledge else None
+        report["runtime_seconds"] = time.perf_counter() - started
+        _stage_plot(outputs, report)
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
+
+
+# ---------------------------------------------------------------------------
+# Steps
+# ---------------------------------------------------------------------------
+
+
+#: how the microaggregation family names the parameters that give roles
+ROLE_PARAMETERS = ("columns", "nominal", "ordinal", "identifying", "sensitive", "insensitive")
+
+
+def masked_roles(
+    frame: pd.DataFrame, settings: MicroaggregateSettings | TradeoffSettings
+) -> tuple[list[str], dict[str, Role], list[str]]:
+    """The numeric masked columns, every column's role, and the columns insensitive by ``other``.
+
+    The masked columns (numeric, nominal, ordinal) are the quasi-identifiers.
+    ``columns="all-numeric"`` picks the numeric columns that no other
+    parameter names (so a numeric identifier named ``identifying`` is not
+    masked but dropped). Every other column needs a role
+    (:func:`anonlab.dataset.assign_roles`).
+    """
+    from anonlab.dataset import assign_roles, without_role
+    from anonlab.encoding import select_columns
+
+    s = settings
+    categorical = [*s.nominal, *s.ordinal]
+    others = [*s.identifying, *s.sensitive, *s.insensitive]
+    if s.columns is None and categorical:
+        numeric: list[str] = []
+    else:
+        numeric = select_columns(frame, s.columns, exclude=[*categorical, *others])
+    if not numeric and not categorical:
+        raise AnonlabError("no column to microaggregate: name numeric columns in columns or "
+                           "categorical ones in nominal or ordinal", parameter="columns")
+    roles = assign_roles(frame.columns, qi=[*numeric, *categorical], identifying=s.identifying,
+                         sensitive=s.sensitive, insensitive=s.insensitive, other=s.other,
+                         role_parameters=ROLE_PARAMETERS)
+    by_other = without_role(frame.columns, numeric, categorical, others)
+    return numeric, roles, by_other
+
+
+def _inputs(settings: MicroaggregateSettings | TradeoffSettings) -> dict[str, str]:
+    """The input files a report describes: the data and any sensitive attribute's hierarchy."""
+    return {"data": settings.input,
+            **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+
+
+def _read(source: str, settings: _Source) -> pd.DataFrame:
+    """A table through the one reader, with the source settings."""
+    from anonlab.io import read_table
+
+    return read_table(source, delimiter=settings.delimiter, sheet=settings.sheet,
+                      table=settings.table, query=settings.query)
+
+
+def _header(
+    command: str, settings: Settings, inputs: Mapping[str, str], report_path: Path | None
+) -> dict[str, Any]:
+    """The report's common fields; every path stored as ``paths`` says."""
+    from anonlab.database import is_database_url
+    from anonlab.report import report_header
+
+    parameters = settings.model_dump(by_alias=True)
+    for name in settings.path_fields:
+        value = parameters.get(name)
+        if isinstance(value, str):
+            parameters[name] = stored_path(value, report_path)
+        elif isinstance(value, dict):  # a table of name -> path (sensitive_hierarchies)
+            parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
+    files = {key: (None if is_database_url(value) else value) for key, value in inputs.items()}
+    report = report_header(command, risk_last(parameters), dict(files))
+    report["paths"] = paths_convention(report_path)
+    return report
+
+
+def _stage_release(outputs: Outputs, release: pd.DataFrame) -> pd.DataFrame:
+    """Stage the release (if asked for) and return it as re-read from the staged file.
+
+    Without an output file the in-memory release is returned as it is.
+    """
+    target = outputs.path("output")
+    if target is None:
+        return release
+    staged: list[Path] = []
+
+    def write(tmp: Path) -> None:
+        _write_release(release, tmp, target)
+        staged.append(tmp)
+
+    outputs.stage("output", write)
+    return _read_release(staged[-1], target)
+
+
+def _write_release(frame: pd.DataFrame, tmp: Path, target: Path) -> None:
+    """Write ``frame`` to ``tmp`` in the format ``target``'s extension names."""
+    from anonlab.io import write_table
+
+    write_table(frame, tmp, format_of=target)
+
+
+def _read_release(tmp: Path, target: Path) -> pd.DataFrame:
+    """Re-read a staged release as the one reader reads the target file.
+
+    The reader tells Parquet by its first bytes; a CSV or TSV release is read
+    with the delimiter it was written with. openpyxl opens only files named
+    ``.xlsx``, so an Excel release is read through a link of that name to the
+    staged file (in a temporary folder of its own, removed at once).
+    """
+    import tempfile
+
+    from anonlab.io import read_table
+    from anonlab.sinks import output_format
+
+    fmt = output_format(target)
+    if fmt != "excel":
+        return read_table(tmp, delimiter={"csv": ",", "tsv": "\t"}.get(fmt))
+    with tempfile.TemporaryDirectory(prefix="anonlab-") as folder:
+        alias = Path(folder) / f"release{target.suffix.lower()}"
+        alias.symlink_to(tmp.resolve())
+        return read_table(alias)
+
+
+def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, Any]) -> None:
+    """Check the release with the independent microaggregation checker; refuse it if it fails.
+
+    The checker (:func:`anonlab.verify.microaggregation.check_microaggregation`)
+    shares no code with MDAV: it groups the release by the masked columns and
+    checks that every group has at least k records and that its released
+    values are the mean (numeric), a mode (nominal) or the lower median
+    (ordinal, in the order given or the natural order) of its original values.
+    """
+    from anonlab.verify.microaggregation import check_microaggregation
+
+    problems = check_microaggregation(
+        original, release, int(report["k"]), numeric=report["columns"],
+        nominal=report["nominal"], ordinal=report["ordinal"],
+        orders=report["parameters"]["orders"],
+    )
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
+    """Stage the R-U map of a trade-off report as a PNG (the HTML report's figure)."""
+    if "plot" not in outputs:
+        return
+    from anonlab.htmlreport.plots import png_bytes
+    from anonlab.htmlreport.render import main_figure
+
+    data = png_bytes(main_figure(report))
+    outputs.stage("plot", lambda tmp: tmp.write_bytes(data))

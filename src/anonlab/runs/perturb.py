@@ -1,0 +1,620 @@
+"""The perturbation family's runs: ``perturb``, its inverse, and the attack suite.
+
+Each run reads its table(s) through the one reader
+(:func:`anonlab.io.read_table`, every value as text; the chosen columns are
+converted to doubles by :func:`anonlab.perturbation.table.numeric_columns`),
+applies the method and writes every output through one
+:class:`anonlab.outputs.Outputs`, so that it writes all of them or none:
+
+- :func:`run_perturb`: z-scores and an orthogonal transform (OBT, RBT, a
+  rotation or a geometric perturbation; docs/perturbation.md). The key and
+  the release are staged, the release is re-read from its temporary file and
+  checked with the staged key by the independent checker
+  (:mod:`anonlab.verify.perturbation`), then the OBT library, the report and
+  the HTML page are staged, then all is renamed into place;
+- :func:`run_invert`: applies a saved key to a release and writes the
+  restored table (checked the same way);
+- :func:`run_attack`: the attack table of a release against its original.
+
+A release from which an attack that needs no sample recovers most records
+issues :class:`anonlab.perturbation.RecoverableReleaseWarning`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+
+from pydantic import Field, field_validator
+
+from anonlab.errors import AnonlabError
+from anonlab.io import PathLike
+from anonlab.outputs import Outputs
+from anonlab.perturbation.evaluate import ATTACK_RECORDS
+from anonlab.progress import ProgressFn
+from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.settings import Settings, read_toml, resolve_paths, split_names
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonlab.perturbation.key import PerturbationKey
+    from anonlab.perturbation.library import MatrixLibrary
+
+Method = Literal["obt", "rbt", "rotation", "gdp"]
+#: the files a perturb run writes for its own input (the OBT library is shared)
+PERTURB_OUTPUTS = ("output", "key", "report", "html")
+
+
+# ---------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------
+
+
+def _table_source(value: Any) -> Any:
+    """A path (as text), a SQLAlchemy URL or a pandas DataFrame; anything else is refused."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, str) or _is_frame(value):
+        return value
+    raise ValueError("give a file path, a SQLAlchemy URL or a pandas DataFrame")
+
+
+def _is_frame(value: Any) -> bool:
+    import sys
+
+    pandas = sys.modules.get("pandas")  # no DataFrame exists before pandas is imported
+    return pandas is not None and isinstance(value, pandas.DataFrame)
+
+
+def _number_list(value: Any, kind: type[int] | type[float]) -> Any:
+    """``"2,5,10"`` (or one number) as a list of numbers; anything else is left to pydantic."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return [value]
+    if not isinstance(value, str):
+        return value
+    try:
+        return [kind(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"'{value}' is not a comma-separated list of "
+                         f"{'whole numbers' if kind is int else 'numbers'}") from None
+
+
+class _Reading(Settings):
+    """How tables are read (see :func:`anonlab.io.read_table`).
+
+    ``delimiter`` is the CSV delimiter (sniffed when not given), ``sheet`` an
+    Excel sheet, ``table`` or ``query`` the database table or SQL query.
+    """
+
+    delimiter: str | None = None
+    sheet: str | int | None = None
+    table: str | None = None
+    query: str | None = None
+
+    def read_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`anonlab.io.read_table` that were given."""
+        options: dict[str, Any] = {"delimiter": self.delimiter}
+        for name in ("sheet", "table", "query"):
+            value = getattr(self, name)
+            if value is not None:
+                options[name] = value
+        return options
+
+
+class _Chosen(_Reading):
+    """Which numeric ``columns`` (all when ``None``) and how many ``known`` records to try."""
+
+    columns: list[str] | None = None
+    known: list[int] = Field(default_factory=lambda: [2, 5, 10])
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _columns(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` name the columns one by one; none named is all."""
+        if isinstance(value, str | list | tuple):
+            return split_names(value) or None
+        return value
+
+    @field_validator("known", mode="before")
+    @classmethod
+    def _known(cls, value: Any) -> Any:
+        """``"2,5,10"``, one count or a list of counts."""
+        return _number_list(value, int)
+
+
+class PerturbSettings(_Chosen):
+    """Everything :func:`run_perturb` needs.
+
+    ``input`` is a file path, a SQLAlchemy URL or a DataFrame; ``columns``
+    the numeric columns to transform (all when ``None``); ``method``, with
+    ``min_privacy`` (obt), ``rho`` (rbt: one or two numbers) and ``noise``
+    (gdp). ``seed`` regenerates the transform, so it is as secret as the key
+    (``None``: a fresh seed from the operating system). ``library`` is an OBT
+    matrix library file, reused when it exists, else built and written there.
+    ``output`` (release), ``key`` (secret, owner-only), ``report`` (JSON) and
+    ``html`` are written when given; the report's attacks try ``known``
+    records on at most ``attack_records`` records, its clusterers find
+    ``clusters`` clusters. ``verify`` re-reads the release and checks it
+    with the independent checker before anything is written.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "library", *PERTURB_OUTPUTS)
+
+    input: Any
+    method: Method = "obt"
+    min_privacy: float = 0.5
+    rho: list[float] = Field(default_factory=lambda: [0.5, 0.5])
+    noise: float = 0.1
+    seed: int | None = None
+    library: str | None = None
+    output: str | None = None
+    key: str | None = None
+    report: str | None = None
+    html: str | None = None
+    clusters: int = Field(default=3, ge=1)
+    attack_records: int = Field(default=ATTACK_RECORDS, ge=2)
+    verify: bool = True
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        return _table_source(value)
+
+    @field_validator("rho", mode="before")
+    @classmethod
+    def _rho(cls, value: Any) -> Any:
+        """``r`` or ``r1,r2``: one number stands for both columns of a pair."""
+        value = _number_list(value, float)
+        if isinstance(value, list | tuple) and len(value) == 1:
+            return [value[0], value[0]]
+        return value
+
+    @classmethod
+    def load(cls, config: PathLike | None = None, /, **overrides: Any) -> Self:
+        """Settings from an optional TOML file with ``overrides`` on top.
+
+        A new ``input`` with a config that names outputs for its own input is
+        refused (see :func:`check_input_override`).
+        """
+        if config is not None:
+            check_input_override(config, overrides)
+        return super().load(config, **overrides)
+
+
+class InvertSettings(_Reading):
+    """Everything :func:`run_invert` needs: a release (``input``), its ``key``, the ``output``.
+
+    ``verify`` re-reads the restored table and checks, with the independent
+    checker, that the key takes it to the release.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "key", "output")
+
+    input: Any
+    key: str
+    output: str
+    verify: bool = True
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        return _table_source(value)
+
+
+class AttackSettings(_Chosen):
+    """Everything :func:`run_attack` needs.
+
+    ``original`` and its perturbed ``released`` table hold the same records in
+    the same order; ``columns`` are the perturbed ones (all of the original's
+    when ``None``). The known-record attacks try each count in ``known``; the
+    PCA and ICA attacks use ``sample`` (default: a random half of the
+    original); ``max_records`` limits the attack to a seeded random subset.
+    """
+
+    path_fields: ClassVar[tuple[str, ...]] = ("original", "released", "sample", "report",
+                                              "html")
+
+    original: Any
+    released: Any
+    sample: Any = None
+    seed: int = 0
+    max_records: int | None = Field(default=None, ge=2)
+    report: str | None = None
+    html: str | None = None
+
+    @field_validator("original", "released", "sample", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> Any:
+        return _table_source(value)
+
+
+def check_input_override(
+    config: PathLike, overrides: Mapping[str, Any], spell: Callable[[str], str] = str
+) -> None:
+    """Refuse a new input whose results would be written over the config's own outputs.
+
+    A config's release, key, report and page belong to the config's input; a
+    run on another table must name its own (``spell`` shows a parameter as
+    the caller knows it, e.g. as a flag).
+    """
+    new = overrides.get("input")
+    if new is None or _is_frame(new):
+        return
+    path = Path(config)
+    values = resolve_paths(read_toml(path), path.parent, ("input",))
+    old = values.get("input")
+    if not isinstance(old, str) or _same_source(old, os.fspath(new)):
+        return
+    names = [n for n in PERTURB_OUTPUTS if values.get(n) and overrides.get(n) is None]
+    if names:
+        raise AnonlabError(
+            f"the input '{new}' replaces the one config '{config}' names, whose "
+            f"{' and '.join(names)} would then be written for another table: give "
+            f"{' and '.join(spell(n) for n in names)} for the new input")
+
+
+def _same_source(a: str, b: str) -> bool:
+    if "://" in a or "://" in b:
+        return a == b
+    return Path(a).resolve() == Path(b).resolve()
+
+
+# ---------------------------------------------------------------------------
+# Checks before any work
+# ---------------------------------------------------------------------------
+
+
+def _check_reading(s: _Reading) -> None:
+    if s.delimiter is not None and len(s.delimiter) != 1:
+        raise AnonlabError(f"delimiter '{s.delimiter}' must be one character (for a tab, "
+                           "give a real tab, e.g. $'\\t' in bash)", parameter="delimiter")
+
+
+def _check_known(known: Sequence[int]) -> None:
+    if not known or min(known) < 1:
+        raise AnonlabError(f"known {list(known)} must list positive record counts, e.g. "
+                           "[2, 5, 10]", parameter="known")
+
+
+def _check_perturb(s: PerturbSettings) -> None:
+    """Refuse settings pydantic's types let through (before anything is read)."""
+    from anonlab.perturbation.library import check_min_privacy, check_seed
+    from anonlab.perturbation.transforms import check_method
+
+    _check_reading(s)
+    check_seed(s.seed)
+    check_method(s.method, s.noise, s.rho)
+    if s.method == "obt":
+        check_min_privacy(s.min_privacy)
+    _check_known(s.known)
+    if s.library is not None and s.method != "obt":
+        raise AnonlabError(f"library applies to method obt only, not {s.method}: drop it",
+                           parameter="library")
+    for name in ("library", "key"):
+        value = getattr(s, name)
+        if value is not None and Path(value).is_dir():
+            raise AnonlabError(f"{name} '{value}' is a folder: give a file name inside it",
+                               parameter=name)
+
+
+# ---------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------
+
+
+def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None) -> RunResult:
+    """Perturb ``settings.input``; write release, key, library, report and HTML, or nothing.
+
+    ``progress`` hears ``("perturbing blocks", done, total)`` and
+    ``("attacks", done, total)``. The report holds the privacy measures,
+    attacks and clustering agreement when a report or page is written, or
+    when no file is (a run for its returned report and release); else only
+    the quick recoverability check runs. Issues
+    :class:`~anonlab.perturbation.RecoverableReleaseWarning` when a few
+    known records recover the release.
+    """
+    from anonlab.perturbation.library import fresh_seed
+    from anonlab.perturbation.table import numeric_columns
+    from anonlab.perturbation.transforms import perturb_array
+
+    s = settings
+    started = time.perf_counter()
+    _check_perturb(s)
+    library_exists = s.library is not None and Path(s.library).exists()
+    targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
+    targets["library"] = None if library_exists else s.library
+    inputs = [_file_of(s.input), s.library if library_exists else None]
+    with Outputs(targets, inputs=inputs) as outputs:
+        seed = s.seed if s.seed is not None else fresh_seed()
+        library = _library(s, seed, library_exists)
+        frame = _read(s.input, s)
+        data = numeric_columns(frame, s.columns)
+        z, released, key = perturb_array(
+            data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
+            noise=s.noise, library=library, overwrite=True, progress=progress)
+        report = _perturb_report(s, outputs, key, z, released, seed, progress)
+        release = _release(frame, data.names, [released[:, j] for j in range(len(data.names))])
+        release_file = _stage_table(outputs, release)
+        key_file = _stage_key(outputs, key)
+        report["verified"] = bool(s.verify and release_file)
+        if report["verified"]:  # with the key as staged; the one in memory when none is written
+            _verify(frame, _reread(release_file[0]), data.names, s.method,
+                    _reread_key(key_file) if key_file else key.to_dict())
+        if library is not None and "library" in outputs:
+            _stage_json(outputs, "library", library.to_dict())
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, release, written)
+
+
+def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) -> RunResult:
+    """Restore the original table from a release and its key; write it (or nothing).
+
+    Integer columns are rounded back to integers; a key that does not match
+    the release (columns, record count, fingerprint) is refused.
+    """
+    from anonlab.perturbation.key import PerturbationKey
+    from anonlab.perturbation.table import numeric_columns
+    from anonlab.perturbation.transforms import restore_columns
+
+    s = settings
+    started = time.perf_counter()
+    _check_reading(s)
+    if Path(s.key).is_dir():
+        raise AnonlabError(f"key '{s.key}' is a folder: give a file name inside it",
+                           parameter="key")
+    with Outputs({"output": s.output}, inputs=[_file_of(s.input), s.key]) as outputs:
+        key = PerturbationKey.load(s.key)
+        frame = _read(s.input, s)
+        where = _label(s.input)
+        key.check_columns([str(c) for c in frame.columns], where)
+        data = numeric_columns(frame, list(key.columns), allow_constant=True)
+        restored = _release(frame, list(key.columns), restore_columns(data.values, key, where))
+        restored_file = _stage_table(outputs, restored)
+        verified = bool(s.verify and restored_file)
+        if verified:
+            _verify(_reread(restored_file[0]), frame, list(key.columns), key.method,
+                    _reread_key([Path(s.key)]))
+        written = outputs.commit()
+    report = {"command": "invert", "columns": list(key.columns), "records": len(frame),
+              "verified": verified, "runtime_seconds": time.perf_counter() - started}
+    return RunResult(report, restored, written)
+
+
+def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) -> RunResult:
+    """The attack table of ``settings.released`` against ``settings.original``; report and HTML.
+
+    Both tables are standardized with the original's means and deviations.
+    ``progress`` hears ``("attacks", done, total)``. Issues
+    :class:`~anonlab.perturbation.RecoverableReleaseWarning` when an attack
+    that needs no sample recovers most records.
+    """
+    from anonlab.perturbation.attacks import attack_table, warn_if_recoverable
+    from anonlab.perturbation.evaluate import attack_subset
+    from anonlab.perturbation.library import check_seed
+
+    s = settings
+    started = time.perf_counter()
+    _check_reading(s)
+    check_seed(s.seed)
+    _check_known(s.known)
+    inputs = [_file_of(s.original), _file_of(s.released), _file_of(s.sample)]
+    with Outputs({"report": s.report, "html": s.html}, inputs=inputs) as outputs:
+        names, z, released, sample = _attack_data(s)
+        rows = attack_subset(z.shape[0], s.max_records or z.shape[0], s.seed)
+        usable = [m for m in s.known if m < rows.size]
+        if not usable:
+            raise AnonlabError(f"known {s.known} leaves no record to attack: use fewer known "
+                               f"records than {rows.size}", parameter="known")
+        table = attack_table(z[rows], released[rows], usable, seed=s.seed, sample=sample,
+                             centre=released.mean(axis=0), progress=progress)
+        message = warn_if_recoverable(table, stacklevel=3)  # at the caller of this run
+        report = _header("attack", s, {"original": s.original, "released": s.released,
+                                       "sample": s.sample}, outputs.path("report"))
+        report.update({"columns": names, "records": int(z.shape[0]),
+                       "attack_records": int(rows.size), "attacks": table,
+                       "warnings": [message] if message else [],
+                       "runtime_seconds": time.perf_counter() - started})
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
+
+
+# ---------------------------------------------------------------------------
+# Steps
+# ---------------------------------------------------------------------------
+
+
+def _read(source: Any, settings: _Reading) -> pd.DataFrame:
+    """A table through the one reader, every value as its text."""
+    from anonlab.io import read_table
+
+    return read_table(source, dtype=str, **settings.read_options())
+
+
+def _file_of(source: Any) -> str | None:
+    """The source as a file path (``None`` for a DataFrame, a database URL or nothing)."""
+    if isinstance(source, str) and "://" not in source:
+        return source
+    return None
+
+
+def _label(source: Any) -> str:
+    """How a message names a source."""
+    return _public(source) if isinstance(source, str) else "the DataFrame"
+
+
+def _public(source: str) -> str:
+    """A path as it is; a URL with its password replaced by ``***`` (reports are shared)."""
+    return re.sub(r"^([^:/]+://[^:/@]*):[^@]*@", r"\1:***@", source)
+
+
+def _library(s: PerturbSettings, seed: int, exists: bool) -> MatrixLibrary | None:
+    """The OBT library: loaded from ``s.library`` when it exists, else built from the seed."""
+    from anonlab.perturbation.library import MatrixLibrary, library_seed
+
+    if s.method != "obt":
+        return None
+    if exists and s.library is not None:
+        return MatrixLibrary.load(s.library)
+    return MatrixLibrary.build(s.min_privacy, library_seed(seed))
+
+
+def _release(frame: pd.DataFrame, names: Sequence[str],
+             columns: Sequence[Any]) -> pd.DataFrame:
+    """A new table: ``frame``'s columns, the named ones replaced (``frame`` is kept)."""
+    from anonlab.perturbation.table import with_columns
+
+    return with_columns(frame.copy(deep=False), names, columns)
+
+
+def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
+                    z: Any, released: Any, seed: int,
+                    progress: ProgressFn | None) -> dict[str, Any]:
+    """The report: header, then the full evaluation or only the recoverability check."""
+    from anonlab.perturbation.evaluate import perturbation_summary, recoverability_check
+
+    # the seed regenerates the transform (pairing, matrices, noise): key material
+    report = _header("perturb", s, {"data": s.input}, outputs.path("report"),
+                     exclude={"key", "seed"})
+    report["parameters"]["key_written"] = s.key is not None
+    report["parameters"]["seed_given"] = s.seed is not None
+    full = "report" in outputs or "html" in outputs or not any(
+        name in outputs for name in ("output", "key", "library"))
+    if full:
+        report.update(perturbation_summary(
+            key, z, released, known=s.known, seed=seed % 2**32, n_clusters=s.clusters,
+            attack_records=s.attack_records, progress=progress, stacklevel=4))
+    else:
+        message = recoverability_check(z, released, known=s.known, seed=seed % 2**32,
+                                       attack_records=s.attack_records, progress=progress,
+                                       stacklevel=4)
+        report.update({"method": key.method, "columns": list(key.columns),
+                       "records": int(z.shape[0]), "blocks_count": len(key.blocks),
+                       "warnings": [message] if message else []})
+    return report
+
+
+def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: Path | None,
+            exclude: set[str] | None = None) -> dict[str, Any]:
+    """The report's common fields; every path stored as ``paths`` says, no DataFrame."""
+    from anonlab.report import report_header
+
+    parameters = s.model_dump(exclude=exclude)
+    for name in s.path_fields:
+        value = parameters.get(name)
+        if _is_frame(value):
+            parameters[name] = None
+        elif isinstance(value, str):
+            parameters[name] = stored_path(_public(value), report_path)
+    files = {name: _file_of(value) for name, value in inputs.items()}
+    report = report_header(command, parameters, dict(files))
+    report["paths"] = paths_convention(report_path)
+    return report
+
+
+def _stage_json(outputs: Outputs, name: str, data: Any, *, private: bool = False) -> None:
+    from anonlab.io import to_json_text
+
+    text = to_json_text(data)
+    outputs.stage(name, lambda tmp: tmp.write_text(text, encoding="utf-8"), private=private)
+
+
+def _stage_key(outputs: Outputs, key: PerturbationKey) -> list[Path]:
+    """Stage the key (owner-only); the list receives its temporary file to re-read."""
+    staged: list[Path] = []
+
+    def write(tmp: Path) -> None:
+        from anonlab.io import to_json_text
+
+        tmp.write_text(to_json_text(key.to_dict()), encoding="utf-8")
+        staged.append(tmp)
+
+    outputs.stage("key", write, private=True)
+    return staged
+
+
+def _stage_table(outputs: Outputs, table: pd.DataFrame) -> list[Path]:
+    """Stage ``table`` as ``output`` in the format of the target's extension.
+
+    Returns the staged temporary file (to be re-read), or nothing when no
+    ``output`` was asked for.
+    """
+    from anonlab.io import write_table
+
+    target = outputs.path("output")
+    staged: list[Path] = []
+
+    def write(tmp: Path) -> None:
+        write_table(table, tmp, format_of=target)
+        staged.append(tmp)
+
+    outputs.stage("output", write)
+    return staged
+
+
+def _reread(path: Path) -> pd.DataFrame:
+    """A staged table read back, every value as text, as any reader of the target would.
+
+    The reader knows a staged Parquet or Excel file by its first bytes; a CSV
+    release is in the one dialect (comma-separated).
+    """
+    from anonlab.io import read_table
+
+    return read_table(path, dtype=str, delimiter=",")
+
+
+def _reread_key(key_file: list[Path]) -> dict[str, Any]:
+    """The staged (or given) key file, read back as plain JSON."""
+    from anonlab.io import read_json
+
+    data = read_json(key_file[-1])
+    if not isinstance(data, dict):
+        raise AnonlabError(f"key '{key_file[-1]}' is not a perturbation key: give the key "
+                           "file that anonlab perturb wrote", parameter="key")
+    return data
+
+
+def _verify(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[str],
+            method: str, key: dict[str, Any] | None) -> None:
+    """Check a release with the independent perturbation checker; refuse it if it fails.
+
+    The checker shares no code with the method: the released distances must
+    equal the original's (after z-scores, to 1e-9 relative) for orthogonal
+    methods, and inverting the release with the key must give the original.
+    """
+    from anonlab.verify.perturbation import check_perturbation
+
+    problems = check_perturbation(original, release, columns, method=method, key=key)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any]:
+    """Column names, the original's z-scores, the release and the sample, standardized alike."""
+    from anonlab.perturbation.table import numeric_columns
+
+    orig = numeric_columns(_read(s.original, s), s.columns)
+    rel_frame = _read(s.released, s)
+    missing = [c for c in orig.names if c not in {str(n) for n in rel_frame.columns}]
+    if missing:
+        raise AnonlabError(f"the release '{_label(s.released)}' has no column '{missing[0]}': "
+                           "give the release of this table (or choose columns)")
+    rel = numeric_columns(rel_frame, orig.names, allow_constant=True)
+    if rel.values.shape[0] != orig.values.shape[0]:
+        raise AnonlabError(f"the original has {orig.values.shape[0]} records but the release "
+                           f"{rel.values.shape[0]}: give the release of this table, records "
+                           "in the same order")
+    means, stds = orig.values.mean(axis=0), orig.values.std(axis=0)
+    z = (orig.values - means) / stds
+    sample = None
+    if s.sample is not None:
+        smp = numeric_columns(_read(s.sample, s), orig.names, allow_constant=True)
+        sample = (smp.values - means) / stds
+    return orig.names, z, rel.values, sample

@@ -1,0 +1,375 @@
+"""Where tables come from: CSV, Parquet (a file or a partitioned folder) and Excel files.
+
+Each reader returns an Arrow table; :func:`anonlab.io.read_table` chooses the
+reader, turns the values into text by the rule of :mod:`anonlab.tabletext`
+(``dtype=str``) and gives the one-line errors. Database tables are read by
+:mod:`anonlab.database`.
+
+The format of a file follows its extension (``.parquet``/``.pq``,
+``.xlsx``/``.xlsm``); any other file is recognised by its first bytes
+(Parquet files begin with ``PAR1``, Excel workbooks are zip archives that
+begin with ``PK``) and read as CSV otherwise, so a staged temporary file
+(``.release.csv.anonlab-123-ab12cd34.tmp``) reads as what it holds.
+
+pyarrow is imported when a table is read, not with this module, so that
+sniffing a delimiter stays cheap.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
+EXCEL_SUFFIXES = frozenset({".xlsx", ".xlsm"})
+DELIMITERS = ",;\t|"
+CSV_BLOCK = 1 << 20  # pyarrow's block; a longer record retries with larger blocks
+MAX_CSV_BLOCK = 1 << 30
+SNIFF_LINES = 50
+SNIFF_CHARS = 1 << 16
+
+
+def file_format(path: Path) -> str:
+    """``"parquet"``, ``"excel"`` or ``"csv"``: by extension, else by the file's first bytes."""
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    if suffix in EXCEL_SUFFIXES:
+        return "excel"
+    if suffix == ".xls":
+        raise AnonlabError(f"file '{path}' is an old Excel 97-2003 workbook (.xls): open it in "
+                           "a spreadsheet program and save it as .xlsx or .csv")
+    with path.open("rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PAR1":
+        return "parquet"
+    if magic == b"PK\x03\x04":
+        return "excel"
+    return "csv"
+
+
+def _not_utf8(path: Path) -> AnonlabError:
+    return AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8")
+
+
+def _head(path: Path) -> list[str]:
+    """The first :data:`SNIFF_LINES` whole lines of a text file, within :data:`SNIFF_CHARS`."""
+    lines: list[str] = []
+    size = 0
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            for line in fh:
+                if lines and size + len(line) > SNIFF_CHARS:
+                    break
+                lines.append(line)
+                size += len(line)
+                if len(lines) >= SNIFF_LINES:
+                    break
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path) from exc
+    return lines
+
+
+def sniff_delimiter(path: Path) -> str:
+    """Guess the delimiter of a CSV file: ``,`` ``;`` tab or ``|``.
+
+    :class:`csv.Sniffer` looks at the first lines (a delimiter that occurs
+    equally often on every line wins); when it cannot decide, or picks a
+    character absent from the header, the character most frequent on the
+    first line wins, and ``,`` when none occurs.
+    """
+    lines = _head(Path(path))
+    first = lines[0] if lines else ""
+    if len(first) <= SNIFF_CHARS:
+        try:
+            found = csv.Sniffer().sniff("".join(lines), delimiters=DELIMITERS).delimiter
+        except csv.Error:
+            found = ""
+        if found and found in first:
+            return found
+    counts = {d: first.count(d) for d in DELIMITERS}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > 0 else ","
+
+
+def first_record(path: Path, sep: str, quotechar: str) -> list[str]:
+    """The first non-blank record of a CSV file, as :mod:`csv` reads it (``[]``: none)."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            return next((r for r in csv.reader(fh, delimiter=sep, quotechar=quotechar) if r),
+                        [])
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path) from exc
+    except csv.Error as exc:  # e.g. a header longer than csv's field limit
+        raise AnonlabError(f"file '{path}' has a malformed first line ({exc}): check the "
+                           f"delimiter (now '{sep}') and the quoting") from None
+
+
+def check_names(names: Sequence[str], where: str) -> None:
+    """Refuse a header that names a column twice (pandas would rename it silently)."""
+    seen: set[str] = set()
+    for name in (n.strip() for n in names):
+        if name in seen:
+            raise AnonlabError(f"{where} names the column '{name}' twice in its header: give "
+                               "every column its own name")
+        seen.add(name)
+
+
+def read_csv_text(path: Path, sep: str, quotechar: str, header: bool) -> pa.Table:
+    """A CSV file as an Arrow table of strings (empty fields are ``""``, never null).
+
+    pyarrow parses the file in blocks on all cores. A record longer than a
+    block is retried with blocks 16 times larger (up to 1 GiB), and a parse
+    error is retried once with line breaks allowed inside quoted values
+    (slower, so not the first try).
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    record = first_record(path, sep, quotechar)
+    if not record:
+        raise AnonlabError(f"file '{path}' is empty: give a table with a header row")
+    if header:
+        check_names(record, f"file '{path}'")
+    width = len(record)
+    block, newlines = CSV_BLOCK, False
+    while True:
+        try:
+            table = pacsv.read_csv(
+                path,
+                read_options=pacsv.ReadOptions(block_size=block, autogenerate_column_names=True),
+                parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=quotechar,
+                                                 newlines_in_values=newlines),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={f"f{i}": pa.string() for i in range(width)},
+                    strings_can_be_null=False, quoted_strings_can_be_null=False),
+            )
+            break
+        except pa.ArrowInvalid as exc:
+            text = str(exc)
+            if "straddl" in text and block < MAX_CSV_BLOCK:
+                block = min(block * 16, MAX_CSV_BLOCK)
+                continue
+            if "parse error" in text and not newlines:
+                newlines = True
+                continue
+            raise _csv_error(path, sep, exc) from None
+    return _named(table, header)
+
+
+def _named(table: pa.Table, header: bool) -> pa.Table:
+    """Name the columns from the first row (``header``) or ``"0"``, ``"1"``..."""
+    if not header:
+        return table.rename_columns([str(i) for i in range(table.num_columns)])
+    if table.num_rows == 0:
+        return table
+    names = [str(table.column(i)[0].as_py()) for i in range(table.num_columns)]
+    return table.slice(1).rename_columns(names)
+
+
+def _csv_error(path: Path, sep: str, exc: Exception) -> AnonlabError:
+    lines = str(exc).strip().splitlines()
+    msg = lines[0] if lines else type(exc).__name__
+    low = msg.lower()
+    if "utf8" in low.replace("-", "") and "invalid" in low:
+        return _not_utf8(path)
+    if "empty" in low:
+        return AnonlabError(f"file '{path}' is empty: give a table with a header row")
+    if "straddl" in low:
+        return AnonlabError(f"file '{path}' has a record longer than {MAX_CSV_BLOCK >> 20} MiB "
+                            f"or an unclosed quote: check the quoting (now '{sep}' separates "
+                            "fields)")
+    return AnonlabError(f"file '{path}' is ragged or malformed ({msg}): every row needs the "
+                        f"same number of fields; check the delimiter (now '{sep}')")
+
+
+def read_csv_typed(path: Path, sep: str, quotechar: str, header: bool, dtype: Any) -> Any:
+    """A CSV file as a pandas DataFrame with pandas' type inference (``dtype`` not ``str``)."""
+    import pandas as pd
+
+    record = first_record(path, sep, quotechar)
+    if header and record:
+        check_names(record, f"file '{path}'")
+    try:
+        frame = pd.read_csv(path, sep=sep, header=0 if header else None, quotechar=quotechar,
+                            dtype=dtype, encoding="utf-8", engine="c")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path) from exc
+    except pd.errors.EmptyDataError:
+        raise AnonlabError(f"file '{path}' is empty: give a table with a header row") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise _csv_error(path, sep, exc) from None
+    if not header:
+        frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _natural(path: Path) -> list[Any]:
+    """Sort key that orders ``part-2`` before ``part-10``."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.as_posix())]
+
+
+def parquet_parts(folder: Path) -> list[Path]:
+    """The Parquet files under ``folder`` in natural order (hidden and ``_`` files skipped)."""
+    parts = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder).parts
+        if any(p.startswith((".", "_")) for p in relative) or not path.is_file():
+            continue
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            parts.append(path)
+            continue
+        with path.open("rb") as fh:
+            if fh.read(4) == b"PAR1":
+                parts.append(path)
+    return sorted(parts, key=_natural)
+
+
+def _hive_keys(folder: Path, parts: Sequence[Path]) -> list[str]:
+    """The ``key`` of every ``key=value`` folder level, in order of depth."""
+    keys: list[str] = []
+    for part in parts:
+        for level in part.relative_to(folder).parts[:-1]:
+            key, eq, _ = level.partition("=")
+            if eq and key not in keys:
+                keys.append(key)
+    return keys
+
+
+def read_parquet(path: Path, text: bool) -> pa.Table:
+    """A Parquet file, or a folder of Parquet parts (hive ``key=value/`` folders or plain).
+
+    Partition keys become columns; read as text (``text``) their values keep
+    their spelling (``zip=01234`` stays ``01234``), otherwise their types are
+    inferred.
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    if not path.is_dir():
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise AnonlabError(f"cannot read Parquet file '{path}': {exc}") from None
+    parts = parquet_parts(path)
+    if not parts:
+        raise AnonlabError(f"folder '{path}' holds no Parquet files: give a CSV, Parquet or "
+                           "Excel file, or a folder of Parquet parts")
+    keys = _hive_keys(path, parts)
+    partitioning: Any = None
+    if keys:
+        partitioning = (ds.partitioning(pa.schema([(k, pa.string()) for k in keys]),
+                                        flavor="hive") if text else "hive")
+    try:
+        dataset = ds.dataset([str(p) for p in parts], format="parquet",
+                             partitioning=partitioning, partition_base_dir=str(path))
+        return dataset.to_table()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise AnonlabError(f"cannot read the Parquet folder '{path}': {exc}") from None
+
+
+def _open_workbook(fh: BinaryIO, path: Path) -> Any:
+    """The workbook in the open file ``fh`` (a file object: openpyxl would refuse a path
+    whose extension is not .xlsx, such as a staged ``.tmp`` file)."""
+    from zipfile import BadZipFile
+
+    from openpyxl import load_workbook  # type: ignore[import-untyped]
+    from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
+
+    if fh.read(4) != b"PK\x03\x04":
+        raise AnonlabError(f"file '{path}' is not an Excel workbook (an .xlsx file is a zip "
+                           "archive): if it holds CSV text, name it .csv")
+    fh.seek(0)
+    try:
+        return load_workbook(fh, read_only=True, data_only=True)
+    except (BadZipFile, InvalidFileException, KeyError, OSError, ValueError) as exc:
+        raise AnonlabError(f"file '{path}' is not a readable Excel workbook ({exc}): save it "
+                           "again as .xlsx") from None
+
+
+def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Table:
+    """A sheet of an ``.xlsx`` workbook (the first one by default) as an Arrow table.
+
+    Cells hold their values (formulas give the value Excel last computed).
+    Read as ``text``, each column's values become text by the rule of
+    :mod:`anonlab.tabletext`, so a number cell 39 reads ``39`` as the CSV
+    field ``39`` does and an empty cell reads ``""``; otherwise each column
+    keeps the cells' types (empty cells are null). Empty rows at the end of
+    the sheet are not records.
+    """
+    import pyarrow as pa
+
+    with path.open("rb") as fh:
+        book = _open_workbook(fh, path)
+        try:
+            if sheet is None:
+                worksheet = book.worksheets[0]
+            elif sheet in book.sheetnames:
+                worksheet = book[sheet]
+            else:
+                raise AnonlabError(f"sheet '{sheet}' is not in '{path}': it has "
+                                   f"{', '.join(book.sheetnames)}", parameter="sheet")
+            worksheet.reset_dimensions()  # rows as stored: no extra pass to measure the sheet
+            rows = [list(r) for r in worksheet.iter_rows(values_only=True)]
+        finally:
+            book.close()
+    while rows and all(v is None or v == "" for v in rows[-1]):
+        rows.pop()
+    if not rows:
+        raise AnonlabError(f"sheet '{worksheet.title}' of '{path}' is empty: give a table "
+                           "with a header row")
+    width = _sheet_width(rows, header)
+    if width == 0:
+        raise AnonlabError(f"the first row of sheet '{worksheet.title}' of '{path}' is empty: "
+                           "start the sheet with its header row")
+    from anonlab.tabletext import values_text
+
+    names = values_text(rows[0][:width] + [None] * (width - len(rows[0])))
+    if header:
+        check_names(names, f"sheet '{worksheet.title}' of '{path}'")
+        rows = rows[1:]
+    else:
+        names = [str(i) for i in range(width)]
+    for number, row in enumerate(rows, start=2 if header else 1):
+        extra = row[width:]
+        if any(v is not None and v != "" for v in extra):
+            raise AnonlabError(f"sheet '{worksheet.title}' of '{path}' is ragged: row {number} "
+                               f"has values beyond the {width} columns of the first row")
+        row[width:] = []
+        row.extend([None] * (width - len(row)))
+    columns = [_excel_column([r[j] for r in rows], text) for j in range(width)]
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def _excel_column(values: list[Any], text: bool) -> pa.Array:
+    """One sheet column as text, or with the cells' own type (text when they mix types)."""
+    import pyarrow as pa
+
+    from anonlab.tabletext import values_text
+
+    if not text:
+        try:
+            return pa.array(values, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            pass
+    return pa.array(values_text(values), pa.string())
+
+
+def _sheet_width(rows: list[list[Any]], header: bool) -> int:
+    """The number of columns: the header's cells up to its last non-empty one."""
+    first = rows[0]
+    width = len(first)
+    while width and (first[width - 1] is None or first[width - 1] == ""):
+        width -= 1
+    if not header:
+        width = max(width, *(len(r) for r in rows)) if rows else width
+    return width

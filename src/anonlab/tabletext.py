@@ -1,0 +1,151 @@
+"""One spelling of every value as text, shared by every reader and the writer.
+
+A table read "as text" (``dtype=str``) must give the same strings whatever it
+came from (CSV, Parquet, Excel, a database, a DataFrame), and a table written
+as CSV must read back as the strings it was written from. Both follow from
+one rule: a value's text is what Arrow's cast to ``string`` prints, the same
+cast pyarrow's CSV writer uses. So integers print without a fraction
+(``39``), doubles in their shortest round-trip form (``39.5``, ``1e+20``; an
+integral double as ``39``), booleans as ``true``/``false``, dates as
+``2020-01-02``, timestamps as ``2020-01-02 03:04:05`` (fractional seconds only
+when a value has them), decimals with their scale (``12.50``). A missing value
+(null, NaN from pandas, SQL NULL, an empty Excel cell) is the empty string, as
+an empty CSV field is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ArrowColumn: TypeAlias = Any  # a pyarrow Array or ChunkedArray (pyarrow has no type hints)
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                      OverflowError, TypeError)
+_PER_SECOND = {"ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _whole_seconds(column: ArrowColumn, unit: str) -> bool:
+    """Whether every timestamp in ``column`` (of ``unit``) falls on a whole second."""
+    per = _PER_SECOND.get(unit)
+    if per is None:
+        return True
+    ticks = pc.fill_null(column.cast(pa.int64()), 0)
+    rest = pc.subtract(ticks, pc.multiply(pc.divide(ticks, per), per))
+    return not pc.any(pc.not_equal(rest, 0)).as_py()
+
+
+def text_array(column: ArrowColumn) -> ArrowColumn:
+    """``column`` as strings without nulls (null -> ``""``), as Arrow's cast prints them."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+        kind = kind.value_type
+    if pa.types.is_null(kind):
+        return pa.array([""] * len(column), pa.string())
+    if pa.types.is_timestamp(kind) and _whole_seconds(column, kind.unit):
+        column = column.cast(pa.timestamp("s", kind.tz))
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        try:
+            column = column.cast(pa.string())
+        except pa.ArrowInvalid as exc:
+            if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+                raise AnonlabError(f"a column holds bytes that are not UTF-8 text ({exc}): "
+                                   "store text as UTF-8") from None
+            column = _python_text(column)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            column = _python_text(column)
+    return pc.fill_null(column, "") if column.null_count else column
+
+
+def _python_text(column: ArrowColumn) -> pa.Array:
+    """Values Arrow cannot cast (lists, structs, durations) printed by Python's ``str``."""
+    return pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())
+
+
+def is_missing(value: Any) -> bool:
+    """Whether a Python value stands for a missing one (None, NaN, pandas NA or NaT)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    name = type(value).__name__
+    if name in {"NAType", "NaTType"}:
+        return True
+    if name.startswith("float") and hasattr(value, "dtype"):  # NumPy float scalars
+        return math.isnan(float(value))
+    return False
+
+
+def values_text(values: Sequence[Any]) -> list[str]:
+    """Python values (one column) as text by the rule of :func:`text_array`.
+
+    A column of one type is cast in one go; a column that mixes types (an
+    Excel column of numbers and words) is cast type by type.
+    """
+    try:
+        column = pa.array(values, from_pandas=True)
+    except _CONVERSION_ERRORS:
+        return _mixed_text(values)
+    return [str(v) for v in text_array(column).to_pylist()]
+
+
+def _mixed_text(values: Sequence[Any]) -> list[str]:
+    out = [""] * len(values)
+    groups: dict[type, list[int]] = {}
+    for i, value in enumerate(values):
+        if isinstance(value, str):
+            out[i] = value
+        elif not is_missing(value):
+            groups.setdefault(type(value), []).append(i)
+    for rows in groups.values():
+        group = [values[i] for i in rows]
+        try:
+            texts = [str(v) for v in text_array(pa.array(group, from_pandas=True)).to_pylist()]
+        except _CONVERSION_ERRORS:
+            texts = [str(v) for v in group]
+        for i, text in zip(rows, texts, strict=True):
+            out[i] = text
+    return out
+
+
+def column_from_python(values: Sequence[Any]) -> pa.Array:
+    """Python values (one column) as an Arrow array of their type; mixed types become text."""
+    try:
+        return pa.array(values, from_pandas=True)
+    except _CONVERSION_ERRORS:
+        return pa.array(values_text(values), pa.string())
+
+
+def column_from_pandas(series: pd.Series[Any]) -> pa.Array:
+    """One DataFrame column as an Arrow array (NaN/None -> null); mixed types become text."""
+    try:
+        return pa.array(series, from_pandas=True)
+    except _CONVERSION_ERRORS:
+        return pa.array(values_text(series.tolist()), pa.string())
+
+
+def arrow_from_frame(frame: pd.DataFrame) -> pa.Table:
+    """A DataFrame as an Arrow table with text column names (the index is not kept)."""
+    arrays = [column_from_pandas(frame.iloc[:, i]) for i in range(frame.shape[1])]
+    return pa.Table.from_arrays(arrays, names=[str(c) for c in frame.columns])
+
+
+def text_table(table: pa.Table) -> pa.Table:
+    """Every column of ``table`` as text without nulls."""
+    return pa.Table.from_arrays([text_array(c) for c in table.columns],
+                                names=table.column_names)
+
+
+def to_frame(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as a pandas DataFrame (text columns become ``object`` columns of str)."""
+    frame: pd.DataFrame = table.to_pandas()
+    return frame

@@ -1,0 +1,190 @@
+"""An independent check of generalized releases, written apart from the engine.
+
+It uses only pandas on the released strings and the hierarchy files, never the
+engine's encodings or frequency sets, so a bug in the search cannot hide
+itself: it re-derives every released value from the original and the stated
+levels, and re-counts the equivalence classes of the release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+from anonlab.hierarchy import SUPPRESSED, Hierarchy
+
+BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
+ObjectArray = NDArray[np.object_]
+
+
+def check_k_anonymity(
+    release: pd.DataFrame, qi_columns: Iterable[str], k: int, max_suppressed: int
+) -> list[str]:
+    """Problems with k-anonymity of a release (empty list: it holds).
+
+    Rows whose quasi-identifiers are all ``'*'`` are the suppressed records
+    (or one fully generalized class); every other combination of
+    quasi-identifier values must occur at least ``k`` times, and the all-``'*'``
+    rows must number at least ``k`` or at most ``max_suppressed``. Works one
+    column at a time, so that checking a million-row release costs little
+    memory beyond the release itself.
+    """
+    cols = list(qi_columns)
+    absent = [c for c in cols if c not in release.columns]
+    if absent:
+        return [f"quasi-identifier '{absent[0]}' is missing from the release"]
+    problems = []
+    all_star = np.ones(len(release), dtype=bool)
+    for col in cols:
+        all_star &= release[col].astype(str).to_numpy() == SUPPRESSED
+    sizes = _class_sizes(release, cols, ~all_star)
+    small = sizes[sizes < k]
+    if len(small):
+        problems.append(
+            f"{len(small)} equivalence classes have fewer than {k} records "
+            f"(smallest: {int(small.min())})"
+        )
+    stars = int(all_star.sum())
+    if 0 < stars < k and stars > max_suppressed:
+        problems.append(f"{stars} suppressed records exceed the limit of {max_suppressed}")
+    return problems
+
+
+def _class_sizes(frame: pd.DataFrame, cols: list[str], rows: BoolArray) -> IntArray:
+    """Number of ``rows`` (a mask) with each distinct combination of ``cols``."""
+    sizes = np.bincount(_class_ids(frame, cols)[rows])
+    return np.asarray(sizes[sizes > 0], dtype=np.int64)
+
+
+def _class_ids(frame: pd.DataFrame, cols: list[str]) -> IntArray:
+    """Equivalence class id of each row (0, 1, ... in order of first row)."""
+    group = np.zeros(len(frame), dtype=np.int64)
+    for col in cols:
+        codes, uniques = pd.factorize(_text(frame[col]))
+        # group ids stay below the row count, so the product cannot overflow
+        group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
+    return np.asarray(group, dtype=np.int64)
+
+
+def smallest_class(release: pd.DataFrame, qi_columns: Iterable[str]) -> str:
+    """The smallest equivalence class that is not all ``'*'``, named by its values and rows.
+
+    For a finding: ``age=30-34, sex=Male: 2 records (rows 4, 9)``; empty when
+    every row is suppressed.
+    """
+    cols = list(qi_columns)
+    ids = _class_ids(release, cols)
+    all_star = np.ones(len(release), dtype=bool)
+    for col in cols:
+        all_star &= _strings(release[col]) == SUPPRESSED
+    sizes = np.bincount(ids[~all_star], minlength=int(ids.max()) + 1 if ids.size else 0)
+    present = np.flatnonzero(sizes)
+    if not present.size:
+        return ""
+    worst = int(present[np.argmin(sizes[present])])
+    rows = np.flatnonzero(ids == worst)
+    values = ", ".join(f"{c}={_strings(release[c])[rows[0]]}" for c in cols)
+    shown = ", ".join(str(int(r) + 1) for r in rows[:5])
+    more = f" and {rows.size - 5} more" if rows.size > 5 else ""
+    plural = "s" if rows.size > 1 else ""
+    return f"{values}: {rows.size} record{plural} (row{plural} {shown}{more})"
+
+
+def check_generalization(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    levels: Mapping[str, int],
+    dropped: Iterable[str] = (),
+    max_suppressed: int | None = None,
+) -> list[str]:
+    """Problems with the release as a generalization of ``original`` (empty: none).
+
+    Checks: same number and order of rows; identifying columns absent; every
+    other non-QI column unchanged; every QI value either ``'*'`` in all QIs of
+    that row (suppressed) or exactly the hierarchy label of the original value
+    at the stated level; and, if ``max_suppressed`` is given, that at most that
+    many rows are suppressed (all ``'*'`` where the stated levels would not
+    give ``'*'`` in every QI).
+    """
+    if len(original) != len(release):
+        return [f"release has {len(release)} rows, original {len(original)}"]
+    qis = list(levels)
+    problems = _other_column_findings(original, release, qis, list(dropped))
+    absent = [c for c in qis if c not in release.columns]
+    if absent:
+        return [*problems, f"quasi-identifier '{absent[0]}' is missing from the release"]
+    all_star = np.ones(len(release), dtype=bool)
+    for col in qis:
+        all_star &= _strings(release[col]) == SUPPRESSED
+    expected_star = np.ones(len(original), dtype=bool)
+    for col, level in levels.items():
+        expected = _expected_labels(original[col], hierarchies[col], col, level)
+        expected_star &= expected == SUPPRESSED
+        got = _strings(release[col])
+        wrong = (expected != got) & ~all_star
+        if wrong.any():
+            row = int(wrong.nonzero()[0][0])
+            problems.append(
+                f"column '{col}' row {row + 1}: released '{got[row]}', expected '{expected[row]}'"
+            )
+    suppressed = int((all_star & ~expected_star).sum())
+    if max_suppressed is not None and suppressed > max_suppressed:
+        problems.append(f"{suppressed} records are suppressed but the limit is {max_suppressed}")
+    return problems
+
+
+def _other_column_findings(original: pd.DataFrame, release: pd.DataFrame, qis: list[str],
+                           dropped: list[str]) -> list[str]:
+    """Identifying columns must be gone; every other non-QI column unchanged."""
+    problems = [f"identifying column '{col}' is in the release" for col in dropped
+                if col in release.columns]
+    for col in original.columns:
+        if col in qis or col in dropped:
+            continue
+        if col not in release.columns:
+            problems.append(f"column '{col}' is missing from the release")
+        elif not np.array_equal(_strings(original[col]), _strings(release[col])):
+            problems.append(f"column '{col}' was changed")
+    return problems
+
+
+def _expected_labels(column: pd.Series, hier: Hierarchy, col: str, level: int) -> ObjectArray:
+    """The hierarchy label at ``level`` of every original value of a QI column."""
+    codes, values = pd.factorize(_text(column))
+    _check_covered(hier, [str(v) for v in values], col, level)
+    labels = np.array([hier.label(str(v), level) for v in values], dtype=object)
+    return np.asarray(labels[codes], dtype=object)
+
+
+def _check_covered(hier: Hierarchy, values: list[str], col: str, level: int) -> None:
+    """Refuse an original value the hierarchy lacks, or a level above its height."""
+    if not 0 <= level <= hier.height:
+        raise AnonlabError(f"level {level} of column '{col}' is not a level of its hierarchy "
+                           f"(height {hier.height}): give the hierarchy the release was made "
+                           "with")
+    missing = hier.missing(values)
+    if missing:
+        raise AnonlabError(f"value '{missing[0]}' of column '{col}' in the original is not in "
+                           "its hierarchy: give the original and hierarchy the release was "
+                           "made with")
+
+
+def _strings(column: pd.Series) -> ObjectArray:
+    """A column's values as text, one shared string object per distinct value.
+
+    (Converting a million-row text column element by element would create a
+    million string objects.)
+    """
+    codes, values = pd.factorize(_text(column))
+    return np.asarray(values.astype(object), dtype=object)[codes]
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """A column as text, a missing value (null) as the empty string an empty CSV field reads as."""
+    return column.astype(str).where(column.notna(), "")

@@ -1,0 +1,130 @@
+"""Small table helpers the release checkers share (plain pandas and NumPy, no method code).
+
+Tables are compared as text: a CSV release read back holds strings, and a
+value is unchanged exactly when its text is. Numbers are parsed with Python's
+own correctly rounded conversion, so a double printed in shortest round-trip
+form reads back as exactly the double that was computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+ObjectArray = NDArray[np.object_]
+ROWS_SHOWN = 5  # rows named in a finding about a group
+
+
+def text(column: pd.Series) -> ObjectArray:
+    """A column as text; a missing value (null) is ``''``, as an empty CSV field reads."""
+    values = column.astype(str).where(column.notna(), "")
+    return np.asarray(values.to_numpy(dtype=object), dtype=object)
+
+
+def stripped(column: pd.Series) -> ObjectArray:
+    """A categorical column as text without surrounding spaces (missing: ``''``)."""
+    return np.asarray([str(v).strip() for v in text(column)], dtype=object)
+
+
+def floats(column: pd.Series) -> tuple[FloatArray, int | None]:
+    """A column's values as doubles, and the first row (0-based) that is not a number.
+
+    Text is converted by Python's ``float`` (correctly rounded); a column that
+    already holds numbers is taken as it is. The row is ``None`` when every
+    value is a finite number.
+    """
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        out = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        raw = text(column)
+        try:
+            out = raw.astype(np.float64)  # ``float(value)`` of each object: correctly rounded
+        except (ValueError, TypeError):
+            for i, value in enumerate(raw):
+                try:
+                    float(value)
+                except ValueError:
+                    return np.zeros(raw.size), i
+            raise
+    bad = np.flatnonzero(~np.isfinite(out))
+    return out, (int(bad[0]) if bad.size else None)
+
+
+def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str
+                   ) -> tuple[FloatArray, str | None]:
+    """The ``n x d`` doubles of ``columns`` and a finding if a value is not a finite number."""
+    out = np.empty((frame.shape[0], len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        values, bad = floats(frame[name])
+        if bad is not None:
+            shown = text(frame[name])[bad]
+            return out, (f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
+                         "not a finite number")
+        out[:, j] = values
+    return out, None
+
+
+def original_matrix(frame: pd.DataFrame, columns: Sequence[str]) -> FloatArray:
+    """The original's numeric columns; a value that is not a number is the user's error."""
+    values, problem = numeric_matrix(frame, columns, "input")
+    if problem is not None:
+        raise AnonlabError(f"{problem}: give the input the release was made from")
+    return values
+
+
+def shape_findings(original: pd.DataFrame, release: pd.DataFrame) -> list[str]:
+    """Findings if the release has other rows or columns than the original (same order)."""
+    if len(original) != len(release):
+        return [f"release has {len(release)} rows, the input {len(original)}"]
+    have = [str(c) for c in release.columns]
+    want = [str(c) for c in original.columns]
+    if have != want:
+        missing = [c for c in want if c not in have]
+        extra = [c for c in have if c not in want]
+        if missing:
+            return [f"column '{missing[0]}' of the input is missing from the release"]
+        if extra:
+            return [f"the release has a column '{extra[0]}' the input does not have"]
+        return ["the release has the input's columns in another order"]
+    return []
+
+
+def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
+                       masked: Sequence[str]) -> list[str]:
+    """Findings for every column outside ``masked`` whose text differs from the original."""
+    problems = []
+    skip = set(masked)
+    for name in original.columns:
+        if str(name) in skip or name not in release.columns:
+            continue
+        before, after = text(original[name]), text(release[name])
+        differ = np.flatnonzero(before != after)
+        if differ.size:
+            row = int(differ[0])
+            problems.append(f"column '{name}' is not masked but changed: row {row + 1} holds "
+                            f"'{after[row]}', the input '{before[row]}'")
+    return problems
+
+
+def check_present(frame: pd.DataFrame, names: Sequence[str], what: str) -> None:
+    """Refuse column names the table lacks (the report and the table do not belong together)."""
+    have = {str(c) for c in frame.columns}
+    for name in names:
+        if name not in have:
+            raise AnonlabError(f"the {what} has no column '{name}', which the report names: "
+                               "give the files the report was made with")
+
+
+def rows_of(groups: IntArray, group: int) -> str:
+    """The first rows (1-based) of ``group``, for a finding: ``rows 3, 8, 12`` or ``row 3``."""
+    rows = np.flatnonzero(groups == group)
+    shown = ", ".join(str(int(r) + 1) for r in rows[:ROWS_SHOWN])
+    more = f" and {rows.size - ROWS_SHOWN} more" if rows.size > ROWS_SHOWN else ""
+    return f"row{'s' if rows.size > 1 else ''} {shown}{more}"
