@@ -155,10 +155,14 @@ def main() -> None:
     parser.add_argument("--cli-repeats", type=int, default=5)
     parser.add_argument("--before-src", type=Path, default=None,
                         help="the previous commit's src folder, for the 'before' command")
-    parser.add_argument("--skip-mdav", action="store_true", help="time the command only")
+    parser.add_argument("--skip-mdav", action="store_true",
+                        help="time the command only (keep the saved in-process figures)")
     args = parser.parse_args()
     result: dict[str, Any] = {"benchmark": "exact MDAV threads and the microaggregate command "
                                            "(issue 11)", "cpus": os.cpu_count()}
+    if args.skip_mdav and OUT.exists():  # keep the last in-process figures
+        kept = json.loads(OUT.read_text())
+        result.update({k: v for k, v in kept.items() if k.startswith(("mdav_", "busy_"))})
     if not args.skip_mdav:
         result["mdav_100000x10"] = in_process(args.repeats)
         one = [r for r in result["mdav_100000x10"] if r["workers"] == 1]

@@ -200,12 +200,7 @@ def reference_nominal_mdav(codes: NDArray[Any], k: int) -> NDArray[Any]:
                          for j in range(codes.shape[1])])
 
     def farthest(point: NDArray[Any]) -> int:
-        best, best_d = rest[0], -1
-        for i in rest:
-            d = dist(codes[i], point)
-            if d > best_d:
-                best, best_d = i, d
-        return best
+        return max(rest, key=lambda i: dist(codes[i], point))  # the first of equal maxima
 
     def form(seed: int) -> None:
         nonlocal group

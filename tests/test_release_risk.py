@@ -395,7 +395,7 @@ def test_suppression_takes_a_fraction_or_a_percentage(given: Any, fraction: floa
 
 @pytest.mark.parametrize("given", [1, "1", 1.5, "100%", "150%", -0.01, "-1%", "one", True])
 def test_suppression_of_one_or_more_is_refused(given: Any) -> None:
-    with pytest.raises(AnonlabError, match="write 0.01 or 1%") as caught:
+    with pytest.raises(AnonlabError, match=r"write 0\.01 or 1%") as caught:
         GeneralizeSettings(input="t.csv", qi={"a": "h.csv"}, suppression=given)
     assert caught.value.parameter == "suppression"
 

@@ -13,7 +13,7 @@ from anonlab.hierarchy import Hierarchy
 from anonlab.risk import equivalence_classes, measure_risk, risk_warnings, warn_release_risk
 from anonlab.risk import population as pop
 from anonlab.risk.individual import frequencies, global_risk, individual_risk
-from anonlab.risk.suda import suda2_scores
+from anonlab.risk.suda import suda2_scores, suda2_summary
 
 
 def _small() -> pd.DataFrame:
@@ -86,6 +86,17 @@ def test_suda2_by_hand() -> None:
     assert scores.tolist() == [1.0, 2.0, 2.0, 0.0, 0.0]
     msu = suda2_scores(classes).msu_counts[classes.row_class]
     assert msu[:, 1].tolist() == [1, 2, 2, 0, 0] and msu[:, [0, 2]].sum() == 0
+
+
+def test_suda2_budget_counts_work_not_time() -> None:
+    frame = pd.DataFrame([("x", "p", "u"), ("x", "p", "v"), ("x", "q", "u"), ("y", "q", "v"),
+                          ("y", "q", "v")], columns=["a", "b", "c"])
+    classes = equivalence_classes(frame, ["a", "b", "c"])
+    # 4 distinct combinations; the pairs {a,b}, {a,c} and {b,c} are grouped: 12 in all
+    assert suda2_summary(classes, budget=12) == suda2_summary(classes)
+    assert suda2_summary(classes, budget=11) is None
+    section = measure_risk(frame, ["a", "b", "c"], suda_budget=11)
+    assert section["suda2"] is None
 
 
 def _t_table() -> tuple[pd.DataFrame, Hierarchy]:

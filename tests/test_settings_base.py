@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from pydantic import Field
 
 from anonlab.errors import AnonlabError
 from anonlab.settings import Settings, read_toml
@@ -17,7 +18,7 @@ class Demo(Settings):
     input: str
     output: str | None = None
     report: str | None = None
-    tables: dict[str, str] = {}
+    tables: dict[str, str] = Field(default_factory=dict)
     k: int = 2
     block_size: int = 10
 
@@ -91,6 +92,7 @@ def test_new_input_with_the_config_outputs_is_refused(tmp_path: Path) -> None:
 
 
 def test_building_settings_directly_gives_the_same_one_line_error() -> None:
-    with pytest.raises(AnonlabError, match="^k: ") as info:
-        Demo(input="t.csv", k="many")
+    values: dict[str, object] = {"input": "t.csv", "k": "many"}
+    with pytest.raises(AnonlabError, match=r"^k: ") as info:
+        Demo(**values)  # type: ignore[arg-type]
     assert info.value.parameter == "k"

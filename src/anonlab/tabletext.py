@@ -145,7 +145,24 @@ def text_table(table: pa.Table) -> pa.Table:
                                 names=table.column_names)
 
 
-def to_frame(table: pa.Table) -> pd.DataFrame:
-    """An Arrow table as a pandas DataFrame (text columns become ``object`` columns of str)."""
-    frame: pd.DataFrame = table.to_pandas()
-    return frame
+def to_frame(table: pa.Table, *, arrow_strings: bool = False) -> pd.DataFrame:
+    """An Arrow table as a pandas DataFrame.
+
+    Text columns become ``object`` columns of Python ``str``, or with
+    ``arrow_strings`` columns of ``pd.ArrowDtype(pa.string())`` that hold the
+    Arrow arrays as they are: no Python object per value is made, so a
+    million-row column is ready in microseconds instead of a tenth of a second
+    (and ~50 bytes less per value).
+    """
+    if not arrow_strings:
+        frame: pd.DataFrame = table.to_pandas()
+        return frame
+    import pandas as pd
+
+    def arrow_text(kind: pa.DataType) -> Any:
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return pd.ArrowDtype(kind)
+        return None
+
+    wrapped: pd.DataFrame = table.to_pandas(types_mapper=arrow_text)
+    return wrapped

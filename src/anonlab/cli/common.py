@@ -150,3 +150,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
 
     with display:
         yield update
+
+
+OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
+                     "the release to, replaced in one transaction (default: none).")

@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import fail, progress_display, user_errors
+from anonlab.cli.common import OUTPUT_TABLE_HELP, fail, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -141,7 +141,9 @@ def generalize_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    output: Path | None = typer.Option(
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output: str | None = typer.Option(
         None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV (default: none)."),
     report: Path | None = typer.Option(None, "--report", help="JSON report (default: none)."),
@@ -167,7 +169,8 @@ def generalize_command(
         "qi": parse_qi_flags(qi) if qi else None, "identifying": identifying,
         "sensitive": sensitive, "insensitive": insensitive, "other": other, "k": k,
         "suppression": suppression, "search": search, "metric": metric,
-        "output": _text(output), "report": _text(report), "html": _text(html),
+        "output": output, "output_table": output_table, "report": _text(report),
+        "html": _text(html),
         "plot": _text(plot), "verify": verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
@@ -207,17 +210,22 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     Console().print(table)
 
 
+def _figure(value: Any) -> str:
+    """A risk figure to 4 significant digits ('-' when there is none, e.g. no record left)."""
+    return "-" if value is None else f"{float(value):.4g}"
+
+
 def _risk_rows(table: Any, report: dict[str, Any]) -> None:
     """The release's headline risk figures and its unchanged columns, as summary rows."""
     risk = report.get("risk") or {}
     prosecutor = risk.get("prosecutor") or {}
     if prosecutor:
-        table.add_row("prosecutor risk", f"highest {prosecutor['highest']:.4g}, average "
-                      f"{prosecutor['average']:.4g} (attacker knows "
+        table.add_row("prosecutor risk", f"highest {_figure(prosecutor['highest'])}, average "
+                      f"{_figure(prosecutor['average'])} (attacker knows "
                       f"{', '.join(risk['attacker_columns'])})")
     for column, figures in (risk.get("sensitive") or {}).items():
-        table.add_row(f"sensitive '{column}'", f"distinct l {figures['distinct_l']:.4g}, "
-                      f"t {figures['t_equal']:.4g}")
+        table.add_row(f"sensitive '{column}'", f"distinct l {_figure(figures['distinct_l'])}, "
+                      f"t {_figure(figures['t_equal'])}")
     if report.get("insensitive_by_other"):
         table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
 
@@ -227,7 +235,9 @@ def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
     input: str = typer.Argument(
         ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."),
-    output: Path | None = typer.Option(
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output: str | None = typer.Option(
         None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV (default: none)."),
     delimiter: str | None = DELIMITER,
@@ -256,7 +266,7 @@ def apply_command(
     if output is None and report is None and html is None:
         raise fail("nothing to write: give --output, --report and/or --html")
     settings = ApplySettings.load(
-        None, report_in=str(report_in), input=input, output=_text(output),
+        None, report_in=str(report_in), input=input, output=output, output_table=output_table,
         delimiter=delimiter, sheet=sheet, table=table, query=query, report=_text(report),
         html=_text(html), verify=verify, other=other,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,

@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.common import OUTPUT_TABLE_HELP, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -142,7 +142,9 @@ def microaggregate_command(
     variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
     block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
     workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
-    output: Path | None = typer.Option(
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output: str | None = typer.Option(
         None, "--output", help="Masked table, format by extension (default: none)."
     ),
     report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
@@ -168,7 +170,8 @@ def microaggregate_command(
         config, input=_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
         columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        k=k, variant=variant, block_size=block_size, workers=workers, output=_text(output),
+        k=k, variant=variant, block_size=block_size, workers=workers, output=output,
+        output_table=output_table,
         report=_text(report), html=_text(html), verify=verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,

@@ -89,6 +89,25 @@ def validate_report(report: Any, source: str = "report") -> dict[str, Any]:
 
     Raises :class:`AnonlabError` naming the first missing or mistyped key.
     """
+    _check_header(report, source)
+    command = report["command"]
+    for key, kind in REQUIRED.get(command, {}).items():
+        if key not in report:
+            raise AnonlabError(
+                f"'{source}' ({command} report) is missing key '{key}': the file is "
+                "truncated or edited; write it again with the command's --report"
+            )
+        _check_type(report, key, kind, source, command)
+    for key, kind in OPTIONAL.get(command, {}).items():
+        if report.get(key) is not None:
+            _check_type(report, key, kind, source, command)
+    if command in ("generalize", "apply"):
+        _check_generalization(report, source, command)
+    return dict(report)
+
+
+def _check_header(report: Any, source: str) -> None:
+    """The common header: an object with a command name, a version and parameters."""
     if not isinstance(report, Mapping):
         raise AnonlabError(
             f"'{source}' is not an anonlab report: expected a JSON object with the keys "
@@ -108,26 +127,16 @@ def validate_report(report: Any, source: str = "report") -> dict[str, Any]:
     inputs = report.get("inputs")
     if inputs is not None and not isinstance(inputs, Mapping):
         raise AnonlabError(f"'{source}': key 'inputs' must be an object")
-    for key, kind in REQUIRED.get(command, {}).items():
-        if key not in report:
-            raise AnonlabError(
-                f"'{source}' ({command} report) is missing key '{key}': the file is "
-                "truncated or edited; write it again with the command's --report"
-            )
-        if not _is(report[key], kind):
-            raise AnonlabError(
-                f"'{source}' ({command} report): key '{key}' must be {_type_name(kind)}, "
-                f"got {type(report[key]).__name__}"
-            )
-    for key, kind in OPTIONAL.get(command, {}).items():
-        if report.get(key) is not None and not _is(report[key], kind):
-            raise AnonlabError(
-                f"'{source}' ({command} report): key '{key}' must be {_type_name(kind)}, "
-                f"got {type(report[key]).__name__}"
-            )
-    if command in ("generalize", "apply"):
-        _check_generalization(report, source, command)
-    return dict(report)
+
+
+def _check_type(report: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
+                source: str, command: str) -> None:
+    """One key of the JSON type ``kind``, else an error naming the key and both types."""
+    if not _is(report[key], kind):
+        raise AnonlabError(
+            f"'{source}' ({command} report): key '{key}' must be {_type_name(kind)}, "
+            f"got {type(report[key]).__name__}"
+        )
 
 
 def _int_like(value: Any) -> bool:

@@ -47,6 +47,44 @@ def node_order(ctx: SearchContext) -> NDArray[Any]:
     return np.asarray(ratio.sum(axis=1))
 
 
+def _find_path(ctx: SearchContext, order: NDArray[Any], truncate: bool, start: int) -> list[int]:
+    """The greedy path up from ``start``: always the unknown successor first in ``order``."""
+    lat, tags = ctx.lattice, ctx.tags
+    path = [start]
+    current = start
+    while True:
+        options = [s for s in lat.successors(current)
+                   if tags[s] == UNKNOWN and not (truncate and ctx.prunable(s))]
+        if not options:
+            return path
+        current = min(options, key=lambda s: (order[s], s))
+        path.append(current)
+
+
+def _check_path(
+    ctx: SearchContext, order: NDArray[Any], path: list[int], queue: list[tuple[float, int]]
+) -> None:
+    """Binary search for the path's lowest anonymous node; queue successors of the others."""
+    lat, tags = ctx.lattice, ctx.tags
+    low, high = 0, len(path) - 1
+    # the top first: if it is not anonymous, tagging settles the whole path
+    if ctx.is_anonymous(path[high]):
+        high -= 1
+    else:
+        low = high + 1
+    while low <= high:
+        mid = (low + high) // 2
+        if ctx.is_anonymous(path[mid]):
+            high = mid - 1
+        else:
+            low = mid + 1
+    for node in path:
+        if tags[node] == NOT_ANONYMOUS:
+            for up in lat.successors(node):
+                if tags[up] == UNKNOWN and not ctx.prunable(up):
+                    heapq.heappush(queue, (float(order[up]), up))
+
+
 def flash_search(ctx: SearchContext) -> SearchResult:
     """Run the Flash-class search and return the optimum."""
     started = time.perf_counter()
@@ -55,37 +93,6 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     order = node_order(ctx)
     tags = ctx.tags
     truncate = not ctx.metric.monotone(ctx.max_suppressed > 0)
-
-    def find_path(start: int) -> list[int]:
-        path = [start]
-        current = start
-        while True:
-            options = [s for s in lat.successors(current)
-                       if tags[s] == UNKNOWN and not (truncate and ctx.prunable(s))]
-            if not options:
-                return path
-            current = min(options, key=lambda s: (order[s], s))
-            path.append(current)
-
-    def check_path(path: list[int], queue: list[tuple[float, int]]) -> None:
-        low, high = 0, len(path) - 1
-        # the top first: if it is not anonymous, tagging settles the whole path
-        if ctx.is_anonymous(path[high]):
-            high -= 1
-        else:
-            low = high + 1
-        while low <= high:
-            mid = (low + high) // 2
-            if ctx.is_anonymous(path[mid]):
-                high = mid - 1
-            else:
-                low = mid + 1
-        for node in path:
-            if tags[node] == NOT_ANONYMOUS:
-                for up in lat.successors(node):
-                    if tags[up] == UNKNOWN and not ctx.prunable(up):
-                        heapq.heappush(queue, (float(order[up]), up))
-
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once
@@ -96,5 +103,5 @@ def flash_search(ctx: SearchContext) -> SearchResult:
             while queue:
                 _, head = heapq.heappop(queue)
                 if tags[head] == UNKNOWN and not ctx.prunable(head):
-                    check_path(find_path(head), queue)
+                    _check_path(ctx, order, _find_path(ctx, order, truncate, head), queue)
     return ctx.result("flash", started)

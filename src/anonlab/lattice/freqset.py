@@ -322,6 +322,18 @@ class FrequencyCache:
         (or a lattice whose hierarchies all have height 0) on the bottom.
         """
         target = np.asarray(levels, dtype=np.int16)
+        best = self._smallest_cached_below(target)
+        if best is self.engine.bottom:
+            axis = next((i for i in self._axis_order if target[i] >= 1), None)
+            if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
+                best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
+                self._axes[axis] = best
+                self._snapshot_bytes += best.nbytes
+        self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
+        return self._refine_chain(target, best)
+
+    def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
+        """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes."""
         best: FrequencySet = self.engine.bottom
         ok = np.all(self._levels <= target[None, :], axis=1)
         if ok.any():
@@ -338,15 +350,15 @@ class FrequencyCache:
             if fs.classes < best.classes and all(
                     a <= b for a, b in zip(key, wanted, strict=True)):
                 best = fs
-        if best is self.engine.bottom:
-            axis = next((i for i in self._axis_order if target[i] >= 1), None)
-            if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
-                best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
-                self._axes[axis] = best
-                self._snapshot_bytes += best.nbytes
-        # a snapshot used as a large source again and again earns a finer one below
-        # the target: the next QI of the target's chain raised to level 1 too
-        self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
+        return best
+
+    def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:
+        """A snapshot used as a large source again and again earns a finer one below the target.
+
+        The next QI of the target's chain is raised to level 1 too; returns the
+        best source after any new snapshot.
+        """
+        wanted = target.tolist()
         chain = [i for i in self._axis_order if target[i] >= 1]
         floor = self.engine.bottom.classes / _CHAIN_RATIO
         m = len(self.engine.heights)

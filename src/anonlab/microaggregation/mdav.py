@@ -28,17 +28,18 @@ Speed: each round costs a few matrix-vector products over the remaining
 records, O(m p); there is no Python loop over records. The products give
 d(x, y) - ||y||^2 = ||x||^2 - 2 x.y, whose rounding error is at most
 ``err`` = 8 (p + 4) u (max ||x||^2 + ||y||^2), u = 2^-53 (a generous form of
-the dot-product bound |fl(x.y) - x.y| <= p u |x| |y|, Higham 2002, §3.1). A
-selection is therefore settled by the products alone when its winner leads
-by more than 2 err; otherwise the few records within 2 err of the decision
-are compared by their exact sums, so the products never decide a tie.
+the dot-product bound |fl(x.y) - x.y| <= p u |x| |y|, Higham 2002, §3.1);
+a query y is a record or a centroid (a mean of records), so ||y||^2 <=
+max ||x||^2 and one ``err`` serves every query. A selection is therefore
+settled by the products alone when its winner leads by more than 2 err;
+otherwise the few records within 2 err of the decision are compared by their
+exact sums, so the products never decide a tie.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,14 +70,14 @@ def squared_distances(cols: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
     return np.asarray(np.cumsum(diff * diff, axis=0)[-1])
 
 
-@dataclass(frozen=True)
-class Distances:
+class Distances(NamedTuple):
     """Distances from one point to every working row, as MDAV's selections use them.
 
     ``values`` equal the exact distances up to one common shift and an error
     of at most ``err`` (0: they are the exact distances); grouped rows hold
     -inf (for "farthest") or +inf (for "nearest"). ``exact(rows)`` gives the
-    exact distances of some working rows.
+    exact distances of some working rows. (A named tuple: one is made per
+    query, thousands of times a second.)
     """
 
     values: NDArray[Any]
@@ -125,33 +126,34 @@ class EuclideanSpace:
         self.sq_far = sq
         self.total = self.zt.sum(axis=1)
         self.count = m
-        self.max_sq = float(sq.max()) if m else 0.0
-        self.p = p
+        max_sq = float(sq.max()) if m else 0.0
+        # Every query is a record or a centroid (a mean of records), so ||y||^2 <= max_sq.
+        self.err = product_error(p, max_sq, max_sq)
 
-    def _query(self, y: NDArray[Any], values: NDArray[Any]) -> Distances:
+    def _exact(self, y: NDArray[Any]) -> Callable[[NDArray[Any]], NDArray[Any]]:
         zt = self.zt  # the exact sums must index the arrays of this round
-        err = product_error(self.p, self.max_sq, float(y @ y))
-        return Distances(values, err, lambda rows: squared_distances(zt[:, rows], y))
+        return lambda rows: squared_distances(zt[:, rows], y)
 
     def far_from_centroid(self) -> Distances:
         centroid = self.total / self.count
         g = (centroid * -2.0) @ self.zt
         g += self.sq_far
-        return self._query(centroid, np.asarray(g))
+        return Distances(np.asarray(g), self.err, self._exact(centroid))
 
     def from_row(self, i: int) -> tuple[Distances, Distances]:
         y = self.zt[:, i].copy()
         g = (y * -2.0) @ self.zt
         far = g + self.sq_far
         g += self.sq_near
-        return self._query(y, far), self._query(y, g)
+        exact = self._exact(y)
+        return Distances(far, self.err, exact), Distances(g, self.err, exact)
 
     def near_row(self, i: int) -> Distances:
         """Distances to working row ``i`` with grouped rows at +inf."""
         y = self.zt[:, i].copy()
         g = (y * -2.0) @ self.zt
         g += self.sq_near
-        return self._query(y, g)
+        return Distances(g, self.err, self._exact(y))
 
     def remove(self, rows: NDArray[Any]) -> None:
         self.alive[rows] = False

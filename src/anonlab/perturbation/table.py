@@ -11,6 +11,11 @@ Arrow's correctly rounded parser, so the shortest round-trip text of a double
 (as the writer prints it) reads back as exactly that double. A DataFrame's
 numeric columns are taken as they are. A CSV, Parquet, Excel or database
 input therefore gives the same numbers as the same values in a DataFrame.
+
+The runs read with ``strings="arrow"``: text columns then hold the reader's
+Arrow arrays (``pd.ArrowDtype(pa.string())``), which the regular-expression
+match and the cast work on directly; no Python ``str`` is made per value.
+Columns of Python ``str`` (the reader's default) give the same numbers.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 
 FloatArray = NDArray[np.float64]
 INTEGER_TEXT = r"^[+-]?[0-9]+$"
+HEAD_ROWS = 1024  # values matched first when telling integer columns from fractions
 NUMBER_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?$|^[+-]?(inf|infinity|nan)$"
 # Text read as "no value" (the null spellings of Arrow's CSV reader, and how
 # pandas prints a missing value as text: 'nan', 'None', '<NA>').
@@ -146,6 +152,10 @@ def _arrow_numbers(column: pd.Series[Any], name: str) -> tuple[FloatArray, bool]
 def _parse_text(arr: pa.Array, name: str) -> tuple[FloatArray, bool]:
     """Integers when every value is ``[+-]digits`` and fits 64 bits, else doubles.
 
+    An integer column stays one when a value is beyond 2**53 (such as
+    9007199254740993): it is rounded to the nearest double, the double its
+    text parses to.
+
     The spelling is checked first: Arrow's integer cast is slow to fail on a
     column of fractions, and it also takes ``0x10``.
     """
@@ -153,16 +163,32 @@ def _parse_text(arr: pa.Array, name: str) -> tuple[FloatArray, bool]:
     import pyarrow.compute as pc
 
     _refuse_nulls(arr, name)
-    if pc.all(pc.match_substring_regex(arr, INTEGER_TEXT)).as_py():
+    if _integer_spelled(arr):
         plain = pc.replace_substring_regex(arr, r"^\+", "")  # Arrow refuses "+5"
         try:
-            return _doubles(plain.cast(pa.int64())), True
+            integers = plain.cast(pa.int64())
         except pa.ArrowInvalid:
             pass  # beyond 64 bits: read as doubles
+        else:  # rounded to the nearest double above 2**53, as NumPy's astype rounds
+            return _doubles(pc.cast(integers, pa.float64(), safe=False)), True
     try:
         return _doubles(arr.cast(pa.float64())), False
     except pa.ArrowInvalid:
         raise _bad_text(arr, name) from None
+
+
+def _integer_spelled(arr: pa.Array) -> bool:
+    """Whether every value of a text column is spelled ``[+-]digits`` (:data:`INTEGER_TEXT`).
+
+    The first :data:`HEAD_ROWS` values are matched first: a column of
+    fractions is told apart there, without matching its other values.
+    """
+    import pyarrow.compute as pc
+
+    def every(part: pa.Array) -> bool:
+        return pc.all(pc.match_substring_regex(part, INTEGER_TEXT)).as_py() is not False
+
+    return every(arr.slice(0, HEAD_ROWS)) and every(arr)
 
 
 def _refuse_nulls(arr: pa.Array, name: str) -> None:
@@ -211,6 +237,25 @@ def _check_values(names: list[str], values: FloatArray, allow_constant: bool) ->
             col = int(np.argmax(spread == 0))
             raise AnonlabError(f"column '{names[col]}' is constant: a z-score is impossible; "
                                "leave it out of columns")
+
+
+def replaced_columns(frame: pd.DataFrame, names: Sequence[str],
+                     columns: Sequence[NDArray[Any]]) -> pd.DataFrame:
+    """A new table: ``frame``'s columns and index, the named columns' values replaced.
+
+    Nothing is copied: the new table holds ``frame``'s other columns and the
+    given arrays as they are (so a release of a million records in 20 columns
+    costs no second 160 MB). ``frame`` is left as it was.
+    """
+    import pandas as pd
+
+    position = {str(c): i for i, c in enumerate(frame.columns)}
+    values: list[Any] = [frame.iloc[:, i].array for i in range(frame.shape[1])]
+    for name, column in zip(names, columns, strict=True):
+        values[position[name]] = column
+    out = pd.DataFrame(dict(enumerate(values)), index=frame.index, copy=False)
+    out.columns = frame.columns.copy()
+    return out
 
 
 def with_columns(frame: pd.DataFrame, names: Sequence[str],

@@ -165,8 +165,12 @@ def measure_risk(
     sampling_fraction: float | None = None,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     hierarchies: Mapping[str, HierarchySource] | None = None,
+    suda_budget: int | None = None,
 ) -> dict[str, Any]:
     """Measure the re-identification risk of ``frame`` for an attacker knowing ``attacker_columns``.
+
+    ``suda_budget`` bounds SUDA2's search (``"suda2": null`` past it; see
+    :func:`anonlab.risk.suda.minimal_sample_uniques`); ``None`` is unbounded.
 
     ``sensitive`` columns get l-diversity and t-closeness figures
     (``t_hierarchical`` when ``hierarchies`` has the column's hierarchy, a
@@ -209,7 +213,7 @@ def measure_risk(
         "sample_uniques": uniques / records if records else 0.0,
         "population_uniques": _population_section(classes, population),
         "individual_risk": global_risk(classes, w),
-        "suda2": suda2_summary(classes),
+        "suda2": suda2_summary(classes, budget=suda_budget),
         "sensitive": {
             column: sensitive_figures(classes, column, trees.get(column))
             for column in sensitive_columns

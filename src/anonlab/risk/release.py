@@ -32,6 +32,7 @@ from anonlab.risk.measure import (
     measure_risk,
     warn_release_risk,
 )
+from anonlab.risk.suda import RELEASE_SUDA_BUDGET
 from anonlab.settings import Settings, split_names
 
 KNOWLEDGE_DEFAULT = "every released column that is not sensitive and not the weights"
@@ -184,6 +185,7 @@ def measure_release(
         population_size=settings.population_size, sampling_fraction=settings.sampling_fraction,
         thresholds=[*DEFAULT_THRESHOLDS, *settings.risk_threshold],
         hierarchies=settings.sensitive_hierarchies or None,
+        suda_budget=RELEASE_SUDA_BUDGET,
     )
     return section, knowledge
 

@@ -49,6 +49,14 @@ from anonlab.risk.classes import Array, Classes
 DIS_FRACTION = 0.01
 #: SUDA2 is exponential in the number of key variables: more than this and it is skipped
 MAX_COLUMNS = 16
+#: the work (distinct combinations grouped, summed over the column subsets tried)
+#: a release report allows SUDA2 before it leaves the scores out; ``anonlab risk``
+#: has no such limit, as sdcMicro has none
+RELEASE_SUDA_BUDGET = 5_000_000
+
+
+class SudaBudgetExceededError(Exception):
+    """The MSU search would group more combinations than its budget allows."""
 _DIS_BREAKS = tuple(round(0.1 * i, 1) for i in range(8))
 
 
@@ -79,9 +87,17 @@ def _group_counts(tuples: Array, cards: Sequence[int], sizes: Array) -> tuple[Ar
     return inverse, counts
 
 
-def minimal_sample_uniques(tuples: Array, cards: Sequence[int], sizes: Array) -> Array:
-    """``(classes, M)`` counts of MSUs by size for each class (only size-1 classes have any)."""
+def minimal_sample_uniques(
+    tuples: Array, cards: Sequence[int], sizes: Array, budget: int | None = None
+) -> Array:
+    """``(classes, M)`` counts of MSUs by size for each class (only size-1 classes have any).
+
+    ``budget`` bounds the work: the number of distinct combinations grouped,
+    summed over the column subsets tried; past it :class:`SudaBudgetExceededError`
+    is raised (the count depends on the data only, never on the machine).
+    """
     d, m = tuples.shape
+    spent = 0
     counts = np.zeros((d, m), dtype=np.int64)
     unique = np.flatnonzero(sizes == 1)
     if unique.size == 0 or m == 0:
@@ -110,6 +126,9 @@ def minimal_sample_uniques(tuples: Array, cards: Sequence[int], sizes: Array) ->
             if not alive.any():
                 continue
             columns = list(subset)
+            spent += d
+            if budget is not None and spent > budget:
+                raise SudaBudgetExceededError
             inverse, group_sizes = _group_counts(tuples[:, columns], [cards[c] for c in columns],
                                                  sizes_f)
             rows = np.flatnonzero(alive)
@@ -198,18 +217,23 @@ def dis_scores(scores: Array, sizes: Array, uniques: int, columns: int,
     return out
 
 
-def suda2_scores(classes: Classes, dis_fraction: float = DIS_FRACTION) -> SudaScores:
+def suda2_scores(
+    classes: Classes, dis_fraction: float = DIS_FRACTION, budget: int | None = None
+) -> SudaScores:
     """SUDA2 and DIS-SUDA scores of every class of ``classes`` (sdcMicro's ``suda2`` defaults)."""
     m = len(classes.columns)
-    msu = minimal_sample_uniques(classes.tuples, classes.cardinalities, classes.sizes)
+    msu = minimal_sample_uniques(classes.tuples, classes.cardinalities, classes.sizes, budget)
     scores = (msu * _weights(m)[None, :]).sum(axis=1) if m else np.zeros(classes.count)
     uniques = counted_uniques(classes)
     return SudaScores(msu, scores, dis_scores(scores, classes.sizes, uniques, m, dis_fraction),
                       uniques)
 
 
-def suda2_summary(classes: Classes, dis_fraction: float = DIS_FRACTION) -> dict[str, object] | None:
-    """The report's SUDA2 figures; ``None`` with more than :data:`MAX_COLUMNS` key variables.
+def suda2_summary(
+    classes: Classes, dis_fraction: float = DIS_FRACTION, budget: int | None = None
+) -> dict[str, object] | None:
+    """The report's SUDA2 figures; ``None`` with more than :data:`MAX_COLUMNS` key variables,
+    or when the MSU search would exceed ``budget`` (see :func:`minimal_sample_uniques`).
 
     ``records_with_msu``, ``highest_score``, ``highest_dis_score`` and the
     number of records in each DIS-score interval sdcMicro's ``print.suda2``
@@ -217,7 +241,10 @@ def suda2_summary(classes: Classes, dis_fraction: float = DIS_FRACTION) -> dict[
     """
     if len(classes.columns) > MAX_COLUMNS:
         return None
-    result = suda2_scores(classes, dis_fraction)
+    try:
+        result = suda2_scores(classes, dis_fraction, budget)
+    except SudaBudgetExceededError:
+        return None
     sizes = classes.sizes
     dis = result.dis_scores
     finite = np.isfinite(dis)

@@ -8,6 +8,7 @@ and writes release, JSON report and HTML through one
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,3 +88,37 @@ def stage_report(outputs: Outputs, report: dict[str, Any], *, internal: bool = F
         dirs = [] if target is None else [target.resolve().parent]
         page = render_html(report, internal=internal, base_dirs=[*dirs, Path.cwd()])
         outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
+
+
+def stage_release(
+    outputs: Outputs,
+    release: pd.DataFrame,
+    check: Callable[[pd.DataFrame], None] | None = None,
+) -> pd.DataFrame:
+    """Stage the release as output ``output`` and return it as written.
+
+    The release is written to its temporary file in the format of its target
+    (the extension, or Parquet for a database table), read back by the one
+    reader as the target would be read, and checked by ``check`` (an
+    independent checker raising on a failure) before it counts as staged.
+    Without an ``output`` the release in memory is checked and returned.
+    Risk and reports are measured on what this returns: the table as written.
+    """
+    from anonlab.io import read_table, write_table
+
+    target = outputs.target("output")
+    if target is None:
+        if check is not None:
+            check(release)
+        return release
+    written: list[pd.DataFrame] = []
+
+    def write(tmp: Path) -> None:
+        write_table(release, tmp, format_of=target)
+        back = read_table(tmp, format_of=target)
+        if check is not None:
+            check(back)
+        written.append(back)
+
+    outputs.stage("output", write)
+    return written[-1]

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -27,13 +27,14 @@ from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
-from anonlab.outputs import Outputs
+from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
     RunResult,
     paths_convention,
     resolve_stored_path,
+    stage_release,
     stage_report,
     stored_path,
 )
@@ -54,7 +55,6 @@ MetricName = Literal[
 #: the files a generalize run can write, by parameter name
 GENERALIZE_OUTPUTS = ("output", "report", "html", "plot")
 #: release formats read back without a delimiter (every other extension is CSV)
-_NOT_CSV = frozenset({".parquet", ".pq", ".xlsx"})
 
 
 # ---------------------------------------------------------------------------
@@ -168,6 +168,7 @@ class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
     search: SearchName = "flash"
     metric: MetricName | None = None
     output: str | None = None
+    output_table: str | None = None
     report: str | None = None
     html: str | None = None
     plot: str | None = None
@@ -215,6 +216,7 @@ class ApplySettings(TableSettings, ReleaseRiskSettings):
     report_in: str
     other: Literal["insensitive"] | None = None
     output: str | None = None
+    output_table: str | None = None
     report: str | None = None
     html: str | None = None
     verify: bool = True
@@ -353,54 +355,6 @@ def load_hierarchies(paths: Mapping[str, str | Path]) -> dict[str, Hierarchy]:
     return {column: Hierarchy.from_csv(path) for column, path in paths.items()}
 
 
-def _reread(path: Path) -> pd.DataFrame:
-    """A staged release read back, every value as text, in the format its extension says."""
-    from anonlab.io import read_table
-
-    if path.suffix.lower() in _NOT_CSV:
-        return read_table(path)
-    return read_table(path, delimiter=",")
-
-
-def stage_release(
-    outputs: Outputs,
-    release: pd.DataFrame,
-    check: Callable[[pd.DataFrame], None] | None,
-) -> tuple[bool, pd.DataFrame]:
-    """Stage the release as ``output``, verified first by ``check`` when given.
-
-    The release is written beside its target under a temporary name with the
-    target's extension (which decides the format), read back and checked, and
-    only then staged; without an ``output`` the release in memory is checked.
-    Returns whether it was verified and the release as written (read back
-    from the staged file; the frame in memory without an ``output``), which
-    the risk is measured on.
-    """
-    from anonlab.io import write_table
-
-    target = outputs.path("output")
-    if target is None:
-        if check is not None:
-            check(release)
-        return check is not None, release
-    written: list[pd.DataFrame] = []
-
-    def write(tmp: Path) -> None:
-        staged = tmp.with_name(tmp.name + target.suffix)
-        try:
-            write_table(release, staged)
-            back = _reread(staged)
-            if check is not None:
-                check(back)
-            written.append(back)
-            os.replace(staged, tmp)
-        finally:
-            staged.unlink(missing_ok=True)
-
-    outputs.stage("output", write)
-    return check is not None, written[-1]
-
-
 def _verify(
     original: pd.DataFrame,
     release: pd.DataFrame,
@@ -485,7 +439,9 @@ def run_generalize(
     from anonlab.risk.release import check_risk_columns, release_risk_report
 
     started = time.perf_counter()
-    outputs = Outputs({name: getattr(settings, name) for name in GENERALIZE_OUTPUTS},
+    targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
+    targets["output"] = output_target(settings.output, settings.output_table)
+    outputs = Outputs(targets,
                       inputs=[settings.input, *settings.qi.values(),
                               *settings.sensitive_hierarchies.values()])
     check_k(settings.k)
@@ -509,8 +465,9 @@ def run_generalize(
             _verify(frame, release, hierarchies, result.transformation, dropped, settings.k,
                     limit)
 
-        verified, as_written = stage_release(outputs, result.release,
-                                             check if settings.verify else None)
+        as_written = stage_release(outputs, result.release,
+                                   check if settings.verify else None)
+        verified = settings.verify
         risk = release_risk_report(as_written, settings.sensitive, settings)
         by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
                                 settings.sensitive, settings.insensitive)
@@ -727,8 +684,8 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     started = time.perf_counter()
     report_in = Path(settings.report_in)
     found = read_found_transformation(report_in)
-    outputs = Outputs({"output": settings.output, "report": settings.report,
-                       "html": settings.html},
+    outputs = Outputs({"output": output_target(settings.output, settings.output_table),
+                       "report": settings.report, "html": settings.html},
                       inputs=[settings.input, report_in, *found.hierarchies.values(),
                               *settings.sensitive_hierarchies.values()])
     with outputs:
@@ -749,8 +706,8 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             _verify(frame, written, hierarchies, found.transformation,
                     named[Role.IDENTIFYING], found.k, limit)
 
-        verified, as_written = stage_release(outputs, release,
-                                             check if settings.verify else None)
+        verified = settings.verify
+        as_written = stage_release(outputs, release, check if settings.verify else None)
         risk = release_risk_report(as_written, named[Role.SENSITIVE], settings)
         report = apply_report(settings, found, suppressed, int(release.shape[0]), verified)
         report.update(roles_report(roles, settings.other, by_other))

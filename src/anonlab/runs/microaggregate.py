@@ -41,10 +41,16 @@ from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
 from anonlab.metrics.utility import DEFAULT_LAMBDA
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
 from anonlab.microaggregation.settings import parse_k_range, parse_weights
-from anonlab.outputs import Outputs
+from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn, report_to
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
-from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.runs.common import (
+    RunResult,
+    paths_convention,
+    stage_release,
+    stage_report,
+    stored_path,
+)
 from anonlab.settings import Settings, split_names
 
 if TYPE_CHECKING:
@@ -166,6 +172,7 @@ class MicroaggregateSettings(_Columns, _Workers, _Roles, ReleaseRiskSettings):
     variant: Variant = "exact"
     block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2)
     output: str | None = None
+    output_table: str | None = None
     verify: bool = True
 
 
@@ -221,7 +228,8 @@ def run_microaggregate(
 
     s = settings
     started = time.perf_counter()
-    with Outputs({"output": s.output, "report": s.report, "html": s.html},
+    with Outputs({"output": output_target(s.output, s.output_table), "report": s.report,
+                  "html": s.html},
                  inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
         frame = _read(s.input, s)
         numeric, roles, by_other = masked_roles(frame, s)
@@ -233,7 +241,7 @@ def run_microaggregate(
         release = result.masked.drop(columns=dropped)
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
         report.update(result.summary())
-        released = _stage_release(outputs, release)
+        released = stage_release(outputs, release)
         if s.verify:
             _verify(frame.drop(columns=dropped), released, report)
         report["verified"] = s.verify
@@ -391,53 +399,6 @@ def _header(
     report = report_header(command, risk_last(parameters), dict(files))
     report["paths"] = paths_convention(report_path)
     return report
-
-
-def _stage_release(outputs: Outputs, release: pd.DataFrame) -> pd.DataFrame:
-    """Stage the release (if asked for) and return it as re-read from the staged file.
-
-    Without an output file the in-memory release is returned as it is.
-    """
-    target = outputs.path("output")
-    if target is None:
-        return release
-    staged: list[Path] = []
-
-    def write(tmp: Path) -> None:
-        _write_release(release, tmp, target)
-        staged.append(tmp)
-
-    outputs.stage("output", write)
-    return _read_release(staged[-1], target)
-
-
-def _write_release(frame: pd.DataFrame, tmp: Path, target: Path) -> None:
-    """Write ``frame`` to ``tmp`` in the format ``target``'s extension names."""
-    from anonlab.io import write_table
-
-    write_table(frame, tmp, format_of=target)
-
-
-def _read_release(tmp: Path, target: Path) -> pd.DataFrame:
-    """Re-read a staged release as the one reader reads the target file.
-
-    The reader tells Parquet by its first bytes; a CSV or TSV release is read
-    with the delimiter it was written with. openpyxl opens only files named
-    ``.xlsx``, so an Excel release is read through a link of that name to the
-    staged file (in a temporary folder of its own, removed at once).
-    """
-    import tempfile
-
-    from anonlab.io import read_table
-    from anonlab.sinks import output_format
-
-    fmt = output_format(target)
-    if fmt != "excel":
-        return read_table(tmp, delimiter={"csv": ",", "tsv": "\t"}.get(fmt))
-    with tempfile.TemporaryDirectory(prefix="anonlab-") as folder:
-        alias = Path(folder) / f"release{target.suffix.lower()}"
-        alias.symlink_to(tmp.resolve())
-        return read_table(alias)
 
 
 def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, Any]) -> None:

@@ -38,6 +38,7 @@ from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
 from anonlab.settings import Settings, read_toml, resolve_paths, split_names
+from anonlab.threads import blas_threads
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -317,6 +318,11 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     the quick recoverability check runs. Issues
     :class:`~anonlab.perturbation.RecoverableReleaseWarning` when a few
     known records recover the release.
+
+    The run uses one BLAS thread: its products are small or thin (``d x d``
+    times ``d x N``), and OpenBLAS's idle threads spin between them, which
+    cost more CPU than the whole read of a million records (the doubles are
+    the same with any number of threads).
     """
     from anonlab.perturbation.library import fresh_seed
     from anonlab.perturbation.table import numeric_columns
@@ -329,7 +335,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
     targets["library"] = None if library_exists else s.library
     inputs = [_file_of(s.input), s.library if library_exists else None]
-    with Outputs(targets, inputs=inputs) as outputs:
+    with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
         library = _library(s, seed, library_exists)
         frame = _read(s.input, s)
@@ -338,12 +344,14 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
             data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
             noise=s.noise, library=library, overwrite=True, progress=progress)
         report = _perturb_report(s, outputs, key, z, released, seed, progress)
-        release = _release(frame, data.names, [released[:, j] for j in range(len(data.names))])
+        names = data.names
+        del data, z  # the standardized values are not needed again: free them before verifying
+        release = _release(frame, names, [released[:, j] for j in range(len(names))])
         release_file = _stage_table(outputs, release)
         key_file = _stage_key(outputs, key)
         report["verified"] = bool(s.verify and release_file)
         if report["verified"]:  # with the key as staged; the one in memory when none is written
-            _verify(frame, _reread(release_file[0]), data.names, s.method,
+            _verify(frame, _reread(release_file[0], outputs.path("output")), names, s.method,
                     _reread_key(key_file) if key_file else key.to_dict())
         if library is not None and "library" in outputs:
             _stage_json(outputs, "library", library.to_dict())
@@ -357,7 +365,8 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
     """Restore the original table from a release and its key; write it (or nothing).
 
     Integer columns are rounded back to integers; a key that does not match
-    the release (columns, record count, fingerprint) is refused.
+    the release (columns, record count, fingerprint) is refused. Runs on one
+    BLAS thread, as :func:`run_perturb` does.
     """
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.table import numeric_columns
@@ -369,7 +378,8 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
     if Path(s.key).is_dir():
         raise AnonlabError(f"key '{s.key}' is a folder: give a file name inside it",
                            parameter="key")
-    with Outputs({"output": s.output}, inputs=[_file_of(s.input), s.key]) as outputs:
+    with Outputs({"output": s.output}, inputs=[_file_of(s.input), s.key]) as outputs, \
+            blas_threads(1):
         key = PerturbationKey.load(s.key)
         frame = _read(s.input, s)
         where = _label(s.input)
@@ -379,8 +389,8 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
         restored_file = _stage_table(outputs, restored)
         verified = bool(s.verify and restored_file)
         if verified:
-            _verify(_reread(restored_file[0]), frame, list(key.columns), key.method,
-                    _reread_key([Path(s.key)]))
+            _verify(_reread(restored_file[0], outputs.path("output")), frame,
+                    list(key.columns), key.method, _reread_key([Path(s.key)]))
         written = outputs.commit()
     report = {"command": "invert", "columns": list(key.columns), "records": len(frame),
               "verified": verified, "runtime_seconds": time.perf_counter() - started}
@@ -432,10 +442,15 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 
 
 def _read(source: Any, settings: _Reading) -> pd.DataFrame:
-    """A table through the one reader, every value as its text."""
+    """A table through the one reader, every value as its text.
+
+    Text columns stay Arrow arrays (``strings="arrow"``): the numeric ones are
+    cast to doubles by Arrow and the others written back as they are, so no
+    Python ``str`` is made per value.
+    """
     from anonlab.io import read_table
 
-    return read_table(source, dtype=str, **settings.read_options())
+    return read_table(source, dtype=str, strings="arrow", **settings.read_options())
 
 
 def _file_of(source: Any) -> str | None:
@@ -468,10 +483,13 @@ def _library(s: PerturbSettings, seed: int, exists: bool) -> MatrixLibrary | Non
 
 def _release(frame: pd.DataFrame, names: Sequence[str],
              columns: Sequence[Any]) -> pd.DataFrame:
-    """A new table: ``frame``'s columns, the named ones replaced (``frame`` is kept)."""
-    from anonlab.perturbation.table import with_columns
+    """A new table: ``frame``'s columns, the named ones replaced (``frame`` is kept).
 
-    return with_columns(frame.copy(deep=False), names, columns)
+    The new table holds ``columns`` without a copy.
+    """
+    from anonlab.perturbation.table import replaced_columns
+
+    return replaced_columns(frame, names, columns)
 
 
 def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
@@ -559,15 +577,18 @@ def _stage_table(outputs: Outputs, table: pd.DataFrame) -> list[Path]:
     return staged
 
 
-def _reread(path: Path) -> pd.DataFrame:
+def _reread(path: Path, target: Path | None) -> pd.DataFrame:
     """A staged table read back, every value as text, as any reader of the target would.
 
     The reader knows a staged Parquet or Excel file by its first bytes; a CSV
-    release is in the one dialect (comma-separated).
+    release is in the one dialect, split where the writer split it for
+    ``target`` (tabs for ``.tsv``, else commas).
     """
     from anonlab.io import read_table
 
-    return read_table(path, dtype=str, delimiter=",")
+    if target is None:
+        return read_table(path, dtype=str, delimiter=",", strings="arrow")
+    return read_table(path, dtype=str, format_of=target, strings="arrow")
 
 
 def _reread_key(key_file: list[Path]) -> dict[str, Any]:

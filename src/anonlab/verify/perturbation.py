@@ -25,6 +25,16 @@ noise ``e`` (gdp). Other columns pass through unchanged. So:
 
 A gdp release keeps no distance (its noise moves them), so without its key
 it cannot be checked at all, which is an error rather than a pass.
+
+Text is parsed by Arrow's cast to ``float64`` (a correctly rounded parser,
+so a double's shortest round-trip text reads back as exactly that double),
+with no Python object per value. Arrow takes a subset of what Python's
+``float`` takes (no spaces, ``_`` or non-ASCII digits) and gives the same
+double for it, so a column Arrow refuses, or one with a missing value, is
+parsed value by value with ``float`` instead, which decides as before. The
+input and the release are each held once as an ``n x d`` matrix; everything
+else is computed a block of rows (or pairs) at a time, so a million records
+in 20 columns need about 2 x 160 MB.
 """
 
 from __future__ import annotations
@@ -32,20 +42,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from anonlab.errors import AnonlabError
+from anonlab.threads import blas_threads
 from anonlab.verify.tables import (
     FloatArray,
     IntArray,
     check_present,
-    numeric_matrix,
-    original_matrix,
+    floats,
     shape_findings,
-    unchanged_findings,
+    text,
 )
 
 METHODS = ("obt", "rbt", "rotation", "gdp")
@@ -59,6 +70,7 @@ ALL_PAIRS_LIMIT = 2_000
 SAMPLED_PAIRS = 20_000
 BLOCK_VALUES = 4_000_000  # doubles in one block of pairwise differences
 NOISE_ROWS = 65_536  # rows of noise regenerated at a time (the stream does not depend on it)
+BLOCK_ROWS = 65_536  # rows (or pairs) handled at a time: temporaries of a few MB
 
 
 def check_perturbation(
@@ -88,18 +100,151 @@ def check_perturbation(
     problems = shape_findings(original, release)
     if problems:
         return problems
-    problems += unchanged_findings(original, release, columns)
-    x = original_matrix(original, columns)
+    with blas_threads(1):  # BLAS threads waiting on each other cost more CPU than they save
+        return _findings(original, release, columns, method, key, pairs, all_pairs_limit, seed)
+
+
+def _findings(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[str],
+              method: str, key: Mapping[str, Any] | None, pairs: int, all_pairs_limit: int,
+              seed: int) -> list[str]:
+    """The findings of :func:`check_perturbation` once the tables have the same shape."""
+    problems = unchanged_findings(original, release, columns)
+    x = input_matrix(original, columns)
     y, problem = numeric_matrix(release, columns, "release")
     if problem is not None:
         return [*problems, problem]
     std = _deviations(x, columns)
     if method in ORTHOGONAL:
-        problems += distance_findings(x / std, y, pairs=pairs, all_pairs_limit=all_pairs_limit,
+        problems += distance_findings(x, y, std, pairs=pairs, all_pairs_limit=all_pairs_limit,
                                       seed=seed)
     if key is not None:
         problems += key_findings(key, x, y, columns, method)
     return problems
+
+
+# -------------------------------------------------------------------------------- parsing
+
+
+def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str
+                   ) -> tuple[FloatArray, str | None]:
+    """The ``n x d`` doubles of ``columns`` and a finding if a value is not a finite number.
+
+    Text columns are cast by Arrow (see the module docstring); a column Arrow
+    cannot take, and a column of numbers, goes through
+    :func:`anonlab.verify.tables.floats` (Python's ``float``, or the numbers
+    as they are).
+    """
+    out = np.empty((frame.shape[0], len(columns)), dtype=np.float64)
+    finite = _cast_into(out, [_castable(frame[name]) for name in columns])
+    for j, name in enumerate(columns):
+        column = frame[name]
+        bad = None
+        if finite[j] is None:
+            values, bad = floats(column)
+            if bad is None:
+                out[:, j] = values
+        elif not finite[j]:
+            bad = int(np.flatnonzero(~np.isfinite(out[:, j]))[0])
+        if bad is not None:
+            shown = text(column.iloc[bad:bad + 1])[0]
+            return out, (f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
+                         "not a finite number")
+    return out, None
+
+
+def input_matrix(frame: pd.DataFrame, columns: Sequence[str]) -> FloatArray:
+    """The input's numeric columns; a value that is not a number is the user's error."""
+    values, problem = numeric_matrix(frame, columns, "input")
+    if problem is not None:
+        raise AnonlabError(f"{problem}: give the input the release was made from")
+    return values
+
+
+def _cast_into(out: FloatArray, texts: Sequence[Any]) -> list[bool | None]:
+    """Cast Arrow text columns to doubles into the columns of ``out``, a block of rows at a time.
+
+    A block of rows of ``out`` stays in the cache while its columns are
+    written. Returns for each column whether all its values are finite, or
+    ``None`` when it was not filled: not text (``texts[j] is None``) or a
+    value Arrow refuses (then Python's ``float`` decides: ``" 1.5"`` passes).
+    """
+    import pyarrow as pa
+
+    finite: list[bool | None] = [None if t is None else True for t in texts]
+    n = out.shape[0]
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(n, start + BLOCK_ROWS)
+        for j, strings in enumerate(texts):
+            if finite[j] is None:
+                continue
+            try:
+                values = strings.slice(start, stop - start).cast(pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                finite[j] = None
+                continue
+            out[start:stop, j] = values.to_numpy(zero_copy_only=False)
+            finite[j] = finite[j] and bool(np.isfinite(out[start:stop, j]).all())
+    return finite
+
+
+def _castable(column: pd.Series) -> Any:
+    """The column as Arrow text to cast, or ``None`` (numbers, or not only text)."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return None  # taken as it is, or refused, by ``floats``
+    return _arrow_text(column)
+
+
+def _arrow_text(column: pd.Series) -> Any:
+    """A column as an Arrow string array when it holds only text and no missing value."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(column, from_pandas=True)  # Arrow-backed text: no copy
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None  # e.g. text mixed with numbers in one object column
+    kind = arr.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or arr.null_count:
+        return None
+    return arr
+
+
+def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
+                       masked: Sequence[str]) -> list[str]:
+    """Findings for every column outside ``masked`` whose text differs from the original.
+
+    Two text columns without missing values are compared by Arrow; others as
+    :func:`anonlab.verify.tables.text` prints them (a missing value is ``''``).
+    """
+    problems = []
+    skip = set(masked)
+    for name in original.columns:
+        if str(name) in skip or name not in release.columns:
+            continue
+        change = _first_change(original[name], release[name])
+        if change is not None:
+            row, before, after = change
+            problems.append(f"column '{name}' is not masked but changed: row {row + 1} holds "
+                            f"'{after}', the input '{before}'")
+    return problems
+
+
+def _first_change(before: pd.Series, after: pd.Series) -> tuple[int, str, str] | None:
+    """The first row whose text differs, with both texts (``None``: the column is unchanged)."""
+    import pyarrow.compute as pc
+
+    old, new = _arrow_text(before), _arrow_text(after)
+    if old is not None and new is not None:
+        differ = pc.not_equal(old, new)
+        if not pc.any(differ).as_py():
+            return None
+        row = int(pc.index(differ, True).as_py())
+        return row, str(old[row].as_py()), str(new[row].as_py())
+    old_text, new_text = text(before), text(after)
+    rows = np.flatnonzero(old_text != new_text)
+    if not rows.size:
+        return None
+    row = int(rows[0])
+    return row, str(old_text[row]), str(new_text[row])
 
 
 def pairs_description(n: int, pairs: int = SAMPLED_PAIRS,
@@ -112,32 +257,53 @@ def pairs_description(n: int, pairs: int = SAMPLED_PAIRS,
 
 def _deviations(x: FloatArray, columns: Sequence[str]) -> FloatArray:
     """Population deviations of the input's columns; a constant column is the user's error."""
-    std = x.std(axis=0)
+    _, std = moments(x)
     flat = np.flatnonzero(~(std > 0))
     if flat.size:
         raise AnonlabError(f"column '{columns[int(flat[0])]}' of the input is constant, so no "
                            "perturbation can have used it: give the input the release was "
                            "made from")
-    return np.asarray(std, dtype=np.float64)
+    return std
+
+
+def moments(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Column means and population deviations, ``sqrt(sum_i (x_i - mean)^2 / n)``.
+
+    Two passes (the mean first, so no cancellation), the second a block of
+    rows at a time: no ``n x d`` temporary.
+    """
+    n = x.shape[0]
+    mean = np.asarray(x.mean(axis=0), dtype=np.float64)
+    squares = np.zeros(x.shape[1])
+    for start in range(0, n, BLOCK_ROWS):
+        centred = x[start:start + BLOCK_ROWS] - mean
+        squares += np.einsum("ij,ij->j", centred, centred)
+    return mean, np.sqrt(squares / n)
 
 
 # ------------------------------------------------------------------------------- distances
 
 
-def distance_findings(scaled: FloatArray, y: FloatArray, *, pairs: int = SAMPLED_PAIRS,
-                      all_pairs_limit: int = ALL_PAIRS_LIMIT, seed: int = 0) -> list[str]:
+def distance_findings(x: FloatArray, y: FloatArray, std: FloatArray | None = None, *,
+                      pairs: int = SAMPLED_PAIRS, all_pairs_limit: int = ALL_PAIRS_LIMIT,
+                      seed: int = 0) -> list[str]:
     """A finding when released distances differ from the z-score distances.
 
-    ``scaled`` is ``x / std`` (z-scores up to a shift, which no distance sees).
+    ``x`` holds the input's values and ``std`` their deviations: the z-score
+    difference of records ``i`` and ``j`` is ``(x_i - x_j) / std`` (no mean
+    enters, and no shift changes a distance). ``std=None``: ``x`` is scaled.
     """
-    n = scaled.shape[0]
+    n = x.shape[0]
     if n < 2:
         return []
+    scale = np.ones(x.shape[1]) if std is None else std
     if n <= all_pairs_limit:
-        bad, count, total = _all_pairs(scaled, y)
+        bad, count, total = _all_pairs(x / scale, y)
     else:
-        first, second = _sampled_pairs(scaled, pairs, seed)
-        bad, count, total = _listed_pairs(scaled, y, first, second)
+        first, second, order = _sampled_pairs(x, scale, pairs, seed)
+        bad, count = _listed_pairs(x, scale, y, first, second)
+        near, more = _neighbour_pairs(x, scale, y, order)
+        bad, count, total = bad or near, count + more, first.size + n - 1
     if bad is None:
         return []
     i, j, dz, dy = bad
@@ -179,8 +345,10 @@ def _block_distances(values: FloatArray, start: int, stop: int) -> FloatArray:
     return np.asarray(np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)), dtype=np.float64)
 
 
-def _sampled_pairs(scaled: FloatArray, pairs: int, seed: int) -> tuple[IntArray, IntArray]:
-    """``pairs`` seeded random pairs of distinct records, then every record with a near one.
+def _sampled_pairs(x: FloatArray, scale: FloatArray, pairs: int, seed: int
+                   ) -> tuple[IntArray, IntArray, IntArray]:
+    """``pairs`` seeded random pairs of distinct records, and an order of the records that
+    pairs each with a near one (the next in the order).
 
     The near pairs join consecutive records in the order of their projection
     on a seeded random direction: every record is in one, and they are short
@@ -189,26 +357,61 @@ def _sampled_pairs(scaled: FloatArray, pairs: int, seed: int) -> tuple[IntArray,
     of CPU for 100,000 records in 10 columns of skewed data, and grows faster
     than the record count.
     """
-    n, d = scaled.shape
+    n, d = x.shape
     rng = np.random.default_rng(seed)
     first = rng.integers(0, n, pairs)
     second = rng.integers(0, n - 1, pairs)
     second += second >= first  # never the record itself
     direction = rng.standard_normal(d)
-    order = np.argsort(scaled @ direction, kind="stable")
-    return (np.concatenate([first, order[:-1]]).astype(np.int64),
-            np.concatenate([second, order[1:]]).astype(np.int64))
+    projection = np.empty(n)
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(n, start + BLOCK_ROWS)
+        projection[start:stop] = (x[start:stop] / scale) @ direction
+    order = np.argsort(projection, kind="stable")
+    return first.astype(np.int64), second.astype(np.int64), order.astype(np.int64)
 
 
-def _listed_pairs(scaled: FloatArray, y: FloatArray, first: IntArray, second: IntArray
-                  ) -> tuple[Bad, int, int]:
-    dz = np.sqrt(np.sum((scaled[first] - scaled[second]) ** 2, axis=1))
-    dy = np.sqrt(np.sum((y[first] - y[second]) ** 2, axis=1))
-    wrong = np.flatnonzero(_differ(dz, dy))
-    if not wrong.size:
-        return None, 0, first.size
-    w = int(wrong[0])
-    return (int(first[w]), int(second[w]), float(dz[w]), float(dy[w])), wrong.size, first.size
+def _listed_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, first: IntArray,
+                  second: IntArray) -> tuple[Bad, int]:
+    """The listed pairs, a block at a time: (first bad pair, bad count)."""
+    bad: Bad = None
+    count = 0
+    for start in range(0, first.size, BLOCK_ROWS):
+        i, j = first[start:start + BLOCK_ROWS], second[start:start + BLOCK_ROWS]
+        dz = _norms((x[i] - x[j]) / scale)
+        dy = _norms(y[i] - y[j])
+        wrong = np.flatnonzero(_differ(dz, dy))
+        if wrong.size and bad is None:
+            w = int(wrong[0])
+            bad = (int(i[w]), int(j[w]), float(dz[w]), float(dy[w]))
+        count += wrong.size
+    return bad, count
+
+
+def _neighbour_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, order: IntArray
+                     ) -> tuple[Bad, int]:
+    """Every record with the next one in ``order``: (first bad pair, bad count).
+
+    A block of the order at a time, each record's row gathered once per block.
+    """
+    bad: Bad = None
+    count = 0
+    for start in range(0, order.size - 1, BLOCK_ROWS):
+        rows = order[start:start + BLOCK_ROWS + 1]
+        xs, ys = x[rows], y[rows]
+        dz = _norms((xs[:-1] - xs[1:]) / scale)
+        dy = _norms(ys[:-1] - ys[1:])
+        wrong = np.flatnonzero(_differ(dz, dy))
+        if wrong.size and bad is None:
+            w = int(wrong[0])
+            bad = (int(rows[w]), int(rows[w + 1]), float(dz[w]), float(dy[w]))
+        count += wrong.size
+    return bad, count
+
+
+def _norms(diff: FloatArray) -> FloatArray:
+    """Euclidean length of every row."""
+    return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------------- key
@@ -233,15 +436,12 @@ def key_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
     if mismatch:
         return [*sealed, *mismatch]
     names = [str(c) for c in key["columns"]]
-    pos = [list(columns).index(c) for c in names]  # everything below in the key's order
-    x, y = x[:, pos], y[:, pos]
-    content = _moment_findings(x, means, stds, names) + _block_findings(key, names)
+    pos = [list(columns).index(c) for c in names]  # the key's order, as indices into x and y
+    content = _moment_findings(x, pos, means, stds, names) + _block_findings(key, names)
     if content:  # a key that is wrong in itself: undoing the release with it says no more
         return [*sealed, *content]
-    shift = y - translation
-    shift -= _noise(noise, (shift.shape[0], shift.shape[1]))
-    restored = means + stds * (shift @ matrix)
-    return [*sealed, *_restore_findings(restored, x, stds, names)]
+    undo = _Undo(means, stds, matrix, translation, noise)
+    return [*sealed, *undo.findings(x, y, pos, names)]
 
 
 def key_digest(content: Mapping[str, Any]) -> str:
@@ -326,11 +526,13 @@ def _match_findings(key: Mapping[str, Any], columns: Sequence[str], method: str,
     return []
 
 
-def _moment_findings(x: FloatArray, means: FloatArray, stds: FloatArray,
+def _moment_findings(x: FloatArray, pos: Sequence[int], means: FloatArray, stds: FloatArray,
                      columns: Sequence[str]) -> list[str]:
-    """The key's means and deviations must be the input's (population deviation, to 1e-9)."""
-    mean = x.mean(axis=0)
-    std = np.sqrt(np.mean((x - mean) ** 2, axis=0))
+    """The key's means and deviations must be the input's (population deviation, to 1e-9).
+
+    ``pos`` lists the input's column of each of the key's ``columns``.
+    """
+    mean, std = (m[pos] for m in moments(x))
     for what, got, want, tol in (
         ("mean", means, mean, MOMENT_RTOL * (np.abs(mean) + std)),
         ("deviation", stds, std, MOMENT_RTOL * std),
@@ -357,27 +559,45 @@ def _block_findings(key: Mapping[str, Any], columns: Sequence[str]) -> list[str]
     return []
 
 
-def _noise(noise: tuple[int, float] | None, shape: tuple[int, int]) -> FloatArray:
-    """The gdp noise ``scale * N(0, 1)``, drawn row by row from ``default_rng(seed)``."""
-    out = np.zeros(shape)
-    if noise is None:
-        return out
-    seed, scale = noise
-    gen = np.random.default_rng(seed)
-    for start in range(0, shape[0], NOISE_ROWS):
-        stop = min(shape[0], start + NOISE_ROWS)
-        out[start:stop] = gen.standard_normal((stop - start, shape[1])) * scale
-    return out
+@dataclass(frozen=True)
+class _Undo:
+    """Undoing a release with a key: ``x = mean + std * ((y - t - e) A)``, in the key's order."""
 
+    means: FloatArray
+    stds: FloatArray
+    matrix: FloatArray
+    translation: FloatArray
+    noise: tuple[int, float] | None  # (seed, scale) of the gdp noise ``e``
 
-def _restore_findings(restored: FloatArray, x: FloatArray, stds: FloatArray,
-                      columns: Sequence[str]) -> list[str]:
-    """Undoing the release must give the input: ``|x' - x| <= 1e-9 (|x| + std)``."""
-    wrong = np.abs(restored - x) > INVERT_RTOL * (np.abs(x) + stds)
-    if not wrong.any():
-        return []
-    rows, cols = np.nonzero(wrong)
-    i, j = int(rows[0]), int(cols[0])
-    return [f"undoing the release with the key gives {restored[i, j]:.12g} for column "
-            f"'{columns[j]}' of record {i + 1}, but the input holds {x[i, j]:.12g} "
-            f"({int(wrong.sum()):,} values differ)"]
+    def findings(self, x: FloatArray, y: FloatArray, pos: Sequence[int],
+                 columns: Sequence[str]) -> list[str]:
+        """Undoing the release must give the input: ``|x' - x| <= 1e-9 (|x| + std)``.
+
+        A block of :data:`NOISE_ROWS` rows at a time, the noise drawn row by
+        row from ``default_rng(seed)`` as it was added (the stream does not
+        depend on the block size).
+        """
+        gen = None if self.noise is None else np.random.default_rng(self.noise[0])
+        same = list(pos) == list(range(x.shape[1]))  # the key's order is the release's
+        first: tuple[int, int, float, float] | None = None
+        count = 0
+        for start in range(0, x.shape[0], NOISE_ROWS):
+            rows = slice(start, start + NOISE_ROWS)
+            xb, yb = (x[rows], y[rows]) if same else (x[rows][:, pos], y[rows][:, pos])
+            shift = yb - self.translation
+            if gen is not None and self.noise is not None:
+                shift -= gen.standard_normal(shift.shape) * self.noise[1]
+            restored = self.means + self.stds * (shift @ self.matrix)
+            wrong = np.abs(restored - xb) > INVERT_RTOL * (np.abs(xb) + self.stds)
+            if not wrong.any():
+                continue
+            count += int(wrong.sum())
+            if first is None:
+                i, j = (int(v[0]) for v in np.nonzero(wrong))
+                first = (start + i, j, float(restored[i, j]), float(xb[i, j]))
+        if first is None:
+            return []
+        i, j, got, want = first
+        return [f"undoing the release with the key gives {got:.12g} for column "
+                f"'{columns[j]}' of record {i + 1}, but the input holds {want:.12g} "
+                f"({count:,} values differ)"]

@@ -133,7 +133,16 @@ class _Context:
         return read_table(source, delimiter=delimiter, sheet=sheet)
 
     def read_release(self) -> tuple[Path, pd.DataFrame]:
-        """The release's path and table (a CSV's delimiter sniffed)."""
+        """The release's path and table (a CSV's delimiter sniffed).
+
+        A release the run wrote to a database table (``output`` a SQLAlchemy
+        URL, ``output_table`` its table) is read from there; its "path" is the
+        URL with the table after ``#``.
+        """
+        stored = self.params.get("output")
+        table = self.params.get("output_table")
+        if self.release is None and stored and _is_url(str(stored)) and table:
+            return Path(f"{stored}#{table}"), read_table(str(stored), table=str(table))
         path = self.release_path()
         return path, read_table(path)
 

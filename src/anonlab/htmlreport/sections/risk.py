@@ -293,8 +293,10 @@ def tradeoff_risk_section(report: Mapping[str, Any]) -> Section | None:
     if not isinstance(by_k, Mapping) or not by_k:
         return None
     blocks: list[Block] = []
-    if isinstance(report.get("attacker_knowledge"), str):
-        blocks.append(KeyValues([("the attacker knows", Cell(report["attacker_knowledge"]))]))
+    first = _mapping(next(iter(by_k.values())))
+    known = _knowledge_rows(report, {"attacker_columns": first.get("attacker_columns")})
+    if known:
+        blocks.append(KeyValues(known, caption="Who the attacker is"))
     blocks += _risk_ru_map(report)
     blocks.append(Table(["k", "classes", "smallest class", "prosecutor highest",
                          "prosecutor average", "sample uniques"], _per_k_rows(by_k),

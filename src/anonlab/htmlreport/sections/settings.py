@@ -47,10 +47,21 @@ def parameter_cell(name: str, value: Any, internal: bool) -> Cell:
     return cell(value, f"parameters.{name}")
 
 
-def settings_section(ctx: RenderContext) -> Section:
-    """What ran, when, on which files, with which settings."""
+def _seed_cell(report: Mapping[str, Any], params: Mapping[str, Any]) -> Cell:
+    """The random seed, or what the report says about it."""
+    seed = params.get("seed", report.get("seed"))
+    if seed is not None:
+        return cell(seed, "parameters.seed")
+    if params.get("seed_given") is True:  # a secret seed: the report keeps it out
+        return Cell("given, and kept out of the report (it is as secret as the key)")
+    if params.get("seed_given") is False:
+        return Cell("fresh from the operating system, not recorded")
+    return Cell("none (the method is deterministic or no seed was given)")
+
+
+def _run_rows(ctx: RenderContext) -> list[tuple[str, Cell]]:
+    """What ran and when: command, versions, time, seed, run time."""
     report = ctx.report
-    params = ctx.parameters
     head: list[tuple[str, Cell]] = [
         ("command", Cell(f"anonlab {ctx.command}")),
         ("anonlab version", Cell(show(report.get("anonlab_version")))),
@@ -59,48 +70,51 @@ def settings_section(ctx: RenderContext) -> Section:
         head.append(("created (UTC)", Cell(show(report["created"]).replace("+00:00", ""))))
     if report.get("python"):
         head.append(("Python", Cell(show(report["python"]))))
-    seed = params.get("seed", report.get("seed"))
-    if seed is not None:
-        head.append(("random seed", cell(seed, "parameters.seed")))
-    elif params.get("seed_given") is True:  # a secret seed: the report keeps it out
-        head.append(("random seed", Cell("given, and kept out of the report (it is as secret "
-                                         "as the key)")))
-    elif params.get("seed_given") is False:
-        head.append(("random seed", Cell("fresh from the operating system, not recorded")))
-    else:
-        head.append(("random seed",
-                     Cell("none (the method is deterministic or no seed was given)")))
+    head.append(("random seed", _seed_cell(report, ctx.parameters)))
     if isinstance(report.get("runtime_seconds"), int | float):
         head.append(("run time", num(report["runtime_seconds"], "runtime_seconds",
                                      text=f"{report['runtime_seconds']:.2f} s")))
-    blocks: list[Block] = [KeyValues(head)]
+    return head
 
-    inputs = report.get("inputs") or {}
+
+def _input_rows(report: Mapping[str, Any]) -> list[list[Cell]]:
+    """One row per input file: its role, name, size and SHA-256 (or 'in memory')."""
     rows = []
-    for role, desc in inputs.items():
+    for role, desc in (report.get("inputs") or {}).items():
         if isinstance(desc, Mapping):
             rows.append([Cell(str(role)), Cell(show(desc.get("name"))),
                          cell(desc.get("bytes"), f"inputs.{role}.bytes"),
                          Cell(show(desc.get("sha256")), style="hash")])
         else:
             rows.append([Cell(str(role)), Cell("in memory"), Cell("—"), Cell("—")])
+    return rows
+
+
+def _roles_table(report: Mapping[str, Any]) -> Table | None:
+    """The columns grouped by role (None without roles)."""
+    roles = report.get("roles")
+    if not isinstance(roles, Mapping) or not roles:
+        return None
+    by_role: dict[str, list[str]] = {}
+    for col, role in roles.items():
+        by_role.setdefault(str(role), []).append(str(col))
+    return Table(["role", "columns"],
+                 [[Cell(r), Cell(", ".join(cols))] for r, cols in by_role.items()],
+                 caption="Column roles")
+
+
+def settings_section(ctx: RenderContext) -> Section:
+    """What ran, when, on which files, with which settings."""
+    blocks: list[Block] = [KeyValues(_run_rows(ctx))]
+    rows = _input_rows(ctx.report)
     if rows:
         blocks.append(Table(["input", "file", "bytes", "SHA-256"], rows,
                             caption="Input files (the hash identifies the exact file used)"))
-
     prow = [[Cell(name), parameter_cell(name, value, ctx.internal)]
-            for name, value in flatten(params)]
+            for name, value in flatten(ctx.parameters)]
     if prow:
         blocks.append(Table(["parameter", "value"], prow, caption="Parameters"))
-
-    roles = report.get("roles")
-    if isinstance(roles, Mapping) and roles:
-        by_role: dict[str, list[str]] = {}
-        for col, role in roles.items():
-            by_role.setdefault(str(role), []).append(str(col))
-        blocks.append(Table(
-            ["role", "columns"],
-            [[Cell(r), Cell(", ".join(cols))] for r, cols in by_role.items()],
-            caption="Column roles",
-        ))
+    roles = _roles_table(ctx.report)
+    if roles is not None:
+        blocks.append(roles)
     return Section("Settings", "settings", blocks)
