@@ -30,8 +30,16 @@ ADULT = ROOT / "data" / "adult"
 runner = CliRunner()
 
 
-def write_setup(folder: Path, rows: int = 600, k: int = 20, extra: str = "") -> Path:
-    """Two providers cut from Adult's training file, and fusion.toml beside them."""
+ROLES = 'insensitive = ["education", "relationship"]'
+
+
+def write_setup(folder: Path, rows: int = 600, k: int = 20, extra: str = "",
+                roles: str = ROLES) -> Path:
+    """Two providers cut from Adult's training file, and fusion.toml beside them.
+
+    ``roles`` is the ``[fusion]`` line giving the two columns in no template
+    their role (insensitive: released as they are).
+    """
     frame = pd.read_csv(ADULT / "adult_full_train.csv", dtype=str).head(rows)
     frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])
     a = ["age", "workclass", "education", "marital-status"]
@@ -46,6 +54,7 @@ def write_setup(folder: Path, rows: int = 600, k: int = 20, extra: str = "") -> 
 class = "salary-class"
 id = "id"
 score = "sensitivity"
+{roles}
 {extra}
 [[templates]]
 qid = ["age", "workclass", "marital-status", "race", "sex", "native-country"]

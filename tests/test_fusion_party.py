@@ -315,8 +315,9 @@ def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path, chan
         rows = (ADULT / "hierarchy_race.csv").read_text().splitlines()
         race.write_text("\n".join(r.replace(";*", ";Any;*") for r in rows) + "\n")
         text = text.replace(str(ADULT / "hierarchy_race.csv"), str(race))
-    else:
+    else:  # occupation leaves the template and is released as it is (every column a role)
         text = text.replace('qid = ["education", "occupation"]', 'qid = ["education"]')
+        text = text.replace('[fusion]\n', '[fusion]\ninsensitive = ["occupation"]\n', 1)
     assert text != setup_2h.read_text()
     other.write_text(text, encoding="utf-8")
     procs = {

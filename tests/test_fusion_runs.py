@@ -19,6 +19,8 @@ from anonlab.verify.fusion import check_fusion
 from test_fusion_cli import write_setup
 
 runner = CliRunner()
+# the small setting's release is risky by design; tests/test_fusion_roles.py checks the warnings
+pytestmark = pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
 QIDS = [["age", "workclass", "marital-status", "race", "sex", "native-country"], ["age", "sex"]]
 
 
@@ -106,16 +108,17 @@ def test_a_failing_later_output_writes_nothing(
 def test_failed_verification_of_the_staged_file_writes_nothing(
     setup: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import anonlab.runs.fusion as runs
+    import anonlab.io
 
-    original = runs._reread
+    original = anonlab.io.read_table
 
-    def tampered(tmp: Path, target: Path) -> pd.DataFrame:
-        table = original(tmp, target)
+    def tampered(source: Any, **options: Any) -> pd.DataFrame:
+        """The staged release as read back, with one record moved to a group of its own."""
+        table = original(source, **options)
         table.loc[0, "sex"] = "tampered"  # a group of one record: template k = 20 fails
         return table
 
-    monkeypatch.setattr(runs, "_reread", tampered)
+    monkeypatch.setattr(anonlab.io, "read_table", tampered)
     out, report = tmp_path / "fused.csv", tmp_path / "fused.json"
     with pytest.raises(AnonlabError, match="verification failed, nothing written"):
         run_fuse(FuseSettings(config=str(setup), output=str(out), report=str(report)))

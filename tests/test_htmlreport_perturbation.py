@@ -1,10 +1,12 @@
 """HTML reports of real perturbation runs: ``perturb`` (the bundled OBT example) and ``attack``.
 
 Both commands run through the CLI with ``--report`` and ``--html`` as a user
-makes them; the pages are checked against the JSON: every number equal to its
-place in the report, S, R and P of every block, every attack row with its
-shares recovered, the clustering agreement, the command's warnings shown,
-and no value of the original records, of the release or of the secret key.
+makes them, and ``perturb --internal`` for the custodian's secret copy; the
+pages are checked against the JSON: every number equal to its place in the
+report, S, R and P of every block (secret copy only; the shareable page
+names no block), every attack row with its shares recovered, the clustering
+agreement, the command's warnings shown, and no value of the original
+records, of the release or of the secret key.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
                     "--key", str(out / "key.json"), "--attack-records", "400"],
         "attack": ["attack", str(data), str(out / "rel.csv"), "--known", "2,5",
                    "--max-records", "400"],
+        # the custodian's secret copy of the same run
+        "internal": ["perturb", "--config", str(data_dir.parent / "examples" /
+                                                "perturb_tarragona.toml"),
+                     "--library", str(out / "lib.json"), "--output", str(out / "rel2.csv"),
+                     "--key", str(out / "key2.json"), "--attack-records", "400", "--internal"],
     }
     found: dict[str, Any] = {"dir": out}
     for name, args in commands.items():
@@ -51,15 +58,32 @@ def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return found
 
 
-@pytest.mark.parametrize("command", ["perturb", "attack"])
+@pytest.mark.parametrize("command", ["perturb", "attack", "internal"])
 def test_numbers_equal_the_json(runs: dict[str, Any], command: str) -> None:
     report, html = runs[command]
     assert_numbers_match(report, Page(html))
-    assert html == render_html(report)
+    assert html == render_html(report, internal=command == "internal")
+
+
+def test_the_shareable_page_names_no_block(runs: dict[str, Any]) -> None:
+    """Only the figures over all blocks; a secret report shown shareable hides its blocks."""
+    report, html = runs["perturb"]
+    page = Page(html)
+    summary = report["privacy_summary"]
+    for name in ("min_S", "min_P", "blocks"):
+        assert float(page.values[f"privacy_summary.{name}"][0]) == summary[name]
+    secret = runs["internal"][0]
+    pairs = [", ".join(b["columns"]) for b in secret["blocks"]]
+    assert not [p for p in pairs if p in page.visible]
+    hidden = Page(render_html(secret))  # the secret report rendered without --internal
+    assert not [p for p in pairs if p in hidden.visible]
+    assert not any(k.startswith(("blocks.", "overall.")) for k in hidden.values)
+    assert "Render it with --internal" in hidden.visible
 
 
 def test_blocks_overall_and_clustering(runs: dict[str, Any]) -> None:
-    report, html = runs["perturb"]
+    report, html = runs["internal"]
+    assert report["secret"] is True and "INTERNAL REPORT" in html
     page = Page(html)
     for i, block in enumerate(report["blocks"]):
         for measure in ("S", "R", "P"):
@@ -70,8 +94,12 @@ def test_blocks_overall_and_clustering(runs: dict[str, Any]) -> None:
     for name, value in report["clustering"].items():
         assert float(page.values[f"clustering.{name}"][0]) == value
     assert "adjusted Rand index, k-means" in page.visible
-    # the P bars and the attack bars
-    assert sum(u.startswith("data:image/svg+xml") for u in page.urls) == 2
+    # the P bars are the one figure the shareable page (attack bars, risk figures) lacks
+    shared = Page(runs["perturb"][1])
+    assert sum(u.startswith("data:image/svg+xml") for u in page.urls) == 1 + sum(
+        u.startswith("data:image/svg+xml") for u in shared.urls)
+    assert "Privacy level P of each block" in page.visible
+    assert "Privacy level P of each block" not in shared.visible
 
 
 def test_attack_table_and_warning(runs: dict[str, Any]) -> None:
@@ -88,7 +116,7 @@ def test_attack_table_and_warning(runs: dict[str, Any]) -> None:
 
 
 def test_summary_states_the_weakest_block_and_strongest_attack(runs: dict[str, Any]) -> None:
-    report, html = runs["perturb"]
+    report, html = runs["internal"]
     summary = Page(html).visible.split("Summary", 1)[1][:900]
     weakest = min(b["P"] for b in report["blocks"])
     assert f"is {format_number(weakest)} in the weakest of {len(report['blocks'])} blocks" \

@@ -16,6 +16,21 @@ from anonlab.perturbation import RecoverableReleaseWarning, perturb
 runner = CliRunner()
 
 
+TABLE = ("zip", "a", "b", "c", "d", "e", "count", "town")  # the columns of ``table``
+
+
+def _roles(columns: str, table: tuple[str, ...] = TABLE) -> list[str]:
+    """Every column of ``table`` not perturbed, released unchanged by explicit choice."""
+    chosen = columns.split(",")
+    rest = [c for c in table if c not in chosen]
+    return ["--insensitive", ",".join(rest)] if rest else []
+
+
+def _cols(columns: str) -> list[str]:
+    """``--columns`` and the roles of the other columns of ``table``."""
+    return ["--columns", columns, *_roles(columns)]
+
+
 def _run(args: list[str]) -> tuple[int, str]:
     result = runner.invoke(app, args)
     return result.exit_code, result.output
@@ -37,7 +52,7 @@ def table(tmp_path: Path) -> Path:
 def test_perturb_writes_release_key_report_and_inverts(table: Path, tmp_path: Path) -> None:
     out, key, rep = tmp_path / "rel.csv", tmp_path / "key.json", tmp_path / "rep.json"
     html = tmp_path / "rep.html"
-    code, text = _run(["perturb", str(table), "--columns", "a,b,c,d,e,count", "--method", "obt",
+    code, text = _run(["perturb", str(table), *_cols("a,b,c,d,e,count"), "--method", "obt",
                        "--min-privacy", "0.5", "--seed", "7", "--output", str(out), "--key",
                        str(key), "--report", str(rep), "--html", str(html), "--known", "2,5",
                        "--quiet"])
@@ -50,11 +65,14 @@ def test_perturb_writes_release_key_report_and_inverts(table: Path, tmp_path: Pa
         assert release[col].tolist() == original[col].tolist()
     assert not np.allclose(release["a"], original["a"])
     report = json.loads(rep.read_text())
-    for k in ("method", "columns", "records", "blocks", "overall", "attacks", "clustering",
-              "warnings", "anonlab_version", "parameters"):
+    for k in ("method", "columns", "records", "privacy_summary", "attacks", "clustering",
+              "warnings", "anonlab_version", "parameters", "roles", "risk", "risk_warnings"):
         assert k in report
     assert report["method"] == "obt" and report["records"] == 120
-    assert {"columns", "S", "S_trace", "R", "P"} <= set(report["blocks"][0])
+    # the shareable report names no block (a pairing with its S undoes the release)
+    assert "blocks" not in report and "overall" not in report
+    assert {"blocks", "block_sizes", "min_S", "min_P"} <= set(report["privacy_summary"])
+    assert report["released_unchanged"] == ["zip", "town"]
     assert {"attack", "known", "median_relative_error", "within_10", "within_25"} <= set(
         report["attacks"][0])
     assert report["clustering"]["kmeans"] == 1.0 and report["clustering"]["ward"] == 1.0
@@ -78,7 +96,7 @@ def test_the_report_does_not_hold_the_seed(table: Path, tmp_path: Path) -> None:
     from anonlab.perturbation.library import haar_orthogonal
 
     rep, html, key = tmp_path / "rep.json", tmp_path / "rep.html", tmp_path / "key.json"
-    assert _run(["perturb", str(table), "--columns", "a,b,c,d,e", "--method", "rotation",
+    assert _run(["perturb", str(table), *_cols("a,b,c,d,e"), "--method", "rotation",
                  "--seed", "123457", "--report", str(rep), "--html", str(html), "--key",
                  str(key), "--output", str(tmp_path / "o.csv"), "--quiet"])[0] == 0
     matrix = np.asarray(json.loads(key.read_text())["blocks"][0]["matrix"])
@@ -93,7 +111,7 @@ def test_without_a_seed_the_transform_is_unpredictable(table: Path, tmp_path: Pa
     keys = []
     for run in range(2):
         out, key = tmp_path / f"r{run}.csv", tmp_path / f"k{run}.json"
-        assert _run(["perturb", str(table), "--columns", "a,b,c,d", "--method", "rotation",
+        assert _run(["perturb", str(table), *_cols("a,b,c,d"), "--method", "rotation",
                      "--output", str(out), "--key", str(key), "--quiet"])[0] == 0
         keys.append(np.asarray(json.loads(key.read_text())["blocks"][0]["matrix"]))
         back = tmp_path / f"b{run}.csv"
@@ -111,7 +129,7 @@ def test_without_a_seed_the_transform_is_unpredictable(table: Path, tmp_path: Pa
 
 def test_a_stored_library_does_not_give_away_the_seed(table: Path, tmp_path: Path) -> None:
     lib = tmp_path / "lib.json"
-    assert _run(["perturb", str(table), "--columns", "a,b,c,d", "--seed", "98765",
+    assert _run(["perturb", str(table), *_cols("a,b,c,d"), "--seed", "98765",
                  "--library", str(lib), "--output", str(tmp_path / "o.csv"), "--quiet"])[0] == 0
     assert json.loads(lib.read_text())["seed"] != 98765
 
@@ -119,7 +137,7 @@ def test_a_stored_library_does_not_give_away_the_seed(table: Path, tmp_path: Pat
 def test_every_method_from_the_cli(table: Path, tmp_path: Path) -> None:
     for method in ("rbt", "rotation", "gdp"):
         out, key = tmp_path / f"{method}.csv", tmp_path / f"{method}.json"
-        code, text = _run(["perturb", str(table), "--columns", "a,b,c", "--method", method,
+        code, text = _run(["perturb", str(table), *_cols("a,b,c"), "--method", method,
                            "--rho", "0.3", "--noise", "0.05", "--output", str(out), "--key",
                            str(key)])
         assert code == 0, text
@@ -133,13 +151,13 @@ def test_every_method_from_the_cli(table: Path, tmp_path: Path) -> None:
 
 def test_library_is_built_once_and_reused(table: Path, tmp_path: Path) -> None:
     lib = tmp_path / "lib.json"
-    args = ["perturb", str(table), "--columns", "a,b,c,d", "--library", str(lib),
+    args = ["perturb", str(table), *_cols("a,b,c,d"), "--library", str(lib),
             "--min-privacy", "0.6", "--quiet"]
     assert _run([*args, "--seed", "1", "--output", str(tmp_path / "r1.csv")])[0] == 0
     first = lib.read_text()
     assert _run([*args, "--seed", "2", "--output", str(tmp_path / "r2.csv")])[0] == 0
     assert lib.read_text() == first
-    code, text = _run(["perturb", str(table), "--columns", "a,b", "--library", str(lib),
+    code, text = _run(["perturb", str(table), *_cols("a,b"), "--library", str(lib),
                        "--min-privacy", "0.7", "--output", str(tmp_path / "r3.csv")])
     assert code == 2 and "--min-privacy 0.7 is above the privacy level 0.6" in text
     assert not (tmp_path / "r3.csv").exists()
@@ -148,7 +166,7 @@ def test_library_is_built_once_and_reused(table: Path, tmp_path: Path) -> None:
 def test_config_file_with_flag_override(table: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "perturb.toml"
     cfg.write_text(f'input = "{table.name}"\ncolumns = "a,b,c"\nmethod = "rotation"\n'
-                   'seed = 3\noutput = "cfg.csv"\n')
+                   'insensitive = "zip,d,e,count,town"\nseed = 3\noutput = "cfg.csv"\n')
     code, text = _run(["perturb", "--config", str(cfg), "--method", "rbt", "--report",
                        str(tmp_path / "cfg.json"), "--quiet"])
     assert code == 0, text
@@ -158,41 +176,41 @@ def test_config_file_with_flag_override(table: Path, tmp_path: Path) -> None:
 
 def test_attack_command(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.csv"
-    assert _run(["perturb", str(table), "--columns", "a,b,c,d,e", "--method", "rotation",
+    assert _run(["perturb", str(table), *_cols("a,b,c,d,e"), "--method", "rotation",
                  "--output", str(out), "--quiet"])[0] == 0
     rep = tmp_path / "attack.json"
-    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,c,d,e", "--known",
+    code, text = _run(["attack", str(table), str(out), *_cols("a,b,c,d,e"), "--known",
                        "2,5", "--report", str(rep)])
     assert code == 0, text
     report = json.loads(rep.read_text())
     assert report["command"] == "attack"
     rows = {(r["attack"], r["known"]): r for r in report["attacks"]}
     assert rows[("procrustes", 5)]["exact"] == 1.0  # 5 known records span 5 columns
-    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,c,d,e", "--known",
+    code, text = _run(["attack", str(table), str(out), *_cols("a,b,c,d,e"), "--known",
                        "5", "--max-records", "60", "--report", str(rep), "--quiet"])
     sub = {(r["attack"], r["known"]): r for r in json.loads(rep.read_text())["attacks"]}
     assert code == 0 and sub[("procrustes", 5)]["exact"] == 1.0  # centred on the whole file
     assert "Warning: release is recoverable" in text
-    code, text = _run(["attack", str(table), str(out), "--columns", "a,b,town"])
+    code, text = _run(["attack", str(table), str(out), *_cols("a,b,town")])
     assert code == 2 and "Error: column 'town' is not numeric" in text
-    code, text = _run(["attack", str(table), str(out), "--columns", "a,b", "--seed", "-2"])
+    code, text = _run(["attack", str(table), str(out), *_cols("a,b"), "--seed", "-2"])
     assert code == 2 and text.strip() == "Error: --seed -2 must be a whole number >= 0"
-    code, text = _run(["attack", str(table), str(out), "--columns", "a,b", "--delimiter", "ab"])
+    code, text = _run(["attack", str(table), str(out), *_cols("a,b"), "--delimiter", "ab"])
     assert code == 2 and text.strip().startswith("Error: --delimiter 'ab' must be one character")
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--columns", "a"], "1 column(s) chosen: an orthogonal transform needs at least 2"),
-    (["--columns", "a,town"], "column 'town' is not numeric"),
-    (["--columns", "a,nope"], "unknown column 'nope'"),
-    (["--columns", "a,b", "--method", "swap"], "--method: Input should be 'obt'"),
-    (["--columns", "a,b", "--min-privacy", "0.99"], "--min-privacy 0.99 is out of reach"),
-    (["--columns", "a,b", "--method", "rbt", "--rho", "9"], "--rho (9, 9) is out of reach"),
-    (["--columns", "a,b", "--method", "rotation", "--library", "x.json"],
+    ([*_cols("a")], "1 column(s) chosen: an orthogonal transform needs at least 2"),
+    ([*_cols("a,town")], "column 'town' is not numeric"),
+    ([*_cols("a,nope")], "unknown column 'nope'"),
+    ([*_cols("a,b"), "--method", "swap"], "--method: Input should be 'obt'"),
+    ([*_cols("a,b"), "--min-privacy", "0.99"], "--min-privacy 0.99 is out of reach"),
+    ([*_cols("a,b"), "--method", "rbt", "--rho", "9"], "--rho (9, 9) is out of reach"),
+    ([*_cols("a,b"), "--method", "rotation", "--library", "x.json"],
      "--library applies to method obt only"),
-    (["--columns", "a,b", "--seed", "-1"], "--seed -1 must be a whole number >= 0"),
-    (["--columns", "a,b", "--delimiter", ";;"], "--delimiter ';;' must be one character"),
-    (["--columns", "a,b", "--delimiter", ""], "--delimiter '' must be one character"),
+    ([*_cols("a,b"), "--seed", "-1"], "--seed -1 must be a whole number >= 0"),
+    ([*_cols("a,b"), "--delimiter", ";;"], "--delimiter ';;' must be one character"),
+    ([*_cols("a,b"), "--delimiter", ""], "--delimiter '' must be one character"),
 ])
 def test_bad_input_one_line_exit_2_nothing_written(table: Path, tmp_path: Path,
                                                     args: list[str], message: str) -> None:
@@ -207,10 +225,11 @@ def test_bad_input_one_line_exit_2_nothing_written(table: Path, tmp_path: Path,
 def test_nan_and_constant_columns_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("a,b,c\n1,2,5\n2,,5\n3,4,5\n")
-    code, text = _run(["perturb", str(path), "--columns", "a,b", "--output",
-                       str(tmp_path / "o.csv")])
+    code, text = _run(["perturb", str(path), "--columns", "a,b", "--insensitive", "c",
+                       "--output", str(tmp_path / "o.csv")])
     assert code == 2 and "column 'b' has a missing or infinite value (record 2)" in text
-    code, text = _run(["perturb", str(path), "--columns", "a,c", "--output",
+    code, text = _run(["perturb", str(path), "--columns", "a,c", "--insensitive", "b",
+                       "--output",
                        str(tmp_path / "o.csv")])
     assert code == 2 and "column 'c' is constant" in text
     assert not (tmp_path / "o.csv").exists()
@@ -219,13 +238,13 @@ def test_nan_and_constant_columns_refused(tmp_path: Path) -> None:
 def test_a_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("a,b,a\n1,2,3\n4,5,7\n2,9,1\n5,1,1\n")
-    for args in ([], ["--columns", "a,b"]):
+    for args in ([], ["--columns", "a,b", "--insensitive", "c"]):
         code, text = _run(["perturb", str(path), *args, "--output", str(tmp_path / "o.csv")])
         assert code == 2
         assert text.strip() == (f"Error: file '{path}' names the column 'a' twice in its "
                                 "header: give every column its own name")
     path.write_text("a,b,c\n1,2,3\n4,5,7\n2,9,1\n5,1,1\n")
-    code, text = _run(["perturb", str(path), "--columns", "b,b", "--output",
+    code, text = _run(["perturb", str(path), "--columns", "b,b", "--insensitive", "a,c", "--output",
                        str(tmp_path / "o.csv")])
     assert code == 2 and text.strip() == "Error: --columns names 'b' twice: name each column once"
     assert not (tmp_path / "o.csv").exists()
@@ -249,11 +268,11 @@ def test_a_directory_given_as_a_file_is_refused_before_writing(table: Path, tmp_
     folder.mkdir()
     paths = {"--output": tmp_path / "o.csv", "--key": tmp_path / "k.json", flag: folder}
     args = [a for f, p in paths.items() for a in (f, str(p))]
-    code, text = _run(["perturb", str(table), "--columns", "a,b", *args])
+    code, text = _run(["perturb", str(table), *_cols("a,b"), *args])
     assert code == 2
     assert text.strip() == f"Error: {flag} '{folder}' is a folder: give a file name inside it"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "folder"]
-    code, text = _run(["attack", str(table), str(table), "--columns", "a,b", "--report",
+    code, text = _run(["attack", str(table), str(table), *_cols("a,b"), "--report",
                        str(folder)])
     assert code == 2 and text.strip() == (f"Error: --report '{folder}' is a folder: give a "
                                           "file name inside it")
@@ -265,9 +284,9 @@ def test_a_directory_given_as_a_file_is_refused_before_writing(table: Path, tmp_
 
 def test_outputs_never_overwrite_inputs(table: Path, tmp_path: Path) -> None:
     before = table.read_bytes()
-    code, text = _run(["perturb", str(table), "--columns", "a,b", "--output", str(table)])
+    code, text = _run(["perturb", str(table), *_cols("a,b"), "--output", str(table)])
     assert code == 2 and "is also an input" in text
-    code, text = _run(["perturb", str(table), "--columns", "a,b", "--output",
+    code, text = _run(["perturb", str(table), *_cols("a,b"), "--output",
                        str(tmp_path / "x.csv"), "--key", str(tmp_path / "x.csv")])
     assert code == 2 and "is given as both output and key" in text
     assert table.read_bytes() == before and not (tmp_path / "x.csv").exists()
@@ -277,7 +296,7 @@ def test_invert_refuses_a_key_that_does_not_match(table: Path, tmp_path: Path) -
     r1, k1 = tmp_path / "r1.csv", tmp_path / "k1.json"
     r2, k2 = tmp_path / "r2.csv", tmp_path / "k2.json"
     for r, k, s in ((r1, k1, "1"), (r2, k2, "2")):
-        assert _run(["perturb", str(table), "--columns", "a,b,c", "--seed", s, "--output",
+        assert _run(["perturb", str(table), *_cols("a,b,c"), "--seed", s, "--output",
                      str(r), "--key", str(k), "--quiet"])[0] == 0
     out = tmp_path / "back.csv"
     code, text = _run(["perturb", "--invert", "--key", str(k1), str(r2), "--output", str(out)])
@@ -315,8 +334,8 @@ def test_column_types_come_from_every_value(tmp_path: Path) -> None:
     assert data.values[-1].tolist() == [199.5, 7.0]
     assert frame["c"].iloc[0] == "000"
     path.write_text("a,b,c\n" + "\n".join(rows) + "\n5,oops,001\n")
-    code, text = _run(["perturb", str(path), "--columns", "a,b", "--output",
-                       str(tmp_path / "o.csv")])
+    code, text = _run(["perturb", str(path), "--columns", "a,b", "--insensitive", "c",
+                       "--output", str(tmp_path / "o.csv")])
     assert code == 2
     assert text.strip() == ("Error: column 'b' is not numeric (record 201: 'oops'): choose "
                             "numeric columns (z-scores need numbers)")
@@ -330,8 +349,8 @@ def test_semicolon_csv_and_parquet_categories_round_trip(tmp_path: Path) -> None
     semi = tmp_path / "semi.csv"
     frame.to_csv(semi, sep=";", index=False)
     out, key, back = tmp_path / "o.csv", tmp_path / "k.json", tmp_path / "b.csv"
-    assert _run(["perturb", str(semi), "--columns", "x,y", "--output", str(out), "--key",
-                 str(key), "--quiet"])[0] == 0
+    assert _run(["perturb", str(semi), "--columns", "x,y", "--insensitive", "cat,s",
+                 "--output", str(out), "--key", str(key), "--quiet"])[0] == 0
     # every release is written in the one CSV dialect (comma), whatever the input's delimiter
     assert out.read_text().splitlines()[0] == "x,y,cat,s"
     assert _run(["perturb", "--invert", "--key", str(key), str(out), "--output", str(back),
@@ -341,6 +360,6 @@ def test_semicolon_csv_and_parquet_categories_round_trip(tmp_path: Path) -> None
     assert np.allclose(restored[["x", "y"]], frame[["x", "y"]], rtol=1e-13, atol=1e-13)
     pq_in = tmp_path / "cat.parquet"
     frame.to_parquet(pq_in, index=False)
-    assert _run(["perturb", str(pq_in), "--columns", "x,y", "--output", str(out), "--quiet"]
-                )[0] == 0
+    assert _run(["perturb", str(pq_in), "--columns", "x,y", "--insensitive", "cat,s",
+                 "--output", str(out), "--quiet"])[0] == 0
     assert pd.read_csv(out)["cat"].tolist() == ["a", "b"] * 20

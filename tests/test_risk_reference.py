@@ -11,10 +11,12 @@ sdcMicro: ``freqCalc``, ``measure_risk``, ``suda2`` and ``ldiversity``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.typing import NDArray
 
 from anonlab.risk import equivalence_classes, measure_risk
 from anonlab.risk.individual import global_risk, record_frequencies, sampling_weights
@@ -250,7 +252,7 @@ def test_adult_measure_risk_matches_sdcmicro(adult: pd.DataFrame, adult_k5: pd.D
     assert k5["expected_reidentifications"] == pytest.approx(182, rel=REL)
 
 
-def _record_scores(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _record_scores(frame: pd.DataFrame, keys: list[str]) -> tuple[NDArray[Any], NDArray[Any]]:
     classes = equivalence_classes(frame, keys)
     result = suda2_scores(classes)
     return result.scores[classes.row_class], result.dis_scores[classes.row_class]

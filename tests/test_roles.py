@@ -262,7 +262,7 @@ def test_apply_on_a_report_without_roles_knows_the_columns_its_parameters_name(
 
 def test_microaggregate_roles_drop_identifiers_and_keep_the_rest(numbers: Path) -> None:
     result = run_microaggregate(MicroaggregateSettings(
-        input=str(numbers / "n.csv"), k=3, identifying="id", sensitive="b",
+        input=str(numbers / "n.csv"), k=3, identifying=["id"], sensitive=["b"],
         other="insensitive", output=str(numbers / "o.csv")))
     original = pd.read_csv(numbers / "n.csv", dtype=str)
     release = pd.read_csv(numbers / "o.csv", dtype=str)

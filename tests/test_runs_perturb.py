@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.perturbation import RecoverableReleaseWarning
 from anonlab.runs.perturb import (
     AttackSettings,
@@ -35,10 +35,29 @@ def _cli(args: list[str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+COLUMNS = ("zip", "a", "b", "c", "d", "e", "count", "town")  # the columns of ``frame``
+
+
+def _rest(columns: str) -> list[str]:
+    """``--columns`` and every other column of ``table`` released unchanged by choice."""
+    chosen = columns.split(",")
+    return ["--columns", columns, "--insensitive",
+            ",".join(c for c in COLUMNS if c not in chosen)]
+
+
+def _unchanged(columns: list[str]) -> list[str]:
+    """The columns of ``frame`` not in ``columns`` (given the insensitive role)."""
+    return [c for c in COLUMNS if c not in columns]
+
+
 def _quietly(run: Any) -> Any:
-    """``run()`` with the recoverability warning silenced (it is not what is tested there)."""
+    """``run()`` with the risk warnings silenced (they are not what is tested there).
+
+    The recoverability warning is one of them (a ``ReleaseRiskWarning``), and so
+    is the uniqueness of the records on ``zip``, released unchanged.
+    """
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RecoverableReleaseWarning)
+        warnings.simplefilter("ignore", ReleaseRiskWarning)
         return run()
 
 
@@ -66,7 +85,8 @@ def _names(folder: Path) -> list[str]:
 
 def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     cli, py = tmp_path / "cli", tmp_path / "py"
-    args = {"columns": "a,b,c,d,e,count", "method": "obt", "seed": "11", "known": "2,5"}
+    args = {"columns": "a,b,c,d,e,count", "insensitive": "zip,town", "method": "obt",
+            "seed": "11", "known": "2,5"}
     code, text = _cli(["perturb", str(table), *[x for k, v in args.items()
                                                  for x in (f"--{k}", v)],
                        "--output", str(cli / "rel.csv"), "--key", str(cli / "key.json"),
@@ -74,6 +94,7 @@ def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     assert code == 0, text
     settings = PerturbSettings.model_validate(
         {"input": table, "columns": args["columns"], "seed": 11, "known": "2,5",
+         "insensitive": args["insensitive"],
          "output": str(py / "rel.csv"), "key": str(py / "key.json"),
          "report": str(py / "rep.json")})
     result = _quietly(lambda: run_perturb(settings))
@@ -84,7 +105,8 @@ def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     cli_report = json.loads((cli / "rep.json").read_text())
     assert cli_report["paths"] == result.report["paths"] == "relative to the report's folder"
     assert cli_report["parameters"]["input"] == os.path.relpath(table, cli)
-    for key in ("blocks", "overall", "attacks", "clustering", "warnings"):
+    for key in ("privacy_summary", "attacks", "clustering", "warnings", "roles", "risk",
+                "risk_of_unchanged", "risk_warnings"):
         assert cli_report[key] == json.loads(json.dumps(result.report[key]))
     # the release keeps pass-through text exactly and is in the one CSV dialect
     lines = (py / "rel.csv").read_text().splitlines()
@@ -108,7 +130,7 @@ def test_a_key_in_a_read_only_folder_writes_nothing(table: Path, tmp_path: Path,
     monkeypatch.setattr(os, "access", access)
     out = tmp_path / "rel.csv"
     try:
-        code, text = _cli(["perturb", str(table), "--columns", "a,b,c", "--seed", "1",
+        code, text = _cli(["perturb", str(table), *_rest("a,b,c"), "--seed", "1",
                            "--output", str(out), "--key", str(locked / "key.json")])
     finally:
         locked.chmod(0o755)
@@ -129,7 +151,7 @@ def test_a_key_that_fails_to_write_takes_the_staged_release_with_it(
         return real_write(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", write_text)
-    code, text = _cli(["perturb", str(table), "--columns", "a,b,c", "--seed", "1", "--output",
+    code, text = _cli(["perturb", str(table), *_rest("a,b,c"), "--seed", "1", "--output",
                        str(tmp_path / "rel.csv"), "--key", str(tmp_path / "key.json")])
     assert code == 2 and len(text.strip().splitlines()) == 1
     assert text.startswith("Error: ") and "permission denied" in text and "key.json" in text
@@ -146,7 +168,8 @@ def test_a_failing_html_render_leaves_nothing(table: Path, tmp_path: Path,
     monkeypatch.setattr(anonlab.htmlreport, "render_html", broken)
     settings = PerturbSettings(
         input=str(table), columns=["a", "b", "c"], method="rotation", seed=3,
-        library=None, output=str(tmp_path / "rel.csv"), key=str(tmp_path / "key.json"),
+        insensitive=_unchanged(["a", "b", "c"]), library=None,
+        output=str(tmp_path / "rel.csv"), key=str(tmp_path / "key.json"),
         report=str(tmp_path / "rep.json"), html=str(tmp_path / "rep.html"))
     with pytest.raises(RuntimeError, match="the renderer broke"):
         _quietly(lambda: run_perturb(settings))
@@ -166,7 +189,8 @@ def test_a_release_that_fails_verification_is_not_written(
 
     monkeypatch.setattr(anonlab.io, "write_table", tampered)
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="rotation",
-                               seed=3, output=str(tmp_path / "rel.csv"),
+                               seed=3, insensitive=_unchanged(["a", "b", "c"]),
+                               output=str(tmp_path / "rel.csv"),
                                key=str(tmp_path / "key.json"))
     with pytest.raises(AnonlabError, match="verification failed, nothing written: the "
                        "distance between records"):
@@ -196,7 +220,8 @@ def test_csv_parquet_and_dataframe_inputs_give_the_same_release(
     releases, keys = [], []
     for i, source in enumerate([table, tmp_path / "data.parquet", frame]):
         settings = PerturbSettings(input=source, columns=["a", "b", "c", "d", "count"],
-                                   seed=5, output=str(tmp_path / f"r{i}.csv"),
+                                   insensitive=["zip", "e", "town"], seed=5,
+                                   output=str(tmp_path / f"r{i}.csv"),
                                    key=str(tmp_path / f"k{i}.json"))
         result = _quietly(lambda s=settings: run_perturb(s))
         assert result.report["verified"] is True
@@ -210,7 +235,8 @@ def test_csv_parquet_and_dataframe_inputs_give_the_same_release(
 def test_a_parquet_release_is_written_and_verified(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.parquet"
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="gdp",
-                               seed=2, noise=0.2, output=str(out),
+                               seed=2, noise=0.2, insensitive=_unchanged(["a", "b", "c"]),
+                               output=str(out),
                                key=str(tmp_path / "key.json"))
     result = _quietly(lambda: run_perturb(settings))
     assert result.report["verified"] is True
@@ -226,7 +252,9 @@ def test_a_parquet_release_is_written_and_verified(table: Path, tmp_path: Path) 
 
 
 def test_the_run_warns_and_the_report_keeps_the_message(table: Path, tmp_path: Path) -> None:
+    # town's classes hold 21 or more records: the release draws no other risk warning
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c", "d"], seed=1,
+                               identifying=["zip", "e", "count"], insensitive=["town"],
                                known=[2], report=str(tmp_path / "rep.json"))
     with pytest.warns(RecoverableReleaseWarning, match="method_aware attack with 2 known") as w:
         result = run_perturb(settings)
@@ -241,7 +269,8 @@ def test_the_run_warns_and_the_report_keeps_the_message(table: Path, tmp_path: P
 def test_progress_hears_blocks_and_attacks(table: Path, tmp_path: Path) -> None:
     heard: list[tuple[str, int, int | None]] = []
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="rotation",
-                               seed=4, known=[2], output=str(tmp_path / "rel.csv"))
+                               seed=4, known=[2], output=str(tmp_path / "rel.csv"),
+                               identifying=["zip", "d", "e", "count"], insensitive=["town"])
     run_perturb(settings, progress=lambda step, done, total: heard.append((step, done, total)))
     assert ("perturbing blocks", 1, 1) in heard
     attacks = [h for h in heard if h[0] == "attacks"]
@@ -253,11 +282,12 @@ def test_attack_run_warns_and_writes_its_report(table: Path, tmp_path: Path) -> 
     out = tmp_path / "rel.csv"
     _quietly(lambda: run_perturb(PerturbSettings(input=str(table), columns=list("abcde"),
                                                  method="rotation", seed=8,
+                                                 insensitive=["zip", "count", "town"],
                                                  output=str(out))))
     heard: list[str] = []
     settings = AttackSettings.model_validate(
         {"original": str(table), "released": str(out), "columns": "a,b,c,d,e",
-         "known": "2,5", "report": str(tmp_path / "att.json")})
+         "insensitive": "zip,count,town", "known": "2,5", "report": str(tmp_path / "att.json")})
     with pytest.warns(RecoverableReleaseWarning, match="with 5 known") as w:
         result = run_attack(settings, progress=lambda step, done, total: heard.append(step))
     assert len(w) == 1 and w[0].filename == __file__
@@ -273,7 +303,8 @@ def test_invert_applies_a_saved_key(table: Path, tmp_path: Path,
     rel, key = tmp_path / "rel.csv", tmp_path / "key.json"
     _quietly(lambda: run_perturb(PerturbSettings(input=str(table), seed=9, output=str(rel),
                                                  key=str(key),
-                                                 columns=["a", "b", "c", "count"])))
+                                                 columns=["a", "b", "c", "count"],
+                                                 insensitive=["zip", "d", "e", "town"])))
     result = run_invert(InvertSettings(input=str(rel), key=str(key),
                                        output=str(tmp_path / "back.csv")))
     assert result.written == [tmp_path / "back.csv"] and result.report["verified"] is True
@@ -341,7 +372,7 @@ def test_the_example_runs_verified_and_keeps_distances(tmp_path: Path) -> None:
 
 def test_cli_invert_and_config_overrides_are_one_line(table: Path, tmp_path: Path) -> None:
     rel, key = tmp_path / "rel.csv", tmp_path / "key.json"
-    assert _cli(["perturb", str(table), "--columns", "a,b", "--seed", "2", "--output",
+    assert _cli(["perturb", str(table), *_rest("a,b"), "--seed", "2", "--output",
                  str(rel), "--key", str(key), "--quiet"])[0] == 0
     code, text = _cli(["perturb", "--invert", str(rel), "--key", str(key), "--output",
                        str(tmp_path / "b.csv"), "--method", "rbt", "--report", "r.json"])
@@ -362,7 +393,8 @@ def test_a_gdp_release_without_a_key_file_is_verified_with_its_key(table: Path,
                                                                    tmp_path: Path) -> None:
     # noise moves every distance: the check undoes the release with the key that made it
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="gdp",
-                               seed=6, noise=0.3, output=str(tmp_path / "rel.csv"))
+                               seed=6, noise=0.3, insensitive=_unchanged(["a", "b", "c"]),
+                               output=str(tmp_path / "rel.csv"))
     result = _quietly(lambda: run_perturb(settings))
     assert result.report["verified"] is True
     assert result.written == [tmp_path / "rel.csv"]

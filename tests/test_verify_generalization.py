@@ -51,7 +51,7 @@ def test_adult_release_holds(adult: tuple[Path, Path]) -> None:
 
 def test_pycanon_agrees_with_our_k(adult: tuple[Path, Path]) -> None:
     """pycanon's k (smallest class, '*' rows as one class) is the largest k our check accepts."""
-    from pycanon.anonymity import k_anonymity  # type: ignore[import-untyped]
+    from pycanon.anonymity import k_anonymity
 
     release = pd.read_csv(adult[1], dtype=str, keep_default_na=False)
     k = k_anonymity(release, QIS)

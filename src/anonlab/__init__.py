@@ -16,6 +16,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "run": "anonlab.runs",
+    "RunResult": "anonlab.runs",
     "AnonlabError": "anonlab.errors",
     "ReleaseRiskWarning": "anonlab.errors",
     "ReleaseRiskError": "anonlab.errors",
@@ -115,6 +117,7 @@ __all__ = [
     "ReleaseRiskError",
     "ReleaseRiskWarning",
     "Role",
+    "RunResult",
     "SecureMax",
     "TradeoffSettings",
     "__version__",
@@ -140,6 +143,7 @@ __all__ = [
     "read_table",
     "redaction_hierarchy",
     "render_html",
+    "run",
     "run_apply",
     "run_attack",
     "run_attacks",

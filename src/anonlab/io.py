@@ -23,7 +23,8 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,6 +62,7 @@ def read_table(
     dtype: Any = str,
     format_of: PathLike | DatabaseTarget | None = None,
     strings: Strings = "python",
+    doubles: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read a table from a file, a folder, a database or a DataFrame.
 
@@ -93,23 +95,32 @@ def read_table(
     Python object per value, which at a million rows is most of the reading
     time and memory, and lets Arrow's compute functions (e.g. the cast to
     ``float64``) work on the columns without a copy.
+
+    ``doubles`` names columns to read as ``float64`` rather than as text
+    (``dtype=str`` only): each value is the double its text parses to, by
+    Arrow's correctly rounded parser, so the column equals its text cast to
+    ``float64``, without the text being made (a CSV's fields are parsed as
+    the file is read; a ``float64`` column of Parquet or a DataFrame is taken
+    as it is). A missing value or a text that is not a number is an error
+    naming the column; read such a table as text. With ``strings="arrow"``
+    these columns are Arrow-backed too (``pd.ArrowDtype(pa.float64())``).
     """
     import pandas as pd  # here, not at import: commands that never read a table skip it
 
-    arrow = _arrow_strings(strings, dtype)
+    text = _text_options(strings, doubles, dtype)
     if isinstance(source, pd.DataFrame):
         _no_sheet(sheet, "a DataFrame")
         _no_database_options(table, query, "a DataFrame")
-        return _from_frame(source, dtype, arrow)
+        return _from_frame(source, dtype, text)
     if is_database_url(source):
         _no_sheet(sheet, f"'{masked(str(source))}'")
-        return _from_database(str(source), table, query, dtype, arrow)
+        return _from_database(str(source), table, query, dtype, text)
     _no_database_options(table, query, f"'{source}'")
     if delimiter is None and format_of is not None:
         delimiter = _written_delimiter(format_of)
     path = Path(source)
     try:
-        return _from_path(path, delimiter, sheet, header, quotechar, dtype, arrow)
+        return _from_path(path, delimiter, sheet, header, quotechar, dtype, text)
     except MemoryError as exc:
         raise _memory_error(path, exc) from None
     except PermissionError:
@@ -120,15 +131,30 @@ def read_table(
                            "file") from None
 
 
-def _arrow_strings(strings: str, dtype: Any) -> bool:
-    """Whether text columns come back Arrow-backed; ``strings`` checked against ``dtype``."""
+@dataclass(frozen=True)
+class _Text:
+    """How a table read as text comes back (see :func:`read_table`)."""
+
+    arrow: bool = False  # text columns Arrow-backed, not str objects
+    doubles: tuple[str, ...] = ()  # columns read as float64 instead
+
+
+def _text_options(strings: str, doubles: Sequence[str] | None, dtype: Any) -> _Text:
+    """``strings`` and ``doubles`` checked (they apply to ``dtype=str`` only)."""
     if strings not in ("python", "arrow"):
         raise AnonlabError(f"strings '{strings}' is not a choice: give 'python' (str objects) "
                            "or 'arrow' (Arrow-backed text columns)", parameter="strings")
-    if strings == "arrow" and dtype is not str:
-        raise AnonlabError(f"strings 'arrow' applies to text columns, but dtype is {dtype!r}: "
-                           "read with dtype=str, or leave strings out", parameter="strings")
-    return strings == "arrow"
+    if dtype is not str:
+        given = "strings 'arrow'" if strings == "arrow" else "doubles" if doubles else None
+        if given is not None:
+            name = given.split()[0]
+            raise AnonlabError(f"{given} applies to a table read as text, but dtype is "
+                               f"{dtype!r}: read with dtype=str, or leave {name} out",
+                               parameter=name)
+    if isinstance(doubles, str):
+        raise AnonlabError(f"doubles '{doubles}' must be a list of column names, e.g. "
+                           f"['{doubles}']", parameter="doubles")
+    return _Text(strings == "arrow", tuple(str(c) for c in doubles or ()))
 
 
 def _written_delimiter(target: PathLike | DatabaseTarget) -> str | None:
@@ -169,7 +195,7 @@ def _size(path: Path) -> int:
 
 
 def _from_path(path: Path, delimiter: str | None, sheet: str | None, header: bool,
-               quotechar: str, dtype: Any, arrow: bool = False) -> pd.DataFrame:
+               quotechar: str, dtype: Any, text_options: _Text) -> pd.DataFrame:
     """A table file or Parquet folder: the format chosen, read, checked, converted."""
     from anonlab.sources import file_format, read_excel, read_parquet
 
@@ -179,21 +205,21 @@ def _from_path(path: Path, delimiter: str | None, sheet: str | None, header: boo
     if path.is_dir():
         _no_sheet(sheet, f"folder '{path}'")
         return _finish(read_parquet(path, text), f"folder '{path}'", dtype, header=False,
-                       arrow=arrow)
+                       text_options=text_options)
     fmt = file_format(path)
     if fmt != "excel":
         _no_sheet(sheet, f"'{path}'")
     if fmt == "parquet":
         return _finish(read_parquet(path, text), f"file '{path}'", dtype, header=False,
-                       arrow=arrow)
+                       text_options=text_options)
     if fmt == "excel":
         return _finish(read_excel(path, sheet, header, text), f"file '{path}'", dtype, header,
-                       arrow=arrow)
-    return _read_csv(path, delimiter, header, quotechar, dtype, arrow)
+                       text_options=text_options)
+    return _read_csv(path, delimiter, header, quotechar, dtype, text_options)
 
 
 def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
-              dtype: Any, arrow: bool = False) -> pd.DataFrame:
+              dtype: Any, text_options: _Text) -> pd.DataFrame:
     from anonlab.sinks import check_delimiter
     from anonlab.sources import read_csv_text, read_csv_typed
 
@@ -210,8 +236,16 @@ def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
         if frame.shape[0] == 0:
             raise _no_rows(f"file '{path}'", header)
         return frame  # type: ignore[no-any-return]
-    return _finish(read_csv_text(path, sep, quotechar, header), f"file '{path}'", dtype,
-                   header, arrow=arrow)
+    data = read_csv_text(path, sep, quotechar, header, doubles=text_options.doubles)
+    return _finish(data, f"file '{path}'", dtype, header, text_options=text_options)
+
+
+def _no_absent(doubles: Sequence[str], names: Sequence[str], where: str) -> None:
+    """Refuse a column named in ``doubles`` that the table does not have."""
+    absent = [c for c in doubles if c not in names]
+    if absent:
+        raise AnonlabError(f"doubles names the column '{absent[0]}', which {where} does not "
+                           f"have: it has {', '.join(names)}", parameter="doubles")
 
 
 def _no_rows(where: str, header: bool) -> AnonlabError:
@@ -220,9 +254,9 @@ def _no_rows(where: str, header: bool) -> AnonlabError:
 
 
 def _finish(data: pa.Table, where: str, dtype: Any, header: bool = True, *,
-            arrow: bool = False) -> pd.DataFrame:
-    """Refuse repeated names and empty tables; text (``dtype=str``, Arrow-backed when
-    ``arrow``) or typed DataFrame."""
+            text_options: _Text = _Text()) -> pd.DataFrame:
+    """Refuse repeated names and empty tables; text (``dtype=str``, as ``text_options``
+    say) or typed DataFrame."""
     from anonlab.sources import check_names
     from anonlab.tabletext import text_table, to_frame
 
@@ -230,13 +264,15 @@ def _finish(data: pa.Table, where: str, dtype: Any, header: bool = True, *,
     if data.num_rows == 0:
         raise _no_rows(where, header)
     if dtype is str:
-        return to_frame(text_table(data), arrow_strings=arrow)
+        _no_absent(text_options.doubles, data.column_names, where)
+        return to_frame(text_table(data, text_options.doubles, where),
+                        arrow_strings=text_options.arrow)
     frame = to_frame(data)
     return frame if dtype is None else frame.astype(dtype)
 
 
 def _from_database(url: str, table: str | None, query: str | None, dtype: Any,
-                   arrow: bool = False) -> pd.DataFrame:
+                   text_options: _Text) -> pd.DataFrame:
     """A database table or query result (values as text with ``dtype=str``)."""
     import pyarrow as pa
 
@@ -259,16 +295,19 @@ def _from_database(url: str, table: str | None, query: str | None, dtype: Any,
         detail = str(exc).strip().splitlines()[:1] or ["out of memory"]
         raise AnonlabError(f"not enough memory to read '{masked(url)}': {detail[0]}; free "
                            "memory or select fewer rows with query") from None
-    return _finish(data, where, dtype, header=False, arrow=arrow)
+    return _finish(data, where, dtype, header=False, text_options=text_options)
 
 
-def _from_frame(frame: pd.DataFrame, dtype: Any, arrow: bool = False) -> pd.DataFrame:
+def _from_frame(frame: pd.DataFrame, dtype: Any, text_options: _Text) -> pd.DataFrame:
     """A copy of ``frame``; with ``dtype=str`` every value as text (index kept)."""
     from anonlab.tabletext import arrow_from_frame, text_table, to_frame
 
     if dtype is not str:
         return frame.copy() if dtype is None else frame.astype(dtype)
-    text = to_frame(text_table(arrow_from_frame(frame)), arrow_strings=arrow)
+    data = arrow_from_frame(frame)
+    _no_absent(text_options.doubles, data.column_names, "the DataFrame")
+    text = to_frame(text_table(data, text_options.doubles, "the DataFrame"),
+                    arrow_strings=text_options.arrow)
     text.index = frame.index.copy()
     return text
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -123,36 +123,56 @@ def check_names(names: Sequence[str], where: str) -> None:
         seen.add(name)
 
 
-def read_csv_text(path: Path, sep: str, quotechar: str, header: bool) -> pa.Table:
+def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
+                  doubles: Collection[str] = ()) -> pa.Table:
     """A CSV file as an Arrow table of strings (empty fields are ``""``, never null).
 
     pyarrow parses the file in blocks on all cores. A record longer than a
     block is retried with blocks 16 times larger (up to 1 GiB), and a parse
     error is retried once with line breaks allowed inside quoted values
     (slower, so not the first try).
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
 
+    The columns named in ``doubles`` are parsed to ``float64`` by pyarrow
+    while it reads (the same correctly rounded parser as its cast from text,
+    spaces around a number allowed), so their text is never stored; a field
+    that is not a number, or empty, is an error naming the column.
+    """
     record = first_record(path, sep, quotechar)
     if not record:
         raise AnonlabError(f"file '{path}' is empty: give a table with a header row")
     if header:
         check_names(record, f"file '{path}'")
-    width = len(record)
+    names = record if header else [str(i) for i in range(len(record))]
+    typed = [i for i, name in enumerate(names) if name in doubles]
+    table = _parse_csv(path, sep, quotechar, names, typed, skip=header and bool(typed))
+    if typed:  # the header was skipped: its names are the ones csv read above
+        return table.rename_columns(list(names))
+    return _named(table, header)
+
+
+def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
+               typed: Sequence[int], skip: bool) -> pa.Table:
+    """pyarrow's parse of the file: columns ``f0``, ``f1``..., text except ``typed`` (doubles).
+
+    ``skip`` leaves out the first record (the header); otherwise it is row 0.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    types = {f"f{i}": pa.float64() if i in typed else pa.string() for i in range(len(names))}
     block, newlines = CSV_BLOCK, False
     while True:
         try:
-            table = pacsv.read_csv(
+            return pacsv.read_csv(
                 path,
-                read_options=pacsv.ReadOptions(block_size=block, autogenerate_column_names=True),
+                read_options=pacsv.ReadOptions(block_size=block, autogenerate_column_names=True,
+                                               skip_rows_after_names=int(skip)),
                 parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=quotechar,
                                                  newlines_in_values=newlines),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={f"f{i}": pa.string() for i in range(width)},
-                    strings_can_be_null=False, quoted_strings_can_be_null=False),
+                    column_types=types, null_values=[], strings_can_be_null=False,
+                    quoted_strings_can_be_null=False),
             )
-            break
         except pa.ArrowInvalid as exc:
             text = str(exc)
             if "straddl" in text and block < MAX_CSV_BLOCK:
@@ -161,8 +181,19 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool) -> pa.Tabl
             if "parse error" in text and not newlines:
                 newlines = True
                 continue
+            if "conversion error to double" in text:
+                raise _not_doubles(path, names, text) from None
             raise _csv_error(path, sep, exc) from None
-    return _named(table, header)
+
+
+def _not_doubles(path: Path, names: Sequence[str], text: str) -> AnonlabError:
+    """A column read as doubles holds a field that is not a number (pyarrow's message)."""
+    column = re.search(r"column #(\d+)", text)
+    index = int(column.group(1)) if column else -1
+    which = f"column '{names[index]}'" if 0 <= index < len(names) else "a column"
+    detail = text.strip().splitlines()[0].split(": ")[-1] if text.strip() else "no number"
+    return AnonlabError(f"{which} of file '{path}' is read as numbers but holds a field that "
+                        f"is not one ({detail}): read it as text")
 
 
 def _named(table: pa.Table, header: bool) -> pa.Table:

@@ -8,26 +8,55 @@ from typing import Any
 import typer
 
 from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.release_risk import (
+    ATTACKER_COLUMNS,
+    FAIL_ON_RISK,
+    INSENSITIVE,
+    MAX_RISK,
+    OTHER,
+    POPULATION,
+    RISK_FLAGS,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE_HIERARCHY,
+    WEIGHTS,
+    risk_guard,
+    risk_overrides,
+)
 
 FUSE_HELP = """Fuse the providers' tables by top-down specialization, all in this process.
 
 The plain (not private) maximum replaces the secure one, so this is for trying
 settings, tests and demos; `anonlab party` runs the real protocol with one
-process per party. Paths in the TOML file are relative to its folder. The
-outputs are written together, only after the fused table passed the
-independent template check (unless --no-verify).
+process per party. Paths in the TOML file are relative to its folder.
+
+Every column needs a role: a column of some template is a quasi-identifier;
+every other one is named identifying (never leaves its provider), sensitive
+or insensitive (released as it is) in the config (its fusion table or the
+provider's parties entry) or with the flags below; other = "insensitive"
+(--other insensitive) releases every column given no role unchanged. The
+class is sensitive unless named insensitive; the record id is dropped
+unless --keep-id.
+
+The outputs are written together, only after the fused table passed the
+independent template check (unless --no-verify). The report holds the
+release's re-identification risk; a risky release draws a warning
+(--fail-on-risk: exit code 3, nothing written).
 
 Example:
 
   anonlab fuse examples/fusion/fusion.toml --output fused.csv --report fused.json
 """
 
+#: how the library's parameters are spelled on this command
+FLAGS = {"config": "the CONFIG argument", **RISK_FLAGS}
+
 
 def _text(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-@user_errors
+@user_errors(flags=FLAGS)
 def fuse_command(
     config: Path = typer.Argument(..., help="fusion.toml naming parties, templates, taxonomies."),
     output: Path | None = typer.Option(
@@ -43,8 +72,25 @@ def fuse_command(
     ),
     keep_id: bool | None = typer.Option(
         None, "--keep-id/--drop-id",
-        help="Keep the record-id column in the fused table (default: the config's keep_id).",
+        help="Keep the record-id column in the fused table, as an insensitive column "
+        "(default: the config's keep_id).",
     ),
+    identifying: list[str] | None = typer.Option(
+        None, "--identifying", help="Column(s) in no template that never leave their provider, "
+        "added to the config's (comma-separated or repeated; default: none)."),
+    sensitive: list[str] | None = typer.Option(
+        None, "--sensitive", help="Column(s) released as they are whose l and t the risk "
+        "section gives, added to the config's (default: none; the class is sensitive)."),
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     verify: bool | None = typer.Option(
         None, "--verify/--no-verify",
         help="Re-read the fused table and check every template independently (default: on).",
@@ -54,13 +100,42 @@ def fuse_command(
     """Fuse providers' tables in one process (see --help for an example)."""
     from anonlab.runs.fusion import FuseSettings, run_fuse
 
-    settings = FuseSettings.load(None, config=str(config), output=_text(output),
-                                 report=_text(report), html=_text(html), score=score,
-                                 keep_id=keep_id, verify=verify)
-    with progress_display(quiet) as progress:
+    settings = FuseSettings.load(
+        None, config=str(config), output=_text(output), report=_text(report), html=_text(html),
+        score=score, keep_id=keep_id, identifying=identifying, sensitive=sensitive,
+        insensitive=insensitive, other=other, verify=verify,
+        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                         population=population, sampling_fraction=sampling_fraction,
+                         weights=weights, sensitive_hierarchy=sensitive_hierarchy))
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_fuse(settings, progress=progress)
     if not quiet:
         _print_summary(result.report)
+
+
+def _figure(value: Any) -> str:
+    """A risk figure to 4 significant digits ('-' when there is none)."""
+    return "-" if value is None else f"{float(value):.4g}"
+
+
+def risk_rows(table: Any, report: dict[str, Any]) -> None:
+    """The release's headline risk figures and its unchanged columns, as summary rows."""
+    risk = report.get("risk") or {}
+    prosecutor = risk.get("prosecutor") or {}
+    if prosecutor:
+        table.add_row("prosecutor risk", f"highest {_figure(prosecutor['highest'])}, average "
+                      f"{_figure(prosecutor['average'])}")
+    sizes = (risk.get("classes") or {}).get("sizes") or {}
+    if risk:
+        table.add_row("unique records", f"{int(sizes.get('1', sizes.get(1, 0))):,} of "
+                      f"{int(risk['records']):,} on {', '.join(risk['attacker_columns'])}")
+    for column, figures in (risk.get("sensitive") or {}).items():
+        table.add_row(f"sensitive '{column}'", f"distinct l {_figure(figures['distinct_l'])}, "
+                      f"t {_figure(figures['t_equal'])}")
+    unchanged = report.get("released_unchanged")
+    if unchanged:
+        table.add_row("released unchanged", ", ".join(unchanged))
 
 
 def _print_summary(report: dict[str, Any]) -> None:
@@ -77,6 +152,7 @@ def _print_summary(report: dict[str, Any]) -> None:
                       f"{', '.join(t['qid'])}: smallest group {t['smallest_group']}")
     for note in report["dropped_templates"]:
         table.add_row("dropped", note)
+    risk_rows(table, report)
     table.add_row("verified", "yes" if report["verified"] else "no")
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)

@@ -141,11 +141,11 @@ def generalize_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
     output: str | None = typer.Option(
         None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV (default: none)."),
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
     report: Path | None = typer.Option(None, "--report", help="JSON report (default: none)."),
     html: Path | None = typer.Option(
         None, "--html", help="Shareable HTML report (see `anonlab report`; default: none)."
@@ -235,11 +235,11 @@ def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
     input: str = typer.Argument(
         ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."),
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
     output: str | None = typer.Option(
         None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV (default: none)."),
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,

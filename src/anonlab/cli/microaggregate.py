@@ -142,11 +142,11 @@ def microaggregate_command(
     variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
     block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
     workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
     output: str | None = typer.Option(
         None, "--output", help="Masked table, format by extension (default: none)."
     ),
+    output_table: str | None = typer.Option(
+        None, "--output-table", help=OUTPUT_TABLE_HELP),
     report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
     html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
     verify: bool | None = typer.Option(

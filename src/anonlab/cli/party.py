@@ -12,6 +12,19 @@ from typing import Any
 import typer
 
 from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.release_risk import (
+    ATTACKER_COLUMNS,
+    FAIL_ON_RISK,
+    MAX_RISK,
+    POPULATION,
+    RISK_FLAGS,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE_HIERARCHY,
+    WEIGHTS,
+    risk_guard,
+    risk_overrides,
+)
 from anonlab.errors import AnonlabError
 
 PARTY_HELP = (
@@ -23,6 +36,13 @@ PARTY_HELP = (
     "needed (with two providers add a helper). A connection to a party's port that fails its "
     "TLS handshake (a port scan, a certificate of another CA) is dropped with a warning, and "
     "the party keeps waiting for its peers. See docs/fusion-protocol.md.\n\n"
+    "Every column needs a role, given in the config (the same for every party): a template "
+    "column is a quasi-identifier; every other one is named identifying, sensitive or "
+    "insensitive in its fusion table or the provider's parties entry, or other = \"insensitive\" "
+    "releases the columns given no role unchanged. A column without a role stops the party "
+    "before it connects. A provider measures the fused table's re-identification risk into "
+    "its report; a risky release draws a warning (--fail-on-risk: exit code 3, this party "
+    "writes nothing).\n\n"
     "Example (certificates first, then one command per party):\n\n"
     "  anonlab party examples/fusion/fusion.toml --make-certs examples/fusion/certs\n\n"
     "  anonlab party examples/fusion/fusion.toml --party provider-a --output a.csv\n\n"
@@ -32,12 +52,15 @@ PARTY_HELP = (
 
 _WARNINGS_FROM = "anonlab.fusion"
 
+#: how the library's parameters are spelled on this command
+FLAGS = {"config": "the CONFIG argument", **RISK_FLAGS}
+
 
 def _text(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-@user_errors
+@user_errors(flags=FLAGS)
 def party_command(
     config: Path = typer.Argument(..., help="fusion.toml naming the parties (the same for all)."),
     party: str | None = typer.Option(None, "--party", help="This party's id in the config."),
@@ -63,12 +86,21 @@ def party_command(
         None, "--verify/--no-verify",
         help="Re-read the fused table and check every template independently (default: on).",
     ),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     make_certs: Path | None = typer.Option(
         None, "--make-certs",
         help="Write a test CA and a certificate + key per party into this folder, then exit.",
     ),
     quiet: bool = typer.Option(
-        False, "--quiet", help="No progress, no summary and no warnings (errors still print)."
+        False, "--quiet", help="No progress, no summary and no connection warnings (errors "
+        "and risk warnings still print)."
     ),
 ) -> None:
     """Run one party of a networked fusion (see --help for an example)."""
@@ -79,10 +111,14 @@ def party_command(
         raise AnonlabError("give --party ID (one of the config's [[parties]] ids)")
     from anonlab.runs.fusion import PartySettings, run_party
 
-    settings = PartySettings.load(None, config=str(config), party=party, output=_text(output),
-                                  report=_text(report), html=_text(html), timeout=timeout,
-                                  connect_timeout=connect_timeout, verify=verify)
-    with _warnings_to_stderr(quiet), progress_display(quiet) as progress:
+    settings = PartySettings.load(
+        None, config=str(config), party=party, output=_text(output), report=_text(report),
+        html=_text(html), timeout=timeout, connect_timeout=connect_timeout, verify=verify,
+        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                         population=population, sampling_fraction=sampling_fraction,
+                         weights=weights, sensitive_hierarchy=sensitive_hierarchy))
+    with risk_guard(FLAGS), _warnings_to_stderr(quiet), progress_display(quiet) as progress:
         result = run_party(settings, progress=progress)
     if not quiet:
         _print_summary(result.report)
@@ -124,6 +160,8 @@ def _print_summary(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from anonlab.cli.fusion import risk_rows
+
     table = Table(title=f"anonlab party {report['party']} ({report['role']})", show_header=False)
     table.add_row("rounds", str(report["rounds"]))
     table.add_row("secure max", f"{report['secure_max_ms_per_call']:.1f} ms per call")
@@ -131,6 +169,7 @@ def _print_summary(report: dict[str, Any]) -> None:
         table.add_row(f"<{', '.join(row['qid'])}; k={row['k']}>",
                       f"smallest group {row['smallest_group']}")
     table.add_row("bytes sent", ", ".join(f"{p} {b}" for p, b in report["bytes_sent"].items()))
+    risk_rows(table, report)
     table.add_row("verified", "yes" if report["verified"] else "no")
     table.add_row("time", f"{report['time_seconds']:.2f} s")
     Console(stderr=True).print(table)

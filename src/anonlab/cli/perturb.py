@@ -2,15 +2,14 @@
 
 Each command maps its flags to the library's settings
 (:mod:`anonlab.runs.perturb`), runs it with a progress display and prints a
-summary; the library checks, computes, verifies and writes. A
-``RecoverableReleaseWarning`` of the library is printed as one line
-``Warning: ...`` on standard error.
+summary; the library checks, computes, verifies and writes. Each risk
+warning of the library (a ``ReleaseRiskWarning``, such as the
+``RecoverableReleaseWarning``) is printed as one line ``Warning: ...`` on
+standard error; ``--fail-on-risk`` turns one into exit code 3.
 """
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -18,6 +17,21 @@ from typing import Any, ParamSpec, TypeVar
 import typer
 
 from anonlab.cli.common import fail, progress_display, user_errors
+from anonlab.cli.release_risk import (
+    ATTACKER_COLUMNS,
+    FAIL_ON_RISK,
+    INSENSITIVE,
+    MAX_RISK,
+    OTHER,
+    POPULATION,
+    RISK_FLAGS,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE_HIERARCHY,
+    WEIGHTS,
+    risk_guard,
+    risk_overrides,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -26,15 +40,24 @@ PERTURB_HELP = """Z-score numeric columns and transform them so that distances (
 clusters) are kept: obt (pairs/triples, matrices from a seeded library with
 P >= --min-privacy), rbt (pairwise rotations, Var(A - A') >= --rho), rotation
 (one random orthogonal matrix) or gdp (rotation + translation + Gaussian noise
-of scale --noise). The key that undoes it goes only to --key; the report holds
-the privacy measures S, R, P per block, the attack table and the clustering
-agreement, never records or the key. Warns when a few known records recover
-the release. Nothing is written unless every output can be.
+of scale --noise). The perturbed columns are the quasi-identifiers; every other
+column needs a role: --identifying (dropped), --sensitive or --insensitive
+(released as they are), or --other insensitive (the report lists them). The key
+that undoes it goes only to --key. The report holds the attack table, the
+clustering agreement, the smallest S and P over the blocks and the release's
+risk, never records, the key or a block's pairing; --internal writes the
+custodian's secret copy with each block's figures (owner-only). Warns when a few
+known records recover the release or the columns released unchanged identify
+records (--fail-on-risk: exit code 3, nothing written). Nothing is written
+unless every output can be.
 
 Example:
 
   anonlab perturb data/sdc/Tarragona.csv --method obt --min-privacy 0.5 --seed 7
   --output released.csv --key key.json --report report.json
+
+  anonlab perturb people.csv --columns age,income --identifying name
+  --sensitive diagnosis --output released.csv --key key.json
 
   anonlab perturb --invert --key key.json released.csv --output restored.csv
 
@@ -45,7 +68,8 @@ ATTACK_HELP = """Run the attacks on an original table and its perturbed release 
 records in the same order): naive, known input-output (least squares,
 Procrustes, the OBT-aware attack) with each number of known records in
 --known, known sample (PCA) and ICA. Reports the median relative error and the
-share of records recovered within 10% and 25%.
+share of records recovered within 10% and 25%. The original's columns need roles
+as in perturb.
 
 Example:
 
@@ -54,7 +78,7 @@ Example:
 
 #: how the library's parameters are spelled on these commands
 FLAGS = {"input": "the INPUT argument", "original": "the ORIGINAL argument",
-         "released": "the RELEASED argument"}
+         "released": "the RELEASED argument", **RISK_FLAGS}
 
 # options shared by the commands that read tables
 DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
@@ -64,7 +88,12 @@ TABLE = typer.Option(None, "--table", help="Database table to read when an input
                      "SQLAlchemy URL.")
 QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy "
                      "URL.")
-COLUMNS = typer.Option(None, "--columns", help="Numeric columns, a,b,c (default: all).")
+COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c (default: "
+                       "every column given no other role).")
+IDENTIFYING = typer.Option(None, "--identifying", help="Identifying column(s), dropped from "
+                           "the release (comma-separated or repeated; default: none).")
+SENSITIVE = typer.Option(None, "--sensitive", help="Sensitive column(s), released as they are; "
+                         "the risk section gives their l and t (default: none).")
 KNOWN = typer.Option(None, "--known", help="Numbers of known records the attacks try "
                      "(default: 2,5,10).")
 HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
@@ -86,21 +115,6 @@ def _flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def _warned(run: Callable[[], R]) -> R:
-    """``run()``, each recoverability warning of the library printed as one line."""
-    from anonlab.perturbation.attacks import RecoverableReleaseWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RecoverableReleaseWarning)
-        result = run()
-    for w in caught:
-        if issubclass(w.category, RecoverableReleaseWarning):
-            print(f"Warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return result
-
-
 @_errors
 def perturb_command(
     input: str | None = typer.Argument(
@@ -108,6 +122,10 @@ def perturb_command(
         "config's input); with --invert, the release to restore."),
     config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
     columns: list[str] | None = COLUMNS,
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
     method: str | None = typer.Option(
         None, "--method", help="obt | rbt | rotation | gdp (default: obt)."),
     min_privacy: float | None = typer.Option(
@@ -150,14 +168,35 @@ def perturb_command(
         None, "--verify/--no-verify", help="Re-read the release and check it with the "
         "independent checker (distances, and inverting with the key) before anything is "
         "written (default: on)."),
+    internal: bool | None = typer.Option(
+        None, "--internal/--shareable", help="Make --report and --html the custodian's "
+        "SECRET copy: they add each block's column pairing and S, R, P (which undo the "
+        "release with it), are marked secret and readable by their owner only (default: "
+        "shareable)."),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    max_risk: float | None = MAX_RISK,
+    fail_on_risk: bool | None = FAIL_ON_RISK,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    weights: str | None = WEIGHTS,
+    sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     quiet: bool = QUIET,
 ) -> None:
     """Perturb numeric columns for clustering (see --help for an example)."""
+    risk = risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
+                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
+                          population=population, sampling_fraction=sampling_fraction,
+                          weights=weights, sensitive_hierarchy=sensitive_hierarchy)
     if invert:
         given = {"--method": method, "--min-privacy": min_privacy, "--rho": rho,
                  "--noise": noise, "--seed": seed, "--library": library, "--report": report,
                  "--html": html, "--known": known, "--clusters": clusters,
-                 "--attack-records": attack_records, "--columns": columns or None}
+                 "--attack-records": attack_records, "--columns": columns or None,
+                 "--identifying": identifying or None, "--sensitive": sensitive or None,
+                 "--insensitive": insensitive or None, "--other": other,
+                 "--internal": internal,
+                 **{_flag(name): value for name, value in risk.items()}}
         _invert(input, config, key, output, delimiter, sheet, table, query, verify, quiet,
                 [flag for flag, value in given.items() if value is not None])
         return
@@ -169,15 +208,17 @@ def perturb_command(
         "delimiter": delimiter, "sheet": sheet, "table": table, "query": query,
         "output": _text(output), "key": _text(key), "report": _text(report),
         "html": _text(html), "known": known, "clusters": clusters,
-        "attack_records": attack_records, "verify": verify,
+        "attack_records": attack_records, "verify": verify, "identifying": identifying,
+        "sensitive": sensitive, "insensitive": insensitive, "other": other,
+        "internal": internal, **risk,
     }
     if config is not None:
         check_input_override(config, overrides, _flag)
     settings = PerturbSettings.load(config, **overrides)
     if not any((settings.output, settings.report, settings.html)):
         raise fail("nothing to write: give --output (with --key), --report and/or --html")
-    with progress_display(quiet) as progress:
-        result = _warned(lambda: run_perturb(settings, progress=progress))
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
+        result = run_perturb(settings, progress=progress)
     if not quiet:
         _print_perturb(result.report, result.written)
 
@@ -202,6 +243,9 @@ def _invert(input: str | None, config: Path | None, key: Path | None, output: Pa
         report = result.report
         print(f"restored {len(report['columns'])} columns of {report['records']} records; "
               f"wrote {settings.output} ({report['runtime_seconds']:.2f} s)")
+        if report["not_restored"]:
+            print(f"not restored: {', '.join(report['not_restored'])} (dropped as identifying "
+                  "when perturbing: in no release, so no key brings them back)")
 
 
 def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
@@ -212,10 +256,11 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
     table.add_row("method", str(report["method"]))
     table.add_row("columns", f"{len(report['columns'])} in {report['blocks_count']} block(s)")
     table.add_row("records", str(report["records"]))
-    if "overall" in report:
-        ov = report["overall"]
-        table.add_row("S overall", f"{ov['S']:.4g}")
-        table.add_row("P per block", f"min {ov['min_block_P']:.4g}, mean {ov['mean_block_P']:.4g}")
+    summary = report.get("privacy_summary")
+    if summary and summary["min_P"] is not None:
+        table.add_row("S, P per block", f"smallest S {summary['min_S']:.4g}, smallest P "
+                      f"{summary['min_P']:.4g}")
+    if "attacks" in report:
         best = max(report["attacks"], key=lambda r: r["within_10"])
         table.add_row("strongest attack", f"{best['attack']} (known {best['known']}): "
                       f"{best['within_10']:.0%} of records within 10%")
@@ -223,6 +268,20 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
         table.add_row("clustering ARI", f"k-means {cl['kmeans']:.4g}, DBSCAN {cl['dbscan']:.4g}, "
                       f"Ward {cl['ward']:.4g}")
     table.add_row("verified", "yes" if report.get("verified") else "no")
+    risk = report["risk"]["prosecutor"]
+    table.add_row("risk (all released columns known)",
+                  f"prosecutor highest {risk['highest']:.4g}, average {risk['average']:.4g}")
+    unchanged = report.get("risk_of_unchanged")
+    if unchanged is not None:
+        table.add_row("risk (columns released unchanged)",
+                      f"prosecutor highest {unchanged['prosecutor']['highest']:.4g}; "
+                      f"{', '.join(unchanged['attacker_columns'])}")
+    if report.get("insensitive_by_other"):
+        table.add_row("released unchanged (--other insensitive)",
+                      ", ".join(report["insensitive_by_other"]))
+    if report.get("secret"):
+        table.add_row("SECRET", "the report/page hold each block's pairing: keep them with the "
+                      "key")
     table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
@@ -238,6 +297,10 @@ def attack_command(
         "config's)."),
     config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
     columns: list[str] | None = COLUMNS,
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
     known: str | None = KNOWN,
     sample: Path | None = typer.Option(
         None, "--sample", help="Attacker's independent sample for PCA/ICA (default: a random "
@@ -260,9 +323,10 @@ def attack_command(
     settings = AttackSettings.load(
         config, original=original, released=released, columns=columns, known=known,
         sample=_text(sample), seed=seed, max_records=max_records, delimiter=delimiter,
-        sheet=sheet, table=table, query=query, report=_text(report), html=_text(html))
-    with progress_display(quiet) as progress:
-        result = _warned(lambda: run_attack(settings, progress=progress))
+        sheet=sheet, table=table, query=query, report=_text(report), html=_text(html),
+        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other)
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
+        result = run_attack(settings, progress=progress)
     if not quiet:
         _print_attacks(result.report["attacks"], result.report["runtime_seconds"])
 

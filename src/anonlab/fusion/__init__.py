@@ -3,7 +3,9 @@
 Providers hold vertical partitions of one table (same record ids, the class
 attribute shared); they specialize a common cut of the quasi-identifiers
 round by round until no candidate keeps every anonymity template valid.
-``config`` reads ``fusion.toml``, ``channel`` defines what the engine needs
+``config`` reads ``fusion.toml``, ``roles`` gives every column its role
+(template columns are the quasi-identifiers; the others are named
+identifying, sensitive or insensitive), ``channel`` defines what the engine needs
 from the other parties (the ``Network`` protocol), ``engine`` is the one loop
 both ``fuse`` and ``party`` run. A networked party talks through two layers:
 the codec (``codec``: frames and control messages; ``messages``: the DATA

@@ -13,6 +13,10 @@ Layout::
     score = "sensitivity"       # or "tds": InfoGain / (AnonyLoss + 1)
     s_aggregate = "sum"         # or "mean": s(v) over the leaf levels under v
     keep_id = false
+    identifying = []            # roles of columns in no template (see anonlab.fusion.roles)
+    sensitive = []              # (the class is sensitive unless named insensitive)
+    insensitive = []
+    # other = "insensitive"     # release every column given no role unchanged
 
     [[templates]]               # <QID_j, k_j>, as many as needed
     qid = ["age", "workclass"]
@@ -36,6 +40,7 @@ Layout::
     file = "provider_a.csv"     # any source anonlab.io.read_table reads
     columns = ["age", "workclass"]
     factor = 0.5
+    insensitive = ["education"] # roles of this provider's own columns, as under [fusion]
     # delimiter, sheet, table, query: optional, passed to read_table for this file
 
     [tls]                       # free-form table read by the party transport
@@ -51,7 +56,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,7 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
-from anonlab.settings import read_toml, resolve_paths, settings_error
+from anonlab.settings import read_toml, resolve_paths, settings_error, split_names
 
 CONTINUOUS = "continuous"
 """The taxonomy entry of a numeric attribute, split at information-gain-best thresholds."""
@@ -69,8 +74,38 @@ SENSITIVITY_LEVELS = (1, 2, 3, 4, 5)
 
 _PATH_KEYS = {"file", "ca", "cert", "key"}
 
+ROLE_LISTS = ("identifying", "sensitive", "insensitive")
+"""The role lists of ``[fusion]`` and of each party (quasi-identifiers are the template columns)."""
 
-class FusionSettings(BaseModel):
+
+class RoleLists(BaseModel):
+    """Roles given to columns by name: ``[fusion]`` (any provider's column) or one party.
+
+    A column in some template is a quasi-identifier; every other column needs
+    one of these roles (:func:`anonlab.fusion.roles.fusion_roles`):
+    ``identifying`` columns never leave their provider, ``sensitive`` and
+    ``insensitive`` ones are released as they are, and ``other =
+    "insensitive"`` releases the columns given no role as they are.
+    """
+
+    identifying: list[str] = []
+    sensitive: list[str] = []
+    insensitive: list[str] = []
+    other: Literal["insensitive"] | None = None
+
+    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+    def named(self) -> dict[str, list[str]]:
+        """The role lists by role name."""
+        return {"identifying": self.identifying, "sensitive": self.sensitive,
+                "insensitive": self.insensitive}
+
+
+class FusionSettings(RoleLists):
     """The ``[fusion]`` table."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -122,8 +157,11 @@ class SensitivityConfig(BaseModel):
         return out
 
 
-class PartyConfig(BaseModel):
-    """One party: a provider with its own file and columns, or an input-less helper."""
+class PartyConfig(RoleLists):
+    """One party: a provider with its own file and columns, or an input-less helper.
+
+    Its role lists (:class:`RoleLists`) name its own columns only.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -181,6 +219,23 @@ class FusionConfig(BaseModel):
         """Every attribute of some template, in provider-then-column order."""
         used = {a for t in self.templates for a in t.qid}
         return [c for p in self.providers for c in p.columns if c in used]
+
+    def identifying(self, party: PartyConfig) -> set[str]:
+        """``party``'s columns named identifying ([fusion] or its own entry) and in no template.
+
+        They never leave the provider: the fused table lacks them. (A template
+        column named identifying is refused by
+        :func:`anonlab.fusion.roles.fusion_roles`; the engine keeps it.)
+        """
+        named = {*self.fusion.identifying, *party.identifying}
+        used = {a for t in self.templates for a in t.qid}
+        return {c for c in party.columns if c in named and c not in used}
+
+    def released_columns(self, party: PartyConfig) -> list[str]:
+        """``party``'s columns in the fused table, in configuration order (identifying ones
+        left out)."""
+        dropped = self.identifying(party)
+        return [c for c in party.columns if c not in dropped]
 
     def owner(self, attribute: str) -> int:
         """Index of the provider holding ``attribute``."""
@@ -248,8 +303,9 @@ class FusionConfig(BaseModel):
         """SHA-256 of everything all parties must agree on.
 
         Covers the templates, the class, id and score settings, the taxonomy
-        contents (not their paths), the sensitivity levels and the party list
-        (ids, roles, addresses, columns, factors), but not any party's file.
+        contents (not their paths), the sensitivity levels, the column roles
+        and the party list (ids, roles, addresses, columns, factors and role
+        lists), but not any party's file.
         """
         shared = {
             "fusion": self.fusion.model_dump(by_alias=True),
@@ -258,7 +314,8 @@ class FusionConfig(BaseModel):
                            for a in sorted(self.taxonomies)},
             "sensitivity": self.sensitivity.model_dump(),
             "parties": [{"id": p.id, "role": p.role, "host": p.host, "port": p.port,
-                         "mpc_port": p.mpc_port, "columns": p.columns, "factor": p.factor}
+                         "mpc_port": p.mpc_port, "columns": p.columns, "factor": p.factor,
+                         **p.named(), "other": p.other}
                         for p in self.parties],
         }
         text = json.dumps(shared, sort_keys=True, separators=(",", ":"))
@@ -422,18 +479,37 @@ def config_from_dict(
     return config
 
 
-def load_config(path: PathLike, *, overrides: Mapping[str, Any] | None = None) -> FusionConfig:
+def load_config(path: PathLike, *, overrides: Mapping[str, Any] | None = None,
+                roles: Mapping[str, Sequence[str]] | None = None) -> FusionConfig:
     """Read and validate ``fusion.toml``; paths in it are relative to its folder.
 
     ``overrides`` replace entries of its ``[fusion]`` table (e.g. ``score``,
-    ``keep_id``); ``None`` values are ignored.
+    ``keep_id``, ``other``); ``None`` values are ignored. ``roles`` maps
+    ``identifying``, ``sensitive`` or ``insensitive`` to column names added to
+    that list of ``[fusion]``.
     """
     p = Path(path)
     data = read_toml(p)
     if "source" in data:
         raise AnonlabError(f"{p}: source is not a known setting: check the spelling")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    given.update(_added_roles(data.get("fusion"), roles or {}))
     if given:
         fusion = data.get("fusion", {})
         data["fusion"] = {**fusion, **given} if isinstance(fusion, Mapping) else fusion
     return config_from_dict(data, p.parent, source=str(p))
+
+
+def _added_roles(fusion: Any, roles: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """``[fusion]``'s role lists with the names of ``roles`` appended (only lists given)."""
+    out: dict[str, Any] = {}
+    table = fusion if isinstance(fusion, Mapping) else {}
+    for name, extra in roles.items():
+        if name not in ROLE_LISTS:
+            raise AnonlabError(f"roles: '{name}' is not a role list: use "
+                               f"{', '.join(ROLE_LISTS)}")
+        if not extra:
+            continue
+        have = table.get(name, [])
+        out[name] = [*split_names(have), *extra] if isinstance(have, str | list) else have
+    return out

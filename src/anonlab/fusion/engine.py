@@ -106,7 +106,7 @@ def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
             network.send(i, encode_columns(Columns(i, part)))
         else:
             msg = decode_columns(network.receive(i))
-            if msg.provider != i or list(msg.columns) != list(party.columns) or any(
+            if msg.provider != i or list(msg.columns) != config.released_columns(party) or any(
                     len(v) != n for v in msg.columns.values()):
                 raise AnonlabError(f"provider '{party.id}' sent a table part that does not "
                                    "match its configured columns: the parties' configs differ")
@@ -203,7 +203,7 @@ def run_parties(states: Sequence[ProviderState], network: Network, *,
         columns=fused_columns(config, final_cut))
 
 
-RELEASED = ("generalized", "as is", "class", "id kept", "id dropped")
+RELEASED = ("generalized", "as is", "dropped", "class", "id kept", "id dropped")
 """How a column of the fused table is released (the ``released`` field of ``columns``)."""
 
 
@@ -215,7 +215,8 @@ def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> lis
     dropped id is listed although the table lacks it), each provider's
     columns in configuration order (``"generalized"`` to the final cut, with
     ``cut_values`` the number of values in it, when the column is in some
-    anonymity template, ``"as is"`` otherwise), the class attribute last
+    anonymity template; ``"dropped"`` when it is identifying, listed although
+    the table lacks it; ``"as is"`` otherwise), the class attribute last
     (``"class"``, released as is). ``held_by`` lists the party ids holding
     the column: one provider, or every provider for the id and the class.
     """
@@ -225,8 +226,11 @@ def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> lis
         out.append({"name": config.fusion.id, "held_by": everyone,
                     "released": "id kept" if config.fusion.keep_id else "id dropped"})
     for party in config.providers:
+        dropped = config.identifying(party)
         for column in party.columns:
-            if column in cut:
+            if column in dropped:
+                out.append({"name": column, "held_by": [party.id], "released": "dropped"})
+            elif column in cut:
                 out.append({"name": column, "held_by": [party.id], "released": "generalized",
                             "cut_values": len(cut[column])})
             else:
@@ -241,7 +245,7 @@ def _assemble(state: ProviderState, columns: dict[str, Any]) -> pd.DataFrame:
     if config.fusion.keep_id and config.fusion.id:
         data[config.fusion.id] = state.ids
     for party in config.providers:
-        for c in party.columns:
+        for c in config.released_columns(party):
             data[c] = columns[c]
     data[config.class_column] = np.asarray(state.class_labels, dtype=object)[state.classes]
     return pd.DataFrame(data)

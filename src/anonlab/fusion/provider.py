@@ -261,10 +261,13 @@ class ProviderState:
     # ---------------------------------------------------------------- output
 
     def release_columns(self) -> dict[str, NDArray[Any]]:
-        """This provider's columns of the fused table: QIDs at the final cut, others raw."""
+        """This provider's columns of the fused table: QIDs at the final cut, others raw.
+
+        Identifying columns are left out: they never leave the provider.
+        """
         assert self.cut is not None
         out: dict[str, NDArray[Any]] = {}
-        for c in self.config.providers[self.index].columns:
+        for c in self.config.released_columns(self.config.providers[self.index]):
             if c in self.qid:
                 out[c] = self.cut.column_labels(c)
             else:

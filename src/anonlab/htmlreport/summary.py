@@ -278,13 +278,24 @@ def fusion_summary(report: Mapping[str, Any]) -> str:
     return _sentences(parts)
 
 
+def _weakest_block(report: Mapping[str, Any]) -> tuple[float, int] | None:
+    """The smallest P over the blocks and their number: from the per-block figures of an
+    internal report, else from the shareable report's ``privacy_summary``."""
+    from anonlab.htmlreport.sections.perturbation import privacy_rows
+
+    ps = [float(r["P"]) for r in privacy_rows(report) if _number(r.get("P"))]
+    if ps:
+        return min(ps), len(ps)
+    summary = report.get("privacy_summary")
+    if isinstance(summary, Mapping) and _number(summary.get("min_P")) \
+            and _number(summary.get("blocks")):
+        return float(summary["min_P"]), int(summary["blocks"])
+    return None
+
+
 def perturbation_summary(report: Mapping[str, Any]) -> str:
     """The method, its privacy measures, the strongest attack and the clustering kept."""
-    from anonlab.htmlreport.sections.perturbation import (
-        clustering_scores,
-        privacy_rows,
-        strongest_attack,
-    )
+    from anonlab.htmlreport.sections.perturbation import clustering_scores, strongest_attack
 
     parts = [generic_summary(report).split(". ")[0]]
     inputs = report.get("inputs")
@@ -297,12 +308,12 @@ def perturbation_summary(report: Mapping[str, Any]) -> str:
         what = f"{format_number(columns)} numeric columns were" if columns else \
             "the columns were"
         parts.append(f"{what} standardized and transformed by '{method}'")
-    rows = privacy_rows(report)
-    ps = [float(r["P"]) for r in rows if _number(r.get("P"))]
-    if ps:
+    weakest = _weakest_block(report)
+    if weakest is not None:
+        low, count = weakest
         parts.append(f"the privacy level P = R x S (direction times distance privacy) is "
-                     f"{format_number(min(ps))} in the weakest of {len(ps)} "
-                     f"block{'s' if len(ps) != 1 else ''}")
+                     f"{format_number(low)} in the weakest of {count} "
+                     f"block{'s' if count != 1 else ''}")
     attack = strongest_attack(report)
     if attack is not None:
         name, share, column = attack

@@ -55,12 +55,13 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "tradeoff": {"roles": dict, "released_unchanged": list, "insensitive_by_other": list,
                  "risk_by_k": dict, "attacker_knowledge": str},
     "fuse": {"providers": list, "records": int, "specializations": list, "bytes_sent": dict,
-             "dropped_templates": list},
+             "dropped_templates": list, **RELEASE_KEYS},
     "party": {"providers": list, "records": int, "templates": list, "cut": dict,
               "specializations": list, "bytes_sent": dict, "bytes_sent_detail": dict,
-              "winners": list},
+              "winners": list, **RELEASE_KEYS},
     "perturb": {"columns": list, "blocks": list, "overall": dict, "attacks": list,
-                "clustering": dict, "warnings": list},
+                "clustering": dict, "warnings": list, "privacy_summary": dict,
+                "risk_of_unchanged": dict, **RELEASE_KEYS},
     "attack": {"columns": list, "records": int, "warnings": list},
 }
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.perturbation.library import check_seed
 from anonlab.progress import ProgressFn, report_to
 
@@ -59,8 +59,12 @@ METHOD_AWARE_CHUNK = 1 << 21  # float64 values per array when scoring supports
 _QUANTILES = np.linspace(0.01, 0.99, 99)
 
 
-class RecoverableReleaseWarning(UserWarning):
-    """A perturbed release from which an attack recovers most records closely."""
+class RecoverableReleaseWarning(ReleaseRiskWarning):
+    """A perturbed release from which an attack recovers most records closely.
+
+    A :class:`~anonlab.errors.ReleaseRiskWarning`, as every family's risk
+    warning is: a filter or ``fail_on_risk`` on that class covers it too.
+    """
 
 
 def naive(released: FloatArray) -> FloatArray:

@@ -5,6 +5,12 @@ The report keys (documented in docs/perturbation.md) are stable: ``blocks``
 ``overall``, ``attacks`` (rows of :func:`anonlab.perturbation.attacks.run_attacks`)
 and ``clustering`` (adjusted Rand index of k-means, DBSCAN and Ward between the
 standardized original and the release). No record values and no key enter it.
+
+``blocks`` and ``overall`` are secret: a block's column pairing is part of the
+key, and for a 2 x 2 rotation ``S_trace = 2 (1 - cos t)`` gives its angle, so
+together they undo the release up to one sign per pair. :func:`shareable`
+replaces them by :func:`privacy_summary`, figures over all blocks that name
+no block.
 """
 
 from __future__ import annotations
@@ -46,6 +52,40 @@ def privacy_measures(key: PerturbationKey, standardized: FloatArray, released: F
     overall["min_block_P"] = float(min(ps))
     overall["mean_block_P"] = float(np.mean(ps))
     return blocks, overall
+
+
+SECRET_KEYS = ("blocks", "overall")
+
+
+def privacy_summary(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the shareable report says of the blocks: their count and sizes, the smallest S and P.
+
+    ``min_S`` and ``min_P`` are the smallest distance privacy and privacy
+    level over the blocks, without saying which block has them. They are
+    withheld (``None``, with the reason in ``withheld``) when the release has
+    a single block of two columns: its pairing is then known and its ``S``
+    is ``2 (1 - cos t)`` of its angle ``t`` (NOTES §4), which undoes it.
+    """
+    sizes: dict[str, int] = {}
+    for b in blocks:
+        size = str(len(b["columns"]))
+        sizes[size] = sizes.get(size, 0) + 1
+    summary: dict[str, Any] = {"blocks": len(blocks), "block_sizes": sizes,
+                               "min_S": None, "min_P": None, "withheld": None}
+    if len(blocks) == 1 and len(blocks[0]["columns"]) == 2:
+        summary["withheld"] = ("a single pair of columns: its S gives its rotation angle, "
+                               "which with the release undoes it")
+    elif blocks:
+        summary["min_S"] = float(min(b["S"] for b in blocks))
+        summary["min_P"] = float(min(b["P"] for b in blocks))
+    return summary
+
+
+def shareable(summary: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`perturbation_summary` without its secret keys, with :func:`privacy_summary`."""
+    out = {k: v for k, v in summary.items() if k not in SECRET_KEYS}
+    out["privacy_summary"] = privacy_summary(summary.get("blocks") or [])
+    return out
 
 
 def dbscan_eps(points: FloatArray, min_samples: int = 5) -> float:

@@ -5,8 +5,9 @@ z-score), the blocks (which columns each orthogonal matrix mixes, and the
 matrix), the translation and the noise scale and seed of a geometric
 perturbation, the number of records, and a fingerprint of the release (mean
 and deviation of each released column) so that a key given with the wrong
-file is refused. It is written only to ``--key`` and never enters the release
-or a report.
+file is refused. When the run dropped ``identifying`` columns, the key names
+them (they are in no release, so no key can restore them). It is written
+only to ``--key`` and never enters the release or a report.
 
 Integrity: a key of format version 2 carries ``sha256``, the SHA-256 digest of
 its canonical content (every other key, as JSON with sorted keys and no
@@ -66,6 +67,7 @@ class PerturbationKey:
     records: int
     release_means: FloatArray
     release_stds: FloatArray
+    identifying: tuple[str, ...] = ()  # input columns dropped from the release: not restorable
 
     def full_matrix(self) -> FloatArray:
         """The ``d x d`` orthogonal matrix over ``columns`` assembled from the blocks."""
@@ -98,6 +100,8 @@ class PerturbationKey:
             "release_fingerprint": {"means": self.release_means.tolist(),
                                     "stds": self.release_stds.tolist()},
         }
+        if self.identifying:  # absent when none, so keys without dropped columns are as before
+            content["identifying"] = list(self.identifying)
         return {**content, DIGEST_KEY: content_digest(content)}
 
     def save(self, path: str | Path) -> None:
@@ -141,6 +145,7 @@ class PerturbationKey:
                 noise_seed=None if noise.get("seed") is None else int(noise["seed"]),
                 records=int(data["records"]),
                 release_means=_vector(fp["means"], d), release_stds=_vector(fp["stds"], d),
+                identifying=tuple(str(c) for c in data.get("identifying") or ()),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "

@@ -69,7 +69,7 @@ def numeric_columns(frame: pd.DataFrame, columns: Sequence[str] | None,
     """
     available = [str(c) for c in frame.columns]
     names = available if columns is None else [str(c) for c in columns]
-    _check_names(names, available)
+    check_names(names, available)
     if frame.shape[0] == 0:
         raise AnonlabError("the table has no records: give at least one record")
     labels = frame_labels(frame)
@@ -81,7 +81,8 @@ def numeric_columns(frame: pd.DataFrame, columns: Sequence[str] | None,
     return NumericColumns(names, values, integer)
 
 
-def _check_names(names: list[str], available: list[str]) -> None:
+def check_names(names: list[str], available: list[str]) -> None:
+    """Refuse a chosen column twice (in the header or the choice), fewer than 2, unknown ones."""
     if len(set(available)) != len(available):
         from collections import Counter
 

@@ -52,7 +52,7 @@ MAX_COLUMNS = 16
 #: the work (distinct combinations grouped, summed over the column subsets tried)
 #: a release report allows SUDA2 before it leaves the scores out; ``anonlab risk``
 #: has no such limit, as sdcMicro has none
-RELEASE_SUDA_BUDGET = 5_000_000
+RELEASE_SUDA_BUDGET = 2_000_000
 
 
 class SudaBudgetExceededError(Exception):
@@ -115,20 +115,15 @@ def minimal_sample_uniques(
     while not_unique and level < m:
         level += 1
         following: dict[tuple[int, ...], Array] = {}
-        for subset in _candidates(not_unique, m):
-            alive = np.ones(unique.size, dtype=bool)
-            for drop in range(len(subset)):
-                below = not_unique.get(subset[:drop] + subset[drop + 1:])
-                if below is None:
-                    alive[:] = False
-                    break
-                alive &= below
+        candidates = _candidates(not_unique, m)
+        spent += d * sum(bool(_alive(s, not_unique, unique.size).any()) for s in candidates)
+        if budget is not None and spent > budget:
+            raise SudaBudgetExceededError  # before the level's work, not after
+        for subset in candidates:
+            alive = _alive(subset, not_unique, unique.size)
             if not alive.any():
                 continue
             columns = list(subset)
-            spent += d
-            if budget is not None and spent > budget:
-                raise SudaBudgetExceededError
             inverse, group_sizes = _group_counts(tuples[:, columns], [cards[c] for c in columns],
                                                  sizes_f)
             rows = np.flatnonzero(alive)
@@ -140,6 +135,18 @@ def minimal_sample_uniques(
                 following[subset] = shared
         not_unique = following
     return counts
+
+
+def _alive(subset: tuple[int, ...], not_unique: dict[tuple[int, ...], Array], size: int
+           ) -> Array:
+    """The unique records still shared on every immediate subset of ``subset``."""
+    alive = np.ones(size, dtype=bool)
+    for drop in range(len(subset)):
+        below = not_unique.get(subset[:drop] + subset[drop + 1:])
+        if below is None:
+            return np.zeros(size, dtype=bool)
+        alive &= below
+    return alive
 
 
 def _candidates(previous: dict[tuple[int, ...], Array], m: int) -> list[tuple[int, ...]]:

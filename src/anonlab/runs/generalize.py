@@ -503,17 +503,21 @@ def distinct_values(
     The release is counted over its records that are not suppressed (some
     quasi-identifier not ``'*'``), so the suppression marker is no value.
     """
+    import numpy as np
+    import pandas as pd
+
     from anonlab.hierarchy import SUPPRESSED
 
     qis = list(transformation)
-    suppressed = (release[qis].astype(str) == SUPPRESSED).all(axis=1).to_numpy()
+    suppressed = np.logical_and.reduce(
+        [release[c].to_numpy(dtype=object) == SUPPRESSED for c in qis])
     kept = release.loc[~suppressed] if not suppressed.all() else release
     out: dict[str, dict[str, int]] = {}
     for column in qis:
         before = original[column]
         text = before.astype(str).where(before.notna(), "")
-        out[column] = {"original": int(text.nunique()),
-                       "released": int(kept[column].nunique(dropna=False))}
+        out[column] = {"original": len(pd.unique(text.to_numpy())),
+                       "released": len(pd.unique(kept[column].to_numpy()))}
     return out
 
 

@@ -42,7 +42,7 @@ from anonlab.metrics.utility import DEFAULT_LAMBDA
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
 from anonlab.microaggregation.settings import parse_k_range, parse_weights
 from anonlab.outputs import Outputs, output_target
-from anonlab.progress import ProgressFn, report_to
+from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
 from anonlab.runs.common import (
     RunResult,
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from anonlab.dataset import Role
 
 Variant = Literal["exact", "scalable"]
-EVALUATE_STEP = "EM4ADOM measures"
 
 
 # ---------------------------------------------------------------------------
@@ -258,21 +257,19 @@ def run_evaluate(
 ) -> RunResult:
     """The EM4ADOM measures of ``settings.masked`` against ``settings.original``.
 
-    ``progress`` hears of the evaluation's start and end (one unit).
+    ``progress`` hears of the evaluation's stages (information loss, record
+    linkage, interval disclosure).
     """
     from anonlab.metrics import evaluate
 
     s = settings
     started = time.perf_counter()
-    tell = report_to(progress)
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs:
         frame = _read(s.original, s)
         masked = _read(s.masked, s)
-        tell(EVALUATE_STEP, 0, 1)
         result = evaluate(frame, masked, s.columns, nominal=s.nominal, ordinal=s.ordinal,
-                          orders=s.orders, **s.measure_arguments())
-        tell(EVALUATE_STEP, 1, 1)
+                          orders=s.orders, progress=progress, **s.measure_arguments())
         report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
                          outputs.path("report"))
         report.update(result.summary())

@@ -16,8 +16,27 @@ applies the method and writes every output through one
   restored table (checked the same way);
 - :func:`run_attack`: the attack table of a release against its original.
 
-A release from which an attack that needs no sample recovers most records
-issues :class:`anonlab.perturbation.RecoverableReleaseWarning`.
+Every column has a role (:func:`perturbed_roles`): the perturbed columns are
+the quasi-identifiers; every other one is ``identifying`` (dropped from the
+release), ``sensitive`` or ``insensitive`` (released as it is), or
+``other="insensitive"`` releases the rest as it is (the report lists them).
+
+Risk (docs/perturbation.md, "Risk"): the release's ``risk`` section is
+measured on the release as written, every released column known to the
+attacker; it finds nearly every record unique, since perturbed values are
+continuous, and that is true, but perturbation protects by values that do not
+match the originals, not by classes: the attack table says how far that
+holds. The risk warnings (:class:`~anonlab.errors.ReleaseRiskWarning`) are
+therefore judged on the columns released *unchanged* (the real linkage keys:
+``risk_of_unchanged``), and a release from which an attack that needs no
+sample recovers most records issues
+:class:`anonlab.perturbation.RecoverableReleaseWarning` (a
+``ReleaseRiskWarning``); ``fail_on_risk`` refuses a release with any of them.
+
+The shareable report names no block's pairing and gives no block's figures
+(they undo the release; :func:`anonlab.perturbation.evaluate.shareable`);
+``internal`` writes the custodian's copy with them, marked secret and
+owner-only.
 """
 
 from __future__ import annotations
@@ -31,11 +50,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, ReleaseRiskError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs
 from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
+from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
 from anonlab.settings import Settings, read_toml, resolve_paths, split_names
 from anonlab.threads import blas_threads
@@ -43,6 +63,7 @@ from anonlab.threads import blas_threads
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonlab.dataset import Role
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.library import MatrixLibrary
 
@@ -128,11 +149,33 @@ class _Chosen(_Reading):
         return _number_list(value, int)
 
 
-class PerturbSettings(_Chosen):
+class _Roles(Settings):
+    """The roles of the columns that are not perturbed (the perturbed ones are the QIs).
+
+    ``identifying`` columns are dropped from the release, ``sensitive`` and
+    ``insensitive`` ones released as they are; ``other="insensitive"``
+    releases every column named nowhere as it is (and the report lists
+    them); without it such a column is refused.
+    """
+
+    identifying: list[str] = Field(default_factory=list)
+    sensitive: list[str] = Field(default_factory=list)
+    insensitive: list[str] = Field(default_factory=list)
+    other: Literal["insensitive"] | None = None
+
+    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @classmethod
+    def _role_names(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+
+class PerturbSettings(_Chosen, _Roles, ReleaseRiskSettings):
     """Everything :func:`run_perturb` needs.
 
     ``input`` is a file path, a SQLAlchemy URL or a DataFrame; ``columns``
-    the numeric columns to transform (all when ``None``); ``method``, with
+    the numeric columns to transform (when ``None``: every column no role
+    names); the other columns need roles (:class:`_Roles`); ``method``, with
     ``min_privacy`` (obt), ``rho`` (rbt: one or two numbers) and ``noise``
     (gdp). ``seed`` regenerates the transform, so it is as secret as the key
     (``None``: a fresh seed from the operating system). ``library`` is an OBT
@@ -141,10 +184,14 @@ class PerturbSettings(_Chosen):
     ``html`` are written when given; the report's attacks try ``known``
     records on at most ``attack_records`` records, its clusterers find
     ``clusters`` clusters. ``verify`` re-reads the release and checks it
-    with the independent checker before anything is written.
+    with the independent checker before anything is written. ``internal``
+    makes the report and page the custodian's secret copy: with each block's
+    pairing and figures, ``"secret": true``, owner-only files. The risk
+    settings are :class:`~anonlab.risk.release.ReleaseRiskSettings`'s.
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "library", *PERTURB_OUTPUTS)
+    path_fields: ClassVar[tuple[str, ...]] = ("input", "library", "sensitive_hierarchies",
+                                              *PERTURB_OUTPUTS)
 
     input: Any
     method: Method = "obt"
@@ -160,6 +207,7 @@ class PerturbSettings(_Chosen):
     clusters: int = Field(default=3, ge=1)
     attack_records: int = Field(default=ATTACK_RECORDS, ge=2)
     verify: bool = True
+    internal: bool = False
 
     @field_validator("input", mode="before")
     @classmethod
@@ -207,12 +255,13 @@ class InvertSettings(_Reading):
         return _table_source(value)
 
 
-class AttackSettings(_Chosen):
+class AttackSettings(_Chosen, _Roles):
     """Everything :func:`run_attack` needs.
 
     ``original`` and its perturbed ``released`` table hold the same records in
-    the same order; ``columns`` are the perturbed ones (all of the original's
-    when ``None``). The known-record attacks try each count in ``known``; the
+    the same order; ``columns`` are the perturbed ones (when ``None``: every
+    column of the original no role names); the original's other columns need
+    roles, as for :func:`run_perturb`. The known-record attacks try each count in ``known``; the
     PCA and ICA attacks use ``sample`` (default: a random half of the
     original); ``max_records`` limits the attack to a seeded random subset.
     """
@@ -296,6 +345,9 @@ def _check_perturb(s: PerturbSettings) -> None:
     if s.library is not None and s.method != "obt":
         raise AnonlabError(f"library applies to method obt only, not {s.method}: drop it",
                            parameter="library")
+    if s.internal and s.report is None and s.html is None:
+        raise AnonlabError("internal makes the report and page the secret copy: give report "
+                           "and/or html, or drop internal", parameter="internal")
     for name in ("library", "key"):
         value = getattr(s, name)
         if value is not None and Path(value).is_dir():
@@ -311,22 +363,31 @@ def _check_perturb(s: PerturbSettings) -> None:
 def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Perturb ``settings.input``; write release, key, library, report and HTML, or nothing.
 
-    ``progress`` hears ``("perturbing blocks", done, total)`` and
-    ``("attacks", done, total)``. The report holds the privacy measures,
+    Every column needs a role (:func:`perturbed_roles`); identifying columns
+    are dropped. ``progress`` hears ``("perturbing blocks", done, total)`` and
+    ``("attacks", done, total)``. The report holds the privacy figures,
     attacks and clustering agreement when a report or page is written, or
     when no file is (a run for its returned report and release); else only
-    the quick recoverability check runs. Issues
+    the quick recoverability check runs. Then the risk of the release as
+    written (:func:`release_risk`). Issues
     :class:`~anonlab.perturbation.RecoverableReleaseWarning` when a few
-    known records recover the release.
+    known records recover the release and a
+    :class:`~anonlab.errors.ReleaseRiskWarning` per risk of the columns
+    released unchanged; with ``fail_on_risk`` either refuses the release
+    (:class:`~anonlab.errors.ReleaseRiskError`, nothing written).
 
     The run uses one BLAS thread: its products are small or thin (``d x d``
     times ``d x N``), and OpenBLAS's idle threads spin between them, which
     cost more CPU than the whole read of a million records (the doubles are
     the same with any number of threads).
     """
+    from dataclasses import replace
+
+    from anonlab.dataset import roles_report
     from anonlab.perturbation.library import fresh_seed
     from anonlab.perturbation.table import numeric_columns
     from anonlab.perturbation.transforms import perturb_array
+    from anonlab.risk.release import check_risk_columns
 
     s = settings
     started = time.perf_counter()
@@ -334,29 +395,38 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     library_exists = s.library is not None and Path(s.library).exists()
     targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
     targets["library"] = None if library_exists else s.library
-    inputs = [_file_of(s.input), s.library if library_exists else None]
+    inputs = [_file_of(s.input), s.library if library_exists else None,
+              *s.sensitive_hierarchies.values()]
     with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
-        library = _library(s, seed, library_exists)
         frame = _read(s.input, s)
-        data = numeric_columns(frame, s.columns)
+        names, roles, by_other = perturbed_roles(frame, s)
+        frame, dropped = _without_identifying(frame, roles)
+        check_risk_columns([str(c) for c in frame.columns], s.sensitive, s)
+        library = _library(s, seed, library_exists)
+        data = numeric_columns(frame, names)
         z, released, key = perturb_array(
             data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
             noise=s.noise, library=library, overwrite=True, progress=progress)
+        key = replace(key, identifying=tuple(dropped))
         report = _perturb_report(s, outputs, key, z, released, seed, progress)
         names = data.names
         del data, z  # the standardized values are not needed again: free them before verifying
         release = _release(frame, names, [released[:, j] for j in range(len(names))])
         release_file = _stage_table(outputs, release)
         key_file = _stage_key(outputs, key)
+        as_written = _reread(release_file[0], outputs.path("output"), names) \
+            if release_file else release
         report["verified"] = bool(s.verify and release_file)
         if report["verified"]:  # with the key as staged; the one in memory when none is written
-            _verify(frame, _reread(release_file[0], outputs.path("output")), names, s.method,
+            _verify(frame, as_written, names, s.method,
                     _reread_key(key_file) if key_file else key.to_dict())
         if library is not None and "library" in outputs:
             _stage_json(outputs, "library", library.to_dict())
+        report.update(roles_report(roles, s.other, by_other))
+        report.update(release_risk(as_written, names, s, report["warnings"]))
         report["runtime_seconds"] = time.perf_counter() - started
-        stage_report(outputs, report)
+        _stage_report(outputs, report, s.internal)
         written = outputs.commit()
     return RunResult(report, release, written)
 
@@ -364,8 +434,12 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
 def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Restore the original table from a release and its key; write it (or nothing).
 
-    Integer columns are rounded back to integers; a key that does not match
-    the release (columns, record count, fingerprint) is refused. Runs on one
+    The roles are the key's: its columns are restored, every other column of
+    the release passes through; the columns the perturbation dropped as
+    identifying are in no release and cannot come back (report key
+    ``not_restored``). Integer columns are rounded back to integers; a key
+    that does not match the release (columns, record count, fingerprint) is
+    refused. Runs on one
     BLAS thread, as :func:`run_perturb` does.
     """
     from anonlab.perturbation.key import PerturbationKey
@@ -386,21 +460,25 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
         key.check_columns([str(c) for c in frame.columns], where)
         data = numeric_columns(frame, list(key.columns), allow_constant=True)
         restored = _release(frame, list(key.columns), restore_columns(data.values, key, where))
+        # identifying columns were dropped from the release: no key can bring them back
         restored_file = _stage_table(outputs, restored)
         verified = bool(s.verify and restored_file)
         if verified:
-            _verify(_reread(restored_file[0], outputs.path("output")), frame,
+            _verify(_reread(restored_file[0], outputs.path("output"), key.columns), frame,
                     list(key.columns), key.method, _reread_key([Path(s.key)]))
         written = outputs.commit()
     report = {"command": "invert", "columns": list(key.columns), "records": len(frame),
-              "verified": verified, "runtime_seconds": time.perf_counter() - started}
+              "not_restored": list(key.identifying), "verified": verified,
+              "runtime_seconds": time.perf_counter() - started}
     return RunResult(report, restored, written)
 
 
 def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """The attack table of ``settings.released`` against ``settings.original``; report and HTML.
 
-    Both tables are standardized with the original's means and deviations.
+    Every column of the original needs a role, as for :func:`run_perturb`
+    (the report's role keys). Both tables are standardized with the
+    original's means and deviations.
     ``progress`` hears ``("attacks", done, total)``. Issues
     :class:`~anonlab.perturbation.RecoverableReleaseWarning` when an attack
     that needs no sample recovers most records.
@@ -416,7 +494,7 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
     _check_known(s.known)
     inputs = [_file_of(s.original), _file_of(s.released), _file_of(s.sample)]
     with Outputs({"report": s.report, "html": s.html}, inputs=inputs) as outputs:
-        names, z, released, sample = _attack_data(s)
+        names, z, released, sample, roles = _attack_data(s)
         rows = attack_subset(z.shape[0], s.max_records or z.shape[0], s.seed)
         usable = [m for m in s.known if m < rows.size]
         if not usable:
@@ -429,8 +507,9 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
                                        "sample": s.sample}, outputs.path("report"))
         report.update({"columns": names, "records": int(z.shape[0]),
                        "attack_records": int(rows.size), "attacks": table,
-                       "warnings": [message] if message else [],
-                       "runtime_seconds": time.perf_counter() - started})
+                       "warnings": [message] if message else []})
+        report.update(roles)
+        report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, None, written)
@@ -439,6 +518,101 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 # ---------------------------------------------------------------------------
 # Steps
 # ---------------------------------------------------------------------------
+
+
+#: how the perturbation family names the parameters that give roles
+ROLE_PARAMETERS = ("columns", "identifying", "sensitive", "insensitive")
+
+
+def perturbed_roles(
+    frame: pd.DataFrame, settings: PerturbSettings | AttackSettings
+) -> tuple[list[str], dict[str, Role], list[str]]:
+    """The perturbed columns, every column's role, and the columns insensitive by ``other``.
+
+    The perturbed columns (``columns``; when ``None``, every column that no
+    other role parameter names) are the quasi-identifiers. Every other column
+    needs a role (:func:`anonlab.dataset.assign_roles`): one
+    :class:`~anonlab.dataset.RoleError` names all that have none.
+    """
+    from anonlab.dataset import assign_roles, without_role
+    from anonlab.perturbation.table import check_names
+
+    s = settings
+    table = [str(c) for c in frame.columns]
+    others = [*s.identifying, *s.sensitive, *s.insensitive]
+    names = list(s.columns) if s.columns is not None else [c for c in table if c not in others]
+    check_names(names, table)
+    roles = assign_roles(table, qi=names, identifying=s.identifying, sensitive=s.sensitive,
+                         insensitive=s.insensitive, other=s.other,
+                         role_parameters=ROLE_PARAMETERS)
+    return names, roles, without_role(table, names, others)
+
+
+def _without_identifying(frame: pd.DataFrame, roles: Mapping[str, Role]
+                         ) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` without its identifying columns (no copy when there are none), and their names."""
+    from anonlab.dataset import Role
+    from anonlab.perturbation.table import frame_labels
+
+    dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+    if not dropped:
+        return frame, []
+    labels = frame_labels(frame)
+    return frame.drop(columns=[labels[c] for c in dropped]), dropped
+
+
+def release_risk(release: pd.DataFrame, perturbed: Sequence[str], settings: PerturbSettings,
+                 recoverable: Sequence[str] = ()) -> dict[str, Any]:
+    """The report keys ``risk``, ``attacker_knowledge``, ``risk_of_unchanged``, ``risk_warnings``.
+
+    ``risk`` is measured on ``release`` (as written) for the attacker
+    :class:`~anonlab.risk.release.RiskSettings` describes: with the perturbed
+    columns among the attacker's, nearly every record is unique, which is
+    true and is what a perturbation is (its values match no original). The
+    warnings are judged on ``risk_of_unchanged``, the same measurement on
+    the attacker's columns that are released unchanged (``None`` when there
+    are none): uniqueness there is a real linkage key. ``recoverable`` are the
+    recoverability warnings already issued; with ``fail_on_risk`` any warning
+    refuses the release (:class:`~anonlab.errors.ReleaseRiskError`).
+    """
+    from anonlab.risk.measure import warn_release_risk
+    from anonlab.risk.release import measure_release
+
+    s = settings
+    section, knowledge = measure_release(release, s.sensitive, s)
+    unchanged = [c for c in section["attacker_columns"] if c not in set(perturbed)]
+    judged = None
+    messages: list[str] = []
+    if unchanged:
+        judged, _ = measure_release(release, s.sensitive,
+                                    s.model_copy(update={"attacker_columns": unchanged}))
+        messages = warn_release_risk(judged, s.max_risk, stacklevel=4)
+    refused = [*recoverable, *messages]
+    if refused and s.fail_on_risk:
+        count = (f"{len(refused)} risk warnings, the first" if len(refused) > 1
+                 else "a risk warning")
+        raise ReleaseRiskError(
+            f"fail_on_risk is set and the release drew {count}: {refused[0]}; nothing was "
+            "written: drop or protect the columns released unchanged, or use a method the "
+            "attacks do not undo (docs/perturbation.md)", parameter="fail_on_risk")
+    return {"risk": section, "attacker_knowledge": knowledge, "risk_of_unchanged": judged,
+            "risk_warnings": messages}
+
+
+def _stage_report(outputs: Outputs, report: dict[str, Any], internal: bool) -> None:
+    """Stage report and page; the ``internal`` (secret) ones owner-only, the page marked so."""
+    if not internal:
+        stage_report(outputs, report)
+        return
+    if "report" in outputs:
+        _stage_json(outputs, "report", report, private=True)
+    if "html" in outputs:
+        from anonlab.htmlreport import render_html
+
+        target = outputs.path("report")
+        dirs = [] if target is None else [target.resolve().parent]
+        page = render_html(report, internal=True, base_dirs=[*dirs, Path.cwd()])
+        outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"), private=True)
 
 
 def _read(source: Any, settings: _Reading) -> pd.DataFrame:
@@ -495,8 +669,18 @@ def _release(frame: pd.DataFrame, names: Sequence[str],
 def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
                     z: Any, released: Any, seed: int,
                     progress: ProgressFn | None) -> dict[str, Any]:
-    """The report: header, then the full evaluation or only the recoverability check."""
-    from anonlab.perturbation.evaluate import perturbation_summary, recoverability_check
+    """The report: header, then the full evaluation or only the recoverability check.
+
+    The evaluation's per-block figures (``blocks``, ``overall``) undo the
+    release with it: only the ``internal`` report (``"secret": true``) holds
+    them; the shareable one has their :func:`privacy_summary` instead.
+    """
+    from anonlab.perturbation.evaluate import (
+        perturbation_summary,
+        privacy_summary,
+        recoverability_check,
+        shareable,
+    )
 
     # the seed regenerates the transform (pairing, matrices, noise): key material
     report = _header("perturb", s, {"data": s.input}, outputs.path("report"),
@@ -505,10 +689,15 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
     report["parameters"]["seed_given"] = s.seed is not None
     full = "report" in outputs or "html" in outputs or not any(
         name in outputs for name in ("output", "key", "library"))
+    if s.internal:
+        report["secret"] = True
     if full:
-        report.update(perturbation_summary(
+        summary = perturbation_summary(
             key, z, released, known=s.known, seed=seed % 2**32, n_clusters=s.clusters,
-            attack_records=s.attack_records, progress=progress, stacklevel=4))
+            attack_records=s.attack_records, progress=progress, stacklevel=4)
+        if s.internal:
+            summary["privacy_summary"] = privacy_summary(summary["blocks"])
+        report.update(summary if s.internal else shareable(summary))
     else:
         message = recoverability_check(z, released, known=s.known, seed=seed % 2**32,
                                        attack_records=s.attack_records, progress=progress,
@@ -531,8 +720,10 @@ def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: P
             parameters[name] = None
         elif isinstance(value, str):
             parameters[name] = stored_path(_public(value), report_path)
+        elif isinstance(value, dict):  # a table of name -> path (sensitive_hierarchies)
+            parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
     files = {name: _file_of(value) for name, value in inputs.items()}
-    report = report_header(command, parameters, dict(files))
+    report = report_header(command, risk_last(parameters), dict(files))
     report["paths"] = paths_convention(report_path)
     return report
 
@@ -577,18 +768,23 @@ def _stage_table(outputs: Outputs, table: pd.DataFrame) -> list[Path]:
     return staged
 
 
-def _reread(path: Path, target: Path | None) -> pd.DataFrame:
-    """A staged table read back, every value as text, as any reader of the target would.
+def _reread(path: Path, target: Path | None, columns: Sequence[str]) -> pd.DataFrame:
+    """A staged table read back through the one reader, as any reader of the target would.
 
     The reader knows a staged Parquet or Excel file by its first bytes; a CSV
     release is in the one dialect, split where the writer split it for
-    ``target`` (tabs for ``.tsv``, else commas).
+    ``target`` (tabs for ``.tsv``, else commas). The transformed ``columns``
+    come back as the doubles their text parses to, the others as text; if a
+    transformed value is not a number, the table is read again all as text,
+    for the checker to name that value.
     """
     from anonlab.io import read_table
 
-    if target is None:
-        return read_table(path, dtype=str, delimiter=",", strings="arrow")
-    return read_table(path, dtype=str, format_of=target, strings="arrow")
+    where: dict[str, Any] = {"delimiter": ","} if target is None else {"format_of": target}
+    try:
+        return read_table(path, dtype=str, strings="arrow", doubles=list(columns), **where)
+    except AnonlabError:
+        return read_table(path, dtype=str, strings="arrow", **where)
 
 
 def _reread_key(key_file: list[Path]) -> dict[str, Any]:
@@ -617,11 +813,17 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[str
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any]:
-    """Column names, the original's z-scores, the release and the sample, standardized alike."""
+def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any, dict[str, Any]]:
+    """Column names, the original's z-scores, the release and the sample, standardized alike.
+
+    The last item is the report's role keys (:func:`anonlab.dataset.roles_report`).
+    """
+    from anonlab.dataset import roles_report
     from anonlab.perturbation.table import numeric_columns
 
-    orig = numeric_columns(_read(s.original, s), s.columns)
+    frame = _read(s.original, s)
+    chosen, roles, by_other = perturbed_roles(frame, s)
+    orig = numeric_columns(frame, chosen)
     rel_frame = _read(s.released, s)
     missing = [c for c in orig.names if c not in {str(n) for n in rel_frame.columns}]
     if missing:
@@ -638,4 +840,4 @@ def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any]:
     if s.sample is not None:
         smp = numeric_columns(_read(s.sample, s), orig.names, allow_constant=True)
         sample = (smp.values - means) / stds
-    return orig.names, z, rel.values, sample
+    return orig.names, z, rel.values, sample, roles_report(roles, s.other, by_other)

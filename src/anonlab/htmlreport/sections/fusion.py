@@ -220,6 +220,7 @@ def _released_as(values: Any) -> str:
 
 RELEASED_AS = {
     "as is": "as it is (in no anonymity template)",
+    "dropped": "dropped (identifying: never left its provider)",
     "class": "as it is (the class attribute)",
     "id kept": "kept (record id)",
     "id dropped": "dropped (record id)",

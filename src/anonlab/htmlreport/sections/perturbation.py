@@ -8,6 +8,12 @@ towards 0; the attack table (median relative error ||x_hat - x|| / ||x|| and
 the shares of records recovered within 10 % and 25 %, drawn as bars); the
 clustering agreement (adjusted Rand index of each clusterer's labels before
 and after). Warnings the command raised are shown first.
+
+A shareable report has only ``privacy_summary`` (block count and sizes, the
+smallest S and P): a block's pairing with its S undoes the release. The
+custodian's secret report (``"secret": true``, from ``perturb --internal``)
+also has ``blocks`` and ``overall``; they are shown on the internal page only,
+under a line saying the page is secret.
 """
 
 from __future__ import annotations
@@ -60,6 +66,15 @@ ATTACK_NAMES = {"naive": "naive (released values read as the originals)",
                 "known_sample": "known sample (PCA) from the same distribution",
                 "ica": "independent component analysis (FastICA)"}
 SAMPLE_ATTACKS = ("known_sample", "ica")
+SUMMARY = {"blocks": "blocks", "block_sizes": "blocks by number of columns",
+           "min_S": "smallest S of a block (distance privacy)",
+           "min_P": "smallest P of a block (privacy level R × S)",
+           "withheld": "withheld"}
+SECRET_NOTE = ("SECRET: this report lists each block's column pairing and its S, R and P; "
+               "with the release they recover the perturbed columns. Keep it with the key "
+               "and share only the report made without --internal.")
+HIDDEN_NOTE = ("This report is secret (made with --internal): each block's pairing and "
+               "figures are not shown on a shareable page. Render it with --internal.")
 OVERVIEW = [("method", "method"), ("records", "records"), ("blocks_count", "blocks"),
             ("attack_records", "records attacked (a random subset when the table is large)")]
 
@@ -160,8 +175,11 @@ def clustering_scores(report: Mapping[str, Any]) -> dict[str, float]:
 
 
 def overview_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
+    """The secret line (first), the command's warnings, method, records and columns."""
     blocks: list[Block] = []
-    used: set[str] = set()
+    used: set[str] = {"secret"} if "secret" in report else set()
+    if report.get("secret") is True:
+        blocks.append(Note(SECRET_NOTE, warning=True))
     warnings = report.get("warnings")
     if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings):
         used.add("warnings")
@@ -187,12 +205,38 @@ def _measure_cell(value: Any, key: str) -> Cell:
     return cell(value, key)
 
 
-def privacy_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
-    """S, R and P per block (table and bars of P), then the overall figures."""
+def summary_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
+    """The shareable figures over all blocks (``privacy_summary``)."""
+    summary = report.get("privacy_summary")
+    if not isinstance(summary, Mapping):
+        return [], set()
+    rows: list[tuple[str, Cell]] = []
+    for k, v in summary.items():
+        if v is None:
+            continue
+        value = Cell(", ".join(f"{n}: {c}" for n, c in v.items())) if isinstance(v, Mapping) \
+            else _measure_cell(v, f"privacy_summary.{k}")
+        rows.append((SUMMARY.get(str(k), str(k)), value))
+    caption = ("Over all blocks, naming none (a block's pairing and S would undo the "
+               "release)")
+    return [KeyValues(rows, caption=caption)], {"privacy_summary"}
+
+
+def privacy_blocks(report: Mapping[str, Any], internal: bool = True
+                   ) -> tuple[list[Block], set[str]]:
+    """The figures over all blocks; S, R and P per block (table, bars of P) and overall.
+
+    The per-block figures are shown when ``internal`` only; else a note says
+    they are withheld (they are marked used either way, so that no generic
+    section shows them).
+    """
+    blocks, used = summary_blocks(report)
     key = _key_of(report, BLOCK_KEYS)
     rows = _rows(report[key], "block") if key else []
-    blocks: list[Block] = []
-    used: set[str] = set()
+    overall_key = find_key(report, "overall")
+    if not internal and (rows or overall_key):
+        used |= {k for k in (key, overall_key) if k}
+        return [*blocks, Note(HIDDEN_NOTE, warning=True)], used
     if key and rows:
         used.add(key)
         headers: list[str] = []
@@ -216,7 +260,6 @@ def privacy_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
     meanings = [Paragraph("; ".join(f"{m}: {t}" for m, t in MEASURES.items()
                                     if any(m in r for r in rows)) + ".")] if rows else []
     blocks.extend(meanings)
-    overall_key = find_key(report, "overall")
     overall = report.get(overall_key) if overall_key else None
     if isinstance(overall, Mapping) and overall:
         used.add(str(overall_key))
@@ -307,9 +350,12 @@ def perturbation_sections(ctx: RenderContext) -> Built:
     used: set[str] = set()
     sections: list[Section] = []
     title = "Perturbation" if ctx.command != "attack" else "Attacked release"
+    def privacy(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
+        return privacy_blocks(report, ctx.internal)
+
     for name, anchor, build in (
         (title, "perturbation", overview_blocks),
-        ("Privacy per block (S, R, P)", "privacy", privacy_blocks),
+        ("Privacy of the blocks (S, R, P)", "privacy", privacy),
         ("Attacks: what an attacker could recover", "attacks", attack_blocks),
         ("Clustering agreement", "clustering", clustering_blocks),
     ):
