@@ -38,3 +38,19 @@ def test_a_database_url_without_a_table_is_refused_before_any_work(tmp_path: Pat
     assert done.exit_code == 2
     assert done.output.startswith("Error: --output")
     assert not db.exists() and not (tmp_path / "r.json").exists()
+
+
+def test_another_table_of_the_input_database_may_take_the_release(tmp_path: Path) -> None:
+    db = tmp_path / "people.db"
+    frame = read_table(Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv",
+                       delimiter=";")
+    with sqlite3.connect(db) as conn:
+        frame.to_sql("adult", conn, index=False)
+    base = ["generalize", "--config", str(EXAMPLE), "--quiet", f"sqlite:///{db}",
+            "--table", "adult", "--report", str(tmp_path / "r.json"), "--output",
+            f"sqlite:///{db}", "--output-table"]
+    refused = runner.invoke(app, [*base, "adult"])  # the input table itself
+    assert refused.exit_code == 2 and "also an input" in refused.output
+    done = runner.invoke(app, [*base, "adult_k5"])
+    assert done.exit_code == 0, done.output
+    assert read_table(f"sqlite:///{db}", table="adult").equals(frame)

@@ -364,7 +364,7 @@ def test_missing_optional_keys_leave_their_parts_out(run: dict[str, Any]) -> Non
 def test_changed_hierarchy_is_not_used(run: dict[str, Any]) -> None:
     report = copy.deepcopy(run["report"])
     report["inputs"]["hierarchy:marital-status"]["sha256"] = "0" * 64
-    html = render_html(report, internal=True)
+    html = render_html(report, internal=True, base_dirs=[run["dir"]])  # paths: beside it
     assert "hierarchy file changed since the run" in html
     assert "Married-civ-spouse" not in html
 

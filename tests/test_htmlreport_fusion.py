@@ -225,7 +225,8 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
     config = tomllib.loads((REPO / "examples" / "fusion" / "fusion.toml").read_text())
     older = copy.deepcopy(report)  # a report from before the columns key: the config is read
     del older["columns"]
-    for page_html in (html, render_html(older)):
+    beside = [fuse_run["dir"]]  # the report's paths are relative to its folder
+    for page_html in (html, render_html(older, base_dirs=beside)):
         for party in config["parties"]:
             for column in party.get("columns", []):
                 row = re.search(rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
@@ -237,7 +238,8 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
                     f"generalized to the final cut ({len(report['cut'][column])} values)")
                 assert row.group(1).startswith(expected), (column, row.group(1))
         assert "dropped (record id)" in page_html and "(the class attribute)" in page_html
-    assert "from the config file" in render_html(older) and "from the config file" not in html
+    assert "from the config file" in render_html(older, base_dirs=beside)
+    assert "from the config file" not in html
     # the report's own columns key is used first: the config file is not needed
     changed = copy.deepcopy(report)
     changed["inputs"]["config"]["sha256"] = "0" * 64
@@ -248,7 +250,7 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
                          render_html(changed)), column
     # an older report without it falls back to the config, which must be the one the run read
     del changed["columns"]
-    page = Page(render_html(changed))
+    page = Page(render_html(changed, base_dirs=beside))
     assert "The providers' columns are not listed: the config file has changed since the " \
         "run." in page.visible
     assert "held by" not in page.visible

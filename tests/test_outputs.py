@@ -74,15 +74,19 @@ def test_temp_files_of_dead_runs_are_removed(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead_pid = int(done.stdout)
-    dead = tmp_path / f".o.csv.anonlab-{dead_pid}-0a0b0c0d.tmp"
-    dead.write_text("left by kill -9", encoding="utf-8")
     alive = temp_path_for(target)
     alive.write_text("this run's", encoding="utf-8")
-    old_style = tmp_path / ".o.csv.abcd1234.tmp"
+    old_style = tmp_path / ".o.csv.abcd1234.tmp"  # not ours for sure: kept
     old_style.write_text("earlier version", encoding="utf-8")
     os.utime(old_style, (0, 0))
+    host = alive.name.split(".anonlab-")[1].rsplit("-", 2)[0]
+    other = "other-host" if host != "other-host" else "another-host"
+    elsewhere = tmp_path / f".o.csv.anonlab-{other}-{dead_pid}-0a0b0c0d.tmp"
+    elsewhere.write_text("a run on another host sharing the folder", encoding="utf-8")
+    dead = tmp_path / f".o.csv.anonlab-{host}-{dead_pid}-0a0b0c0d.tmp"
+    dead.write_text("left by kill -9", encoding="utf-8")
     removed = remove_stale_temps(tmp_path)
-    assert sorted(removed) == sorted([dead, old_style])
-    assert alive.exists()
+    assert removed == [dead]
+    assert alive.exists() and old_style.exists() and elsewhere.exists()
     Outputs({"output": target})  # a new run in the folder cleans up too
     assert alive.exists()

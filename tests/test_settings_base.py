@@ -96,3 +96,13 @@ def test_building_settings_directly_gives_the_same_one_line_error() -> None:
     with pytest.raises(AnonlabError, match=r"^k: ") as info:
         Demo(**values)  # type: ignore[arg-type]
     assert info.value.parameter == "k"
+
+
+def test_another_table_of_the_config_database_counts_as_a_new_input(tmp_path: Path) -> None:
+    class FromDatabase(Demo):
+        table: str | None = None
+
+    config = _write(tmp_path, 'input = "sqlite:///d.db"\ntable = "t"\noutput = "o.csv"\n')
+    with pytest.raises(AnonlabError, match="table differs from the config file's"):
+        FromDatabase.load(config, table="other")
+    assert FromDatabase.load(config, table="t").output == str(tmp_path / "o.csv")

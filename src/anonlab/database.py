@@ -167,7 +167,7 @@ def _find_table(conn: Connection, table: str, shown: str) -> tuple[str | None, s
 def fetch(url: str, *, table: str | None, query: str | None
           ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The column names and rows of a database ``table`` or ``query`` (exactly one given)."""
-    from sqlalchemy import literal_column, select, text
+    from sqlalchemy import literal_column, select
     from sqlalchemy import table as table_clause
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -186,9 +186,9 @@ def fetch(url: str, *, table: str | None, query: str | None
                 # SELECT * FROM "name": no reflection of column types (nothing to warn about)
                 statement: Any = select(literal_column("*")).select_from(
                     table_clause(name, schema=schema))
-            else:
-                statement = text(query or "")
-            result = conn.execute(statement)
+                result = conn.execute(statement)
+            else:  # the user's SQL as written: ':word' in it is text, not a bind parameter
+                result = conn.exec_driver_sql(query or "")
             if not result.returns_rows:
                 raise AnonlabError(f"query on '{shown}' returns no rows: give a SELECT "
                                    "statement", parameter="query")

@@ -32,7 +32,13 @@ import numpy as np
 
 from anonlab.database import DatabaseTarget, is_database_url, masked
 from anonlab.errors import AnonlabError
-from anonlab.outputs import default_mode, remove_stale_temps, temp_path_for, write_error
+from anonlab.outputs import (
+    create_private,
+    default_mode,
+    remove_stale_temps,
+    temp_path_for,
+    write_error,
+)
 from anonlab.sources import sniff_delimiter
 
 if TYPE_CHECKING:
@@ -312,27 +318,64 @@ def _from_frame(frame: pd.DataFrame, dtype: Any, text_options: _Text) -> pd.Data
     return text
 
 
+def folder_files(path: PathLike) -> list[tuple[str, Path]]:
+    """The files of a folder (a Parquet dataset), recursively, as (relative POSIX path,
+    path) pairs sorted by relative path."""
+    root = Path(path)
+    found = [(f.relative_to(root).as_posix(), f) for f in root.rglob("*") if f.is_file()]
+    return sorted(found)
+
+
 def file_sha256(path: PathLike) -> str:
-    """SHA-256 hex digest of a file's bytes (identifies the input in reports)."""
+    """SHA-256 hex digest of a file's bytes (identifies the input in reports).
+
+    A folder (a Parquet dataset) is digested as its files in the order of
+    their relative paths: each file's relative path, its size and its bytes.
+    """
     digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
+    root = Path(path)
+    if root.is_dir():
+        for name, file in folder_files(root):
+            encoded = name.encode("utf-8", "surrogateescape")
+            digest.update(len(encoded).to_bytes(8, "big") + encoded)
+            digest.update(file.stat().st_size.to_bytes(8, "big"))
+            _digest_file(digest, file)
+        return digest.hexdigest()
+    _digest_file(digest, root)
     return digest.hexdigest()
 
 
+def _digest_file(digest: hashlib._Hash, path: Path) -> None:
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+
+
 def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None:
-    """Refuse an output path that is one of the input files."""
+    """Refuse an output path that is one of the input files (a SQLite input's database
+    file included) or lies inside an input folder."""
     if is_database_url(output):
         return
     out = Path(output).resolve()
     for item in inputs:
-        if item is None or is_database_url(item):
+        if item is None:
             continue
-        if Path(item).resolve() == out:
+        if is_database_url(item):
+            from anonlab.database import parse_url, sqlite_file
+
+            try:
+                file = sqlite_file(parse_url(os.fspath(item), "input"))
+            except AnonlabError:
+                continue
+            if file is None:
+                continue
+            where = file.resolve()
+        else:
+            where = Path(item).resolve()
+        if where == out or (where.is_dir() and out.is_relative_to(where)):
             raise AnonlabError(
-                f"output '{output}' is also an input: choose another output path "
-                "(inputs are never overwritten)"
+                f"output '{output}' is also an input or inside one: choose another output "
+                "path (inputs are never overwritten)"
             )
 
 
@@ -363,8 +406,9 @@ def atomic_write(
 ) -> None:
     """Call ``writer(tmp_path)`` then rename the temporary file onto ``path``.
 
-    The temporary file lives beside the target (``.NAME.anonlab-PID-RANDOM.tmp``)
-    so the rename is atomic; on any error it is removed and the target is
+    The temporary file lives beside the target
+    (``.NAME.anonlab-HOST-PID-RANDOM.tmp``, created owner-only before
+    ``writer`` runs) so the rename is atomic; on any error it is removed and the target is
     left as it was, and temporary files of killed runs in that folder are
     removed first. A missing output folder is created; a target that is a
     folder is refused. The file gets the usual permissions (0o666 less the
@@ -384,6 +428,7 @@ def atomic_write(
     remove_stale_temps(folder)
     tmp = temp_path_for(target)
     try:
+        create_private(tmp)
         writer(tmp)
         os.chmod(tmp, 0o600 if private else default_mode())
         os.replace(tmp, target)

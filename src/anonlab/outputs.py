@@ -5,14 +5,22 @@
 1. every output path is checked before any work starts (not an input, not
    another output, not a folder, its folder creatable);
 2. each output is written to a hidden temporary file beside its target
-   (``.NAME.anonlab-PID-RANDOM.tmp``) as the run produces it;
+   (``.NAME.anonlab-HOST-PID-RANDOM.tmp``, created owner-only before anything
+   is written in it) as the run produces it;
 3. only when everything is written are the temporary files renamed onto their
    targets, in one go at :meth:`Outputs.commit`; on any error they are removed
    and no target is touched.
 
 Temporary files left by a run that was killed (``kill -9``) carry that run's
-process id; a later run writing to the same folder removes those whose
-process is gone.
+host name and process id; a later run on the same host writing to the same
+folder removes those whose process is gone (never other hosts' files, files of
+other programs, nor anything in the system's temporary folder).
+
+Inputs are never overwritten: an output may not be an input file, lie inside
+an input folder (a Parquet dataset), be the file of an input SQLite database,
+nor be a table of an input database. An input given as a bare database URL
+(its table named elsewhere) protects its whole database unless the input's
+table is given too (``input_tables``).
 
 An output may also be a table in a database (:class:`DatabaseTarget`: a
 SQLAlchemy URL and a table name). It is checked up front too (the URL parses,
@@ -32,14 +40,21 @@ import errno
 import os
 import re
 import secrets
+import socket
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from anonlab.database import DatabaseTarget, check_target, is_database_url, masked
+from anonlab.database import (
+    DatabaseTarget,
+    check_target,
+    is_database_url,
+    masked,
+    parse_url,
+    sqlite_file,
+)
 from anonlab.errors import AnonlabError
 
 if TYPE_CHECKING:
@@ -47,15 +62,32 @@ if TYPE_CHECKING:
 
 PathLike = str | os.PathLike[str]
 Target = PathLike | DatabaseTarget
-_TEMP = re.compile(r"^\.(?P<name>.+)\.anonlab-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
-_OLD_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # mkstemp names of earlier versions
-_OLD_TEMP_AGE = 3600.0  # seconds after which an earlier version's temporary file is stale
+
+
+def _host() -> str:
+    """This host's name as it appears in temporary file names (letters, digits, ``-``)."""
+    name = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()).strip("-")[:63]
+    return name or "host"
+
+
+_HOST = _host()
+_TEMP = re.compile(rf"^\..+\.anonlab-{re.escape(_HOST)}-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
 
 
 def temp_path_for(target: Path) -> Path:
-    """A fresh hidden temporary path beside ``target`` that names this process."""
-    tag = f"{os.getpid()}-{secrets.token_hex(4)}"
+    """A fresh hidden temporary path beside ``target`` that names this host and process."""
+    tag = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
     return target.with_name(f".{target.name}.anonlab-{tag}.tmp")
+
+
+def create_private(tmp: Path) -> None:
+    """Create ``tmp`` empty and owner-only (0o600), failing if it exists.
+
+    Called before a writer fills the temporary file, so a secret is never
+    readable by others while it is being written.
+    """
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
 
 
 def _process_alive(pid: int) -> bool:
@@ -69,23 +101,24 @@ def _process_alive(pid: int) -> bool:
 
 
 def remove_stale_temps(folder: Path) -> list[Path]:
-    """Remove temporary files in ``folder`` left by runs that no longer exist; returns them."""
+    """Remove temporary files in ``folder`` left by runs that no longer exist; returns them.
+
+    Only this host's anonlab temporary files whose process is gone are
+    removed; the system's temporary folder is never swept.
+    """
     removed: list[Path] = []
     try:
+        if folder.resolve() == _staging_folder().resolve():
+            return removed
         entries = list(folder.iterdir())
     except OSError:
         return removed
-    now = time.time()
     for entry in entries:
         match = _TEMP.match(entry.name)
+        if match is None:
+            continue
         try:
-            if match is not None:
-                stale = not _process_alive(int(match["pid"]))
-            elif _OLD_TEMP.match(entry.name):
-                stale = now - entry.stat().st_mtime > _OLD_TEMP_AGE
-            else:
-                continue
-            if stale and entry.is_file():
+            if not _process_alive(int(match["pid"])) and entry.is_file():
                 entry.unlink()
                 removed.append(entry)
         except OSError:
@@ -173,14 +206,51 @@ def output_target(value: PathLike | None, table: str | None, name: str = "output
     return DatabaseTarget(str(value), table)
 
 
-def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
-    """Refuse an output that is an input, a folder, or lies under a file."""
-    resolved = path.resolve()
+def _check_not_input(name: str, shown: str, resolved: Path, inputs: Iterable[Path]) -> None:
+    """Refuse an output file (``resolved``) that is an input or lies inside an input folder."""
     for item in inputs:
-        if item.resolve() == resolved:
+        where = item.resolve()
+        if where == resolved:
             raise AnonlabError(
-                f"{name} '{path}' is also an input: choose another path (inputs are never "
+                f"{name} '{shown}' is also an input: choose another path (inputs are never "
                 "overwritten)", parameter=name)
+        if where.is_dir() and resolved.is_relative_to(where):
+            raise AnonlabError(
+                f"{name} '{shown}' is inside the input folder '{item}': choose a path outside "
+                "it (inputs are never overwritten)", parameter=name)
+
+
+def database_key(url: str) -> tuple[str, ...]:
+    """What identifies the database of ``url``: a SQLite file's resolved path, else the
+    backend, host, port and database name (user, password and driver left out)."""
+    try:
+        parsed = parse_url(url, "url")
+    except AnonlabError:
+        return ("url", url.strip())
+    path = sqlite_file(parsed)
+    if path is not None:
+        return ("sqlite", str(path.resolve()))
+    return (parsed.get_backend_name(), (parsed.host or "").lower(), str(parsed.port or ""),
+            parsed.database or "")
+
+
+def _database_file(url: str) -> Path | None:
+    """The resolved file of a SQLite URL (``None`` for other databases)."""
+    try:
+        path = sqlite_file(parse_url(url, "url"))
+    except AnonlabError:
+        return None
+    return None if path is None else path.resolve()
+
+
+def _table_key(target: DatabaseTarget) -> tuple[tuple[str, ...], str]:
+    return database_key(target.url), target.table.strip().casefold()
+
+
+def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
+    """Refuse an output that is an input, lies inside an input folder, is a folder, or lies
+    under a file."""
+    _check_not_input(name, str(path), path.resolve(), inputs)
     if path.is_dir():
         raise AnonlabError(f"{name} '{path}' is a folder: give a file name inside it",
                            parameter=name)
@@ -200,24 +270,36 @@ class Outputs:
 
     ``targets`` maps each output's parameter name (``output``, ``report``,
     ``html``, ``key``...) to its path, a :class:`DatabaseTarget`, or ``None``
-    when not asked for. ``inputs`` are the run's input files (and database
-    tables) that no output may overwrite. Use it as a context manager:
-    whatever was staged but not committed is removed on exit.
+    when not asked for. ``inputs`` are the run's inputs that no output may
+    overwrite: files, folders (Parquet datasets), database tables
+    (:class:`DatabaseTarget`) or bare database URLs. A bare URL's table is not
+    known, so no database output may go to that database unless
+    ``input_tables`` names the input's table (then only that table is
+    refused). Use it as a context manager: whatever was staged but not
+    committed is removed on exit.
     """
 
     def __init__(
         self,
         targets: Mapping[str, Target | None],
         inputs: Iterable[Target | None] = (),
+        *,
+        input_tables: Iterable[DatabaseTarget] = (),
     ) -> None:
-        inputs = list(inputs)
-        input_paths = [Path(p) for p in inputs
-                       if p is not None and not isinstance(p, DatabaseTarget)
-                       and not is_database_url(p)]
-        input_tables = [p for p in inputs if isinstance(p, DatabaseTarget)]
+        given = [p for p in inputs if p is not None]
+        known = [p for p in given if isinstance(p, DatabaseTarget)] + list(input_tables)
+        urls = [os.fspath(p) for p in given
+                if not isinstance(p, DatabaseTarget) and is_database_url(p)]
+        input_paths = [Path(p) for p in given
+                       if not isinstance(p, DatabaseTarget) and not is_database_url(p)]
+        database_files = [f for f in map(_database_file, [*urls, *(t.url for t in known)])
+                          if f is not None]
+        protected = {_table_key(t) for t in known}
+        whole = {database_key(u) for u in urls} - {database_key(t.url) for t in known}
         self._targets: dict[str, Path] = {}
         self._tables: dict[str, DatabaseTarget] = {}
         seen: dict[object, str] = {}
+        files: dict[Path, str] = {}  # resolved file -> the output that writes it
         for name, value in targets.items():
             if value is None:
                 continue
@@ -225,16 +307,37 @@ class Outputs:
             where: object
             if table is not None:
                 check_target(name, table)
-                if table in input_tables:
+                key = _table_key(table)
+                if key in protected:
                     raise AnonlabError(f"{name} {table} is also an input: choose another table "
                                        "(inputs are never overwritten)", parameter=name)
-                where = table
+                if key[0] in whole:
+                    raise AnonlabError(
+                        f"{name} {table} is in the input's database: write the release to "
+                        "another database or give the input's table so they can be told apart",
+                        parameter=name)
+                file = _database_file(table.url)
+                if file is not None:
+                    _check_not_input(name, str(file), file, input_paths)
+                    other = files.get(file)
+                    if other is not None and other not in self._tables:
+                        raise AnonlabError(
+                            f"{name} {table} is in the file '{file}' given as {other}: give "
+                            "each output its own path", parameter=name)
+                    files.setdefault(file, name)
+                where = key
                 self._tables[name] = table
             else:
                 assert not isinstance(value, DatabaseTarget)
                 path = Path(value)
-                check_output_path(name, path, input_paths)
+                check_output_path(name, path, [*input_paths, *database_files])
                 where = path.resolve()
+                other = files.get(where)
+                if other is not None and other in self._tables:
+                    raise AnonlabError(
+                        f"{name} '{value}' is the database file of {other}: give each output "
+                        "its own path", parameter=name)
+                files[where] = name
                 self._targets[name] = path
             if where in seen:
                 raise AnonlabError(
@@ -243,8 +346,6 @@ class Outputs:
             seen[where] = name
         self._staged: dict[str, tuple[Path, bool]] = {}
         folders = {p.parent for p in self._targets.values()}
-        if self._tables:
-            folders.add(_staging_folder())
         for folder in folders:
             remove_stale_temps(folder)
 
@@ -283,6 +384,7 @@ class Outputs:
             _make_folder(target)
             tmp = temp_path_for(target)
         try:
+            create_private(tmp)
             write(tmp)
             os.chmod(tmp, 0o600 if private or isinstance(target, DatabaseTarget)
                      else default_mode())

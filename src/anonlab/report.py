@@ -13,15 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from anonlab import __version__
-from anonlab.io import PathLike, file_sha256
+from anonlab.io import PathLike, file_sha256, folder_files
 
 
 def input_description(path: PathLike | None) -> dict[str, Any] | None:
-    """Name, size and SHA-256 of an input file (``None`` for in-memory data)."""
+    """Name, size and SHA-256 of an input file (``None`` for in-memory data); for a folder
+    (a Parquet dataset) the size is its files' total."""
     if path is None:
         return None
     p = Path(path)
-    return {"name": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)}
+    size = (sum(f.stat().st_size for _name, f in folder_files(p)) if p.is_dir()
+            else p.stat().st_size)
+    return {"name": p.name, "bytes": size, "sha256": file_sha256(p)}
 
 
 def report_header(

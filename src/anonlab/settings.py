@@ -49,7 +49,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     path_fields: ClassVar[tuple[str, ...]] = ()
-    input_fields: ClassVar[tuple[str, ...]] = ("input",)
+    input_fields: ClassVar[tuple[str, ...]] = ("input", "table", "query", "sheet")
     output_fields: ClassVar[tuple[str, ...]] = ("output", "report", "html", "plot", "key")
 
     def __init__(self, **values: Any) -> None:
@@ -150,8 +150,8 @@ def _resolve_value(value: Any, base: Path) -> Any:
 def _same_source(a: Any, b: Any) -> bool:
     """Whether two inputs name the same source (paths compared once resolved)."""
     text_a, text_b = str(a), str(b)
-    if "://" in text_a or "://" in text_b:
-        return text_a == text_b
+    if "://" in text_a or "://" in text_b or "/" not in text_a + text_b:
+        return text_a == text_b  # URLs, and table names, queries and sheets
     return Path(text_a).resolve() == Path(text_b).resolve()
 
 

@@ -154,3 +154,8 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
 
 OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
                      "the release to, replaced in one transaction (default: none).")
+
+
+def as_text(value: Path | str | None) -> str | None:
+    """A path or text flag as the text a settings model takes (``None`` stays ``None``)."""
+    return None if value is None else str(value)

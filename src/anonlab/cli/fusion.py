@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.common import as_text, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -52,14 +52,10 @@ Example:
 FLAGS = {"config": "the CONFIG argument", **RISK_FLAGS}
 
 
-def _text(path: Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
 @user_errors(flags=FLAGS)
 def fuse_command(
     config: Path = typer.Argument(..., help="fusion.toml naming parties, templates, taxonomies."),
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None, "--output", help="Fused table (.csv, or .parquet). (default: none)"
     ),
     report: Path | None = typer.Option(None, "--report", help="JSON report. (default: none)"),
@@ -101,7 +97,8 @@ def fuse_command(
     from anonlab.runs.fusion import FuseSettings, run_fuse
 
     settings = FuseSettings.load(
-        None, config=str(config), output=_text(output), report=_text(report), html=_text(html),
+        None, config=str(config), output=as_text(output), report=as_text(report),
+        html=as_text(html),
         score=score, keep_id=keep_id, identifying=identifying, sensitive=sensitive,
         insensitive=insensitive, other=other, verify=verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,

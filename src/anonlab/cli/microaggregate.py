@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import OUTPUT_TABLE_HELP, progress_display, user_errors
+from anonlab.cli.common import OUTPUT_TABLE_HELP, as_text, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -104,10 +104,6 @@ def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
-def _text(path: Path | None) -> str | None:
-    return str(path) if path is not None else None
-
-
 def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
     """Repeated ``--order COLUMN=v1,v2,...`` flags to a mapping (``None`` when none given)."""
     if not items:
@@ -124,7 +120,7 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
 
 @_one_line_errors
 def microaggregate_command(
-    input: Path | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
     delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
     sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
@@ -167,12 +163,12 @@ def microaggregate_command(
     from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 
     s = MicroaggregateSettings.load(
-        config, input=_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
+        config, input=as_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
         columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
         k=k, variant=variant, block_size=block_size, workers=workers, output=output,
         output_table=output_table,
-        report=_text(report), html=_text(html), verify=verify,
+        report=as_text(report), html=as_text(html), verify=verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,
@@ -200,8 +196,8 @@ def microaggregate_command(
 
 @_one_line_errors
 def evaluate_command(
-    original: Path | None = typer.Argument(None, help="Original table."),
-    masked: Path | None = typer.Argument(None, help="Masked table, same rows in the same order."),
+    original: str | None = typer.Argument(None, help="Original table."),
+    masked: str | None = typer.Argument(None, help="Masked table, same rows in the same order."),
     config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
     delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
     sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
@@ -224,10 +220,10 @@ def evaluate_command(
     from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 
     s = EvaluateSettings.load(
-        config, original=_text(original), masked=_text(masked), delimiter=delimiter,
+        config, original=as_text(original), masked=as_text(masked), delimiter=delimiter,
         sheet=sheet, table=table, query=query, columns=columns, nominal=nominal,
         ordinal=ordinal, orders=_orders(order), tau=tau, gamma=gamma, p=p, workers=workers,
-        report=_text(report), html=_text(html), **{"lambda": lambda_},
+        report=as_text(report), html=as_text(html), **{"lambda": lambda_},
     )
     with progress_display(quiet) as progress:
         out = run_evaluate(s, progress=progress).report
@@ -250,7 +246,7 @@ def _print_measures(measures: dict[str, Any]) -> None:
 
 @_one_line_errors
 def tradeoff_command(
-    input: Path | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
     delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
     sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
@@ -293,11 +289,11 @@ def tradeoff_command(
                           sampling_fraction=sampling_fraction, weights=weights,
                           sensitive_hierarchy=sensitive_hierarchy)
     s = TradeoffSettings.load(
-        config, input=_text(input), delimiter=delimiter, sheet=sheet, table=table,
+        config, input=as_text(input), delimiter=delimiter, sheet=sheet, table=table,
         query=query, columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
         k=k, variant=variant, block_size=block_size, tau=tau, gamma=gamma, p=p,
-        workers=workers, plot=_text(plot), report=_text(report), html=_text(html),
+        workers=workers, plot=as_text(plot), report=as_text(report), html=as_text(html),
         **{"lambda": lambda_}, **risk,
     )
     with progress_display(quiet) as progress:

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from anonlab.cli.common import progress_display, user_errors
+from anonlab.cli.common import as_text, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -56,15 +56,11 @@ _WARNINGS_FROM = "anonlab.fusion"
 FLAGS = {"config": "the CONFIG argument", **RISK_FLAGS}
 
 
-def _text(path: Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
 @user_errors(flags=FLAGS)
 def party_command(
     config: Path = typer.Argument(..., help="fusion.toml naming the parties (the same for all)."),
     party: str | None = typer.Option(None, "--party", help="This party's id in the config."),
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None, "--output", help="Fused table (.csv, or .parquet); providers only. (default: none)"
     ),
     report: Path | None = typer.Option(
@@ -112,8 +108,8 @@ def party_command(
     from anonlab.runs.fusion import PartySettings, run_party
 
     settings = PartySettings.load(
-        None, config=str(config), party=party, output=_text(output), report=_text(report),
-        html=_text(html), timeout=timeout, connect_timeout=connect_timeout, verify=verify,
+        None, config=str(config), party=party, output=as_text(output), report=as_text(report),
+        html=as_text(html), timeout=timeout, connect_timeout=connect_timeout, verify=verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,

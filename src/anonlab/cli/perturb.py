@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import fail, progress_display, user_errors
+from anonlab.cli.common import as_text, fail, progress_display, user_errors
 from anonlab.cli.release_risk import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
@@ -107,10 +107,6 @@ def _errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
-def _text(value: Path | str | None) -> str | None:
-    return None if value is None else str(value)
-
-
 def _flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
@@ -147,7 +143,7 @@ def perturb_command(
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None, "--output", help="Release: CSV, or Parquet/Excel by extension (default: none); "
         "with --invert, the restored table."),
     key: Path | None = typer.Option(
@@ -204,10 +200,10 @@ def perturb_command(
 
     overrides: dict[str, Any] = {
         "input": input, "columns": columns, "method": method, "min_privacy": min_privacy,
-        "rho": rho, "noise": noise, "seed": seed, "library": _text(library),
+        "rho": rho, "noise": noise, "seed": seed, "library": as_text(library),
         "delimiter": delimiter, "sheet": sheet, "table": table, "query": query,
-        "output": _text(output), "key": _text(key), "report": _text(report),
-        "html": _text(html), "known": known, "clusters": clusters,
+        "output": as_text(output), "key": as_text(key), "report": as_text(report),
+        "html": as_text(html), "known": known, "clusters": clusters,
         "attack_records": attack_records, "verify": verify, "identifying": identifying,
         "sensitive": sensitive, "insensitive": insensitive, "other": other,
         "internal": internal, **risk,
@@ -223,7 +219,7 @@ def perturb_command(
         _print_perturb(result.report, result.written)
 
 
-def _invert(input: str | None, config: Path | None, key: Path | None, output: Path | None,
+def _invert(input: str | None, config: Path | None, key: Path | None, output: str | None,
             delimiter: str | None, sheet: str | None, table: str | None, query: str | None,
             verify: bool | None, quiet: bool, unused: list[str]) -> None:
     """``perturb --invert``: restore a release with its key."""
@@ -232,9 +228,12 @@ def _invert(input: str | None, config: Path | None, key: Path | None, output: Pa
     if unused:
         raise fail(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not used "
                    "with --invert: drop them")
-    if config is None and (key is None or output is None):
+    if config is not None:  # a perturb config names the original as input: not invert's
+        raise fail("--config describes a perturbation, not its inversion: with --invert give "
+                   "the release, --key and --output")
+    if key is None or output is None:
         raise fail("--invert needs --key (the key file) and --output (the restored table)")
-    settings = InvertSettings.load(config, input=input, key=_text(key), output=_text(output),
+    settings = InvertSettings.load(None, input=input, key=as_text(key), output=as_text(output),
                                    delimiter=delimiter, sheet=sheet, table=table, query=query,
                                    verify=verify)
     with progress_display(quiet) as progress:
@@ -322,8 +321,8 @@ def attack_command(
 
     settings = AttackSettings.load(
         config, original=original, released=released, columns=columns, known=known,
-        sample=_text(sample), seed=seed, max_records=max_records, delimiter=delimiter,
-        sheet=sheet, table=table, query=query, report=_text(report), html=_text(html),
+        sample=as_text(sample), seed=seed, max_records=max_records, delimiter=delimiter,
+        sheet=sheet, table=table, query=query, report=as_text(report), html=as_text(html),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other)
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_attack(settings, progress=progress)

@@ -27,6 +27,7 @@ EXIT_RELEASE_RISK = 3
 #: library parameters of the risk settings whose flag is not "--" + the name with dashes
 RISK_FLAGS = {"population_size": "--population",
               "sensitive_hierarchies": "--sensitive-hierarchy",
+              "hierarchies": "--sensitive-hierarchy",
               "risk_threshold": "--risk-threshold"}
 
 INSENSITIVE = typer.Option(

@@ -40,9 +40,10 @@ def report_command(
 ) -> None:
     """Render a JSON report as HTML (see --help for examples)."""
     from anonlab.htmlreport import load_report, render_html
-    from anonlab.htmlreport.plots import save_png
+    from anonlab.htmlreport.plots import png_bytes
     from anonlab.htmlreport.render import main_figure
-    from anonlab.io import check_not_input, write_text
+    from anonlab.io import check_not_input
+    from anonlab.outputs import Outputs
 
     if html is None and plot is None:
         raise AnonlabError("nothing to write: give --html PAGE.html and/or --plot FIGURE.png")
@@ -54,14 +55,17 @@ def report_command(
     if html is not None and plot is not None and html.resolve() == plot.resolve():
         raise AnonlabError("--html and --plot name the same file: give two names")
     report = load_report(report_in)
-    # look for files the report names (hierarchies) as given, then beside the report
-    page = render_html(report, internal, base_dirs=[Path.cwd(), report_in.parent],
+    # files the report names (hierarchies) are relative to its folder; then as given
+    page = render_html(report, internal, base_dirs=[report_in.resolve().parent, Path.cwd()],
                        source=str(report_in)) if html is not None else None
     figure = main_figure(report) if plot is not None else None
-    if page is not None and html is not None:
-        write_text(page, html)
-    if figure is not None and plot is not None:
-        save_png(figure, plot)
+    with Outputs({"html": html, "plot": plot}, inputs=[report_in]) as outputs:  # both or none
+        if page is not None:
+            outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
+        if figure is not None:
+            data = png_bytes(figure)
+            outputs.stage("plot", lambda tmp: tmp.write_bytes(data))
+        outputs.commit()
     if not quiet:
         written = [str(p) for p in (html, plot) if p is not None]
         kind = "internal" if internal else "shareable"

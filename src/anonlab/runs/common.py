@@ -18,6 +18,8 @@ from anonlab.outputs import Outputs
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonlab.database import DatabaseTarget
+
 PATHS_RELATIVE = "relative to the report's folder"
 PATHS_ABSOLUTE = "absolute"
 
@@ -34,14 +36,16 @@ class RunResult:
 def stored_path(path: str | os.PathLike[str] | None, report: Path | None) -> str | None:
     """How a report records ``path``: relative to the report's folder, or absolute.
 
-    A SQLAlchemy URL is kept as it is. Without a report file the path is
+    A SQLAlchemy URL is kept, its password masked. Without a report file the path is
     absolute, so a report made in memory and written later stays usable.
     """
     if path is None:
         return None
     text = str(path)
     if "://" in text:
-        return text
+        from anonlab.database import masked
+
+        return masked(text)  # a report never holds a database password
     absolute = Path(text).resolve()
     if report is None:
         return str(absolute)
@@ -122,3 +126,12 @@ def stage_release(
 
     outputs.stage("output", write)
     return written[-1]
+
+
+def input_tables(source: str | None, table: str | None) -> list[DatabaseTarget]:
+    """The database table a run reads, so that no output may replace it (none for files)."""
+    from anonlab.database import DatabaseTarget, is_database_url
+
+    if source is None or table is None or not is_database_url(source):
+        return []
+    return [DatabaseTarget(str(source), table)]

@@ -32,6 +32,7 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
     RunResult,
+    input_tables,
     paths_convention,
     resolve_stored_path,
     stage_release,
@@ -443,7 +444,8 @@ def run_generalize(
     targets["output"] = output_target(settings.output, settings.output_table)
     outputs = Outputs(targets,
                       inputs=[settings.input, *settings.qi.values(),
-                              *settings.sensitive_hierarchies.values()])
+                              *settings.sensitive_hierarchies.values()],
+                      input_tables=input_tables(settings.input, settings.table))
     check_k(settings.k)
     check_suppression(settings.suppression)
     with outputs:
@@ -691,7 +693,8 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     outputs = Outputs({"output": output_target(settings.output, settings.output_table),
                        "report": settings.report, "html": settings.html},
                       inputs=[settings.input, report_in, *found.hierarchies.values(),
-                              *settings.sensitive_hierarchies.values()])
+                              *settings.sensitive_hierarchies.values()],
+                      input_tables=input_tables(settings.input, settings.table))
     with outputs:
         hierarchies = _load_unchanged(found)
         frame = read_input(settings)

@@ -46,6 +46,7 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
 from anonlab.runs.common import (
     RunResult,
+    input_tables,
     paths_convention,
     stage_release,
     stage_report,
@@ -229,7 +230,8 @@ def run_microaggregate(
     started = time.perf_counter()
     with Outputs({"output": output_target(s.output, s.output_table), "report": s.report,
                   "html": s.html},
-                 inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
+                 inputs=[s.input, *s.sensitive_hierarchies.values()],
+                 input_tables=input_tables(s.input, s.table)) as outputs:
         frame = _read(s.input, s)
         numeric, roles, by_other = masked_roles(frame, s)
         dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
