@@ -90,3 +90,15 @@ def test_temp_files_of_dead_runs_are_removed(tmp_path: Path) -> None:
     assert alive.exists() and old_style.exists() and elsewhere.exists()
     Outputs({"output": target})  # a new run in the folder cleans up too
     assert alive.exists()
+
+
+def test_folders_made_for_a_failed_run_are_removed(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "deep" / "o.csv"
+    with pytest.raises(RuntimeError), Outputs({"output": out}) as outputs:
+        outputs.stage("output", _text("a"))
+        raise RuntimeError("a later step failed")
+    assert list(tmp_path.iterdir()) == []
+    with Outputs({"output": out}) as outputs:
+        outputs.stage("output", _text("a"))
+        outputs.commit()
+    assert out.read_text() == "a"

@@ -345,6 +345,7 @@ class Outputs:
                     "output its own path", parameter=name)
             seen[where] = name
         self._staged: dict[str, tuple[Path, bool]] = {}
+        self._created: list[Path] = []  # folders this run made, removed again if it fails
         folders = {p.parent for p in self._targets.values()}
         for folder in folders:
             remove_stale_temps(folder)
@@ -381,7 +382,7 @@ class Outputs:
         if isinstance(target, DatabaseTarget):
             tmp = temp_path_for(_staging_folder() / _safe_name(target.table))
         else:
-            _make_folder(target)
+            self._created += _make_folder(target)
             tmp = temp_path_for(target)
         try:
             create_private(tmp)
@@ -416,6 +417,7 @@ class Outputs:
                 raise write_error(target, exc) from None
             written.append(target)
             del self._staged[name]
+        self._created.clear()  # the folders now hold the outputs: they stay
         return written
 
     def _commit_tables(self) -> None:
@@ -432,10 +434,17 @@ class Outputs:
                 self._staged.pop(name)[0].unlink(missing_ok=True)
 
     def discard(self) -> None:
-        """Remove every staged temporary file; no target is touched."""
+        """Remove every staged temporary file, and the folders made for them; no target is
+        touched."""
         for tmp, _private in self._staged.values():
             tmp.unlink(missing_ok=True)
         self._staged.clear()
+        for folder in reversed(self._created):  # deepest first; only if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                continue
+        self._created.clear()
 
     def __enter__(self) -> Outputs:
         return self
@@ -449,11 +458,18 @@ class Outputs:
         self.discard()
 
 
-def _make_folder(target: Path) -> None:
+def _make_folder(target: Path) -> list[Path]:
+    """Make ``target``'s folder and any missing parents; returns those made, outermost first."""
+    missing: list[Path] = []
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise write_error(target, exc) from None
+    return missing[::-1]
 
 
 def _staging_folder() -> Path:

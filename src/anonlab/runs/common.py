@@ -45,11 +45,23 @@ def stored_path(path: str | os.PathLike[str] | None, report: Path | None) -> str
     if "://" in text:
         from anonlab.database import masked
 
-        return masked(text)  # a report never holds a database password
+        return masked(_absolute_sqlite(text))  # a report never holds a database password
     absolute = Path(text).resolve()
     if report is None:
         return str(absolute)
     return os.path.relpath(absolute, report.resolve().parent)
+
+
+def _absolute_sqlite(url: str) -> str:
+    """A SQLite URL with a relative file (``sqlite:///rel.db``) made absolute, so that a
+    report read from another folder still names the same database; other URLs as given."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url.startswith(prefix + "/"):
+        return url
+    file, sep, query = url[len(prefix):].partition("?")
+    if not file or file == ":memory:":
+        return url
+    return f"{prefix}{Path(file).resolve()}{sep}{query}"
 
 
 def paths_convention(report: Path | None) -> str:
