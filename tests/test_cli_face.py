@@ -48,3 +48,18 @@ def test_help_has_no_bool_placeholder(command: str) -> None:
     assert result.exit_code == 0
     assert "<bool>" not in result.output
     assert "BOOLEAN" not in result.output
+
+
+def test_every_boolean_option_has_its_no_form() -> None:
+    import click
+    import typer.main
+
+    group = typer.main.get_command(app)
+    assert isinstance(group, click.Group)
+    lacking = []
+    for name, command in group.commands.items():
+        for param in command.params:
+            if (isinstance(param, click.Option) and param.is_flag and not param.secondary_opts
+                    and param.name not in {"help", "quiet", "version"}):
+                lacking.append(f"{name} {param.opts[0]}")
+    assert lacking == []

@@ -150,7 +150,7 @@ def perturb_command(
         None, "--key", help="Secret key JSON, owner-only (written; read with --invert; "
         "default: none)."),
     invert: bool = typer.Option(
-        False, "--invert", help="Restore the original from a release and its --key "
+        False, "--invert/--no-invert", help="Restore the original from a release and its --key "
         "(default: off)."),
     report: Path | None = REPORT,
     html: Path | None = HTML,

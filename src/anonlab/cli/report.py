@@ -31,7 +31,8 @@ def report_command(
     report_in: Path = typer.Argument(..., help="JSON report written by an anonlab command."),
     html: Path | None = typer.Option(None, "--html", help="HTML page to write."),
     internal: bool = typer.Option(
-        False, "--internal", help="The custodian's copy: may show original values."
+        False, "--internal/--shareable", help="The custodian's copy, which may show original "
+        "values, or the shareable page (default: shareable)."
     ),
     plot: Path | None = typer.Option(
         None, "--plot", help="Also write the command's main figure as PNG."
