@@ -16,7 +16,7 @@ The same rules hold for all of them:
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -81,18 +81,12 @@ def check_input_override(
     output_fields: Iterable[str],
 ) -> None:
     """Refuse a new input that would reuse the config file's own output paths."""
-    changed = [name for name in input_fields
-               if overrides.get(name) is not None and config.get(name) is not None
-               and _same_source(overrides[name], config[name]) is False]
-    if not changed:
-        return
-    kept = [name for name in output_fields
-            if config.get(name) is not None and overrides.get(name) is None]
-    if kept:
+    changed, kept = outputs_taken_over(config, overrides, input_fields, output_fields)
+    if changed is not None and kept:
         raise AnonlabError(
-            f"{changed[0]} differs from the config file's, but its {', '.join(kept)} would be "
+            f"{changed} differs from the config file's, but its {', '.join(kept)} would be "
             f"written to the config's paths (over the other table's results): give "
-            f"{', '.join(kept)} for the new {changed[0]} too", parameter=changed[0])
+            f"{', '.join(kept)} for the new {changed} too", parameter=changed)
 
 
 S = TypeVar("S", bound=BaseModel)
@@ -145,6 +139,28 @@ def _resolve_value(value: Any, base: Path) -> Any:
     if isinstance(value, dict):
         return {k: _resolve_value(v, base) for k, v in value.items()}
     return value
+
+
+def outputs_taken_over(
+    config: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    input_fields: Iterable[str],
+    output_fields: Iterable[str],
+) -> tuple[str | None, list[str]]:
+    """The first input parameter ``overrides`` changes, and the config's outputs it keeps.
+
+    ``config`` holds the config file's values with its paths resolved. An
+    input is changed when both name one and they are not the same source
+    (paths compared once resolved); a kept output is one the config names and
+    ``overrides`` does not. ``(None, [])`` when no input changes.
+    """
+    changed = next((name for name in input_fields
+                    if overrides.get(name) is not None and config.get(name) is not None
+                    and not _same_source(overrides[name], config[name])), None)
+    if changed is None:
+        return None, []
+    return changed, [name for name in output_fields
+                     if config.get(name) is not None and overrides.get(name) is None]
 
 
 def _same_source(a: Any, b: Any) -> bool:

@@ -39,7 +39,7 @@ from anonlab.runs.common import (
     stage_report,
     stored_path,
 )
-from anonlab.settings import Settings, read_toml, resolve_paths, split_names
+from anonlab.settings import Settings, outputs_taken_over, read_toml, resolve_paths, split_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -310,12 +310,6 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _same_source(a: str, b: str) -> bool:
-    if "://" in a or "://" in b:
-        return a == b
-    return Path(a).resolve() == Path(b).resolve()
-
-
 def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
     """The outputs a config names for its own input that a new ``input`` would take over.
 
@@ -324,16 +318,11 @@ def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
     plot) a value of its own. :meth:`Settings.load` refuses such a new input;
     the command line asks first, to name its flags.
     """
-    new_input = overrides.get("input")
-    if new_input is None:
+    if overrides.get("input") is None:
         return []
     path = Path(config)
     values = resolve_paths(read_toml(path), path.parent, ("input",))
-    old_input = values.get("input")
-    if not isinstance(old_input, str) or _same_source(old_input, os.fspath(new_input)):
-        return []
-    return [name for name in GENERALIZE_OUTPUTS
-            if values.get(name) and overrides.get(name) is None]
+    return outputs_taken_over(values, overrides, ("input",), GENERALIZE_OUTPUTS)[1]
 
 
 # ---------------------------------------------------------------------------

@@ -57,7 +57,7 @@ from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
-from anonlab.settings import Settings, read_toml, resolve_paths, split_names
+from anonlab.settings import Settings, outputs_taken_over, read_toml, resolve_paths, split_names
 from anonlab.threads import blas_threads
 
 if TYPE_CHECKING:
@@ -297,21 +297,12 @@ def check_input_override(
         return
     path = Path(config)
     values = resolve_paths(read_toml(path), path.parent, ("input",))
-    old = values.get("input")
-    if not isinstance(old, str) or _same_source(old, os.fspath(new)):
-        return
-    names = [n for n in PERTURB_OUTPUTS if values.get(n) and overrides.get(n) is None]
+    names = outputs_taken_over(values, overrides, ("input",), PERTURB_OUTPUTS)[1]
     if names:
         raise AnonlabError(
             f"the input '{new}' replaces the one config '{config}' names, whose "
             f"{' and '.join(names)} would then be written for another table: give "
             f"{' and '.join(spell(n) for n in names)} for the new input")
-
-
-def _same_source(a: str, b: str) -> bool:
-    if "://" in a or "://" in b:
-        return a == b
-    return Path(a).resolve() == Path(b).resolve()
 
 
 # ---------------------------------------------------------------------------
