@@ -22,7 +22,6 @@ from anonlab.runs.generalize import (
     GeneralizeSettings,
     GroupingHierarchySettings,
     IntervalHierarchySettings,
-    public_source,
     run_apply,
     run_generalize,
     run_hierarchy,
@@ -323,6 +322,8 @@ def test_toml_quiet_is_not_a_library_setting(tmp_path: Path) -> None:
 
 
 def test_passwords_stay_out_of_reports() -> None:
+    from anonlab.database import masked as public_source  # the one masking reports use
+
     assert public_source("postgresql://ann:s3cret@db.example/x") == \
         "postgresql://ann:***@db.example/x"
     assert public_source("sqlite:///data/x.db") == "sqlite:///data/x.db"

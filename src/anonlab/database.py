@@ -54,7 +54,9 @@ class DatabaseTarget:
 
 
 def masked(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages)."""
+    """``url`` with its password replaced by ``***`` (messages, reports); a path as it is."""
+    if "://" not in url:
+        return url
     try:
         return parse_url(url, "url").render_as_string(hide_password=True)
     except AnonlabError:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from anonlab.database import masked
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs, output_target
@@ -381,20 +381,13 @@ def _stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
     outputs.stage("plot", lambda tmp: tmp.write_bytes(data))
 
 
-def public_source(source: str | None) -> str | None:
-    """A path as it is; a URL with its password replaced by ``***`` (reports are shared)."""
-    if source is None or "://" not in source:
-        return source
-    return re.sub(r"^([^:/]+://[^:/@]*):[^@]*@", r"\1:***@", source)
-
-
 def _file_or_none(source: str) -> str | None:
     """The source as an input file to describe, ``None`` for a database URL."""
     return None if "://" in source else source
 
 
 def _store(value: str | None, report: Path | None) -> str | None:
-    return stored_path(public_source(value), report)
+    return stored_path(value, report)  # a URL's password masked there
 
 
 def _report_path(report: str | None) -> Path | None:
@@ -443,7 +436,7 @@ def run_generalize(
         dataset = Dataset.from_frame(
             frame, hierarchies, identifying=settings.identifying, sensitive=settings.sensitive,
             insensitive=settings.insensitive, other=settings.other,
-            source=public_source(settings.input),
+            source=masked(settings.input),
         )
         dropped = dataset.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in dataset.frame.columns if c not in dropped],

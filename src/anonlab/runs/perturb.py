@@ -42,7 +42,6 @@ owner-only.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator
 
+from anonlab.database import masked
 from anonlab.errors import AnonlabError, ReleaseRiskError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs
@@ -627,12 +627,7 @@ def _file_of(source: Any) -> str | None:
 
 def _label(source: Any) -> str:
     """How a message names a source."""
-    return _public(source) if isinstance(source, str) else "the DataFrame"
-
-
-def _public(source: str) -> str:
-    """A path as it is; a URL with its password replaced by ``***`` (reports are shared)."""
-    return re.sub(r"^([^:/]+://[^:/@]*):[^@]*@", r"\1:***@", source)
+    return masked(source) if isinstance(source, str) else "the DataFrame"
 
 
 def _library(s: PerturbSettings, seed: int, exists: bool) -> MatrixLibrary | None:
@@ -710,7 +705,7 @@ def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: P
         if _is_frame(value):
             parameters[name] = None
         elif isinstance(value, str):
-            parameters[name] = stored_path(_public(value), report_path)
+            parameters[name] = stored_path(value, report_path)
         elif isinstance(value, dict):  # a table of name -> path (sensitive_hierarchies)
             parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
     files = {name: _file_of(value) for name, value in inputs.items()}
