@@ -1,4 +1,4 @@
-"""Helpers shared by every sub-command: error handling, TOML settings, output checks.
+"""Helpers shared by every sub-command: one-line errors, progress display, shared options.
 
 A sub-command only parses its options, calls the library and writes outputs.
 User errors (:class:`anonlab.errors.AnonlabError`) become one line
@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, overload
 
 import typer
 
@@ -96,31 +95,6 @@ def _os_error_line(exc: OSError) -> str:
     where = f" '{exc.filename}'" if exc.filename else ""
     reason = exc.strerror or type(exc).__name__
     return f"cannot read or write{where}: {reason}; nothing was written"
-
-
-def load_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML settings file, with a one-line error when it is missing or malformed."""
-    if not path.exists():
-        raise AnonlabError(f"config file '{path}' does not exist: check the path")
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise AnonlabError(f"config file '{path}' is not valid TOML: {exc}") from exc
-
-
-def merge_settings(config: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
-    """Settings from a config file, overridden by every flag the user actually gave.
-
-    ``flags`` maps setting names to flag values; ``None`` (and empty lists) mean
-    "not given on the command line" and leave the config's value in place.
-    """
-    merged = dict(config)
-    for key, value in flags.items():
-        if value is None or (isinstance(value, list | tuple) and len(value) == 0):
-            continue
-        merged[key] = value
-    return merged
 
 
 @contextlib.contextmanager
