@@ -71,7 +71,7 @@ FLAGS = {"input": "INPUT", "original": "ORIGINAL", "masked": "MASKED", "orders":
 
 CONFIG_HELP = "TOML settings (paths relative to its folder); flags override it."
 DELIMITER_HELP = "CSV delimiter (default: sniffed from the header: , ; or tab)."
-SHEET_HELP = "Excel sheet name or number (default: the first)."
+SHEET_HELP = "Excel sheet name (default: the first)."
 TABLE_HELP = "Database table, when the input is a SQLAlchemy URL."
 QUERY_HELP = "SQL query, when the input is a SQLAlchemy URL."
 COLUMNS_HELP = "Numeric columns: comma-separated names or all-numeric (default: all-numeric)."

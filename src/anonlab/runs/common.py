@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anonlab.outputs import Outputs
+from anonlab.settings import Settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,3 +148,27 @@ def input_tables(source: str | None, table: str | None) -> list[DatabaseTarget]:
     if source is None or table is None or not is_database_url(source):
         return []
     return [DatabaseTarget(str(source), table)]
+
+
+class ReadSettings(Settings):
+    """How a run's table(s) are read (see :func:`anonlab.io.read_table`).
+
+    ``delimiter`` is the CSV delimiter (sniffed when not given), ``sheet`` an
+    Excel sheet, ``table`` or ``query`` the database table or SQL query to read
+    when the source is a SQLAlchemy URL.
+    """
+
+    delimiter: str | None = None
+    sheet: str | None = None
+    table: str | None = None
+    query: str | None = None
+
+    def read_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`anonlab.io.read_table`: the delimiter, and the others
+        that were given."""
+        options: dict[str, Any] = {"delimiter": self.delimiter}
+        for name in ("sheet", "table", "query"):
+            value = getattr(self, name)
+            if value is not None:
+                options[name] = value
+        return options

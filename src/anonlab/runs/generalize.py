@@ -31,6 +31,7 @@ from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
+    ReadSettings,
     RunResult,
     input_tables,
     paths_convention,
@@ -39,7 +40,7 @@ from anonlab.runs.common import (
     stage_report,
     stored_path,
 )
-from anonlab.settings import Settings, outputs_taken_over, read_toml, resolve_paths, split_names
+from anonlab.settings import outputs_taken_over, read_toml, resolve_paths, split_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,19 +64,11 @@ GENERALIZE_OUTPUTS = ("output", "report", "html", "plot")
 # ---------------------------------------------------------------------------
 
 
-class TableSettings(Settings):
-    """Where a run's table comes from: a CSV, Parquet or Excel file, or a database.
-
-    ``input`` is a file path or a SQLAlchemy URL; ``delimiter`` is the CSV
-    delimiter (sniffed when not given), ``sheet`` an Excel sheet, ``table``
-    or ``query`` the database table or SQL query to read.
-    """
+class TableSettings(ReadSettings):
+    """Where a run's table comes from: ``input``, a CSV, Parquet or Excel file or a
+    SQLAlchemy URL, read as :class:`~anonlab.runs.common.ReadSettings` say."""
 
     input: str
-    delimiter: str | None = None
-    sheet: str | None = None
-    table: str | None = None
-    query: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -334,8 +327,7 @@ def read_input(settings: TableSettings) -> pd.DataFrame:
     """The run's table, every value as text, through the one reader."""
     from anonlab.io import read_table
 
-    return read_table(settings.input, delimiter=settings.delimiter, sheet=settings.sheet,
-                      table=settings.table, query=settings.query)
+    return read_table(settings.input, **settings.read_options())
 
 
 def load_hierarchies(paths: Mapping[str, str | Path]) -> dict[str, Hierarchy]:

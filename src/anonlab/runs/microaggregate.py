@@ -45,6 +45,7 @@ from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
 from anonlab.runs.common import (
+    ReadSettings,
     RunResult,
     input_tables,
     paths_convention,
@@ -67,16 +68,7 @@ Variant = Literal["exact", "scalable"]
 # ---------------------------------------------------------------------------
 
 
-class _Source(Settings):
-    """How the input table(s) are read (see :func:`anonlab.io.read_table`)."""
-
-    delimiter: str | None = None
-    sheet: str | None = None
-    table: str | None = None
-    query: str | None = None
-
-
-class _Columns(_Source):
+class _Columns(ReadSettings):
     """Which columns are masked or measured, and by which type; the report files."""
 
     columns: str | list[str] | None = "all-numeric"
@@ -372,12 +364,11 @@ def _inputs(settings: MicroaggregateSettings | TradeoffSettings) -> dict[str, st
             **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
 
 
-def _read(source: str, settings: _Source) -> pd.DataFrame:
+def _read(source: str, settings: ReadSettings) -> pd.DataFrame:
     """A table through the one reader, with the source settings."""
     from anonlab.io import read_table
 
-    return read_table(source, delimiter=settings.delimiter, sheet=settings.sheet,
-                      table=settings.table, query=settings.query)
+    return read_table(source, **settings.read_options())
 
 
 def _header(

@@ -56,7 +56,13 @@ from anonlab.outputs import Outputs
 from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
-from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.runs.common import (
+    ReadSettings,
+    RunResult,
+    paths_convention,
+    stage_report,
+    stored_path,
+)
 from anonlab.settings import Settings, outputs_taken_over, read_toml, resolve_paths, split_names
 from anonlab.threads import blas_threads
 
@@ -106,29 +112,7 @@ def _number_list(value: Any, kind: type[int] | type[float]) -> Any:
                          f"{'whole numbers' if kind is int else 'numbers'}") from None
 
 
-class _Reading(Settings):
-    """How tables are read (see :func:`anonlab.io.read_table`).
-
-    ``delimiter`` is the CSV delimiter (sniffed when not given), ``sheet`` an
-    Excel sheet, ``table`` or ``query`` the database table or SQL query.
-    """
-
-    delimiter: str | None = None
-    sheet: str | int | None = None
-    table: str | None = None
-    query: str | None = None
-
-    def read_options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`anonlab.io.read_table` that were given."""
-        options: dict[str, Any] = {"delimiter": self.delimiter}
-        for name in ("sheet", "table", "query"):
-            value = getattr(self, name)
-            if value is not None:
-                options[name] = value
-        return options
-
-
-class _Chosen(_Reading):
+class _Chosen(ReadSettings):
     """Which numeric ``columns`` (all when ``None``) and how many ``known`` records to try."""
 
     columns: list[str] | None = None
@@ -235,7 +219,7 @@ class PerturbSettings(_Chosen, _Roles, ReleaseRiskSettings):
         return super().load(config, **overrides)
 
 
-class InvertSettings(_Reading):
+class InvertSettings(ReadSettings):
     """Everything :func:`run_invert` needs: a release (``input``), its ``key``, the ``output``.
 
     ``verify`` re-reads the restored table and checks, with the independent
@@ -310,7 +294,7 @@ def check_input_override(
 # ---------------------------------------------------------------------------
 
 
-def _check_reading(s: _Reading) -> None:
+def _check_reading(s: ReadSettings) -> None:
     if s.delimiter is not None and len(s.delimiter) != 1:
         raise AnonlabError(f"delimiter '{s.delimiter}' must be one character (for a tab, "
                            "give a real tab, e.g. $'\\t' in bash)", parameter="delimiter")
@@ -606,7 +590,7 @@ def _stage_report(outputs: Outputs, report: dict[str, Any], internal: bool) -> N
         outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"), private=True)
 
 
-def _read(source: Any, settings: _Reading) -> pd.DataFrame:
+def _read(source: Any, settings: ReadSettings) -> pd.DataFrame:
     """A table through the one reader, every value as its text.
 
     Text columns stay Arrow arrays (``strings="arrow"``): the numeric ones are
