@@ -8,13 +8,15 @@ and writes release, JSON report and HTML through one
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, field_validator
 
 from anonlab.outputs import Outputs
-from anonlab.settings import Settings
+from anonlab.settings import Settings, split_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,3 +174,35 @@ class ReadSettings(Settings):
             if value is not None:
                 options[name] = value
         return options
+
+
+class RoleSettings(Settings):
+    """The roles of the columns a method does not mask (the masked ones are the QIs).
+
+    ``identifying`` columns are dropped from the release, ``sensitive`` and
+    ``insensitive`` ones released as they are; ``other="insensitive"``
+    releases every column named nowhere as it is (and the report lists
+    them); without it such a column is refused.
+    """
+
+    identifying: list[str] = Field(default_factory=list)
+    sensitive: list[str] = Field(default_factory=list)
+    insensitive: list[str] = Field(default_factory=list)
+    other: Literal["insensitive"] | None = None
+
+    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @classmethod
+    def _role_names(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+
+def stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
+    """Stage the PNG of the report's main figure (the HTML page's) as ``plot``, if asked for."""
+    if "plot" not in outputs:
+        return
+    from anonlab.htmlreport import main_figure
+    from anonlab.htmlreport.plots import png_bytes
+
+    data = png_bytes(main_figure(report))
+    outputs.stage("plot", lambda tmp: tmp.write_bytes(data))

@@ -36,6 +36,7 @@ from anonlab.runs.common import (
     input_tables,
     paths_convention,
     resolve_stored_path,
+    stage_plot,
     stage_release,
     stage_report,
     stored_path,
@@ -362,17 +363,6 @@ def _verify(
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
-    """Stage the PNG of the report's main figure as ``plot`` when it was asked for."""
-    if "plot" not in outputs:
-        return
-    from anonlab.htmlreport import main_figure
-    from anonlab.htmlreport.plots import png_bytes
-
-    data = png_bytes(main_figure(report))
-    outputs.stage("plot", lambda tmp: tmp.write_bytes(data))
-
-
 def _file_or_none(source: str) -> str | None:
     """The source as an input file to describe, ``None`` for a database URL."""
     return None if "://" in source else source
@@ -454,7 +444,7 @@ def run_generalize(
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
-        _stage_plot(outputs, report)
+        stage_plot(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=result.release, written=written)
 

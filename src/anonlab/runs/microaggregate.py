@@ -46,9 +46,11 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
 from anonlab.runs.common import (
     ReadSettings,
+    RoleSettings,
     RunResult,
     input_tables,
     paths_convention,
+    stage_plot,
     stage_release,
     stage_report,
     stored_path,
@@ -126,28 +128,7 @@ class _Measures(_Workers):
                 "interval_p": self.p, "workers": self.workers}
 
 
-class _Roles(Settings):
-    """The roles of the columns that are not masked (the masked ones are the QIs).
-
-    ``identifying`` columns are dropped from the release, ``sensitive`` and
-    ``insensitive`` ones released as they are; ``other="insensitive"``
-    releases every column named nowhere as it is (and the report lists
-    them); without it such a column is refused.
-    """
-
-    identifying: list[str] = Field(default_factory=list)
-    sensitive: list[str] = Field(default_factory=list)
-    insensitive: list[str] = Field(default_factory=list)
-    other: Literal["insensitive"] | None = None
-
-    @field_validator("identifying", "sensitive", "insensitive", mode="before")
-    @classmethod
-    def _role_names(cls, value: Any) -> Any:
-        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
-        return split_names(value) if isinstance(value, str | list | tuple) else value
-
-
-class MicroaggregateSettings(_Columns, _Workers, _Roles, ReleaseRiskSettings):
+class MicroaggregateSettings(_Columns, _Workers, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_microaggregate` needs.
 
     ``verify`` re-reads the written release and checks it with the
@@ -178,7 +159,7 @@ class EvaluateSettings(_Columns, _Measures):
     masked: str
 
 
-class TradeoffSettings(_Columns, _Measures, _Roles, RiskSettings):
+class TradeoffSettings(_Columns, _Measures, RoleSettings, RiskSettings):
     """Everything :func:`run_tradeoff` needs; ``k`` is ``"3-10"``, ``"3,5,10"``, 5 or a list.
 
     The risk of each k's masked table is measured as
@@ -312,7 +293,7 @@ def run_tradeoff(
         report.update(roles_report(roles, s.other, by_other))
         report["attacker_knowledge"] = knowledge[0] if knowledge else None
         report["runtime_seconds"] = time.perf_counter() - started
-        _stage_plot(outputs, report)
+        stage_plot(outputs, report)
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, None, written)
@@ -411,12 +392,3 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:
-    """Stage the R-U map of a trade-off report as a PNG (the HTML report's figure)."""
-    if "plot" not in outputs:
-        return
-    from anonlab.htmlreport.plots import png_bytes
-    from anonlab.htmlreport.render import main_figure
-
-    data = png_bytes(main_figure(report))
-    outputs.stage("plot", lambda tmp: tmp.write_bytes(data))

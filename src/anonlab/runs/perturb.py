@@ -58,6 +58,7 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
     ReadSettings,
+    RoleSettings,
     RunResult,
     paths_convention,
     stage_report,
@@ -133,35 +134,14 @@ class _Chosen(ReadSettings):
         return _number_list(value, int)
 
 
-class _Roles(Settings):
-    """The roles of the columns that are not perturbed (the perturbed ones are the QIs).
-
-    ``identifying`` columns are dropped from the release, ``sensitive`` and
-    ``insensitive`` ones released as they are; ``other="insensitive"``
-    releases every column named nowhere as it is (and the report lists
-    them); without it such a column is refused.
-    """
-
-    identifying: list[str] = Field(default_factory=list)
-    sensitive: list[str] = Field(default_factory=list)
-    insensitive: list[str] = Field(default_factory=list)
-    other: Literal["insensitive"] | None = None
-
-    @field_validator("identifying", "sensitive", "insensitive", mode="before")
-    @classmethod
-    def _role_names(cls, value: Any) -> Any:
-        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
-        return split_names(value) if isinstance(value, str | list | tuple) else value
-
-
-class PerturbSettings(_Chosen, _Roles, ReleaseRiskSettings):
+class PerturbSettings(_Chosen, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_perturb` needs.
 
     ``input`` is a file path, a SQLAlchemy URL or a DataFrame; ``columns``
     the numeric columns to transform (when ``None``: every column no role
-    names); the other columns need roles (:class:`_Roles`); ``method``, with
-    ``min_privacy`` (obt), ``rho`` (rbt: one or two numbers) and ``noise``
-    (gdp). ``seed`` regenerates the transform, so it is as secret as the key
+    names); the other columns need roles (:class:`~anonlab.runs.common.RoleSettings`);
+    ``method``, with ``min_privacy`` (obt), ``rho`` (rbt: one or two numbers)
+    and ``noise`` (gdp). ``seed`` regenerates the transform, so it is as secret as the key
     (``None``: a fresh seed from the operating system). ``library`` is an OBT
     matrix library file, reused when it exists, else built and written there.
     ``output`` (release), ``key`` (secret, owner-only), ``report`` (JSON) and
@@ -239,7 +219,7 @@ class InvertSettings(ReadSettings):
         return _table_source(value)
 
 
-class AttackSettings(_Chosen, _Roles):
+class AttackSettings(_Chosen, RoleSettings):
     """Everything :func:`run_attack` needs.
 
     ``original`` and its perturbed ``released`` table hold the same records in
