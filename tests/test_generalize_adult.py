@@ -50,6 +50,7 @@ def test_k5_one_percent(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset
                         search: str) -> None:
     frame, hiers, ds = adult
     r = anonymize(ds, 5, 0.01, search, "precision_with_suppression")
+    assert isinstance(r.search.loss, float)
     assert round(r.search.loss, 4) == 0.5034
     assert [r.transformation[q] for q in QIS] == [0, 4, 0, 1, 3, 2, 0, 1]
     assert r.suppressed_records == 207

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from anonlab.checker import check_k_anonymity
 from anonlab.cli.app import app
+from anonlab.lattice.metrics import METRICS
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
        "occupation"]
@@ -49,8 +50,7 @@ def test_generalize_writes_release_and_report(data_dir: Path, tmp_path: Path) ->
                 "information_loss", "runtime_seconds", "anonlab_version"]:
         assert key in report
     assert report["suppressed_records"] == 207
-    assert set(report["information_loss"]) == {"precision", "precision_with_suppression",
-                                              "discernibility", "aecs", "entropy"}
+    assert set(report["information_loss"]) == set(METRICS)
     assert round(report["information_loss"]["precision_with_suppression"], 4) == 0.5034
     assert report["verified"] is True
     assert int((release[QIS] == "*").all(axis=1).sum()) == 207
@@ -123,13 +123,14 @@ def test_tiny_release_drops_identifiers(tiny: Path) -> None:
         (["--k", "0"], "k must be at least 1"),
         (["--k", "9"], "k = 9 is larger than the table's 4 records"),
         (["--k", "2", "--suppression", "1.5"],
-         "--suppression must be a fraction below 1 or a percentage such as '1%' (got 1.5): "
+         "--suppression must be a fraction from 0 to 1 or a percentage up to 100% (got 1.5): "
          "write 0.01 or 1%"),
-        (["--k", "2", "--suppression", "1"], "(got 1): write 0.01 or 1%"),
-        (["--k", "2", "--suppression", "100%"], "(got 100%): write 0.01 or 1%"),
+        (["--k", "2", "--suppression", "1"], "--suppression 1 is ambiguous (1% or 100%?): "
+         "write 0.01 or 1% for one percent, or 100% to let every record be suppressed"),
+        (["--k", "2", "--suppression", "150%"], "(got 150%): write 0.01 or 1%"),
         (["--k", "2", "--sensitive", "nope"], "unknown column 'nope'"),
         (["--k", "2", "--search", "magic"], "--search: Input should be 'exhaustive'"),
-        (["--k", "2", "--metric", "magic"], "--metric: Input should be 'precision'"),
+        (["--k", "2", "--metric", "magic"], "--metric 'magic' is unknown: choose one of"),
     ],
 )
 def test_bad_parameters(tiny: Path, extra: list[str], message: str) -> None:
@@ -304,8 +305,7 @@ def test_parquet_round_trip_and_verify(tiny: Path) -> None:
                 "transformation", "suppressed_records", "equivalence_classes",
                 "information_loss", "runtime_seconds", "anonlab_version"):
         assert key in report, key
-    assert set(report["information_loss"]) == {"precision", "precision_with_suppression",
-                                               "discernibility", "aecs", "entropy"}
+    assert set(report["information_loss"]) == set(METRICS)
 
 
 def test_verify_failure_writes_nothing(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:

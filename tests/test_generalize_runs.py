@@ -305,7 +305,7 @@ def test_settings_errors_name_parameters(tiny: Path) -> None:
     with pytest.raises(AnonlabError, match=r"^k must be at least 1") as caught:
         run_generalize(_tiny_settings(tiny, k=0))
     assert caught.value.parameter == "k"
-    with pytest.raises(AnonlabError, match=r"^suppression must be a fraction below 1 .*got "
+    with pytest.raises(AnonlabError, match=r"^suppression must be a fraction from 0 to 1 .*got "
                        r"2.0\): write 0.01 or 1%") as caught:
         run_generalize(_tiny_settings(tiny, suppression=2.0))
     assert caught.value.for_flags().startswith("--suppression must be")

@@ -48,14 +48,14 @@ def test_outputs_may_not_be_inputs_or_each_other(tmp_path: Path) -> None:
     import pytest
 
     from anonlab.errors import AnonlabError
-    from anonlab.io import check_outputs
+    from anonlab.outputs import Outputs
 
     data = tmp_path / "in.csv"
-    check_outputs({"--output": tmp_path / "a.csv", "--report": None, "--html": "b.html"}, [data])
+    Outputs({"output": tmp_path / "a.csv", "report": None, "html": tmp_path / "b.html"}, [data])
     with pytest.raises(AnonlabError, match="is also an input"):
-        check_outputs({"--output": data}, [data])
-    with pytest.raises(AnonlabError, match="given as both --output and --html: they name the same"):
-        check_outputs({"--output": tmp_path / "a", "--html": tmp_path / "x" / ".." / "a"}, [data])
+        Outputs({"output": data}, [data])
+    with pytest.raises(AnonlabError, match="given as both output and html: give each output"):
+        Outputs({"output": tmp_path / "a", "html": tmp_path / "x" / ".." / "a"}, [data])
 
 
 def test_fuse_refuses_one_path_for_two_outputs(tmp_path: Path) -> None:
@@ -242,7 +242,8 @@ def test_a_folder_is_refused_as_any_output(tmp_path: Path) -> None:
     import pytest
 
     from anonlab.errors import AnonlabError
-    from anonlab.io import atomic_write, check_outputs, write_table, write_text
+    from anonlab.io import atomic_write, write_table, write_text
+    from anonlab.outputs import Outputs
 
     folder = tmp_path / "out"
     folder.mkdir()
@@ -250,7 +251,7 @@ def test_a_folder_is_refused_as_any_output(tmp_path: Path) -> None:
         lambda: write_table(pd.DataFrame({"a": [1]}), folder),
         lambda: write_json({}, folder), lambda: write_text("x", folder),
         lambda: atomic_write(folder, lambda tmp: tmp.write_text("x")),
-        lambda: check_outputs({"--html": folder}, []),
+        lambda: Outputs({"html": folder}),
     ]
     for call in calls:
         with pytest.raises(AnonlabError, match="is a folder: give a file name inside it"):

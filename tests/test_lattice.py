@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from types import SimpleNamespace
 from typing import Any
@@ -12,14 +13,14 @@ import pytest
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
-from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice import STRATEGIES, SearchContext
 from anonlab.lattice.degree import DegreeCounter
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine
 from anonlab.lattice.lattice import Lattice
-from anonlab.lattice.metrics import LossContext, Precision
-from anonlab.privacy import Criterion
+from anonlab.lattice.metrics import LossContext, metric_by_name
+from anonlab.lattice.search import ANONYMOUS
+from anonlab.privacy import ClassStats, Criterion
 
 
 def test_lattice_shape_and_degrees() -> None:
@@ -88,13 +89,19 @@ def test_roll_up_equals_grouping_rows() -> None:
 class _AtMostThree(Criterion):
     """A toy criterion that is not monotone: classes may hold at most 3 records."""
 
-    monotone = False
+    name = "at-most-three"
+    monotone_with_generalization = False
+    monotone_with_suppression = False
 
-    def outliers(self, counts: NDArray[Any]) -> NDArray[Any]:
-        return counts > 3
+    def parameters(self) -> dict[str, Any]:
+        return {}
+
+    def outliers(self, stats: ClassStats) -> NDArray[Any]:
+        return np.asarray(stats.counts > 3)
 
 
-def test_tagging_strategies_refuse_a_non_monotone_criterion() -> None:
+def test_every_strategy_searches_a_non_monotone_criterion() -> None:
+    """No refusal: the tagging strategies run their linear phase and find the only valid node."""
     frame = pd.DataFrame({"a": [str(v % 4) for v in range(12)]})
     ha = Hierarchy.from_rows([[str(v), str(v // 2), "*"] for v in range(4)])
     ds = Dataset.from_frame(frame, {"a": ha})
@@ -102,14 +109,129 @@ def test_tagging_strategies_refuse_a_non_monotone_criterion() -> None:
     loss = LossContext(ds, engine.base_tuples, engine.bottom.counts)
 
     def context() -> SearchContext:
-        return SearchContext(Lattice(ds.heights), FrequencyEngine(ds), _AtMostThree(), 0,
-                             Precision(loss))
+        return SearchContext(Lattice(ds.heights), FrequencyEngine(ds), [_AtMostThree()], 0,
+                             metric_by_name("precision", loss))
 
-    for name in ("ola", "degree", "flash"):
-        with pytest.raises(AnonlabError, match=f"'{name}' search relies on predictive tagging"):
-            STRATEGIES[name](context())
-    # exhaustive checks every node directly: level 0 (classes of 3) is the only valid node
-    assert STRATEGIES["exhaustive"](context()).levels == (0,)
+    for name in ("exhaustive", "ola", "degree", "flash"):
+        result = STRATEGIES[name](context())
+        assert result.levels == (0,)  # level 0 (classes of 3) is the only valid node
+        assert result.sub_tags is not None  # searched as a non-monotone model
+        assert result.tags[result.optimum] == ANONYMOUS
+
+
+def _direct_histograms(frame: pd.DataFrame, hiers: dict[str, Hierarchy], levels: tuple[int, ...],
+                       attribute: str) -> dict[tuple[str, ...], dict[str, int]]:
+    """Per class (by labels): the sensitive values' counts, computed from the rows."""
+    labels = frame.assign(**{c: [h.label(v, lv) for v in frame[c]]
+                             for (c, h), lv in zip(hiers.items(), levels, strict=True)})
+    out: dict[tuple[str, ...], dict[str, int]] = {}
+    for key, group in labels.groupby(list(hiers), sort=False):
+        out[tuple(str(x) for x in key)] = {
+            str(v): int(c) for v, c in group[attribute].value_counts().items()}
+    return out
+
+
+def _engine_histograms(ds: Dataset, fs: Any, attribute: str) -> dict[tuple[str, ...],
+                                                                     dict[str, int]]:
+    """The same from a frequency set: class labels from ``group_codes``, values by dictionary."""
+    hist = fs.sensitive[attribute]
+    values = ds.sensitive_attribute(attribute).values
+    labels = [[q.level_labels[lv][code] for code in fs.group_codes(i)]
+              for i, (q, lv) in enumerate(zip(ds.qis, fs.levels, strict=True))]
+    out: dict[tuple[str, ...], dict[str, int]] = {}
+    for c, v, n in zip(hist.classes, hist.values, hist.counts, strict=True):
+        key = tuple(col[int(c)] for col in labels)
+        out.setdefault(key, {})[values[int(v)]] = int(n)
+    return out
+
+
+def test_sensitive_histograms_roll_up_like_counts() -> None:
+    """Every node, from every source below it: histograms equal grouping the rows directly,
+    sorted by class then value, with the table's global distribution; group codes name the
+    classes."""
+    rng = np.random.default_rng(4)
+    n = 300
+    frame = pd.DataFrame({"a": rng.integers(0, 6, n).astype(str),
+                          "b": rng.integers(0, 4, n).astype(str),
+                          "s": rng.choice(["x", "y", "z", "w"], n, p=[0.6, 0.2, 0.15, 0.05]),
+                          "t": rng.integers(0, 30, n).astype(str)})
+    hiers = {"a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"]
+                                       for v in range(6)]),
+             "b": Hierarchy.from_rows([[str(v), str(v % 2), "*"] for v in range(4)])}
+    ds = Dataset.from_frame(frame, hiers, sensitive=["s", "t"])
+    engine = FrequencyEngine(ds, sensitive=["s", "t"])
+    lat = Lattice(ds.heights)
+    for node in range(lat.size):
+        levels = lat.levels(node)
+        for source in lat.below(node):
+            fs = engine.roll_up(engine.roll_up(engine.bottom, lat.levels(int(source))), levels)
+            for attribute in ("s", "t"):
+                hist = fs.sensitive[attribute]
+                assert np.all(np.diff(hist.classes * 1000 + hist.values) > 0)  # sorted, unique
+                assert hist.counts.min() > 0
+                assert np.array_equal(np.bincount(hist.classes, weights=hist.counts,
+                                                  minlength=fs.classes), fs.counts)
+                assert _engine_histograms(ds, fs, attribute) == _direct_histograms(
+                    frame, hiers, levels, attribute)
+                assert np.array_equal(hist.global_counts,
+                                      ds.sensitive_attribute(attribute).frequencies)
+    assert FrequencyEngine(ds).bottom.sensitive == {}  # only what is asked for is carried
+
+
+def test_population_counts_and_classes_of_the_population_only() -> None:
+    """With a population, base tuples come from both tables; population-only classes count 0."""
+    rng = np.random.default_rng(9)
+    population = pd.DataFrame({"a": rng.integers(0, 6, 200).astype(str),
+                               "b": rng.integers(0, 4, 200).astype(str)})
+    sample = population.iloc[rng.choice(200, 40, replace=False)].reset_index(drop=True)
+    hiers = {"a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"]
+                                       for v in range(6)]),
+             "b": Hierarchy.from_rows([[str(v), str(v % 2), "*"] for v in range(4)])}
+    base = Dataset.from_frame(sample, hiers)
+    codes = np.column_stack([pd.Index(q.values).get_indexer(pd.Index(population[q.name]))
+                             for q in base.qis]).astype(np.int32)
+    assert (codes >= 0).all()  # every population value is in the sample's dictionary here
+    ds = dataclasses.replace(base, population=codes)
+    engine = FrequencyEngine(ds)
+    assert engine.bottom.classes == len(population.drop_duplicates())
+    assert (engine.bottom.counts == 0).any()
+    assert engine.row_index.shape == (40,)
+    lat = Lattice(ds.heights)
+    for node in range(lat.size):
+        levels = lat.levels(node)
+        fs = engine.roll_up(engine.bottom, levels)
+
+        def labelled(frame: pd.DataFrame, lv: tuple[int, ...] = levels) -> pd.Series:
+            return frame.assign(**{c: [h.label(v, x) for v in frame[c]]
+                                   for (c, h), x in zip(hiers.items(), lv, strict=True)}
+                                ).value_counts()
+
+        assert fs.population is not None
+        got = {tuple(q.level_labels[lv][c] for q, lv, c in
+                     zip(ds.qis, levels, [fs.group_codes(i)[j] for i in range(2)], strict=True)):
+               (int(fs.counts[j]), int(fs.population[j])) for j in range(fs.classes)}
+        pop, smp = labelled(population), labelled(sample)
+        assert got == {k: (int(smp.get(k, 0)), int(v)) for k, v in pop.items()}
+
+
+def test_nbytes_counts_the_carried_arrays() -> None:
+    frame = pd.DataFrame({"a": [str(v % 5) for v in range(50)],
+                          "s": [str(v % 3) for v in range(50)]})
+    ha = Hierarchy.from_rows([[str(v), str(v // 2), "*"] for v in range(5)])
+    ds = Dataset.from_frame(frame, {"a": ha}, sensitive=["s"])
+    plain = FrequencyEngine(ds).roll_up(FrequencyEngine(ds).bottom, (1,))
+    engine = FrequencyEngine(ds, sensitive=["s"], keep_representatives=True)
+    fs = engine.roll_up(engine.bottom, (1,))
+    h = fs.sensitive["s"]
+    assert fs.representatives is not None
+    assert fs.nbytes == (plain.nbytes + h.classes.nbytes + h.values.nbytes + h.counts.nbytes
+                         + fs.representatives.nbytes)
+    # representatives: the first row of each class
+    first: dict[str, int] = {}
+    for row, value in enumerate(frame["a"]):
+        first.setdefault(ha.label(value, 1), row)
+    labels = [ds.qis[0].level_labels[1][c] for c in fs.group_codes(0)]
+    assert [first[x] for x in labels] == fs.representatives.tolist()
 
 
 def test_cache_sources_and_snapshots_give_the_direct_roll_up() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from anonlab.database import DatabaseTarget
 from anonlab.errors import AnonlabError
-from anonlab.io import atomic_write, check_not_input, file_sha256
+from anonlab.io import atomic_write, file_sha256
 from anonlab.outputs import Outputs, Target, remove_stale_temps, temp_path_for
 from anonlab.report import input_description
 
@@ -89,9 +89,7 @@ def test_a_file_output_may_not_overwrite_a_sqlite_input(tmp_path: Path) -> None:
         with pytest.raises(AnonlabError, match="is also an input") as info:
             Outputs({"report": db}, inputs=inputs)
         assert info.value.parameter == "report"
-    check_not_input(tmp_path / "r.json", [url])  # another file: fine
-    with pytest.raises(AnonlabError, match="is also an input"):
-        check_not_input(db, [url])
+    Outputs({"report": tmp_path / "r.json"}, inputs=[url])  # another file: fine
 
 
 def test_a_sqlite_output_file_is_not_another_output(tmp_path: Path) -> None:
@@ -121,8 +119,6 @@ def test_an_output_inside_an_input_folder_is_refused(tmp_path: Path) -> None:
         with pytest.raises(AnonlabError, match="inside the input folder") as info:
             Outputs({"output": inside}, inputs=[folder])
         assert info.value.parameter == "output"
-        with pytest.raises(AnonlabError, match="inside one"):
-            check_not_input(inside, [folder])
     with pytest.raises(AnonlabError, match="inside the input folder"):
         Outputs({"output": DatabaseTarget(f"sqlite:///{folder / 'o.db'}", "t")},
                 inputs=[folder])

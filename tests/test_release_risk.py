@@ -396,7 +396,7 @@ def test_suppression_takes_a_fraction_or_a_percentage(given: Any, fraction: floa
                               suppression=given).suppression == fraction
 
 
-@pytest.mark.parametrize("given", [1, "1", 1.5, "100%", "150%", -0.01, "-1%", "one", True])
+@pytest.mark.parametrize("given", [1, "1", 1.5, "100.5%", "150%", -0.01, "-1%", "one", True])
 def test_suppression_of_one_or_more_is_refused(given: Any) -> None:
     with pytest.raises(AnonlabError, match=r"write 0\.01 or 1%") as caught:
         GeneralizeSettings(input="t.csv", qi={"a": "h.csv"}, suppression=given)
@@ -428,6 +428,7 @@ def test_one_percent_on_the_command_line_is_the_fraction(tmp_path: Path) -> None
                                  "--output", str(tmp_path / "x.csv"), "--report",
                                  str(tmp_path / "x.json")])
     assert result.exit_code == 2
-    assert result.output.strip() == ("Error: --suppression must be a fraction below 1 or a "
-                                      "percentage such as '1%' (got 1): write 0.01 or 1%")
+    assert result.output.strip() == ("Error: --suppression 1 is ambiguous (1% or 100%?): write "
+                                      "0.01 or 1% for one percent, or 100% to let every record "
+                                      "be suppressed")
     assert not (tmp_path / "x.csv").exists()

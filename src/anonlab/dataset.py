@@ -60,6 +60,67 @@ class EncodedQI:
         return out
 
 
+@dataclass(frozen=True)
+class EncodedSensitive:
+    """One sensitive attribute: a code per row and its dictionary, for the privacy models.
+
+    ``values`` are the distinct values in order of first appearance (a missing
+    value is the empty string); ``frequencies`` count each value over the
+    table's records.
+    """
+
+    name: str
+    values: tuple[str, ...]
+    codes: NDArray[Any]  # (n,) int32
+    frequencies: NDArray[Any]  # (len(values),) int64
+
+
+def encode_sensitive(name: str, column: pd.Series) -> EncodedSensitive:
+    """Dictionary-encode a sensitive column (values as text, missing as the empty string)."""
+    text = column.astype(str).where(column.notna(), "")
+    codes, uniques = pd.factorize(text, sort=False)
+    values = tuple(str(u) for u in uniques)
+    return EncodedSensitive(
+        name=name, values=values, codes=codes.astype(np.int32),
+        frequencies=np.bincount(codes, minlength=len(values)).astype(np.int64))
+
+
+def as_text(column: pd.Series) -> pd.Series:
+    """A column's values as text, a missing value (null, NaN) as the empty string."""
+    return column.astype(str).where(column.notna(), "")
+
+
+def _check_in_hierarchy(
+    name: str, values: tuple[str, ...], hierarchy: Hierarchy, rows: list[tuple[str, pd.Series]]
+) -> None:
+    """Raise the one-line error naming the first of ``values`` missing from ``hierarchy``.
+
+    ``rows`` are the texts the values come from with the word naming each
+    (``"data"``, ``"population"``): the message names the first row holding
+    the value.
+    """
+    missing = hierarchy.missing(values)
+    if not missing:
+        return
+    where = ""
+    for word, text in rows:
+        hits = np.flatnonzero(text.to_numpy() == missing[0])
+        if hits.size:
+            where = f"{word} row {int(hits[0]) + 1}"
+            break
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    if missing[0] != missing[0].strip() and missing[0].strip() in hierarchy:
+        raise AnonlabError(
+            f"column '{name}': value '{missing[0]}' ({where}){more} has "
+            f"surrounding spaces that hierarchy '{hierarchy.source}' does not (its fields "
+            "are trimmed): trim the values of the data column"
+        )
+    raise AnonlabError(
+        f"column '{name}': value '{missing[0]}' ({where}){more} is not in "
+        f"hierarchy '{hierarchy.source}': add it to the hierarchy file"
+    )
+
+
 def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Dictionary-encode one column and map its hierarchy onto the codes.
 
@@ -67,23 +128,10 @@ def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     empty CSV field reads. Raises :class:`AnonlabError` naming the first value
     missing from the hierarchy.
     """
-    text = column.astype(str).where(column.notna(), "")
+    text = as_text(column)
     codes, uniques = pd.factorize(text, sort=False)
     values = tuple(str(u) for u in uniques)
-    missing = hierarchy.missing(values)
-    if missing:
-        first_row = int(np.flatnonzero(text.to_numpy() == missing[0])[0]) + 1
-        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        if missing[0] != missing[0].strip() and missing[0].strip() in hierarchy:
-            raise AnonlabError(
-                f"column '{name}': value '{missing[0]}' (data row {first_row}){more} has "
-                f"surrounding spaces that hierarchy '{hierarchy.source}' does not (its fields "
-                "are trimmed): trim the values of the data column"
-            )
-        raise AnonlabError(
-            f"column '{name}': value '{missing[0]}' (data row {first_row}){more} is not in "
-            f"hierarchy '{hierarchy.source}': add it to the hierarchy file"
-        )
+    _check_in_hierarchy(name, values, hierarchy, [("data", text)])
     level_codes, level_labels = hierarchy.level_maps(values)
     freqs = np.bincount(codes, minlength=len(values)).astype(np.int64)
     return EncodedQI(
@@ -95,6 +143,41 @@ def encode_qi(name: str, column: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
         level_labels=tuple(tuple(x) for x in level_labels),
         frequencies=freqs,
     )
+
+
+def encode_qi_with_population(
+    name: str, column: pd.Series, population: pd.Series, hierarchy: Hierarchy
+) -> tuple[EncodedQI, NDArray[Any]]:
+    """Encode a quasi-identifier of a sample and of the population it was drawn from.
+
+    The dictionary holds the population's values in order of first
+    appearance (ARX's dictionary when the population is its input table and
+    the sample a research subset), then any sample value the population
+    lacks. Codes and ``frequencies`` are the sample's; the population's codes
+    are returned beside. A value of either missing from the hierarchy raises
+    the error :func:`encode_qi` raises, naming a data or population row.
+    """
+    text = as_text(column)
+    ptext = as_text(population)
+    pcodes, puniques = pd.factorize(ptext, sort=False)
+    values = [str(u) for u in puniques]
+    extra = pd.unique(text[~text.isin(set(values))].to_numpy())
+    values.extend(str(v) for v in extra)
+    dictionary = tuple(values)
+    _check_in_hierarchy(name, dictionary, hierarchy, [("data", text), ("population", ptext)])
+    codes = pd.Index(dictionary).get_indexer(pd.Index(text))
+    level_codes, level_labels = hierarchy.level_maps(dictionary)
+    freqs = np.bincount(codes, minlength=len(dictionary)).astype(np.int64)
+    encoded = EncodedQI(
+        name=name,
+        hierarchy=hierarchy,
+        values=dictionary,
+        codes=codes.astype(np.int32),
+        level_codes=tuple(level_codes),
+        level_labels=tuple(tuple(x) for x in level_labels),
+        frequencies=freqs,
+    )
+    return encoded, pcodes.astype(np.int32)
 
 
 #: the only role ``other`` may give the columns no role names
@@ -220,12 +303,19 @@ def roles_report(
 
 @dataclass(frozen=True)
 class Dataset:
-    """A table with one role per column and its quasi-identifiers encoded."""
+    """A table with one role per column, its quasi-identifiers and sensitive attributes encoded.
+
+    ``population`` (the delta-presence and population k-map models) holds the
+    quasi-identifier codes of a population table, (N, m) int32 in the same
+    dictionaries as ``qis``: the table to release is a sample of it.
+    """
 
     frame: pd.DataFrame
     roles: Mapping[str, Role]
     qis: tuple[EncodedQI, ...]
     source: str | None = None
+    sensitive: tuple[EncodedSensitive, ...] = ()
+    population: NDArray[Any] | None = None
 
     @property
     def n(self) -> int:
@@ -256,6 +346,7 @@ class Dataset:
         insensitive: Iterable[str] | None = None,
         other: str | None = None,
         source: str | None = None,
+        population: pd.DataFrame | None = None,
     ) -> Dataset:
         """Assign roles (:func:`assign_roles`) and encode the quasi-identifiers.
 
@@ -263,6 +354,13 @@ class Dataset:
         ARX CSV path). Every other column must be named identifying,
         sensitive or insensitive, or ``other="insensitive"`` makes the
         columns named nowhere insensitive.
+
+        ``population`` (delta-presence, k-map with a population) is the
+        population table the table was drawn from, with at least the
+        quasi-identifiers: the dictionaries then cover the values of both
+        (:func:`encode_qi_with_population`) and :attr:`population` holds its
+        codes. :mod:`anonlab.privacy.presence` builds such datasets and checks
+        that the table is part of the population.
         """
         frame = frame.reset_index(drop=True)
         columns = [str(c) for c in frame.columns]
@@ -276,8 +374,44 @@ class Dataset:
                                "hierarchy", parameter="hierarchies")
         roles = assign_roles(columns, qi=hierarchies.keys(), identifying=identifying,
                              sensitive=sensitive, insensitive=insensitive or (), other=other)
+        if population is not None:
+            lacking = [str(c) for c in hierarchies if c not in population.columns]
+            if lacking:
+                raise AnonlabError(
+                    f"the population table lacks the quasi-identifier column(s) "
+                    f"{', '.join(lacking)}: it needs at least every quasi-identifier",
+                    parameter="population")
+            population = population.reset_index(drop=True)
         qis = []
-        for col, h in hierarchies.items():
+        population_codes: list[NDArray[Any]] = []
+        # quasi-identifiers in the table's column order whatever order they are given in, as
+        # ARX orders them: its per-attribute losses are then summed in the same order
+        ordered = sorted(hierarchies.items(), key=lambda item: columns.index(item[0]))
+        for col, h in ordered:
             hier = h if isinstance(h, Hierarchy) else Hierarchy.from_csv(Path(h))
-            qis.append(encode_qi(col, frame[col], hier))
-        return cls(frame=frame, roles=roles, qis=tuple(qis), source=source)
+            if population is None:
+                qis.append(encode_qi(col, frame[col], hier))
+            else:
+                encoded, pcodes = encode_qi_with_population(col, frame[col], population[col], hier)
+                qis.append(encoded)
+                population_codes.append(pcodes)
+        sens = tuple(encode_sensitive(c, frame[c]) for c in columns if roles[c] == Role.SENSITIVE)
+        pop = None
+        if population is not None:
+            pop = (np.column_stack(population_codes).astype(np.int32, copy=False)
+                   if len(population) else np.zeros((0, len(qis)), dtype=np.int32))
+        return cls(frame=frame, roles=roles, qis=tuple(qis), source=source, sensitive=sens,
+                   population=pop)
+
+    def sensitive_attribute(self, name: str) -> EncodedSensitive:
+        """The encoded sensitive attribute ``name``; an error names the sensitive ones."""
+        for s in self.sensitive:
+            if s.name == name:
+                return s
+        if name in self.roles and self.roles[name] == Role.QUASI:
+            raise AnonlabError(f"attribute '{name}' of a privacy model is a quasi-identifier: "
+                               "a protected attribute must be sensitive, not generalized",
+                               parameter="criteria")
+        names = ", ".join(s.name for s in self.sensitive) or "none"
+        raise AnonlabError(f"attribute '{name}' of a privacy model is not a sensitive column "
+                           f"(sensitive: {names}): name it in sensitive", parameter="criteria")

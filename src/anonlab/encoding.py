@@ -38,8 +38,18 @@ ALL_NUMERIC = "all-numeric"
 
 
 def _parsed(series: pd.Series) -> pd.Series:
+    """The values as numbers (NaN where one does not parse); text is stripped first.
+
+    A column of text whose every value parses as it is (pandas skips the
+    spaces around a number) is not stripped: the same digits give the same
+    number, and the copy and strip are most of the work.
+    """
     if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
         return series.astype("float64")
+    if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
+        numbers = pd.to_numeric(series, errors="coerce")
+        if not numbers.isna().any():
+            return numbers
     text = series.astype(str).str.strip()
     return pd.to_numeric(text, errors="coerce")
 

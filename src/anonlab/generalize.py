@@ -1,15 +1,19 @@
-"""Full-domain generalization to k-anonymity with an optimal lattice search.
+"""Full-domain generalization under ARX's privacy models, with an optimal lattice search.
 
 ``anonymize`` searches the lattice of a :class:`~anonlab.dataset.Dataset` for
-the node of least information loss that satisfies k-anonymity within the
-suppression limit, and builds the release. :class:`Generalizer` wraps it with
-fit/transform so a found transformation can be applied to another table of
-the same schema (re-checking the privacy model there).
+the node of least information loss at which every privacy criterion holds
+within the suppression limit (k-anonymity, l-diversity, t-closeness,
+beta-likeness, delta-disclosure, delta-presence, k-map and the risk
+thresholds: :mod:`anonlab.privacy`, docs/privacy_models.md), and builds the
+release. :class:`Generalizer` wraps it with fit/transform so a found
+transformation can be applied to another table of the same schema
+(re-checking every criterion there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -22,82 +26,318 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import PathLike
 from anonlab.lattice import STRATEGIES
-from anonlab.lattice.freqset import FrequencyEngine, group_tuples
+from anonlab.lattice.freqset import FrequencyEngine, FrequencySet, group_tuples
 from anonlab.lattice.lattice import Lattice
-from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses, metric_by_name
-from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult
-from anonlab.privacy import KAnonymity, check_k, max_suppressed
+from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
+from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult, sensitive_attributes
+from anonlab.privacy import Criterion, KAnonymity, check_k, max_suppressed
+from anonlab.privacy.spec import (
+    bind_criteria,
+    build_criterion,
+    criteria_errors,
+    criteria_with_k,
+    describe,
+)
 from anonlab.progress import ProgressFn
 
 #: largest lattice searched: the strategies keep a few arrays with one entry per node
 MAX_LATTICE_SIZE = 20_000_000
+#: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
+DEFAULT_GS_FACTOR = 0.5
+
+#: a criterion as the API takes it: an object, a settings dict or a flag text
+CriterionLike = Criterion | Mapping[str, Any] | str
 
 
 @dataclass
 class GeneralizationResult:
-    """A release and the facts a reader needs to trust it."""
+    """A release and the facts a reader needs to trust it.
+
+    ``criteria`` holds one report entry per privacy criterion (see
+    :func:`criteria_report`); ``information_loss`` every metric's value at the
+    optimum as one number, ``information_loss_per_attribute`` the
+    per-quasi-identifier values of the metrics where ARX reports a vector,
+    ``information_loss_arx`` each value as ARX prints it. ``k`` is the
+    k-anonymity criterion's ``k`` (``None`` without one).
+    """
 
     release: pd.DataFrame
     transformation: dict[str, int]
-    k: int
+    k: int | None
     suppression_limit: float
     suppressed_records: int
     equivalence_classes: int
-    information_loss: dict[str, float]
+    information_loss: dict[str, float | None]
     search: SearchResult
     lattice_size: int
     metric: str
     class_sizes: dict[int, int] = field(default_factory=dict)
     lattice_levels: list[dict[str, int]] = field(default_factory=list)
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    information_loss_per_attribute: dict[str, dict[str, float]] = field(default_factory=dict)
+    information_loss_arx: dict[str, str] = field(default_factory=dict)
+    metric_options: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The method's report fields (see docs/generalization.md for each one)."""
         return {
             "search": self.search.strategy,
             "metric": self.metric,
+            **self.metric_options,
             "k": self.k,
             "suppression_limit": self.suppression_limit,
+            "criteria": self.criteria,
             "lattice_size": self.lattice_size,
             "nodes_checked": self.search.nodes_checked,
             "k_minimal_nodes": len(self.search.k_minimal),
             "transformation": self.transformation,
-            "optimum_loss": self.search.loss,
+            "optimum_loss": _json_loss(self.search.loss),
             "suppressed_records": self.suppressed_records,
             "records": int(self.release.shape[0]),
             "equivalence_classes": self.equivalence_classes,
             "class_sizes": {str(size): count for size, count in sorted(self.class_sizes.items())},
             "information_loss": self.information_loss,
+            "information_loss_per_attribute": self.information_loss_per_attribute,
+            "information_loss_arx": self.information_loss_arx,
             "lattice_levels": self.lattice_levels,
             "search_seconds": self.search.runtime_seconds,
             "search_cpu_seconds": self.search.cpu_seconds,
         }
 
 
-def anonymize(
-    dataset: Dataset,
-    k: int,
-    suppression: float = 0.0,
-    search: str = "flash",
-    metric: str = "precision",
-    progress: ProgressFn | None = None,
-    cache_size: int = 256,
-) -> GeneralizationResult:
-    """Find the optimal full-domain generalization and build the release.
+def _json_loss(value: Any) -> Any:
+    """A loss for JSON: a float, or a list for ARX's rank aggregate; ``None`` if not finite."""
+    if isinstance(value, tuple | list):
+        return [_json_loss(v) for v in value]
+    number = float(value)
+    return number if math.isfinite(number) else None
 
-    Every strategy returns the global optimum of ``metric`` among the nodes
-    that are k-anonymous after suppressing at most ``floor(suppression * n)``
-    records (those in classes smaller than ``k``). ``progress`` is called as
-    ``progress("searching the lattice", nodes_checked, lattice_size)``.
+
+# ---------------------------------------------------------------------------
+# The privacy model
+# ---------------------------------------------------------------------------
+
+
+def resolve_criteria(
+    criteria: Iterable[CriterionLike] | None, k: int | None = None
+) -> list[Criterion]:
+    """The criteria objects of a privacy model, with ``k`` as a k-anonymity shorthand.
+
+    ``criteria`` may mix :class:`~anonlab.privacy.Criterion` objects, dicts as
+    the settings spell a model and flag texts
+    (:mod:`anonlab.privacy.spec`). ``k`` and a k-anonymity criterion are not
+    both accepted (ARX takes one k-anonymity model); with neither, and no
+    other criterion, the model is 2-anonymity.
     """
-    check_k(k, dataset.n)
+    given = list(criteria or [])
+    objects = [c for c in given if isinstance(c, Criterion)]
+    specs = [c for c in given if not isinstance(c, Criterion)]
+    built = [build_criterion(s) for s in criteria_with_k(specs, None)] if specs else []
+    model = objects + built
+    k_models = [c for c in model if isinstance(c, KAnonymity)]
+    if k is not None and k_models:
+        raise AnonlabError(f"k = {k} and a k-anonymity criterion with k = {k_models[0].k} are "
+                           "both given: give k or the criterion, not both", parameter="k")
+    names = [c.name for c in model]
+    for single in ("k-anonymity", "k-map", "delta-presence"):
+        if names.count(single) > 1:
+            raise AnonlabError(f"criteria: model '{single}' is given twice: give it once",
+                               parameter="criteria")
+    if k is not None:
+        model.insert(0, KAnonymity(k))
+    elif not model:
+        model.append(KAnonymity(2))
+    return model
+
+
+def model_dataset(
+    frame: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy | PathLike],
+    criteria: Sequence[Criterion],
+    *,
+    identifying: Iterable[str] = (),
+    sensitive: Iterable[str] = (),
+    insensitive: Iterable[str] | None = (),
+    other: str | None = None,
+    source: str | None = None,
+    read_options: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """The dataset a privacy model needs from a table.
+
+    Plainly the table; with delta-presence the table is the population and
+    the research subset (the criterion's ``subset``) is what is released;
+    with k-map on a population table its records are counted too
+    (:func:`anonlab.privacy.presence.population_dataset`).
+    """
+    roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
+                             "insensitive": insensitive, "other": other, "source": source}
+    if any(c.needs_population for c in criteria):
+        from anonlab.privacy.presence import population_dataset
+
+        with criteria_errors():
+            return population_dataset(frame, hierarchies, list(criteria),
+                                      read_options=read_options, **roles)
+    return Dataset.from_frame(frame, hierarchies, **roles)
+
+
+def criteria_report(
+    criteria: Sequence[Criterion], classes: Any, report_paths: Any = None
+) -> list[dict[str, Any]]:
+    """One report entry per criterion at a node: ``{"model", "parameters", "satisfied",
+    "achieved"}``.
+
+    ``parameters`` are the model's settings but its name (``attribute``
+    included), so ``{"model": ..., **parameters}`` rebuilds it; ``satisfied``
+    says whether the released classes meet it; ``achieved`` gives the values
+    the release reaches (the smallest l, the largest t, ...). ``classes`` is
+    the node's :class:`~anonlab.lattice.classes.NodeClasses`.
+    ``report_paths`` may rewrite file parameters (a function of a path).
+    """
+    stats = classes.stats
+    outliers = classes.outliers
+    entries = []
+    for criterion in criteria:
+        spec = describe(criterion)
+        model = spec.pop("model")
+        if report_paths is not None:
+            from anonlab.privacy.spec import path_parameters
+
+            for key, path in path_parameters({"model": model, **spec}).items():
+                spec[key] = report_paths(path)
+        entries.append({
+            "model": model,
+            "parameters": spec,
+            "satisfied": bool(criterion.holds(stats, outliers)
+                              and criterion.acceptable(stats, outliers)),
+            "achieved": _plain(criterion.achieved(stats, outliers)),
+        })
+    return entries
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and containers as plain JSON values (non-finite floats as ``None``)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------
+
+
+def make_metric(
+    name: str,
+    ctx: LossContext,
+    *,
+    gs_factor: float = DEFAULT_GS_FACTOR,
+    aggregate: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    strict: bool = True,
+) -> Metric:
+    """A metric by name with the options it takes (``gs_factor``, ``aggregate``, ``weights``).
+
+    With ``strict`` (the metric the search optimizes), an option the metric
+    does not take is an error naming the option
+    (:func:`anonlab.lattice.metrics.metric_by_name`); without (every other
+    metric of the report), each metric gets the options it takes. ``aggregate``
+    ``None`` is each metric's own ARX default.
+    """
+    if strict:
+        return metric_by_name(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
+                              weights=weights)
+    cls = METRICS[name]
+    return metric_by_name(
+        name, ctx, gs_factor=gs_factor if cls.takes_gs_factor else DEFAULT_GS_FACTOR,
+        aggregate=aggregate if cls.multi_dimensional else None,
+        weights=weights if cls.multi_dimensional else None, allow_undefined=True)
+
+
+def information_loss(
+    ctx: LossContext,
+    classes: Any,
+    *,
+    gs_factor: float,
+    aggregate: str | None,
+    weights: Mapping[str, float] | None,
+) -> tuple[dict[str, float | None], dict[str, dict[str, float]], dict[str, str]]:
+    """Every metric at a node: one number each, per-attribute values where ARX has a vector,
+    and each value as ARX prints it.
+
+    The number is the metric's value; for ARX's "rank" aggregate (a vector
+    compared item by item) it is ARX's scalar for it, the geometric mean of
+    the per-attribute values.
+    """
+    scalars: dict[str, float | None] = {}
+    vectors: dict[str, dict[str, float]] = {}
+    texts: dict[str, str] = {}
+    for name in METRICS:
+        metric = make_metric(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
+                             weights=weights, strict=False)
+        report = metric.report(classes)
+        value = report.get("scalar", report["value"])
+        number = float(value) if isinstance(value, int | float) else math.nan
+        scalars[name] = number if math.isfinite(number) else None
+        texts[name] = str(report["arx"])
+        if report.get("per_attribute"):
+            vectors[name] = {str(k): float(v) for k, v in report["per_attribute"].items()}
+    return scalars, vectors, texts
+
+
+def _check_weights(weights: Mapping[str, float] | None, dataset: Dataset) -> None:
+    """Attribute weights name quasi-identifiers and are numbers of at least 0."""
+    names = [q.name for q in dataset.qis]
+    for column, weight in (weights or {}).items():
+        if column not in names:
+            raise AnonlabError(f"weights names '{column}', which is not a quasi-identifier "
+                               f"(quasi-identifiers: {', '.join(names)})", parameter="weights")
+        if not math.isfinite(float(weight)) or float(weight) < 0:
+            raise AnonlabError(f"weights gives '{column}' the weight {weight}: give a number "
+                               "of at least 0", parameter="weights")
+
+
+# ---------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Setup:
+    """What a search or the check of one node needs."""
+
+    lattice: Lattice
+    engine: FrequencyEngine
+    loss: LossContext
+    context: SearchContext
+    limit: int
+
+
+def _setup(
+    dataset: Dataset,
+    criteria: Sequence[Criterion],
+    suppression: float,
+    metric: str,
+    *,
+    gs_factor: float,
+    aggregate: str | None,
+    weights: Mapping[str, float] | None,
+    practical_monotonicity: bool,
+    cache_size: int,
+    progress: ProgressFn | None,
+) -> _Setup:
+    """Bind the criteria to the data and build the lattice, engine, metric and search context."""
+    for c in criteria:
+        if isinstance(c, KAnonymity):
+            check_k(c.k, dataset.n)
+    bind_criteria(criteria, dataset)
     limit = max_suppressed(suppression, dataset.n)
-    if search not in STRATEGIES:
-        raise AnonlabError(f"search '{search}' is unknown: choose one of {', '.join(STRATEGIES)}",
-                           parameter="search")
-    if metric not in METRICS:
-        raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
-                           parameter="metric")
-    criterion = KAnonymity(k)
+    _check_weights(weights, dataset)
     lattice = Lattice([q.height for q in dataset.qis])
     if lattice.size > MAX_LATTICE_SIZE:
         heights = ", ".join(f"{q.name} {q.height}" for q in dataset.qis)
@@ -106,34 +346,100 @@ def anonymize(
             f"the {MAX_LATTICE_SIZE:,} a full-domain search keeps in memory: use fewer "
             "quasi-identifiers or shorter hierarchies"
         )
-    engine = FrequencyEngine(dataset)
+    engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
     ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
-    chosen = metric_by_name(metric, ctx_loss)
+    chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
+                         weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
-    ctx = SearchContext(lattice, engine, criterion, limit, chosen, cache_size, progress)
-    result = STRATEGIES[search](ctx)
-    engine.keep_base_index = True
-    final_fs = engine.roll_up(engine.bottom, result.levels)
-    final = NodeClasses(final_fs, criterion.outliers(final_fs.counts))
-    losses = {name: float(cls(ctx_loss).value(final)) for name, cls in METRICS.items()}
-    assert final_fs.base_index is not None
-    suppressed_rows = final.outliers[final_fs.base_index][engine.row_index]
-    release, _ = build_release(dataset, result.levels, k, suppressed_rows)
-    kept = final_fs.counts[~final.outliers]
+    ctx = SearchContext(lattice, engine, list(criteria), limit, chosen, cache_size, progress,
+                        practical_monotonicity=practical_monotonicity)
+    return _Setup(lattice, engine, ctx_loss, ctx, limit)
+
+
+def _node(setup: _Setup, levels: Sequence[int]) -> tuple[FrequencySet, Any, bool]:
+    """A node's frequency set (with the bottom's index), its classes under the model, and
+    whether the model holds there."""
+    setup.engine.keep_base_index = True
+    fs = setup.engine.roll_up(setup.engine.bottom, list(levels))
+    verdict = setup.context.evaluate(fs)
+    return fs, verdict.classes, bool(verdict.acceptable)
+
+
+def _suppressed_rows(setup: _Setup, fs: FrequencySet, outliers: NDArray[Any]) -> NDArray[Any]:
+    """Each row of the table to release: whether its class is suppressed."""
+    assert fs.base_index is not None
+    return np.asarray(outliers[fs.base_index][setup.engine.row_index], dtype=bool)
+
+
+def anonymize(
+    dataset: Dataset,
+    k: int | None = None,
+    suppression: float = 0.0,
+    search: str = "flash",
+    metric: str = "precision",
+    progress: ProgressFn | None = None,
+    cache_size: int = 256,
+    *,
+    criteria: Iterable[CriterionLike] | None = None,
+    gs_factor: float = DEFAULT_GS_FACTOR,
+    aggregate: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    practical_monotonicity: bool = False,
+) -> GeneralizationResult:
+    """Find the optimal full-domain generalization and build the release.
+
+    The privacy model is every one of ``criteria`` (objects, settings dicts
+    or flag texts, :func:`resolve_criteria`), ``k`` a shorthand for
+    k-anonymity; records of classes that fail a class-based criterion (and
+    those a risk threshold suppresses) are suppressed, at most
+    ``floor(suppression * n)``. Every strategy returns the global optimum of
+    ``metric`` (with ``gs_factor``, ``aggregate`` and attribute ``weights``
+    where it takes them) among the nodes where the model holds; with
+    ``practical_monotonicity`` every criterion is treated as monotone (ARX's
+    option: fewer checks, no guarantee). ``dataset`` must carry what the
+    criteria need (a population for delta-presence and k-map on a population
+    table: :func:`model_dataset`). ``progress`` is called as
+    ``progress("searching the lattice", nodes_checked, lattice_size)``.
+    """
+    model = resolve_criteria(criteria, k)
+    if search not in STRATEGIES:
+        raise AnonlabError(f"search '{search}' is unknown: choose one of {', '.join(STRATEGIES)}",
+                           parameter="search")
+    if metric not in METRICS:
+        raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
+                           parameter="metric")
+    setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor, aggregate=aggregate,
+                   weights=weights, practical_monotonicity=practical_monotonicity,
+                   cache_size=cache_size, progress=progress)
+    result = STRATEGIES[search](setup.context)
+    final_fs, final, _ = _node(setup, result.levels)
+    scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
+                                               aggregate=aggregate, weights=weights)
+    release, _ = build_release(dataset, result.levels, 0,
+                               _suppressed_rows(setup, final_fs, final.outliers))
+    kept = final_fs.counts[~final.outliers & (final_fs.counts > 0)]
     sizes, freq = np.unique(kept, return_counts=True)
+    k_models = [c.k for c in model if isinstance(c, KAnonymity)]
     return GeneralizationResult(
         release=release,
         transformation={q.name: lv for q, lv in zip(dataset.qis, result.levels, strict=True)},
-        k=k,
+        k=k_models[0] if k_models else None,
         suppression_limit=suppression,
         suppressed_records=final.suppressed,
         equivalence_classes=int(kept.shape[0]),
-        information_loss=losses,
+        information_loss=scalars,
         search=result,
-        lattice_size=lattice.size,
+        lattice_size=setup.lattice.size,
         metric=metric,
         class_sizes={int(s): int(c) for s, c in zip(sizes, freq, strict=True)},
-        lattice_levels=lattice_summary(lattice, result),
+        lattice_levels=lattice_summary(setup.lattice, result),
+        criteria=criteria_report(model, final),
+        information_loss_per_attribute=vectors,
+        information_loss_arx=texts,
+        metric_options={"gs_factor": gs_factor,
+                        "aggregate": getattr(setup.context.metric, "aggregate", aggregate),
+                        "attribute_weights": dict(weights or {}),
+                        "practical_monotonicity": practical_monotonicity},
     )
 
 
@@ -195,24 +501,43 @@ def _labelled(codes: NDArray[Any], labels: list[str], suppressed: NDArray[Any]) 
 
 
 class Generalizer:
-    """Full-domain k-anonymity, scikit-learn style.
+    """Full-domain generalization under ARX's privacy models, scikit-learn style.
 
-    >>> g = Generalizer(k=5, suppression=0.01, search="flash", metric="precision")
-    >>> release = g.fit_transform(frame, {"age": "hierarchy_age.csv", ...})  # doctest: +SKIP
-    >>> other = g.transform(new_frame)  # same levels; k-anonymity re-checked  # doctest: +SKIP
+    >>> from anonlab.privacy.diversity import DistinctLDiversity  # doctest: +SKIP
+    >>> g = Generalizer(criteria=[DistinctLDiversity("occupation", 3)], k=5,
+    ...                 suppression=0.01, metric="loss", gs_factor=0.5)  # doctest: +SKIP
+    >>> release = g.fit_transform(frame, {"age": "hierarchy_age.csv", ...},
+    ...                           sensitive=["occupation"])  # doctest: +SKIP
+    >>> other = g.transform(new_frame)  # same levels; every criterion re-checked  # doctest: +SKIP
+
+    ``k`` alone (``Generalizer(k=5)``) is k-anonymity; with neither ``k`` nor
+    ``criteria``, 2-anonymity. ``criteria`` may hold criterion objects, dicts
+    as the settings spell a model, or flag texts. ``weights`` are attribute
+    weights of the metric (quasi-identifier -> weight).
     """
 
     def __init__(
         self,
-        k: int = 2,
+        k: int | None = None,
         suppression: float = 0.0,
         search: str = "flash",
         metric: str = "precision",
+        *,
+        criteria: Iterable[CriterionLike] | None = None,
+        gs_factor: float = DEFAULT_GS_FACTOR,
+        aggregate: str | None = None,
+        weights: Mapping[str, float] | None = None,
+        practical_monotonicity: bool = False,
     ) -> None:
         self.k = k
         self.suppression = suppression
         self.search = search
         self.metric = metric
+        self.criteria = list(criteria or [])
+        self.gs_factor = gs_factor
+        self.aggregate = aggregate
+        self.weights = dict(weights or {})
+        self.practical_monotonicity = practical_monotonicity
 
     def fit(
         self,
@@ -228,7 +553,8 @@ class Generalizer:
 
         Every column needs a role (a hierarchy, ``identifying``, ``sensitive``
         or ``insensitive``), or ``other="insensitive"`` releases the rest as
-        they are (:func:`anonlab.dataset.assign_roles`).
+        they are (:func:`anonlab.dataset.assign_roles`). A criterion on a
+        sensitive attribute needs that column in ``sensitive``.
         """
         hiers = {c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
                  for c, h in hierarchies.items()}
@@ -237,12 +563,18 @@ class Generalizer:
         self.insensitive_ = list(insensitive)
         self.other_ = other
         self.hierarchies_ = hiers
-        dataset = Dataset.from_frame(frame, hiers, identifying=self.identifying_,
-                                     sensitive=self.sensitive_, insensitive=self.insensitive_,
-                                     other=other)
-        self.result_ = anonymize(dataset, self.k, self.suppression, self.search, self.metric)
+        self.criteria_ = resolve_criteria(self.criteria, self.k)
+        dataset = model_dataset(frame, hiers, self.criteria_, identifying=self.identifying_,
+                                sensitive=self.sensitive_, insensitive=self.insensitive_,
+                                other=other)
+        self.result_ = anonymize(dataset, None, self.suppression, self.search, self.metric,
+                                 criteria=self.criteria_, **self._metric_options())
         self.transformation_ = dict(self.result_.transformation)
         return self
+
+    def _metric_options(self) -> dict[str, Any]:
+        return {"gs_factor": self.gs_factor, "aggregate": self.aggregate,
+                "weights": self.weights, "practical_monotonicity": self.practical_monotonicity}
 
     def fit_transform(
         self,
@@ -254,53 +586,83 @@ class Generalizer:
         insensitive: Iterable[str] = (),
         other: str | None = None,
     ) -> pd.DataFrame:
-        """Fit and return the release (with ``frame``'s index)."""
+        """Fit and return the release (with ``frame``'s index; with delta-presence, the
+        research subset's rows, indexed as in ``frame``)."""
         self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive,
                  insensitive=insensitive, other=other)
-        return self.result_.release.set_axis(frame.index, axis=0)
+        return self.result_.release.set_axis(self._index(frame, self.result_.release), axis=0)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Apply the fitted transformation to another table with the same schema.
 
-        The release keeps ``frame``'s index.
+        Every criterion is re-checked on it (:func:`apply_levels`). The release
+        keeps ``frame``'s index.
         """
         if not hasattr(self, "transformation_"):
             raise AnonlabError("the Generalizer is not fitted: call fit() first")
-        release = apply_transformation(
-            frame, self.hierarchies_, self.transformation_, self.k, self.suppression,
+        applied = apply_levels(
+            frame, self.hierarchies_, self.transformation_, self.criteria_, self.suppression,
             identifying=self.identifying_, sensitive=self.sensitive_,
-            insensitive=self.insensitive_, other=self.other_,
-        )[0]
-        return release.set_axis(frame.index, axis=0)
+            insensitive=self.insensitive_, other=self.other_, metric=self.metric,
+            **self._metric_options(),
+        )
+        return applied.release.set_axis(self._index(frame, applied.release), axis=0)
+
+    @staticmethod
+    def _index(frame: pd.DataFrame, release: pd.DataFrame) -> pd.Index:
+        """The index of ``frame`` for the release's rows (all of them, in order, unless a
+        research subset was released)."""
+        if len(release) == len(frame):
+            return frame.index
+        return pd.RangeIndex(len(release))
 
 
-def apply_transformation(
+@dataclass
+class AppliedTransformation:
+    """A known transformation applied to a table: the release and what the model gives."""
+
+    release: pd.DataFrame
+    suppressed_records: int
+    criteria: list[dict[str, Any]]
+    dataset: Dataset
+
+
+def apply_levels(
     frame: pd.DataFrame,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     transformation: Mapping[str, int],
-    k: int,
+    criteria: Iterable[CriterionLike] | None,
     suppression: float,
     *,
+    k: int | None = None,
     identifying: Iterable[str] = (),
     sensitive: Iterable[str] = (),
     insensitive: Iterable[str] = (),
     other: str | None = None,
-) -> tuple[pd.DataFrame, int]:
-    """Apply known levels to a table and re-check k-anonymity with the suppression limit.
+    metric: str = "precision",
+    gs_factor: float = DEFAULT_GS_FACTOR,
+    aggregate: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    practical_monotonicity: bool = False,
+    read_options: Mapping[str, Any] | None = None,
+) -> AppliedTransformation:
+    """Apply known levels to a table and re-check every criterion with the suppression limit.
 
-    Every column needs a role, as in :meth:`Generalizer.fit`. Returns the
-    release and the number of suppressed records. Fails if the table needs
-    more suppression than the limit allows at these levels.
+    The classes are judged as in the search (the same outliers, the same
+    order in which a risk threshold suppresses classes, which depends on the
+    metric and its options); the table is refused if the model does not hold
+    at these levels (too many records to suppress, or a population class
+    that fails delta-presence).
     """
     missing = [c for c in transformation if c not in hierarchies]
     if missing:
         raise AnonlabError(f"no hierarchy for quasi-identifier '{missing[0]}': give one")
-    dataset = Dataset.from_frame(
-        frame, {c: hierarchies[c] for c in transformation},
+    model = resolve_criteria(criteria, k)
+    dataset = model_dataset(
+        frame, {c: hierarchies[c] for c in transformation}, model,
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
+        read_options=read_options,
     )
-    check_k(k, dataset.n)
-    limit = max_suppressed(suppression, dataset.n)
     levels = []
     for q in dataset.qis:
         lv = int(transformation[q.name])
@@ -310,13 +672,60 @@ def apply_transformation(
                 "use the hierarchy the transformation was found with"
             )
         levels.append(lv)
-    release, suppressed = build_release(dataset, levels, k)
-    count = int(suppressed.sum())
-    if count > limit:
-        raise AnonlabError(
-            f"the table is not {k}-anonymous at this transformation: {count} records would be "
-            f"suppressed but the limit allows {limit}: generalize this table to find its own "
-            "transformation"
-        )
-    return release, count
+    setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor,
+                   aggregate=aggregate, weights=weights,
+                   practical_monotonicity=practical_monotonicity, cache_size=2, progress=None)
+    fs, classes, acceptable = _node(setup, levels)
+    if not acceptable:
+        raise AnonlabError(_refusal(model, classes, setup.limit))
+    release, _ = build_release(dataset, levels, 0, _suppressed_rows(setup, fs, classes.outliers))
+    return AppliedTransformation(release, int(classes.suppressed),
+                                 criteria_report(model, classes), dataset)
 
+
+def _refusal(model: Sequence[Criterion], classes: Any, limit: int) -> str:
+    """Why a table fails the model at the given levels."""
+    names = ", ".join(describe(c)["model"] for c in model)
+    if classes.suppressed > limit:
+        if len(model) == 1 and isinstance(model[0], KAnonymity):
+            return (f"the table is not {model[0].k}-anonymous at this transformation: "
+                    f"{classes.suppressed} records would be suppressed but the limit allows "
+                    f"{limit}: generalize this table to find its own transformation")
+        return (f"the privacy model ({names}) does not hold at this transformation: "
+                f"{classes.suppressed} records would be suppressed but the limit allows {limit}: "
+                "generalize this table to find its own transformation")
+    return (f"the privacy model ({names}) does not hold at this transformation (a class that "
+            "cannot be suppressed fails it): generalize this table to find its own "
+            "transformation")
+
+
+def apply_transformation(
+    frame: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy | PathLike],
+    transformation: Mapping[str, int],
+    k: int | None,
+    suppression: float,
+    *,
+    identifying: Iterable[str] = (),
+    sensitive: Iterable[str] = (),
+    insensitive: Iterable[str] = (),
+    other: str | None = None,
+    criteria: Iterable[CriterionLike] | None = None,
+    metric: str = "precision",
+    gs_factor: float = DEFAULT_GS_FACTOR,
+    aggregate: str | None = None,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[pd.DataFrame, int]:
+    """Apply known levels to a table and re-check the privacy model with the suppression limit.
+
+    The model is ``criteria`` with ``k`` as a k-anonymity shorthand (as in
+    :func:`anonymize`). Every column needs a role, as in
+    :meth:`Generalizer.fit`. Returns the release and the number of suppressed
+    records; fails if the model does not hold at these levels
+    (:func:`apply_levels`).
+    """
+    applied = apply_levels(frame, hierarchies, transformation, criteria, suppression, k=k,
+                           identifying=identifying, sensitive=sensitive,
+                           insensitive=insensitive, other=other, metric=metric,
+                           gs_factor=gs_factor, aggregate=aggregate, weights=weights)
+    return applied.release, applied.suppressed_records

@@ -11,8 +11,9 @@ Excel or a database table, chosen by the target. File outputs are written
 atomically: to a hidden temporary file beside the target (named as
 :func:`anonlab.outputs.temp_path_for` names it), then renamed over it, so a
 failure never leaves half a file behind; temporary files of killed runs are
-removed on the way. An output path that is a folder or one of the inputs is
-refused, and a full disk or a missing permission is a one-line error.
+removed on the way. An output path that is a folder is refused, and a full
+disk or a missing permission is a one-line error. A run checks its outputs
+against its inputs and against each other with :class:`anonlab.outputs.Outputs`.
 
 The formats and the dialect are described in ``docs/io.md``.
 """
@@ -23,7 +24,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,7 +51,7 @@ Source = PathLike | DatabaseTarget
 Strings = Literal["python", "arrow"]
 
 __all__ = [
-    "PathLike", "atomic_write", "check_not_input", "check_outputs", "file_sha256",
+    "PathLike", "atomic_write", "file_sha256",
     "read_json", "read_table", "sniff_delimiter", "to_json_text", "write_json", "write_table",
     "write_text",
 ]
@@ -349,56 +350,6 @@ def _digest_file(digest: hashlib._Hash, path: Path) -> None:
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-
-
-def check_not_input(output: PathLike, inputs: Iterable[PathLike | None]) -> None:
-    """Refuse an output path that is one of the input files (a SQLite input's database
-    file included) or lies inside an input folder."""
-    if is_database_url(output):
-        return
-    out = Path(output).resolve()
-    for item in inputs:
-        if item is None:
-            continue
-        if is_database_url(item):
-            from anonlab.database import parse_url, sqlite_file
-
-            try:
-                file = sqlite_file(parse_url(os.fspath(item), "input"))
-            except AnonlabError:
-                continue
-            if file is None:
-                continue
-            where = file.resolve()
-        else:
-            where = Path(item).resolve()
-        if where == out or (where.is_dir() and out.is_relative_to(where)):
-            raise AnonlabError(
-                f"output '{output}' is also an input or inside one: choose another output "
-                "path (inputs are never overwritten)"
-            )
-
-
-def check_outputs(
-    outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None]
-) -> None:
-    """Refuse an output (flag -> path, ``None`` = not given) that is an input, a folder or
-    another output."""
-    inputs = list(inputs)
-    seen: dict[object, str] = {}
-    for flag, out in outputs.items():
-        if out is None:
-            continue
-        check_not_input(out, inputs)
-        where: object = str(out) if is_database_url(out) else Path(out).resolve()
-        if isinstance(where, Path) and where.is_dir():
-            raise AnonlabError(f"{flag} '{out}' is a folder: give a file name inside it")
-        if where in seen:
-            raise AnonlabError(
-                f"'{out}' is given as both {seen[where]} and {flag}: they name the same file; "
-                "give each output its own path"
-            )
-        seen[where] = flag
 
 
 def atomic_write(

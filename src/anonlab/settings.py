@@ -47,7 +47,9 @@ class Settings(BaseModel):
     against the TOML file's folder.
     """
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # defer_build: a model's validator is built when it first validates, so a command pays
+    # only for its own settings, not for every model of the modules it imports
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
     path_fields: ClassVar[tuple[str, ...]] = ()
     input_fields: ClassVar[tuple[str, ...]] = ("input", "table", "query", "sheet")
     output_fields: ClassVar[tuple[str, ...]] = ("output", "report", "html", "plot", "key")

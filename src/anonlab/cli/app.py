@@ -1,11 +1,15 @@
-"""The ``anonlab`` Typer application; each sub-command module registers itself here."""
+"""The ``anonlab`` Typer application; each sub-command module registers itself here.
+
+``app`` holds every command (for ``--help`` and for tests); the console
+script builds only the invoked command's module (:func:`app_for`).
+"""
 
 from __future__ import annotations
 
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -63,16 +67,6 @@ def _exit(code: int, standalone_mode: bool) -> int:
     return code
 
 
-app = typer.Typer(
-    name="anonlab",
-    cls=OneLineErrors,
-    help="Privacy-preserving data publishing: anonymize a table, measure loss and risk.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"show_default": True},
-)
-
 # Each module defines ``register(app)``; keep one module per method family.
 COMMAND_MODULES = (
     "anonlab.cli.generalize",
@@ -84,6 +78,17 @@ COMMAND_MODULES = (
     "anonlab.cli.verify",
     "anonlab.cli.risk",
 )
+#: the module that registers each command (a command is the first word after ``anonlab``)
+MODULE_OF = {
+    "generalize": "anonlab.cli.generalize", "apply": "anonlab.cli.generalize",
+    "hierarchy": "anonlab.cli.generalize", "microaggregate": "anonlab.cli.microaggregate",
+    "evaluate": "anonlab.cli.microaggregate", "tradeoff": "anonlab.cli.microaggregate",
+    "fuse": "anonlab.cli.fusion", "party": "anonlab.cli.party", "perturb": "anonlab.cli.perturb",
+    "attack": "anonlab.cli.perturb", "report": "anonlab.cli.report",
+    "verify": "anonlab.cli.verify", "risk": "anonlab.cli.risk",
+}
+
+app: typer.Typer  # every command; made on first use (see __getattr__)
 
 
 def _version_callback(value: bool) -> None:
@@ -92,7 +97,6 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Show the version."
@@ -101,8 +105,40 @@ def _root(
     """anonlab: anonymize a table, measure what was lost and what risk remains."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+def build_app(modules: Iterable[str] = COMMAND_MODULES) -> typer.Typer:
+    """The ``anonlab`` application with the commands of ``modules`` (default: all of them)."""
+    built = typer.Typer(
+        name="anonlab",
+        cls=OneLineErrors,
+        help="Privacy-preserving data publishing: anonymize a table, measure loss and risk.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"show_default": True},
+    )
+    built.callback()(_root)
+    for name in dict.fromkeys(modules):
+        importlib.import_module(name).register(built)
+    return built
+
+
+def app_for(args: Sequence[str]) -> typer.Typer:
+    """The application a command line needs: only its command's module when it names one.
+
+    Typer turns every registered command into a Click command each time the
+    application runs (about 24 ms for all of them); a run of one command
+    needs only its own. Anything else (``--help``, ``--version``, a mistyped
+    command) gets the whole application, so help and errors list every command.
+    """
+    module = MODULE_OF.get(args[0]) if args else None
+    return build_app([module]) if module is not None else build_app()
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name != "app":
+        raise AttributeError(f"module 'anonlab.cli.app' has no attribute '{name}'")
+    globals()["app"] = built = build_app()
+    return built
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -112,5 +148,8 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from anonlab.threads import one_blas_thread_at_start
+
+    one_blas_thread_at_start()  # the kernels ask for more threads when --workers does
     signal.signal(signal.SIGTERM, _terminate)
-    app()
+    app_for(sys.argv[1:])()

@@ -1,5 +1,10 @@
 """Helpers shared by every sub-command: one-line errors, progress display, shared options.
 
+The options several commands take (reading, report files, roles, risk) are
+defined here once (see the module's option section); a command keeps its own
+option only where its meaning differs (e.g. ``apply --report``, the report of
+that run beside its REPORT argument).
+
 A sub-command only parses its options, calls the library and writes outputs.
 User errors (:class:`anonlab.errors.AnonlabError`) become one line
 ``Error: <message>`` on standard error and exit code 2.
@@ -105,10 +110,13 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
     not a terminal. Each distinct step name gets its own line, removed when
     the display ends.
     """
+    if quiet:  # nothing to show: Rich is not even imported
+        yield None
+        return
     from rich.console import Console
 
     console = Console(stderr=True)
-    if quiet or not console.is_terminal:
+    if not console.is_terminal:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -128,6 +136,72 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
 
 OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
                      "the release to, replaced in one transaction (default: none).")
+
+# ---------------------------------------------------------------------------
+# Options that several commands share, each defined once. A command takes one
+# as a parameter's default, e.g. ``delimiter: str | None = DELIMITER``; a
+# value of ``None`` means "not given", so a TOML config's value is kept.
+# ---------------------------------------------------------------------------
+
+#: the TOML settings file of a run
+CONFIG = typer.Option(None, "--config", help="TOML settings (paths relative to its folder); "
+                      "flags override it.")
+
+# how an input table is read (anonlab.runs.common.ReadSettings)
+DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
+                         "header: ',', ';' or tab).")
+SHEET = typer.Option(None, "--sheet", help="Excel sheet to read (default: the first).")
+TABLE = typer.Option(None, "--table", help="Database table to read when an input is a "
+                     "SQLAlchemy URL.")
+QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy "
+                     "URL.")
+
+# the files a run writes besides its release, and what it prints
+REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
+HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
+QUIET = typer.Option(False, "--quiet", help="No progress display or summary.")
+VERIFY = typer.Option(None, "--verify/--no-verify", help="Re-read the release and check it with "
+                      "the independent checker before anything is written (default: on).")
+
+# the roles of the columns a method does not mask (anonlab.runs.common.RoleSettings)
+IDENTIFYING = typer.Option(None, "--identifying", help="Identifying column(s), dropped from "
+                           "the release (comma-separated or repeated; default: none).")
+SENSITIVE = typer.Option(None, "--sensitive", help="Sensitive column(s), released as they are; "
+                         "the risk section gives their l and t (comma-separated or repeated; "
+                         "default: none).")
+INSENSITIVE = typer.Option(
+    None, "--insensitive", help="Column(s) released as they are, by choice (comma-separated "
+    "or repeated; default: none).")
+OTHER = typer.Option(
+    None, "--other", help="Role of every column given no other role: only 'insensitive' "
+    "(released unchanged and listed in the report). Default: such a column is refused.")
+
+# the release's risk (anonlab.risk.release.ReleaseRiskSettings)
+ATTACKER_COLUMNS = typer.Option(
+    None, "--attacker-columns", help="Columns the attacker is assumed to know, "
+    "comma-separated (default: every column of the release that is not sensitive and not "
+    "the weights).")
+MAX_RISK = typer.Option(
+    None, "--max-risk", help="Warn when the highest prosecutor risk of the release is above "
+    "this (default: 0.2).")
+FAIL_ON_RISK = typer.Option(
+    None, "--fail-on-risk/--no-fail-on-risk", help="Refuse a release that draws a risk "
+    "warning: exit code 3, nothing written (default: off).")
+RISK_THRESHOLD = typer.Option(
+    None, "--risk-threshold", help="Extra threshold for records at risk (repeat; 0.2, 0.1 and "
+    "0.05 always).")
+POPULATION = typer.Option(
+    None, "--population", help="Size of the population the table was sampled from "
+    "(default: none).")
+SAMPLING_FRACTION = typer.Option(
+    None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01 "
+    "(default: none).")
+WEIGHTS = typer.Option(
+    None, "--weights", help="Column of sampling weights, for sdcMicro's individual risk "
+    "(default: none).")
+SENSITIVE_HIERARCHY = typer.Option(
+    None, "--sensitive-hierarchy", help="COLUMN=FILE: hierarchy of a sensitive attribute, for "
+    "t-closeness with hierarchical distance (repeat).")
 
 
 def as_text(value: Path | str | None) -> str | None:

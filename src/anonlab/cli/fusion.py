@@ -7,22 +7,25 @@ from typing import Any
 
 import typer
 
-from anonlab.cli.common import as_text, progress_display, user_errors
-from anonlab.cli.release_risk import (
+from anonlab.cli.common import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
+    HTML,
     INSENSITIVE,
     MAX_RISK,
     OTHER,
     POPULATION,
-    RISK_FLAGS,
+    QUIET,
+    REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
     SENSITIVE_HIERARCHY,
     WEIGHTS,
-    risk_guard,
-    risk_overrides,
+    as_text,
+    progress_display,
+    user_errors,
 )
+from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 
 FUSE_HELP = """Fuse the providers' tables by top-down specialization, all in this process.
 
@@ -58,10 +61,8 @@ def fuse_command(
     output: str | None = typer.Option(
         None, "--output", help="Fused table (.csv, or .parquet). (default: none)"
     ),
-    report: Path | None = typer.Option(None, "--report", help="JSON report. (default: none)"),
-    html: Path | None = typer.Option(
-        None, "--html", help="Shareable HTML report (see `anonlab report`). (default: none)"
-    ),
+    report: Path | None = REPORT,
+    html: Path | None = HTML,
     score: str | None = typer.Option(
         None, "--score", metavar="sensitivity|tds",
         help="Score of a specialization (default: the config's fusion.score).",
@@ -91,7 +92,7 @@ def fuse_command(
         None, "--verify/--no-verify",
         help="Re-read the fused table and check every template independently (default: on).",
     ),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress and no summary."),
+    quiet: bool = QUIET,
 ) -> None:
     """Fuse providers' tables in one process (see --help for an example)."""
     from anonlab.runs.fusion import FuseSettings, run_fuse

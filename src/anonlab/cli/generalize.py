@@ -13,27 +13,45 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import OUTPUT_TABLE_HELP, fail, progress_display, user_errors
-from anonlab.cli.release_risk import (
+from anonlab.cli.common import (
     ATTACKER_COLUMNS,
+    CONFIG,
+    DELIMITER,
     FAIL_ON_RISK,
+    HTML,
+    IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
     OTHER,
+    OUTPUT_TABLE_HELP,
     POPULATION,
-    RISK_FLAGS,
+    QUERY,
+    QUIET,
+    REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SENSITIVE,
     SENSITIVE_HIERARCHY,
+    SHEET,
+    TABLE,
+    VERIFY,
     WEIGHTS,
-    risk_guard,
-    risk_overrides,
+    as_text,
+    fail,
+    progress_display,
+    user_errors,
 )
+from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 
-GENERALIZE_HELP = """Generalize a table to k-anonymity with an optimal lattice search.
+GENERALIZE_HELP = """Generalize a table under privacy models with an optimal lattice search.
 
-Every column needs a role: --qi (with its hierarchy), --identifying (dropped),
---sensitive or --insensitive (released as they are). A column given none is
+The models are k-anonymity (--k) and any --criterion: l-diversity,
+t-closeness, beta-likeness, delta-disclosure, delta-presence, k-map and risk
+thresholds, e.g. --criterion distinct-l-diversity:occupation:l=3 (the
+attribute must be --sensitive; see docs/privacy_models.md).
+
+Every column needs a role: --qi (with its hierarchy), --identifying
+(dropped), --sensitive or --insensitive (released as they are). A column given none is
 refused, unless --other insensitive releases all such columns unchanged (the
 report lists them). The report holds the release's re-identification risk;
 a risky release draws a warning (--fail-on-risk: exit code 3, nothing
@@ -54,7 +72,8 @@ APPLY_HELP = """Apply the transformation of an earlier `generalize` report to an
 
 The new table must have the same columns, which keep the roles the report gave
 them (a column the report does not know is refused unless --other insensitive);
-k-anonymity with the same suppression limit is re-checked on it, and the
+every privacy model of the report, with the same suppression limit, is
+re-checked on it, and the
 release's risk is measured as in generalize. The hierarchy files are found
 where the report says (relative to the report's folder), from any folder.
 Example:
@@ -67,7 +86,8 @@ R = TypeVar("R")
 
 #: how the library's parameters are spelled on these commands
 FLAGS = {"input": "the INPUT argument", "report_in": "the REPORT argument",
-         "hierarchies": "--qi", **RISK_FLAGS}
+         "hierarchies": "--qi", "criteria": "--criterion", "attribute_weights": "--weight",
+         **RISK_FLAGS}
 
 
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -76,24 +96,15 @@ def _errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
+def _apply_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """:func:`user_errors` for ``apply``, whose privacy model comes from the report."""
+    wrapped: Callable[P, R] = user_errors(func, flags={**FLAGS,
+                                                       "criteria": "the REPORT's criteria"})
+    return wrapped
+
+
 def _flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
-
-
-def _text(path: Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
-# options shared by every command that reads a table
-DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
-                         "header: ',', ';' or tab).")
-SHEET = typer.Option(None, "--sheet", help="Excel sheet to read (default: the first).")
-TABLE = typer.Option(None, "--table", help="Database table to read when the input is a "
-                     "SQLAlchemy URL.")
-QUERY = typer.Option(None, "--query", help="SQL query to read when the input is a SQLAlchemy "
-                     "URL.")
-VERIFY = typer.Option(None, "--verify/--no-verify", help="Re-read the release and check it "
-                      "with the independent checker before anything is written (default: on).")
 
 
 @_errors
@@ -101,7 +112,7 @@ def generalize_command(
     input: str | None = typer.Argument(
         None, help="Table to anonymize: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
         "config's input)."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
+    config: Path | None = CONFIG,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -109,16 +120,17 @@ def generalize_command(
     qi: list[str] | None = typer.Option(
         None, "--qi", help="Quasi-identifier and its hierarchy: COLUMN=FILE (repeat)."
     ),
-    identifying: list[str] | None = typer.Option(
-        None, "--identifying", help="Identifying column(s), dropped from the release."
-    ),
-    sensitive: list[str] | None = typer.Option(
-        None, "--sensitive", help="Sensitive column(s), released as they are; the risk "
-        "section gives their l and t (default: none)."),
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     k: int | None = typer.Option(
-        None, "--k", help="Every class has at least k records (default: 2)."),
+        None, "--k", help="Every class has at least k records: a shorthand for "
+        "--criterion k-anonymity:k=K (default: 2 when no --criterion is given)."),
+    criterion: list[str] | None = typer.Option(
+        None, "--criterion", help="A privacy model, MODEL[:ATTRIBUTE][:KEY=VALUE,...], e.g. "
+        "distinct-l-diversity:occupation:l=3 or k-anonymity:k=5 (repeat; all must hold; "
+        "replaces the config's criteria; see docs/privacy_models.md) (default: none)."),
     suppression: str | None = typer.Option(
         None, "--suppression",
         help="Largest share of records that may be suppressed: a fraction below 1 (0.01) or a "
@@ -129,10 +141,25 @@ def generalize_command(
     ),
     metric: str | None = typer.Option(
         None, "--metric",
-        help="precision | precision_with_suppression | discernibility | aecs | entropy "
-        "(default: precision_with_suppression when --suppression is above 0, which counts "
-        "suppressed records; else precision).",
+        help="loss | precision | precision_with_suppression | height | discernibility | "
+        "discernibility_with_suppression | aecs | entropy | entropy_with_suppression | "
+        "normalized_entropy | ambiguity | kl_divergence (default: precision_with_suppression "
+        "when --suppression is above 0, which counts suppressed records; else precision).",
     ),
+    gs_factor: float | None = typer.Option(
+        None, "--gs-factor", help="ARX's generalization/suppression factor from 0 to 1, for "
+        "the metrics that take it (default: 0.5)."),
+    aggregate: str | None = typer.Option(
+        None, "--aggregate", help="How a multi-dimensional metric (loss, precision, height, "
+        "the entropies) combines its attributes: arithmetic_mean | geometric_mean | sum | max "
+        "| rank (default: the metric's ARX default, geometric_mean for loss)."),
+    weight: list[str] | None = typer.Option(
+        None, "--weight", help="Weight of a quasi-identifier in the metric: COLUMN=NUMBER, "
+        "e.g. age=2 (repeat; default: 1 each)."),
+    practical_monotonicity: bool | None = typer.Option(
+        None, "--practical-monotonicity/--no-practical-monotonicity",
+        help="Treat every privacy model as monotone, as ARX's option does: fewer nodes "
+        "checked, but the optimum may be missed (default: off)."),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -146,20 +173,19 @@ def generalize_command(
         "else CSV (default: none)."),
     output_table: str | None = typer.Option(
         None, "--output-table", help=OUTPUT_TABLE_HELP),
-    report: Path | None = typer.Option(None, "--report", help="JSON report (default: none)."),
-    html: Path | None = typer.Option(
-        None, "--html", help="Shareable HTML report (see `anonlab report`; default: none)."
-    ),
+    report: Path | None = REPORT,
+    html: Path | None = HTML,
     plot: Path | None = typer.Option(
         None, "--plot", help="PNG of the equivalence class sizes (default: none)."
     ),
     verify: bool | None = VERIFY,
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
+    quiet: bool = QUIET,
 ) -> None:
-    """Generalize a table to k-anonymity (see --help for an example)."""
+    """Generalize a table under privacy models (see --help for an example)."""
     from anonlab.runs.generalize import (
         GeneralizeSettings,
         parse_qi_flags,
+        parse_weight_flags,
         run_generalize,
         stale_outputs,
     )
@@ -169,9 +195,11 @@ def generalize_command(
         "qi": parse_qi_flags(qi) if qi else None, "identifying": identifying,
         "sensitive": sensitive, "insensitive": insensitive, "other": other, "k": k,
         "suppression": suppression, "search": search, "metric": metric,
-        "output": output, "output_table": output_table, "report": _text(report),
-        "html": _text(html),
-        "plot": _text(plot), "verify": verify,
+        "criteria": criterion, "gs_factor": gs_factor, "aggregate": aggregate,
+        "attribute_weights": parse_weight_flags(weight) if weight else None,
+        "practical_monotonicity": practical_monotonicity, "output": output,
+        "output_table": output_table, "report": as_text(report), "html": as_text(html),
+        "plot": as_text(plot), "verify": verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,
@@ -202,7 +230,11 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
                   f"{report['lattice_size']} nodes checked")
     table.add_row("suppressed records", str(report["suppressed_records"]))
     table.add_row("equivalence classes", str(report["equivalence_classes"]))
-    table.add_row(report["metric"], f"{report['optimum_loss']:.6g}")
+    for entry in report.get("criteria") or []:
+        params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
+        table.add_row(entry["model"], f"{params}: {'holds' if entry['satisfied'] else 'FAILS'}")
+    table.add_row(report["metric"], report.get("information_loss_arx", {}).get(
+        report["metric"]) or _figure(report["optimum_loss"]))
     _risk_rows(table, report)
     table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
     table.add_row("wrote", ", ".join(str(p) for p in written))
@@ -211,7 +243,10 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
 
 
 def _figure(value: Any) -> str:
-    """A risk figure to 4 significant digits ('-' when there is none, e.g. no record left)."""
+    """A figure to 4 significant digits ('-' when there is none, e.g. no record left); a
+    list (ARX's rank aggregate) item by item."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_figure(v) for v in value) + "]"
     return "-" if value is None else f"{float(value):.4g}"
 
 
@@ -230,7 +265,7 @@ def _risk_rows(table: Any, report: dict[str, Any]) -> None:
         table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
 
 
-@_errors
+@_apply_errors
 def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
     input: str = typer.Argument(
@@ -267,8 +302,8 @@ def apply_command(
         raise fail("nothing to write: give --output, --report and/or --html")
     settings = ApplySettings.load(
         None, report_in=str(report_in), input=input, output=output, output_table=output_table,
-        delimiter=delimiter, sheet=sheet, table=table, query=query, report=_text(report),
-        html=_text(html), verify=verify, other=other,
+        delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report),
+        html=as_text(html), verify=verify, other=other,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,
@@ -289,7 +324,7 @@ hierarchy_app = typer.Typer(help="Build hierarchy files in the ARX CSV layout.",
 COLUMN_INPUT = typer.Argument(
     ..., help="Table holding the column: CSV, Parquet, Excel or a SQLAlchemy URL.")
 HIERARCHY_OUTPUT = typer.Option(..., "--output", help="Hierarchy CSV to write.")
-QUIET = typer.Option(False, "--quiet", help="Do not print what was written.")
+HIERARCHY_QUIET = typer.Option(False, "--quiet", help="Do not print what was written.")
 
 
 def _build(kind: str, quiet: bool, **values: Any) -> None:
@@ -316,7 +351,7 @@ def hierarchy_interval(
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    quiet: bool = QUIET,
+    quiet: bool = HIERARCHY_QUIET,
 ) -> None:
     """Numeric intervals of growing width, then '*'.
 
@@ -337,7 +372,7 @@ def hierarchy_redaction(
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    quiet: bool = QUIET,
+    quiet: bool = HIERARCHY_QUIET,
 ) -> None:
     """Redact one character from the right per level (ZIP-like codes).
 
@@ -364,7 +399,7 @@ def hierarchy_grouping(
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    quiet: bool = QUIET,
+    quiet: bool = HIERARCHY_QUIET,
 ) -> None:
     """Group consecutive values of an ordered domain.
 

@@ -13,22 +13,34 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import OUTPUT_TABLE_HELP, as_text, progress_display, user_errors
-from anonlab.cli.release_risk import (
+from anonlab.cli.common import (
     ATTACKER_COLUMNS,
+    CONFIG,
+    DELIMITER,
     FAIL_ON_RISK,
+    HTML,
+    IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
     OTHER,
+    OUTPUT_TABLE_HELP,
     POPULATION,
-    RISK_FLAGS,
+    QUERY,
+    QUIET,
+    REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SENSITIVE,
     SENSITIVE_HIERARCHY,
+    SHEET,
+    TABLE,
+    VERIFY,
     WEIGHTS,
-    risk_guard,
-    risk_overrides,
+    as_text,
+    progress_display,
+    user_errors,
 )
+from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 from anonlab.errors import AnonlabError
 
 MICRO_HELP = """Microaggregate a table with MDAV: groups of k..2k-1 records share their mean.
@@ -69,30 +81,29 @@ lowest score. Columns need roles as in microaggregate. Example:
 FLAGS = {"input": "INPUT", "original": "ORIGINAL", "masked": "MASKED", "orders": "--order",
          "interval_p": "--p", "lambdas": "--lambda", "lambda_": "--lambda", **RISK_FLAGS}
 
-CONFIG_HELP = "TOML settings (paths relative to its folder); flags override it."
-DELIMITER_HELP = "CSV delimiter (default: sniffed from the header: , ; or tab)."
-SHEET_HELP = "Excel sheet name (default: the first)."
-TABLE_HELP = "Database table, when the input is a SQLAlchemy URL."
-QUERY_HELP = "SQL query, when the input is a SQLAlchemy URL."
-COLUMNS_HELP = "Numeric columns: comma-separated names or all-numeric (default: all-numeric)."
-NOMINAL_HELP = "Nominal column(s), comma-separated or repeated (default: none)."
-ORDINAL_HELP = "Ordinal column(s), comma-separated or repeated (default: none)."
-ORDER_HELP = ("Order of an ordinal column's values: COLUMN=v1,v2,... (default: numbers "
-              "ascending if all values are numbers, else text order).")
-VARIANT_HELP = "exact or scalable (k-d blocks, numeric columns only) (default: exact)."
-BLOCK_HELP = "Largest block of the scalable variant (default: 16384)."
-LAMBDA_HELP = "ILs weights l1,l2,l3 of IL1, IL2, IL3 (default: 1/3 each; the paper 0.5,0,0.5)."
-TAU_HELP = "DR weights of DLD and ID (default: 0.5,0.5)."
-GAMMA_HELP = "Score weights of IL and DR (default: 0.5,0.5)."
-P_HELP = "ID interval size(s) in percent: 5, 1,5,10 or 1-10 (default: the mean over 1-10)."
+# this family's own options, shared by its commands
+COLUMNS = typer.Option(None, "--columns", help="Numeric columns: comma-separated names or "
+                       "all-numeric (default: all-numeric).")
+NOMINAL = typer.Option(None, "--nominal", help="Nominal column(s), comma-separated or repeated "
+                       "(default: none).")
+ORDINAL = typer.Option(None, "--ordinal", help="Ordinal column(s), comma-separated or repeated "
+                       "(default: none).")
+ORDER = typer.Option(None, "--order", help="Order of an ordinal column's values: "
+                     "COLUMN=v1,v2,... (default: numbers ascending if all values are numbers, "
+                     "else text order).")
+VARIANT = typer.Option(None, "--variant", help="exact or scalable (k-d blocks, numeric columns "
+                       "only) (default: exact).")
+BLOCK_SIZE = typer.Option(None, "--block-size", help="Largest block of the scalable variant "
+                          "(default: 16384).")
+LAMBDA = typer.Option(None, "--lambda", help="ILs weights l1,l2,l3 of IL1, IL2, IL3 (default: "
+                      "1/3 each; the paper 0.5,0,0.5).")
+TAU = typer.Option(None, "--tau", help="DR weights of DLD and ID (default: 0.5,0.5).")
+GAMMA = typer.Option(None, "--gamma", help="Score weights of IL and DR (default: 0.5,0.5).")
+P_VALUES = typer.Option(None, "--p", help="ID interval size(s) in percent: 5, 1,5,10 or 1-10 "
+                        "(default: the mean over 1-10).")
 WORKERS_HELP = "Threads of MDAV and DLD; -1 for every CPU (default: 1)."
 MDAV_WORKERS_HELP = "BLAS threads of MDAV; -1 for every CPU (default: 1)."
 DLD_WORKERS_HELP = "Threads for DLD; -1 for every CPU (default: 1)."
-REPORT_HELP = "JSON report (default: none)."
-HTML_HELP = "Shareable HTML report (default: none)."
-IDENTIFYING_HELP = "Identifying column(s), dropped from the release (default: none)."
-SENSITIVE_HELP = ("Sensitive column(s), released as they are; the risk section gives their l "
-                  "and t (default: none).")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -121,34 +132,31 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
 @_one_line_errors
 def microaggregate_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
-    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
-    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
-    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
-    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
-    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
-    columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
-    nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
-    ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
-    order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    identifying: list[str] | None = typer.Option(None, "--identifying", help=IDENTIFYING_HELP),
-    sensitive: list[str] | None = typer.Option(None, "--sensitive", help=SENSITIVE_HELP),
+    config: Path | None = CONFIG,
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    columns: str | None = COLUMNS,
+    nominal: list[str] | None = NOMINAL,
+    ordinal: list[str] | None = ORDINAL,
+    order: list[str] | None = ORDER,
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     k: int | None = typer.Option(None, "--k", help="Smallest group size (default: 3)."),
-    variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
-    block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
+    variant: str | None = VARIANT,
+    block_size: int | None = BLOCK_SIZE,
     workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
     output: str | None = typer.Option(
         None, "--output", help="Masked table, format by extension (default: none)."
     ),
     output_table: str | None = typer.Option(
         None, "--output-table", help=OUTPUT_TABLE_HELP),
-    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
-    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
-    verify: bool | None = typer.Option(
-        None, "--verify/--no-verify",
-        help="Re-read the release and check it with the independent checker (default: on).",
-    ),
+    report: Path | None = REPORT,
+    html: Path | None = HTML,
+    verify: bool | None = VERIFY,
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -157,7 +165,7 @@ def microaggregate_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
+    quiet: bool = QUIET,
 ) -> None:
     """Microaggregate a table with MDAV (see --help for an example)."""
     from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
@@ -198,23 +206,23 @@ def microaggregate_command(
 def evaluate_command(
     original: str | None = typer.Argument(None, help="Original table."),
     masked: str | None = typer.Argument(None, help="Masked table, same rows in the same order."),
-    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
-    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
-    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
-    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
-    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
-    columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
-    nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
-    ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
-    order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    lambda_: str | None = typer.Option(None, "--lambda", help=LAMBDA_HELP),
-    tau: str | None = typer.Option(None, "--tau", help=TAU_HELP),
-    gamma: str | None = typer.Option(None, "--gamma", help=GAMMA_HELP),
-    p: str | None = typer.Option(None, "--p", help=P_HELP),
+    config: Path | None = CONFIG,
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    columns: str | None = COLUMNS,
+    nominal: list[str] | None = NOMINAL,
+    ordinal: list[str] | None = ORDINAL,
+    order: list[str] | None = ORDER,
+    lambda_: str | None = LAMBDA,
+    tau: str | None = TAU,
+    gamma: str | None = GAMMA,
+    p: str | None = P_VALUES,
     workers: int | None = typer.Option(None, "--workers", help=DLD_WORKERS_HELP),
-    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
-    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display or table."),
+    report: Path | None = REPORT,
+    html: Path | None = HTML,
+    quiet: bool = QUIET,
 ) -> None:
     """Score a masked table with the EM4ADOM measures (see --help for an example)."""
     from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
@@ -247,39 +255,39 @@ def _print_measures(measures: dict[str, Any]) -> None:
 @_one_line_errors
 def tradeoff_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
-    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
-    delimiter: str | None = typer.Option(None, "--delimiter", help=DELIMITER_HELP),
-    sheet: str | None = typer.Option(None, "--sheet", help=SHEET_HELP),
-    table: str | None = typer.Option(None, "--table", help=TABLE_HELP),
-    query: str | None = typer.Option(None, "--query", help=QUERY_HELP),
-    columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
-    nominal: list[str] | None = typer.Option(None, "--nominal", help=NOMINAL_HELP),
-    ordinal: list[str] | None = typer.Option(None, "--ordinal", help=ORDINAL_HELP),
-    order: list[str] | None = typer.Option(None, "--order", help=ORDER_HELP),
-    identifying: list[str] | None = typer.Option(None, "--identifying", help=IDENTIFYING_HELP),
-    sensitive: list[str] | None = typer.Option(None, "--sensitive", help=SENSITIVE_HELP),
+    config: Path | None = CONFIG,
+    delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table: str | None = TABLE,
+    query: str | None = QUERY,
+    columns: str | None = COLUMNS,
+    nominal: list[str] | None = NOMINAL,
+    ordinal: list[str] | None = ORDINAL,
+    order: list[str] | None = ORDER,
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     k: str | None = typer.Option(None, "--k", help="k values: 3,5,10, 5 or 3-10 (default: 3-10)."),
-    variant: str | None = typer.Option(None, "--variant", help=VARIANT_HELP),
-    block_size: int | None = typer.Option(None, "--block-size", help=BLOCK_HELP),
-    lambda_: str | None = typer.Option(None, "--lambda", help=LAMBDA_HELP),
-    tau: str | None = typer.Option(None, "--tau", help=TAU_HELP),
-    gamma: str | None = typer.Option(None, "--gamma", help=GAMMA_HELP),
-    p: str | None = typer.Option(None, "--p", help=P_HELP),
+    variant: str | None = VARIANT,
+    block_size: int | None = BLOCK_SIZE,
+    lambda_: str | None = LAMBDA,
+    tau: str | None = TAU,
+    gamma: str | None = GAMMA,
+    p: str | None = P_VALUES,
     workers: int | None = typer.Option(None, "--workers", help=WORKERS_HELP),
     plot: Path | None = typer.Option(
         None, "--plot", help="R-U maps as PNG: DR and the prosecutor risk against IL "
         "(default: none)."),
-    report: Path | None = typer.Option(None, "--report", help=REPORT_HELP),
-    html: Path | None = typer.Option(None, "--html", help=HTML_HELP),
+    report: Path | None = REPORT,
+    html: Path | None = HTML,
     attacker_columns: str | None = ATTACKER_COLUMNS,
     risk_threshold: list[float] | None = RISK_THRESHOLD,
     population: float | None = POPULATION,
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display or table."),
+    quiet: bool = QUIET,
 ) -> None:
     """Pick k by the IL/DR trade-off and the R-U map (see --help for an example)."""
     from anonlab.runs.microaggregate import TradeoffSettings, run_tradeoff

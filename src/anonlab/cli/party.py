@@ -11,20 +11,21 @@ from typing import Any
 
 import typer
 
-from anonlab.cli.common import as_text, progress_display, user_errors
-from anonlab.cli.release_risk import (
+from anonlab.cli.common import (
     ATTACKER_COLUMNS,
     FAIL_ON_RISK,
+    HTML,
     MAX_RISK,
     POPULATION,
-    RISK_FLAGS,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
     SENSITIVE_HIERARCHY,
     WEIGHTS,
-    risk_guard,
-    risk_overrides,
+    as_text,
+    progress_display,
+    user_errors,
 )
+from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 from anonlab.errors import AnonlabError
 
 PARTY_HELP = (
@@ -66,9 +67,7 @@ def party_command(
     report: Path | None = typer.Option(
         None, "--report", help="JSON report of this party. (default: none)"
     ),
-    html: Path | None = typer.Option(
-        None, "--html", help="Shareable HTML report (see `anonlab report`). (default: none)"
-    ),
+    html: Path | None = HTML,
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="SECONDS",
         help="Seconds to wait for another party at any step of the run (default: 120).",

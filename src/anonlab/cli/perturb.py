@@ -16,22 +16,33 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from anonlab.cli.common import as_text, fail, progress_display, user_errors
-from anonlab.cli.release_risk import (
+from anonlab.cli.common import (
     ATTACKER_COLUMNS,
+    CONFIG,
+    DELIMITER,
     FAIL_ON_RISK,
+    HTML,
+    IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
     OTHER,
     POPULATION,
-    RISK_FLAGS,
+    QUERY,
+    QUIET,
+    REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SENSITIVE,
     SENSITIVE_HIERARCHY,
+    SHEET,
+    TABLE,
     WEIGHTS,
-    risk_guard,
-    risk_overrides,
+    as_text,
+    fail,
+    progress_display,
+    user_errors,
 )
+from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,25 +91,11 @@ Example:
 FLAGS = {"input": "the INPUT argument", "original": "the ORIGINAL argument",
          "released": "the RELEASED argument", **RISK_FLAGS}
 
-# options shared by the commands that read tables
-DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
-                         "header: ',', ';' or tab).")
-SHEET = typer.Option(None, "--sheet", help="Excel sheet to read (default: the first).")
-TABLE = typer.Option(None, "--table", help="Database table to read when an input is a "
-                     "SQLAlchemy URL.")
-QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy "
-                     "URL.")
+# this family's own options, shared by its commands
 COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c (default: "
                        "every column given no other role).")
-IDENTIFYING = typer.Option(None, "--identifying", help="Identifying column(s), dropped from "
-                           "the release (comma-separated or repeated; default: none).")
-SENSITIVE = typer.Option(None, "--sensitive", help="Sensitive column(s), released as they are; "
-                         "the risk section gives their l and t (default: none).")
 KNOWN = typer.Option(None, "--known", help="Numbers of known records the attacks try "
                      "(default: 2,5,10).")
-HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
-REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
-QUIET = typer.Option(False, "--quiet", help="No progress display or summary.")
 
 
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -116,7 +113,7 @@ def perturb_command(
     input: str | None = typer.Argument(
         None, help="Table to perturb: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
         "config's input); with --invert, the release to restore."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
+    config: Path | None = CONFIG,
     columns: list[str] | None = COLUMNS,
     identifying: list[str] | None = IDENTIFYING,
     sensitive: list[str] | None = SENSITIVE,
@@ -294,7 +291,7 @@ def attack_command(
     released: str | None = typer.Argument(
         None, help="Its perturbed release, same records in the same order (default: the "
         "config's)."),
-    config: Path | None = typer.Option(None, "--config", help="TOML settings; flags override."),
+    config: Path | None = CONFIG,
     columns: list[str] | None = COLUMNS,
     identifying: list[str] | None = IDENTIFYING,
     sensitive: list[str] | None = SENSITIVE,

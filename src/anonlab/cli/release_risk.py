@@ -1,9 +1,7 @@
-"""What every releasing command shares on the command line: roles, risk flags, risk warnings.
+"""What every releasing command shares on the command line: risk settings and risk warnings.
 
-- the role flags ``--insensitive`` and ``--other insensitive`` and the risk
-  flags (``--attacker-columns``, ``--max-risk``, ``--fail-on-risk``,
-  ``--risk-threshold``, ``--population``, ``--sampling-fraction``,
-  ``--weights``, ``--sensitive-hierarchy``), defined once;
+- :func:`risk_overrides`: the risk flags (defined once in
+  :mod:`anonlab.cli.common`) as the settings they give;
 - :func:`risk_guard`: each :class:`~anonlab.errors.ReleaseRiskWarning` the
   run issues becomes one ``Warning: ...`` line on standard error, and a
   :class:`~anonlab.errors.ReleaseRiskError` (``--fail-on-risk``) becomes
@@ -22,6 +20,8 @@ import typer
 
 from anonlab.errors import AnonlabError, ReleaseRiskError, ReleaseRiskWarning
 
+__all__ = ["EXIT_RELEASE_RISK", "RISK_FLAGS", "hierarchy_pairs", "risk_guard", "risk_overrides"]
+
 EXIT_RELEASE_RISK = 3
 
 #: library parameters of the risk settings whose flag is not "--" + the name with dashes
@@ -29,39 +29,6 @@ RISK_FLAGS = {"population_size": "--population",
               "sensitive_hierarchies": "--sensitive-hierarchy",
               "hierarchies": "--sensitive-hierarchy",
               "risk_threshold": "--risk-threshold"}
-
-INSENSITIVE = typer.Option(
-    None, "--insensitive", help="Column(s) released as they are, by choice (comma-separated "
-    "or repeated; default: none).")
-OTHER = typer.Option(
-    None, "--other", help="Role of every column given no other role: only 'insensitive' "
-    "(released unchanged and listed in the report). Default: such a column is refused.")
-ATTACKER_COLUMNS = typer.Option(
-    None, "--attacker-columns", help="Columns the attacker is assumed to know, "
-    "comma-separated (default: every released column that is not sensitive and not the "
-    "weights).")
-MAX_RISK = typer.Option(
-    None, "--max-risk", help="Warn when the highest prosecutor risk of the release is above "
-    "this (default: 0.2).")
-FAIL_ON_RISK = typer.Option(
-    None, "--fail-on-risk/--no-fail-on-risk", help="Refuse a release that draws a risk "
-    "warning: exit code 3, nothing written (default: off).")
-RISK_THRESHOLD = typer.Option(
-    None, "--risk-threshold", help="Extra threshold for records at risk (repeat; 0.2, 0.1 and "
-    "0.05 always).")
-POPULATION = typer.Option(
-    None, "--population", help="Size of the population the table was sampled from "
-    "(default: none).")
-SAMPLING_FRACTION = typer.Option(
-    None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01 "
-    "(default: none).")
-WEIGHTS = typer.Option(
-    None, "--weights", help="Column of sampling weights, for sdcMicro's individual risk "
-    "(default: none).")
-SENSITIVE_HIERARCHY = typer.Option(
-    None, "--sensitive-hierarchy", help="COLUMN=FILE: hierarchy of a sensitive attribute, for "
-    "t-closeness with hierarchical distance (repeat).")
-
 
 def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
     """``COLUMN=FILE`` items of ``--sensitive-hierarchy`` as a mapping (``None``: none given)."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from anonlab.cli.common import user_errors
+from anonlab.cli.common import QUIET, user_errors
 from anonlab.errors import AnonlabError
 
 REPORT_HELP = """Turn the JSON report of any anonlab command into one HTML page.
@@ -37,34 +37,32 @@ def report_command(
     plot: Path | None = typer.Option(
         None, "--plot", help="Also write the command's main figure as PNG."
     ),
-    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+    quiet: bool = QUIET,
 ) -> None:
     """Render a JSON report as HTML (see --help for examples)."""
     from anonlab.htmlreport import load_report, render_html
     from anonlab.htmlreport.plots import png_bytes
     from anonlab.htmlreport.render import main_figure
-    from anonlab.io import check_not_input
     from anonlab.outputs import Outputs
 
     if html is None and plot is None:
         raise AnonlabError("nothing to write: give --html PAGE.html and/or --plot FIGURE.png")
+    # every output is checked (not the report read, not a folder, not each other) before the
+    # report is read; both are written or neither
+    outputs = Outputs({"html": html, "plot": plot}, inputs=[report_in])
     for out, suffixes in ((html, (".html", ".htm")), (plot, (".png",))):
-        if out is not None:
-            check_not_input(out, [report_in])
-            if out.suffix.lower() not in suffixes:
-                raise AnonlabError(f"'{out}' should end in {' or '.join(suffixes)}")
-    if html is not None and plot is not None and html.resolve() == plot.resolve():
-        raise AnonlabError("--html and --plot name the same file: give two names")
-    report = load_report(report_in)
-    # files the report names (hierarchies) are relative to its folder; then as given
-    page = render_html(report, internal, base_dirs=[report_in.resolve().parent, Path.cwd()],
-                       source=str(report_in)) if html is not None else None
-    figure = main_figure(report) if plot is not None else None
-    with Outputs({"html": html, "plot": plot}, inputs=[report_in]) as outputs:  # both or none
-        if page is not None:
+        if out is not None and out.suffix.lower() not in suffixes:
+            raise AnonlabError(f"'{out}' should end in {' or '.join(suffixes)}")
+    with outputs:
+        report = load_report(report_in)
+        if html is not None:
+            # files the report names (hierarchies) are relative to its folder; then as given
+            page = render_html(report, internal,
+                               base_dirs=[report_in.resolve().parent, Path.cwd()],
+                               source=str(report_in))
             outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
-        if figure is not None:
-            data = png_bytes(figure)
+        if plot is not None:
+            data = png_bytes(main_figure(report))
             outputs.stage("plot", lambda tmp: tmp.write_bytes(data))
         outputs.commit()
     if not quiet:

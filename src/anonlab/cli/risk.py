@@ -9,7 +9,19 @@ from typing import Any
 
 import typer
 
-from anonlab.cli.common import user_errors
+from anonlab.cli.common import (
+    ATTACKER_COLUMNS,
+    DELIMITER,
+    MAX_RISK,
+    POPULATION,
+    QUIET,
+    REPORT,
+    RISK_THRESHOLD,
+    SAMPLING_FRACTION,
+    SENSITIVE,
+    WEIGHTS,
+    user_errors,
+)
 from anonlab.errors import AnonlabError
 
 RISK_HELP = """Measure the re-identification risk of any table, e.g. another tool's release.
@@ -107,34 +119,24 @@ def _summary(report: dict[str, Any]) -> None:
 def risk_command(
     table: Path = typer.Argument(..., help="Table to measure (CSV or Parquet)."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated."),
-    attacker_columns: str | None = typer.Option(
-        None, "--attacker-columns",
-        help="Columns the attacker knows, comma-separated (default: every column that is not "
-             "sensitive and not the weights)."),
-    sensitive: str | None = typer.Option(
-        None, "--sensitive", help="Sensitive attributes, comma-separated (default: none)."),
-    weights: str | None = typer.Option(
-        None, "--weights", help="Column of sampling weights (sdcMicro's individual risk)."),
-    population: float | None = typer.Option(
-        None, "--population", help="Population size the table was sampled from."),
-    sampling_fraction: float | None = typer.Option(
-        None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01."),
-    risk_threshold: list[float] = typer.Option(
-        [], "--risk-threshold",
-        help="Extra threshold for 'records at risk' (repeatable; 0.2, 0.1, 0.05 always)."),
+    attacker_columns: str | None = ATTACKER_COLUMNS,
+    sensitive: list[str] | None = SENSITIVE,
+    weights: str | None = WEIGHTS,
+    population: float | None = POPULATION,
+    sampling_fraction: float | None = SAMPLING_FRACTION,
+    risk_threshold: list[float] | None = RISK_THRESHOLD,
     hierarchy: list[str] = typer.Option(
         [], "--hierarchy",
         help="COLUMN=FILE: hierarchy of a sensitive attribute, for t with hierarchical "
              "distance (repeatable)."),
-    max_risk: float = typer.Option(
-        0.2, "--max-risk", help="Warn when the highest prosecutor risk is above this."),
-    delimiter: str | None = typer.Option(
-        None, "--delimiter", help="CSV delimiter (default: sniffed from , ; or tab)."),
-    report: Path | None = typer.Option(None, "--report", help="JSON report to write."),
-    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+    max_risk: float | None = MAX_RISK,
+    delimiter: str | None = DELIMITER,
+    report: Path | None = REPORT,
+    quiet: bool = QUIET,
 ) -> None:
     """Measure a table's re-identification risk (see --help for examples)."""
     from anonlab.errors import ReleaseRiskWarning
+    from anonlab.risk.measure import DEFAULT_MAX_RISK
     from anonlab.risk.run import run_risk
 
     with warnings.catch_warnings(record=True) as caught:
@@ -142,9 +144,10 @@ def risk_command(
         result = run_risk(
             table, _names(qi, "--qi"),
             attacker_columns=_names(attacker_columns, "--attacker-columns") or None,
-            sensitive=_names(sensitive, "--sensitive"), weights=weights,
+            sensitive=_names(",".join(sensitive or []), "--sensitive"), weights=weights,
             population_size=population, sampling_fraction=sampling_fraction,
-            thresholds=risk_threshold, hierarchies=_hierarchies(hierarchy), max_risk=max_risk,
+            thresholds=risk_threshold or [], hierarchies=_hierarchies(hierarchy),
+            max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,
             delimiter=delimiter, report=report)
     if not quiet:
         _summary(result.report)

@@ -13,12 +13,15 @@ EXIT_FINDING = 1
 VERIFY_HELP = """Re-check a release against the JSON report of the run that made it.
 
 For the custodian's audit, or a release made earlier. The check shares
-no code with the method that made the release: generalization
-(k-anonymity, and every value the hierarchy label at the report's
-levels), microaggregation (groups of >= k records whose values are the
-group's mean, mode or lower median), perturbation (pairwise distances
-equal those of the input's z-scores; with --key, the key undoes the
-release) and fusion (every anonymity template). Paths in the report are
+no code with the method that made the release: generalization (every
+privacy model of the report: k-anonymity, l-diversity, t-closeness,
+beta-likeness, delta-disclosure, delta-presence, k-map, risk
+thresholds, with pycanon's figures compared where it defines them as
+ARX does; and every value the hierarchy label at the report's levels,
+see docs/privacy_models.md), microaggregation (groups of >= k records
+whose values are the group's mean, mode or lower median), perturbation
+(pairwise distances equal those of the input's z-scores; with --key, the
+key undoes the release) and fusion (every anonymity template). Paths in the report are
 looked for beside the report, then in the current folder; --release and
 --input override them.
 

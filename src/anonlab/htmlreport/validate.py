@@ -19,7 +19,6 @@ HEADER_KEYS = ("command", "anonlab_version", "parameters")
 # keys a command's section needs, and the JSON type each must have
 REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     "generalize": {
-        "k": int,
         "records": int,
         "transformation": dict,
         "suppressed_records": int,
@@ -43,6 +42,8 @@ RELEASE_KEYS: dict[str, type | tuple[type, ...]] = {
 # optional keys that, when present, must have this shape
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "generalize": {
+        "k": int,  # null when the privacy model has no k-anonymity criterion
+        "criteria": list,
         "class_sizes": dict,
         "information_loss": dict,
         "lattice_levels": list,
@@ -50,7 +51,7 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
         "distinct_values": dict,
         **RELEASE_KEYS,
     },
-    "apply": {"distinct_values": dict, **RELEASE_KEYS},
+    "apply": {"distinct_values": dict, "criteria": list, **RELEASE_KEYS},
     "microaggregate": dict(RELEASE_KEYS),
     "tradeoff": {"roles": dict, "released_unchanged": list, "insensitive_by_other": list,
                  "risk_by_k": dict, "attacker_knowledge": str},

@@ -8,7 +8,7 @@ from anonlab.lattice.degree import degree_product_search
 from anonlab.lattice.exhaustive import exhaustive_search
 from anonlab.lattice.flash import flash_search
 from anonlab.lattice.ola import ola_search
-from anonlab.lattice.search import SearchContext, SearchResult
+from anonlab.lattice.search import SearchContext, SearchResult, sensitive_attributes
 
 #: strategy name (the ``--search`` value) -> search function
 STRATEGIES: dict[str, Callable[[SearchContext], SearchResult]] = {
@@ -18,4 +18,4 @@ STRATEGIES: dict[str, Callable[[SearchContext], SearchResult]] = {
     "flash": flash_search,
 }
 
-__all__ = ["STRATEGIES", "SearchContext", "SearchResult"]
+__all__ = ["STRATEGIES", "SearchContext", "SearchResult", "sensitive_attributes"]

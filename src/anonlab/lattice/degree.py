@@ -16,6 +16,10 @@ the last quasi-identifier varying fastest); a node whose data-free loss bound
 is already no better than the best loss found is not checked (pruned), though
 it still counts in its neighbours' degrees, and the search stops when every
 node is tagged or pruned.
+
+For a privacy model that is not monotone, the tags are those of its
+monotone sub-model and the search context's linear phase checks the rest
+(see :mod:`anonlab.lattice.search`).
 """
 
 from __future__ import annotations
@@ -55,7 +59,6 @@ class DegreeCounter:
 def degree_product_search(ctx: SearchContext) -> SearchResult:
     """Check the node of largest remaining degree product until none is undecided."""
     started = time.perf_counter()
-    ctx.require_monotone("degree")
     lat = ctx.lattice
     # order of tie-breaking: lower level first, then node number
     tie_rank = np.empty(lat.size, dtype=np.int64)
@@ -63,9 +66,7 @@ def degree_product_search(ctx: SearchContext) -> SearchResult:
     counter = DegreeCounter(ctx)
     while True:
         open_nodes = ctx.tags == UNKNOWN
-        wanted = open_nodes.copy()
-        if ctx.prune and ctx.bounds is not None and ctx.best is not None:
-            wanted &= ctx.bounds < ctx.best[0][0]
+        wanted = open_nodes & ctx.below_best()
         if not wanted.any():
             break
         products = np.where(wanted, counter.products(open_nodes), -1)

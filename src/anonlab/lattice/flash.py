@@ -22,6 +22,17 @@ checks that cross the frontier there tag the most nodes below.
 Checks are cheap because path nodes are ordered: a node's frequency set rolls
 up from the highest cached node below it, usually a node checked on the same
 path a moment before.
+
+"Anonymous" is the property the search context exposes: the privacy model's
+acceptability when the model is monotone, else its monotone sub-model's; the
+linear phase that follows in :meth:`SearchContext.result` then checks the
+nodes that sub-model leaves open (as ARX's two-phase FLASH does), so the
+optimum is exact for any model. In that case a path whose top passes is
+walked down from the top instead of bisected: its passing nodes would be
+checked by the linear phase anyway (unless a bound prunes them), and the one
+failing check settles everything below it. On Adult (hierarchical t-closeness
+0.2 with k = 5, 5 %) this takes the checks from 3,104 to 2,994, entropy
+l-diversity (l = 5, 4 %) from 841 to 690.
 """
 
 from __future__ import annotations
@@ -38,8 +49,9 @@ from anonlab.lattice.search import NOT_ANONYMOUS, UNKNOWN, SearchContext, Search
 
 def node_order(ctx: SearchContext) -> NDArray[Any]:
     """The order paths and queues follow: the metric's data-free bound, else precision."""
-    if ctx.bounds is not None:
-        return ctx.bounds
+    order = ctx.bound_order()
+    if order is not None:
+        return order
     lat = ctx.lattice
     heights = lat.heights.astype(np.float64)
     ratio = np.divide(lat.all_levels, heights, out=np.zeros(lat.all_levels.shape),
@@ -72,6 +84,12 @@ def _check_path(
         high -= 1
     else:
         low = high + 1
+    if not ctx.monotone_model:
+        # the linear phase checks the sub-model's nodes anyway: walk down to the first
+        # failure, which is the only check spent outside them
+        while high >= low and ctx.is_anonymous(path[high]):
+            high -= 1
+        low = high + 1
     while low <= high:
         mid = (low + high) // 2
         if ctx.is_anonymous(path[mid]):
@@ -88,11 +106,10 @@ def _check_path(
 def flash_search(ctx: SearchContext) -> SearchResult:
     """Run the Flash-class search and return the optimum."""
     started = time.perf_counter()
-    ctx.require_monotone("flash")
     lat = ctx.lattice
     order = node_order(ctx)
     tags = ctx.tags
-    truncate = not ctx.metric.monotone(ctx.max_suppressed > 0)
+    truncate = not ctx.monotone_metric
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once

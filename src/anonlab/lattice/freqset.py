@@ -5,12 +5,20 @@ code tuples. Every other node's frequency set is *rolled up* from a checked
 lower node (or the bottom): map each distinct tuple's codes to the coarser
 levels and re-aggregate the counts. The search therefore works on distinct
 tuples, never on rows again.
+
+Besides the counts, a frequency set carries what the privacy models read
+(:class:`anonlab.privacy.ClassStats`): for each sensitive attribute a model
+protects, the sparse per-class histograms ``(class, value, count)``, and, when
+a population table is given, each class's count in the population. Both roll
+up like the counts: each triple's class is mapped to its class at the coarser
+node and the histograms of merged classes are summed (one vectorized group-by
+per attribute), population counts are summed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,8 +26,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
+from anonlab.grouping import MAX_KEY as _MAX_KEY
+from anonlab.grouping import group_tuples as group_tuples  # noqa: PLC0414 (re-exported)
+from anonlab.privacy.base import ClassStats, SensitiveHistograms
 
-_MAX_KEY = np.iinfo(np.int64).max // 4
 #: chain snapshots (see FrequencyCache): made only below a snapshot with more than
 #: 1/_CHAIN_RATIO of the bottom's classes that served as a source _CHAIN_AFTER
 #: times, and at most _CHAIN_MAX of them
@@ -30,36 +40,6 @@ _CHAIN_MAX = 24
 CACHE_BUDGET = 64 * 2**20
 
 
-def group_tuples(
-    tuples: NDArray[Any], cardinalities: Sequence[int]
-) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Group rows of a code matrix: returns ``(inverse, representatives)``.
-
-    ``inverse[r]`` is the group of row ``r`` (groups numbered by first
-    appearance) and ``representatives[g]`` the row index of group ``g``'s first
-    member. Rows are combined into one int64 key by mixed radix; when the key
-    space would overflow, columns are re-factorized on the way.
-    """
-    n, m = tuples.shape
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key = np.zeros(n, dtype=np.int64)
-    space = 1
-    for i in range(m):
-        card = max(int(cardinalities[i]), 1)
-        if space * card > _MAX_KEY:
-            codes, uniques = pd.factorize(key)
-            key = codes.astype(np.int64)
-            space = len(uniques)
-        key = key * card + tuples[:, i]
-        space *= card
-    inverse, uniques = pd.factorize(key)
-    first = np.empty(len(uniques), dtype=np.int64)
-    # with repeated indices the last assignment wins: reversed, that is the first row
-    first[inverse[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
-    return inverse.astype(np.int64), first
-
-
 @dataclass(frozen=True)
 class FrequencySet:
     """Equivalence classes of one node.
@@ -68,13 +48,22 @@ class FrequencySet:
     the node's levels) packed by a fixed mixed radix, one int64 column per
     chunk of quasi-identifiers (see :class:`KeyLayout`); ``counts[c]`` is its
     number of records. ``base_index[b]`` (if kept) is the class of the bottom
-    node's distinct tuple ``b``.
+    node's distinct tuple ``b``. ``sensitive`` holds the per-class histograms
+    of the sensitive attributes the engine carries, ``population`` (when a
+    population table is given) each class's count in it; classes of
+    population records only then have ``counts == 0``.
     """
 
     levels: tuple[int, ...]
     keys: NDArray[Any]  # (classes, chunks) int64
     counts: NDArray[Any]
     base_index: NDArray[Any] | None
+    sensitive: Mapping[str, SensitiveHistograms] = field(default_factory=dict)
+    population: NDArray[Any] | None = None  # (classes,) int64
+    layout: KeyLayout | None = None
+    #: (classes,) int64 smallest row index of the class in the table (ARX's representative;
+    #: classes of population records only get an index past the table's rows), if kept
+    representatives: NDArray[Any] | None = None
 
     @property
     def classes(self) -> int:
@@ -83,9 +72,30 @@ class FrequencySet:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the arrays."""
+        """Memory held by the node's own arrays (not the shared global histograms)."""
         extra = 0 if self.base_index is None else self.base_index.nbytes
+        for arr in (self.population, self.representatives):
+            if arr is not None:
+                extra += arr.nbytes
+        for h in self.sensitive.values():
+            extra += h.classes.nbytes + h.values.nbytes + h.counts.nbytes
         return int(self.keys.nbytes + self.counts.nbytes + extra)
+
+    def group_codes(self, dim: int) -> NDArray[Any]:
+        """(classes,) code of each class in quasi-identifier ``dim`` at the node's level.
+
+        The codes index the QI's groups at that level
+        (:meth:`anonlab.dataset.EncodedQI.cardinality`); they are read from the
+        packed keys.
+        """
+        if self.layout is None:
+            raise RuntimeError("this frequency set has no key layout")
+        return self.layout.digit(self.keys, dim)
+
+    def stats(self) -> ClassStats:
+        """The classes as the privacy criteria see them."""
+        return ClassStats(levels=self.levels, counts=self.counts, sensitive=self.sensitive,
+                          population=self.population)
 
 
 class KeyLayout:
@@ -150,29 +160,88 @@ def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     return inverse.astype(np.int64), keys[first]
 
 
-class FrequencyEngine:
-    """Computes frequency sets in-process with NumPy (the embedded backend)."""
+def aggregate_histograms(
+    classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None,
+    n_classes: int, n_values: int,
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """Sum ``weights`` (1 each if ``None``) per (class, value) pair; drop zero sums.
 
-    def __init__(self, dataset: Dataset, keep_base_index: bool = False) -> None:
+    Returns the sparse triples sorted by class, then value. The pair is one
+    int64 key ``class * n_values + value``; a dense ``bincount`` is used when
+    the key space is small against the number of pairs, a sort otherwise.
+    """
+    key = classes.astype(np.int64) * n_values + values
+    space = n_classes * n_values
+    if space <= max(4 * key.shape[0], 1 << 16):
+        total = np.bincount(key, weights=weights, minlength=space)
+        nonzero = np.flatnonzero(total)
+        counts = total[nonzero]
+    else:
+        nonzero, inverse = np.unique(key, return_inverse=True)
+        counts = np.bincount(inverse.ravel(), weights=weights, minlength=nonzero.shape[0])
+        keep = counts != 0
+        nonzero, counts = nonzero[keep], counts[keep]
+    return nonzero // n_values, nonzero % n_values, counts.astype(np.int64)
+
+
+class FrequencyEngine:
+    """Computes frequency sets in-process with NumPy (the embedded backend).
+
+    ``sensitive`` names the sensitive attributes whose per-class histograms
+    the frequency sets carry: only those some criterion reads, since every
+    roll-up re-aggregates them. When ``dataset.population`` is set, the bottom
+    node's distinct tuples are those of the table's and the population's rows
+    together (classes of population records only have ``counts == 0``) and
+    every frequency set carries population counts. ``keep_representatives``
+    rolls up each class's first row (what the sample-based criteria order
+    classes by); the bottom node always has them.
+    """
+
+    def __init__(
+        self, dataset: Dataset, keep_base_index: bool = False, sensitive: Sequence[str] = (),
+        keep_representatives: bool = False,
+    ) -> None:
         self.qis = dataset.qis
         self.n = dataset.n
         self.keep_base_index = keep_base_index
+        self.keep_representatives = keep_representatives
         self.heights = tuple(q.height for q in self.qis)
         self._lifts: dict[tuple[int, int, int], NDArray[Any]] = {}
         rows = dataset.code_matrix()
+        population = dataset.population
+        if population is not None:
+            rows = np.vstack([rows, np.asarray(population, dtype=rows.dtype)])
         cards = [q.cardinality(0) for q in self.qis]
         self.layout = KeyLayout(cards)
         inverse, first = group_tuples(rows, cards)
-        #: (n,) distinct bottom tuple of each row
-        self.row_index = inverse
-        counts = np.bincount(inverse, minlength=len(first)).astype(np.int64)
+        #: (n,) distinct bottom tuple of each row of the table
+        self.row_index = inverse[: self.n]
+        counts = np.bincount(self.row_index, minlength=len(first)).astype(np.int64)
+        pop_counts = None
+        if population is not None:
+            pop_counts = np.bincount(inverse[self.n:], minlength=len(first)).astype(np.int64)
         #: (d, m) distinct code tuples of the data (bottom node)
         self.base_tuples = rows[first]
+        #: the sensitive attributes carried, in order
+        self.sensitive = tuple(dict.fromkeys(sensitive))
+        histograms = {}
+        for name in self.sensitive:
+            attr = dataset.sensitive_attribute(name)
+            n_values = len(attr.values)
+            classes, values, hist = aggregate_histograms(
+                self.row_index, attr.codes, None, len(first), n_values)
+            histograms[name] = SensitiveHistograms(
+                classes=classes, values=values, counts=hist,
+                global_counts=np.asarray(attr.frequencies, dtype=np.int64))
         self.bottom = FrequencySet(
             levels=(0,) * len(self.qis),
             keys=self.layout.pack(self.base_tuples),
             counts=counts,
             base_index=np.arange(len(first), dtype=np.int64),
+            sensitive=histograms,
+            population=pop_counts,
+            layout=self.layout,
+            representatives=first.astype(np.int64),
         )
         self.rollups = 0
 
@@ -198,17 +267,42 @@ class FrequencyEngine:
                 old = self.layout.digit(keys, i)
                 self.layout.replace(keys, i, old, self.lift(i, a, b)[old])
         inverse, uniques = group_keys(keys)
-        counts = np.bincount(inverse, weights=source.counts, minlength=len(uniques))
+        n_classes = len(uniques)
+        counts = np.bincount(inverse, weights=source.counts, minlength=n_classes)
         base_index = None
         if self.keep_base_index and source.base_index is not None:
             base_index = inverse[source.base_index]
+        population = None
+        if source.population is not None:
+            population = np.bincount(inverse, weights=source.population,
+                                     minlength=n_classes).astype(np.int64)
+        representatives = None
+        if self.keep_representatives and source.representatives is not None:
+            representatives = np.full(n_classes, np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(representatives, inverse, source.representatives)
         self.rollups += 1
         return FrequencySet(
             levels=target,
             keys=uniques,
             counts=counts.astype(np.int64),
             base_index=base_index,
+            sensitive={name: self._roll_histograms(h, inverse, n_classes)
+                       for name, h in source.sensitive.items()},
+            population=population,
+            layout=self.layout,
+            representatives=representatives,
         )
+
+    @staticmethod
+    def _roll_histograms(
+        hist: SensitiveHistograms, inverse: NDArray[Any], n_classes: int
+    ) -> SensitiveHistograms:
+        """A source node's histograms at the target: classes mapped by ``inverse``, summed."""
+        classes, values, counts = aggregate_histograms(
+            inverse[hist.classes], hist.values, hist.counts, n_classes,
+            int(hist.global_counts.shape[0]))
+        return SensitiveHistograms(classes=classes, values=values, counts=counts,
+                                   global_counts=hist.global_counts)
 
 
 class FrequencyCache:
@@ -249,6 +343,7 @@ class FrequencyCache:
         self._levels = np.full((self.capacity, m), np.iinfo(np.int16).max, dtype=np.int16)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
         self._used = np.zeros(self.capacity, dtype=np.int64)
+        self._occupied = np.zeros(self.capacity, dtype=bool)
         self._entries: list[FrequencySet | None] = [None] * self.capacity
         self._slot: dict[tuple[int, ...], int] = {}
         self._clock = 0
@@ -290,20 +385,19 @@ class FrequencyCache:
         """
         if fs.levels in self._slot:
             return
+        size = fs.nbytes
         while self._slot and (len(self._slot) >= self.capacity
-                              or self._bytes + fs.nbytes > self.budget):
-            self._evict(int(np.argmin(np.where(self._occupied(), self._used,
+                              or self._bytes + size > self.budget):
+            self._evict(int(np.argmin(np.where(self._occupied, self._used,
                                                np.iinfo(np.int64).max))))
-        slot = next(i for i, e in enumerate(self._entries) if e is None)
+        slot = int(np.argmin(self._occupied))  # the first free slot
         self._entries[slot] = fs
+        self._occupied[slot] = True
         self._levels[slot] = fs.levels
         self._classes[slot] = fs.classes
         self._slot[fs.levels] = slot
-        self._bytes += fs.nbytes
+        self._bytes += size
         self._touch(slot)
-
-    def _occupied(self) -> NDArray[Any]:
-        return np.array([e is not None for e in self._entries])
 
     def _evict(self, slot: int) -> None:
         old = self._entries[slot]
@@ -312,6 +406,7 @@ class FrequencyCache:
         del self._slot[old.levels]
         self._bytes -= old.nbytes
         self._entries[slot] = None
+        self._occupied[slot] = False
         self._levels[slot] = np.iinfo(np.int16).max  # never at or below a target
         self._classes[slot] = 0
 
@@ -342,14 +437,16 @@ class FrequencyCache:
             if entry is not None:
                 self._touch(slot)
                 best = entry
+        fewest = best.classes
         for i, fs in self._axes.items():
-            if target[i] >= 1 and fs.classes < best.classes:
-                best = fs
-        wanted = target.tolist()
-        for key, fs in self._chain.items():
-            if fs.classes < best.classes and all(
-                    a <= b for a, b in zip(key, wanted, strict=True)):
-                best = fs
+            if target[i] >= 1 and fs.classes < fewest:
+                best, fewest = fs, fs.classes
+        if self._chain:
+            wanted = target.tolist()
+            for key, fs in self._chain.items():
+                if fs.classes < fewest and all(
+                        a <= b for a, b in zip(key, wanted, strict=True)):
+                    best, fewest = fs, fs.classes
         return best
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:

@@ -13,6 +13,11 @@ One correction to the published two-level step: the paper checks only the
 bottom node when it is untagged; if that is not anonymous we still check the
 top, otherwise a k-minimal node could be missed (found by our property tests
 against exhaustive search).
+
+For a privacy model that is not monotone, the recursion runs on its monotone
+sub-model and the search context's linear phase checks the rest (see
+:mod:`anonlab.lattice.search`); without a monotone sub-model there is nothing
+to recurse on.
 """
 
 from __future__ import annotations
@@ -20,15 +25,18 @@ from __future__ import annotations
 import sys
 import time
 
-from anonlab.lattice.search import SearchContext, SearchResult
+import numpy as np
+
+from anonlab.lattice.search import UNKNOWN, SearchContext, SearchResult
 
 
 def ola_search(ctx: SearchContext) -> SearchResult:
     """Run OLA and return the optimum over the k-minimal nodes it finds."""
     started = time.perf_counter()
-    ctx.require_monotone("ola")
     ctx.prune = False
     lattice = ctx.lattice
+    if not np.any(ctx.tags == UNKNOWN):  # no monotone part to search (all tags known)
+        return ctx.result("ola", started)
     done: set[tuple[int, int]] = set()
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))

@@ -16,19 +16,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.encoding import (
-    check_present,
-    encode_all,
-    encode_like,
-    numeric_matrix,
-    select_columns,
-    standardize,
-)
+from anonlab.encoding import ALL_NUMERIC
 from anonlab.errors import AnonlabError
 from anonlab.metrics import risk, utility
 from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU, disclosure_risk, score
 from anonlab.progress import ProgressFn, report_to
-from anonlab.settings import split_names
+from anonlab.table import MicrodataTable, as_table
 from anonlab.threads import blas_threads, check_workers
 
 DEFAULT_INTERVAL_P: tuple[float, ...] = tuple(float(p) for p in range(1, 11))
@@ -104,9 +97,9 @@ def parse_p_values(spec: str | Sequence[float] | float | None) -> tuple[float, .
 
 
 def evaluate(
-    original: pd.DataFrame,
-    masked: pd.DataFrame,
-    columns: str | Sequence[str] | None = "all-numeric",
+    original: pd.DataFrame | MicrodataTable,
+    masked: pd.DataFrame | MicrodataTable,
+    columns: str | Sequence[str] | None = ALL_NUMERIC,
     *,
     nominal: str | Sequence[str] | None = None,
     ordinal: str | Sequence[str] | None = None,
@@ -120,9 +113,13 @@ def evaluate(
 ) -> Evaluation:
     """All EM4ADOM measures of ``masked`` against ``original`` (NOTES §2).
 
-    ``columns`` are the numeric attributes (``all-numeric`` leaves out the
-    ``nominal``/``ordinal`` ones; ``None`` or ``[]`` with categorical columns
-    given means none); ``orders`` gives an ordinal column's values in order.
+    ``original`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and
+    categorical quasi-identifiers are evaluated) or a DataFrame with the
+    column settings: ``columns`` are the numeric attributes (``all-numeric``
+    leaves out the ``nominal``/``ordinal`` ones; ``None`` or ``[]`` with
+    categorical columns given means none); ``orders`` gives an ordinal
+    column's values in order. ``masked`` is a DataFrame (encoded like the
+    original) or the table :meth:`MicrodataTable.encoded_like` made of it.
     The kernels run on ``workers`` threads (default 1, so a busy machine does
     not slow them down; -1: every CPU). ``progress`` hears of each stage
     (information loss, record linkage, interval disclosure).
@@ -130,14 +127,15 @@ def evaluate(
     weights = _Weights(utility.weights(lambdas, "lambda", 3), utility.weights(tau, "tau", 2),
                        utility.weights(gamma, "gamma", 2), parse_p_values(interval_p))
     check_workers(workers)
-    if original.shape[0] == 0:
-        raise AnonlabError("the original has no records: give at least one record")
-    nom, ordl = split_names(nominal), split_names(ordinal)
-    num = _numeric_names(original, columns, nom, ordl)
-    check_pair(original, masked, [*num, *nom, *ordl])
+    table = as_table(original, columns, nominal=nominal, ordinal=ordinal, orders=orders,
+                     purpose="evaluate", what="original")
+    masked_frame = masked.frame if isinstance(masked, MicrodataTable) else masked
+    check_pair(table.frame, masked_frame,
+               [*table.numeric_names, *(c.name for c in table.categorical)])
+    if not isinstance(masked, MicrodataTable):
+        masked = table.encoded_like(masked)
     with blas_threads(workers):
-        return _measure(original, masked, (num, nom, ordl), orders, weights, workers,
-                        report_to(progress))
+        return _measure(table, masked, weights, workers, report_to(progress))
 
 
 @dataclass(frozen=True)
@@ -150,48 +148,26 @@ class _Weights:
     p_values: tuple[float, ...]
 
 
-def _numeric_names(original: pd.DataFrame, columns: str | Sequence[str] | None,
-                   nom: list[str], ordl: list[str]) -> list[str]:
-    """The numeric columns to evaluate; refuses overlaps and an empty selection."""
-    check_present(original, [*nom, *ordl], "original")
-    if columns is None and (nom or ordl):
-        num: list[str] = []
-    else:
-        num = select_columns(original, columns, exclude=[*nom, *ordl])
-    overlap = sorted(set(num) & set(nom + ordl))
-    if overlap:
-        raise AnonlabError(f"column '{overlap[0]}' is named both numeric and categorical: "
-                           "give each column one type")
-    if not num and not nom and not ordl:
-        raise AnonlabError("no column to evaluate: name numeric columns in columns or "
-                           "categorical ones in nominal or ordinal", parameter="columns")
-    return num
-
-
 def _measure(
-    original: pd.DataFrame,
-    masked: pd.DataFrame,
-    names: tuple[list[str], list[str], list[str]],
-    orders: Mapping[str, Sequence[str]] | None,
+    table: MicrodataTable,
+    masked: MicrodataTable,
     weights: _Weights,
     workers: int,
     progress: ProgressFn,
 ) -> Evaluation:
     """The measures of a checked pair (see :func:`evaluate`)."""
-    num, nom, ordl = names
-    n = original.shape[0]
+    num = table.numeric_names
+    n = table.n
     measures: dict[str, Any] = {}
-    notes = _column_notes(original, masked)
+    notes = _column_notes(table.frame, masked.frame)
     progress(STAGE_LOSS, 0, 1)
     z = zm = x = xm = np.zeros((n, 0))
     if num:
-        x = numeric_matrix(original, num, "original")
-        xm = numeric_matrix(masked, num, "masked table")
-        z, mean, std = standardize(x, num, "original")
+        x, xm = table.numeric.values, masked.numeric.values
+        z, mean, std = table.standardized
         zm = (xm - mean) / std
         notes += _numeric_loss(x, xm, z, zm, weights.lam, measures)
-    cats = encode_all(original, nom, ordl, orders, "original")
-    cats_m = [encode_like(c, masked) for c in cats]
+    cats, cats_m = list(table.categorical), list(masked.categorical)
     if cats:
         z_il = utility.zil(cats, cats_m)
         measures.update({"ZIL": z_il, "ZIL_percent": 100.0 * z_il / (n * len(cats)),
@@ -209,7 +185,8 @@ def _measure(
         _disclosure(x, xm, weights, measures, progress)
     else:
         notes.append("no numeric column: ILh..IL, ID, DR and score need numeric attributes")
-    return Evaluation(measures, _parameters(weights, bool(cats)), n, num, nom, ordl, notes)
+    return Evaluation(measures, _parameters(weights, bool(cats)), n, num, table.nominal,
+                      table.ordinal, notes)
 
 
 def _column_notes(original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:

@@ -16,14 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.encoding import (
-    CategoricalColumn,
-    check_present,
-    encode_all,
-    numeric_matrix,
-    select_columns,
-    standardize,
-)
+from anonlab.encoding import ALL_NUMERIC, CategoricalColumn
 from anonlab.errors import AnonlabError
 from anonlab.metrics.utility import il_h
 from anonlab.microaggregation.columns import check_k
@@ -31,7 +24,7 @@ from anonlab.microaggregation.mdav import EuclideanSpace, group_means, mdav_part
 from anonlab.microaggregation.mixed import MixedSpace, group_lower_medians, group_modes
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, scalable_mdav_labels
 from anonlab.progress import ProgressFn
-from anonlab.settings import split_names
+from anonlab.table import MicrodataTable, as_table
 from anonlab.threads import blas_threads, check_workers
 
 Variant = Literal["exact", "scalable"]
@@ -74,8 +67,8 @@ class MicroaggregationResult:
 
 
 def microaggregate(
-    data: pd.DataFrame,
-    columns: str | Sequence[str] | None = "all-numeric",
+    data: pd.DataFrame | MicrodataTable,
+    columns: str | Sequence[str] | None = ALL_NUMERIC,
     k: int = 3,
     *,
     nominal: str | Sequence[str] | None = None,
@@ -88,57 +81,47 @@ def microaggregate(
 ) -> MicroaggregationResult:
     """Microaggregate ``data`` by MDAV with groups of k..2k-1 records.
 
-    ``columns`` are the numeric attributes (``all-numeric``: every numeric
-    column not named nominal/ordinal; ``None`` with categorical columns: none).
-    ``variant="scalable"`` runs MDAV inside the blocks of a k-d split of at
-    most ``block_size`` records (numeric columns only). The kernels run on
-    ``workers`` BLAS threads (default 1, so a busy machine does not slow
-    them down; -1: every CPU). ``progress`` hears of the records grouped.
+    ``data`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and
+    categorical quasi-identifiers are masked) or a DataFrame with the column
+    settings: ``columns`` are the numeric attributes (``all-numeric``: every
+    numeric column not named nominal/ordinal; ``None`` with categorical
+    columns: none), the frame's other columns pass through. Both give the
+    same result. ``variant="scalable"`` runs MDAV inside the blocks of a k-d
+    split of at most ``block_size`` records (numeric columns only). The
+    kernels run on ``workers`` BLAS threads (default 1, so a busy machine does
+    not slow them down; -1: every CPU). ``progress`` hears of the records
+    grouped.
     """
     check_workers(workers)
     if variant not in VARIANTS:
         raise AnonlabError(f"unknown variant '{variant}': choose exact or scalable")
-    if data.shape[0] == 0:
-        raise AnonlabError("the table has no records: give at least one record")
-    nom, ordl = split_names(nominal), split_names(ordinal)
-    check_present(data, [*nom, *ordl])
-    num = ([] if columns is None and (nom or ordl)
-           else select_columns(data, columns, exclude=[*nom, *ordl]))
-    overlap = sorted(set(num) & set(nom + ordl))
-    if overlap:
-        raise AnonlabError(f"column '{overlap[0]}' is named both numeric and categorical: "
-                           "give each column one type")
-    if not num and not nom and not ordl:
-        raise AnonlabError("no column to microaggregate: name numeric columns in columns "
-                           "or categorical ones in nominal or ordinal", parameter="columns")
-    n = data.shape[0]
-    check_k(k, n)
+    table = as_table(data, columns, nominal=nominal, ordinal=ordinal, orders=orders,
+                     purpose="microaggregate")
+    check_k(k, table.n)
     if variant == "scalable" and (isinstance(block_size, bool) or not isinstance(block_size, int)
                                   or block_size < 2 * k):
         raise AnonlabError(f"block_size must be a whole number of at least 2k = {2 * k}, "
                            f"got {block_size!r}", parameter="block_size")
-    x = numeric_matrix(data, num) if num else np.zeros((n, 0))
-    z = standardize(x, num)[0] if num else np.zeros((n, 0))
-    cats = encode_all(data, nom, ordl, orders)
+    num, cats = table.numeric_names, table.categorical
+    z, mean, std = table.standardized
     if variant == "scalable" and cats:
         raise AnonlabError("variant 'scalable' takes numeric columns only: use variant "
                            "'exact' with nominal or ordinal columns", parameter="variant")
     with blas_threads(workers):
         labels = _partition(z, cats, k, variant, block_size, progress)
-    masked = data.copy()
+    masked = table.frame.copy()
     sse = None
     if num:
-        xm = group_means(x, labels)
+        xm = group_means(table.numeric.values, labels)
         for j, name in enumerate(num):
             masked[name] = xm[:, j]
-        mean, std = x.mean(axis=0), x.std(axis=0)
         sse = il_h(z, (xm - mean) / std)
     for col in cats:
         codes = (group_lower_medians(col.codes, labels) if col.ordinal
                  else group_modes(col.codes, labels, col.size))
         masked[col.name] = np.asarray(col.domain, dtype=object)[codes]
-    return MicroaggregationResult(masked, labels, k, variant, num, nom, ordl, sse,
-                                  block_size if variant == "scalable" else None)
+    return MicroaggregationResult(masked, labels, k, variant, num, table.nominal, table.ordinal,
+                                  sse, block_size if variant == "scalable" else None)
 
 
 def _partition(

@@ -13,12 +13,14 @@ from typing import Any
 
 import pandas as pd
 
+from anonlab.encoding import ALL_NUMERIC
 from anonlab.metrics.em4adom import evaluate
 from anonlab.metrics.tradeoff import best_point
 from anonlab.microaggregation.masking import microaggregate
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
 from anonlab.microaggregation.settings import parse_k_range
 from anonlab.progress import ProgressFn, report_to
+from anonlab.table import MicrodataTable, as_table
 
 POINT_KEYS = ("ILh", "ILs", "IL", "ZIL", "ZIL_percent", "ILR", "DLD", "DLD_expected", "ID",
               "DR", "score")
@@ -30,9 +32,9 @@ SWEEP_STEP = "trade-off: values of k done"
 
 
 def run_tradeoff(
-    data: pd.DataFrame,
+    data: pd.DataFrame | MicrodataTable,
     ks: str | int | Sequence[int],
-    columns: str | Sequence[str] | None = "all-numeric",
+    columns: str | Sequence[str] | None = ALL_NUMERIC,
     *,
     nominal: Sequence[str] = (),
     ordinal: Sequence[str] = (),
@@ -46,6 +48,9 @@ def run_tradeoff(
 ) -> dict[str, Any]:
     """Report keys ``points`` (one row per k: k, groups, IL, DR, score, ...), ``best_k``.
 
+    ``data`` is a :class:`~anonlab.table.MicrodataTable` or a DataFrame with
+    the column settings (as :func:`anonlab.microaggregate` takes them); it is
+    encoded once for every k and every evaluation.
     ``measure_settings`` go to :func:`anonlab.metrics.evaluate` (lambdas, tau,
     gamma, interval_p); ``workers`` to both MDAV and the measures. The best k
     has the lowest score; among equal scores the smallest k. ``progress``
@@ -56,17 +61,17 @@ def run_tradeoff(
     ``prosecutor_highest`` and ``prosecutor_average``.
     """
     k_values = parse_k_range(ks if isinstance(ks, str | int) else list(ks))
+    table = as_table(data, columns, nominal=nominal, ordinal=ordinal, orders=orders,
+                     purpose="microaggregate")
     tell = report_to(progress)
     points: list[dict[str, Any]] = []
     by_k: dict[str, Mapping[str, Any]] = {}
     parameters: dict[str, Any] = {}
     tell(SWEEP_STEP, 0, len(k_values))
     for done, k in enumerate(k_values, start=1):
-        masked = microaggregate(data, columns, k, nominal=nominal, ordinal=ordinal,
-                                orders=orders, variant=variant, block_size=block_size,
+        masked = microaggregate(table, k=k, variant=variant, block_size=block_size,
                                 workers=workers, progress=progress)
-        ev = evaluate(data, masked.masked, masked.columns or None, nominal=nominal,
-                      ordinal=ordinal, orders=orders, workers=workers, **measure_settings)
+        ev = evaluate(table, masked.masked, workers=workers, **measure_settings)
         row: dict[str, Any] = {"k": k, "groups": int(masked.labels.max()) + 1}
         row.update({key: ev.measures[key] for key in POINT_KEYS if key in ev.measures})
         if risk is not None:
@@ -81,7 +86,7 @@ def run_tradeoff(
     result: dict[str, Any] = {
         "method": "MDAV",
         "variant": variant,
-        "records": int(data.shape[0]),
+        "records": table.n,
         "k_values": k_values,
         "points": points,
         "best_k": best["k"] if best is not None else None,

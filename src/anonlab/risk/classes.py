@@ -2,7 +2,7 @@
 
 A table is read once: every attacker column is dictionary-encoded with
 :func:`pandas.factorize` and the code rows are grouped with the project's one
-group-by primitive, :func:`anonlab.lattice.freqset.group_tuples` (the same one
+group-by primitive, :func:`anonlab.grouping.group_tuples` (the same one
 the lattice search uses for its frequency sets). Every figure of the risk
 module is then computed from the classes (their sizes, their code tuples, their
 weight sums), so its cost grows with the number of distinct combinations, not
@@ -25,7 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
-from anonlab.lattice.freqset import group_tuples
+from anonlab.grouping import group_tuples
 
 #: any NumPy array (codes, sizes, weights)
 Array = NDArray[Any]

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anonlab.errors import AnonlabError
+from anonlab.risk import strictmath
 from anonlab.risk.classes import Array
 
 Vector = tuple[float, float]
@@ -94,7 +95,7 @@ def arx_digamma(x: float) -> float:
     if x == 0.0:
         return -math.inf
     if x < 0.0:
-        t = math.tan(-math.pi * x)
+        t = strictmath.tan(-math.pi * x)
         return arx_digamma(1.0 - x) + (math.pi / t if t != 0.0 else math.copysign(math.inf, t))
     if x <= 1e-6:
         return (_DIGAMMA_1 - 1.0 / x) + _TRIGAMMA_1 * x
@@ -103,7 +104,7 @@ def arx_digamma(x: float) -> float:
         result -= 1.0 / x
         x += 1.0
     r = 1.0 / x
-    result += math.log(x) - 0.5 * r
+    result += strictmath.log(x) - 0.5 * r
     r *= r
     s3, s4, s5, s6, s7 = _S
     return result - r * (s3 - r * (s4 - r * (s5 - r * (s6 - r * s7))))
@@ -123,7 +124,7 @@ def arx_trigamma(x: float) -> float:
     if x == 0.0:
         return -math.inf
     if x < 0.0:
-        s = math.sin(-math.pi * x)
+        s = strictmath.sin(-math.pi * x)
         r = math.pi / s if s != 0.0 else math.inf
         return -arx_trigamma(1.0 - x) + r * r
     if x <= 1e-4:
@@ -144,25 +145,32 @@ def arx_trigamma(x: float) -> float:
 
 
 def _div(a: float, b: float) -> float:
-    """IEEE division as Java does it (no ZeroDivisionError)."""
-    with np.errstate(all="ignore"):
-        return float(np.float64(a) / np.float64(b))
+    """IEEE division as Java does it: by zero gives a signed infinity or NaN, not an error."""
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def newton_raphson(
     evaluate: Callable[[Vector], tuple[Vector, Matrix]],
     start: Vector,
     constraint: Callable[[Vector], bool] | None = None,
+    *,
+    iterations_per_try: int = ITERATIONS_PER_TRY,
 ) -> Vector:
     """Solve ``F(x) = 0`` in two unknowns as ``NewtonRaphson2D.solve`` does with ARX's settings.
 
     The first try starts at ``start``; each later try at the next of ARX's 16
-    prepared start values. A try ends after 1000 steps, on a NaN, or when the
-    step leaves ``constraint``; the search stops as soon as the last start
-    value has made one step, or after ``17 * 1000`` evaluations. Converged when
-    both equations are within ``1e-6`` of zero; otherwise ``(nan, nan)``.
+    prepared start values. A try ends after ``iterations_per_try`` steps (ARX's
+    default 1000), on a NaN, or when the step leaves ``constraint``; the
+    search stops as soon as the last start value has made one step, or after
+    ``17 * iterations_per_try`` evaluations (``NewtonRaphson2D.configure``
+    sets the total so with prepared start values). Converged when both
+    equations are within ``1e-6`` of zero; otherwise ``(nan, nan)``.
     """
-    total_limit = (len(START_VALUES) + 1) * ITERATIONS_PER_TRY
+    total_limit = (len(START_VALUES) + 1) * iterations_per_try
     total = 0
     offset = 0
     first = True
@@ -181,15 +189,14 @@ def newton_raphson(
                 return (x, y)
             scalar = _div(1.0, j11 * j22 - j12 * j21)
             i11, i12, i21, i22 = j22 * scalar, -j12 * scalar, -j21 * scalar, j11 * scalar
-            with np.errstate(all="ignore"):
-                dx = float(np.float64(i11) * f1 + np.float64(i12) * f2)
-                dy = float(np.float64(i21) * f1 + np.float64(i22) * f2)
+            dx = i11 * f1 + i12 * f2  # Python floats: IEEE arithmetic, no exceptions
+            dy = i21 * f1 + i22 * f2
             x, y = x - dx, y - dy
             if offset == len(START_VALUES):
                 return (math.nan, math.nan)
             if constraint is not None and not constraint((x, y)):
                 break
-            if math.isnan(x) or math.isnan(y) or iterations >= ITERATIONS_PER_TRY:
+            if math.isnan(x) or math.isnan(y) or iterations >= iterations_per_try:
                 break
             iterations += 1
     return (math.nan, math.nan)
@@ -255,44 +262,47 @@ def _pitman_equations(
     big = [(int(s), float(c)) for s, c in zip(table.sizes, table.counts, strict=True) if s != 1]
 
     def evaluate(point: Vector) -> tuple[Vector, Matrix]:
-        t, a = point
-        with np.errstate(all="ignore"):
-            v0 = u - 1.0
-            ta = _div(t, a)
-            v1 = digamma(v0 + ta + 1.0)
-            v2 = trigamma(_div(a + t + a * v0, a))
-            v3 = trigamma(ta + 1.0)
-            v4 = digamma(ta + 1.0)
-            a2 = a * a
-            d1 = _div(v3 - v2, a2)
-            d5 = _div((a * v1 + t * v2) - a * v4 - t * v3, a2 * a)
-            d3 = _div(((a2 * v0 - t * t * v2) + t * t * v3 - 2.0 * a * t * v1) + 2.0 * a * t * v4,
-                      a2 * a2)
-            o1 = _div(v1 - v4, a)
-            o3 = _div(-t * v1 + a * v0 + t * v4, a2)
-            o2 = digamma(n + t) - digamma(t + 1.0)
-            d2 = trigamma(t + 1.0) - trigamma(n + t)
-            v6 = digamma(1.0 - a)
-            v7 = trigamma(1.0 - a)
-            d4 = 0.0
-            o4 = 0.0
-            for size, count in big:
-                d4 += count * (v7 - trigamma(size - a))
-                o4 += count * (digamma(size - a) - v6)
+        t, a = point  # Python floats: IEEE arithmetic; divisions by zero go through _div
+        v0 = u - 1.0
+        ta = _div(t, a)
+        v1 = digamma(v0 + ta + 1.0)
+        v2 = trigamma(_div(a + t + a * v0, a))
+        v3 = trigamma(ta + 1.0)
+        v4 = digamma(ta + 1.0)
+        a2 = a * a
+        d1 = _div(v3 - v2, a2)
+        d5 = _div((a * v1 + t * v2) - a * v4 - t * v3, a2 * a)
+        d3 = _div(((a2 * v0 - t * t * v2) + t * t * v3 - 2.0 * a * t * v1) + 2.0 * a * t * v4,
+                  a2 * a2)
+        o1 = _div(v1 - v4, a)
+        o3 = _div(-t * v1 + a * v0 + t * v4, a2)
+        o2 = digamma(n + t) - digamma(t + 1.0)
+        d2 = trigamma(t + 1.0) - trigamma(n + t)
+        v6 = digamma(1.0 - a)
+        v7 = trigamma(1.0 - a)
+        d4 = 0.0
+        o4 = 0.0
+        for size, count in big:
+            d4 += count * (v7 - trigamma(size - a))
+            o4 += count * (digamma(size - a) - v6)
         return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
 
     return evaluate
 
 
-#: above this many records, sum_{i=1}^{n-1} 1/(theta + i) is taken as a digamma difference
-_LITERAL_SUM_LIMIT = 200_000
+def _running_sum(values: Array) -> float:
+    """``values`` added one after the other from the first, as ARX's loops add them."""
+    return float(np.cumsum(values)[-1]) if values.size else 0.0
 
 
 def _pitman_sums(table: FrequencyTable) -> Callable[[Vector], tuple[Vector, Matrix]]:
     """The Pitman equations and Jacobian as plain sums (ARX's ``getMasterFunctionIterative``).
 
     Accurate where the digamma forms cancel (e.g. ``alpha`` near 0, where
-    ``theta / alpha`` is large); vectorized over ``i`` and over the class sizes.
+    ``theta / alpha`` is large). Vectorized over ``i`` and over the class
+    sizes, but every term is formed and every sum is added in ARX's order and
+    rounding (a running sum, not NumPy's pairwise one), so Newton-Raphson
+    takes ARX's path.
     """
     u = table.classes
     n = table.records
@@ -301,27 +311,25 @@ def _pitman_sums(table: FrequencyTable) -> Callable[[Vector], tuple[Vector, Matr
     keys, weights = table.sizes[big], table.counts[big].astype(np.float64)
     longest = int(keys.max()) if keys.size else 1
     j = np.arange(1, longest, dtype=np.float64)
-    rest = np.arange(1, n, dtype=np.float64) if n - 1 <= _LITERAL_SUM_LIMIT else None
-    from scipy import special  # imported only when a population is given
+    rest = np.arange(1, n, dtype=np.float64)
 
     def evaluate(point: Vector) -> tuple[Vector, Matrix]:
         t, a = point
         with np.errstate(all="ignore"):
             v0 = t + i * a
             inv = 1.0 / v0
-            inv2 = inv * inv
-            o1, o3 = float(inv.sum()), float((i * inv).sum())
-            d1, d5, d3 = float(inv2.sum()), float((i * inv2).sum()), float((i * i * inv2).sum())
-            k1 = np.concatenate([[0.0], np.cumsum(1.0 / (j - a))])
-            k2 = np.concatenate([[0.0], np.cumsum(1.0 / ((j - a) * (j - a)))])
-            o4 = float((weights * k1[keys - 1]).sum())
-            d4 = float((weights * k2[keys - 1]).sum())
-            if rest is not None:
-                o2 = float((1.0 / (t + rest)).sum())
-                d2 = float((1.0 / ((t + rest) * (t + rest))).sum())
-            else:
-                o2 = float(special.digamma(t + n) - special.digamma(t + 1.0))
-                d2 = float(special.polygamma(1, t + 1.0) - special.polygamma(1, t + n))
+            inv2 = 1.0 / (v0 * v0)
+            i_inv2 = i * inv2
+            o1, o3 = _running_sum(inv), _running_sum(i * inv)
+            d1, d5, d3 = _running_sum(inv2), _running_sum(i_inv2), _running_sum(i * i_inv2)
+            jr = j - a
+            k1 = np.concatenate([[0.0], np.cumsum(1.0 / jr)])
+            k2 = np.concatenate([[0.0], np.cumsum(1.0 / (jr * jr))])
+            o4 = _running_sum(weights * k1[keys - 1])
+            d4 = _running_sum(weights * k2[keys - 1])
+            tr = t + rest
+            o2 = _running_sum(1.0 / tr)
+            d2 = _running_sum(1.0 / (tr * tr))
         return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
 
     return evaluate
@@ -344,7 +352,9 @@ def _pitman_uniques(t: float, a: float, population: float) -> float:
     return max(candidates) if candidates else math.nan
 
 
-def pitman(table: FrequencyTable, population: float) -> float:
+def pitman(
+    table: FrequencyTable, population: float, *, iterations_per_try: int = ITERATIONS_PER_TRY
+) -> float:
     """Population uniques under Pitman's model (ARX ``ModelPitman``); NaN when the solve fails."""
     start = pitman_start(table)
     exact = _pitman_sums(table)
@@ -353,13 +363,15 @@ def pitman(table: FrequencyTable, population: float) -> float:
         return point[0] >= 0.0
 
     result = newton_raphson(_pitman_equations(table, arx_digamma, arx_trigamma), start,
-                            theta_non_negative)
+                            theta_non_negative, iterations_per_try=iterations_per_try)
     if math.isnan(result[0]) or math.isnan(result[1]):
-        result = newton_raphson(exact, start, theta_non_negative)
+        result = newton_raphson(exact, start, theta_non_negative,
+                                iterations_per_try=iterations_per_try)
     else:
         (o1, o2), _ = exact(result)
         if (math.isnan(o1) or math.isnan(o2) or abs(o1) > ACCURACY or abs(o2) > ACCURACY):
-            result = newton_raphson(exact, start, theta_non_negative)
+            result = newton_raphson(exact, start, theta_non_negative,
+                                    iterations_per_try=iterations_per_try)
     return _pitman_uniques(result[0], result[1], population)
 
 
@@ -464,12 +476,14 @@ def _snb_equations(
     return evaluate
 
 
-def snb(table: FrequencyTable, population: float) -> float:
+def snb(
+    table: FrequencyTable, population: float, *, iterations_per_try: int = ITERATIONS_PER_TRY
+) -> float:
     """Population uniques under the SNB model (ARX ``ModelSNB``): ``K * beta^alpha``."""
     f = table.records / population
     k = _snb_classes(table, f)
     a, b = newton_raphson(_snb_equations(k, f, float(table.of_size(1)), float(table.of_size(2))),
-                          (1.0, 1.0))
+                          (1.0, 1.0), iterations_per_try=iterations_per_try)
     with np.errstate(all="ignore"):
         return k * float(np.power(np.float64(b), a))
 
@@ -477,6 +491,97 @@ def snb(table: FrequencyTable, population: float) -> float:
 def _valid(value: float) -> bool:
     """ARX's ``isValid``: neither NaN nor exactly zero."""
     return not math.isnan(value) and value != 0.0
+
+
+#: the estimators ARX's population-uniqueness criterion and risk analysis offer
+MODELS = ("pitman", "zayatz", "snb", "dankar")
+
+
+class UniquenessEstimates:
+    """The population-uniqueness estimates of one sample, computed lazily and once each.
+
+    ARX's ``RiskModelPopulationUniqueness``: each model is fitted only when
+    asked for; with no sample uniques every model gives 0. :meth:`raw`
+    returns a model's estimate as the model computes it (NaN or 0 when it
+    fails); :meth:`dankar` applies Dankar's decision rule.
+    """
+
+    def __init__(
+        self,
+        distribution: Mapping[int, int],
+        population: float,
+        *,
+        iterations_per_try: int = ITERATIONS_PER_TRY,
+    ) -> None:
+        self.table = FrequencyTable.from_mapping(distribution)
+        if self.table.records and population < self.table.records:
+            raise AnonlabError(
+                f"population_size {population:g} is smaller than the table's "
+                f"{self.table.records} records: give the size of the population the table was "
+                "sampled from", parameter="population_size")
+        self.population = float(population)
+        self.iterations_per_try = int(iterations_per_try)
+        self._values: dict[str, float] = {}
+
+    @property
+    def sample_uniques(self) -> int:
+        """``c_1``: classes of size 1 in the sample."""
+        return self.table.of_size(1)
+
+    @property
+    def sampling_fraction(self) -> float:
+        """``f = n / N``."""
+        return self.table.records / self.population
+
+    def raw(self, model: str) -> float:
+        """The estimate of ``pitman``, ``zayatz`` or ``snb`` (NaN or 0 when the model fails)."""
+        if model not in self._values:
+            if self.sample_uniques == 0:
+                self._values[model] = 0.0
+            elif model == "zayatz":
+                self._values[model] = zayatz(self.table, self.population)
+            elif model == "pitman":
+                self._values[model] = pitman(self.table, self.population,
+                                             iterations_per_try=self.iterations_per_try)
+            elif model == "snb":
+                self._values[model] = snb(self.table, self.population,
+                                          iterations_per_try=self.iterations_per_try)
+            else:
+                raise ValueError(f"unknown population-uniqueness model {model!r}")
+        return self._values[model]
+
+    def value(self, model: str) -> float:
+        """ARX's ``getNumUniqueTuples``: the estimate, 0 when the model failed."""
+        if model == "dankar":
+            return self.dankar()[0]
+        estimate = self.raw(model)
+        return estimate if _valid(estimate) else 0.0
+
+    def dankar(self, fallback: bool = True) -> tuple[float, str]:
+        """Dankar et al.'s rule (ARX ``getNumUniqueTuplesDankar(useZayatzAsFallback)``).
+
+        ``f <= 0.1``: Pitman, or Zayatz if Pitman fails and ``fallback``;
+        otherwise the smaller of Zayatz and SNB (Zayatz if SNB fails). Returns
+        ``(uniques, model)``; 0 when the chosen estimate failed. Without
+        ``fallback`` a failed Pitman leaves ARX's estimate at its initial
+        ``-1`` (as ARX's privacy model asks for it), returned here as
+        ``(-1.0, "none")``.
+        """
+        if self.sample_uniques == 0:
+            return 0.0, "none"
+        if self.sampling_fraction <= 0.1:
+            if _valid(self.raw("pitman")):
+                chosen = "pitman"
+            elif fallback:
+                chosen = "zayatz"
+            else:
+                return -1.0, "none"
+        elif _valid(self.raw("snb")):
+            chosen = "zayatz" if self.raw("zayatz") < self.raw("snb") else "snb"
+        else:
+            chosen = "zayatz"
+        estimate = self.raw(chosen)
+        return (estimate if _valid(estimate) else 0.0), chosen
 
 
 def population_uniques(
@@ -487,33 +592,14 @@ def population_uniques(
     Returns ``{"pitman", "zayatz", "snb", "dankar": count or None, "dankar_model": name}``.
     ``population`` must be at least the sample's number of records.
     """
-    table = FrequencyTable.from_mapping(distribution)
-    if table.records and population < table.records:
-        raise AnonlabError(
-            f"population_size {population:g} is smaller than the table's {table.records} "
-            "records: give the size of the population the table was sampled from",
-            parameter="population_size")
-    if table.of_size(1) == 0:
+    estimates = UniquenessEstimates(distribution, population)
+    if estimates.sample_uniques == 0:
         return {"pitman": 0.0, "zayatz": 0.0, "snb": 0.0, "dankar": 0.0, "dankar_model": "none"}
-    f = table.records / population
-    values: dict[str, float] = {}
-
-    def get(name: str) -> float:
-        if name not in values:
-            model = {"pitman": pitman, "zayatz": zayatz, "snb": snb}[name]
-            values[name] = model(table, population)
-        return values[name]
-
-    if f <= 0.1:
-        chosen = "pitman" if _valid(get("pitman")) else "zayatz"
-    elif _valid(get("snb")):
-        chosen = "zayatz" if get("zayatz") < get("snb") else "snb"
-    else:
-        chosen = "zayatz"
     out: dict[str, float | str | None] = {}
     for name in ("pitman", "zayatz", "snb"):
-        value = get(name)
+        value = estimates.raw(name)
         out[name] = value if _valid(value) else None
+    _, chosen = estimates.dankar()
     out["dankar"] = out[chosen]
     out["dankar_model"] = chosen
     return out

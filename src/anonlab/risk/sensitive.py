@@ -23,7 +23,7 @@ those records:
 The release's figure is the worst class: the smallest l and the largest t.
 
 Only the classes are visited, never the rows again: each (class, value) pair
-is counted once with :func:`~anonlab.lattice.freqset.group_tuples`, and since
+is counted once with :func:`~anonlab.grouping.group_tuples`, and since
 ``min(pos, neg) = pos - max(net, 0)`` and a child without any of the class's
 records has a negative net, the hierarchical distance is
 ``sum_{l=1}^{H} (l / H) (g_{l-1} - g_l)`` with ``g_l`` the sum over the
@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from anonlab.errors import AnonlabError
+from anonlab.grouping import group_tuples
 from anonlab.hierarchy import Hierarchy
-from anonlab.lattice.freqset import group_tuples
 from anonlab.risk.classes import Array, Classes
 
 

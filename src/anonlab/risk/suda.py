@@ -29,20 +29,26 @@ Min. Knowl. Discov. 16, 2008 (SUDA2); the implementation of sdcMicro 5.8.1,
 The search here is level-wise over subsets of the key variables and runs on
 the table's distinct key combinations: a subset is examined only while some
 unique record has no unique proper subset of it (Apriori pruning), and each
-examination is one group-by of the distinct combinations with the project's
-:func:`~anonlab.lattice.freqset.group_tuples`.
+examination is one group-by with the project's
+:func:`~anonlab.grouping.group_tuples`. A subset ``S + {j}`` refines the
+groups of ``S``, so it is grouped only over the combinations that share their
+values on ``S`` with another record, by (group on ``S``, value of ``j``): a
+combination alone on ``S`` is alone on every superset, and a record can share
+its values on ``S + {j}`` only with records of its own group on ``S``. The
+groups found are therefore the same as over all combinations; only fewer rows
+are read.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
 
-from anonlab.lattice.freqset import group_tuples
+from anonlab.grouping import group_tuples
 from anonlab.risk.classes import Array, Classes
 
 #: sdcMicro's default DisFraction
@@ -57,6 +63,8 @@ RELEASE_SUDA_BUDGET = 2_000_000
 
 class SudaBudgetExceededError(Exception):
     """The MSU search would group more combinations than its budget allows."""
+#: key spaces up to 4 * rows + this are counted densely (see ``_refine``)
+_DENSE_SLACK = 4096
 _DIS_BREAKS = tuple(round(0.1 * i, 1) for i in range(8))
 
 
@@ -80,11 +88,44 @@ def _weights(columns: int) -> Array:
     return np.array([float(math.factorial(m - s)) for s in range(1, columns + 1)])
 
 
-def _group_counts(tuples: Array, cards: Sequence[int], sizes: Array) -> tuple[Array, Array]:
-    """Group the distinct combinations on some columns: ``(group of each, records per group)``."""
-    inverse, first = group_tuples(tuples, cards)
-    counts = np.bincount(inverse, weights=sizes, minlength=first.size)
-    return inverse, counts
+@dataclass(frozen=True)
+class _SharedGroups:
+    """The combinations that share their values on one subset of key variables.
+
+    ``rows`` (ascending) are the combinations whose group on the subset holds
+    more than one record, ``groups[i]`` the group of ``rows[i]``, numbered
+    below ``bound``.
+    """
+
+    rows: Array
+    groups: Array
+    bound: int
+
+
+def _refine(
+    parent: _SharedGroups, column: Array, card: int, sizes: Array
+) -> tuple[Array, _SharedGroups]:
+    """Group ``parent.rows`` by (group on the parent subset, ``column`` value).
+
+    Returns the number of records of each row's new group (sums of ``sizes``)
+    and the rows whose new group holds more than one record. The pair is one
+    key ``group * card + value``; when its space is small against the rows it
+    is counted with a dense ``bincount`` and serves as the new group number,
+    otherwise the rows are grouped with :func:`~anonlab.grouping.group_tuples`.
+    """
+    rows = parent.rows
+    weights = sizes[rows]
+    space = parent.bound * card
+    if space <= 4 * rows.size + _DENSE_SLACK:
+        groups = parent.groups * card + column[rows]
+        records = np.bincount(groups, weights=weights, minlength=space)[groups]
+    else:
+        groups, first = group_tuples(np.column_stack([parent.groups, column[rows]]),
+                                     [parent.bound, card])
+        space = int(first.size)
+        records = np.bincount(groups, weights=weights, minlength=space)[groups]
+    shared = records > 1
+    return records, _SharedGroups(rows[shared], groups[shared], space)
 
 
 def minimal_sample_uniques(
@@ -94,70 +135,140 @@ def minimal_sample_uniques(
 
     ``budget`` bounds the work: the number of distinct combinations grouped,
     summed over the column subsets tried; past it :class:`SudaBudgetExceededError`
-    is raised (the count depends on the data only, never on the machine).
+    is raised (the count depends on the data only, never on the machine). Each
+    subset is counted as a group-by of all ``d`` combinations, although the
+    refinement (see the module's notes) reads only those still shared; the
+    search stops as soon as the next level's subsets known so far would
+    exceed the budget (the same outcome as counting them at that level's start).
     """
     d, m = tuples.shape
-    spent = 0
     counts = np.zeros((d, m), dtype=np.int64)
     unique = np.flatnonzero(sizes == 1)
     if unique.size == 0 or m == 0:
         return counts
-    sizes_f = sizes.astype(np.float64)
-    # not_unique[S]: over the unique records, True where the record's values on S are shared
-    not_unique: dict[tuple[int, ...], Array] = {}
+    search = _Search(tuples, cards, sizes.astype(np.float64), unique, budget)
+    everyone = _SharedGroups(np.arange(d, dtype=np.int64), np.zeros(d, dtype=np.int64), 1)
+    all_alive = np.ones(unique.size, dtype=bool)
     for j in range(m):
-        inverse, group_sizes = _group_counts(tuples[:, [j]], [cards[j]], sizes_f)
-        is_unique = group_sizes[inverse[unique]] == 1
-        counts[unique[is_unique], 0] += 1
-        if not is_unique.all():
-            not_unique[(j,)] = ~is_unique
-    level = 1
-    while not_unique and level < m:
-        level += 1
-        following: dict[tuple[int, ...], Array] = {}
-        candidates = _candidates(not_unique, m)
-        spent += d * sum(bool(_alive(s, not_unique, unique.size).any()) for s in candidates)
-        if budget is not None and spent > budget:
-            raise SudaBudgetExceededError  # before the level's work, not after
-        for subset in candidates:
-            alive = _alive(subset, not_unique, unique.size)
-            if not alive.any():
-                continue
-            columns = list(subset)
-            inverse, group_sizes = _group_counts(tuples[:, columns], [cards[c] for c in columns],
-                                                 sizes_f)
-            rows = np.flatnonzero(alive)
-            is_unique = group_sizes[inverse[unique[rows]]] == 1
-            counts[unique[rows[is_unique]], level - 1] += 1
-            shared = np.zeros(unique.size, dtype=bool)
-            shared[rows[~is_unique]] = True
-            if shared.any():
-                following[subset] = shared
-        not_unique = following
+        search.examine((j,), everyone, j, all_alive, counts)
+    while search.kept and search.level < m:
+        search.next_level()
+        tried: list[tuple[tuple[int, ...], Array]] = []
+        for subset in _candidates(search.previous, m):
+            alive = _alive(subset, search.previous)
+            if alive.any():
+                tried.append((subset, alive))
+                search.spend(1)  # before the level's work, not after
+        for subset, alive in tried:
+            drop = _smallest_parent(subset, search.groups)
+            parent = search.groups[subset[:drop] + subset[drop + 1:]]
+            search.examine(subset, parent, subset[drop], alive, counts)
     return counts
 
 
-def _alive(subset: tuple[int, ...], not_unique: dict[tuple[int, ...], Array], size: int
-           ) -> Array:
-    """The unique records still shared on every immediate subset of ``subset``."""
-    alive = np.ones(size, dtype=bool)
-    for drop in range(len(subset)):
-        below = not_unique.get(subset[:drop] + subset[drop + 1:])
-        if below is None:
-            return np.zeros(size, dtype=bool)
-        alive &= below
+class _Search:
+    """State of the level-wise MSU search (see :func:`minimal_sample_uniques`).
+
+    ``previous`` / ``kept``: over the unique records, True where the record's
+    values on a subset of the previous / current level are shared (subsets
+    where none is are left out); ``groups`` / ``kept_groups``: the
+    combinations sharing their values on those subsets, with their groups.
+    """
+
+    def __init__(self, tuples: Array, cards: Sequence[int], sizes: Array, unique: Array,
+                 budget: int | None) -> None:
+        self.tuples, self.cards, self.sizes, self.unique = tuples, cards, sizes, unique
+        self.budget = budget
+        self.spent = 0
+        self.level = 1
+        self.previous: dict[tuple[int, ...], Array] = {}
+        self.groups: dict[tuple[int, ...], _SharedGroups] = {}
+        self.kept: dict[tuple[int, ...], Array] = {}
+        self.kept_groups: dict[tuple[int, ...], _SharedGroups] = {}
+        self.ahead = 0  # subsets of the next level already known to be tried
+
+    def spend(self, subsets: int) -> None:
+        """Count ``subsets`` group-bys of all combinations; past the budget, stop."""
+        self.spent += subsets * self.tuples.shape[0]
+        if self.budget is not None and self.spent > self.budget:
+            raise SudaBudgetExceededError
+
+    def next_level(self) -> None:
+        """Move the current level's subsets to ``previous``."""
+        self.previous, self.groups = self.kept, self.kept_groups
+        self.kept, self.kept_groups = {}, {}
+        self.level += 1
+        self.ahead = 0
+
+    def examine(self, subset: tuple[int, ...], parent: _SharedGroups, column: int,
+                alive: Array, counts: Array) -> None:
+        """Group ``subset`` (``parent`` refined by ``column``); count the MSUs it gives."""
+        records, shared = _refine(parent, self.tuples[:, column], self.cards[column],
+                                  self.sizes)
+        rows = np.flatnonzero(alive)
+        # the alive records share their values on every immediate subset: among parent.rows
+        wanted = self.unique[rows]
+        if parent.rows.size < self.tuples.shape[0]:
+            wanted = np.searchsorted(parent.rows, wanted)
+        is_unique = records[wanted] == 1
+        counts[self.unique[rows[is_unique]], len(subset) - 1] += 1
+        if is_unique.all():
+            return
+        mask = np.zeros(self.unique.size, dtype=bool)
+        mask[rows[~is_unique]] = True
+        self.kept[subset] = mask
+        self.kept_groups[subset] = shared
+        if self.budget is not None and len(subset) < self.tuples.shape[1]:
+            self._look_ahead(subset, self.budget)
+
+    def _look_ahead(self, subset: tuple[int, ...], budget: int) -> None:
+        """Count the next level's subsets ``subset`` completes; stop early past the budget.
+
+        Subsets are examined in lexicographic order, so the last immediate
+        subset of ``(a, *subset)`` (``a < subset[0]``) to be examined is
+        ``subset``: that candidate is now known to be tried, or not. The search
+        would exceed its budget at the next level's start exactly when it does
+        here, so stopping now gives the same outcome with less work.
+        """
+        for a in range(subset[0]):
+            candidate = (a, *subset)
+            if (all(candidate[:i] + candidate[i + 1:] in self.kept
+                    for i in range(1, len(candidate)))
+                    and _alive(candidate, self.kept).any()):
+                self.ahead += 1
+                if self.spent + self.ahead * self.tuples.shape[0] > budget:
+                    raise SudaBudgetExceededError
+
+
+def _smallest_parent(subset: tuple[int, ...], groups: dict[tuple[int, ...], _SharedGroups]
+                     ) -> int:
+    """Which column to drop from ``subset`` for the immediate subset with fewest shared rows."""
+    sizes = [groups[subset[:i] + subset[i + 1:]].rows.size for i in range(len(subset))]
+    return sizes.index(min(sizes))
+
+
+def _alive(subset: tuple[int, ...], not_unique: dict[tuple[int, ...], Array]) -> Array:
+    """The unique records still shared on every immediate subset of ``subset``.
+
+    Every immediate subset is in ``not_unique`` (see :func:`_candidates`).
+    """
+    alive = not_unique[subset[1:]] & not_unique[subset[:-1]]
+    for drop in range(1, len(subset) - 1):
+        alive &= not_unique[subset[:drop] + subset[drop + 1:]]
     return alive
 
 
-def _candidates(previous: dict[tuple[int, ...], Array], m: int) -> list[tuple[int, ...]]:
-    """Subsets one larger whose every immediate subset is in ``previous`` (Apriori generation)."""
-    out: list[tuple[int, ...]] = []
+def _candidates(previous: dict[tuple[int, ...], Array], m: int) -> Iterator[tuple[int, ...]]:
+    """Subsets one larger whose every immediate subset is in ``previous`` (Apriori generation).
+
+    Yielded in sorted order, lazily: a search past its budget stops early.
+    """
     for subset in sorted(previous):
         for j in range(subset[-1] + 1, m):
             candidate = (*subset, j)
-            if all(candidate[:i] + candidate[i + 1:] in previous for i in range(len(candidate))):
-                out.append(candidate)
-    return out
+            if all(candidate[:i] + candidate[i + 1:] in previous
+                   for i in range(len(candidate) - 1)):
+                yield candidate
 
 
 def r_numeric_codes(values: Array) -> Array:

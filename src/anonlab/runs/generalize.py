@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from anonlab.hierarchy import Hierarchy
 
 SearchName = Literal["exhaustive", "ola", "degree", "flash"]
-MetricName = Literal[
-    "precision", "precision_with_suppression", "discernibility", "aecs", "entropy"
-]
+AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
+
+#: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
+DEFAULT_GS_FACTOR = 0.5
 
 #: the files a generalize run can write, by parameter name
 GENERALIZE_OUTPUTS = ("output", "report", "html", "plot")
@@ -92,10 +93,14 @@ def _as_text(value: Any) -> Any:
 
 
 def parse_suppression(value: Any) -> float:
-    """A suppression limit as a fraction below 1: ``0.01``, ``"0.01"`` or ``"1%"``.
+    """A suppression limit as a fraction of the records: ``0.01``, ``"0.01"``, ``"1%"``.
 
-    A bare 1 or more (``suppression = 1`` meant as 1 % would suppress up to
-    every record) is refused with the two spellings that mean 1 %.
+    Every limit from 0 to 1 is allowed; 1 (100 %) lets any class be
+    suppressed, as in ARX, and the metric alone then weighs suppressing
+    against generalizing. 100 % is written ``"100%"`` (or the float ``1.0``
+    in TOML or Python). An integer 1, or the text ``"1"`` or ``"1.0"`` (as a
+    command-line flag gives it), is refused as ambiguous: it may mean 1 %.
+    Above 1 is refused with the two spellings that mean 1 %.
     """
     text = value.strip() if isinstance(value, str) else value
     percent = isinstance(text, str) and text.endswith("%")
@@ -107,14 +112,18 @@ def parse_suppression(value: Any) -> float:
         raise AnonlabError(f"suppression {value!r} is not a fraction or a percentage: write "
                            "0.01 or 1%", parameter="suppression") from None
     fraction = number / 100.0 if percent else number
-    if not math.isfinite(fraction) or not 0.0 <= fraction < 1.0:
-        raise AnonlabError(f"suppression must be a fraction below 1 or a percentage such as "
-                           f"'1%' (got {str(value).strip()}): write 0.01 or 1%",
+    if not math.isfinite(fraction) or not 0.0 <= fraction <= 1.0:
+        raise AnonlabError(f"suppression must be a fraction from 0 to 1 or a percentage up to "
+                           f"100% (got {str(value).strip()}): write 0.01 or 1%",
                            parameter="suppression")
+    if fraction == 1.0 and not percent and not isinstance(text, float):
+        raise AnonlabError(f"suppression {str(value).strip()} is ambiguous (1% or 100%?): "
+                           "write 0.01 or 1% for one percent, or 100% to let every record be "
+                           "suppressed", parameter="suppression")
     return fraction
 
 
-def default_metric(suppression: float) -> MetricName:
+def default_metric(suppression: float) -> str:
     """The metric used when none is given: one that counts suppressed records when any may be.
 
     With a suppression limit above 0, ``precision`` alone would score a
@@ -132,22 +141,51 @@ def _role_names(value: Any) -> Any:
     return value
 
 
+def weights_table(values: Any) -> Any:
+    """A ``weights`` table (``[weights]`` in TOML) holds attribute weights: it is read as
+    ``attribute_weights``; a ``weights`` text stays the risk section's weights column (so a
+    config's table and a ``weights`` column given as a flag both hold)."""
+    if isinstance(values, dict) and isinstance(values.get("weights"), Mapping):
+        out = dict(values)
+        table = out.pop("weights")
+        if out.get("attribute_weights"):
+            raise AnonlabError("weights (a table) and attribute_weights are both given: "
+                               "give the attribute weights once", parameter="weights")
+        out["attribute_weights"] = table
+        return out
+    return values
+
+
 class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
-    """Everything a generalization to k-anonymity needs (``anonlab generalize``).
+    """Everything a generalization needs (``anonlab generalize``).
 
     Every column has one role: ``qi`` maps each quasi-identifier to its
     hierarchy file; ``identifying`` columns are dropped, ``sensitive`` and
     ``insensitive`` ones released as they are; ``other="insensitive"``
     releases the columns named nowhere as they are (the report lists them),
-    otherwise such a column is refused. The model is k-anonymity with at most
-    ``floor(suppression * n)`` suppressed records (``suppression`` a fraction
-    below 1 or a percentage such as ``"1%"``); ``search`` and ``metric``
-    choose the strategy and the information loss to minimise (default
-    metric: ``precision_with_suppression`` when ``suppression`` > 0, else
-    ``precision``). The release's risk is measured and judged as
-    :class:`~anonlab.risk.release.ReleaseRiskSettings` says. ``output``
-    (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of class sizes)
-    are written when given.
+    otherwise such a column is refused.
+
+    The privacy model is every one of ``criteria`` (each a dict or a flag
+    text, see :mod:`anonlab.privacy.spec` and docs/privacy_models.md; a
+    model on a sensitive attribute needs that column in ``sensitive``);
+    ``k`` is a shorthand for a k-anonymity criterion (not both; with neither,
+    2-anonymity). Records of the classes that fail a model are suppressed, at
+    most ``floor(suppression * n)`` of them (``suppression`` a fraction from 0
+    to 1 or a percentage such as ``"1%"``; ``"100%"`` allows any number).
+
+    ``search`` and ``metric`` choose the strategy and the information loss to
+    minimise (default metric: ``precision_with_suppression`` when
+    ``suppression`` > 0, else ``precision``); ``gs_factor`` (0 to 1, ARX's
+    generalization/suppression factor), ``aggregate`` and
+    ``attribute_weights`` (quasi-identifier -> weight, 1 each by default;
+    a TOML ``[weights]`` table is read as it) tune the metrics that take them.
+    ``aggregate`` ``None`` is each metric's own ARX default (geometric mean
+    for ``loss``, arithmetic mean for ``precision``, sum for the entropies).
+    ``practical_monotonicity`` treats every model as monotone (ARX's option:
+    faster, the optimum may be missed). The release's risk is measured and
+    judged as :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
+    ``output`` (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of
+    class sizes) are written when given.
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "qi", "sensitive_hierarchies",
@@ -158,16 +196,43 @@ class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
     sensitive: list[str] = Field(default_factory=list)
     insensitive: list[str] = Field(default_factory=list)
     other: Literal["insensitive"] | None = None
-    k: int = 2
+    k: int | None = None
+    criteria: list[dict[str, Any]] = Field(default_factory=list)
     suppression: float = 0.0
     search: SearchName = "flash"
-    metric: MetricName | None = None
+    metric: str | None = None
+    gs_factor: float = DEFAULT_GS_FACTOR
+    aggregate: AggregateName | None = None
+    attribute_weights: dict[str, float] = Field(default_factory=dict)
+    practical_monotonicity: bool = False
     output: str | None = None
     output_table: str | None = None
     report: str | None = None
     html: str | None = None
     plot: str | None = None
     verify: bool = True
+
+    @classmethod
+    def load(cls, config: PathLike | None = None, /, **overrides: Any) -> GeneralizeSettings:
+        """:meth:`Settings.load`, with the file parameters of ``criteria`` (``hierarchy``,
+        ``subset``, ``population``) resolved against the TOML file's folder too."""
+        from anonlab.privacy.spec import resolve_criteria_paths
+        from anonlab.settings import check_input_override, merge_settings, validate_settings
+
+        values: dict[str, Any] = {}
+        if config is not None:
+            path = Path(config)
+            values = weights_table(resolve_paths(read_toml(path), path.parent,
+                                                 cls.path_fields))
+            if "criteria" in values:
+                values["criteria"] = resolve_criteria_paths(values["criteria"], path.parent)
+            check_input_override(values, overrides, cls.input_fields, cls.output_fields)
+        return validate_settings(cls, merge_settings(values, overrides))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _weights_table(cls, values: Any) -> Any:
+        return weights_table(values)
 
     @field_validator("qi")
     @classmethod
@@ -181,12 +246,62 @@ class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
     def _suppression(cls, value: Any) -> float:
         return parse_suppression(value)
 
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _criteria(cls, value: Any) -> Any:
+        """Each model checked and spelled out (:func:`anonlab.privacy.spec.normalize_criteria`)."""
+        from anonlab.privacy.spec import normalize_criteria
+
+        if value is None:
+            return []
+        if isinstance(value, str | Mapping):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            raise AnonlabError(f"criteria must be a list of models (got {value!r}): e.g. "
+                               '[[criteria]] model = "k-anonymity" k = 5', parameter="criteria")
+        return normalize_criteria(value)
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_name(cls, value: str | None) -> str | None:
+        from anonlab.lattice.metrics import METRICS
+
+        if value is not None and value not in METRICS:
+            raise AnonlabError(f"metric '{value}' is unknown: choose one of "
+                               f"{', '.join(METRICS)}", parameter="metric")
+        return value
+
+    @field_validator("gs_factor")
+    @classmethod
+    def _gs_factor(cls, value: float) -> float:
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise ValueError("must lie in [0, 1] (0.5 weighs generalization and suppression "
+                             "alike), e.g. 0.5")
+        return value
+
+    @field_validator("attribute_weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [c for c, w in value.items() if not math.isfinite(w) or w < 0]
+        if bad:
+            raise ValueError(f"the weight of '{bad[0]}' must be a number of at least 0, e.g. 2.0")
+        return value
+
     @model_validator(mode="after")
     def _metric(self) -> GeneralizeSettings:
-        """No metric given: the one :func:`default_metric` picks for the suppression limit."""
+        """No metric given: the one :func:`default_metric` picks for the suppression limit;
+        ``k`` and a k-anonymity criterion are not both given."""
         if self.metric is None:
             self.metric = default_metric(self.suppression)
+        self.model_criteria()
         return self
+
+    def model_criteria(self) -> list[dict[str, Any]]:
+        """The privacy model in full: ``criteria``, with ``k`` as a k-anonymity criterion
+        (:func:`anonlab.privacy.spec.criteria_with_k`)."""
+        from anonlab.privacy.spec import criteria_with_k
+
+        return criteria_with_k(self.criteria, self.k)
 
     @field_validator("identifying", "sensitive", "insensitive", mode="before")
     @classmethod
@@ -304,6 +419,25 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def parse_weight_flags(items: Iterable[str]) -> dict[str, float]:
+    """Attribute weights from ``COLUMN=NUMBER`` texts (the ``--weight`` flags)."""
+    out: dict[str, float] = {}
+    for item in items:
+        col, sep, text = item.partition("=")
+        try:
+            weight = float(text)
+        except ValueError:
+            weight = math.nan
+        if not sep or not col.strip() or not math.isfinite(weight):
+            raise AnonlabError(f"attribute_weights '{item}' is not COLUMN=NUMBER: e.g. age=2",
+                               parameter="attribute_weights")
+        if col.strip() in out:
+            raise AnonlabError(f"attribute_weights names column '{col.strip()}' twice: give "
+                               "one weight per column", parameter="attribute_weights")
+        out[col.strip()] = weight
+    return out
+
+
 def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
     """The outputs a config names for its own input that a new ``input`` would take over.
 
@@ -338,29 +472,93 @@ def load_hierarchies(paths: Mapping[str, str | Path]) -> dict[str, Hierarchy]:
     return {column: Hierarchy.from_csv(path) for column, path in paths.items()}
 
 
+@dataclass(frozen=True)
+class ModelCheck:
+    """What the independent checker needs to judge a release's privacy model.
+
+    ``criteria`` are the models as the settings spell them (file parameters
+    usable from here); ``population`` the population table of delta-presence
+    or k-map on a population table (``None`` otherwise).
+    """
+
+    criteria: list[dict[str, Any]]
+    limit: int
+    population: pd.DataFrame | None = None
+
+
 def _verify(
     original: pd.DataFrame,
     release: pd.DataFrame,
     hierarchies: Mapping[str, Hierarchy],
     levels: Mapping[str, int],
     dropped: Iterable[str],
-    k: int,
-    limit: int,
+    model: ModelCheck,
 ) -> None:
     """Check a release with the independent checker; the first problem is an error.
 
-    k-anonymity of the quasi-identifiers (at most ``limit`` suppressed) and
-    every released value the hierarchy label of the original at ``levels``
-    (:mod:`anonlab.verify.generalization`, which shares no code with the
-    search).
+    Every released value the hierarchy label of the original at ``levels``,
+    k-anonymity of the quasi-identifiers when the model has it, and every
+    privacy model on the released classes (:mod:`anonlab.verify.generalization`
+    and :mod:`anonlab.verify.criteria`, which share no code with the search).
     """
     from anonlab.verify import generalization as checker
+    from anonlab.verify.criteria import check_criteria
 
-    problems = checker.check_k_anonymity(release, list(levels), k, limit)
+    qis = list(levels)
+    problems: list[str] = []
+    for spec in model.criteria:
+        if spec["model"] == "k-anonymity":
+            problems += checker.check_k_anonymity(release, qis, int(spec["k"]), model.limit)
     problems += checker.check_generalization(original, release, hierarchies, levels,
-                                             list(dropped), max_suppressed=limit)
+                                             list(dropped), max_suppressed=model.limit)
+    problems += check_criteria(original, release, model.criteria, qis, model.limit,
+                               expected_star=checker.expected_stars(original, hierarchies,
+                                                                    levels),
+                               population=model.population, hierarchies=hierarchies,
+                               levels=levels)
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _population_table(criteria: Iterable[Any], frame: pd.DataFrame,
+                      read_options: Mapping[str, Any]) -> pd.DataFrame | None:
+    """The population the checker compares with: the table itself with delta-presence, the
+    k-map population table, or none."""
+    import pandas as pd
+
+    from anonlab.io import read_table
+
+    for c in criteria:
+        if c.name == "delta-presence":
+            return frame
+    for c in criteria:
+        population = getattr(c, "population", None) if c.name == "k-map" else None
+        if isinstance(population, pd.DataFrame):
+            return population
+        if population is not None:
+            return read_table(population, **read_options)
+    return None
+
+
+def _criteria_files(specs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The files the criteria name, keyed for the report's ``inputs``."""
+    from anonlab.privacy.spec import path_parameters
+
+    files: dict[str, str] = {}
+    for spec in specs:
+        on = f":{spec['attribute']}" if spec.get("attribute") else ""
+        for key, path in path_parameters(spec).items():
+            files[f"criteria:{spec['model']}{on}:{key}"] = path
+    return files
+
+
+def _check_weights(settings: GeneralizeSettings) -> None:
+    """Attribute weights name quasi-identifiers."""
+    unknown = [c for c in settings.attribute_weights if c not in settings.qi]
+    if unknown:
+        raise AnonlabError(f"attribute_weights names '{unknown[0]}', which is not a "
+                           f"quasi-identifier (qi: {', '.join(settings.qi)})",
+                           parameter="attribute_weights")
 
 
 def _file_or_none(source: str) -> str | None:
@@ -384,52 +582,63 @@ def _report_path(report: str | None) -> Path | None:
 def run_generalize(
     settings: GeneralizeSettings, *, progress: ProgressFn | None = None
 ) -> RunResult:
-    """Generalize a table to k-anonymity with an optimal lattice search, and write it.
+    """Generalize a table under its privacy model with an optimal lattice search, and write it.
 
-    Steps: check every output path; load the hierarchies and the table; give
-    every column its role (a column without one is refused, see
-    :func:`anonlab.dataset.assign_roles`); search (``progress("searching the
-    lattice", checked, lattice_size)``); stage the release and verify it
-    (``settings.verify``) by re-reading it; measure the risk of the release
-    as written (:func:`anonlab.risk.release.release_risk_report`: each risk
-    issues a :class:`~anonlab.errors.ReleaseRiskWarning`, or with
-    ``fail_on_risk`` a :class:`~anonlab.errors.ReleaseRiskError`); stage the
-    JSON report, HTML page and plot; rename them all into place. Any error
-    leaves no output behind. Returns the report, the release and the files
-    written.
+    Steps: check every output path; build the privacy model's criteria
+    (:meth:`GeneralizeSettings.model_criteria`); load the hierarchies and the
+    table; give every column its role (a column without one is refused, see
+    :func:`anonlab.dataset.assign_roles`); with delta-presence the table is
+    the population and the research subset is what is released; search
+    (``progress("searching the lattice", checked, lattice_size)``); stage the
+    release and verify it (``settings.verify``) by re-reading it; measure the
+    risk of the release as written
+    (:func:`anonlab.risk.release.release_risk_report`: each risk issues a
+    :class:`~anonlab.errors.ReleaseRiskWarning`, or with ``fail_on_risk`` a
+    :class:`~anonlab.errors.ReleaseRiskError`); stage the JSON report, HTML
+    page and plot; rename them all into place. Any error leaves no output
+    behind. Returns the report, the release and the files written.
     """
-    from anonlab.dataset import Dataset, Role, without_role
-    from anonlab.generalize import anonymize
+    from anonlab.dataset import Role, without_role
+    from anonlab.generalize import anonymize, model_dataset, resolve_criteria
     from anonlab.privacy import check_k, check_suppression, max_suppressed
     from anonlab.risk.release import check_risk_columns, release_risk_report
 
     started = time.perf_counter()
+    specs = settings.model_criteria()
+    files = _criteria_files(specs)
     targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
     targets["output"] = output_target(settings.output, settings.output_table)
     outputs = Outputs(targets,
                       inputs=[settings.input, *settings.qi.values(),
-                              *settings.sensitive_hierarchies.values()],
+                              *settings.sensitive_hierarchies.values(), *files.values()],
                       input_tables=input_tables(settings.input, settings.table))
-    check_k(settings.k)
+    if settings.k is not None:
+        check_k(settings.k)
     check_suppression(settings.suppression)
+    _check_weights(settings)
+    criteria = resolve_criteria(specs)
+    read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
         hierarchies = load_hierarchies(settings.qi)
         frame = read_input(settings)
-        dataset = Dataset.from_frame(
-            frame, hierarchies, identifying=settings.identifying, sensitive=settings.sensitive,
-            insensitive=settings.insensitive, other=settings.other,
-            source=masked(settings.input),
+        dataset = model_dataset(
+            frame, hierarchies, criteria, identifying=settings.identifying,
+            sensitive=settings.sensitive, insensitive=settings.insensitive,
+            other=settings.other, source=masked(settings.input), read_options=read_options,
         )
         dropped = dataset.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
                            settings.sensitive, settings)
-        result = anonymize(dataset, settings.k, settings.suppression, settings.search,
-                           str(settings.metric), progress=progress)
-        limit = max_suppressed(settings.suppression, dataset.n)
+        result = anonymize(dataset, None, settings.suppression, settings.search,
+                           str(settings.metric), progress=progress, criteria=criteria,
+                           gs_factor=settings.gs_factor, aggregate=settings.aggregate,
+                           weights=settings.attribute_weights,
+                           practical_monotonicity=settings.practical_monotonicity)
+        model = ModelCheck(specs, max_suppressed(settings.suppression, dataset.n),
+                           _population_table(criteria, frame, read_options))
 
         def check(release: pd.DataFrame) -> None:
-            _verify(frame, release, hierarchies, result.transformation, dropped, settings.k,
-                    limit)
+            _verify(dataset.frame, release, hierarchies, result.transformation, dropped, model)
 
         as_written = stage_release(outputs, result.release,
                                    check if settings.verify else None)
@@ -487,6 +696,28 @@ def distinct_values(
     return out
 
 
+def _stored_criteria(entries: Iterable[Mapping[str, Any]], where: Path | None,
+                     nested: bool) -> list[dict[str, Any]]:
+    """Criteria with their file parameters stored as the report stores paths.
+
+    ``nested``: report entries (``{"model", "parameters", ...}``); otherwise
+    settings dicts (``{"model", parameters...}``).
+    """
+    from anonlab.privacy.spec import MODELS
+
+    out = []
+    for entry in entries:
+        item = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in entry.items()}
+        params = item["parameters"] if nested else item
+        model = MODELS.get(str(item.get("model")))
+        for key, param in (model.params.items() if model else ()):
+            value = params.get(key)
+            if param.path and isinstance(value, str):
+                params[key] = _store(value, where)
+        out.append(item)
+    return out
+
+
 def generalize_report(
     settings: GeneralizeSettings,
     result: GeneralizationResult,
@@ -503,13 +734,16 @@ def generalize_report(
     params["qi"] = {c: _store(p, where) for c, p in settings.qi.items()}
     params["sensitive_hierarchies"] = {c: _store(p, where)
                                        for c, p in settings.sensitive_hierarchies.items()}
+    params["criteria"] = _stored_criteria(settings.criteria, where, nested=False)
     inputs: dict[str, PathLike | None] = {
         "data": _file_or_none(settings.input),
         **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
-        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
+        **_criteria_files(settings.model_criteria())}
     report = report_header("generalize", risk_last(params), inputs)
     report["paths"] = paths_convention(where)
     report.update(result.summary())
+    report["criteria"] = _stored_criteria(result.criteria, where, nested=True)
     report["roles"] = {c: r.value for c, r in roles.items()}
     report["verified"] = verified
     return report
@@ -527,11 +761,15 @@ class FoundTransformation:
     transformation: dict[str, int]
     hierarchies: dict[str, Path]  # quasi-identifier -> hierarchy file, usable from here
     sha256: dict[str, str | None]  # quasi-identifier -> the hierarchy's digest then
-    k: int
+    k: int | None  # the k-anonymity criterion's k, None without one
     suppression: float
     identifying: list[str]
     sensitive: list[str]
     roles: dict[str, str] = field(default_factory=dict)  # column -> role, as the report gave
+    #: the privacy model as settings dicts, file parameters usable from here
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    #: the metric and its options (they order the classes a risk threshold suppresses)
+    metric: dict[str, Any] = field(default_factory=dict)
 
 
 def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
@@ -560,11 +798,39 @@ def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
     return roles
 
 
+def _found_criteria(old: Mapping[str, Any], params: Mapping[str, Any], report_in: Path,
+                    paths: Any) -> list[dict[str, Any]]:
+    """The privacy model of an earlier report, as settings dicts with usable file paths.
+
+    A report lists its ``criteria`` (each ``{"model", "parameters", ...}``);
+    one of an earlier version had k-anonymity only, with ``k`` among its
+    parameters.
+    """
+    from anonlab.privacy.spec import normalize_criterion, path_parameters
+
+    entries = old.get("criteria")
+    if not isinstance(entries, list):
+        return [normalize_criterion({"model": "k-anonymity", "k": int(params["k"])})]
+    specs = []
+    for entry in entries:
+        spec = normalize_criterion({"model": entry["model"], **dict(entry["parameters"])})
+        for key, path in path_parameters(spec).items():
+            found = resolve_stored_path(path, report_in, paths)
+            if not found.exists():
+                raise AnonlabError(f"file '{path}' of model '{spec['model']}', named in report "
+                                   f"'{report_in}', is not at '{found}': put the files where "
+                                   "the report says", parameter="report_in")
+            spec[key] = str(found)
+        specs.append(spec)
+    return specs
+
+
 def read_found_transformation(report_in: Path) -> FoundTransformation:
     """The transformation, hierarchies and privacy model of an earlier generalize report.
 
-    Hierarchy paths are resolved as the report stored them (relative to its
-    folder, or absolute), so the report works from any folder.
+    Hierarchy paths (and the files the criteria name) are resolved as the
+    report stored them (relative to its folder, or absolute), so the report
+    works from any folder.
     """
     from anonlab.io import read_json
 
@@ -573,9 +839,16 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
         params = old["parameters"]
         transformation = {str(c): int(v) for c, v in old["transformation"].items()}
         stored = {str(c): str(p) for c, p in dict(params["qi"]).items()}
-        k, suppression = int(params["k"]), float(params["suppression"])
+        suppression = float(params["suppression"])
         inputs = old.get("inputs") or {}
         paths = old.get("paths")
+        criteria = _found_criteria(old, params, report_in, paths)
+        metric = {"metric": str(old.get("metric") or params.get("metric") or "precision"),
+                  "gs_factor": float(params.get("gs_factor", DEFAULT_GS_FACTOR)),
+                  "aggregate": params.get("aggregate"),
+                  "weights": {str(c): float(w)
+                              for c, w in dict(params.get("attribute_weights") or {}).items()},
+                  "practical_monotonicity": bool(params.get("practical_monotonicity", False))}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnonlabError(
             f"'{report_in}' is not a generalize report (missing {exc}): give the JSON report "
@@ -589,11 +862,13 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
                 f"'{found}': put the hierarchy files where the report says")
         hierarchies[column] = found
     digests = {c: (inputs.get(f"hierarchy:{c}") or {}).get("sha256") for c in stored}
+    k_models = [int(c["k"]) for c in criteria if c["model"] == "k-anonymity"]
     return FoundTransformation(
-        transformation=transformation, hierarchies=hierarchies, sha256=digests, k=k,
+        transformation=transformation, hierarchies=hierarchies, sha256=digests,
+        k=k_models[0] if k_models else None,
         suppression=suppression, identifying=list(params.get("identifying") or []),
         sensitive=list(params.get("sensitive") or []),
-        roles=_found_roles(old, params, report_in),
+        roles=_found_roles(old, params, report_in), criteria=criteria, metric=metric,
     )
 
 
@@ -639,15 +914,16 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     """Apply the transformation of an earlier generalize report to another table.
 
     The columns keep the roles the report gave them (:func:`apply_roles`).
-    k-anonymity with the report's suppression limit is re-checked on the new
-    table (refused when more records would need suppressing); the release is
-    verified like a generalize release, its risk measured and judged as in
-    :func:`run_generalize`, and release, report and HTML page are written
-    together. ``progress`` is accepted for a uniform signature: no step of
-    ``apply`` is long enough to report.
+    Every privacy model of the report, with its suppression limit, is
+    re-checked on the new table (refused when it does not hold: more records
+    would need suppressing, or a population class fails delta-presence); the
+    release is verified like a generalize release, its risk measured and
+    judged as in :func:`run_generalize`, and release, report and HTML page
+    are written together. ``progress`` is accepted for a uniform signature:
+    no step of ``apply`` is long enough to report.
     """
     from anonlab.dataset import Role
-    from anonlab.generalize import apply_transformation
+    from anonlab.generalize import apply_levels, resolve_criteria
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import check_risk_columns, release_risk_report
 
@@ -657,8 +933,10 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     outputs = Outputs({"output": output_target(settings.output, settings.output_table),
                        "report": settings.report, "html": settings.html},
                       inputs=[settings.input, report_in, *found.hierarchies.values(),
-                              *settings.sensitive_hierarchies.values()],
+                              *settings.sensitive_hierarchies.values(),
+                              *_criteria_files(found.criteria).values()],
                       input_tables=input_tables(settings.input, settings.table))
+    read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
         hierarchies = _load_unchanged(found)
         frame = read_input(settings)
@@ -666,23 +944,31 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
         check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
                            named[Role.SENSITIVE], settings)
-        release, suppressed = apply_transformation(
-            frame, hierarchies, found.transformation, found.k, found.suppression,
+        criteria = resolve_criteria(found.criteria)
+        options = dict(found.metric)
+        applied = apply_levels(
+            frame, hierarchies, found.transformation, criteria, found.suppression,
             identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
-            insensitive=named[Role.INSENSITIVE],
+            insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
+            read_options=read_options, **options,
         )
-        limit = max_suppressed(found.suppression, int(frame.shape[0]))
+        release, original = applied.release, applied.dataset.frame
+        model = ModelCheck(found.criteria, max_suppressed(found.suppression, len(original)),
+                           _population_table(criteria, frame, read_options))
 
         def check(written: pd.DataFrame) -> None:
-            _verify(frame, written, hierarchies, found.transformation,
-                    named[Role.IDENTIFYING], found.k, limit)
+            _verify(original, written, hierarchies, found.transformation,
+                    named[Role.IDENTIFYING], model)
 
         verified = settings.verify
         as_written = stage_release(outputs, release, check if settings.verify else None)
         risk = release_risk_report(as_written, named[Role.SENSITIVE], settings)
-        report = apply_report(settings, found, suppressed, int(release.shape[0]), verified)
+        report = apply_report(settings, found, applied.suppressed_records,
+                              int(release.shape[0]), verified)
+        report["criteria"] = _stored_criteria(applied.criteria, _report_path(settings.report),
+                                              nested=True)
         report.update(roles_report(roles, settings.other, by_other))
-        report["distinct_values"] = distinct_values(frame, release, found.transformation)
+        report["distinct_values"] = distinct_values(original, release, found.transformation)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
@@ -710,11 +996,15 @@ def apply_report(
     params.update(dumped)
     params.update({"k": found.k, "suppression": found.suppression,
                    "qi": {c: _store(str(p), where) for c, p in found.hierarchies.items()},
-                   "identifying": found.identifying, "sensitive": found.sensitive})
+                   "identifying": found.identifying, "sensitive": found.sensitive,
+                   "criteria": _stored_criteria(found.criteria, where, nested=False),
+                   **{k: v for k, v in found.metric.items() if k != "weights"},
+                   "attribute_weights": found.metric.get("weights", {})})
     inputs: dict[str, PathLike | None] = {
         "data": _file_or_none(settings.input), "from_report": settings.report_in,
         **{f"hierarchy:{c}": p for c, p in found.hierarchies.items()},
-        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
+        **_criteria_files(found.criteria)}
     report = report_header("apply", risk_last(params), inputs)
     report["paths"] = paths_convention(where)
     report.update({"transformation": found.transformation, "k": found.k,

@@ -17,7 +17,8 @@ of them or none:
   each k, the lowest score, and the R-U map (DR against IL for each k, and
   the prosecutor risk against IL) as a PNG.
 
-Every column has a role (:func:`masked_roles`): the masked columns
+Every column has a role (:func:`masked_table`, the run's
+:class:`~anonlab.table.MicrodataTable`, built once): the masked columns
 (numeric, nominal, ordinal) are the quasi-identifiers; every other column is
 ``identifying`` (dropped from the release), ``sensitive`` or ``insensitive``
 (released as it is), or ``other="insensitive"`` releases the rest as it is.
@@ -60,7 +61,7 @@ from anonlab.settings import Settings, split_names
 if TYPE_CHECKING:
     import pandas as pd
 
-    from anonlab.dataset import Role
+    from anonlab.table import MicrodataTable
 
 Variant = Literal["exact", "scalable"]
 
@@ -187,7 +188,7 @@ def run_microaggregate(
 ) -> RunResult:
     """Microaggregate ``settings.input`` by MDAV; write release, report and HTML, or nothing.
 
-    Every column needs a role (:func:`masked_roles`); identifying columns are
+    Every column needs a role (:func:`masked_table`); identifying columns are
     dropped. The release is verified, then its risk measured as written
     (:func:`anonlab.risk.release.release_risk_report`: a
     :class:`~anonlab.errors.ReleaseRiskWarning` per risk, or with
@@ -205,21 +206,19 @@ def run_microaggregate(
                   "html": s.html},
                  inputs=[s.input, *s.sensitive_hierarchies.values()],
                  input_tables=input_tables(s.input, s.table)) as outputs:
-        frame = _read(s.input, s)
-        numeric, roles, by_other = masked_roles(frame, s)
-        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
-        check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s)
-        result = microaggregate(frame, numeric or None, s.k, nominal=s.nominal,
-                                ordinal=s.ordinal, orders=s.orders, variant=s.variant,
-                                block_size=s.block_size, workers=s.workers, progress=progress)
+        table = masked_table(_read(s.input, s), s)
+        dropped = table.columns_with(Role.IDENTIFYING)
+        check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
+        result = microaggregate(table, k=s.k, variant=s.variant, block_size=s.block_size,
+                                workers=s.workers, progress=progress)
         release = result.masked.drop(columns=dropped)
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
         report.update(result.summary())
         released = stage_release(outputs, release)
         if s.verify:
-            _verify(frame.drop(columns=dropped), released, report)
+            _verify(table.frame.drop(columns=dropped), released, report)
         report["verified"] = s.verify
-        report.update(roles_report(roles, s.other, by_other))
+        report.update(roles_report(table.roles, s.other, table.by_other))
         report.update(release_risk_report(released, s.sensitive, s))
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
@@ -274,10 +273,9 @@ def run_tradeoff(
     k_values = parse_k_range(s.k)  # a bad k is refused before anything is read
     with Outputs({"report": s.report, "html": s.html, "plot": s.plot},
                  inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
-        frame = _read(s.input, s)
-        numeric, roles, by_other = masked_roles(frame, s)
-        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
-        check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s)
+        table = masked_table(_read(s.input, s), s)
+        dropped = table.columns_with(Role.IDENTIFYING)
+        check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
         knowledge: list[str] = []
 
         def risk(masked: pd.DataFrame) -> dict[str, Any]:
@@ -285,12 +283,11 @@ def run_tradeoff(
             knowledge[:] = [rule]
             return section
 
-        result = sweep(frame, k_values, numeric or None, nominal=s.nominal, ordinal=s.ordinal,
-                       orders=s.orders, variant=s.variant, block_size=s.block_size,
+        result = sweep(table, k_values, variant=s.variant, block_size=s.block_size,
                        progress=progress, risk=risk, **s.measure_arguments())
         report = _header("tradeoff", s, _inputs(s), outputs.path("report"))
         report.update(result)
-        report.update(roles_report(roles, s.other, by_other))
+        report.update(roles_report(table.roles, s.other, table.by_other))
         report["attacker_knowledge"] = knowledge[0] if knowledge else None
         report["runtime_seconds"] = time.perf_counter() - started
         stage_plot(outputs, report)
@@ -304,14 +301,10 @@ def run_tradeoff(
 # ---------------------------------------------------------------------------
 
 
-#: how the microaggregation family names the parameters that give roles
-ROLE_PARAMETERS = ("columns", "nominal", "ordinal", "identifying", "sensitive", "insensitive")
-
-
-def masked_roles(
+def masked_table(
     frame: pd.DataFrame, settings: MicroaggregateSettings | TradeoffSettings
-) -> tuple[list[str], dict[str, Role], list[str]]:
-    """The numeric masked columns, every column's role, and the columns insensitive by ``other``.
+) -> MicrodataTable:
+    """The table model of a run: every column's role, the masked columns encoded.
 
     The masked columns (numeric, nominal, ordinal) are the quasi-identifiers.
     ``columns="all-numeric"`` picks the numeric columns that no other
@@ -319,24 +312,13 @@ def masked_roles(
     masked but dropped). Every other column needs a role
     (:func:`anonlab.dataset.assign_roles`).
     """
-    from anonlab.dataset import assign_roles, without_role
-    from anonlab.encoding import select_columns
+    from anonlab.table import ROLE_PARAMETERS, MicrodataTable
 
     s = settings
-    categorical = [*s.nominal, *s.ordinal]
-    others = [*s.identifying, *s.sensitive, *s.insensitive]
-    if s.columns is None and categorical:
-        numeric: list[str] = []
-    else:
-        numeric = select_columns(frame, s.columns, exclude=[*categorical, *others])
-    if not numeric and not categorical:
-        raise AnonlabError("no column to microaggregate: name numeric columns in columns or "
-                           "categorical ones in nominal or ordinal", parameter="columns")
-    roles = assign_roles(frame.columns, qi=[*numeric, *categorical], identifying=s.identifying,
-                         sensitive=s.sensitive, insensitive=s.insensitive, other=s.other,
-                         role_parameters=ROLE_PARAMETERS)
-    by_other = without_role(frame.columns, numeric, categorical, others)
-    return numeric, roles, by_other
+    return MicrodataTable.from_frame(
+        frame, s.columns, nominal=s.nominal, ordinal=s.ordinal, orders=s.orders,
+        identifying=s.identifying, sensitive=s.sensitive, insensitive=s.insensitive,
+        other=s.other, role_parameters=ROLE_PARAMETERS)
 
 
 def _inputs(settings: MicroaggregateSettings | TradeoffSettings) -> dict[str, str]:

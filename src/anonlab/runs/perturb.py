@@ -2,7 +2,7 @@
 
 Each run reads its table(s) through the one reader
 (:func:`anonlab.io.read_table`, every value as text; the chosen columns are
-converted to doubles by :func:`anonlab.perturbation.table.numeric_columns`),
+converted to doubles by the table model, :class:`anonlab.table.MicrodataTable`),
 applies the method and writes every output through one
 :class:`anonlab.outputs.Outputs`, so that it writes all of them or none:
 
@@ -16,7 +16,7 @@ applies the method and writes every output through one
   restored table (checked the same way);
 - :func:`run_attack`: the attack table of a release against its original.
 
-Every column has a role (:func:`perturbed_roles`): the perturbed columns are
+Every column has a role (:func:`perturbed_table`): the perturbed columns are
 the quasi-identifiers; every other one is ``identifying`` (dropped from the
 release), ``sensitive`` or ``insensitive`` (released as it is), or
 ``other="insensitive"`` releases the rest as it is (the report lists them).
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from anonlab.dataset import Role
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.library import MatrixLibrary
+    from anonlab.table import MicrodataTable
 
 Method = Literal["obt", "rbt", "rotation", "gdp"]
 #: the files a perturb run writes for its own input (the OBT library is shared)
@@ -318,7 +319,7 @@ def _check_perturb(s: PerturbSettings) -> None:
 def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Perturb ``settings.input``; write release, key, library, report and HTML, or nothing.
 
-    Every column needs a role (:func:`perturbed_roles`); identifying columns
+    Every column needs a role (:func:`perturbed_table`); identifying columns
     are dropped. ``progress`` hears ``("perturbing blocks", done, total)`` and
     ``("attacks", done, total)``. The report holds the privacy figures,
     attacks and clustering agreement when a report or page is written, or
@@ -340,7 +341,6 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
 
     from anonlab.dataset import roles_report
     from anonlab.perturbation.library import fresh_seed
-    from anonlab.perturbation.table import numeric_columns
     from anonlab.perturbation.transforms import perturb_array
     from anonlab.risk.release import check_risk_columns
 
@@ -354,12 +354,12 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
               *s.sensitive_hierarchies.values()]
     with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
-        frame = _read(s.input, s)
-        names, roles, by_other = perturbed_roles(frame, s)
-        frame, dropped = _without_identifying(frame, roles)
+        table = perturbed_table(_read(s.input, s), s)
+        roles, by_other, data = table.roles, table.by_other, table.numeric
+        frame, dropped = _without_identifying(table.frame, roles)
+        del table  # the frame with its identifying columns is not needed again
         check_risk_columns([str(c) for c in frame.columns], s.sensitive, s)
         library = _library(s, seed, library_exists)
-        data = numeric_columns(frame, names)
         z, released, key = perturb_array(
             data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
             noise=s.noise, library=library, overwrite=True, progress=progress)
@@ -479,28 +479,28 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 ROLE_PARAMETERS = ("columns", "identifying", "sensitive", "insensitive")
 
 
-def perturbed_roles(
-    frame: pd.DataFrame, settings: PerturbSettings | AttackSettings
-) -> tuple[list[str], dict[str, Role], list[str]]:
-    """The perturbed columns, every column's role, and the columns insensitive by ``other``.
+def perturbed_table(frame: pd.DataFrame, settings: PerturbSettings | AttackSettings
+                    ) -> MicrodataTable:
+    """The table model of a run: every column's role, the perturbed columns as numbers.
 
     The perturbed columns (``columns``; when ``None``, every column that no
-    other role parameter names) are the quasi-identifiers. Every other column
+    other role parameter names) are the quasi-identifiers, read by the
+    ``"exact"`` number rule (:mod:`anonlab.textnumbers`). Every other column
     needs a role (:func:`anonlab.dataset.assign_roles`): one
     :class:`~anonlab.dataset.RoleError` names all that have none.
     """
-    from anonlab.dataset import assign_roles, without_role
     from anonlab.perturbation.table import check_names
+    from anonlab.table import MicrodataTable
 
     s = settings
     table = [str(c) for c in frame.columns]
     others = [*s.identifying, *s.sensitive, *s.insensitive]
     names = list(s.columns) if s.columns is not None else [c for c in table if c not in others]
     check_names(names, table)
-    roles = assign_roles(table, qi=names, identifying=s.identifying, sensitive=s.sensitive,
-                         insensitive=s.insensitive, other=s.other,
-                         role_parameters=ROLE_PARAMETERS)
-    return names, roles, without_role(table, names, others)
+    return MicrodataTable.from_frame(
+        frame, names, identifying=s.identifying, sensitive=s.sensitive,
+        insensitive=s.insensitive, other=s.other, role_parameters=ROLE_PARAMETERS,
+        numbers="exact")
 
 
 def _without_identifying(frame: pd.DataFrame, roles: Mapping[str, Role]
@@ -771,9 +771,8 @@ def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any, dict[str,
     from anonlab.dataset import roles_report
     from anonlab.perturbation.table import numeric_columns
 
-    frame = _read(s.original, s)
-    chosen, roles, by_other = perturbed_roles(frame, s)
-    orig = numeric_columns(frame, chosen)
+    table = perturbed_table(_read(s.original, s), s)
+    roles, by_other, orig = table.roles, table.by_other, table.numeric
     rel_frame = _read(s.released, s)
     missing = [c for c in orig.names if c not in {str(n) for n in rel_frame.columns}]
     if missing:

@@ -19,11 +19,26 @@ See ``docs/verify.md``.
 
 from __future__ import annotations
 
-from anonlab.verify.fusion import check_fusion
-from anonlab.verify.generalization import check_generalization, check_k_anonymity
-from anonlab.verify.microaggregation import check_microaggregation
-from anonlab.verify.perturbation import check_perturbation
-from anonlab.verify.report import VerifyResult, verify_report
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as they are, for type checkers
+    from anonlab.verify.fusion import check_fusion
+    from anonlab.verify.generalization import check_generalization, check_k_anonymity
+    from anonlab.verify.microaggregation import check_microaggregation
+    from anonlab.verify.perturbation import check_perturbation
+    from anonlab.verify.report import VerifyResult, verify_report
+
+# imported on first use: a run loads its own family's checker only
+_EXPORTS = {
+    "VerifyResult": "anonlab.verify.report",
+    "check_fusion": "anonlab.verify.fusion",
+    "check_generalization": "anonlab.verify.generalization",
+    "check_k_anonymity": "anonlab.verify.generalization",
+    "check_microaggregation": "anonlab.verify.microaggregation",
+    "check_perturbation": "anonlab.verify.perturbation",
+    "verify_report": "anonlab.verify.report",
+}
 
 __all__ = [
     "VerifyResult",
@@ -34,3 +49,14 @@ __all__ = [
     "check_perturbation",
     "verify_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'anonlab.verify' has no attribute '{name}'")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -3,7 +3,10 @@
 It uses only pandas on the released strings and the hierarchy files, never the
 engine's encodings or frequency sets, so a bug in the search cannot hide
 itself: it re-derives every released value from the original and the stated
-levels, and re-counts the equivalence classes of the release.
+levels, and re-counts the equivalence classes of the release. The privacy
+models beyond k-anonymity (l-diversity, t-closeness, beta-likeness,
+delta-disclosure, delta-presence, k-map, the risk thresholds) are checked by
+:func:`anonlab.verify.criteria.check_criteria`, re-exported here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
+from anonlab.verify.criteria import check_criteria
+
+__all__ = ["check_criteria", "check_generalization", "check_k_anonymity", "expected_stars",
+           "smallest_class"]
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -137,6 +144,20 @@ def check_generalization(
     if max_suppressed is not None and suppressed > max_suppressed:
         problems.append(f"{suppressed} records are suppressed but the limit is {max_suppressed}")
     return problems
+
+
+def expected_stars(
+    original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], levels: Mapping[str, int]
+) -> BoolArray:
+    """Rows the stated levels themselves make ``'*'`` in every quasi-identifier.
+
+    Such rows form one class of the release (the fully generalized one);
+    every other all-``'*'`` row of a release is a suppressed record.
+    """
+    stars = np.ones(len(original), dtype=bool)
+    for col, level in levels.items():
+        stars &= _expected_labels(original[col], hierarchies[col], col, level) == SUPPRESSED
+    return stars
 
 
 def _other_column_findings(original: pd.DataFrame, release: pd.DataFrame, qis: list[str],

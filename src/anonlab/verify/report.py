@@ -230,11 +230,55 @@ def _parsed(ctx: _Context, read: Callable[[], T]) -> T:
 # --------------------------------------------------------------------------- families
 
 
+def _report_criteria(ctx: _Context, base: Path | None) -> list[dict[str, Any]]:
+    """The privacy models a generalize or apply report lists, file parameters found from here.
+
+    A report of an earlier version has k-anonymity only (its ``k``).
+    """
+    entries = ctx.report.get("criteria")
+    if not isinstance(entries, list):
+        return [{"model": "k-anonymity", "k": int(ctx.value("k"))}]
+    specs = []
+    for entry in entries:
+        spec = {"model": str(entry["model"]), **dict(entry["parameters"])}
+        for key in ("hierarchy", "subset", "population"):
+            if isinstance(spec.get(key), str):
+                spec[key] = str(ctx.stored(spec[key], f"{key} of model '{spec['model']}'",
+                                           base))
+        specs.append(spec)
+    return specs
+
+
+def _model_tables(
+    specs: list[dict[str, Any]], original: pd.DataFrame, delimiter: Any
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The released records' original rows and the population the presence models compare
+    with: with delta-presence the input is the population and the research subset what was
+    released; with k-map on a population table, that table."""
+    from anonlab.verify.criteria import research_rows
+
+    sep = delimiter if isinstance(delimiter, str) and delimiter else None
+    for spec in specs:
+        if spec["model"] == "delta-presence":
+            rows = research_rows(original, read_table(spec["subset"], delimiter=sep))
+            if rows is None:
+                raise AnonlabError(f"the research subset '{spec['subset']}' is not a subset of "
+                                   "the input: give the input and subset the release was "
+                                   "made from", parameter="input")
+            return original.iloc[rows].reset_index(drop=True), original
+    for spec in specs:
+        if spec["model"] == "k-map" and spec.get("population"):
+            return original, read_table(spec["population"], delimiter=sep)
+    return original, None
+
+
 def _generalization(ctx: _Context) -> VerifyResult:
     from anonlab.hierarchy import Hierarchy
+    from anonlab.verify.criteria import check_criteria
     from anonlab.verify.generalization import (
         check_generalization,
         check_k_anonymity,
+        expected_stars,
         smallest_class,
     )
 
@@ -250,10 +294,10 @@ def _generalization(ctx: _Context) -> VerifyResult:
                                "made from: give the JSON report written by 'anonlab generalize'")
         source, inputs = earlier["parameters"], earlier.get("inputs") or {}
         base = first.resolve().parent
-    qi_paths, levels, k, suppression = _parsed(ctx, lambda: (
+    qi_paths, levels, specs, suppression = _parsed(ctx, lambda: (
         {str(c): str(p) for c, p in dict(ctx.value("qi", where=source)).items()},
         {str(c): int(v) for c, v in dict(ctx.value("transformation")).items()},
-        int(ctx.value("k")),
+        _report_criteria(ctx, None),
         float(next((v for v in (ctx.params.get("suppression"),
                                 ctx.report.get("suppression_limit")) if v is not None), 0.0)),
     ))
@@ -263,20 +307,31 @@ def _generalization(ctx: _Context) -> VerifyResult:
         found = ctx.stored(stored, f"hierarchy of '{col}'", base)
         _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
         hierarchies[col] = Hierarchy.from_csv(found)
-    original, (release_path, release) = ctx.read_input(), ctx.read_release()
+    table, (release_path, release) = ctx.read_input(), ctx.read_release()
+    original, population = _model_tables(specs, table, ctx.params.get("delimiter"))
     limit = math.floor(suppression * len(original) + 1e-9)
     qis = list(levels)
-    findings = check_k_anonymity(release, qis, k, limit)
-    if findings and "fewer than" in findings[0]:
-        findings[0] += f"; the smallest: {smallest_class(release, qis)}"
+    findings: list[str] = []
+    for spec in specs:
+        if spec["model"] == "k-anonymity":
+            findings += check_k_anonymity(release, qis, int(spec["k"]), limit)
+            if findings and "fewer than" in findings[0]:
+                findings[0] += f"; the smallest: {smallest_class(release, qis)}"
     findings += check_generalization(original, release, hierarchies, levels, identifying,
                                      max_suppressed=limit)
+    if not findings:  # the models are judged on a release of the right shape
+        findings += check_criteria(original, release, specs, qis, limit,
+                                   expected_star=expected_stars(original, hierarchies, levels),
+                                   population=population, hierarchies=hierarchies,
+                                   levels=levels)
     findings = list(dict.fromkeys(findings))  # both checks name a missing quasi-identifier
     summary = ""
     if not findings:
         stars = int((release[qis].astype(str) == "*").all(axis=1).sum())
+        models = ", ".join(s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "")
+                           for s in specs)
         summary = (f"{ctx.report['command']} release '{release_path}' holds: {len(release)} "
-                   f"records, every class of the {len(qis)} QIs has >= {k} records, {stars} "
+                   f"records, every class of the {len(qis)} QIs meets {models}, {stars} "
                    f"suppressed (limit {limit}); every QI value is its hierarchy label at the "
                    "levels " + ", ".join(f"{c}={v}" for c, v in levels.items()))
     return VerifyResult(ctx.report["command"], str(release_path), tuple(findings), summary)

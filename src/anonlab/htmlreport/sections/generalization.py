@@ -32,14 +32,26 @@ from anonlab.htmlreport.blocks import (
 from anonlab.htmlreport.sections.context import Built, RenderContext
 
 LOSS_MEANING = {
+    "loss": "ARX's loss: per attribute the share of the domain each released value covers "
+            "(a suppressed record weighted by the gs factor), aggregated over the attributes",
     "precision": "mean share of each value's hierarchy climbed (0 = original values, "
                  "1 = all fully generalized); Sweeney 2002",
     "precision_with_suppression": "precision with each suppressed record counted as fully "
                                   "generalized (ARX's precision)",
-    "discernibility": "sum of squared class sizes, plus n for each suppressed record; "
-                      "Bayardo and Agrawal 2005",
+    "height": "sum of the levels of the transformation (ARX's height)",
+    "discernibility": "sum over all classes of the squared class size, suppressed or not "
+                      "(ARX's monotone discernibility); Bayardo and Agrawal 2005",
+    "discernibility_with_suppression": "sum of squared class sizes, plus n for each "
+                                       "suppressed record (ARX's discernibility)",
     "aecs": "average equivalence class size, n / classes (suppressed records as one class)",
-    "entropy": "non-uniform entropy in bits lost by generalization; Gionis and Tassa 2009",
+    "entropy": "non-uniform entropy in bits lost by generalization (ARX's monotone variant); "
+               "Gionis and Tassa 2009",
+    "entropy_with_suppression": "non-uniform entropy with suppressed records fully "
+                                "generalized (ARX's non-monotone variant)",
+    "normalized_entropy": "non-uniform entropy per attribute, normalized to [0, 1] (ARX)",
+    "ambiguity": "average number of original combinations a released record may stand for "
+                 "(ARX's ambiguity)",
+    "kl_divergence": "Kullback-Leibler divergence of the release from the original (ARX)",
 }
 MAX_EXAMPLES = 4
 
@@ -208,7 +220,7 @@ def class_size_blocks(ctx: RenderContext) -> list[Block]:
 
 
 def loss_block(ctx: RenderContext) -> list[Block]:
-    """Every information loss figure, the optimized one marked."""
+    """Every information loss figure, the optimized one marked; per-attribute values after."""
     losses = ctx.report.get("information_loss")
     if not isinstance(losses, Mapping) or not losses:
         return []
@@ -218,17 +230,60 @@ def loss_block(ctx: RenderContext) -> list[Block]:
              else Cell(show(value)),
              Cell(LOSS_MEANING.get(str(name), ""))]
             for name, value in losses.items()]
-    return [Table(["measure", "value", "meaning (lower is better)"], rows,
-                  caption="Information loss of the release")]
+    blocks: list[Block] = [Table(["measure", "value", "meaning (lower is better)"], rows,
+                                 caption="Information loss of the release")]
+    vectors = ctx.report.get("information_loss_per_attribute")
+    if isinstance(vectors, Mapping) and vectors:
+        columns = list(dict.fromkeys(c for v in vectors.values() if isinstance(v, Mapping)
+                                     for c in v))
+        per_rows = [[Cell(str(name)),
+                     *(num(values.get(c), f"information_loss_per_attribute.{name}.{c}")
+                       if "." not in str(c) else num(values.get(c)) for c in columns)]
+                    for name, values in vectors.items() if isinstance(values, Mapping)]
+        blocks.append(Table(["measure", *map(str, columns)], per_rows,
+                            caption="Information loss per quasi-identifier, where the "
+                            "measure has one value per attribute"))
+    return blocks
+
+
+def criteria_block(ctx: RenderContext) -> list[Block]:
+    """The privacy models, their parameters, whether each holds and what the release reaches."""
+    entries = ctx.report.get("criteria")
+    if not isinstance(entries, list) or not entries:
+        return []
+    rows = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        params = dict(entry.get("parameters") or {})
+        attribute = params.pop("attribute", None)
+        satisfied = entry.get("satisfied")
+        rows.append([Cell(str(entry.get("model", "?"))), Cell(show(attribute)),
+                     Cell(show(params)),
+                     Cell("yes" if satisfied is True else "NO" if satisfied is False else "—"),
+                     Cell(show(entry.get("achieved")))])
+    blocks: list[Block] = [Table(["model", "attribute", "parameters", "holds",
+                                  "the release reaches"], rows,
+                                 caption="Privacy models, all of which the release must meet "
+                                 "(docs/privacy_models.md defines each)")]
+    if any(isinstance(e, Mapping) and e.get("satisfied") is False for e in entries):
+        blocks.append(Note("A model that does not hold means the release must not be "
+                           "published as it is."))
+    return blocks
 
 
 def lattice_blocks(ctx: RenderContext) -> list[Block]:
     """The lattice search: key figures, the per-level table and its picture."""
     r = ctx.report
     kv: list[tuple[str, Cell]] = []
-    for key, label in (("search", "search strategy"), ("metric", "optimized metric")):
+    for key, label in (("search", "search strategy"), ("metric", "optimized metric"),
+                       ("aggregate", "aggregate function (empty: the metric's default)"),
+                       ("attribute_weights", "attribute weights (default 1 each)"),
+                       ("practical_monotonicity", "practical monotonicity")):
         if key in r:
             kv.append((label, Cell(show(r[key]))))
+    if isinstance(r.get("gs_factor"), int | float):
+        kv.append(("generalization/suppression factor", num(r["gs_factor"], "gs_factor")))
     for key, label in (("lattice_size", "nodes in the lattice"),
                        ("nodes_checked", "nodes checked on the data"),
                        ("k_minimal_nodes", "k-minimal nodes"),
@@ -291,8 +346,11 @@ def generalize_sections(ctx: RenderContext) -> Built:
     sections = [
         Section("Generalization", "generalization",
                 [overview_block(ctx), *transformation_block(ctx)]),
-        Section("Equivalence classes", "classes", class_size_blocks(ctx)),
     ]
+    models = criteria_block(ctx)
+    if models:
+        sections.append(Section("Privacy models", "criteria", models))
+    sections.append(Section("Equivalence classes", "classes", class_size_blocks(ctx)))
     loss = loss_block(ctx)
     if loss:
         sections.append(Section("Information loss", "loss", loss))
@@ -303,16 +361,22 @@ def generalize_sections(ctx: RenderContext) -> Built:
             "verified", "transformation", "class_sizes", "information_loss", "search",
             "metric", "lattice_size", "nodes_checked", "k_minimal_nodes", "optimum_loss",
             "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed",
-            "distinct_values"}
+            "distinct_values", "criteria", "information_loss_per_attribute",
+            "information_loss_arx", "gs_factor", "aggregate", "attribute_weights",
+            "practical_monotonicity"}
     return Built(sections, used)
 
 
 def apply_sections(ctx: RenderContext) -> Built:
     """Sections of an ``apply`` report (a found transformation applied to a new table)."""
     blocks: list[Block] = [overview_block(ctx), *transformation_block(ctx)]
-    return Built([Section("Transformation applied", "generalization", blocks)],
+    sections = [Section("Transformation applied", "generalization", blocks)]
+    models = criteria_block(ctx)
+    if models:
+        sections.append(Section("Privacy models", "criteria", models))
+    return Built(sections,
                  {"transformation", "records", "suppressed_records", "k", "verified",
-                  "runtime_seconds", "suppression_limit", "distinct_values"})
+                  "runtime_seconds", "suppression_limit", "distinct_values", "criteria"})
 
 
 def class_size_plot(report: Mapping[str, Any]) -> Any:

@@ -1,0 +1,391 @@
+"""The two large passes at 10M (and 100M) rows, on the NumPy and Dask engines.
+
+The table. A synthetic table with Adult's nine columns (8 quasi-identifiers
+and ``salary-class``) in which every column is drawn independently: for
+each column and each row, a row of Adult (``data/adult/adult.csv``, 30,162
+rows) is drawn uniformly at random and its value of that column taken, as
+``benchmarks/lattice.py`` makes its 1M-row table. Each column keeps Adult's
+marginal distribution, but the columns are independent, so the number of
+distinct quasi-identifier combinations keeps growing with the rows (rare
+values meet ever more partners; the product of the domains is ~6e8): the
+script prints the counts it finds. Part ``i`` (``part_rows`` rows, default
+1M) is drawn with ``numpy.random.default_rng([seed, i])``, so any part can be
+remade alone; parts are written as Parquet (text columns, dictionary pages,
+row groups of 1M rows) into one folder.
+
+The measurements, each in a fresh child process:
+
+* ``limit``: the physical limit, plain pyarrow in one process: read the nine
+  columns of every part (dictionary pages, as the engines read them), once
+  alone (``read_*``: the floor under any pass) and once counting each
+  distinct combination with Arrow's hash group-by, the parts' counts summed
+  by a second group-by;
+* ``frequency``: the base frequency set (8 quasi-identifiers, per-tuple
+  histograms of ``salary-class``) on each engine;
+* ``release``: the release-writing pass on each engine: a fixed
+  generalization (``RELEASE_LEVELS``) with the classes of fewer than 5 rows
+  suppressed (found from the frequency set of the ``frequency`` step, not
+  timed), written as partitioned Parquet.
+
+Dask runs a ``LocalCluster`` of ``--workers`` processes (default 2) with
+``--memory-limit`` each (default 4 GB), one thread each; its wall time
+excludes starting the cluster (reported apart). CPU time is the child's own
+(user + system) plus, on Dask, the workers' CPU during the pass. Peak memory
+is the child's peak resident set (``ru_maxrss``) and, on Dask, each worker's
+(``VmHWM``). Throughput is rows / wall second. The two engines' frequency
+sets are compared array by array, and their releases part by part (content
+hash of each part's rows). The machine's 1-minute load average before and
+after each step is recorded: on a shared machine wall times follow it, CPU
+times much less.
+
+    python benchmarks/scale.py                 # 10M rows
+    python benchmarks/scale.py --rows 100M     # 100M rows (~1 GB of Parquet)
+    python benchmarks/scale.py --rows 10M --rows 100M
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+ADULT = REPO / "data" / "adult"
+RESULTS = REPO / "benchmarks" / "results"
+OUT = RESULTS / "scale.json"
+QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
+       "occupation"]
+SENSITIVE = "salary-class"
+COLUMNS = [*QIS, SENSITIVE]
+#: the node the release pass applies (age in 10-year bands, education in 3 groups, ...)
+RELEASE_LEVELS = {"sex": 0, "age": 2, "race": 1, "marital-status": 1, "education": 2,
+                  "native-country": 1, "workclass": 1, "occupation": 1}
+K = 5
+
+
+def parse_rows(text: str) -> int:
+    """``10M`` -> 10_000_000, ``250k`` -> 250_000."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9}.get(text[-1].lower(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+# ---------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------
+
+
+def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, Any]:
+    """Write the synthetic table (see the module text); reuse it when already complete."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    manifest = folder / "_manifest.json"
+    wanted = {"rows": rows, "part_rows": part_rows, "seed": seed, "columns": COLUMNS}
+    if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
+        return dict(json.loads(manifest.read_text()))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    adult = pacsv.read_csv(ADULT / "adult.csv", parse_options=pacsv.ParseOptions(delimiter=";"),
+                           convert_options=pacsv.ConvertOptions(
+                               column_types={c: pa.string() for c in COLUMNS}))
+    encoded = {c: adult.column(c).combine_chunks().dictionary_encode() for c in COLUMNS}
+    started = time.perf_counter()
+    parts = -(-rows // part_rows)
+    for i in range(parts):
+        n = min(part_rows, rows - i * part_rows)
+        rng = np.random.default_rng([seed, i])
+        arrays = []
+        for c in COLUMNS:
+            pick = rng.integers(0, adult.num_rows, n)
+            codes = np.asarray(encoded[c].indices)[pick].astype(np.int32)
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes),
+                                                         encoded[c].dictionary))
+        table = pa.Table.from_arrays(arrays, names=COLUMNS)
+        table = table.cast(pa.schema([(c, pa.string()) for c in COLUMNS]))
+        pq.write_table(table, folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
+    info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
+            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
+    manifest.write_text(json.dumps(info))
+    return info
+
+
+# ---------------------------------------------------------------------------
+# One measurement (in a child process)
+# ---------------------------------------------------------------------------
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _worker_stats() -> dict[str, float]:
+    """A worker's CPU seconds so far and peak resident memory (MiB)."""
+    peak = 0.0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    return {"cpu": _cpu(), "peak_mib": peak}
+
+
+def _open(engine_name: str, workers: int, memory_limit: str) -> Any:
+    from anonlab.engine import open_engine
+
+    if engine_name == "numpy":
+        return open_engine("numpy")
+    return open_engine("dask", workers=workers, memory_limit=memory_limit)
+
+
+def _save_base(base: Any, path: Path) -> None:
+    s = base.sensitive[SENSITIVE]
+    np.savez(path, tuples=base.tuples, counts=base.counts, first_rows=base.first_rows,
+             classes=s.classes, values=s.values, hist=s.counts,
+             dictionaries=np.asarray(json.dumps([list(d) for d in base.dictionaries])),
+             sensitive_dictionary=np.asarray(json.dumps(list(s.dictionary))))
+
+
+def _plan(base_path: Path) -> tuple[Any, int]:
+    """The release plan: ``RELEASE_LEVELS``, classes under ``K`` rows suppressed; and the
+    number of rows suppressed."""
+    from anonlab.engine import BaseFrequencySet, ReleasePlan
+    from anonlab.engine.bridge import encoded_qis
+    from anonlab.hierarchy import Hierarchy
+
+    saved = np.load(base_path)
+    base = BaseFrequencySet(tuple(QIS), tuple(tuple(d) for d in
+                                              json.loads(str(saved["dictionaries"]))),
+                            saved["tuples"], saved["counts"], saved["first_rows"], {},
+                            int(saved["counts"].sum()))
+    hierarchies = {q: Hierarchy.from_csv(ADULT / f"hierarchy_{q}.csv") for q in QIS}
+    qis = encoded_qis(base, hierarchies)
+    levels = [RELEASE_LEVELS[q] for q in QIS]
+    classes, counts = base.classes_at([q.level_codes[lv] for q, lv in zip(qis, levels,
+                                                                          strict=True)],
+                                      [q.cardinality(lv) for q, lv in zip(qis, levels,
+                                                                         strict=True)])
+    small = counts < K
+    return ReleasePlan.from_levels(qis, levels, classes[small]), int(counts[small].sum())
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    """Run one measurement and return its figures."""
+    data = Path(args.data)
+    import pandas  # noqa: F401  -- imports are not part of any pass
+    import pyarrow.compute
+    import pyarrow.parquet  # noqa: F401
+
+    if args.step == "limit":
+        return _physical_limit(data)
+    started = time.perf_counter()
+    engine = _open(args.engine, args.workers, args.memory_limit)
+    startup = time.perf_counter() - started
+    client = getattr(engine, "client", None)
+    before = client.run(_worker_stats) if client is not None else {}
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    out: dict[str, Any] = {}
+    if args.step == "frequency":
+        base = engine.frequency_set(data, QIS, [SENSITIVE])
+        out.update(rows=base.rows, distinct_tuples=int(base.tuples.shape[0]))
+        _save_base(base, Path(args.save))
+    else:
+        plan, suppressed = _plan(Path(args.save))
+        plan_seconds = time.perf_counter() - wall0
+        summary = engine.write_release(data, plan, Path(args.output))
+        out.update(rows=summary.rows, parts=summary.parts, suppressed=summary.suppressed,
+                   expected_suppressed=suppressed, plan_seconds=plan_seconds)
+    wall = time.perf_counter() - wall0
+    cpu = _cpu() - cpu0
+    workers: list[dict[str, float]] = []
+    if client is not None:
+        after = client.run(_worker_stats)
+        for addr, stats in after.items():
+            spent = stats["cpu"] - before.get(addr, {"cpu": 0.0})["cpu"]
+            workers.append({"cpu_s": spent, "peak_mib": stats["peak_mib"]})
+            cpu += spent
+        out["memory_limit_mib"] = (engine.memory_limit or 0) / 2**20
+        out["restarted_workers"] = len(set(after) - set(before))
+    engine.close()
+    out.update(wall_s=wall, cpu_s=cpu, startup_s=startup, rows_per_s=out["rows"] / wall,
+               client_peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               workers=workers)
+    return out
+
+
+def _physical_limit(data: Path) -> dict[str, Any]:
+    """Plain pyarrow: read the nine columns of every part and count the combinations.
+
+    Each part's counts come from Arrow's hash group-by; the parts' counts are
+    summed by a second group-by whenever they hold as many rows as the sum so
+    far (so memory stays near the final counts).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([*((c, pa.string()) for c in COLUMNS), ("n", pa.int64())])
+
+    def combine(tables: list[Any]) -> Any:
+        summed = pa.concat_tables(tables).group_by(COLUMNS).aggregate([("n", "sum")])
+        return summed.rename_columns([*COLUMNS, "n"]).select([*COLUMNS, "n"])
+
+    parts = sorted(data.glob("part-*.parquet"))
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    for part in parts:  # reading alone: the floor under any pass
+        pq.read_table(part, columns=COLUMNS, read_dictionary=COLUMNS)
+    read_wall, read_cpu = time.perf_counter() - wall0, _cpu() - cpu0
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    done, pending, rows = None, [], 0
+    for part in parts:
+        table = pq.read_table(part, columns=COLUMNS, read_dictionary=COLUMNS)
+        rows += table.num_rows
+        counted = table.group_by(COLUMNS).aggregate([([], "count_all")])
+        pending.append(counted.rename_columns([*COLUMNS, "n"]).cast(schema))
+        if done is None or sum(t.num_rows for t in pending) >= done.num_rows:
+            done, pending = combine([*([done] if done is not None else []), *pending]), []
+    counts = combine([*([done] if done is not None else []), *pending])
+    tuples = counts.group_by(QIS).aggregate([]).num_rows
+    wall, cpu = time.perf_counter() - wall0, _cpu() - cpu0
+    return {"rows": rows, "distinct_tuples": tuples, "tuple_value_pairs": counts.num_rows,
+            "wall_s": wall, "cpu_s": cpu, "rows_per_s": rows / wall,
+            "read_wall_s": read_wall, "read_cpu_s": read_cpu, "read_rows_per_s": rows / read_wall,
+            "client_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+# ---------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------
+
+
+def run_child(step: str, engine: str, args: argparse.Namespace, data: Path,
+              extra: dict[str, str]) -> dict[str, Any]:
+    """One measurement in a fresh process (its peak memory is its own)."""
+    command = [sys.executable, __file__, "--child", "--step", step, "--engine", engine,
+               "--data", str(data), "--workers", str(args.workers),
+               "--memory-limit", args.memory_limit]
+    for key, value in extra.items():
+        command += [f"--{key}", value]
+    load = os.getloadavg()[0]
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{step} on {engine} failed:\n{proc.stderr[-3000:]}")
+    out = dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    out["load_average"] = [round(load, 2), round(os.getloadavg()[0], 2)]  # before, after
+    return out
+
+
+def release_hashes(folder: Path) -> list[str]:
+    """Content hash of each part's rows: per column, the text's offsets and bytes (as a
+    ``large_string`` Arrow array starting at offset 0), with the column names."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hashes = []
+    for part in sorted(folder.glob("part-*.parquet")):
+        digest = hashlib.sha256()
+        table = pq.read_table(part)
+        for name in table.column_names:
+            column = table.column(name).combine_chunks().cast(pa.large_string())
+            assert column.offset == 0 and column.null_count == 0
+            digest.update(name.encode() + b"\x00")
+            for buffer in column.buffers()[1:]:
+                digest.update(memoryview(buffer))
+        hashes.append(digest.hexdigest())
+    return hashes
+
+
+def same_base(a: Path, b: Path) -> bool:
+    """Whether two saved frequency sets hold the same arrays."""
+    x, y = np.load(a), np.load(b)
+    return all(np.array_equal(x[k], y[k]) for k in x.files)
+
+
+def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Generate the table and run every measurement at ``rows`` rows."""
+    label = f"{rows // 10**6}M" if rows >= 10**6 else str(rows)
+    root = Path(args.dir)
+    data = root / f"synthetic_{label}"
+    table = generate(data, rows, args.part_rows, args.seed)
+    print(f"{label}: table of {table['parts']} parts, {table['bytes'] / 2**20:,.0f} MiB",
+          flush=True)
+    result: dict[str, Any] = {"rows": rows, "table": table, "steps": []}
+    steps = result["steps"]
+    steps.append({"step": "limit", "engine": "pyarrow",
+                  **run_child("limit", "numpy", args, data, {})})
+    _print(label, steps[-1])
+    bases = {}
+    for engine in ("numpy", "dask"):
+        save = root / f"base_{label}_{engine}.npz"
+        steps.append({"step": "frequency", "engine": engine,
+                      **run_child("frequency", engine, args, data, {"save": str(save)})})
+        _print(label, steps[-1])
+        bases[engine] = save
+    result["same_frequency_set"] = same_base(bases["numpy"], bases["dask"])
+    hashes = {}
+    for engine in ("numpy", "dask"):
+        output = root / f"release_{label}_{engine}"
+        steps.append({"step": "release", "engine": engine,
+                      **run_child("release", engine, args, data,
+                                  {"save": str(bases["numpy"]), "output": str(output)})})
+        _print(label, steps[-1])
+        hashes[engine] = release_hashes(output)
+    result["same_release"] = hashes["numpy"] == hashes["dask"]
+    for engine in ("numpy", "dask"):
+        shutil.rmtree(root / f"release_{label}_{engine}", ignore_errors=True)
+    print(f"{label}: same frequency set {result['same_frequency_set']}, same release "
+          f"{result['same_release']}", flush=True)
+    return result
+
+
+def _print(label: str, r: dict[str, Any]) -> None:
+    workers = ", ".join(f"{w['peak_mib']:,.0f}" for w in r.get("workers", []))
+    print(f"{label:>5} {r['step']:<10} {r['engine']:<8} wall {r['wall_s']:8.1f} s  "
+          f"cpu {r['cpu_s']:8.1f} s  {r['rows_per_s'] / 1e6:6.2f} M rows/s  "
+          f"peak {r['client_peak_mib']:7,.0f} MiB" + (f"  workers [{workers}] MiB"
+                                                      if workers else ""), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", action="append", type=parse_rows,
+                        help="table size, e.g. 10M or 100M (repeatable; default 10M)")
+    parser.add_argument("--dir", default="/tmp/anonlab_scale", help="where tables go")
+    parser.add_argument("--part-rows", type=parse_rows, default=10**6)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="4GB")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--step", help=argparse.SUPPRESS)
+    parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--save", help=argparse.SUPPRESS)
+    parser.add_argument("--output", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    sizes = args.rows or [10**7]
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    runs = {str(r["rows"]): r for r in previous.get("runs", [])}
+    for rows in sizes:
+        runs[str(rows)] = measure(rows, args)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps({
+            "machine": {"cpus": os.cpu_count(), "workers": args.workers,
+                        "memory_limit": args.memory_limit},
+            "runs": sorted(runs.values(), key=lambda r: r["rows"])}, indent=1))
+    print(f"saved {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The in-process engine: pieces read one after another, in batches, codes not strings.
+
+The table is never held whole. Each piece is read in batches of
+``batch_rows`` rows; a batch's text columns are dictionary-encoded (Parquet
+text straight from its dictionary pages) and only int32 codes and the small
+dictionaries stay. The frequency set is a left fold of the pieces' partial
+sets (:func:`anonlab.engine.kernels.merge_partials`), merged lazily so that
+each distinct tuple is re-grouped a bounded number of times on average; its
+memory is the distinct tuples plus one batch. Dask is not imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from anonlab.engine import kernels
+from anonlab.engine.base import EngineBase
+from anonlab.engine.table import BATCH_ROWS, FramePiece, Piece, Table
+from anonlab.errors import AnonlabError
+from anonlab.progress import ProgressFn, report_to
+
+
+class NumpyEngine(EngineBase):
+    """Runs every pass in this process (the default engine).
+
+    ``memory_limit`` (bytes, optional) bounds a frequency-set merge as it
+    bounds a Dask worker's (:data:`anonlab.engine.kernels.MEMORY_SHARE` of it).
+    """
+
+    name = "numpy"
+
+    def __init__(self, *, batch_rows: int = BATCH_ROWS, memory_limit: int | None = None
+                 ) -> None:
+        budget = None if memory_limit is None else int(memory_limit * kernels.MEMORY_SHARE)
+        super().__init__(batch_rows=batch_rows, budget=budget)
+        self.memory_limit = memory_limit
+
+    def _pieces(self, table: Table) -> Any:
+        """The table's pieces; a Dask DataFrame's partitions computed here one by one."""
+        if table.dask_frame is None:
+            yield from table.pieces
+            return
+        for i, part in enumerate(table.dask_frame.to_delayed()):
+            yield FramePiece(i, part.compute())
+
+    def _count(self, table: Table) -> int:
+        return (len(table.pieces) if table.dask_frame is None
+                else int(table.dask_frame.npartitions))
+
+    def map_pieces(self, table: Table, kernel: Callable[..., Any], *args: Any,
+                   progress: ProgressFn | None = None, step: str = "reading pieces"
+                   ) -> list[Any]:
+        """``kernel(piece, *args)`` for each piece in turn."""
+        report = report_to(progress)
+        total = self._count(table)
+        out = []
+        for i, piece in enumerate(self._pieces(table)):
+            out.append(self._run(kernel, piece, *args))
+            report(step, i + 1, total)
+        return out
+
+    def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
+                        progress: ProgressFn | None) -> kernels.PartialFrequencySet:
+        """A lazy left fold of the pieces' partial frequency sets."""
+        report = report_to(progress)
+        total = self._count(table)
+        done: kernels.PartialFrequencySet | None = None
+        pending: list[kernels.PartialFrequencySet] = []
+        for i, piece in enumerate(self._pieces(table)):
+            pending.append(self._run(kernels.piece_partial, piece, qi, sensitive,
+                                     self.batch_rows, self.budget))
+            if done is None or sum(len(p.counts) for p in pending) >= len(done.counts):
+                done = self._merge([*([done] if done else []), *pending])
+                pending = []
+            report("counting the frequency set", i + 1, total)
+        if done is None and not pending:
+            return kernels.empty_partial(len(qi), len(sensitive))
+        return self._merge([*([done] if done else []), *pending])
+
+    def _merge(self, parts: list[kernels.PartialFrequencySet]) -> kernels.PartialFrequencySet:
+        try:
+            return kernels.merge_partials(parts, self.budget)
+        except kernels.FrequencySetTooLarge as exc:
+            raise too_large(exc, self.memory_limit) from None
+
+    def _run(self, kernel: Callable[..., Any], piece: Piece, *args: Any) -> Any:
+        try:
+            return kernel(piece, *args)
+        except kernels.FrequencySetTooLarge as exc:
+            raise too_large(exc, self.memory_limit) from None
+        except kernels.UnknownValue as exc:
+            raise unknown_value(exc) from None
+        except MemoryError:
+            raise AnonlabError(f"input: not enough memory to process {piece.describe()}: "
+                               "free memory, or lower batch_rows", parameter="input") from None
+
+
+def too_large(exc: kernels.FrequencySetTooLarge, memory_limit: int | None) -> AnonlabError:
+    """The one-line error of a frequency set larger than the memory limit allows."""
+    limit = "?" if memory_limit is None else f"{memory_limit / 2**20:,.0f} MiB"
+    return AnonlabError(
+        f"memory_limit {limit} is too small for the frequency set: merging "
+        f"{exc.tuples:,} distinct quasi-identifier tuples needs about "
+        f"{exc.needed / 2**20:,.0f} MiB, more than the {exc.budget / 2**20:,.0f} MiB a merge may "
+        "use; raise memory_limit (or use fewer quasi-identifiers)", parameter="memory_limit")
+
+
+def unknown_value(exc: kernels.UnknownValue) -> AnonlabError:
+    """The one-line error of a value the first pass did not see."""
+    return AnonlabError(
+        f"input: column '{exc.column}' of {exc.where} holds the value '{exc.value}', which "
+        "the transformation's dictionary lacks: the table changed since its frequency set was "
+        "computed; compute it again", parameter="input")

@@ -1,0 +1,448 @@
+"""A table the engines read in pieces: Parquet files, folders or globs, CSV files, DataFrames.
+
+A :class:`Table` is an ordered list of :class:`Piece` objects. A piece is the
+unit of work of every engine (a Dask partition, one step of the NumPy
+engine's loop) and is read in *batches* of at most ``batch_rows`` rows, so a
+task never holds more than a batch of raw values. Both engines see the same
+pieces and the same batches, which is what makes their results identical:
+
+* a Parquet file is one piece, or several when it has many row groups (row
+  groups are gathered into pieces of about ``piece_rows`` rows); a folder's
+  parts are taken in natural order (``part-2`` before ``part-10``), hidden
+  and ``_`` files skipped, hive ``key=value/`` folders giving text columns;
+  a glob (``data/*.parquet``) names the files directly;
+* a CSV file is split into byte ranges of about ``csv_block`` bytes at line
+  ends (a piece holds the records that *start* in its range); a quoted value
+  holding a line break must not straddle two ranges, so such files are read
+  as one piece (``csv_block=None``) or converted to Parquet first;
+* a pandas DataFrame is cut into slices of ``piece_rows`` rows.
+
+Values become text by the rule of :mod:`anonlab.tabletext` (the one every
+reader of anonlab uses) when the kernels encode them, not here.
+
+The parts of a folder or glob must share one schema: :func:`open_table`
+reads every part's footer and refuses a part whose columns or types differ
+from the first's (text types ``string``, ``large_string`` and dictionaries of
+them count as one).
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import io
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+#: rows per batch a task reads at a time
+BATCH_ROWS = 1 << 20
+#: rows per piece when a Parquet file's row groups or a DataFrame are split
+PIECE_ROWS = 4 << 20
+#: bytes per CSV piece
+CSV_BLOCK = 64 << 20
+_GLOB_CHARS = frozenset("*?[")
+
+
+class Piece:
+    """One partition of a table, readable anywhere (it pickles to a Dask worker)."""
+
+    index: int
+
+    def columns(self) -> tuple[str, ...]:
+        """The piece's column names, in table order."""
+        raise NotImplementedError
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
+        """The piece's rows, ``columns`` only, in order, as Arrow tables of at most
+        ``batch_rows`` rows (raw types: the kernels apply the text rule)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """Where the piece comes from, for messages."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ParquetPiece(Piece):
+    """Row groups of one Parquet file, plus the hive partition values of its folder."""
+
+    index: int
+    path: str
+    names: tuple[str, ...]  # the file's own columns
+    row_groups: tuple[int, ...] | None = None  # None: every row group
+    partition: tuple[tuple[str, str], ...] = ()  # hive key -> value (text)
+
+    def columns(self) -> tuple[str, ...]:
+        return self.names + tuple(k for k, _ in self.partition)
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        keys = dict(self.partition)
+        own = [c for c in columns if c not in keys]
+        handle = pq.ParquetFile(self.path, read_dictionary=_text_columns(self.path, own))
+        try:
+            if not own:  # only partition keys asked for: count rows from the footer
+                yield from _constant_batches(handle.metadata.num_rows, columns, keys,
+                                             batch_rows)
+                return
+            for batch in handle.iter_batches(batch_size=batch_rows, row_groups=self.row_groups,
+                                             columns=own, use_threads=False):
+                table = pa.Table.from_batches([batch])
+                for name in columns:
+                    if name in keys:
+                        table = table.append_column(
+                            name, pa.array([keys[name]] * table.num_rows, pa.string()))
+                yield table.select(list(columns))
+        finally:
+            handle.close()
+
+    def describe(self) -> str:
+        return f"Parquet part '{self.path}'"
+
+
+def _text_columns(path: str, columns: Sequence[str]) -> list[str]:
+    """The ``columns`` stored as text: read as dictionaries (Parquet's own dictionary pages),
+    which encodes them without making a string per value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    return [c for c in columns if c in schema.names
+            and (pa.types.is_string(schema.field(c).type)
+                 or pa.types.is_large_string(schema.field(c).type))]
+
+
+def _constant_batches(rows: int, columns: Sequence[str], keys: dict[str, str],
+                      batch_rows: int) -> Iterator[pa.Table]:
+    import pyarrow as pa
+
+    for start in range(0, rows, batch_rows):
+        size = min(batch_rows, rows - start)
+        yield pa.table({c: pa.array([keys[c]] * size, pa.string()) for c in columns})
+
+
+@dataclass(frozen=True)
+class CsvPiece(Piece):
+    """The records of a CSV file that start in the byte range ``[start, end)``."""
+
+    index: int
+    path: str
+    names: tuple[str, ...]
+    start: int
+    end: int
+    delimiter: str
+    quotechar: str = '"'
+    skip_header: bool = False
+
+    def columns(self) -> tuple[str, ...]:
+        return self.names
+
+    def _bytes(self) -> bytes:
+        """The piece's records: from the first line start at or after ``start`` to the end of
+        the line holding byte ``end - 1``."""
+        with open(self.path, "rb") as fh:
+            if self.start > 0:
+                fh.seek(self.start - 1)
+                if fh.read(1) != b"\n":
+                    fh.readline()
+            begin = fh.tell()
+            if begin >= self.end:
+                return b""
+            data = fh.read(self.end - begin)
+            if not data.endswith(b"\n"):
+                data += fh.readline()
+        if self.start == 0 and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        return data
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        data = self._bytes()
+        if not data.strip():
+            return
+        types = {name: pa.string() for name in self.names}
+        try:
+            reader = pacsv.open_csv(
+                io.BytesIO(data),
+                read_options=pacsv.ReadOptions(column_names=list(self.names),
+                                               skip_rows=int(self.skip_header),
+                                               block_size=1 << 24),
+                parse_options=pacsv.ParseOptions(delimiter=self.delimiter,
+                                                 quote_char=self.quotechar),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=types, include_columns=list(columns), null_values=[],
+                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+            pending: list[pa.RecordBatch] = []
+            rows = 0
+            for batch in reader:
+                pending.append(batch)
+                rows += batch.num_rows
+                while rows >= batch_rows:
+                    table = pa.Table.from_batches(pending)
+                    yield table.slice(0, batch_rows)
+                    rest = table.slice(batch_rows)
+                    pending, rows = rest.to_batches(), rest.num_rows
+            if rows:
+                yield pa.Table.from_batches(pending, schema=reader.schema)
+        except pa.ArrowInvalid as exc:
+            detail = (str(exc).strip().splitlines() or ["parse error"])[0]
+            raise AnonlabError(
+                f"input: file '{self.path}' is malformed near byte {self.start} ({detail}): "
+                "every row needs the same number of fields; a quoted value holding a line "
+                "break cannot be split, so convert the file to Parquet or read it as one piece",
+                parameter="input") from None
+
+    def describe(self) -> str:
+        return f"bytes {self.start}-{self.end} of CSV file '{self.path}'"
+
+
+@dataclass(frozen=True)
+class FramePiece(Piece):
+    """A slice of a pandas DataFrame."""
+
+    index: int
+    frame: pd.DataFrame = field(repr=False)
+
+    def columns(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.frame.columns)
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
+        import pyarrow as pa
+
+        from anonlab.tabletext import column_from_pandas
+
+        names = [str(c) for c in self.frame.columns]
+        where = [names.index(c) for c in columns]
+        for start in range(0, self.frame.shape[0], batch_rows):
+            part = self.frame.iloc[start:start + batch_rows]
+            yield pa.Table.from_arrays([column_from_pandas(part.iloc[:, i]) for i in where],
+                                       names=list(columns))
+
+    def describe(self) -> str:
+        return f"slice {self.index} of the DataFrame"
+
+
+@dataclass(frozen=True)
+class Table:
+    """An ordered list of pieces with one set of columns.
+
+    ``dask_frame`` holds a Dask DataFrame given as input: its partitions are
+    the pieces (made on the workers), so ``pieces`` is empty.
+    """
+
+    source: str
+    column_names: tuple[str, ...]
+    pieces: tuple[Piece, ...]
+    dask_frame: Any = None
+
+    def check_columns(self, columns: Sequence[str], parameter: str) -> None:
+        """Refuse a column the table does not have, naming ``parameter``."""
+        for name in columns:
+            if name not in self.column_names:
+                raise AnonlabError(f"{parameter} names the column '{name}', which {self.source} "
+                                   f"does not have: it has {', '.join(self.column_names)}",
+                                   parameter=parameter)
+
+
+TableLike = Any  # a path, a glob, a pandas or Dask DataFrame, or a Table
+
+
+def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: str = '"',
+               piece_rows: int = PIECE_ROWS, csv_block: int | None = CSV_BLOCK) -> Table:
+    """The pieces of ``source``: a Parquet file, folder or glob, a CSV file, a DataFrame.
+
+    Problems with the input are one-line :class:`AnonlabError` naming
+    ``input``: a missing path, a folder with no Parquet parts, parts whose
+    schemas differ, an unreadable Parquet footer.
+    """
+    if isinstance(source, Table):
+        return source
+    if _is_dask_frame(source):
+        return Table("the Dask DataFrame", tuple(str(c) for c in source.columns), (),
+                     dask_frame=source)
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return _frame_table(source, piece_rows)
+    text = os.fspath(source)
+    if any(ch in _GLOB_CHARS for ch in text) and not Path(text).exists():
+        files = sorted((Path(p) for p in globbing.glob(text, recursive=True)
+                        if Path(p).is_file()), key=_natural)
+        if not files:
+            raise AnonlabError(f"input: the pattern '{text}' matches no file: check the path",
+                               parameter="input")
+        return _parquet_table(f"the files matching '{text}'", files, None, piece_rows)
+    path = Path(text)
+    if not path.exists():
+        raise AnonlabError(f"input: '{path}' does not exist: check the path", parameter="input")
+    if path.is_dir():
+        from anonlab.sources import parquet_parts
+
+        parts = parquet_parts(path)
+        if not parts:
+            raise AnonlabError(f"input: folder '{path}' holds no Parquet files: give a folder "
+                               "of Parquet parts, a Parquet file or a CSV file",
+                               parameter="input")
+        return _parquet_table(f"folder '{path}'", parts, path, piece_rows)
+    from anonlab.sources import file_format
+
+    fmt = file_format(path)
+    if fmt == "parquet":
+        return _parquet_table(f"file '{path}'", [path], None, piece_rows)
+    if fmt == "excel":
+        raise AnonlabError(f"input: '{path}' is an Excel workbook: the engines read Parquet "
+                           "and CSV; save the sheet as CSV or Parquet", parameter="input")
+    return _csv_table(path, delimiter, quotechar, csv_block)
+
+
+def _is_dask_frame(source: object) -> bool:
+    """Whether ``source`` is a Dask DataFrame (without importing Dask when it is not)."""
+    return type(source).__module__.startswith("dask.") and hasattr(source, "to_delayed")
+
+
+def _natural(path: Path) -> list[Any]:
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.as_posix())]
+
+
+def _frame_table(frame: pd.DataFrame, piece_rows: int) -> Table:
+    names = tuple(str(c) for c in frame.columns)
+    _no_repeats(names, "the DataFrame")
+    frame = frame.reset_index(drop=True)
+    pieces = tuple(FramePiece(i, frame.iloc[start:start + piece_rows])
+                   for i, start in enumerate(range(0, max(frame.shape[0], 1), piece_rows)))
+    return Table("the DataFrame", names, pieces)
+
+
+def _no_repeats(names: Sequence[str], where: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise AnonlabError(f"input: {where} names the column '{name}' twice: give every "
+                               "column its own name", parameter="input")
+        seen.add(name)
+
+
+def _hive(folder: Path | None, part: Path) -> tuple[tuple[str, str], ...]:
+    """The ``key=value`` folder levels between ``folder`` and ``part`` (values URI-decoded,
+    as pyarrow's hive partitioning reads them)."""
+    if folder is None:
+        return ()
+    pairs = []
+    for level in part.relative_to(folder).parts[:-1]:
+        key, eq, value = level.partition("=")
+        if eq:
+            pairs.append((key, unquote(value)))
+    return tuple(pairs)
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether two column types hold the same values (text types count as one)."""
+    import pyarrow as pa
+
+    def norm(t: pa.DataType) -> Any:
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.string() if pa.types.is_large_string(t) else t
+
+    return bool(norm(a).equals(norm(b)))
+
+
+def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
+                   piece_rows: int) -> Table:
+    """Pieces of Parquet files, their schemas checked against the first file's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pieces: list[Piece] = []
+    first: pa.Schema | None = None
+    first_keys: tuple[str, ...] = ()
+    for path in files:
+        try:
+            meta = pq.read_metadata(path)
+            schema = meta.schema.to_arrow_schema()
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise AnonlabError(f"input: cannot read Parquet part '{path}' ({exc}): is it a "
+                               "Parquet file?", parameter="input") from None
+        keys = _hive(folder, path)
+        if first is None:
+            first, first_keys = schema, tuple(k for k, _ in keys)
+            _no_repeats(list(schema.names) + list(first_keys), where)
+        else:
+            _check_schema(path, files[0], schema, first, tuple(k for k, _ in keys), first_keys)
+        names = tuple(schema.names)
+        for groups in _row_group_runs(meta, piece_rows):
+            pieces.append(ParquetPiece(len(pieces), str(path), names, groups, keys))
+    assert first is not None
+    return Table(where, tuple(first.names) + first_keys, tuple(pieces))
+
+
+def _check_schema(path: Path, first_path: Path, schema: pa.Schema, first: pa.Schema,
+                  keys: tuple[str, ...], first_keys: tuple[str, ...]) -> None:
+    """Refuse a part whose columns or types differ from the first part's."""
+    if sorted(schema.names) != sorted(first.names) or keys != first_keys:
+        extra = sorted(set(schema.names) - set(first.names))
+        lacking = sorted(set(first.names) - set(schema.names))
+        what = (f"has the column '{extra[0]}' that" if extra else
+                f"lacks the column '{lacking[0]}' that" if lacking else
+                "has other hive partition keys than")
+        raise AnonlabError(f"input: Parquet part '{path}' {what} part '{first_path}' has: "
+                           "write every part with the same schema", parameter="input")
+    for name in first.names:
+        a, b = first.field(name).type, schema.field(name).type
+        if not _same_kind(a, b):
+            raise AnonlabError(f"input: Parquet part '{path}' stores column '{name}' as {b} "
+                               f"but part '{first_path}' as {a}: write every part with the "
+                               "same schema", parameter="input")
+
+
+def _row_group_runs(meta: Any, piece_rows: int) -> list[tuple[int, ...] | None]:
+    """Runs of consecutive row groups of about ``piece_rows`` rows (``[None]``: the file is
+    one piece)."""
+    if meta.num_rows <= piece_rows or meta.num_row_groups <= 1:
+        return [None]
+    runs: list[tuple[int, ...] | None] = []
+    current: list[int] = []
+    rows = 0
+    for i in range(meta.num_row_groups):
+        current.append(i)
+        rows += meta.row_group(i).num_rows
+        if rows >= piece_rows:
+            runs.append(tuple(current))
+            current, rows = [], 0
+    if current:
+        runs.append(tuple(current))
+    return runs
+
+
+def _csv_table(path: Path, delimiter: str | None, quotechar: str,
+               csv_block: int | None) -> Table:
+    """Byte-range pieces of a CSV file (one piece when ``csv_block`` is ``None``)."""
+    from anonlab.sources import check_names, first_record, sniff_delimiter
+
+    sep = "\t" if delimiter == "\\t" else delimiter or sniff_delimiter(path)
+    names = tuple(first_record(path, sep, quotechar))
+    if not names:
+        raise AnonlabError(f"input: file '{path}' is empty: give a table with a header row",
+                           parameter="input")
+    check_names(names, f"file '{path}'")
+    size = path.stat().st_size
+    block = size if csv_block is None else max(1, csv_block)
+    pieces = tuple(CsvPiece(i, str(path), names, start, min(size, start + block), sep,
+                            quotechar, skip_header=(i == 0))
+                   for i, start in enumerate(range(0, max(size, 1), block)))
+    return Table(f"file '{path}'", names, pieces)

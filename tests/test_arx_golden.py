@@ -1,0 +1,313 @@
+"""Golden tests against ARX 3.9.2: anonlab must find ARX's optimum.
+
+The reference values in ``tests/data/arx/*.json`` were produced by running ARX 3.9.2 itself
+(``ARXAnonymizer``, its optimal FLASH search) through a command-line harness; each file records
+ARX's version and the command. Every case holds the full configuration (data, hierarchies,
+privacy models, suppression limit, metric) and ARX's result:
+
+* ``golden.json``: the three golden cases of issue 13 (Adult, sensitive attribute occupation);
+* ``arx_tests.json``: every case of ARX's own ``TestAnonymization{KAnonymity, LDiversity,
+  EntropyLDiversity, TCloseness, OrderedDistanceTCloseness, BLikeness, DPresence, KMap, RiskBased,
+  Combinations}`` whose dataset is Adult, run with the test's practical-monotonicity flag (and,
+  where that flag is on, also with it off); ARX's tests compare the String of the optimum's score,
+  so these cases do too;
+* ``random.json``: random small tables (``tests/data/arx/random/case*/``) combining models and
+  metrics.
+
+For every case ARX also evaluated each node of the lattice (``optima``), so the set of optimal
+transformations is known: a unique optimum must be found exactly, otherwise anonlab's optimum
+must be one of ARX's tied optima. (With practical monotonicity ARX's search may stop above the
+true optimum; then the score alone is compared, as ARX's own tests do.)
+
+A case's configuration uses the harness's keys, which follow anonlab's model and metric names;
+:func:`replay` turns it into a call of :func:`anonlab.generalize.anonymize`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anonlab.dataset import Dataset
+from anonlab.errors import AnonlabError
+from anonlab.generalize import GeneralizationResult, anonymize, model_dataset, resolve_criteria
+from anonlab.hierarchy import Hierarchy
+from anonlab.io import read_table
+from anonlab.privacy import Criterion
+
+REPO = Path(__file__).resolve().parents[1]
+REFS = REPO / "tests" / "data" / "arx"
+STRATEGIES = ["flash", "ola", "degree", "exhaustive"]
+#: anonlab's messages when no release exists (ARX: no global optimum): no node of the lattice
+#: satisfies the model, or (refused up front, as issue 13 asks) an l above the number of
+#: distinct sensitive values, which no node can satisfy
+NO_SOLUTION = (r"no generalization satisfies|found no generalization"
+               r"|l = [0-9.]+ is larger than the [0-9]+ distinct values")
+
+
+def load(group: str) -> list[dict[str, Any]]:
+    """The cases of one reference file."""
+    doc = json.loads((REFS / f"{group}.json").read_text())
+    cases: list[dict[str, Any]] = doc["cases"]
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# From a reference configuration to anonlab
+# ---------------------------------------------------------------------------
+
+
+def _path(p: str) -> str:
+    """A repository-relative path of a reference file as an absolute one."""
+    return str(REPO / p)
+
+
+def table_and_criteria(config: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The table anonlab releases and the criteria as anonlab's settings spell them.
+
+    ARX's k-map with a research subset treats the loaded data as the population and the subset
+    as the released sample; anonlab spells the same model as the released table with
+    ``population`` naming the population table. ARX's delta-presence keeps the loaded data as
+    the table with ``subset`` the research subset, as anonlab does. The harness's ``solver`` of
+    population uniqueness becomes anonlab's ``iterations_per_try`` where it sets one.
+    """
+    table = config["data"]
+    specs = []
+    for raw in config["criteria"]:
+        spec = dict(raw)
+        solver = spec.pop("solver", None) or {}
+        if spec["model"] == "population-uniqueness" and "iterations_per_try" in solver:
+            spec["iterations_per_try"] = solver["iterations_per_try"]
+        if spec["model"] == "k-map" and "subset" in spec:
+            table = spec.pop("subset")
+            spec["population"] = config["data"]
+        for key in ("hierarchy", "subset", "population"):
+            if key in spec:
+                spec[key] = _path(spec[key])
+        specs.append(spec)
+    return _path(table), specs
+
+
+@lru_cache(maxsize=8)
+def _frame_and_hierarchies(table: str, delimiter: str,
+                           qis: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, Hierarchy]]:
+    """The table and its hierarchies, read once per test session."""
+    frame = read_table(table, delimiter=delimiter)
+    hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=delimiter) for q, p in qis}
+    return frame, hierarchies
+
+
+def dataset_for(config: Mapping[str, Any], criteria: list[Criterion], table: str) -> Dataset:
+    """The dataset of a case: QIs with their hierarchies, the sensitive columns, the rest
+    insensitive, and a population where a criterion needs one."""
+    delimiter = config.get("delimiter", ";")
+    qis = tuple(config["qis"].items())
+    frame, hierarchies = _frame_and_hierarchies(table, delimiter, qis)
+    return model_dataset(frame.copy(), hierarchies, criteria, sensitive=config.get("sensitive", []),
+                         other="insensitive", read_options={"delimiter": delimiter})
+
+
+def replay(case: Mapping[str, Any], search: str = "flash") -> GeneralizationResult:
+    """Run anonlab on a reference case's configuration with one search strategy.
+
+    The metric options are the case's own (``gs_factor``, ``aggregate``, ``weights``); where
+    the case used one of ARX's precomputed metrics (``precomputed``, the same values) the
+    aggregate ARX resolved is passed explicitly, since ARX's precomputed and plain factories
+    may differ in their default aggregate.
+    """
+    config = case["config"]
+    table, specs = table_and_criteria(config)
+    criteria = resolve_criteria(specs)
+    dataset = dataset_for(config, criteria, table)
+    options: dict[str, Any] = {}
+    if "gs_factor" in config:
+        options["gs_factor"] = config["gs_factor"]
+    aggregate = config.get("aggregate")
+    resolved = case["arx"].get("metric_resolved", {}).get("aggregate")
+    if aggregate is None and "precomputed" in config and resolved:
+        aggregate = {"ARITHMETIC_MEAN": "arithmetic_mean", "GEOMETRIC_MEAN": "geometric_mean",
+                     "SUM": "sum", "MAXIMUM": "max", "RANK": "rank"}[resolved]
+    if aggregate is not None:
+        options["aggregate"] = aggregate
+    if config.get("weights"):
+        options["weights"] = config["weights"]
+    return anonymize(dataset, criteria=criteria, suppression=float(config.get("suppression", 0.0)),
+                     metric=config["metric"], search=search,
+                     practical_monotonicity=bool(config.get("practical_monotonicity", False)),
+                     **options)
+
+
+# ---------------------------------------------------------------------------
+# Comparing with ARX
+# ---------------------------------------------------------------------------
+
+
+def _numbers(text: str) -> list[float]:
+    """ARX's printed score: one number, or ``[a, b, ...]`` for the rank aggregate."""
+    text = text.strip()
+    if text.startswith("["):
+        return [float(v) for v in text.strip("[]").split(",") if v.strip()]
+    return [float(text)]
+
+
+def assert_same_loss(arx: str, ours: str, exact: bool) -> None:
+    """Equal scores: the same printed String (ARX's tests) or equal to 1e-9 relative."""
+    if exact:
+        assert ours == arx, f"loss: ARX prints {arx}, anonlab {ours}"
+        return
+    a, b = _numbers(arx), _numbers(ours)
+    assert len(a) == len(b), f"loss: ARX {arx}, anonlab {ours}"
+    for x, y in zip(a, b, strict=True):
+        assert math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12), f"loss: ARX {arx}, anonlab {ours}"
+
+
+def tied_optima(arx: Mapping[str, Any]) -> list[list[int]] | None:
+    """Every acceptable node whose score equals the optimum's, where ARX evaluated all nodes.
+
+    Scores are compared as numbers: ARX's rank comparison orders -0.0 before 0.0 (Java's
+    ``Double.compare``), an artefact of the sign of a zero that does not make one node better
+    than another, so nodes scoring [0.0, ...] and [-0.0, ...] tie here.
+    """
+    nodes = arx.get("nodes")
+    if nodes is None:
+        optima: list[list[int]] | None = arx.get("optima")
+        return optima
+    best = _numbers(arx["highest_score"])
+    return [n["transformation"] for n in nodes
+            if n["anonymous"] and _numbers(n["score"]) == best]
+
+
+def check_against_arx(
+    case: Mapping[str, Any], search: str, exact: bool
+) -> GeneralizationResult | None:
+    """Replay a case and compare optimum loss and transformation with ARX's."""
+    arx = case["arx"]
+    assert "error" not in arx, arx
+    if not arx["found"]:
+        with pytest.raises(AnonlabError, match=NO_SOLUTION):
+            replay(case, search)
+        return None
+    result = replay(case, search)
+    metric = case["config"]["metric"]
+    ours = [result.transformation[a] for a in arx["attributes"]]
+    if grassberger_with_suppression(case):
+        # ARX adds Grassberger's terms in its hash table's order and stops once the running
+        # sum passes the bound, so a class's verdict depends on how ARX's search built it
+        # (docs/privacy_models.md). anonlab judges each class by the whole sum: the same
+        # transformation, a few border classes suppressed differently, a close score.
+        assert ours == arx["transformation"], f"ARX's optimum {arx['transformation']}"
+        a, b = _numbers(arx["highest_score"]), _numbers(result.information_loss_arx[metric])
+        assert math.isclose(a[0], b[0], rel_tol=2e-3), f"loss: ARX {a}, anonlab {b}"
+        return result
+    assert_same_loss(arx["highest_score"], result.information_loss_arx[metric], exact)
+    # With practical monotonicity ARX's search may stop above the true optimum: then only its
+    # score is compared (ARX's full evaluation says so in "optimum_is_exhaustive_best")
+    optima = tied_optima(arx) if arx.get("optimum_is_exhaustive_best", True) else None
+    if optima is not None:
+        if len(optima) == 1:
+            assert ours == arx["transformation"], f"ARX's unique optimum {arx['transformation']}"
+        else:
+            assert ours in optima, f"{ours} is not one of ARX's tied optima {optima}"
+    return result
+
+
+def grassberger_with_suppression(case: Mapping[str, Any]) -> bool:
+    """Whether a case uses Grassberger's entropy estimator and allows suppression."""
+    config = case["config"]
+    return float(config.get("suppression", 0.0)) > 0 and any(
+        spec.get("model") == "entropy-l-diversity" and spec.get("estimator") == "grassberger"
+        for spec in config.get("criteria", []))
+
+
+def _ids(cases: list[dict[str, Any]]) -> list[str]:
+    return [str(c["id"]) for c in cases]
+
+
+GOLDEN = load("golden")
+ARX_TESTS = load("arx_tests")
+RANDOM = load("random")
+
+
+@pytest.mark.parametrize("search", STRATEGIES)
+@pytest.mark.parametrize("case", GOLDEN, ids=_ids(GOLDEN))
+def test_issue_golden_cases(case: dict[str, Any], search: str) -> None:
+    """The issue's three golden cases: ARX's optimum (unique, as ARX's full evaluation shows)."""
+    result = check_against_arx(case, search, exact=True)
+    assert result is not None
+    assert [result.transformation[a] for a in case["arx"]["attributes"]] == \
+        case["issue_transformation"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ARX_TESTS, ids=_ids(ARX_TESTS))
+def test_arx_test_suite_on_adult(case: dict[str, Any]) -> None:
+    """ARX's own test cases on Adult: the same score String as ARX (flash, the case's
+    practical-monotonicity flag)."""
+    check_against_arx(case, "flash", exact=True)
+
+
+def _first_per_class(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first case of each ARX test class that runs without practical monotonicity."""
+    seen: set[str] = set()
+    out = []
+    for c in cases:
+        cls = str(c["source"]).split("#")[0]
+        if cls not in seen and not c["config"]["practical_monotonicity"]:
+            seen.add(cls)
+            out.append(c)
+    return out
+
+
+EXHAUSTIVE_CASES = _first_per_class(ARX_TESTS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", EXHAUSTIVE_CASES, ids=_ids(EXHAUSTIVE_CASES))
+def test_arx_test_suite_exhaustive(case: dict[str, Any]) -> None:
+    """Without practical monotonicity the optimum is defined by the model alone: the
+    exhaustive search (the oracle of every strategy) reaches ARX's score too (one case per
+    ARX test class)."""
+    check_against_arx(case, "exhaustive", exact=True)
+
+
+@pytest.mark.parametrize("search", STRATEGIES)
+@pytest.mark.parametrize("case", RANDOM, ids=_ids(RANDOM))
+def test_random_small_tables(case: dict[str, Any], search: str) -> None:
+    """Random tables, models and metrics: ARX's optimum loss, and its transformation when
+    ARX's full evaluation shows it is the only optimal one."""
+    check_against_arx(case, search, exact=False)
+
+
+def test_qi_order_given_does_not_change_the_score() -> None:
+    """ARX orders the quasi-identifiers by the table's columns whatever order they are declared
+    in, so its per-attribute values are summed in column order; hierarchies given in another
+    order must give the same printed score."""
+    case = GOLDEN[0]
+    config = dict(case["config"])
+    config["qis"] = dict(sorted(config["qis"].items(), reverse=True))
+    result = replay({**case, "config": config})
+    assert_same_loss(case["arx"]["highest_score"],
+                     result.information_loss_arx[config["metric"]], exact=True)
+
+
+def test_references_reproduce_arx_test_suite() -> None:
+    """The Adult cases were parsed from ARX's test sources correctly: the harness reproduced
+    the score every one of them expects (so the configurations replayed here are ARX's)."""
+    own = [c for c in ARX_TESTS if "arx_test_expected" in c]
+    assert len(own) >= 80
+    wrong = [c["id"] for c in own if not c["arx_test_expected"]["reproduced"]]
+    assert not wrong, wrong
+
+
+def test_random_cases_are_hard() -> None:
+    """Most random cases have their optimum above the bottom node (issue 13's aim for the
+    generators), and ARX's search found the true optimum of each (its full evaluation)."""
+    above = [c for c in RANDOM if c["arx"]["found"] and any(c["arx"]["transformation"])]
+    assert len(above) > len(RANDOM) / 2
+    assert all(c["arx"]["optimum_is_exhaustive_best"] for c in RANDOM)
