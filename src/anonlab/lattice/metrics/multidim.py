@@ -78,47 +78,22 @@ def aggregate_columns(
 ) -> NDArray[Any]:
     """:func:`aggregate` applied row-wise to per-attribute value columns of equal length.
 
-    Returns (N,) values, or (N, m) descending rows for ``rank``.
+    Returns (N,) values, or (N, m) descending rows for ``rank``. The
+    arithmetic, sum, max and rank aggregates take exactly the steps of
+    :func:`aggregate`; the geometric mean uses NumPy's ``power`` (see
+    :func:`aggregate_levels` for the exact one where the values are few).
     """
     m = len(columns)
-    weighted = [np.asarray(c, dtype=np.float64) * w for c, w in zip(columns, weights, strict=True)]
-    if how == "rank":
-        return np.asarray(np.sort(np.column_stack(weighted), axis=1)[:, ::-1])
-    out = np.ones_like(weighted[0]) if how == "geometric_mean" else np.zeros_like(weighted[0])
-    for c, w, col in zip(columns, weights, weighted, strict=True):
-        if how == "geometric_mean":
-            out = out * np.power(col + 1.0, 1.0 / m)
-        elif how == "arithmetic_mean":
-            out = out + (np.asarray(c, dtype=np.float64) / m) * w
-        elif how == "sum":
-            out = out + col
-        else:
-            out = np.maximum(out, col)
-    return out - 1.0 if how == "geometric_mean" else out
-
-
-def aggregate_levels(
-    tables: Sequence[NDArray[Any]], weights: Sequence[float], how: str, all_levels: NDArray[Any]
-) -> NDArray[Any]:
-    """:func:`aggregate` over many nodes whose per-attribute values depend on the levels only.
-
-    ``tables[i][l]`` is attribute ``i``'s value at level ``l``. Returns (N,)
-    values, or (N, m) descending rows for ``rank``. Each element goes through
-    exactly the floating-point steps of :func:`aggregate`.
-    """
-    count = all_levels.shape[0]
-    m = len(tables)
-    cols = [np.asarray(t, dtype=np.float64)[all_levels[:, i]] for i, t in enumerate(tables)]
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
     if how == "rank":
         weighted = np.column_stack([c * w for c, w in zip(cols, weights, strict=True)])
         return np.asarray(np.sort(weighted, axis=1)[:, ::-1])
     if how == "geometric_mean":
-        out = np.ones(count)
-        for t, w, lv in zip(tables, weights, all_levels.T, strict=True):
-            factors = np.array([math.pow(float(x) * w + 1.0, 1.0 / m) for x in t])
-            out = out * factors[lv]
-        return out - 1.0
-    out = np.zeros(count)
+        product = np.ones_like(cols[0])
+        for c, w in zip(cols, weights, strict=True):
+            product = product * np.power(c * w + 1.0, 1.0 / m)
+        return product - 1.0
+    out = np.zeros_like(cols[0])
     for c, w in zip(cols, weights, strict=True):
         if how == "arithmetic_mean":
             out = out + (c / m) * w
@@ -129,6 +104,27 @@ def aggregate_levels(
     if how == "sum":
         out[~np.isfinite(out)] = sys.float_info.max
     return out
+
+
+def aggregate_levels(
+    tables: Sequence[NDArray[Any]], weights: Sequence[float], how: str, all_levels: NDArray[Any]
+) -> NDArray[Any]:
+    """:func:`aggregate` over many nodes whose per-attribute values depend on the levels only.
+
+    ``tables[i][l]`` is attribute ``i``'s value at level ``l``. Returns (N,)
+    values, or (N, m) descending rows for ``rank``. Each element goes through
+    exactly the floating-point steps of :func:`aggregate` (for the geometric
+    mean, ``math.pow`` of each table entry).
+    """
+    if how == "geometric_mean":
+        m = len(tables)
+        out = np.ones(all_levels.shape[0])
+        for t, w, lv in zip(tables, weights, all_levels.T, strict=True):
+            factors = np.array([math.pow(float(x) * w + 1.0, 1.0 / m) for x in t])
+            out = out * factors[lv]
+        return out - 1.0
+    cols = [np.asarray(t, dtype=np.float64)[all_levels[:, i]] for i, t in enumerate(tables)]
+    return aggregate_columns(cols, weights, how)
 
 
 def _negated(raw: float) -> float:
