@@ -40,6 +40,7 @@ from anonlab.engine import kernels
 from anonlab.engine.output import StagedFolder
 from anonlab.engine.table import BATCH_ROWS, Table, TableLike, open_table
 from anonlab.errors import AnonlabError
+from anonlab.grouping import group_tuples
 from anonlab.progress import ProgressFn
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class BaseFrequencySet:
         """
         mapped = np.column_stack([np.asarray(g)[self.tuples[:, j]]
                                   for j, g in enumerate(groups)]).astype(np.int32)
-        inverse, first = kernels.group_rows(mapped, cardinalities)
+        inverse, first = group_tuples(mapped, cardinalities)
         counts = np.bincount(inverse, weights=self.counts, minlength=len(first))
         return mapped[first], counts.astype(np.int64)
 
@@ -255,7 +256,7 @@ class ReleasePlan:
         if self.suppressed.shape[0] == 0 or groups.shape[0] == 0:
             return np.zeros(groups.shape[0], dtype=bool)
         radix = [max(len(lab), 1) for lab in self.labels]
-        inverse, first = kernels.group_rows(groups, radix)
+        inverse, first = group_tuples(groups, radix)
         distinct = groups[first]
         keys = self._suppressed_keys()
         if isinstance(keys, set):

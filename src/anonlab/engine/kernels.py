@@ -45,11 +45,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.engine.table import Piece
+from anonlab.grouping import group_tuples
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_MAX_KEY = np.iinfo(np.int64).max // 4
 #: bytes a merge holds per byte of its inputs, the inputs included (measured: ~3.1)
 MERGE_FACTOR = 3
 #: share of a worker's memory limit a frequency-set merge may use
@@ -154,35 +154,6 @@ def unite(dictionaries: Sequence[Sequence[str]]) -> tuple[list[str], list[NDArra
     return list(index), maps
 
 
-def group_rows(matrix: NDArray[Any], cardinalities: Sequence[int]
-               ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Group the rows of a code matrix: ``(inverse, first)`` in first-appearance order.
-
-    ``inverse[r]`` is row ``r``'s group and ``first[g]`` the first row of group
-    ``g``. Rows are packed into one int64 key by mixed radix (columns
-    re-factorized when the key space would overflow) and hashed
-    (:func:`pandas.factorize`).
-    """
-    import pandas as pd
-
-    n = matrix.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key = np.zeros(n, dtype=np.int64)
-    space = 1
-    for j in range(matrix.shape[1]):
-        card = max(int(cardinalities[j]), 1)
-        if space * card > _MAX_KEY:
-            codes, uniques = pd.factorize(key)
-            key, space = codes.astype(np.int64), max(len(uniques), 1)
-        key = key * card + matrix[:, j]
-        space *= card
-    inverse, uniques = pd.factorize(key)
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[inverse[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
-    return inverse.astype(np.int64), first
-
-
 def aggregate_pairs(classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None,
                     n_values: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
                                             NDArray[np.int64]]:
@@ -261,7 +232,7 @@ def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str]
     encoded = [encode_text(batch.column(name)) for name in qi]
     matrix = (np.column_stack([codes for codes, _ in encoded]) if encoded
               else np.zeros((batch.num_rows, 0), dtype=np.int32))
-    inverse, first = group_rows(matrix, [len(d) for _, d in encoded])
+    inverse, first = group_tuples(matrix, [len(d) for _, d in encoded])
     counts = np.bincount(inverse, minlength=len(first)).astype(np.int64)
     histograms = []
     for name in sensitive:
@@ -291,7 +262,7 @@ def merge_partials(parts: Sequence[PartialFrequencySet], budget: int | None = No
         offsets.append(offsets[-1] + len(p.counts))
         row_offsets.append(row_offsets[-1] + p.rows)
     tuples = np.concatenate(blocks)
-    inverse, first = group_rows(tuples, [len(values) for values, _ in columns])
+    inverse, first = group_tuples(tuples, [len(values) for values, _ in columns])
     counts = np.bincount(inverse, weights=np.concatenate([p.counts for p in parts]),
                          minlength=len(first)).astype(np.int64)
     first_rows = np.concatenate([p.first_rows + row_offsets[i] for i, p in enumerate(parts)])
