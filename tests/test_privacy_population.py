@@ -750,9 +750,7 @@ def bound_dataset(table: pd.DataFrame, subset: pd.DataFrame | None,
     assert sample is not None
     ds = population_dataset(sample, hierarchies, criteria, sensitive=sensitive)
     for c in criteria:
-        bind = getattr(c, "bind", None)
-        if bind is not None:
-            bind(ds)
+        c.bind(ds)
     return ds
 
 

@@ -301,11 +301,6 @@ class SearchContext:
             order = suppression_order(fs.representatives, loss)
         return dataclasses.replace(stats, order=order, completely_generalized=star)
 
-    @property
-    def has_sub_model(self) -> bool:
-        """Whether the model is not monotone but has a monotone part to search first."""
-        return not self.monotone_model and (bool(self._sub) or self._sub_min_size > 1)
-
     # ------------------------------------------------------------------ checks
     def classify(self, fs: FrequencySet) -> NodeClasses:
         """A frequency set's classes with the whole model's outliers (no check counted)."""

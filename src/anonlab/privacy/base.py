@@ -22,12 +22,15 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    from anonlab.dataset import Dataset
 
 
 @dataclass(frozen=True)
@@ -136,10 +139,11 @@ class Criterion(ABC):
             return self.monotone_with_suppression and self.monotone_with_generalization
         return self.monotone_with_generalization
 
-    @property
-    def monotone_flag(self) -> bool:
-        """Monotone whatever the suppression limit (both declarations hold)."""
-        return self.monotone_with_generalization and self.monotone_with_suppression
+    def bind(self, dataset: Dataset) -> None:
+        """Take what the criterion needs from the data, once before the search, and check its
+        parameters against it (e.g. ``l`` above the attribute's distinct values); the default
+        needs nothing."""
+        return None
 
     @abstractmethod
     def parameters(self) -> dict[str, Any]:

@@ -457,21 +457,13 @@ def describe(criterion: Criterion) -> dict[str, Any]:
 def bind_criteria(criteria: Iterable[Criterion], dataset: Dataset) -> None:
     """Give each criterion the dataset it will judge, once before the search.
 
-    A criterion on a sensitive attribute needs a column with the sensitive
-    role (:meth:`anonlab.dataset.Dataset.sensitive_attribute` says what is
-    wrong otherwise); then the criterion's ``bind`` (if it has one) takes
-    what it needs from the data and checks it (e.g. ``l`` above the number of
-    distinct values, a hierarchy missing a value).
+    Each criterion's :meth:`~anonlab.privacy.base.Criterion.bind` takes what
+    it needs from the data and checks it: a criterion on a sensitive
+    attribute needs a column with the sensitive role
+    (:meth:`anonlab.dataset.Dataset.sensitive_attribute` says what is wrong
+    otherwise), ``l`` above the number of distinct values or a hierarchy
+    missing a value are refused.
     """
     with criteria_errors():
         for criterion in criteria:
-            if criterion.attribute is not None:
-                dataset.sensitive_attribute(criterion.attribute)
-            bind = getattr(criterion, "bind", None)
-            if callable(bind):
-                bind(dataset)
-
-
-def flag_grammar() -> str:
-    """The flag spelling, for help texts."""
-    return "MODEL[:ATTRIBUTE][:KEY=VALUE,...], e.g. distinct-l-diversity:occupation:l=3"
+            criterion.bind(dataset)
