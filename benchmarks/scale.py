@@ -15,6 +15,18 @@ row groups of 1M rows) into one folder.
 
 The measurements, each in a fresh child process:
 
+* ``command`` (``--command``): the whole ``anonlab generalize`` (k=5, 1 %
+  suppression, flash, ``salary-class`` sensitive, report and risk section
+  included) as a user runs it, three ways: ``numpy`` in memory (the table
+  read whole, the release one Parquet file), ``numpy-engine`` (a folder
+  output: the NumPy engine's two passes, rows never held) and ``dask``
+  (``--workers`` x ``--memory-limit``, folder output). Wall time includes
+  starting the cluster; CPU time and peak memory are those of the command
+  and every process it started (``RUSAGE_CHILDREN``: user + system, and the
+  largest resident set of any one of them, so a Dask worker's peak counts);
+  the releases are compared by a content hash of their rows after a sort.
+  Saved to ``benchmarks/results/scale_command.json``;
+
 * ``limit``: the physical limit, plain pyarrow in one process: read the nine
   columns of every part (dictionary pages, as the engines read them), once
   alone (``read_*``: the floor under any pass) and once counting each
@@ -71,6 +83,9 @@ COLUMNS = [*QIS, SENSITIVE]
 RELEASE_LEVELS = {"sex": 0, "age": 2, "race": 1, "marital-status": 1, "education": 2,
                   "native-country": 1, "workclass": 1, "occupation": 1}
 K = 5
+
+
+COMMAND_OUT = RESULTS / "scale_command.json"
 
 
 def parse_rows(text: str) -> int:
@@ -347,6 +362,97 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _command_args(data: Path, output: str, report: Path) -> list[str]:
+    args = [sys.executable, "-m", "anonlab", "generalize", str(data)]
+    for q in QIS:
+        args += ["--qi", f"{q}={ADULT / f'hierarchy_{q}.csv'}"]
+    return [*args, "--sensitive", SENSITIVE, "--k", str(K), "--suppression", "1%",
+            "--search", "flash", "--output", output, "--report", str(report), "--quiet"]
+
+
+#: runs a command and prints the CPU time and largest resident set of it and every process
+#: it started (RUSAGE_CHILDREN of a fresh process: only this command's tree)
+_WRAPPER = """
+import json, resource, subprocess, sys
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "peak_mib": u.ru_maxrss / 1024}))
+sys.exit(code)
+"""
+
+
+def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The whole generalize command one way (``numpy``, ``numpy-engine``, ``dask``)."""
+    out = root / f"command_{way}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    target = str(out / "release.parquet") if way == "numpy" else f"{out / 'release'}/"
+    command = _command_args(data, target, out / "report.json")
+    if way == "dask":
+        command += ["--engine", "dask", "--workers", str(args.workers),
+                    "--memory-limit", args.memory_limit]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
+                          text=True, check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"generalize {way} failed:\n{proc.stderr[-3000:]}")
+    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = json.loads((out / "report.json").read_text())
+    return {"way": way, "wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
+            "rows_per_s": report["records"] / wall,
+            "search_s": report["search_seconds"], "transformation": report["transformation"],
+            "nodes_checked": report["nodes_checked"],
+            "suppressed_records": report["suppressed_records"],
+            "release_sha256": _sorted_digest(out / ("release.parquet" if way == "numpy"
+                                                    else "release")),
+            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+
+
+def _sorted_digest(path: Path) -> str:
+    """A content hash of a release's rows after a sort (text of every value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    table = table.cast(pa.schema(
+        [(name, pa.string()) for name in table.column_names]))
+    order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in table.column_names])
+    table = table.take(order)
+    digest = hashlib.sha256(",".join(table.column_names).encode())
+    for name in table.column_names:
+        column = table.column(name).combine_chunks().cast(pa.large_string())
+        for buffer in column.buffers()[1:]:
+            digest.update(memoryview(buffer))
+    return digest.hexdigest()
+
+
+def measure_command(rows: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The whole command at ``rows`` rows, each way, the table made first if needed."""
+    label = f"{rows // 10**6}M" if rows >= 10**6 else str(rows)
+    root = Path(args.dir)
+    data = root / f"synthetic_{label}"
+    generate(data, rows, args.part_rows, args.seed)
+    result: dict[str, Any] = {"rows": rows, "ways": []}
+    for way in ("numpy", "numpy-engine", "dask"):
+        r = run_command(way, data, root, args)
+        result["ways"].append(r)
+        print(f"{label:>5} generalize {way:<13} wall {r['wall_s']:7.1f} s  cpu "
+              f"{r['cpu_s']:7.1f} s  peak {r['peak_mib']:7,.0f} MiB  "
+              f"{r['rows_per_s'] / 1e6:5.2f} M rows/s  search {r['search_s']:5.1f} s  "
+              f"load {r['load_average']}", flush=True)
+        shutil.rmtree(root / f"command_{way}", ignore_errors=True)
+    result["same_release"] = len({w["release_sha256"] for w in result["ways"]}) == 1
+    result["same_search"] = len({json.dumps([w["transformation"], w["nodes_checked"],
+                                             w["suppressed_records"]])
+                                 for w in result["ways"]}) == 1
+    print(f"{label}: same release {result['same_release']}, same search "
+          f"{result['same_search']}", flush=True)
+    return result
+
+
 def _print(label: str, r: dict[str, Any]) -> None:
     workers = ", ".join(f"{w['peak_mib']:,.0f}" for w in r.get("workers", []))
     print(f"{label:>5} {r['step']:<10} {r['engine']:<8} wall {r['wall_s']:8.1f} s  "
@@ -364,6 +470,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GB")
+    parser.add_argument("--command", action="store_true",
+                        help="measure the whole generalize command instead of the passes")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -375,6 +483,14 @@ def main() -> None:
         print(json.dumps(child(args)))
         return
     sizes = args.rows or [10**7]
+    if args.command:
+        done = [measure_command(rows, args) for rows in sizes]
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        COMMAND_OUT.write_text(json.dumps({
+            "machine": {"cpus": os.cpu_count(), "workers": args.workers,
+                        "memory_limit": args.memory_limit}, "runs": done}, indent=1))
+        print(f"saved {COMMAND_OUT}")
+        return
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     runs = {str(r["rows"]): r for r in previous.get("runs", [])}
     for rows in sizes:

@@ -39,8 +39,10 @@ def hierarchy_for(draw: st.DrawFn, values: list[str], height: int | None = None,
     """
     if height is None:
         height = draw(st.integers(0, 3))
-    if single_root is None:
-        single_root = draw(st.sampled_from([True] * 7 + [False]))
+    # drawn even when given, so that every call draws (hypothesis warns about a
+    # composite strategy that draws nothing, e.g. height 0 with single_root given)
+    drawn_root = draw(st.sampled_from([True] * 7 + [False]))
+    single_root = drawn_root if single_root is None else single_root
     groups = list(range(len(values)))  # group of each value at the current level
     rows = [[v] for v in values]
     for level in range(1, height + 1):

@@ -40,6 +40,7 @@ def test_k5_no_suppression(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Data
     # ARX's example optimum has the same loss (ties are compared by loss)
     assert _precision([0, 4, 0, 2, 3, 2, 2, 1], hiers) == pytest.approx(r.search.loss)
     assert r.suppressed_records == 0
+    assert r.release is not None
     assert check_k_anonymity(r.release, QIS, 5, 0) == []
     assert check_generalization(frame, r.release, hiers, r.transformation,
                                 max_suppressed=0) == []
@@ -55,6 +56,7 @@ def test_k5_one_percent(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset
     assert [r.transformation[q] for q in QIS] == [0, 4, 0, 1, 3, 2, 0, 1]
     assert r.suppressed_records == 207
     assert r.information_loss["precision_with_suppression"] == pytest.approx(r.search.loss)
+    assert r.release is not None
     assert check_k_anonymity(r.release, QIS, 5, 301) == []
     assert check_generalization(frame, r.release, hiers, r.transformation,
                                 max_suppressed=301) == []
@@ -105,4 +107,5 @@ def test_flash_checks_no_more_nodes_than_arx(
     degree = anonymize(ds, k, suppression, "degree", metric)
     assert flash.search.loss == pytest.approx(degree.search.loss, abs=1e-12)
     assert flash.search.nodes_checked <= ARX_NODES[(k, suppression)]
+    assert flash.release is not None
     assert check_k_anonymity(flash.release, QIS, k, int(suppression * ds.n)) == []

@@ -311,10 +311,10 @@ def test_parquet_round_trip_and_verify(tiny: Path) -> None:
 def test_verify_failure_writes_nothing(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import anonlab.verify.generalization
 
-    monkeypatch.setattr(anonlab.verify.generalization, "check_k_anonymity",
-                        lambda *a, **k: ["1 equivalence classes have fewer than 2 records"])
+    monkeypatch.setattr(anonlab.verify.generalization, "check_generalization",
+                        lambda *a, **k: ["column 'age' row 1: released '3*', expected '*'"])
     _assert_refused(tiny, _tiny_args(tiny, "--k", "2", "--verify", "--quiet"),
-                    "verification failed, nothing written: 1 equivalence classes")
+                    "verification failed, nothing written: column 'age' row 1")
 
 
 def test_lattice_too_large_is_refused(tmp_path: Path) -> None:

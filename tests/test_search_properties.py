@@ -136,6 +136,7 @@ def test_tags_and_release_are_right(
             assert set(result.search.k_minimal) <= set(exact_minimal)
         assert truth[result.search.optimum]
         release = result.release
+        assert release is not None
         assert check_k_anonymity(release, list(hiers), k, limit) == []
         assert check_generalization(frame, release, hiers, result.transformation,
                                     max_suppressed=limit) == []
@@ -193,6 +194,7 @@ def test_multi_chunk_keys_agree(
         narrow = anonymize(ds, k, suppression, "flash", "discernibility")
     assert narrow.search.loss == wide.search.loss
     assert narrow.information_loss == pytest.approx(wide.information_loss)
+    assert narrow.release is not None and wide.release is not None
     assert narrow.release.equals(wide.release)
 
 
@@ -214,6 +216,7 @@ def test_cache_size_and_snapshots_change_nothing(
         assert tight.search.optimum == roomy.search.optimum
         assert tight.search.nodes_checked == roomy.search.nodes_checked
         assert tight.information_loss == pytest.approx(roomy.information_loss)
+        assert tight.release is not None and roomy.release is not None
         assert tight.release.equals(roomy.release)
 
 

@@ -253,7 +253,7 @@ def test_presence_against_a_population(tmp_path: Path) -> None:
     bad = check_criteria(subset, release, [{"model": "delta-presence", "dmin": 0.3,
                                             "dmax": 0.5, "subset": "s.csv"}], ["q"], 0,
                          population=population, hierarchies=hier, levels=levels)
-    assert "class q=3 (1 records, rows 3) has delta outside [0.3, 0.5]" in bad[0]
+    assert "class q=3 (1 record, row 3) has delta outside [0.3, 0.5]" in bad[0]
     kmap = check_criteria(subset, release, [{"model": "k-map", "k": 4, "population": "p.csv"}],
                           ["q"], 0, population=population, hierarchies=hier, levels=levels)
     assert kmap == []

@@ -74,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     # multi-party fusion
     "fuse": "anonlab.fusion.engine",
     "specialize_table": "anonlab.fusion.engine",
+    "provider_table": "anonlab.fusion.provider",
     "FusionResult": "anonlab.fusion.engine",
     "FusionConfig": "anonlab.fusion.config",
     "load_fusion_config": "anonlab.fusion.config:load_config",
@@ -171,6 +172,7 @@ __all__ = [
     "microaggregate",
     "perturb",
     "privacy_measures",
+    "provider_table",
     "read_table",
     "redaction_hierarchy",
     "render_html",

@@ -308,6 +308,13 @@ class Dataset:
     ``population`` (the delta-presence and population k-map models) holds the
     quasi-identifier codes of a population table, (N, m) int32 in the same
     dictionaries as ``qis``: the table to release is a sample of it.
+
+    A dataset whose rows stay in an engine (a Dask cluster, a Parquet
+    dataset read in pieces) is *rowless*: ``frame`` has the table's columns
+    and no records, ``records`` counts them and ``base`` is the engine's
+    base frequency set (:class:`anonlab.engine.base.BaseFrequencySet`), from
+    which the search starts; the codes of ``qis`` and ``sensitive`` are
+    empty (:func:`anonlab.engine.search_input.rowless_dataset`).
     """
 
     frame: pd.DataFrame
@@ -316,11 +323,18 @@ class Dataset:
     source: str | None = None
     sensitive: tuple[EncodedSensitive, ...] = ()
     population: NDArray[Any] | None = None
+    records: int | None = None
+    base: Any = None
 
     @property
     def n(self) -> int:
         """Number of records."""
-        return int(self.frame.shape[0])
+        return int(self.frame.shape[0]) if self.records is None else int(self.records)
+
+    @property
+    def rowless(self) -> bool:
+        """Whether the rows stay in an engine (only the base frequency set is here)."""
+        return self.base is not None
 
     @property
     def heights(self) -> NDArray[Any]:
@@ -332,7 +346,10 @@ class Dataset:
         return [c for c in self.frame.columns if self.roles[c] == role]
 
     def code_matrix(self) -> NDArray[Any]:
-        """(n, m) int32 matrix of the quasi-identifiers' codes."""
+        """(n, m) int32 matrix of the quasi-identifiers' codes (a rowless dataset has none)."""
+        if self.rowless:
+            raise RuntimeError("a rowless dataset holds no rows: its base frequency set "
+                               "stands for them")
         return np.column_stack([q.codes for q in self.qis]).astype(np.int32, copy=False)
 
     @classmethod

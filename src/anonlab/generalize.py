@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,9 @@ from anonlab.privacy.spec import (
 )
 from anonlab.progress import ProgressFn
 
+if TYPE_CHECKING:
+    from anonlab.engine.base import Engine, ReleasePlan
+
 #: largest lattice searched: the strategies keep a few arrays with one entry per node
 MAX_LATTICE_SIZE = 20_000_000
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
@@ -47,6 +50,8 @@ DEFAULT_GS_FACTOR = 0.5
 
 #: a criterion as the API takes it: an object, a settings dict or a flag text
 CriterionLike = Criterion | Mapping[str, Any] | str
+#: a table as the API takes it: a pandas DataFrame, or a ``dask.dataframe.DataFrame``
+FrameLike = Any
 
 
 @dataclass
@@ -59,9 +64,14 @@ class GeneralizationResult:
     per-quasi-identifier values of the metrics where ARX reports a vector,
     ``information_loss_arx`` each value as ARX prints it. ``k`` is the
     k-anonymity criterion's ``k`` (``None`` without one).
+
+    For a rowless dataset (rows in an engine) ``release`` is ``None`` and
+    ``plan`` holds what the engine applies to every row to write it
+    (:class:`anonlab.engine.base.ReleasePlan`); ``records`` counts the
+    release's records either way.
     """
 
-    release: pd.DataFrame
+    release: pd.DataFrame | None
     transformation: dict[str, int]
     k: int | None
     suppression_limit: float
@@ -77,6 +87,8 @@ class GeneralizationResult:
     information_loss_per_attribute: dict[str, dict[str, float]] = field(default_factory=dict)
     information_loss_arx: dict[str, str] = field(default_factory=dict)
     metric_options: dict[str, Any] = field(default_factory=dict)
+    plan: ReleasePlan | None = None
+    records: int = 0
 
     def summary(self) -> dict[str, Any]:
         """The method's report fields (see docs/generalization.md for each one)."""
@@ -93,7 +105,7 @@ class GeneralizationResult:
             "transformation": self.transformation,
             "optimum_loss": _json_loss(self.search.loss),
             "suppressed_records": self.suppressed_records,
-            "records": int(self.release.shape[0]),
+            "records": self.records,
             "equivalence_classes": self.equivalence_classes,
             "class_sizes": {str(size): count for size, count in sorted(self.class_sizes.items())},
             "information_loss": self.information_loss,
@@ -151,7 +163,7 @@ def resolve_criteria(
 
 
 def model_dataset(
-    frame: pd.DataFrame,
+    frame: FrameLike,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     criteria: Sequence[Criterion],
     *,
@@ -161,16 +173,25 @@ def model_dataset(
     other: str | None = None,
     source: str | None = None,
     read_options: Mapping[str, Any] | None = None,
+    engine: Engine | None = None,
 ) -> Dataset:
     """The dataset a privacy model needs from a table.
 
     Plainly the table; with delta-presence the table is the population and
     the research subset (the criterion's ``subset``) is what is released;
     with k-map on a population table its records are counted too
-    (:func:`anonlab.privacy.presence.population_dataset`).
+    (:func:`anonlab.privacy.presence.population_dataset`). With an
+    ``engine`` (needed for a Dask DataFrame) the dataset is rowless: the
+    engine counts its base frequency set
+    (:func:`anonlab.engine.search_input.engine_dataset`).
     """
     roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
                              "insensitive": insensitive, "other": other, "source": source}
+    if engine is not None:
+        from anonlab.engine.search_input import check_engine_model, engine_dataset
+
+        check_engine_model(criteria)
+        return engine_dataset(engine, frame, hierarchies, **roles)
     if any(c.needs_population for c in criteria):
         from anonlab.privacy.presence import population_dataset
 
@@ -346,8 +367,15 @@ def _setup(
             f"the {MAX_LATTICE_SIZE:,} a full-domain search keeps in memory: use fewer "
             "quasi-identifiers or shorter hierarchies"
         )
-    engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
-    ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
+    if dataset.rowless:
+        from anonlab.engine.search_input import BaseLossContext, check_engine_model, search_engine
+
+        check_engine_model(criteria)
+        engine = search_engine(dataset, sensitive_attributes(criteria))
+        ctx_loss: LossContext = BaseLossContext(dataset, engine.base_tuples, engine.bottom.counts)
+    else:
+        engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
+        ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
     chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
                          weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
@@ -415,8 +443,7 @@ def anonymize(
     final_fs, final, _ = _node(setup, result.levels)
     scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
                                                aggregate=aggregate, weights=weights)
-    release, _ = build_release(dataset, result.levels, 0,
-                               _suppressed_rows(setup, final_fs, final.outliers))
+    release, plan = _release_or_plan(setup, dataset, result.levels, final_fs, final.outliers)
     kept = final_fs.counts[~final.outliers & (final_fs.counts > 0)]
     sizes, freq = np.unique(kept, return_counts=True)
     k_models = [c.k for c in model if isinstance(c, KAnonymity)]
@@ -440,7 +467,20 @@ def anonymize(
                         "aggregate": getattr(setup.context.metric, "aggregate", aggregate),
                         "attribute_weights": dict(weights or {}),
                         "practical_monotonicity": practical_monotonicity},
+        plan=plan,
+        records=dataset.n,
     )
+
+
+def _release_or_plan(setup: _Setup, dataset: Dataset, levels: Sequence[int], fs: FrequencySet,
+                     outliers: NDArray[Any]) -> tuple[pd.DataFrame | None, ReleasePlan | None]:
+    """The release built here, or for a rowless dataset the plan the engine writes it by."""
+    if dataset.rowless:
+        from anonlab.engine.search_input import release_plan
+
+        return None, release_plan(dataset, levels, fs, outliers)
+    release, _ = build_release(dataset, levels, 0, _suppressed_rows(setup, fs, outliers))
+    return release, None
 
 
 def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, int]]:
@@ -514,6 +554,13 @@ class Generalizer:
     ``criteria``, 2-anonymity. ``criteria`` may hold criterion objects, dicts
     as the settings spell a model, or flag texts. ``weights`` are attribute
     weights of the metric (quasi-identifier -> weight).
+
+    A ``dask.dataframe.DataFrame`` is taken wherever a pandas one is: the
+    rows stay on the cluster, ``engine`` (an open
+    :class:`~anonlab.engine.base.Engine`; by default a Dask engine on the
+    client in use, else on a local cluster started for the call) counts the
+    base frequency set, the search runs here on it, and the release is a
+    lazy Dask DataFrame (same rows, same labels as the pandas release).
     """
 
     def __init__(
@@ -528,7 +575,9 @@ class Generalizer:
         aggregate: str | None = None,
         weights: Mapping[str, float] | None = None,
         practical_monotonicity: bool = False,
+        engine: Engine | None = None,
     ) -> None:
+        self.engine = engine
         self.k = k
         self.suppression = suppression
         self.search = search
@@ -541,7 +590,7 @@ class Generalizer:
 
     def fit(
         self,
-        frame: pd.DataFrame,
+        frame: FrameLike,
         hierarchies: Mapping[str, Hierarchy | PathLike],
         *,
         identifying: Iterable[str] = (),
@@ -564,9 +613,10 @@ class Generalizer:
         self.other_ = other
         self.hierarchies_ = hiers
         self.criteria_ = resolve_criteria(self.criteria, self.k)
-        dataset = model_dataset(frame, hiers, self.criteria_, identifying=self.identifying_,
-                                sensitive=self.sensitive_, insensitive=self.insensitive_,
-                                other=other)
+        with _frame_engine(frame, self.engine) as engine:
+            dataset = model_dataset(frame, hiers, self.criteria_, identifying=self.identifying_,
+                                    sensitive=self.sensitive_, insensitive=self.insensitive_,
+                                    other=other, engine=engine)
         self.result_ = anonymize(dataset, None, self.suppression, self.search, self.metric,
                                  criteria=self.criteria_, **self._metric_options())
         self.transformation_ = dict(self.result_.transformation)
@@ -578,21 +628,22 @@ class Generalizer:
 
     def fit_transform(
         self,
-        frame: pd.DataFrame,
+        frame: FrameLike,
         hierarchies: Mapping[str, Hierarchy | PathLike],
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
         insensitive: Iterable[str] = (),
         other: str | None = None,
-    ) -> pd.DataFrame:
+    ) -> FrameLike:
         """Fit and return the release (with ``frame``'s index; with delta-presence, the
-        research subset's rows, indexed as in ``frame``)."""
+        research subset's rows, indexed as in ``frame``; a lazy Dask DataFrame for a Dask
+        one)."""
         self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive,
                  insensitive=insensitive, other=other)
-        return self.result_.release.set_axis(self._index(frame, self.result_.release), axis=0)
+        return _release_of(frame, self.result_.release, self.result_.plan)
 
-    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def transform(self, frame: FrameLike) -> FrameLike:
         """Apply the fitted transformation to another table with the same schema.
 
         Every criterion is re-checked on it (:func:`apply_levels`). The release
@@ -600,35 +651,89 @@ class Generalizer:
         """
         if not hasattr(self, "transformation_"):
             raise AnonlabError("the Generalizer is not fitted: call fit() first")
-        applied = apply_levels(
-            frame, self.hierarchies_, self.transformation_, self.criteria_, self.suppression,
-            identifying=self.identifying_, sensitive=self.sensitive_,
-            insensitive=self.insensitive_, other=self.other_, metric=self.metric,
-            **self._metric_options(),
-        )
-        return applied.release.set_axis(self._index(frame, applied.release), axis=0)
+        with _frame_engine(frame, self.engine) as engine:
+            applied = apply_levels(
+                frame, self.hierarchies_, self.transformation_, self.criteria_,
+                self.suppression, identifying=self.identifying_, sensitive=self.sensitive_,
+                insensitive=self.insensitive_, other=self.other_, metric=self.metric,
+                engine=engine, **self._metric_options(),
+            )
+        return _release_of(frame, applied.release, applied.plan)
 
-    @staticmethod
-    def _index(frame: pd.DataFrame, release: pd.DataFrame) -> pd.Index:
-        """The index of ``frame`` for the release's rows (all of them, in order, unless a
-        research subset was released)."""
-        if len(release) == len(frame):
-            return frame.index
-        return pd.RangeIndex(len(release))
+
+def _release_of(frame: Any, release: pd.DataFrame | None, plan: ReleasePlan | None) -> Any:
+    """The release for the caller: ``frame``'s index on a pandas release (all rows, in order,
+    unless a research subset was released), or a Dask DataFrame's lazy release."""
+    if release is None:  # counted on an engine: the plan applied to the caller's table
+        from anonlab.engine.search_input import is_dask_frame, lazy_release, release_partition
+
+        assert plan is not None
+        return lazy_release(frame, plan) if is_dask_frame(frame) else release_partition(frame,
+                                                                                        plan)
+    index = frame.index if len(release) == len(frame) else pd.RangeIndex(len(release))
+    return release.set_axis(index, axis=0)
+
+
+class _NoEngine:
+    """The context of a pandas frame: no engine."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _OwnedEngine:
+    """An engine opened for one call and closed after it."""
+
+    def __init__(self, engine: Engine, owned: bool) -> None:
+        self.engine = engine
+        self.owned = owned
+
+    def __enter__(self) -> Engine:
+        return self.engine
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned:
+            self.engine.close()
+
+
+def _frame_engine(frame: Any, engine: Engine | None) -> _NoEngine | _OwnedEngine:
+    """The engine a table is counted on: none for a pandas frame (unless one is given);
+    for a Dask DataFrame the given one, else a Dask engine on the client in use, else on a
+    local cluster started for the call."""
+    from anonlab.engine.search_input import is_dask_frame
+
+    if engine is not None:
+        return _OwnedEngine(engine, owned=False)
+    if not is_dask_frame(frame):
+        return _NoEngine()
+    from anonlab.engine import open_engine
+
+    try:
+        import distributed
+
+        current: Any = distributed.default_client
+        address: str | None = str(current().scheduler.address)
+    except (ImportError, ValueError):
+        address = None
+    return _OwnedEngine(open_engine("dask", scheduler=address), owned=True)
 
 
 @dataclass
 class AppliedTransformation:
     """A known transformation applied to a table: the release and what the model gives."""
 
-    release: pd.DataFrame
+    release: pd.DataFrame | None
     suppressed_records: int
     criteria: list[dict[str, Any]]
     dataset: Dataset
+    plan: ReleasePlan | None = None
 
 
 def apply_levels(
-    frame: pd.DataFrame,
+    frame: FrameLike,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     transformation: Mapping[str, int],
     criteria: Iterable[CriterionLike] | None,
@@ -645,6 +750,7 @@ def apply_levels(
     weights: Mapping[str, float] | None = None,
     practical_monotonicity: bool = False,
     read_options: Mapping[str, Any] | None = None,
+    engine: Engine | None = None,
 ) -> AppliedTransformation:
     """Apply known levels to a table and re-check every criterion with the suppression limit.
 
@@ -652,7 +758,8 @@ def apply_levels(
     order in which a risk threshold suppresses classes, which depends on the
     metric and its options); the table is refused if the model does not hold
     at these levels (too many records to suppress, or a population class
-    that fails delta-presence).
+    that fails delta-presence). With an ``engine`` the table's rows stay
+    there: ``release`` is ``None`` and ``plan`` says how to write it.
     """
     missing = [c for c in transformation if c not in hierarchies]
     if missing:
@@ -661,7 +768,7 @@ def apply_levels(
     dataset = model_dataset(
         frame, {c: hierarchies[c] for c in transformation}, model,
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        read_options=read_options,
+        read_options=read_options, engine=engine,
     )
     levels = []
     for q in dataset.qis:
@@ -678,9 +785,9 @@ def apply_levels(
     fs, classes, acceptable = _node(setup, levels)
     if not acceptable:
         raise AnonlabError(_refusal(model, classes, setup.limit))
-    release, _ = build_release(dataset, levels, 0, _suppressed_rows(setup, fs, classes.outliers))
+    release, plan = _release_or_plan(setup, dataset, levels, fs, classes.outliers)
     return AppliedTransformation(release, int(classes.suppressed),
-                                 criteria_report(model, classes), dataset)
+                                 criteria_report(model, classes), dataset, plan)
 
 
 def _refusal(model: Sequence[Criterion], classes: Any, limit: int) -> str:
@@ -728,4 +835,5 @@ def apply_transformation(
                            identifying=identifying, sensitive=sensitive,
                            insensitive=insensitive, other=other, metric=metric,
                            gs_factor=gs_factor, aggregate=aggregate, weights=weights)
+    assert applied.release is not None
     return applied.release, applied.suppressed_records

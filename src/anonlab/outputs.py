@@ -42,7 +42,7 @@ import re
 import secrets
 import socket
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -59,6 +59,8 @@ from anonlab.errors import AnonlabError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from anonlab.engine.output import StagedFolder
 
 PathLike = str | os.PathLike[str]
 Target = PathLike | DatabaseTarget
@@ -265,6 +267,28 @@ def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
                            "writable path", parameter=name)
 
 
+def check_output_folder(name: str, path: Path, inputs: Iterable[Path]) -> None:
+    """Refuse a folder output that is an input or lies inside one, is a file, is a folder
+    holding anything but Parquet parts, or lies under a file (its parent must be writable)."""
+    from anonlab.engine.output import check_target
+
+    _check_not_input(name, str(path), path.resolve(), inputs)
+    for item in inputs:  # an input inside the output folder would be replaced with it
+        if item.resolve().is_relative_to(path.resolve()):
+            raise AnonlabError(f"{name} '{path}' holds the input '{item}': choose another "
+                               "folder (inputs are never overwritten)", parameter=name)
+    check_target(path)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise AnonlabError(f"{name} '{path}': '{folder}' is a file, not a folder: choose "
+                           "another path", parameter=name)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise AnonlabError(f"{name} '{path}': folder '{folder}' is not writable: choose a "
+                           "writable path", parameter=name)
+
+
 class Outputs:
     """The outputs of one run: checked first, staged as they come, renamed together.
 
@@ -277,6 +301,12 @@ class Outputs:
     ``input_tables`` names the input's table (then only that table is
     refused). Use it as a context manager: whatever was staged but not
     committed is removed on exit.
+
+    ``folders`` names the outputs that are folders of Parquet parts (a
+    partitioned release written by an engine): such a target may not exist
+    unless it is an earlier dataset of parts (then it is replaced); it is
+    staged as a hidden folder beside it (:meth:`stage_folder`) and renamed
+    onto it at :meth:`commit`, before the files.
     """
 
     def __init__(
@@ -285,6 +315,7 @@ class Outputs:
         inputs: Iterable[Target | None] = (),
         *,
         input_tables: Iterable[DatabaseTarget] = (),
+        folders: Collection[str] = (),
     ) -> None:
         given = [p for p in inputs if p is not None]
         known = [p for p in given if isinstance(p, DatabaseTarget)] + list(input_tables)
@@ -330,7 +361,8 @@ class Outputs:
             else:
                 assert not isinstance(value, DatabaseTarget)
                 path = Path(value)
-                check_output_path(name, path, [*input_paths, *database_files])
+                check = check_output_folder if name in folders else check_output_path
+                check(name, path, [*input_paths, *database_files])
                 where = path.resolve()
                 other = files.get(where)
                 if other is not None and other in self._tables:
@@ -346,9 +378,35 @@ class Outputs:
             seen[where] = name
         self._staged: dict[str, tuple[Path, bool]] = {}
         self._created: list[Path] = []  # folders this run made, removed again if it fails
-        folders = {p.parent for p in self._targets.values()}
-        for folder in folders:
-            remove_stale_temps(folder)
+        self._folder_names = set(folders) & set(self._targets)
+        self._staged_folders: dict[str, StagedFolder] = {}
+        for parent in {p.parent for p in self._targets.values()}:
+            remove_stale_temps(parent)
+
+    def is_folder(self, name: str) -> bool:
+        """Whether output ``name`` is a folder of Parquet parts."""
+        return name in self._folder_names
+
+    def stage_folder(self, name: str) -> StagedFolder:
+        """The hidden folder that folder output ``name`` is written into (an engine writes its
+        parts there); renamed onto the target at :meth:`commit`, removed on failure."""
+        from anonlab.engine.output import StagedFolder
+
+        if name not in self._folder_names:
+            raise ValueError(f"output '{name}' is not a folder output")
+        previous = self._staged_folders.pop(name, None)
+        if previous is not None:
+            previous.discard()
+        target = self._targets[name]
+        self._created += _make_folder(target)
+        staged = StagedFolder(target)
+        self._staged_folders[name] = staged
+        return staged
+
+    def staged_folder(self, name: str) -> Path | None:
+        """The hidden folder output ``name`` was staged to (``None`` before)."""
+        staged = self._staged_folders.get(name)
+        return None if staged is None else staged.path
 
     def __contains__(self, name: str) -> bool:
         return name in self._targets or name in self._tables
@@ -409,6 +467,9 @@ class Outputs:
         """
         self._commit_tables()
         written: list[Path] = []
+        for name, staged in list(self._staged_folders.items()):
+            written.append(staged.commit())
+            del self._staged_folders[name]
         for name, (tmp, _private) in list(self._staged.items()):
             target = self._targets[name]
             try:
@@ -439,6 +500,9 @@ class Outputs:
         for tmp, _private in self._staged.values():
             tmp.unlink(missing_ok=True)
         self._staged.clear()
+        for staged in self._staged_folders.values():
+            staged.discard()
+        self._staged_folders.clear()
         for folder in reversed(self._created):  # deepest first; only if still empty
             try:
                 folder.rmdir()

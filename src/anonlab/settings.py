@@ -135,7 +135,10 @@ def resolve_paths(values: dict[str, Any], base: Path, keys: Iterable[str]) -> di
 
 def _resolve_value(value: Any, base: Path) -> Any:
     if isinstance(value, str):
-        return value if "://" in value or not value else str(base / value)
+        if "://" in value or not value:
+            return value
+        # a trailing "/" names a folder output (a partitioned release): keep it
+        return str(base / value) + ("/" if value.endswith("/") else "")
     if isinstance(value, list):
         return [_resolve_value(v, base) for v in value]
     if isinstance(value, dict):

@@ -1,9 +1,13 @@
 """The table model of the record-level methods: one table, every column's role, its encodings.
 
 A :class:`MicrodataTable` is what microaggregation (:func:`anonlab.microaggregate`),
-perturbation (the ``perturb``, ``invert`` and ``attack`` runs) and the EM4ADOM
-evaluation (:func:`anonlab.metrics.evaluate`) take. It is built once from a
-frame and the column settings (:meth:`MicrodataTable.from_frame`) and holds:
+perturbation (the ``perturb``, ``invert`` and ``attack`` runs), the EM4ADOM
+evaluation (:func:`anonlab.metrics.evaluate`), fusion (each provider's part:
+:func:`anonlab.fusion.provider.load_provider`) and the risk module
+(:func:`anonlab.risk.measure_risk`) take. It is built once from a
+frame and the column settings (:meth:`MicrodataTable.from_frame`), or from
+every column's role where a method derives them from its own settings
+(:meth:`MicrodataTable.from_roles`: a fusion provider's part), and holds:
 
 * ``frame``: the table as read;
 * ``roles``: the :class:`~anonlab.dataset.Role` of every column. The masked
@@ -194,6 +198,51 @@ class MicrodataTable:
         cats = tuple(encode_all(frame, nom, ordl, orders, what))
         return cls(frame, roles, numeric, cats, by_other, numbers, what)
 
+    @classmethod
+    def from_roles(
+        cls,
+        frame: pd.DataFrame,
+        roles: Mapping[str, Role | str],
+        *,
+        nominal: Sequence[str] = (),
+        ordinal: Sequence[str] = (),
+        orders: Mapping[str, Sequence[str]] | None = None,
+        by_other: Sequence[str] = (),
+        numbers: NumberRule = "parsed",
+        allow_constant: bool = False,
+        what: str = "table",
+    ) -> MicrodataTable:
+        """A table whose every column's role is already known (e.g. derived from a config).
+
+        ``roles`` maps every column of ``frame`` (and no other name) to a
+        :class:`~anonlab.dataset.Role` or its value. The quasi-identifiers
+        named in ``nominal`` or ``ordinal`` are categorical (``orders`` as in
+        :meth:`from_frame`); every other quasi-identifier is numeric, read by
+        rule ``numbers`` (``allow_constant`` as in :meth:`from_frame`).
+        ``by_other`` are the insensitive columns that got their role only
+        because no setting named them. Unlike :meth:`from_frame`, a table
+        without quasi-identifiers is accepted: a fusion provider may hold
+        none of its own (:func:`anonlab.fusion.provider.provider_table`).
+        """
+        from anonlab.dataset import Role
+
+        if numbers not in NUMBER_RULES:
+            raise AnonlabError(f"numbers '{numbers}' is not a rule: give 'parsed' or 'exact'",
+                               parameter="numbers")
+        if frame.shape[0] == 0:
+            raise AnonlabError(f"the {what} has no records: give at least one record")
+        columns = [str(c) for c in frame.columns]
+        given = {str(c): _role(Role, r) for c, r in roles.items()}
+        _check_role_names(columns, given, what)
+        _check_typed(given, {"nominal": nominal, "ordinal": ordinal, "by_other": by_other},
+                     Role)
+        categorical = {*nominal, *ordinal}
+        names = [c for c in columns if given[c] == Role.QUASI and c not in categorical]
+        numeric = read_numbers(frame, names, numbers, allow_constant=allow_constant, what=what)
+        cats = tuple(encode_all(frame, list(nominal), list(ordinal), orders, what))
+        return cls(frame, {c: given[c] for c in columns}, numeric, cats, tuple(by_other),
+                   numbers, what)
+
     def encoded_like(self, frame: pd.DataFrame, what: str = "masked table") -> MicrodataTable:
         """Another table with the same records (e.g. a masked one), encoded as this one is.
 
@@ -207,6 +256,48 @@ class MicrodataTable:
         cats = tuple(encode_like(c, frame, what) for c in self.categorical)
         roles = {c: r for c, r in self.roles.items() if c in set(map(str, frame.columns))}
         return MicrodataTable(frame, roles, numeric, cats, (), self.numbers, what)
+
+
+def _role(kind: type[Role], value: Role | str) -> Role:
+    """``value`` as a :class:`~anonlab.dataset.Role`; an unknown role is refused by name."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(r.value for r in kind)
+        raise AnonlabError(f"roles gives the role '{value}', which is not a role: give one of "
+                           f"{known}", parameter="roles") from None
+
+
+def _check_role_names(columns: list[str], roles: Mapping[str, Role], what: str) -> None:
+    """``roles`` names every column of the table and nothing else."""
+    missing = [c for c in columns if c not in roles]
+    if missing:
+        raise AnonlabError(f"column '{missing[0]}' of the {what} has no role: give every column "
+                           "its role in roles", parameter="roles")
+    stray = [c for c in roles if c not in set(columns)]
+    if stray:
+        raise AnonlabError(f"roles names column '{stray[0]}', which the {what} does not have "
+                           f"(its columns are {', '.join(columns)})", parameter="roles")
+
+
+def _check_typed(roles: Mapping[str, Role], lists: Mapping[str, Sequence[str]],
+                 kind: type[Role]) -> None:
+    """Categorical columns are quasi-identifiers of one type; ``by_other`` ones insensitive."""
+    both = sorted(set(lists["nominal"]) & set(lists["ordinal"]))
+    if both:
+        raise AnonlabError(f"column '{both[0]}' is named both nominal and ordinal: give each "
+                           "column one type", parameter="ordinal")
+    wanted = {"nominal": kind.QUASI, "ordinal": kind.QUASI, "by_other": kind.INSENSITIVE}
+    for parameter, names in lists.items():
+        for name in names:
+            role = roles.get(name)
+            if role is None:
+                raise AnonlabError(f"{parameter} names column '{name}', which the table does "
+                                   "not have: fix the name", parameter=parameter)
+            if role != wanted[parameter]:
+                raise AnonlabError(f"{parameter} names column '{name}', whose role is "
+                                   f"{role.value}, not {wanted[parameter].value}: give it that "
+                                   "role in roles or leave it out", parameter=parameter)
 
 
 def _numeric_names(

@@ -179,6 +179,19 @@ def generalize_command(
         None, "--plot", help="PNG of the equivalence class sizes (default: none)."
     ),
     verify: bool | None = VERIFY,
+    engine: str | None = typer.Option(
+        None, "--engine", help="Where the passes over the rows run: numpy (this process) | "
+        "dask (a Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
+        "docs/engine.md)."),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a "
+        "local cluster)."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
+        "core)."),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's "
+        "share of this machine's memory)."),
     quiet: bool = QUIET,
 ) -> None:
     """Generalize a table under privacy models (see --help for an example)."""
@@ -199,7 +212,8 @@ def generalize_command(
         "attribute_weights": parse_weight_flags(weight) if weight else None,
         "practical_monotonicity": practical_monotonicity, "output": output,
         "output_table": output_table, "report": as_text(report), "html": as_text(html),
-        "plot": as_text(plot), "verify": verify,
+        "plot": as_text(plot), "verify": verify, "engine": engine, "scheduler": scheduler,
+        "workers": workers, "memory_limit": memory_limit,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,

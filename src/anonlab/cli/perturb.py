@@ -73,6 +73,9 @@ Example:
   anonlab perturb --invert --key key.json released.csv --output restored.csv
 
   anonlab perturb --config examples/perturb_tarragona.toml
+
+  anonlab perturb big/ --method obt --engine dask --workers 2 --memory-limit 4GB
+  --output released/ --key key.json
 """
 
 ATTACK_HELP = """Run the attacks on an original table and its perturbed release (same
@@ -90,6 +93,20 @@ Example:
 #: how the library's parameters are spelled on these commands
 FLAGS = {"input": "the INPUT argument", "original": "the ORIGINAL argument",
          "released": "the RELEASED argument", **RISK_FLAGS}
+
+# where the passes over the rows run (docs/perturbation.md, "On Dask")
+ENGINE = typer.Option(
+    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
+    "Dask cluster; obt and rotation; --output must be a folder, ending in /) (default: numpy).")
+SCHEDULER = typer.Option(
+    None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a local "
+    "cluster).")
+WORKERS = typer.Option(
+    None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
+    "core).")
+MEMORY_LIMIT = typer.Option(
+    None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's share "
+    "of this machine's memory).")
 
 # this family's own options, shared by its commands
 COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c (default: "
@@ -174,6 +191,10 @@ def perturb_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
+    engine: str | None = ENGINE,
+    scheduler: str | None = SCHEDULER,
+    workers: int | None = WORKERS,
+    memory_limit: str | None = MEMORY_LIMIT,
     quiet: bool = QUIET,
 ) -> None:
     """Perturb numeric columns for clustering (see --help for an example)."""
@@ -191,7 +212,9 @@ def perturb_command(
                  "--internal": internal,
                  **{_flag(name): value for name, value in risk.items()}}
         _invert(input, config, key, output, delimiter, sheet, table, query, verify, quiet,
-                [flag for flag, value in given.items() if value is not None])
+                [flag for flag, value in given.items() if value is not None],
+                {"engine": engine, "scheduler": scheduler, "workers": workers,
+                 "memory_limit": memory_limit})
         return
     from anonlab.runs.perturb import PerturbSettings, check_input_override, run_perturb
 
@@ -203,7 +226,8 @@ def perturb_command(
         "html": as_text(html), "known": known, "clusters": clusters,
         "attack_records": attack_records, "verify": verify, "identifying": identifying,
         "sensitive": sensitive, "insensitive": insensitive, "other": other,
-        "internal": internal, **risk,
+        "internal": internal, "engine": engine, "scheduler": scheduler, "workers": workers,
+        "memory_limit": memory_limit, **risk,
     }
     if config is not None:
         check_input_override(config, overrides, _flag)
@@ -218,7 +242,8 @@ def perturb_command(
 
 def _invert(input: str | None, config: Path | None, key: Path | None, output: str | None,
             delimiter: str | None, sheet: str | None, table: str | None, query: str | None,
-            verify: bool | None, quiet: bool, unused: list[str]) -> None:
+            verify: bool | None, quiet: bool, unused: list[str],
+            engine: dict[str, Any]) -> None:
     """``perturb --invert``: restore a release with its key."""
     from anonlab.runs.perturb import InvertSettings, run_invert
 
@@ -232,7 +257,7 @@ def _invert(input: str | None, config: Path | None, key: Path | None, output: st
         raise fail("--invert needs --key (the key file) and --output (the restored table)")
     settings = InvertSettings.load(None, input=input, key=as_text(key), output=as_text(output),
                                    delimiter=delimiter, sheet=sheet, table=table, query=query,
-                                   verify=verify)
+                                   verify=verify, **engine)
     with progress_display(quiet) as progress:
         result = run_invert(settings, progress=progress)
     if not quiet:

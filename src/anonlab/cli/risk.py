@@ -41,6 +41,12 @@ Examples:
   anonlab risk testdata.csv --qi urbrur,water,sex,age --weights sampling_weight
 
   anonlab risk release.csv --qi age,sex --attacker-columns age,sex --report risk.json
+
+  anonlab risk big_release/ --qi age,sex,zip --engine dask --workers 2 --memory-limit 4GB
+
+With --engine dask the table (a Parquet folder, file or glob, or a CSV file)
+is counted on a Dask cluster and only its frequency set comes back: the
+figures are those of --engine numpy; --weights needs the records in memory.
 """
 
 FLAGS = {
@@ -117,7 +123,9 @@ def _summary(report: dict[str, Any]) -> None:
 
 
 def risk_command(
-    table: Path = typer.Argument(..., help="Table to measure (CSV or Parquet)."),
+    table: Path = typer.Argument(
+        ..., help="Table to measure (CSV, Parquet file, or with --engine dask a Parquet folder "
+        "or glob)."),
     qi: str = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated."),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     sensitive: list[str] | None = SENSITIVE,
@@ -132,6 +140,18 @@ def risk_command(
     max_risk: float | None = MAX_RISK,
     delimiter: str | None = DELIMITER,
     report: Path | None = REPORT,
+    engine: str = typer.Option(
+        "numpy", "--engine", help="Where the rows are read: numpy (this process, the whole "
+        "table) | dask (a Dask cluster counts the frequency set; docs/risk.md, 'On Dask')."),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a "
+        "local cluster)."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
+        "core)."),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="Memory of each local Dask worker, e.g. 4GB (default: "
+        "Dask's share of this machine's memory)."),
     quiet: bool = QUIET,
 ) -> None:
     """Measure a table's re-identification risk (see --help for examples)."""
@@ -148,7 +168,8 @@ def risk_command(
             population_size=population, sampling_fraction=sampling_fraction,
             thresholds=risk_threshold or [], hierarchies=_hierarchies(hierarchy),
             max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,
-            delimiter=delimiter, report=report)
+            delimiter=delimiter, report=report, engine=engine, scheduler=scheduler,
+            workers=workers, memory_limit=memory_limit)
     if not quiet:
         _summary(result.report)
         if result.written:

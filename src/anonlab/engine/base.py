@@ -359,6 +359,14 @@ class Engine(Protocol):
         """Release the engine's resources (a Dask cluster it started)."""
         ...
 
+    def __enter__(self) -> Engine:
+        """The engine itself, closed on leaving a ``with`` block."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the engine."""
+        ...
+
 
 class EngineBase:
     """The operations in terms of two backend primitives.

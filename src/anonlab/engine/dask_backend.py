@@ -258,10 +258,12 @@ def _local_cluster(workers: int | None, limit: int | None, processes: bool,
     # glibc's defaults; the other variables stay.
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    # dashboard on a free port: None means Dask's fixed 8787, so two local clusters on one
+    # machine (two runs, two test processes) would collide
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
         cluster = cluster_class(n_workers=count, threads_per_worker=threads,
                                memory_limit=limit if limit is not None else "auto",
-                               processes=processes, dashboard_address=None,
+                               processes=processes, dashboard_address=":0",
                                silence_logs=logging.CRITICAL)
     return cluster, client_class(cluster, set_as_default=False)
 

@@ -37,6 +37,12 @@ def _replaceable(folder: Path) -> bool:
     return all(entry.is_file() and _PART.match(entry.name) for entry in folder.iterdir())
 
 
+def holds_release(folder: Path) -> bool:
+    """Whether ``folder`` is an earlier dataset of parts: a folder of one or more Parquet parts
+    this module writes, and nothing else."""
+    return folder.is_dir() and any(folder.iterdir()) and _replaceable(folder)
+
+
 def remove_stale_folders(folder: Path) -> None:
     """Remove staged folders in ``folder`` left by this host's processes that are gone
     (killed runs); other hosts' folders are left alone."""

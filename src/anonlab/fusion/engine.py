@@ -32,6 +32,7 @@ from anonlab.fusion.messages import (
 from anonlab.fusion.provider import CutSpec, ProviderState, load_provider, root_labels
 from anonlab.fusion.templates import SharedCut, template_summary
 from anonlab.progress import ProgressFn, report_to
+from anonlab.table import MicrodataTable
 
 ROUNDS_STEP = "fusion rounds"
 """The progress step of the fusion loop: ``progress(ROUNDS_STEP, rounds done, None)``."""
@@ -274,15 +275,21 @@ def _check_aligned(states: Sequence[ProviderState]) -> None:
                                "class values")
 
 
-def fuse(config: FusionConfig, frames: Mapping[str, pd.DataFrame] | None = None, *,
+def fuse(config: FusionConfig,
+         frames: Mapping[str, pd.DataFrame | MicrodataTable] | None = None, *,
          progress: ProgressFn | None = None) -> FusionResult:
     """All providers in this process (plain max, labelled not private).
 
-    ``frames`` may give a provider's table by party id instead of its file;
-    ``progress`` hears ``("fusion rounds", rounds done, None)`` after every round.
+    ``frames`` may give a provider's part by party id instead of its file: a
+    DataFrame (taken as text), or a :class:`~anonlab.table.MicrodataTable`
+    whose roles and encodings agree with the config (build it with
+    :func:`anonlab.fusion.provider.provider_table`; a disagreement is an
+    :class:`AnonlabError` naming ``frames``). Every form gives the same
+    release. ``progress`` hears ``("fusion rounds", rounds done, None)``
+    after every round.
     """
     frames = frames or {}
-    states = [load_provider(config, i, frames.get(p.id))
+    states = [load_provider(config, i, frames.get(p.id), parameter="frames")
               for i, p in enumerate(config.providers)]
     _check_aligned(states)
     ids = [p.id for p in config.providers] + [h.id for h in config.helpers]
@@ -293,18 +300,21 @@ def fuse(config: FusionConfig, frames: Mapping[str, pd.DataFrame] | None = None,
         network.close()
 
 
-def specialize_table(frame: pd.DataFrame, settings: Mapping[str, Any],
+def specialize_table(frame: pd.DataFrame | MicrodataTable, settings: Mapping[str, Any],
                      base: str = ".") -> FusionResult:
     """Single-party TDS on one joined table: one provider holding every column.
 
     ``settings`` is a fusion config without ``parties`` (its ``[fusion]``,
     ``templates``, ``taxonomies`` and ``sensitivity`` tables); the provider
-    holds every column of ``frame`` but the class and id columns, with factor 1.
+    holds every column of ``frame`` (a DataFrame, or a
+    :class:`~anonlab.table.MicrodataTable` as :func:`fuse` takes one) but the
+    class and id columns, with factor 1.
     """
+    columns = frame.frame.columns if isinstance(frame, MicrodataTable) else frame.columns
     fusion = dict(settings.get("fusion", {}))
     skip = {fusion.get("class"), fusion.get("id")}
     party = {"id": "single", "role": "provider", "file": "<frame>",
-             "columns": [c for c in frame.columns if c not in skip], "factor": 1.0}
+             "columns": [c for c in columns if c not in skip], "factor": 1.0}
     data = {**settings, "parties": [party]}
     config = config_from_dict(data, base, source="<single table>", min_providers=1)
     return fuse(config, {"single": frame})

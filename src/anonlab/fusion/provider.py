@@ -1,8 +1,11 @@
 """One provider's state: its own raw columns, its candidates and their statistics.
 
-A provider sees the raw values of its own columns only, plus the shared cut
-(every party's current generalized QID values). It scores only its own
-candidate specializations. Statistics are kept per candidate, TIPS-like:
+A provider's part of the data (its record ids, its columns and the class) is
+a :class:`~anonlab.table.MicrodataTable` (:func:`provider_table`), read from
+its file or given from Python. A provider sees the raw values of its own
+columns only, plus the shared cut (every party's current generalized QID
+values). It scores only its own candidate specializations. Statistics are
+kept per candidate, TIPS-like:
 
 * class counts per child, InfoGain, GainRatio and s(v) are computed once,
   when the value appears, over that value's records only;
@@ -21,6 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonlab.dataset import Role
 from anonlab.errors import AnonlabError
 from anonlab.fusion import scores
 from anonlab.fusion.channel import quantize
@@ -30,6 +34,7 @@ from anonlab.fusion.taxonomy import Taxonomy, build_taxonomy, interval_label
 from anonlab.fusion.templates import SharedCut, Template
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import read_table
+from anonlab.table import MicrodataTable
 
 Interval = tuple[float, float, bool]
 
@@ -52,7 +57,12 @@ class Candidate:
 
 @dataclass
 class ProviderState:
-    """What one provider holds and computes (see the module docstring)."""
+    """What one provider holds and computes (see the module docstring).
+
+    ``table`` is the provider's part as the one table model, rows in its own
+    order; ``ids``, ``classes``, ``raw`` and ``codes`` hold the records in id
+    order (the continuous columns' numbers are ``table.numeric``'s).
+    """
 
     index: int
     party_id: str
@@ -74,6 +84,7 @@ class ProviderState:
     candidates: dict[tuple[str, int], Candidate] = field(default_factory=dict)
     best: Candidate | None = None
     best_score: float | None = None
+    table: MicrodataTable | None = None
 
     @property
     def n(self) -> int:
@@ -367,17 +378,65 @@ def max_leaves(config: FusionConfig) -> int:
     return max(counts, default=1)
 
 
-def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None = None,
-                  ) -> ProviderState:
-    """Load provider ``index``'s own file (or ``frame``) into its state."""
+def provider_roles(config: FusionConfig, index: int) -> tuple[dict[str, Role], list[str]]:
+    """The role of every column of provider ``index``'s part, and those given none.
+
+    The part is the record id (when the config names one), the provider's
+    columns and the class. The roles are those the run's report gives
+    (:func:`anonlab.fusion.roles.fusion_roles`):
+
+    * its template columns are quasi-identifiers;
+    * the record id is identifying (never released), or insensitive with
+      ``keep_id`` (released by that explicit choice);
+    * the class is **sensitive**: every fusion releases it as it is, it is the
+      attribute the fused table is meant to predict, and the release's risk
+      section measures its l-diversity and t-closeness as a sensitive
+      attribute; naming it in ``[fusion] insensitive`` makes it insensitive;
+    * its other columns take the role their ``[fusion]`` or own lists give
+      (identifying before sensitive before insensitive, should a list
+      contradict another: :func:`~anonlab.fusion.roles.fusion_roles` refuses
+      that before a run); a column named nowhere is insensitive and returned
+      as given none (``other``; a run refuses it unless ``other`` is set).
+    """
     party = config.providers[index]
-    source = f"provider '{party.id}' ({party.file})" if frame is None else \
-        f"provider '{party.id}'"
-    if frame is None:
-        assert party.file is not None
-        frame = read_table(party.file, **party.read_options())
-    else:
-        frame = frame.astype(str)
+    qid = set(config.qid_attributes)
+    named = {name: {*(c for c in shared if c in party.columns), *own}
+             for (name, shared), own in zip(config.fusion.named().items(),
+                                            party.named().values(), strict=True)}
+    roles: dict[str, Role] = {}
+    unnamed: list[str] = []
+    for column in party.columns:
+        role = Role.QUASI if column in qid else _named_role(column, named)
+        if role is None:
+            role = Role.INSENSITIVE
+            unnamed.append(column)
+        roles[column] = role
+    id_col, class_col = config.fusion.id, config.class_column
+    if id_col and id_col not in qid:
+        roles[id_col] = Role.INSENSITIVE if config.fusion.keep_id else Role.IDENTIFYING
+    if class_col not in qid:
+        insensitive = class_col in config.fusion.insensitive
+        roles[class_col] = Role.INSENSITIVE if insensitive else Role.SENSITIVE
+    return roles, [c for c in unnamed if c not in (id_col, class_col)]
+
+
+def _named_role(column: str, named: dict[str, set[str]]) -> Role | None:
+    """The role the role lists give ``column`` (the strictest when several do), or ``None``."""
+    for name in ("identifying", "sensitive", "insensitive"):
+        if column in named[name]:
+            return Role(name)
+    return None
+
+
+def _source(config: FusionConfig, index: int, in_memory: bool) -> str:
+    """How messages name provider ``index``: by id, with its file when read from it."""
+    party = config.providers[index]
+    return f"provider '{party.id}'" if in_memory else f"provider '{party.id}' ({party.file})"
+
+
+def _check_part(frame: pd.DataFrame, config: FusionConfig, index: int, source: str) -> None:
+    """The provider's frame has its id, its columns and the class, and every id once."""
+    party = config.providers[index]
     id_col, class_col = config.fusion.id, config.class_column
     needed = [class_col, *party.columns] + ([id_col] if id_col else [])
     missing = [c for c in needed if c not in frame.columns]
@@ -389,12 +448,148 @@ def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None =
         if dup.any():
             raise AnonlabError(f"{source}: record id '{frame[id_col][dup].iloc[0]}' appears "
                                f"twice in column '{id_col}': ids must be unique")
-        frame = frame.iloc[_sorted_ids(frame[id_col])].reset_index(drop=True)
-        ids = frame[id_col].astype(str).to_numpy()
+
+
+def _kinds(config: FusionConfig, index: int) -> tuple[list[str], list[str]]:
+    """Provider ``index``'s template columns: those with a taxonomy file, the continuous ones."""
+    party = config.providers[index]
+    qid = [c for c in party.columns if c in config.qid_attributes]
+    continuous = [c for c in qid if config.taxonomies.get(c) == CONTINUOUS]
+    return [c for c in qid if c not in continuous], continuous
+
+
+def provider_table(config: FusionConfig, index: int, frame: pd.DataFrame | None = None,
+                   ) -> MicrodataTable:
+    """Provider ``index``'s part of the data as the one table model.
+
+    Reads the provider's ``file`` (with its reading options), or takes
+    ``frame`` as text (``frame.astype(str)``, as a file reads); keeps the
+    record id, the provider's columns and the class, in the frame's order, and
+    gives each its role (:func:`provider_roles`). The template columns with a
+    taxonomy file are nominal; the ``"continuous"`` ones numeric, read by the
+    exact rule (``numbers="exact"``: Arrow's correctly rounded parse, the same
+    double that Python's ``float`` gives a decimal text). Text Arrow does not
+    parse but ``float`` does (surrounding spaces, ``1_000``) is read by
+    ``float``, as fusion always read it; a value that is no finite number is
+    refused naming the column and the value. Rows stay in the frame's order
+    (:func:`load_provider` sorts them by id).
+    """
+    source = _source(config, index, frame is not None)
+    if frame is None:
+        party = config.providers[index]
+        assert party.file is not None
+        frame = read_table(party.file, **party.read_options())
     else:
-        ids = np.arange(len(frame)).astype(str)
-    class_labels, classes = np.unique(frame[class_col].astype(str).to_numpy(),
-                                      return_inverse=True)
+        frame = frame.astype(str)
+    _check_part(frame, config, index, source)
+    roles, unnamed = provider_roles(config, index)
+    part = frame[[c for c in frame.columns if c in roles]]
+    nominal, continuous = _kinds(config, index)
+
+    def build(data: pd.DataFrame) -> MicrodataTable:
+        return MicrodataTable.from_roles(data, roles, nominal=nominal, by_other=unnamed,
+                                         numbers="exact", allow_constant=True, what=source)
+
+    try:
+        return build(part)
+    except AnonlabError:
+        floats = _python_numbers(part, continuous, source)
+        if floats is part:
+            raise
+        return build(floats)
+
+
+def _python_numbers(frame: pd.DataFrame, columns: list[str], source: str) -> pd.DataFrame:
+    """``frame`` with ``columns`` as Python's ``float`` reads them, or itself when none is read.
+
+    A column with a value that is no finite number is refused naming that value.
+    """
+    out = frame
+    for a in columns:
+        numbers = as_numbers(frame[a])
+        if numbers is None:
+            numeric = pd.to_numeric(frame[a], errors="coerce")
+            bad = frame[a][numeric.isna() | ~np.isfinite(numeric)].iloc[0]
+            raise AnonlabError(f"{source}: continuous column '{a}' has the non-numeric "
+                               f"value '{bad}': give numbers or a taxonomy file")
+        if out is frame:
+            out = frame.copy()
+        out[a] = numbers
+    return out
+
+
+def check_provider_table(config: FusionConfig, index: int, table: MicrodataTable,
+                         parameter: str = "frame") -> None:
+    """Refuse a table that says something else of provider ``index``'s part than the config.
+
+    Its frame must hold the part (:func:`provider_table`); each column of the
+    part must have the role :func:`provider_roles` gives it (a column the
+    config gives no role may have any role but quasi-identifier); the
+    continuous template columns must be numeric, read by the exact rule, the
+    ones with a taxonomy file categorical.
+    """
+    source = _source(config, index, True)
+    _check_part(table.frame, config, index, source)
+    roles, unnamed = provider_roles(config, index)
+    for column, role in roles.items():
+        has = table.roles.get(column)
+        if has != role and not (column in unnamed and has != Role.QUASI):
+            shown = "no role" if has is None else has.value
+            raise AnonlabError(
+                f"{source}: the table gives column '{column}' {shown}, the fusion config "
+                f"{role.value}: build the table with provider_table(config, {index}, frame)",
+                parameter=parameter)
+    nominal, continuous = _kinds(config, index)
+    if continuous and table.numbers != "exact":
+        raise AnonlabError(f"{source}: the table read its numbers by rule '{table.numbers}', "
+                           "fusion by rule 'exact': build it with numbers='exact'",
+                           parameter=parameter)
+    for column in continuous:
+        if column not in table.numeric.names:
+            raise AnonlabError(f"{source}: continuous column '{column}' is not numeric in the "
+                               "table: make it a numeric quasi-identifier", parameter=parameter)
+    categorical = {*table.nominal, *table.ordinal}
+    for column in nominal:
+        if column not in categorical:
+            raise AnonlabError(f"{source}: column '{column}' has a taxonomy file but is not "
+                               "categorical in the table: make it nominal", parameter=parameter)
+
+
+def load_provider(config: FusionConfig, index: int,
+                  frame: pd.DataFrame | MicrodataTable | None = None, *,
+                  parameter: str = "frame") -> ProviderState:
+    """Load provider ``index``'s part into its state: from its file, ``frame``, or a table.
+
+    Without ``frame`` the provider's file is read; a DataFrame is taken as
+    text; both become the provider's :class:`~anonlab.table.MicrodataTable`
+    (:func:`provider_table`). A given ``MicrodataTable`` is checked against
+    the config (:func:`check_provider_table`; a disagreement is an
+    :class:`AnonlabError` naming ``parameter``) and used as it is. The state
+    sorts the records by id and takes the continuous columns' numbers from
+    ``table.numeric``, the other template columns' codes from their taxonomy.
+    """
+    if isinstance(frame, MicrodataTable):
+        check_provider_table(config, index, frame, parameter)
+        table = frame
+    else:
+        table = provider_table(config, index, frame)
+    return _state(config, index, table, _source(config, index, frame is not None))
+
+
+def _state(config: FusionConfig, index: int, table: MicrodataTable, source: str
+           ) -> ProviderState:
+    """The provider's state of ``table``: records in id order, codes per template column."""
+    party = config.providers[index]
+    id_col, class_col = config.fusion.id, config.class_column
+    text = table.frame.astype(str)
+    order: NDArray[Any] = np.arange(table.n)
+    if id_col:
+        order = _sorted_ids(text[id_col])
+        text = text.iloc[order].reset_index(drop=True)
+        ids = text[id_col].to_numpy()
+    else:
+        ids = np.arange(table.n).astype(str)
+    class_labels, classes = np.unique(text[class_col].to_numpy(), return_inverse=True)
     templates, _ = config.effective_templates()
     qid = tuple(c for c in party.columns if c in config.qid_attributes)
     taxonomies = load_taxonomies(config, list(qid))
@@ -402,22 +597,18 @@ def load_provider(config: FusionConfig, index: int, frame: pd.DataFrame | None =
     domains: dict[str, tuple[NDArray[Any], NDArray[Any]]] = {}
     for a in qid:
         if a in taxonomies:
-            codes[a] = taxonomies[a].leaf_codes(frame[a], source)
+            codes[a] = taxonomies[a].leaf_codes(text[a], source)
         else:
-            numbers = as_numbers(frame[a])
-            if numbers is None:
-                numeric = pd.to_numeric(frame[a], errors="coerce")
-                bad = frame[a][numeric.isna() | ~np.isfinite(numeric)].iloc[0]
-                raise AnonlabError(f"{source}: continuous column '{a}' has the non-numeric "
-                                   f"value '{bad}': give numbers or a taxonomy file")
+            numbers = np.ascontiguousarray(table.numeric.values[order,
+                                                                table.numeric.names.index(a)])
             codes[a] = numbers
             distinct, inverse = np.unique(numbers, return_inverse=True)
             domains[a] = (distinct, inverse.reshape(-1).astype(np.int64))
-    bound = scores.score_bound(config.fusion.score, config.fusion.s_aggregate, len(frame),
+    bound = scores.score_bound(config.fusion.score, config.fusion.s_aggregate, table.n,
                                len(class_labels), max_leaves(config))
     return ProviderState(
         index=index, party_id=party.id, config=config,
         templates=tuple(Template(tuple(t.qid), t.k) for t in templates),
         ids=ids, classes=classes.astype(np.int64), class_labels=tuple(map(str, class_labels)),
-        raw=frame, qid=qid, codes=codes, taxonomies=taxonomies, domains=domains, bound=bound,
-        source=source)
+        raw=text, qid=qid, codes=codes, taxonomies=taxonomies, domains=domains, bound=bound,
+        source=source, table=table)

@@ -17,8 +17,10 @@ per attribute), population counts are summed.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,9 @@ _CHAIN_AFTER = 4
 _CHAIN_MAX = 24
 #: bytes the LRU cache of frequency sets may hold (chain snapshots get half as much again)
 CACHE_BUDGET = 64 * 2**20
+_INT64_MAX = int(np.iinfo(np.int64).max)
+#: the level vector of an empty cache slot: never at or below a target
+_NEVER_BELOW = int(np.iinfo(np.int16).max)
 
 
 @dataclass(frozen=True)
@@ -64,17 +69,20 @@ class FrequencySet:
     #: (classes,) int64 smallest row index of the class in the table (ARX's representative;
     #: classes of population records only get an index past the table's rows), if kept
     representatives: NDArray[Any] | None = None
+    #: (classes, m) group codes when the roll-up that made the node knows them (else
+    #: :attr:`codes` unpacks them from the keys on first use)
+    known_codes: NDArray[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def classes(self) -> int:
         """Number of equivalence classes."""
         return int(self.counts.shape[0])
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         """Memory held by the node's own arrays (not the shared global histograms)."""
         extra = 0 if self.base_index is None else self.base_index.nbytes
-        for arr in (self.population, self.representatives):
+        for arr in (self.population, self.representatives, self.known_codes):
             if arr is not None:
                 extra += arr.nbytes
         for h in self.sensitive.values():
@@ -86,11 +94,19 @@ class FrequencySet:
 
         The codes index the QI's groups at that level
         (:meth:`anonlab.dataset.EncodedQI.cardinality`); they are read from the
-        packed keys.
+        packed keys (a column of :attr:`codes`).
         """
+        return self.codes[:, dim]
+
+    @cached_property
+    def codes(self) -> NDArray[Any]:
+        """(classes, m) codes of every quasi-identifier: from the roll-up, or unpacked from the
+        keys once per node."""
+        if self.known_codes is not None:
+            return self.known_codes
         if self.layout is None:
             raise RuntimeError("this frequency set has no key layout")
-        return self.layout.digit(self.keys, dim)
+        return self.layout.digits(self.keys)
 
     def stats(self) -> ClassStats:
         """The classes as the privacy criteria see them."""
@@ -119,6 +135,9 @@ class KeyLayout:
             self.weight.append(space)
             space *= card
         self.chunks = chunk + 1
+        self._chunk_index = np.asarray(self.chunk, dtype=np.intp)
+        self._weights = np.asarray(self.weight, dtype=np.int64)
+        self._radixes = np.asarray(self.radix, dtype=np.int64)
 
     def pack(self, tuples: NDArray[Any]) -> NDArray[Any]:
         """(n, m) codes -> (n, chunks) keys."""
@@ -133,6 +152,11 @@ class KeyLayout:
         if self.weight[dim] > 1:
             column = column // self.weight[dim]
         return np.asarray(column % self.radix[dim])
+
+    def digits(self, keys: NDArray[Any]) -> NDArray[Any]:
+        """(n, m) codes of every dimension from packed keys (:meth:`digit` of each, at once)."""
+        columns = keys[:, self._chunk_index]
+        return np.asarray((columns // self._weights) % self._radixes)
 
     def replace(self, keys: NDArray[Any], dim: int, old: NDArray[Any], new: NDArray[Any]) -> None:
         """Change one dimension's digits in place."""
@@ -160,6 +184,21 @@ def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     return inverse.astype(np.int64), keys[first]
 
 
+def first_members(inverse: NDArray[Any], n_groups: int) -> NDArray[Any]:
+    """Index of each group's first member, for groups numbered in order of first appearance
+    (``inverse[first_members(inverse, n)] == arange(n)``)."""
+    if inverse.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    running = np.maximum.accumulate(inverse)  # a new group takes the next number
+    new = np.empty(inverse.shape[0], dtype=bool)
+    new[0] = True
+    np.greater(running[1:], running[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    if first.shape[0] != n_groups:
+        raise ValueError("groups are not numbered in order of first appearance")
+    return first
+
+
 def aggregate_histograms(
     classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None,
     n_classes: int, n_values: int,
@@ -168,20 +207,22 @@ def aggregate_histograms(
 
     Returns the sparse triples sorted by class, then value. The pair is one
     int64 key ``class * n_values + value``; a dense ``bincount`` is used when
-    the key space is small against the number of pairs, a sort otherwise.
+    the key space is small against the number of pairs (a pass over a
+    zeroed array costs far less per element than sorting), a sort otherwise.
     """
     key = classes.astype(np.int64) * n_values + values
     space = n_classes * n_values
-    if space <= max(4 * key.shape[0], 1 << 16):
+    if space <= max(16 * key.shape[0], 1 << 18):
         total = np.bincount(key, weights=weights, minlength=space)
-        nonzero = np.flatnonzero(total)
+        nonzero = np.flatnonzero(total != 0)  # a boolean mask: far faster than on floats
         counts = total[nonzero]
     else:
         nonzero, inverse = np.unique(key, return_inverse=True)
         counts = np.bincount(inverse.ravel(), weights=weights, minlength=nonzero.shape[0])
         keep = counts != 0
         nonzero, counts = nonzero[keep], counts[keep]
-    return nonzero // n_values, nonzero % n_values, counts.astype(np.int64)
+    pair_class, pair_value = np.divmod(nonzero, n_values)
+    return pair_class, pair_value, counts.astype(np.int64)
 
 
 class FrequencyEngine:
@@ -242,6 +283,7 @@ class FrequencyEngine:
             population=pop_counts,
             layout=self.layout,
             representatives=first.astype(np.int64),
+            known_codes=self.base_tuples,
         )
         self.rollups = 0
 
@@ -260,14 +302,21 @@ class FrequencyEngine:
         if target == source.levels:
             return source
         keys = source.keys.copy()
+        source_codes = source.codes
+        raised: list[tuple[int, NDArray[Any]]] = []
         for i, (a, b) in enumerate(zip(source.levels, target, strict=True)):
             if b < a:
                 raise ValueError(f"cannot roll down from {source.levels} to {target}")
             if b > a:
-                old = self.layout.digit(keys, i)
-                self.layout.replace(keys, i, old, self.lift(i, a, b)[old])
+                old = source_codes[:, i]
+                lift = self.lift(i, a, b)
+                self.layout.replace(keys, i, old, lift[old])
+                raised.append((i, lift))
         inverse, uniques = group_keys(keys)
         n_classes = len(uniques)
+        codes = source_codes.take(first_members(inverse, n_classes), axis=0)
+        for i, lift in raised:
+            codes[:, i] = lift.take(codes[:, i])
         counts = np.bincount(inverse, weights=source.counts, minlength=n_classes)
         base_index = None
         if self.keep_base_index and source.base_index is not None:
@@ -278,7 +327,7 @@ class FrequencyEngine:
                                      minlength=n_classes).astype(np.int64)
         representatives = None
         if self.keep_representatives and source.representatives is not None:
-            representatives = np.full(n_classes, np.iinfo(np.int64).max, dtype=np.int64)
+            representatives = np.full(n_classes, _INT64_MAX, dtype=np.int64)
             np.minimum.at(representatives, inverse, source.representatives)
         self.rollups += 1
         return FrequencySet(
@@ -291,6 +340,7 @@ class FrequencyEngine:
             population=population,
             layout=self.layout,
             representatives=representatives,
+            known_codes=codes,
         )
 
     @staticmethod
@@ -303,6 +353,47 @@ class FrequencyEngine:
             int(hist.global_counts.shape[0]))
         return SensitiveHistograms(classes=classes, values=values, counts=counts,
                                    global_counts=hist.global_counts)
+
+    @classmethod
+    def from_base(
+        cls, qis: Sequence[Any], rows: int, tuples: NDArray[Any], counts: NDArray[Any],
+        first_rows: NDArray[Any], sensitive: Mapping[str, SensitiveHistograms] | None = None,
+    ) -> FrequencyEngine:
+        """The engine of a table known by its bottom frequency set only (no rows).
+
+        ``tuples`` are the distinct code tuples in order of first appearance,
+        ``counts`` their records, ``first_rows`` their first rows and
+        ``sensitive`` the per-tuple histograms, exactly what ``__init__``
+        computes from ``dataset.code_matrix()`` (e.g. as
+        :meth:`anonlab.engine.base.EngineBase.frequency_set` counts them out of
+        process). ``row_index`` is empty: the rows stay where they are. No
+        population table.
+        """
+        engine = cls.__new__(cls)
+        engine.qis = tuple(qis)
+        engine.n = int(rows)
+        engine.keep_base_index = False
+        engine.keep_representatives = False
+        engine.heights = tuple(q.height for q in engine.qis)
+        engine._lifts = {}
+        engine.layout = KeyLayout([q.cardinality(0) for q in engine.qis])
+        engine.row_index = np.zeros(0, dtype=np.int64)
+        engine.base_tuples = np.asarray(tuples, dtype=np.int32)
+        histograms = dict(sensitive or {})
+        engine.sensitive = tuple(histograms)
+        engine.bottom = FrequencySet(
+            levels=(0,) * len(engine.qis),
+            keys=engine.layout.pack(engine.base_tuples),
+            counts=np.asarray(counts, dtype=np.int64),
+            base_index=np.arange(len(counts), dtype=np.int64),
+            sensitive=histograms,
+            population=None,
+            layout=engine.layout,
+            representatives=np.asarray(first_rows, dtype=np.int64),
+            known_codes=engine.base_tuples,
+        )
+        engine.rollups = 0
+        return engine
 
 
 class FrequencyCache:
@@ -340,15 +431,17 @@ class FrequencyCache:
         self._bytes = 0  # held by the LRU entries
         self._snapshot_bytes = 0
         m = len(engine.heights)
-        self._levels = np.full((self.capacity, m), np.iinfo(np.int16).max, dtype=np.int16)
+        self._levels = np.full((self.capacity, m), _NEVER_BELOW, dtype=np.int16)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
-        self._used = np.zeros(self.capacity, dtype=np.int64)
-        self._occupied = np.zeros(self.capacity, dtype=bool)
+        #: last use of each slot; free slots hold the largest int64 (never the LRU entry)
+        self._used = np.full(self.capacity, _INT64_MAX, dtype=np.int64)
+        self._free = list(range(self.capacity))  # a heap: the lowest free slot first
         self._entries: list[FrequencySet | None] = [None] * self.capacity
         self._slot: dict[tuple[int, ...], int] = {}
         self._clock = 0
         self._axes: dict[int, FrequencySet] = {}
         self._chain: dict[tuple[int, ...], FrequencySet] = {}
+        self._snapshots: tuple[list[FrequencySet], NDArray[Any], NDArray[Any]] | None = None
         self._uses: dict[tuple[int, ...], int] = {}
         # quasi-identifiers in order of how much level 1 shrinks their domain
         qis = engine.qis
@@ -388,11 +481,9 @@ class FrequencyCache:
         size = fs.nbytes
         while self._slot and (len(self._slot) >= self.capacity
                               or self._bytes + size > self.budget):
-            self._evict(int(np.argmin(np.where(self._occupied, self._used,
-                                               np.iinfo(np.int64).max))))
-        slot = int(np.argmin(self._occupied))  # the first free slot
+            self._evict(int(np.argmin(self._used)))
+        slot = heapq.heappop(self._free)
         self._entries[slot] = fs
-        self._occupied[slot] = True
         self._levels[slot] = fs.levels
         self._classes[slot] = fs.classes
         self._slot[fs.levels] = slot
@@ -406,9 +497,10 @@ class FrequencyCache:
         del self._slot[old.levels]
         self._bytes -= old.nbytes
         self._entries[slot] = None
-        self._occupied[slot] = False
-        self._levels[slot] = np.iinfo(np.int16).max  # never at or below a target
+        self._used[slot] = _INT64_MAX
+        self._levels[slot] = _NEVER_BELOW  # never at or below a target
         self._classes[slot] = 0
+        heapq.heappush(self._free, slot)
 
     def closest_below(self, levels: Sequence[int]) -> FrequencySet:
         """The cached node or snapshot at or below ``levels`` with the fewest classes.
@@ -423,6 +515,7 @@ class FrequencyCache:
             if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
                 best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
                 self._axes[axis] = best
+                self._snapshots = None
                 self._snapshot_bytes += best.nbytes
         self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
         return self._refine_chain(target, best)
@@ -430,24 +523,30 @@ class FrequencyCache:
     def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
         """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes."""
         best: FrequencySet = self.engine.bottom
-        ok = np.all(self._levels <= target[None, :], axis=1)
+        ok = (self._levels <= target).all(axis=1)
         if ok.any():
-            slot = int(np.argmin(np.where(ok, self._classes, np.iinfo(np.int64).max)))
+            slot = int(np.argmin(np.where(ok, self._classes, _INT64_MAX)))
             entry = self._entries[slot]
             if entry is not None:
                 self._touch(slot)
                 best = entry
-        fewest = best.classes
-        for i, fs in self._axes.items():
-            if target[i] >= 1 and fs.classes < fewest:
-                best, fewest = fs, fs.classes
-        if self._chain:
-            wanted = target.tolist()
-            for key, fs in self._chain.items():
-                if fs.classes < fewest and all(
-                        a <= b for a, b in zip(key, wanted, strict=True)):
-                    best, fewest = fs, fs.classes
+        snapshots, levels, classes = self._snapshot_arrays()
+        if snapshots and int(classes.min()) < best.classes:
+            below = (levels <= target).all(axis=1) & (classes < best.classes)
+            if below.any():
+                best = snapshots[int(np.argmin(np.where(below, classes, _INT64_MAX)))]
         return best
+
+    def _snapshot_arrays(self) -> tuple[list[FrequencySet], NDArray[Any], NDArray[Any]]:
+        """The axis snapshots, then the chain snapshots (each in the order made), with their
+        level vectors and class counts as arrays (rebuilt after a snapshot is stored)."""
+        if self._snapshots is None:
+            snapshots = list(self._axes.values()) + list(self._chain.values())
+            m = len(self.engine.heights)
+            levels = np.asarray([fs.levels for fs in snapshots], dtype=np.int16).reshape(-1, m)
+            classes = np.asarray([fs.classes for fs in snapshots], dtype=np.int64)
+            self._snapshots = (snapshots, levels, classes)
+        return self._snapshots
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:
         """A snapshot used as a large source again and again earns a finer one below the target.
@@ -455,9 +554,11 @@ class FrequencyCache:
         The next QI of the target's chain is raised to level 1 too; returns the
         best source after any new snapshot.
         """
+        floor = self.engine.bottom.classes / _CHAIN_RATIO
+        if best.classes <= floor or len(self._chain) >= _CHAIN_MAX:
+            return best  # what the loop below checks first, without building its lists
         wanted = target.tolist()
         chain = [i for i in self._axis_order if target[i] >= 1]
-        floor = self.engine.bottom.classes / _CHAIN_RATIO
         m = len(self.engine.heights)
         for j in range(2, len(chain) + 1):
             if (best.classes <= floor or len(self._chain) >= _CHAIN_MAX
@@ -475,6 +576,7 @@ class FrequencyCache:
                     break
                 snap = self.engine.roll_up(parent, key)
                 self._chain[key] = snap
+                self._snapshots = None
                 self._snapshot_bytes += snap.nbytes
             if snap.classes < best.classes:
                 best = snap
@@ -494,5 +596,6 @@ class FrequencyCache:
         nonzero = [i for i, a in enumerate(fs.levels) if a]
         if len(nonzero) == 1 and fs.levels[nonzero[0]] == 1 and nonzero[0] not in self._axes:
             self._axes[nonzero[0]] = fs  # an axis node: keep it
+            self._snapshots = None
             self._snapshot_bytes += fs.nbytes
         return fs

@@ -205,10 +205,16 @@ class PerturbationKey:
 
     def check_release(self, values: FloatArray, where: str) -> None:
         """Refuse released values this key was not made for (records, fingerprint)."""
-        if values.shape[0] != self.records:
-            raise AnonlabError(f"the key does not match '{where}': the key is for "
-                               f"{self.records} records, the file has {values.shape[0]}")
         means, stds = fingerprint(values)
+        self.check_fingerprint(values.shape[0], means, stds, where)
+
+    def check_fingerprint(self, records: int, means: FloatArray, stds: FloatArray,
+                          where: str) -> None:
+        """Refuse a release of other ``records`` or whose column ``means`` and ``stds``
+        (population deviations) are not the release fingerprint of this key."""
+        if records != self.records:
+            raise AnonlabError(f"the key does not match '{where}': the key is for "
+                               f"{self.records} records, the file has {records}")
         scale = np.maximum(self.release_stds, 1.0)
         if not (np.allclose(means, self.release_means, rtol=0, atol=1e-6 * scale.max())
                 and np.allclose(stds, self.release_stds, rtol=1e-6, atol=1e-9)):

@@ -187,6 +187,34 @@ def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
     return full
 
 
+#: the methods whose transform is drawn from the seed alone, without looking at the data: with
+#: the column moments known, each record's release is a function of that record only
+ROW_WISE = ("obt", "rotation")
+
+
+def data_free_blocks(method: str, names: Sequence[str], rng: np.random.Generator, *, seed: int,
+                     min_privacy: float = 0.5, library: MatrixLibrary | None = None
+                     ) -> list[Block]:
+    """The blocks of ``obt``, ``rotation`` or ``gdp``, drawn from ``rng`` and nothing else.
+
+    ``obt``: :func:`obt_blocks` from ``library`` (built from ``seed`` when
+    ``None``, :func:`~anonlab.perturbation.library.library_seed`); ``rotation``
+    and ``gdp``: one Haar-random ``d x d`` orthogonal matrix. ``rbt`` is not one
+    of them: its angles depend on the data's covariances (:func:`rbt_blocks`).
+    """
+    if method == "obt":
+        lib = library if library is not None else MatrixLibrary.build(
+            min_privacy, library_seed(seed))
+        if lib.min_privacy < min_privacy:
+            raise AnonlabError(f"min_privacy {min_privacy:g} is above the privacy level "
+                               f"{lib.min_privacy:g} the OBT library was built for: build a "
+                               "library at this level", parameter="min_privacy")
+        return obt_blocks(names, rng, lib)
+    if method in ("rotation", "gdp"):
+        return [Block(tuple(names), haar_orthogonal(rng, len(names), 1)[0])]
+    raise ValueError(f"method {method!r} draws its blocks from the data")
+
+
 def check_method(method: str, noise: float = 0.1,
                  rho: Sequence[float] = (0.5, 0.5)) -> None:
     """Refuse an unknown method, and a gdp noise or an rbt rho that is not a number >= 0."""
@@ -220,18 +248,11 @@ def perturb_array(
     d = len(names)
     translation: FloatArray | None = None
     noise_seed: int | None = None
-    if method == "obt":
-        lib = library if library is not None else MatrixLibrary.build(
-            min_privacy, library_seed(seed))
-        if lib.min_privacy < min_privacy:
-            raise AnonlabError(f"min_privacy {min_privacy:g} is above the privacy level "
-                               f"{lib.min_privacy:g} the OBT library was built for: build a "
-                               "library at this level", parameter="min_privacy")
-        blocks = obt_blocks(names, rng, lib)
-    elif method == "rbt":
+    if method == "rbt":
         blocks = rbt_blocks(names, z, rng, rho)
     else:
-        blocks = [Block(tuple(names), haar_orthogonal(rng, d, 1)[0])]
+        blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
+                                  library=library)
     released = _apply(z, _assemble(names, blocks), progress)
     if method == "gdp":
         translation = rng.uniform(-1.0, 1.0, d)

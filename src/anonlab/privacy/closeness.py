@@ -86,6 +86,9 @@ if TYPE_CHECKING:
 DENSE_MAX_VALUES = 256
 #: cells of one dense block
 _BLOCK_CELLS = 1 << 20
+#: the hierarchical distance's dense form sums integers up to ``N^2`` (``N`` records) in
+#: doubles: exact below ``2^53``
+_DENSE_MAX_RECORDS = 2**26
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -365,6 +368,7 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
             raise self.error(f"hierarchy must be a file path or a Hierarchy (got "
                              f"{hierarchy!r})")
         self._levels: list[Level] | None = None
+        self._children: list[NDArray[Any]] | None = None
 
     def parameters(self) -> dict[str, Any]:
         """``{"t": t, "hierarchy": path as given}``."""
@@ -378,6 +382,7 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
             raise self.error(f"value '{missing[0]}'{more} of '{self.attribute}' is missing "
                              f"from the hierarchy '{self.hierarchy_source}': add a row for it")
         self._levels = hierarchy_levels(encoded.values, encoded.frequencies, self.hierarchy)
+        self._children = None
 
     def bound_levels(self) -> list[Level]:
         """The levels of :meth:`bind`; an error if the criterion was not bound."""
@@ -391,6 +396,79 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         """Per class: ARX's ``sum_u (i / H) min(pos_u, neg_u)`` over the inner nodes."""
         levels = self.bound_levels()
         total = int(np.asarray(h.global_counts, dtype=np.int64).sum())
+        if (levels and levels[0].weight.shape[0] <= DENSE_MAX_VALUES
+                and total <= _DENSE_MAX_RECORDS):
+            return self._dense_costs(stats, h, levels, total)
+        return self._sparse_costs(stats, h, levels, total)
+
+    def _dense_costs(self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level],
+                     total: int) -> NDArray[Any]:
+        """:meth:`costs` on dense ``(nodes, classes)`` blocks from level 1 up.
+
+        A leaf ``v`` outside the class has ``e_v = N_v n > 0``, so a level-1
+        node ``u`` with table count ``W_u`` has
+        ``pos_u = n W_u - sum_{v in u, class} min(n_v N, N_v n)`` and
+        ``neg_u = sum_{v in u, class} max(n_v N - N_v n, 0)``: sums over the
+        class's triples only. Higher nodes sum their children's ``pos - neg``
+        parts, positive and negative apart (a product with the level's 0/1
+        parent-child matrix). Every quantity is an integer below ``2^53``
+        (``N n`` is, see ``_DENSE_MAX_RECORDS``), so the float sums are exact.
+        The costs are added per class in ARX's node order (levels up, nodes in
+        order within a level), one node at a time.
+        """
+        n_classes = stats.classes
+        out = np.zeros(n_classes, dtype=np.float64)
+        if not levels:
+            return out
+        height = float(levels[-1].number)
+        first_level = levels[0]
+        width = first_level.weight.shape[0]
+        g = np.asarray(h.global_counts, dtype=np.float64)
+        leaf_parent = np.asarray(first_level.parent, dtype=np.int64)
+        weight = np.asarray(first_level.weight, dtype=np.float64)[:, None]
+        parents = [matrix.T for matrix in self.child_matrices()[1:]]
+        size = np.bincount(h.classes, weights=h.counts, minlength=n_classes)
+        step = max(1, _BLOCK_CELLS // max(width, 1))
+        starts = None if n_classes <= step else class_starts(h, n_classes)
+        for first in range(0, n_classes, step):  # blocks of classes, one column per class
+            last = min(first + step, n_classes)
+            lo, hi = (0, h.classes.shape[0]) if starts is None else (starts[first], starts[last])
+            classes = np.asarray(h.classes[lo:hi], dtype=np.int64) - first
+            table = g[h.values[lo:hi]] * size[first:last][classes]  # N_v n
+            mine = np.asarray(h.counts[lo:hi], dtype=np.float64) * float(total)  # n_v N
+            key = leaf_parent[h.values[lo:hi]] * (last - first) + classes
+            cells = width * (last - first)
+            taken = np.bincount(key, weights=np.minimum(mine, table), minlength=cells)
+            minus = np.bincount(key, weights=np.maximum(mine - table, 0.0), minlength=cells)
+            minus = minus.reshape(width, last - first)
+            plus = weight * size[first:last] - taken.reshape(width, last - first)
+            block = out[first:last]
+            for number, level in enumerate(levels):
+                if number:
+                    part = plus - minus
+                    matrix = parents[number - 1]
+                    plus = matrix @ np.maximum(part, 0.0)
+                    minus = matrix @ np.maximum(-part, 0.0)
+                cost = (level.number / height) * np.minimum(plus, minus)
+                for row in cost:  # one node at a time: a class's costs add in node order
+                    block += row
+        return out
+
+    def child_matrices(self) -> list[NDArray[Any]]:
+        """Per level: the 0/1 matrix of child (node one level down) by parent (cached)."""
+        if self._children is None:
+            levels = self.bound_levels()
+            matrices = []
+            for level in levels:
+                matrix = np.zeros((level.parent.shape[0], level.weight.shape[0]))
+                matrix[np.arange(level.parent.shape[0]), level.parent] = 1.0
+                matrices.append(matrix)
+            self._children = matrices
+        return self._children
+
+    def _sparse_costs(self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level],
+                      total: int) -> NDArray[Any]:
+        """:meth:`costs` on the triples, for attributes with many values (see the module)."""
         size = np.bincount(h.classes, weights=h.counts, minlength=stats.classes).astype(np.int64)
         classes = np.asarray(h.classes, dtype=np.int64)
         nodes = np.asarray(h.values, dtype=np.int64)

@@ -8,6 +8,10 @@ module is then computed from the classes (their sizes, their code tuples, their
 weight sums), so its cost grows with the number of distinct combinations, not
 with the number of rows.
 
+A table is a DataFrame or the one table model, a
+:class:`~anonlab.table.MicrodataTable`: then its frame is measured, and its
+roles give the defaults of the role parameters (:func:`table_roles`).
+
 Suppressed records follow ARX 3.9 (``DataHandleInput.internalIsOutlier``): a
 record whose attacker columns all hold the suppression value ``*`` is
 suppressed. It belongs to no class and is left out of every risk figure; only
@@ -24,8 +28,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonlab.dataset import Role
 from anonlab.errors import AnonlabError
 from anonlab.grouping import group_tuples
+from anonlab.table import MicrodataTable
 
 #: any NumPy array (codes, sizes, weights)
 Array = NDArray[Any]
@@ -104,25 +110,70 @@ class Classes:
 
     def class_sums(self, values: Array) -> Array:
         """Per-class sums of a per-row array (e.g. sampling weights: sdcMicro's ``Fk``)."""
+        if self.row_class.shape[0] != values.shape[0]:
+            raise ValueError(f"{values.shape[0]} values for {self.row_class.shape[0]} rows: "
+                             "classes made from a frequency set have no rows")
         kept = self.kept
         return np.bincount(self.row_class[kept], weights=values[kept], minlength=self.count)
 
 
-def check_columns(frame: pd.DataFrame, columns: Sequence[str], parameter: str) -> None:
-    """Refuse column names the table does not have, naming the parameter that gave them."""
-    missing = [c for c in columns if c not in frame.columns]
+#: how messages call a column of each role, and the columns of each role
+ROLE_TEXT = {Role.QUASI: "a quasi-identifier", Role.IDENTIFYING: "identifying",
+             Role.SENSITIVE: "sensitive", Role.INSENSITIVE: "insensitive"}
+ROLE_PLURAL = {Role.QUASI: "quasi-identifiers", Role.IDENTIFYING: "identifying columns",
+               Role.SENSITIVE: "sensitive columns", Role.INSENSITIVE: "insensitive columns"}
+
+
+def frame_of(data: pd.DataFrame | MicrodataTable) -> pd.DataFrame:
+    """The records to measure: a DataFrame as it is, a table model's frame."""
+    return data.frame if isinstance(data, MicrodataTable) else data
+
+
+def table_roles(table: MicrodataTable, given: Sequence[str] | None, role: Role,
+                parameter: str) -> list[str]:
+    """The columns that play ``role``: ``given``, or by default every column the table gives it.
+
+    Given names must agree with the table's roles: a column the table gives
+    another role is refused, naming ``parameter`` (a name the table lacks is
+    left to :func:`check_columns`). Naming some of the table's columns of
+    ``role`` is allowed (e.g. an attacker who knows fewer quasi-identifiers).
+    """
+    have = table.columns_with(role)
+    if given is None:
+        return have
+    names = [str(c) for c in given]
+    for name in names:
+        other = table.roles.get(name)
+        if other is not None and other != role:
+            raise AnonlabError(
+                f"{parameter} names '{name}', which the MicrodataTable makes "
+                f"{ROLE_TEXT[other]}: name only its {ROLE_PLURAL[role]} "
+                f"({', '.join(have) or 'none'}), or leave {parameter} out to take them all",
+                parameter=parameter)
+    return names
+
+
+def check_columns(frame: pd.DataFrame | Sequence[str], columns: Sequence[str], parameter: str
+                  ) -> None:
+    """Refuse column names the table (a frame, or its column names) does not have, naming the
+    parameter that gave them."""
+    have = list(frame.columns) if isinstance(frame, pd.DataFrame) else list(frame)
+    missing = [c for c in columns if c not in have]
     if missing:
         raise AnonlabError(
             f"{parameter} names columns the table does not have: {', '.join(missing)} "
-            f"(its columns are: {', '.join(map(str, frame.columns))})", parameter=parameter)
+            f"(its columns are: {', '.join(map(str, have))})", parameter=parameter)
 
 
-def encode_columns(frame: pd.DataFrame, columns: Sequence[str]) -> EncodedColumns:
+def encode_columns(data: pd.DataFrame | MicrodataTable, columns: Sequence[str]
+                   ) -> EncodedColumns:
     """Dictionary-encode ``columns`` with :func:`pandas.factorize` (one pass over the rows).
 
-    Missing values get a code of their own, so an empty cell is a value like
-    any other.
+    A table model's frame is encoded as read (its own codes merge values the
+    risk figures keep apart, e.g. ``" a"`` and ``"a"``). Missing values get a
+    code of their own, so an empty cell is a value like any other.
     """
+    frame = frame_of(data)
     n = len(frame)
     codes = np.empty((n, len(columns)), dtype=np.int64, order="F")  # filled column by column
     values: list[Array] = []
@@ -155,15 +206,16 @@ def suppressed_rows(encoded: EncodedColumns, columns: int, value: str = SUPPRESS
 
 
 def equivalence_classes(
-    frame: pd.DataFrame, columns: Sequence[str], extra: Sequence[str] = ()
+    data: pd.DataFrame | MicrodataTable, columns: Sequence[str], extra: Sequence[str] = ()
 ) -> Classes:
-    """Group the records of ``frame`` that are not suppressed by their values on ``columns``.
+    """Group the records of ``data`` that are not suppressed by their values on ``columns``.
 
     The rows are visited once: they are grouped on ``columns`` and ``extra``
     together (the cells); the classes are then formed from the cells, so any
     later work on ``extra`` (e.g. sensitive values per class) sees only
     distinct combinations. Records with no attacker column at all form one class.
     """
+    frame = frame_of(data)
     encoded = encode_columns(frame, [*columns, *extra])
     m = len(columns)
     suppressed = suppressed_rows(encoded, m)
@@ -204,3 +256,38 @@ def size_distribution(sizes: Array) -> dict[int, int]:
     counts = np.bincount(sizes)
     present = np.flatnonzero(counts)
     return {int(s): int(counts[s]) for s in present}
+
+
+def frequency_classes(
+    columns: Sequence[str], values: Sequence[Sequence[str]], tuples: Array, sizes: Array,
+    suppressed: int,
+) -> Classes:
+    """The classes of a table known only by its frequency set on the attacker's columns.
+
+    ``tuples[c]`` is class ``c``'s code tuple (codes index ``values``, each
+    column's distinct values over the whole table, suppressed rows included,
+    in order of first appearance, as :func:`encode_columns` numbers them),
+    ``sizes[c]`` its records; the classes come in order of first appearance
+    and the suppressed records (``suppressed`` of them) are already left out.
+    These are exactly the fields :func:`equivalence_classes` gives the same
+    table without ``extra`` columns, except the per-row ones: there are no
+    rows, so ``row_class`` and the codes are empty (:meth:`Classes.class_sums`
+    refuses to run). The cells are the classes.
+    """
+    m = len(columns)
+    arrays = tuple(np.asarray(list(v), dtype=object) for v in values)
+    class_tuples = np.asarray(tuples, dtype=np.int64).reshape(-1, m)
+    class_sizes = np.asarray(sizes, dtype=np.int64)
+    encoded = EncodedColumns(tuple(columns), np.zeros((0, m), dtype=np.int64), arrays,
+                             tuple(len(v) for v in arrays))
+    return Classes(
+        encoded=encoded,
+        attacker=m,
+        row_class=np.zeros(0, dtype=np.int64),
+        sizes=class_sizes,
+        tuples=class_tuples,
+        cell_tuples=class_tuples,
+        cell_sizes=class_sizes,
+        cell_class=np.arange(class_sizes.shape[0], dtype=np.int64),
+        suppressed=int(suppressed),
+    )

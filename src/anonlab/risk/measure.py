@@ -18,11 +18,13 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from anonlab.dataset import Role
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.hierarchy import Hierarchy
 from anonlab.risk.classes import (
@@ -31,12 +33,17 @@ from anonlab.risk.classes import (
     check_columns,
     equivalence_classes,
     size_distribution,
+    table_roles,
 )
 from anonlab.risk.individual import global_risk, sampling_weights
 from anonlab.risk.population import population_uniques
 from anonlab.risk.reidentification import journalist_risk, marketer_risk, prosecutor_risk
-from anonlab.risk.sensitive import sensitive_figures
+from anonlab.risk.sensitive import ClassValues, class_values, value_figures
 from anonlab.risk.suda import suda2_summary
+from anonlab.table import MicrodataTable
+
+if TYPE_CHECKING:
+    from anonlab.engine.base import Engine
 
 DEFAULT_THRESHOLDS = (0.2, 0.1, 0.05)
 DEFAULT_MAX_RISK = 0.2
@@ -58,8 +65,8 @@ def _check_thresholds(thresholds: Sequence[float]) -> list[float]:
 
 
 def _check_roles(
-    frame: pd.DataFrame, attacker_columns: Sequence[str], sensitive: Sequence[str],
-    weights: str | None,
+    frame: pd.DataFrame | Sequence[str], attacker_columns: Sequence[str],
+    sensitive: Sequence[str], weights: str | None,
 ) -> None:
     """Attacker, sensitive and weights columns exist and do not overlap."""
     if not attacker_columns:
@@ -155,19 +162,64 @@ def _population_section(
     return section
 
 
+def measured_roles(
+    data: pd.DataFrame | MicrodataTable,
+    attacker_columns: Sequence[str] | None,
+    sensitive: Sequence[str] | None,
+) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The frame to measure, the attacker's columns and the sensitive ones.
+
+    A :class:`~anonlab.table.MicrodataTable` gives the defaults: its
+    quasi-identifiers and its sensitive columns; names given as well must
+    have that role in it (:func:`anonlab.risk.classes.table_roles`). A
+    DataFrame needs ``attacker_columns``; ``sensitive`` defaults to none.
+    """
+    if isinstance(data, MicrodataTable):
+        return (data.frame,
+                table_roles(data, attacker_columns, Role.QUASI, "attacker_columns"),
+                table_roles(data, sensitive, Role.SENSITIVE, "sensitive"))
+    if attacker_columns is None:
+        raise AnonlabError("attacker_columns is not given: name the columns an attacker may "
+                           "know, or pass a MicrodataTable (its quasi-identifiers are the "
+                           "default)", parameter="attacker_columns")
+    return data, [str(c) for c in attacker_columns], [str(c) for c in sensitive or ()]
+
+
 def measure_risk(
-    frame: pd.DataFrame,
-    attacker_columns: Sequence[str],
+    frame: Any,
+    attacker_columns: Sequence[str] | None = None,
     *,
-    sensitive: Sequence[str] = (),
+    sensitive: Sequence[str] | None = None,
     weights: str | None = None,
     population_size: float | None = None,
     sampling_fraction: float | None = None,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     hierarchies: Mapping[str, HierarchySource] | None = None,
     suda_budget: int | None = None,
+    engine: str | Engine | None = None,
 ) -> dict[str, Any]:
     """Measure the re-identification risk of ``frame`` for an attacker knowing ``attacker_columns``.
+
+    ``frame`` is a DataFrame or a :class:`~anonlab.table.MicrodataTable`, or,
+    measured by passes over its pieces, a Dask DataFrame, a path (a Parquet
+    file, folder or glob, a CSV file) or an engine's
+    :class:`~anonlab.engine.table.Table`. A
+    table's roles give the defaults: ``attacker_columns`` are its
+    quasi-identifiers and ``sensitive`` its sensitive columns; giving either
+    as well is allowed when every name has that role in the table (some of
+    them: an attacker who knows less), and a name the table gives another
+    role is refused with an :class:`AnonlabError` naming the parameter. The
+    figures are those of the table's frame with the same columns.
+
+    ``engine`` says where the records are read: ``None`` or ``"numpy"`` in
+    this process, a pandas table whole and anything else piece by piece;
+    ``"dask"`` (a local cluster with Dask's defaults) or an opened
+    :class:`~anonlab.engine.base.Engine` (:func:`anonlab.engine.open_engine`)
+    by that engine's one pass, the base frequency set of the attacker's
+    columns with per-class histograms of the sensitive ones
+    (:mod:`anonlab.engine.risk_pass`). Every figure is the same double either
+    way; only ``weights``, summed record by record, needs the records in
+    memory and is refused on an engine.
 
     ``suda_budget`` bounds SUDA2's search (``"suda2": null`` past it; see
     :func:`anonlab.risk.suda.minimal_sample_uniques`); ``None`` is unbounded.
@@ -183,14 +235,84 @@ def measure_risk(
 
     Returns the report's ``risk`` section; ``docs/risk.md`` defines each key.
     """
-    attacker = [str(c) for c in attacker_columns]
-    sensitive_columns = [str(c) for c in sensitive]
+    if not _in_memory(frame, engine):
+        return _measure_on_engine(
+            frame, attacker_columns, sensitive=sensitive, weights=weights,
+            population_size=population_size, sampling_fraction=sampling_fraction,
+            thresholds=thresholds, hierarchies=hierarchies, suda_budget=suda_budget,
+            engine=engine)
+    if not isinstance(frame, pd.DataFrame | MicrodataTable):
+        from anonlab.io import read_table
+
+        frame = read_table(frame)
+    frame, attacker, sensitive_columns = measured_roles(frame, attacker_columns, sensitive)
     _check_roles(frame, attacker, sensitive_columns, weights)
     levels = _check_thresholds(thresholds)
     trees = _load_hierarchies(hierarchies, sensitive_columns)
     classes = equivalence_classes(frame, attacker, sensitive_columns)
     w = sampling_weights(frame, weights) if weights is not None else None
     population = _population(len(frame), classes.records, w, population_size, sampling_fraction)
+    pairs = {c: class_values(classes, c) if classes.count else None for c in sensitive_columns}
+    return _section(classes, attacker, pairs, trees, levels, population, w, suda_budget)
+
+
+def _in_memory(frame: Any, engine: object) -> bool:
+    """Whether ``frame`` is measured whole in this process (module text of measure_risk)."""
+    if engine is None or engine == "numpy":
+        return isinstance(frame, pd.DataFrame | MicrodataTable | str | os.PathLike)
+    if isinstance(engine, str) and engine != "dask":
+        from anonlab.engine import ENGINES
+
+        raise AnonlabError(f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}",
+                           parameter="engine")
+    return False
+
+
+def _measure_on_engine(
+    frame: Any, attacker_columns: Sequence[str] | None, *, sensitive: Sequence[str] | None,
+    weights: str | None, population_size: float | None, sampling_fraction: float | None,
+    thresholds: Sequence[float], hierarchies: Mapping[str, HierarchySource] | None,
+    suda_budget: int | None, engine: str | Engine | None,
+) -> dict[str, Any]:
+    """:func:`measure_risk` from an engine's frequency set (:mod:`anonlab.engine.risk_pass`)."""
+    from anonlab.engine import open_engine, open_table
+    from anonlab.engine.risk_pass import risk_frequencies
+
+    if isinstance(frame, MicrodataTable):
+        source, attacker, sensitive_columns = measured_roles(frame, attacker_columns, sensitive)
+        table = open_table(source)
+    else:
+        table = open_table(frame)
+        _, attacker, sensitive_columns = measured_roles(pd.DataFrame(), attacker_columns,
+                                                        sensitive)
+    _check_roles(list(table.column_names), attacker, sensitive_columns, weights)
+    if weights is not None:
+        raise AnonlabError(f"weights '{weights}': sampling weights are summed record by "
+                           "record, which the engines' frequency set does not hold: measure "
+                           "them in memory (engine 'numpy') or leave weights out",
+                           parameter="weights")
+    levels = _check_thresholds(thresholds)
+    trees = _load_hierarchies(hierarchies, sensitive_columns)
+    with ExitStack() as stack:
+        if engine is None or isinstance(engine, str):
+            engine = open_engine(engine or "numpy")
+            stack.callback(engine.close)
+        found = risk_frequencies(engine, table, attacker, sensitive_columns)
+    classes = found.classes
+    population = _population(found.rows, classes.records, None, population_size,
+                             sampling_fraction)
+    pairs: dict[str, ClassValues | None] = {
+        c: found.sensitive[c] if classes.count else None for c in sensitive_columns}
+    return _section(classes, attacker, pairs, trees, levels, population, None, suda_budget)
+
+
+def _section(
+    classes: Classes, attacker: list[str], pairs: Mapping[str, ClassValues | None],
+    trees: Mapping[str, Hierarchy], levels: list[float], population: tuple[float, str] | None,
+    w: Array | None, suda_budget: int | None,
+) -> dict[str, Any]:
+    """The ``risk`` section from the classes, each sensitive attribute's (class, value) pairs
+    and the sampling weights (per row, ``None`` without)."""
     sizes = classes.sizes.astype(np.float64)
     if w is not None:
         population_sizes, basis = classes.class_sums(w), "weights"
@@ -215,8 +337,7 @@ def measure_risk(
         "individual_risk": global_risk(classes, w),
         "suda2": suda2_summary(classes, budget=suda_budget),
         "sensitive": {
-            column: sensitive_figures(classes, column, trees.get(column))
-            for column in sensitive_columns
+            column: value_figures(cv, column, trees.get(column)) for column, cv in pairs.items()
         },
     }
 

@@ -1,6 +1,8 @@
 """The ``risk`` run: measure any table (another tool's release too) and write its JSON report.
 
-:func:`run_risk` reads the table, measures it with
+:func:`run_risk` reads the table (a file, a database, a DataFrame or a
+:class:`~anonlab.table.MicrodataTable`, whose roles give the defaults of
+``qi`` and ``sensitive``), measures it with
 :func:`~anonlab.risk.measure.measure_risk`, issues a
 :class:`~anonlab.errors.ReleaseRiskWarning` for each of
 :func:`~anonlab.risk.measure.risk_warnings`, and writes the report through
@@ -9,14 +11,18 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from anonlab.dataset import Role
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs
+from anonlab.risk.classes import table_roles
 from anonlab.risk.measure import (
     DEFAULT_MAX_RISK,
     DEFAULT_THRESHOLDS,
@@ -24,6 +30,13 @@ from anonlab.risk.measure import (
     warn_release_risk,
 )
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.table import MicrodataTable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonlab.engine.base import Engine
+    from anonlab.engine.table import Table
 
 KNOWLEDGE_DEFAULT = "every column that is not sensitive and not the weights"
 KNOWLEDGE_GIVEN = "the columns given as attacker_columns"
@@ -51,12 +64,70 @@ def _check_qi(columns: Sequence[str], qi: Sequence[str], sensitive: Sequence[str
                            "role", parameter="qi")
 
 
+def _read(table: PathLike | pd.DataFrame | MicrodataTable, delimiter: str | None
+          ) -> pd.DataFrame:
+    """The table as text, by the one reader (a table model's frame as a DataFrame is read)."""
+    from anonlab.io import read_table
+
+    source = table.frame if isinstance(table, MicrodataTable) else table
+    return read_table(source, delimiter=delimiter)
+
+
+def _roles(table: PathLike | pd.DataFrame | MicrodataTable, qi: Sequence[str] | None,
+           sensitive: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The quasi-identifiers and the sensitive columns: as given, or a table model's."""
+    if isinstance(table, MicrodataTable):
+        return (table_roles(table, qi, Role.QUASI, "qi"),
+                table_roles(table, sensitive, Role.SENSITIVE, "sensitive"))
+    if qi is None:
+        raise AnonlabError("qi is not given: name the quasi-identifiers, e.g. qi=['age', "
+                           "'sex'], or pass a MicrodataTable (its quasi-identifiers are the "
+                           "default)", parameter="qi")
+    return [str(c) for c in qi], [str(c) for c in sensitive or ()]
+
+
+def _check_engine(table: object, engine: str, scheduler: str | None, workers: int | None,
+                  memory_limit: int | str | None) -> bool:
+    """Whether the table is measured by an engine's passes; refuses the Dask settings with
+    engine 'numpy' (which reads the table whole, in this process)."""
+    from anonlab.engine import ENGINES
+
+    if engine not in ENGINES:
+        raise AnonlabError(f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}",
+                           parameter="engine")
+    if engine == "numpy":
+        for name, value in (("scheduler", scheduler), ("workers", workers),
+                            ("memory_limit", memory_limit)):
+            if value is not None:
+                raise AnonlabError(f"{name} applies to engine 'dask' only: leave it out or set "
+                                   "engine = 'dask'", parameter=name)
+    if isinstance(table, MicrodataTable) and engine != "numpy":
+        raise AnonlabError(f"a MicrodataTable is in memory: measure it with engine 'numpy', "
+                           f"not '{engine}'", parameter="engine")
+    return engine != "numpy" or type(table).__module__.startswith("dask.")
+
+
+def _open(table: object, delimiter: str | None) -> Table:
+    """The table in pieces, for an engine (:func:`anonlab.engine.open_table`)."""
+    from anonlab.engine import open_table
+
+    return open_table(table, delimiter=delimiter)
+
+
+def _open_engine(engine: str, scheduler: str | None, workers: int | None,
+                 memory_limit: int | str | None) -> Engine:
+    """The engine named ``engine`` with the run's settings, opened."""
+    from anonlab.engine import open_engine
+
+    return open_engine(engine, scheduler=scheduler, workers=workers, memory_limit=memory_limit)
+
+
 def run_risk(
-    table: PathLike,
-    qi: Sequence[str],
+    table: PathLike | pd.DataFrame | MicrodataTable,
+    qi: Sequence[str] | None = None,
     *,
     attacker_columns: Sequence[str] | None = None,
-    sensitive: Sequence[str] = (),
+    sensitive: Sequence[str] | None = None,
     weights: str | None = None,
     population_size: float | None = None,
     sampling_fraction: float | None = None,
@@ -65,35 +136,70 @@ def run_risk(
     max_risk: float = DEFAULT_MAX_RISK,
     delimiter: str | None = None,
     report: PathLike | None = None,
+    engine: str = "numpy",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    memory_limit: int | str | None = None,
 ) -> RunResult:
     """Measure the re-identification risk of ``table`` and write the JSON ``report`` if asked.
 
+    ``table`` is a path or URL (read with ``delimiter``), a DataFrame or a
+    :class:`~anonlab.table.MicrodataTable`; a DataFrame or a table model's
+    frame is read as text, as a file is, and the report names no input file.
+    A table model's roles give the defaults: ``qi`` its quasi-identifiers,
+    ``sensitive`` its sensitive columns; names given as well must have that
+    role in it (some of them may be given), a name it gives another role is
+    refused with an :class:`AnonlabError` naming the parameter. The report
+    equals that of the table's frame with the same ``qi`` and ``sensitive``.
     ``thresholds`` are added to the default 0.2, 0.1 and 0.05. Without
     ``attacker_columns`` the attacker knows every column that is neither
     sensitive nor the weights; the report says which. Returns the report; a
     :class:`~anonlab.errors.ReleaseRiskWarning` is issued for each warning.
+
+    ``engine = "dask"`` measures a table too large for memory (a Parquet
+    file, folder or glob, a CSV file, or a Dask DataFrame) on a Dask cluster:
+    the one at ``scheduler``, or a local one of ``workers`` processes of
+    ``memory_limit`` each. Only the frequency set of the attacker's columns
+    (with per-class counts of the sensitive values) comes back to this
+    process, and the ``risk`` section equals the in-memory one
+    (:func:`~anonlab.risk.measure.measure_risk`); ``weights`` is refused
+    there. A Dask DataFrame with ``engine = "numpy"`` is read piece by piece
+    in this process, the same way.
     """
-    from anonlab.io import read_table
     from anonlab.report import report_header
 
     started = time.perf_counter()
     report_path = Path(report) if report is not None else None
     trees = {str(c): Path(p) for c, p in (hierarchies or {}).items()}
-    with Outputs({"report": report_path}, inputs=[table, *trees.values()]) as outputs:
-        frame = read_table(table, delimiter=delimiter)
-        columns = [str(c) for c in frame.columns]
+    on_engine = _check_engine(table, engine, scheduler, workers, memory_limit)
+    path = table if isinstance(table, str | os.PathLike) else None
+    qi, sensitive = _roles(table, qi, sensitive)
+    with Outputs({"report": report_path}, inputs=[p for p in (path, *trees.values())
+                                                  if p is None or Path(p).exists()]) as outputs:
+        data: Table | pd.DataFrame
+        if on_engine:
+            data = _open(table, delimiter)
+            columns = [str(c) for c in data.column_names]
+        else:
+            data = _read(table, delimiter)
+            columns = [str(c) for c in data.columns]
         _check_qi(columns, qi, sensitive)
         given = bool(attacker_columns)
         attacker = (list(attacker_columns or ()) if given
                     else default_attacker_columns(columns, sensitive, weights))
         levels = [*DEFAULT_THRESHOLDS, *thresholds]
-        section = measure_risk(frame, attacker, sensitive=sensitive, weights=weights,
-                               population_size=population_size,
-                               sampling_fraction=sampling_fraction, thresholds=levels,
-                               hierarchies=trees)
+        with ExitStack() as stack:
+            runner: Engine | None = None
+            if on_engine:
+                runner = _open_engine(engine, scheduler, workers, memory_limit)
+                stack.callback(runner.close)
+            section = measure_risk(data, attacker, sensitive=sensitive, weights=weights,
+                                   population_size=population_size,
+                                   sampling_fraction=sampling_fraction, thresholds=levels,
+                                   hierarchies=trees, engine=runner)
         messages = warn_release_risk(section, max_risk, stacklevel=2)
         params: dict[str, Any] = {
-            "table": stored_path(table, report_path),
+            "table": stored_path(path, report_path),
             "qi": list(qi),
             "attacker_columns": attacker if given else None,
             "sensitive": list(sensitive),
@@ -105,8 +211,13 @@ def run_risk(
             "max_risk": max_risk,
             "delimiter": delimiter,
             "report": stored_path(report_path, report_path),
+            "engine": engine,
+            "scheduler": scheduler,
+            "workers": workers,
+            "memory_limit": memory_limit,
         }
-        inputs: dict[str, PathLike | None] = {"data": table,
+        described = path if path is not None and Path(path).exists() else None
+        inputs: dict[str, PathLike | None] = {"data": described,
                                               **{f"hierarchy:{c}": p for c, p in trees.items()}}
         result = report_header("risk", params, inputs)
         result["paths"] = paths_convention(report_path)

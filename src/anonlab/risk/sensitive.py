@@ -22,6 +22,13 @@ those records:
 
 The release's figure is the worst class: the smallest l and the largest t.
 
+The (class, value) pairs are taken in order of class, then value code (the
+value's order of first appearance in the table), whatever order the records
+came in: the sums of floating-point terms per class (entropy, earth mover's
+distance) then add their terms in one order, so the figures measured from a
+table's frequency set (:func:`pairs_of_counts`, the engines' per-class
+sensitive counts) are the very doubles measured from its records.
+
 Only the classes are visited, never the rows again: each (class, value) pair
 is counted once with :func:`~anonlab.grouping.group_tuples`, and since
 ``min(pos, neg) = pos - max(net, 0)`` and a child without any of the class's
@@ -68,13 +75,38 @@ def class_values(classes: Classes, attribute: str) -> ClassValues:
     pairs = np.column_stack([classes.cell_class, cell_values])
     inverse, first = group_tuples(pairs, [max(classes.count, 1), max(len(values), 1)])
     counts = np.bincount(inverse, weights=classes.cell_sizes, minlength=first.size)
+    order = np.lexsort((cell_values[first], classes.cell_class[first]))
     return ClassValues(
-        pair_class=classes.cell_class[first],
-        pair_value=cell_values[first],
-        counts=counts,
+        pair_class=classes.cell_class[first][order],
+        pair_value=cell_values[first][order],
+        counts=counts[order],
         values=values,
         overall=np.bincount(cell_values, weights=classes.cell_sizes, minlength=len(values)),
         sizes=classes.sizes.astype(np.float64),
+    )
+
+
+def pairs_of_counts(pair_class: Array, pair_value: Array, counts: Array, values: Array,
+                    sizes: Array) -> ClassValues:
+    """The (class, value) pairs of one sensitive attribute from a frequency set's counts.
+
+    ``counts[i]`` records of class ``pair_class[i]`` hold value
+    ``values[pair_value[i]]`` (each pair once, suppressed records left out);
+    ``sizes`` are the classes' records. Gives what :func:`class_values` gives
+    the same records: pairs in order of class, then value, and ``overall``
+    summed from the pairs (whole numbers, so exactly).
+    """
+    pc = np.asarray(pair_class, dtype=np.int64)
+    pv = np.asarray(pair_value, dtype=np.int64)
+    order = np.lexsort((pv, pc))
+    weights = np.asarray(counts, dtype=np.float64)[order]
+    return ClassValues(
+        pair_class=pc[order],
+        pair_value=pv[order],
+        counts=weights,
+        values=values,
+        overall=np.bincount(pv[order], weights=weights, minlength=len(values)),
+        sizes=np.asarray(sizes).astype(np.float64),
     )
 
 
@@ -151,9 +183,17 @@ def sensitive_figures(
     Also the classes whose records all share one value, and their records.
     """
     if classes.count == 0:
+        return value_figures(None, attribute, hierarchy)
+    return value_figures(class_values(classes, attribute), attribute, hierarchy)
+
+
+def value_figures(
+    cv: ClassValues | None, attribute: str, hierarchy: Hierarchy | None
+) -> dict[str, float | int | None]:
+    """:func:`sensitive_figures` from the (class, value) pairs (``None``: no class at all)."""
+    if cv is None or cv.sizes.size == 0:
         return {"distinct_l": None, "entropy_l": None, "t_equal": None, "t_hierarchical": None,
                 "single_value_classes": 0, "single_value_records": 0}
-    cv = class_values(classes, attribute)
     t_hier: float | None = None
     if hierarchy is not None:
         t_hier = float(t_hierarchical(cv, hierarchy_levels(hierarchy, cv.values, attribute)).max())

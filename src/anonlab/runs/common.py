@@ -11,10 +11,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
 from anonlab.settings import Settings, split_names
 
@@ -174,6 +175,40 @@ class ReadSettings(Settings):
             if value is not None:
                 options[name] = value
         return options
+
+
+class EngineSettings(ReadSettings):
+    """Where the passes over the rows run (docs/engine.md; generalize, perturb, invert).
+
+    ``engine`` ``"numpy"`` (this process) or ``"dask"``: a cluster joined at
+    ``scheduler`` (``tcp://host:port``) or started locally with ``workers``
+    processes of ``memory_limit`` each (``"4GB"``). On an engine (``dask``, a
+    folder ``output`` ending in ``/``, or a Dask DataFrame ``input``) the
+    release is written as partitioned Parquet by the engine; the rows are
+    never held here.
+    """
+
+    engine: Literal["numpy", "dask"] = "numpy"
+    scheduler: str | None = None
+    workers: int | None = Field(default=None, ge=1)
+    memory_limit: str | int | None = None
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _memory_limit(cls, value: str | int | None) -> str | int | None:
+        from anonlab.engine.base import parse_memory_limit
+
+        parse_memory_limit(value)  # one line naming memory_limit if it is no amount
+        return value
+
+    @model_validator(mode="after")
+    def _dask_options(self) -> Self:
+        """``scheduler`` and ``workers`` say where Dask runs: refused with engine numpy."""
+        for name in ("scheduler", "workers"):
+            if self.engine != "dask" and getattr(self, name) is not None:
+                raise AnonlabError(f"{name} applies to engine 'dask' only: set engine = "
+                                   f"'dask' or leave {name} out", parameter=name)
+        return self
 
 
 class RoleSettings(Settings):

@@ -31,6 +31,7 @@ from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
+    EngineSettings,
     ReadSettings,
     RunResult,
     input_tables,
@@ -156,7 +157,7 @@ def weights_table(values: Any) -> Any:
     return values
 
 
-class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
+class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     """Everything a generalization needs (``anonlab generalize``).
 
     Every column has one role: ``qi`` maps each quasi-identifier to its
@@ -186,6 +187,14 @@ class GeneralizeSettings(TableSettings, ReleaseRiskSettings):
     judged as :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
     ``output`` (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of
     class sizes) are written when given.
+
+    ``engine`` chooses where the passes over the rows run (docs/engine.md):
+    ``"numpy"`` (the default) in this process, ``"dask"`` on a Dask cluster,
+    joined at ``scheduler`` (``tcp://host:port``) or started locally with
+    ``workers`` processes of ``memory_limit`` each (``"4GB"``). An
+    ``output`` that is a folder (an existing one, or a path ending in ``/``)
+    receives the release as partitioned Parquet written by the engine, the
+    rows never held here; with ``engine = "dask"`` it must be one.
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "qi", "sensitive_hierarchies",
@@ -497,19 +506,15 @@ def _verify(
     """Check a release with the independent checker; the first problem is an error.
 
     Every released value the hierarchy label of the original at ``levels``,
-    k-anonymity of the quasi-identifiers when the model has it, and every
-    privacy model on the released classes (:mod:`anonlab.verify.generalization`
-    and :mod:`anonlab.verify.criteria`, which share no code with the search).
+    then every privacy model (k-anonymity too) on the released classes
+    (:mod:`anonlab.verify.generalization` and :mod:`anonlab.verify.criteria`,
+    which share no code with the search).
     """
     from anonlab.verify import generalization as checker
     from anonlab.verify.criteria import check_criteria
 
     qis = list(levels)
-    problems: list[str] = []
-    for spec in model.criteria:
-        if spec["model"] == "k-anonymity":
-            problems += checker.check_k_anonymity(release, qis, int(spec["k"]), model.limit)
-    problems += checker.check_generalization(original, release, hierarchies, levels,
+    problems = checker.check_generalization(original, release, hierarchies, levels,
                                              list(dropped), max_suppressed=model.limit)
     problems += check_criteria(original, release, model.criteria, qis, model.limit,
                                expected_star=checker.expected_stars(original, hierarchies,
@@ -608,15 +613,21 @@ def run_generalize(
     files = _criteria_files(specs)
     targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
     targets["output"] = output_target(settings.output, settings.output_table)
+    on_engine = uses_engine(settings)
     outputs = Outputs(targets,
                       inputs=[settings.input, *settings.qi.values(),
                               *settings.sensitive_hierarchies.values(), *files.values()],
-                      input_tables=input_tables(settings.input, settings.table))
+                      input_tables=input_tables(settings.input, settings.table),
+                      folders=("output",) if on_engine else ())
     if settings.k is not None:
         check_k(settings.k)
     check_suppression(settings.suppression)
     _check_weights(settings)
     criteria = resolve_criteria(specs)
+    if on_engine:
+        from anonlab.runs.generalize_engine import run_on_engine
+
+        return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
         hierarchies = load_hierarchies(settings.qi)
@@ -640,6 +651,7 @@ def run_generalize(
         def check(release: pd.DataFrame) -> None:
             _verify(dataset.frame, release, hierarchies, result.transformation, dropped, model)
 
+        assert result.release is not None  # the numpy path builds it in memory
         as_written = stage_release(outputs, result.release,
                                    check if settings.verify else None)
         verified = settings.verify
@@ -656,6 +668,25 @@ def run_generalize(
         stage_plot(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=result.release, written=written)
+
+
+def is_folder_output(output: str | None) -> bool:
+    """Whether a release output names a folder of Parquet parts: a path ending in ``/``, or
+    an existing folder holding an earlier such release (Parquet parts and nothing else).
+    Any other existing folder stays refused as an output, as before."""
+    if output is None:
+        return False
+    if output.endswith(("/", os.sep)):
+        return True
+    from anonlab.engine.output import holds_release
+
+    return holds_release(Path(output))
+
+
+def uses_engine(settings: GeneralizeSettings) -> bool:
+    """Whether the run goes through an engine (:mod:`anonlab.runs.generalize_engine`): on
+    Dask, or with a folder output."""
+    return settings.engine != "numpy" or is_folder_output(settings.output)
 
 
 def roles_report(
@@ -953,6 +984,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             read_options=read_options, **options,
         )
         release, original = applied.release, applied.dataset.frame
+        assert release is not None  # no engine: built in memory
         model = ModelCheck(found.criteria, max_suppressed(found.suppression, len(original)),
                            _population_table(criteria, frame, read_options))
 

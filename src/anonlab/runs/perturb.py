@@ -16,6 +16,12 @@ applies the method and writes every output through one
   restored table (checked the same way);
 - :func:`run_attack`: the attack table of a release against its original.
 
+On an engine (``engine = "dask"``, a folder ``output`` ending in ``/``, or a
+Dask DataFrame ``input``; :func:`uses_engine`) both runs go through
+:mod:`anonlab.runs.perturb_engine` instead: obt and rotation only, the
+release (or restored table) written as partitioned Parquet, the same key,
+report and page (docs/perturbation.md, "On Dask").
+
 Every column has a role (:func:`perturbed_table`): the perturbed columns are
 the quasi-identifiers; every other one is ``identifying`` (dropped from the
 release), ``sensitive`` or ``insensitive`` (released as it is), or
@@ -57,6 +63,7 @@ from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
+    EngineSettings,
     ReadSettings,
     RoleSettings,
     RunResult,
@@ -86,19 +93,26 @@ PERTURB_OUTPUTS = ("output", "key", "report", "html")
 
 
 def _table_source(value: Any) -> Any:
-    """A path (as text), a SQLAlchemy URL or a pandas DataFrame; anything else is refused."""
+    """A path (as text), a SQLAlchemy URL, a pandas or a Dask DataFrame; anything else is
+    refused."""
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if value is None or isinstance(value, str) or _is_frame(value):
         return value
-    raise ValueError("give a file path, a SQLAlchemy URL or a pandas DataFrame")
+    raise ValueError("give a file path, a SQLAlchemy URL or a pandas or Dask DataFrame")
 
 
 def _is_frame(value: Any) -> bool:
+    """Whether ``value`` is a pandas or a Dask DataFrame (neither is imported to tell)."""
     import sys
 
     pandas = sys.modules.get("pandas")  # no DataFrame exists before pandas is imported
-    return pandas is not None and isinstance(value, pandas.DataFrame)
+    return (pandas is not None and isinstance(value, pandas.DataFrame)) or is_dask_frame(value)
+
+
+def is_dask_frame(value: Any) -> bool:
+    """Whether ``value`` is a ``dask.dataframe.DataFrame`` (without importing Dask)."""
+    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
 
 
 def _number_list(value: Any, kind: type[int] | type[float]) -> Any:
@@ -135,7 +149,7 @@ class _Chosen(ReadSettings):
         return _number_list(value, int)
 
 
-class PerturbSettings(_Chosen, RoleSettings, ReleaseRiskSettings):
+class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_perturb` needs.
 
     ``input`` is a file path, a SQLAlchemy URL or a DataFrame; ``columns``
@@ -152,7 +166,9 @@ class PerturbSettings(_Chosen, RoleSettings, ReleaseRiskSettings):
     with the independent checker before anything is written. ``internal``
     makes the report and page the custodian's secret copy: with each block's
     pairing and figures, ``"secret": true``, owner-only files. The risk
-    settings are :class:`~anonlab.risk.release.ReleaseRiskSettings`'s.
+    settings are :class:`~anonlab.risk.release.ReleaseRiskSettings`'s. ``engine``,
+    ``scheduler``, ``workers`` and ``memory_limit`` are :class:`EngineSettings`'s
+    (obt and rotation only: :mod:`anonlab.runs.perturb_engine`).
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "library", "sensitive_hierarchies",
@@ -200,11 +216,12 @@ class PerturbSettings(_Chosen, RoleSettings, ReleaseRiskSettings):
         return super().load(config, **overrides)
 
 
-class InvertSettings(ReadSettings):
+class InvertSettings(EngineSettings):
     """Everything :func:`run_invert` needs: a release (``input``), its ``key``, the ``output``.
 
     ``verify`` re-reads the restored table and checks, with the independent
-    checker, that the key takes it to the release.
+    checker, that the key takes it to the release. The engine settings are
+    :class:`EngineSettings`'s (a partitioned release restored to a folder).
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "key", "output")
@@ -347,6 +364,10 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     s = settings
     started = time.perf_counter()
     _check_perturb(s)
+    if uses_engine(s):
+        from anonlab.runs.perturb_engine import perturb_on_engine
+
+        return perturb_on_engine(s, progress=progress, started=started)
     library_exists = s.library is not None and Path(s.library).exists()
     targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
     targets["library"] = None if library_exists else s.library
@@ -407,6 +428,10 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
     if Path(s.key).is_dir():
         raise AnonlabError(f"key '{s.key}' is a folder: give a file name inside it",
                            parameter="key")
+    if uses_engine(s):
+        from anonlab.runs.perturb_engine import invert_on_engine
+
+        return invert_on_engine(s, progress=progress, started=started)
     with Outputs({"output": s.output}, inputs=[_file_of(s.input), s.key]) as outputs, \
             blas_threads(1):
         key = PerturbationKey.load(s.key)
@@ -473,6 +498,26 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 # ---------------------------------------------------------------------------
 # Steps
 # ---------------------------------------------------------------------------
+
+
+def is_folder_output(output: str | None) -> bool:
+    """Whether an output names a folder of Parquet parts: a path ending in ``/``, or an
+    existing folder holding an earlier such dataset (Parquet parts and nothing else)."""
+    if output is None:
+        return False
+    if output.endswith(("/", os.sep)):
+        return True
+    from anonlab.engine.output import holds_release
+
+    return holds_release(Path(output))
+
+
+def uses_engine(settings: PerturbSettings | InvertSettings) -> bool:
+    """Whether the run goes through an engine (:mod:`anonlab.runs.perturb_engine`): on Dask,
+    with a folder ``output``, or with a Dask DataFrame as ``input``."""
+    return (settings.engine != "numpy" or is_folder_output(settings.output)
+            or is_dask_frame(settings.input))
+
 
 
 #: how the perturbation family names the parameters that give roles

@@ -98,7 +98,8 @@ class Released:
         values = ", ".join(f"{c}={_text(self.release[c]).iloc[first]}" for c in self.qi_columns)
         shown = ", ".join(str(int(r) + 1) for r in rows[:5])
         more = f" and {rows.size - 5} more" if rows.size > 5 else ""
-        return f"class {values} ({rows.size} records, rows {shown}{more})"
+        plural = "s" if rows.size > 1 else ""
+        return f"class {values} ({rows.size} record{plural}, row{plural} {shown}{more})"
 
 
 def released_classes(

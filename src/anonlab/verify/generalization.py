@@ -21,8 +21,7 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
 
-__all__ = ["check_criteria", "check_generalization", "check_k_anonymity", "expected_stars",
-           "smallest_class"]
+__all__ = ["check_criteria", "check_generalization", "check_k_anonymity", "expected_stars"]
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -76,30 +75,6 @@ def _class_ids(frame: pd.DataFrame, cols: list[str]) -> IntArray:
         # group ids stay below the row count, so the product cannot overflow
         group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
     return np.asarray(group, dtype=np.int64)
-
-
-def smallest_class(release: pd.DataFrame, qi_columns: Iterable[str]) -> str:
-    """The smallest equivalence class that is not all ``'*'``, named by its values and rows.
-
-    For a finding: ``age=30-34, sex=Male: 2 records (rows 4, 9)``; empty when
-    every row is suppressed.
-    """
-    cols = list(qi_columns)
-    ids = _class_ids(release, cols)
-    all_star = np.ones(len(release), dtype=bool)
-    for col in cols:
-        all_star &= _strings(release[col]) == SUPPRESSED
-    sizes = np.bincount(ids[~all_star], minlength=int(ids.max()) + 1 if ids.size else 0)
-    present = np.flatnonzero(sizes)
-    if not present.size:
-        return ""
-    worst = int(present[np.argmin(sizes[present])])
-    rows = np.flatnonzero(ids == worst)
-    values = ", ".join(f"{c}={_strings(release[c])[rows[0]]}" for c in cols)
-    shown = ", ".join(str(int(r) + 1) for r in rows[:5])
-    more = f" and {rows.size - 5} more" if rows.size > 5 else ""
-    plural = "s" if rows.size > 1 else ""
-    return f"{values}: {rows.size} record{plural} (row{plural} {shown}{more})"
 
 
 def check_generalization(

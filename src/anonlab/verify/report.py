@@ -277,9 +277,7 @@ def _generalization(ctx: _Context) -> VerifyResult:
     from anonlab.verify.criteria import check_criteria
     from anonlab.verify.generalization import (
         check_generalization,
-        check_k_anonymity,
         expected_stars,
-        smallest_class,
     )
 
     source = ctx.params
@@ -311,15 +309,10 @@ def _generalization(ctx: _Context) -> VerifyResult:
     original, population = _model_tables(specs, table, ctx.params.get("delimiter"))
     limit = math.floor(suppression * len(original) + 1e-9)
     qis = list(levels)
-    findings: list[str] = []
-    for spec in specs:
-        if spec["model"] == "k-anonymity":
-            findings += check_k_anonymity(release, qis, int(spec["k"]), limit)
-            if findings and "fewer than" in findings[0]:
-                findings[0] += f"; the smallest: {smallest_class(release, qis)}"
-    findings += check_generalization(original, release, hierarchies, levels, identifying,
+    findings = check_generalization(original, release, hierarchies, levels, identifying,
                                      max_suppressed=limit)
-    if not findings:  # the models are judged on a release of the right shape
+    if set(qis) <= set(release.columns) and len(release) == len(original):
+        # the models are judged on a release of the right shape
         findings += check_criteria(original, release, specs, qis, limit,
                                    expected_star=expected_stars(original, hierarchies, levels),
                                    population=population, hierarchies=hierarchies,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any, ClassVar
@@ -105,6 +105,51 @@ def sequential_sum(terms: NDArray[Any]) -> float:
     if terms.size == 0:
         return 0.0
     return float(np.cumsum(terms, dtype=np.float64)[-1])
+
+
+#: the unit roundoff of a double, 2^-53
+_UNIT_ROUNDOFF = 2.0**-53
+
+
+def finished_sum(
+    approx: float, slack: float, finish: Callable[[float], float], exact: Callable[[], float]
+) -> float:
+    """``finish(S)`` for a sum ``S`` known approximately, summed exactly only on demand.
+
+    ``S`` (``exact()``, e.g. a sequential sum) lies within
+    ``slack * |approx|`` of ``approx``; ``finish`` is non-decreasing in the
+    sum (ARX's normalization and rounding down to 10 decimals are). Where
+    ``finish`` gives one value at both ends of that interval, it is the value
+    at ``S``; elsewhere (rarely: the interval straddles a rounding step) ``S``
+    is computed.
+    """
+    error = slack * abs(approx)
+    low, high = finish(approx - error), finish(approx + error)
+    return low if low == high else finish(exact())
+
+
+def summation_error(terms: int, roundings: int = 0) -> float:
+    """Relative error bound of a floating-point sum of ``terms`` nonnegative values, each
+    the result of up to ``roundings`` roundings of exact inputs (products, factors).
+
+    Any summation order of ``c`` nonnegative terms errs by at most
+    ``gamma_c = c u / (1 - c u)`` relative to their exact sum (``u = 2^-53``, the
+    unit roundoff; Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd
+    ed., section 4.2, which covers dot products too, section 3.1), and the terms
+    by ``gamma_r`` relative to the exact inputs': together at most
+    ``gamma_{c + r}``. Two such sums of the same exact quantity differ by at
+    most the sum of their bounds (relative to the exact sum, which is at most
+    ``1 / (1 - gamma)`` times either).
+    """
+    k = float(terms + roundings)
+    return k * _UNIT_ROUNDOFF / (1.0 - k * _UNIT_ROUNDOFF)
+
+
+def sum_slack(first: float, second: float) -> float:
+    """``slack`` of :func:`finished_sum` for two sums with relative error bounds ``first``
+    and ``second`` (:func:`summation_error`) of one exact quantity: their distance relative
+    to either, doubled as a margin."""
+    return 2.0 * (first + second) / (1.0 - max(first, second))
 
 
 def gs_factors(gs_factor: float) -> tuple[float, float]:
@@ -268,6 +313,7 @@ class LossContext:
         self._entropy: list[list[float]] | None = None
         self._rows: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
         self._arx_ids: list[list[NDArray[Any]]] | None = None
+        self._flat_shares: tuple[NDArray[Any], NDArray[Any]] | None = None
 
     # --------------------------------------------------------------- classes
     def group_codes(self, fs: FrequencySet, dim: int) -> NDArray[Any]:
@@ -275,6 +321,33 @@ class LossContext:
         if getattr(fs, "layout", None) is not None:
             return np.asarray(fs.group_codes(dim))
         return self.layout.digit(fs.keys, dim)
+
+    def all_group_codes(self, fs: FrequencySet) -> NDArray[Any]:
+        """(classes, m) codes of every quasi-identifier at the node's levels."""
+        if getattr(fs, "layout", None) is not None:
+            return np.asarray(fs.codes)
+        return self.layout.digits(fs.keys)
+
+    def share_matrix(self, fs: FrequencySet) -> NDArray[Any]:
+        """(classes, m): each class's domain share in each quasi-identifier at the node's levels
+        (``shares(dim)[level][code]`` for every ``dim`` at once, one look-up in a flat table)."""
+        if self._flat_shares is None:
+            tables = [self.shares(i) for i in range(self.m)]
+            sizes = [t.shape[0] for per_dim in tables for t in per_dim]
+            starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+            offsets = np.zeros((self.m, int(self.heights.max(initial=0)) + 1), dtype=np.int64)
+            position = 0
+            for dim, per_dim in enumerate(tables):
+                for level in range(len(per_dim)):
+                    offsets[dim, level] = starts[position]
+                    position += 1
+            flat = (np.concatenate([t for per_dim in tables for t in per_dim])
+                    if sizes else np.zeros(0))
+            self._flat_shares = (flat, offsets)
+        flat, offsets = self._flat_shares
+        codes = self.all_group_codes(fs)
+        base = offsets[np.arange(self.m), np.asarray(fs.levels, dtype=np.int64)]
+        return np.asarray(flat.take(codes + base.astype(codes.dtype)))
 
     # ---------------------------------------------------------- domain shares
     def domain_size(self, dim: int) -> float:

@@ -18,6 +18,7 @@ generalization/suppression factor ``gs`` (:func:`~anonlab.lattice.metrics.base.g
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from abc import abstractmethod
@@ -31,16 +32,20 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError
 from anonlab.lattice.freqset import FrequencySet
 from anonlab.lattice.metrics.base import (
+    DEFAULT_GS_FACTOR,
     LossContext,
     LossValue,
     Metric,
     NodeClasses,
     arx_round,
+    finished_sum,
     hppc_int_order,
     java_log2_terms,
     loss_text,
     safe_div,
     sequential_sum,
+    sum_slack,
+    summation_error,
     weight_vector,
 )
 
@@ -237,6 +242,22 @@ class LossMetric(MultiDimensionalMetric):
     monotone_with_generalization = True
     monotone_with_suppression = False
 
+    def __init__(
+        self,
+        ctx: LossContext,
+        *,
+        gs_factor: float = DEFAULT_GS_FACTOR,
+        aggregate: str | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        super().__init__(ctx, gs_factor=gs_factor, aggregate=aggregate, weights=weights)
+        #: (attribute, level) -> sum of every record's share times G, and its relative error
+        self._level_sums: dict[tuple[int, int], tuple[float, float]] = {}
+        #: (attribute, level) -> whether its sums are exact (:meth:`_exact_sums`)
+        self._exact: dict[tuple[int, int], bool] = {}
+        #: (attribute, level) -> its bound at every node, if one (:meth:`_level_bound`)
+        self._fixed: dict[tuple[int, int], float | None] = {}
+
     def _normalize(self, total: float, dim: int) -> float:
         """ARX's ``normalizeGeneralized``."""
         n = float(self.ctx.n)
@@ -245,21 +266,120 @@ class LossMetric(MultiDimensionalMetric):
         return arx_round(result if result >= 0.0 else 0.0)
 
     def _sums(self, node: NodeClasses, bound_only: bool) -> tuple[list[float], list[float]]:
+        """Per attribute: the normalized loss (unless ``bound_only``) and bound.
+
+        ARX adds each attribute's terms one by one in class order. The bound
+        comes from :meth:`_bounds`; the loss's terms are built for all
+        attributes at once on (classes, m) arrays, summed by a matrix product
+        and made exact by :func:`~anonlab.lattice.metrics.base.finished_sum`
+        (a sequential sum only where the normalized value could depend on it).
+        """
         fs = node.fs
         counts = fs.counts.astype(np.float64)
+        bounds = self._bounds(node, counts)
+        if bound_only:
+            return [], bounds
+        rows = counts.shape[0]
         released = ~np.asarray(node.outliers, dtype=bool)
-        values: list[float] = []
-        bounds: list[float] = []
-        for dim, level in enumerate(fs.levels):
-            share = counts * self.ctx.shares(dim)[level][self.ctx.group_codes(fs, dim)]
-            bounds.append(self._normalize(sequential_sum(share * self.g_factor), dim))
-            if bound_only:
-                continue
-            suppressed = (counts if self.s_factor == 1.0
-                          else share + self.s_factor * (counts - share))
-            terms = np.where(released, share * self.g_factor, suppressed)
-            values.append(self._normalize(sequential_sum(terms), dim))
+        share = counts[:, None] * self.ctx.share_matrix(fs)
+        suppressed = (np.broadcast_to(counts[:, None], share.shape) if self.s_factor == 1.0
+                      else share + self.s_factor * (counts[:, None] - share))
+        terms = np.where(released[:, None], share * self.g_factor, suppressed)
+        each = summation_error(rows)  # both sums add the same rounded terms
+        slack = sum_slack(each, each)
+        values = []
+        for dim, total in enumerate((np.ones(rows) @ terms).tolist()):
+            values.append(finished_sum(
+                total, 0.0 if self._exact_sums(dim, fs.levels[dim]) else slack,
+                functools.partial(self._normalize, dim=dim),
+                functools.partial(sequential_sum, terms[:, dim])))
         return values, bounds
+
+    def _bounds(self, node: NodeClasses, counts: NDArray[Any]) -> list[float]:
+        """Per attribute: ARX's bound, the normalized ``sum_E |E| s_i G`` in class order.
+
+        In exact arithmetic the sum is every record's domain share at the
+        attribute's level, whatever the classes: it depends on the level only
+        (:meth:`_level_sum`). Where the normalized value is the same wherever
+        in the sum's error bound for any node the sum lies, it is kept per
+        level (:meth:`_level_bound`); otherwise the node's own error bound
+        decides, and at worst its sequential sum.
+        """
+        fs = node.fs
+        out = []
+        rows = counts.shape[0]
+        for dim in range(len(fs.levels)):
+            fixed = self._level_bound(node, dim)
+            if fixed is not None:
+                out.append(fixed)
+                continue
+            total, error = self._level_sum(node, dim)
+            out.append(finished_sum(
+                total, sum_slack(summation_error(rows, 2), error),
+                functools.partial(self._normalize, dim=dim),
+                functools.partial(self._class_order_sum, fs, counts, dim)))
+        return out
+
+    def _class_order_sum(self, fs: FrequencySet, counts: NDArray[Any], dim: int) -> float:
+        """ARX's ``sum_E (|E| s_i) G`` of attribute ``dim``, added one class at a time."""
+        share = self.ctx.shares(dim)[fs.levels[dim]][self.ctx.group_codes(fs, dim)]
+        return sequential_sum((counts * share) * self.g_factor)
+
+    def _level_bound(self, node: NodeClasses, dim: int) -> float | None:
+        """The bound of attribute ``dim`` at the node's level if it is the same at every node.
+
+        So when the normalized value is one at both ends of the level's sum
+        plus or minus the error of any sequential sum over at most ``n``
+        classes (or when the sums are exact, :meth:`_exact_sums`); cached per
+        level.
+        """
+        key = (dim, node.fs.levels[dim])
+        if key not in self._fixed:
+            total, error = self._level_sum(node, dim)
+            slack = (0.0 if self._exact_sums(*key)
+                     else sum_slack(summation_error(max(self.ctx.n, node.fs.classes), 2), error))
+            low = self._normalize(total - slack * abs(total), dim)
+            high = self._normalize(total + slack * abs(total), dim)
+            self._fixed[key] = low if low == high else None
+        return self._fixed[key]
+
+    def _level_sum(self, node: NodeClasses, dim: int) -> tuple[float, float]:
+        """``sum_E |E| s_i G`` at the node's level of attribute ``dim``, up to rounding, and
+        its relative error bound (:func:`~anonlab.lattice.metrics.base.summation_error`).
+
+        The first node at a level computes it, for every attribute whose level
+        is new, by one matrix product over its classes.
+        """
+        fs = node.fs
+        known = self._level_sums
+        if (dim, fs.levels[dim]) not in known:
+            sums = ((fs.counts.astype(np.float64) @ self.ctx.share_matrix(fs))
+                    * self.g_factor).tolist()
+            error = summation_error(fs.classes, 2)
+            for d, level in enumerate(fs.levels):
+                known.setdefault((d, level), (float(sums[d]), error))
+        return known[(dim, fs.levels[dim])]
+
+    def _exact_sums(self, dim: int, level: int) -> bool:
+        """Whether every sum of the attribute's terms at this level is exact in any order.
+
+        So when the domain shares at the level and the factors ``G`` and ``S``
+        are multiples of ``2^-11`` (e.g. shares of 1 at the top level, or
+        halves) and there are at most ``2^31`` records: each term
+        (``|E| s G``, ``|E|`` or ``|E| s + S (|E| - |E| s)``, at most ``|E|``) and
+        every partial sum is then a multiple of ``2^-22`` below ``2^31``,
+        which a double holds exactly.
+        """
+        key = (dim, level)
+        known = self._exact.get(key)
+        if known is None:
+            values = np.concatenate((self.ctx.shares(dim)[level],
+                                     [self.g_factor, self.s_factor]))
+            scaled = np.ldexp(values, 11)
+            known = bool(np.all(np.isfinite(scaled)) and np.all(np.floor(scaled) == scaled)
+                         and self.ctx.n <= 2**31)
+            self._exact[key] = known
+        return known
 
     def vector(self, node: NodeClasses) -> list[float]:
         """Per-attribute loss."""
@@ -273,10 +393,8 @@ class LossMetric(MultiDimensionalMetric):
         rows for ``rank``. ARX orders equal-size classes by it when a
         risk-based model suppresses classes (``HashGroupifyDistribution``).
         """
-        counts = fs.counts.astype(np.float64)
-        columns = [counts * self.ctx.shares(dim)[level][self.ctx.group_codes(fs, dim)]
-                   for dim, level in enumerate(fs.levels)]
-        return aggregate_columns(columns, self.weights, self.aggregate)
+        share = fs.counts.astype(np.float64)[:, None] * self.ctx.share_matrix(fs)
+        return aggregate_columns(list(share.T), self.weights, self.aggregate)
 
     def bound_vector(self, node: NodeClasses) -> list[float]:
         """Per-attribute loss with nothing suppressed."""

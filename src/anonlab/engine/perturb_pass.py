@@ -1,0 +1,355 @@
+"""The perturbation's passes over the rows, on any engine: a row-wise map, its sample, its check.
+
+Once the column means and deviations are known (:meth:`Engine.moments`), an
+orthogonal perturbation whose matrix is drawn from the seed alone (obt,
+rotation; :data:`anonlab.perturbation.transforms.ROW_WISE`) releases each
+record as a function of that record only: ``y = A (x - mean) / std``, and its
+inverse is ``x = mean + std * (A^T y)`` (:class:`~anonlab.engine.base.AffineRows`
+computes both). :func:`map_rows` runs such a map over every piece of a table
+with :meth:`EngineBase.map_pieces` and writes one Parquet part per piece into
+a staged folder; in the same pass each piece returns
+
+* the moments of what it wrote (count, means, sums of squared deviations:
+  the release's fingerprint, combined in piece order by Chan's update);
+* whether each mapped input column holds integers (as the in-memory reader
+  tells them apart: an integer type, or text spelled ``[+-]digits``);
+* a deterministic sample of its input rows: the ``sample_rows`` rows with the
+  smallest keys drawn from ``default_rng([SAMPLE_SEED, piece])``, i.e. a
+  uniform sample without replacement, the same on every engine and run.
+
+:func:`written_sample` then reads the *written* parts back (again as engine
+tasks, one per part) at the sampled positions, and :func:`sample_findings`
+checks the pairs of sampled records, independently of the transform code:
+
+* distances: ``||y_i - y_j|| = ||(x_i - x_j) / std||`` for every pair of the
+  sample (:func:`anonlab.verify.perturbation.distance_findings`, all pairs up
+  to its limit of 2,000 records: 1,999,000 pairs). A wrong or non-orthogonal
+  matrix, a column paired with the wrong partner, a wrong deviation or rows
+  written out of order change nearly every distance, so a few thousand
+  records catch them; a fault confined to a handful of rows can escape a
+  sample, which is why a table of at most the sample's size is checked whole;
+* inversion with the key as written (its JSON, not the key class):
+  ``x = mean + std * (y A)`` must give the sampled input back to
+  ``1e-9 (|x| + std)``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from anonlab.engine import kernels
+from anonlab.engine.base import AffineRows, Moments, WriteSummary
+from anonlab.engine.output import StagedFolder
+from anonlab.engine.table import ParquetPiece, Piece, Table
+from anonlab.errors import AnonlabError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from anonlab.engine.base import Engine, EngineBase
+    from anonlab.progress import ProgressFn
+
+FloatArray = NDArray[np.float64]
+#: rows sampled over the whole table (every pair of them is checked: 1,999,000 pairs)
+SAMPLE_ROWS = 2_000
+#: the seed of the sample's keys (a constant: the sample is part of the check, not a secret)
+SAMPLE_SEED = 20_141_114
+INTEGER_TEXT = r"^[+-]?[0-9]+$"  # anonlab.textnumbers.INTEGER_TEXT
+
+
+@dataclass(frozen=True)
+class PieceMapped:
+    """What one piece wrote: its rows, the written columns' moments, which input columns hold
+    integers, and its sampled rows (positions in the piece, input values)."""
+
+    index: int
+    rows: int
+    moments: kernels.PartialMoments
+    integer: tuple[bool, ...]
+    positions: NDArray[np.int64]
+    sample: FloatArray
+
+
+@dataclass(frozen=True)
+class MappedTable:
+    """A table mapped and written: the summary, the written columns' moments, integer flags
+    of the input columns, and the sampled input rows (``positions[piece]`` in each piece)."""
+
+    summary: WriteSummary
+    moments: Moments
+    integer: tuple[bool, ...]
+    positions: dict[int, NDArray[np.int64]]
+    sample: FloatArray
+
+
+def integer_column(column: Any) -> bool:
+    """Whether a raw column holds integers: an integer type, or text all ``[+-]digits``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if pa.types.is_integer(kind):
+        return True
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return False
+    text = column.cast(kind) if pa.types.is_dictionary(column.type) else column
+    return bool(len(text) == 0 or pc.all(pc.match_substring_regex(text, INTEGER_TEXT)).as_py())
+
+
+def _write_part(folder: str, index: int, tables: Any) -> int:
+    """Arrow tables as one Parquet part ``part-<index>`` (a hidden temporary name renamed at
+    the end, so a task run twice leaves one whole part); returns the rows written."""
+    import pyarrow.parquet as pq
+
+    target = Path(folder) / kernels.part_name(index)
+    tmp = Path(folder) / f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    writer = None
+    rows = 0
+    try:
+        for table in tables:
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+        if writer is None:
+            return 0
+        writer.close()
+        writer = None
+        os.replace(tmp, target)
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+    return rows
+
+
+def _smallest(keys: FloatArray, size: int) -> NDArray[np.intp]:
+    """Indices of the ``size`` smallest ``keys`` (all when there are fewer), in any order."""
+    if keys.size <= size:
+        return np.arange(keys.size)
+    return np.argpartition(keys, size - 1)[:size]
+
+
+class _Sampler:
+    """The ``size`` rows of a piece with the smallest random keys, kept as the rows stream by."""
+
+    def __init__(self, index: int, size: int, d: int) -> None:
+        self.rng = np.random.default_rng([SAMPLE_SEED, index])
+        self.size = size
+        self.keys = np.zeros(0)
+        self.positions = np.zeros(0, dtype=np.int64)
+        self.values = np.zeros((0, d))
+        self.seen = 0
+
+    def add(self, x: FloatArray) -> None:
+        """Offer the next rows ``x`` of the piece."""
+        keys = self.rng.random(x.shape[0])
+        if self.size < 1:
+            self.seen += x.shape[0]
+            return
+        keep = _smallest(keys, self.size)
+        keys = np.concatenate([self.keys, keys[keep]])
+        positions = np.concatenate([self.positions, self.seen + keep.astype(np.int64)])
+        values = np.concatenate([self.values, x[keep]])
+        best = _smallest(keys, self.size)
+        self.keys, self.positions, self.values = keys[best], positions[best], values[best]
+        self.seen += x.shape[0]
+
+    def result(self) -> tuple[NDArray[np.int64], FloatArray]:
+        """The sampled positions in row order, and their rows."""
+        order = np.argsort(self.positions)
+        return self.positions[order], self.values[order]
+
+
+def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
+              function: AffineRows, integer_out: Sequence[bool] | None, folder: str,
+              batch_rows: int, sample_rows: int) -> PieceMapped:
+    """Map ``columns`` of one piece by ``function`` and write the ``keep`` columns.
+
+    The mapped columns are written as doubles, or as the nearest integers
+    (``int64``) where ``integer_out`` says so; the other kept columns as their
+    text (:func:`anonlab.engine.kernels.text_column`).
+    """
+    import pyarrow as pa
+
+    names = list(dict.fromkeys([*keep, *columns]))
+    d = len(columns)
+    total = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
+    integer = [True] * d
+    sampler = _Sampler(piece.index, sample_rows, d)
+
+    def tables() -> Any:
+        nonlocal total
+        for batch in piece.batches(names, batch_rows):
+            for j, name in enumerate(columns):
+                integer[j] = integer[j] and integer_column(batch.column(name))
+            x = kernels.numeric_block(batch, columns, piece.describe())
+            sampler.add(x)
+            y = np.asarray(function(x), dtype=np.float64)
+            if x.shape[0]:
+                mean = y.mean(axis=0)
+                centred = y - mean
+                total = kernels.combine_moments(total, kernels.PartialMoments(
+                    x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+            arrays: list[pa.Array] = []
+            for name in keep:
+                if name not in columns:
+                    arrays.append(kernels.text_column(batch.column(name)))
+                    continue
+                j = list(columns).index(name)
+                column = np.ascontiguousarray(y[:, j])
+                if integer_out is not None and integer_out[j]:
+                    arrays.append(pa.array(np.rint(column).astype(np.int64)))
+                else:
+                    arrays.append(pa.array(column))
+            yield pa.Table.from_arrays(arrays, names=list(keep))
+
+    rows = _write_part(folder, piece.index, tables())
+    positions, sample = sampler.result()
+    return PieceMapped(piece.index, rows, total, tuple(integer), positions, sample)
+
+
+def pieces_of(table: Table) -> int:
+    """How many pieces ``table`` has (a Dask DataFrame's partitions included)."""
+    if table.dask_frame is not None:
+        return int(table.dask_frame.npartitions)
+    return len(table.pieces)
+
+
+def base_engine(engine: Engine) -> EngineBase:
+    """``engine`` as the :class:`EngineBase` whose ``map_pieces`` the passes here use (both
+    backends are one)."""
+    from anonlab.engine.base import EngineBase
+
+    if not isinstance(engine, EngineBase):
+        raise TypeError(f"engine {engine!r} is not built on anonlab.engine.base.EngineBase")
+    return engine
+
+
+def map_rows(engine: Engine, table: Table, columns: Sequence[str], keep: Sequence[str],
+             function: AffineRows, staged: StagedFolder, *,
+             integer_out: Sequence[bool] | None = None, sample_rows: int = SAMPLE_ROWS,
+             progress: ProgressFn | None = None) -> MappedTable:
+    """Map ``columns`` of every row by ``function``, write the ``keep`` columns into
+    ``staged`` (one part per non-empty piece), and sample about ``sample_rows`` input rows
+    (module text). The caller commits ``staged``."""
+    runner = base_engine(engine)
+    per_piece = -(-sample_rows // max(1, pieces_of(table)))
+    parts: list[PieceMapped] = runner.map_pieces(
+        table, map_piece, list(columns), list(keep), function, integer_out, str(staged.path),
+        runner.batch_rows, per_piece, progress=progress, step="perturbing rows")
+    d = len(columns)
+    total = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
+    for p in parts:
+        total = kernels.combine_moments(total, p.moments)
+    integer = tuple(all(p.integer[j] for p in parts if p.rows) for j in range(d))
+    summary = WriteSummary(staged.target, sum(p.rows for p in parts),
+                           sum(1 for p in parts if p.rows))
+    count = max(total.count, 1)
+    moments = Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / count))
+    sample = (np.concatenate([p.sample for p in parts]) if parts else np.zeros((0, d)))
+    return MappedTable(summary, moments, integer,
+                       {p.index: p.positions for p in parts if p.positions.size}, sample)
+
+
+def read_positions(piece: Piece, positions: Mapping[int, NDArray[np.int64]],
+                   batch_rows: int) -> pa.Table | None:
+    """The rows of one written part at ``positions[piece.index]``, every column as written."""
+    import pyarrow as pa
+
+    wanted = positions.get(piece.index, np.zeros(0, dtype=np.int64))
+    found: list[pa.Table] = []
+    start = filled = 0
+    for batch in piece.batches(list(piece.columns()), batch_rows):
+        stop = start + batch.num_rows
+        here = wanted[(wanted >= start) & (wanted < stop)]
+        if here.size:
+            found.append(batch.take(pa.array(here - start)))
+            filled += here.size
+        start = stop
+        if filled == wanted.size:
+            break
+    if filled != wanted.size:
+        raise AnonlabError(f"verification failed, nothing written: {piece.describe()} has "
+                           f"{start} rows, fewer than the input's piece it was written from",
+                           parameter="output")
+    return pa.concat_tables(found) if found else None
+
+
+def written_sample(engine: Engine, folder: Path, mapped: MappedTable, *,
+                   progress: ProgressFn | None = None) -> pd.DataFrame:
+    """The written rows at the sampled positions, read back from the parts in ``folder`` (one
+    task per part: each part is read whole, whatever its row groups), as a DataFrame of the
+    written columns (text as Arrow strings, numbers as numbers)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from anonlab.tabletext import to_frame
+
+    pieces = []
+    for index in sorted(mapped.positions):
+        path = folder / kernels.part_name(index)
+        pieces.append(ParquetPiece(index, str(path), tuple(pq.read_schema(path).names)))
+    if not pieces:
+        raise AnonlabError("verification failed, nothing written: the release has no rows",
+                           parameter="input")
+    table = Table(f"folder '{folder}'", pieces[0].names, tuple(pieces))
+    blocks: list[pa.Table | None] = base_engine(engine).map_pieces(
+        table, read_positions, mapped.positions, base_engine(engine).batch_rows,
+        progress=progress, step="reading the sample back")
+    return to_frame(pa.concat_tables([b for b in blocks if b is not None]),
+                    arrow_strings=True)
+
+
+def sample_findings(x: FloatArray, y: FloatArray, std: FloatArray,
+                    key: Mapping[str, Any] | None, columns: Sequence[str]) -> list[str]:
+    """Problems of sampled rows ``x`` (input) and ``y`` (written), empty when they hold.
+
+    Distances of every pair (``std``: the input's deviations) when ``key``
+    describes an orthogonal method, then undoing ``y`` with the key's JSON
+    (module text). With ``key=None`` only the distances are checked.
+    """
+    from anonlab.verify.perturbation import ALL_PAIRS_LIMIT, distance_findings
+
+    problems = distance_findings(x, y, std, all_pairs_limit=max(ALL_PAIRS_LIMIT, x.shape[0]))
+    if key is not None:
+        problems += undo_findings(key, x, y, columns)
+    return problems
+
+
+def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
+                  columns: Sequence[str]) -> list[str]:
+    """``mean + std * ((y - t) A)`` from the key's plain JSON must be ``x`` to
+    ``1e-9 (|x| + std)`` (a release without noise; ``t`` the translation, if any)."""
+    from anonlab.verify.perturbation import INVERT_RTOL
+
+    try:
+        names = [str(c) for c in key["columns"]]
+        pos = [list(columns).index(c) for c in names]
+        means = np.asarray(key["means"], dtype=np.float64)
+        stds = np.asarray(key["stds"], dtype=np.float64)
+        matrix = np.zeros((len(names), len(names)))
+        for block in key["blocks"]:
+            idx = [names.index(str(c)) for c in block["columns"]]
+            matrix[np.ix_(idx, idx)] = np.asarray(block["matrix"], dtype=np.float64)
+        shift = np.asarray(key.get("translation") or np.zeros(len(names)), dtype=np.float64)
+    except (KeyError, TypeError, ValueError) as exc:
+        return [f"the key as written is damaged ({exc})"]
+    xs, ys = x[:, pos], y[:, pos]
+    restored = means + stds * ((ys - shift) @ matrix)
+    wrong = np.abs(restored - xs) > INVERT_RTOL * (np.abs(xs) + stds)
+    if not wrong.any():
+        return []
+    i, j = (int(v[0]) for v in np.nonzero(wrong))
+    return [f"undoing the release with the key gives {restored[i, j]:.12g} for column "
+            f"'{names[j]}' of sampled record {i + 1}, but the input holds {xs[i, j]:.12g} "
+            f"({int(wrong.sum()):,} sampled values differ)"]
