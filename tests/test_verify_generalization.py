@@ -185,3 +185,22 @@ def test_a_missing_release_names_the_flag(adult: tuple[Path, Path], tmp_path: Pa
     assert code == 2 and text.startswith("Error: --release is needed: the report names 'gone.csv'")
     code, _ = _cli(str(moved), "--release", str(release))
     assert code == 0
+
+
+@pytest.mark.parametrize(("levels", "stars"), [
+    ({"a": 1, "b": 1}, [True, False, False, True]),  # 'x' and 'y' are '*' at level 1 of a
+    ({"a": 2, "b": 1}, [True, True, False, True]),
+    ({"a": 0, "b": 2}, [False, False, False, False]),  # no value of a is '*' at level 0
+    ({"a": 2, "b": 2}, [True, True, True, True]),
+])
+def test_expected_stars_are_rows_starred_in_every_column(levels: dict[str, int],
+                                                          stars: list[bool]) -> None:
+    from anonlab.hierarchy import Hierarchy
+    from anonlab.verify.generalization import expected_stars
+
+    hierarchies = {
+        "a": Hierarchy.from_rows([["x", "*", "*"], ["y", "*", "*"], ["z", "g", "*"]]),
+        "b": Hierarchy.from_rows([["1", "*", "*"], ["2", "h", "*"]]),
+    }
+    frame = pd.DataFrame({"a": ["x", "z", "y", "y"], "b": ["1", "1", "2", "1"]})
+    assert expected_stars(frame, hierarchies, levels).tolist() == stars

@@ -678,6 +678,8 @@ def is_folder_output(output: str | None) -> bool:
         return False
     if output.endswith(("/", os.sep)):
         return True
+    if not Path(output).is_dir():  # the common case: no need to load the engine package
+        return False
     from anonlab.engine.output import holds_release
 
     return holds_release(Path(output))

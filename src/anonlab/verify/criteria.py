@@ -114,14 +114,14 @@ def released_classes(
     cols = tuple(qi_columns)
     n = len(release)
     all_star = np.ones(n, dtype=bool)
-    for col in cols:
-        all_star &= _text(release[col]).to_numpy() == SUPPRESSED
-    expected = np.zeros(n, dtype=bool) if expected_star is None else expected_star
-    suppressed = all_star & ~expected
     group = np.zeros(n, dtype=np.int64)
     for col in cols:
-        codes, uniques = pd.factorize(_text(release[col]))
+        codes, uniques = pd.factorize(_text(release[col]))  # no missing codes: text only
+        star = np.flatnonzero(np.asarray(uniques, dtype=object) == SUPPRESSED)
+        all_star &= codes == (int(star[0]) if star.size else -1)
         group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
+    expected = np.zeros(n, dtype=bool) if expected_star is None else expected_star
+    suppressed = all_star & ~expected
     class_of = np.full(n, -1, dtype=np.int64)
     kept_codes, _ = pd.factorize(group[~suppressed])
     class_of[~suppressed] = kept_codes

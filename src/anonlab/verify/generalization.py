@@ -101,14 +101,15 @@ def check_generalization(
     absent = [c for c in qis if c not in release.columns]
     if absent:
         return [*problems, f"quasi-identifier '{absent[0]}' is missing from the release"]
+    released = {col: _strings(release[col]) for col in qis}
     all_star = np.ones(len(release), dtype=bool)
     for col in qis:
-        all_star &= _strings(release[col]) == SUPPRESSED
+        all_star &= released[col] == SUPPRESSED
     expected_star = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
         expected = _expected_labels(original[col], hierarchies[col], col, level)
         expected_star &= expected == SUPPRESSED
-        got = _strings(release[col])
+        got = released[col]
         wrong = (expected != got) & ~all_star
         if wrong.any():
             row = int(wrong.nonzero()[0][0])
@@ -131,7 +132,13 @@ def expected_stars(
     """
     stars = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
-        stars &= _expected_labels(original[col], hierarchies[col], col, level) == SUPPRESSED
+        text = _text(original[col])
+        values = [str(v) for v in pd.unique(text)]
+        _check_covered(hierarchies[col], values, col, level)
+        starred = [v for v in values if hierarchies[col].label(v, level) == SUPPRESSED]
+        if not starred:  # no row is '*' in this column, so none in every column
+            return np.zeros(len(original), dtype=bool)
+        stars &= text.isin(starred).to_numpy()
     return stars
 
 
