@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anonlab.errors import AnonlabError
@@ -190,6 +190,9 @@ FAMILY_PATHS = [(command, path) for command, report in FAMILIES.items()
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(where=st.sampled_from(FAMILY_PATHS), value=json_values, remove=st.booleans(),
        internal=st.booleans())
+# a value between '$' signs is text in a plot's labels, not mathtext for matplotlib to parse
+@example(where=("tradeoff", ["points", "0", "k"]), value={"0": "$", "\x1f": "$"}, remove=False,
+         internal=False)
 def test_family_report_renders_or_one_line_error(where: tuple[str, list[str]], value: Any,
                                                  remove: bool, internal: bool) -> None:
     command, path = where

@@ -51,15 +51,36 @@ def svg_data_uri(fig: Any) -> str:
     import matplotlib
 
     buf = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "anonlab"}):
+    with matplotlib.rc_context({"svg.hashsalt": "anonlab", **PLAIN_TEXT}):
+        _plain_text(fig)
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+#: labels come from the data (column names, values): '$' is a character, not mathtext
+PLAIN_TEXT = {"text.parse_math": False}
+
+
+def _plain_text(fig: Any) -> None:
+    """Draw every text of ``fig`` as it is written: no mathtext between '$' signs.
+
+    Texts made while drawing (tick labels) take :data:`PLAIN_TEXT` from the
+    ``rc_context`` the figure is saved in.
+    """
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+
+
 def png_bytes(fig: Any, dpi: int = 150) -> bytes:
     """The figure as PNG bytes."""
+    import matplotlib
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    with matplotlib.rc_context(PLAIN_TEXT):
+        _plain_text(fig)
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
 
 
