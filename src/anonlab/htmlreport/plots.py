@@ -51,21 +51,18 @@ def svg_data_uri(fig: Any) -> str:
     import matplotlib
 
     buf = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "anonlab", **PLAIN_TEXT}):
+    # labels come from the data (column names, values): '$' is a character, not mathtext
+    with matplotlib.rc_context({"svg.hashsalt": "anonlab", "text.parse_math": False}):
         _plain_text(fig)
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-#: labels come from the data (column names, values): '$' is a character, not mathtext
-PLAIN_TEXT = {"text.parse_math": False}
-
-
 def _plain_text(fig: Any) -> None:
     """Draw every text of ``fig`` as it is written: no mathtext between '$' signs.
 
-    Texts made while drawing (tick labels) take :data:`PLAIN_TEXT` from the
-    ``rc_context`` the figure is saved in.
+    Texts made while drawing (tick labels) take ``text.parse_math = False``
+    from the ``rc_context`` the figure is saved in.
     """
     from matplotlib.text import Text
 
@@ -78,7 +75,7 @@ def png_bytes(fig: Any, dpi: int = 150) -> bytes:
     import matplotlib
 
     buf = io.BytesIO()
-    with matplotlib.rc_context(PLAIN_TEXT):
+    with matplotlib.rc_context({"text.parse_math": False}):
         _plain_text(fig)
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
