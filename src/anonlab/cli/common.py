@@ -160,6 +160,17 @@ QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a
 REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
 HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
 QUIET = typer.Option(False, "--quiet", help="No progress display or summary.")
+
+# where a Dask engine runs (docs/engine.md); each command says what --engine does for it
+SCHEDULER = typer.Option(
+    None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a local "
+    "cluster).")
+DASK_WORKERS = typer.Option(
+    None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
+    "core).")
+MEMORY_LIMIT = typer.Option(
+    None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's share "
+    "of this machine's memory).")
 VERIFY = typer.Option(None, "--verify/--no-verify", help="Re-read the release and check it with "
                       "the independent checker before anything is written (default: on).")
 

@@ -16,12 +16,14 @@ import typer
 from anonlab.cli.common import (
     ATTACKER_COLUMNS,
     CONFIG,
+    DASK_WORKERS,
     DELIMITER,
     FAIL_ON_RISK,
     HTML,
     IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
+    MEMORY_LIMIT,
     OTHER,
     OUTPUT_TABLE_HELP,
     POPULATION,
@@ -30,6 +32,7 @@ from anonlab.cli.common import (
     REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SCHEDULER,
     SENSITIVE,
     SENSITIVE_HIERARCHY,
     SHEET,
@@ -183,15 +186,9 @@ def generalize_command(
         None, "--engine", help="Where the passes over the rows run: numpy (this process) | "
         "dask (a Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
         "docs/engine.md)."),
-    scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a "
-        "local cluster)."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
-        "core)."),
-    memory_limit: str | None = typer.Option(
-        None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's "
-        "share of this machine's memory)."),
+    scheduler: str | None = SCHEDULER,
+    workers: int | None = DASK_WORKERS,
+    memory_limit: str | None = MEMORY_LIMIT,
     quiet: bool = QUIET,
 ) -> None:
     """Generalize a table under privacy models (see --help for an example)."""

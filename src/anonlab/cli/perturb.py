@@ -19,12 +19,14 @@ import typer
 from anonlab.cli.common import (
     ATTACKER_COLUMNS,
     CONFIG,
+    DASK_WORKERS,
     DELIMITER,
     FAIL_ON_RISK,
     HTML,
     IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
+    MEMORY_LIMIT,
     OTHER,
     POPULATION,
     QUERY,
@@ -32,6 +34,7 @@ from anonlab.cli.common import (
     REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SCHEDULER,
     SENSITIVE,
     SENSITIVE_HIERARCHY,
     SHEET,
@@ -98,15 +101,6 @@ FLAGS = {"input": "the INPUT argument", "original": "the ORIGINAL argument",
 ENGINE = typer.Option(
     None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
     "Dask cluster; obt and rotation; --output must be a folder, ending in /) (default: numpy).")
-SCHEDULER = typer.Option(
-    None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a local "
-    "cluster).")
-WORKERS = typer.Option(
-    None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
-    "core).")
-MEMORY_LIMIT = typer.Option(
-    None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's share "
-    "of this machine's memory).")
 
 # this family's own options, shared by its commands
 COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c (default: "
@@ -193,7 +187,7 @@ def perturb_command(
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     engine: str | None = ENGINE,
     scheduler: str | None = SCHEDULER,
-    workers: int | None = WORKERS,
+    workers: int | None = DASK_WORKERS,
     memory_limit: str | None = MEMORY_LIMIT,
     quiet: bool = QUIET,
 ) -> None:

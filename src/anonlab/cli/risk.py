@@ -11,13 +11,16 @@ import typer
 
 from anonlab.cli.common import (
     ATTACKER_COLUMNS,
+    DASK_WORKERS,
     DELIMITER,
     MAX_RISK,
+    MEMORY_LIMIT,
     POPULATION,
     QUIET,
     REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SCHEDULER,
     SENSITIVE,
     WEIGHTS,
     user_errors,
@@ -143,15 +146,9 @@ def risk_command(
     engine: str = typer.Option(
         "numpy", "--engine", help="Where the rows are read: numpy (this process, the whole "
         "table) | dask (a Dask cluster counts the frequency set; docs/risk.md, 'On Dask')."),
-    scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a "
-        "local cluster)."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
-        "core)."),
-    memory_limit: str | None = typer.Option(
-        None, "--memory-limit", help="Memory of each local Dask worker, e.g. 4GB (default: "
-        "Dask's share of this machine's memory)."),
+    scheduler: str | None = SCHEDULER,
+    workers: int | None = DASK_WORKERS,
+    memory_limit: str | None = MEMORY_LIMIT,
     quiet: bool = QUIET,
 ) -> None:
     """Measure a table's re-identification risk (see --help for examples)."""

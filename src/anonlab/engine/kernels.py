@@ -420,7 +420,7 @@ def part_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
-def _write_batches(folder: str, index: int, batches: Any) -> int:
+def write_batches(folder: str, index: int, batches: Any) -> int:
     """Write Arrow tables as one Parquet part (to a temporary name, then renamed, so a task
     run twice leaves one whole file); returns the rows written."""
     import pyarrow.parquet as pq
@@ -488,7 +488,7 @@ def write_release_piece(piece: Piece, plan: Any, folder: str, batch_rows: int) -
                     arrays.append(text_column(batch.column(name)))
             yield pa.Table.from_arrays(arrays, names=keep)
 
-    rows = _write_batches(folder, piece.index, tables())
+    rows = write_batches(folder, piece.index, tables())
     return ReleaseCounts(rows, suppressed[0])
 
 
@@ -514,4 +514,4 @@ def transform_piece(piece: Piece, columns: Sequence[str], function: RowFunction,
                       if name in columns else text_column(batch.column(name)) for name in names]
             yield pa.Table.from_arrays(arrays, names=names)
 
-    return _write_batches(folder, piece.index, tables())
+    return write_batches(folder, piece.index, tables())

@@ -35,8 +35,6 @@ checks the pairs of sampled records, independently of the transform code:
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,33 +101,6 @@ def integer_column(column: Any) -> bool:
         return False
     text = column.cast(kind) if pa.types.is_dictionary(column.type) else column
     return bool(len(text) == 0 or pc.all(pc.match_substring_regex(text, INTEGER_TEXT)).as_py())
-
-
-def _write_part(folder: str, index: int, tables: Any) -> int:
-    """Arrow tables as one Parquet part ``part-<index>`` (a hidden temporary name renamed at
-    the end, so a task run twice leaves one whole part); returns the rows written."""
-    import pyarrow.parquet as pq
-
-    target = Path(folder) / kernels.part_name(index)
-    tmp = Path(folder) / f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    writer = None
-    rows = 0
-    try:
-        for table in tables:
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table)
-            rows += table.num_rows
-        if writer is None:
-            return 0
-        writer.close()
-        writer = None
-        os.replace(tmp, target)
-    finally:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
-    return rows
 
 
 def _smallest(keys: FloatArray, size: int) -> NDArray[np.intp]:
@@ -213,7 +184,7 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
                     arrays.append(pa.array(column))
             yield pa.Table.from_arrays(arrays, names=list(keep))
 
-    rows = _write_part(folder, piece.index, tables())
+    rows = kernels.write_batches(folder, piece.index, tables())
     positions, sample = sampler.result()
     return PieceMapped(piece.index, rows, total, tuple(integer), positions, sample)
 
