@@ -260,3 +260,24 @@ def test_a_killed_worker_gives_the_same_release_or_a_clean_error(
     finally:
         cluster.wait_for_workers(2, timeout=60)
     assert killed
+
+
+def test_large_release_is_checked_and_measured_from_frequencies(
+        data_dir: Path, tmp_path: Path, adult_parts: Path, numpy_run: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the read-back size the release is verified by the frequency set of what was
+    written, and its risk measured by the engine: the same report as in memory."""
+    from anonlab.runs import generalize_engine
+
+    monkeypatch.setattr(generalize_engine, "IN_MEMORY_ROWS", 100)
+    out = tmp_path / "release"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseRiskWarning)  # Adult's l = 1 classes
+        result = runner.invoke(app, [*_args(data_dir, adult_parts), "--output", f"{out}/",
+                                     "--report", str(tmp_path / "r.json"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert _digest(read_table(out)) == _digest(numpy_run["release"])
+    report = json.loads((tmp_path / "r.json").read_text())
+    _same_search(report, numpy_run["report"])
+    assert report["verified"] is True
+    assert report["risk_warnings"] == numpy_run["report"]["risk_warnings"]

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
 from pydantic import Field, field_validator
 
 from anonlab.errors import AnonlabError, ReleaseRiskError
@@ -34,6 +33,9 @@ from anonlab.risk.measure import (
 )
 from anonlab.risk.suda import RELEASE_SUDA_BUDGET
 from anonlab.settings import Settings, split_names
+
+if TYPE_CHECKING:
+    from anonlab.engine.base import Engine
 
 KNOWLEDGE_DEFAULT = "every released column that is not sensitive and not the weights"
 KNOWLEDGE_GIVEN = "the columns given as attacker_columns"
@@ -175,13 +177,21 @@ def check_risk_columns(
 
 
 def measure_release(
-    release: pd.DataFrame, sensitive: Sequence[str], settings: RiskSettings
+    release: Any, sensitive: Sequence[str], settings: RiskSettings, *,
+    engine: Engine | None = None, columns: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """The ``risk`` section of ``release`` and the ``attacker_knowledge`` it assumed."""
-    present = [c for c in sensitive if c in release.columns]
-    attacker, knowledge = attacker_columns(list(release.columns), present, settings)
+    """The ``risk`` section of ``release`` and the ``attacker_knowledge`` it assumed.
+
+    ``release`` is a DataFrame, or with an ``engine`` a written release (a
+    Parquet folder) whose released ``columns`` are given: then the engine's
+    frequency set gives the same figures without reading the rows here
+    (:func:`anonlab.risk.measure.measure_risk`).
+    """
+    names = [str(c) for c in (release.columns if columns is None else columns)]
+    present = [c for c in sensitive if c in names]
+    attacker, knowledge = attacker_columns(names, present, settings)
     section = measure_risk(
-        release, attacker, sensitive=present, weights=settings.weights,
+        release, attacker, sensitive=present, weights=settings.weights, engine=engine,
         population_size=settings.population_size, sampling_fraction=settings.sampling_fraction,
         thresholds=[*DEFAULT_THRESHOLDS, *settings.risk_threshold],
         hierarchies=settings.sensitive_hierarchies or None,
@@ -213,10 +223,13 @@ def judge_release(
 
 
 def release_risk_report(
-    release: pd.DataFrame,
+    release: Any,
     sensitive: Sequence[str],
     settings: ReleaseRiskSettings,
     stacklevel: int = 2,
+    *,
+    engine: Engine | None = None,
+    columns: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The report keys ``risk``, ``attacker_knowledge`` and ``risk_warnings`` of a release.
 
@@ -225,7 +238,9 @@ def release_risk_report(
     (:class:`~anonlab.errors.ReleaseRiskWarning`) and, with
     ``settings.fail_on_risk``, raises :class:`~anonlab.errors.ReleaseRiskError`
     instead of returning. ``stacklevel`` as in :func:`judge_release`.
+    ``engine`` and ``columns`` as in :func:`measure_release`.
     """
-    section, knowledge = measure_release(release, sensitive, settings)
+    section, knowledge = measure_release(release, sensitive, settings, engine=engine,
+                                         columns=columns)
     messages = judge_release(section, settings, stacklevel=stacklevel + 1)
     return {"risk": section, "attacker_knowledge": knowledge, "risk_warnings": messages}

@@ -18,8 +18,9 @@ release is checked by the engine's frequency set *of the written release*:
 its classes and their sizes must be those the search chose, every class but
 the suppressed records must have at least ``k`` records, and no more records
 than the limit may be suppressed (:func:`anonlab.engine.search_input.release_problems`);
-its risk section is measured on the released columns the attacker knows
-plus the sensitive ones, read as dictionary-encoded columns.
+its risk section is measured from the engine's frequency set of the released
+columns the attacker knows and the sensitive ones (with sampling weights:
+those columns read here, dictionary-encoded).
 """
 
 from __future__ import annotations
@@ -171,8 +172,7 @@ def _write_and_check(engine: Engine, table: Any, settings: GeneralizeSettings,
             return _Checked(_risk(release, settings), distinct, release)
         if settings.verify:
             _check_by_frequencies(engine, staged.path, plan, classes, result, settings)
-        return _Checked(_risk(_risk_columns(staged.path, settings, dropped), settings),
-                        distinct, None)
+        return _Checked(_risk_of_folder(engine, staged.path, settings, dropped), distinct, None)
     finally:
         if scratch is not None:
             staged.discard()
@@ -216,6 +216,22 @@ def _check_by_frequencies(engine: Engine, folder: Path, plan: ReleasePlan,
                                  max_suppressed(settings.suppression, result.records))
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _risk_of_folder(engine: Engine, folder: Path, settings: GeneralizeSettings,
+                    dropped: list[str]) -> dict[str, Any]:
+    """The risk keys of a written release too large to read back: from the engine's frequency
+    set of the attacker's and the sensitive columns (the same figures as in memory,
+    :mod:`anonlab.engine.risk_pass`); with sampling weights, which are summed record by
+    record, from those columns read here."""
+    from anonlab.engine.table import open_table
+    from anonlab.risk.release import release_risk_report
+
+    if settings.weights:
+        return _risk(_risk_columns(folder, settings, dropped), settings)
+    names = [c for c in open_table(folder).column_names if c not in dropped]
+    return release_risk_report(folder, settings.sensitive, settings, stacklevel=4,
+                               engine=engine, columns=names)
 
 
 def _risk_columns(folder: Path, settings: GeneralizeSettings, dropped: list[str]
