@@ -381,6 +381,29 @@ sys.exit(code)
 """
 
 
+def measured_run(command: list[str], what: str) -> dict[str, Any]:
+    """Run ``command`` in a fresh measuring process (:data:`_WRAPPER`): its wall and CPU
+    time, peak memory, and the load average before and after; a failure raises with the end
+    of the command's error output."""
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
+                          text=True, check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{proc.stderr[-3000:]}")
+    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
+            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+
+
+def dask_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of a run on Dask: a local cluster of ``args.workers`` workers with
+    ``args.memory_limit`` each."""
+    return ["--engine", "dask", "--workers", str(args.workers), "--memory-limit",
+            args.memory_limit]
+
+
 def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The whole generalize command one way (``numpy``, ``numpy-engine``, ``dask``)."""
     out = root / f"command_{way}"
@@ -389,25 +412,15 @@ def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> d
     target = str(out / "release.parquet") if way == "numpy" else f"{out / 'release'}/"
     command = _command_args(data, target, out / "report.json")
     if way == "dask":
-        command += ["--engine", "dask", "--workers", str(args.workers),
-                    "--memory-limit", args.memory_limit]
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
-                          text=True, check=False)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"generalize {way} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+        command += dask_flags(args)
+    run = measured_run(command, f"generalize {way}")
     report = json.loads((out / "report.json").read_text())
-    return {"way": way, "wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
-            "rows_per_s": report["records"] / wall,
+    return {"way": way, **run, "rows_per_s": report["records"] / run["wall_s"],
             "search_s": report["search_seconds"], "transformation": report["transformation"],
             "nodes_checked": report["nodes_checked"],
             "suppressed_records": report["suppressed_records"],
             "release_sha256": _sorted_digest(out / ("release.parquet" if way == "numpy"
-                                                    else "release")),
-            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+                                                    else "release"))}
 
 
 def _sorted_digest(path: Path) -> str:

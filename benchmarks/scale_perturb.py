@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,7 +52,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import _WRAPPER, parse_rows
+from scale import dask_flags, measured_run, parse_rows
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "scale_perturb.json"
@@ -98,21 +97,12 @@ def run_way(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[
                "--seed", "1", "--output", target, "--key", str(out / "key.json"),
                "--report", str(out / "report.json"), "--quiet"]
     if way == "dask":
-        command += ["--engine", "dask", "--workers", str(args.workers),
-                    "--memory-limit", args.memory_limit]
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
-                          text=True, check=False)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"perturb {way} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+        command += dask_flags(args)
+    run = measured_run(command, f"perturb {way}")
     report = json.loads((out / "report.json").read_text())
-    return {"way": way, "wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
-            "rows_per_s": report["records"] / wall, "records": report["records"],
-            "verified": report["verified"], "engine": report.get("engine"),
-            "release": target, "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+    return {"way": way, **run, "rows_per_s": report["records"] / run["wall_s"],
+            "records": report["records"], "verified": report["verified"],
+            "engine": report.get("engine"), "release": target}
 
 
 def read_limit(data: Path) -> dict[str, Any]:

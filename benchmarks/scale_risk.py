@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +42,6 @@ POPULATION = 1_000_000_000
 #: largest table the in-memory way is run on (its text columns need ~400 bytes a row)
 IN_MEMORY_ROWS = 10_000_000
 
-_WRAPPER = """
-import json, resource, subprocess, sys
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-sys.stderr.write(code.stderr.decode()[-3000:])
-print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "peak_mib": u.ru_maxrss / 1024}))
-sys.exit(code.returncode)
-"""
-
-
 def run_way(way: str, data: Path, report: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One ``anonlab risk`` run (``numpy`` or ``dask``) and its measurements."""
     command = [sys.executable, "-m", "anonlab", "risk", str(data), "--qi", ",".join(scale.QIS),
@@ -61,24 +49,15 @@ def run_way(way: str, data: Path, report: Path, args: argparse.Namespace) -> dic
                "--population", str(POPULATION),
                "--report", str(report), "--quiet"]
     if way == "dask":
-        command += ["--engine", "dask", "--workers", str(args.workers), "--memory-limit",
-                    args.memory_limit]
+        command += scale.dask_flags(args)
     report.unlink(missing_ok=True)
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
-                          text=True, check=False)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"risk {way} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+    run = scale.measured_run(command, f"risk {way}")
     result = json.loads(report.read_text())
     risk = result["risk"]
     rows = risk["records"] + risk["suppressed"]
-    return {"way": way, "wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
-            "rows_per_s": rows / wall, "command_runtime_s": result["runtime_seconds"],
-            "classes": risk["classes"]["count"], "risk": risk,
-            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+    return {"way": way, **run, "rows_per_s": rows / run["wall_s"],
+            "command_runtime_s": result["runtime_seconds"],
+            "classes": risk["classes"]["count"], "risk": risk}
 
 
 def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:

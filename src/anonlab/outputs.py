@@ -256,6 +256,11 @@ def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
     if path.is_dir():
         raise AnonlabError(f"{name} '{path}' is a folder: give a file name inside it",
                            parameter=name)
+    _check_writable_parent(name, path)
+
+
+def _check_writable_parent(name: str, path: Path) -> None:
+    """The nearest existing folder above ``path`` must be a folder this process may write."""
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -278,15 +283,7 @@ def check_output_folder(name: str, path: Path, inputs: Iterable[Path]) -> None:
             raise AnonlabError(f"{name} '{path}' holds the input '{item}': choose another "
                                "folder (inputs are never overwritten)", parameter=name)
     check_target(path)
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise AnonlabError(f"{name} '{path}': '{folder}' is a file, not a folder: choose "
-                           "another path", parameter=name)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise AnonlabError(f"{name} '{path}': folder '{folder}' is not writable: choose a "
-                           "writable path", parameter=name)
+    _check_writable_parent(name, path)
 
 
 class Outputs:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -47,9 +47,10 @@ from anonlab.settings import outputs_taken_over, read_toml, resolve_paths, split
 if TYPE_CHECKING:
     import pandas as pd
 
-    from anonlab.dataset import Role
+    from anonlab.dataset import Dataset, Role
     from anonlab.generalize import GeneralizationResult
     from anonlab.hierarchy import Hierarchy
+    from anonlab.privacy import Criterion
 
 SearchName = Literal["exhaustive", "ola", "degree", "flash"]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
@@ -584,6 +585,26 @@ def _report_path(report: str | None) -> Path | None:
 # ---------------------------------------------------------------------------
 
 
+def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
+                   criteria: Sequence[Criterion], progress: ProgressFn | None
+                   ) -> tuple[GeneralizationResult, list[str]]:
+    """The search the settings ask for on ``dataset`` (rows here or in an engine), and the
+    identifying columns the release drops; the risk section's columns are checked first."""
+    from anonlab.dataset import Role
+    from anonlab.generalize import anonymize
+    from anonlab.risk.release import check_risk_columns
+
+    dropped = dataset.columns_with(Role.IDENTIFYING)
+    check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
+                       settings.sensitive, settings)
+    result = anonymize(dataset, None, settings.suppression, settings.search,
+                       str(settings.metric), progress=progress, criteria=criteria,
+                       gs_factor=settings.gs_factor, aggregate=settings.aggregate,
+                       weights=settings.attribute_weights,
+                       practical_monotonicity=settings.practical_monotonicity)
+    return result, dropped
+
+
 def run_generalize(
     settings: GeneralizeSettings, *, progress: ProgressFn | None = None
 ) -> RunResult:
@@ -603,10 +624,10 @@ def run_generalize(
     page and plot; rename them all into place. Any error leaves no output
     behind. Returns the report, the release and the files written.
     """
-    from anonlab.dataset import Role, without_role
-    from anonlab.generalize import anonymize, model_dataset, resolve_criteria
+    from anonlab.dataset import without_role
+    from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.privacy import check_k, check_suppression, max_suppressed
-    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.risk.release import release_risk_report
 
     started = time.perf_counter()
     specs = settings.model_criteria()
@@ -637,14 +658,7 @@ def run_generalize(
             sensitive=settings.sensitive, insensitive=settings.insensitive,
             other=settings.other, source=masked(settings.input), read_options=read_options,
         )
-        dropped = dataset.columns_with(Role.IDENTIFYING)
-        check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
-                           settings.sensitive, settings)
-        result = anonymize(dataset, None, settings.suppression, settings.search,
-                           str(settings.metric), progress=progress, criteria=criteria,
-                           gs_factor=settings.gs_factor, aggregate=settings.aggregate,
-                           weights=settings.attribute_weights,
-                           practical_monotonicity=settings.practical_monotonicity)
+        result, dropped = search_dataset(dataset, settings, criteria, progress)
         model = ModelCheck(specs, max_suppressed(settings.suppression, dataset.n),
                            _population_table(criteria, frame, read_options))
 

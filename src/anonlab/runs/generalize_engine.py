@@ -91,12 +91,15 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                   outputs: Outputs, *, progress: ProgressFn | None = None,
                   started: float | None = None) -> RunResult:
     """Generalize on the settings' engine and write everything or nothing (module text)."""
-    from anonlab.dataset import Role, without_role
+    from anonlab.dataset import without_role
     from anonlab.engine.search_input import check_engine_model, engine_dataset
     from anonlab.engine.table import open_table
-    from anonlab.generalize import anonymize
-    from anonlab.risk.release import check_risk_columns
-    from anonlab.runs.generalize import generalize_report, load_hierarchies, roles_report
+    from anonlab.runs.generalize import (
+        generalize_report,
+        load_hierarchies,
+        roles_report,
+        search_dataset,
+    )
 
     started = time.perf_counter() if started is None else started
     check_engine_settings(settings)
@@ -109,14 +112,7 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                 engine, table, hierarchies, identifying=settings.identifying,
                 sensitive=settings.sensitive, insensitive=settings.insensitive,
                 other=settings.other, source=masked(settings.input), progress=progress)
-            dropped = dataset.columns_with(Role.IDENTIFYING)
-            check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
-                               settings.sensitive, settings)
-            result = anonymize(dataset, None, settings.suppression, settings.search,
-                               str(settings.metric), progress=progress, criteria=criteria,
-                               gs_factor=settings.gs_factor, aggregate=settings.aggregate,
-                               weights=settings.attribute_weights,
-                               practical_monotonicity=settings.practical_monotonicity)
+            result, dropped = search_dataset(dataset, settings, criteria, progress)
             assert result.plan is not None
             checked = _write_and_check(engine, table, settings, outputs, result, dataset.base,
                                        hierarchies, dropped, progress)
