@@ -37,7 +37,7 @@ from anonlab.settings import split_names
 ALL_NUMERIC = "all-numeric"
 
 
-def _parsed(series: pd.Series) -> pd.Series:
+def parse_numbers(series: pd.Series) -> pd.Series:
     """The values as numbers (NaN where one does not parse); text is stripped first.
 
     A column of text whose every value parses as it is (pandas skips the
@@ -49,9 +49,35 @@ def _parsed(series: pd.Series) -> pd.Series:
     if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
         numbers = pd.to_numeric(series, errors="coerce")
         if not numbers.isna().any():
-            return numbers
+            return _correctly_rounded(series, numbers)
     text = series.astype(str).str.strip()
-    return pd.to_numeric(text, errors="coerce")
+    return _correctly_rounded(text, pd.to_numeric(text, errors="coerce"))
+
+
+def _correctly_rounded(text: pd.Series, numbers: pd.Series) -> pd.Series:
+    """``numbers`` (pandas' parse of ``text``) with every non-integer value parsed again by
+    Arrow, which rounds correctly to the nearest double.
+
+    pandas' ``to_numeric`` may miss by a unit in the last place on 17-digit
+    decimals (``"27.400000000000002"`` gives 27.4), which is how doubles are
+    written out; Arrow's parser, which the engines read with, does not. Which
+    values parse stays pandas' decision; a column Arrow cannot read keeps
+    pandas' values.
+    """
+    if numbers.dtype != np.float64:
+        return numbers  # integers (or nothing parsed): exact already
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parsed = numbers.notna().to_numpy()
+    try:
+        digits = pa.array(text.to_numpy()[parsed], type=pa.string())
+        exact = pc.cast(pc.utf8_trim_whitespace(digits), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return numbers
+    values = numbers.to_numpy(copy=True)
+    values[parsed] = exact.to_numpy(zero_copy_only=False)
+    return pd.Series(values, index=numbers.index, name=numbers.name)
 
 
 MISSING_TEXT = frozenset({"", "nan", "na", "none", "null"})
@@ -72,7 +98,7 @@ def is_numeric_column(series: pd.Series) -> bool:
     that ``all-numeric`` names it and :func:`numeric_matrix` refuses the gap
     instead of releasing the column unmasked.
     """
-    bad = _parsed(series).isna().to_numpy()
+    bad = parse_numbers(series).isna().to_numpy()
     if not bad.any():
         return True
     gaps = _missing(series[bad]).to_numpy()  # only the few values that did not parse
@@ -132,7 +158,7 @@ def numeric_matrix(
     out = np.empty((frame.shape[0], len(columns)), dtype=np.float64)
     for j, name in enumerate(columns):
         raw = frame[name]
-        values = _parsed(raw)
+        values = parse_numbers(raw)
         arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
         bad = ~np.isfinite(arr)
         if bad.any():

@@ -231,7 +231,8 @@ def read_csv_typed(path: Path, sep: str, quotechar: str, header: bool, dtype: An
         check_names(record, f"file '{path}'")
     try:
         frame = pd.read_csv(path, sep=sep, header=0 if header else None, quotechar=quotechar,
-                            dtype=dtype, encoding="utf-8", engine="c")
+                            dtype=dtype, encoding="utf-8", engine="c",
+                            float_precision="round_trip")
     except UnicodeDecodeError as exc:
         raise _not_utf8(path) from exc
     except pd.errors.EmptyDataError:

@@ -38,7 +38,9 @@ from anonlab.risk.classes import Array, Classes
 
 def sampling_weights(frame: pd.DataFrame, column: str) -> Array:
     """The sampling weights in ``column`` as floats; each must be a finite number above 0."""
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    from anonlab.encoding import parse_numbers
+
+    values = parse_numbers(frame[column]).to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values <= 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
