@@ -2,14 +2,18 @@
 
 Issue 13's performance work replaced sequential loss sums by interval checks
 (:func:`anonlab.lattice.metrics.base.finished_sum`), the hierarchical EMD's
-sparse walk by a dense one for small hierarchies, and the roll-up's code
-unpacking by codes carried from node to node. These tests compare each with
-the straightforward computation it replaces, bit for bit.
+sparse walk by a dense one for small hierarchies, the roll-up's code
+unpacking by codes carried from node to node, its key arithmetic by cached key
+deltas and ``pd.factorize`` by pandas' hash table, and the logarithms of
+delta-disclosure and enhanced beta-likeness by bounds on ratios and per-value
+bounds. These tests compare each with the straightforward computation it
+replaces, bit for bit.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -19,13 +23,20 @@ from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, EncodedSensitive
 from anonlab.hierarchy import Hierarchy
-from anonlab.lattice.freqset import FrequencyEngine, first_members
+from anonlab.lattice.freqset import (
+    FrequencyEngine,
+    LevelPacker,
+    aggregate_histograms,
+    factorize_int64,
+    first_members,
+)
 from anonlab.lattice.metrics import LossContext, NodeClasses, metric_by_name
 from anonlab.lattice.metrics.base import finished_sum, sequential_sum
 from anonlab.lattice.metrics.multidim import LossMetric
 from anonlab.privacy import closeness
 from anonlab.privacy.base import ClassStats, SensitiveHistograms
 from anonlab.privacy.closeness import HierarchicalDistanceTCloseness
+from anonlab.privacy.likeness import DeltaDisclosure, EnhancedBetaLikeness, shares
 
 
 def random_table(rng: np.random.Generator, rows: int) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
@@ -154,3 +165,113 @@ def test_dense_hierarchical_costs_equal_sparse(block_cells: int,
         sparse: NDArray[Any] = model._sparse_costs(stats, h, levels, total)
         assert np.array_equal(dense, sparse)
         assert np.array_equal(model.costs(stats, h), sparse)
+
+
+def test_factorize_int64_equals_pandas() -> None:
+    rng = np.random.default_rng(11)
+    for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64),
+                   rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 300) // 7 * 7,
+                   np.repeat(rng.integers(0, 9, 40), 3)):
+        inverse, uniques = factorize_int64(np.asarray(values, dtype=np.int64))
+        expected_inverse, expected_uniques = pd.factorize(values)
+        assert inverse.dtype == np.int64 and uniques.dtype == np.int64
+        assert np.array_equal(inverse, expected_inverse)
+        assert np.array_equal(uniques, expected_uniques)
+
+
+@pytest.mark.parametrize("space_factor", [1, 100])
+def test_sum_pairs_equal_plain_sums(space_factor: int) -> None:
+    """Both branches (dense bincount, sort) against a plain per-pair sum."""
+    rng = np.random.default_rng(space_factor)
+    for n_classes, n_values, pairs in [(1, 1, 0), (3, 2, 10), (50, 7, 400),
+                                       (4000 * space_factor, 90, 500)]:
+        classes = rng.integers(0, n_classes, pairs)
+        values = rng.integers(0, n_values, pairs)
+        weights = rng.integers(0, 4, pairs)
+        got = aggregate_histograms(classes, values, weights, n_classes, n_values)
+        sums: dict[tuple[int, int], int] = {}
+        for c, v, w in zip(classes.tolist(), values.tolist(), weights.tolist(), strict=True):
+            sums[(c, v)] = sums.get((c, v), 0) + w
+        expected = sorted((c, v, w) for (c, v), w in sums.items() if w)
+        assert [tuple(int(x) for x in t) for t in zip(*got, strict=True)] == expected
+        assert all(a.dtype == np.int64 for a in got)
+
+
+def plain_roll_up(engine: FrequencyEngine, levels: tuple[int, ...]
+                  ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """The bottom's tuples lifted to ``levels`` and grouped in order of first appearance:
+    ``(keys, counts, codes, dense histogram of 's')``."""
+    base = engine.base_tuples
+    lifted = np.column_stack([
+        engine.qis[i].lift(0, lv)[base[:, i]] if lv else base[:, i]
+        for i, lv in enumerate(levels)]).astype(np.int64)
+    inverse, uniques = pd.factorize(engine.layout.pack(lifted)[:, 0])
+    counts = np.bincount(inverse, weights=engine.bottom.counts).astype(np.int64)
+    first = np.array([int(np.flatnonzero(inverse == c)[0]) for c in range(len(uniques))])
+    h = engine.bottom.sensitive["s"]
+    dense = np.zeros((len(uniques), h.global_counts.shape[0]), dtype=np.int64)
+    np.add.at(dense, (inverse[h.classes], h.values), h.counts)
+    return np.asarray(uniques), counts, lifted[first], dense
+
+
+def test_roll_ups_equal_plain_grouping() -> None:
+    """Key deltas, the hash-table grouping, codes from any member and the histogram sums give
+    what grouping the bottom's lifted tuples gives, from any source below the target."""
+    rng = np.random.default_rng(5)
+    frame, hierarchies = random_table(rng, 2000)
+    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[.4, .2, .1, .1, .1, .05, .05])
+    dataset = Dataset.from_frame(frame, hierarchies, sensitive=["s"], other="insensitive")
+    engine = FrequencyEngine(dataset, sensitive=["s"])
+    heights = [q.height for q in dataset.qis]
+    nodes = list(itertools.product(*(range(h + 1) for h in heights)))
+    for target in nodes:
+        for source_levels in [(0, 0, 0), (min(1, target[0]), 0, target[2]), target]:
+            source = engine.roll_up(engine.bottom, source_levels)
+            fs = engine.roll_up(source, target)
+            keys, counts, codes, dense = plain_roll_up(engine, target)
+            assert np.array_equal(fs.keys[:, 0], keys)
+            assert np.array_equal(fs.counts, counts)
+            assert np.array_equal(fs.codes, codes)
+            h = fs.sensitive["s"]
+            rows, cols = np.nonzero(dense)
+            assert np.array_equal(h.classes, rows) and np.array_equal(h.values, cols)
+            assert np.array_equal(h.counts, dense[rows, cols])
+
+
+def test_delta_disclosure_and_enhanced_likeness_equal_plain_expressions() -> None:
+    """The ratio bounds of delta-disclosure and the per-value bounds of enhanced
+    beta-likeness flag exactly the classes ARX's per-triple expressions flag, also for
+    ratios exactly at ``2^delta`` (e.g. ``p / q = 2`` with ``delta = 1``)."""
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        stats = random_stats(rng, int(rng.integers(1, 60)), int(rng.integers(1, 12)))
+        h = stats.sensitive["s"]
+        p, q = shares(stats, h)
+        for delta in [0.5, 1.0, 1.5, 2.0, 3.0, 2000.0, float(rng.random() * 4) + 0.01]:
+            model = DeltaDisclosure("s", delta)
+            plain = np.zeros(stats.classes, dtype=bool)
+            plain[h.classes[np.abs(np.log(p / q) / math.log(2.0)) >= delta]] = True
+            assert np.array_equal(model.violations(stats, h), plain)
+        for beta in [0.5, 1.0, 2.0, float(rng.random() * 5) + 0.01]:
+            enhanced = EnhancedBetaLikeness("s", beta)
+            plain = np.zeros(stats.classes, dtype=bool)
+            plain[h.classes[(p - q) / q > np.minimum(beta, -np.log(q))]] = True
+            assert np.array_equal(enhanced.violations(stats, h), plain)
+
+
+@pytest.mark.parametrize("heights", [(0,), (1, 1), (4, 3, 2, 1, 1, 2, 2, 1), (7, 0, 3), (15,) * 3,
+                                     (1,) * 20])
+def test_packed_levels_compare_like_level_vectors(heights: tuple[int, ...]) -> None:
+    """The cache's packed "at or below" test is the element-wise one, and ``never`` is at or
+    below no node."""
+    packer = LevelPacker(heights)
+    assert packer.usable
+    rng = np.random.default_rng(len(heights))
+    cached = np.column_stack([rng.integers(0, h + 1, 300) for h in heights])
+    packed = np.asarray([packer.pack(row) for row in cached.tolist()] + [packer.never],
+                        dtype=np.int64)
+    for _ in range(50):
+        target = [int(rng.integers(0, h + 1)) for h in heights]
+        expected = [*(cached <= np.asarray(target)).all(axis=1).tolist(), False]
+        assert packer.below(packed, packer.pack(target)).tolist() == expected
+    assert not LevelPacker((1,) * 21).usable  # 3 bits a field: 63 bits

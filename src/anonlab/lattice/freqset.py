@@ -18,6 +18,7 @@ per attribute), population counts are summed.
 from __future__ import annotations
 
 import heapq
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -163,6 +164,41 @@ class KeyLayout:
         keys[:, self.chunk[dim]] += (new.astype(np.int64) - old) * self.weight[dim]
 
 
+def _pandas_hash_table() -> Any:
+    """pandas' ``Int64HashTable`` (what ``pd.factorize`` hashes int64 values with), or
+    ``None`` if this pandas keeps it elsewhere or it does not factorize as ``pd.factorize``
+    does (a private class: checked once on a small array, so any other pandas falls back)."""
+    try:
+        table_class = importlib.import_module("pandas._libs.hashtable").Int64HashTable
+        probe = np.array([5, -3, 5, 7, -3, 0], dtype=np.int64)
+        uniques, inverse = table_class(8).factorize(probe)
+        expected_inverse, expected_uniques = pd.factorize(probe)
+        if not (np.array_equal(np.asarray(inverse), expected_inverse)
+                and np.array_equal(np.asarray(uniques), expected_uniques)):
+            return None  # pragma: no cover - another pandas' signature
+    except Exception:  # pragma: no cover - a pandas that moved or changed its hash tables
+        return None
+    return table_class
+
+
+_Int64HashTable: Any = _pandas_hash_table()
+
+
+def factorize_int64(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(inverse, uniques)`` of an int64 array, uniques in order of first appearance.
+
+    What ``pd.factorize`` returns for int64 values (which have no missing
+    value), from pandas' hash table directly: ``pd.factorize``'s checks of the
+    input cost as much as the hashing for the few thousand keys of a roll-up.
+    """
+    if _Int64HashTable is None:  # pragma: no cover - pandas without its hash table module
+        inverse, uniques = pd.factorize(values)
+        return np.asarray(inverse, dtype=np.int64), np.asarray(uniques, dtype=np.int64)
+    table = _Int64HashTable(max(int(values.shape[0]), 1))
+    uniques, inverse = table.factorize(np.ascontiguousarray(values, dtype=np.int64))
+    return np.asarray(inverse, dtype=np.int64), np.asarray(uniques, dtype=np.int64)
+
+
 def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     """Group rows of packed keys: returns ``(inverse, unique_keys)`` (first-seen order)."""
     if keys.shape[1] == 1:
@@ -210,7 +246,15 @@ def aggregate_histograms(
     the key space is small against the number of pairs (a pass over a
     zeroed array costs far less per element than sorting), a sort otherwise.
     """
-    key = classes.astype(np.int64) * n_values + values
+    key = np.multiply(classes, n_values, dtype=np.int64)
+    key += values
+    return sum_pairs(key, weights, n_classes, n_values)
+
+
+def sum_pairs(
+    key: NDArray[Any], weights: NDArray[Any] | None, n_classes: int, n_values: int,
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """:func:`aggregate_histograms` of the pair keys ``class * n_values + value``."""
     space = n_classes * n_values
     if space <= max(16 * key.shape[0], 1 << 18):
         total = np.bincount(key, weights=weights, minlength=space)
@@ -221,8 +265,8 @@ def aggregate_histograms(
         counts = np.bincount(inverse.ravel(), weights=weights, minlength=nonzero.shape[0])
         keep = counts != 0
         nonzero, counts = nonzero[keep], counts[keep]
-    pair_class, pair_value = np.divmod(nonzero, n_values)
-    return pair_class, pair_value, counts.astype(np.int64)
+    pair_class = nonzero // n_values  # faster than np.divmod
+    return pair_class, nonzero - pair_class * n_values, counts.astype(np.int64)
 
 
 class FrequencyEngine:
@@ -248,6 +292,8 @@ class FrequencyEngine:
         self.keep_representatives = keep_representatives
         self.heights = tuple(q.height for q in self.qis)
         self._lifts: dict[tuple[int, int, int], NDArray[Any]] = {}
+        self._deltas: dict[tuple[int, int, int], NDArray[Any]] = {}
+        self._range = np.arange(0, dtype=np.int64)
         rows = dataset.code_matrix()
         population = dataset.population
         if population is not None:
@@ -296,27 +342,59 @@ class FrequencyEngine:
             self._lifts[key] = arr
         return arr
 
+    def _arange(self, n: int) -> NDArray[Any]:
+        """``np.arange(n)`` (int64), sliced from a cached array."""
+        if self._range.shape[0] < n:
+            self._range = np.arange(max(n, 2 * self._range.shape[0]), dtype=np.int64)
+        return self._range[:n]
+
+    def key_delta(self, dim: int, lower: int, upper: int) -> NDArray[Any]:
+        """Cached change of the packed key when quasi-identifier ``dim`` rises from level
+        ``lower`` to ``upper``: ``(lift[c] - c) * weight`` for each code ``c`` at ``lower``
+        (see :meth:`KeyLayout.replace`)."""
+        key = (dim, lower, upper)
+        arr = self._deltas.get(key)
+        if arr is None:
+            lift = self.lift(dim, lower, upper).astype(np.int64)
+            arr = (lift - np.arange(lift.shape[0], dtype=np.int64)) * self.layout.weight[dim]
+            self._deltas[key] = arr
+        return arr
+
+    def _target_keys(self, source: FrequencySet, raised: list[tuple[int, int, int]]
+                     ) -> tuple[NDArray[Any], NDArray[Any]]:
+        """Group the source's classes by their keys at the target: ``(inverse, unique_keys)``,
+        classes numbered in order of first appearance."""
+        source_codes = source.codes
+        if self.layout.chunks == 1:
+            column = source.keys[:, 0]
+            for step, (i, a, b) in enumerate(raised):
+                delta = self.key_delta(i, a, b).take(source_codes[:, i])
+                column = column + delta if step == 0 else np.add(column, delta, out=column)
+            inverse, uniques = factorize_int64(column)
+            return inverse, uniques.reshape(-1, 1)
+        keys = source.keys.copy()
+        for i, a, b in raised:
+            keys[:, self.layout.chunk[i]] += self.key_delta(i, a, b).take(source_codes[:, i])
+        return group_keys(keys)
+
     def roll_up(self, source: FrequencySet, levels: Sequence[int]) -> FrequencySet:
         """Frequency set at ``levels`` derived from ``source`` (a node at or below it)."""
         target = tuple(int(x) for x in levels)
         if target == source.levels:
             return source
-        keys = source.keys.copy()
-        source_codes = source.codes
-        raised: list[tuple[int, NDArray[Any]]] = []
+        raised: list[tuple[int, int, int]] = []
         for i, (a, b) in enumerate(zip(source.levels, target, strict=True)):
             if b < a:
                 raise ValueError(f"cannot roll down from {source.levels} to {target}")
             if b > a:
-                old = source_codes[:, i]
-                lift = self.lift(i, a, b)
-                self.layout.replace(keys, i, old, lift[old])
-                raised.append((i, lift))
-        inverse, uniques = group_keys(keys)
+                raised.append((i, a, b))
+        inverse, uniques = self._target_keys(source, raised)
         n_classes = len(uniques)
-        codes = source_codes.take(first_members(inverse, n_classes), axis=0)
-        for i, lift in raised:
-            codes[:, i] = lift.take(codes[:, i])
+        member = np.empty(n_classes, dtype=np.int64)  # any member: all share the target codes
+        member[inverse] = self._arange(inverse.shape[0])
+        codes = source.codes.take(member, axis=0)
+        for i, a, b in raised:
+            codes[:, i] = self.lift(i, a, b).take(codes[:, i])
         counts = np.bincount(inverse, weights=source.counts, minlength=n_classes)
         base_index = None
         if self.keep_base_index and source.base_index is not None:
@@ -348,9 +426,11 @@ class FrequencyEngine:
         hist: SensitiveHistograms, inverse: NDArray[Any], n_classes: int
     ) -> SensitiveHistograms:
         """A source node's histograms at the target: classes mapped by ``inverse``, summed."""
-        classes, values, counts = aggregate_histograms(
-            inverse[hist.classes], hist.values, hist.counts, n_classes,
-            int(hist.global_counts.shape[0]))
+        n_values = int(hist.global_counts.shape[0])
+        key = inverse.take(hist.classes)
+        key *= n_values
+        key += hist.values
+        classes, values, counts = sum_pairs(key, hist.counts, n_classes, n_values)
         return SensitiveHistograms(classes=classes, values=values, counts=counts,
                                    global_counts=hist.global_counts)
 
@@ -376,6 +456,8 @@ class FrequencyEngine:
         engine.keep_representatives = False
         engine.heights = tuple(q.height for q in engine.qis)
         engine._lifts = {}
+        engine._deltas = {}
+        engine._range = np.arange(0, dtype=np.int64)
         engine.layout = KeyLayout([q.cardinality(0) for q in engine.qis])
         engine.row_index = np.zeros(0, dtype=np.int64)
         engine.base_tuples = np.asarray(tuples, dtype=np.int32)
@@ -394,6 +476,36 @@ class FrequencyEngine:
         )
         engine.rollups = 0
         return engine
+
+
+class LevelPacker:
+    """Level vectors packed into one int64, to test "at or below" for many nodes at once.
+
+    Each level takes a field of ``width`` bits whose top bit is a guard; the
+    levels stay below the guard. For packed ``c`` and ``t``, every field of
+    ``(t | guards) - c`` is ``2^(width-1) + t_i - c_i``, in ``(0, 2^width)``
+    (no borrow crosses fields), so its guard bit is set exactly when
+    ``c_i <= t_i``: ``c`` is at or below ``t`` when all guard bits are set.
+    ``never`` (the largest level in every field, above every height) is at or
+    below no node. Usable while the fields fit 62 bits.
+    """
+
+    def __init__(self, heights: Sequence[int]) -> None:
+        self.width = (max(heights, default=0) + 1).bit_length() + 1
+        self.shifts = [self.width * i for i in range(len(heights))]
+        self.usable = self.width * len(heights) <= 62
+        field_max = (1 << (self.width - 1)) - 1
+        self.guards = sum(1 << (s + self.width - 1) for s in self.shifts)
+        self.never = sum(field_max << s for s in self.shifts) if self.usable else 0
+
+    def pack(self, levels: Sequence[int]) -> int:
+        """One level vector as an int."""
+        return sum(int(a) << s for a, s in zip(levels, self.shifts, strict=True))
+
+    def below(self, packed: NDArray[Any], target: int) -> NDArray[Any]:
+        """(n,) bool: which packed vectors are at or below the packed ``target``."""
+        guards = self.guards
+        return np.asarray((((target | guards) - packed) & guards) == guards)
 
 
 class FrequencyCache:
@@ -432,6 +544,9 @@ class FrequencyCache:
         self._snapshot_bytes = 0
         m = len(engine.heights)
         self._levels = np.full((self.capacity, m), _NEVER_BELOW, dtype=np.int16)
+        self._packer = LevelPacker(engine.heights)
+        #: the level vectors of :attr:`_levels` packed (when the packer is usable)
+        self._packed = np.full(self.capacity, self._packer.never, dtype=np.int64)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
         #: last use of each slot; free slots hold the largest int64 (never the LRU entry)
         self._used = np.full(self.capacity, _INT64_MAX, dtype=np.int64)
@@ -441,7 +556,8 @@ class FrequencyCache:
         self._clock = 0
         self._axes: dict[int, FrequencySet] = {}
         self._chain: dict[tuple[int, ...], FrequencySet] = {}
-        self._snapshots: tuple[list[FrequencySet], NDArray[Any], NDArray[Any]] | None = None
+        self._snapshots: tuple[list[FrequencySet], NDArray[Any], NDArray[Any],
+                               NDArray[Any]] | None = None
         self._uses: dict[tuple[int, ...], int] = {}
         # quasi-identifiers in order of how much level 1 shrinks their domain
         qis = engine.qis
@@ -485,6 +601,8 @@ class FrequencyCache:
         slot = heapq.heappop(self._free)
         self._entries[slot] = fs
         self._levels[slot] = fs.levels
+        if self._packer.usable:
+            self._packed[slot] = self._packer.pack(fs.levels)
         self._classes[slot] = fs.classes
         self._slot[fs.levels] = slot
         self._bytes += size
@@ -499,6 +617,7 @@ class FrequencyCache:
         self._entries[slot] = None
         self._used[slot] = _INT64_MAX
         self._levels[slot] = _NEVER_BELOW  # never at or below a target
+        self._packed[slot] = self._packer.never
         self._classes[slot] = 0
         heapq.heappush(self._free, slot)
 
@@ -523,29 +642,39 @@ class FrequencyCache:
     def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
         """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes."""
         best: FrequencySet = self.engine.bottom
-        ok = (self._levels <= target).all(axis=1)
+        packer = self._packer
+        packed = packer.pack(target.tolist()) if packer.usable else 0
+        ok = (packer.below(self._packed, packed) if packer.usable
+              else (self._levels <= target).all(axis=1))
         if ok.any():
             slot = int(np.argmin(np.where(ok, self._classes, _INT64_MAX)))
             entry = self._entries[slot]
             if entry is not None:
                 self._touch(slot)
                 best = entry
-        snapshots, levels, classes = self._snapshot_arrays()
+        snapshots, levels, classes, snap_packed = self._snapshot_arrays()
         if snapshots and int(classes.min()) < best.classes:
-            below = (levels <= target).all(axis=1) & (classes < best.classes)
+            at_or_below = (packer.below(snap_packed, packed) if packer.usable
+                           else (levels <= target).all(axis=1))
+            below = at_or_below & (classes < best.classes)
             if below.any():
                 best = snapshots[int(np.argmin(np.where(below, classes, _INT64_MAX)))]
         return best
 
-    def _snapshot_arrays(self) -> tuple[list[FrequencySet], NDArray[Any], NDArray[Any]]:
+    def _snapshot_arrays(
+        self,
+    ) -> tuple[list[FrequencySet], NDArray[Any], NDArray[Any], NDArray[Any]]:
         """The axis snapshots, then the chain snapshots (each in the order made), with their
-        level vectors and class counts as arrays (rebuilt after a snapshot is stored)."""
+        level vectors, class counts and packed level vectors as arrays (rebuilt after a
+        snapshot is stored)."""
         if self._snapshots is None:
             snapshots = list(self._axes.values()) + list(self._chain.values())
             m = len(self.engine.heights)
             levels = np.asarray([fs.levels for fs in snapshots], dtype=np.int16).reshape(-1, m)
             classes = np.asarray([fs.classes for fs in snapshots], dtype=np.int64)
-            self._snapshots = (snapshots, levels, classes)
+            packed = np.asarray([self._packer.pack(fs.levels) if self._packer.usable else 0
+                                 for fs in snapshots], dtype=np.int64)
+            self._snapshots = (snapshots, levels, classes, packed)
         return self._snapshots
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:

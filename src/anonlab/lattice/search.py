@@ -321,7 +321,8 @@ class SearchContext:
             outliers = outliers | (counts < self._size_mask)
         limit = self.max_suppressed
         sub_ok = True
-        if not self.monotone_model:
+        if not self.monotone_model and (self._sub or self._sub_min_size > 1
+                                        or self._sub_conditions):  # else it holds everywhere
             sub = (counts < self._sub_min_size) if self._sub_min_size > 1 else np.zeros_like(
                 outliers)
             for i in self._sub:

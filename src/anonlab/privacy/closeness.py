@@ -338,6 +338,12 @@ def hierarchy_levels(values: Sequence[str], frequencies: NDArray[Any],
     return levels
 
 
+def class_sizes(stats: ClassStats) -> NDArray[Any]:
+    """Each class's records as doubles: the sum of its histogram's counts (every record of the
+    table holds a sensitive value), exact as integers below ``2^53``."""
+    return np.asarray(stats.counts, dtype=np.float64)
+
+
 def _group(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Stable grouping of ``keys``: the order that sorts them, the group starts, the keys."""
     order = np.argsort(keys, kind="stable")
@@ -427,13 +433,15 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         leaf_parent = np.asarray(first_level.parent, dtype=np.int64)
         weight = np.asarray(first_level.weight, dtype=np.float64)[:, None]
         parents = [matrix.T for matrix in self.child_matrices()[1:]]
-        size = np.bincount(h.classes, weights=h.counts, minlength=n_classes)
+        size = class_sizes(stats)
         step = max(1, _BLOCK_CELLS // max(width, 1))
         starts = None if n_classes <= step else class_starts(h, n_classes)
         for first in range(0, n_classes, step):  # blocks of classes, one column per class
             last = min(first + step, n_classes)
             lo, hi = (0, h.classes.shape[0]) if starts is None else (starts[first], starts[last])
-            classes = np.asarray(h.classes[lo:hi], dtype=np.int64) - first
+            classes = np.asarray(h.classes[lo:hi], dtype=np.int64)
+            if first:
+                classes = classes - first
             table = g[h.values[lo:hi]] * size[first:last][classes]  # N_v n
             mine = np.asarray(h.counts[lo:hi], dtype=np.float64) * float(total)  # n_v N
             key = leaf_parent[h.values[lo:hi]] * (last - first) + classes
@@ -505,8 +513,7 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
     def emd(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """The hierarchical EMD: the cost over ``N n``."""
         total = float(np.asarray(h.global_counts, dtype=np.int64).sum())
-        size = np.bincount(h.classes, weights=h.counts, minlength=stats.classes)
-        scale = total * np.maximum(size, 1.0)
+        scale = total * np.maximum(class_sizes(stats), 1.0)
         return np.where(stats.counts > 0, self.costs(stats, h) / scale, 0.0)
 
     def violations(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
