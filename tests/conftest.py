@@ -1,10 +1,18 @@
-"""Shared test fixtures: paths to the bundled data."""
+"""Shared test fixtures: paths to the bundled data; the engines (:mod:`engines`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from engines import (  # noqa: F401  (fixtures: one engine fixture for the core tests)
+    dask_client,
+    dask_scheduler,
+    engine,
+    session_dask_engine,
+    session_numpy_engine,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"

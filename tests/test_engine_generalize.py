@@ -18,7 +18,6 @@ import logging
 import os
 import signal
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,17 +93,10 @@ def adult_parts(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return folder
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """A 2-worker LocalCluster of processes, 1 GB each, and a client of it."""
-    distributed = pytest.importorskip("distributed")
-    local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="1GB",
-                                     processes=True, dashboard_address=":0",
-                                     silence_logs=logging.CRITICAL)
-    client = distributed.Client(local, set_as_default=False)
-    yield client
-    client.close()
-    local.close()
+@pytest.fixture
+def cluster(dask_client: Any) -> Any:
+    """A client of the session's 2-worker LocalCluster (processes, 1 GB each; conftest)."""
+    return dask_client
 
 
 def test_dask_release_equals_numpy_release(data_dir: Path, tmp_path: Path,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.engine import open_engine, open_table
-from anonlab.engine.base import AffineRows, EngineBase
+from anonlab.engine.base import AffineRows
 from anonlab.engine.output import StagedFolder
 from anonlab.engine.perturb_pass import map_rows, sample_findings, written_sample
 from anonlab.errors import AnonlabError
@@ -42,14 +41,11 @@ TOL = 1e-12
 pytestmark = pytest.mark.filterwarnings("ignore::anonlab.perturbation.RecoverableReleaseWarning")
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """The scheduler address of a 2-worker LocalCluster (processes, 1 GB each)."""
-    pytest.importorskip("distributed")
-    engine = open_engine("dask", workers=2, memory_limit="1GB")
-    assert isinstance(engine, EngineBase)
-    yield str(engine.client.scheduler.address)  # type: ignore[attr-defined]
-    engine.close()
+@pytest.fixture
+def cluster(dask_scheduler: str) -> str:
+    """The scheduler address of the session's 2-worker LocalCluster (processes, 1 GB each;
+    conftest)."""
+    return dask_scheduler
 
 
 @pytest.fixture(scope="module")

@@ -67,9 +67,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory, release: pd.DataFrame) -> P
 
 
 @pytest.fixture(scope="module")
-def dask_engine() -> Iterator[EngineBase]:
-    pytest.importorskip("distributed")
-    engine = open_engine("dask", workers=2, memory_limit="1GB", batch_rows=BATCH)
+def dask_engine(dask_scheduler: str) -> Iterator[EngineBase]:
+    """A Dask engine of batches of ``BATCH`` rows on the session's cluster (conftest)."""
+    engine = open_engine("dask", scheduler=dask_scheduler, batch_rows=BATCH)
     assert isinstance(engine, EngineBase)
     yield engine
     engine.close()

@@ -6,7 +6,9 @@ sparse walk by a dense one for small hierarchies, the roll-up's code
 unpacking by codes carried from node to node, its key arithmetic by cached key
 deltas and ``pd.factorize`` by pandas' hash table, and the logarithms of
 delta-disclosure and enhanced beta-likeness by bounds on ratios and per-value
-bounds. These tests compare each with the straightforward computation it
+bounds; a node that fails the monotone sub-model's suppression limit is judged
+without the other criteria, and a roll-up sums its histograms only when read.
+These tests compare each with the straightforward computation it
 replaces, bit for bit.
 """
 
@@ -23,20 +25,26 @@ from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, EncodedSensitive
 from anonlab.hierarchy import Hierarchy
+from anonlab.lattice import STRATEGIES
 from anonlab.lattice.freqset import (
     FrequencyEngine,
     LevelPacker,
+    RolledHistograms,
     aggregate_histograms,
     factorize_int64,
     first_members,
+    histogram_bytes,
 )
-from anonlab.lattice.metrics import LossContext, NodeClasses, metric_by_name
+from anonlab.lattice.lattice import Lattice
+from anonlab.lattice.metrics import METRICS, LossContext, NodeClasses, metric_by_name
 from anonlab.lattice.metrics.base import finished_sum, sequential_sum
 from anonlab.lattice.metrics.multidim import LossMetric
-from anonlab.privacy import closeness
+from anonlab.lattice.search import SearchContext, SearchResult, Verdict
+from anonlab.privacy import Criterion, DistinctLDiversity, KAnonymity, closeness
 from anonlab.privacy.base import ClassStats, SensitiveHistograms
 from anonlab.privacy.closeness import HierarchicalDistanceTCloseness
 from anonlab.privacy.likeness import DeltaDisclosure, EnhancedBetaLikeness, shares
+from anonlab.privacy.spec import bind_criteria
 
 
 def random_table(rng: np.random.Generator, rows: int) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
@@ -275,3 +283,122 @@ def test_packed_levels_compare_like_level_vectors(heights: tuple[int, ...]) -> N
         expected = [*(cached <= np.asarray(target)).all(axis=1).tolist(), False]
         assert packer.below(packed, packer.pack(target)).tolist() == expected
     assert not LevelPacker((1,) * 21).usable  # 3 bits a field: 63 bits
+
+
+def sensitive_problem(seed: int) -> tuple[Dataset, Hierarchy]:
+    """:func:`random_table` with a skewed sensitive column ``s`` and a hierarchy for it."""
+    rng = np.random.default_rng(seed)
+    frame, hierarchies = random_table(rng, 1500)
+    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[.4, .2, .1, .1, .1, .05, .05])
+    dataset = Dataset.from_frame(frame, hierarchies, sensitive=["s"], other="insensitive")
+    s_tree = Hierarchy.from_rows([[v, "x" if v in "abc" else "y", "*"] for v in "abcdefg"])
+    return dataset, s_tree
+
+
+def model_context(dataset: Dataset, criteria: list[Criterion], limit: int,
+                  metric: str) -> SearchContext:
+    """A search context for bound criteria on ``dataset``."""
+    bind_criteria(criteria, dataset)
+    engine = FrequencyEngine(dataset, sensitive=["s"])
+    chosen = metric_by_name(metric, LossContext(dataset, engine.base_tuples,
+                                                engine.bottom.counts))
+    return SearchContext(Lattice(dataset.heights), engine, criteria, limit, chosen)
+
+
+def criteria_sets(s_tree: Hierarchy) -> list[list[Criterion]]:
+    """Models that are not monotone with suppression, with a monotone sub-model."""
+    return [
+        [KAnonymity(4), HierarchicalDistanceTCloseness("s", 0.15, s_tree)],
+        [KAnonymity(3), DistinctLDiversity("s", 3), EnhancedBetaLikeness("s", 1.0)],
+        [HierarchicalDistanceTCloseness("s", 0.2, s_tree), DistinctLDiversity("s", 4)],
+    ]
+
+
+@pytest.mark.parametrize("limit", [1, 30, 200])
+def test_short_circuit_verdicts_equal_full_verdicts(limit: int) -> None:
+    """Judging the sub-model first changes no verdict; a node it decides has more sub-model
+    outliers than the limit, and every metric's lower bound of it is the full verdict's."""
+    dataset, s_tree = sensitive_problem(11)
+    decided = 0
+    for criteria in criteria_sets(s_tree):
+        ctx = model_context(dataset, criteria, limit, "loss")
+        assert not ctx.monotone_model
+        metrics = [metric_by_name(name, LossContext(dataset, ctx.engine.base_tuples,
+                                                    ctx.engine.bottom.counts))
+                   for name in METRICS]
+        for node in range(ctx.lattice.size):
+            fs = ctx.cache.compute(ctx.lattice.levels(node))
+            quick, full = ctx.evaluate(fs, short_circuit=True), ctx.evaluate(fs)
+            assert (quick.acceptable, quick.sub_acceptable) == (full.acceptable,
+                                                                full.sub_acceptable)
+            if np.array_equal(quick.classes.outliers, full.classes.outliers):
+                continue
+            decided += 1
+            assert not full.sub_acceptable and quick.classes.suppressed > limit
+            assert not (quick.classes.outliers & ~full.classes.outliers).any()
+            for metric in metrics:
+                assert metric.lower_bound(quick.classes) == metric.lower_bound(full.classes)
+    assert decided > 0
+
+
+def full_verdicts(ctx: SearchContext, node: int) -> Verdict:
+    """:meth:`SearchContext.verdict` judging every criterion of every node."""
+    fs = ctx.cache.compute(ctx.lattice.levels(node))
+    if not ctx.checked[node]:
+        ctx.checked[node] = True
+        ctx.nodes_checked += 1
+    result = ctx.evaluate(fs)
+    if result.acceptable:
+        ctx.consider(node, result.classes)
+    return result
+
+
+@pytest.mark.parametrize("strategy", ["flash", "ola", "exhaustive"])
+def test_short_circuit_searches_equal_full_searches(strategy: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The searches reach the same optimum, loss, checks and tags with the short circuit."""
+    dataset, s_tree = sensitive_problem(12)
+
+    def run(criteria: list[Criterion]) -> SearchResult:
+        return STRATEGIES[strategy](model_context(dataset, criteria, 40, "loss"))
+
+    quick = [run(criteria) for criteria in criteria_sets(s_tree)]
+    monkeypatch.setattr(SearchContext, "verdict", full_verdicts)
+    for got, criteria in zip(quick, criteria_sets(s_tree), strict=True):
+        full = run(criteria)
+        assert (got.levels, got.loss, got.nodes_checked) == (full.levels, full.loss,
+                                                             full.nodes_checked)
+        assert np.array_equal(got.tags, full.tags) and np.array_equal(got.checked, full.checked)
+        assert got.sub_tags is not None and full.sub_tags is not None
+        assert np.array_equal(got.sub_tags, full.sub_tags)
+        assert np.array_equal(got.classes.outliers, full.classes.outliers)
+
+
+def test_lazy_histograms_along_a_chain_equal_eager_ones() -> None:
+    """Histograms rolled up along a chain of nodes none of which built them equal the
+    histograms grouped from the bottom; until built, a node's bytes count what it pins."""
+    rng = np.random.default_rng(6)
+    frame, hierarchies = random_table(rng, 1500)
+    frame["s"] = rng.choice(list("abcdefg"), len(frame))
+    dataset = Dataset.from_frame(frame, hierarchies, sensitive=["s"], other="insensitive")
+    engine = FrequencyEngine(dataset, sensitive=["s"])
+    chain = [(1, 0, 0), (1, 1, 0), (2, 1, 1), (3, 2, 2)]
+    nodes = [engine.bottom]
+    for levels in chain:
+        nodes.append(engine.roll_up(nodes[-1], levels))
+    lazy = [fs.sensitive for fs in nodes[1:]]
+    assert all(isinstance(m, RolledHistograms) and m.pending for m in lazy)
+    before = [fs.nbytes for fs in nodes[1:]]
+    top = nodes[-1].sensitive["s"]  # builds every node of the chain below it
+    assert not any(m.pending for m in lazy if isinstance(m, RolledHistograms))
+    for fs, counted in zip(nodes[1:], before, strict=True):
+        _, _, _, dense = plain_roll_up(engine, fs.levels)
+        h = fs.sensitive["s"]
+        rows, cols = np.nonzero(dense)
+        assert np.array_equal(h.classes, rows) and np.array_equal(h.values, cols)
+        assert np.array_equal(h.counts, dense[rows, cols])
+        assert counted >= fs.keys.nbytes + fs.counts.nbytes + histogram_bytes(h)
+    assert top is nodes[-1].sensitive["s"]  # built once
+    assert list(nodes[-1].sensitive) == ["s"] and len(nodes[-1].sensitive) == 1
+    with pytest.raises(KeyError):
+        nodes[-1].sensitive["t"]

@@ -174,6 +174,7 @@ def model_dataset(
     source: str | None = None,
     read_options: Mapping[str, Any] | None = None,
     engine: Engine | None = None,
+    progress: ProgressFn | None = None,
 ) -> Dataset:
     """The dataset a privacy model needs from a table.
 
@@ -183,7 +184,8 @@ def model_dataset(
     (:func:`anonlab.privacy.presence.population_dataset`). With an
     ``engine`` (needed for a Dask DataFrame) the dataset is rowless: the
     engine counts its base frequency set
-    (:func:`anonlab.engine.search_input.engine_dataset`).
+    (:func:`anonlab.engine.search_input.engine_dataset`, which calls
+    ``progress`` as it goes).
     """
     roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
                              "insensitive": insensitive, "other": other, "source": source}
@@ -191,7 +193,7 @@ def model_dataset(
         from anonlab.engine.search_input import check_engine_model, engine_dataset
 
         check_engine_model(criteria)
-        return engine_dataset(engine, frame, hierarchies, **roles)
+        return engine_dataset(engine, frame, hierarchies, progress=progress, **roles)
     if any(c.needs_population for c in criteria):
         from anonlab.privacy.presence import population_dataset
 
@@ -751,6 +753,7 @@ def apply_levels(
     practical_monotonicity: bool = False,
     read_options: Mapping[str, Any] | None = None,
     engine: Engine | None = None,
+    progress: ProgressFn | None = None,
 ) -> AppliedTransformation:
     """Apply known levels to a table and re-check every criterion with the suppression limit.
 
@@ -759,7 +762,9 @@ def apply_levels(
     metric and its options); the table is refused if the model does not hold
     at these levels (too many records to suppress, or a population class
     that fails delta-presence). With an ``engine`` the table's rows stay
-    there: ``release`` is ``None`` and ``plan`` says how to write it.
+    there (the engine's base frequency set is checked, ``progress`` called
+    as it is counted): ``release`` is ``None`` and ``plan`` says how to
+    write it.
     """
     missing = [c for c in transformation if c not in hierarchies]
     if missing:
@@ -768,7 +773,7 @@ def apply_levels(
     dataset = model_dataset(
         frame, {c: hierarchies[c] for c in transformation}, model,
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        read_options=read_options, engine=engine,
+        read_options=read_options, engine=engine, progress=progress,
     )
     levels = []
     for q in dataset.qis:
@@ -807,7 +812,7 @@ def _refusal(model: Sequence[Criterion], classes: Any, limit: int) -> str:
 
 
 def apply_transformation(
-    frame: pd.DataFrame,
+    frame: FrameLike,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     transformation: Mapping[str, int],
     k: int | None,
@@ -822,18 +827,26 @@ def apply_transformation(
     gs_factor: float = DEFAULT_GS_FACTOR,
     aggregate: str | None = None,
     weights: Mapping[str, float] | None = None,
-) -> tuple[pd.DataFrame, int]:
+    engine: Engine | None = None,
+) -> tuple[FrameLike, int]:
     """Apply known levels to a table and re-check the privacy model with the suppression limit.
 
     The model is ``criteria`` with ``k`` as a k-anonymity shorthand (as in
     :func:`anonymize`). Every column needs a role, as in
     :meth:`Generalizer.fit`. Returns the release and the number of suppressed
     records; fails if the model does not hold at these levels
-    (:func:`apply_levels`).
+    (:func:`apply_levels`). A ``dask.dataframe.DataFrame`` is taken as in
+    :class:`Generalizer`: ``engine`` (by default a Dask engine on the client
+    in use, else on a local cluster started for the call) counts it, and the
+    release is a lazy Dask DataFrame; a pandas frame with an ``engine`` is
+    counted there and released as a pandas frame.
     """
-    applied = apply_levels(frame, hierarchies, transformation, criteria, suppression, k=k,
-                           identifying=identifying, sensitive=sensitive,
-                           insensitive=insensitive, other=other, metric=metric,
-                           gs_factor=gs_factor, aggregate=aggregate, weights=weights)
-    assert applied.release is not None
-    return applied.release, applied.suppressed_records
+    with _frame_engine(frame, engine) as on:
+        applied = apply_levels(frame, hierarchies, transformation, criteria, suppression, k=k,
+                               identifying=identifying, sensitive=sensitive,
+                               insensitive=insensitive, other=other, metric=metric,
+                               gs_factor=gs_factor, aggregate=aggregate, weights=weights,
+                               engine=on)
+    if applied.release is not None:
+        return applied.release, applied.suppressed_records
+    return _release_of(frame, None, applied.plan), applied.suppressed_records

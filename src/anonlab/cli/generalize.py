@@ -82,6 +82,15 @@ where the report says (relative to the report's folder), from any folder.
 Example:
 
   anonlab apply adult_k5.json new.csv --output new_k5.csv
+
+As generalize, apply runs on an engine (docs/engine.md): --engine dask counts
+the table and writes the release on a Dask cluster (--scheduler
+tcp://host:port to join one, else a local one of --workers processes with
+--memory-limit each), and an --output folder ending in / receives the release
+as partitioned Parquet, written part by part (needed with --engine dask):
+
+  anonlab apply adult_k5.json data/big/ --engine dask --workers 2 --memory-limit 4GB
+  --output out/release/ --report out/applied.json
 """
 
 P = ParamSpec("P")
@@ -283,7 +292,8 @@ def apply_command(
         ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."),
     output: str | None = typer.Option(
         None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
-        "else CSV (default: none)."),
+        "else CSV; a folder ending in / receives partitioned Parquet written by the engine "
+        "(default: none)."),
     output_table: str | None = typer.Option(
         None, "--output-table", help=OUTPUT_TABLE_HELP),
     delimiter: str | None = DELIMITER,
@@ -304,7 +314,14 @@ def apply_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    quiet: bool = typer.Option(False, "--quiet", help="No summary output."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="Where the passes over the rows run: numpy (this process) | "
+        "dask (a Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
+        "docs/engine.md)."),
+    scheduler: str | None = SCHEDULER,
+    workers: int | None = DASK_WORKERS,
+    memory_limit: str | None = MEMORY_LIMIT,
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
 ) -> None:
     """Apply a found transformation to another table (see --help for an example)."""
     from anonlab.runs.generalize import ApplySettings, run_apply
@@ -314,14 +331,15 @@ def apply_command(
     settings = ApplySettings.load(
         None, report_in=str(report_in), input=input, output=output, output_table=output_table,
         delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report),
-        html=as_text(html), verify=verify, other=other,
+        html=as_text(html), verify=verify, other=other, engine=engine, scheduler=scheduler,
+        workers=workers, memory_limit=memory_limit,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
                          population=population, sampling_fraction=sampling_fraction,
                          weights=weights, sensitive_hierarchy=sensitive_hierarchy),
     )
-    with risk_guard(FLAGS):
-        result = run_apply(settings)
+    with risk_guard(FLAGS), progress_display(quiet) as progress:
+        result = run_apply(settings, progress=progress)
     if not quiet:
         out = result.report
         print(f"applied {out['transformation']}; {out['suppressed_records']} records suppressed;"

@@ -22,6 +22,7 @@ from anonlab.cli.common import (
     IDENTIFYING,
     INSENSITIVE,
     MAX_RISK,
+    MEMORY_LIMIT,
     OTHER,
     OUTPUT_TABLE_HELP,
     POPULATION,
@@ -30,6 +31,7 @@ from anonlab.cli.common import (
     REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
+    SCHEDULER,
     SENSITIVE,
     SENSITIVE_HIERARCHY,
     SHEET,
@@ -66,6 +68,8 @@ EVALUATE_HELP = """Score a masked table against its original with the EM4ADOM me
 Both tables hold the same records in the same order (any tool's output). Example:
 
   anonlab evaluate data/sdc/Tarragona.csv t_k3.csv --lambda 0.5,0,0.5 --report eval.json
+
+  anonlab evaluate big/ big_k3/ --engine dask --workers 2 --memory-limit 4GB --report eval.json
 """
 
 TRADEOFF_HELP = """Microaggregate for each k, evaluate, and pick k on the R-U map.
@@ -102,8 +106,24 @@ GAMMA = typer.Option(None, "--gamma", help="Score weights of IL and DR (default:
 P_VALUES = typer.Option(None, "--p", help="ID interval size(s) in percent: 5, 1,5,10 or 1-10 "
                         "(default: the mean over 1-10).")
 WORKERS_HELP = "Threads of MDAV and DLD; -1 for every CPU (default: 1)."
-MDAV_WORKERS_HELP = "BLAS threads of MDAV; -1 for every CPU (default: 1)."
-DLD_WORKERS_HELP = "Threads for DLD; -1 for every CPU (default: 1)."
+MDAV_WORKERS_HELP = ("BLAS threads of MDAV; -1 for every CPU (default: 1). With --engine dask: "
+                     "the worker processes of the local Dask cluster (default: one per core).")
+MICRO_ENGINE = typer.Option(
+    None, "--engine", help="Where MDAV runs: numpy (this process) | dask (a Dask cluster; "
+    "--variant scalable, numeric columns, the release a folder of Parquet parts, one per "
+    "region; see docs/engine.md). A folder --output ending in / runs on the numpy engine.")
+REGION_ROWS = typer.Option(
+    None, "--region-rows", help="On an engine: the table is cut into regions of about this "
+    "many records, each microaggregated apart (default: 200000).")
+DLD_WORKERS_HELP = ("Threads for DLD; -1 for every CPU (default: 1). With --engine dask: the "
+                    "worker processes of the local Dask cluster (default: one per core).")
+EVALUATE_ENGINE = typer.Option(
+    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
+    "Dask cluster). On an engine both tables are read in pieces; DLD and ID run within blocks "
+    "of --block-rows records (see docs/engine.md). Default: numpy, in memory.")
+BLOCK_ROWS = typer.Option(
+    None, "--block-rows", help="Records per block of DLD and ID on an engine; giving it runs "
+    "the numpy engine (default: 20000).")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -149,8 +169,13 @@ def microaggregate_command(
     variant: str | None = VARIANT,
     block_size: int | None = BLOCK_SIZE,
     workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
+    engine: str | None = MICRO_ENGINE,
+    scheduler: str | None = SCHEDULER,
+    memory_limit: str | None = MEMORY_LIMIT,
+    region_rows: int | None = REGION_ROWS,
     output: str | None = typer.Option(
-        None, "--output", help="Masked table, format by extension (default: none)."
+        None, "--output", help="Masked table, format by extension; a folder of Parquet parts "
+        "when it ends in / (default: none)."
     ),
     output_table: str | None = typer.Option(
         None, "--output-table", help=OUTPUT_TABLE_HELP),
@@ -174,7 +199,8 @@ def microaggregate_command(
         config, input=as_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
         columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        k=k, variant=variant, block_size=block_size, workers=workers, output=output,
+        k=k, variant=variant, block_size=block_size, workers=workers, engine=engine,
+        scheduler=scheduler, memory_limit=memory_limit, region_rows=region_rows, output=output,
         output_table=output_table,
         report=as_text(report), html=as_text(html), verify=verify,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
@@ -196,6 +222,8 @@ def microaggregate_command(
               + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
               f"{prosecutor['average']:.4g}"
               + ("; release verified" if out.get("verified") else "")
+              + (f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"
+                 if "engine" in out else "")
               + f"; {out['runtime_seconds']:.2f} s")
         if out.get("insensitive_by_other"):
             print(f"released unchanged (--other insensitive): "
@@ -220,6 +248,10 @@ def evaluate_command(
     gamma: str | None = GAMMA,
     p: str | None = P_VALUES,
     workers: int | None = typer.Option(None, "--workers", help=DLD_WORKERS_HELP),
+    engine: str | None = EVALUATE_ENGINE,
+    scheduler: str | None = SCHEDULER,
+    memory_limit: str | None = MEMORY_LIMIT,
+    block_rows: int | None = BLOCK_ROWS,
     report: Path | None = REPORT,
     html: Path | None = HTML,
     quiet: bool = QUIET,
@@ -231,6 +263,7 @@ def evaluate_command(
         config, original=as_text(original), masked=as_text(masked), delimiter=delimiter,
         sheet=sheet, table=table, query=query, columns=columns, nominal=nominal,
         ordinal=ordinal, orders=_orders(order), tau=tau, gamma=gamma, p=p, workers=workers,
+        engine=engine, scheduler=scheduler, memory_limit=memory_limit, block_rows=block_rows,
         report=as_text(report), html=as_text(html), **{"lambda": lambda_},
     )
     with progress_display(quiet) as progress:

@@ -123,7 +123,18 @@ def evaluate(
     The kernels run on ``workers`` threads (default 1, so a busy machine does
     not slow them down; -1: every CPU). ``progress`` hears of each stage
     (information loss, record linkage, interval disclosure).
+
+    A ``dask.dataframe.DataFrame`` (either table) is evaluated piece by piece
+    by :func:`anonlab.engine.evaluate_pass.evaluate_on_engine` (its default
+    engine and block size; docs/engine.md): linkage and interval disclosure
+    then run within blocks of rows.
     """
+    if _is_dask_frame(original) or _is_dask_frame(masked):
+        from anonlab.engine.evaluate_pass import evaluate_on_engine
+
+        return evaluate_on_engine(original, masked, columns, nominal=nominal, ordinal=ordinal,
+                                  orders=orders, lambdas=lambdas, tau=tau, gamma=gamma,
+                                  interval_p=interval_p, workers=workers, progress=progress)
     weights = _Weights(utility.weights(lambdas, "lambda", 3), utility.weights(tau, "tau", 2),
                        utility.weights(gamma, "gamma", 2), parse_p_values(interval_p))
     check_workers(workers)
@@ -136,6 +147,11 @@ def evaluate(
         masked = table.encoded_like(masked)
     with blas_threads(workers):
         return _measure(table, masked, weights, workers, report_to(progress))
+
+
+def _is_dask_frame(value: object) -> bool:
+    """Whether ``value`` is a Dask DataFrame (without importing Dask)."""
+    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
 
 
 @dataclass(frozen=True)

@@ -118,11 +118,22 @@ def il_2_3(x: NDArray[Any], x_masked: NDArray[Any]) -> StatisticalLoss:
     A half whose every term is undefined (e.g. the mean term of centred data)
     is left out: IL2 or IL3 is then the other half alone.
     """
-    n, p = x.shape
-    v, vm = covariance(x), covariance(x_masked)
+    return il_2_3_moments(x.shape[0], x.mean(axis=0), covariance(x), x_masked.mean(axis=0),
+                          covariance(x_masked), np.abs(x).max(axis=0))
+
+
+def il_2_3_moments(n: int, mean: NDArray[Any], v: NDArray[Any], mean_masked: NDArray[Any],
+                   vm: NDArray[Any], absmax: NDArray[Any]) -> StatisticalLoss:
+    """IL2 and IL3 of :func:`il_2_3` from the tables' moments.
+
+    ``mean``/``mean_masked`` are the column means, ``v``/``vm`` the
+    population covariance matrices (ddof=0) and ``absmax`` the largest
+    ``|x_j|`` of each original column (the scale of "0 up to rounding"):
+    sums over records, so an engine may compute them piece by piece.
+    """
+    p = v.shape[0]
     s = np.sqrt(np.diag(v))
-    mean_term, out1 = _relative(x.mean(axis=0), x_masked.mean(axis=0),
-                                np.abs(x).max(axis=0), n)
+    mean_term, out1 = _relative(mean, mean_masked, absmax, n)
     var_term, out2 = _relative(np.diag(v), np.diag(vm), s * s, n)
     il2 = _mean_defined(mean_term, var_term)
     upper = np.triu_indices(p)
@@ -169,12 +180,18 @@ def zil(original: Sequence[CategoricalColumn], masked: Sequence[CategoricalColum
 
 def entropy(col: CategoricalColumn) -> float:
     """H_j of one attribute: Shannon (nominal) or the cumulative ordinal form (bits)."""
-    counts = np.bincount(col.codes, minlength=col.size).astype(np.float64)
+    return entropy_of_counts(np.bincount(col.codes, minlength=col.size), col.ordinal)
+
+
+def entropy_of_counts(counts: NDArray[Any], ordinal: bool) -> float:
+    """H_j from the records holding each domain value (``counts[c]``, code order)."""
+    counts = np.asarray(counts).astype(np.float64)
+    size = counts.size
     share = counts / counts.sum()
-    if not col.ordinal:
+    if not ordinal:
         nz = share[share > 0]
         return float(-np.sum(nz * np.log2(nz)))
-    if col.size < 2:
+    if size < 2:
         return 0.0
     head = share[:-1]
 
@@ -184,13 +201,16 @@ def entropy(col: CategoricalColumn) -> float:
         out[ok] = q[ok] * np.log2(q[ok])
         return out
 
-    return float(-np.sum(plogp(head) + plogp(1 - head)) / (col.size - 1))
+    return float(-np.sum(plogp(head) + plogp(1 - head)) / (size - 1))
 
 
 def ilr(original: Sequence[CategoricalColumn], masked: Sequence[CategoricalColumn]) -> float:
     """ILR = |H - H'| / H * 100 with H the sum of the attributes' entropies."""
-    h = sum(entropy(c) for c in original)
-    hm = sum(entropy(c) for c in masked)
+    return ilr_of_entropies(sum(entropy(c) for c in original), sum(entropy(c) for c in masked))
+
+
+def ilr_of_entropies(h: float, hm: float) -> float:
+    """ILR from the summed entropies H of the original and H' of the masked table."""
     if h == 0:
         return 0.0 if hm == 0 else float("inf")
     return abs(h - hm) / h * 100.0

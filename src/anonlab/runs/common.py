@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.database import DatabaseTarget
+    from anonlab.engine.base import Engine
 
 PATHS_RELATIVE = "relative to the report's folder"
 PATHS_ABSOLUTE = "absolute"
@@ -209,6 +210,16 @@ class EngineSettings(ReadSettings):
                 raise AnonlabError(f"{name} applies to engine 'dask' only: set engine = "
                                    f"'dask' or leave {name} out", parameter=name)
         return self
+
+
+def open_run_engine(settings: EngineSettings) -> Engine:
+    """The engine ``settings`` name, opened (close it): ``workers`` counts a local Dask
+    cluster's worker processes, so it is passed on with engine ``"dask"`` only."""
+    from anonlab.engine import open_engine
+
+    return open_engine(settings.engine, scheduler=settings.scheduler,
+                       workers=settings.workers if settings.engine == "dask" else None,
+                       memory_limit=settings.memory_limit)
 
 
 class RoleSettings(Settings):

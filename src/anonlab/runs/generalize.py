@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.dataset import Dataset, Role
-    from anonlab.generalize import GeneralizationResult
+    from anonlab.generalize import AppliedTransformation, GeneralizationResult
     from anonlab.hierarchy import Hierarchy
     from anonlab.privacy import Criterion
 
@@ -319,7 +319,7 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         return _role_names(value)
 
 
-class ApplySettings(TableSettings, ReleaseRiskSettings):
+class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     """Apply the transformation of an earlier generalize report to another table.
 
     ``report_in`` is that report; the roles of the columns are the report's,
@@ -328,6 +328,12 @@ class ApplySettings(TableSettings, ReleaseRiskSettings):
     as it is, and listed). The release's risk is measured and judged as in
     :class:`GeneralizeSettings`. ``output``, ``report`` and ``html`` are
     written when given.
+
+    ``engine``, ``scheduler``, ``workers`` and ``memory_limit`` choose where
+    the passes over the rows run, as for :class:`GeneralizeSettings`
+    (docs/engine.md): on Dask, or with an ``output`` folder (a path ending in
+    ``/``), the engine counts the table and writes the release as
+    partitioned Parquet.
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("report_in", "input", "sensitive_hierarchies",
@@ -699,9 +705,9 @@ def is_folder_output(output: str | None) -> bool:
     return holds_release(Path(output))
 
 
-def uses_engine(settings: GeneralizeSettings) -> bool:
-    """Whether the run goes through an engine (:mod:`anonlab.runs.generalize_engine`): on
-    Dask, or with a folder output."""
+def uses_engine(settings: GeneralizeSettings | ApplySettings) -> bool:
+    """Whether a generalize or apply run goes through an engine
+    (:mod:`anonlab.runs.generalize_engine`): on Dask, or with a folder output."""
     return settings.engine != "numpy" or is_folder_output(settings.output)
 
 
@@ -945,7 +951,7 @@ def apply_roles(
     return roles, new
 
 
-def _load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
+def load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
     """The report's hierarchies, refused when a file changed since the report was made."""
     from anonlab.io import file_sha256
 
@@ -966,8 +972,10 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     would need suppressing, or a population class fails delta-presence); the
     release is verified like a generalize release, its risk measured and
     judged as in :func:`run_generalize`, and release, report and HTML page
-    are written together. ``progress`` is accepted for a uniform signature:
-    no step of ``apply`` is long enough to report.
+    are written together. On an engine (:func:`uses_engine`) the table is
+    counted and the release written there
+    (:func:`anonlab.runs.generalize_engine.apply_on_engine`); ``progress`` is
+    then called as the engine's passes go (``progress(step, done, total)``).
     """
     from anonlab.dataset import Role
     from anonlab.generalize import apply_levels, resolve_criteria
@@ -977,15 +985,21 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     started = time.perf_counter()
     report_in = Path(settings.report_in)
     found = read_found_transformation(report_in)
+    on_engine = uses_engine(settings)
     outputs = Outputs({"output": output_target(settings.output, settings.output_table),
                        "report": settings.report, "html": settings.html},
                       inputs=[settings.input, report_in, *found.hierarchies.values(),
                               *settings.sensitive_hierarchies.values(),
                               *_criteria_files(found.criteria).values()],
-                      input_tables=input_tables(settings.input, settings.table))
+                      input_tables=input_tables(settings.input, settings.table),
+                      folders=("output",) if on_engine else ())
+    if on_engine:
+        from anonlab.runs.generalize_engine import apply_on_engine
+
+        return apply_on_engine(settings, found, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
-        hierarchies = _load_unchanged(found)
+        hierarchies = load_unchanged(found)
         frame = read_input(settings)
         roles, by_other = apply_roles(frame.columns, found, settings.other, report_in)
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
@@ -1008,20 +1022,40 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             _verify(original, written, hierarchies, found.transformation,
                     named[Role.IDENTIFYING], model)
 
-        verified = settings.verify
         as_written = stage_release(outputs, release, check if settings.verify else None)
         risk = release_risk_report(as_written, named[Role.SENSITIVE], settings)
-        report = apply_report(settings, found, applied.suppressed_records,
-                              int(release.shape[0]), verified)
-        report["criteria"] = _stored_criteria(applied.criteria, _report_path(settings.report),
-                                              nested=True)
-        report.update(roles_report(roles, settings.other, by_other))
-        report["distinct_values"] = distinct_values(original, release, found.transformation)
-        report.update(risk)
-        report["runtime_seconds"] = time.perf_counter() - started
+        report = finish_apply_report(
+            settings, found, applied, roles, by_other,
+            distinct_values(original, release, found.transformation), risk,
+            int(release.shape[0]), started)
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
+
+
+def finish_apply_report(
+    settings: ApplySettings,
+    found: FoundTransformation,
+    applied: AppliedTransformation,
+    roles: Mapping[str, Role],
+    by_other: Iterable[str],
+    distinct: Mapping[str, Mapping[str, int]],
+    risk: Mapping[str, Any],
+    records: int,
+    started: float,
+) -> dict[str, Any]:
+    """The whole report of an apply run, in memory or on an engine: :func:`apply_report`,
+    the criteria as they hold on the new table, the roles, the distinct values per
+    quasi-identifier, the risk keys and the run time since ``started``."""
+    report = apply_report(settings, found, applied.suppressed_records, records,
+                          settings.verify)
+    report["criteria"] = _stored_criteria(applied.criteria, _report_path(settings.report),
+                                          nested=True)
+    report.update(roles_report(roles, settings.other, by_other))
+    report["distinct_values"] = {c: dict(v) for c, v in distinct.items()}
+    report.update(risk)
+    report["runtime_seconds"] = time.perf_counter() - started
+    return report
 
 
 def apply_report(

@@ -1,11 +1,15 @@
-"""``generalize`` through an engine: the rows stay in pieces, only the frequency set is here.
+"""``generalize`` and ``apply`` through an engine: the rows stay in pieces, only the frequency
+set is here.
 
-:func:`run_on_engine` is :func:`anonlab.runs.generalize.run_generalize` when
+:func:`run_on_engine` is :func:`anonlab.runs.generalize.run_generalize`, and
+:func:`apply_on_engine` is :func:`anonlab.runs.generalize.run_apply`, when
 the settings ask for an engine (``engine = "dask"``, or a folder
 ``output``). The engine (:mod:`anonlab.engine`) makes the two passes over
 the rows: the base frequency set (quasi-identifier tuples, counts, sensitive
 histograms), from which the same lattice search runs in this process
-(:mod:`anonlab.engine.search_input`), and the release, written by the
+(:mod:`anonlab.engine.search_input`; ``apply`` re-checks the report's privacy
+model at its transformation on it with the code of the in-memory
+:func:`anonlab.generalize.apply_levels`), and the release, written by the
 engine as partitioned Parquet into a staged folder that
 :class:`anonlab.outputs.Outputs` renames onto ``output`` with the report,
 HTML page and plot, or removes on any error.
@@ -20,39 +24,43 @@ the suppressed records must have at least ``k`` records, and no more records
 than the limit may be suppressed (:func:`anonlab.engine.search_input.release_problems`);
 its risk section is measured from the engine's frequency set of the released
 columns the attacker knows and the sensitive ones (with sampling weights:
-those columns read here, dictionary-encoded).
+those columns read here, dictionary-encoded). Both commands share these
+steps (:func:`write_and_check`, given a :class:`ReleaseCheck`).
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from anonlab.database import is_database_url, masked
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.runs.common import RunResult, stage_plot, stage_report
+from anonlab.runs.common import RunResult, open_run_engine, stage_plot, stage_report
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.engine.base import Engine, ReleasePlan
     from anonlab.engine.output import StagedFolder
-    from anonlab.generalize import GeneralizationResult
     from anonlab.hierarchy import Hierarchy
     from anonlab.privacy import Criterion
-    from anonlab.runs.generalize import GeneralizeSettings
+    from anonlab.runs.generalize import ApplySettings, FoundTransformation, GeneralizeSettings
+
+    #: the settings of a run that may go through an engine
+    EngineRun: TypeAlias = GeneralizeSettings | ApplySettings
 
 #: releases up to this many records are read back whole and checked as in memory
 IN_MEMORY_ROWS = 2_000_000
 
 
-def check_engine_settings(settings: GeneralizeSettings) -> None:
+def check_engine_settings(settings: EngineRun) -> None:
     """Refuse, before any work, what the engines do not read or write: a database, an Excel
     sheet, a query; on Dask, a release that is not a folder."""
     from anonlab.runs.generalize import is_folder_output
@@ -78,15 +86,6 @@ def check_engine_settings(settings: GeneralizeSettings) -> None:
                            parameter="output")
 
 
-def open_run_engine(settings: GeneralizeSettings) -> Engine:
-    """The engine the settings name, opened (close it)."""
-    from anonlab.engine import open_engine
-
-    return open_engine(settings.engine, scheduler=settings.scheduler,
-                       workers=settings.workers if settings.engine == "dask" else None,
-                       memory_limit=settings.memory_limit)
-
-
 def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                   outputs: Outputs, *, progress: ProgressFn | None = None,
                   started: float | None = None) -> RunResult:
@@ -94,6 +93,7 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
     from anonlab.dataset import without_role
     from anonlab.engine.search_input import check_engine_model, engine_dataset
     from anonlab.engine.table import open_table
+    from anonlab.privacy import max_suppressed
     from anonlab.runs.generalize import (
         generalize_report,
         load_hierarchies,
@@ -114,8 +114,13 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                 other=settings.other, source=masked(settings.input), progress=progress)
             result, dropped = search_dataset(dataset, settings, criteria, progress)
             assert result.plan is not None
-            checked = _write_and_check(engine, table, settings, outputs, result, dataset.base,
-                                       hierarchies, dropped, progress)
+            expected = ReleaseCheck(
+                plan=result.plan, transformation=result.transformation, records=result.records,
+                k=result.k, limit=max_suppressed(settings.suppression, result.records),
+                criteria=settings.model_criteria(), dropped=dropped,
+                sensitive=settings.sensitive)
+            checked = write_and_check(engine, table, settings, outputs, expected, dataset.base,
+                                      hierarchies, progress)
         by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
                                 settings.sensitive, settings.insensitive)
         report = generalize_report(settings, result, dataset.roles, settings.verify)
@@ -131,7 +136,30 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
     return RunResult(report=report, release=checked.release, written=written)
 
 
-class _Checked:
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """What an engine's release is written by and checked against.
+
+    ``plan`` is what the engine applies to every row; ``transformation`` the
+    levels by quasi-identifier; ``records`` the input's records; ``k`` the
+    k-anonymity model's k (``None`` without one); ``limit`` the most records
+    that may be suppressed, ``floor(suppression * records)``; ``criteria``
+    the privacy model as settings dicts (for the independent checker);
+    ``dropped`` the identifying columns; ``sensitive`` the sensitive columns
+    the risk section measures.
+    """
+
+    plan: ReleasePlan
+    transformation: Mapping[str, int]
+    records: int
+    k: int | None
+    limit: int
+    criteria: list[dict[str, Any]]
+    dropped: list[str]
+    sensitive: list[str]
+
+
+class Checked:
     """What the written release gave: the risk keys, the distinct released values, and the
     release read back when it is small."""
 
@@ -142,17 +170,15 @@ class _Checked:
         self.release = release
 
 
-def _write_and_check(engine: Engine, table: Any, settings: GeneralizeSettings,
-                     outputs: Outputs, result: GeneralizationResult, base: Any,
-                     hierarchies: dict[str, Hierarchy], dropped: list[str],
-                     progress: ProgressFn | None) -> _Checked:
-    """Write the release into its staged folder (a scratch folder without ``output``),
-    verify it and measure its risk (module text)."""
+def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Outputs,
+                    expected: ReleaseCheck, base: Any, hierarchies: Mapping[str, Hierarchy],
+                    progress: ProgressFn | None) -> Checked:
+    """Write the release by ``expected.plan`` into its staged folder (a scratch folder
+    without ``output``), verify it and measure its risk (module text)."""
     from anonlab.engine.output import StagedFolder
     from anonlab.engine.search_input import released_classes, released_distinct
 
-    plan = result.plan
-    assert plan is not None
+    plan = expected.plan
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if outputs.is_folder("output"):
         staged: StagedFolder = outputs.stage_folder("output")
@@ -163,59 +189,59 @@ def _write_and_check(engine: Engine, table: Any, settings: GeneralizeSettings,
         engine.write_release(table, plan, staged, progress=progress)
         classes = released_classes(base, plan)
         distinct = released_distinct(classes, plan.columns)
-        if result.records <= IN_MEMORY_ROWS:
-            release = _check_in_memory(staged.path, settings, result, hierarchies, dropped)
-            return _Checked(_risk(release, settings), distinct, release)
+        if expected.records <= IN_MEMORY_ROWS:
+            release = _check_in_memory(staged.path, settings, expected, hierarchies)
+            return Checked(_risk(release, settings, expected.sensitive), distinct, release)
         if settings.verify:
-            _check_by_frequencies(engine, staged.path, plan, classes, result, settings)
-        return _Checked(_risk_of_folder(engine, staged.path, settings, dropped), distinct, None)
+            _check_by_frequencies(engine, staged.path, expected, classes)
+        return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct,
+                       None)
     finally:
         if scratch is not None:
             staged.discard()
             scratch.cleanup()
 
 
-def _risk(release: pd.DataFrame, settings: GeneralizeSettings) -> dict[str, Any]:
+def _risk(release: pd.DataFrame, settings: EngineRun, sensitive: Sequence[str]
+          ) -> dict[str, Any]:
     from anonlab.risk.release import release_risk_report
 
-    return release_risk_report(release, settings.sensitive, settings, stacklevel=4)
+    return release_risk_report(release, sensitive, settings, stacklevel=4)
 
 
-def _check_in_memory(folder: Path, settings: GeneralizeSettings, result: GeneralizationResult,
-                     hierarchies: dict[str, Hierarchy], dropped: list[str]) -> pd.DataFrame:
+def _check_in_memory(folder: Path, settings: EngineRun, expected: ReleaseCheck,
+                     hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
     """The release read back; with ``verify``, checked against the input read whole."""
     from anonlab.io import read_table
-    from anonlab.privacy import max_suppressed
     from anonlab.runs.generalize import ModelCheck, _verify, read_input
 
     release = read_table(folder)
     if settings.verify:
         original = read_input(settings)
-        model = ModelCheck(settings.model_criteria(),
-                           max_suppressed(settings.suppression, result.records))
-        _verify(original, release, hierarchies, result.transformation, dropped, model)
+        _verify(original, release, hierarchies, expected.transformation, expected.dropped,
+                ModelCheck(expected.criteria, expected.limit))
     return release
 
 
-def _check_by_frequencies(engine: Engine, folder: Path, plan: ReleasePlan,
-                          expected: dict[tuple[str, ...], int], result: GeneralizationResult,
-                          settings: GeneralizeSettings) -> None:
-    """Check a large release by the engine's frequency set of what was written."""
+def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
+                          classes: Mapping[tuple[str, ...], int]) -> None:
+    """Check a large release by the engine's frequency set of what was written: its
+    classes those of ``classes``, every class but the suppressed one of at least ``k``
+    records, at most ``limit`` records suppressed."""
     from anonlab.engine.search_input import release_problems
-    from anonlab.privacy import max_suppressed
 
-    written = engine.frequency_set(folder, list(plan.columns))
+    written = engine.frequency_set(folder, list(expected.plan.columns))
     problems = []
-    if written.rows != result.records:
-        problems.append(f"the release has {written.rows} records, the input {result.records}")
-    problems += release_problems(expected, written, result.k,
-                                 max_suppressed(settings.suppression, result.records))
+    if written.rows != expected.records:
+        problems.append(f"the release has {written.rows} records, the input "
+                        f"{expected.records}")
+    problems += release_problems(classes, written, expected.k, expected.limit)
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _risk_of_folder(engine: Engine, folder: Path, settings: GeneralizeSettings,
-                    dropped: list[str]) -> dict[str, Any]:
+def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
+                    expected: ReleaseCheck) -> dict[str, Any]:
     """The risk keys of a written release too large to read back: from the engine's frequency
     set of the attacker's and the sensitive columns (the same figures as in memory,
     :mod:`anonlab.engine.risk_pass`); with sampling weights, which are summed record by
@@ -223,26 +249,90 @@ def _risk_of_folder(engine: Engine, folder: Path, settings: GeneralizeSettings,
     from anonlab.engine.table import open_table
     from anonlab.risk.release import release_risk_report
 
+    names = [c for c in open_table(folder).column_names if c not in expected.dropped]
     if settings.weights:
-        return _risk(_risk_columns(folder, settings, dropped), settings)
-    names = [c for c in open_table(folder).column_names if c not in dropped]
-    return release_risk_report(folder, settings.sensitive, settings, stacklevel=4,
+        frame = _risk_columns(folder, settings, names, expected.sensitive)
+        return _risk(frame, settings, expected.sensitive)
+    return release_risk_report(folder, expected.sensitive, settings, stacklevel=4,
                                engine=engine, columns=names)
 
 
-def _risk_columns(folder: Path, settings: GeneralizeSettings, dropped: list[str]
-                  ) -> pd.DataFrame:
+def _risk_columns(folder: Path, settings: EngineRun, names: Sequence[str],
+                  sensitive: Sequence[str]) -> pd.DataFrame:
     """The released columns the risk section reads (attacker's, sensitive, weights), as
     dictionary-encoded (categorical) columns."""
     import pyarrow.parquet as pq
 
-    from anonlab.engine.table import open_table
     from anonlab.risk.release import attacker_columns
 
-    names = [c for c in open_table(folder).column_names if c not in dropped]
-    attacker, _ = attacker_columns(names, settings.sensitive, settings)
-    wanted = list(dict.fromkeys([*attacker, *settings.sensitive,
+    attacker, _ = attacker_columns(names, sensitive, settings)
+    wanted = list(dict.fromkeys([*attacker, *sensitive,
                                  *([settings.weights] if settings.weights else [])]))
     frame: pd.DataFrame = pq.read_table(folder, columns=wanted, read_dictionary=wanted
                                         ).to_pandas()
     return frame
+
+
+# ---------------------------------------------------------------------------
+# apply
+# ---------------------------------------------------------------------------
+
+
+def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs: Outputs, *,
+                    progress: ProgressFn | None = None, started: float | None = None
+                    ) -> RunResult:
+    """Apply an earlier report's transformation on the settings' engine; write everything
+    or nothing.
+
+    The engine counts the new table's base frequency set (with the histograms
+    of its sensitive columns); :func:`anonlab.generalize.apply_levels` re-checks
+    every privacy model of the report with its suppression limit at the
+    report's transformation on it (the in-memory check, on a frequency engine
+    built from that base) and gives the suppressed classes; the engine writes
+    the release, which is verified and measured as :func:`write_and_check`
+    says. A model the engines do not count (a population table) is refused
+    before any work.
+    """
+    from anonlab.dataset import Role
+    from anonlab.engine.search_input import check_engine_model
+    from anonlab.engine.table import open_table
+    from anonlab.generalize import apply_levels, resolve_criteria
+    from anonlab.privacy import max_suppressed
+    from anonlab.risk.release import check_risk_columns
+    from anonlab.runs.generalize import apply_roles, finish_apply_report, load_unchanged
+
+    started = time.perf_counter() if started is None else started
+    check_engine_settings(settings)
+    criteria = resolve_criteria(found.criteria)
+    check_engine_model(criteria)
+    report_in = Path(settings.report_in)
+    with outputs:
+        hierarchies = load_unchanged(found)
+        table = open_table(settings.input, delimiter=settings.delimiter)
+        roles, by_other = apply_roles(table.column_names, found, settings.other, report_in)
+        named = {role: [c for c, r in roles.items() if r == role] for role in Role}
+        check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
+                           named[Role.SENSITIVE], settings)
+        options = dict(found.metric)
+        with closing(open_run_engine(settings)) as engine:
+            applied = apply_levels(
+                table, hierarchies, found.transformation, criteria, found.suppression,
+                identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
+                insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
+                engine=engine, progress=progress, **options)
+            assert applied.plan is not None  # counted on the engine: a plan, no rows
+            records = applied.dataset.n
+            expected = ReleaseCheck(
+                plan=applied.plan, transformation=found.transformation, records=records,
+                k=found.k, limit=max_suppressed(found.suppression, records),
+                criteria=found.criteria, dropped=named[Role.IDENTIFYING],
+                sensitive=named[Role.SENSITIVE])
+            checked = write_and_check(engine, table, settings, outputs, expected,
+                                      applied.dataset.base, hierarchies, progress)
+        distinct = {q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
+                    for q in applied.dataset.qis}
+        report = finish_apply_report(settings, found, applied, roles, by_other, distinct,
+                                     checked.risk, records, started)
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report=report, release=checked.release, written=written)

@@ -30,22 +30,24 @@ the IL weights); relative paths in it are relative to its folder.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
 from anonlab.metrics.utility import DEFAULT_LAMBDA
-from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
+from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, DEFAULT_REGION_ROWS
 from anonlab.microaggregation.settings import parse_k_range, parse_weights
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, RiskSettings, risk_last
 from anonlab.runs.common import (
+    EngineSettings,
     ReadSettings,
     RoleSettings,
     RunResult,
@@ -101,7 +103,7 @@ class _Workers(Settings):
         return value
 
 
-class _Measures(_Workers):
+class _Measures(Settings):
     """The EM4ADOM weights and interval sizes (NOTES §2)."""
 
     lambda_: list[float] = Field(default_factory=lambda: list(DEFAULT_LAMBDA), alias="lambda")
@@ -124,43 +126,107 @@ class _Measures(_Workers):
         return parse_weights(value) if isinstance(value, str | list | tuple) else value
 
     def measure_arguments(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`anonlab.metrics.evaluate`."""
+        """Keyword arguments of :func:`anonlab.metrics.evaluate` (the threads apart)."""
         return {"lambdas": self.lambda_, "tau": self.tau, "gamma": self.gamma,
-                "interval_p": self.p, "workers": self.workers}
+                "interval_p": self.p}
 
 
-class MicroaggregateSettings(_Columns, _Workers, RoleSettings, ReleaseRiskSettings):
+class _EngineWorkers(EngineSettings):
+    """:class:`EngineSettings` whose ``workers`` keeps, off Dask, its in-process meaning: the
+    numeric kernels' threads (MDAV's BLAS, DLD's nearest neighbours; default 1, -1 every
+    CPU); with engine ``"dask"`` it counts the local cluster's worker processes."""
+
+    workers: int | None = None
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, value: int | None) -> int | None:
+        if value is not None and value != -1 and value < 1:
+            raise ValueError("must be -1 (every CPU) or at least 1")
+        return value
+
+    @model_validator(mode="after")
+    def _dask_options(self) -> Self:
+        """``scheduler`` is Dask's only; ``workers`` -1 is this process's only."""
+        if self.engine != "dask" and self.scheduler is not None:
+            raise AnonlabError("scheduler applies to engine 'dask' only: set engine = 'dask' "
+                               "or leave scheduler out", parameter="scheduler")
+        if self.engine == "dask" and self.workers == -1:
+            raise AnonlabError("workers -1 (every CPU) applies in this process only: with "
+                               "engine 'dask' give a number of worker processes",
+                               parameter="workers")
+        return self
+
+    def threads(self) -> int:
+        """The kernels' threads in this process or on the NumPy engine (``workers``, 1 when
+        not given); 1 on Dask, where ``workers`` counts processes."""
+        return 1 if self.engine == "dask" else (self.workers or 1)
+
+
+class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_microaggregate` needs.
 
     ``verify`` re-reads the written release and checks it with the
     independent microaggregation checker before anything is renamed into place.
     The release's risk is measured and judged as
-    :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
+    :class:`~anonlab.risk.release.ReleaseRiskSettings` says. ``engine``,
+    ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s: on an
+    engine (``"dask"``, a folder ``output`` ending in ``/`` or a Dask
+    DataFrame ``input``) the scalable variant runs by regions of at most about
+    ``region_rows`` records (:mod:`anonlab.runs.microaggregate_engine`).
+    ``workers`` is MDAV's BLAS threads in this process (default 1; -1: every
+    CPU), or with engine ``"dask"`` the local cluster's worker processes.
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "sensitive_hierarchies", "output",
                                               "report", "html")
 
-    input: str
+    input: Any
     k: int = Field(default=3, ge=2)
     variant: Variant = "exact"
     block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2)
+    region_rows: int = Field(default=DEFAULT_REGION_ROWS, ge=2)
     output: str | None = None
     output_table: str | None = None
     verify: bool = True
 
+    @field_validator("input", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        """A path (as text), a SQLAlchemy URL or a Dask DataFrame."""
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if isinstance(value, str):
+            return value
+        from anonlab.runs.perturb import is_dask_frame
 
-class EvaluateSettings(_Columns, _Measures):
-    """Everything :func:`run_evaluate` needs (source settings apply to both tables)."""
+        if is_dask_frame(value):
+            return value
+        raise ValueError("give a file path, a SQLAlchemy URL or a Dask DataFrame")
+
+
+
+class EvaluateSettings(_Columns, _EngineWorkers, _Measures):
+    """Everything :func:`run_evaluate` needs (source settings apply to both tables).
+
+    ``engine``, ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s:
+    with engine ``"dask"``, or ``block_rows`` given, both tables are read piece
+    by piece on the engine (:mod:`anonlab.runs.evaluate_engine`); record
+    linkage and interval disclosure then run within blocks of ``block_rows``
+    records (default :data:`anonlab.engine.evaluate_pass.DEFAULT_BLOCK_ROWS`).
+    ``workers`` is DLD's threads in this process (default 1; -1: every CPU),
+    or with engine ``"dask"`` the local cluster's worker processes.
+    """
 
     path_fields: ClassVar[tuple[str, ...]] = ("original", "masked", "report", "html")
     input_fields: ClassVar[tuple[str, ...]] = ("original", "masked")
 
     original: str
     masked: str
+    block_rows: int | None = Field(default=None, ge=2)
 
 
-class TradeoffSettings(_Columns, _Measures, RoleSettings, RiskSettings):
+class TradeoffSettings(_Columns, _Measures, _Workers, RoleSettings, RiskSettings):
     """Everything :func:`run_tradeoff` needs; ``k`` is ``"3-10"``, ``"3,5,10"``, 5 or a list.
 
     The risk of each k's masked table is measured as
@@ -199,9 +265,12 @@ def run_microaggregate(
     from anonlab.dataset import Role, roles_report
     from anonlab.microaggregation import microaggregate
     from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.runs.microaggregate_engine import microaggregate_on_engine, uses_engine
 
     s = settings
     started = time.perf_counter()
+    if uses_engine(s):
+        return microaggregate_on_engine(s, progress=progress, started=started)
     with Outputs({"output": output_target(s.output, s.output_table), "report": s.report,
                   "html": s.html},
                  inputs=[s.input, *s.sensitive_hierarchies.values()],
@@ -210,7 +279,7 @@ def run_microaggregate(
         dropped = table.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
         result = microaggregate(table, k=s.k, variant=s.variant, block_size=s.block_size,
-                                workers=s.workers, progress=progress)
+                                workers=s.threads(), progress=progress)
         release = result.masked.drop(columns=dropped)
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
         report.update(result.summary())
@@ -235,15 +304,19 @@ def run_evaluate(
     linkage, interval disclosure).
     """
     from anonlab.metrics import evaluate
+    from anonlab.runs.evaluate_engine import evaluate_on_engine, uses_engine
 
     s = settings
     started = time.perf_counter()
+    if uses_engine(s):
+        return evaluate_on_engine(s, progress=progress, started=started)
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs:
         frame = _read(s.original, s)
         masked = _read(s.masked, s)
         result = evaluate(frame, masked, s.columns, nominal=s.nominal, ordinal=s.ordinal,
-                          orders=s.orders, progress=progress, **s.measure_arguments())
+                          orders=s.orders, progress=progress,
+                          workers=s.threads(), **s.measure_arguments())
         report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
                          outputs.path("report"))
         report.update(result.summary())
@@ -284,7 +357,8 @@ def run_tradeoff(
             return section
 
         result = sweep(table, k_values, variant=s.variant, block_size=s.block_size,
-                       progress=progress, risk=risk, **s.measure_arguments())
+                       progress=progress, risk=risk, workers=s.workers,
+                       **s.measure_arguments())
         report = _header("tradeoff", s, _inputs(s), outputs.path("report"))
         report.update(result)
         report.update(roles_report(table.roles, s.other, table.by_other))

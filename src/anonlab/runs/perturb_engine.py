@@ -43,7 +43,7 @@ from anonlab.database import is_database_url
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.runs.common import RunResult
+from anonlab.runs.common import RunResult, open_run_engine
 from anonlab.threads import blas_threads
 
 if TYPE_CHECKING:
@@ -57,15 +57,6 @@ if TYPE_CHECKING:
 
 #: releases up to this many records are read back whole and checked as in memory
 IN_MEMORY_ROWS = 2_000_000
-
-
-def open_run_engine(settings: PerturbSettings | InvertSettings) -> Engine:
-    """The engine the settings name, opened (close it)."""
-    from anonlab.engine import open_engine
-
-    return open_engine(settings.engine, scheduler=settings.scheduler,
-                       workers=settings.workers if settings.engine == "dask" else None,
-                       memory_limit=settings.memory_limit)
 
 
 def check_engine_settings(settings: PerturbSettings | InvertSettings, method: str | None

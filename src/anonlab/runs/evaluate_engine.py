@@ -1,0 +1,74 @@
+"""``evaluate`` through an engine: both tables read piece by piece, never held whole.
+
+:func:`evaluate_on_engine` is :func:`anonlab.runs.microaggregate.run_evaluate`
+when the settings ask for an engine (:func:`uses_engine`: ``engine = "dask"``,
+or ``block_rows`` given). The passes are
+:mod:`anonlab.engine.evaluate_pass`'s: the moments and value counts of each
+table, then the aligned blocks of both. The measures that are sums over
+records are exact (the in-memory figures up to rounding); record linkage and
+interval disclosure run within blocks of ``block_rows`` records. The report
+is the in-memory one with ``measure_parameters.blocks`` saying which measures
+are which, and ``engine`` (its name, the block size and the number of blocks).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+from anonlab.database import is_database_url
+from anonlab.errors import AnonlabError
+from anonlab.outputs import Outputs
+from anonlab.progress import ProgressFn
+from anonlab.runs.common import RunResult, open_run_engine, stage_report
+from anonlab.threads import blas_threads
+
+if TYPE_CHECKING:
+    from anonlab.runs.microaggregate import EvaluateSettings
+
+
+def uses_engine(settings: EvaluateSettings) -> bool:
+    """Whether ``evaluate`` runs on an engine: on Dask, or with ``block_rows`` given."""
+    return settings.engine != "numpy" or settings.block_rows is not None
+
+
+def check_engine_settings(settings: EvaluateSettings) -> None:
+    """Refuse, before any work, the sources the engines do not read: a database, an Excel
+    sheet, a query."""
+    engine = f"engine '{settings.engine}'"
+    for name in ("original", "masked"):
+        if is_database_url(getattr(settings, name)):
+            raise AnonlabError(f"{name}: {engine} reads Parquet and CSV files and folders, not "
+                               "a database: export the table to Parquet", parameter=name)
+    for name in ("sheet", "table", "query"):
+        if getattr(settings, name) is not None:
+            raise AnonlabError(f"{name} applies to Excel and database inputs, which {engine} "
+                               f"does not read: leave {name} out", parameter=name)
+
+
+def evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
+                       started: float) -> RunResult:
+    """:func:`anonlab.runs.microaggregate.run_evaluate` on an engine (module text)."""
+    from anonlab.engine import evaluate_pass
+    from anonlab.runs.microaggregate import _header
+
+    check_engine_settings(s)
+    block_rows = s.block_rows if s.block_rows is not None else evaluate_pass.DEFAULT_BLOCK_ROWS
+    with Outputs({"report": s.report, "html": s.html},
+                 inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        result = evaluate_pass.evaluate_on_engine(
+            s.original, s.masked, s.columns, engine=engine, nominal=s.nominal,
+            ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
+            interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,
+            progress=progress)
+        report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
+                         outputs.path("report"))
+        report.update(result.summary())
+        report["engine"] = {"name": engine.name, "block_rows": block_rows,
+                            "blocks": result.parameters["blocks"]["count"]}
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
