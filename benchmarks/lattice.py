@@ -128,6 +128,19 @@ def read_qis(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, sep=";", dtype=str, usecols=QIS)
 
 
+#: rows of the synthetic table (:func:`synthetic_table`)
+SYNTHETIC_ROWS = 1_000_000
+
+
+def synthetic_table(frame: pd.DataFrame, rows: int = SYNTHETIC_ROWS, seed: int = 1
+                    ) -> pd.DataFrame:
+    """The synthetic table: each column drawn independently from ``frame``'s rows (Adult),
+    uniformly with replacement, column after column from one generator seeded ``seed``."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({c: frame[c].to_numpy()[rng.integers(0, len(frame), rows)]
+                         for c in frame.columns})
+
+
 def scale_table(repeats: int) -> list[dict[str, object]]:
     """Whole-command time and peak memory on Adult, Adult x33 and a synthetic 1M table."""
     frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str)
@@ -136,10 +149,8 @@ def scale_table(repeats: int) -> list[dict[str, object]]:
         folder = Path(tmp)
         pd.concat([frame] * 33, ignore_index=True).to_csv(folder / "adult33.csv", sep=";",
                                                           index=False)
-        rng = np.random.default_rng(1)
-        n = 1_000_000
-        synth = pd.DataFrame({c: frame[c].to_numpy()[rng.integers(0, len(frame), n)]
-                              for c in frame.columns})
+        n = SYNTHETIC_ROWS
+        synth = synthetic_table(frame)
         synth.to_csv(folder / "synthetic1m.csv", sep=";", index=False)
         growth = {str(m): int(synth[QIS].iloc[:m].drop_duplicates().shape[0])
                   for m in (30_162, 100_000, 250_000, 500_000, n)}

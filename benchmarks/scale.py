@@ -63,6 +63,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -78,6 +79,8 @@ OUT = RESULTS / "scale.json"
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
        "occupation"]
 SENSITIVE = "salary-class"
+#: the ways --command runs the generalize command
+WAYS = ("numpy", "numpy-engine", "dask")
 COLUMNS = [*QIS, SENSITIVE]
 #: the node the release pass applies (age in 10-year bands, education in 3 groups, ...)
 RELEASE_LEVELS = {"sex": 0, "age": 2, "race": 1, "marital-status": 1, "education": 2,
@@ -131,6 +134,32 @@ def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, An
         pq.write_table(table, folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
     info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
             "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
+    manifest.write_text(json.dumps(info))
+    return info
+
+
+def generate_lattice_table(folder: Path, parts: int) -> dict[str, Any]:
+    """Write the 1M-row synthetic table of ``benchmarks/lattice.py`` (the same rows, from its
+    :func:`lattice.synthetic_table`) as ``parts`` Parquet parts of text columns."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lattice
+
+    wanted = {"table": "benchmarks/lattice.py synthetic_table", "parts": parts}
+    manifest = folder / "_manifest.json"
+    if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
+        return dict(json.loads(manifest.read_text()))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    frame = lattice.synthetic_table(pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str))
+    bounds = np.linspace(0, len(frame), parts + 1).astype(int)
+    for i in range(parts):
+        piece = frame.iloc[bounds[i]:bounds[i + 1]]
+        pq.write_table(pa.Table.from_pandas(piece, preserve_index=False),
+                       folder / f"part-{i:05d}.parquet")
+    info = {"table": wanted, "rows": len(frame)}
     manifest.write_text(json.dumps(info))
     return info
 
@@ -383,18 +412,97 @@ sys.exit(code)
 
 def measured_run(command: list[str], what: str) -> dict[str, Any]:
     """Run ``command`` in a fresh measuring process (:data:`_WRAPPER`): its wall and CPU
-    time, peak memory, and the load average before and after; a failure raises with the end
-    of the command's error output."""
+    time, peak memory (of the largest process, and of the command's own process and of each
+    Dask worker, :class:`PeakWatch`), and the load average before and after; a failure
+    raises with the end of the command's error output."""
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
-                          text=True, check=False)
+    with subprocess.Popen([sys.executable, "-c", _WRAPPER, *command], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc, PeakWatch(proc.pid) as watch:
+        out, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode != 0:
-        raise RuntimeError(f"{what} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{what} failed:\n{err[-3000:]}")
+    usage = json.loads(out.strip().splitlines()[-1])
     return {"wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
+            "command_peak_mib": watch.command_peak(),
+            "worker_peaks_mib": watch.worker_peaks(), "peak_polls_missed": watch.missed,
             "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+
+
+def _process_children() -> dict[int, list[int]]:
+    """Every running process's children, by parent pid (from ``/proc/<pid>/stat``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+class PeakWatch:
+    """Polls the high-water mark (``VmHWM``) of every process under ``root`` every
+    ``interval`` seconds while a command runs: the command's own process (the root's child)
+    and each Dask worker (a process started by ``multiprocessing``'s spawn). A process that
+    ends between two polls keeps the mark of its last poll."""
+
+    def __init__(self, root: int, interval: float = 0.25) -> None:
+        import threading
+
+        self.root = root
+        self.interval = interval
+        self.peaks: dict[int, tuple[str, float]] = {}
+        self.missed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> PeakWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._sample()
+            except (OSError, ValueError, IndexError):  # a process that ended mid-read
+                self.missed += 1
+            self._stop.wait(self.interval)
+
+    def _sample(self) -> None:
+        """One poll: every process under the command, its mark and role."""
+        children = _process_children()
+        command = set(children.get(self.root, []))
+        todo = list(command)
+        while todo:
+            pid = todo.pop()
+            todo += children.get(pid, [])
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            hwm = next((int(line.split()[1]) for line in status.splitlines()
+                        if line.startswith("VmHWM:")), 0) / 1024
+            role = ("command" if pid in command
+                    else "worker" if b"spawn_main" in cmdline else "other")
+            self.peaks[pid] = (role, max(hwm, self.peaks.get(pid, (role, 0.0))[1]))
+
+    def command_peak(self) -> float:
+        """Peak MiB of the command's own process."""
+        return max((mib for role, mib in self.peaks.values() if role == "command"), default=0.0)
+
+    def worker_peaks(self) -> list[float]:
+        """Peak MiB of each Dask worker process (none on the NumPy engine)."""
+        return sorted(round(mib, 1) for role, mib in self.peaks.values() if role == "worker")
 
 
 def dask_flags(args: argparse.Namespace) -> list[str]:
@@ -424,39 +532,70 @@ def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> d
 
 
 def _sorted_digest(path: Path) -> str:
-    """A content hash of a release's rows after a sort (text of every value)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    """A content hash of a release's rows that ignores their order, read batch by batch.
 
-    table = pq.read_table(path)
-    table = table.cast(pa.schema(
-        [(name, pa.string()) for name in table.column_names]))
-    order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in table.column_names])
-    table = table.take(order)
-    digest = hashlib.sha256(",".join(table.column_names).encode())
-    for name in table.column_names:
-        column = table.column(name).combine_chunks().cast(pa.large_string())
-        for buffer in column.buffers()[1:]:
-            digest.update(memoryview(buffer))
+    Each row's text values are hashed to 64 bits
+    (``pandas.util.hash_pandas_object``); the digest is the SHA-256 of the
+    column names, the row count and the sums of those hashes and of their
+    squares modulo 2^64 (equal multisets of rows give equal sums, whatever
+    their order). Memory stays at one batch, so a 100M-row release is hashed
+    too (a full sort would need tens of GB).
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(path, format="parquet")
+    names = sorted(dataset.schema.names)
+    total = np.uint64(0)
+    squares = np.uint64(0)
+    rows = 0
+    for batch in dataset.to_batches(columns=names, batch_size=1 << 20):
+        text = pa.Table.from_batches([batch]).cast(pa.schema([(n, pa.string()) for n in names]))
+        hashed = pd.util.hash_pandas_object(text.to_pandas(), index=False).to_numpy()
+        with np.errstate(over="ignore"):
+            total += hashed.sum(dtype=np.uint64)
+            squares += (hashed * hashed).sum(dtype=np.uint64)
+        rows += len(hashed)
+    digest = hashlib.sha256(",".join(names).encode())
+    digest.update(f"{rows}:{int(total)}:{int(squares)}".encode())
     return digest.hexdigest()
+
+
+def size_label(rows: int) -> str:
+    """``10M`` for 10,000,000 rows."""
+    return f"{rows // 10**6}M" if rows >= 10**6 else str(rows)
 
 
 def measure_command(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     """The whole command at ``rows`` rows, each way, the table made first if needed."""
-    label = f"{rows // 10**6}M" if rows >= 10**6 else str(rows)
+    label = size_label(rows)
     root = Path(args.dir)
-    data = root / f"synthetic_{label}"
-    generate(data, rows, args.part_rows, args.seed)
-    result: dict[str, Any] = {"rows": rows, "ways": []}
-    for way in ("numpy", "numpy-engine", "dask"):
-        r = run_command(way, data, root, args)
-        result["ways"].append(r)
-        print(f"{label:>5} generalize {way:<13} wall {r['wall_s']:7.1f} s  cpu "
-              f"{r['cpu_s']:7.1f} s  peak {r['peak_mib']:7,.0f} MiB  "
-              f"{r['rows_per_s'] / 1e6:5.2f} M rows/s  search {r['search_s']:5.1f} s  "
-              f"load {r['load_average']}", flush=True)
-        shutil.rmtree(root / f"command_{way}", ignore_errors=True)
+    if args.lattice_table:
+        label, data = "lattice 1M", root / "lattice_1M"
+        rows = generate_lattice_table(data, args.lattice_table)["rows"]
+    else:
+        data = root / f"synthetic_{label}"
+        generate(data, rows, args.part_rows, args.seed)
+    result: dict[str, Any] = {"rows": rows, "table": label, "ways": []}
+    for repeat in range(args.repeats):  # the ways interleaved, so load hits them alike
+        for way in args.ways:
+            r = run_command(way, data, root, args)
+            r["repeat"] = repeat
+            result["ways"].append(r)
+            print(f"{label:>5} generalize {way:<13} wall {r['wall_s']:7.1f} s  cpu "
+                  f"{r['cpu_s']:7.1f} s  peak {r['peak_mib']:7,.0f} MiB (command "
+                  f"{r['command_peak_mib']:,.0f}, workers {r['worker_peaks_mib']})  "
+                  f"{r['rows_per_s'] / 1e6:5.2f} M rows/s  search {r['search_s']:5.1f} s  "
+                  f"load {r['load_average']}", flush=True)
+            shutil.rmtree(root / f"command_{way}", ignore_errors=True)
+    result["median"] = {way: {key: statistics.median(r[key] for r in result["ways"]
+                                                     if r["way"] == way)
+                              for key in ("wall_s", "cpu_s", "peak_mib")}
+                        for way in args.ways}
+    for way, m in result["median"].items():
+        print(f"{label:>5} median {way:<13} wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s"
+              f"  peak {m['peak_mib']:7,.0f} MiB", flush=True)
     result["same_release"] = len({w["release_sha256"] for w in result["ways"]}) == 1
     result["same_search"] = len({json.dumps([w["transformation"], w["nodes_checked"],
                                              w["suppressed_records"]])
@@ -485,6 +624,14 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="4GB")
     parser.add_argument("--command", action="store_true",
                         help="measure the whole generalize command instead of the passes")
+    parser.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS,
+                        help="with --command: the ways to run (numpy in memory needs about "
+                        "400 bytes a row)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="with --command: runs of each way, interleaved (medians saved)")
+    parser.add_argument("--lattice-table", type=int, metavar="PARTS",
+                        help="with --command: run on benchmarks/lattice.py's 1M-row synthetic "
+                        "table, written as PARTS Parquet parts, instead of --rows")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -497,11 +644,17 @@ def main() -> None:
         return
     sizes = args.rows or [10**7]
     if args.command:
-        done = [measure_command(rows, args) for rows in sizes]
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        COMMAND_OUT.write_text(json.dumps({
-            "machine": {"cpus": os.cpu_count(), "workers": args.workers,
-                        "memory_limit": args.memory_limit}, "runs": done}, indent=1))
+        earlier = json.loads(COMMAND_OUT.read_text()) if COMMAND_OUT.exists() else {}
+        by_rows = {r.get("table", size_label(r["rows"])): r for r in earlier.get("runs", [])}
+        for rows in [0] if args.lattice_table else sizes:  # a size measured again replaces
+            done = measure_command(rows, args)               # its earlier figures
+            by_rows[str(done["table"])] = done
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            COMMAND_OUT.write_text(json.dumps({
+                "machine": {"cpus": os.cpu_count(), "workers": args.workers,
+                            "memory_limit": args.memory_limit},
+                "runs": sorted(by_rows.values(), key=lambda r: (r["rows"], r.get("table", "")))},
+                indent=1))
         print(f"saved {COMMAND_OUT}")
         return
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}

@@ -102,6 +102,12 @@ FLAGS = {"input": "the INPUT argument", "report_in": "the REPORT argument",
          **RISK_FLAGS}
 
 
+ENGINE = typer.Option(
+    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
+    "Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
+    "docs/engine.md).")
+
+
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
     """:func:`user_errors` with this family's spelling of its parameters."""
     wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
@@ -191,10 +197,7 @@ def generalize_command(
         None, "--plot", help="PNG of the equivalence class sizes (default: none)."
     ),
     verify: bool | None = VERIFY,
-    engine: str | None = typer.Option(
-        None, "--engine", help="Where the passes over the rows run: numpy (this process) | "
-        "dask (a Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
-        "docs/engine.md)."),
+    engine: str | None = ENGINE,
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
     memory_limit: str | None = MEMORY_LIMIT,
@@ -314,10 +317,7 @@ def apply_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    engine: str | None = typer.Option(
-        None, "--engine", help="Where the passes over the rows run: numpy (this process) | "
-        "dask (a Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
-        "docs/engine.md)."),
+    engine: str | None = ENGINE,
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
     memory_limit: str | None = MEMORY_LIMIT,

@@ -161,6 +161,19 @@ class Moments:
     mean: NDArray[np.float64]
     std: NDArray[np.float64]
 
+    def check_z_scores(self) -> None:
+        """Refuse, as the in-memory standardization does, what has no z-score: an empty
+        table, a column with an infinite value, a constant column."""
+        if self.count == 0:
+            raise AnonlabError("the table has no records: give at least one record")
+        bad = ~(np.isfinite(self.mean) & np.isfinite(self.std))
+        if bad.any():
+            raise AnonlabError(f"column '{self.columns[int(np.argmax(bad))]}' holds an infinite "
+                               "value: give finite numbers")
+        if np.any(self.std == 0):
+            raise AnonlabError(f"column '{self.columns[int(np.argmax(self.std == 0))]}' is "
+                               "constant: a z-score is impossible; leave it out of columns")
+
 
 @dataclass(frozen=True)
 class WriteSummary:

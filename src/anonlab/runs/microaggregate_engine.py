@@ -130,17 +130,6 @@ def _empty(table: Table) -> pd.DataFrame:
     return pd.DataFrame(columns=list(table.column_names))
 
 
-def _check_moments(names: list[str], mean: Any, std: Any) -> None:
-    """Refuse a column with an infinite value, or a constant one (as in memory)."""
-    bad = ~(np.isfinite(mean) & np.isfinite(std))
-    if bad.any():
-        raise AnonlabError(f"column '{names[int(np.argmax(bad))]}' holds an infinite value: "
-                           "give finite numbers")
-    if np.any(std == 0):
-        raise AnonlabError(f"column '{names[int(np.argmax(std == 0))]}' is constant: a z-score "
-                           "is impossible; leave it out of columns")
-
-
 def _summary(s: MicroaggregateSettings, numeric: list[str], result: RegionsResult
              ) -> dict[str, Any]:
     """The report keys of :meth:`MicroaggregationResult.summary`, from the regions' figures."""
@@ -194,7 +183,7 @@ def microaggregate_on_engine(s: MicroaggregateSettings, *, progress: ProgressFn 
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
         moments = engine.moments(table, numeric, progress=progress)
-        _check_moments(numeric, moments.mean, moments.std)
+        moments.check_z_scores()
         check_k(s.k, moments.count)
         if s.block_size < 2 * s.k:
             raise AnonlabError(f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",

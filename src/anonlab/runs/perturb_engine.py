@@ -104,19 +104,6 @@ def _roles(table: Table, s: PerturbSettings
     return names, roles, by_other, dropped
 
 
-def _check_moments(names: list[str], mean: Any, std: Any, count: int) -> None:
-    """Refuse a column with a missing or infinite value, or a constant one (as in memory)."""
-    if count == 0:
-        raise AnonlabError("the table has no records: give at least one record")
-    bad = ~(np.isfinite(mean) & np.isfinite(std))
-    if bad.any():
-        raise AnonlabError(f"column '{names[int(np.argmax(bad))]}' holds an infinite value: "
-                           "give finite numbers")
-    if np.any(std == 0):
-        raise AnonlabError(f"column '{names[int(np.argmax(std == 0))]}' is constant: a z-score "
-                           "is impossible; leave it out of columns")
-
-
 def _source_frame(source: Any, s: PerturbSettings | InvertSettings) -> pd.DataFrame:
     """The input read whole through the one reader (a Dask DataFrame computed first)."""
     from anonlab.runs.perturb import _read, is_dask_frame
@@ -169,7 +156,7 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
         moments = engine.moments(table, names, progress=progress)
-        _check_moments(names, moments.mean, moments.std, moments.count)
+        moments.check_z_scores()
         library = _library(s, seed, library_exists)
         blocks = data_free_blocks(s.method, names, np.random.default_rng(seed), seed=seed,
                                   min_privacy=s.min_privacy, library=library)
