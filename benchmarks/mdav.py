@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.encoding import standardize
 from anonlab.metrics import evaluate
@@ -55,7 +56,7 @@ def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
     return statistics.median(walls), statistics.median(cpus), result
 
 
-def casc(name: str, columns: list[str] | None) -> np.ndarray:
+def casc(name: str, columns: list[str] | None) -> NDArray[Any]:
     frame = pd.read_csv(SDC / f"{name}.csv")
     cols = columns or [str(c) for c in frame.columns]
     return standardize(frame[cols].to_numpy(float), cols)[0]
@@ -72,15 +73,15 @@ def main() -> None:
     block = {} if args.block_size is None else {"block_size": args.block_size}
     rows: list[dict[str, Any]] = []
 
-    def run(label: str, z: np.ndarray, k: int, variant: str, reps: int) -> dict[str, Any]:
+    def run(label: str, z: NDArray[Any], k: int, variant: str, reps: int) -> dict[str, Any]:
         if variant == "exact":
-            def part() -> np.ndarray:
+            def part() -> NDArray[Any]:
                 return mdav_labels(z, k)
         else:
-            def part() -> np.ndarray:
+            def part() -> NDArray[Any]:
                 return scalable_mdav_labels(z, k, **block)
 
-        def full() -> np.ndarray:
+        def full() -> NDArray[Any]:
             return group_means(z, part())
 
         wall, cpu, zm = timed(full, reps)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -44,6 +44,83 @@ CACHE_BUDGET = 64 * 2**20
 _INT64_MAX = int(np.iinfo(np.int64).max)
 #: the level vector of an empty cache slot: never at or below a target
 _NEVER_BELOW = int(np.iinfo(np.int16).max)
+
+
+def histogram_bytes(h: SensitiveHistograms) -> int:
+    """Memory of one node's histogram triples (not the shared global counts)."""
+    return int(h.classes.nbytes + h.values.nbytes + h.counts.nbytes)
+
+
+def roll_histograms(
+    hist: SensitiveHistograms, inverse: NDArray[Any], n_classes: int
+) -> SensitiveHistograms:
+    """A source node's histograms at the target: classes mapped by ``inverse``, summed."""
+    n_values = int(hist.global_counts.shape[0])
+    key = inverse.take(hist.classes)
+    key *= n_values
+    key += hist.values
+    classes, values, counts = sum_pairs(key, hist.counts, n_classes, n_values)
+    return SensitiveHistograms(classes=classes, values=values, counts=counts,
+                               global_counts=hist.global_counts)
+
+
+class RolledHistograms(Mapping[str, SensitiveHistograms]):
+    """A rolled-up node's histograms, each summed on first access.
+
+    Holds the source's histograms and the roll-up's class map ``inverse``
+    until every attribute's histograms are built (:func:`roll_histograms`,
+    the same arrays as rolling them at once), so a node judged without them
+    (one that fails k-anonymity first, see
+    :meth:`anonlab.lattice.search.SearchContext.evaluate`) never sums them.
+    :meth:`held_bytes` counts what it pins, the source's histograms included,
+    for the cache's byte budget.
+    """
+
+    def __init__(self, source: Mapping[str, SensitiveHistograms], inverse: NDArray[Any],
+                 n_classes: int) -> None:
+        self._names = tuple(source)
+        self._source: Mapping[str, SensitiveHistograms] | None = source
+        self._inverse: NDArray[Any] | None = inverse
+        self._n_classes = n_classes
+        self._built: dict[str, SensitiveHistograms] = {}
+
+    def __getitem__(self, name: str) -> SensitiveHistograms:
+        built = self._built.get(name)
+        if built is not None:
+            return built
+        if self._source is None or self._inverse is None or name not in self._names:
+            raise KeyError(name)
+        built = roll_histograms(self._source[name], self._inverse, self._n_classes)
+        self._built[name] = built
+        if len(self._built) == len(self._names):  # all built: let the source go
+            self._source = self._inverse = None
+        return built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @property
+    def pending(self) -> bool:
+        """True while some attribute's histograms are not built yet."""
+        return self._source is not None
+
+    def held_bytes(self) -> int:
+        """The built histograms' bytes, and while some are pending the class map's and the
+        source histograms' (an upper bound of what building them adds)."""
+        held = sum(histogram_bytes(h) for h in self._built.values())
+        if self._source is not None and self._inverse is not None:
+            held += self._inverse.nbytes + sensitive_bytes(self._source)
+        return int(held)
+
+
+def sensitive_bytes(sensitive: Mapping[str, SensitiveHistograms]) -> int:
+    """Memory a node's histograms hold (or pin, for :class:`RolledHistograms`)."""
+    if isinstance(sensitive, RolledHistograms):
+        return sensitive.held_bytes()
+    return sum(histogram_bytes(h) for h in sensitive.values())
 
 
 @dataclass(frozen=True)
@@ -86,8 +163,7 @@ class FrequencySet:
         for arr in (self.population, self.representatives, self.known_codes):
             if arr is not None:
                 extra += arr.nbytes
-        for h in self.sensitive.values():
-            extra += h.classes.nbytes + h.values.nbytes + h.counts.nbytes
+        extra += sensitive_bytes(self.sensitive)
         return int(self.keys.nbytes + self.counts.nbytes + extra)
 
     def group_codes(self, dim: int) -> NDArray[Any]:
@@ -413,26 +489,13 @@ class FrequencyEngine:
             keys=uniques,
             counts=counts.astype(np.int64),
             base_index=base_index,
-            sensitive={name: self._roll_histograms(h, inverse, n_classes)
-                       for name, h in source.sensitive.items()},
+            sensitive=(RolledHistograms(source.sensitive, inverse, n_classes)
+                       if source.sensitive else {}),
             population=population,
             layout=self.layout,
             representatives=representatives,
             known_codes=codes,
         )
-
-    @staticmethod
-    def _roll_histograms(
-        hist: SensitiveHistograms, inverse: NDArray[Any], n_classes: int
-    ) -> SensitiveHistograms:
-        """A source node's histograms at the target: classes mapped by ``inverse``, summed."""
-        n_values = int(hist.global_counts.shape[0])
-        key = inverse.take(hist.classes)
-        key *= n_values
-        key += hist.values
-        classes, values, counts = sum_pairs(key, hist.counts, n_classes, n_values)
-        return SensitiveHistograms(classes=classes, values=values, counts=counts,
-                                   global_counts=hist.global_counts)
 
     @classmethod
     def from_base(
@@ -720,7 +783,17 @@ class FrequencyCache:
         hit = self.get(levels)
         if hit is not None:
             return hit
-        fs = self.engine.roll_up(self.closest_below(levels), levels)
+        return self.store(self.build(levels))
+
+    def build(self, levels: Sequence[int]) -> FrequencySet:
+        """The node's frequency set rolled up from the cheapest cached source, not stored (see
+        :meth:`store`): a caller that judges the node first stores it with the histograms it
+        built, so a node whose histograms were never read is the only one counted with the
+        source histograms it pins (:class:`RolledHistograms`)."""
+        return self.engine.roll_up(self.closest_below(levels), levels)
+
+    def store(self, fs: FrequencySet) -> FrequencySet:
+        """Cache a frequency set from :meth:`build` (an axis node is kept as a snapshot too)."""
         self.put(fs)
         nonzero = [i for i, a in enumerate(fs.levels) if a]
         if len(nonzero) == 1 and fs.levels[nonzero[0]] == 1 and nonzero[0] not in self._axes:

@@ -306,11 +306,31 @@ class SearchContext:
         """A frequency set's classes with the whole model's outliers (no check counted)."""
         return self.evaluate(fs).classes
 
-    def evaluate(self, fs: FrequencySet) -> Verdict:
-        """Judge a node's classes by the whole model and by its monotone sub-model."""
+    def evaluate(self, fs: FrequencySet, short_circuit: bool = False) -> Verdict:
+        """Judge a node's classes by the whole model and by its monotone sub-model.
+
+        With ``short_circuit``, a model that is not monotone has its sub-model's
+        criteria judged first: when the sub-model's outliers alone exceed the
+        suppression limit, the whole model's outliers (a superset of them: the
+        sub-model's criteria and minimal class size are part of the model)
+        exceed it too, so both verdicts are known without the other criteria.
+        The verdict's classes then carry the sub-model's outliers only; the
+        searches read such a node's frequency set alone (its metric's lower
+        bound, which never reads the outliers).
+        """
         stats = self.stats(fs)
         counts = fs.counts
-        masks = [c.outliers(stats) for c in self._class_based]
+        early: dict[int, NDArray[Any]] = {}
+        if short_circuit and not self.monotone_model and (self._sub or self._sub_min_size > 1):
+            sub = (counts < self._sub_min_size) if self._sub_min_size > 1 else None
+            for i in self._sub:
+                early[i] = np.asarray(self._class_based[i].outliers(stats), dtype=bool)
+                sub = early[i] if sub is None else sub | early[i]
+            assert sub is not None
+            if int(counts[sub].sum()) > self.max_suppressed:
+                return Verdict(NodeClasses(fs=fs, outliers=sub, stats=stats), False, False)
+        masks = [early[i] if i in early else c.outliers(stats)
+                 for i, c in enumerate(self._class_based)]
         if len(masks) == 1:
             outliers = np.asarray(masks[0], dtype=bool)
         elif masks:
@@ -347,13 +367,17 @@ class SearchContext:
         closest cached node below (never from the rows). Tags are left to the
         caller.
         """
-        fs = self.cache.compute(self.lattice.levels(node))
+        levels = self.lattice.levels(node)
+        cached = self.cache.get(levels)
+        fs = cached if cached is not None else self.cache.build(levels)
         if not self.checked[node]:
             self.checked[node] = True
             self.nodes_checked += 1
             if self.progress is not None:
                 self.progress(SEARCH_STEP, self.nodes_checked, self.lattice.size)
-        result = self.evaluate(fs)
+        result = self.evaluate(fs, short_circuit=True)
+        if cached is None:  # stored once judged: with the histograms the criteria built
+            self.cache.store(fs)
         if result.acceptable:
             self.consider(node, result.classes)
         return result
