@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,10 @@ from anonlab.runs.perturb import InvertSettings, PerturbSettings, run_invert, ru
 REPO = Path(__file__).resolve().parents[1]
 TARRAGONA = REPO / "data" / "sdc" / "Tarragona.csv"
 TOL = 1e-12
+#: Tarragona's 13 columns: rbt rotates its odd one twice; gdp's noise (0.1) comes from the
+#: noise block of rows 0..65,535, which the parts of :func:`parts` enter at rows 100, 101, 500
+Method = Literal["obt", "rbt", "rotation", "gdp"]
+METHODS: tuple[Method, ...] = ("obt", "rotation", "rbt", "gdp")
 pytestmark = pytest.mark.filterwarnings("ignore::anonlab.perturbation.RecoverableReleaseWarning")
 
 
@@ -67,10 +71,10 @@ def parts(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> P
 
 @pytest.fixture(scope="module")
 def in_memory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """The numpy path's release (a Parquet file) and key of obt and rotation, seed 7."""
+    """The numpy path's release (a Parquet file) and key of each engine method, seed 7."""
     root = tmp_path_factory.mktemp("numpy")
-    out = {}
-    for method in ("obt", "rotation"):
+    out: dict[str, dict[str, Any]] = {}
+    for method in METHODS:
         settings = PerturbSettings(input=str(TARRAGONA), method=method, seed=7,
                                    output=str(root / f"{method}.parquet"),
                                    key=str(root / f"{method}.json"))
@@ -97,7 +101,7 @@ def _same_release(got: pd.DataFrame, want: pd.DataFrame) -> None:
 
 
 def _same_key(got: dict[str, Any], want: dict[str, Any]) -> None:
-    for name in ("method", "columns", "integer", "records", "blocks"):
+    for name in ("method", "columns", "integer", "records", "blocks", "translation", "noise"):
         assert got[name] == want[name], name
     for name in ("means", "stds"):
         np.testing.assert_allclose(got[name], want[name], rtol=TOL)
@@ -107,7 +111,7 @@ def _same_key(got: dict[str, Any], want: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
-@pytest.mark.parametrize("method", ["obt", "rotation"])
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("source", ["csv", "parts"])
 def test_release_equals_the_in_memory_one(engine: str, method: str, source: str,
                                           cluster: str, parts: Path, tmp_path: Path,
@@ -145,10 +149,11 @@ def test_dask_dataframe_input(cluster: str, original: pd.DataFrame, tmp_path: Pa
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
-def test_invert_restores_the_input(engine: str, cluster: str, parts: Path, tmp_path: Path,
-                                   original: pd.DataFrame) -> None:
+@pytest.mark.parametrize("method", ["obt", "gdp"])
+def test_invert_restores_the_input(engine: str, method: Method, cluster: str, parts: Path,
+                                   tmp_path: Path, original: pd.DataFrame) -> None:
     options = _engine_settings(engine, cluster)
-    run_perturb(PerturbSettings(input=str(parts), method="obt", seed=3,
+    run_perturb(PerturbSettings(input=str(parts), method=method, seed=3, noise=0.5,
                                 output=str(tmp_path / "release") + "/",
                                 key=str(tmp_path / "key.json"), **options))
     result = run_invert(InvertSettings(input=str(tmp_path / "release"),
@@ -186,6 +191,92 @@ def test_sampled_check_on_a_large_release(cluster: str, parts: Path, tmp_path: P
                                        output=str(tmp_path / "restored") + "/", **options))
     assert result.report["engine"]["checked_records"] == 15 + 1 + 15 + 15
     assert (pd.read_parquet(tmp_path / "restored").to_numpy() == original.to_numpy()).all()
+
+
+def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch,
+                                        original: pd.DataFrame,
+                                        in_memory: dict[str, dict[str, Any]]) -> None:
+    """A large gdp release is checked on its sample with the noise at the sampled rows (no
+    distances: the noise moves them); a release with the noise of other rows is refused."""
+    from anonlab.engine import perturb_pass
+    from anonlab.runs import perturb_engine
+
+    monkeypatch.setattr(perturb_engine, "IN_MEMORY_ROWS", 100)
+    monkeypatch.setattr(perturb_pass, "SAMPLE_ROWS", 60)
+    options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
+    run_perturb(PerturbSettings(input=str(parts), method="gdp", seed=7, attack_records=40,
+                                output=str(tmp_path / "release") + "/",
+                                key=str(tmp_path / "key.json"), **options))
+    release = pd.read_parquet(tmp_path / "release")
+    _same_release(release, in_memory["gdp"]["release"])
+    result = run_invert(InvertSettings(input=str(tmp_path / "release"),
+                                       key=str(tmp_path / "key.json"),
+                                       output=str(tmp_path / "restored") + "/", **options))
+    assert result.report["engine"]["checked_records"] == 15 + 1 + 15 + 15
+    assert (pd.read_parquet(tmp_path / "restored").to_numpy() == original.to_numpy()).all()
+    key = json.loads((tmp_path / "key.json").read_text())
+    x, y = original.to_numpy(dtype=np.float64), release.to_numpy(dtype=np.float64)
+    rows = np.array([0, 99, 100, 400, 833])
+    columns = list(original.columns)
+    assert sample_findings(x[rows], y[rows], x.std(axis=0), key, columns, rows) == []
+    shifted = sample_findings(x[rows], y[rows], x.std(axis=0), key, columns, rows + 1)
+    assert "undoing the release with the key gives" in shifted[0]
+
+
+def test_key_noise_at_sampled_rows_is_the_added_noise() -> None:
+    """The sample check's noise, drawn from the key's JSON at global rows in several blocks,
+    is the noise the release got; an old key's single stream is not regenerated there."""
+    from anonlab.engine.perturb_pass import key_noise
+    from anonlab.perturbation.key import NOISE_BLOCK, add_noise
+
+    whole = np.zeros((2 * NOISE_BLOCK + 10, 3))
+    add_noise(whole, 123, 0.2, sign=0.0, blocked=True)
+    rows = np.array([0, 5, NOISE_BLOCK - 1, NOISE_BLOCK, 2 * NOISE_BLOCK + 9])
+    noise = {"scale": 0.2, "seed": 123, "stream": "blocked"}
+    np.testing.assert_array_equal(key_noise(noise, rows, 3), whole[rows])
+    assert not key_noise({"scale": 0.0, "seed": None}, rows, 3).any()
+    with pytest.raises(ValueError, match="one stream"):
+        key_noise({"scale": 0.2, "seed": 123}, rows, 3)
+
+
+def test_an_old_gdp_key_inverts_in_memory_and_is_refused_on_the_engine(tmp_path: Path
+                                                                        ) -> None:
+    """A gdp key written before the blocked noise (one stream, no ``noise.stream``) still
+    restores its release in memory; the engines, which draw the noise per piece, refuse it.
+    The two streams agree on the first block (``default_rng([s, 0])`` is ``default_rng(s)``),
+    so the table has more rows than one block."""
+    from dataclasses import replace
+
+    from anonlab.perturbation import invert, perturb
+    from anonlab.perturbation.key import NOISE_BLOCK, PerturbationKey, add_noise, fingerprint
+
+    rng = np.random.default_rng(8)
+    original = pd.DataFrame(rng.integers(-5_000, 5_000, (NOISE_BLOCK + 900, 3)),
+                            columns=["a", "b", "c"])
+    p = perturb(original, method="gdp", seed=11, noise=0.3, known=(2,))
+    assert p.key.to_dict()["noise"]["stream"] == "blocked"
+    assert p.key.translation is not None and p.key.noise_seed is not None
+    released = p.standardized @ p.key.full_matrix().T + p.key.translation
+    add_noise(released, p.key.noise_seed, 0.3)  # the single stream of old keys
+    assert np.array_equal(released[:NOISE_BLOCK], p.released[:NOISE_BLOCK])
+    assert not np.allclose(released[NOISE_BLOCK:], p.released[NOISE_BLOCK:])
+    means, stds = fingerprint(released)
+    old = replace(p.key, noise_stream="single", release_means=means, release_stds=stds)
+    data = old.to_dict()
+    assert "stream" not in data["noise"]
+    release = pd.DataFrame(released, columns=original.columns)
+    restored = invert(release, PerturbationKey.from_dict(data))
+    assert (restored.to_numpy() == original.to_numpy()).all()
+    blocked = invert(release, replace(old, noise_stream="blocked"))
+    assert (blocked.to_numpy()[NOISE_BLOCK:] != original.to_numpy()[NOISE_BLOCK:]).any()
+    (tmp_path / "key.json").write_text(json.dumps(data))
+    release.to_parquet(tmp_path / "release.parquet")
+    with pytest.raises(AnonlabError, match="noise is one stream over all records"):
+        run_invert(InvertSettings(input=str(tmp_path / "release.parquet"),
+                                  key=str(tmp_path / "key.json"),
+                                  output=str(tmp_path / "restored") + "/"))
+    assert not (tmp_path / "restored").exists()
 
 
 def _sampled(engine: str, cluster: str, parts: Path, folder: Path
@@ -259,8 +350,6 @@ def _cli(args: list[str]) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("extra", "says"), [
-    (["--method", "rbt"], "method 'rbt' runs in memory only"),
-    (["--method", "gdp"], "method 'gdp' runs in memory only"),
     (["--output-file"], "output: engine 'dask' writes the release as a folder"),
     (["--workers", "2", "--no-engine"], "workers applies to engine 'dask' only"),
     (["--memory-limit", "lots"], "--memory-limit 'lots' is not an amount of memory"),

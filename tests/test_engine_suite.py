@@ -13,7 +13,7 @@ run, made once per module from the bundled files without any engine:
   independent checker's verdict (:func:`anonlab.verify.verify_report`);
 * ``apply`` of that report to Adult: the same release and report;
 * ``anonlab risk`` of the in-memory release: every figure the same;
-* perturbation (``obt``, ``rotation``) of Tarragona: the release to 1e-12,
+* perturbation (``obt``, ``rotation``, ``rbt``, ``gdp``) of Tarragona: the release to 1e-12,
   and ``invert`` restores the input;
 * ``evaluate`` (the EM4ADOM measures) of a microaggregated Tarragona.
 
@@ -354,10 +354,11 @@ def tarragona() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def perturbed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
-    """The in-memory releases of ``obt`` and ``rotation`` (seed 7) of the Tarragona CSV."""
+    """The in-memory releases of ``obt``, ``rotation``, ``rbt`` and ``gdp`` (seed 7) of the
+    Tarragona CSV."""
     root = tmp_path_factory.mktemp("perturbed")
     out = {}
-    for method in ("obt", "rotation"):
+    for method in ("obt", "rotation", "rbt", "gdp"):
         run_perturb(PerturbSettings(input=str(TARRAGONA), method=method, seed=7,
                                     output=str(root / f"{method}.parquet"),
                                     key=str(root / f"{method}.json")))
@@ -365,8 +366,9 @@ def perturbed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFram
     return out
 
 
-@pytest.mark.parametrize("method", ["obt", "rotation"])
-def test_perturb_and_invert(engine: EngineCase, method: Literal["obt", "rotation"],
+@pytest.mark.parametrize("method", ["obt", "rotation", "rbt", "gdp"])
+def test_perturb_and_invert(engine: EngineCase,
+                            method: Literal["obt", "rotation", "rbt", "gdp"],
                             tarragona: pd.DataFrame, perturbed: dict[str, pd.DataFrame]
                             ) -> None:
     """The engine's release of a Parquet folder is the in-memory one to 1e-12 (row by row:

@@ -40,7 +40,9 @@ def _reseal(data: dict[str, Any]) -> None:
 def test_written_key_carries_its_digest_and_reads_back(tmp_path: Path) -> None:
     p = perturb(_frame(), method="gdp", seed=5, noise=0.3)
     data = p.key.to_dict()
-    assert data["version"] == 2 and len(data["sha256"]) == 64
+    assert data["version"] == 3 and data["noise"]["stream"] == "blocked"  # blocked gdp noise
+    assert len(data["sha256"]) == 64
+    assert perturb(_frame(), method="obt", seed=5).key.to_dict()["version"] == 2
     path = tmp_path / "key.json"
     p.key.save(path)
     loaded = PerturbationKey.load(path)
@@ -154,3 +156,14 @@ def test_invert_command_refuses_an_edited_key(tmp_path: Path) -> None:
                                       "--output", str(out)])
     assert result.exit_code == 2
     assert "was changed after it was written" in result.output and not out.exists()
+
+
+def test_version_and_noise_stream_must_agree() -> None:
+    """A version-3 key holds blocked gdp noise (an older anonlab refuses version 3 rather
+    than invert with the single stream); a key whose version and stream disagree is
+    refused."""
+    data = perturb(_frame(), method="gdp", seed=5, noise=0.3).key.to_dict()
+    data["version"] = 2
+    _reseal(data)
+    with pytest.raises(AnonlabError, match="version 2 with noise stream 'blocked'"):
+        PerturbationKey.from_dict(data)

@@ -124,6 +124,88 @@ def test_rbt_angles_in_security_range() -> None:
         perturb(_frame(values), method="rbt", rho=(5.0, 5.0))
 
 
+def _rbt_from_data(z: NDArray[np.float64], seed: int, rho: tuple[float, float]
+                   ) -> list[NDArray[np.float64]]:
+    """rbt's matrices as the method describes them, each pair's angle from the covariance
+    of that pair's *data* (the odd column: with its rotated partner's values)."""
+    from anonlab.perturbation.transforms import rotation_2d
+
+    def angle(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
+        grid = security_angles(np.cov(np.column_stack([a, b]), rowvar=False, bias=True), rho)
+        return float(grid[int(rng.integers(grid.size))])
+
+    rng = np.random.default_rng(seed)
+    order = [int(i) for i in rng.permutation(z.shape[1])]
+    pairs = [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
+    mats = [rotation_2d(angle(z[:, a], z[:, b])) for a, b in pairs]
+    if len(order) % 2:
+        k, partner = int(rng.integers(len(mats))), int(rng.integers(2))
+        rotated = z[:, list(pairs[k])] @ mats[k][partner]
+        second = np.eye(3)
+        second[np.ix_([2, partner], [2, partner])] = rotation_2d(angle(z[:, order[-1]], rotated))
+        three = np.eye(3)
+        three[:2, :2] = mats[k]
+        mats[k] = second @ three
+    return mats
+
+
+@pytest.mark.parametrize("d", [2, 5, 6, 7])
+def test_rbt_blocks_need_only_the_covariance(d: int) -> None:
+    """rbt from the z-scores' covariance matrix draws the matrices that the pairs' own data
+    (and the odd column's rotated partner) give: ``T S T^T`` is that pair's covariance."""
+    from anonlab.perturbation.transforms import rbt_blocks, standardize, z_covariance
+
+    rng = np.random.default_rng(d)
+    z = standardize(rng.standard_normal((400, d)) @ rng.standard_normal((d, d)))[0]
+    names = [f"c{i}" for i in range(d)]
+    for seed in range(10):
+        blocks = rbt_blocks(names, z_covariance(z), np.random.default_rng(seed), (0.6, 0.9))
+        want = _rbt_from_data(z, seed, (0.6, 0.9))
+        assert len(blocks) == len(want)
+        for block, matrix in zip(blocks, want, strict=True):
+            np.testing.assert_allclose(block.matrix, matrix, rtol=0, atol=1e-15)
+
+
+def test_blocked_noise_of_a_run_of_rows_is_that_of_the_whole_table() -> None:
+    """Rows ``[a, b)`` given their first row draw the whole table's noise for those rows,
+    wherever the run starts and ends (inside a block, across block boundaries); each block
+    of rows has its own stream ``default_rng([seed, j])``."""
+    from anonlab.perturbation.key import NOISE_BLOCK, add_noise
+
+    n, d = 2 * NOISE_BLOCK + 500, 2
+    whole = np.zeros((n, d))
+    add_noise(whole, 9, 0.5, sign=0.0, blocked=True)
+    cuts = [0, 17, NOISE_BLOCK - 1, NOISE_BLOCK + 3, 2 * NOISE_BLOCK + 1, n]
+    for a, b in pairwise(cuts):
+        run = np.ones((b - a, d))
+        add_noise(run, 9, 0.5, blocked=True, first_row=a)
+        np.testing.assert_array_equal(run, 1.0 + whole[a:b])
+    second = np.random.default_rng([9, 1]).standard_normal((NOISE_BLOCK, d)) * 0.5
+    np.testing.assert_array_equal(whole[NOISE_BLOCK:2 * NOISE_BLOCK], second)
+    back = whole.copy()
+    add_noise(back, 9, 0.5, sign=-1.0, blocked=True)
+    assert not back.any()
+    with pytest.raises(ValueError, match="single noise stream"):
+        add_noise(np.zeros((3, d)), 9, 0.5, first_row=4)
+
+
+def test_checker_undoes_a_gdp_release_of_several_noise_blocks() -> None:
+    """The independent checker regenerates the blocked noise past the first block (where it
+    differs from the old single stream) and refuses the release under the other stream."""
+    from anonlab.perturbation.key import NOISE_BLOCK
+    from anonlab.verify.perturbation import check_perturbation
+
+    values = np.random.default_rng(6).standard_normal((NOISE_BLOCK + 700, 3))
+    p = perturb(_frame(values), method="gdp", seed=4, noise=0.2, known=(2,))
+    columns = list(p.key.columns)
+    key = p.key.to_dict()
+    assert check_perturbation(_frame(values), p.release, columns, method="gdp", key=key) == []
+    del key["noise"]["stream"]
+    key.pop("sha256")
+    problems = check_perturbation(_frame(values), p.release, columns, method="gdp", key=key)
+    assert any(f"of record {NOISE_BLOCK + 1}," in s for s in problems), problems
+
+
 def test_gdp_adds_translation_and_noise_of_the_given_scale() -> None:
     values = np.random.default_rng(1).standard_normal((20000, 4))
     p = perturb(_frame(values), method="gdp", seed=3, noise=0.2)

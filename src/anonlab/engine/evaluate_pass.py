@@ -110,11 +110,10 @@ def combine_stats(a: TableStats, b: TableStats) -> TableStats:
     if a.rows == 0 or b.rows == 0:
         base = b if a.rows == 0 else a
         return TableStats(base.rows, base.mean, base.comoment, base.absmax, tuple(values))
-    n = a.rows + b.rows
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.rows / n)
-    comoment = a.comoment + b.comoment + np.outer(delta, delta) * (a.rows * b.rows / n)
-    return TableStats(n, mean, comoment, np.maximum(a.absmax, b.absmax), tuple(values))
+    both = kernels.combine_comoments(kernels.PartialCoMoments(a.rows, a.mean, a.comoment),
+                                     kernels.PartialCoMoments(b.rows, b.mean, b.comoment))
+    return TableStats(both.count, both.mean, both.comoment, np.maximum(a.absmax, b.absmax),
+                      tuple(values))
 
 
 def category_text(column: Any) -> pa.Array:
@@ -146,9 +145,8 @@ def piece_stats(piece: Piece, numeric: Sequence[str], categorical: Sequence[str]
         rows = batch.num_rows
         if rows == 0:
             continue
-        mean = x.mean(axis=0)
-        centred = x - mean
-        part = TableStats(rows, mean, centred.T @ centred,
+        moments = kernels.block_comoments(x)
+        part = TableStats(rows, moments.mean, moments.comoment,
                           np.abs(x).max(axis=0) if x.shape[1] else np.zeros(0), tuple(values))
         total = combine_stats(total, part)
     return total

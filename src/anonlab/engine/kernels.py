@@ -29,7 +29,9 @@ computing the sample variance", The American Statistician 37(3), 1983): for
 runs ``a`` and ``b`` with counts ``n``, means ``m`` and sums of squared
 deviations ``M2``, ``delta = m_b - m_a``, ``n = n_a + n_b``,
 ``m = m_a + delta n_b / n`` and ``M2 = M2_a + M2_b + delta^2 n_a n_b / n``;
-the population deviation is ``sqrt(M2 / n)``.
+the population deviation is ``sqrt(M2 / n)``. Co-moment matrices
+``C = sum (x - m)(x - m)^T`` combine the same way,
+``C = C_a + C_b + delta delta^T n_a n_b / n``.
 """
 
 from __future__ import annotations
@@ -383,6 +385,52 @@ def combine_moments(a: PartialMoments, b: PartialMoments) -> PartialMoments:
     mean = a.mean + delta * (b.count / n)
     m2 = a.m2 + b.m2 + delta * delta * (a.count * b.count / n)
     return PartialMoments(n, mean, m2)
+
+
+@dataclass(frozen=True)
+class PartialCoMoments:
+    """Count, means and co-moment matrix ``C = sum (x - mean)(x - mean)^T`` of a run of rows."""
+
+    count: int
+    mean: NDArray[np.float64]
+    comoment: NDArray[np.float64]
+
+
+def empty_comoments(d: int) -> PartialCoMoments:
+    """The co-moments of no rows over ``d`` columns."""
+    return PartialCoMoments(0, np.zeros(d), np.zeros((d, d)))
+
+
+def block_comoments(x: NDArray[np.float64]) -> PartialCoMoments:
+    """The co-moments of the rows of ``x`` (its mean, then ``(x - mean)^T (x - mean)``)."""
+    if x.shape[0] == 0:
+        return empty_comoments(x.shape[1])
+    mean = x.mean(axis=0)
+    centred = x - mean
+    return PartialCoMoments(x.shape[0], mean, centred.T @ centred)
+
+
+def combine_comoments(a: PartialCoMoments, b: PartialCoMoments) -> PartialCoMoments:
+    """Chan's update of co-moment matrices for two consecutive runs:
+    ``C = C_a + C_b + delta delta^T n_a n_b / n`` (module text)."""
+    if a.count == 0:
+        return b
+    if b.count == 0:
+        return a
+    n = a.count + b.count
+    delta = b.mean - a.mean
+    mean = a.mean + delta * (b.count / n)
+    comoment = a.comoment + b.comoment + np.outer(delta, delta) * (a.count * b.count / n)
+    return PartialCoMoments(n, mean, comoment)
+
+
+def piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int) -> PartialCoMoments:
+    """The co-moments of ``columns`` of one piece, batches combined in order."""
+    total = empty_comoments(len(columns))
+    for batch in piece.batches(list(columns), batch_rows):
+        total = combine_comoments(total, block_comoments(
+            numeric_block(batch, columns, piece.describe())))
+    return total
 
 
 def numeric_block(batch: pa.Table, columns: Sequence[str], where: str) -> NDArray[np.float64]:

@@ -1,13 +1,17 @@
 """The perturbation's passes over the rows, on any engine: a row-wise map, its sample, its check.
 
-Once the column means and deviations are known (:meth:`Engine.moments`), an
-orthogonal perturbation whose matrix is drawn from the seed alone (obt,
-rotation; :data:`anonlab.perturbation.transforms.ROW_WISE`) releases each
-record as a function of that record only: ``y = A (x - mean) / std``, and its
+Once the column means and deviations are known (:func:`moments_pass`; for
+rbt, whose angles need the z-scores' covariance matrix,
+:func:`covariance_pass`), a perturbation releases each record as a function
+of that record only: ``y = A (x - mean) / std`` (obt, rbt, rotation), and its
 inverse is ``x = mean + std * (A^T y)`` (:class:`~anonlab.engine.base.AffineRows`
-computes both). :func:`map_rows` runs such a map over every piece of a table
-with :meth:`EngineBase.map_pieces` and writes one Parquet part per piece into
-a staged folder; in the same pass each piece returns
+computes both); gdp adds its translation and the noise of the record's global
+row, ``y = A z + t + e`` (:class:`RowNoise`: the noise of rows
+``[j B, (j + 1) B)`` is drawn from ``default_rng([seed, j])``, so a piece
+that knows its first global row draws its own). :func:`map_rows` runs such a
+map over every piece of a table with :meth:`EngineBase.map_pieces` and writes
+one Parquet part per piece into a staged folder; in the same pass each piece
+returns
 
 * the moments of what it wrote (count, means, sums of squared deviations:
   the release's fingerprint, combined in piece order by Chan's update);
@@ -29,8 +33,10 @@ checks the pairs of sampled records, independently of the transform code:
   records catch them; a fault confined to a handful of rows can escape a
   sample, which is why a table of at most the sample's size is checked whole;
 * inversion with the key as written (its JSON, not the key class):
-  ``x = mean + std * (y A)`` must give the sampled input back to
-  ``1e-9 (|x| + std)``.
+  ``x = mean + std * ((y - t - e) A)`` must give the sampled input back to
+  ``1e-9 (|x| + std)``, the noise ``e`` drawn here from the key's seed at the
+  sampled global rows (:func:`key_noise`). A gdp release keeps no distance,
+  so it is checked by this inversion alone.
 """
 
 from __future__ import annotations
@@ -62,6 +68,18 @@ SAMPLE_ROWS = 2_000
 #: the seed of the sample's keys (a constant: the sample is part of the check, not a secret)
 SAMPLE_SEED = 20_141_114
 INTEGER_TEXT = r"^[+-]?[0-9]+$"  # anonlab.textnumbers.INTEGER_TEXT
+
+
+@dataclass(frozen=True)
+class RowNoise:
+    """gdp's noise of the blocked stream (:func:`anonlab.perturbation.key.add_noise`), added
+    to each mapped row (``sign`` 1, after the map) or removed from each input row (``sign``
+    -1, before it); ``first_rows[piece]`` is the global row of the piece's first row."""
+
+    seed: int
+    scale: float
+    sign: float
+    first_rows: Mapping[int, int]
 
 
 @dataclass(frozen=True)
@@ -141,10 +159,25 @@ class _Sampler:
         return self.positions[order], self.values[order]
 
 
+def _noisy(x: FloatArray, noise: RowNoise | None, sign: float, piece: int, seen: int
+           ) -> FloatArray:
+    """``x`` with ``noise`` added (or removed) when its sign is ``sign``; the rows are the
+    piece's rows from ``seen`` on."""
+    from anonlab.perturbation.key import add_noise
+
+    if noise is None or noise.sign != sign or noise.scale == 0.0:
+        return x
+    out = np.array(x, dtype=np.float64, copy=True)
+    add_noise(out, noise.seed, noise.scale, sign=sign, blocked=True,
+              first_row=noise.first_rows[piece] + seen)
+    return out
+
+
 def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
               function: AffineRows, integer_out: Sequence[bool] | None, folder: str,
-              batch_rows: int, sample_rows: int) -> PieceMapped:
-    """Map ``columns`` of one piece by ``function`` and write the ``keep`` columns.
+              batch_rows: int, sample_rows: int, noise: RowNoise | None = None) -> PieceMapped:
+    """Map ``columns`` of one piece by ``function`` (with ``noise`` removed before it or
+    added after it) and write the ``keep`` columns.
 
     The mapped columns are written as doubles, or as the nearest integers
     (``int64``) where ``integer_out`` says so; the other kept columns as their
@@ -164,8 +197,11 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
             for j, name in enumerate(columns):
                 integer[j] = integer[j] and integer_column(batch.column(name))
             x = kernels.numeric_block(batch, columns, piece.describe())
+            seen = sampler.seen
             sampler.add(x)
-            y = np.asarray(function(x), dtype=np.float64)
+            y = np.asarray(function(_noisy(x, noise, -1.0, piece.index, seen)),
+                           dtype=np.float64)
+            y = _noisy(y, noise, 1.0, piece.index, seen)
             if x.shape[0]:
                 mean = y.mean(axis=0)
                 centred = y - mean
@@ -206,18 +242,65 @@ def base_engine(engine: Engine) -> EngineBase:
     return engine
 
 
+def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
+                     ) -> tuple[int, kernels.PartialMoments]:
+    """The piece's index and its moments (:func:`anonlab.engine.kernels.piece_moments`)."""
+    return piece.index, kernels.piece_moments(piece, columns, batch_rows)
+
+
+def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
+                 progress: ProgressFn | None = None) -> tuple[Moments, dict[int, int]]:
+    """:meth:`Engine.moments` (pieces combined in order by Chan's update), and the global row
+    of each piece's first row (the counts before it), which the blocked noise needs."""
+    runner = base_engine(engine)
+    parts: list[tuple[int, kernels.PartialMoments]] = runner.map_pieces(
+        table, _indexed_moments, list(columns), runner.batch_rows, progress=progress)
+    total = kernels.PartialMoments(0, np.zeros(len(columns)), np.zeros(len(columns)))
+    first_rows: dict[int, int] = {}
+    for index, part in parts:
+        first_rows[index] = total.count
+        total = kernels.combine_moments(total, part)
+    if total.count == 0:
+        raise AnonlabError(f"input: {table.source} has no rows: give at least one record",
+                           parameter="input")
+    return (Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / total.count)),
+            first_rows)
+
+
+def covariance_pass(engine: Engine, table: Table, columns: Sequence[str], *,
+                    progress: ProgressFn | None = None) -> tuple[Moments, FloatArray]:
+    """The moments of ``columns`` and the population covariance of their z-scores, in one
+    pass: each piece's co-moment matrix ``C`` (:func:`anonlab.engine.kernels.piece_comoments`),
+    combined in piece order by Chan's update; ``std = sqrt(diag(C) / n)`` and
+    ``cov(z) = C / (n std std^T)`` (rbt's angles need nothing else of the data). Refuses
+    what has no z-score (:meth:`Moments.check_z_scores`)."""
+    runner = base_engine(engine)
+    parts: list[kernels.PartialCoMoments] = runner.map_pieces(
+        table, kernels.piece_comoments, list(columns), runner.batch_rows, progress=progress,
+        step="reading the covariances")
+    total = kernels.empty_comoments(len(columns))
+    for p in parts:
+        total = kernels.combine_comoments(total, p)
+    count = max(total.count, 1)
+    std = np.sqrt(np.maximum(total.comoment.diagonal(), 0.0) / count)
+    moments = Moments(tuple(columns), total.count, total.mean, std)
+    moments.check_z_scores()
+    return moments, total.comoment / count / np.outer(std, std)
+
+
 def map_rows(engine: Engine, table: Table, columns: Sequence[str], keep: Sequence[str],
              function: AffineRows, staged: StagedFolder, *,
              integer_out: Sequence[bool] | None = None, sample_rows: int = SAMPLE_ROWS,
-             progress: ProgressFn | None = None) -> MappedTable:
-    """Map ``columns`` of every row by ``function``, write the ``keep`` columns into
-    ``staged`` (one part per non-empty piece), and sample about ``sample_rows`` input rows
-    (module text). The caller commits ``staged``."""
+             noise: RowNoise | None = None, progress: ProgressFn | None = None
+             ) -> MappedTable:
+    """Map ``columns`` of every row by ``function`` (and ``noise``), write the ``keep``
+    columns into ``staged`` (one part per non-empty piece), and sample about
+    ``sample_rows`` input rows (module text). The caller commits ``staged``."""
     runner = base_engine(engine)
     per_piece = -(-sample_rows // max(1, pieces_of(table)))
     parts: list[PieceMapped] = runner.map_pieces(
         table, map_piece, list(columns), list(keep), function, integer_out, str(staged.path),
-        runner.batch_rows, per_piece, progress=progress, step="perturbing rows")
+        runner.batch_rows, per_piece, noise, progress=progress, step="perturbing rows")
     d = len(columns)
     total = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
     for p in parts:
@@ -281,26 +364,59 @@ def written_sample(engine: Engine, folder: Path, mapped: MappedTable, *,
                     arrow_strings=True)
 
 
+def sample_rows(mapped: MappedTable, first_rows: Mapping[int, int]) -> NDArray[np.int64]:
+    """The global rows of ``mapped.sample`` (``first_rows[piece]``: the piece's first row)."""
+    found = [first_rows[i] + p for i, p in mapped.positions.items()]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
 def sample_findings(x: FloatArray, y: FloatArray, std: FloatArray,
-                    key: Mapping[str, Any] | None, columns: Sequence[str]) -> list[str]:
+                    key: Mapping[str, Any] | None, columns: Sequence[str],
+                    rows: NDArray[np.int64] | None = None) -> list[str]:
     """Problems of sampled rows ``x`` (input) and ``y`` (written), empty when they hold.
 
-    Distances of every pair (``std``: the input's deviations) when ``key``
-    describes an orthogonal method, then undoing ``y`` with the key's JSON
-    (module text). With ``key=None`` only the distances are checked.
+    Distances of every pair (``std``: the input's deviations) unless ``key``
+    is gdp's (its noise moves them), then undoing ``y`` with the key's JSON
+    (module text; ``rows``: the global rows of the sample, for gdp's noise).
+    With ``key=None`` only the distances are checked.
     """
     from anonlab.verify.perturbation import ALL_PAIRS_LIMIT, distance_findings
 
-    problems = distance_findings(x, y, std, all_pairs_limit=max(ALL_PAIRS_LIMIT, x.shape[0]))
+    problems: list[str] = []
+    if key is None or key.get("method") != "gdp":
+        problems = distance_findings(x, y, std,
+                                     all_pairs_limit=max(ALL_PAIRS_LIMIT, x.shape[0]))
     if key is not None:
-        problems += undo_findings(key, x, y, columns)
+        problems += undo_findings(key, x, y, columns, rows)
     return problems
 
 
+def key_noise(noise: Mapping[str, Any], rows: NDArray[np.int64], d: int) -> FloatArray:
+    """The noise ``e`` of a key's ``noise`` entry (seed, scale, blocked stream) at global
+    ``rows``, drawn from the seed here: row ``r`` is row ``r - j B`` of
+    ``default_rng([seed, j])``'s stream, ``j = r // B`` (one draw per block sampled)."""
+    from anonlab.perturbation.key import NOISE_BLOCK
+
+    scale = float(noise.get("scale") or 0.0)
+    out = np.zeros((rows.size, d))
+    if noise.get("seed") is None or scale == 0.0:
+        return out
+    if noise.get("stream") != "blocked":
+        raise ValueError("the noise is one stream over all records, not blocked")
+    blocks = rows // NOISE_BLOCK
+    for block in np.unique(blocks):
+        here = np.flatnonzero(blocks == block)
+        within = rows[here] - block * NOISE_BLOCK
+        gen = np.random.default_rng([int(noise["seed"]), int(block)])
+        out[here] = gen.standard_normal((int(within.max()) + 1, d))[within] * scale
+    return out
+
+
 def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
-                  columns: Sequence[str]) -> list[str]:
-    """``mean + std * ((y - t) A)`` from the key's plain JSON must be ``x`` to
-    ``1e-9 (|x| + std)`` (a release without noise; ``t`` the translation, if any)."""
+                  columns: Sequence[str], rows: NDArray[np.int64] | None = None) -> list[str]:
+    """``mean + std * ((y - t - e) A)`` from the key's plain JSON must be ``x`` to
+    ``1e-9 (|x| + std)`` (``t`` the translation, if any; ``e`` the noise at global
+    ``rows``, :func:`key_noise`)."""
     from anonlab.verify.perturbation import INVERT_RTOL
 
     try:
@@ -313,10 +429,12 @@ def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
             idx = [names.index(str(c)) for c in block["columns"]]
             matrix[np.ix_(idx, idx)] = np.asarray(block["matrix"], dtype=np.float64)
         shift = np.asarray(key.get("translation") or np.zeros(len(names)), dtype=np.float64)
-    except (KeyError, TypeError, ValueError) as exc:
+        noise = key_noise(key.get("noise") or {},
+                          np.arange(x.shape[0]) if rows is None else rows, len(names))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [f"the key as written is damaged ({exc})"]
     xs, ys = x[:, pos], y[:, pos]
-    restored = means + stds * ((ys - shift) @ matrix)
+    restored = means + stds * ((ys - shift - noise) @ matrix)
     wrong = np.abs(restored - xs) > INVERT_RTOL * (np.abs(xs) + stds)
     if not wrong.any():
         return []

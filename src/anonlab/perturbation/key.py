@@ -9,7 +9,10 @@ file is refused. When the run dropped ``identifying`` columns, the key names
 them (they are in no release, so no key can restore them). It is written
 only to ``--key`` and never enters the release or a report.
 
-Integrity: a key of format version 2 carries ``sha256``, the SHA-256 digest of
+Versions: a key whose gdp noise is drawn in row blocks is version 3 (an
+older anonlab, which knows only the single noise stream, refuses it); every
+other key is version 2, as before. Integrity: a key of version 2 or 3 carries
+``sha256``, the SHA-256 digest of
 its canonical content (every other key, as JSON with sorted keys and no
 spaces). A key whose content no longer matches the digest (e.g. an edited
 ``stds``, which would invert silently to wrong values) is refused. The digest
@@ -36,11 +39,17 @@ from anonlab.errors import AnonlabError
 
 FloatArray = NDArray[np.float64]
 KEY_FORMAT = "anonlab-perturbation-key"
-KEY_VERSION = 2  # 2: with the ``sha256`` integrity digest; 1: without
+#: 3: gdp noise in row blocks (``noise.stream = "blocked"``), which an anonlab that reads
+#: only versions 1 and 2 must refuse rather than invert with the single stream;
+#: 2: with the ``sha256`` integrity digest; 1: without
+KEY_VERSION = 3
+#: the version a key without blocked noise is written with (as before blocks existed)
+PLAIN_KEY_VERSION = 2
 METHODS = ("obt", "rbt", "rotation", "gdp")
 ORTHOGONAL = ("obt", "rbt", "rotation")
 ORTHOGONAL_TOL = 1e-9  # largest |A A^T - E| entry of a key's matrix
 DIGEST_KEY = "sha256"
+NOISE_STREAMS = ("single", "blocked")
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class PerturbationKey:
     release_means: FloatArray
     release_stds: FloatArray
     identifying: tuple[str, ...] = ()  # input columns dropped from the release: not restorable
+    #: how the gdp noise is drawn from its seed: ``"blocked"`` (per block of rows,
+    #: :func:`add_noise`), or ``"single"`` (one stream; keys written before blocks existed)
+    noise_stream: str = "single"
 
     def full_matrix(self) -> FloatArray:
         """The ``d x d`` orthogonal matrix over ``columns`` assembled from the blocks."""
@@ -83,19 +95,25 @@ class PerturbationKey:
         if self.noise_seed is None or self.noise_scale == 0.0:
             return None
         out = np.empty((self.records, len(self.columns)))
-        add_noise(out, self.noise_seed, self.noise_scale, sign=0.0)
+        add_noise(out, self.noise_seed, self.noise_scale, sign=0.0,
+                  blocked=self.noise_stream == "blocked")
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (full float precision), sealed with its ``sha256`` digest."""
         content = {
-            "format": KEY_FORMAT, "version": KEY_VERSION, "method": self.method,
+            "format": KEY_FORMAT,
+            "version": KEY_VERSION if self.noise_stream == "blocked" else PLAIN_KEY_VERSION,
+            "method": self.method,
             "columns": list(self.columns), "integer": list(self.integer),
             "means": self.means.tolist(), "stds": self.stds.tolist(),
             "blocks": [{"columns": list(b.columns), "matrix": b.matrix.tolist()}
                        for b in self.blocks],
             "translation": None if self.translation is None else self.translation.tolist(),
-            "noise": {"scale": self.noise_scale, "seed": self.noise_seed},
+            "noise": {"scale": self.noise_scale, "seed": self.noise_seed,
+                      # absent for the single stream, so keys written before are as they were
+                      **({"stream": self.noise_stream} if self.noise_stream != "single"
+                         else {})},
             "records": self.records,
             "release_fingerprint": {"means": self.release_means.tolist(),
                                     "stds": self.release_stds.tolist()},
@@ -123,7 +141,7 @@ class PerturbationKey:
         if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
             raise AnonlabError(f"'{where}' is not a perturbation key: give the key file "
                                "written by 'anonlab perturb'")
-        if data.get("version") not in (1, KEY_VERSION):
+        if data.get("version") not in (1, PLAIN_KEY_VERSION, KEY_VERSION):
             raise AnonlabError(f"perturbation key '{where}' has format version "
                                f"{data.get('version')!r}, which this anonlab does not know: "
                                "use the anonlab version that wrote it")
@@ -146,11 +164,16 @@ class PerturbationKey:
                 records=int(data["records"]),
                 release_means=_vector(fp["means"], d), release_stds=_vector(fp["stds"], d),
                 identifying=tuple(str(c) for c in data.get("identifying") or ()),
+                noise_stream=str(noise.get("stream") or "single"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "
                                "key file exactly as 'anonlab perturb' wrote it") from None
         key.validate(where)
+        if (data["version"] == KEY_VERSION) != (key.noise_stream == "blocked"):
+            raise AnonlabError(f"perturbation key '{where}' is inconsistent: version "
+                               f"{data['version']} with noise stream '{key.noise_stream}'; use "
+                               "the key file exactly as 'anonlab perturb' wrote it")
         check_digest(data, where)
         return key
 
@@ -180,6 +203,8 @@ class PerturbationKey:
             return "its release fingerprint has a negative deviation"
         if not (np.isfinite(self.noise_scale) and self.noise_scale >= 0):
             return f"its noise scale {self.noise_scale} is not a number >= 0"
+        if self.noise_stream not in NOISE_STREAMS:
+            return f"its noise stream '{self.noise_stream}' is unknown"
         return self._structure_problem()
 
     def _structure_problem(self) -> str | None:
@@ -251,7 +276,8 @@ def _plain(value: Any) -> Any:
 
 
 def check_digest(data: dict[str, Any], where: str) -> None:
-    """Refuse a key whose content does not match its digest (or a version-2 key without one).
+    """Refuse a key whose content does not match its digest (or a version-2 or 3 key without
+    one).
 
     A version-1 key has no digest and is accepted (see the module docstring).
     """
@@ -287,29 +313,66 @@ def centred_moments(values: FloatArray, overwrite: bool = False
 
 
 NOISE_CHUNK = 65_536
+#: rows of one block of the blocked noise stream: rows ``[j B, (j + 1) B)`` draw from
+#: ``default_rng([seed, j])``
+NOISE_BLOCK = 65_536
 
 
-def add_noise(values: FloatArray, seed: int, scale: float, sign: float = 1.0) -> None:
+def add_noise(values: FloatArray, seed: int, scale: float, sign: float = 1.0, *,
+              blocked: bool = False, first_row: int = 0) -> None:
     """Add ``sign * scale * N(0, 1)`` draws to ``values`` in place, record by record.
 
-    The draws fill the records in row-major order from ``default_rng(seed)``,
-    generated in chunks of rows so that no second full-size array is needed;
-    chunked draws of a generator continue one stream, so the noise is the same
-    as one draw of shape ``values.shape``. ``sign=0`` overwrites ``values``
-    with the noise itself.
+    ``blocked``: global row ``r = first_row + i`` of block ``j = r // NOISE_BLOCK``
+    takes its ``d`` draws from ``default_rng([seed, j])``, at row ``r - j B`` of
+    that generator's row-major stream. A run of rows starting anywhere (an
+    engine's piece, given its ``first_row``) thus draws the noise of the whole
+    table's run, which lets the engines add and remove it piece by piece.
+    Without ``blocked`` (keys written before blocks existed), the draws fill the
+    records in row-major order from ``default_rng(seed)``, generated in chunks
+    of rows; chunked draws of a generator continue one stream, so the noise is
+    the same as one draw of shape ``values.shape`` (``first_row`` must be 0).
+    Either way no second full-size array is needed. ``sign=0`` overwrites
+    ``values`` with the noise itself.
     """
-    gen = np.random.default_rng(seed)
     n, d = values.shape
+    if blocked:
+        _add_blocked_noise(values, seed, scale, sign, first_row)
+        return
+    if first_row:
+        raise ValueError("the single noise stream starts at the first row of the table")
+    gen = np.random.default_rng(seed)
     for start in range(0, n, NOISE_CHUNK):
         stop = min(n, start + NOISE_CHUNK)
-        draw = gen.standard_normal((stop - start, d))
-        draw *= scale
-        if sign == 0.0:
-            values[start:stop] = draw
-        elif sign > 0:
-            values[start:stop] += draw
-        else:
-            values[start:stop] -= draw
+        _add_draw(values, slice(start, stop), gen.standard_normal((stop - start, d)), scale,
+                  sign)
+
+
+def _add_blocked_noise(values: FloatArray, seed: int, scale: float, sign: float,
+                       first_row: int) -> None:
+    """:func:`add_noise` of the blocked stream: each block's generator drawn up to the last
+    row needed (the first rows of a longer draw are the same draws)."""
+    n, d = values.shape
+    row = first_row
+    while row < first_row + n:
+        block = row // NOISE_BLOCK
+        start = block * NOISE_BLOCK
+        stop = min(first_row + n, start + NOISE_BLOCK)
+        draw = np.random.default_rng([seed, block]).standard_normal((stop - start, d))
+        _add_draw(values, slice(row - first_row, stop - first_row), draw[row - start:], scale,
+                  sign)
+        row = stop
+
+
+def _add_draw(values: FloatArray, rows: slice, draw: FloatArray, scale: float,
+              sign: float) -> None:
+    """``values[rows] += sign * scale * draw`` (``sign=0``: ``values[rows] = scale * draw``)."""
+    draw *= scale
+    if sign == 0.0:
+        values[rows] = draw
+    elif sign > 0:
+        values[rows] += draw
+    else:
+        values[rows] -= draw
 
 
 def fingerprint(values: FloatArray) -> tuple[FloatArray, FloatArray]:

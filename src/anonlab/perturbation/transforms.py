@@ -17,8 +17,9 @@ distance-based clustering of the release finds the same clusters.
 * ``rotation``: one Haar-random ``d x d`` orthogonal matrix.
 * ``gdp`` (geometric perturbation, Chen and Liu 2005): a Haar-random rotation,
   a random translation drawn uniformly from ``[-1, 1]^d`` and independent
-  Gaussian noise ``N(0, noise^2)`` on every standardized value; it alone does
-  not keep distances exactly.
+  Gaussian noise ``N(0, noise^2)`` on every standardized value, drawn per block
+  of rows (:func:`~anonlab.perturbation.key.add_noise`, so that an engine's
+  piece draws its own rows' noise); it alone does not keep distances exactly.
 """
 
 from __future__ import annotations
@@ -119,9 +120,11 @@ def security_angles(cov: FloatArray, rho: tuple[float, float]) -> FloatArray:
     return np.asarray(t[(var_a >= rho[0]) & (var_b >= rho[1])], dtype=np.float64)
 
 
-def _rbt_angle(z: FloatArray, rho: tuple[float, float], names: tuple[str, str],
+def _rbt_angle(cov: FloatArray, rho: tuple[float, float], names: tuple[str, str],
                rng: np.random.Generator) -> float:
-    angles = security_angles(np.cov(z, rowvar=False, bias=True), rho)
+    """An angle drawn uniformly from the security range of a pair with 2 x 2 covariance
+    ``cov`` (:func:`security_angles`)."""
+    angles = security_angles(cov, rho)
     if angles.size == 0:
         raise AnonlabError(f"rho ({rho[0]:g}, {rho[1]:g}) is out of reach for columns "
                            f"'{names[0]}' and '{names[1]}': no rotation angle gives "
@@ -129,24 +132,41 @@ def _rbt_angle(z: FloatArray, rho: tuple[float, float], names: tuple[str, str],
     return float(angles[int(rng.integers(angles.size))])
 
 
-def rbt_blocks(names: Sequence[str], z: FloatArray, rng: np.random.Generator,
+def z_covariance(z: FloatArray) -> FloatArray:
+    """The population covariance matrix of the z-scores (``np.cov`` with ``bias=True``):
+    everything of the data that :func:`rbt_blocks` looks at."""
+    return np.atleast_2d(np.asarray(np.cov(z, rowvar=False, bias=True), dtype=np.float64))
+
+
+def rbt_blocks(names: Sequence[str], cov: FloatArray, rng: np.random.Generator,
                rho: tuple[float, float]) -> list[Block]:
-    """RBT: random pairs rotated by an angle from the security range; odd column rotated again."""
+    """RBT: random pairs rotated by an angle from the security range; odd column rotated again.
+
+    ``cov`` is the ``d x d`` population covariance of the z-scores
+    (:func:`z_covariance`): a pair's angle needs its 2 x 2 block; the odd
+    column ``l`` is paired with the rotated partner ``r = m_0 p + m_1 q`` (``m``
+    the partner's row of the first rotation of ``(p, q)``), whose covariance
+    with ``l`` is ``T S T^T`` for ``S`` the covariance of ``(l, p, q)`` and
+    ``T = [[1, 0, 0], [0, m_0, m_1]]``.
+    """
     order = [int(i) for i in rng.permutation(len(names))]
     blocks: list[Block] = []
     for i in range(0, len(order) - 1, 2):
         a, b = order[i], order[i + 1]
-        m = rotation_2d(_rbt_angle(z[:, [a, b]], rho, (names[a], names[b]), rng))
+        pair = cov[np.ix_([a, b], [a, b])]
+        m = rotation_2d(_rbt_angle(pair, rho, (names[a], names[b]), rng))
         blocks.append(Block((names[a], names[b]), m))
     if len(order) % 2:
         last = order[-1]
         k = int(rng.integers(len(blocks)))
         first = blocks.pop(k)
         partner = int(rng.integers(2))
-        pq = [names.index(c) for c in first.columns]
-        rotated = z[:, pq] @ first.matrix[partner]  # the partner column after its rotation
-        data = np.column_stack([z[:, last], rotated])
-        m2 = rotation_2d(_rbt_angle(data, rho, (names[last], first.columns[partner]), rng))
+        lpq = [last, *(names.index(c) for c in first.columns)]
+        to_pair = np.zeros((2, 3))
+        to_pair[0, 0] = 1.0
+        to_pair[1, 1:] = first.matrix[partner]  # the partner column after its rotation
+        pair = to_pair @ cov[np.ix_(lpq, lpq)] @ to_pair.T
+        m2 = rotation_2d(_rbt_angle(pair, rho, (names[last], first.columns[partner]), rng))
         three = np.eye(3)
         three[:2, :2] = first.matrix  # (p, q, last): first rotation on p, q
         second = np.eye(3)
@@ -185,11 +205,6 @@ def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
         idx = [index[c] for c in b.columns]
         full[np.ix_(idx, idx)] = b.matrix
     return full
-
-
-#: the methods whose transform is drawn from the seed alone, without looking at the data: with
-#: the column moments known, each record's release is a function of that record only
-ROW_WISE = ("obt", "rotation")
 
 
 def data_free_blocks(method: str, names: Sequence[str], rng: np.random.Generator, *, seed: int,
@@ -249,7 +264,7 @@ def perturb_array(
     translation: FloatArray | None = None
     noise_seed: int | None = None
     if method == "rbt":
-        blocks = rbt_blocks(names, z, rng, rho)
+        blocks = rbt_blocks(names, z_covariance(z), rng, rho)
     else:
         blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
                                   library=library)
@@ -259,13 +274,14 @@ def perturb_array(
         noise_seed = int(rng.integers(2**62))
         released += translation
         if noise > 0:
-            add_noise(released, noise_seed, noise)
+            add_noise(released, noise_seed, noise, blocked=True)
     release_means, release_stds = fingerprint(released)
     key = PerturbationKey(
         method=method, columns=tuple(names), integer=tuple(data.integer), means=means,
         stds=stds, blocks=tuple(blocks), translation=translation,
         noise_scale=float(noise) if method == "gdp" else 0.0, noise_seed=noise_seed,
         records=z.shape[0], release_means=release_means, release_stds=release_stds,
+        noise_stream="blocked" if method == "gdp" else "single",
     )
     return z, released, key
 
@@ -306,7 +322,8 @@ def invert_array(released: FloatArray, key: PerturbationKey) -> FloatArray:
     if key.translation is not None:
         y -= key.translation
     if key.noise_seed is not None and key.noise_scale > 0:
-        add_noise(y, key.noise_seed, key.noise_scale, sign=-1.0)
+        add_noise(y, key.noise_seed, key.noise_scale, sign=-1.0,
+                  blocked=key.noise_stream == "blocked")
     z = np.asarray((key.full_matrix().T @ y.T).T, dtype=np.float64)
     z *= key.stds
     z += key.means

@@ -20,7 +20,9 @@ noise ``e`` (gdp). Other columns pass through unchanged. So:
   means and deviations must be the input's (to 1e-9 relative); its blocks must
   cover the columns once with orthogonal matrices (``|A A^T - E| <= 1e-9``);
   and undoing the release with it, ``x = mean + std * ((y - t - e) A)`` with
-  the noise ``e`` regenerated from its seed, must give the input back to
+  the noise ``e`` regenerated from its seed (one stream, or with
+  ``noise.stream = "blocked"`` one stream per block of 65,536 rows seeded by
+  ``[seed, block]``), must give the input back to
   ``1e-9 * (|x| + std)``.
 
 A gdp release keeps no distance (its noise moves them), so without its key
@@ -72,6 +74,7 @@ ALL_PAIRS_LIMIT = 2_000
 SAMPLED_PAIRS = 20_000
 BLOCK_VALUES = 4_000_000  # doubles in one block of pairwise differences
 NOISE_ROWS = 65_536  # rows of noise regenerated at a time (the stream does not depend on it)
+NOISE_BLOCK_ROWS = 65_536  # rows of a key's "blocked" noise: [j B, (j + 1) B) from [seed, j]
 BLOCK_ROWS = 65_536  # rows (or pairs) handled at a time: temporaries of a few MB
 
 
@@ -491,7 +494,8 @@ def _vector(value: Any, d: int, what: str) -> FloatArray:
 
 
 def _key_parts(key: Mapping[str, Any], d: int
-               ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, tuple[int, float] | None]:
+               ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray,
+                          tuple[int, float, bool] | None]:
     """Means, deviations, the full ``d x d`` matrix (key column order), translation, noise."""
     try:
         names = [str(c) for c in key["columns"]]
@@ -505,6 +509,7 @@ def _key_parts(key: Mapping[str, Any], d: int
         noise_part = key.get("noise") or {}
         scale = float(noise_part.get("scale") or 0.0)
         seed = noise_part.get("seed")
+        blocked = noise_part.get("stream") == "blocked"
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _DamagedKeyError(f"it lacks or garbles {exc!s}") from None
     if len(names) != d:
@@ -520,7 +525,7 @@ def _key_parts(key: Mapping[str, Any], d: int
             raise _DamagedKeyError(f"the block {cols} does not fit its columns")
         idx = [index[c] for c in cols]
         matrix[np.ix_(idx, idx)] = block
-    noise = None if seed is None or scale == 0.0 else (int(seed), scale)
+    noise = None if seed is None or scale == 0.0 else (int(seed), scale, blocked)
     return means, stds, matrix, translation, noise
 
 
@@ -571,6 +576,32 @@ def _block_findings(key: Mapping[str, Any], columns: Sequence[str]) -> list[str]
     return []
 
 
+class _NoiseRows:
+    """The noise of consecutive rows from row 0: one stream ``default_rng(seed)``, or with
+    ``blocked`` a stream ``default_rng([seed, j])`` per block ``j`` of rows."""
+
+    def __init__(self, seed: int, blocked: bool) -> None:
+        self.seed, self.blocked = seed, blocked
+        self.block = 0
+        self.gen = np.random.default_rng([seed, 0] if blocked else seed)
+
+    def draw(self, start: int, shape: tuple[int, ...]) -> FloatArray:
+        """The draws of rows ``start .. start + shape[0]`` (the rows after the last drawn)."""
+        if not self.blocked:
+            return self.gen.standard_normal(shape)
+        out = np.empty(shape)
+        done = 0
+        while done < shape[0]:
+            row = start + done
+            if row // NOISE_BLOCK_ROWS != self.block:
+                self.block = row // NOISE_BLOCK_ROWS
+                self.gen = np.random.default_rng([self.seed, self.block])
+            take = min(shape[0] - done, (self.block + 1) * NOISE_BLOCK_ROWS - row)
+            out[done:done + take] = self.gen.standard_normal((take, shape[1]))
+            done += take
+        return out
+
+
 @dataclass(frozen=True)
 class _Undo:
     """Undoing a release with a key: ``x = mean + std * ((y - t - e) A)``, in the key's order."""
@@ -579,17 +610,18 @@ class _Undo:
     stds: FloatArray
     matrix: FloatArray
     translation: FloatArray
-    noise: tuple[int, float] | None  # (seed, scale) of the gdp noise ``e``
+    noise: tuple[int, float, bool] | None  # (seed, scale, blocked) of the gdp noise ``e``
 
     def findings(self, x: FloatArray, y: FloatArray, pos: Sequence[int],
                  columns: Sequence[str]) -> list[str]:
         """Undoing the release must give the input: ``|x' - x| <= 1e-9 (|x| + std)``.
 
         A block of :data:`NOISE_ROWS` rows at a time, the noise drawn row by
-        row from ``default_rng(seed)`` as it was added (the stream does not
-        depend on the block size).
+        row from ``default_rng(seed)`` as it was added, or for a blocked key
+        from ``default_rng([seed, j])`` for rows of block ``j`` of
+        :data:`NOISE_BLOCK_ROWS` (the stream does not depend on ``NOISE_ROWS``).
         """
-        gen = None if self.noise is None else np.random.default_rng(self.noise[0])
+        gen = None if self.noise is None else _NoiseRows(self.noise[0], self.noise[2])
         same = list(pos) == list(range(x.shape[1]))  # the key's order is the release's
         first: tuple[int, int, float, float] | None = None
         count = 0
@@ -598,7 +630,7 @@ class _Undo:
             xb, yb = (x[rows], y[rows]) if same else (x[rows][:, pos], y[rows][:, pos])
             shift = yb - self.translation
             if gen is not None and self.noise is not None:
-                shift -= gen.standard_normal(shift.shape) * self.noise[1]
+                shift -= gen.draw(start, shift.shape) * self.noise[1]
             restored = self.means + self.stds * (shift @ self.matrix)
             wrong = np.abs(restored - xb) > INVERT_RTOL * (np.abs(xb) + self.stds)
             if not wrong.any():
