@@ -122,11 +122,15 @@ class BaseFrequencySet:
     first_rows: NDArray[np.int64]
     sensitive: dict[str, SensitiveCounts]
     rows: int
+    #: per tuple, the sum of the weights column (``frequency_set(..., weights=)``), else None
+    weights: NDArray[np.float64] | None = None
 
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays."""
         total = self.tuples.nbytes + self.counts.nbytes + self.first_rows.nbytes
+        if self.weights is not None:
+            total += self.weights.nbytes
         for s in self.sensitive.values():
             total += s.classes.nbytes + s.values.nbytes + s.counts.nbytes
         return int(total)
@@ -347,8 +351,10 @@ class Engine(Protocol):
         ...
 
     def frequency_set(self, table: TableLike, qi: Sequence[str], sensitive: Sequence[str] = (),
-                      *, progress: ProgressFn | None = None) -> BaseFrequencySet:
-        """Distinct ``qi`` tuples with counts and per-tuple histograms of ``sensitive``."""
+                      *, progress: ProgressFn | None = None, weights: str | None = None
+                      ) -> BaseFrequencySet:
+        """Distinct ``qi`` tuples with counts, per-tuple histograms of ``sensitive`` and,
+        with ``weights``, per-tuple sums of that column."""
         ...
 
     def write_release(self, table: TableLike, plan: ReleasePlan,
@@ -407,8 +413,9 @@ class EngineBase:
         raise NotImplementedError
 
     def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None) -> kernels.PartialFrequencySet:
-        """The partial frequency set of the whole table."""
+                        progress: ProgressFn | None, weights: str | None = None
+                        ) -> kernels.PartialFrequencySet:
+        """The partial frequency set of the whole table (with sums of ``weights``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -461,9 +468,17 @@ class EngineBase:
                         sum(p.rows for p in parts), tuple(blocks) if codes else None)
 
     def frequency_set(self, table: TableLike, qi: Sequence[str], sensitive: Sequence[str] = (),
-                      *, progress: ProgressFn | None = None) -> BaseFrequencySet:
+                      *, progress: ProgressFn | None = None, weights: str | None = None
+                      ) -> BaseFrequencySet:
         """The base frequency set: distinct ``qi`` tuples in order of first appearance, their
-        counts and first rows, and per-tuple histograms of each ``sensitive`` column."""
+        counts and first rows, and per-tuple histograms of each ``sensitive`` column.
+
+        ``weights`` names a column of sampling weights, each a finite number
+        above 0 (else an :class:`AnonlabError` naming the piece and row): each
+        tuple's sum of it is counted in the same pass (``weights`` of the
+        result; float64, added in an order both backends share, see
+        :mod:`anonlab.engine.kernels`).
+        """
         data = open_table(table)
         qi_names = _columns(data, qi, "qi")
         if not qi_names:
@@ -474,7 +489,13 @@ class EngineBase:
         if both:
             raise AnonlabError(f"sensitive names '{both[0]}', a quasi-identifier too: give "
                                "each column one role", parameter="sensitive")
-        part = self.reduce_partials(data, qi_names, sens, progress)
+        if weights is not None:
+            _columns(data, [weights], "weights")
+            if weights in qi_names or weights in sens:
+                raise AnonlabError(f"weights names '{weights}', a quasi-identifier or "
+                                   "sensitive column too: give each column one role",
+                                   parameter="weights")
+        part = self.reduce_partials(data, qi_names, sens, progress, weights)
         sensitive_counts = {}
         for name, h in zip(sens, part.histograms, strict=True):
             freq = np.bincount(h.values, weights=h.counts,
@@ -483,7 +504,7 @@ class EngineBase:
                                                      h.values, h.counts, freq)
         return BaseFrequencySet(tuple(qi_names), tuple(tuple(d) for d in part.dictionaries),
                                 part.tuples, part.counts, part.first_rows, sensitive_counts,
-                                part.rows)
+                                part.rows, part.weights)
 
     def write_release(self, table: TableLike, plan: ReleasePlan,
                       output: PathLike | StagedFolder, *,

@@ -33,7 +33,7 @@ from anonlab.progress import ProgressFn, report_to
 
 #: below this a Dask worker process (Python, NumPy, pandas, pyarrow loaded) cannot run
 MIN_WORKER_MEMORY = 256 * 2**20
-SPLIT_EVERY = 4
+SPLIT_EVERY = kernels.SPLIT_EVERY
 
 
 class RemoteError(Exception):
@@ -147,12 +147,15 @@ class DaskEngine(EngineBase):
             raise
 
     def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None) -> kernels.PartialFrequencySet:
-        """Pieces' partial sets as tasks, united by a tree of merge tasks."""
+                        progress: ProgressFn | None, weights: str | None = None
+                        ) -> kernels.PartialFrequencySet:
+        """Pieces' partial sets as tasks, united by a tree of merge tasks (the tree
+        :func:`~anonlab.engine.kernels.tree_merge` makes, so weight sums are added in the
+        NumPy engine's order when ``split_every`` is the default)."""
         leaves = self._leaves(table, kernels.piece_partial, qi, sensitive, self.batch_rows,
-                              self.budget)
+                              self.budget, weights)
         if not leaves:
-            return kernels.empty_partial(len(qi), len(sensitive))
+            return kernels.empty_partial(len(qi), len(sensitive), weighted=weights is not None)
         level = list(leaves)
         while len(level) > 1:
             level = [self.client.submit(merge_task, self.budget,

@@ -24,6 +24,18 @@ in the concatenation is its first row overall, so the result is again in
 first-appearance order. The merge is associative, so a tree of merges (Dask)
 and a left fold (NumPy) give the same set.
 
+**Weight sums.** A set may carry, per tuple, the float64 sum of a weights
+column (sampling weights, sdcMicro's ``Fk``). A batch sums its rows in row
+order (``bincount``), a merge adds the runs' sums in run order (``bincount``
+over the concatenation adds one after another). Floating addition is not
+associative, so here the shape of the merges matters: with weights both
+engines unite the pieces by the same tree, :data:`SPLIT_EVERY` consecutive
+sets at a time level by level (:func:`tree_merge`; Dask's tasks, NumPy's
+loop), and give the same bits from the same pieces. Against sums per class
+in row order the difference is rounding: relative ``~1e-15``, at most about
+``(pieces + batches) * 2**-53`` (Higham, "Accuracy and Stability of
+Numerical Algorithms", 2nd ed., section 4.2).
+
 **Moments** follow Chan, Golub and LeVeque's pairwise update ("Algorithms for
 computing the sample variance", The American Statistician 37(3), 1983): for
 runs ``a`` and ``b`` with counts ``n``, means ``m`` and sums of squared
@@ -57,6 +69,8 @@ MERGE_FACTOR = 3
 #: share of a worker's memory limit a frequency-set merge may use
 MEMORY_SHARE = 0.6
 SUPPRESSED = "*"  # anonlab.hierarchy.SUPPRESSED, repeated so workers import less
+#: sets a merge unites at once in a tree of merges (Dask's merge tasks; both engines with weights)
+SPLIT_EVERY = 4
 
 
 class FrequencySetTooLarge(Exception):  # noqa: N818 -- raised on workers, turned into AnonlabError
@@ -220,17 +234,65 @@ class PartialFrequencySet:
     counts: NDArray[np.int64]
     first_rows: NDArray[np.int64]  # row of first appearance, counted from the run's start
     histograms: list[Histogram]
+    weights: NDArray[np.float64] | None = None  # per-tuple sums of a weights column
 
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays (dictionaries aside)."""
         return int(self.tuples.nbytes + self.counts.nbytes + self.first_rows.nbytes
-                   + sum(h.nbytes for h in self.histograms))
+                   + sum(h.nbytes for h in self.histograms)
+                   + (0 if self.weights is None else self.weights.nbytes))
 
 
-def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str]
+def weight_values(column: Any, name: str, where: str, first_row: int = 0
+                  ) -> NDArray[np.float64]:
+    """A batch's sampling weights as float64; each must be a finite number above 0.
+
+    A float64 column is taken as it is; other columns are read as text and
+    parsed as :func:`anonlab.encoding.parse_numbers` parses them in memory
+    (stripped, NaN where a value is no number). A bad value is the in-memory
+    message of :func:`anonlab.risk.individual.sampling_weights`, its row
+    counted in the piece (``first_row`` is the batch's first row there).
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from anonlab.encoding import parse_numbers
+    from anonlab.errors import AnonlabError
+    from anonlab.tabletext import text_array
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+        values = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False),
+                            dtype=np.float64)  # a null becomes NaN
+        text = None
+    else:
+        try:  # every value a plain number: Arrow's parse, correctly rounded as in memory
+            values = np.asarray(pc.utf8_trim_whitespace(text_array(column)).cast(pa.float64())
+                                .to_numpy(zero_copy_only=False), dtype=np.float64)
+            text = None
+        except pa.ArrowInvalid:  # some value is not: pandas' reading, NaN where none parses
+            text = pd.Series(text_array(column).to_pylist(), dtype=object)
+            values = parse_numbers(text).to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values <= 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        shown = (text.iloc[row] if text is not None else column[row].as_py()
+                 if pa.types.is_floating(column.type) or pa.types.is_integer(column.type)
+                 else str(text_array(column)[row].as_py()))
+        raise AnonlabError(
+            f"weights column '{name}' holds {shown!r} in data row {first_row + row + 1} of "
+            f"{where}: every sampling weight must be a number above 0", parameter="weights")
+    return values
+
+
+def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str],
+                  weights: str | None = None, where: str = "the table", first_row: int = 0
                   ) -> PartialFrequencySet:
-    """The partial frequency set of one batch of rows."""
+    """The partial frequency set of one batch of rows; with ``weights`` (a column) each
+    tuple's sum of it, in row order (:func:`weight_values` checks the values)."""
     encoded = [encode_text(batch.column(name)) for name in qi]
     matrix = (np.column_stack([codes for codes, _ in encoded]) if encoded
               else np.zeros((batch.num_rows, 0), dtype=np.int32))
@@ -241,8 +303,12 @@ def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str]
         codes, dictionary = encode_text(batch.column(name))
         classes, values, hist = aggregate_pairs(inverse, codes, None, len(dictionary))
         histograms.append(Histogram(dictionary, classes, values, hist))
+    sums: NDArray[np.float64] | None = None
+    if weights is not None:
+        w = weight_values(batch.column(weights), weights, where, first_row)
+        sums = np.bincount(inverse, weights=w, minlength=len(first)).astype(np.float64)
     return PartialFrequencySet(batch.num_rows, [d for _, d in encoded],
-                               matrix[first].astype(np.int32), counts, first, histograms)
+                               matrix[first].astype(np.int32), counts, first, histograms, sums)
 
 
 def merge_partials(parts: Sequence[PartialFrequencySet], budget: int | None = None
@@ -270,9 +336,54 @@ def merge_partials(parts: Sequence[PartialFrequencySet], budget: int | None = No
     first_rows = np.concatenate([p.first_rows + row_offsets[i] for i, p in enumerate(parts)])
     histograms = [_merge_histograms([p.histograms[s] for p in parts], inverse, offsets)
                   for s in range(len(parts[0].histograms))]
+    sums: NDArray[np.float64] | None = None
+    if parts[0].weights is not None:  # run after run, each tuple's sums added in run order
+        sums = np.bincount(inverse, weights=np.concatenate([_weights(p) for p in parts]),
+                           minlength=len(first)).astype(np.float64)
     return PartialFrequencySet(row_offsets[-1], [values for values, _ in columns],
                                tuples[first].astype(np.int32), counts, first_rows[first],
-                               histograms)
+                               histograms, sums)
+
+
+def _weights(part: PartialFrequencySet) -> NDArray[np.float64]:
+    """A set's weight sums (every set of a weighted merge has them)."""
+    if part.weights is None:
+        raise ValueError("a merge of weighted and unweighted frequency sets")
+    return part.weights
+
+
+def tree_merge(parts: Any, merge: Callable[[list[PartialFrequencySet]], PartialFrequencySet],
+               split_every: int = SPLIT_EVERY) -> PartialFrequencySet | None:
+    """Unite a stream of consecutive sets by the tree of Dask's merge tasks (``None``: none).
+
+    Level 0 is the sets; level ``l + 1`` is ``merge`` of each ``split_every``
+    consecutive sets of level ``l``, the last group perhaps smaller, until
+    one set is left. Groups are merged as soon as they are full, so at most
+    ``split_every - 1`` sets wait on each level.
+    """
+    levels: list[list[PartialFrequencySet]] = []
+
+    def push(part: PartialFrequencySet, level: int) -> None:
+        if level == len(levels):
+            levels.append([])
+        levels[level].append(part)
+        if len(levels[level]) == split_every:
+            group, levels[level] = levels[level], []
+            push(merge(group), level + 1)
+
+    for part in parts:
+        push(part, 0)
+    level = 0
+    while level < len(levels):
+        waiting = levels[level]
+        above = any(levels[level + 1:])
+        if len(waiting) == 1 and not above:
+            return waiting[0]
+        if waiting:
+            levels[level] = []
+            push(merge(waiting) if len(waiting) > 1 else waiting[0], level + 1)
+        level += 1
+    return None
 
 
 def _merge_histograms(hists: Sequence[Histogram], inverse: NDArray[np.int64],
@@ -288,33 +399,37 @@ def _merge_histograms(hists: Sequence[Histogram], inverse: NDArray[np.int64],
 
 
 def piece_partial(piece: Piece, qi: Sequence[str], sensitive: Sequence[str], batch_rows: int,
-                  budget: int | None = None) -> PartialFrequencySet:
+                  budget: int | None = None, weights: str | None = None) -> PartialFrequencySet:
     """The partial frequency set of one piece: its batches' sets merged as they come.
 
     Batches are merged lazily: pending batch sets are united with the running
     set once they hold as many tuples as it does, so each tuple is re-grouped
-    a bounded number of times on average.
+    a bounded number of times on average. With ``weights`` (a column) each
+    tuple's sum of it is carried too (module text).
     """
-    columns = list(dict.fromkeys([*qi, *sensitive]))
+    columns = list(dict.fromkeys([*qi, *sensitive, *([weights] if weights else [])]))
     done: PartialFrequencySet | None = None
     pending: list[PartialFrequencySet] = []
+    rows = 0
     for batch in piece.batches(columns, batch_rows):
-        pending.append(batch_partial(batch, qi, sensitive))
+        pending.append(batch_partial(batch, qi, sensitive, weights, piece.describe(), rows))
+        rows += batch.num_rows
         waiting = sum(len(p.counts) for p in pending)
         if done is None or waiting >= len(done.counts):
             done = merge_partials([*([done] if done is not None else []), *pending], budget)
             pending = []
     if done is None and not pending:
-        return empty_partial(len(qi), len(sensitive))
+        return empty_partial(len(qi), len(sensitive), weighted=weights is not None)
     return merge_partials([*([done] if done is not None else []), *pending], budget)
 
 
-def empty_partial(m: int, sensitive: int) -> PartialFrequencySet:
-    """The frequency set of no rows."""
+def empty_partial(m: int, sensitive: int, weighted: bool = False) -> PartialFrequencySet:
+    """The frequency set of no rows (with empty weight sums when ``weighted``)."""
     empty = np.zeros(0, dtype=np.int64)
     return PartialFrequencySet(0, [[] for _ in range(m)], np.zeros((0, m), dtype=np.int32),
                                empty, empty, [Histogram([], empty, empty, empty)
-                                              for _ in range(sensitive)])
+                                              for _ in range(sensitive)],
+                               np.zeros(0) if weighted else None)
 
 
 # ---------------------------------------------------------------------------

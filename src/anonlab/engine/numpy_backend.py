@@ -6,7 +6,11 @@ text straight from its dictionary pages) and only int32 codes and the small
 dictionaries stay. The frequency set is a left fold of the pieces' partial
 sets (:func:`anonlab.engine.kernels.merge_partials`), merged lazily so that
 each distinct tuple is re-grouped a bounded number of times on average; its
-memory is the distinct tuples plus one batch. Dask is not imported.
+memory is the distinct tuples plus one batch. A set carrying sums of a
+weights column is united by the Dask engine's tree instead
+(:func:`anonlab.engine.kernels.tree_merge`), so that the floating sums are
+added in the same order and the two engines give the same bits. Dask is not
+imported.
 """
 
 from __future__ import annotations
@@ -61,10 +65,22 @@ class NumpyEngine(EngineBase):
         return out
 
     def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None) -> kernels.PartialFrequencySet:
-        """A lazy left fold of the pieces' partial frequency sets."""
+                        progress: ProgressFn | None, weights: str | None = None
+                        ) -> kernels.PartialFrequencySet:
+        """A lazy left fold of the pieces' partial frequency sets; with ``weights`` (a column
+        whose sums they carry) the tree of the Dask engine's merges (module text)."""
         report = report_to(progress)
         total = self._count(table)
+        if weights is not None:
+            def parts() -> Any:
+                for i, piece in enumerate(self._pieces(table)):
+                    yield self._run(kernels.piece_partial, piece, qi, sensitive,
+                                    self.batch_rows, self.budget, weights)
+                    report("counting the frequency set", i + 1, total)
+
+            united = kernels.tree_merge(parts(), self._merge)
+            return (united if united is not None
+                    else kernels.empty_partial(len(qi), len(sensitive), weighted=True))
         done: kernels.PartialFrequencySet | None = None
         pending: list[kernels.PartialFrequencySet] = []
         for i, piece in enumerate(self._pieces(table)):

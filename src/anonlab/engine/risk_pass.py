@@ -1,13 +1,14 @@
 """The risk module's one pass over the rows, on an engine: classes from the base frequency set.
 
-Every figure of ``anonlab risk`` but those that need sampling weights is a
-function of the equivalence classes on the attacker's columns (their code
-tuples, in order of first appearance, and their sizes) and, for each
-sensitive attribute, of the records per (class, value) pair
-(:mod:`anonlab.risk.measure`). That is exactly what an engine's base
-frequency set holds (:meth:`anonlab.engine.base.Engine.frequency_set` on the
-attacker's columns with the sensitive ones as histograms), so a table too
-large for memory is measured from it alone:
+Every figure of ``anonlab risk`` is a function of the equivalence classes on
+the attacker's columns (their code tuples, in order of first appearance, and
+their sizes), for each sensitive attribute of the records per (class, value)
+pair and, with sampling weights, of each class's sum of them (sdcMicro's
+``Fk``) and the sum over all records (:mod:`anonlab.risk.measure`). That is
+exactly what an engine's base frequency set holds
+(:meth:`anonlab.engine.base.Engine.frequency_set` on the attacker's columns
+with the sensitive ones as histograms and the weights summed), so a table
+too large for memory is measured from it alone:
 
 * the one tuple whose attacker columns all hold ``*`` is the suppressed
   records (ARX's rule, :mod:`anonlab.risk.classes`): it is counted and left
@@ -16,11 +17,16 @@ large for memory is measured from it alone:
   first appearance, the codes :func:`anonlab.risk.classes.encode_columns`
   gives the same table, so SUDA2's hash of the values sees the same numbers;
 * the sensitive histograms become (class, value) pairs
-  (:func:`anonlab.risk.sensitive.pairs_of_counts`).
+  (:func:`anonlab.risk.sensitive.pairs_of_counts`);
+* the weight sums of the kept tuples are the classes' ``Fk``, and the total
+  of all the tuples' sums (the suppressed one too, ``math.fsum``) is the
+  weight the in-memory path sums over the records (both then round it to a
+  whole population size).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,12 +45,16 @@ class RiskFrequencies:
     """What the risk figures need of a table: its classes, (class, value) pairs, rows.
 
     ``rows`` counts every record, suppressed ones too (the sample size of a
-    population given by its sampling fraction).
+    population given by its sampling fraction). With sampling weights,
+    ``class_weights[c]`` is class ``c``'s sum of them and ``total_weight``
+    the sum over every record, suppressed ones too; both ``None`` without.
     """
 
     classes: Classes
     sensitive: dict[str, ClassValues]
     rows: int
+    class_weights: NDArray[np.float64] | None = None
+    total_weight: float | None = None
 
 
 def suppressed_tuples(base: BaseFrequencySet) -> NDArray[np.bool_]:
@@ -75,13 +85,19 @@ def risk_frequencies_of(base: BaseFrequencySet) -> RiskFrequencies:
     classes = frequency_classes(base.columns, base.dictionaries, base.tuples[kept], sizes,
                                 int(base.counts[suppressed].sum()))
     pairs = {name: _pairs(counts, renumber, sizes) for name, counts in base.sensitive.items()}
-    return RiskFrequencies(classes, pairs, int(base.rows))
+    if base.weights is None:
+        return RiskFrequencies(classes, pairs, int(base.rows))
+    return RiskFrequencies(classes, pairs, int(base.rows),
+                           np.asarray(base.weights[kept], dtype=np.float64),
+                           math.fsum(base.weights.tolist()))
 
 
 def risk_frequencies(engine: Engine, table: TableLike, attacker: Sequence[str],
-                     sensitive: Sequence[str] = (), *, progress: ProgressFn | None = None
-                     ) -> RiskFrequencies:
+                     sensitive: Sequence[str] = (), *, weights: str | None = None,
+                     progress: ProgressFn | None = None) -> RiskFrequencies:
     """One pass of ``engine`` over ``table``: the base frequency set on the ``attacker``
-    columns with histograms of the ``sensitive`` ones, made into classes and pairs."""
-    base = engine.frequency_set(table, list(attacker), list(sensitive), progress=progress)
+    columns with histograms of the ``sensitive`` ones and, with ``weights`` (a column of
+    sampling weights), each tuple's sum of it, made into classes and pairs."""
+    base = engine.frequency_set(table, list(attacker), list(sensitive), progress=progress,
+                                weights=weights)
     return risk_frequencies_of(base)

@@ -50,9 +50,16 @@ def sampling_weights(frame: pd.DataFrame, column: str) -> Array:
     return values
 
 
-def frequencies(classes: Classes, weights: Array | None) -> tuple[Array, Array]:
-    """Per-class ``(fk, Fk)``: class sizes and their sums of sampling weights (freqCalc)."""
+def frequencies(classes: Classes, weights: Array | None, class_weights: Array | None = None
+                ) -> tuple[Array, Array]:
+    """Per-class ``(fk, Fk)``: class sizes and their sums of sampling weights (freqCalc).
+
+    ``weights`` are per record; ``class_weights``, when given, are the
+    per-class sums already made (an engine's frequency set) and used instead.
+    """
     fk = classes.sizes.astype(np.float64)
+    if class_weights is not None:
+        return fk, np.asarray(class_weights, dtype=np.float64)
     if weights is None:
         return fk, fk.copy()
     return fk, classes.class_sums(weights)
@@ -90,23 +97,27 @@ def individual_risk(fk: Array, big_fk: Array, weighted: bool) -> Array:
     return risk
 
 
-def global_risk(classes: Classes, weights: Array | None) -> dict[str, float | int | bool]:
+def global_risk(classes: Classes, weights: Array | None, class_weights: Array | None = None
+                ) -> dict[str, float | int | bool]:
     """sdcMicro's ``measure_risk`` summary: global risk, expected re-identifications, highest risk.
 
     Also ``fk_1`` and ``fk_2``: the records whose key is shared by no other
-    record, or by one other (freqCalc's ``n1`` and ``n2``).
+    record, or by one other (freqCalc's ``n1`` and ``n2``). ``class_weights``
+    (per-class sums of the weights) may stand for ``weights`` (see
+    :func:`frequencies`).
     """
-    fk, big_fk = frequencies(classes, weights)
+    fk, big_fk = frequencies(classes, weights, class_weights)
+    weighted = weights is not None or class_weights is not None
     if fk.size == 0:
         return {"global_risk": 0.0, "expected_reidentifications": 0.0, "highest": 0.0,
-                "weighted": weights is not None, "fk_1": 0, "fk_2": 0}
-    risk = individual_risk(fk, big_fk, weights is not None)
+                "weighted": weighted, "fk_1": 0, "fk_2": 0}
+    risk = individual_risk(fk, big_fk, weighted)
     expected = float((risk * fk).sum())
     return {
         "global_risk": expected / float(fk.sum()),
         "expected_reidentifications": expected,
         "highest": float(risk.max()),
-        "weighted": weights is not None,
+        "weighted": weighted,
         "fk_1": int(fk[fk == 1].sum()),
         "fk_2": int(fk[fk == 2].sum()),
     }

@@ -162,9 +162,9 @@ def run_risk(
     ``memory_limit`` each. Only the frequency set of the attacker's columns
     (with per-class counts of the sensitive values) comes back to this
     process, and the ``risk`` section equals the in-memory one
-    (:func:`~anonlab.risk.measure.measure_risk`); ``weights`` is refused
-    there. A Dask DataFrame with ``engine = "numpy"`` is read piece by piece
-    in this process, the same way.
+    (:func:`~anonlab.risk.measure.measure_risk`; with ``weights``, summed per
+    class in the same pass, to rounding). A Dask DataFrame with
+    ``engine = "numpy"`` is read piece by piece in this process, the same way.
     """
     from anonlab.report import report_header
 

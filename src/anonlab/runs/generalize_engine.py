@@ -23,8 +23,8 @@ its classes and their sizes must be those the search chose, every class but
 the suppressed records must have at least ``k`` records, and no more records
 than the limit may be suppressed (:func:`anonlab.engine.search_input.release_problems`);
 its risk section is measured from the engine's frequency set of the released
-columns the attacker knows and the sensitive ones (with sampling weights:
-those columns read here, dictionary-encoded). Both commands share these
+columns the attacker knows and the sensitive ones (with sampling weights,
+each class's sum of them counted in the same pass). Both commands share these
 steps (:func:`write_and_check`, given a :class:`ReleaseCheck`).
 """
 
@@ -243,34 +243,15 @@ def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
 def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
                     expected: ReleaseCheck) -> dict[str, Any]:
     """The risk keys of a written release too large to read back: from the engine's frequency
-    set of the attacker's and the sensitive columns (the same figures as in memory,
-    :mod:`anonlab.engine.risk_pass`); with sampling weights, which are summed record by
-    record, from those columns read here."""
+    set of the attacker's and the sensitive columns, with each class's sum of the sampling
+    weights when there are some (the same figures as in memory, the weighted ones to
+    rounding: :mod:`anonlab.engine.risk_pass`)."""
     from anonlab.engine.table import open_table
     from anonlab.risk.release import release_risk_report
 
     names = [c for c in open_table(folder).column_names if c not in expected.dropped]
-    if settings.weights:
-        frame = _risk_columns(folder, settings, names, expected.sensitive)
-        return _risk(frame, settings, expected.sensitive)
     return release_risk_report(folder, expected.sensitive, settings, stacklevel=4,
                                engine=engine, columns=names)
-
-
-def _risk_columns(folder: Path, settings: EngineRun, names: Sequence[str],
-                  sensitive: Sequence[str]) -> pd.DataFrame:
-    """The released columns the risk section reads (attacker's, sensitive, weights), as
-    dictionary-encoded (categorical) columns."""
-    import pyarrow.parquet as pq
-
-    from anonlab.risk.release import attacker_columns
-
-    attacker, _ = attacker_columns(names, sensitive, settings)
-    wanted = list(dict.fromkeys([*attacker, *sensitive,
-                                 *([settings.weights] if settings.weights else [])]))
-    frame: pd.DataFrame = pq.read_table(folder, columns=wanted, read_dictionary=wanted
-                                        ).to_pandas()
-    return frame
 
 
 # ---------------------------------------------------------------------------
