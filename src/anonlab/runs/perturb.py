@@ -356,7 +356,6 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     """
     from dataclasses import replace
 
-    from anonlab.dataset import roles_report
     from anonlab.perturbation.library import fresh_seed
     from anonlab.perturbation.transforms import perturb_array
     from anonlab.risk.release import check_risk_columns
@@ -368,11 +367,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         from anonlab.runs.perturb_engine import perturb_on_engine
 
         return perturb_on_engine(s, progress=progress, started=started)
-    library_exists = s.library is not None and Path(s.library).exists()
-    targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
-    targets["library"] = None if library_exists else s.library
-    inputs = [_file_of(s.input), s.library if library_exists else None,
-              *s.sensitive_hierarchies.values()]
+    targets, inputs = perturb_files(s)
     with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
         table = perturbed_table(_read(s.input, s), s)
@@ -380,7 +375,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         frame, dropped = _without_identifying(table.frame, roles)
         del table  # the frame with its identifying columns is not needed again
         check_risk_columns([str(c) for c in frame.columns], s.sensitive, s)
-        library = _library(s, seed, library_exists)
+        library = _library(s, seed, outputs)
         z, released, key = perturb_array(
             data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
             noise=s.noise, library=library, overwrite=True, progress=progress)
@@ -397,14 +392,37 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         if report["verified"]:  # with the key as staged; the one in memory when none is written
             _verify(frame, as_written, names, s.method,
                     _reread_key(key_file) if key_file else key.to_dict())
-        if library is not None and "library" in outputs:
-            _stage_json(outputs, "library", library.to_dict())
-        report.update(roles_report(roles, s.other, by_other))
-        report.update(release_risk(as_written, names, s, report["warnings"]))
-        report["runtime_seconds"] = time.perf_counter() - started
-        _stage_report(outputs, report, s.internal)
-        written = outputs.commit()
+        written = finish_perturb(outputs, report, s, library, roles, by_other, as_written,
+                                 names, started)
     return RunResult(report, release, written)
+
+
+def perturb_files(s: PerturbSettings) -> tuple[dict[str, str | None], list[str | None]]:
+    """The outputs of a perturb run by name and its input files (a library that exists is an
+    input, else an output)."""
+    library_exists = s.library is not None and Path(s.library).exists()
+    targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
+    targets["library"] = None if library_exists else s.library
+    inputs = [_file_of(s.input), s.library if library_exists else None,
+              *s.sensitive_hierarchies.values()]
+    return targets, inputs
+
+
+def finish_perturb(outputs: Outputs, report: dict[str, Any], s: PerturbSettings,
+                   library: MatrixLibrary | None, roles: Mapping[str, Any], by_other: Any,
+                   as_written: pd.DataFrame, names: Sequence[str], started: float
+                   ) -> list[Path]:
+    """The last steps of a perturb run, in memory or on an engine: stage a new library,
+    add the roles and the release's risk to the report, stage it and commit every output."""
+    from anonlab.dataset import roles_report
+
+    if library is not None and "library" in outputs:
+        _stage_json(outputs, "library", library.to_dict())
+    report.update(roles_report(roles, s.other, by_other))
+    report.update(release_risk(as_written, names, s, report["warnings"]))
+    report["runtime_seconds"] = time.perf_counter() - started
+    _stage_report(outputs, report, s.internal)
+    return outputs.commit()
 
 
 def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) -> RunResult:
@@ -639,13 +657,14 @@ def _label(source: Any) -> str:
     return masked(source) if isinstance(source, str) else "the DataFrame"
 
 
-def _library(s: PerturbSettings, seed: int, exists: bool) -> MatrixLibrary | None:
-    """The OBT library: loaded from ``s.library`` when it exists, else built from the seed."""
+def _library(s: PerturbSettings, seed: int, outputs: Outputs) -> MatrixLibrary | None:
+    """The OBT library: loaded from ``s.library`` when it existed before the run (an input,
+    :func:`perturb_files`), else built from the seed (and written as an output)."""
     from anonlab.perturbation.library import MatrixLibrary, library_seed
 
     if s.method != "obt":
         return None
-    if exists and s.library is not None:
+    if s.library is not None and "library" not in outputs:
         return MatrixLibrary.load(s.library)
     return MatrixLibrary.build(s.min_privacy, library_seed(seed))
 

@@ -126,7 +126,6 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
                       started: float) -> RunResult:
     """:func:`anonlab.runs.perturb.run_perturb` on an engine (module text)."""
 
-    from anonlab.dataset import roles_report
     from anonlab.engine.base import AffineRows
     from anonlab.engine.perturb_pass import SAMPLE_ROWS, map_rows
     from anonlab.engine.table import open_table
@@ -135,23 +134,16 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
     from anonlab.perturbation.transforms import _assemble
     from anonlab.risk.release import check_risk_columns
     from anonlab.runs.perturb import (
-        PERTURB_OUTPUTS,
-        _file_of,
         _library,
         _perturb_report,
         _reread_key,
-        _stage_json,
         _stage_key,
-        _stage_report,
-        release_risk,
+        finish_perturb,
+        perturb_files,
     )
 
     check_engine_settings(s)
-    library_exists = s.library is not None and Path(s.library).exists()
-    targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
-    targets["library"] = None if library_exists else s.library
-    inputs = [_file_of(s.input), s.library if library_exists else None,
-              *s.sensitive_hierarchies.values()]
+    targets, inputs = perturb_files(s)
     with Outputs(targets, inputs=inputs, folders=("output",)) as outputs, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
         seed = s.seed if s.seed is not None else fresh_seed()
@@ -159,7 +151,7 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
         names, roles, by_other, dropped = _roles(table, s)
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
-        library = _library(s, seed, library_exists)
+        library = _library(s, seed, outputs)
         plan = _transform(engine, table, names, s, seed, library, progress)
         moments = plan.moments
         rows = AffineRows(moments.mean, moments.std, _assemble(names, plan.blocks),
@@ -188,13 +180,8 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
         report["verified"] = s.verify
         report["engine"] = {"name": engine.name, "parts": mapped.summary.parts,
                             "checked_records": scope}
-        if library is not None and "library" in outputs:
-            _stage_json(outputs, "library", library.to_dict())
-        report.update(roles_report(roles, s.other, by_other))
-        report.update(release_risk(as_written, names, s, report["warnings"]))
-        report["runtime_seconds"] = time.perf_counter() - started
-        _stage_report(outputs, report, s.internal)
-        written = outputs.commit()
+        written = finish_perturb(outputs, report, s, library, roles, by_other, as_written,
+                                 names, started)
     return RunResult(report, None, written)
 
 
