@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +30,12 @@ from numpy.typing import NDArray
 from anonlab.microaggregation import mdav_labels, scalable_mdav_labels
 from anonlab.microaggregation import scalable as blocks
 from anonlab.microaggregation.mdav import group_means, sse_sst
+from mdav import timed  # benchmarks/mdav.py
 
 OUT = Path(__file__).resolve().parent / "results" / "mdav_blocks.json"
 SIZES = (25_000, 50_000, 100_000, 200_000, 400_000)
 BIG = 1_000_000
 P, K = 10, 5
-
-
-def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
-    """Median wall and CPU seconds of ``fn`` over ``repeats`` runs, and its last result."""
-    walls, cpus = [], []
-    result = None
-    for _ in range(repeats):
-        w, c = time.perf_counter(), time.process_time()
-        result = fn()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return statistics.median(walls), statistics.median(cpus), result
 
 
 def unrepaired(z: NDArray[Any], block_size: int) -> NDArray[Any]:

@@ -67,6 +67,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,25 +103,38 @@ def parse_rows(text: str) -> int:
 # ---------------------------------------------------------------------------
 
 
-def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, Any]:
-    """Write the synthetic table (see the module text); reuse it when already complete."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+def write_parts(folder: Path, wanted: dict[str, Any], parts: int,
+                make: Callable[[int], Any]) -> dict[str, Any]:
+    """Write a synthetic table as Parquet parts ``make(0)``, ``make(1)``, ... (pyarrow tables;
+    row groups of 1M rows) into ``folder``; reuse the folder when its manifest says it holds
+    ``wanted`` complete. Returns the manifest: ``wanted``, parts, seconds, bytes."""
     import pyarrow.parquet as pq
 
     manifest = folder / "_manifest.json"
-    wanted = {"rows": rows, "part_rows": part_rows, "seed": seed, "columns": COLUMNS}
     if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
         return dict(json.loads(manifest.read_text()))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    started = time.perf_counter()
+    for i in range(parts):
+        pq.write_table(make(i), folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
+    info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
+            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
+    manifest.write_text(json.dumps(info))
+    return info
+
+
+def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, Any]:
+    """Write the synthetic table (see the module text); reuse it when already complete."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     adult = pacsv.read_csv(ADULT / "adult.csv", parse_options=pacsv.ParseOptions(delimiter=";"),
                            convert_options=pacsv.ConvertOptions(
                                column_types={c: pa.string() for c in COLUMNS}))
     encoded = {c: adult.column(c).combine_chunks().dictionary_encode() for c in COLUMNS}
-    started = time.perf_counter()
-    parts = -(-rows // part_rows)
-    for i in range(parts):
+
+    def part(i: int) -> Any:
         n = min(part_rows, rows - i * part_rows)
         rng = np.random.default_rng([seed, i])
         arrays = []
@@ -130,12 +144,10 @@ def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, An
             arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes),
                                                          encoded[c].dictionary))
         table = pa.Table.from_arrays(arrays, names=COLUMNS)
-        table = table.cast(pa.schema([(c, pa.string()) for c in COLUMNS]))
-        pq.write_table(table, folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
-    info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
-            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
-    manifest.write_text(json.dumps(info))
-    return info
+        return table.cast(pa.schema([(c, pa.string()) for c in COLUMNS]))
+
+    wanted = {"rows": rows, "part_rows": part_rows, "seed": seed, "columns": COLUMNS}
+    return write_parts(folder, wanted, -(-rows // part_rows), part)
 
 
 def generate_lattice_table(folder: Path, parts: int) -> dict[str, Any]:
@@ -143,25 +155,15 @@ def generate_lattice_table(folder: Path, parts: int) -> dict[str, Any]:
     :func:`lattice.synthetic_table`) as ``parts`` Parquet parts of text columns."""
     import pandas as pd
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     import lattice
 
-    wanted = {"table": "benchmarks/lattice.py synthetic_table", "parts": parts}
-    manifest = folder / "_manifest.json"
-    if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
-        return dict(json.loads(manifest.read_text()))
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
     frame = lattice.synthetic_table(pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str))
     bounds = np.linspace(0, len(frame), parts + 1).astype(int)
-    for i in range(parts):
-        piece = frame.iloc[bounds[i]:bounds[i + 1]]
-        pq.write_table(pa.Table.from_pandas(piece, preserve_index=False),
-                       folder / f"part-{i:05d}.parquet")
-    info = {"table": wanted, "rows": len(frame)}
-    manifest.write_text(json.dumps(info))
-    return info
+    wanted = {"table": "benchmarks/lattice.py synthetic_table", "rows": len(frame),
+              "parts": parts}
+    return write_parts(folder, wanted, parts, lambda i: pa.Table.from_pandas(
+        frame.iloc[bounds[i]:bounds[i + 1]], preserve_index=False))
 
 
 # ---------------------------------------------------------------------------
@@ -573,7 +575,7 @@ def measure_command(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     root = Path(args.dir)
     if args.lattice_table:
         label, data = "lattice 1M", root / "lattice_1M"
-        rows = generate_lattice_table(data, args.lattice_table)["rows"]
+        rows = generate_lattice_table(data, args.lattice_table)["table"]["rows"]
     else:
         data = root / f"synthetic_{label}"
         generate(data, rows, args.part_rows, args.seed)

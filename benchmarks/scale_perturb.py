@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import dask_flags, measured_run, parse_rows
+from scale import dask_flags, measured_run, parse_rows, write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "scale_perturb.json"
@@ -62,29 +62,18 @@ COLUMNS = ["n0", "n1", "n2", "e0", "e1", "e2", "u0", "u1", "i0", "i1"]
 def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, Any]:
     """Write the numeric table (see the module text); reuse it when already complete."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    manifest = folder / "_manifest.json"
-    wanted = {"rows": rows, "part_rows": part_rows, "seed": seed, "columns": COLUMNS}
-    if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
-        return dict(json.loads(manifest.read_text()))
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    started = time.perf_counter()
-    parts = -(-rows // part_rows)
-    for i in range(parts):
+    def part(i: int) -> Any:
         n = min(part_rows, rows - i * part_rows)
         rng = np.random.default_rng([seed, i])
         arrays: list[Any] = [rng.normal(50.0, 10.0, n) for _ in range(3)]
         arrays += [rng.exponential(1000.0, n) for _ in range(3)]
         arrays += [rng.random(n) for _ in range(2)]
         arrays += [rng.integers(18, 91, n) for _ in range(2)]
-        table = pa.Table.from_arrays([pa.array(a) for a in arrays], names=COLUMNS)
-        pq.write_table(table, folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
-    info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
-            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
-    manifest.write_text(json.dumps(info))
-    return info
+        return pa.Table.from_arrays([pa.array(a) for a in arrays], names=COLUMNS)
+
+    wanted = {"rows": rows, "part_rows": part_rows, "seed": seed, "columns": COLUMNS}
+    return write_parts(folder, wanted, -(-rows // part_rows), part)
 
 
 def run_way(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
