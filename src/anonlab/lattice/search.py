@@ -264,17 +264,42 @@ class SearchContext:
         #: walk keys of the lower bounds of checked nodes that pass the sub-model
         self._lower: dict[int, tuple[Any, ...]] = {}
         self._sub_min_size = 0
+        #: monotone parts of the model's other criteria (:meth:`Criterion.monotone_part`)
+        self._sub_parts: tuple[Criterion, ...] = ()
         self._sub_conditions: tuple[Criterion, ...] = ()
         if not self.monotone_model:
             self.model_tags = np.zeros(lattice.size, dtype=np.int8)
             self._sub = tuple(i for i, c in enumerate(self._class_based)
                               if c.monotone(self.suppression_allowed)
                               and id(c) not in self._unmonotone)
-            self._sub_min_size = self.minimal_class_size
+            self._sub_min_size = max(self.minimal_class_size, self.implied_class_size())
+            self._sub_parts = self.monotone_parts()
             self._sub_conditions = tuple(c for c in self._conditions
-                                         if c.monotone(self.suppression_allowed))
-            if not self._sub and self._sub_min_size <= 1:
+                                         if c.monotone(self.suppression_allowed)
+                                         or c.condition_monotone)
+            if not self.has_sub_model:
                 self.tags[:] = ANONYMOUS  # an empty sub-model holds everywhere
+
+    def implied_class_size(self) -> int:
+        """The largest class size the class-based criteria imply (their
+        :meth:`~anonlab.privacy.base.Criterion.implied_class_size`), for the monotone
+        sub-model; 0 when the model has whole-node conditions (the sub-model then keeps
+        ARX's minimal class size only, see the module docstring)."""
+        if self._conditions:
+            return 0
+        bottom = self.engine.bottom.stats()
+        return max((c.implied_class_size(bottom) for c in self._class_based), default=0)
+
+    def monotone_parts(self) -> tuple[Criterion, ...]:
+        """The monotone parts of the model's criteria that are not monotone themselves
+        (:meth:`~anonlab.privacy.base.Criterion.monotone_part`), for the sub-model; none when
+        the model has whole-node conditions (as for :meth:`implied_class_size`)."""
+        if self._conditions:
+            return ()
+        bottom = self.engine.bottom.stats()
+        parts = (c.monotone_part(bottom) for i, c in enumerate(self._class_based)
+                 if i not in self._sub)
+        return tuple(p for p in parts if p is not None)
 
     def _check_engine(self, engine: FrequencyEngine) -> None:
         """Refuse an engine that lacks what a criterion reads (a programming error)."""
@@ -321,13 +346,11 @@ class SearchContext:
         stats = self.stats(fs)
         counts = fs.counts
         early: dict[int, NDArray[Any]] = {}
-        if short_circuit and not self.monotone_model and (self._sub or self._sub_min_size > 1):
-            sub = (counts < self._sub_min_size) if self._sub_min_size > 1 else None
-            for i in self._sub:
-                early[i] = np.asarray(self._class_based[i].outliers(stats), dtype=bool)
-                sub = early[i] if sub is None else sub | early[i]
-            assert sub is not None
-            if int(counts[sub].sum()) > self.max_suppressed:
+        has_sub = not self.monotone_model and self.has_sub_model
+        if short_circuit and has_sub:
+            sub = self._sub_outliers(stats, early, stop_above_limit=True)
+            if int(counts[sub].sum()) > self.max_suppressed or not all(
+                    c.acceptable(stats, sub) for c in self._sub_conditions):
                 return Verdict(NodeClasses(fs=fs, outliers=sub, stats=stats), False, False)
         masks = [early[i] if i in early else c.outliers(stats)
                  for i, c in enumerate(self._class_based)]
@@ -341,12 +364,9 @@ class SearchContext:
             outliers = outliers | (counts < self._size_mask)
         limit = self.max_suppressed
         sub_ok = True
-        if not self.monotone_model and (self._sub or self._sub_min_size > 1
-                                        or self._sub_conditions):  # else it holds everywhere
-            sub = (counts < self._sub_min_size) if self._sub_min_size > 1 else np.zeros_like(
-                outliers)
-            for i in self._sub:
-                sub = sub | masks[i]
+        if has_sub:  # else it holds everywhere
+            early.update((i, masks[i]) for i in self._sub)
+            sub = self._sub_outliers(stats, early, stop_above_limit=False)
             sub_ok = int(counts[sub].sum()) <= limit and all(
                 c.acceptable(stats, sub) for c in self._sub_conditions)
         ok = int(counts[outliers].sum()) <= limit
@@ -359,6 +379,32 @@ class SearchContext:
         classes = NodeClasses(fs=fs, outliers=outliers, stats=stats)
         ok = ok and all(c.acceptable(stats, outliers) for c in self._conditions)
         return Verdict(classes, ok, ok if self.monotone_model else sub_ok)
+
+    @property
+    def has_sub_model(self) -> bool:
+        """Whether the monotone sub-model (of a model that is not monotone) holds anything."""
+        return bool(self._sub or self._sub_parts or self._sub_min_size > 1
+                    or self._sub_conditions)
+
+    def _sub_outliers(self, stats: ClassStats, early: dict[int, NDArray[Any]],
+                      stop_above_limit: bool) -> NDArray[Any]:
+        """The monotone sub-model's outliers: the classes below its minimal size, then its
+        criteria's outliers (kept in ``early`` by criterion index, negative for the models'
+        monotone parts), cheapest first. With ``stop_above_limit`` it returns as soon as
+        they hold more records than the suppression limit (the node then fails)."""
+        counts = stats.counts
+        sub = (counts < self._sub_min_size if self._sub_min_size > 1
+               else np.zeros(stats.classes, dtype=bool))
+        judged = [(i, self._class_based[i]) for i in self._sub]
+        judged += [(-1 - j, part) for j, part in enumerate(self._sub_parts)]
+        for key, criterion in judged:
+            if stop_above_limit and int(counts[sub].sum()) > self.max_suppressed:
+                return sub
+            mask = early.get(key)
+            if mask is None:
+                mask = early[key] = np.asarray(criterion.outliers(stats), dtype=bool)
+            sub = sub | mask
+        return sub
 
     def verdict(self, node: int) -> Verdict:
         """Check a node (the first time counts as a check) and keep its loss if acceptable.

@@ -131,6 +131,11 @@ class Criterion(ABC):
     monotone_with_suppression: bool = True
     sample_based: bool = False
     needs_population: bool = False
+    #: whether :meth:`acceptable` alone, which then must not read the outliers, is monotone
+    #: with generalization whatever the suppression (delta-presence's: a class of population
+    #: records only splits into such classes below a node and merges away above it); the
+    #: search then keeps that condition in a non-monotone model's monotone sub-model
+    condition_monotone: bool = False
 
     def monotone(self, suppression_allowed: bool) -> bool:
         """ARX's rule (``ARXConfiguration.getMonotonicityOfPrivacy``): monotone with
@@ -183,6 +188,30 @@ class Criterion(ABC):
         records is one of its outliers (k for k-anonymity, ``ceil(l)`` for the
         l-diversity models). The search then uses k-anonymity with the largest
         such size as a monotone part of a non-monotone model.
+        """
+        return None
+
+    def implied_class_size(self, bottom: ClassStats) -> int:
+        """The fewest records a class needs to have any chance of satisfying the criterion
+        (1: no bound known), given the bottom node's classes ``bottom`` (the table's
+        distributions).
+
+        Every class with at least one record and fewer than this is an outlier of
+        the criterion, whatever its contents. Unlike :meth:`minimal_class_size`
+        (ARX's, which ARX applies as outliers of the whole model), it never
+        changes a node's outliers: the search only adds it to the model's
+        monotone sub-model, to prune (see :mod:`anonlab.privacy.smallest`). The
+        default is the minimal class size.
+        """
+        return self.minimal_class_size() or 1
+
+    def monotone_part(self, bottom: ClassStats) -> Criterion | None:
+        """A monotone class-based criterion whose outliers are always outliers of this one
+        (a necessary condition), given the bottom node's classes, or ``None``.
+
+        Like :meth:`implied_class_size`, it never changes a node's outliers: the
+        search adds it to a non-monotone model's monotone sub-model, to prune.
+        The default has none.
         """
         return None
 

@@ -69,7 +69,7 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import PathLike
-from anonlab.privacy.base import ClassStats, SensitiveHistograms
+from anonlab.privacy.base import ClassStats, Criterion, SensitiveHistograms
 from anonlab.privacy.sensitive import (
     SensitiveCriterion,
     check_number,
@@ -77,6 +77,12 @@ from anonlab.privacy.sensitive import (
     global_frequencies,
     highest,
     released,
+)
+from anonlab.privacy.smallest import (
+    closeness_size,
+    coverage,
+    ordered_minimum,
+    tree_minimum,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +147,17 @@ class EqualDistanceTCloseness(TClosenessModel):
     def violations(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """Classes with distance above ``t`` (ARX: ``val <= t`` passes)."""
         return np.asarray(~(self.emd(stats, h) <= self.t))
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size whose least distance (the tree of height 1) is at most ``t``."""
+        q = global_frequencies(h)
+        root = [np.zeros(q.shape[0], dtype=np.int64)]
+        return closeness_size(lambda s: tree_minimum(s, q, root, [np.ones(1)]), self.t,
+                              q.shape[0])
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The values' shares missing from a class must not exceed ``t``."""
+        return coverage(self.attribute, [None], [global_frequencies(h)], self.t)
 
 
 # ---------------------------------------------------------------------------
@@ -299,6 +316,22 @@ class OrderedDistanceTCloseness(TClosenessModel):
         """Classes whose unscaled distance exceeds ``t (m - 1)`` (ARX's comparison)."""
         threshold = self.t * (h.global_counts.shape[0] - 1.0)
         return np.asarray(self.sums(stats, h) > threshold)
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size whose least unscaled distance is at most ``t (m - 1)``."""
+        rank = self.bound_rank(h)
+        m = rank.shape[0]
+        if m <= 1:
+            return 1
+        q = np.empty(m, dtype=np.float64)
+        q[rank] = global_frequencies(h)
+        cumulative = np.cumsum(q)
+        return closeness_size(lambda s: ordered_minimum(s, cumulative), self.t * (m - 1.0), m)
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The values' shares missing from a class must not exceed ``t (m - 1)``."""
+        m = h.global_counts.shape[0]
+        return coverage(self.attribute, [None], [global_frequencies(h)], self.t * (m - 1.0))
 
 
 # ---------------------------------------------------------------------------
@@ -519,3 +552,40 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
     def violations(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """Classes whose EMD exceeds ``t`` (ARX: ``cost <= t`` passes)."""
         return np.asarray(~(self.emd(stats, h) <= self.t))
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size whose least tree EMD is at most ``t`` (1 unless the hierarchy ends
+        in a single group over the table's values)."""
+        levels = self.bound_levels()
+        q = global_frequencies(h)
+        if (not levels or levels[-1].weight.shape[0] != 1
+                or levels[0].parent.shape[0] != q.shape[0]):
+            return 1
+        parents = [level.parent for level in levels]
+        shares = []
+        below = q
+        for level in levels:
+            below = np.bincount(level.parent, weights=below, minlength=level.weight.shape[0])
+            shares.append(below)
+        nodes = q.shape[0] + sum(share.shape[0] for share in shares)
+        return closeness_size(lambda s: tree_minimum(s, q, parents, shares), self.t, nodes)
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The table's shares of the subtrees below the root that hold no value of a class,
+        over ``H``, must not exceed ``t`` (1 layer per level below the root)."""
+        levels = self.bound_levels()
+        q = global_frequencies(h)
+        if (not levels or levels[-1].weight.shape[0] != 1
+                or levels[0].parent.shape[0] != q.shape[0]):
+            return None
+        height = float(len(levels))
+        groups: list[NDArray[Any] | None] = [None]
+        weights = [q / height]
+        node_of_value = np.arange(q.shape[0], dtype=np.int64)
+        below = q
+        for level in levels[:-1]:
+            node_of_value = level.parent[node_of_value]
+            below = np.bincount(level.parent, weights=below, minlength=level.weight.shape[0])
+            groups.append(node_of_value)
+            weights.append(below / height)
+        return coverage(self.attribute, groups, weights, self.t)

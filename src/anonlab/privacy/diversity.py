@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.privacy.base import ClassStats, SensitiveHistograms
+from anonlab.privacy.base import ClassStats, Criterion, SensitiveHistograms
 from anonlab.privacy.sensitive import (
     SensitiveCriterion,
     check_number,
@@ -268,6 +268,12 @@ class DistinctLDiversity(LDiversityModel):
         return {"l": None if value is None else int(value)}
 
 
+def _distinct_part(model: LDiversityModel) -> Criterion:
+    """Distinct ``ceil(l)``-diversity: part of the entropy and recursive models (their
+    classes need ``ceil(l)`` distinct values), and monotone with suppression."""
+    return DistinctLDiversity(model.attribute, math.ceil(model.l))
+
+
 class EntropyLDiversity(LDiversityModel):
     """Entropy l-diversity (ARX ``EntropyLDiversity``) with the Shannon or Grassberger estimator.
 
@@ -298,6 +304,10 @@ class EntropyLDiversity(LDiversityModel):
     def parameters(self) -> dict[str, Any]:
         """``{"l": l, "estimator": estimator}``."""
         return {"l": self.l, "estimator": self.estimator}
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """Distinct ``ceil(l)``-diversity (part of the model whatever the estimator)."""
+        return _distinct_part(self)
 
     def terms(self, stats: ClassStats, h: SensitiveHistograms) -> tuple[NDArray[Any], NDArray[Any]]:
         """Per class: ``sum_i n_i psi(n_i)`` and ``n psi(n)`` (``n`` = the class's records)."""
@@ -393,6 +403,10 @@ class RecursiveCLDiversity(LDiversityModel):
     def parameters(self) -> dict[str, Any]:
         """``{"c": c, "l": l}``."""
         return {"c": self.c, "l": int(self.l)}
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """Distinct ``l``-diversity (part of the model)."""
+        return _distinct_part(self)
 
     def ranked(self, stats: ClassStats, h: SensitiveHistograms) -> tuple[NDArray[Any], ...]:
         """The triples sorted by class, then decreasing count: their classes, counts, rank in

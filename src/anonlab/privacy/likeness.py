@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.privacy.base import ClassStats, SensitiveHistograms
+from anonlab.privacy.base import ClassStats, Criterion, SensitiveHistograms
 from anonlab.privacy.sensitive import (
     SensitiveCriterion,
     check_number,
@@ -38,6 +38,13 @@ from anonlab.privacy.sensitive import (
     per_class_any,
     per_class_max,
     released,
+)
+from anonlab.privacy.smallest import (
+    MARGIN,
+    caps_reach,
+    coverage,
+    first_passing_size,
+    ranges_reach,
 )
 
 _LOG2 = math.log(2.0)
@@ -85,6 +92,22 @@ class LikenessModel(SensitiveCriterion):
         """The largest relative gain of a value in a released class."""
         return {"beta": highest(self.largest_gain(stats), released(stats, outliers))}
 
+    def gain_bounds(self, q: NDArray[Any]) -> NDArray[Any]:
+        """Per value: the largest relative gain the model allows."""
+        return np.full(q.shape[0], self.beta)
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size ``s`` whose caps ``floor(s q_v (1 + bound_v))`` add up to ``s``."""
+        q = global_frequencies(h)
+        caps = q * (1.0 + self.gain_bounds(q)) * (1.0 + MARGIN)
+        return first_passing_size(lambda s: caps_reach(s, caps), lambda s: q.shape[0])
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The caps ``q_v (1 + bound_v)`` of the values a class holds must add up to 1."""
+        q = global_frequencies(h)
+        caps = q * (1.0 + self.gain_bounds(q))
+        return coverage(self.attribute, [None], [caps], float(caps.sum()) - 1.0)
+
 
 class BasicBetaLikeness(LikenessModel):
     """Basic beta-likeness (ARX ``BasicBLikeness``): every value's relative gain in a class
@@ -114,6 +137,11 @@ class EnhancedBetaLikeness(LikenessModel):
         gain, _ = self.gains(stats, h)
         bound = np.minimum(self.beta, -np.log(global_frequencies(h)))
         return per_class_any(h, gain > bound[h.values], stats.classes)
+
+    def gain_bounds(self, q: NDArray[Any]) -> NDArray[Any]:
+        """Per value: ``min(beta, -ln q_v)``."""
+        with np.errstate(divide="ignore"):
+            return np.asarray(np.minimum(self.beta, -np.log(q)))
 
 
 class DeltaDisclosure(SensitiveCriterion):
@@ -166,3 +194,18 @@ class DeltaDisclosure(SensitiveCriterion):
         h = self.histograms(stats)
         worst = per_class_max(h, self.disclosure(stats, h), stats.classes)
         return {"delta": highest(worst, released(stats, outliers))}
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size ``s`` at which counts strictly between ``s q_v 2^-delta`` and
+        ``s q_v 2^delta`` (or 0) can add up to ``s``."""
+        q = global_frequencies(h)
+        factor = 2.0 ** min(self.delta, 1000.0)
+        low = q / factor * (1.0 - MARGIN)
+        high = q * factor * (1.0 + MARGIN)
+        return first_passing_size(lambda s: ranges_reach(s, low, high),
+                                  lambda s: q.shape[0] * (s + 1))
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The caps ``q_v 2^delta`` of the values a class holds must add up to more than 1."""
+        caps = global_frequencies(h) * 2.0 ** min(self.delta, 1000.0)
+        return coverage(self.attribute, [None], [caps], float(caps.sum()) - 1.0)

@@ -103,6 +103,7 @@ class DeltaPresence(Criterion):
     monotone_with_generalization = True
     monotone_with_suppression = False
     needs_population = True
+    condition_monotone = True
 
     def __init__(self, dmin: float, dmax: float, subset: TableSource | None = None) -> None:
         for label, value in (("dmin", dmin), ("dmax", dmax)):

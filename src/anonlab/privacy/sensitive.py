@@ -124,6 +124,8 @@ class SensitiveCriterion(Criterion):
     def __init__(self, attribute: str) -> None:
         self.attribute: str = check_attribute(self.name, attribute)
         self._encoded: EncodedSensitive | None = None
+        #: the table's counts (as bytes) and the smallest passing class found for them
+        self._implied: tuple[bytes, int] | None = None
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())
@@ -146,6 +148,7 @@ class SensitiveCriterion(Criterion):
         encoded = dataset.sensitive_attribute(self.attribute)
         self.bind_values(encoded)
         self._encoded = encoded
+        self._implied = None
 
     def bind_values(self, encoded: EncodedSensitive) -> None:
         """Data-level checks and precomputation; the default has none."""
@@ -164,6 +167,36 @@ class SensitiveCriterion(Criterion):
                 f"{self.name} on '{self.attribute}': the node's classes carry no histogram of "
                 f"'{self.attribute}': give the column the sensitive role",
                 parameter="criteria") from None
+
+    def implied_class_size(self, bottom: ClassStats) -> int:
+        """The larger of the minimal class size and :meth:`smallest_class` for the table's
+        distribution of the attribute (as the bottom node's histograms carry it), kept
+        for that distribution."""
+        size = super().implied_class_size(bottom)
+        h = bottom.sensitive.get(self.attribute)
+        if h is None:
+            return size
+        key = np.asarray(h.global_counts, dtype=np.int64).tobytes()
+        if self._implied is None or self._implied[0] != key:
+            self._implied = (key, self.smallest_class(h))
+        return max(size, self._implied[1])
+
+    def monotone_part(self, bottom: ClassStats) -> Criterion | None:
+        """:meth:`coverage` for the table's distribution of the attribute, if any."""
+        h = bottom.sensitive.get(self.attribute)
+        return None if h is None else self.coverage(h)
+
+    def coverage(self, h: SensitiveHistograms) -> Criterion | None:
+        """The values a class must hold for the model to have a chance, as a monotone
+        criterion (:class:`anonlab.privacy.smallest.ValueCoverage`), against the table's
+        distribution of ``h``; ``None`` if the model gives no such condition."""
+        return None
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The smallest size at which some class can satisfy the model, against the table's
+        distribution of ``h`` (see :mod:`anonlab.privacy.smallest`); 1 if the model gives
+        no bound."""
+        return 1
 
     @abstractmethod
     def violations(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
