@@ -5,8 +5,8 @@ with the model itself."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -117,16 +117,24 @@ KINDS = ["equal", "ordered", "hierarchical", "basic", "enhanced", "delta"]
 DIVERSITY = ["shannon", "grassberger", "recursive"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_implied_size_is_the_first_size_some_histogram_passes(kind: str) -> None:
-    """Every class below the implied size fails the model; one of that size passes."""
-    rng = np.random.default_rng(KINDS.index(kind))
-    largest = 7
-    for _ in range(40):
+def random_cases(kind: str, seed: int, count: int
+                 ) -> Iterator[tuple[list[int], SensitiveCriterion]]:
+    """``count`` random tables of 2 to 5 values (their counts) with a bound model of this
+    kind."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
         n_values = int(rng.integers(2, 6))
         frequencies = [int(x) for x in rng.integers(1, 40, size=n_values)]
         model = random_model(rng, kind, n_values)
         model.bind_values(encoded(frequencies))
+        yield frequencies, model
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_implied_size_is_the_first_size_some_histogram_passes(kind: str) -> None:
+    """Every class below the implied size fails the model; one of that size passes."""
+    largest = 7
+    for frequencies, model in random_cases(kind, KINDS.index(kind), 40):
         implied = model.implied_class_size(every_class(1, frequencies))
         truth = first_passing(model, frequencies, largest)
         if truth is None:
@@ -135,26 +143,11 @@ def test_implied_size_is_the_first_size_some_histogram_passes(kind: str) -> None
             assert implied == truth, (kind, frequencies, model, implied, truth)
 
 
-def _tree_of(model: HierarchicalDistanceTCloseness, q: Any) -> tuple[list[Any], list[Any]]:
-    levels = model.bound_levels()
-    parents = [level.parent for level in levels]
-    shares = []
-    below = q
-    for level in levels:
-        below = np.bincount(level.parent, weights=below, minlength=level.weight.shape[0])
-        shares.append(below)
-    return parents, shares
-
-
 @pytest.mark.parametrize("kind", ["equal", "ordered", "hierarchical"])
 def test_least_distance_equals_the_smallest_emd(kind: str) -> None:
     """The minima over every histogram of a size equal the models' own smallest distance."""
-    rng = np.random.default_rng(100 + KINDS.index(kind))
-    for _ in range(30):
-        n_values = int(rng.integers(2, 6))
-        frequencies = [int(x) for x in rng.integers(1, 40, size=n_values)]
-        model = random_model(rng, kind, n_values)
-        model.bind_values(encoded(frequencies))
+    for frequencies, model in random_cases(kind, 100 + KINDS.index(kind), 30):
+        n_values = len(frequencies)
         q = np.asarray(frequencies, dtype=np.float64) / sum(frequencies)
         for size in range(1, 6):
             stats = every_class(size, frequencies)
@@ -169,7 +162,10 @@ def test_least_distance_equals_the_smallest_emd(kind: str) -> None:
                 assert isinstance(model, TClosenessModel)
                 truth = float(model.emd(stats, h).min())
                 if isinstance(model, HierarchicalDistanceTCloseness):
-                    parents, shares = _tree_of(model, q)
+                    parents = [level.parent for level in model.bound_levels()]
+                    tree = model.tree_shares(h)
+                    assert tree is not None
+                    shares = tree
                 else:
                     parents, shares = [np.zeros(n_values, dtype=np.int64)], [np.ones(1)]
                 got = tree_minimum(size, q, parents, shares)
@@ -254,13 +250,8 @@ def test_benchmark_models_imply_sizes_on_adult() -> None:
 def test_coverage_flags_only_failing_classes_and_is_monotone(kind: str) -> None:
     """Every class the model's value coverage flags fails the model; a merged class flagged
     has both parts flagged; and the coverage flags some class on most random problems."""
-    rng = np.random.default_rng(200 + (KINDS + DIVERSITY).index(kind))
     flagged_any = 0
-    for _ in range(30):
-        n_values = int(rng.integers(2, 6))
-        frequencies = [int(x) for x in rng.integers(1, 40, size=n_values)]
-        model = random_model(rng, kind, n_values)
-        model.bind_values(encoded(frequencies))
+    for frequencies, model in random_cases(kind, 200 + (KINDS + DIVERSITY).index(kind), 30):
         part = model.monotone_part(every_class(1, frequencies))
         if part is None:
             continue

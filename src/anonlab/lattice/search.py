@@ -39,18 +39,23 @@ would still tag predictively.
 **Other models** (ARX's partially and non-monotone cases, after the two phases
 of ARX's FLASH). The *monotone sub-model* is the model's monotone class-based
 criteria plus k-anonymity with the largest class size some criterion implies
-(ARX's minimal group size): its outliers are a subset of the whole model's, so
-a node failing it fails the model, and, the sub-model being monotone, so do
-all its specializations. A strategy runs its phase on the sub-model, tagging
-*its* property both ways (``tags``); every check judges the whole model too
-(``model_tags``: a node's own result, and "not acceptable" below every node
-failing the sub-model). Then a linear phase checks the nodes the sub-model
-leaves open, best-first by their lower bound: a node's data-free bound, raised
-by the data-dependent bounds of the checked nodes below it (and, for a
-monotone metric, by the loss of acceptable nodes below it), and it stops when
-the smallest bound left is no better than the best loss found. When there is
-no monotone sub-model the linear phase covers the whole lattice, less what the
-bounds prune. Every strategy thus returns the exact optimum loss.
+(ARX's minimal group size, or the larger size a sensitive-attribute model
+implies, :meth:`Criterion.implied_class_size`), the monotone parts of the
+other criteria (:meth:`Criterion.monotone_part`, e.g. the values a class must
+hold) and the whole-node conditions that are monotone on their own
+(``Criterion.condition_monotone``): its outliers are a subset of the whole
+model's and its conditions are the model's, so a node failing it fails the
+model, and, the sub-model being monotone, so do all its specializations. A
+strategy runs its phase on the sub-model, tagging *its* property both ways
+(``tags``); every check judges the whole model too (``model_tags``: a node's
+own result, and "not acceptable" below every node failing the sub-model). Then
+a linear phase checks the nodes the sub-model leaves open, best-first by their
+lower bound: a node's data-free bound, raised by the data-dependent bounds of
+the checked nodes below it (and, for a monotone metric, by the loss of
+acceptable nodes below it), and it stops when the smallest bound left is no
+better than the best loss found. When there is no monotone sub-model the
+linear phase covers the whole lattice, less what the bounds prune. Every
+strategy thus returns the exact optimum loss.
 
 Pruning: a strategy may skip a node whose data-free lower bound
 (``Metric.level_bounds``) is already no better than the best loss found, since
@@ -283,19 +288,13 @@ class SearchContext:
     def implied_class_size(self) -> int:
         """The largest class size the class-based criteria imply (their
         :meth:`~anonlab.privacy.base.Criterion.implied_class_size`), for the monotone
-        sub-model; 0 when the model has whole-node conditions (the sub-model then keeps
-        ARX's minimal class size only, see the module docstring)."""
-        if self._conditions:
-            return 0
+        sub-model. Unlike ARX's minimal class size it leaves whole-node conditions on."""
         bottom = self.engine.bottom.stats()
         return max((c.implied_class_size(bottom) for c in self._class_based), default=0)
 
     def monotone_parts(self) -> tuple[Criterion, ...]:
         """The monotone parts of the model's criteria that are not monotone themselves
-        (:meth:`~anonlab.privacy.base.Criterion.monotone_part`), for the sub-model; none when
-        the model has whole-node conditions (as for :meth:`implied_class_size`)."""
-        if self._conditions:
-            return ()
+        (:meth:`~anonlab.privacy.base.Criterion.monotone_part`), for the sub-model."""
         bottom = self.engine.bottom.stats()
         parts = (c.monotone_part(bottom) for i, c in enumerate(self._class_based)
                  if i not in self._sub)

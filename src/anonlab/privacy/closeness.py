@@ -153,7 +153,7 @@ class EqualDistanceTCloseness(TClosenessModel):
         q = global_frequencies(h)
         root = [np.zeros(q.shape[0], dtype=np.int64)]
         return closeness_size(lambda s: tree_minimum(s, q, root, [np.ones(1)]), self.t,
-                              q.shape[0])
+                              lambda s: q.shape[0] * (s + 1))
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The values' shares missing from a class must not exceed ``t``."""
@@ -326,7 +326,8 @@ class OrderedDistanceTCloseness(TClosenessModel):
         q = np.empty(m, dtype=np.float64)
         q[rank] = global_frequencies(h)
         cumulative = np.cumsum(q)
-        return closeness_size(lambda s: ordered_minimum(s, cumulative), self.t * (m - 1.0), m)
+        return closeness_size(lambda s: ordered_minimum(s, cumulative), self.t * (m - 1.0),
+                              lambda s: m)
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The values' shares missing from a class must not exceed ``t (m - 1)``."""
@@ -553,39 +554,46 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         """Classes whose EMD exceeds ``t`` (ARX: ``cost <= t`` passes)."""
         return np.asarray(~(self.emd(stats, h) <= self.t))
 
-    def smallest_class(self, h: SensitiveHistograms) -> int:
-        """The first size whose least tree EMD is at most ``t`` (1 unless the hierarchy ends
-        in a single group over the table's values)."""
+    def tree_shares(self, h: SensitiveHistograms) -> list[NDArray[Any]] | None:
+        """The table's share under each node of each level from 1 up (the distribution of
+        ``h``); ``None`` unless the hierarchy ends in a single group over the table's values
+        (what :meth:`smallest_class` and :meth:`coverage` need)."""
         levels = self.bound_levels()
-        q = global_frequencies(h)
+        below = global_frequencies(h)
         if (not levels or levels[-1].weight.shape[0] != 1
-                or levels[0].parent.shape[0] != q.shape[0]):
-            return 1
-        parents = [level.parent for level in levels]
+                or levels[0].parent.shape[0] != below.shape[0]):
+            return None
         shares = []
-        below = q
         for level in levels:
             below = np.bincount(level.parent, weights=below, minlength=level.weight.shape[0])
             shares.append(below)
+        return shares
+
+    def smallest_class(self, h: SensitiveHistograms) -> int:
+        """The first size whose least tree EMD is at most ``t`` (1 without a single root,
+        see :meth:`tree_shares`)."""
+        shares = self.tree_shares(h)
+        if shares is None:
+            return 1
+        q = global_frequencies(h)
+        parents = [level.parent for level in self.bound_levels()]
         nodes = q.shape[0] + sum(share.shape[0] for share in shares)
-        return closeness_size(lambda s: tree_minimum(s, q, parents, shares), self.t, nodes)
+        return closeness_size(lambda s: tree_minimum(s, q, parents, shares), self.t,
+                              lambda s: nodes * (s + 1))
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The table's shares of the subtrees below the root that hold no value of a class,
         over ``H``, must not exceed ``t`` (1 layer per level below the root)."""
-        levels = self.bound_levels()
-        q = global_frequencies(h)
-        if (not levels or levels[-1].weight.shape[0] != 1
-                or levels[0].parent.shape[0] != q.shape[0]):
+        shares = self.tree_shares(h)
+        if shares is None:
             return None
-        height = float(len(levels))
+        q = global_frequencies(h)
+        height = float(len(shares))
         groups: list[NDArray[Any] | None] = [None]
         weights = [q / height]
         node_of_value = np.arange(q.shape[0], dtype=np.int64)
-        below = q
-        for level in levels[:-1]:
+        for level, share in zip(self.bound_levels()[:-1], shares[:-1], strict=True):
             node_of_value = level.parent[node_of_value]
-            below = np.bincount(level.parent, weights=below, minlength=level.weight.shape[0])
             groups.append(node_of_value)
-            weights.append(below / height)
+            weights.append(share / height)
         return coverage(self.attribute, groups, weights, self.t)

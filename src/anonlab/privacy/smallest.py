@@ -1,4 +1,5 @@
-"""The fewest records a class needs before a sensitive-attribute model can hold on it.
+"""What a class needs before a sensitive-attribute model can hold on it: enough records
+(the first part below) and values covering enough of the table (:class:`ValueCoverage`).
 
 A class of ``s`` records has shares ``p_v = n_v / s`` with integer counts
 ``n_v``, so for small ``s`` no histogram at all comes close enough to the
@@ -45,6 +46,14 @@ more than the rounding of the models' own floating-point expressions, so a
 size is declared failing only when every histogram of that size fails in the
 models' arithmetic too. Sizes are tried from 1 up to :data:`SIZE_CAP`: when
 none passes, the cap itself is returned (every smaller class fails).
+
+A class's values matter too: the table's share of the values a class lacks
+must travel to the values it holds, and the caps of beta-likeness and
+delta-disclosure on the values it holds must leave room for all its records.
+:class:`ValueCoverage` turns each model's version of this into a monotone
+criterion (a merged class holds every value its parts hold), which the search
+also adds to the sub-model (:meth:`anonlab.privacy.base.Criterion.monotone_part`).
+The l-diversity models take distinct ``ceil(l)``-diversity as theirs.
 """
 
 from __future__ import annotations
@@ -62,9 +71,9 @@ from anonlab.privacy.base import ClassStats, Criterion
 SIZE_CAP = 256
 #: relative margin, on the side of "may pass", of every comparison with the model's bound
 MARGIN = 1e-9
-#: the most array elements one search for a size may touch (sizes up to the one reached
-#: then count as "may pass" from there: the result stays a valid bound)
-_WORK_LIMIT = 50_000_000
+#: the most array elements the sizes tried may touch together (the size reached then counts
+#: as "may pass": the result stays a valid bound)
+_WORK_LIMIT = 5_000_000
 
 
 def first_passing_size(may_pass: Callable[[int], bool], cost: Callable[[int], int]) -> int:
@@ -82,19 +91,30 @@ def first_passing_size(may_pass: Callable[[int], bool], cost: Callable[[int], in
     return SIZE_CAP
 
 
-def _convex_cost(size: int, share: float, weight: float) -> NDArray[Any]:
-    """``weight |c / size - share|`` for ``c = 0..size``."""
-    return np.asarray(weight * np.abs(np.arange(size + 1, dtype=np.float64) / size - share),
+def _convex_costs(size: int, shares: NDArray[Any], weight: float) -> NDArray[Any]:
+    """``(nodes, size + 1)``: ``weight |c / size - share|`` for each share and
+    ``c = 0..size``."""
+    grid = np.arange(size + 1, dtype=np.float64) / size
+    return np.asarray(weight * np.abs(grid[None, :] - np.asarray(shares)[:, None]),
                       dtype=np.float64)
 
 
-def _min_plus(parts: Sequence[NDArray[Any]]) -> NDArray[Any]:
-    """Min-plus convolution of convex sequences on ``0..s``, kept on ``0..s``: the sum of
-    their first values, then their slopes merged in increasing order."""
-    size = parts[0].shape[0] - 1
-    start = float(sum(float(p[0]) for p in parts))
-    slopes = np.sort(np.concatenate([np.diff(p) for p in parts]))[:size]
-    return np.asarray(start + np.concatenate(([0.0], np.cumsum(slopes))), dtype=np.float64)
+def _min_plus(costs: NDArray[Any], parent: NDArray[Any], n_parents: int) -> NDArray[Any]:
+    """Min-plus convolution of the convex rows of ``costs`` (on ``0..s``) that share a
+    parent, kept on ``0..s``: the sum of their first values, then their slopes merged in
+    increasing order (each row has ``s`` slopes, so every parent keeps ``s``)."""
+    size = costs.shape[1] - 1
+    slopes = np.diff(costs, axis=1).ravel()
+    owner = np.repeat(parent, size)
+    order = np.lexsort((slopes, owner))
+    owner, slopes = owner[order], slopes[order]
+    first = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n_parents))[:-1]))
+    rank = np.arange(owner.shape[0]) - first[owner]
+    keep = rank < size
+    out = np.zeros((n_parents, size + 1), dtype=np.float64)
+    out[:, 0] = np.bincount(parent, weights=costs[:, 0], minlength=n_parents)
+    out[owner[keep], 1 + rank[keep]] = slopes[keep]
+    return np.asarray(np.cumsum(out, axis=1), dtype=np.float64)
 
 
 def tree_minimum(size: int, leaf_share: NDArray[Any], parents: Sequence[NDArray[Any]],
@@ -105,29 +125,30 @@ def tree_minimum(size: int, leaf_share: NDArray[Any], parents: Sequence[NDArray[
     node ``x`` of level ``i`` (level 0 = the leaves) and ``node_share[i][u]``
     the table's share under node ``u`` of level ``i + 1``. The last level must
     hold a single node, the root. Ground distance ``level(lca) / H`` with
-    ``H = len(parents)`` (see the module text).
+    ``H = len(parents)`` (see the module text). All nodes of a level at once.
     """
     height = len(parents)
     weight = 1.0 / (2.0 * height)
-    costs = [_convex_cost(size, float(q), weight) for q in leaf_share]
+    costs = _convex_costs(size, leaf_share, weight)
     for level, parent in enumerate(parents):
-        children: list[list[NDArray[Any]]] = [[] for _ in range(node_share[level].shape[0])]
-        for x, u in enumerate(parent.tolist()):
-            children[u].append(costs[x])
-        top = level == height - 1
-        costs = [_min_plus(kids) if top else _min_plus(kids) + _convex_cost(size, float(q), weight)
-                 for kids, q in zip(children, node_share[level].tolist(), strict=True)]
-    return float(costs[0][size])
+        costs = _min_plus(costs, np.asarray(parent, dtype=np.int64),
+                          node_share[level].shape[0])
+        if level < height - 1:  # the root has no edge of its own
+            costs = costs + _convex_costs(size, node_share[level], weight)
+    return float(costs[0, size])
 
 
 def ordered_minimum(size: int, cumulative_share: NDArray[Any]) -> float:
     """The least ``sum_i |C_i / size - Q_i|`` over nondecreasing integer ``C`` ending at
-    ``size``, for the table's cumulative shares ``Q`` in the values' order."""
-    grid = np.arange(size + 1, dtype=np.float64) / size
-    best = np.abs(grid - cumulative_share[0])
-    for share in cumulative_share[1:]:
-        best = np.minimum.accumulate(best) + np.abs(grid - share)
-    return float(best[size])
+    ``size``, for the table's cumulative shares ``Q`` in the values' order.
+
+    Each term alone is least at the integer nearest ``size Q_i``; rounding a
+    nondecreasing sequence to the nearest integers keeps it nondecreasing, and
+    ``Q`` ends at 1, so those integers are a valid ``C`` and the least sum is
+    ``sum_i |round(size Q_i) - size Q_i| / size``.
+    """
+    scaled = np.asarray(cumulative_share, dtype=np.float64) * size
+    return float(np.abs(np.round(scaled) - scaled).sum() / size)
 
 
 def caps_reach(size: int, caps: NDArray[Any]) -> bool:
@@ -163,11 +184,13 @@ def shares_of(frequencies: NDArray[Any]) -> NDArray[Any]:
     return counts / total if total > 0 else counts
 
 
-def closeness_size(minimum: Callable[[int], float], bound: float, elements: int) -> int:
+def closeness_size(minimum: Callable[[int], float], bound: float,
+                   cost: Callable[[int], int]) -> int:
     """The implied size of a t-closeness model whose least distance at size ``s`` is
-    ``minimum(s)``: the first size at which it is not above ``bound`` with the margin."""
+    ``minimum(s)`` (computed touching about ``cost(s)`` elements): the first size at
+    which it is not above ``bound`` with the margin."""
     slack = bound * (1.0 + MARGIN) + MARGIN
-    return first_passing_size(lambda s: minimum(s) <= slack, lambda s: elements * (s + 1))
+    return first_passing_size(lambda s: minimum(s) <= slack, cost)
 
 
 class ValueCoverage(Criterion):
