@@ -17,6 +17,10 @@ from __future__ import annotations
 import math
 import struct
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 _DOUBLE = struct.Struct("<d")
 _WORDS = struct.Struct("<Ii")  # (low word; high word, signed) of a little-endian double
@@ -106,6 +110,77 @@ def log(x: float) -> float:
     return dk * _LN2_HI - ((s * (f - r) - dk * _LN2_LO) - f)
 
 
+# Constants of the array version as 0-d arrays, which NumPy combines with arrays
+# faster than Python floats (the arithmetic is the same).
+_ZERO, _ONE, _TWO, _HALF, _HX_SCALE, _INF = (
+    np.array(v) for v in (0.0, 1.0, 2.0, 0.5, 1048576.0, math.inf))
+_LN2_HI_0D, _LN2_LO_0D = np.array(_LN2_HI), np.array(_LN2_LO)
+_LG0, _LG1, _LG2, _LG3, _LG4, _LG5, _LG6 = (np.array(v) for v in _LG)
+_HX_NORMALIZE, _HX_WIDE_LOW, _HX_WIDE_HIGH, _HX_MASK, _HX_ZERO, _HX_TINY = (
+    np.array(v, dtype=np.int64) for v in (0x6A09C, 0x6147A, 0x6B851, 0x000FFFFF, 0, 3))
+
+
+def _log_regular(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`log` of every element of ``x``, all positive and finite, with its IEEE steps.
+
+    Every element takes the scalar function's operations in the same order
+    (NumPy's ``+ - * /`` round correctly and never fuse), its branches chosen
+    by masks on the same quantities; :func:`numpy.frexp` splits as
+    :func:`math.frexp` does. Where the scalar code branches, both sides are
+    formed and each element keeps its own.
+    """
+    mantissa, exponent = np.frexp(x)
+    m1 = mantissa * _TWO
+    hx = ((m1 - _ONE) * _HX_SCALE).astype(np.int64)  # truncation, as int() of a value >= 0
+    high = hx >= _HX_NORMALIZE
+    np.multiply(m1, _HALF, out=m1, where=high)
+    dk = exponent.astype(np.float64) - _ONE + high  # float(k), k = exponent - 1 (+ 1 if high)
+    f = m1 - _ONE
+    s = f / (_TWO + f)
+    z = s * s
+    w = z * z
+    t1 = w * (_LG1 + w * (_LG3 + w * _LG5))
+    t2 = z * (_LG0 + w * (_LG2 + w * (_LG4 + w * _LG6)))
+    r = t2 + t1
+    hfsq = _HALF * f * f
+    hi, lo = dk * _LN2_HI_0D, dk * _LN2_LO_0D
+    wide = ((hx - _HX_WIDE_LOW) | (_HX_WIDE_HIGH - hx)) > _HX_ZERO
+    out: NDArray[np.float64] = hi - ((s * (f - r) - lo) - f)
+    np.copyto(out, hi - ((hfsq - (s * (hfsq + r) + lo)) - f), where=wide)
+    if np.count_nonzero(dk) < dk.size:  # k == 0: the forms without k log 2
+        unit = dk == 0.0
+        fu, su, ru, hu = f[unit], s[unit], r[unit], hfsq[unit]
+        out[unit] = np.where(wide[unit], fu - (hu - su * (hu + ru)), fu - su * (fu - ru))
+    tiny = ((hx + 2) & _HX_MASK) < _HX_TINY  # |f| < 2^-20
+    if np.count_nonzero(tiny):
+        out[tiny] = _log_tiny(f[tiny], dk[tiny])
+    return out
+
+
+def _log_tiny(f: NDArray[np.float64], dk: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`log`'s branch for ``|f| < 2^-20``: ``f - f^2 (1/2 - f/3)`` plus ``k log 2``."""
+    r = f * f * (0.5 - 0.33333333333333333 * f)
+    exact = np.where(dk == 0.0, 0.0, dk * _LN2_HI + dk * _LN2_LO)
+    near = np.where(dk == 0.0, f - r, dk * _LN2_HI - ((r - dk * _LN2_LO) - f))
+    result: NDArray[np.float64] = np.where(f == 0.0, exact, near)
+    return result
+
+
+def log_array(x: NDArray[Any]) -> NDArray[np.float64]:
+    """:func:`log` element by element, each result bit for bit the scalar function's.
+
+    ``log(0) = -inf``, ``log(inf) = inf``, NaN for NaN and negative arguments.
+    """
+    values = np.asarray(x, dtype=np.float64)
+    regular = (values > _ZERO) & (values < _INF)
+    if np.count_nonzero(regular) == values.size:  # positive and finite: no FP exceptions
+        return _log_regular(values)
+    with np.errstate(all="ignore"):
+        out = np.where(values == 0.0, -math.inf, np.where(values == math.inf, math.inf, math.nan))
+        out[regular] = _log_regular(values[regular])
+    return out
+
+
 # ---------------------------------------------------------------------------
 # argument reduction
 
@@ -145,16 +220,23 @@ def _pi_scaled(bits: int = 1400) -> int:
 
 
 def _reduce_large(x: float) -> tuple[int, float, float]:
-    """``x = n pi/2 + (y0 + y1)`` for a huge ``|x|``, the remainder as a rounded double-double."""
-    from fractions import Fraction
+    """``x = n pi/2 + (y0 + y1)`` for a huge ``|x|``, the remainder as a rounded double-double.
 
+    Exact rational arithmetic on integers: with ``x = a / b`` and
+    ``pi/2 = P / D`` (``D = 2^1401``), ``n = floor(x / (pi/2) + 1/2)`` is
+    ``(2 a D + b P) // (2 b P)``, the remainder ``(a D - n P b) / (b D)``; Python
+    divides integers with correct rounding, as ``float`` of a fraction does.
+    """
     bits = 1400
-    half_pi = Fraction(_pi_scaled(bits), 1 << (bits + 1))
-    exact = Fraction(x)
-    n = math.floor(exact / half_pi + Fraction(1, 2))
-    rest = exact - n * half_pi
-    y0 = float(rest)
-    y1 = float(rest - Fraction(y0))
+    scaled = _pi_scaled(bits)
+    unit = 1 << (bits + 1)  # pi/2 = scaled / unit
+    a, b = x.as_integer_ratio()  # b is a power of two
+    n = (2 * a * unit + b * scaled) // (2 * b * scaled)
+    rest, below = a * unit - n * scaled * b, b * unit  # the remainder rest / below
+    y0 = rest / below
+    p, q = y0.as_integer_ratio()  # q is a power of two, as is below
+    common = max(below, q)
+    y1 = (rest * (common // below) - p * (common // q)) / common
     return n, y0, y1
 
 
