@@ -30,9 +30,9 @@ computed here without enumerating them:
   convolution of convex sequences merges their sorted slopes; the minimum is
   ``f_root(s)`` without the root's own term.
 * **t-closeness with ordered distance.** ``sum_i |C_i / s - Q_i|`` over the
-  values in order, ``C_i`` the class's cumulative count: the least sum ending
-  at ``C_i = c`` is ``|c/s - Q_i|`` plus the least sum ending at most at ``c``
-  one value before (a running minimum).
+  values in order, ``C_i`` the class's cumulative count: each term is least at
+  the integer nearest ``s Q_i``, and those integers are nondecreasing (``Q``
+  is) and end at ``s``, so they are the least sum's ``C``.
 * **beta-likeness.** A value may hold at most ``floor(s q_v (1 + b_v))`` of the
   class's records (``b_v = beta``, or ``min(beta, -ln q_v)`` for the enhanced
   model); some histogram passes exactly when these caps add up to ``s``.
@@ -175,13 +175,6 @@ def ranges_reach(size: int, low: NDArray[Any], high: NDArray[Any]) -> bool:
         stop = np.clip(target - first + 1, 0, size + 1)
         reach = reach | (before[stop] > before[start])
     return bool(reach[size])
-
-
-def shares_of(frequencies: NDArray[Any]) -> NDArray[Any]:
-    """The table's shares ``q_v = N_v / N`` (what the models compare with)."""
-    counts = np.asarray(frequencies, dtype=np.float64)
-    total = float(counts.sum())
-    return counts / total if total > 0 else counts
 
 
 def closeness_size(minimum: Callable[[int], float], bound: float,
