@@ -43,6 +43,7 @@ from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
 from anonlab.microaggregation import microaggregate
 from anonlab.privacy import DistinctLDiversity
+from anonlab.privacy.closeness import HierarchicalDistanceTCloseness
 from anonlab.risk.measure import measure_risk
 from anonlab.runs.generalize import ApplySettings, run_apply
 from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
@@ -261,6 +262,45 @@ def test_generalizer(engine: EngineCase, adult: pd.DataFrame,
     assert fitted.result_.suppressed_records == expected_fit.result_.suppressed_records
     assert digest(engine.compute(released)) == digest(expected)
     assert digest(expected) == digest(generalized["release"])  # CLI and API agree
+
+
+def _closeness_generalizer(engine: EngineCase | None) -> Generalizer:
+    """Hierarchical t-closeness 0.2 of occupation with 4 % suppression: not monotone, so the
+    search runs on its monotone sub-model (the class size and value coverage t implies)."""
+    model = HierarchicalDistanceTCloseness("occupation", 0.2,
+                                           ADULT / "hierarchy_occupation.csv")
+    return Generalizer(k=1, criteria=[model], suppression=0.04, metric="loss",
+                       engine=engine.api if engine is not None else None)
+
+
+@pytest.fixture(scope="module")
+def closeness_in_memory(adult: pd.DataFrame) -> tuple[Generalizer, pd.DataFrame]:
+    """The in-memory search with a model that is not monotone."""
+    fitted = _closeness_generalizer(None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseRiskWarning)
+        released = fitted.fit_transform(adult, _hierarchies(), sensitive=SENSITIVE)
+    return fitted, released
+
+
+def test_generalizer_with_a_model_that_is_not_monotone(
+        engine: EngineCase, adult: pd.DataFrame,
+        closeness_in_memory: tuple[Generalizer, pd.DataFrame]) -> None:
+    """On the engine, the sub-model built from the engine's frequency set prunes as in memory:
+    the same transformation, nodes checked (fewer than the lattice) and release."""
+    expected_fit, expected = closeness_in_memory
+    fitted = _closeness_generalizer(engine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseRiskWarning)
+        released = fitted.fit_transform(engine.frame(adult), _hierarchies(),
+                                        sensitive=SENSITIVE)
+    search = fitted.result_.search
+    assert fitted.transformation_ == expected_fit.transformation_
+    assert search.nodes_checked == expected_fit.result_.search.nodes_checked
+    assert search.nodes_checked < search.checked.shape[0]
+    assert search.sub_tags is not None
+    assert fitted.result_.suppressed_records == expected_fit.result_.suppressed_records
+    assert digest(engine.compute(released)) == digest(expected)
 
 
 @pytest.fixture(scope="module")
