@@ -235,14 +235,19 @@ def _generalizer(engine: EngineCase | None) -> Generalizer:
                        engine=engine.api if engine is not None else None)
 
 
+def _fit(fitted: Generalizer, frame: Any) -> Any:
+    """``fitted.fit_transform`` of Adult's frame (or the engine's) with the bundled
+    hierarchies; the release (salary-class has classes of l = 1: no risk warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseRiskWarning)
+        return fitted.fit_transform(frame, _hierarchies(), sensitive=SENSITIVE)
+
+
 @pytest.fixture(scope="module")
 def generalized_in_python(adult: pd.DataFrame) -> tuple[Generalizer, pd.DataFrame]:
     """The Python API's in-memory generalization of Adult (fitted, and its release)."""
     fitted = _generalizer(None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseRiskWarning)  # salary-class: classes of l = 1
-        released = fitted.fit_transform(adult, _hierarchies(), sensitive=SENSITIVE)
-    return fitted, released
+    return fitted, _fit(fitted, adult)
 
 
 def test_generalizer(engine: EngineCase, adult: pd.DataFrame,
@@ -252,10 +257,7 @@ def test_generalizer(engine: EngineCase, adult: pd.DataFrame,
     the in-memory search's transformation and gives its release."""
     expected_fit, expected = generalized_in_python
     fitted = _generalizer(engine)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseRiskWarning)
-        released = fitted.fit_transform(engine.frame(adult), _hierarchies(),
-                                        sensitive=SENSITIVE)
+    released = _fit(fitted, engine.frame(adult))
     assert isinstance(released, pd.DataFrame) == (engine.name == "numpy")  # lazy on Dask
     assert fitted.transformation_ == expected_fit.transformation_
     assert fitted.result_.search.nodes_checked == expected_fit.result_.search.nodes_checked
@@ -277,10 +279,7 @@ def _closeness_generalizer(engine: EngineCase | None) -> Generalizer:
 def closeness_in_memory(adult: pd.DataFrame) -> tuple[Generalizer, pd.DataFrame]:
     """The in-memory search with a model that is not monotone."""
     fitted = _closeness_generalizer(None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseRiskWarning)
-        released = fitted.fit_transform(adult, _hierarchies(), sensitive=SENSITIVE)
-    return fitted, released
+    return fitted, _fit(fitted, adult)
 
 
 def test_generalizer_with_a_model_that_is_not_monotone(
@@ -290,10 +289,7 @@ def test_generalizer_with_a_model_that_is_not_monotone(
     the same transformation, nodes checked (fewer than the lattice) and release."""
     expected_fit, expected = closeness_in_memory
     fitted = _closeness_generalizer(engine)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseRiskWarning)
-        released = fitted.fit_transform(engine.frame(adult), _hierarchies(),
-                                        sensitive=SENSITIVE)
+    released = _fit(fitted, engine.frame(adult))
     search = fitted.result_.search
     assert fitted.transformation_ == expected_fit.transformation_
     assert search.nodes_checked == expected_fit.result_.search.nodes_checked
