@@ -489,17 +489,26 @@ class PartialMoments:
     m2: NDArray[np.float64]
 
 
+def _merged_mean(
+    a_count: int, a_mean: NDArray[np.float64], b_count: int, b_mean: NDArray[np.float64]
+) -> tuple[int, NDArray[np.float64], NDArray[np.float64], float]:
+    """What Chan's update of two consecutive runs (both with rows) shares between the
+    moments and the co-moments: ``n = n_a + n_b``, ``delta = mean_b - mean_a``, the merged
+    mean ``mean_a + delta n_b / n`` and the weight ``n_a n_b / n`` of ``delta``'s term."""
+    n = a_count + b_count
+    delta = b_mean - a_mean
+    return n, delta, a_mean + delta * (b_count / n), a_count * b_count / n
+
+
 def combine_moments(a: PartialMoments, b: PartialMoments) -> PartialMoments:
-    """Chan, Golub and LeVeque's update for two consecutive runs (module text)."""
+    """Chan, Golub and LeVeque's update for two consecutive runs (module text):
+    ``M2 = M2_a + M2_b + delta^2 n_a n_b / n``."""
     if a.count == 0:
         return b
     if b.count == 0:
         return a
-    n = a.count + b.count
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.count / n)
-    m2 = a.m2 + b.m2 + delta * delta * (a.count * b.count / n)
-    return PartialMoments(n, mean, m2)
+    n, delta, mean, weight = _merged_mean(a.count, a.mean, b.count, b.mean)
+    return PartialMoments(n, mean, a.m2 + b.m2 + delta * delta * weight)
 
 
 @dataclass(frozen=True)
@@ -532,11 +541,8 @@ def combine_comoments(a: PartialCoMoments, b: PartialCoMoments) -> PartialCoMome
         return b
     if b.count == 0:
         return a
-    n = a.count + b.count
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.count / n)
-    comoment = a.comoment + b.comoment + np.outer(delta, delta) * (a.count * b.count / n)
-    return PartialCoMoments(n, mean, comoment)
+    n, delta, mean, weight = _merged_mean(a.count, a.mean, b.count, b.mean)
+    return PartialCoMoments(n, mean, a.comoment + b.comoment + np.outer(delta, delta) * weight)
 
 
 def piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int) -> PartialCoMoments:
