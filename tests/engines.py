@@ -37,6 +37,35 @@ SUITE_BATCH_ROWS = 4096
 PART_SHARES = (0.1, 0.35, 0.7)
 
 
+def write_parts(frame: pd.DataFrame, folder: Path, bounds: list[int],
+                row_group_size: int | None = None) -> Path:
+    """``frame`` as a new folder of Parquet parts ``part-<i>.parquet``, cut at ``bounds``
+    (row positions, first 0 and last ``len(frame)``)."""
+    folder.mkdir(parents=True)
+    for i, (start, stop) in enumerate(itertools.pairwise(bounds)):
+        part = pa.Table.from_pandas(frame.iloc[start:stop], preserve_index=False)
+        pq.write_table(part, folder / f"part-{i}.parquet", row_group_size=row_group_size)
+    return folder
+
+
+def assert_refused(args: list[str], tmp_path: Path, needle: str) -> str:
+    """``anonlab args`` fails with exit code 2 in one line ``Error: ...`` naming
+    ``needle``, and leaves ``tmp_path`` as it was (nothing written, nothing left behind);
+    returns that line."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    before = sorted(tmp_path.rglob("*"))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    assert needle in lines[0]
+    assert sorted(tmp_path.rglob("*")) == before
+    return lines[0]
+
+
 @dataclass(frozen=True)
 class EngineCase:
     """What a test needs to run a command or an API call on one engine.
@@ -69,13 +98,8 @@ class EngineCase:
 
     def parts(self, frame: pd.DataFrame, name: str) -> Path:
         """``frame`` as a Parquet folder of four uneven parts (cut at :data:`PART_SHARES`)."""
-        folder = self.workdir / name
-        folder.mkdir(parents=True)
         cuts = [0, *(round(share * len(frame)) for share in PART_SHARES), len(frame)]
-        for i, (start, stop) in enumerate(itertools.pairwise(cuts)):
-            part = pa.Table.from_pandas(frame.iloc[start:stop], preserve_index=False)
-            pq.write_table(part, folder / f"part-{i}.parquet")
-        return folder
+        return write_parts(frame, self.workdir / name, cuts)
 
     def frame(self, frame: pd.DataFrame, partitions: int = 4) -> Any:
         """``frame`` as the Python API takes it here: a Dask DataFrame of ``partitions``

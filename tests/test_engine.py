@@ -14,7 +14,6 @@ table span many pieces and batches.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import os
 import signal
@@ -40,6 +39,7 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
 from anonlab.lattice.freqset import FrequencyEngine
+from engines import write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT = REPO / "data" / "adult"
@@ -68,12 +68,8 @@ def adult_hierarchies() -> dict[str, Hierarchy]:
 def tables(tmp_path_factory: pytest.TempPathFactory, adult: pd.DataFrame) -> dict[str, Any]:
     """Adult as CSV pieces and as a Parquet folder of uneven parts; a random typed table."""
     root = tmp_path_factory.mktemp("tables")
-    folder = root / "adult_parts"
-    folder.mkdir()
-    bounds = [0, 1000, 9000, 9001, 20000, len(adult)]
-    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
-        pq.write_table(pa.Table.from_pandas(adult.iloc[a:b], preserve_index=False),
-                       folder / f"part-{i}.parquet", row_group_size=2500)
+    folder = write_parts(adult, root / "adult_parts", [0, 1000, 9000, 9001, 20000, len(adult)],
+                         row_group_size=2500)
     random_folder = root / "random"
     _random_parts(random_folder)
     return {

@@ -38,6 +38,7 @@ from anonlab.runs.generalize import (
     run_apply,
     run_generalize,
 )
+from engines import assert_refused
 
 pytest.importorskip("distributed")
 
@@ -172,18 +173,6 @@ def test_python_api_takes_a_dask_dataframe(work: dict[str, Any], data_dir: Path,
     assert _digest(expected) == _digest(work["release"])
 
 
-def _fails(args: list[str], tmp_path: Path, needle: str) -> str:
-    """The command fails in one line naming ``needle``, with exit code 2 and no file left."""
-    before = sorted(tmp_path.rglob("*"))
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
-    assert needle in lines[0]
-    assert sorted(tmp_path.rglob("*")) == before
-    return lines[0]
-
-
 def test_a_model_that_fails_is_refused_as_in_memory(work: dict[str, Any], data_dir: Path,
                                                     tmp_path: Path) -> None:
     """The test file alone would need 244 records suppressed, the limit is 150: the engine
@@ -191,9 +180,9 @@ def test_a_model_that_fails_is_refused_as_in_memory(work: dict[str, Any], data_d
     test = data_dir / "adult" / "adult_full_test.csv"
     args = ["apply", str(work["report_in"]), str(test), "--other", "insensitive",
             "--report", str(tmp_path / "r.json")]
-    in_memory = _fails([*args, "--output", str(tmp_path / "r.parquet")], tmp_path,
+    in_memory = assert_refused([*args, "--output", str(tmp_path / "r.parquet")], tmp_path,
                        "244 records would be suppressed but the limit allows 150")
-    assert _fails([*args, "--output", f"{tmp_path}/out/"], tmp_path, "") == in_memory
+    assert assert_refused([*args, "--output", f"{tmp_path}/out/"], tmp_path, "") == in_memory
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
@@ -208,7 +197,7 @@ def test_a_model_that_fails_is_refused_as_in_memory(work: dict[str, Any], data_d
 ])
 def test_bad_input(work: dict[str, Any], tmp_path: Path, flags: list[str],
                    needle: str) -> None:
-    _fails(["apply", str(work["report_in"]), str(work["parts"]), "--other", "insensitive",
+    assert_refused(["apply", str(work["report_in"]), str(work["parts"]), "--other", "insensitive",
             "--report", str(tmp_path / "r.json"),
             *(f.format(tmp=tmp_path) for f in flags)], tmp_path, needle)
 

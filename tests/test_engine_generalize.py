@@ -33,6 +33,7 @@ from anonlab.generalize import Generalizer
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
 from anonlab.runs.generalize import GeneralizeSettings, run_generalize
+from engines import assert_refused
 
 pytest.importorskip("distributed")
 
@@ -172,18 +173,8 @@ def test_python_api_on_the_numpy_engine(data_dir: Path) -> None:
     pd.testing.assert_frame_equal(released.astype(str), expected.astype(str))
 
 
-def _fails(args: list[str], tmp_path: Path, needle: str) -> None:
-    before = sorted(tmp_path.rglob("*"))
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
-    assert needle in lines[0]
-    assert sorted(tmp_path.rglob("*")) == before  # nothing written, nothing left behind
-
-
 def test_unreachable_scheduler(data_dir: Path, tmp_path: Path) -> None:
-    _fails([*_args(data_dir), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9",
+    assert_refused([*_args(data_dir), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9",
             "--output", f"{tmp_path}/out/", "--report", str(tmp_path / "r.json")],
            tmp_path, "--scheduler 'tcp://127.0.0.1:9' cannot be reached")
 
@@ -196,7 +187,7 @@ def test_parquet_parts_with_other_schemas(data_dir: Path, tmp_path: Path) -> Non
                    folder / "part-0.parquet")
     odd = frame.iloc[100:200].assign(age=lambda f: f["age"].astype(int))
     pq.write_table(pa.Table.from_pandas(odd, preserve_index=False), folder / "part-1.parquet")
-    _fails([*_args(data_dir, folder), "--engine", "dask", "--workers", "1",
+    assert_refused([*_args(data_dir, folder), "--engine", "dask", "--workers", "1",
             "--output", f"{tmp_path}/out/", "--report", str(tmp_path / "r.json")],
            tmp_path, "write every part with the same schema")
 
@@ -208,13 +199,13 @@ def test_parquet_parts_with_other_schemas(data_dir: Path, tmp_path: Path) -> Non
 def test_memory_limit_too_small(data_dir: Path, adult_parts: Path, tmp_path: Path,
                                 engine: str, limit: str, needle: str) -> None:
     """A Dask worker cannot start in 100 MB; 1 MB cannot merge Adult's 18,109 tuples."""
-    _fails([*_args(data_dir, adult_parts), "--engine", engine, "--memory-limit", limit,
+    assert_refused([*_args(data_dir, adult_parts), "--engine", engine, "--memory-limit", limit,
             "--output", f"{tmp_path}/out/", "--report", str(tmp_path / "r.json")],
            tmp_path, needle)
 
 
 def test_dask_refuses_a_file_output(data_dir: Path, tmp_path: Path) -> None:
-    _fails([*_args(data_dir), "--engine", "dask", "--output", str(tmp_path / "r.parquet")],
+    assert_refused([*_args(data_dir), "--engine", "dask", "--output", str(tmp_path / "r.parquet")],
            tmp_path, "writes the release as a folder of Parquet parts")
 
 

@@ -11,7 +11,6 @@ and ``block_size`` give several regions and several blocks in each.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -32,6 +29,7 @@ from anonlab.errors import AnonlabError
 from anonlab.runs import microaggregate_engine
 from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 from anonlab.verify.microaggregation import check_microaggregation
+from engines import write_parts
 
 NUMERIC = ["a", "b", "c"]
 K, BLOCK, REGION = 3, 256, 800
@@ -71,13 +69,8 @@ def csv(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Pat
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Path:
     """The table as a Parquet folder of four uneven parts (the last in two row groups)."""
-    folder = tmp_path_factory.mktemp("parts") / "table"
-    folder.mkdir()
-    bounds = [0, 700, 701, 1_900, len(original)]
-    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
-        pq.write_table(pa.Table.from_pandas(original.iloc[a:b], preserve_index=False),
-                       folder / f"part-{i}.parquet", row_group_size=600)
-    return folder
+    return write_parts(original, tmp_path_factory.mktemp("parts") / "table",
+                       [0, 700, 701, 1_900, len(original)], row_group_size=600)
 
 
 def _settings(source: Any, output: str, **extra: Any) -> MicroaggregateSettings:

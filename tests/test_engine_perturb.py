@@ -12,15 +12,12 @@ value, rows ordered as the input's (the parts in order, then by row).
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from numpy.typing import NDArray
 from typer.testing import CliRunner
@@ -34,6 +31,7 @@ from anonlab.errors import AnonlabError
 from anonlab.io import read_table
 from anonlab.perturbation import RecoverableReleaseWarning
 from anonlab.runs.perturb import InvertSettings, PerturbSettings, run_invert, run_perturb
+from engines import write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 TARRAGONA = REPO / "data" / "sdc" / "Tarragona.csv"
@@ -60,13 +58,8 @@ def original() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Path:
     """Tarragona as a Parquet folder of four uneven parts (the last in two row groups)."""
-    folder = tmp_path_factory.mktemp("parts") / "tarragona"
-    folder.mkdir()
-    bounds = [0, 100, 101, 500, len(original)]
-    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
-        pq.write_table(pa.Table.from_pandas(original.iloc[a:b], preserve_index=False),
-                       folder / f"part-{i}.parquet", row_group_size=200)
-    return folder
+    return write_parts(original, tmp_path_factory.mktemp("parts") / "tarragona",
+                       [0, 100, 101, 500, len(original)], row_group_size=200)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ bits on the two engines.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import warnings
@@ -28,8 +27,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -42,6 +39,7 @@ from anonlab.io import read_table
 from anonlab.risk.classes import equivalence_classes
 from anonlab.risk.measure import measure_risk
 from anonlab.risk.run import run_risk
+from engines import assert_refused, write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT = REPO / "data" / "adult"
@@ -65,13 +63,8 @@ def release() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory, release: pd.DataFrame) -> Path:
     """The release as a folder of uneven Parquet parts."""
-    root = tmp_path_factory.mktemp("release") / "parts"
-    root.mkdir()
-    bounds = [0, 700, 12000, 12001, 25000, len(release)]
-    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
-        pq.write_table(pa.Table.from_pandas(release.iloc[a:b], preserve_index=False),
-                       root / f"part-{i}.parquet", row_group_size=2000)
-    return root
+    return write_parts(release, tmp_path_factory.mktemp("release") / "parts",
+                       [0, 700, 12000, 12001, 25000, len(release)], row_group_size=2000)
 
 
 @pytest.fixture(scope="module")
@@ -93,15 +86,6 @@ def engine(request: pytest.FixtureRequest) -> EngineBase:
     return found
 
 
-def _write_parts(frame: pd.DataFrame, root: Path, bounds: list[int]) -> Path:
-    """``frame`` as a folder of Parquet parts cut at ``bounds``."""
-    root.mkdir()
-    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
-        pq.write_table(pa.Table.from_pandas(frame.iloc[a:b], preserve_index=False),
-                       root / f"part-{i}.parquet", row_group_size=2000)
-    return root
-
-
 @pytest.fixture(scope="module")
 def weighted(release: pd.DataFrame) -> pd.DataFrame:
     """The release with sampling weights that are not integers (so their sums round)."""
@@ -114,8 +98,8 @@ def weighted(release: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def weighted_folder(tmp_path_factory: pytest.TempPathFactory, weighted: pd.DataFrame) -> Path:
     """The weighted release as a folder of uneven Parquet parts."""
-    return _write_parts(weighted, tmp_path_factory.mktemp("weighted") / "parts",
-                        [0, 700, 12000, 12001, 25000, len(weighted)])
+    return write_parts(weighted, tmp_path_factory.mktemp("weighted") / "parts",
+                       [0, 700, 12000, 12001, 25000, len(weighted)], row_group_size=2000)
 
 
 def _weighted_options() -> dict[str, Any]:
@@ -250,7 +234,7 @@ def test_a_bad_weight_is_one_line_on_the_engines(engine: EngineBase, weighted: p
     if isinstance(value, str):
         frame["w"] = frame["w"].map(repr).astype(object)
     frame.loc[2345, "w"] = value
-    folder = _write_parts(frame, tmp_path / "parts", [0, 1000, 3000])
+    folder = write_parts(frame, tmp_path / "parts", [0, 1000, 3000], row_group_size=2000)
     with pytest.raises(AnonlabError) as err:
         measure_risk(folder, ATTACKER, weights="w", engine=engine)
     assert err.value.parameter == "weights"
@@ -272,7 +256,8 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
     assert not hasattr(generalize_engine, "_risk_columns")
     adult = read_table(ADULT / "adult.csv", delimiter=";")
     adult["w"] = np.random.default_rng(7).uniform(1.0, 30.0, len(adult)) + 1.0 / 7.0
-    source = _write_parts(adult, tmp_path / "adult", [0, 9000, 20000, len(adult)])
+    source = write_parts(adult, tmp_path / "adult", [0, 9000, 20000, len(adult)],
+                         row_group_size=2000)
     common = ["generalize", str(source), "--other", "insensitive", "--qi",
               f"education={ADULT / 'hierarchy_education.csv'}", "--qi",
               f"marital-status={ADULT / 'hierarchy_marital-status.csv'}", "--sensitive",
@@ -341,27 +326,18 @@ def test_run_risk_on_dask_with_a_dask_dataframe(dask_engine: EngineBase,
     assert found.report["inputs"]["data"] is None and found.written == []
 
 
-def _fails(args: list[str], tmp_path: Path, expected: str) -> None:
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
-    assert expected in lines[0]
-    assert not (tmp_path / "report.json").exists()
-
-
 def test_bad_input_is_one_error_and_writes_nothing(folder: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     base = ["risk", str(folder), "--report", str(tmp_path / "report.json"), "--quiet"]
-    _fails([*base, "--qi", "sex,agex", "--engine", "dask", "--workers", "1"], tmp_path,
+    assert_refused([*base, "--qi", "sex,agex", "--engine", "dask", "--workers", "1"], tmp_path,
            "--qi names columns the table does not have: agex")
-    _fails([*base, "--qi", "sex,age", "--engine", "dask", "--workers", "1", "--weights",
+    assert_refused([*base, "--qi", "sex,age", "--engine", "dask", "--workers", "1", "--weights",
             "race"], tmp_path, "column 'race' holds 'White' in data row 1 of Parquet part")
-    _fails([*base, "--qi", "sex,age", "--scheduler", "tcp://127.0.0.1:9"], tmp_path,
+    assert_refused([*base, "--qi", "sex,age", "--scheduler", "tcp://127.0.0.1:9"], tmp_path,
            "--scheduler applies to engine 'dask' only")
-    _fails([*base, "--qi", "sex,age", "--engine", "spark"], tmp_path,
+    assert_refused([*base, "--qi", "sex,age", "--engine", "spark"], tmp_path,
            "engine 'spark' is unknown")
-    _fails([*base, "--qi", "sex,age", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"],
+    assert_refused([*base, "--qi", "sex,age", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"],
            tmp_path, "--scheduler 'tcp://127.0.0.1:9' cannot be reached")
 
 
