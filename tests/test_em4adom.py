@@ -195,7 +195,7 @@ def reference_interval(x: NDArray[Any], xm: NDArray[Any], p: float) -> float:
             hi = ranked[min(ranks[-1] + w, n - 1)]
             ok = ok and lo <= x[i, j] <= hi
         hits += ok
-    return hits / n
+    return float(hits / n)
 
 
 @settings(max_examples=30, deadline=None)

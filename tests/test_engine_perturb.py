@@ -395,7 +395,8 @@ def test_release_is_read_back_by_the_one_reader(tmp_path: Path, parts: Path) -> 
     """The folder release reads back through anonlab's reader (what any user does)."""
     with pytest.warns(RecoverableReleaseWarning):
         run_perturb(PerturbSettings(input=str(parts), method="obt", seed=5,
-                                    output=str(tmp_path / "r") + "/"))
+                                    output=str(tmp_path / "r") + "/",
+                                    key=str(tmp_path / "r.json")))
     frame = read_table(tmp_path / "r")
     assert frame.shape == (834, 13)
 

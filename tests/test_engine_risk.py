@@ -300,7 +300,8 @@ def test_the_command_on_dask_writes_the_in_memory_report(dask_engine: EngineBase
                                                          tmp_path: Path) -> None:
     runner = CliRunner()
     common = ["risk", str(folder), "--qi", ",".join(ATTACKER), "--sensitive",
-              ",".join(SENSITIVE), "--population", "1000000", "--quiet"]
+              ",".join(SENSITIVE), "--other", "insensitive", "--population", "1000000",
+              "--quiet"]
     memory = runner.invoke(app, [*common, "--report", str(tmp_path / "numpy.json")])
     dask = runner.invoke(app, [*common, "--report", str(tmp_path / "dask.json"), "--engine",
                                "dask", "--scheduler", _scheduler(dask_engine)])
@@ -318,17 +319,18 @@ def test_run_risk_on_dask_with_a_dask_dataframe(dask_engine: EngineBase,
     dd = pytest.importorskip("dask.dataframe")
     frame = dd.from_pandas(release, npartitions=3)
     with pytest.warns(Warning):
-        found = run_risk(frame, ATTACKER, sensitive=["salary-class"], engine="dask",
-                         scheduler=_scheduler(dask_engine))
+        found = run_risk(frame, ATTACKER, sensitive=["salary-class"], other="insensitive",
+                         engine="dask", scheduler=_scheduler(dask_engine))
     with pytest.warns(Warning):
-        expected = run_risk(release, ATTACKER, sensitive=["salary-class"])
+        expected = run_risk(release, ATTACKER, sensitive=["salary-class"], other="insensitive")
     assert found.report["risk"] == expected.report["risk"]
     assert found.report["inputs"]["data"] is None and found.written == []
 
 
 def test_bad_input_is_one_error_and_writes_nothing(folder: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    base = ["risk", str(folder), "--report", str(tmp_path / "report.json"), "--quiet"]
+    base = ["risk", str(folder), "--report", str(tmp_path / "report.json"), "--quiet",
+            "--other", "insensitive"]
     assert_refused([*base, "--qi", "sex,agex", "--engine", "dask", "--workers", "1"], tmp_path,
            "--qi names columns the table does not have: agex")
     assert_refused([*base, "--qi", "sex,age", "--engine", "dask", "--workers", "1", "--weights",

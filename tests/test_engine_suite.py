@@ -61,7 +61,7 @@ L_DIVERSITY = "distinct-l-diversity:occupation:l=3"
 REL = 1e-12
 #: report keys that say when and how long a run took, or which files it read
 RUN_KEYS = frozenset({"created", "runtime_seconds", "search_seconds", "search_cpu_seconds",
-                      "inputs"})
+                      "inputs", "outputs"})
 #: parameters that name the engine, or the run's own input and output paths
 ENGINE_PARAMETERS = frozenset({"engine", "scheduler", "workers", "memory_limit", "block_rows",
                                "input", "table", "output", "report", "key", "original",
@@ -130,6 +130,8 @@ def assert_same_report(found: dict[str, Any], expected: dict[str, Any],
     skip = RUN_KEYS | {"parameters"}
     assert_close({k: v for k, v in found.items() if k not in skip},
                  {k: v for k, v in expected.items() if k not in skip})
+    # the outputs the report names: the same kinds, each at the run's own path
+    assert sorted(found.get("outputs", {})) == sorted(expected.get("outputs", {}))
     if "inputs" in expected:  # the same files but the table(s) read: CSV here, parts there
         data = {"data", "original", "masked"}
         assert sorted(found["inputs"]) == sorted(expected["inputs"])

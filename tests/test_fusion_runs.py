@@ -160,7 +160,8 @@ def test_settings_name_the_parameter() -> None:
     for name, value in (("timeout", math.nan), ("timeout", math.inf), ("connect_timeout", 0.0),
                         ("connect_timeout", -math.inf), ("timeout", -3.0)):
         with pytest.raises(AnonlabError, match=rf"^{name}: must be a finite number") as err:
-            PartySettings.load(None, config="f.toml", party="a", **{name: value})
+            values: dict[str, Any] = {name: value}
+            PartySettings.load(None, config="f.toml", party="a", **values)
         assert err.value.parameter == name
     ok = PartySettings.load(None, config="f.toml", party="a", timeout=5)
     assert (ok.timeout, ok.connect_timeout, ok.verify) == (5.0, 300.0, True)

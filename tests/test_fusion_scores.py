@@ -1,4 +1,4 @@
-"""Fusion scores by hand on tiny inputs (NOTES.md §3)."""
+"""Fusion scores by hand on tiny inputs (docs/formulas.md §3)."""
 
 from __future__ import annotations
 

@@ -62,10 +62,13 @@ def test_config_file_and_flag_override(data_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "adult.toml", examples)
     shutil.copytree(data_dir / "adult", tmp_path / "data" / "adult")
+    out = tmp_path / "out"
     code, text = _run(["generalize", "--config", str(examples / "adult.toml"), "--k", "10",
-                       "--quiet"])
+                       "--output", str(out / "adult_k10.csv"), "--report",
+                       str(out / "adult_k10.json"), "--quiet"])
     assert code == 0, text
-    report = json.loads((tmp_path / "out" / "adult_k5.json").read_text())
+    assert not (out / "adult_k5.json").exists()  # the config's outputs: see test_no_overwrite
+    report = json.loads((out / "adult_k10.json").read_text())
     assert report["k"] == 10
     assert report["search"] == "flash"
 

@@ -118,8 +118,8 @@ def test_blocked_linkage_equals_the_kd_tree(seed: int, n: int, p: int, levels: i
                                             float64: bool, tile: int) -> None:
     rng = np.random.default_rng(seed)
     if kind == "ties":  # integer grids: many originals at exactly the own distance
-        z = rng.integers(0, levels, size=(n, p)).astype(float)
-        zm = z + rng.integers(-1, 2, size=(n, p))
+        z: NDArray[np.float64] = rng.integers(0, levels, size=(n, p)).astype(np.float64)
+        zm: NDArray[np.float64] = z + rng.integers(-1, 2, size=(n, p))
     else:
         z = rng.standard_normal((n, p))
         zm = z + 0.2 * rng.standard_normal((n, p))

@@ -74,7 +74,8 @@ def test_tradeoff_plot_and_best_k(tarragona: Path, tmp_path: Path) -> None:
 def test_config_file_with_flag_override(tarragona: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "micro.toml"
     cfg.write_text(f'input = "{tarragona}"\nk = 10\noutput = "o.csv"\nreport = "o.json"\n')
-    code, text = _run(["microaggregate", "--config", str(cfg), "--k", "5", "--quiet"])
+    code, text = _run(["microaggregate", "--config", str(cfg), "--k", "5", "--overwrite",
+                       "--quiet"])
     assert code == 0, text
     report = json.loads((tmp_path / "o.json").read_text())
     assert report["k"] == 5 and round(100 * report["measures"]["ILh"], 4) == 22.4619

@@ -168,7 +168,7 @@ def test_config_file_with_flag_override(table: Path, tmp_path: Path) -> None:
     cfg.write_text(f'input = "{table.name}"\ncolumns = "a,b,c"\nmethod = "rotation"\n'
                    'insensitive = "zip,d,e,count,town"\nseed = 3\noutput = "cfg.csv"\n')
     code, text = _run(["perturb", "--config", str(cfg), "--method", "rbt", "--report",
-                       str(tmp_path / "cfg.json"), "--quiet"])
+                       str(tmp_path / "cfg.json"), "--overwrite", "--quiet"])
     assert code == 0, text
     assert json.loads((tmp_path / "cfg.json").read_text())["method"] == "rbt"
     assert (tmp_path / "cfg.csv").exists()

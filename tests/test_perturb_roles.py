@@ -155,20 +155,22 @@ def test_fail_on_risk_exits_3_and_writes_nothing(table: Path, tmp_path: Path) ->
 def test_the_python_run_warns_with_the_release_risk_class(table: Path, tmp_path: Path) -> None:
     settings = PerturbSettings(input=str(table), identifying=["name"], sensitive=["diagnosis"],
                                insensitive=["region"], seed=4, known=[2],
-                               output=str(tmp_path / "rel.csv"))
+                               output=str(tmp_path / "rel.csv"), key=str(tmp_path / "key.json"))
     with pytest.warns(ReleaseRiskWarning) as caught:
         run_perturb(settings)
     assert [type(w.message) for w in caught] == [RecoverableReleaseWarning]
     unique = settings.model_copy(update={"identifying": [], "insensitive": ["name", "region"],
                                          "method": "gdp", "noise": 1.0,
-                                         "output": str(tmp_path / "rel2.csv")})
+                                         "output": str(tmp_path / "rel2.csv"),
+                                         "key": str(tmp_path / "key2.json")})
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", ReleaseRiskWarning)
         run_perturb(unique)
     messages = [str(w.message) for w in seen if issubclass(w.category, ReleaseRiskWarning)]
     assert "80 record(s) are unique on the attacker's columns (name, region)" in messages
     refused = unique.model_copy(update={"fail_on_risk": True,
-                                        "output": str(tmp_path / "rel3.csv")})
+                                        "output": str(tmp_path / "rel3.csv"),
+                                        "key": str(tmp_path / "key3.json")})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
         with pytest.raises(ReleaseRiskError) as error:

@@ -1,10 +1,10 @@
-"""The sensitive-attribute privacy models against ARX 3.9's definitions, pycanon and ARX itself.
+"""The sensitive-attribute privacy models against ARX 3.9's definitions and ARX itself.
 
 * Every model's ``outliers`` (vectorized over all classes) equals a plain per-class port of the
   ARX Java code (``isAnonymous`` of each criterion, ``DataManager.getTree`` for the hierarchical
   EMD, ``Distribution`` for the Grassberger estimator's order), on random class histograms.
-* Where pycanon has the model, the values the release reaches agree with pycanon's (after the
-  documented differences of definition).
+* The values the release reaches, and the verdicts, equal the definitions written out class by
+  class in ``tests/reference_models.py`` (a third opinion that shares no code with either).
 * ARX 3.9 itself: ``tests/data/arx_sensitive/*.json`` hold the classes ARX suppresses on small
   tables and ARX's hash-table layouts (made by ``tests/data/arx_sensitive/generate.py``).
 * The monotonicity each model declares (as ARX's constructors do) holds on rolled-up histograms.
@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+import reference_models as reference
 from anonlab.dataset import Dataset
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
@@ -654,63 +655,43 @@ def test_grassberger_mismatches_with_arx_are_few() -> None:
 
 
 # ---------------------------------------------------------------------------
-# pycanon
+# the definitions written out class by class (tests/reference_models.py)
 
 
 def frame_of(matrix: NDArray[Any], names: Sequence[Any]) -> pd.DataFrame:
     """One row per record: class id and sensitive value."""
-    rows = [(c, names[v]) for c, row in enumerate(matrix) for v in np.flatnonzero(row)
+    rows = [(c, names[int(v)]) for c, row in enumerate(matrix) for v in np.flatnonzero(row)
             for _ in range(int(row[v]))]
     return pd.DataFrame(rows, columns=["qi", "s"])
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_pycanon_agrees(seed: int) -> None:
-    pycanon = pytest.importorskip("pycanon.anonymity")
+@pytest.mark.parametrize("seed", range(8))
+def test_the_written_out_definitions_agree(seed: int) -> None:
+    """Every reached value equals the class-by-class definition; every verdict too."""
     rng = np.random.default_rng(50 + seed)
     matrix = random_matrix(rng, 12, 5)
     stats = stats_from_dense(matrix)
     none = np.zeros(12, dtype=bool)
-    names = [f"v{i}" for i in range(5)]
-    data = frame_of(matrix, names)
-    assert DistinctLDiversity("s", 1).achieved(stats, none)["l"] == pycanon.l_diversity(
-        data, ["qi"], ["s"])
-    # pycanon: int(min exp(H)) with the Shannon entropy; ARX's check for integer l <= that
-    entropy_l = EntropyLDiversity("s", 1).achieved(stats, none)["l"]
-    pycanon_l = pycanon.entropy_l_diversity(data, ["qi"], ["s"])
-    if abs(entropy_l - round(entropy_l)) > 1e-9:
-        assert math.floor(entropy_l) == pycanon_l
-    for l in range(1, 6):  # noqa: E741
-        if abs(entropy_l - l) > 1e-9:
-            assert (not EntropyLDiversity("s", l).outliers(stats).any()) == (l <= pycanon_l)
-    # recursive: pycanon's l is the distinct l; its c uses counts sorted ascending (a
-    # different definition), so only l is compared
-    _, rec_l = pycanon.recursive_c_l_diversity(data, ["qi"], ["s"])
-    assert rec_l == DistinctLDiversity("s", 1).achieved(stats, none)["l"]
-    # t-closeness: equal distance for text values
+    data = frame_of(matrix, [f"v{i}" for i in range(5)])
+    args = (data, ["qi"], "s")
+    assert DistinctLDiversity("s", 1).achieved(stats, none)["l"] == reference.distinct_l(*args)
+    assert EntropyLDiversity("s", 1).achieved(stats, none)["l"] == pytest.approx(
+        reference.entropy_l(*args), rel=1e-12)
     assert EqualDistanceTCloseness("s", 1).achieved(stats, none)["t"] == pytest.approx(
-        pycanon.t_closeness(data, ["qi"], ["s"]), abs=1e-12)
-    basic = BasicBetaLikeness("s", 1).achieved(stats, none)["beta"]
-    assert basic == pytest.approx(pycanon.basic_beta_likeness(data, ["qi"], ["s"]), rel=1e-12)
-    # pycanon's delta uses ln, ARX's log2
-    delta = DeltaDisclosure("s", 1).achieved(stats, none)["delta"]
-    assert delta * math.log(2) == pytest.approx(pycanon.delta_disclosure(data, ["qi"], ["s"]),
-                                                rel=1e-12)
-    # enhanced: pycanon returns min(basic beta, max_v -ln q_v); equal to ARX's reached beta
-    # when every gain is within -ln q_v and the basic beta is below max -ln q_v
-    q = matrix.sum(axis=0) / matrix.sum()
-    within = all((h[v] / sum(h.values()) - q[v]) / q[v] <= -math.log(q[v])
-                 for h in histograms(matrix) for v in h)
-    enhanced = EnhancedBetaLikeness("s", 1).achieved(stats, none)["beta"]
-    pycanon_enhanced = pycanon.enhanced_beta_likeness(data, ["qi"], ["s"])
-    if within and basic <= max(-np.log(q)):
-        assert enhanced == pytest.approx(pycanon_enhanced, rel=1e-12)
-    else:
-        assert pycanon_enhanced == pytest.approx(min(basic, max(-np.log(q))), rel=1e-12)
+        reference.equal_t(*args), abs=1e-12)
+    assert BasicBetaLikeness("s", 1).achieved(stats, none)["beta"] == pytest.approx(
+        reference.basic_beta(*args), rel=1e-12)
+    assert DeltaDisclosure("s", 1).achieved(stats, none)["delta"] == pytest.approx(
+        reference.delta_disclosure(*args), rel=1e-12)
+    for c, l in [(1.5, 2), (2.5, 2), (3.0, 3), (0.7, 1)]:  # noqa: E741
+        holds = not RecursiveCLDiversity("s", c, l).outliers(stats).any()
+        assert holds == reference.recursive_cl_holds(*args, c, l), (c, l)
+    for beta in [0.3, 0.8, 1.5, 4.0]:
+        holds = not EnhancedBetaLikeness("s", beta).outliers(stats).any()
+        assert holds == reference.enhanced_beta_holds(*args, beta), beta
 
 
-def test_pycanon_ordered_closeness_on_numbers() -> None:
-    pycanon = pytest.importorskip("pycanon.anonymity")
+def test_ordered_closeness_on_numbers_follows_the_definition() -> None:
     rng = np.random.default_rng(77)
     numbers = [3, 10, 1, 25, 7, 2]
     matrix = random_matrix(rng, 15, len(numbers))
@@ -718,7 +699,7 @@ def test_pycanon_ordered_closeness_on_numbers() -> None:
     data = frame_of(matrix, numbers)
     crit = bound(OrderedDistanceTCloseness("s", 1), stats, [str(x) for x in numbers])
     got = crit.achieved(stats, np.zeros(15, dtype=bool))["t"]
-    assert got == pytest.approx(pycanon.t_closeness(data, ["qi"], ["s"]), abs=1e-12)
+    assert got == pytest.approx(reference.ordered_t(data, ["qi"], "s"), abs=1e-12)
 
 
 # ---------------------------------------------------------------------------

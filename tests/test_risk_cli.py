@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 from anonlab.errors import ReleaseRiskWarning
 from anonlab.risk import measure_risk
-from anonlab.risk.run import KNOWLEDGE_DEFAULT, KNOWLEDGE_GIVEN, run_risk
+from anonlab.risk.release import KNOWLEDGE_GIVEN, KNOWLEDGE_QI
+from anonlab.risk.run import run_risk
 
 runner = CliRunner()
 TESTDATA_KEYS = "urbrur,water,sex,age"
@@ -29,6 +30,7 @@ def test_risk_writes_the_report(data_dir: Path, tmp_path: Path) -> None:
     table = data_dir / "sdc" / "testdata.csv"
     code, out = _run(["risk", str(table), "--qi", TESTDATA_KEYS,
                       "--attacker-columns", TESTDATA_KEYS, "--sensitive", "roof,walls",
+                      "--other", "insensitive",
                       "--weights", "sampling_weight", "--sampling-fraction", "0.01",
                       "--risk-threshold", "0.09", "--report", str(report)])
     assert code == 0, out
@@ -51,18 +53,16 @@ def test_risk_writes_the_report(data_dir: Path, tmp_path: Path) -> None:
     assert len(data["warnings"]) >= 2
 
 
-def test_default_attacker_knows_every_column_but_sensitive_and_weights(
-        data_dir: Path, tmp_path: Path) -> None:
+def test_the_attacker_knows_the_qi_and_nothing_else(data_dir: Path, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     code, out = _run(["risk", str(data_dir / "adult" / "adult.csv"), "--qi", "sex,age,race",
-                      "--sensitive", "salary-class", "--report", str(report), "--quiet"])
+                      "--sensitive", "salary-class", "--other", "insensitive",
+                      "--report", str(report), "--quiet"])
     assert code == 0, out
     assert out.strip() == "" or "ReleaseRiskWarning" in out
     data = json.loads(report.read_text(encoding="utf-8"))
-    assert data["attacker_knowledge"] == KNOWLEDGE_DEFAULT
-    assert data["risk"]["attacker_columns"] == [
-        "sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-        "occupation"]
+    assert data["attacker_knowledge"] == KNOWLEDGE_QI
+    assert data["risk"]["attacker_columns"] == ["sex", "age", "race"]
     assert data["roles"]["other"] == ["marital-status", "education", "native-country",
                                       "workclass", "occupation"]
 
@@ -71,7 +71,7 @@ def test_hierarchy_flag_gives_hierarchical_t(data_dir: Path, tmp_path: Path) -> 
     hierarchy = data_dir / "adult" / "hierarchy_salary-class.csv"
     report = tmp_path / "r.json"
     code, out = _run(["risk", str(data_dir / "adult" / "adult.csv"), "--qi", "sex,race",
-                      "--sensitive", "salary-class", "--hierarchy",
+                      "--sensitive", "salary-class", "--other", "insensitive", "--hierarchy",
                       f"salary-class={hierarchy}", "--report", str(report), "--quiet"])
     assert code == 0, out
     figures = json.loads(report.read_text(encoding="utf-8"))["risk"]["sensitive"]["salary-class"]
@@ -82,7 +82,7 @@ def test_python_api_issues_release_risk_warnings(data_dir: Path) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = run_risk(data_dir / "adult" / "adult.csv", ["sex", "age"],
-                          sensitive=["salary-class"])
+                          sensitive=["salary-class"], other="insensitive")
     assert result.written == []
     risk_warnings = [w for w in caught if issubclass(w.category, ReleaseRiskWarning)]
     assert len(risk_warnings) == len(result.report["warnings"]) == 3
@@ -104,7 +104,7 @@ def test_user_errors_are_one_line_with_exit_2(data_dir: Path, tmp_path: Path,
                                               extra: list[str], message: str) -> None:
     report = tmp_path / "r.json"
     code, out = _run(["risk", str(data_dir / "adult" / "adult.csv"), *extra,
-                      "--report", str(report)])
+                      "--other", "insensitive", "--report", str(report)])
     assert code == 2
     assert out.strip().startswith(message), out
     assert len(out.strip().splitlines()) == 1

@@ -192,7 +192,8 @@ def test_settings_from_toml_and_overrides(tarragona: Path, tmp_path: Path) -> No
     s = TradeoffSettings.load(config)
     assert s.report == str(config.parent / "r.json")
     assert s.lambda_ == [0.5, 0.0, 0.5] and s.nominal == ["a", "b"]
-    s = TradeoffSettings.load(config, lambda_="0.2,0.3,0.5", tau=[0.4, 0.6], ordinal=["c"])
+    s = TradeoffSettings.load(config, lambda_="0.2,0.3,0.5", tau=[0.4, 0.6], ordinal=["c"],
+                              overwrite=True)  # the config's report: see test_no_overwrite.py
     assert s.lambda_ == [0.2, 0.3, 0.5] and s.tau == [0.4, 0.6] and s.ordinal == ["c"]
     with pytest.raises(AnonlabError) as info:
         TradeoffSettings.load(config, workers=0)

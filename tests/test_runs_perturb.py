@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
-from anonlab.perturbation import RecoverableReleaseWarning
+from anonlab.perturbation import IrreversibleReleaseWarning, RecoverableReleaseWarning
 from anonlab.runs.perturb import (
     AttackSettings,
     InvertSettings,
@@ -54,10 +54,12 @@ def _quietly(run: Any) -> Any:
     """``run()`` with the risk warnings silenced (they are not what is tested there).
 
     The recoverability warning is one of them (a ``ReleaseRiskWarning``), and so
-    is the uniqueness of the records on ``zip``, released unchanged.
+    is the uniqueness of the records on ``zip``, released unchanged; so is the
+    warning that a release written without a key can never be inverted.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
+        warnings.simplefilter("ignore", IrreversibleReleaseWarning)
         return run()
 
 
@@ -270,6 +272,7 @@ def test_progress_hears_blocks_and_attacks(table: Path, tmp_path: Path) -> None:
     heard: list[tuple[str, int, int | None]] = []
     settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="rotation",
                                seed=4, known=[2], output=str(tmp_path / "rel.csv"),
+                               key=str(tmp_path / "key.json"),
                                identifying=["zip", "d", "e", "count"], insensitive=["town"])
     run_perturb(settings, progress=lambda step, done, total: heard.append((step, done, total)))
     assert ("perturbing blocks", 1, 1) in heard
@@ -328,7 +331,7 @@ def test_settings_from_toml_and_overrides(tmp_path: Path, table: Path) -> None:
     cfg.parent.mkdir()
     cfg.write_text('input = "../data.csv"\ncolumns = "a,b"\nrho = 0.3\nknown = "2,5"\n'
                    'output = "out.csv"\nmin-privacy = 0.6\n')
-    s = PerturbSettings.load(cfg, method="rbt", seed=None)
+    s = PerturbSettings.load(cfg, method="rbt", seed=None, overwrite=True)  # its output
     assert Path(s.input).resolve() == table.resolve()
     assert s.output == str(cfg.parent / "out.csv")
     assert (s.columns, s.rho, s.known, s.min_privacy, s.method, s.seed) == (
@@ -347,7 +350,7 @@ def test_settings_from_toml_and_overrides(tmp_path: Path, table: Path) -> None:
             ({"method": "gdp", "noise": -1.0}, "noise", "noise -1.0 must be a finite number"),
             ({"min_privacy": 1.5}, "min_privacy", "min_privacy 1.5 must be in [0, 1)")):
         with pytest.raises(AnonlabError) as caught:
-            run_perturb(PerturbSettings.load(cfg, **bad))
+            run_perturb(PerturbSettings.load(cfg, overwrite=True, **bad))
         assert str(caught.value).startswith(message)
         assert caught.value.parameter == parameter
     assert not (cfg.parent / "out.csv").exists()

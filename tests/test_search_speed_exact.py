@@ -280,7 +280,8 @@ def test_packed_levels_compare_like_level_vectors(heights: tuple[int, ...]) -> N
                         dtype=np.int64)
     for _ in range(50):
         target = [int(rng.integers(0, h + 1)) for h in heights]
-        expected = [*(cached <= np.asarray(target)).all(axis=1).tolist(), False]
+        below = np.all(cached <= np.asarray(target), axis=1)
+        expected = [bool(b) for b in np.atleast_1d(below)] + [False]
         assert packer.below(packed, packer.pack(target)).tolist() == expected
     assert not LevelPacker((1,) * 21).usable  # 3 bits a field: 63 bits
 

@@ -239,7 +239,8 @@ def test_each_run_builds_its_table_once(monkeypatch: pytest.MonkeyPatch,
     built.clear()
     perturbed = anonlab.run(anonlab.PerturbSettings(
         input=str(data), columns=["age", "income"], seed=1, output=str(tmp_path / "p.csv"),
-        identifying=["name"], sensitive=["diagnosis"], other="insensitive"))
+        key=str(tmp_path / "p_key.json"), identifying=["name"], sensitive=["diagnosis"],
+        other="insensitive"))
     assert built == ["exact"]
     assert perturbed.report["insensitive_by_other"] == ["sex", "grade", "region"]
     assert perturbed.release is not None and "name" not in perturbed.release.columns

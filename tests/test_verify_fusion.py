@@ -45,15 +45,17 @@ def _split_a_group(frame: pd.DataFrame) -> None:
 
 @pytest.mark.parametrize(("edit", "finding"), [
     (_split_a_group, "groups have fewer than 100 records (smallest 3)"),
-    (lambda f: f.drop(index=range(10), inplace=True), "the release has 30152 records, the "
+    (lambda f: f.drop(index=range(10)), "the release has 30152 records, the "
                                                       "fusion released 30162"),
-    (lambda f: f.drop(columns=["race"], inplace=True), "has no column 'race'"),
+    (lambda f: f.drop(columns=["race"]), "has no column 'race'"),
 ])
 def test_tampered_fusion_is_caught(fused: tuple[Path, Path], tmp_path: Path, edit: Any,
                                    finding: str) -> None:
     report, release = fused
     frame = pd.read_csv(release, dtype=str, keep_default_na=False)
-    edit(frame)
+    # an edit changes the frame in place (returns None) or returns the edited frame
+    edited = edit(frame)
+    frame = frame if edited is None else edited
     bad = tmp_path / "bad.csv"
     frame.to_csv(bad, index=False)
     result = verify_report(report, release=bad)

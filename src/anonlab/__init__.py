@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "run": "anonlab.runs",
     "RunResult": "anonlab.runs",
     "AnonlabError": "anonlab.errors",
+    "AnonlabWarning": "anonlab.errors",
     "ReleaseRiskWarning": "anonlab.errors",
     "ReleaseRiskError": "anonlab.errors",
     "Role": "anonlab.dataset",
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, str] = {
     "MatrixLibrary": "anonlab.perturbation",
     "PerturbationKey": "anonlab.perturbation",
     "RecoverableReleaseWarning": "anonlab.perturbation",
+    "IrreversibleReleaseWarning": "anonlab.perturbation",
     "run_attacks": "anonlab.perturbation",
     "privacy_measures": "anonlab.perturbation",
     "clustering_agreement": "anonlab.perturbation",
@@ -109,6 +111,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AnonlabError",
+    "AnonlabWarning",
     "ApplySettings",
     "AttackSettings",
     "AverageRisk",
@@ -132,6 +135,7 @@ __all__ = [
     "HierarchicalDistanceTCloseness",
     "Hierarchy",
     "InvertSettings",
+    "IrreversibleReleaseWarning",
     "KAnonymity",
     "KMap",
     "MatrixLibrary",

@@ -7,7 +7,7 @@ name and the first bad row (1-based data row, the header not counted).
 Standardization uses the population standard deviation S_j (ddof=0):
 z = (x - mean) / S_j.
 
-Categorical columns (NOTES §2; Domingo-Ferrer and Torra 2005). A nominal or
+Categorical columns (docs/formulas.md §2; Domingo-Ferrer and Torra 2005). A nominal or
 ordinal column becomes integer codes into its domain: a nominal domain is
 sorted as text, an ordinal one follows the order the user gives or the
 natural order (as numbers when every value is a finite number, else as

@@ -33,14 +33,36 @@ class AnonlabError(ValueError):
         ``flags`` maps parameter names to flag spellings; a parameter missing
         from it is shown as ``--name`` with underscores as dashes.
         """
-        name = self.parameter
-        if name is None or not self.message.startswith(name):
-            return self.message
-        flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
-        return flag + self.message[len(name):]
+        return flag_message(self.message, self.parameter, flags)
 
 
-class ReleaseRiskWarning(UserWarning):
+def flag_message(message: str, parameter: str | None, flags: dict[str, str] | None) -> str:
+    """``message`` with its leading ``parameter`` name replaced by the flag that sets it."""
+    if parameter is None or not message.startswith(parameter):
+        return message
+    flag = (flags or {}).get(parameter, "--" + parameter.replace("_", "-"))
+    return flag + message[len(parameter):]
+
+
+class AnonlabWarning(UserWarning):
+    """Something the user should know about a run that still did what was asked.
+
+    The command line prints each as one line ``Warning: <message>``, a
+    leading ``parameter`` name shown as its flag (as :class:`AnonlabError`
+    does); in Python it points at the caller's line
+    (:func:`anonlab.userwarn.warn_user`).
+    """
+
+    def __init__(self, message: str = "", *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+    def for_flags(self, flags: dict[str, str] | None = None) -> str:
+        """The message on one line, its leading parameter name shown as its flag."""
+        return flag_message(" ".join(str(self).split()), self.parameter, flags)
+
+
+class ReleaseRiskWarning(AnonlabWarning):
     """A release whose measured re-identification risk is above what was asked."""
 
 

@@ -8,6 +8,13 @@ thresholds: :mod:`anonlab.privacy`, docs/privacy_models.md), and builds the
 release. :class:`Generalizer` wraps it with fit/transform so a found
 transformation can be applied to another table of the same schema
 (re-checking every criterion there).
+
+Steering the optimum (docs/generalization.md): ``min_levels`` and
+``max_levels`` bound each quasi-identifier's level, as ARX's minimum and
+maximum generalization do; the search runs on the lattice within the bounds
+(:class:`~anonlab.lattice.lattice.Lattice`) and its optimum is the optimum
+there. ``alternatives`` lists the next-best acceptable transformations
+(:mod:`anonlab.lattice.alternatives`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import PathLike
 from anonlab.lattice import STRATEGIES
+from anonlab.lattice.alternatives import best_nodes, node_facts
 from anonlab.lattice.freqset import FrequencyEngine, FrequencySet, group_tuples
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
@@ -89,6 +97,8 @@ class GeneralizationResult:
     metric_options: dict[str, Any] = field(default_factory=dict)
     plan: ReleasePlan | None = None
     records: int = 0
+    level_bounds: dict[str, list[int]] = field(default_factory=dict)
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The method's report fields (see docs/generalization.md for each one)."""
@@ -100,6 +110,7 @@ class GeneralizationResult:
             "suppression_limit": self.suppression_limit,
             "criteria": self.criteria,
             "lattice_size": self.lattice_size,
+            "level_bounds": self.level_bounds,
             "nodes_checked": self.search.nodes_checked,
             "k_minimal_nodes": len(self.search.k_minimal),
             "transformation": self.transformation,
@@ -114,6 +125,7 @@ class GeneralizationResult:
             "lattice_levels": self.lattice_levels,
             "search_seconds": self.search.runtime_seconds,
             "search_cpu_seconds": self.search.cpu_seconds,
+            "alternatives": self.alternatives,
         }
 
 
@@ -326,6 +338,67 @@ def _check_weights(weights: Mapping[str, float] | None, dataset: Dataset) -> Non
 
 
 # ---------------------------------------------------------------------------
+# Bounds on the levels
+# ---------------------------------------------------------------------------
+
+
+def _bound_levels(dataset: Dataset, given: Mapping[str, int] | None, parameter: str,
+                  default: Sequence[int]) -> list[int]:
+    """One bound per quasi-identifier: the given ones (each a level of its hierarchy,
+    ``0 <= L <= height``), ``default`` for the others."""
+    names = [q.name for q in dataset.qis]
+    out = list(default)
+    for column, value in (given or {}).items():
+        if column not in names:
+            raise AnonlabError(f"{parameter} names '{column}', which is not a "
+                               f"quasi-identifier (quasi-identifiers: {', '.join(names)})",
+                               parameter=parameter)
+        q = dataset.qis[names.index(column)]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) \
+                or not 0 <= int(value) <= q.height:
+            raise AnonlabError(f"{parameter} gives '{column}' the level {value}, outside its "
+                               f"hierarchy: give a level from 0 to {q.height}",
+                               parameter=parameter)
+        out[names.index(column)] = int(value)
+    return out
+
+
+def level_bounds(
+    dataset: Dataset, min_levels: Mapping[str, int] | None, max_levels: Mapping[str, int] | None
+) -> tuple[list[int], list[int]]:
+    """The lowest and highest level of each quasi-identifier the search may choose.
+
+    ARX's ``setMinimumGeneralization`` and ``setMaximumGeneralization``: a
+    quasi-identifier not named is bounded by 0 and its hierarchy's height;
+    each named level must be one of its hierarchy (``0 <= L <= height``) and
+    the lower bound at most the upper one.
+    """
+    heights = [q.height for q in dataset.qis]
+    lows = _bound_levels(dataset, min_levels, "min_level", [0] * len(heights))
+    highs = _bound_levels(dataset, max_levels, "max_level", heights)
+    for q, low, high in zip(dataset.qis, lows, highs, strict=True):
+        if low > high:
+            raise AnonlabError(f"min_level gives '{q.name}' the level {low}, above its "
+                               f"max_level {high}: give a minimum at most the maximum",
+                               parameter="min_level")
+    return lows, highs
+
+
+def check_within_bounds(transformation: Mapping[str, int], min_levels: Mapping[str, int] | None,
+                        max_levels: Mapping[str, int] | None) -> None:
+    """Refuse a transformation with a level below its ``min_levels`` or above its
+    ``max_levels`` entry (a chosen transformation must respect the run's bounds)."""
+    for column, level in transformation.items():
+        low = (min_levels or {}).get(column, 0)
+        high = (max_levels or {}).get(column)
+        if level < low or (high is not None and level > high):
+            bound = f"below its min_level {low}" if level < low else f"above its max_level {high}"
+            raise AnonlabError(f"levels gives '{column}' the level {level}, {bound}: choose a "
+                               "transformation within the bounds the search had",
+                               parameter="levels")
+
+
+# ---------------------------------------------------------------------------
 # The search
 # ---------------------------------------------------------------------------
 
@@ -353,15 +426,19 @@ def _setup(
     practical_monotonicity: bool,
     cache_size: int,
     progress: ProgressFn | None,
+    bounds: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> _Setup:
-    """Bind the criteria to the data and build the lattice, engine, metric and search context."""
+    """Bind the criteria to the data and build the lattice (within ``bounds``, the lowest
+    and highest levels: :func:`level_bounds`), engine, metric and search context."""
     for c in criteria:
         if isinstance(c, KAnonymity):
             check_k(c.k, dataset.n)
     bind_criteria(criteria, dataset)
     limit = max_suppressed(suppression, dataset.n)
     _check_weights(weights, dataset)
-    lattice = Lattice([q.height for q in dataset.qis])
+    lows, highs = bounds if bounds is not None else ([0] * len(dataset.qis),
+                                                     [q.height for q in dataset.qis])
+    lattice = Lattice(highs, lows)
     if lattice.size > MAX_LATTICE_SIZE:
         heights = ", ".join(f"{q.name} {q.height}" for q in dataset.qis)
         raise AnonlabError(
@@ -415,6 +492,9 @@ def anonymize(
     aggregate: str | None = None,
     weights: Mapping[str, float] | None = None,
     practical_monotonicity: bool = False,
+    min_levels: Mapping[str, int] | None = None,
+    max_levels: Mapping[str, int] | None = None,
+    alternatives: int = 0,
 ) -> GeneralizationResult:
     """Find the optimal full-domain generalization and build the release.
 
@@ -430,6 +510,12 @@ def anonymize(
     criteria need (a population for delta-presence and k-map on a population
     table: :func:`model_dataset`). ``progress`` is called as
     ``progress("searching the lattice", nodes_checked, lattice_size)``.
+
+    ``min_levels`` and ``max_levels`` (quasi-identifier -> level) restrict
+    the lattice to the nodes within them (:func:`level_bounds`); the
+    optimum is then the optimum among those nodes. ``alternatives`` (N > 0)
+    lists the N best acceptable nodes within the bounds, the optimum first
+    (:func:`alternatives_report`).
     """
     model = resolve_criteria(criteria, k)
     if search not in STRATEGIES:
@@ -438,10 +524,15 @@ def anonymize(
     if metric not in METRICS:
         raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
                            parameter="metric")
+    if alternatives < 0:
+        raise AnonlabError(f"alternatives must be 0 or more (got {alternatives})",
+                           parameter="alternatives")
+    bounds = level_bounds(dataset, min_levels, max_levels)
     setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor, aggregate=aggregate,
                    weights=weights, practical_monotonicity=practical_monotonicity,
-                   cache_size=cache_size, progress=progress)
+                   cache_size=cache_size, progress=progress, bounds=bounds)
     result = STRATEGIES[search](setup.context)
+    listed = alternatives_report(setup, dataset, result, alternatives)
     final_fs, final, _ = _node(setup, result.levels)
     scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
                                                aggregate=aggregate, weights=weights)
@@ -471,7 +562,28 @@ def anonymize(
                         "practical_monotonicity": practical_monotonicity},
         plan=plan,
         records=dataset.n,
+        level_bounds={q.name: [lo, hi] for q, lo, hi in zip(dataset.qis, *bounds, strict=True)},
+        alternatives=listed,
     )
+
+
+def alternatives_report(setup: _Setup, dataset: Dataset, result: SearchResult,
+                        n: int) -> list[dict[str, Any]]:
+    """The ``n`` best transformations that satisfy the model, numbered from 1 (the optimum):
+    levels, loss, suppressed records and highest prosecutor risk of each
+    (:mod:`anonlab.lattice.alternatives`)."""
+    if n == 0:
+        return []
+    names = [q.name for q in dataset.qis]
+    entries = []
+    for number, node in enumerate(best_nodes(setup.context, result, n), start=1):
+        facts = node_facts(setup.context, node)
+        entries.append({"node": number,
+                        "levels": dict(zip(names, facts.levels, strict=True)),
+                        "loss": _json_loss(facts.loss),
+                        "suppressed_records": facts.suppressed_records,
+                        "highest_prosecutor_risk": facts.highest_prosecutor_risk})
+    return entries
 
 
 def _release_or_plan(setup: _Setup, dataset: Dataset, levels: Sequence[int], fs: FrequencySet,
@@ -490,7 +602,7 @@ def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, in
     minimal = np.zeros(lattice.size, dtype=bool)
     minimal[result.k_minimal] = True
     rows = []
-    for level in range(lattice.max_level + 1):
+    for level in range(lattice.min_level, lattice.max_level + 1):
         at = lattice.level_sums == level
         rows.append({
             "level": level,
@@ -555,7 +667,10 @@ class Generalizer:
     ``k`` alone (``Generalizer(k=5)``) is k-anonymity; with neither ``k`` nor
     ``criteria``, 2-anonymity. ``criteria`` may hold criterion objects, dicts
     as the settings spell a model, or flag texts. ``weights`` are attribute
-    weights of the metric (quasi-identifier -> weight).
+    weights of the metric (quasi-identifier -> weight). ``min_levels`` and
+    ``max_levels`` (quasi-identifier -> level) bound the levels the search may
+    choose, as ARX's minimum and maximum generalization do
+    (:func:`level_bounds`).
 
     A ``dask.dataframe.DataFrame`` is taken wherever a pandas one is: the
     rows stay on the cluster, ``engine`` (an open
@@ -578,8 +693,12 @@ class Generalizer:
         weights: Mapping[str, float] | None = None,
         practical_monotonicity: bool = False,
         engine: Engine | None = None,
+        min_levels: Mapping[str, int] | None = None,
+        max_levels: Mapping[str, int] | None = None,
     ) -> None:
         self.engine = engine
+        self.min_levels = dict(min_levels or {})
+        self.max_levels = dict(max_levels or {})
         self.k = k
         self.suppression = suppression
         self.search = search
@@ -620,7 +739,8 @@ class Generalizer:
                                     sensitive=self.sensitive_, insensitive=self.insensitive_,
                                     other=other, engine=engine)
         self.result_ = anonymize(dataset, None, self.suppression, self.search, self.metric,
-                                 criteria=self.criteria_, **self._metric_options())
+                                 criteria=self.criteria_, min_levels=self.min_levels,
+                                 max_levels=self.max_levels, **self._metric_options())
         self.transformation_ = dict(self.result_.transformation)
         return self
 
@@ -754,6 +874,8 @@ def apply_levels(
     read_options: Mapping[str, Any] | None = None,
     engine: Engine | None = None,
     progress: ProgressFn | None = None,
+    min_levels: Mapping[str, int] | None = None,
+    max_levels: Mapping[str, int] | None = None,
 ) -> AppliedTransformation:
     """Apply known levels to a table and re-check every criterion with the suppression limit.
 
@@ -764,11 +886,13 @@ def apply_levels(
     that fails delta-presence). With an ``engine`` the table's rows stay
     there (the engine's base frequency set is checked, ``progress`` called
     as it is counted): ``release`` is ``None`` and ``plan`` says how to
-    write it.
+    write it. A level below its ``min_levels`` or above its ``max_levels``
+    entry is refused (:func:`check_within_bounds`).
     """
     missing = [c for c in transformation if c not in hierarchies]
     if missing:
         raise AnonlabError(f"no hierarchy for quasi-identifier '{missing[0]}': give one")
+    check_within_bounds(transformation, min_levels, max_levels)
     model = resolve_criteria(criteria, k)
     dataset = model_dataset(
         frame, {c: hierarchies[c] for c in transformation}, model,

@@ -408,6 +408,10 @@ class Outputs:
     def __contains__(self, name: str) -> bool:
         return name in self._targets or name in self._tables
 
+    def names(self) -> list[str]:
+        """The outputs asked for: the files, then the database tables."""
+        return [*self._targets, *self._tables]
+
     def path(self, name: str) -> Path | None:
         """The target path of file output ``name`` (``None`` when not asked for or a database)."""
         return self._targets.get(name)

@@ -222,6 +222,16 @@ def _csv_error(path: Path, sep: str, exc: Exception) -> AnonlabError:
                         f"same number of fields; check the delimiter (now '{sep}')")
 
 
+def _nearest_double(pd: Any) -> dict[str, Any]:
+    """read_csv's option that parses decimals to the nearest double.
+
+    pandas 2's default parser misses some 17-digit decimals by one unit in the
+    last place (``round_trip`` does not); pandas 3 parses them exactly by
+    default and deprecates the option.
+    """
+    return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
 def read_csv_typed(path: Path, sep: str, quotechar: str, header: bool, dtype: Any) -> Any:
     """A CSV file as a pandas DataFrame with pandas' type inference (``dtype`` not ``str``)."""
     import pandas as pd
@@ -231,8 +241,7 @@ def read_csv_typed(path: Path, sep: str, quotechar: str, header: bool, dtype: An
         check_names(record, f"file '{path}'")
     try:
         frame = pd.read_csv(path, sep=sep, header=0 if header else None, quotechar=quotechar,
-                            dtype=dtype, encoding="utf-8", engine="c",
-                            float_precision="round_trip")
+                            dtype=dtype, encoding="utf-8", engine="c", **_nearest_double(pd))
     except UnicodeDecodeError as exc:
         raise _not_utf8(path) from exc
     except pd.errors.EmptyDataError:

@@ -15,6 +15,7 @@ an empty CSV field is.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -53,7 +54,12 @@ def text_array(column: ArrowColumn) -> ArrowColumn:
         return pa.array([""] * len(column), pa.string())
     if pa.types.is_timestamp(kind) and _whole_seconds(column, kind.unit):
         column = column.cast(pa.timestamp("s", kind.tz))
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+    if pa.types.is_large_string(kind):
+        # pandas 3 keeps its 'str' columns as large_string: text columns are Arrow's string
+        # (32-bit offsets) like every other source's, unless a chunk is too large for them
+        with contextlib.suppress(pa.ArrowInvalid):
+            column = column.cast(pa.string())
+    elif not pa.types.is_string(kind):
         try:
             column = column.cast(pa.string())
         except pa.ArrowInvalid as exc:

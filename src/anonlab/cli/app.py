@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 from types import FrameType
 from typing import Any
 
-import click
 import typer
 import typer.core
 
 from anonlab import __version__
+from anonlab.cli import clickapi
 from anonlab.cli.common import EXIT_USER_ERROR
 
 
@@ -39,24 +39,24 @@ class OneLineErrors(typer.core.TyperGroup):
     ) -> Any:
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
+        except clickapi.NoArgsIsHelpError as exc:
             exc.show()
             return _exit(EXIT_USER_ERROR, standalone_mode)
-        except click.ClickException as exc:
+        except clickapi.ClickException as exc:
             print(f"Error: {_usage_line(exc)}", file=sys.stderr)
             return _exit(exc.exit_code, standalone_mode)
-        except click.exceptions.Abort:
+        except clickapi.Abort:
             print("Error: interrupted: nothing was written", file=sys.stderr)
             return _exit(EXIT_USER_ERROR, standalone_mode)
         code = result if isinstance(result, int) else 0
         return _exit(code, standalone_mode) if standalone_mode else result
 
 
-def _usage_line(exc: click.ClickException) -> str:
+def _usage_line(exc: clickapi.ClickException) -> str:
     """One line: the usage problem and where to read how to call the command."""
     message = " ".join(exc.format_message().split())
     context = getattr(exc, "ctx", None)
-    if isinstance(exc, click.UsageError) and context is not None:
+    if isinstance(exc, clickapi.UsageError) and context is not None:
         message += f" (see '{context.command_path} --help')"
     return message
 
@@ -70,6 +70,7 @@ def _exit(code: int, standalone_mode: bool) -> int:
 # Each module defines ``register(app)``; keep one module per method family.
 COMMAND_MODULES = (
     "anonlab.cli.generalize",
+    "anonlab.cli.hierarchy",
     "anonlab.cli.microaggregate",
     "anonlab.cli.fusion",
     "anonlab.cli.party",
@@ -81,7 +82,7 @@ COMMAND_MODULES = (
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
     "generalize": "anonlab.cli.generalize", "apply": "anonlab.cli.generalize",
-    "hierarchy": "anonlab.cli.generalize", "microaggregate": "anonlab.cli.microaggregate",
+    "hierarchy": "anonlab.cli.hierarchy", "microaggregate": "anonlab.cli.microaggregate",
     "evaluate": "anonlab.cli.microaggregate", "tradeoff": "anonlab.cli.microaggregate",
     "fuse": "anonlab.cli.fusion", "party": "anonlab.cli.party", "perturb": "anonlab.cli.perturb",
     "attack": "anonlab.cli.perturb", "report": "anonlab.cli.report",
@@ -105,6 +106,91 @@ def _root(
     """anonlab: anonymize a table, measure what was lost and what risk remains."""
 
 
+#: the widest line of any help text: examples are broken into shell continuation lines
+#: to fit it, with the 2 columns Click indents help by (80 columns in all)
+HELP_WIDTH = 78
+
+
+def _split_example(line: str, width: int = HELP_WIDTH) -> list[str]:
+    """One example command line as lines of at most ``width`` columns where it can be.
+
+    Breaks go between words only (never inside a path or a flag), each broken
+    line ends in a shell continuation `` \\``, so the example still pastes as
+    one command; the continuation lines are indented four columns deeper.
+    """
+    indent = line[: len(line) - len(line.lstrip())]
+    out: list[str] = []
+    current = line.rstrip()
+    command, sep, comment = current.partition("  #")
+    if sep and len(current) > width:  # a comment too long to stay: it goes on a line above
+        out.append(indent + "#" + comment)
+        current = command.rstrip()
+    while len(current) > width:
+        # before a flag if one fits (a flag stays with its value), else between any words
+        cut = max(current.rfind(" --", len(indent) + 8, width - 1),
+                  current.rfind(" -", len(indent) + 8, width - 1))
+        if cut < 0:
+            cut = current.rfind(" ", len(indent) + 8, width - 1)
+        if cut < 0:
+            break
+        out.append(current[:cut].rstrip() + " \\")
+        current = indent + "    " + current[cut:].strip()
+    return [*out, current]
+
+
+def _example_commands(paragraph: str) -> list[str]:
+    """The commands of an example paragraph, one line each: a line that does not start
+    with ``anonlab`` continues the command above it."""
+    commands: list[str] = []
+    for line in paragraph.splitlines():
+        if line.lstrip().startswith("anonlab ") or not commands:
+            commands.append(line.rstrip())
+        else:
+            commands[-1] += " " + line.strip()
+    return commands
+
+
+def _example_block(paragraph: str) -> str:
+    """An example paragraph kept as written (Click's ``\\b``), each line fitted to the width."""
+    lines = [part for command in _example_commands(paragraph)
+             for part in _split_example(command)]
+    return "\b\n" + "\n".join(lines)
+
+
+def fit_help(text: str | None) -> str | None:
+    """A command's help with its example paragraphs (lines starting with ``anonlab``) kept
+    line by line and fitted to :data:`HELP_WIDTH`; prose stays for Click to wrap by words."""
+    if not text:
+        return text
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(_example_block(p) if p.lstrip().startswith("anonlab ") else p
+                       for p in paragraphs)
+
+
+def first_sentence(text: str | None) -> str | None:
+    """A help's first sentence, whole: the line ``anonlab --help`` lists for the command
+    (Click would cut a longer one with '...')."""
+    if not text:
+        return None
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    for abbreviation in ("e.g.", "i.e."):
+        first = first.split(", " + abbreviation)[0].split(" " + abbreviation)[0]
+    first = first.split(". ")[0].split(": ")[0].rstrip(".")
+    return first + "."
+
+
+def _fit_commands(app: typer.Typer) -> None:
+    """Fit the help of every command of ``app`` and of its groups, recursively."""
+    for info in app.registered_commands:
+        text = info.help if isinstance(info.help, str) else (
+            info.callback.__doc__ if info.callback is not None else None)
+        info.help = fit_help(text)
+        info.short_help = info.short_help or first_sentence(text)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _fit_commands(group.typer_instance)
+
+
 def build_app(modules: Iterable[str] = COMMAND_MODULES) -> typer.Typer:
     """The ``anonlab`` application with the commands of ``modules`` (default: all of them)."""
     built = typer.Typer(
@@ -114,11 +200,15 @@ def build_app(modules: Iterable[str] = COMMAND_MODULES) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        # plain help, wrapped at the terminal's width by words: Rich's option tables cut
+        # long cells (a --criterion grammar, a metric's name) with '…' at 80 columns
+        rich_markup_mode=None,
         context_settings={"show_default": True},
     )
     built.callback()(_root)
     for name in dict.fromkeys(modules):
         importlib.import_module(name).register(built)
+    _fit_commands(built)
     return built
 
 

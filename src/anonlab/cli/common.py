@@ -146,6 +146,11 @@ OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): th
 #: the TOML settings file of a run
 CONFIG = typer.Option(None, "--config", help="TOML settings (paths relative to its folder); "
                       "flags override it.")
+#: a run whose flags change the config's parameters may write to the config's outputs
+OVERWRITE = typer.Option(
+    False, "--overwrite/--no-overwrite", help="With --config and a flag that changes its "
+    "parameters, write to the config's outputs anyway (default: refused; name --output, "
+    "--report... instead).")
 
 # how an input table is read (anonlab.runs.common.ReadSettings)
 DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
@@ -190,8 +195,8 @@ OTHER = typer.Option(
 # the release's risk (anonlab.risk.release.ReleaseRiskSettings)
 ATTACKER_COLUMNS = typer.Option(
     None, "--attacker-columns", help="Columns the attacker is assumed to know, "
-    "comma-separated (default: every column of the release that is not sensitive and not "
-    "the weights).")
+    "comma-separated (default: the --qi columns; a command without --qi: every released "
+    "column that is not sensitive and not the weights).")
 MAX_RISK = typer.Option(
     None, "--max-risk", help="Warn when the highest prosecutor risk of the release is above "
     "this (default: 0.2).")

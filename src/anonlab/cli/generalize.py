@@ -1,4 +1,6 @@
-"""Sub-commands ``generalize``, ``apply`` and ``hierarchy`` (full-domain generalization).
+"""Sub-commands ``generalize`` and ``apply`` (full-domain generalization).
+
+The ``hierarchy`` builders are in :mod:`anonlab.cli.hierarchy`.
 
 Each command maps its flags to the library's settings
 (:mod:`anonlab.runs.generalize`), runs it and prints a summary; the library
@@ -26,6 +28,7 @@ from anonlab.cli.common import (
     MEMORY_LIMIT,
     OTHER,
     OUTPUT_TABLE_HELP,
+    OVERWRITE,
     POPULATION,
     QUERY,
     QUIET,
@@ -66,9 +69,11 @@ written). Example:
   --sensitive salary-class --k 5 --suppression 1% --output adult_k5.csv --report adult_k5.json
 
   anonlab generalize --config examples/adult.toml --k 10
+  --output out/adult_k10.csv --report out/adult_k10.json
 
 A table given on the command line with --config needs its own --output and
---report (and --html, --plot) wherever the config names them.
+--report (and --html, --plot) wherever the config names them; so does any
+flag that changes the config's parameters (--k above), unless --overwrite.
 """
 
 APPLY_HELP = """Apply the transformation of an earlier `generalize` report to another table.
@@ -82,6 +87,14 @@ where the report says (relative to the report's folder), from any folder.
 Example:
 
   anonlab apply adult_k5.json new.csv --output new_k5.csv
+
+--node N releases transformation N of the report's list (generalize
+--alternatives), --levels COLUMN=LEVEL,... any levels within the report's
+--min-level/--max-level, with the same checks (docs/generalization.md,
+"Steering the optimum"):
+
+  anonlab apply out/adult_age2.json data/adult/adult.csv --node 3
+  --output out/adult_age2_node3.csv
 
 As generalize, apply runs on an engine (docs/engine.md): --engine dask counts
 the table and writes the release on a Dask cluster (--scheduler
@@ -131,6 +144,7 @@ def generalize_command(
         None, help="Table to anonymize: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
         "config's input)."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -178,6 +192,15 @@ def generalize_command(
         None, "--practical-monotonicity/--no-practical-monotonicity",
         help="Treat every privacy model as monotone, as ARX's option does: fewer nodes "
         "checked, but the optimum may be missed (default: off)."),
+    min_level: list[str] | None = typer.Option(
+        None, "--min-level", help="Lowest level the search may give a quasi-identifier: "
+        "COLUMN=LEVEL, e.g. sex=1 (repeat; default: 0)."),
+    max_level: list[str] | None = typer.Option(
+        None, "--max-level", help="Highest level the search may give a quasi-identifier: "
+        "COLUMN=LEVEL, e.g. age=2 (repeat; default: its hierarchy's height)."),
+    alternatives: int | None = typer.Option(
+        None, "--alternatives", help="List the N best transformations that satisfy the "
+        "models, numbered for `anonlab apply --node` (default: 0, none)."),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -206,6 +229,7 @@ def generalize_command(
     """Generalize a table under privacy models (see --help for an example)."""
     from anonlab.runs.generalize import (
         GeneralizeSettings,
+        parse_level_flags,
         parse_qi_flags,
         parse_weight_flags,
         run_generalize,
@@ -219,7 +243,10 @@ def generalize_command(
         "suppression": suppression, "search": search, "metric": metric,
         "criteria": criterion, "gs_factor": gs_factor, "aggregate": aggregate,
         "attribute_weights": parse_weight_flags(weight) if weight else None,
-        "practical_monotonicity": practical_monotonicity, "output": output,
+        "practical_monotonicity": practical_monotonicity,
+        "min_level": parse_level_flags(min_level, "min_level") if min_level else None,
+        "max_level": parse_level_flags(max_level, "max_level") if max_level else None,
+        "alternatives": alternatives, "output": output,
         "output_table": output_table, "report": as_text(report), "html": as_text(html),
         "plot": as_text(plot), "verify": verify, "engine": engine, "scheduler": scheduler,
         "workers": workers, "memory_limit": memory_limit,
@@ -233,13 +260,19 @@ def generalize_command(
         raise fail(f"input '{input}' replaces the input of config '{config}', whose "
                    f"{' and '.join(stale)} are named for that input: give "
                    f"{' and '.join(_flag(n) for n in stale)} for the new input")
-    settings = GeneralizeSettings.load(config, **overrides)
+    settings = GeneralizeSettings.load(config, overwrite=overwrite, **overrides)
     if not any((settings.output, settings.report, settings.html, settings.plot)):
         raise fail("nothing to write: give --output, --report, --html and/or --plot")
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_generalize(settings, progress=progress)
     if not quiet:
         _print_summary(result.report, result.written)
+        _print_alternatives(result.report)
+
+
+def _levels_text(levels: dict[str, int]) -> str:
+    """Levels as the summaries print them: ``age=2, sex=0``."""
+    return ", ".join(f"{c}={lv}" for c, lv in levels.items())
 
 
 def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
@@ -247,12 +280,16 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     from rich.table import Table
 
     table = Table(title="anonlab generalize", show_header=False)
-    table.add_row("transformation",
-                  ", ".join(f"{c}={lv}" for c, lv in report["transformation"].items()))
+    table.add_row("transformation", _levels_text(report["transformation"]))
+    bounded = _bounded(report)
+    if bounded:
+        table.add_row("level bounds", bounded)
     table.add_row("search", f"{report['search']}: {report['nodes_checked']} of "
                   f"{report['lattice_size']} nodes checked")
-    table.add_row("suppressed records", str(report["suppressed_records"]))
-    table.add_row("equivalence classes", str(report["equivalence_classes"]))
+    from anonlab.risk.figures import release_classes, release_suppressed
+
+    table.add_row("suppressed records", str(release_suppressed(report)))
+    table.add_row("equivalence classes", str(release_classes(report)))
     for entry in report.get("criteria") or []:
         params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
         table.add_row(entry["model"], f"{params}: {'holds' if entry['satisfied'] else 'FAILS'}")
@@ -263,6 +300,43 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
+
+
+def _bounded(report: dict[str, Any]) -> str:
+    """The level bounds the run was given, ``age 0..2, sex 1..1`` ('' for none)."""
+    params = report.get("parameters") or {}
+    named = {*(params.get("min_level") or {}), *(params.get("max_level") or {})}
+    return ", ".join(f"{c} {lo}..{hi}" for c, (lo, hi) in
+                     (report.get("level_bounds") or {}).items() if c in named)
+
+
+def _print_alternatives(report: dict[str, Any]) -> None:
+    """The report's list of best transformations as a short numbered table: the levels as
+    one vector each, in the order the caption names the quasi-identifiers."""
+    from rich.console import Console
+    from rich.table import Table
+
+    listed = report.get("alternatives") or []
+    if not listed:
+        return
+    names = list(listed[0]["levels"])
+    table = Table(title=f"{len(listed)} best transformations (anonlab apply --node N)",
+                  caption=f"levels: {', '.join(names)}; loss: {report['metric']}")
+    for header in ("node", "levels", "loss", "suppressed", "highest risk"):
+        table.add_column(header, justify="left" if header == "levels" else "right")
+    for entry in listed:
+        vector = ",".join(str(entry["levels"][c]) for c in names)
+        table.add_row(str(entry["node"]), f"({vector})", _loss_figure(entry["loss"]),
+                      str(entry["suppressed_records"]),
+                      _figure(entry["highest_prosecutor_risk"]))
+    Console().print(table)
+
+
+def _loss_figure(value: Any) -> str:
+    """A loss of the alternatives list, to 5 significant digits (near losses stay apart)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_loss_figure(v) for v in value) + "]"
+    return "-" if value is None else f"{float(value):.5g}"
 
 
 def _figure(value: Any) -> str:
@@ -317,6 +391,13 @@ def apply_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
+    levels: list[str] | None = typer.Option(
+        None, "--levels", help="Release these levels instead of the report's: "
+        "COLUMN=LEVEL,... (the columns not named keep the report's levels) (default: the "
+        "report's transformation)."),
+    node: int | None = typer.Option(
+        None, "--node", help="Release transformation N of the report's alternatives list "
+        "(generalize --alternatives) (default: the report's transformation)."),
     engine: str | None = ENGINE,
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
@@ -324,14 +405,16 @@ def apply_command(
     quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
 ) -> None:
     """Apply a found transformation to another table (see --help for an example)."""
-    from anonlab.runs.generalize import ApplySettings, run_apply
+    from anonlab.runs.generalize import ApplySettings, parse_level_flags, run_apply
 
     if output is None and report is None and html is None:
         raise fail("nothing to write: give --output, --report and/or --html")
     settings = ApplySettings.load(
         None, report_in=str(report_in), input=input, output=output, output_table=output_table,
         delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report),
-        html=as_text(html), verify=verify, other=other, engine=engine, scheduler=scheduler,
+        html=as_text(html), verify=verify, other=other, node=node,
+        levels=parse_level_flags(levels, "levels") if levels else None,
+        engine=engine, scheduler=scheduler,
         workers=workers, memory_limit=memory_limit,
         **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
@@ -341,106 +424,27 @@ def apply_command(
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_apply(settings, progress=progress)
     if not quiet:
-        out = result.report
-        print(f"applied {out['transformation']}; {out['suppressed_records']} records suppressed;"
-              f" {'verified; ' if out['verified'] else ''}wrote "
-              f"{', '.join(str(p) for p in result.written)}")
+        _print_applied(result.report, result.written)
 
 
-hierarchy_app = typer.Typer(help="Build hierarchy files in the ARX CSV layout.",
-                            no_args_is_help=True)
+def _print_applied(report: dict[str, Any], written: list[Path]) -> None:
+    """The summary of an apply run, as generalize prints its own."""
+    from rich.console import Console
+    from rich.table import Table
 
-COLUMN_INPUT = typer.Argument(
-    ..., help="Table holding the column: CSV, Parquet, Excel or a SQLAlchemy URL.")
-HIERARCHY_OUTPUT = typer.Option(..., "--output", help="Hierarchy CSV to write.")
-HIERARCHY_QUIET = typer.Option(False, "--quiet", help="Do not print what was written.")
-
-
-def _build(kind: str, quiet: bool, **values: Any) -> None:
-    """Run one hierarchy builder with ``values`` and say what it wrote."""
-    from anonlab.runs import generalize as runs
-
-    result = runs.run_hierarchy(runs.HIERARCHY_BUILDERS[kind].load(None, **values))
-    if not quiet:
-        out = result.report
-        print(f"wrote {out['output']}: {kind} hierarchy of '{out['column']}', "
-              f"{out['values']} values, {out['levels']} levels (0 = the values, "
-              f"{out['levels'] - 1} = the top)")
-
-
-@hierarchy_app.command("interval")
-@_errors
-def hierarchy_interval(
-    input: str = COLUMN_INPUT,
-    column: str = typer.Option(..., "--column", help="Numeric column."),
-    widths: str = typer.Option(..., "--widths", help="Interval widths, e.g. 5,10,20 (each a "
-                               "multiple of the one before)."),
-    output: Path = HIERARCHY_OUTPUT,
-    delimiter: str | None = DELIMITER,
-    sheet: str | None = SHEET,
-    table: str | None = TABLE,
-    query: str | None = QUERY,
-    quiet: bool = HIERARCHY_QUIET,
-) -> None:
-    """Numeric intervals of growing width, then '*'.
-
-    Example: anonlab hierarchy interval data/adult/adult.csv --delimiter ';'
-    --column age --widths 5,10,20 --output hierarchy_age.csv
-    """
-    _build("interval", quiet, input=input, column=column, widths=widths, output=str(output),
-           delimiter=delimiter, sheet=sheet, table=table, query=query)
-
-
-@hierarchy_app.command("redaction")
-@_errors
-def hierarchy_redaction(
-    input: str = COLUMN_INPUT,
-    column: str = typer.Option(..., "--column", help="Code column (e.g. ZIP)."),
-    output: Path = HIERARCHY_OUTPUT,
-    delimiter: str | None = DELIMITER,
-    sheet: str | None = SHEET,
-    table: str | None = TABLE,
-    query: str | None = QUERY,
-    quiet: bool = HIERARCHY_QUIET,
-) -> None:
-    """Redact one character from the right per level (ZIP-like codes).
-
-    Example: anonlab hierarchy redaction people.csv --column zip --output hierarchy_zip.csv
-    """
-    _build("redaction", quiet, input=input, column=column, output=str(output),
-           delimiter=delimiter, sheet=sheet, table=table, query=query)
-
-
-@hierarchy_app.command("grouping")
-@_errors
-def hierarchy_grouping(
-    input: str = COLUMN_INPUT,
-    column: str = typer.Option(..., "--column", help="Ordinal or categorical column."),
-    sizes: str = typer.Option(..., "--sizes", help="Group sizes per level, e.g. 2,4 (each a "
-                              "multiple of the one before)."),
-    output: Path = HIERARCHY_OUTPUT,
-    order: str | None = typer.Option(
-        None, "--order",
-        help="Comma-separated order of the values (default: numbers in numeric order, "
-        "then text sorted).",
-    ),
-    delimiter: str | None = DELIMITER,
-    sheet: str | None = SHEET,
-    table: str | None = TABLE,
-    query: str | None = QUERY,
-    quiet: bool = HIERARCHY_QUIET,
-) -> None:
-    """Group consecutive values of an ordered domain.
-
-    Example: anonlab hierarchy grouping survey.csv --column grade --order A,B,C,D
-    --sizes 2,4 --output hierarchy_grade.csv
-    """
-    _build("grouping", quiet, input=input, column=column, sizes=sizes, order=order,
-           output=str(output), delimiter=delimiter, sheet=sheet, table=table, query=query)
+    table = Table(title="anonlab apply", show_header=False)
+    table.add_row("transformation", _levels_text(report["transformation"]))
+    table.add_row("suppressed records", str(report["suppressed_records"]))
+    for entry in report.get("criteria") or []:
+        params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
+        table.add_row(entry["model"], f"{params}: {'holds' if entry['satisfied'] else 'FAILS'}")
+    _risk_rows(table, report)
+    table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
+    table.add_row("wrote", ", ".join(str(p) for p in written))
+    Console().print(table)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``generalize``, ``apply`` and ``hierarchy`` to ``app``."""
+    """Add ``generalize`` and ``apply`` to ``app``."""
     app.command("generalize", help=GENERALIZE_HELP)(generalize_command)
     app.command("apply", help=APPLY_HELP)(apply_command)
-    app.add_typer(hierarchy_app, name="hierarchy")

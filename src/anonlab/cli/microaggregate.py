@@ -25,6 +25,7 @@ from anonlab.cli.common import (
     MEMORY_LIMIT,
     OTHER,
     OUTPUT_TABLE_HELP,
+    OVERWRITE,
     POPULATION,
     QUERY,
     QUIET,
@@ -65,9 +66,17 @@ re-identification risk goes into the report, and a risky release draws a warning
 
 EVALUATE_HELP = """Score a masked table against its original with the EM4ADOM measures.
 
-Both tables hold the same records in the same order (any tool's output). Example:
+Both tables hold the same records in the same order (any tool's output). The
+measured columns are --columns (all-numeric: every numeric column no other
+option names), --nominal and --ordinal; the roles are microaggregate's:
+--identifying, --sensitive and --insensitive columns are not measured (an
+identifying column the release dropped need not be in it), and a column no
+option names is not measured either. Example:
 
   anonlab evaluate data/sdc/Tarragona.csv t_k3.csv --lambda 0.5,0,0.5 --report eval.json
+
+  anonlab evaluate people.csv people_k5.csv --columns all-numeric --identifying name
+  --report eval.json
 
   anonlab evaluate big/ big_k3/ --engine dask --workers 2 --memory-limit 4GB --report eval.json
 """
@@ -125,6 +134,11 @@ BLOCK_ROWS = typer.Option(
     None, "--block-rows", help="Records per block of DLD and ID on an engine; giving it runs "
     "the numpy engine (default: 20000).")
 
+EVALUATE_OTHER = typer.Option(
+    None, "--other", help="Role of every column given no other role: only 'insensitive' "
+    "(not measured; the report lists them). Default: insensitive, as evaluate releases "
+    "nothing.")
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -153,6 +167,7 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
 def microaggregate_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -196,7 +211,8 @@ def microaggregate_command(
     from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 
     s = MicroaggregateSettings.load(
-        config, input=as_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
+        config, overwrite=overwrite,
+        input=as_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
         columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
         k=k, variant=variant, block_size=block_size, workers=workers, engine=engine,
@@ -235,6 +251,7 @@ def evaluate_command(
     original: str | None = typer.Argument(None, help="Original table."),
     masked: str | None = typer.Argument(None, help="Masked table, same rows in the same order."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -243,6 +260,10 @@ def evaluate_command(
     nominal: list[str] | None = NOMINAL,
     ordinal: list[str] | None = ORDINAL,
     order: list[str] | None = ORDER,
+    identifying: list[str] | None = IDENTIFYING,
+    sensitive: list[str] | None = SENSITIVE,
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = EVALUATE_OTHER,
     lambda_: str | None = LAMBDA,
     tau: str | None = TAU,
     gamma: str | None = GAMMA,
@@ -260,9 +281,11 @@ def evaluate_command(
     from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 
     s = EvaluateSettings.load(
-        config, original=as_text(original), masked=as_text(masked), delimiter=delimiter,
+        config, overwrite=overwrite,
+        original=as_text(original), masked=as_text(masked), delimiter=delimiter,
         sheet=sheet, table=table, query=query, columns=columns, nominal=nominal,
-        ordinal=ordinal, orders=_orders(order), tau=tau, gamma=gamma, p=p, workers=workers,
+        ordinal=ordinal, orders=_orders(order), identifying=identifying, sensitive=sensitive,
+        insensitive=insensitive, other=other, tau=tau, gamma=gamma, p=p, workers=workers,
         engine=engine, scheduler=scheduler, memory_limit=memory_limit, block_rows=block_rows,
         report=as_text(report), html=as_text(html), **{"lambda": lambda_},
     )
@@ -289,6 +312,7 @@ def _print_measures(measures: dict[str, Any]) -> None:
 def tradeoff_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -330,7 +354,8 @@ def tradeoff_command(
                           sampling_fraction=sampling_fraction, weights=weights,
                           sensitive_hierarchy=sensitive_hierarchy)
     s = TradeoffSettings.load(
-        config, input=as_text(input), delimiter=delimiter, sheet=sheet, table=table,
+        config, overwrite=overwrite,
+        input=as_text(input), delimiter=delimiter, sheet=sheet, table=table,
         query=query, columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
         k=k, variant=variant, block_size=block_size, tau=tau, gamma=gamma, p=p,

@@ -28,6 +28,7 @@ from anonlab.cli.common import (
     MAX_RISK,
     MEMORY_LIMIT,
     OTHER,
+    OVERWRITE,
     POPULATION,
     QUERY,
     QUIET,
@@ -62,8 +63,9 @@ clustering agreement, the smallest S and P over the blocks and the release's
 risk, never records, the key or a block's pairing; --internal writes the
 custodian's secret copy with each block's figures (owner-only). Warns when a few
 known records recover the release or the columns released unchanged identify
-records (--fail-on-risk: exit code 3, nothing written). Nothing is written
-unless every output can be.
+records (--fail-on-risk: exit code 3, nothing written), and when a release
+written without --key can never be inverted. Nothing is written unless every
+output can be.
 
 Example:
 
@@ -103,8 +105,9 @@ ENGINE = typer.Option(
     "Dask cluster; obt and rotation; --output must be a folder, ending in /) (default: numpy).")
 
 # this family's own options, shared by its commands
-COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c (default: "
-                       "every column given no other role).")
+COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c, or "
+                       "all-numeric: every numeric column given no other role (default: every "
+                       "column given no other role).")
 KNOWN = typer.Option(None, "--known", help="Numbers of known records the attacks try "
                      "(default: 2,5,10).")
 
@@ -125,6 +128,7 @@ def perturb_command(
         None, help="Table to perturb: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
         "config's input); with --invert, the release to restore."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     columns: list[str] | None = COLUMNS,
     identifying: list[str] | None = IDENTIFYING,
     sensitive: list[str] | None = SENSITIVE,
@@ -225,7 +229,7 @@ def perturb_command(
     }
     if config is not None:
         check_input_override(config, overrides, _flag)
-    settings = PerturbSettings.load(config, **overrides)
+    settings = PerturbSettings.load(config, overwrite=overwrite, **overrides)
     if not any((settings.output, settings.report, settings.html)):
         raise fail("nothing to write: give --output (with --key), --report and/or --html")
     with risk_guard(FLAGS), progress_display(quiet) as progress:
@@ -311,6 +315,7 @@ def attack_command(
         None, help="Its perturbed release, same records in the same order (default: the "
         "config's)."),
     config: Path | None = CONFIG,
+    overwrite: bool = OVERWRITE,
     columns: list[str] | None = COLUMNS,
     identifying: list[str] | None = IDENTIFYING,
     sensitive: list[str] | None = SENSITIVE,
@@ -336,7 +341,8 @@ def attack_command(
     from anonlab.runs.perturb import AttackSettings, run_attack
 
     settings = AttackSettings.load(
-        config, original=original, released=released, columns=columns, known=known,
+        config, overwrite=overwrite,
+        original=original, released=released, columns=columns, known=known,
         sample=as_text(sample), seed=seed, max_records=max_records, delimiter=delimiter,
         sheet=sheet, table=table, query=query, report=as_text(report), html=as_text(html),
         identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other)

@@ -2,8 +2,9 @@
 
 - :func:`risk_overrides`: the risk flags (defined once in
   :mod:`anonlab.cli.common`) as the settings they give;
-- :func:`risk_guard`: each :class:`~anonlab.errors.ReleaseRiskWarning` the
-  run issues becomes one ``Warning: ...`` line on standard error, and a
+- :func:`risk_guard`: each :class:`~anonlab.errors.AnonlabWarning` the run
+  issues (a :class:`~anonlab.errors.ReleaseRiskWarning`, a release that can
+  never be inverted) becomes one ``Warning: ...`` line on standard error, and a
   :class:`~anonlab.errors.ReleaseRiskError` (``--fail-on-risk``) becomes
   ``Error: ...`` and exit code 3, after its warnings.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import typer
 
-from anonlab.errors import AnonlabError, ReleaseRiskError, ReleaseRiskWarning
+from anonlab.errors import AnonlabError, AnonlabWarning, ReleaseRiskError
 
 __all__ = ["EXIT_RELEASE_RISK", "RISK_FLAGS", "hierarchy_pairs", "risk_guard", "risk_overrides"]
 
@@ -66,11 +67,13 @@ def risk_overrides(
     }
 
 
-def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
-    """One ``Warning: ...`` line per risk warning; any other warning is shown as usual."""
+def _print_warnings(caught: list[warnings.WarningMessage],
+                    flags: dict[str, str] | None = None) -> None:
+    """One ``Warning: ...`` line per anonlab warning (a risk warning, a release that can never
+    be inverted...); any other warning is shown as usual."""
     for item in caught:
-        if issubclass(item.category, ReleaseRiskWarning):
-            print(f"Warning: {' '.join(str(item.message).split())}", file=sys.stderr)
+        if isinstance(item.message, AnonlabWarning):
+            print(f"Warning: {item.message.for_flags(flags)}", file=sys.stderr)
         else:
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
@@ -83,11 +86,11 @@ def risk_guard(flags: dict[str, str] | None = None) -> Iterator[None]:
     a run that failed otherwise wrote nothing and shows only its error.
     """
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ReleaseRiskWarning)
+        warnings.simplefilter("always", AnonlabWarning)
         try:
             yield
         except ReleaseRiskError as exc:
-            _print_warnings(caught)
+            _print_warnings(caught, flags)
             print(f"Error: {exc.for_flags({**RISK_FLAGS, **(flags or {})})}", file=sys.stderr)
             raise typer.Exit(EXIT_RELEASE_RISK) from None
-    _print_warnings(caught)
+    _print_warnings(caught, flags)

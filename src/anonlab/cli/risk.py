@@ -10,11 +10,12 @@ from typing import Any
 import typer
 
 from anonlab.cli.common import (
-    ATTACKER_COLUMNS,
     DASK_WORKERS,
     DELIMITER,
+    INSENSITIVE,
     MAX_RISK,
     MEMORY_LIMIT,
+    OTHER,
     POPULATION,
     QUIET,
     REPORT,
@@ -29,8 +30,10 @@ from anonlab.errors import AnonlabError
 
 RISK_HELP = """Measure the re-identification risk of any table, e.g. another tool's release.
 
-The attacker is assumed to know every column that is neither --sensitive nor
-the --weights column (narrow it with --attacker-columns). A record whose
+The attacker knows the --qi columns and nothing else, as sdcMicro's keyVars
+and ARX's quasi-identifiers (--attacker-columns names other ones). Every
+column needs a role: --qi, --sensitive, --insensitive (not known to the
+attacker), --weights, or --other insensitive for all the rest. A record whose
 attacker columns all hold '*' is suppressed: it is left out and counted.
 The report holds ARX's prosecutor, journalist and marketer risk, records at
 risk, class sizes, sample uniques, population uniques (Pitman, Zayatz, SNB,
@@ -39,11 +42,11 @@ global risk (with --weights), SUDA2 scores, and for each sensitive attribute
 the smallest distinct and entropy l and the largest t (docs/risk.md).
 Examples:
 
-  anonlab risk out/adult_k5.csv --qi sex,age,race --sensitive salary-class
+  anonlab risk out/adult_k5.csv --qi sex,age,race --sensitive salary-class --other insensitive
 
-  anonlab risk testdata.csv --qi urbrur,water,sex,age --weights sampling_weight
+  anonlab risk testdata.csv --qi urbrur,water,sex,age --weights sampling_weight --other insensitive
 
-  anonlab risk release.csv --qi age,sex --attacker-columns age,sex --report risk.json
+  anonlab risk release.csv --qi age,sex,zip --insensitive visits --report risk.json
 
   anonlab risk big_release/ --qi age,sex,zip --engine dask --workers 2 --memory-limit 4GB
 
@@ -57,6 +60,8 @@ FLAGS = {
     "thresholds": "--risk-threshold",
     "hierarchies": "--hierarchy",
 }
+QI = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated: the attacker's "
+                  "knowledge.")
 
 
 def _names(text: str | None, flag: str) -> list[str]:
@@ -129,9 +134,13 @@ def risk_command(
     table: Path = typer.Argument(
         ..., help="Table to measure (CSV, Parquet file, or with --engine dask a Parquet folder "
         "or glob)."),
-    qi: str = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated."),
-    attacker_columns: str | None = ATTACKER_COLUMNS,
+    qi: str = QI,
+    attacker_columns: str | None = typer.Option(
+        None, "--attacker-columns", help="Columns the attacker knows, comma-separated "
+        "(default: the --qi columns)."),
     sensitive: list[str] | None = SENSITIVE,
+    insensitive: list[str] | None = INSENSITIVE,
+    other: str | None = OTHER,
     weights: str | None = WEIGHTS,
     population: float | None = POPULATION,
     sampling_fraction: float | None = SAMPLING_FRACTION,
@@ -161,7 +170,9 @@ def risk_command(
         result = run_risk(
             table, _names(qi, "--qi"),
             attacker_columns=_names(attacker_columns, "--attacker-columns") or None,
-            sensitive=_names(",".join(sensitive or []), "--sensitive"), weights=weights,
+            sensitive=_names(",".join(sensitive or []), "--sensitive"),
+            insensitive=_names(",".join(insensitive or []), "--insensitive"), other=other,
+            weights=weights,
             population_size=population, sampling_fraction=sampling_fraction,
             thresholds=risk_threshold or [], hierarchies=_hierarchies(hierarchy),
             max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,

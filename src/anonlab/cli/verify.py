@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from anonlab.cli.common import user_errors
+from anonlab.cli.common import QUIET, as_text, user_errors
 
 EXIT_FINDING = 1
 
@@ -16,8 +16,7 @@ For the custodian's audit, or a release made earlier. The check shares
 no code with the method that made the release: generalization (every
 privacy model of the report: k-anonymity, l-diversity, t-closeness,
 beta-likeness, delta-disclosure, delta-presence, k-map, risk
-thresholds, with pycanon's figures compared where it defines them as
-ARX does; and every value the hierarchy label at the report's levels,
+thresholds; and every value the hierarchy label at the report's levels,
 see docs/privacy_models.md), microaggregation (groups of >= k records
 whose values are the group's mean, mode or lower median), perturbation
 (pairwise distances equal those of the input's z-scores; with --key, the
@@ -28,7 +27,9 @@ looked for beside the report, then in the current folder; --release and
 Exit code 0 and one summary line: the release holds. Exit code 1 and one
 line naming the class, group, pair or column that fails: it does not.
 Exit code 2: the check could not run (a file missing, a report of
-another kind).
+another kind). --report writes the findings as JSON (ok, findings, the
+files checked with their SHA-256); --quiet prints nothing, the exit code
+says it all.
 
 Examples:
 
@@ -37,6 +38,8 @@ Examples:
   anonlab verify out/tarragona_obt_report.json --key out/tarragona_obt_key.json
 
   anonlab verify old/report.json --release old/release.csv --input data/original.csv
+
+  anonlab verify out/adult_k5.json --report out/adult_k5_verify.json --quiet
 """
 
 
@@ -53,13 +56,22 @@ def verify_command(
     key: Path | None = typer.Option(
         None, "--key", help="Perturbation key: also check that it undoes the release."
     ),
+    findings: Path | None = typer.Option(
+        None, "--report", help="JSON report of the check: ok, findings, files checked "
+        "(default: none)."),
+    quiet: bool = QUIET,
 ) -> None:
     """Check a release against its report (see --help for examples)."""
-    from anonlab.verify import verify_report
+    from anonlab.runs.verify import VerifySettings, run_verify
 
-    result = verify_report(report, release=release, input=input, key=key)
-    typer.echo(result.line())
-    if not result.ok:
+    settings = VerifySettings(report_in=str(report), release=as_text(release), input=input,
+                              key=as_text(key), report=as_text(findings))
+    result = run_verify(settings)
+    if not quiet:
+        typer.echo(result.report["line"])
+        if result.written:
+            typer.echo(f"wrote {', '.join(str(p) for p in result.written)}")
+    if not result.report["ok"]:
         raise typer.Exit(EXIT_FINDING)
 
 

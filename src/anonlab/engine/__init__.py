@@ -1,6 +1,6 @@
 """Engines: the passes over every row, in-process (``numpy``) or on a Dask cluster (``dask``).
 
-The methods need only a few passes over the whole table (DESIGN.md, "The
+The methods need only a few passes over the whole table (docs/design.md, "The
 one hot primitive"): the base frequency set, the release, column moments
 and row-wise transforms. An :class:`~anonlab.engine.base.Engine` runs them
 over a table read in pieces (:func:`~anonlab.engine.table.open_table`:

@@ -1,7 +1,7 @@
 """The engine protocol, its results, and the part every backend shares.
 
 An :class:`Engine` runs the few passes over all rows that the methods need
-(DESIGN.md, "The one hot primitive"); everything else works on their small
+(docs/design.md, "The one hot primitive"); everything else works on their small
 results in-process:
 
 * :meth:`Engine.encode`: dictionary-encode columns against one global

@@ -1,6 +1,6 @@
 """``evaluate`` on an engine: the EM4ADOM measures of a masked table, piece by piece.
 
-The measures of :func:`anonlab.metrics.evaluate` (NOTES §2) fall in two kinds.
+The measures of :func:`anonlab.metrics.evaluate` (docs/formulas.md §2) fall in two kinds.
 
 **Exact** (:data:`EXACT`): sums over records, so pieces' partial sums merged
 here give the in-memory figure up to rounding.
@@ -513,6 +513,7 @@ def evaluate_on_engine(
     workers: int = 1,
     delimiter: str | None = None,
     progress: ProgressFn | None = None,
+    exclude: Sequence[str] = (),
 ) -> Evaluation:
     """The EM4ADOM measures of ``masked`` against ``original``, read piece by piece.
 
@@ -524,8 +525,9 @@ def evaluate_on_engine(
     ``workers`` threads search the nearest neighbours of numeric linkage on
     the NumPy engine (-1: every CPU; Dask tasks use one).
     Exact and blockwise measures as the module text says; ``block_rows`` is
-    B. The result's ``measure_parameters`` say which measures are which
-    (``blocks``).
+    B. ``exclude`` (the columns that other roles name, e.g. identifying
+    ones) is left out of ``all-numeric``. The result's
+    ``measure_parameters`` say which measures are which (``blocks``).
     """
     from anonlab.engine import open_engine
     from anonlab.metrics import utility
@@ -546,7 +548,7 @@ def evaluate_on_engine(
     try:
         return _evaluate(run, open_table(original, delimiter=delimiter),
                          open_table(masked, delimiter=delimiter), columns, nominal, ordinal,
-                         orders, weights, block_rows, workers, progress)
+                         orders, weights, block_rows, workers, progress, exclude)
     finally:
         if engine is None:
             run.close()
@@ -561,20 +563,22 @@ def _names(value: str | Sequence[str] | None) -> list[str]:
 def _evaluate(engine: Engine, original: Table, masked: Table,
               columns: str | Sequence[str] | None, nominal: Any, ordinal: Any,
               orders: Mapping[str, Sequence[str]] | None, weights: Any, block_rows: int,
-              workers: int, progress: ProgressFn | None) -> Evaluation:
+              workers: int, progress: ProgressFn | None, exclude: Sequence[str] = ()
+              ) -> Evaluation:
     """The evaluation of two opened tables (see :func:`evaluate_on_engine`)."""
     from anonlab.engine.perturb_pass import base_engine
 
     runner = base_engine(engine)
     nominal_names, ordinal_names = _names(nominal), _names(ordinal)
     numeric = _numeric_names(runner, original, columns, [*nominal_names, *ordinal_names],
-                             progress)
+                             progress, exclude)
     categorical = [*nominal_names, *ordinal_names]
     original.check_columns([*numeric, *categorical], "columns")
     for name in [*numeric, *categorical]:
         if name not in masked.column_names:
-            raise AnonlabError(f"column '{name}' of the original is missing from the masked "
-                               "table: both tables need the same evaluated columns")
+            from anonlab.metrics.em4adom import MissingColumnError
+
+            raise MissingColumnError(name)
     stats_o, rows_o = _stats(runner, original, numeric, categorical, progress, "original")
     stats_m, rows_m = _stats(runner, masked, numeric, categorical, progress, "masked table")
     n = stats_o.rows
@@ -599,9 +603,24 @@ def _evaluate(engine: Engine, original: Table, masked: Table,
                      nominal_names, ordinal_names)
 
 
+def all_numeric_names(runner: Any, table: Table, exclude: Sequence[str],
+                      progress: ProgressFn | None, step: str) -> list[str]:
+    """``all-numeric`` over a table read in pieces: every column not in ``exclude`` whose
+    present values are all numbers and that has one (the rule of
+    :func:`anonlab.encoding.is_numeric_column`, piece by piece)."""
+    left_out = set(exclude)
+    candidates = [c for c in table.column_names if c not in left_out]
+    flags: list[tuple[tuple[bool, bool], ...]] = runner.map_pieces(
+        table, piece_numeric_flags, candidates, runner.batch_rows, progress=progress, step=step)
+    return [c for j, c in enumerate(candidates)
+            if not any(f[j][0] for f in flags) and any(f[j][1] for f in flags)]
+
+
 def _numeric_names(runner: Any, original: Table, columns: str | Sequence[str] | None,
-                   categorical: Sequence[str], progress: ProgressFn | None) -> list[str]:
-    """The numeric columns: as given, or ``all-numeric`` found by a pass over the original."""
+                   categorical: Sequence[str], progress: ProgressFn | None,
+                   exclude: Sequence[str] = ()) -> list[str]:
+    """The numeric columns: as given, or ``all-numeric`` found by a pass over the original
+    (leaving out the categorical columns and ``exclude``, the columns other roles name)."""
     from anonlab.encoding import ALL_NUMERIC
 
     names = _names(columns)
@@ -620,13 +639,9 @@ def _numeric_names(runner: Any, original: Table, columns: str | Sequence[str] | 
             raise AnonlabError(f"column '{both[0]}' is named both numeric and categorical: "
                                "give each column one type")
         return names
-    candidates = [c for c in original.column_names if c not in set(categorical)]
-    flags: list[tuple[tuple[bool, bool], ...]] = runner.map_pieces(
-        original, piece_numeric_flags, candidates, runner.batch_rows, progress=progress,
-        step="evaluate: finding the numeric columns")
-    chosen = [c for j, c in enumerate(candidates)
-              if not any(f[j][0] for f in flags) and any(f[j][1] for f in flags)]
-    if not chosen and not categorical:
+    chosen = all_numeric_names(runner, original, [*categorical, *exclude], progress,
+                               "evaluate: finding the numeric columns")
+    if not chosen and not categorical and not exclude:
         raise AnonlabError("no numeric column found for columns 'all-numeric': name the "
                            "numeric columns in columns", parameter="columns")
     return chosen

@@ -141,7 +141,7 @@ class _Sampler:
 
     def add(self, x: FloatArray) -> None:
         """Offer the next rows ``x`` of the piece."""
-        keys = self.rng.random(x.shape[0])
+        keys: FloatArray = self.rng.random((x.shape[0],))
         if self.size < 1:
             self.seen += x.shape[0]
             return

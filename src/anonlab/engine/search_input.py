@@ -1,7 +1,7 @@
 """The lattice search's inputs from an engine's base frequency set, without the rows.
 
 A full-domain search needs only the table's frequency set at the bottom of
-the lattice (DESIGN.md, "The one hot primitive"). :func:`rowless_dataset`
+the lattice (docs/design.md, "The one hot primitive"). :func:`rowless_dataset`
 turns an engine's :class:`~anonlab.engine.base.BaseFrequencySet` into a
 :class:`~anonlab.dataset.Dataset` that holds no rows (its ``frame`` has the
 table's columns and no records; ``records`` and ``base`` say the rest);

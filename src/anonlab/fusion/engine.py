@@ -1,6 +1,6 @@
 """The one fusion loop, run alike by ``fuse`` (all providers in one process) and ``party``.
 
-Each round (NOTES.md §3): every local provider scores its own candidates and
+Each round (docs/formulas.md §3): every local provider scores its own candidates and
 enters its best normalized, quantized score; ``network.argmax`` reveals only
 the winning provider (or that none is left); the winner sends instructions
 (record ids per child value); every provider applies them to its copy of

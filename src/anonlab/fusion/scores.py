@@ -1,4 +1,4 @@
-"""Scores of candidate specializations (NOTES.md §3; Fung, Wang, Yu, TKDE 2007).
+"""Scores of candidate specializations (docs/formulas.md §3; Fung, Wang, Yu, TKDE 2007).
 
 For a value ``v`` specialized into children ``c`` (``R_x``: records with value
 ``x``, ``I(R)``: class entropy of ``R`` in bits):

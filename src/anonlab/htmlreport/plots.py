@@ -3,6 +3,12 @@
 matplotlib is imported inside the functions (and only its object-oriented
 ``Figure``, never ``pyplot``), so importing this module is cheap and no GUI
 backend or global state is involved; ``savefig`` renders with Agg/SVG.
+
+Every text is drawn as plain text (a '$' from the data is a character, not
+mathtext), so a logarithmic axis gets its own tick formatter
+(:func:`plain_log_axis`: ``10``, ``100``, ``1,000``, ``1e5``) instead of
+matplotlib's mathtext ``10^{n}``; and before a figure is saved, tick labels
+that overprint are turned upright or thinned out (:func:`save_uncluttered`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+# the least space between two tick labels, in points (a third of an 8 pt character)
+GAP = 3.0
 
 COLORS = {
     "all": "#c9ced6",
@@ -50,12 +59,11 @@ def svg_data_uri(fig: Any) -> str:
     """
     import matplotlib
 
-    buf = io.BytesIO()
     # labels come from the data (column names, values): '$' is a character, not mathtext
     with matplotlib.rc_context({"svg.hashsalt": "anonlab", "text.parse_math": False}):
         _plain_text(fig)
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+        data = save_uncluttered(fig, format="svg", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(data).decode("ascii")
 
 
 def _plain_text(fig: Any) -> None:
@@ -70,15 +78,249 @@ def _plain_text(fig: Any) -> None:
         text.set_parse_math(False)
 
 
+def plain_number(value: float) -> str:
+    """A tick value as plain text: ``10``, ``100``, ``1,000``, ``10,000``, then ``1e5``.
+
+    Magnitudes from 10^5 on (and below 10^-3) are written m·10^e as ``me``
+    (``1e5``, ``2.5e6``, ``1e-4``): short, and no mathtext. Whole numbers below
+    that get thousands separators, as the report's tables print them; other
+    numbers keep 4 significant digits (``0.5``, ``0.01``).
+    """
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    magnitude = abs(value)
+    if magnitude >= 1e5 or magnitude < 1e-3:
+        mantissa, exponent = f"{value:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
+def _plain_log_formatter() -> Any:
+    """matplotlib's ``LogFormatter`` choice of which ticks to label, in plain text.
+
+    ``LogFormatter`` decides per tick whether it is labelled (the decades;
+    also 2 and 5 times them when the axis spans about one decade); the label
+    itself is :func:`plain_number`.
+    """
+    from matplotlib.ticker import LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return plain_number(float(x)) if super().__call__(x, pos) else ""
+
+    return PlainLogFormatter(base=10.0, labelOnlyBase=False)
+
+
+def plain_log_axis(axis: Any) -> None:
+    """Label a log or symlog ``axis`` in plain text (call after ``set_xscale``/``set_yscale``).
+
+    Major ticks (the decades 10^n) read ``1``, ``10``, ``100``, ``1,000``,
+    ...; minor ticks are labelled only when the axis spans about one decade,
+    as matplotlib's own log formatter does.
+    """
+    axis.set_major_formatter(_plain_log_formatter())
+    axis.set_minor_formatter(_plain_log_formatter())
+
+
+def plain_count_axis(axis: Any) -> None:
+    """Tick a linear axis of counts at whole numbers, labelled as :func:`plain_number` does.
+
+    The steps are matplotlib's default ones (1, 2, 2.5, 5, 10 times a power of
+    10), whole numbers only; so ``6,000`` on a count axis reads as ``1,000``
+    on the log axis beside it.
+    """
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins="auto", steps=[1, 2, 2.5, 5, 10], integer=True))
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: plain_number(float(x))))
+
+
+def drawn_tick_labels(axis: Any) -> list[Any]:
+    """The tick labels (``Text``) of ``axis`` that a draw shows: in view, visible, not empty.
+
+    A tick is in view when its location lies within the axis's view interval
+    (up to 10^-9 of its width); major and minor ticks both count.
+    """
+    lo, hi = sorted(float(v) for v in axis.get_view_interval())
+    slack = (hi - lo) * 1e-9
+    labels = []
+    for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+        for label in (tick.label1, tick.label2):
+            if (label.get_visible() and label.get_text().strip()
+                    and lo - slack <= float(tick.get_loc()) <= hi + slack):
+                labels.append(label)
+    return labels
+
+
+def overlapping_labels(labels: Sequence[Any], gap: float = GAP) -> list[tuple[Any, Any]]:
+    """Pairs of texts whose drawn bounding boxes (``get_window_extent``) come too close.
+
+    Two boxes are too close when, each grown by ``gap`` / 2 points on every
+    side, they share more than 0.5 px in both directions: a ``gap`` of 0
+    finds boxes that overlap, the default keeps labels ``GAP`` points apart
+    (so they stay apart at any resolution the figure is drawn at).
+    """
+    boxes = [label.get_window_extent() for label in labels]
+    grow = [gap / 2 * label.figure.dpi / 72 for label in labels]
+    pairs = []
+    for i, a in enumerate(boxes):
+        for j in range(i + 1, len(boxes)):
+            b, pad = boxes[j], grow[i] + grow[j]
+            dx = min(a.x1, b.x1) - max(a.x0, b.x0) + pad
+            dy = min(a.y1, b.y1) - max(a.y0, b.y0) + pad
+            if dx > 0.5 and dy > 0.5:
+                pairs.append((labels[i], labels[j]))
+    return pairs
+
+
+def _thinned(inner: Any, step: int) -> Any:
+    """A formatter that shows ``inner``'s label of every ``step``-th tick and blanks the rest.
+
+    Tick i (in the locator's order) keeps its label when i mod step = 0; the
+    offset text and cursor formatting stay ``inner``'s.
+    """
+    from matplotlib.ticker import Formatter
+
+    class Thinned(Formatter):
+        anonlab_thinned = True
+
+        def __init__(self) -> None:
+            self.inner, self.step = inner, step
+
+        def set_axis(self, axis: Any) -> None:
+            super().set_axis(axis)
+            self.inner.set_axis(axis)
+
+        def format_ticks(self, values: Sequence[float]) -> list[str]:
+            labels = self.inner.format_ticks(values)
+            return [text if i % self.step == 0 else "" for i, text in enumerate(labels)]
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return str(self.inner(x, pos))
+
+        def get_offset(self) -> str:
+            return str(self.inner.get_offset())
+
+    return Thinned()
+
+
+def _turn_upright(axis: Any) -> bool:
+    """Stand slanted x tick labels upright (90°); True if any label turned.
+
+    Upright labels take the least width, one line height each.
+    """
+    turned = False
+    for label in drawn_tick_labels(axis):
+        if label.get_rotation() not in (0.0, 90.0):
+            label.set_rotation(90)
+            label.set_horizontalalignment("center")
+            turned = True
+    return turned
+
+
+def _step_needed(labels: Sequence[Any]) -> int:
+    """The smallest s such that labels s apart (in tick order) do not overlap.
+
+    s = 1 + the most labels that follow one label and overlap it.
+    """
+    pairs = {(id(a), id(b)) for a, b in overlapping_labels(labels)}
+    most = 0
+    for i, a in enumerate(labels):
+        after = 0
+        while i + after + 1 < len(labels) and (id(a), id(labels[i + after + 1])) in pairs:
+            after += 1
+        most = max(most, after)
+    return most + 1
+
+
+def _round_step(step: int) -> int:
+    """The least of 2, 5, 10, 20, 50, ... (1, 2 or 5 times 10^n, at least 2) that is >= ``step``.
+
+    Labels of level 0, 5, 10, ... read better than 0, 4, 8, ...
+    """
+    scale = 1
+    while True:
+        for base in (1, 2, 5):
+            if max(step, 2) <= base * scale:
+                return base * scale
+        scale *= 10
+
+
+def _thin(axis: Any) -> None:
+    """Label only every s-th major tick of ``axis``: the least round s (:func:`_round_step`)
+    that keeps the labels apart.
+
+    On an axis already thinned to every s-th tick, the new step is s times
+    the step its shown labels still need.
+    """
+    formatter = axis.get_major_formatter()
+    major = {id(tick.label1) for tick in axis.get_major_ticks()}
+    shown = sorted((t for t in drawn_tick_labels(axis) if id(t) in major),
+                   key=lambda t: t.get_position()[0 if axis.axis_name == "x" else 1])
+    step = _round_step(_step_needed(shown))
+    if getattr(formatter, "anonlab_thinned", False):
+        formatter, step = formatter.inner, formatter.step * step
+    axis.set_major_formatter(_thinned(formatter, step))
+
+
+def _relieve(axis: Any) -> None:
+    """One step against overprinted tick labels on ``axis``.
+
+    In order: minor labels that collide go first (the decades stay), slanted
+    x labels stand upright, then labels are left out at a regular step.
+    """
+    from matplotlib.ticker import NullFormatter
+
+    pairs = overlapping_labels(drawn_tick_labels(axis))
+    minor = {id(t.label1) for t in axis.get_minor_ticks()}
+    if any(id(a) in minor or id(b) in minor for a, b in pairs):
+        axis.set_minor_formatter(NullFormatter())
+    elif not (axis.axis_name == "x" and _turn_upright(axis)):
+        _thin(axis)
+
+
+def crowded_axes(fig: Any) -> list[Any]:
+    """The axes (x or y) of a drawn ``fig`` that have overlapping tick labels."""
+    return [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+            if overlapping_labels(drawn_tick_labels(axis))]
+
+
+def save_uncluttered(fig: Any, rounds: int = 6, **savefig: Any) -> bytes:
+    """``fig.savefig(**savefig)``'s bytes, saved again while tick labels overprint.
+
+    After each save (a draw: the layout and the ticks are those of the
+    image) every axis whose tick labels overlap takes one step of
+    :func:`_relieve`, and the figure is saved anew; after ``rounds`` steps it
+    is kept as it is. A figure whose labels are apart is drawn once.
+    """
+    data = _saved(fig, savefig)
+    for _ in range(rounds):
+        crowded = crowded_axes(fig)
+        if not crowded:
+            break
+        for axis in crowded:
+            _relieve(axis)
+        data = _saved(fig, savefig)
+    return data
+
+
+def _saved(fig: Any, savefig: Mapping[str, Any]) -> bytes:
+    """The bytes ``fig.savefig`` writes with these keyword arguments."""
+    buf = io.BytesIO()
+    fig.savefig(buf, **savefig)
+    return buf.getvalue()
+
+
 def png_bytes(fig: Any, dpi: int = 150) -> bytes:
     """The figure as PNG bytes."""
     import matplotlib
 
-    buf = io.BytesIO()
     with matplotlib.rc_context({"text.parse_math": False}):
         _plain_text(fig)
-        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return buf.getvalue()
+        return save_uncluttered(fig, format="png", dpi=dpi, metadata={"Software": None})
 
 
 def save_png(fig: Any, path: Path) -> None:
@@ -115,6 +357,10 @@ def class_size_figure(class_sizes: Mapping[int, int], k: int | None) -> Any:
                 linewidth=0.5)
         if log:
             ax.set_xscale("log")
+            plain_log_axis(ax.xaxis)
+        else:
+            plain_count_axis(ax.xaxis)
+        plain_count_axis(ax.yaxis)
         if k is not None:
             ax.axvline(k, color=COLORS["accent"], linestyle="--", linewidth=1)
             ax.annotate(f"k = {k}", (k, 1), xycoords=("data", "axes fraction"),
@@ -158,6 +404,7 @@ def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
         ax.plot(optimum, [top * 1.8] * len(optimum), marker="*", markersize=12, linestyle="",
                 color=COLORS["optimum"], label="optimum's level")
     ax.set_yscale("symlog", linthresh=1)
+    plain_log_axis(ax.yaxis)
     ax.set_ylim(0, top * 3)
     ax.set_xlabel("lattice level (sum of generalization levels)")
     ax.set_ylabel("nodes")

@@ -11,6 +11,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anonlab.htmlreport.blocks import format_number, format_percent
+from anonlab.risk.figures import (
+    judged_risk,
+    release_classes,
+    release_suppressed,
+    single_value_records,
+)
 
 Summarizer = Callable[[Mapping[str, Any]], str]
 
@@ -38,7 +44,7 @@ def generalize_summary(report: Mapping[str, Any]) -> str:
     k = report.get("k", (report.get("parameters") or {}).get("k"))
     transformation: Mapping[str, Any] = report["transformation"]
     qis = list(transformation)
-    suppressed = int(report["suppressed_records"])
+    suppressed = release_suppressed(report) or 0
     source = _data_name(report)
     plural = "s" if len(qis) != 1 else ""
     parts = [f"{format_number(n)} records" + (f" of {source}" if source else "")
@@ -64,8 +70,8 @@ def generalize_summary(report: Mapping[str, Any]) -> str:
         parts.append(sentence)
     else:
         parts.append("no attribute had to be generalized")
-    classes = report.get("equivalence_classes")
-    if isinstance(classes, int):
+    classes = release_classes(report)
+    if classes is not None:
         parts.append(f"the release falls into {format_number(classes)} groups of identical "
                      "quasi-identifiers (equivalence classes)")
     losses = report.get("information_loss")
@@ -82,7 +88,7 @@ def generalize_summary(report: Mapping[str, Any]) -> str:
 
 def apply_summary(report: Mapping[str, Any]) -> str:
     n = int(report["records"])
-    suppressed = int(report["suppressed_records"])
+    suppressed = release_suppressed(report) or 0
     levels = ", ".join(f"{c} at level {lv}" for c, lv in report["transformation"].items())
     source = _data_name(report)
     return _sentences([
@@ -354,11 +360,14 @@ def risk_summary(report: Mapping[str, Any]) -> str:
     """The release's re-identification risk in words ('' when the report has none).
 
     Prosecutor risk as ARX defines it: a record's risk is 1 / its class size
-    on the attacker's columns.
+    on the attacker's columns. The figures are those of the section the
+    report's warnings judge (:func:`anonlab.risk.figures.judged_risk`), so
+    the page says what the command line warned of.
     """
-    risk = report.get("risk")
-    if not isinstance(risk, Mapping):
+    judged = judged_risk(report)
+    if judged is None:
         return ""
+    risk = judged[1]
     prosecutor = risk.get("prosecutor")
     columns = risk.get("attacker_columns")
     if not isinstance(prosecutor, Mapping) or not isinstance(columns, list):
@@ -370,9 +379,9 @@ def risk_summary(report: Mapping[str, Any]) -> str:
              f"with a probability of at most {format_percent(float(highest))}, "
              f"{format_percent(float(average))} on average (prosecutor risk)"]
     sensitive = risk.get("sensitive")
-    for name, figures in (sensitive.items() if isinstance(sensitive, Mapping) else []):
-        records = figures.get("single_value_records") if isinstance(figures, Mapping) else None
-        if isinstance(records, int) and not isinstance(records, bool) and records > 0:
+    for name in (sensitive if isinstance(sensitive, Mapping) else []):
+        records = single_value_records(risk, str(name))
+        if records is not None and records > 0:
             parts.append(f"{format_number(records)} records lie in classes that all share "
                          f"one value of the sensitive attribute {name}, which the attacker "
                          "therefore learns")

@@ -1,4 +1,4 @@
-"""Degree-product-first traversal (the OLA-degree-product paper; NOTES.md §1).
+"""Degree-product-first traversal (the OLA-degree-product paper; docs/formulas.md §1).
 
 The paper deletes a checked node from the lattice together with everything it
 tags (an anonymous node's generalizations, a non-anonymous node's

@@ -5,7 +5,15 @@ A node is a level vector ``(a_1, ..., a_m)`` with ``0 <= a_i <= h_i``; its
 numbered by mixed radix (the last quasi-identifier varies fastest), so a
 successor of node ``x`` in dimension ``i`` is ``x + stride_i``.
 
-Degrees (NOTES.md §1): a node's out-degree is its number of successors (dimensions
+Bounds (ARX's minimum and maximum generalization): with lower bounds ``l_i``
+and upper bounds ``u_i`` the lattice holds only the nodes ``l_i <= a_i <=
+u_i``, ``prod(u_i - l_i + 1)`` of them, numbered by the same mixed radix over
+``a_i - l_i``. That box is itself a product of chains, so a generalization in
+it is a generalization in the full lattice: every strategy runs on it
+unchanged and its optimum is the optimum among the nodes within the bounds.
+Level vectors are always the hierarchies' levels (``a_i``, not ``a_i - l_i``).
+
+Degrees (docs/formulas.md §1): a node's out-degree is its number of successors (dimensions
 not at the top), its in-degree its number of predecessors (dimensions not at 0);
 the degree product is out-degree x in-degree (the ``degree`` search counts them
 within the nodes not yet tagged, see :mod:`anonlab.lattice.degree`).
@@ -22,27 +30,46 @@ from numpy.typing import NDArray
 
 
 class Lattice:
-    """The full-domain generalization lattice for hierarchies of the given heights."""
+    """The full-domain generalization lattice for hierarchies of the given heights.
 
-    def __init__(self, heights: Sequence[int] | NDArray[Any]) -> None:
+    ``heights`` are the highest levels of the nodes (the hierarchy heights, or
+    the upper bounds); ``lows`` the lowest (default 0 each): see the module
+    docstring.
+    """
+
+    def __init__(self, heights: Sequence[int] | NDArray[Any],
+                 lows: Sequence[int] | NDArray[Any] | None = None) -> None:
         self.heights = np.asarray(heights, dtype=np.int64)
         if self.heights.ndim != 1 or len(self.heights) == 0:
             raise ValueError("a lattice needs at least one dimension")
-        radices = self.heights + 1
+        self.lows = (np.zeros_like(self.heights) if lows is None
+                     else np.asarray(lows, dtype=np.int64))
+        if self.lows.shape != self.heights.shape or np.any(self.lows > self.heights) \
+                or np.any(self.lows < 0):
+            raise ValueError("lower bounds must be one per dimension, from 0 to its height")
+        radices = self.heights - self.lows + 1
         strides = np.ones(len(radices), dtype=np.int64)
         for i in range(len(radices) - 2, -1, -1):
             strides[i] = strides[i + 1] * radices[i + 1]
         self.strides = strides
         self._stride_list = [int(x) for x in strides]
         self._height_list = [int(x) for x in self.heights]
+        self._low_list = [int(x) for x in self.lows]
         self.size = int(np.prod(radices))
         self.top = self.size - 1
         self.bottom = 0
         self.max_level = int(self.heights.sum())
+        self.min_level = int(self.lows.sum())
 
     def index(self, levels: Sequence[int]) -> int:
-        """Node number of a level vector."""
-        return int(np.dot(np.asarray(levels, dtype=np.int64), self.strides))
+        """Node number of a level vector (within the bounds)."""
+        return int(np.dot(np.asarray(levels, dtype=np.int64) - self.lows, self.strides))
+
+    def contains(self, levels: Sequence[int]) -> bool:
+        """Whether a level vector lies within the bounds."""
+        vector = np.asarray(levels, dtype=np.int64)
+        return bool(vector.shape == self.heights.shape and np.all(vector >= self.lows)
+                    and np.all(vector <= self.heights))
 
     def levels(self, node: int) -> tuple[int, ...]:
         """Level vector of a node number."""
@@ -52,7 +79,8 @@ class Lattice:
     def all_levels(self) -> NDArray[Any]:
         """(size, m) level vectors of every node, in node-number order."""
         idx = np.arange(self.size, dtype=np.int64)
-        levels = (idx[:, None] // self.strides[None, :]) % (self.heights + 1)[None, :]
+        radices = self.heights - self.lows + 1
+        levels = (idx[:, None] // self.strides[None, :]) % radices[None, :] + self.lows[None, :]
         return np.asarray(levels, dtype=np.int16)
 
     @cached_property
@@ -73,7 +101,8 @@ class Lattice:
     def predecessors(self, node: int) -> list[int]:
         """Direct predecessors (one level down in one dimension)."""
         lv = self.all_levels[node].tolist()
-        return [node - s for s, a in zip(self._stride_list, lv, strict=True) if a > 0]
+        return [node - s for s, a, low in zip(self._stride_list, lv, self._low_list, strict=True)
+                if a > low]
 
     @cached_property
     def _packed(self) -> tuple[NDArray[Any], int] | None:
@@ -129,6 +158,7 @@ class Lattice:
             start = max(lo[i], remaining - suffix_hi[i + 1])
             stop = min(hi[i], remaining - suffix_lo[i + 1])
             for a in range(start, stop + 1):
-                yield from rec(i + 1, remaining - a, acc + a * int(self.strides[i]))
+                step = (a - self._low_list[i]) * self._stride_list[i]
+                yield from rec(i + 1, remaining - a, acc + step)
 
         yield from rec(0, level, 0)

@@ -1,4 +1,4 @@
-"""OLA, the Optimal Lattice Anonymization of El Emam et al. (JAMIA 2009; NOTES.md §1).
+"""OLA, the Optimal Lattice Anonymization of El Emam et al. (JAMIA 2009; docs/formulas.md §1).
 
 ``kmin(B, T)`` searches the sub-lattice between nodes ``B`` and ``T``: it takes
 the nodes halfway up (by level) and, for each, either recurses below it (if it

@@ -561,7 +561,7 @@ class SearchContext:
         lv = self.lattice.all_levels
         minimal = mask.copy()
         for i, stride in enumerate(self.lattice.strides):
-            has_pred = lv[:, i] > 0
+            has_pred = lv[:, i] > self.lattice.lows[i]
             pred_in = np.zeros_like(mask)
             pred_in[has_pred] = mask[np.flatnonzero(has_pred) - stride]
             minimal &= ~pred_in
@@ -694,11 +694,21 @@ class SearchContext:
                  "the search with practical monotonicity found no generalization that satisfies")
         hint = ("" if not self.practical_monotonicity else
                 ", or turn practical monotonicity off (it may miss acceptable nodes)")
+        heights = tuple(getattr(self.engine, "heights", ()))
+        if self.lattice.min_level > 0 or heights != tuple(self._height_bounds()):
+            return AnonlabError(
+                f"{found} {models} with at most {self.max_suppressed} suppressed records "
+                "within the level bounds, not even their highest node: raise max_level, relax "
+                f"the privacy models (e.g. lower k) or raise the suppression limit{hint}")
         return AnonlabError(
             f"{found} {models} with at most {self.max_suppressed} suppressed records, not even "
             "the top node: relax the privacy models (e.g. lower k), raise the suppression limit "
             f"(suppression), or end every hierarchy in a single group such as '*'{hint}"
         )
+
+    def _height_bounds(self) -> list[int]:
+        """The lattice's highest level of each quasi-identifier."""
+        return [int(x) for x in self.lattice.heights]
 
     def k_minimal_found(self) -> list[int]:
         """Checked acceptable nodes whose direct predecessors are all known not acceptable.

@@ -1,4 +1,4 @@
-"""``evaluate``: every EM4ADOM measure of an original/masked pair (NOTES §2).
+"""``evaluate``: every EM4ADOM measure of an original/masked pair (docs/formulas.md §2).
 
 Works on any pair with the same records in the same order, so other tools'
 outputs can be scored. Numeric columns give ILh, IL1, IL2, IL3, ILs, IL and
@@ -53,6 +53,31 @@ class Evaluation:
         }
 
 
+class MissingColumnError(AnonlabError):
+    """A column the evaluation measures is in the original but not in the masked table.
+
+    Typically a column the release dropped (an identifying one) that
+    ``all-numeric`` picked in the original: the message names both fixes, the
+    role ``identifying`` that leaves it out and ``columns`` that names the
+    measured ones, each as the caller spells it (:meth:`for_flags`).
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+        super().__init__(self._text(f"identifying=['{column}']", "columns"))
+
+    def _text(self, leave_out: str, columns: str) -> str:
+        return (f"column '{self.column}' of the original is missing from the masked table: "
+                f"if the release dropped it, leave it out with {leave_out}, or name the "
+                f"measured columns with {columns}")
+
+    def for_flags(self, flags: dict[str, str] | None = None) -> str:
+        """The message with both fixes spelled as flags (``--identifying``, ``--columns``)."""
+        spell = flags or {}
+        return self._text(f"{spell.get('identifying', '--identifying')} {self.column}",
+                          spell.get("columns", "--columns"))
+
+
 def check_pair(original: pd.DataFrame, masked: pd.DataFrame, names: Sequence[str]) -> None:
     """Same number of records, and every evaluated column in both tables."""
     if original.shape[0] != masked.shape[0]:
@@ -63,10 +88,7 @@ def check_pair(original: pd.DataFrame, masked: pd.DataFrame, names: Sequence[str
     have = [str(c) for c in masked.columns]
     for name in names:
         if name not in have:
-            raise AnonlabError(
-                f"column '{name}' of the original is missing from the masked table: both "
-                "tables need the same evaluated columns"
-            )
+            raise MissingColumnError(name)
 
 
 def parse_p_values(spec: str | Sequence[float] | float | None) -> tuple[float, ...]:
@@ -111,7 +133,7 @@ def evaluate(
     workers: int = 1,
     progress: ProgressFn | None = None,
 ) -> Evaluation:
-    """All EM4ADOM measures of ``masked`` against ``original`` (NOTES §2).
+    """All EM4ADOM measures of ``masked`` against ``original`` (docs/formulas.md §2).
 
     ``original`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and
     categorical quasi-identifiers are evaluated) or a DataFrame with the

@@ -1,4 +1,4 @@
-"""Disclosure-risk measures of the EM4ADOM model (NOTES §2, "Disclosure risk").
+"""Disclosure-risk measures of the EM4ADOM model (docs/formulas.md §2, "Disclosure risk").
 
 ``DLD`` (distance-based record linkage): for each masked record, the original
 records at the smallest distance form the set DS1 and those at the second

@@ -1,4 +1,4 @@
-"""Trade-off of the EM4ADOM model (NOTES §2, "Trade-off"): DR, score and the R-U map.
+"""Trade-off of the EM4ADOM model (docs/formulas.md §2, "Trade-off"): DR, score and the R-U map.
 
 - ``DR`` = tau1 * DLD + tau2 * ID (default tau = 0.5, 0.5);
 - ``score`` = gamma1 * IL + gamma2 * DR (default gamma = 0.5, 0.5; lower is better);

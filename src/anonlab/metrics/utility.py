@@ -1,4 +1,4 @@
-"""Information-loss measures of the EM4ADOM model (NOTES §2, "Utility").
+"""Information-loss measures of the EM4ADOM model (docs/formulas.md §2, "Utility").
 
 Continuous attributes (x original, x' masked, n records, p attributes, S_j the
 population standard deviation of original attribute j; in IL1 the sample one,
@@ -27,7 +27,7 @@ Categorical attributes:
   H_j = -sum_i p_i log2 p_i, ordinal
   H_j = -sum_{i=1}^{L-1} [p_i log2 p_i + (1 - p_i) log2 (1 - p_i)] / (L - 1)
   with p_i = n_i / n the share of the i-th of the L domain values in order
-  (the original's domain, also for the masked table), as NOTES §2 reads it.
+  (the original's domain, also for the masked table), as docs/formulas.md §2 reads it.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class StatisticalLoss:
 
 
 def il_2_3(x: NDArray[Any], x_masked: NDArray[Any]) -> StatisticalLoss:
-    """IL2 (means and variances) and IL3 (covariances and correlations), NOTES §2.
+    """IL2 (means and variances) and IL3 (covariances and correlations), docs/formulas.md §2.
 
     A half whose every term is undefined (e.g. the mean term of centred data)
     is left out: IL2 or IL3 is then the other half alone.

@@ -1,7 +1,7 @@
 """Fixed-size MDAV microaggregation (Domingo-Ferrer and Mateo-Sanz 2002;
 Domingo-Ferrer and Torra 2005), vectorized within each round.
 
-The algorithm (NOTES §2, "Microaggregation"), on records ``R`` of a metric space:
+The algorithm (docs/formulas.md §2, "Microaggregation"), on records ``R`` of a metric space:
 
 1. while at least 3k records remain: take the centroid ``c`` of the remaining
    records, the record ``r`` farthest from ``c``, and the record ``s`` farthest
@@ -318,7 +318,7 @@ def group_sizes(labels: NDArray[Any]) -> NDArray[Any]:
 
 
 def sse_sst(z: NDArray[Any], z_masked: NDArray[Any]) -> float:
-    """SSE/SST (NOTES §2): squared Euclidean loss over total sum of squares, same space.
+    """SSE/SST (docs/formulas.md §2): squared Euclidean loss over total sum of squares, same space.
 
     SSE = sum_i ||z_i - z'_i||^2 and SST = sum_i ||z_i - mean(z)||^2.
     """

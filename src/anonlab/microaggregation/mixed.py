@@ -1,6 +1,6 @@
 """MDAV on records mixing numeric, nominal and ordinal attributes (the paper's Adult run).
 
-One record distance over all types (NOTES §2; Domingo-Ferrer and Torra 2005):
+One record distance over all types (docs/formulas.md §2; Domingo-Ferrer and Torra 2005):
 
     d(x, y)^2 = sum_numeric ((x_j - y_j) / S_j)^2
               + sum_nominal [x_j != y_j]

@@ -1,4 +1,4 @@
-"""Distance-preserving perturbation for privacy-preserving clustering (NOTES.md §4).
+"""Distance-preserving perturbation for privacy-preserving clustering (docs/formulas.md §4).
 
 ``perturb`` z-scores the chosen numeric columns and transforms them by OBT
 (pairs/triples with matrices from a seeded library meeting a privacy level),
@@ -17,7 +17,7 @@ from anonlab.perturbation.evaluate import (
     perturbation_summary,
     privacy_measures,
 )
-from anonlab.perturbation.key import Block, PerturbationKey
+from anonlab.perturbation.key import Block, IrreversibleReleaseWarning, PerturbationKey
 from anonlab.perturbation.library import MatrixLibrary
 from anonlab.perturbation.measures import (
     direction_privacy,
@@ -31,6 +31,7 @@ invert_perturbation = invert  # the name under which ``anonlab`` exports it
 
 __all__ = [
     "Block",
+    "IrreversibleReleaseWarning",
     "MatrixLibrary",
     "Perturbation",
     "PerturbationKey",

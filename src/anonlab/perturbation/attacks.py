@@ -51,6 +51,7 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.perturbation.library import check_seed
 from anonlab.progress import ProgressFn, report_to
+from anonlab.userwarn import warn_user
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -255,7 +256,7 @@ def run_attacks(
     """
     rows = attack_table(original, released, known, seed=seed, sample=sample,
                         sample_attacks=sample_attacks, centre=centre, progress=progress)
-    warn_if_recoverable(rows, stacklevel=3)
+    warn_if_recoverable(rows)
     return rows
 
 
@@ -333,15 +334,14 @@ def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> s
             "(see docs/perturbation.md)")
 
 
-def warn_if_recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5, *,
-                        stacklevel: int = 2) -> str | None:
+def warn_if_recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:
     """Issue :class:`RecoverableReleaseWarning` when :func:`recoverable` finds an attack.
 
-    Returns the warning's text (``None`` when nothing was issued).
-    ``stacklevel`` goes to :func:`warnings.warn`: 2 names the line that
-    called this function, 3 the line that called that caller.
+    Returns the warning's text (``None`` when nothing was issued). The
+    warning names the first line outside anonlab that led here
+    (:func:`anonlab.userwarn.warn_user`).
     """
     message = recoverable_message(rows, share)
     if message is not None:
-        warnings.warn(RecoverableReleaseWarning(message), stacklevel=stacklevel)
+        warn_user(RecoverableReleaseWarning(message))
     return message

@@ -35,9 +35,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, AnonlabWarning
 
 FloatArray = NDArray[np.float64]
+
+#: what a release written without its key is told (``perturb`` without ``key``)
+NO_KEY_MESSAGE = ("key is not given: this release can never be inverted, not even by its "
+                  "custodian: only a key file holds the means, deviations and transform that "
+                  "undo it")
+
+
+class IrreversibleReleaseWarning(AnonlabWarning):
+    """A perturbed release handed out without its key: no one can ever invert it.
+
+    Not a risk warning (``fail_on_risk`` does not refuse it): the release is
+    as protected as with a key, only its custodian cannot restore the original.
+    """
 KEY_FORMAT = "anonlab-perturbation-key"
 #: 3: gdp noise in row blocks (``noise.stream = "blocked"``), which an anonlab that reads
 #: only versions 1 and 2 must refuse rather than invert with the single stream;

@@ -1,4 +1,4 @@
-"""Privacy measures of an orthogonal transform (NOTES.md §4, the OBT paper eqs. 4-6, 18-19).
+"""Privacy measures of an orthogonal transform (docs/formulas.md §4, the OBT paper eqs. 4-6, 18-19).
 
 Records are rows: ``X`` is ``N x n`` and a transform ``A`` maps a record ``x``
 to ``A x`` (so the released table is ``X @ A.T``).

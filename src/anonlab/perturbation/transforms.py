@@ -309,8 +309,7 @@ def perturb(
     data = numeric_columns(frame, columns)
     z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
                                      rho=rho, noise=noise, library=library, progress=progress)
-    recoverability_check(z, released, known=known, seed=seed % 2**32, progress=progress,
-                         stacklevel=3)
+    recoverability_check(z, released, known=known, seed=seed % 2**32, progress=progress)
     release = with_columns(frame.copy(), data.names,
                            [released[:, j] for j in range(released.shape[1])])
     return Perturbation(release, key, z, released)

@@ -373,7 +373,9 @@ class EntropyLDiversity(LDiversityModel):
         sums, npsi = self.terms(stats, h)
         n = np.maximum(np.asarray(stats.counts, dtype=np.float64), 1.0)
         entropy = (npsi - sums) / n
-        return np.minimum(np.exp(entropy), self.distinct_values(stats, h).astype(np.float64))
+        reached: NDArray[Any] = np.minimum(np.exp(entropy),
+                                           self.distinct_values(stats, h).astype(np.float64))
+        return reached
 
     def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
         """The smallest entropy-l of a released class (its ``exp`` of estimated entropy)."""

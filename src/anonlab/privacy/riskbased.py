@@ -115,7 +115,7 @@ def suppression_prefix(
     ``suppressWhileNotFulfilledBinary`` step by step, including Java's
     integer division and its final unchecked step.
     """
-    length = suppressed.shape[0] - 1
+    length = int(suppressed.shape[0]) - 1
     if length == 0:
         return 0
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -372,10 +371,13 @@ def risk_warnings(section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK
 
 
 def warn_release_risk(
-    section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK, stacklevel: int = 2
+    section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK
 ) -> list[str]:
-    """Issue each of :func:`risk_warnings` as a :class:`~anonlab.errors.ReleaseRiskWarning`."""
+    """Issue each of :func:`risk_warnings` as a :class:`~anonlab.errors.ReleaseRiskWarning`,
+    at the caller's line (the first outside anonlab: :func:`anonlab.userwarn.warn_user`)."""
+    from anonlab.userwarn import warn_user
+
     messages = risk_warnings(section, max_risk)
     for message in messages:
-        warnings.warn(message, ReleaseRiskWarning, stacklevel=stacklevel + 1)
+        warn_user(message, ReleaseRiskWarning)
     return messages

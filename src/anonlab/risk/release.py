@@ -7,8 +7,10 @@ report (see :func:`release_risk_report`):
 
 - ``risk``: the section ``docs/risk.md`` defines;
 - ``attacker_knowledge``: which columns the attacker is assumed to know and
-  why (by default every released column that is neither sensitive nor the
-  sampling weights; ``attacker_columns`` narrows it);
+  why: the run's quasi-identifiers, as sdcMicro's ``keyVars`` and ARX's
+  quasi-identifiers are the attacker's knowledge (a run without named
+  quasi-identifiers: every released column that is neither sensitive nor the
+  sampling weights); ``attacker_columns`` replaces them;
 - ``risk_warnings``: each of :func:`~anonlab.risk.measure.risk_warnings`,
   also issued as a :class:`~anonlab.errors.ReleaseRiskWarning`.
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 KNOWLEDGE_DEFAULT = "every released column that is not sensitive and not the weights"
 KNOWLEDGE_GIVEN = "the columns given as attacker_columns"
+KNOWLEDGE_QI = "the quasi-identifiers"
 
 
 def _fraction(value: float, example: str) -> float:
@@ -51,9 +54,10 @@ def _fraction(value: float, example: str) -> float:
 class RiskSettings(Settings):
     """How the risk of a table is measured (the report's ``risk`` section).
 
-    ``attacker_columns`` (default: every released column that is neither
-    sensitive nor ``weights``) are the columns an attacker is assumed to
-    know; ``risk_threshold`` adds thresholds to records-at-risk (0.2, 0.1 and
+    ``attacker_columns`` (default: the run's quasi-identifiers; a run that
+    names none: every released column that is neither sensitive nor
+    ``weights``) are the columns an attacker is assumed to know;
+    ``risk_threshold`` adds thresholds to records-at-risk (0.2, 0.1 and
     0.05 always); ``population_size`` or ``sampling_fraction`` make the
     journalist risk population-based and add population uniques; ``weights``
     names a column of sampling weights (sdcMicro's individual risk);
@@ -135,12 +139,17 @@ def risk_last(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def attacker_columns(
-    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings
+    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings,
+    qi: Sequence[str] | None = None,
 ) -> tuple[list[str], str]:
     """The attacker's columns and the rule that chose them (the report's ``attacker_knowledge``).
 
     Given ``attacker_columns`` must be columns of the release (identifying
     columns are not released, so an attacker cannot be said to read them there).
+    Otherwise the quasi-identifiers ``qi`` are the attacker's knowledge (sdcMicro's
+    ``keyVars``, ARX's quasi-identifiers), in the release's column order; a run without
+    quasi-identifiers (``qi=None``) assumes every released column but the sensitive ones
+    and the weights.
     """
     columns = [str(c) for c in released]
     given = settings.attacker_columns
@@ -152,6 +161,9 @@ def attacker_columns(
                 f"{', '.join(absent)} (it has {', '.join(columns)})",
                 parameter="attacker_columns")
         return list(given), KNOWLEDGE_GIVEN
+    if qi:  # in the release's column order, whatever order the run listed them in
+        known = {str(c) for c in qi}
+        return [c for c in columns if c in known], KNOWLEDGE_QI
     chosen = [c for c in columns if c not in sensitive and c != settings.weights]
     if not chosen:
         raise AnonlabError("the release has no column an attacker could know (all are "
@@ -160,10 +172,11 @@ def attacker_columns(
 
 
 def check_risk_columns(
-    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings
+    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings,
+    qi: Sequence[str] | None = None,
 ) -> None:
     """Refuse, before any work, risk settings that name columns the release will not have."""
-    attacker_columns(released, sensitive, settings)
+    attacker_columns(released, sensitive, settings, qi)
     columns = [str(c) for c in released]
     if settings.weights is not None and settings.weights not in columns:
         raise AnonlabError(f"weights column '{settings.weights}' is not released (the release "
@@ -179,17 +192,18 @@ def check_risk_columns(
 def measure_release(
     release: Any, sensitive: Sequence[str], settings: RiskSettings, *,
     engine: Engine | None = None, columns: Sequence[str] | None = None,
+    qi: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The ``risk`` section of ``release`` and the ``attacker_knowledge`` it assumed.
 
     ``release`` is a DataFrame, or with an ``engine`` a written release (a
     Parquet folder) whose released ``columns`` are given: then the engine's
     frequency set gives the same figures without reading the rows here
-    (:func:`anonlab.risk.measure.measure_risk`).
+    (:func:`anonlab.risk.measure.measure_risk`). ``qi`` as in :func:`attacker_columns`.
     """
     names = [str(c) for c in (release.columns if columns is None else columns)]
     present = [c for c in sensitive if c in names]
-    attacker, knowledge = attacker_columns(names, present, settings)
+    attacker, knowledge = attacker_columns(names, present, settings, qi)
     section = measure_risk(
         release, attacker, sensitive=present, weights=settings.weights, engine=engine,
         population_size=settings.population_size, sampling_fraction=settings.sampling_fraction,
@@ -201,17 +215,15 @@ def measure_release(
 
 
 def judge_release(
-    section: dict[str, Any], settings: ReleaseRiskSettings, stacklevel: int = 2
+    section: dict[str, Any], settings: ReleaseRiskSettings
 ) -> list[str]:
     """Issue each risk warning; with ``fail_on_risk``, refuse the release instead.
 
     The refusal is a :class:`~anonlab.errors.ReleaseRiskError`, raised after
-    the warnings were issued.
-
-    ``stacklevel`` is counted as :func:`warnings.warn` counts it, from the
-    caller of this function (2: the caller's caller).
+    the warnings were issued. Each warning names the caller's line (the
+    first outside anonlab).
     """
-    messages = warn_release_risk(section, settings.max_risk, stacklevel=stacklevel + 1)
+    messages = warn_release_risk(section, settings.max_risk)
     if messages and settings.fail_on_risk:
         count = f"{len(messages)} risk warnings, the first" if len(messages) > 1 \
             else "a risk warning"
@@ -226,10 +238,10 @@ def release_risk_report(
     release: Any,
     sensitive: Sequence[str],
     settings: ReleaseRiskSettings,
-    stacklevel: int = 2,
     *,
     engine: Engine | None = None,
     columns: Sequence[str] | None = None,
+    qi: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The report keys ``risk``, ``attacker_knowledge`` and ``risk_warnings`` of a release.
 
@@ -237,10 +249,10 @@ def release_risk_report(
     attributes it holds, warns through :func:`warnings.warn`
     (:class:`~anonlab.errors.ReleaseRiskWarning`) and, with
     ``settings.fail_on_risk``, raises :class:`~anonlab.errors.ReleaseRiskError`
-    instead of returning. ``stacklevel`` as in :func:`judge_release`.
-    ``engine`` and ``columns`` as in :func:`measure_release`.
+    instead of returning; each warning names the caller's line.
+    ``engine``, ``columns`` and ``qi`` as in :func:`measure_release`.
     """
     section, knowledge = measure_release(release, sensitive, settings, engine=engine,
-                                         columns=columns)
-    messages = judge_release(section, settings, stacklevel=stacklevel + 1)
+                                         columns=columns, qi=qi)
+    messages = judge_release(section, settings)
     return {"risk": section, "attacker_knowledge": knowledge, "risk_warnings": messages}

@@ -2,7 +2,9 @@
 
 :func:`run_risk` reads the table (a file, a database, a DataFrame or a
 :class:`~anonlab.table.MicrodataTable`, whose roles give the defaults of
-``qi`` and ``sensitive``), measures it with
+``qi`` and ``sensitive``), gives every column a role (the quasi-identifiers
+are the attacker's knowledge, as sdcMicro's ``keyVars`` and ARX's
+quasi-identifiers are; a column given no role is refused), measures it with
 :func:`~anonlab.risk.measure.measure_risk`, issues a
 :class:`~anonlab.errors.ReleaseRiskWarning` for each of
 :func:`~anonlab.risk.measure.risk_warnings`, and writes the report through
@@ -18,7 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anonlab.dataset import Role
+from anonlab.dataset import OTHER_ROLES, Role, RoleError
 from anonlab.errors import AnonlabError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs
@@ -29,6 +31,7 @@ from anonlab.risk.measure import (
     measure_risk,
     warn_release_risk,
 )
+from anonlab.risk.release import KNOWLEDGE_GIVEN, KNOWLEDGE_QI
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
 from anonlab.table import MicrodataTable
 
@@ -38,15 +41,69 @@ if TYPE_CHECKING:
     from anonlab.engine.base import Engine
     from anonlab.engine.table import Table
 
-KNOWLEDGE_DEFAULT = "every column that is not sensitive and not the weights"
-KNOWLEDGE_GIVEN = "the columns given as attacker_columns"
+KNOWLEDGE_DEFAULT = KNOWLEDGE_QI  # the rule of every run that names quasi-identifiers
+#: the parameters that give a column of the measured table its role, for the refusal
+ROLE_PARAMETERS = ("qi", "sensitive", "insensitive", "weights", "attacker_columns")
 
 
-def default_attacker_columns(
-    columns: Sequence[str], sensitive: Sequence[str], weights: str | None
-) -> list[str]:
-    """What the attacker knows by default: every column but the sensitive ones and the weights."""
-    return [c for c in columns if c not in sensitive and c != weights]
+class UnroledColumnsError(RoleError):
+    """Columns of a measured table given no role: one line naming them and the role options.
+
+    As :class:`~anonlab.dataset.RoleError`, but nothing is released here:
+    ``other='insensitive'`` keeps them out of the attacker's knowledge.
+    """
+
+    def _text(self, givers: list[str], escape: str) -> str:
+        plural = len(self.columns) != 1
+        listed = ", ".join(givers[:-1]) + " or " + givers[-1]
+        return (f"column{'s' if plural else ''} {', '.join(self.columns)} "
+                f"{'are' if plural else 'is'} given no role: name {'each' if plural else 'it'} "
+                f"in {listed}, or pass {escape} (known to no attacker, not measured)")
+
+
+def _check_insensitive(columns: Sequence[str], insensitive: Sequence[str],
+                       named: Sequence[str], other: str | None) -> None:
+    """Insensitive columns exist and have no other role; ``other`` is a known role."""
+    if other is not None and other not in OTHER_ROLES:
+        raise AnonlabError(f"other must be 'insensitive' or not given (got {other!r}): it "
+                           "makes the columns given no role insensitive", parameter="other")
+    missing = [c for c in insensitive if c not in columns]
+    if missing:
+        raise AnonlabError(f"insensitive names columns the table does not have: "
+                           f"{', '.join(missing)} (its columns are: {', '.join(columns)})",
+                           parameter="insensitive")
+    both = [c for c in insensitive if c in named]
+    if both:
+        raise AnonlabError(f"insensitive names {', '.join(both)}, given another role too: give "
+                           "each column one role", parameter="insensitive")
+
+
+def unroled_columns(columns: Sequence[str], *named: Sequence[str] | str | None) -> list[str]:
+    """The columns (in table order) that none of the ``named`` role lists (or names) name."""
+    given: set[str] = set()
+    for names in named:
+        given.update([names] if isinstance(names, str) else names or ())
+    return [c for c in columns if c not in given]
+
+
+def _insensitive(table: object, columns: Sequence[str], insensitive: Sequence[str] | None,
+                 *named: Sequence[str] | str | None) -> list[str]:
+    """The insensitive columns: as given; for a table model by default every column the
+    other roles leave (its identifying and insensitive ones, and quasi-identifiers this
+    attacker does not know), since a table model gives every column a role."""
+    if insensitive is None and isinstance(table, MicrodataTable):
+        return unroled_columns(columns, *named)
+    return [str(c) for c in insensitive or ()]
+
+
+def _check_every_role(columns: Sequence[str], other: str | None,
+                      *named: Sequence[str] | str | None) -> list[str]:
+    """The columns given no role, made insensitive by ``other='insensitive'``; without it
+    they are refused with one :class:`~anonlab.dataset.RoleError` naming them all."""
+    missing = unroled_columns(columns, *named)
+    if missing and other is None:
+        raise UnroledColumnsError(missing, ROLE_PARAMETERS)
+    return missing
 
 
 def _check_qi(columns: Sequence[str], qi: Sequence[str], sensitive: Sequence[str]) -> None:
@@ -128,6 +185,8 @@ def run_risk(
     *,
     attacker_columns: Sequence[str] | None = None,
     sensitive: Sequence[str] | None = None,
+    insensitive: Sequence[str] | None = None,
+    other: str | None = None,
     weights: str | None = None,
     population_size: float | None = None,
     sampling_fraction: float | None = None,
@@ -151,10 +210,19 @@ def run_risk(
     role in it (some of them may be given), a name it gives another role is
     refused with an :class:`AnonlabError` naming the parameter. The report
     equals that of the table's frame with the same ``qi`` and ``sensitive``.
-    ``thresholds`` are added to the default 0.2, 0.1 and 0.05. Without
-    ``attacker_columns`` the attacker knows every column that is neither
-    sensitive nor the weights; the report says which. Returns the report; a
-    :class:`~anonlab.errors.ReleaseRiskWarning` is issued for each warning.
+    ``thresholds`` are added to the default 0.2, 0.1 and 0.05.
+
+    The attacker knows the quasi-identifiers ``qi`` and nothing else (the
+    keys of sdcMicro's ``keyVars``, ARX's quasi-identifiers), unless
+    ``attacker_columns`` names other columns; the report says which. Every
+    column of a file or DataFrame needs a role: ``qi``, ``sensitive``,
+    ``insensitive`` (neither known to the attacker nor measured), ``weights``
+    or ``attacker_columns``; a column given none is refused with one
+    :class:`~anonlab.dataset.RoleError` naming them all, unless
+    ``other="insensitive"`` makes them insensitive (the report's
+    ``roles.other``). A table model gives every column its role. Returns the
+    report; a :class:`~anonlab.errors.ReleaseRiskWarning` is issued for each
+    warning.
 
     ``engine = "dask"`` measures a table too large for memory (a Parquet
     file, folder or glob, a CSV file, or a Dask DataFrame) on a Dask cluster:
@@ -184,9 +252,13 @@ def run_risk(
             data = _read(table, delimiter)
             columns = [str(c) for c in data.columns]
         _check_qi(columns, qi, sensitive)
+        named = _insensitive(table, columns, insensitive, qi, sensitive, weights,
+                             attacker_columns)
+        _check_insensitive(columns, named, [*qi, *sensitive], other)
+        by_other = _check_every_role(columns, other, qi, sensitive, named, weights,
+                                     attacker_columns)
         given = bool(attacker_columns)
-        attacker = (list(attacker_columns or ()) if given
-                    else default_attacker_columns(columns, sensitive, weights))
+        attacker = list(attacker_columns or ()) if given else list(qi)
         levels = [*DEFAULT_THRESHOLDS, *thresholds]
         with ExitStack() as stack:
             runner: Engine | None = None
@@ -197,12 +269,14 @@ def run_risk(
                                    population_size=population_size,
                                    sampling_fraction=sampling_fraction, thresholds=levels,
                                    hierarchies=trees, engine=runner)
-        messages = warn_release_risk(section, max_risk, stacklevel=2)
+        messages = warn_release_risk(section, max_risk)
         params: dict[str, Any] = {
             "table": stored_path(path, report_path),
             "qi": list(qi),
             "attacker_columns": attacker if given else None,
             "sensitive": list(sensitive),
+            "insensitive": named,
+            "other": other,
             "weights": weights,
             "population_size": population_size,
             "sampling_fraction": sampling_fraction,
@@ -224,9 +298,9 @@ def run_risk(
         result["roles"] = {
             "quasi_identifying": list(qi),
             "sensitive": list(sensitive),
+            "insensitive": named,
             "weights": weights,
-            "other": [c for c in columns
-                      if c not in qi and c not in sensitive and c != weights],
+            "other": by_other,
         }
         result["attacker_knowledge"] = KNOWLEDGE_GIVEN if given else KNOWLEDGE_DEFAULT
         result["risk"] = section

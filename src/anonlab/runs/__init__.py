@@ -24,7 +24,8 @@ __all__ = ["RunResult", "run"]
 _RUNS: dict[str, tuple[str, str]] = {
     "GeneralizeSettings": ("anonlab.runs.generalize", "run_generalize"),
     "ApplySettings": ("anonlab.runs.generalize", "run_apply"),
-    "HierarchySettings": ("anonlab.runs.generalize", "run_hierarchy"),
+    "HierarchySettings": ("anonlab.runs.hierarchy", "run_hierarchy"),
+    "ShowHierarchySettings": ("anonlab.runs.hierarchy", "run_show"),
     "MicroaggregateSettings": ("anonlab.runs.microaggregate", "run_microaggregate"),
     "EvaluateSettings": ("anonlab.runs.microaggregate", "run_evaluate"),
     "TradeoffSettings": ("anonlab.runs.microaggregate", "run_tradeoff"),
@@ -33,6 +34,7 @@ _RUNS: dict[str, tuple[str, str]] = {
     "PerturbSettings": ("anonlab.runs.perturb", "run_perturb"),
     "InvertSettings": ("anonlab.runs.perturb", "run_invert"),
     "AttackSettings": ("anonlab.runs.perturb", "run_attack"),
+    "VerifySettings": ("anonlab.runs.verify", "run_verify"),
 }
 
 

@@ -69,6 +69,16 @@ def _absolute_sqlite(url: str) -> str:
     return f"{prefix}{Path(file).resolve()}{sep}{query}"
 
 
+def shown_path(path: str | os.PathLike[str]) -> Path:
+    """A path as messages print it: normalized (``examples/../out/a.csv`` is
+    ``out/a.csv``), relative to the current folder when it lies in it, else absolute."""
+    absolute = Path(os.path.normpath(Path(path).absolute()))
+    try:
+        return absolute.relative_to(Path.cwd())
+    except ValueError:
+        return absolute
+
+
 def paths_convention(report: Path | None) -> str:
     """The report's ``paths`` key: how the paths in it are to be read."""
     return PATHS_RELATIVE if report is not None else PATHS_ABSOLUTE
@@ -99,6 +109,7 @@ def stage_report(outputs: Outputs, report: dict[str, Any], *, internal: bool = F
     """
     from anonlab.io import to_json_text
 
+    report["outputs"] = outputs_section(outputs)
     if "report" in outputs:
         text = to_json_text(report)
         outputs.stage("report", lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -109,6 +120,29 @@ def stage_report(outputs: Outputs, report: dict[str, Any], *, internal: bool = F
         dirs = [] if target is None else [target.resolve().parent]
         page = render_html(report, internal=internal, base_dirs=[*dirs, Path.cwd()])
         outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
+
+
+def outputs_section(outputs: Outputs) -> dict[str, Any]:
+    """The report's ``outputs``: everything the run writes, so a reader knows what it describes.
+
+    A file or folder is stored as :func:`stored_path` stores paths (relative
+    to the report's folder); a database table as ``{"url": ..., "table": ...}``,
+    the URL without its password; the release (``output``) comes first. A
+    perturbation's key is left out: a report never names it.
+    """
+    from anonlab.database import DatabaseTarget
+
+    report = outputs.path("report")
+    section: dict[str, Any] = {}
+    for name in sorted(outputs.names(), key=lambda name: name != "output"):
+        target = outputs.target(name)
+        if name == "key" or target is None:
+            continue
+        if isinstance(target, DatabaseTarget):
+            section[name] = {"url": stored_path(target.url, report), "table": target.table}
+        else:
+            section[name] = stored_path(target, report)
+    return section
 
 
 def stage_release(

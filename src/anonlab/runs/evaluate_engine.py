@@ -9,11 +9,17 @@ records are exact (the in-memory figures up to rounding); record linkage and
 interval disclosure run within blocks of ``block_rows`` records. The report
 is the in-memory one with ``measure_parameters.blocks`` saying which measures
 are which, and ``engine`` (its name, the block size and the number of blocks).
+
+Roles as in memory (:func:`anonlab.runs.microaggregate.evaluated_table`): the
+names the role settings give are checked against the original's columns
+before any pass, the columns they name are left out of ``all-numeric``, and
+every column's role is settled once the measured columns are known.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import closing
 from typing import TYPE_CHECKING
 
@@ -25,6 +31,7 @@ from anonlab.runs.common import RunResult, open_run_engine, stage_report
 from anonlab.threads import blas_threads
 
 if TYPE_CHECKING:
+    from anonlab.dataset import Role
     from anonlab.runs.microaggregate import EvaluateSettings
 
 
@@ -47,25 +54,44 @@ def check_engine_settings(settings: EvaluateSettings) -> None:
                                f"does not read: leave {name} out", parameter=name)
 
 
+def _roles(columns: Sequence[str], s: EvaluateSettings, measured: Sequence[str],
+           other: str | None) -> dict[str, Role]:
+    """Every column's role: ``measured`` are the quasi-identifiers, the role settings give the
+    rest (:func:`anonlab.dataset.assign_roles`; ``other`` as in the settings)."""
+    from anonlab.dataset import assign_roles
+    from anonlab.table import ROLE_PARAMETERS
+
+    return assign_roles(columns, qi=measured, identifying=s.identifying, sensitive=s.sensitive,
+                        insensitive=s.insensitive, other=other, role_parameters=ROLE_PARAMETERS)
+
+
 def evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
                        started: float) -> RunResult:
     """:func:`anonlab.runs.microaggregate.run_evaluate` on an engine (module text)."""
+    from anonlab.dataset import without_role
     from anonlab.engine import evaluate_pass
-    from anonlab.runs.microaggregate import _header
+    from anonlab.engine.table import open_table
+    from anonlab.runs.microaggregate import _header, evaluate_roles
 
     check_engine_settings(s)
     block_rows = s.block_rows if s.block_rows is not None else evaluate_pass.DEFAULT_BLOCK_ROWS
+    others = [*s.identifying, *s.sensitive, *s.insensitive]
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
+        columns = open_table(s.original, delimiter=s.delimiter).column_names
+        _roles(columns, s, [], "insensitive")  # the names alone, before any pass
         result = evaluate_pass.evaluate_on_engine(
             s.original, s.masked, s.columns, engine=engine, nominal=s.nominal,
             ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
             interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,
-            progress=progress)
+            progress=progress, exclude=others)
+        measured = [*result.columns, *result.nominal, *result.ordinal]
+        roles = _roles(columns, s, measured, s.other)
         report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
                          outputs.path("report"))
         report.update(result.summary())
+        report.update(evaluate_roles(roles, s.other, without_role(columns, measured, others)))
         report["engine"] = {"name": engine.name, "block_rows": block_rows,
                             "blocks": result.parameters["blocks"]["count"]}
         report["runtime_seconds"] = time.perf_counter() - started

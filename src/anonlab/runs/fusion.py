@@ -204,7 +204,7 @@ def _risk(written: pd.DataFrame | None, roles: FusionRoles, settings: ReleaseRis
 
     if written is None:
         return {}
-    return release_risk_report(written, roles.sensitive, settings, stacklevel=3)
+    return release_risk_report(written, roles.sensitive, settings)
 
 
 def _risk_parameters(settings: ReleaseRiskSettings, report_path: Path | None) -> dict[str, Any]:

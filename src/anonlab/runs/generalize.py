@@ -1,4 +1,6 @@
-"""The generalization family's runs: ``generalize``, ``apply`` and the hierarchy builders.
+"""The generalization family's runs: ``generalize`` and ``apply``.
+
+The hierarchy builders' runs are in :mod:`anonlab.runs.hierarchy`.
 
 Each run reads its settings (a pydantic model, see :mod:`anonlab.settings`),
 checks every output path before any work, reads the table through
@@ -186,6 +188,13 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     ``practical_monotonicity`` treats every model as monotone (ARX's option:
     faster, the optimum may be missed). The release's risk is measured and
     judged as :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
+
+    Steering the optimum: ``min_level`` and ``max_level`` (quasi-identifier
+    -> level; TOML tables ``[min_level]`` and ``[max_level]``) bound the
+    levels the search may choose, as ARX's minimum and maximum
+    generalization do; ``alternatives`` (N) lists the N best transformations
+    that satisfy the model in the report, the optimum as number 1
+    (:func:`anonlab.generalize.anonymize`).
     ``output`` (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of
     class sizes) are written when given.
 
@@ -200,6 +209,8 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "qi", "sensitive_hierarchies",
                                               *GENERALIZE_OUTPUTS)
+    #: listing the next-best transformations changes neither the release nor its figures
+    neutral_fields: ClassVar[tuple[str, ...]] = (*TableSettings.neutral_fields, "alternatives")
 
     qi: dict[str, str]
     identifying: list[str] = Field(default_factory=list)
@@ -215,6 +226,9 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     aggregate: AggregateName | None = None
     attribute_weights: dict[str, float] = Field(default_factory=dict)
     practical_monotonicity: bool = False
+    min_level: dict[str, int] = Field(default_factory=dict)
+    max_level: dict[str, int] = Field(default_factory=dict)
+    alternatives: int = Field(default=0, ge=0)
     output: str | None = None
     output_table: str | None = None
     report: str | None = None
@@ -223,11 +237,17 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     verify: bool = True
 
     @classmethod
-    def load(cls, config: PathLike | None = None, /, **overrides: Any) -> GeneralizeSettings:
+    def load(cls, config: PathLike | None = None, /, *, overwrite: bool = False,
+             **overrides: Any) -> GeneralizeSettings:
         """:meth:`Settings.load`, with the file parameters of ``criteria`` (``hierarchy``,
         ``subset``, ``population``) resolved against the TOML file's folder too."""
         from anonlab.privacy.spec import resolve_criteria_paths
-        from anonlab.settings import check_input_override, merge_settings, validate_settings
+        from anonlab.settings import (
+            check_input_override,
+            check_overwrite,
+            merge_settings,
+            validate_settings,
+        )
 
         values: dict[str, Any] = {}
         if config is not None:
@@ -237,6 +257,7 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
             if "criteria" in values:
                 values["criteria"] = resolve_criteria_paths(values["criteria"], path.parent)
             check_input_override(values, overrides, cls.input_fields, cls.output_fields)
+            check_overwrite(cls, path, values, overrides, overwrite=overwrite)
         return validate_settings(cls, merge_settings(values, overrides))
 
     @model_validator(mode="before")
@@ -318,6 +339,21 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     def _names(cls, value: Any) -> Any:
         return _role_names(value)
 
+    @model_validator(mode="after")
+    def _bounds_name_qis(self) -> GeneralizeSettings:
+        """``min_level`` and ``max_level`` name quasi-identifiers, with levels of at least 0
+        (a level above a hierarchy's height is refused once it is read)."""
+        for name in ("min_level", "max_level"):
+            for column, level in getattr(self, name).items():
+                if column not in self.qi:
+                    raise AnonlabError(f"{name} names '{column}', which is not a "
+                                       f"quasi-identifier (qi: {', '.join(self.qi)})",
+                                       parameter=name)
+                if level < 0:
+                    raise AnonlabError(f"{name} gives '{column}' the level {level}: give a "
+                                       "level of at least 0", parameter=name)
+        return self
+
 
 class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     """Apply the transformation of an earlier generalize report to another table.
@@ -328,6 +364,12 @@ class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     as it is, and listed). The release's risk is measured and judged as in
     :class:`GeneralizeSettings`. ``output``, ``report`` and ``html`` are
     written when given.
+
+    ``levels`` (quasi-identifier -> level) releases another transformation
+    than the report's optimum: the named levels replace the report's, the
+    others stay; ``node`` (N) releases transformation N of the report's
+    ``alternatives`` list (not both). Either must lie within the report's
+    ``min_level`` and ``max_level``, and gets the same checks as the optimum.
 
     ``engine``, ``scheduler``, ``workers`` and ``memory_limit`` choose where
     the passes over the rows run, as for :class:`GeneralizeSettings`
@@ -341,82 +383,21 @@ class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
 
     report_in: str
     other: Literal["insensitive"] | None = None
+    levels: dict[str, int] | None = None
+    node: int | None = Field(default=None, ge=1)
     output: str | None = None
     output_table: str | None = None
     report: str | None = None
     html: str | None = None
     verify: bool = True
 
-
-class HierarchySettings(TableSettings):
-    """A hierarchy builder's input column and the hierarchy file to write."""
-
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "output")
-    builder: ClassVar[str] = ""
-
-    column: str
-    output: str
-
-
-class IntervalHierarchySettings(HierarchySettings):
-    """Numeric intervals of growing ``widths`` (each a multiple of the one before), then '*'."""
-
-    builder: ClassVar[str] = "interval"
-
-    widths: list[float]
-
-    @field_validator("widths", mode="before")
-    @classmethod
-    def _widths(cls, value: Any) -> Any:
-        return _number_list(value, float, "5,10,20")
-
-
-class RedactionHierarchySettings(HierarchySettings):
-    """One more character redacted from the right per level (ZIP-like codes)."""
-
-    builder: ClassVar[str] = "redaction"
-
-
-class GroupingHierarchySettings(HierarchySettings):
-    """Consecutive runs of ``sizes[l]`` values of an ordered domain, then '*'.
-
-    ``order`` lists every value in order (a missing, empty value may be left
-    out); by default numbers come first in numeric order, then text sorted.
-    """
-
-    builder: ClassVar[str] = "grouping"
-
-    sizes: list[int]
-    order: list[str] | None = None
-
-    @field_validator("sizes", mode="before")
-    @classmethod
-    def _sizes(cls, value: Any) -> Any:
-        return _number_list(value, int, "2,4")
-
-    @field_validator("order", mode="before")
-    @classmethod
-    def _order(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [x.strip() for x in value.split(",") if x.strip()]
-        return value
-
-
-#: each hierarchy builder's settings, by the builder's name
-HIERARCHY_BUILDERS: dict[str, type[HierarchySettings]] = {
-    cls.builder: cls
-    for cls in (IntervalHierarchySettings, RedactionHierarchySettings, GroupingHierarchySettings)
-}
-
-
-def _number_list(value: Any, kind: type[float] | type[int], example: str) -> Any:
-    """``"5,10"`` as a list of numbers; anything else is left to pydantic."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return [kind(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"is not a comma-separated list of numbers, e.g. {example}") from None
+    @model_validator(mode="after")
+    def _one_choice(self) -> ApplySettings:
+        """``levels`` and ``node`` choose the transformation two ways: give one."""
+        if self.levels is not None and self.node is not None:
+            raise AnonlabError("levels and node both choose the transformation: give one",
+                               parameter="levels")
+        return self
 
 
 def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
@@ -432,6 +413,22 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
                 f"qi names column '{col}' twice ('{out[col]}' and '{path}'): give one hierarchy "
                 "per column", parameter="qi")
         out[col] = path
+    return out
+
+
+def parse_level_flags(items: Iterable[str], parameter: str) -> dict[str, int]:
+    """Levels from ``COLUMN=LEVEL`` texts (``--min-level``, ``--max-level``; ``--levels``
+    takes them comma-separated too: ``age=1,sex=0``)."""
+    out: dict[str, int] = {}
+    for item in (part for text in items for part in text.split(",")):
+        col, sep, text = item.partition("=")
+        if not sep or not col.strip() or not text.strip().isdigit():
+            raise AnonlabError(f"{parameter} '{item}' is not COLUMN=LEVEL with a whole level "
+                               "of at least 0: e.g. age=2", parameter=parameter)
+        if col.strip() in out:
+            raise AnonlabError(f"{parameter} names column '{col.strip()}' twice: give one "
+                               "level per column", parameter=parameter)
+        out[col.strip()] = int(text)
     return out
 
 
@@ -500,6 +497,8 @@ class ModelCheck:
     criteria: list[dict[str, Any]]
     limit: int
     population: pd.DataFrame | None = None
+    min_levels: Mapping[str, int] = field(default_factory=dict)
+    max_levels: Mapping[str, int] = field(default_factory=dict)
 
 
 def _verify(
@@ -513,7 +512,8 @@ def _verify(
     """Check a release with the independent checker; the first problem is an error.
 
     Every released value the hierarchy label of the original at ``levels``,
-    then every privacy model (k-anonymity too) on the released classes
+    within the run's level bounds, then every privacy model (k-anonymity too) on the
+    released classes
     (:mod:`anonlab.verify.generalization` and :mod:`anonlab.verify.criteria`,
     which share no code with the search).
     """
@@ -521,8 +521,9 @@ def _verify(
     from anonlab.verify.criteria import check_criteria
 
     qis = list(levels)
-    problems = checker.check_generalization(original, release, hierarchies, levels,
-                                             list(dropped), max_suppressed=model.limit)
+    problems = checker.check_level_bounds(levels, model.min_levels, model.max_levels)
+    problems += checker.check_generalization(original, release, hierarchies, levels,
+                                              list(dropped), max_suppressed=model.limit)
     problems += check_criteria(original, release, model.criteria, qis, model.limit,
                                expected_star=checker.expected_stars(original, hierarchies,
                                                                     levels),
@@ -602,12 +603,14 @@ def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
 
     dropped = dataset.columns_with(Role.IDENTIFYING)
     check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
-                       settings.sensitive, settings)
+                       settings.sensitive, settings, list(settings.qi))
     result = anonymize(dataset, None, settings.suppression, settings.search,
                        str(settings.metric), progress=progress, criteria=criteria,
                        gs_factor=settings.gs_factor, aggregate=settings.aggregate,
                        weights=settings.attribute_weights,
-                       practical_monotonicity=settings.practical_monotonicity)
+                       practical_monotonicity=settings.practical_monotonicity,
+                       min_levels=settings.min_level, max_levels=settings.max_level,
+                       alternatives=settings.alternatives)
     return result, dropped
 
 
@@ -666,7 +669,8 @@ def run_generalize(
         )
         result, dropped = search_dataset(dataset, settings, criteria, progress)
         model = ModelCheck(specs, max_suppressed(settings.suppression, dataset.n),
-                           _population_table(criteria, frame, read_options))
+                           _population_table(criteria, frame, read_options),
+                           settings.min_level, settings.max_level)
 
         def check(release: pd.DataFrame) -> None:
             _verify(dataset.frame, release, hierarchies, result.transformation, dropped, model)
@@ -675,7 +679,8 @@ def run_generalize(
         as_written = stage_release(outputs, result.release,
                                    check if settings.verify else None)
         verified = settings.verify
-        risk = release_risk_report(as_written, settings.sensitive, settings)
+        risk = release_risk_report(as_written, settings.sensitive, settings,
+                                   qi=list(settings.qi))
         by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
                                 settings.sensitive, settings.insensitive)
         report = generalize_report(settings, result, dataset.roles, verified)
@@ -823,6 +828,11 @@ class FoundTransformation:
     criteria: list[dict[str, Any]] = field(default_factory=list)
     #: the metric and its options (they order the classes a risk threshold suppresses)
     metric: dict[str, Any] = field(default_factory=dict)
+    #: the run's level bounds (quasi-identifier -> level; empty: none)
+    min_levels: dict[str, int] = field(default_factory=dict)
+    max_levels: dict[str, int] = field(default_factory=dict)
+    #: the report's list of best transformations (``alternatives``), each with its levels
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
@@ -902,6 +912,11 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
                   "weights": {str(c): float(w)
                               for c, w in dict(params.get("attribute_weights") or {}).items()},
                   "practical_monotonicity": bool(params.get("practical_monotonicity", False))}
+        bounds = {name: {str(c): int(v) for c, v in dict(params.get(name) or {}).items()}
+                  for name in ("min_level", "max_level")}
+        alternatives = [{"node": int(a["node"]),
+                         "levels": {str(c): int(v) for c, v in dict(a["levels"]).items()}}
+                        for a in old.get("alternatives") or []]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnonlabError(
             f"'{report_in}' is not a generalize report (missing {exc}): give the JSON report "
@@ -922,7 +937,38 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
         suppression=suppression, identifying=list(params.get("identifying") or []),
         sensitive=list(params.get("sensitive") or []),
         roles=_found_roles(old, params, report_in), criteria=criteria, metric=metric,
+        min_levels=bounds["min_level"], max_levels=bounds["max_level"],
+        alternatives=alternatives,
     )
+
+
+def choose_transformation(settings: ApplySettings, found: FoundTransformation
+                          ) -> FoundTransformation:
+    """The transformation an apply run releases: the report's, or the one ``levels`` or
+    ``node`` chooses (:class:`ApplySettings`), checked against the report's quasi-identifiers
+    and level bounds."""
+    import dataclasses
+
+    from anonlab.generalize import check_within_bounds
+
+    chosen = dict(found.transformation)
+    if settings.node is not None:
+        listed = {a["node"]: a["levels"] for a in found.alternatives}
+        if settings.node not in listed:
+            numbers = (f"it lists 1 to {max(listed)}" if listed else
+                       "it lists none: run generalize with alternatives")
+            raise AnonlabError(f"node {settings.node} is not in the alternatives of report "
+                               f"'{settings.report_in}' ({numbers})", parameter="node")
+        chosen = dict(listed[settings.node])
+    for column, level in (settings.levels or {}).items():
+        if column not in chosen:
+            raise AnonlabError(f"levels names '{column}', which is not a quasi-identifier of "
+                               f"report '{settings.report_in}' (quasi-identifiers: "
+                               f"{', '.join(chosen)})", parameter="levels")
+        chosen[column] = level
+    check_within_bounds(chosen, found.min_levels, found.max_levels)
+    return dataclasses.replace(found, transformation=chosen)
+
 
 
 def apply_roles(
@@ -984,7 +1030,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
 
     started = time.perf_counter()
     report_in = Path(settings.report_in)
-    found = read_found_transformation(report_in)
+    found = choose_transformation(settings, read_found_transformation(report_in))
     on_engine = uses_engine(settings)
     outputs = Outputs({"output": output_target(settings.output, settings.output_table),
                        "report": settings.report, "html": settings.html},
@@ -1004,26 +1050,29 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
         roles, by_other = apply_roles(frame.columns, found, settings.other, report_in)
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
         check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
-                           named[Role.SENSITIVE], settings)
+                           named[Role.SENSITIVE], settings, named[Role.QUASI])
         criteria = resolve_criteria(found.criteria)
         options = dict(found.metric)
         applied = apply_levels(
             frame, hierarchies, found.transformation, criteria, found.suppression,
             identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
             insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
-            read_options=read_options, **options,
+            read_options=read_options, min_levels=found.min_levels,
+            max_levels=found.max_levels, **options,
         )
         release, original = applied.release, applied.dataset.frame
         assert release is not None  # no engine: built in memory
         model = ModelCheck(found.criteria, max_suppressed(found.suppression, len(original)),
-                           _population_table(criteria, frame, read_options))
+                           _population_table(criteria, frame, read_options),
+                           found.min_levels, found.max_levels)
 
         def check(written: pd.DataFrame) -> None:
             _verify(original, written, hierarchies, found.transformation,
                     named[Role.IDENTIFYING], model)
 
         as_written = stage_release(outputs, release, check if settings.verify else None)
-        risk = release_risk_report(as_written, named[Role.SENSITIVE], settings)
+        risk = release_risk_report(as_written, named[Role.SENSITIVE], settings,
+                                   qi=named[Role.QUASI])
         report = finish_apply_report(
             settings, found, applied, roles, by_other,
             distinct_values(original, release, found.transformation), risk,
@@ -1081,7 +1130,8 @@ def apply_report(
                    "identifying": found.identifying, "sensitive": found.sensitive,
                    "criteria": _stored_criteria(found.criteria, where, nested=False),
                    **{k: v for k, v in found.metric.items() if k != "weights"},
-                   "attribute_weights": found.metric.get("weights", {})})
+                   "attribute_weights": found.metric.get("weights", {}),
+                   "min_level": found.min_levels, "max_level": found.max_levels})
     inputs: dict[str, PathLike | None] = {
         "data": _file_or_none(settings.input), "from_report": settings.report_in,
         **{f"hierarchy:{c}": p for c, p in found.hierarchies.items()},
@@ -1093,74 +1143,3 @@ def apply_report(
                    "suppression_limit": found.suppression, "suppressed_records": suppressed,
                    "records": records, "verified": verified})
     return report
-
-
-# ---------------------------------------------------------------------------
-# hierarchy builders
-# ---------------------------------------------------------------------------
-
-
-def column_values(frame: pd.DataFrame, column: str) -> list[str]:
-    """The distinct values of one column as text (a missing value as ``''``), first seen first."""
-    if column not in frame.columns:
-        raise AnonlabError(f"column '{column}' is not in the table, which has "
-                           f"{', '.join(map(str, frame.columns))}", parameter="column")
-    col = frame[column]
-    return [str(v) for v in col.astype(str).where(col.notna(), "").unique()]
-
-
-def natural_key(value: str) -> tuple[int, float, str]:
-    """Sort key: numbers first in numeric order, then other text in text order."""
-    try:
-        return (0, float(value), value)
-    except ValueError:
-        return (1, 0.0, value)
-
-
-def grouping_order(values: list[str], order: list[str] | None, column: str) -> list[str]:
-    """The ordered domain of a grouping hierarchy: ``order``, or the natural order.
-
-    A missing value (``''``) need not be listed; every other value must be.
-    """
-    if order is None:
-        return sorted(values, key=natural_key)
-    ordered = [*order, ""] if "" in values and "" not in order else list(order)
-    absent = sorted(set(values) - set(ordered))
-    if absent:
-        raise AnonlabError(f"order does not list value '{absent[0]}' of '{column}': list every "
-                           "value", parameter="order")
-    return ordered
-
-
-def build_hierarchy(settings: HierarchySettings, values: list[str]) -> Hierarchy:
-    """The hierarchy the settings ask for, over the column's ``values``."""
-    from anonlab.hierarchy import grouping_hierarchy, interval_hierarchy, redaction_hierarchy
-
-    if isinstance(settings, IntervalHierarchySettings):
-        return interval_hierarchy(values, settings.widths)
-    if isinstance(settings, GroupingHierarchySettings):
-        ordered = grouping_order(values, settings.order, settings.column)
-        return grouping_hierarchy(ordered, settings.sizes)
-    if isinstance(settings, RedactionHierarchySettings):
-        return redaction_hierarchy(values)
-    raise TypeError(f"no hierarchy builder for {type(settings).__name__}")
-
-
-def run_hierarchy(settings: HierarchySettings, *, progress: ProgressFn | None = None) -> RunResult:
-    """Build a hierarchy file in the ARX CSV layout from a table's column.
-
-    The report says what was written: ``output``, ``values`` (original
-    values, rows of the file) and ``levels`` (columns: level 0 up to the top).
-    ``progress`` is accepted for a uniform signature and not called.
-    """
-    outputs = Outputs({"output": settings.output}, inputs=[settings.input])
-    with outputs:
-        hierarchy = build_hierarchy(settings, column_values(read_input(settings),
-                                                            settings.column))
-        text = hierarchy.to_csv_text()
-        outputs.stage("output", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        written = outputs.commit()
-    report = {"command": "hierarchy", "builder": settings.builder,
-              "column": settings.column, "output": settings.output,
-              "values": len(hierarchy.values), "levels": hierarchy.height + 1}
-    return RunResult(report=report, written=written)

@@ -34,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -118,7 +118,8 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                 plan=result.plan, transformation=result.transformation, records=result.records,
                 k=result.k, limit=max_suppressed(settings.suppression, result.records),
                 criteria=settings.model_criteria(), dropped=dropped,
-                sensitive=settings.sensitive)
+                sensitive=settings.sensitive, min_levels=settings.min_level,
+                max_levels=settings.max_level)
             checked = write_and_check(engine, table, settings, outputs, expected, dataset.base,
                                       hierarchies, progress)
         by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
@@ -146,7 +147,8 @@ class ReleaseCheck:
     that may be suppressed, ``floor(suppression * records)``; ``criteria``
     the privacy model as settings dicts (for the independent checker);
     ``dropped`` the identifying columns; ``sensitive`` the sensitive columns
-    the risk section measures.
+    the risk section measures; ``min_levels`` and ``max_levels`` the run's
+    level bounds, which the released levels must respect.
     """
 
     plan: ReleasePlan
@@ -157,6 +159,8 @@ class ReleaseCheck:
     criteria: list[dict[str, Any]]
     dropped: list[str]
     sensitive: list[str]
+    min_levels: Mapping[str, int] = field(default_factory=dict)
+    max_levels: Mapping[str, int] = field(default_factory=dict)
 
 
 class Checked:
@@ -191,7 +195,7 @@ def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Ou
         distinct = released_distinct(classes, plan.columns)
         if expected.records <= IN_MEMORY_ROWS:
             release = _check_in_memory(staged.path, settings, expected, hierarchies)
-            return Checked(_risk(release, settings, expected.sensitive), distinct, release)
+            return Checked(_risk(release, settings, expected), distinct, release)
         if settings.verify:
             _check_by_frequencies(engine, staged.path, expected, classes)
         return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct,
@@ -202,11 +206,12 @@ def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Ou
             scratch.cleanup()
 
 
-def _risk(release: pd.DataFrame, settings: EngineRun, sensitive: Sequence[str]
+def _risk(release: pd.DataFrame, settings: EngineRun, expected: ReleaseCheck
           ) -> dict[str, Any]:
     from anonlab.risk.release import release_risk_report
 
-    return release_risk_report(release, sensitive, settings, stacklevel=4)
+    return release_risk_report(release, expected.sensitive, settings,
+                               qi=list(expected.transformation))
 
 
 def _check_in_memory(folder: Path, settings: EngineRun, expected: ReleaseCheck,
@@ -219,7 +224,8 @@ def _check_in_memory(folder: Path, settings: EngineRun, expected: ReleaseCheck,
     if settings.verify:
         original = read_input(settings)
         _verify(original, release, hierarchies, expected.transformation, expected.dropped,
-                ModelCheck(expected.criteria, expected.limit))
+                ModelCheck(expected.criteria, expected.limit,
+                           min_levels=expected.min_levels, max_levels=expected.max_levels))
     return release
 
 
@@ -227,11 +233,13 @@ def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
                           classes: Mapping[tuple[str, ...], int]) -> None:
     """Check a large release by the engine's frequency set of what was written: its
     classes those of ``classes``, every class but the suppressed one of at least ``k``
-    records, at most ``limit`` records suppressed."""
+    records, at most ``limit`` records suppressed, the levels within the run's bounds."""
     from anonlab.engine.search_input import release_problems
+    from anonlab.verify.generalization import check_level_bounds
 
     written = engine.frequency_set(folder, list(expected.plan.columns))
-    problems = []
+    problems = check_level_bounds(expected.transformation, expected.min_levels,
+                                  expected.max_levels)
     if written.rows != expected.records:
         problems.append(f"the release has {written.rows} records, the input "
                         f"{expected.records}")
@@ -250,8 +258,8 @@ def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
     from anonlab.risk.release import release_risk_report
 
     names = [c for c in open_table(folder).column_names if c not in expected.dropped]
-    return release_risk_report(folder, expected.sensitive, settings, stacklevel=4,
-                               engine=engine, columns=names)
+    return release_risk_report(folder, expected.sensitive, settings,
+                               engine=engine, columns=names, qi=list(expected.transformation))
 
 
 # ---------------------------------------------------------------------------
@@ -293,21 +301,23 @@ def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs
         roles, by_other = apply_roles(table.column_names, found, settings.other, report_in)
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
         check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
-                           named[Role.SENSITIVE], settings)
+                           named[Role.SENSITIVE], settings, named[Role.QUASI])
         options = dict(found.metric)
         with closing(open_run_engine(settings)) as engine:
             applied = apply_levels(
                 table, hierarchies, found.transformation, criteria, found.suppression,
                 identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
                 insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
-                engine=engine, progress=progress, **options)
+                engine=engine, progress=progress, min_levels=found.min_levels,
+                max_levels=found.max_levels, **options)
             assert applied.plan is not None  # counted on the engine: a plan, no rows
             records = applied.dataset.n
             expected = ReleaseCheck(
                 plan=applied.plan, transformation=found.transformation, records=records,
                 k=found.k, limit=max_suppressed(found.suppression, records),
                 criteria=found.criteria, dropped=named[Role.IDENTIFYING],
-                sensitive=named[Role.SENSITIVE])
+                sensitive=named[Role.SENSITIVE], min_levels=found.min_levels,
+                max_levels=found.max_levels)
             checked = write_and_check(engine, table, settings, outputs, expected,
                                       applied.dataset.base, hierarchies, progress)
         distinct = {q.name: {"original": len(q.values), "released": checked.distinct[q.name]}

@@ -5,14 +5,14 @@ the method, verifies the release (``microaggregate``), and writes its
 outputs through one :class:`anonlab.outputs.Outputs`, so that it writes all
 of them or none:
 
-- :func:`run_microaggregate`: MDAV (NOTES §2): groups of k..2k-1 records
+- :func:`run_microaggregate`: MDAV (docs/formulas.md §2): groups of k..2k-1 records
   share their numeric mean, nominal mode and ordinal lower median; the
   release is staged, re-read from its temporary file and checked by the
   independent checker, its re-identification risk is measured on it (and
   judged: :mod:`anonlab.risk.release`), then report and HTML are staged,
   then all is renamed;
 - :func:`run_evaluate`: the EM4ADOM measures of a masked table against its
-  original (IL, DR, score; NOTES §2);
+  original (IL, DR, score; docs/formulas.md §2);
 - :func:`run_tradeoff`: MDAV, EM4ADOM and the re-identification risk for
   each k, the lowest score, and the R-U map (DR against IL for each k, and
   the prosecutor risk against IL) as a PNG.
@@ -22,7 +22,11 @@ Every column has a role (:func:`masked_table`, the run's
 (numeric, nominal, ordinal) are the quasi-identifiers; every other column is
 ``identifying`` (dropped from the release), ``sensitive`` or ``insensitive``
 (released as it is), or ``other="insensitive"`` releases the rest as it is.
-``evaluate`` only measures two given tables and takes no roles.
+``evaluate`` takes the same roles (:func:`evaluated_table`): the measured
+columns are the quasi-identifiers, and a column another role names is left
+out of ``all-numeric`` and need not be in the masked table (an identifying
+column the release dropped). It writes no release, so a column no role names
+is only left unmeasured (its ``other`` defaults to ``"insensitive"``).
 
 A TOML file holds the parameters under their Python names (``lambda`` for
 the IL weights); relative paths in it are relative to its folder.
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -104,7 +108,7 @@ class _Workers(Settings):
 
 
 class _Measures(Settings):
-    """The EM4ADOM weights and interval sizes (NOTES §2)."""
+    """The EM4ADOM weights and interval sizes (docs/formulas.md §2)."""
 
     lambda_: list[float] = Field(default_factory=lambda: list(DEFAULT_LAMBDA), alias="lambda")
     tau: list[float] = Field(default_factory=lambda: list(DEFAULT_TAU))
@@ -206,8 +210,15 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
 
 
 
-class EvaluateSettings(_Columns, _EngineWorkers, _Measures):
+class EvaluateSettings(_Columns, _EngineWorkers, _Measures, RoleSettings):
     """Everything :func:`run_evaluate` needs (source settings apply to both tables).
+
+    The roles are microaggregate's (:class:`~anonlab.runs.common.RoleSettings`):
+    ``identifying``, ``sensitive`` and ``insensitive`` columns are not
+    measured and are left out of ``columns="all-numeric"``, so the settings of
+    a microaggregate run evaluate its release. ``other`` defaults to
+    ``"insensitive"``: nothing is released, a column no role names is only
+    not measured (``other=None`` refuses such a column, as a release would).
 
     ``engine``, ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s:
     with engine ``"dask"``, or ``block_rows`` given, both tables are read piece
@@ -224,6 +235,7 @@ class EvaluateSettings(_Columns, _EngineWorkers, _Measures):
     original: str
     masked: str
     block_rows: int | None = Field(default=None, ge=2)
+    other: Literal["insensitive"] | None = "insensitive"
 
 
 class TradeoffSettings(_Columns, _Measures, _Workers, RoleSettings, RiskSettings):
@@ -312,14 +324,14 @@ def run_evaluate(
         return evaluate_on_engine(s, progress=progress, started=started)
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs:
-        frame = _read(s.original, s)
+        table = evaluated_table(_read(s.original, s), s)
         masked = _read(s.masked, s)
-        result = evaluate(frame, masked, s.columns, nominal=s.nominal, ordinal=s.ordinal,
-                          orders=s.orders, progress=progress,
-                          workers=s.threads(), **s.measure_arguments())
+        result = evaluate(table, masked, progress=progress, workers=s.threads(),
+                          **s.measure_arguments())
         report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
                          outputs.path("report"))
         report.update(result.summary())
+        report.update(evaluate_roles(table.roles, s.other, table.by_other))
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
@@ -393,6 +405,34 @@ def masked_table(
         frame, s.columns, nominal=s.nominal, ordinal=s.ordinal, orders=s.orders,
         identifying=s.identifying, sensitive=s.sensitive, insensitive=s.insensitive,
         other=s.other, role_parameters=ROLE_PARAMETERS)
+
+
+def evaluated_table(frame: pd.DataFrame, settings: EvaluateSettings) -> MicrodataTable:
+    """The original of an evaluation as a table model: the measured columns are its QIs.
+
+    As :func:`masked_table`: ``columns="all-numeric"`` picks the numeric
+    columns no other parameter names, so an identifying column (dropped by
+    the release) is neither measured nor looked for in the masked table.
+    """
+    from anonlab.table import ROLE_PARAMETERS, MicrodataTable
+
+    s = settings
+    return MicrodataTable.from_frame(
+        frame, s.columns, nominal=s.nominal, ordinal=s.ordinal, orders=s.orders,
+        identifying=s.identifying, sensitive=s.sensitive, insensitive=s.insensitive,
+        other=s.other, role_parameters=ROLE_PARAMETERS, purpose="evaluate", what="original")
+
+
+def evaluate_roles(roles: Mapping[str, Any], other: str | None,
+                   by_other: Sequence[str]) -> dict[str, Any]:
+    """The report's role keys of an evaluation: ``roles``, ``other``, ``insensitive_by_other``
+    (:func:`anonlab.dataset.roles_report` without ``released_unchanged``: nothing is released).
+    """
+    from anonlab.dataset import roles_report
+
+    keys = roles_report(roles, other, by_other)
+    del keys["released_unchanged"]
+    return keys
 
 
 def _inputs(settings: MicroaggregateSettings | TradeoffSettings) -> dict[str, str]:

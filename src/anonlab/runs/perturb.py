@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 from pydantic import Field, field_validator
 
 from anonlab.database import masked
+from anonlab.encoding import ALL_NUMERIC
 from anonlab.errors import AnonlabError, ReleaseRiskError
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs
@@ -154,13 +155,16 @@ class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings
 
     ``input`` is a file path, a SQLAlchemy URL or a DataFrame; ``columns``
     the numeric columns to transform (when ``None``: every column no role
-    names); the other columns need roles (:class:`~anonlab.runs.common.RoleSettings`);
+    names; ``"all-numeric"``: the numeric ones among those,
+    :func:`chosen_columns`); the other columns need roles
+    (:class:`~anonlab.runs.common.RoleSettings`);
     ``method``, with ``min_privacy`` (obt), ``rho`` (rbt: one or two numbers)
     and ``noise`` (gdp). ``seed`` regenerates the transform, so it is as secret as the key
     (``None``: a fresh seed from the operating system). ``library`` is an OBT
     matrix library file, reused when it exists, else built and written there.
     ``output`` (release), ``key`` (secret, owner-only), ``report`` (JSON) and
-    ``html`` are written when given; the report's attacks try ``known``
+    ``html`` are written when given (a release without ``key`` can never be
+    inverted: :func:`warn_without_key`); the report's attacks try ``known``
     records on at most ``attack_records`` records, its clusterers find
     ``clusters`` clusters. ``verify`` re-reads the release and checks it
     with the independent checker before anything is written. ``internal``
@@ -205,15 +209,18 @@ class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings
         return value
 
     @classmethod
-    def load(cls, config: PathLike | None = None, /, **overrides: Any) -> Self:
+    def load(cls, config: PathLike | None = None, /, *, overwrite: bool = False,
+             **overrides: Any) -> Self:
         """Settings from an optional TOML file with ``overrides`` on top.
 
         A new ``input`` with a config that names outputs for its own input is
-        refused (see :func:`check_input_override`).
+        refused (see :func:`check_input_override`), as is any other changed
+        parameter while an output is the config's, unless ``overwrite``
+        (:func:`anonlab.settings.check_overwrite`).
         """
         if config is not None:
             check_input_override(config, overrides)
-        return super().load(config, **overrides)
+        return super().load(config, overwrite=overwrite, **overrides)
 
 
 class InvertSettings(EngineSettings):
@@ -500,7 +507,7 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
                                f"records than {rows.size}", parameter="known")
         table = attack_table(z[rows], released[rows], usable, seed=s.seed, sample=sample,
                              centre=released.mean(axis=0), progress=progress)
-        message = warn_if_recoverable(table, stacklevel=3)  # at the caller of this run
+        message = warn_if_recoverable(table)
         report = _header("attack", s, {"original": s.original, "released": s.released,
                                        "sample": s.sample}, outputs.path("report"))
         report.update({"columns": names, "records": int(z.shape[0]),
@@ -546,24 +553,46 @@ def perturbed_table(frame: pd.DataFrame, settings: PerturbSettings | AttackSetti
                     ) -> MicrodataTable:
     """The table model of a run: every column's role, the perturbed columns as numbers.
 
-    The perturbed columns (``columns``; when ``None``, every column that no
-    other role parameter names) are the quasi-identifiers, read by the
-    ``"exact"`` number rule (:mod:`anonlab.textnumbers`). Every other column
-    needs a role (:func:`anonlab.dataset.assign_roles`): one
+    The perturbed columns (:func:`chosen_columns`) are the quasi-identifiers,
+    read by the ``"exact"`` number rule (:mod:`anonlab.textnumbers`). Every
+    other column needs a role (:func:`anonlab.dataset.assign_roles`): one
     :class:`~anonlab.dataset.RoleError` names all that have none.
     """
+    from anonlab.encoding import select_columns
     from anonlab.perturbation.table import check_names
     from anonlab.table import MicrodataTable
 
     s = settings
     table = [str(c) for c in frame.columns]
-    others = [*s.identifying, *s.sensitive, *s.insensitive]
-    names = list(s.columns) if s.columns is not None else [c for c in table if c not in others]
+    names = chosen_columns(table, s, lambda exclude: select_columns(
+        frame, ALL_NUMERIC, exclude=exclude))
     check_names(names, table)
     return MicrodataTable.from_frame(
         frame, names, identifying=s.identifying, sensitive=s.sensitive,
         insensitive=s.insensitive, other=s.other, role_parameters=ROLE_PARAMETERS,
         numbers="exact")
+
+
+def chosen_columns(table: Sequence[str], settings: PerturbSettings | AttackSettings,
+                   all_numeric: Callable[[list[str]], list[str]]) -> list[str]:
+    """The perturbed columns: ``columns`` as named; ``None``: every column no other role
+    names; ``"all-numeric"``: the numeric ones among those.
+
+    ``all-numeric`` means what it means for every command
+    (:func:`anonlab.encoding.select_columns`: every column whose present values
+    all parse as numbers, the columns other parameters name left out);
+    ``all_numeric(exclude)`` finds them in memory or on an engine. Mixed with
+    names it is refused.
+    """
+    others = [*settings.identifying, *settings.sensitive, *settings.insensitive]
+    if settings.columns is None:
+        return [c for c in table if c not in others]
+    if ALL_NUMERIC not in settings.columns:
+        return list(settings.columns)
+    if settings.columns != [ALL_NUMERIC]:
+        raise AnonlabError("columns 'all-numeric' cannot be mixed with column names: give "
+                           "all-numeric alone or names only", parameter="columns")
+    return all_numeric(others)
 
 
 def _without_identifying(frame: pd.DataFrame, roles: Mapping[str, Role]
@@ -604,7 +633,7 @@ def release_risk(release: pd.DataFrame, perturbed: Sequence[str], settings: Pert
     if unchanged:
         judged, _ = measure_release(release, s.sensitive,
                                     s.model_copy(update={"attacker_columns": unchanged}))
-        messages = warn_release_risk(judged, s.max_risk, stacklevel=4)
+        messages = warn_release_risk(judged, s.max_risk)
     refused = [*recoverable, *messages]
     if refused and s.fail_on_risk:
         count = (f"{len(refused)} risk warnings, the first" if len(refused) > 1
@@ -701,6 +730,7 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
                      exclude={"key", "seed"})
     report["parameters"]["key_written"] = s.key is not None
     report["parameters"]["seed_given"] = s.seed is not None
+    report["key_warning"] = warn_without_key(s)
     full = "report" in outputs or "html" in outputs or not any(
         name in outputs for name in ("output", "key", "library"))
     if s.internal:
@@ -708,18 +738,36 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
     if full:
         summary = perturbation_summary(
             key, z, released, known=s.known, seed=seed % 2**32, n_clusters=s.clusters,
-            attack_records=s.attack_records, progress=progress, stacklevel=4)
+            attack_records=s.attack_records, progress=progress)
         if s.internal:
             summary["privacy_summary"] = privacy_summary(summary["blocks"])
         report.update(summary if s.internal else shareable(summary))
     else:
         message = recoverability_check(z, released, known=s.known, seed=seed % 2**32,
-                                       attack_records=s.attack_records, progress=progress,
-                                       stacklevel=4)
+                                       attack_records=s.attack_records, progress=progress)
         report.update({"method": key.method, "columns": list(key.columns),
                        "records": int(z.shape[0]), "blocks_count": len(key.blocks),
                        "warnings": [message] if message else []})
     return report
+
+
+def warn_without_key(s: PerturbSettings) -> str | None:
+    """Warn that the release can never be inverted when it is handed out without a key.
+
+    A release is handed out when ``output`` is written, or when no file is
+    (the run returns it: :attr:`RunResult.release`). Issues
+    :class:`~anonlab.perturbation.IrreversibleReleaseWarning` at the caller's
+    line and returns its text for the report (``None``: a key is written, or
+    only a report or page is).
+    """
+    from anonlab.perturbation.key import NO_KEY_MESSAGE, IrreversibleReleaseWarning
+    from anonlab.userwarn import warn_user
+
+    returned = s.output is None and s.report is None and s.html is None
+    if s.key is not None or (s.output is None and not returned):
+        return None
+    warn_user(IrreversibleReleaseWarning(NO_KEY_MESSAGE, parameter="key"))
+    return NO_KEY_MESSAGE
 
 
 def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: Path | None,

@@ -89,16 +89,20 @@ def check_engine_settings(settings: PerturbSettings | InvertSettings) -> None:
                            "give output as a folder path ending in '/'", parameter="output")
 
 
-def _roles(table: Table, s: PerturbSettings
+def _roles(engine: Engine, table: Table, s: PerturbSettings, progress: ProgressFn | None
            ) -> tuple[list[str], dict[str, Role], list[str], list[str]]:
-    """Perturbed columns, every column's role, those insensitive by ``other``, the dropped."""
+    """Perturbed columns (``all-numeric`` found by a pass over the pieces), every column's
+    role, those insensitive by ``other``, the dropped."""
     from anonlab.dataset import Role, assign_roles, without_role
+    from anonlab.engine.evaluate_pass import all_numeric_names
+    from anonlab.engine.perturb_pass import base_engine
     from anonlab.perturbation.table import check_names
-    from anonlab.runs.perturb import ROLE_PARAMETERS
+    from anonlab.runs.perturb import ROLE_PARAMETERS, chosen_columns
 
     columns = list(table.column_names)
     others = [*s.identifying, *s.sensitive, *s.insensitive]
-    names = list(s.columns) if s.columns is not None else [c for c in columns if c not in others]
+    names = chosen_columns(columns, s, lambda exclude: all_numeric_names(
+        base_engine(engine), table, exclude, progress, "perturb: finding the numeric columns"))
     check_names(names, columns)
     roles = assign_roles(columns, qi=names, identifying=s.identifying, sensitive=s.sensitive,
                          insensitive=s.insensitive, other=s.other,
@@ -148,7 +152,7 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
             closing(open_run_engine(s)) as engine:
         seed = s.seed if s.seed is not None else fresh_seed()
         table = open_table(s.input, delimiter=s.delimiter)
-        names, roles, by_other, dropped = _roles(table, s)
+        names, roles, by_other, dropped = _roles(engine, table, s, progress)
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
         library = _library(s, seed, outputs)

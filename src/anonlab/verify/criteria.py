@@ -21,11 +21,6 @@ and NumPy, and checks every model on them by its ARX 3.9 definition
   records outside that all-``'*'`` class, as ARX's
   ``HashGroupifyDistribution`` does.
 
-Where pycanon (Sáinz-Pardo Díaz and López García 2022) computes the same
-quantity as ARX, it is run as a second, separate opinion on the released
-records (:func:`pycanon_findings`); where its definition differs, only what
-both define the same is compared (see that function).
-
 Each finding is one line naming the model and the first failing class by its
 quasi-identifier values, size and rows.
 """
@@ -51,16 +46,6 @@ FloatArray = NDArray[np.float64]
 #: slack in favour of the release when a float is compared with a threshold: the checker
 #: computes in another order than the search, and must not fail a release on rounding
 TOL = 1e-9
-#: pycanon loops over classes and values in Python; above this many (class, value)
-#: pairs per attribute its second opinion is skipped (the own checks always run)
-PYCANON_BUDGET = 200_000
-#: the models whose check pycanon repeats by default (:func:`pycanon_findings` compares
-#: k-anonymity too, but only when asked: there it recounts the class sizes the own check counts)
-PYCANON_SECOND_OPINION = frozenset({
-    "distinct-l-diversity", "entropy-l-diversity", "recursive-cl-diversity",
-    "equal-distance-t-closeness", "basic-beta-likeness", "enhanced-beta-likeness",
-    "delta-disclosure",
-})
 #: Euler-Mascheroni constant (Grassberger's estimator)
 EULER_GAMMA = 0.5772156649015329
 
@@ -577,7 +562,6 @@ def check_criteria(
     population: pd.DataFrame | None = None,
     hierarchies: Mapping[str, Hierarchy] | None = None,
     levels: Mapping[str, int] | None = None,
-    use_pycanon: bool | None = None,
 ) -> list[str]:
     """Problems with the privacy models of a release (empty list: every model holds).
 
@@ -586,11 +570,7 @@ def check_criteria(
     :func:`released_classes`); ``hierarchies`` and ``levels`` (the
     transformation) are needed to generalize ``population``, the population
     table of ``delta-presence`` and ``k-map`` (whose rows include the
-    original's for delta-presence, as in ARX's research subset). With
-    ``use_pycanon`` pycanon's figures are compared too; by default they are
-    when a model other than k-anonymity is checked (see
-    :data:`PYCANON_SECOND_OPINION`) and the release is small enough (see
-    :data:`PYCANON_BUDGET`). pycanon is imported only then.
+    original's for delta-presence, as in ARX's research subset).
     """
     released = released_classes(release, qi_columns, expected_star)
     context = _Context(original, release, released, population, hierarchies, levels)
@@ -611,9 +591,6 @@ def check_criteria(
             problems.append(f"{_name(spec)}: {released.describe(int(bad[0]))} has "
                             f"{reason}{more}")
     problems += _suppression_findings(released, failing_top, max_suppressed)
-    if use_pycanon or (use_pycanon is None and _second_opinion(criteria)
-                       and _small(released, criteria, release)):
-        problems += pycanon_findings(original, release, criteria, released)
     return problems
 
 
@@ -726,125 +703,6 @@ def _presence(
                          f"so their delta is 0, below dmin = {dmin:g}")
     fails = (delta < dmin - TOL) | (delta > dmax + TOL)
     return fails, f"delta outside [{dmin:g}, {dmax:g}]", extra
-
-
-# ---------------------------------------------------------------------------
-# pycanon's second opinion
-# ---------------------------------------------------------------------------
-
-
-def _second_opinion(criteria: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a model pycanon would add a second opinion on is checked.
-
-    For k-anonymity pycanon only counts the class sizes again, as the own
-    check does with pandas, so a k-anonymity-only release does not load it.
-    """
-    return any(str(spec["model"]) in PYCANON_SECOND_OPINION for spec in criteria)
-
-
-def _small(released: Released, criteria: Sequence[Mapping[str, Any]],
-           release: pd.DataFrame) -> bool:
-    """Whether pycanon's per-class loops stay within :data:`PYCANON_BUDGET`."""
-    attributes = {str(s["attribute"]) for s in criteria if s.get("attribute")}
-    widest = max((release[a].nunique() for a in attributes if a in release.columns), default=1)
-    return released.classes * max(widest, 1) <= PYCANON_BUDGET
-
-
-def pycanon_findings(
-    original: pd.DataFrame,
-    release: pd.DataFrame,
-    criteria: Sequence[Mapping[str, Any]],
-    released: Released | None = None,
-) -> list[str]:
-    """pycanon's figures on the released records, compared where they mean what ARX means.
-
-    pycanon (1.3) computes on the table it is given, so it sees the released
-    records (suppressed ones left out) and its reference distribution is
-    theirs, not the whole table's as in ARX; hence:
-
-    * k-anonymity, distinct l-diversity: the same definition;
-    * entropy l-diversity: pycanon reports ``floor(exp(H))`` (Shannon, natural
-      log) of the worst class: a failure only when even ``floor + 1 <= l``;
-      Grassberger's estimator is not in pycanon;
-    * recursive (c,l): pycanon's ``c`` is ``max floor(r_1 / (r_l' + ... ) + 1)``
-      with ``l'`` the release's own distinct l; compared when ``l' == l`` and
-      ``c`` is whole (then ``c_pycanon <= c`` is ARX's test), and ``l' < l``
-      fails;
-    * equal-distance t-closeness, basic beta-likeness, delta-disclosure
-      (pycanon: natural log, ARX: log2): compared when no record is
-      suppressed (the two reference distributions are then the same);
-      enhanced beta-likeness implies basic beta-likeness with the same
-      beta, so pycanon's basic beta above beta fails it; pycanon's own
-      enhanced figure means something else and is not used;
-    * hierarchical and ordered distance, and the population and risk models:
-      not in pycanon.
-    """
-    from pycanon import anonymity
-
-    released = released or released_classes(release, list(release.columns[:0]))
-    qis = list(released.qi_columns)
-    rows = released.class_of >= 0
-    if released.top >= 0:
-        rows &= released.class_of != released.top
-    if not rows.any():
-        return []
-    data = release.loc[rows, :].reset_index(drop=True)
-    data = data.assign(**{c: _text(data[c]).astype(str) for c in data.columns})
-    complete = released.suppressed == 0 and released.top < 0
-    problems: list[str] = []
-    for spec in criteria:
-        finding = _pycanon_one(anonymity, data, qis, spec, complete)
-        if finding:
-            problems.append(f"{_name(spec)}: pycanon finds {finding}")
-    return problems
-
-
-def _pycanon_one(anonymity: Any, data: pd.DataFrame, qis: list[str],
-                 spec: Mapping[str, Any], complete: bool) -> str | None:
-    """One model's pycanon comparison (see :func:`pycanon_findings`); None when it agrees."""
-    model = spec["model"]
-    attribute = [str(spec["attribute"])] if spec.get("attribute") else []
-    if attribute and attribute[0] not in data.columns:
-        return None
-    if model == "k-anonymity":
-        k = int(anonymity.k_anonymity(data, qis))
-        return f"k = {k} < {spec['k']}" if k < int(spec["k"]) else None
-    if model == "distinct-l-diversity":
-        got = int(anonymity.l_diversity(data, qis, attribute))
-        return f"l = {got} < {spec['l']}" if got < int(spec["l"]) else None
-    if model == "entropy-l-diversity" and spec.get("estimator", "shannon") == "shannon":
-        floor_l = int(anonymity.entropy_l_diversity(data, qis, attribute))
-        return (f"entropy l below {floor_l + 1} <= l = {spec['l']}"
-                if floor_l + 1 <= float(spec["l"]) - TOL else None)
-    if model == "recursive-cl-diversity":
-        c_got, l_got = anonymity.recursive_c_l_diversity(data, qis, attribute)
-        if int(l_got) < int(spec["l"]):
-            return f"distinct l = {l_got} < {spec['l']}"
-        c = float(spec["c"])
-        if int(l_got) == int(spec["l"]) and c.is_integer() and not math.isnan(c_got):
-            return f"c = {c_got} > {c:g}" if float(c_got) > c else None
-        return None
-    if not complete:
-        return None
-    return _pycanon_distribution(anonymity, data, qis, spec, attribute)
-
-
-def _pycanon_distribution(anonymity: Any, data: pd.DataFrame, qis: list[str],
-                          spec: Mapping[str, Any], attribute: list[str]) -> str | None:
-    """The models that compare with the table's distribution (nothing suppressed)."""
-    model = spec["model"]
-    if model == "equal-distance-t-closeness":
-        t = float(anonymity.t_closeness(data, qis, attribute))
-        return f"t = {t:.6g} > {spec['t']}" if t > float(spec["t"]) + TOL else None
-    if model in ("basic-beta-likeness", "enhanced-beta-likeness"):
-        beta = float(anonymity.basic_beta_likeness(data, qis, attribute))
-        return (f"basic beta = {beta:.6g} > {spec['beta']}"
-                if beta > float(spec["beta"]) + TOL else None)
-    if model == "delta-disclosure":
-        delta = float(anonymity.delta_disclosure(data, qis, attribute)) / math.log(2.0)
-        return (f"delta = {delta:.6g} (log2) not below {spec['delta']}"
-                if delta >= float(spec["delta"]) + TOL else None)
-    return None
 
 
 def _text(column: pd.Series) -> pd.Series:

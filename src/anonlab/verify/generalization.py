@@ -6,7 +6,9 @@ itself: it re-derives every released value from the original and the stated
 levels, and re-counts the equivalence classes of the release. The privacy
 models beyond k-anonymity (l-diversity, t-closeness, beta-likeness,
 delta-disclosure, delta-presence, k-map, the risk thresholds) are checked by
-:func:`anonlab.verify.criteria.check_criteria`, re-exported here.
+:func:`anonlab.verify.criteria.check_criteria`, re-exported here. The stated
+levels themselves must lie within the run's bounds (``min_level <= level <=
+max_level``, :func:`check_level_bounds`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,34 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
 
-__all__ = ["check_criteria", "check_generalization", "check_k_anonymity", "expected_stars"]
+__all__ = ["check_criteria", "check_generalization", "check_k_anonymity",
+           "check_level_bounds", "expected_stars"]
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 ObjectArray = NDArray[np.object_]
+
+
+def check_level_bounds(
+    levels: Mapping[str, int], min_levels: Mapping[str, int], max_levels: Mapping[str, int]
+) -> list[str]:
+    """Problems with the released levels against the run's bounds (empty: within them).
+
+    Each quasi-identifier's level ``L`` must satisfy ``min_level <= L <=
+    max_level`` where the run gives a bound; a bound naming a column that is
+    not released as a quasi-identifier is a problem too.
+    """
+    problems = [f"a level bound names '{c}', which is not a released quasi-identifier"
+                for c in [*min_levels, *max_levels] if c not in levels]
+    for column, level in levels.items():
+        low, high = min_levels.get(column), max_levels.get(column)
+        if low is not None and level < low:
+            problems.append(f"column '{column}' is released at level {level}, below its "
+                            f"min_level {low}")
+        if high is not None and level > high:
+            problems.append(f"column '{column}' is released at level {level}, above its "
+                            f"max_level {high}")
+    return problems
 
 
 def check_k_anonymity(

@@ -83,7 +83,9 @@ class _Context:
             candidates = [(base or self.report_path.resolve().parent) / p, p]
         for candidate in candidates:
             if candidate.exists():
-                return candidate
+                from anonlab.runs.common import shown_path
+
+                return shown_path(candidate)  # as messages print it: out/a.csv
         tried = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
         raise AnonlabError(f"{what} is needed: the report names '{stored}', which is not at "
                            f"{tried}; give its path", parameter=what)
@@ -132,17 +134,17 @@ class _Context:
         sheet = self.params.get("sheet") if source.suffix.lower() in (".xlsx", ".xlsm") else None
         return read_table(source, delimiter=delimiter, sheet=sheet)
 
-    def read_release(self) -> tuple[Path, pd.DataFrame]:
+    def read_release(self) -> tuple[Path | str, pd.DataFrame]:
         """The release's path and table (a CSV's delimiter sniffed).
 
         A release the run wrote to a database table (``output`` a SQLAlchemy
         URL, ``output_table`` its table) is read from there; its "path" is the
-        URL with the table after ``#``.
+        URL (as the report stores it, without password) with the table after ``#``.
         """
         stored = self.params.get("output")
         table = self.params.get("output_table")
         if self.release is None and stored and _is_url(str(stored)) and table:
-            return Path(f"{stored}#{table}"), read_table(str(stored), table=str(table))
+            return f"{stored}#{table}", read_table(str(stored), table=str(table))
         path = self.release_path()
         return path, read_table(path)
 

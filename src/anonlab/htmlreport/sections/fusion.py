@@ -1,6 +1,6 @@
 """Sections of the fusion family: ``fuse`` (all parties in one process) and ``party``.
 
-Top-down specialization over several providers (NOTES §3; Fung, Wang and Yu's
+Top-down specialization over several providers (docs/formulas.md §3; Fung, Wang and Yu's
 TDS with the paper's score GainRatio(v) x f(provider) x g(attribute) x
 s(value)): how the fusion ran (providers, rounds, time, secure maximum or
 not), each anonymity template <QID, k> with its smallest group, the fused

@@ -5,8 +5,10 @@ values in the data and in the release (the report's ``distinct_values``,
 counted on the tables, not on the hierarchy) and the generalized labels it
 releases; the internal version adds original → generalized examples: values
 of the data file the report names (found unchanged), generalized with the
-hierarchy files it names (found unchanged). Then the equivalence class sizes,
-the information loss figures and the lattice search.
+hierarchy files it names (found unchanged); and the level bounds the search
+kept to (``--min-level``/``--max-level``), when any were set. Then the
+equivalence class sizes, the information loss figures, the lattice search and
+the next-best transformations (``--alternatives``) with how to release one.
 """
 
 from __future__ import annotations
@@ -341,11 +343,79 @@ def overview_block(ctx: RenderContext) -> KeyValues:
     return KeyValues(rows)
 
 
+def _bound_cell(ctx: RenderContext, column: str, side: int) -> Cell:
+    """One QI's lowest (side 0) or highest (side 1) allowed level, from the report."""
+    bounds = ctx.report.get("level_bounds")
+    pair = bounds.get(column) if isinstance(bounds, Mapping) else None
+    if isinstance(pair, list) and len(pair) == 2:
+        return num(pair[side], f"level_bounds.{column}.{side}" if "." not in column else None)
+    name = ("min_level", "max_level")[side]
+    given = ctx.parameters.get(name)
+    value = given.get(column) if isinstance(given, Mapping) else None
+    if isinstance(value, int):
+        return num(value, f"parameters.{name}.{column}" if "." not in column else None)
+    return Cell("0" if side == 0 else "top of the hierarchy")
+
+
+def bounded_columns(ctx: RenderContext) -> list[str]:
+    """The quasi-identifiers a ``--min-level`` or ``--max-level`` bound, in report order."""
+    named: set[str] = set()
+    for name in ("min_level", "max_level"):
+        given = ctx.parameters.get(name)
+        if isinstance(given, Mapping):
+            named |= {str(c) for c in given}
+    order = [str(c) for c in ctx.report.get("transformation") or {}]
+    return [c for c in order if c in named] + sorted(named - set(order))
+
+
+def bounds_block(ctx: RenderContext) -> list[Block]:
+    """The level bounds the search kept to, for the bounded QIs (nothing when none was set)."""
+    columns = bounded_columns(ctx)
+    if not columns:
+        return []
+    rows = [[Cell(c), _bound_cell(ctx, c, 0), _bound_cell(ctx, c, 1)] for c in columns]
+    return [Table(["attribute", "lowest allowed level", "highest allowed level"], rows,
+                  caption="Level bounds (--min-level, --max-level): the search chose the "
+                  "best transformation within them; the other quasi-identifiers could take "
+                  "any level of their hierarchy")]
+
+
+def _alternative_row(entry: Mapping[str, Any], index: int) -> list[Cell]:
+    """One listed transformation: number, levels, loss, suppressed records, highest risk."""
+    key = f"alternatives.{index}"
+    levels = entry.get("levels")
+    return [num(entry.get("node"), f"{key}.node"),
+            Cell(show(dict(levels)) if isinstance(levels, Mapping) else "—"),
+            num(entry.get("loss"), f"{key}.loss"),
+            num(entry.get("suppressed_records"), f"{key}.suppressed_records"),
+            num(entry.get("highest_prosecutor_risk"), f"{key}.highest_prosecutor_risk")]
+
+
+def alternatives_blocks(ctx: RenderContext) -> list[Block]:
+    """The N best transformations of the run (``--alternatives``) and how to release one."""
+    entries = ctx.report.get("alternatives")
+    if not isinstance(entries, list) or not entries:
+        return []
+    rows = [_alternative_row(e, i) for i, e in enumerate(entries) if isinstance(e, Mapping)]
+    metric = ctx.report.get("metric")
+    loss = f"loss ({metric})" if isinstance(metric, str) else "loss"
+    return [
+        Table(["node", "levels", loss, "suppressed records", "highest prosecutor risk"], rows,
+              caption=f"The {len(rows)} best transformations that satisfy every privacy "
+              "model within the level bounds, ordered by loss (node 1 is the optimum, "
+              "released by this run); the risk is the largest 1/|class| over the released "
+              "classes"),
+        Paragraph("To release node N instead, run anonlab apply REPORT TABLE --node N "
+                  "--output RELEASE with this run's JSON report and its table: the release "
+                  "gets every check the optimum got."),
+    ]
+
+
 def generalize_sections(ctx: RenderContext) -> Built:
     """Sections of a ``generalize`` report."""
     sections = [
         Section("Generalization", "generalization",
-                [overview_block(ctx), *transformation_block(ctx)]),
+                [overview_block(ctx), *transformation_block(ctx), *bounds_block(ctx)]),
     ]
     models = criteria_block(ctx)
     if models:
@@ -357,19 +427,22 @@ def generalize_sections(ctx: RenderContext) -> Built:
     lattice = lattice_blocks(ctx)
     if lattice:
         sections.append(Section("Lattice search", "lattice", lattice))
+    alternatives = alternatives_blocks(ctx)
+    if alternatives:
+        sections.append(Section("Next-best transformations", "alternatives", alternatives))
     used = {"k", "records", "suppressed_records", "suppression_limit", "equivalence_classes",
             "verified", "transformation", "class_sizes", "information_loss", "search",
             "metric", "lattice_size", "nodes_checked", "k_minimal_nodes", "optimum_loss",
             "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed",
             "distinct_values", "criteria", "information_loss_per_attribute",
             "information_loss_arx", "gs_factor", "aggregate", "attribute_weights",
-            "practical_monotonicity"}
+            "practical_monotonicity", "level_bounds", "alternatives"}
     return Built(sections, used)
 
 
 def apply_sections(ctx: RenderContext) -> Built:
     """Sections of an ``apply`` report (a found transformation applied to a new table)."""
-    blocks: list[Block] = [overview_block(ctx), *transformation_block(ctx)]
+    blocks: list[Block] = [overview_block(ctx), *transformation_block(ctx), *bounds_block(ctx)]
     sections = [Section("Transformation applied", "generalization", blocks)]
     models = criteria_block(ctx)
     if models:

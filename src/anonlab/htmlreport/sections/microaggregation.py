@@ -1,7 +1,7 @@
 """Sections of the microaggregation family: ``microaggregate``, ``evaluate``, ``tradeoff``.
 
 The EM4ADOM measures (Domingo-Ferrer's quality model as summarized in the
-project's NOTES §2) are shown as one table by their report names (ILh, IL1,
+project's docs/formulas.md §2) are shown as one table by their report names (ILh, IL1,
 IL2, IL3, ILs, IL, ZIL, ILR, DLD, ID, DR, score), wherever the report keeps
 them (top level or inside an object such as ``measures``); a ``tradeoff``
 report's per-k rows become a table and the R-U map, with the chosen k (the

@@ -1,6 +1,6 @@
 """Sections of the perturbation family: ``perturb`` (OBT, RBT, rotation, GDP) and ``attack``.
 
-The privacy measures per block (NOTES §4: distance privacy S = Var(X - AX) /
+The privacy measures per block (docs/formulas.md §4: distance privacy S = Var(X - AX) /
 Var(X) and its data-independent form tr((E - A)^T (E - A)) / n, direction
 privacy R = prod_i (1 - 1/v_i^2) with v_i the row sums of |a_ij|, P = R x S),
 judged per block because over a whole block-diagonal matrix R collapses

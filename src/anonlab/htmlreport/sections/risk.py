@@ -33,8 +33,9 @@ from anonlab.htmlreport.blocks import (
     show,
 )
 from anonlab.htmlreport.sections.context import Built, RenderContext
+from anonlab.risk.figures import JUDGED_RISK_KEY, judged_risk, single_value_records
 
-RISK_KEYS = {"risk", "attacker_knowledge", "risk_warnings", "risk_by_k"}
+RISK_KEYS = {"risk", "attacker_knowledge", "risk_warnings", "risk_by_k", JUDGED_RISK_KEY}
 ROLE_KEYS = {"roles", "other", "released_unchanged", "insensitive_by_other"}
 ROLE_MEANING = {
     "quasi": "quasi-identifying: protected by the method",
@@ -223,12 +224,47 @@ def _warning_blocks(report: Mapping[str, Any]) -> list[Block]:
     return []
 
 
+def _judged_rows(key: str, section: Mapping[str, Any]) -> list[tuple[str, Cell]]:
+    """The figures of the judged section: its attacker, highest risk, uniques, l = 1 records."""
+    rows: list[tuple[str, Cell]] = []
+    columns = section.get("attacker_columns")
+    if isinstance(columns, list):
+        rows.append(("the attacker knows", Cell(show([str(c) for c in columns]))))
+    highest = _mapping(section.get("prosecutor")).get("highest")
+    if _number(highest):
+        rows.append(("prosecutor risk, highest", _share(highest, key, "prosecutor", "highest")))
+    if _number(section.get("sample_uniques")):
+        rows.append(("sample uniques", _share(section["sample_uniques"], key,
+                                              "sample_uniques")))
+    for name in _mapping(section.get("sensitive")):
+        records = single_value_records(section, str(name))
+        if records is not None:
+            rows.append((f"records in classes of one {name} value (distinct l = 1)",
+                         num(records, _key(key, "sensitive", name, "single_value_records"))))
+    return rows
+
+
+def _judged_blocks(report: Mapping[str, Any]) -> list[Block]:
+    """What the warnings judge when it is not the ``risk`` section (a perturbation's
+    columns released unchanged; :func:`anonlab.risk.figures.judged_risk`)."""
+    if JUDGED_RISK_KEY not in report:
+        return []
+    judged = judged_risk(report)
+    if judged is None:
+        return [Note("No column the attacker knows is released unchanged: the warnings judge "
+                     "nothing. The figures below assume the attacker knows the perturbed "
+                     "values too, which match no original record.")]
+    return [KeyValues(_judged_rows(*judged), caption="What the warnings judge: the attacker's "
+                      "columns released unchanged (the figures below assume the perturbed "
+                      "values known too)")]
+
+
 def release_risk_section(report: Mapping[str, Any]) -> Section | None:
     """The section of a ``risk`` report key (None without one)."""
     risk = report.get("risk")
     if not isinstance(risk, Mapping):
         return None
-    blocks: list[Block] = [*_warning_blocks(report)]
+    blocks: list[Block] = [*_warning_blocks(report), *_judged_blocks(report)]
     known = _knowledge_rows(report, risk)
     if known:
         blocks.append(KeyValues(known, caption="Who the attacker is"))
