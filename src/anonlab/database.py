@@ -4,7 +4,10 @@ A database is named by a SQLAlchemy URL (``dialect+driver://user:password@host/n
 ``sqlite:///path/to/file.db`` for SQLite). Reading takes either a ``table``
 name or an SQL ``query``; writing replaces one table inside one transaction,
 so a reader of the database sees the old table or the new one, never half of
-it (on databases whose DDL is transactional, such as SQLite and PostgreSQL).
+it (on databases whose DDL is transactional, such as SQLite and PostgreSQL;
+SQLite's driver is made to keep its ``DROP``/``CREATE`` in the transaction).
+An input is read on a read-only connection: a query that would change the
+database is refused.
 
 SQLAlchemy is imported only when a URL is used. Passwords never appear in
 messages: URLs are shown with the password masked.
@@ -12,6 +15,7 @@ messages: URLs are shown with the password masked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -60,7 +64,12 @@ def masked(url: str) -> str:
     try:
         return parse_url(url, "url").render_as_string(hide_password=True)
     except AnonlabError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+        return _masked_text(url)
+
+
+def _masked_text(url: str) -> str:
+    """``url`` with all from ``user:`` to the last ``@`` as ``***`` (not parsed)."""
+    return re.sub(r"(://[^:/@]*:).*@", r"\1***@", url)
 
 
 def parse_url(url: str, name: str) -> URL:
@@ -71,9 +80,10 @@ def parse_url(url: str, name: str) -> URL:
     try:
         return make_url(url)
     except (ArgumentError, ValueError) as exc:
-        raise AnonlabError(f"{name} '{url}' is not a valid database URL ({_first_line(exc)}): "
-                           "write it as dialect://user:password@host/database, e.g. "
-                           "sqlite:///data.db", parameter=name) from None
+        raise AnonlabError(f"{name} '{_masked_text(url)}' is not a valid database URL "
+                           f"({_first_line(exc)}): write it as "
+                           "dialect://user:password@host/database, e.g. sqlite:///data.db",
+                           parameter=name) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -181,8 +191,9 @@ def fetch(url: str, *, table: str | None, query: str | None
                            "give only one of them", parameter="table")
     engine = open_engine(url, "input", must_exist=True)
     shown = engine.url.render_as_string(hide_password=True)
+    _read_only(engine)
     try:
-        with engine.connect() as conn:
+        with engine.connect() as conn, _rolled_back(conn):
             if table is not None:
                 schema, name = _find_table(conn, table, shown)
                 # SELECT * FROM "name": no reflection of column types (nothing to warn about)
@@ -199,11 +210,56 @@ def fetch(url: str, *, table: str | None, query: str | None
     except SQLAlchemyError as exc:
         what = f"table '{table}'" if table is not None else "the query"
         cause = getattr(exc, "orig", None) or exc
+        if query is not None and _refused_write(engine, cause):
+            raise AnonlabError(f"query on '{shown}' would change the database, but a query is "
+                               f"read-only: an input is never changed ({_first_line(cause)}); "
+                               "give a single SELECT statement", parameter="query") from None
         raise AnonlabError(f"cannot read {what} from '{shown}': {_first_line(cause)}",
                            parameter="table" if table is not None else "query") from None
     finally:
         engine.dispose()
     return names, rows
+
+
+def _read_only(engine: Engine) -> None:
+    """Make every connection of ``engine`` read-only where the database allows it.
+
+    SQLite: ``PRAGMA query_only`` on each new connection (no statement can
+    change the file, a second statement in the query is refused by the driver).
+    Elsewhere each read runs in a transaction that is rolled back
+    (:func:`_rolled_back`), declared ``READ ONLY`` where the database has it.
+    """
+    from sqlalchemy import event
+
+    if engine.dialect.name == "sqlite":
+        @event.listens_for(engine, "connect")
+        def _query_only(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("PRAGMA query_only = ON")
+            finally:
+                cursor.close()
+
+
+@contextlib.contextmanager
+def _rolled_back(conn: Connection) -> Iterator[None]:
+    """A transaction on ``conn`` that is always rolled back (``READ ONLY`` where supported)."""
+    transaction = conn.begin()
+    try:
+        if conn.dialect.name in ("postgresql", "mysql", "mariadb", "oracle"):
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        yield
+    finally:
+        if transaction.is_active:
+            transaction.rollback()
+
+
+def _refused_write(engine: Engine, cause: BaseException) -> bool:
+    """Whether ``cause`` is the database refusing a write on a read-only connection."""
+    text = str(cause).lower()
+    if engine.dialect.name == "sqlite":
+        return "readonly database" in text or "read-only" in text
+    return "read-only" in text or "read only" in text
 
 
 def _column_type(kind: pa.DataType) -> Any:
@@ -235,6 +291,30 @@ def _rows(table: pa.Table, names: Sequence[str]) -> Iterator[list[dict[str, Any]
         yield rows
 
 
+def _transactional_ddl(engine: Engine) -> None:
+    """On SQLite, put ``DROP``/``CREATE`` inside the transaction ``engine.begin()`` opens.
+
+    Python's sqlite3 driver (before 3.12's ``autocommit=False``) commits on its
+    own before DDL, so a write killed or failing after the ``DROP`` would leave
+    the old table gone. SQLAlchemy's documented remedy for pysqlite: the
+    driver's own transaction handling off (``isolation_level = None``) and a
+    ``BEGIN`` emitted when SQLAlchemy begins. Other databases are left as they
+    are (PostgreSQL's DDL is transactional already).
+    """
+    from sqlalchemy import event
+
+    if engine.dialect.name != "sqlite":
+        return
+
+    @event.listens_for(engine, "connect")
+    def _no_driver_transactions(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def write_tables(url: str, tables: Sequence[tuple[str, pa.Table]], name: str = "output") -> None:
     """Replace each named table in the database at ``url``, all inside one transaction.
 
@@ -251,6 +331,7 @@ def write_tables(url: str, tables: Sequence[tuple[str, pa.Table]], name: str = "
     path = sqlite_file(engine.url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+    _transactional_ddl(engine)
     try:
         with engine.begin() as conn:
             for table_name, data in tables:

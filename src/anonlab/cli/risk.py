@@ -17,12 +17,15 @@ from anonlab.cli.common import (
     MEMORY_LIMIT,
     OTHER,
     POPULATION,
+    QUERY,
     QUIET,
     REPORT,
     RISK_THRESHOLD,
     SAMPLING_FRACTION,
     SCHEDULER,
     SENSITIVE,
+    SHEET,
+    TABLE,
     WEIGHTS,
     user_errors,
 )
@@ -48,6 +51,8 @@ Examples:
 
   anonlab risk release.csv --qi age,sex,zip --insensitive visits --report risk.json
 
+  anonlab risk sqlite:///releases.db --table adult_k5 --qi sex,age,race --other insensitive
+
   anonlab risk big_release/ --qi age,sex,zip --engine dask --workers 2 --memory-limit 4GB
 
 With --engine dask the table (a Parquet folder, file or glob, or a CSV file)
@@ -56,6 +61,8 @@ figures are those of --engine numpy; --weights needs the records in memory.
 """
 
 FLAGS = {
+    "input": "the TABLE argument",
+    "table_name": "--table",
     "population_size": "--population",
     "thresholds": "--risk-threshold",
     "hierarchies": "--hierarchy",
@@ -131,9 +138,9 @@ def _summary(report: dict[str, Any]) -> None:
 
 
 def risk_command(
-    table: Path = typer.Argument(
-        ..., help="Table to measure (CSV, Parquet file, or with --engine dask a Parquet folder "
-        "or glob)."),
+    table: str = typer.Argument(
+        ..., help="Table to measure: CSV, Parquet, Excel or a SQLAlchemy URL with --table or "
+        "--query (with --engine dask also a Parquet folder or glob)."),
     qi: str = QI,
     attacker_columns: str | None = typer.Option(
         None, "--attacker-columns", help="Columns the attacker knows, comma-separated "
@@ -151,6 +158,9 @@ def risk_command(
              "distance (repeatable)."),
     max_risk: float | None = MAX_RISK,
     delimiter: str | None = DELIMITER,
+    sheet: str | None = SHEET,
+    table_name: str | None = TABLE,
+    query: str | None = QUERY,
     report: Path | None = REPORT,
     engine: str = typer.Option(
         "numpy", "--engine", help="Where the rows are read: numpy (this process, the whole "
@@ -176,8 +186,9 @@ def risk_command(
             population_size=population, sampling_fraction=sampling_fraction,
             thresholds=risk_threshold or [], hierarchies=_hierarchies(hierarchy),
             max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,
-            delimiter=delimiter, report=report, engine=engine, scheduler=scheduler,
-            workers=workers, memory_limit=memory_limit)
+            delimiter=delimiter, sheet=sheet, table_name=table_name, query=query,
+            report=report, engine=engine, scheduler=scheduler, workers=workers,
+            memory_limit=memory_limit)
     if not quiet:
         _summary(result.report)
         if result.written:

@@ -121,13 +121,15 @@ def _check_qi(columns: Sequence[str], qi: Sequence[str], sensitive: Sequence[str
                            "role", parameter="qi")
 
 
-def _read(table: PathLike | pd.DataFrame | MicrodataTable, delimiter: str | None
-          ) -> pd.DataFrame:
-    """The table as text, by the one reader (a table model's frame as a DataFrame is read)."""
+def _read(table: PathLike | pd.DataFrame | MicrodataTable, delimiter: str | None,
+          read: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+    """The table as text, by the one reader (a table model's frame as a DataFrame is read);
+    ``read`` holds the reader's ``sheet``, ``table`` and ``query`` (those given)."""
     from anonlab.io import read_table
 
     source = table.frame if isinstance(table, MicrodataTable) else table
-    return read_table(source, delimiter=delimiter)
+    options: dict[str, Any] = {k: v for k, v in (read or {}).items() if v is not None}
+    return read_table(source, delimiter=delimiter, **options)
 
 
 def _roles(table: PathLike | pd.DataFrame | MicrodataTable, qi: Sequence[str] | None,
@@ -164,10 +166,15 @@ def _check_engine(table: object, engine: str, scheduler: str | None, workers: in
     return engine != "numpy" or type(table).__module__.startswith("dask.")
 
 
-def _open(table: object, delimiter: str | None) -> Table:
-    """The table in pieces, for an engine (:func:`anonlab.engine.open_table`)."""
+def _open(table: object, delimiter: str | None, read: Mapping[str, str | None]) -> Table:
+    """The table in pieces, for an engine (:func:`anonlab.engine.open_table`); a database
+    table or query, or an Excel sheet, is read by the one reader first."""
+    from anonlab.database import is_database_url
     from anonlab.engine import open_table
 
+    if is_database_url(table) or any(v is not None for v in read.values()):
+        source: Any = table
+        return open_table(_read(source, delimiter, read))
     return open_table(table, delimiter=delimiter)
 
 
@@ -194,6 +201,9 @@ def run_risk(
     hierarchies: Mapping[str, PathLike] | None = None,
     max_risk: float = DEFAULT_MAX_RISK,
     delimiter: str | None = None,
+    sheet: str | None = None,
+    table_name: str | None = None,
+    query: str | None = None,
     report: PathLike | None = None,
     engine: str = "numpy",
     scheduler: str | None = None,
@@ -202,8 +212,10 @@ def run_risk(
 ) -> RunResult:
     """Measure the re-identification risk of ``table`` and write the JSON ``report`` if asked.
 
-    ``table`` is a path or URL (read with ``delimiter``), a DataFrame or a
-    :class:`~anonlab.table.MicrodataTable`; a DataFrame or a table model's
+    ``table`` is a path or URL (read with ``delimiter``; an Excel workbook's
+    ``sheet``; a SQLAlchemy URL's table ``table_name`` or SQL ``query``, read
+    on a read-only connection as :func:`~anonlab.io.read_table` reads them), a
+    DataFrame or a :class:`~anonlab.table.MicrodataTable`; a DataFrame or a table model's
     frame is read as text, as a file is, and the report names no input file.
     A table model's roles give the defaults: ``qi`` its quasi-identifiers,
     ``sensitive`` its sensitive columns; names given as well must have that
@@ -240,16 +252,17 @@ def run_risk(
     report_path = Path(report) if report is not None else None
     trees = {str(c): Path(p) for c, p in (hierarchies or {}).items()}
     on_engine = _check_engine(table, engine, scheduler, workers, memory_limit)
+    read = {"sheet": sheet, "table": table_name, "query": query}
     path = table if isinstance(table, str | os.PathLike) else None
     qi, sensitive = _roles(table, qi, sensitive)
     with Outputs({"report": report_path}, inputs=[p for p in (path, *trees.values())
                                                   if p is None or Path(p).exists()]) as outputs:
         data: Table | pd.DataFrame
         if on_engine:
-            data = _open(table, delimiter)
+            data = _open(table, delimiter, read)
             columns = [str(c) for c in data.column_names]
         else:
-            data = _read(table, delimiter)
+            data = _read(table, delimiter, read)
             columns = [str(c) for c in data.columns]
         _check_qi(columns, qi, sensitive)
         named = _insensitive(table, columns, insensitive, qi, sensitive, weights,
@@ -284,6 +297,9 @@ def run_risk(
             "hierarchies": {c: stored_path(p, report_path) for c, p in trees.items()},
             "max_risk": max_risk,
             "delimiter": delimiter,
+            "sheet": sheet,
+            "table_name": table_name,
+            "query": query,
             "report": stored_path(report_path, report_path),
             "engine": engine,
             "scheduler": scheduler,
