@@ -13,42 +13,21 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
-from anonlab.hierarchy import Hierarchy
 from test_htmlreport import Page, assert_numbers_match
+from test_steering import write_toy
 
 runner = CliRunner()
 APPLY_SENTENCE = "anonlab apply REPORT TABLE --node N --output RELEASE"
 
 
-def _toy_table(folder: Path) -> dict[str, str]:
-    """A seeded table of 120 people (age, sex, s) and its hierarchy files; the QI paths."""
-    rng = np.random.default_rng(7)
-    frame = pd.DataFrame({"age": rng.integers(20, 60, size=120).astype(str),
-                          "sex": rng.choice(["F", "M"], size=120),
-                          "s": rng.choice(["x", "y", "z"], size=120)})
-    frame.to_csv(folder / "toy.csv", index=False)
-    hierarchies = {
-        "age": Hierarchy.from_rows([[str(a), f"{a // 5 * 5}", f"{a // 10 * 10}", "*"]
-                                    for a in range(20, 60)]),
-        "sex": Hierarchy.from_rows([["F", "*"], ["M", "*"]]),
-    }
-    paths = {}
-    for name, hierarchy in hierarchies.items():
-        path = folder / f"h_{name}.csv"
-        path.write_text(hierarchy.to_csv_text(), encoding="utf-8")
-        paths[name] = str(path)
-    return paths
-
-
 def _generalize(folder: Path, name: str, *extra: str) -> dict[str, Any]:
     """A generalize run with --html; its JSON report, page and folder."""
-    qi = _toy_table(folder)
+    qi = write_toy(folder)
     result = runner.invoke(app, [
         "generalize", str(folder / "toy.csv"), "--qi", f"age={qi['age']}",
         "--qi", f"sex={qi['sex']}", "--sensitive", "s", "--k", "8", "--metric", "loss",

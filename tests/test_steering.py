@@ -316,7 +316,8 @@ def test_verification_refuses_a_release_outside_the_bounds() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _write_toy(folder: Path) -> dict[str, str]:
+def write_toy(folder: Path) -> dict[str, str]:
+    """The seeded toy table as ``toy.csv`` and its hierarchy files; the QI paths."""
     frame, hiers = _toy()
     frame.to_csv(folder / "toy.csv", index=False)
     paths = {}
@@ -333,7 +334,7 @@ def _run(args: list[str]) -> tuple[int, str]:
 
 
 def test_settings_and_toml_tables(tmp_path: Path) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     config = tmp_path / "toy.toml"
     config.write_text(
         f'input = "toy.csv"\nsensitive = ["s"]\nk = 8\nmetric = "loss"\n'
@@ -352,13 +353,13 @@ def test_settings_and_toml_tables(tmp_path: Path) -> None:
 
 
 def test_settings_refuse_a_bound_on_a_column_that_is_no_qi(tmp_path: Path) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     with pytest.raises(AnonlabError, match="max_level names 'zip'"):
         GeneralizeSettings(input=str(tmp_path / "toy.csv"), qi=qi, max_level={"zip": 1})
 
 
 def test_engine_path_keeps_the_bounds(tmp_path: Path) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     settings_ = GeneralizeSettings(input=str(tmp_path / "toy.csv"), qi=qi, sensitive=["s"],
                                    k=8, metric="loss", max_level={"age": 1},
                                    output=str(tmp_path / "parts") + "/",
@@ -376,7 +377,7 @@ def _generalize_args(tmp_path: Path, qi: dict[str, str], *extra: str) -> list[st
 
 
 def test_cli_lists_alternatives_and_apply_releases_one(tmp_path: Path) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     code, text = _run(_generalize_args(tmp_path, qi, "--max-level", "age=2",
                                        "--alternatives", "3", "--report",
                                        str(tmp_path / "g.json")))
@@ -402,7 +403,7 @@ def test_cli_lists_alternatives_and_apply_releases_one(tmp_path: Path) -> None:
 
 
 def test_apply_levels_and_its_errors(tmp_path: Path) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     code, text = _run(_generalize_args(tmp_path, qi, "--max-level", "age=2",
                                        "--report", str(tmp_path / "g.json"), "--quiet"))
     assert code == 0, text
@@ -439,7 +440,7 @@ def test_apply_levels_and_its_errors(tmp_path: Path) -> None:
 ])
 def test_cli_refuses_bad_bounds_in_one_line(tmp_path: Path, flags: list[str],
                                             message: str) -> None:
-    qi = _write_toy(tmp_path)
+    qi = write_toy(tmp_path)
     code, text = _run(_generalize_args(tmp_path, qi, *flags, "--report",
                                        str(tmp_path / "bad.json")))
     assert code == 2, text

@@ -13,16 +13,14 @@ uncovered values), together with the hierarchy file or not at all.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import typer
 
 from anonlab.cli.common import DELIMITER, QUERY, SHEET, TABLE, as_text, fail, user_errors
+from anonlab.cli.release_risk import warning_lines
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -55,28 +53,13 @@ def _errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
-@contextlib.contextmanager
-def _warning_lines() -> Iterator[None]:
-    """Each hierarchy warning of the run as one ``Warning: ...`` line on standard error."""
-    from anonlab.runs.hierarchy import HierarchyWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", HierarchyWarning)
-        yield
-    for item in caught:
-        if issubclass(item.category, HierarchyWarning):
-            print(f"Warning: {' '.join(str(item.message).split())}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
-
-
 def _build(kind: str, quiet: bool, **values: Any) -> None:
     """Run one hierarchy builder with ``values``, say what it wrote and show it."""
     from anonlab.runs.common import shown_path
     from anonlab.runs.hierarchy import HIERARCHY_BUILDERS, run_hierarchy
 
     settings = HIERARCHY_BUILDERS[kind].load(None, **values)
-    with _warning_lines():
+    with warning_lines(FLAGS):
         result = run_hierarchy(settings)
         if not quiet:
             out = result.report
@@ -274,7 +257,7 @@ def hierarchy_show(
         None, hierarchy=str(file), hierarchy_delimiter=hierarchy_delimiter, data=data,
         column=column, delimiter=delimiter, sheet=sheet, table=table, query=query,
         report=as_text(report))
-    with _warning_lines():
+    with warning_lines(FLAGS):
         out = run_show(settings).report
         if quiet:
             return

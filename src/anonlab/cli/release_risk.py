@@ -6,7 +6,9 @@
   issues (a :class:`~anonlab.errors.ReleaseRiskWarning`, a release that can
   never be inverted) becomes one ``Warning: ...`` line on standard error, and a
   :class:`~anonlab.errors.ReleaseRiskError` (``--fail-on-risk``) becomes
-  ``Error: ...`` and exit code 3, after its warnings.
+  ``Error: ...`` and exit code 3, after its warnings;
+- :func:`warning_lines`: the same lines for a command that releases nothing
+  (the hierarchy builders' :class:`~anonlab.runs.hierarchy.HierarchyWarning`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ def _print_warnings(caught: list[warnings.WarningMessage],
             print(f"Warning: {item.message.for_flags(flags)}", file=sys.stderr)
         else:
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
+@contextlib.contextmanager
+def warning_lines(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Each anonlab warning of a run that succeeded as one ``Warning: ...`` line on standard
+    error (a run that failed wrote nothing and shows only its error)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnonlabWarning)
+        yield
+    _print_warnings(caught, flags)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import field_validator, model_validator
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, AnonlabWarning
 from anonlab.hierarchy_view import HierarchyView, redaction_warnings, value_counts, view_hierarchy
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from anonlab.hierarchy import Hierarchy
 
 
-class HierarchyWarning(UserWarning):
+class HierarchyWarning(AnonlabWarning):
     """A hierarchy level that looks accidental (it repeats the one below, or redacts free
     text); the hierarchy was written all the same."""
 
