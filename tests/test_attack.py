@@ -193,16 +193,22 @@ def test_score_by_hand_and_table_shape() -> None:
     truth = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0], [0.0, 0.0]])
     est = truth + np.array([[0.05, 0.0], [0.0, 0.4], [0.0, 0.0], [0.0, 0.0]])
     got = score(est, truth)  # relative errors 0.05, 0.2, 0, 0 (zero record, exact)
+    # columns: relative RMS errors 0.05 / sqrt(10) and 0.4 / sqrt(20), both within 10 %
     assert got == pytest.approx({"median_relative_error": 0.025, "within_10": 0.75,
-                                 "within_25": 1.0, "exact": 0.5})
+                                 "within_25": 1.0, "exact": 0.5, "columns_recovered": 2})
+    assert score(truth + np.array([0.0, 0.5]), truth)["columns_recovered"] == 1
     x = _skewed(60, 3, 0)
     p = perturb(_frame(x), method="obt", seed=0)
     rows = run_attacks(p.standardized, p.released, (2, 5), seed=0)
     names = [(r["attack"], r["known"]) for r in rows]
-    assert names[:7] == [("naive", 0), ("least_squares", 2), ("procrustes", 2),
+    assert names[:8] == [("naive", 0), ("ties", 0), ("least_squares", 2), ("procrustes", 2),
                          ("method_aware", 2), ("least_squares", 5), ("procrustes", 5),
                          ("method_aware", 5)]
-    assert [n for n, _ in names[7:]] == ["known_sample", "ica"]
+    assert [n for n, _ in names[8:]] == ["known_sample", "ica"]
+    quick = run_attacks(p.standardized, p.released, (2,), seed=0, sample_attacks=False,
+                        ties=False)
+    assert [r["attack"] for r in quick] == ["naive", "least_squares", "procrustes",
+                                            "method_aware"]
     with pytest.raises(AnonlabError, match="known 60 must be between 1 and") as caught:
         run_attacks(p.standardized, p.released, (60,))
     assert caught.value.parameter == "known"
@@ -230,9 +236,11 @@ def test_perturb_warns_when_its_release_is_recoverable() -> None:
     assert len(w) == 1 and w[0].filename == __file__  # it points at the caller's line
     with pytest.warns(RecoverableReleaseWarning, match="least_squares attack with 6 known"):
         perturb(_frame(x), method="rotation", seed=0, known=(6,))
+    independent = np.random.default_rng(3).exponential(1.0, (200, 6))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        perturb(_frame(x), method="rotation", seed=0, known=(2,))  # far fewer than d = 6
+        # far fewer than d = 6 known records, and columns that do not predict each other
+        perturb(_frame(independent), method="rotation", seed=0, known=(2,))
         perturb(_frame(x), method="gdp", seed=0, noise=1.0)
 
 

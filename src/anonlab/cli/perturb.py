@@ -61,11 +61,12 @@ column needs a role: --identifying (dropped), --sensitive or --insensitive
 that undoes it goes only to --key. The report holds the attack table, the
 clustering agreement, the smallest S and P over the blocks and the release's
 risk, never records, the key or a block's pairing; --internal writes the
-custodian's secret copy with each block's figures (owner-only). Warns when a few
-known records recover the release or the columns released unchanged identify
-records (--fail-on-risk: exit code 3, nothing written), and when a release
-written without --key can never be inverted. Nothing is written unless every
-output can be.
+custodian's secret copy with each block's figures (owner-only). Warns when the
+release alone (tied values give obt's, rbt's and a rotation's matrix away) or a
+few known records recover records or columns, or the columns released
+unchanged identify records (--fail-on-risk: exit code 3, nothing written), and
+when a release written without --key can never be inverted. Nothing is written
+unless every output can be.
 
 Example:
 
@@ -135,7 +136,8 @@ def perturb_command(
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     method: str | None = typer.Option(
-        None, "--method", help="obt | rbt | rotation | gdp (default: obt)."),
+        None, "--method", help="obt | rbt | rotation | gdp (default: obt). Only gdp's "
+        "noise hides tied values; see docs/perturbation.md, Ties."),
     min_privacy: float | None = typer.Option(
         None, "--min-privacy", help="obt: least P = R x S of every library matrix "
         "(default: 0.5)."),
@@ -283,6 +285,11 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
         best = max(report["attacks"], key=lambda r: r["within_10"])
         table.add_row("strongest attack", f"{best['attack']} (known {best['known']}): "
                       f"{best['within_10']:.0%} of records within 10%")
+        cols = max(report["attacks"], key=lambda r: r.get("columns_recovered", 0))
+        if cols.get("columns_recovered"):
+            table.add_row("columns recovered", f"{cols['columns_recovered']} of "
+                          f"{len(report['columns'])} within 10% ({cols['attack']}, known "
+                          f"{cols['known']})")
         cl = report["clustering"]
         table.add_row("clustering ARI", f"k-means {cl['kmeans']:.4g}, DBSCAN {cl['dbscan']:.4g}, "
                       f"Ward {cl['ward']:.4g}")
@@ -357,11 +364,13 @@ def _print_attacks(rows: list[dict[str, Any]], seconds: float) -> None:
     from rich.table import Table
 
     table = Table(title=f"anonlab attack ({seconds:.2f} s)")
-    for col in ("attack", "known", "median rel. error", "within 10%", "within 25%"):
+    for col in ("attack", "known", "median rel. error", "within 10%", "within 25%",
+                "columns"):
         table.add_column(col, justify="left" if col == "attack" else "right")
     for r in rows:
         table.add_row(r["attack"], str(r["known"]), f"{r['median_relative_error']:.4g}",
-                      f"{r['within_10']:.1%}", f"{r['within_25']:.1%}")
+                      f"{r['within_10']:.1%}", f"{r['within_25']:.1%}",
+                      str(r.get("columns_recovered", "")))
     Console().print(table)
 
 

@@ -33,9 +33,18 @@ vector, ``y`` its released vector, and every attack returns estimates
   non-Gaussian columns. FastICA is fitted on at most ``ICA_FIT_RECORDS``
   records (at most 200 iterations) and applied to all.
 
+* ``ties`` (release only: :mod:`anonlab.perturbation.ties`): records tied on an
+  original value lie on one hyperplane of the release, whose normal is a
+  column of the transform; the search finds such directions from the release
+  alone, and each estimate is matched to the original column it fits best
+  (with its sign, which favours the attacker: the matching uses the truth).
+  Not run on a release with noise, which leaves no exact tie.
+
 Score of an attack, over the records it did not know: the relative error
 ``||x_hat - x|| / ||x||`` per record, its median, and the share of records
-recovered within 10 % and 25 % (and to 1e-6, "exactly").
+recovered within 10 % and 25 % (and to 1e-6, "exactly"); and per column,
+``columns_recovered``: how many original columns the estimate gives within
+10 % relative RMS error ``||x_hat_j - x_j|| / ||x_j|| <= 0.1``.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.perturbation.library import check_seed
+from anonlab.perturbation.ties import find_ties
 from anonlab.progress import ProgressFn, report_to
 from anonlab.userwarn import warn_user
 
@@ -217,7 +227,8 @@ def ica(sample: FloatArray, released: FloatArray, seed: int = 0) -> FloatArray:
 
 
 def score(estimate: FloatArray, truth: FloatArray) -> dict[str, float]:
-    """Median relative error ``||x_hat - x|| / ||x||`` and shares within 10 %, 25 %, 1e-6."""
+    """Median relative error ``||x_hat - x|| / ||x||`` and shares within 10 %, 25 %, 1e-6;
+    and ``columns_recovered`` (:func:`columns_recovered`)."""
     err = np.linalg.norm(estimate - truth, axis=1)
     size = np.linalg.norm(truth, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -226,7 +237,55 @@ def score(estimate: FloatArray, truth: FloatArray) -> dict[str, float]:
     return {"median_relative_error": float(np.median(rel)),
             "within_10": float(np.mean(rel <= 0.10)),
             "within_25": float(np.mean(rel <= 0.25)),
-            "exact": float(np.mean(rel <= 1e-6))}
+            "exact": float(np.mean(rel <= 1e-6)),
+            "columns_recovered": columns_recovered(estimate, truth)}
+
+
+def columns_recovered(estimate: FloatArray, truth: FloatArray, within: float = 0.10) -> int:
+    """Columns ``j`` with ``||x_hat_j - x_j|| <= within * ||x_j||`` (relative RMS error)."""
+    err = np.linalg.norm(estimate - truth, axis=0)
+    size = np.linalg.norm(truth, axis=0)
+    return int(np.count_nonzero(err <= within * size))
+
+
+def matched_estimate(candidates: FloatArray, truth: FloatArray) -> FloatArray:
+    """Candidate columns assigned one to one to the truth's columns by ``|correlation|``.
+
+    Pairs are taken greedily, the highest ``|correlation|`` first; each
+    assigned candidate is used with the sign of its correlation, and a column
+    no candidate is assigned to is estimated by 0, its z-score mean. The
+    matching reads the truth, so it is about the most the candidates can give.
+    """
+    out = np.zeros_like(truth)
+    if candidates.shape[1] == 0:
+        return out
+    a = candidates - candidates.mean(axis=0)
+    b = truth - truth.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.nan_to_num((a.T @ b) / np.outer(np.linalg.norm(a, axis=0),
+                                                  np.linalg.norm(b, axis=0)))
+    strength = np.abs(corr)
+    for _ in range(min(corr.shape)):
+        r, c = np.unravel_index(int(np.argmax(strength)), strength.shape)
+        if strength[r, c] <= 0:
+            break
+        out[:, c] = np.sign(corr[r, c]) * candidates[:, r]
+        strength[r, :] = -1.0
+        strength[:, c] = -1.0
+    return out
+
+
+def tie_attack(original: FloatArray, released: FloatArray,
+               centre: FloatArray | None = None, seed: int = 0) -> FloatArray:
+    """Estimates from the directions that tied values give away (release only).
+
+    :func:`anonlab.perturbation.ties.find_ties` searches the release; each
+    direction ``w`` estimates a column as ``(y - c) w``, matched to the
+    original's columns by :func:`matched_estimate`.
+    """
+    y, _ = _centred(released, centre)
+    found = find_ties(y, seed=seed)
+    return matched_estimate(y @ found.directions.T, original)
 
 
 KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes,
@@ -236,7 +295,7 @@ KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes,
 def run_attacks(
     original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
     seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
-    centre: FloatArray | None = None, progress: ProgressFn | None = None,
+    centre: FloatArray | None = None, ties: bool = True, progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The attack table on aligned standardized ``original`` and ``released`` records.
 
@@ -248,14 +307,16 @@ def run_attacks(
     the recoverability warning). ``centre`` is the centroid of the whole
     release when ``released`` holds only some of its records (the attacker
     holds the whole release; by default the centroid of ``released``).
-    ``progress`` hears ``("attacks", done, total)`` after each attack.
+    ``ties=False`` skips the tie attack (a release with noise has no exact
+    tie). ``progress`` hears ``("attacks", done, total)`` after each attack.
 
     When an attack that needs no sample recovers at least half of the other
-    records within 10 % (:func:`recoverable`), a
+    records, or any column, within 10 % (:func:`recoverable`), a
     :class:`RecoverableReleaseWarning` is issued.
     """
     rows = attack_table(original, released, known, seed=seed, sample=sample,
-                        sample_attacks=sample_attacks, centre=centre, progress=progress)
+                        sample_attacks=sample_attacks, centre=centre, ties=ties,
+                        progress=progress)
     warn_if_recoverable(rows)
     return rows
 
@@ -263,7 +324,7 @@ def run_attacks(
 def attack_table(
     original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
     seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
-    centre: FloatArray | None = None, progress: ProgressFn | None = None,
+    centre: FloatArray | None = None, ties: bool = True, progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`run_attacks`, without the warning."""
     check_seed(seed)
@@ -276,12 +337,16 @@ def attack_table(
         raise AnonlabError(f"known {bad[0]} must be between 1 and the number of records "
                            f"minus one ({n - 1})", parameter="known")
     counts = sorted(set(int(k) for k in known))
-    total = 1 + len(KNOWN_IO) * len(counts) + (2 if sample_attacks else 0)
+    total = 1 + int(ties) + len(KNOWN_IO) * len(counts) + (2 if sample_attacks else 0)
     report = report_to(progress)
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = [{"attack": "naive", "known": 0,
                                    **score(naive(released), original)}]
     report("attacks", len(rows), total)
+    if ties:
+        rows.append({"attack": "ties", "known": 0,
+                     **score(tie_attack(original, released, centre, seed), original)})
+        report("attacks", len(rows), total)
     for m in counts:
         pick = rng.choice(n, m, replace=False)
         rest = np.ones(n, dtype=bool)
@@ -317,11 +382,16 @@ def _sample_attacks(original: FloatArray, released: FloatArray, rng: np.random.G
              **score(ica(sample, released, seed)[scored], original[scored])}]
 
 
+SAMPLE_ATTACKS = ("known_sample", "ica")
+
+
 def recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> dict[str, Any] | None:
-    """The attack needing the fewest known records that recovers ``share`` within 10 %."""
-    hits = [r for r in rows if r["within_10"] >= share and r["attack"] not in ("known_sample",
-                                                                               "ica")]
-    return min(hits, key=lambda r: (r["known"], -r["within_10"])) if hits else None
+    """The attack needing the fewest known records that recovers ``share`` of the records
+    within 10 %, or any column (``columns_recovered``); attacks with a sample excepted."""
+    hits = [r for r in rows if r["attack"] not in SAMPLE_ATTACKS
+            and (r["within_10"] >= share or r.get("columns_recovered", 0) > 0)]
+    return min(hits, key=lambda r: (r["known"], -r["within_10"],
+                                    -r.get("columns_recovered", 0))) if hits else None
 
 
 def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:
@@ -329,9 +399,13 @@ def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> s
     hit = recoverable(rows, share)
     if hit is None:
         return None
-    return (f"release is recoverable: the {hit['attack']} attack with {hit['known']} known "
-            f"record(s) recovers {hit['within_10']:.0%} of the other records within 10% "
-            "(see docs/perturbation.md)")
+    how = (f"the {hit['attack']} attack from the release alone" if hit["known"] == 0
+           else f"the {hit['attack']} attack with {hit['known']} known record(s)")
+    if hit["within_10"] >= share:
+        what = f"{hit['within_10']:.0%} of the other records"
+    else:
+        what = f"{hit['columns_recovered']} column(s) of every record"
+    return f"release is recoverable: {how} recovers {what} within 10% (see docs/perturbation.md)"
 
 
 def warn_if_recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:

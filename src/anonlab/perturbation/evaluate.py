@@ -239,7 +239,8 @@ def _summary(
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
     attacks = attack_table(standardized[rows], released[rows], usable, seed=seed,
-                           centre=released.mean(axis=0), progress=progress)
+                           centre=released.mean(axis=0), ties=key.noise_scale == 0,
+                           progress=progress)
     return {
         "method": key.method,
         "columns": list(key.columns),
@@ -258,9 +259,10 @@ def _summary(
 
 def recoverability_check(standardized: FloatArray, released: FloatArray, *,
                          known: Sequence[int] = (2, 5, 10), seed: int = 0,
-                         attack_records: int = ATTACK_RECORDS,
+                         attack_records: int = ATTACK_RECORDS, ties: bool = True,
                          progress: ProgressFn | None = None) -> str | None:
-    """Only the naive and known input-output attacks, for the warning when no report is made.
+    """The attacks that need no sample (naive, ties, known input-output), for the warning
+    when no report is made; ``ties=False`` for a release with noise (no exact tie).
 
     Returns the warning's text (``None`` when the release resisted); the
     warning names the caller's line (the first one outside anonlab).
@@ -268,6 +270,6 @@ def recoverability_check(standardized: FloatArray, released: FloatArray, *,
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
     table = attack_table(standardized[rows], released[rows], usable, seed=seed,
-                         sample_attacks=False, centre=released.mean(axis=0),
+                         sample_attacks=False, centre=released.mean(axis=0), ties=ties,
                          progress=progress)
     return warn_if_recoverable(table)

@@ -298,9 +298,10 @@ def perturb(
     (:func:`invert`). The seed regenerates the transform, so it is as secret as
     the key; without one a fresh seed comes from the operating system.
 
-    The naive and known-record attacks (with ``known`` records, on at most
-    10,000 records) then try the release: when one recovers at least half of
-    the other records within 10 %, a
+    The attacks that need no sample (naive, ties, and known-record with
+    ``known`` records, on at most 10,000 records) then try the release: when
+    one recovers at least half of the other records, or any column, within
+    10 %, a
     :class:`~anonlab.perturbation.attacks.RecoverableReleaseWarning` is issued.
     """
     from anonlab.perturbation.evaluate import recoverability_check
@@ -309,7 +310,8 @@ def perturb(
     data = numeric_columns(frame, columns)
     z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
                                      rho=rho, noise=noise, library=library, progress=progress)
-    recoverability_check(z, released, known=known, seed=seed % 2**32, progress=progress)
+    recoverability_check(z, released, known=known, seed=seed % 2**32,
+                         ties=key.noise_scale == 0, progress=progress)
     release = with_columns(frame.copy(), data.names,
                            [released[:, j] for j in range(released.shape[1])])
     return Perturbation(release, key, z, released)

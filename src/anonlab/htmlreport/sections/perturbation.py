@@ -58,8 +58,10 @@ MEASURES = {
 ATTACK_HEADERS = {"median_relative_error": "median relative error ‖x̂ − x‖ / ‖x‖",
                   "within_10": "recovered within 10 %", "within_25": "recovered within 25 %",
                   "exact": "recovered exactly",
+                  "columns_recovered": "columns recovered within 10 % (of every record)",
                   "known": "known records (PCA, ICA: size of the attacker's sample)"}
 ATTACK_NAMES = {"naive": "naive (released values read as the originals)",
+                "ties": "ties (tied values give the rotation away; release only)",
                 "least_squares": "least squares on known records",
                 "procrustes": "orthogonal Procrustes on known records",
                 "method_aware": "method-aware (pairs/triples of OBT) on known records",
