@@ -2,10 +2,19 @@
 
 A database is named by a SQLAlchemy URL (``dialect+driver://user:password@host/name``;
 ``sqlite:///path/to/file.db`` for SQLite). Reading takes either a ``table``
-name or an SQL ``query``; writing replaces one table inside one transaction,
-so a reader of the database sees the old table or the new one, never half of
-it (on databases whose DDL is transactional, such as SQLite and PostgreSQL;
-SQLite's driver is made to keep its ``DROP``/``CREATE`` in the transaction).
+name or an SQL ``query``; writing replaces tables so that a reader of the
+database, and a writer killed at any point, sees the old table or the new
+one, never half of it:
+
+* on databases whose DDL is transactional (:data:`TRANSACTIONAL_DDL`: SQLite,
+  PostgreSQL, SQL Server) the ``DROP``, ``CREATE`` and every ``INSERT`` are
+  one transaction (SQLite's driver is made to keep its DDL in it);
+* elsewhere (MySQL, MariaDB, Oracle and any other dialect, where DDL commits
+  on its own) the rows go into a new table of a unique name first, which
+  then takes the old table's name as the last step (MySQL and MariaDB: one
+  atomic ``RENAME TABLE``); on a failure before that the new table is
+  dropped again.
+
 An input is read on a read-only connection: a query that would change the
 database is refused.
 
@@ -18,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +42,8 @@ if TYPE_CHECKING:
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 INSERT_ROWS = 10_000  # rows sent to the database per INSERT batch
+TRANSACTIONAL_DDL = frozenset({"sqlite", "postgresql", "mssql"})  # DROP/CREATE roll back
+_SWAP_PREFIX = "anonlab_"  # staged tables: anonlab_new_<hex>_<i>, anonlab_old_<hex>_<i>
 _PACKAGES = {  # driver module -> the package that installs it
     "psycopg": "'psycopg[binary]'", "psycopg2": "psycopg2-binary", "MySQLdb": "mysqlclient",
     "pymysql": "PyMySQL", "pyodbc": "pyodbc", "oracledb": "oracledb", "pymssql": "pymssql",
@@ -78,17 +91,30 @@ def parse_url(url: str, name: str) -> URL:
     from sqlalchemy.exc import ArgumentError
 
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
         raise AnonlabError(f"{name} '{_masked_text(url)}' is not a valid database URL "
                            f"({_first_line(exc)}): write it as "
                            "dialect://user:password@host/database, e.g. sqlite:///data.db",
                            parameter=name) from None
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise AnonlabError(f"{name} '{parsed.render_as_string(hide_password=True)}' is not a "
+                           f"valid database URL: port {parsed.port} is not a port number (1 "
+                           "to 65535)", parameter=name)
+    return parsed
 
 
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def _cause(exc: BaseException, url: URL) -> str:
+    """The first line of the driver's own error behind ``exc``, the password masked."""
+    text = _first_line(getattr(exc, "orig", None) or exc).split(" (Background on ")[0]
+    if url.password:
+        text = text.replace(str(url.password), "***")
+    return text
 
 
 def sqlite_file(url: URL) -> Path | None:
@@ -104,21 +130,33 @@ def sqlite_file(url: URL) -> Path | None:
 def open_engine(url: str, name: str, *, must_exist: bool) -> Engine:
     """An engine for ``url`` (the driver imported, nothing connected yet).
 
-    A SQLite file to read (``must_exist``) must be there: SQLite would
-    otherwise create an empty database and report a missing table.
+    A URL the dialect refuses (a SQLite URL with a user, password or host;
+    an argument the driver does not take) is a one-line error, as are an
+    unknown dialect and a driver that is not installed. A SQLite file to read
+    (``must_exist``) must be there: SQLite would otherwise create an empty
+    database and report a missing table.
     """
-    from sqlalchemy import create_engine
-    from sqlalchemy.exc import NoSuchModuleError
-
     parsed = parse_url(url, name)
     shown = parsed.render_as_string(hide_password=True)
+    engine = _create_engine(parsed, name, shown)
     path = sqlite_file(parsed)
     if path is not None and must_exist and not path.is_file():
+        engine.dispose()
         what = "is a folder" if path.is_dir() else "does not exist"
         raise AnonlabError(f"{name} '{shown}': the SQLite file '{path}' {what}: check the path "
                            "(sqlite:///relative.db or sqlite:////absolute.db)", parameter=name)
+    return engine
+
+
+def _create_engine(parsed: URL, name: str, shown: str) -> Engine:
+    """``create_engine(parsed)``, every refusal (and SQLAlchemy warning) as one line."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SAWarning
+
     try:
-        return create_engine(parsed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SAWarning)
+            return create_engine(parsed)
     except NoSuchModuleError:
         raise AnonlabError(f"{name} '{shown}': SQLAlchemy has no dialect "
                            f"'{parsed.drivername}': check the URL's scheme (e.g. sqlite, "
@@ -129,6 +167,16 @@ def open_engine(url: str, name: str, *, must_exist: bool) -> Engine:
         raise AnonlabError(f"{name} '{shown}': the database driver '{module}' is not "
                            f"installed: install it (pip install {package}) or name another "
                            "driver in the URL (dialect+driver://...)", parameter=name) from None
+    except (ArgumentError, SAWarning, TypeError, ValueError) as exc:
+        if parsed.get_backend_name() == "sqlite" and (parsed.username or parsed.password
+                                                      or parsed.host or parsed.port):
+            reason = "a SQLite URL names a file only, with no user, password, host or port"
+        else:
+            reason = _cause(exc, parsed)
+        raise AnonlabError(f"{name} '{shown}' is not a URL the {parsed.drivername} driver "
+                           f"accepts ({reason}): write it as sqlite:///relative.db, "
+                           "sqlite:////absolute.db or dialect://user:password@host/database",
+                           parameter=name) from None
 
 
 def check_target(name: str, target: DatabaseTarget) -> None:
@@ -140,6 +188,9 @@ def check_target(name: str, target: DatabaseTarget) -> None:
     engine.dispose()
     path = sqlite_file(engine.url)
     if path is None:
+        if engine.dialect.name == "sqlite" and engine.url.database in (None, "", ":memory:"):
+            raise AnonlabError(f"{name} {target} is an in-memory SQLite database, gone when "
+                               "the run ends: name a file (sqlite:///out.db)", parameter=name)
         return
     if path.is_dir():
         raise AnonlabError(f"{name} {target}: '{path}' is a folder: give a database file",
@@ -208,14 +259,15 @@ def fetch(url: str, *, table: str | None, query: str | None
             names = [str(k) for k in result.keys()]  # noqa: SIM118 (a Result, not a dict)
             rows = [tuple(r) for r in result]
     except SQLAlchemyError as exc:
-        what = f"table '{table}'" if table is not None else "the query"
-        cause = getattr(exc, "orig", None) or exc
-        if query is not None and _refused_write(engine, cause):
+        if query is not None and _refused_write(engine, getattr(exc, "orig", None) or exc):
             raise AnonlabError(f"query on '{shown}' would change the database, but a query is "
-                               f"read-only: an input is never changed ({_first_line(cause)}); "
-                               "give a single SELECT statement", parameter="query") from None
-        raise AnonlabError(f"cannot read {what} from '{shown}': {_first_line(cause)}",
-                           parameter="table" if table is not None else "query") from None
+                               f"read-only: an input is never changed ({_cause(exc, engine.url)}"
+                               "); give a single SELECT statement", parameter="query") from None
+        if table is not None:
+            raise AnonlabError(f"table '{table}' cannot be read from '{shown}': "
+                               f"{_cause(exc, engine.url)}", parameter="table") from None
+        raise AnonlabError(f"query cannot be run on '{shown}': {_cause(exc, engine.url)}; give "
+                           "a single SELECT statement", parameter="query") from None
     finally:
         engine.dispose()
     return names, rows
@@ -316,40 +368,225 @@ def _transactional_ddl(engine: Engine) -> None:
 
 
 def write_tables(url: str, tables: Sequence[tuple[str, pa.Table]], name: str = "output") -> None:
-    """Replace each named table in the database at ``url``, all inside one transaction.
+    """Replace each named table in the database at ``url``, all or nothing.
 
-    Every table is dropped if it exists, created with column types that follow
-    the Arrow types (text, integer, double, boolean, decimal, date, timestamp)
-    and filled; on any error the transaction is rolled back and the database
-    is left as it was.
+    Every table is created with column types that follow the Arrow types
+    (text, integer, double, boolean, decimal, date, timestamp) and filled.
+    Where DDL is transactional (:data:`TRANSACTIONAL_DDL`) the old tables
+    are dropped and the new ones made inside one transaction; elsewhere each
+    new table is filled under a unique name and renamed onto the old one at
+    the end (:func:`_replace_by_rename`). On any error the database is left
+    as it was, and the one-line error says so (or says exactly what is not).
     """
-    from sqlalchemy import Column, MetaData, Table, inspect
-    from sqlalchemy.exc import SQLAlchemyError
-
     engine = open_engine(url, name, must_exist=False)
-    shown = engine.url.render_as_string(hide_password=True)
     path = sqlite_file(engine.url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     _transactional_ddl(engine)
     try:
-        with engine.begin() as conn:
-            for table_name, data in tables:
-                schema, plain = _split_table(table_name)
-                if schema is not None and not inspect(conn).has_schema(schema):
-                    schema, plain = None, table_name
-                keys = [f"c{i}" for i in range(data.num_columns)]
-                columns = [Column(n, _column_type(data.schema.field(i).type), key=k)
-                           for i, (n, k) in enumerate(zip(data.column_names, keys,
-                                                          strict=True))]
-                sql_table = Table(plain, MetaData(), *columns, schema=schema)
-                sql_table.drop(conn, checkfirst=True)
-                sql_table.create(conn)
-                for rows in _rows(data, keys):
-                    conn.execute(sql_table.insert(), rows)
-    except SQLAlchemyError as exc:
-        cause = getattr(exc, "orig", None) or exc
-        raise AnonlabError(f"cannot write to '{shown}': {_first_line(cause)}; nothing was "
-                           "changed", parameter=name) from None
+        if engine.dialect.name in TRANSACTIONAL_DDL:
+            _replace_in_transaction(engine, tables, name)
+        else:
+            _replace_by_rename(engine, tables, name)
     finally:
         engine.dispose()
+
+
+def _write_errors() -> tuple[type[BaseException], ...]:
+    """What a failing write raises: the database's errors, and a value it cannot hold."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return SQLAlchemyError, OverflowError
+
+
+def _listed(tables: Sequence[tuple[str, pa.Table]]) -> str:
+    """``table 'a'`` or ``tables 'a', 'b'``."""
+    names = ", ".join(f"'{t}'" for t, _ in tables)
+    return f"table{'s' if len(tables) > 1 else ''} {names}"
+
+
+def _failed(engine: Engine, tables: Sequence[tuple[str, pa.Table]], exc: BaseException,
+            outcome: str, name: str) -> AnonlabError:
+    """The one-line error of a failed write: what failed, why, and what the database holds."""
+    shown = engine.url.render_as_string(hide_password=True)
+    return AnonlabError(f"{name}: writing {_listed(tables)} to '{shown}' failed "
+                        f"({_cause(exc, engine.url)}): {outcome}", parameter=name)
+
+
+def _target(conn: Connection, table_name: str) -> tuple[str | None, str]:
+    """The (schema, name) a table is written as: ``schema.table`` where that schema exists."""
+    from sqlalchemy import inspect
+
+    schema, plain = _split_table(table_name)
+    if schema is not None and not inspect(conn).has_schema(schema):
+        return None, table_name
+    return schema, plain
+
+
+def _sql_table(name: str, schema: str | None, data: pa.Table) -> Any:
+    """The SQLAlchemy ``Table`` that holds ``data`` (column keys ``c0``, ``c1``...)."""
+    from sqlalchemy import Column, MetaData, Table
+
+    columns = [Column(n, _column_type(data.schema.field(i).type), key=f"c{i}")
+               for i, n in enumerate(data.column_names)]
+    return Table(name, MetaData(), *columns, schema=schema)
+
+
+def _insert(conn: Connection, sql_table: Any, data: pa.Table) -> None:
+    """Insert every row of ``data`` into ``sql_table``, :data:`INSERT_ROWS` at a time."""
+    keys = [f"c{i}" for i in range(data.num_columns)]
+    for rows in _rows(data, keys):
+        conn.execute(sql_table.insert(), rows)
+
+
+def _replace_in_transaction(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
+                            name: str) -> None:
+    """``DROP``, ``CREATE`` and ``INSERT`` every table in one transaction (rolled back on
+    any error, and by the database itself when the writer dies)."""
+    try:
+        with engine.begin() as conn:
+            for table_name, data in tables:
+                schema, plain = _target(conn, table_name)
+                sql_table = _sql_table(plain, schema, data)
+                sql_table.drop(conn, checkfirst=True)
+                sql_table.create(conn)
+                _insert(conn, sql_table, data)
+    except _write_errors() as exc:
+        raise _failed(engine, tables, exc, "the write was rolled back, nothing was changed "
+                      f"(any previous {_listed(tables)} is as it was)", name) from None
+
+
+@dataclass
+class _Swap:
+    """One table written by renaming: the target, its staged copy, where the old one goes."""
+
+    schema: str | None
+    table: str
+    new: str
+    old: str
+    moved_old: bool = False  # the old table now has the name ``old``
+    placed: bool = False  # the staged copy now has the name ``table``
+
+
+def _replace_by_rename(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
+                       name: str) -> None:
+    """Fill each table under a new unique name, then rename it onto the old table.
+
+    For databases whose DDL commits by itself (MySQL, MariaDB, Oracle...): the
+    old table is untouched until every new table is complete; the renames
+    come last (one atomic ``RENAME TABLE`` on MySQL and MariaDB, else
+    ``ALTER TABLE ... RENAME TO`` per table, undone on a failure). A failure
+    before the renames drops the staged tables again.
+    """
+    token = secrets.token_hex(4)
+    swaps: list[_Swap] = []
+    try:
+        for i, (table_name, data) in enumerate(tables):
+            with engine.begin() as conn:
+                schema, plain = _target(conn, table_name)
+                swap = _Swap(schema, plain, f"{_SWAP_PREFIX}new_{token}_{i}",
+                             f"{_SWAP_PREFIX}old_{token}_{i}")
+                swaps.append(swap)
+                sql_table = _sql_table(swap.new, schema, data)
+                sql_table.create(conn)
+                _insert(conn, sql_table, data)
+    except _write_errors() as exc:
+        left = _drop_quietly(engine, [(s.schema, s.new) for s in swaps])
+        raise _failed(engine, tables, exc, _untouched(tables, left), name) from None
+    try:
+        _rename_all(engine, swaps)
+    except _write_errors() as exc:
+        raise _failed(engine, tables, exc, _after_rename_failure(engine, tables, swaps),
+                      name) from None
+    _drop_quietly(engine, [(s.schema, s.old) for s in swaps if s.moved_old])
+
+
+def _untouched(tables: Sequence[tuple[str, pa.Table]], left: list[str]) -> str:
+    """The outcome of a failure before any rename: the old tables were never touched."""
+    if not left:
+        return f"nothing was changed (any previous {_listed(tables)} is as it was)"
+    return (f"any previous {_listed(tables)} is as it was, but the partly filled new table "
+            f"{', '.join(left)} could not be dropped: drop it by hand")
+
+
+def _qualified(engine: Engine, schema: str | None, table: str) -> str:
+    """``table`` (with its schema) quoted as the database needs."""
+    preparer = engine.dialect.identifier_preparer
+    quoted = preparer.quote(table)
+    return quoted if schema is None else f"{preparer.quote_schema(schema)}.{quoted}"
+
+
+def _rename_all(engine: Engine, swaps: list[_Swap]) -> None:
+    """Give every staged table its target's name, the old tables moved aside first."""
+    from sqlalchemy import inspect
+
+    with engine.connect() as conn:
+        inspector = inspect(conn)
+        existing = [s for s in swaps if inspector.has_table(s.table, schema=s.schema)]
+    if engine.dialect.name in ("mysql", "mariadb"):  # one statement, atomic
+        pairs = [(_qualified(engine, s.schema, s.table), _qualified(engine, s.schema, s.old))
+                 for s in existing]
+        pairs += [(_qualified(engine, s.schema, s.new), _qualified(engine, s.schema, s.table))
+                  for s in swaps]
+        with engine.begin() as conn:
+            conn.exec_driver_sql("RENAME TABLE " + ", ".join(f"{a} TO {b}" for a, b in pairs))
+        for s in swaps:
+            s.moved_old, s.placed = s in existing, True
+        return
+    for s in swaps:  # each rename committed on its own: the flags say what is done
+        if s in existing:
+            _rename(engine, s.schema, s.table, s.old)
+            s.moved_old = True
+        _rename(engine, s.schema, s.new, s.table)
+        s.placed = True
+
+
+def _rename(engine: Engine, schema: str | None, table: str, to: str) -> None:
+    """``ALTER TABLE schema.table RENAME TO to``, committed."""
+    to_name = engine.dialect.identifier_preparer.quote(to)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"ALTER TABLE {_qualified(engine, schema, table)} RENAME TO "
+                             f"{to_name}")
+
+
+def _after_rename_failure(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
+                          swaps: list[_Swap]) -> str:
+    """Undo the renames done so far and drop the staged tables; the outcome, as it is."""
+    broken: list[_Swap] = []
+    for s in reversed(swaps):
+        try:
+            if s.placed:
+                _rename(engine, s.schema, s.table, s.new)
+                s.placed = False
+            if s.moved_old:
+                _rename(engine, s.schema, s.old, s.table)
+                s.moved_old = False
+        except _write_errors():
+            broken.append(s)
+    if broken:
+        return "the renames could not all be undone: " + "; ".join(map(_where, broken))
+    left = _drop_quietly(engine, [(s.schema, s.new) for s in swaps])
+    return _untouched(tables, left)
+
+
+def _where(s: _Swap) -> str:
+    """Where the old and the new rows of one half-renamed table are."""
+    if s.placed:
+        return f"table '{s.table}' holds the new rows" + (
+            f" and the previous one is now '{s.old}'" if s.moved_old else "")
+    return (f"there is no table '{s.table}': the previous one is now '{s.old}' and the new "
+            f"rows are in '{s.new}'")
+
+
+def _drop_quietly(engine: Engine, names: Sequence[tuple[str | None, str]]) -> list[str]:
+    """Drop the tables ``names`` where they exist; returns those that could not be dropped."""
+    from sqlalchemy import MetaData, Table
+
+    left = []
+    for schema, table in names:
+        try:
+            with engine.begin() as conn:
+                Table(table, MetaData(), schema=schema).drop(conn, checkfirst=True)
+        except _write_errors():
+            left.append(f"'{table}'")
+    return left
