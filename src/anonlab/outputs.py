@@ -11,10 +11,13 @@
    targets, in one go at :meth:`Outputs.commit`; on any error they are removed
    and no target is touched.
 
-Temporary files left by a run that was killed (``kill -9``) carry that run's
-host name and process id; a later run on the same host writing to the same
-folder removes those whose process is gone (never other hosts' files, files of
-other programs, nor anything in the system's temporary folder).
+Temporary files and staged folders left by a run that was killed (``kill
+-9``) carry that run's host name and process id; every run on the same host,
+as it starts, removes those in each of its outputs' folders whose process is
+gone, or whose process id now belongs to a process started after they were
+last written (the id was reused): never another live run's, other hosts'
+files, files of other programs, nor anything in the system's temporary folder
+(:func:`remove_stale_temps`).
 
 Inputs are never overwritten: an output may not be an input file, lie inside
 an input folder (a Parquet dataset), be the file of an input SQLite database,
@@ -40,7 +43,9 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
@@ -97,16 +102,47 @@ def _process_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True  # exists, owned by someone else
+    except (PermissionError, OverflowError):
+        return True  # exists, owned by someone else (or no process id we can ask about)
     return True
 
 
-def remove_stale_temps(folder: Path) -> list[Path]:
-    """Remove temporary files in ``folder`` left by runs that no longer exist; returns them.
+#: seconds of doubt between a file's time and a process's start (the boot time is whole
+#: seconds): within them a file counts as the process's own
+START_SLACK = 2.0
 
-    Only this host's anonlab temporary files whose process is gone are
-    removed; the system's temporary folder is never swept.
+
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), from ``/proc`` (Linux);
+    ``None`` where that is not known."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        ticks = int(fields[fields.rindex(")") + 2:].split()[19])  # field 22, starttime
+        boot = next(int(line.split()[1]) for line in
+                    Path("/proc/stat").read_text(encoding="ascii").splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _writer_gone(pid: int, written: float) -> bool:
+    """Whether the process that made a temporary entry (last changed at ``written``) has
+    ended: no process has its id, or the one that has it started after the entry last
+    changed (a change time no one can set back, and one a rename renews)."""
+    if not _process_alive(pid):
+        return True
+    started = process_started(pid)
+    return started is not None and written < started - START_SLACK
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Remove the temporary files and staged folders in ``folder`` left by runs that no
+    longer exist; returns them.
+
+    Only this host's anonlab temporary entries (``.NAME.anonlab-HOST-PID-RANDOM.tmp``)
+    whose writer is gone are removed (:func:`_writer_gone`); symbolic links are
+    never followed and the system's temporary folder is never swept.
     """
     removed: list[Path] = []
     try:
@@ -120,9 +156,16 @@ def remove_stale_temps(folder: Path) -> list[Path]:
         if match is None:
             continue
         try:
-            if not _process_alive(int(match["pid"])) and entry.is_file():
+            info = entry.lstat()
+            if not _writer_gone(int(match["pid"]), max(info.st_mtime, info.st_ctime)):
+                continue
+            if stat.S_ISREG(info.st_mode):
                 entry.unlink()
-                removed.append(entry)
+            elif stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(entry)
+            else:
+                continue
+            removed.append(entry)
         except OSError:
             continue
     return removed

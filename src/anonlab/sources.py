@@ -21,7 +21,7 @@ import csv
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from anonlab.errors import AnonlabError
 
@@ -320,7 +320,12 @@ def read_parquet(path: Path, text: bool) -> pa.Table:
 
 def _open_workbook(fh: BinaryIO, path: Path) -> Any:
     """The workbook in the open file ``fh`` (a file object: openpyxl would refuse a path
-    whose extension is not .xlsx, such as a staged ``.tmp`` file)."""
+    whose extension is not .xlsx, such as a staged ``.tmp`` file).
+
+    A workbook any of whose parts declares a DTD (``<!DOCTYPE``, entities: the
+    "billion laughs" that expands a few bytes into gigabytes) is refused before
+    openpyxl parses anything (:func:`refuse_dtds`).
+    """
     from zipfile import BadZipFile
 
     from openpyxl import load_workbook  # type: ignore[import-untyped]
@@ -330,11 +335,106 @@ def _open_workbook(fh: BinaryIO, path: Path) -> Any:
         raise AnonlabError(f"file '{path}' is not an Excel workbook (an .xlsx file is a zip "
                            "archive): if it holds CSV text, name it .csv")
     fh.seek(0)
+    refuse_dtds(fh, path)
+    fh.seek(0)
     try:
         return load_workbook(fh, read_only=True, data_only=True)
-    except (BadZipFile, InvalidFileException, KeyError, OSError, ValueError) as exc:
-        raise AnonlabError(f"file '{path}' is not a readable Excel workbook ({exc}): save it "
-                           "again as .xlsx") from None
+    except (BadZipFile, InvalidFileException, KeyError, OSError, ValueError,
+            SyntaxError) as exc:  # SyntaxError: the XML parser's ParseError
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: BaseException) -> AnonlabError:
+    """The one line for a workbook that is damaged or no workbook at all."""
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return AnonlabError(f"file '{path}' is not a readable Excel workbook ({detail}): save it "
+                        "again as .xlsx")
+
+
+#: bytes of a part that are searched for a DTD when the XML parser cannot read its start
+DTD_SCAN_BYTES = 1 << 16
+_DTD_MARKS = tuple(mark.encode(codec) for mark in ("<!DOCTYPE", "<!ENTITY")
+                   for codec in ("ascii", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be",
+                                 "cp037", "cp500"))
+
+
+class _PrologEndError(Exception):
+    """Raised by the prolog parser where the prolog ends: at a DTD or at the root element."""
+
+    def __init__(self, dtd: bool) -> None:
+        super().__init__(dtd)
+        self.dtd = dtd
+
+
+def refuse_dtds(fh: BinaryIO, path: Path) -> None:
+    """Refuse a workbook (the zip archive in ``fh``) any of whose parts declares a DTD.
+
+    Each part's prolog, everything before its root element (where alone XML
+    allows a ``<!DOCTYPE``, and with it ``<!ENTITY``), is read by the XML
+    parser openpyxl uses, in whatever encoding the part declares; the parser
+    stops at the root element, so a sheet of any size costs a few bytes. A
+    part the parser cannot start on (an image, or XML in an encoding only
+    another parser reads) is searched for the two markups in its first
+    :data:`DTD_SCAN_BYTES` bytes, in UTF-8, UTF-16 and UTF-32.
+    """
+    import zipfile
+    import zlib
+
+    try:
+        part = _part_with_dtd(fh)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
+            RuntimeError, OSError, ValueError) as exc:  # RuntimeError: an encrypted part
+        raise _unreadable(path, exc) from None
+    if part is not None:
+        raise AnonlabError(f"file '{path}' declares a DTD or entities in its part '{part}': "
+                           "refused, as entity expansion can exhaust the memory (spreadsheet "
+                           "programs never write one); save the workbook again from a "
+                           "spreadsheet program")
+
+
+def _part_with_dtd(fh: BinaryIO) -> str | None:
+    """The name of the first part of the zip archive in ``fh`` that declares a DTD."""
+    import zipfile
+
+    with zipfile.ZipFile(fh) as archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            with archive.open(info) as part:
+                if _declares_dtd(part):
+                    return info.filename
+    return None
+
+
+def _declares_dtd(part: IO[bytes]) -> bool:
+    """Whether the XML ``part`` declares a DTD before its root element (see
+    :func:`refuse_dtds`)."""
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate()
+
+    def dtd(*_args: Any) -> None:
+        raise _PrologEndError(dtd=True)
+
+    def root(*_args: Any) -> None:
+        raise _PrologEndError(dtd=False)
+
+    parser.StartDoctypeDeclHandler = dtd
+    parser.EntityDeclHandler = dtd
+    parser.StartElementHandler = root
+    head = b""
+    try:
+        while chunk := part.read(8192):
+            if len(head) < DTD_SCAN_BYTES:
+                head += chunk[:DTD_SCAN_BYTES - len(head)]
+            parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except _PrologEndError as end:
+        return end.dtd
+    except (expat.ExpatError, ValueError):  # ValueError: a multi-byte encoding it lacks
+        head += part.read(max(0, DTD_SCAN_BYTES - len(head)))
+        return any(mark in head for mark in _DTD_MARKS)
+    return False
 
 
 def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Table:
@@ -361,6 +461,8 @@ def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Ta
                                    f"{', '.join(book.sheetnames)}", parameter="sheet")
             worksheet.reset_dimensions()  # rows as stored: no extra pass to measure the sheet
             rows = [list(r) for r in worksheet.iter_rows(values_only=True)]
+        except (KeyError, OSError, SyntaxError) as exc:  # a damaged sheet, read only now
+            raise _unreadable(path, exc) from None
         finally:
             book.close()
     while rows and all(v is None or v == "" for v in rows[-1]):

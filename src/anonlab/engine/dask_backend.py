@@ -12,16 +12,27 @@ the workers must see the same file system (a local cluster does).
 
 A worker that dies takes its results with it; the scheduler recomputes them
 from the pieces, so the result is the same. A worker that keeps dying
-(``distributed.scheduler.allowed-failures``, 3 by default) ends the run with a
-one-line error naming ``memory_limit``. A merge that would need more than
-:data:`~anonlab.engine.kernels.MEMORY_SHARE` of a worker's memory limit is
-refused before it starts, with the same parameter named.
+(``distributed.scheduler.allowed-failures``, 3 by default), or a lost connection
+to a worker that died or was killed (``CommClosedError``, ``StreamClosedError``),
+ends the run with a one-line error naming ``memory_limit`` (the usual cause: a
+worker killed for using more memory than it may) and fewer workers as the cure.
+A merge that would need more than :data:`~anonlab.engine.kernels.MEMORY_SHARE`
+of a worker's memory limit is refused before it starts, with the same
+parameter named.
+
+A scheduler address is checked before it is joined (:func:`check_address`):
+it must read ``scheme://host:port`` (``tcp``, ``tls``...) and hold no user
+name or password (a Dask address never does; a message shows such a password
+as ``***``). Nothing but the one error line reaches standard error when the
+scheduler cannot be joined.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from anonlab.engine import kernels
@@ -34,6 +45,8 @@ from anonlab.progress import ProgressFn, report_to
 #: below this a Dask worker process (Python, NumPy, pandas, pyarrow loaded) cannot run
 MIN_WORKER_MEMORY = 256 * 2**20
 SPLIT_EVERY = kernels.SPLIT_EVERY
+#: seconds to reach a scheduler (and to wait for its first worker) when none is given
+CONNECT_TIMEOUT = 10.0
 
 
 class RemoteError(Exception):
@@ -79,12 +92,12 @@ class DaskEngine(EngineBase):
     """Runs every pass as Dask tasks (see the module text).
 
     ``scheduler`` is an address such as ``tcp://host:8786`` (``connect_timeout``
-    seconds to reach it); otherwise a local cluster of ``workers`` processes
-    (default: one per core) of ``memory_limit`` each (bytes or ``"4GB"``;
-    default: Dask's share of this machine's memory) is started, threads
-    instead of processes with ``processes=False``. With a scheduler,
-    ``memory_limit`` caps the memory the engine plans a task with (the
-    workers' own limits are read from the scheduler).
+    seconds to reach it, :data:`CONNECT_TIMEOUT` by default); otherwise a local
+    cluster of ``workers`` processes (default: one per core) of ``memory_limit``
+    each (bytes or ``"4GB"``; default: Dask's share of this machine's memory)
+    is started, threads instead of processes with ``processes=False``. With a
+    scheduler, ``memory_limit`` caps the memory the engine plans a task with
+    (the workers' own limits are read from the scheduler).
     """
 
     name = "dask"
@@ -92,7 +105,8 @@ class DaskEngine(EngineBase):
     def __init__(self, *, scheduler: str | None = None, workers: int | None = None,
                  memory_limit: int | str | None = None, processes: bool = True,
                  threads_per_worker: int = 1, batch_rows: int = BATCH_ROWS,
-                 split_every: int = SPLIT_EVERY, connect_timeout: float = 10.0) -> None:
+                 split_every: int = SPLIT_EVERY, connect_timeout: float | None = None
+                 ) -> None:
         limit = parse_memory_limit(memory_limit)
         if split_every < 2:
             raise AnonlabError(f"split_every must be at least 2 (got {split_every})",
@@ -103,12 +117,19 @@ class DaskEngine(EngineBase):
                 raise AnonlabError("workers applies to a local cluster only: leave workers out "
                                    "when joining a scheduler (its workers are its own)",
                                    parameter="workers")
-            self.client = _connect(scheduler, connect_timeout)
+            timeout = CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+            self.client = _connect(scheduler, timeout)
         else:
             self.cluster, self.client = _local_cluster(workers, limit, processes,
                                                        threads_per_worker)
-        self.memory_limit = _effective_limit(self.client, limit)
-        self.client.run(warm_worker)
+        self.memory_limit = limit
+        try:
+            with self._worker_deaths():
+                self.memory_limit = _effective_limit(self.client, limit)
+                self.client.run(warm_worker)
+        except BaseException:
+            self.close()
+            raise
         budget = (None if self.memory_limit is None
                   else int(self.memory_limit * kernels.MEMORY_SHARE))
         super().__init__(batch_rows=batch_rows, budget=budget)
@@ -143,7 +164,7 @@ class DaskEngine(EngineBase):
             self._wait(futures, progress, step)
             return list(self._run(lambda: self.client.gather(futures)))
         except BaseException:
-            self.client.cancel(futures, force=True)  # nothing left running on a failed run
+            self._cancel(futures)  # nothing left running on a failed run
             raise
 
     def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
@@ -168,7 +189,7 @@ class DaskEngine(EngineBase):
                        fail_fast=True)
             result: kernels.PartialFrequencySet = self._run(final.result)
         except BaseException:
-            self.client.cancel([final], force=True)  # its pending merges and pieces too
+            self._cancel([final])  # its pending merges and pieces too
             raise
         return result
 
@@ -191,54 +212,154 @@ class DaskEngine(EngineBase):
                 self._run(future.result)
             report(step, done, total)
 
+    def _cancel(self, futures: list[Any]) -> None:
+        """Cancel ``futures`` on a failed run; a cluster that is gone has nothing to cancel
+        (the run's own error is the one to show)."""
+        with contextlib.suppress(OSError, TimeoutError):
+            self.client.cancel(futures, force=True)
+
     def _run(self, get: Callable[[], Any]) -> Any:
         """``get()`` with the workers' errors as one-line AnonlabErrors."""
+        with self._worker_deaths():
+            try:
+                return get()
+            except RemoteError as exc:
+                raise AnonlabError(exc.message, parameter=exc.parameter) from None
+            except kernels.FrequencySetTooLarge as exc:
+                raise too_large(exc, self.memory_limit) from None
+            except kernels.UnknownValue as exc:
+                raise unknown_value(exc) from None
+
+    @contextlib.contextmanager
+    def _worker_deaths(self) -> Iterator[None]:
+        """A worker that died or was killed (``KilledWorker``; a connection to it closed:
+        ``CommClosedError``, ``StreamClosedError``) as one line naming ``memory_limit``."""
         from distributed import KilledWorker
+        from distributed.comm.core import CommClosedError
+        from tornado.iostream import StreamClosedError
 
         try:
-            return get()
-        except RemoteError as exc:
-            raise AnonlabError(exc.message, parameter=exc.parameter) from None
-        except kernels.FrequencySetTooLarge as exc:
-            raise too_large(exc, self.memory_limit) from None
-        except kernels.UnknownValue as exc:
-            raise unknown_value(exc) from None
+            yield
         except KilledWorker as exc:
-            limit = ("Dask's default" if self.memory_limit is None
-                     else f"{self.memory_limit / 2**20:,.0f} MiB")
-            raise AnonlabError(
-                f"memory_limit ({limit} a worker) may be too small: a Dask worker died again "
-                f"and again running task {exc.task!r}; raise memory_limit, lower batch_rows, "
-                "or check the workers' logs", parameter="memory_limit") from None
+            raise worker_died(self.memory_limit, f"again and again running task {exc.task!r}"
+                              ) from None
+        except (CommClosedError, StreamClosedError) as exc:
+            raise worker_died(self.memory_limit, f"while the run needed it "
+                              f"({type(exc).__name__})") from None
+
+
+def worker_died(memory_limit: int | None, when: str) -> AnonlabError:
+    """The one line for a Dask worker that died or was killed ``when``."""
+    limit = ("Dask's default" if memory_limit is None
+             else f"{memory_limit / 2**20:,.0f} MiB")
+    return AnonlabError(
+        f"memory_limit ({limit} a worker) may be too small: a Dask worker process died or was "
+        f"killed {when}, most often for using more memory than its limit; raise memory_limit, "
+        "use fewer workers (each then gets more memory), lower batch_rows, or check the "
+        "workers' logs", parameter="memory_limit")
+
+
+def shown_address(scheduler: str) -> str:
+    """``scheduler`` as a message shows it: a password (``user:password@``) as ``***``;
+    a user name given alone is hidden as well."""
+    scheme, sep, rest = scheduler.rpartition("://")
+    if "@" not in rest:
+        return scheduler
+    userinfo, _, location = rest.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    hidden = f"{user}:***" if colon else "***"
+    return f"{scheme}{sep}{hidden}@{location}"
+
+
+def check_address(scheduler: str) -> str:
+    """``scheduler`` checked as a Dask address (``scheme://host:port``), stripped.
+
+    One-line errors naming ``scheduler``, its password shown as ``***``: a
+    user or password (no Dask address has one), an unknown scheme, a missing
+    or bad host or port.
+    """
+    from distributed.comm.addressing import get_address_host_port
+
+    address = scheduler.strip()
+    shown = shown_address(address)
+    usage = "write it as tcp://host:port (or tls://host:port), e.g. tcp://127.0.0.1:8786"
+    if not address:
+        raise AnonlabError(f"scheduler is empty: {usage}", parameter="scheduler")
+    if "@" in address:
+        raise AnonlabError(f"scheduler '{shown}' holds a user name or password, which a Dask "
+                           f"address never has: {usage} (TLS certificates go in Dask's "
+                           "configuration)", parameter="scheduler")
+    try:
+        host, port = get_address_host_port(address)
+    except (ValueError, TypeError) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise AnonlabError(f"scheduler '{shown}' is not a Dask scheduler address "
+                           f"({shown_address(detail)}): {usage}", parameter="scheduler"
+                           ) from None
+    if not host or not 1 <= port <= 65535:
+        raise AnonlabError(f"scheduler '{shown}' is not a Dask scheduler address (host "
+                           f"'{host}', port {port}; a port is 1 to 65535): {usage}",
+                           parameter="scheduler")
+    return address
 
 
 def _connect(scheduler: str, timeout: float) -> Any:
-    """A client of the scheduler at ``scheduler``; one-line errors naming ``scheduler``."""
+    """A client of the scheduler at ``scheduler``; one-line errors naming ``scheduler``.
+
+    Nothing but that line reaches standard error: distributed's log lines are
+    held back while connecting, and a client that failed half-way is closed at
+    once (its finalizer would otherwise wait and print an ignored exception).
+    """
     import distributed
 
+    address = check_address(scheduler)
     client_class: Any = distributed.Client
+    client: Any = client_class.__new__(client_class)
     try:
-        client: Any = client_class(scheduler, timeout=timeout, set_as_default=False)
+        with _quiet_distributed():
+            client.__init__(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        _abandon(client)
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise AnonlabError(f"scheduler '{scheduler}' cannot be reached within {timeout:g} s "
+        raise AnonlabError(f"scheduler '{address}' cannot be reached within {timeout:g} s "
                            f"({detail}): check the address (tcp://host:port) and that a Dask "
                            "scheduler runs there", parameter="scheduler") from None
+    except BaseException:
+        _abandon(client)
+        raise
     try:
         client.wait_for_workers(1, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         client.close()
-        raise AnonlabError(f"scheduler '{scheduler}' has no workers (waited {timeout:g} s): "
-                           "start workers with dask worker " + scheduler,
+        raise AnonlabError(f"scheduler '{address}' has no workers (waited {timeout:g} s): "
+                           "start workers with dask worker " + address,
                            parameter="scheduler") from exc
     return client
+
+
+@contextlib.contextmanager
+def _quiet_distributed() -> Iterator[None]:
+    """distributed's log lines held back (only critical ones pass) for the block."""
+    log = logging.getLogger("distributed")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _abandon(client: Any) -> None:
+    """Stop a client whose start failed, so that its finalizer has nothing left to do."""
+    with contextlib.suppress(Exception):
+        if getattr(client, "status", None) != "closed":
+            client.status = "closed"
+            client._loop_runner.stop()
 
 
 def _local_cluster(workers: int | None, limit: int | None, processes: bool,
                    threads: int) -> tuple[Any, Any]:
     """Start a LocalCluster and its client."""
-    import logging
-
     import distributed
 
     client_class: Any = distributed.Client

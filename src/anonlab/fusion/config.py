@@ -74,6 +74,9 @@ SENSITIVITY_LEVELS = (1, 2, 3, 4, 5)
 
 _PATH_KEYS = {"file", "ca", "cert", "key"}
 
+MIN_PORT, MAX_PORT = 1, 65535
+"""The TCP ports a party's ``port`` and ``mpc_port`` may name."""
+
 ROLE_LISTS = ("identifying", "sensitive", "insensitive")
 """The role lists of ``[fusion]`` and of each party (quasi-identifiers are the template columns)."""
 
@@ -334,6 +337,7 @@ class FusionConfig(BaseModel):
                                " the record id needs its own column (or id = \"\" for row "
                                "numbers)")
         self._check_party_ids()
+        self._check_ports()
         owners = self._column_owners()
         self._check_helpers()
         self._check_templates(owners)
@@ -347,6 +351,16 @@ class FusionConfig(BaseModel):
             if p.id in seen_ids:
                 raise AnonlabError(f"party id '{p.id}' is used twice: give every party its own id")
             seen_ids.add(p.id)
+
+    def _check_ports(self) -> None:
+        """Every ``port`` and ``mpc_port`` given is a TCP port, 1 to 65535 (refused when the
+        config is read, not after a connect timeout)."""
+        for p in self.parties:
+            for field in ("port", "mpc_port"):
+                value = getattr(p, field)
+                if value is not None and not MIN_PORT <= value <= MAX_PORT:
+                    raise AnonlabError(f"party '{p.id}': {field} = {value} is not a TCP port: "
+                                       f"give a free port from {MIN_PORT} to {MAX_PORT}")
 
     def _column_owners(self) -> dict[str, str]:
         """Column -> the provider listing it; every provider has a file and distinct columns."""

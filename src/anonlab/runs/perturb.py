@@ -311,6 +311,30 @@ def _check_known(known: Sequence[int]) -> None:
                            "[2, 5, 10]", parameter="known")
 
 
+def check_known_records(known: Sequence[int], records: int, attack_records: int,
+                        limit: str = "attack_records") -> None:
+    """Refuse a ``known`` count that is not below the records the attacks run on.
+
+    The attacks run on ``min(records, attack_records)`` records (``limit`` names
+    the parameter that caps them); an attacker who knows that many records
+    or more has nothing left to recover, so such a count would be dropped
+    without a word.
+    """
+    scope = min(records, attack_records)
+    too_many = [m for m in known if m >= scope]
+    if too_many:
+        cap = ("the whole table" if records <= attack_records
+               else f"{limit} is {attack_records:,}")
+        raise AnonlabError(f"known {_counts(too_many)} is not below the {scope:,} records the "
+                           f"attacks run on ({cap}): give known counts below {scope:,}",
+                           parameter="known")
+
+
+def _counts(values: Sequence[int]) -> str:
+    """``5`` or ``[5, 10]``: one count alone, several as a list."""
+    return str(values[0]) if len(values) == 1 else str(list(values))
+
+
 def _check_perturb(s: PerturbSettings) -> None:
     """Refuse settings pydantic's types let through (before anything is read)."""
     from anonlab.perturbation.library import check_min_privacy, check_seed
@@ -378,6 +402,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
         table = perturbed_table(_read(s.input, s), s)
+        check_known_records(s.known, len(table.frame), s.attack_records)
         roles, by_other, data = table.roles, table.by_other, table.numeric
         frame, dropped = _without_identifying(table.frame, roles)
         del table  # the frame with its identifying columns is not needed again
@@ -500,12 +525,10 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
     inputs = [_file_of(s.original), _file_of(s.released), _file_of(s.sample)]
     with Outputs({"report": s.report, "html": s.html}, inputs=inputs) as outputs:
         names, z, released, sample, roles = _attack_data(s)
+        check_known_records(s.known, int(z.shape[0]), s.max_records or int(z.shape[0]),
+                            limit="max_records")
         rows = attack_subset(z.shape[0], s.max_records or z.shape[0], s.seed)
-        usable = [m for m in s.known if m < rows.size]
-        if not usable:
-            raise AnonlabError(f"known {s.known} leaves no record to attack: use fewer known "
-                               f"records than {rows.size}", parameter="known")
-        table = attack_table(z[rows], released[rows], usable, seed=s.seed, sample=sample,
+        table = attack_table(z[rows], released[rows], s.known, seed=s.seed, sample=sample,
                              centre=released.mean(axis=0), progress=progress)
         message = warn_if_recoverable(table)
         report = _header("attack", s, {"original": s.original, "released": s.released,
@@ -725,6 +748,7 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
         shareable,
     )
 
+    check_known_records(s.known, int(z.shape[0]), s.attack_records)  # engine runs: a sample
     # the seed regenerates the transform (pairing, matrices, noise): key material
     report = _header("perturb", s, {"data": s.input}, outputs.path("report"),
                      exclude={"key", "seed"})
@@ -744,7 +768,8 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
         report.update(summary if s.internal else shareable(summary))
     else:
         message = recoverability_check(z, released, known=s.known, seed=seed % 2**32,
-                                       attack_records=s.attack_records, progress=progress)
+                                       attack_records=s.attack_records,
+                                       ties=key.noise_scale == 0, progress=progress)
         report.update({"method": key.method, "columns": list(key.columns),
                        "records": int(z.shape[0]), "blocks_count": len(key.blocks),
                        "warnings": [message] if message else []})
