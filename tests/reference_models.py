@@ -5,7 +5,9 @@ definition (ARX 3.9's, as docs/privacy_models.md states them), sharing no code
 with the search's models (``anonlab.privacy``) or the release checker
 (``anonlab.verify.criteria``). Each takes the table (one row per released
 record), the quasi-identifier columns and the sensitive column; ``q`` is the
-distribution of the sensitive values over the whole table.
+distribution of the sensitive values over the whole table. delta-presence,
+which counts the population too, takes each record's generalized
+quasi-identifiers instead (:func:`delta_presence_holds`).
 """
 
 from __future__ import annotations
@@ -116,3 +118,27 @@ def delta_disclosure(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) ->
     q = overall(frame, sensitive)
     return max(abs(math.log2(p / q[v])) for h in histograms(frame, qis, sensitive)
                for v, p in shares(h).items())
+
+
+def delta_presence_holds(population: Sequence[tuple[str, ...]],
+                         subset: Sequence[tuple[str, ...]],
+                         released: Sequence[tuple[str, ...]],
+                         dmin: float, dmax: float, judge_empty: bool) -> bool:
+    """(dmin, dmax)-presence as ARX 3.9 judges one transformation, class by class.
+
+    ``population``, ``subset`` and ``released`` give each record's generalized
+    quasi-identifiers: every population record, every research-subset record
+    (suppressed ones too) and the released subset records. A class of the
+    population with released records needs ``dmin <= released / population <=
+    dmax``; one whose subset records were all suppressed is not judged; one
+    with no subset record has delta 0, judged only when ``judge_empty`` (no
+    model of the combination has a minimal class size).
+    """
+    pcount, count, shown = Counter(population), Counter(subset), Counter(released)
+    for cls, size in pcount.items():
+        if count[cls] == 0:
+            if judge_empty and not dmin <= 0.0 <= dmax:
+                return False
+        elif shown[cls] and not dmin - 1e-9 <= shown[cls] / size <= dmax + 1e-9:
+            return False
+    return True

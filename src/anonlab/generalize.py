@@ -223,13 +223,20 @@ def criteria_report(
 
     ``parameters`` are the model's settings but its name (``attribute``
     included), so ``{"model": ..., **parameters}`` rebuilds it; ``satisfied``
-    says whether the released classes meet it; ``achieved`` gives the values
-    the release reaches (the smallest l, the largest t, ...). ``classes`` is
+    says whether the released classes meet it (for delta-presence also its
+    classes of population records only, where ARX judges them:
+    :func:`~anonlab.privacy.presence.whole_node_conditions_judged`);
+    ``achieved`` gives the values the release reaches (the smallest l, the
+    largest t, ...). ``classes`` is
     the node's :class:`~anonlab.lattice.classes.NodeClasses`.
     ``report_paths`` may rewrite file parameters (a function of a path).
     """
+    from anonlab.privacy.presence import whole_node_conditions_judged
+
     stats = classes.stats
     outliers = classes.outliers
+    # delta-presence's classes without subset records count only where ARX judges them
+    judged = whole_node_conditions_judged(criteria)
     entries = []
     for criterion in criteria:
         spec = describe(criterion)
@@ -243,7 +250,7 @@ def criteria_report(
             "model": model,
             "parameters": spec,
             "satisfied": bool(criterion.holds(stats, outliers)
-                              and criterion.acceptable(stats, outliers)),
+                              and (not judged or criterion.acceptable(stats, outliers))),
             "achieved": _plain(criterion.achieved(stats, outliers)),
         })
     return entries

@@ -10,12 +10,19 @@ records only (``counts == 0``).
   individuals from shared databases", SIGMOD 2007; ARX ``DPresence``): the
   probability that a population record of a class is in the research subset,
   ``delta = count / pcount`` (0 for a class with no subset record), must lie
-  in ``[dmin, dmax]``. A subset class outside the range is suppressed; a class
-  of population records only cannot be, so when it violates the range the
-  whole node fails (:meth:`DeltaPresence.acceptable`, with ARX's rule for
-  when that check takes place in :func:`model_acceptable`). ARX declares it
-  monotone with generalization (``delta`` of merged classes is a weighted
-  mean of theirs) but not with suppression.
+  in ``[dmin, dmax]``. The classes judged are the population's at the node,
+  ``count`` their research-subset records *before* suppression (ARX
+  ``HashGroupify.addInternal``). A class with subset records outside the
+  range is suppressed (those records count against the limit) and that is
+  all: the release then holds none of its records, but it is not judged
+  again as a class of delta 0. A class of population records only cannot be
+  suppressed, so when its delta of 0 is below ``dmin`` the whole node fails
+  (:meth:`DeltaPresence.acceptable`; ARX ``HashGroupify.analyzeAll``,
+  ``entry.count == 0``), unless a criterion declares a minimal class size,
+  which ARX checks first and which such a class never reaches
+  (:func:`whole_node_conditions_judged`). ARX declares it monotone with
+  generalization (``delta`` of merged classes is a weighted mean of theirs)
+  but not with suppression.
 * **k-map** (Sweeney; ARX ``KMap``): every released class must match at least
   ``k`` population records. With a population table, ``pcount >= k``. With an
   estimator, the population is modelled: ARX derives ``k'`` from the
@@ -92,11 +99,14 @@ def _population(stats: ClassStats, model: str) -> NDArray[Any]:
 class DeltaPresence(Criterion):
     """(dmin, dmax)-presence (ARX ``DPresence``) against the population the table is part of.
 
-    ``delta = count / pcount`` of each class (0 when the class has no record of
-    the research subset) must satisfy ``dmin <= delta <= dmax``. ``subset`` is
-    the research subset (a file or a DataFrame) for
-    :func:`population_dataset`; the criterion itself reads the counts of
-    :attr:`ClassStats.population`.
+    ``delta = count / pcount`` of each class of the population (0 when the
+    class has no record of the research subset; ``count`` taken before
+    suppression) must satisfy ``dmin <= delta <= dmax`` (docs/privacy_models.md).
+    A failing class with subset records is an outlier (:meth:`outliers`), one
+    without fails the node (:meth:`acceptable`, judged as
+    :func:`model_acceptable` says). ``subset`` is the research subset (a file
+    or a DataFrame) for :func:`population_dataset`; the criterion itself reads
+    the counts of :attr:`ClassStats.population`.
     """
 
     name = "delta-presence"
@@ -185,9 +195,21 @@ def model_acceptable(
     models, an estimated k-map) the check never happens and the node is
     judged on the suppression limit alone.
     """
-    if any(c.minimal_class_size() is not None for c in criteria):
+    if not whole_node_conditions_judged(criteria):
         return True
     return all(c.acceptable(stats, outliers) for c in criteria)
+
+
+def whole_node_conditions_judged(criteria: Sequence[Criterion]) -> bool:
+    """Whether ARX 3.9 judges delta-presence's classes without research-subset records.
+
+    ``HashGroupify.isPrivacyModelFulfilled`` compares a class's subset records with the
+    model's minimal class size (``ARXConfiguration.getMinimalGroupSize``) before any
+    criterion, and ``DPresence`` is judged only on a class that reaches it: a class with no
+    record never does. So the condition is judged only when no criterion declares a minimal
+    class size (:meth:`Criterion.minimal_class_size`).
+    """
+    return not any(c.minimal_class_size() is not None for c in criteria)
 
 
 # ---------------------------------------------------------------------------

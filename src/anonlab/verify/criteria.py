@@ -19,7 +19,14 @@ and NumPy, and checks every model on them by its ARX 3.9 definition
 * the risk thresholds (``average-risk``, ``sample-uniqueness``,
   ``population-uniqueness``) are judged on the class sizes of the released
   records outside that all-``'*'`` class, as ARX's
-  ``HashGroupifyDistribution`` does.
+  ``HashGroupifyDistribution`` does;
+* delta-presence (``original`` is then the research subset, ``population``
+  the table it was drawn from): each released class's ``delta`` is its
+  released records over its population records; a population class whose
+  subset records were all suppressed is not judged again, and one holding no
+  record of the subset (``delta = 0``) fails the release when ``dmin > 0``
+  and no model of the combination gives ARX a minimal class size
+  (:func:`population_only`).
 
 Each finding is one line naming the model and the first failing class by its
 quasi-identifier values, size and rows.
@@ -573,7 +580,8 @@ def check_criteria(
     original's for delta-presence, as in ARX's research subset).
     """
     released = released_classes(release, qi_columns, expected_star)
-    context = _Context(original, release, released, population, hierarchies, levels)
+    context = _Context(original, release, released, population, hierarchies, levels,
+                       any(declares_minimal_class_size(spec) for spec in criteria))
     problems: list[str] = []
     failing_top = False
     for spec in criteria:
@@ -604,6 +612,24 @@ class _Context:
     population: pd.DataFrame | None
     hierarchies: Mapping[str, Hierarchy] | None
     levels: Mapping[str, int] | None
+    #: some model of the combination gives ARX a minimal class size
+    #: (:func:`declares_minimal_class_size`)
+    minimal_class_size: bool = False
+
+
+#: the models ARX 3.9 gives a minimal class size whatever their parameters
+#: (``isMinimalClassSizeAvailable``: ``KAnonymity``, ``LDiversity``); k-map has one only with an
+#: estimator (``KMap``: its derived ``k'``)
+MINIMAL_CLASS_SIZE_MODELS = frozenset({"k-anonymity", "distinct-l-diversity",
+                                       "entropy-l-diversity", "recursive-cl-diversity"})
+
+
+def declares_minimal_class_size(spec: Mapping[str, Any]) -> bool:
+    """Whether ARX 3.9 gives the model a minimal class size (``k``, ``ceil(l)``, k-map's
+    ``k'``), which ``HashGroupify.isPrivacyModelFulfilled`` checks before every model."""
+    model = str(spec["model"])
+    return model in MINIMAL_CLASS_SIZE_MODELS or (model == "k-map"
+                                                  and bool(spec.get("estimator")))
 
 
 def _verdict(spec: Mapping[str, Any],
@@ -624,8 +650,7 @@ def _verdict(spec: Mapping[str, Any],
         fails, _, reason = SENSITIVE_CHECKS[model](h, spec)
         return fails, reason, _unknown_values(name, h, spec)
     if model in ("delta-presence", "k-map"):
-        return _presence(spec, released, ctx.population, ctx.hierarchies, ctx.levels,
-                         len(ctx.original))
+        return _presence(spec, ctx)
     if model in ("average-risk", "sample-uniqueness", "population-uniqueness"):
         finding = _risk_finding(spec, _risk_sizes(released), len(ctx.original))
         return None, "", [f"{name}: {finding}"] if finding else []
@@ -667,42 +692,64 @@ def _unknown_values(name: str, h: Histograms, spec: Mapping[str, Any]) -> list[s
             f"{'order' if spec.get('order') else 'hierarchy'}"] if absent else []
 
 
-def _presence(
-    spec: Mapping[str, Any],
-    released: Released,
-    population: pd.DataFrame | None,
-    hierarchies: Mapping[str, Hierarchy] | None,
-    levels: Mapping[str, int] | None,
-    n_table: int,
-) -> tuple[BoolArray | None, str, list[str]]:
+def _presence(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
     """delta-presence and k-map on the released classes (ARX 3.9's ``DPresence``, ``KMap``)."""
     name = _name(spec)
+    released = ctx.released
+    n_table = len(ctx.original)
     if spec["model"] == "k-map" and spec.get("estimator"):
         lam = n_table / float(spec["population_size"]) * int(spec["k"])
         needed = min(poisson_k(int(spec["k"]), float(spec["significance"]), lam,
                                spec["estimator"] == "zero-truncated-poisson"), n_table)
         return (released.sizes < needed,
                 f"fewer than the {needed} records k-map's estimate needs", [])
-    if population is None or hierarchies is None or levels is None:
+    if ctx.population is None or ctx.hierarchies is None or ctx.levels is None:
         return None, "", [f"{name}: the population table is not available to the checker"]
-    keys = generalized_keys(population, hierarchies, levels)
+    keys = generalized_keys(ctx.population, ctx.hierarchies, ctx.levels)
     counts = _presence_counts(released, keys)
     if spec["model"] == "k-map":
         k = int(spec["k"])
         return counts < k, f"fewer than k = {k} matching records in the population", []
+    subset = generalized_keys(ctx.original, ctx.hierarchies, ctx.levels)
+    return _delta_presence(spec, ctx, keys, subset, counts)
+
+
+def _delta_presence(spec: Mapping[str, Any], ctx: _Context, keys: pd.Series,
+                    subset: pd.Series, counts: FloatArray) -> tuple[BoolArray, str, list[str]]:
+    """delta-presence as ARX 3.9 judges it (:func:`population_only`): the released classes'
+    ``delta`` (released records / population records ``counts``), and the population's
+    classes without any record of the research subset (``keys``, ``subset``: the
+    population's and the subset's generalized quasi-identifiers)."""
+    released = ctx.released
     dmin, dmax = float(spec["dmin"]), float(spec["dmax"])
     delta = np.divide(released.sizes, counts, out=np.full(released.classes, np.inf),
                       where=counts > 0)
-    extra = []
-    if dmin > 0:
-        present = set(_release_keys(released)[released.class_of >= 0])
-        empty = keys[~keys.isin(present)]
-        if len(empty):
-            extra.append(f"{name}: population records with generalized values "
-                         f"{empty.iloc[0].replace(chr(31), ', ')} have no released record, "
-                         f"so their delta is 0, below dmin = {dmin:g}")
     fails = (delta < dmin - TOL) | (delta > dmax + TOL)
+    extra = []
+    if dmin > TOL and not ctx.minimal_class_size:
+        empty = population_only(keys, subset)
+        if len(empty):
+            extra.append(f"{_name(spec)}: population records with generalized values "
+                         f"{empty.iloc[0].replace(chr(31), ', ')} hold no record of the "
+                         f"research subset, so their delta is 0, below dmin = {dmin:g}")
     return fails, f"delta outside [{dmin:g}, {dmax:g}]", extra
+
+
+def population_only(population_keys: pd.Series, subset_keys: pd.Series) -> pd.Series:
+    """The population records whose generalized class holds no record of the research subset.
+
+    ARX 3.9's delta-presence (``DPresence.isAnonymous``: ``delta = count / pcount``, 0 when
+    ``count == 0``) judges every class of the *population* at the transformation, ``count``
+    being its research-subset records before any suppression (``HashGroupify.addInternal``).
+    A class with subset records outside ``[dmin, dmax]`` is suppressed like any other
+    failing class; one without (delta 0) cannot be, and below ``dmin`` it makes the
+    transformation fail (``HashGroupify.analyzeAll``: ``entry.count == 0``). A class whose
+    subset records the release suppressed is therefore not one of these: it had records.
+    ARX checks the minimal class size first (``isPrivacyModelFulfilled``), and a class
+    without records is below any, so with k-anonymity, an l-diversity model or an estimated
+    k-map in the combination no class of this kind is judged (:class:`_Context`).
+    """
+    return population_keys[~population_keys.isin(set(subset_keys))]
 
 
 def _text(column: pd.Series) -> pd.Series:
