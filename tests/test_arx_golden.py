@@ -418,3 +418,121 @@ def test_anonlab_verify_rechecks_the_delta_presence_release(case_id: str,
     result = CliRunner().invoke(app, ["verify", str(tmp_path / "report.json")])
     assert result.exit_code == 0, result.output
     assert "delta-presence" in result.output
+
+
+# ---------------------------------------------------------------------------
+# inclusion: a research subset released without delta bounds (issue 22)
+
+
+SUBSET_CASES = load("arx_subset")
+
+
+def java_random_ints(seed: int, bound: int, draws: int) -> list[int]:
+    """``draws`` values of ``java.util.Random(seed).nextInt(bound)``, as Java's documented
+    algorithm defines them: a 48-bit linear congruential generator (multiplier 0x5DEECE66D,
+    increment 11, the seed scrambled with the multiplier), 31 high bits per draw, and
+    rejection of the draws past the last whole multiple of ``bound``."""
+    mask = (1 << 48) - 1
+    state = (seed ^ 0x5DEECE66D) & mask
+    values = []
+    for _ in range(draws):
+        while True:
+            state = (state * 0x5DEECE66D + 0xB) & mask
+            bits = state >> 17
+            if bound & (bound - 1) == 0:
+                values.append((bound * bits) >> 31)
+                break
+            value = bits % bound
+            if bits - value + bound - 1 < 1 << 31:  # Java's int does not overflow
+                values.append(value)
+                break
+    return values
+
+
+def subset_rows(recipe: Mapping[str, Any]) -> list[int]:
+    """The rows of ARX's ``TestAnonymizationSubset.getSubset``: the distinct draws."""
+    draw = recipe["java_random"]
+    rows = sorted(set(java_random_ints(int(draw["seed"]), int(draw["bound"]),
+                                       int(draw["draws"]))))
+    assert rows[-1] < int(recipe["rows"])
+    return rows
+
+
+def with_subset_table(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """The case with its inclusion's subset written as a table (the subset's rows of the
+    data, ``;``-separated like it) and named by its path, as a user gives it."""
+    config = dict(case["config"])
+    criteria = []
+    for spec in config["criteria"]:
+        if spec["model"] == "inclusion" and isinstance(spec["subset"], Mapping):
+            frame = read_table(_path(config["data"]), delimiter=config["delimiter"])
+            path = folder / "research_subset.csv"
+            frame.iloc[subset_rows(spec["subset"])].to_csv(path, sep=config["delimiter"],
+                                                           index=False)
+            spec = {**spec, "subset": str(path)}
+        criteria.append(spec)
+    config["criteria"] = criteria
+    return {**case, "config": config}
+
+
+def test_the_subsets_are_javas() -> None:
+    """The draws are ``java.util.Random``'s: its first values for seed 42 and bound 10
+    (Java 17 prints 0 3 8 4 0) and bound 16, a power of two (11 0 10), and the sizes of
+    ARX's four subsets (Java 17: 12620, 6315, 19015 and 5681 distinct rows)."""
+    assert java_random_ints(42, 10, 5) == [0, 3, 8, 4, 0]
+    assert java_random_ints(42, 16, 3) == [11, 0, 10]
+    sizes = [len(subset_rows(s["subset"])) for c in SUBSET_CASES for s in c["config"]["criteria"]
+             if s["model"] == "inclusion"]
+    assert sizes == [12620, 6315, 19015, 5681]
+
+
+@pytest.mark.parametrize("case", SUBSET_CASES, ids=_ids(SUBSET_CASES))
+def test_inclusion_cases_reach_arx_optimum(case: dict[str, Any], tmp_path: Path) -> None:
+    """ARX's four cases with inclusion (k-anonymity, hierarchical t-closeness and recursive
+    (c, l)-diversity on a research subset of Adult): ARX's score String and the optimum its
+    test names, through the command's run with verification on."""
+    rows = len(subset_rows(case["config"]["criteria"][-1]["subset"]))
+    case = with_subset_table(case, tmp_path)
+    arx = case["arx"]
+    report = verified_run(case, tmp_path)
+    assert report["verified"] is True
+    assert_same_loss(arx["highest_score"], report["information_loss_arx"]["entropy"], exact=True)
+    assert [report["transformation"][a] for a in arx["attributes"]] == arx["transformation"]
+    inclusion = next(e for e in report["criteria"] if e["model"] == "inclusion")
+    assert inclusion["achieved"]["subset_records"] == rows
+    assert all(e["satisfied"] for e in report["criteria"])
+    assert len(read_table(str(tmp_path / "release.csv"))) == rows
+
+
+def test_anonlab_verify_rechecks_the_inclusion_release(tmp_path: Path) -> None:
+    """``anonlab verify REPORT`` matches the research subset to the input anew and finds the
+    release holds; a release with a record from outside the subset is refused."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    case = with_subset_table(SUBSET_CASES[1], tmp_path)
+    verified_run(case, tmp_path)
+    result = CliRunner().invoke(app, ["verify", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    assert "inclusion" in result.output
+    rows = set(subset_rows(SUBSET_CASES[1]["config"]["criteria"][-1]["subset"]))
+    data = read_table(_path("data/adult/adult.csv"), delimiter=";")
+    release = (tmp_path / "release.csv").read_text().splitlines()
+    delimiter = ";" if ";" in release[0] else ","
+    header = release[0].split(delimiter)
+    levels = json.loads((tmp_path / "report.json").read_text())["transformation"]
+    hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=";")
+                   for q, p in case["config"]["qis"].items()}
+    last = release[-1].split(delimiter)
+    for row in (r for r in range(len(data)) if r not in rows):
+        stranger = data.iloc[row]
+        cells = [hierarchies[c].label(str(stranger[c]), int(levels[c])) if c in levels
+                 else str(stranger[c]) for c in header]
+        if cells != last:  # a record the release's last row does not stand for
+            break
+    release[-1] = delimiter.join(cells)
+    (tmp_path / "release.csv").write_text("\n".join(release) + "\n")
+    result = CliRunner().invoke(app, ["verify", str(tmp_path / "report.json")])
+    assert result.exit_code != 0, result.output
+    assert "does not hold: column" in result.output

@@ -158,7 +158,8 @@ def _available(name: str) -> bool:
 
 
 #: library models this installation has, except those needing a population table
-LIBRARY = [name for name in MODELS if name != "delta-presence" and _available(name)]
+LIBRARY = [name for name in MODELS
+           if name not in ("delta-presence", "inclusion") and _available(name)]
 
 
 def _hierarchy_file(draw: st.DrawFn, problem: ModelProblem, attribute: str) -> str:

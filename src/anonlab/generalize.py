@@ -163,7 +163,7 @@ def resolve_criteria(
         raise AnonlabError(f"k = {k} and a k-anonymity criterion with k = {k_models[0].k} are "
                            "both given: give k or the criterion, not both", parameter="k")
     names = [c.name for c in model]
-    for single in ("k-anonymity", "k-map", "delta-presence"):
+    for single in ("k-anonymity", "k-map", "delta-presence", "inclusion"):
         if names.count(single) > 1:
             raise AnonlabError(f"criteria: model '{single}' is given twice: give it once",
                                parameter="criteria")
@@ -190,8 +190,9 @@ def model_dataset(
 ) -> Dataset:
     """The dataset a privacy model needs from a table.
 
-    Plainly the table; with delta-presence the table is the population and
-    the research subset (the criterion's ``subset``) is what is released;
+    Plainly the table; with delta-presence or inclusion the table is the
+    population and the research subset (the criterion's ``subset``) is what
+    is released;
     with k-map on a population table its records are counted too
     (:func:`anonlab.privacy.presence.population_dataset`). With an
     ``engine`` (needed for a Dask DataFrame) the dataset is rowless: the

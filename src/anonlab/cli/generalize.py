@@ -52,7 +52,8 @@ from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 GENERALIZE_HELP = """Generalize a table under privacy models with an optimal lattice search.
 
 The models are k-anonymity (--k) and any --criterion: l-diversity,
-t-closeness, beta-likeness, delta-disclosure, delta-presence, k-map and risk
+t-closeness, beta-likeness, delta-disclosure, delta-presence, inclusion (a
+research subset released, --criterion inclusion:subset=FILE), k-map and risk
 thresholds, e.g. --criterion distinct-l-diversity:occupation:l=3 (the
 attribute must be --sensitive; see docs/privacy_models.md).
 

@@ -7,7 +7,7 @@ The models of ARX 3.9 (docs/privacy_models.md), importable from here:
 :class:`OrderedDistanceTCloseness` (:mod:`~anonlab.privacy.closeness`);
 :class:`BasicBetaLikeness`, :class:`EnhancedBetaLikeness`,
 :class:`DeltaDisclosure` (:mod:`~anonlab.privacy.likeness`);
-:class:`DeltaPresence`, :class:`KMap` (:mod:`~anonlab.privacy.presence`);
+:class:`DeltaPresence`, :class:`Inclusion`, :class:`KMap` (:mod:`~anonlab.privacy.presence`);
 :class:`AverageRisk`, :class:`SampleUniqueness`, :class:`PopulationUniqueness`
 (:mod:`~anonlab.privacy.riskbased`). Their modules are imported on first use.
 :func:`build_criterion` and :func:`normalize_criterion` read a model as the
@@ -50,6 +50,7 @@ _LAZY = {
     "EnhancedBetaLikeness": "likeness",
     "DeltaDisclosure": "likeness",
     "DeltaPresence": "presence",
+    "Inclusion": "presence",
     "KMap": "presence",
     "AverageRisk": "riskbased",
     "SampleUniqueness": "riskbased",
@@ -78,6 +79,7 @@ __all__ = [
     "EntropyLDiversity",
     "EqualDistanceTCloseness",
     "HierarchicalDistanceTCloseness",
+    "Inclusion",
     "KAnonymity",
     "KMap",
     "OrderedDistanceTCloseness",

@@ -181,6 +181,53 @@ class DeltaPresence(Criterion):
         }
 
 
+class Inclusion(DeltaPresence):
+    """ARX's ``Inclusion``: a research subset released, with no privacy guarantee of its own.
+
+    The data handling of delta-presence without its bounds: the table given
+    is the population, ``subset`` the research subset (a file or a DataFrame
+    for :func:`population_dataset`), and only the subset's records are
+    released and counted (classes, loss, the reference distributions of the
+    other models, the suppression limit). It fails no class and no node;
+    the other models of the combination decide (docs/privacy_models.md).
+    Its monotonicity is delta-presence's, as ARX declares it (``Inclusion``
+    extends ``DPresence``).
+    """
+
+    name = "inclusion"
+
+    def __init__(self, subset: TableSource | None = None) -> None:
+        super().__init__(0.0, 1.0, subset)
+
+    def __repr__(self) -> str:
+        return "Inclusion()"
+
+    def parameters(self) -> dict[str, Any]:
+        """``{"subset"}``."""
+        return {"subset": _source_text(self.subset)}
+
+    def bind(self, dataset: Dataset) -> None:
+        """Require a dataset built with the research subset and its population."""
+        if dataset.population is None:
+            raise AnonlabError("inclusion needs the research subset: give subset (the table "
+                               "is then the population it was drawn from)",
+                               parameter="criteria")
+
+    def outliers(self, stats: ClassStats) -> NDArray[Any]:
+        """No class: inclusion selects records, it judges none (ARX ``isAnonymous``)."""
+        return np.zeros(stats.classes, dtype=bool)
+
+    def acceptable(self, stats: ClassStats, outliers: NDArray[Any]) -> bool:
+        """Always: ARX's whole-node condition of delta-presence leaves inclusion out."""
+        return True
+
+    def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
+        """The research subset's records and those of them released (not suppressed)."""
+        released = _released(stats, outliers)
+        return {"subset_records": int(stats.counts.sum()),
+                "released_records": int(stats.counts[released].sum())}
+
+
 def model_acceptable(
     criteria: Sequence[Criterion], stats: ClassStats, outliers: NDArray[Any]
 ) -> bool:
@@ -540,13 +587,16 @@ def presence_dataset(
     insensitive: Iterable[str] | None = None,
     other: str | None = None,
     source: str | None = None,
+    model: str = "delta-presence",
 ) -> Dataset:
-    """A delta-presence dataset: ``table`` is the population, ``subset`` the research subset.
+    """A delta-presence (or inclusion) dataset: ``table`` is the population, ``subset`` the
+    research subset.
 
     ``subset`` must have the table's columns; its rows are matched to the
     table's as a multiset on all columns (:func:`match_rows`). The dataset's
     table is the matched rows in the table's order (what is released), its
-    ``population`` the codes of all rows of ``table``.
+    ``population`` the codes of all rows of ``table``. ``model`` names the
+    criterion in messages.
     """
     columns = [str(c) for c in table.columns]
     subset = _renumbered(subset)
@@ -555,13 +605,13 @@ def presence_dataset(
         extra = [c for c in subset.columns if c not in columns]
         what = (f"lacks {', '.join(lacking)}" if lacking else f"has columns the table does not: "
                 f"{', '.join(extra)}")
-        raise AnonlabError(f"the delta-presence subset must have the table's columns, but it "
+        raise AnonlabError(f"the {model} subset must have the table's columns, but it "
                            f"{what}: give the research subset's rows of the table",
                            parameter="subset")
     table = _renumbered(table)
     rows, bad = match_rows(table, subset, columns)
     if bad is not None:
-        raise AnonlabError(f"the delta-presence subset is not a subset of the table: row "
+        raise AnonlabError(f"the {model} subset is not a subset of the table: row "
                            f"{bad + 1} ({_describe_row(subset, bad, columns)}) has no record of "
                            "the table left to match (each subset row must be a distinct row of "
                            "the table): give the research subset's rows of the table",
@@ -634,8 +684,8 @@ def population_dataset(
 ) -> Dataset:
     """The dataset the criteria need: with a research subset or a population table, or plain.
 
-    A :class:`DeltaPresence` makes ``frame`` the population and its
-    ``subset`` the table to release (:func:`presence_dataset`); a
+    A :class:`DeltaPresence` (or :class:`Inclusion`) makes ``frame`` the
+    population and its ``subset`` the table to release (:func:`presence_dataset`); a
     :class:`KMap` with a population keeps ``frame`` as the table and adds its
     population (:func:`kmap_dataset`). With both, k-map's population is
     delta-presence's table, so k-map may not name another one. Without
@@ -647,21 +697,23 @@ def population_dataset(
     presence = [c for c in criteria if isinstance(c, DeltaPresence)]
     kmaps = [c for c in criteria if isinstance(c, KMap) and c.population is not None]
     if len(presence) > 1:
-        raise AnonlabError("give delta-presence once: a table has one research subset",
+        raise AnonlabError(f"give one research subset: {' and '.join(c.name for c in presence)} "
+                           "each name one (ARX takes one of delta-presence and inclusion)",
                            parameter="criteria")
     if len(kmaps) > 1:
         raise AnonlabError("give k-map with a population once: a table has one population",
                            parameter="criteria")
     if presence:
+        name = presence[0].name
         if kmaps:
-            raise AnonlabError("with delta-presence the table is the population, so k-map "
-                               "takes no population of its own: drop k-map's population or use "
-                               "an estimator", parameter="criteria")
+            raise AnonlabError(f"with {name} the table is the population, so k-map takes no "
+                               "population of its own: drop k-map's population or use an "
+                               "estimator", parameter="criteria")
         if presence[0].subset is None:
-            raise AnonlabError("delta-presence needs subset (the research subset's rows of the "
-                               "table)", parameter="criteria")
+            raise AnonlabError(f"{name} needs subset (the research subset's rows of the table)",
+                               parameter="criteria")
         return presence_dataset(frame, _load(presence[0].subset, read_options), hierarchies,
-                                **roles)
+                                model=name, **roles)
     if kmaps:
         assert kmaps[0].population is not None
         return kmap_dataset(frame, _load(kmaps[0].population, read_options), hierarchies,

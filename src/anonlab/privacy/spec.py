@@ -37,9 +37,10 @@ hierarchy missing a value) by their ``bind``.
 
 The top-level ``k = N`` of the settings is a shorthand for a ``k-anonymity``
 criterion (:func:`criteria_with_k`). ARX 3.9 takes at most one k-anonymity,
-one k-map and one delta-presence model (``ARXConfiguration.addPrivacyModel``);
-so does this module, and ``k`` together with a ``k-anonymity`` criterion is
-refused rather than guessed at.
+one k-map and one delta-presence model (``ARXConfiguration.addPrivacyModel``;
+``inclusion``, ARX's ``Inclusion``, is a delta-presence there, so at most one of
+the two); so does this module, and ``k`` together with a ``k-anonymity``
+criterion is refused rather than guessed at.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ MODELS: dict[str, Model] = {m.name: m for m in (
     Model("delta-presence", "presence", False, {
         "dmin": Param(float, "0.0"), "dmax": Param(float, "0.5"),
         "subset": Param(str, '"research_subset.csv"', path=True)}),
+    Model("inclusion", "presence", False, {
+        "subset": Param(str, '"research_subset.csv"', path=True)}),
     Model("k-map", "presence", False, {
         "k": Param(int, "5"),
         "population": Param(str, '"population.csv"', False, path=True),
@@ -143,7 +146,7 @@ MODELS: dict[str, Model] = {m.name: m for m in (
 )}
 
 #: models of which ARX 3.9 takes one instance at most
-SINGLE_INSTANCE = ("k-anonymity", "k-map", "delta-presence")
+SINGLE_INSTANCE = ("k-anonymity", "k-map", "delta-presence", "inclusion")
 
 
 def _fail(message: str) -> AnonlabError:
@@ -345,10 +348,12 @@ def _check_pairs(model: Model, what: str, given: Mapping[str, Any]) -> None:
 def normalize_criteria(specs: Iterable[Mapping[str, Any] | str] | None) -> list[dict[str, Any]]:
     """Every criterion checked (:func:`normalize_criterion`), and no model given twice.
 
-    ARX's single-instance models (k-anonymity, k-map, delta-presence) may
-    appear once; any other model once per attribute.
+    ARX's single-instance models (k-anonymity, k-map, delta-presence,
+    inclusion) may appear once, and delta-presence and inclusion not together
+    (each names the research subset); any other model once per attribute.
     """
     out = [normalize_criterion(s) for s in (specs or [])]
+    _check_one_subset(out)
     seen: set[tuple[str, str | None]] = set()
     for item in out:
         key = (item["model"], None if item["model"] in SINGLE_INSTANCE
@@ -358,6 +363,15 @@ def normalize_criteria(specs: Iterable[Mapping[str, Any] | str] | None) -> list[
             raise _fail(f"model '{key[0]}'{on} is given twice: give it once")
         seen.add(key)
     return out
+
+
+def _check_one_subset(items: Sequence[Mapping[str, Any]]) -> None:
+    """delta-presence and inclusion together are refused: ARX takes one research subset
+    (``Inclusion`` is a ``DPresence``, of which ``addPrivacyModel`` takes one)."""
+    models = {str(item["model"]) for item in items}
+    if {"delta-presence", "inclusion"} <= models:
+        raise _fail("delta-presence and inclusion each name the research subset: give one "
+                    "(delta-presence alone, to bound delta)")
 
 
 def criteria_with_k(

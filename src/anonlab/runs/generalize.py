@@ -535,14 +535,14 @@ def _verify(
 
 def _population_table(criteria: Iterable[Any], frame: pd.DataFrame,
                       read_options: Mapping[str, Any]) -> pd.DataFrame | None:
-    """The population the checker compares with: the table itself with delta-presence, the
-    k-map population table, or none."""
+    """The population the checker compares with: the table itself with delta-presence or
+    inclusion, the k-map population table, or none."""
     import pandas as pd
 
     from anonlab.io import read_table
 
     for c in criteria:
-        if c.name == "delta-presence":
+        if c.name in ("delta-presence", "inclusion"):
             return frame
     for c in criteria:
         population = getattr(c, "population", None) if c.name == "k-map" else None
@@ -622,8 +622,8 @@ def run_generalize(
     Steps: check every output path; build the privacy model's criteria
     (:meth:`GeneralizeSettings.model_criteria`); load the hierarchies and the
     table; give every column its role (a column without one is refused, see
-    :func:`anonlab.dataset.assign_roles`); with delta-presence the table is
-    the population and the research subset is what is released; search
+    :func:`anonlab.dataset.assign_roles`); with delta-presence or inclusion the
+    table is the population and the research subset is what is released; search
     (``progress("searching the lattice", checked, lattice_size)``); stage the
     release and verify it (``settings.verify``) by re-reading it; measure the
     risk of the release as written

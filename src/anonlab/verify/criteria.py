@@ -20,6 +20,10 @@ and NumPy, and checks every model on them by its ARX 3.9 definition
   ``population-uniqueness``) are judged on the class sizes of the released
   records outside that all-``'*'`` class, as ARX's
   ``HashGroupifyDistribution`` does;
+* inclusion (``original`` the research subset, ``population`` the table it
+  was drawn from) sets no bound: the release must hold the subset's records
+  only, so no released class may have more records than the population at
+  the transformation;
 * delta-presence (``original`` is then the research subset, ``population``
   the table it was drawn from): each released class's ``delta`` is its
   released records over its population records; a population class whose
@@ -649,7 +653,7 @@ def _verdict(spec: Mapping[str, Any],
         h = histograms(released, ctx.original[attribute], ctx.release[attribute])
         fails, _, reason = SENSITIVE_CHECKS[model](h, spec)
         return fails, reason, _unknown_values(name, h, spec)
-    if model in ("delta-presence", "k-map"):
+    if model in ("delta-presence", "k-map", "inclusion"):
         return _presence(spec, ctx)
     if model in ("average-risk", "sample-uniqueness", "population-uniqueness"):
         finding = _risk_finding(spec, _risk_sizes(released), len(ctx.original))
@@ -710,6 +714,8 @@ def _presence(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None,
     if spec["model"] == "k-map":
         k = int(spec["k"])
         return counts < k, f"fewer than k = {k} matching records in the population", []
+    if spec["model"] == "inclusion":
+        return _inclusion(released, counts)
     subset = generalized_keys(ctx.original, ctx.hierarchies, ctx.levels)
     return _delta_presence(spec, ctx, keys, subset, counts)
 
@@ -733,6 +739,16 @@ def _delta_presence(spec: Mapping[str, Any], ctx: _Context, keys: pd.Series,
                          f"{empty.iloc[0].replace(chr(31), ', ')} hold no record of the "
                          f"research subset, so their delta is 0, below dmin = {dmin:g}")
     return fails, f"delta outside [{dmin:g}, {dmax:g}]", extra
+
+
+def _inclusion(released: Released, counts: FloatArray) -> tuple[BoolArray, str, list[str]]:
+    """inclusion (ARX 3.9's ``Inclusion``): no bound of its own, but the release must hold
+    research-subset records only. The release is checked row by row against the subset
+    (:mod:`anonlab.verify.generalization`); here each released class must have no more
+    records than the population (``counts``) has at these levels."""
+    return (np.asarray(released.sizes > counts),
+            "more records than the population has with these values (a record that is "
+            "not of the research subset)", [])
 
 
 def population_only(population_keys: pd.Series, subset_keys: pd.Series) -> pd.Series:

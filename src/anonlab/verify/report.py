@@ -255,13 +255,13 @@ def _model_tables(
     specs: list[dict[str, Any]], original: pd.DataFrame, delimiter: Any
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The released records' original rows and the population the presence models compare
-    with: with delta-presence the input is the population and the research subset what was
-    released; with k-map on a population table, that table."""
+    with: with delta-presence or inclusion the input is the population and the research
+    subset what was released; with k-map on a population table, that table."""
     from anonlab.verify.criteria import research_rows
 
     sep = delimiter if isinstance(delimiter, str) and delimiter else None
     for spec in specs:
-        if spec["model"] == "delta-presence":
+        if spec["model"] in ("delta-presence", "inclusion"):
             rows = research_rows(original, read_table(spec["subset"], delimiter=sep))
             if rows is None:
                 raise AnonlabError(f"the research subset '{spec['subset']}' is not a subset of "
