@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -94,7 +94,7 @@ def parse_url(url: str, name: str) -> URL:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
         raise AnonlabError(f"{name} '{_masked_text(url)}' is not a valid database URL "
-                           f"({_first_line(exc)}): write it as "
+                           f"({first_line(exc)}): write it as "
                            "dialect://user:password@host/database, e.g. sqlite:///data.db",
                            parameter=name) from None
     if parsed.port is not None and not 0 < parsed.port < 65536:
@@ -104,14 +104,9 @@ def parse_url(url: str, name: str) -> URL:
     return parsed
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
 def _cause(exc: BaseException, url: URL) -> str:
     """The first line of the driver's own error behind ``exc``, the password masked."""
-    text = _first_line(getattr(exc, "orig", None) or exc).split(" (Background on ")[0]
+    text = first_line(getattr(exc, "orig", None) or exc).split(" (Background on ")[0]
     if url.password:
         text = text.replace(str(url.password), "***")
     return text
@@ -162,7 +157,7 @@ def _create_engine(parsed: URL, name: str, shown: str) -> Engine:
                            f"'{parsed.drivername}': check the URL's scheme (e.g. sqlite, "
                            "postgresql, mysql)", parameter=name) from None
     except ImportError as exc:
-        module = getattr(exc, "name", None) or _first_line(exc)
+        module = getattr(exc, "name", None) or first_line(exc)
         package = _PACKAGES.get(module.split(".")[0], module)
         raise AnonlabError(f"{name} '{shown}': the database driver '{module}' is not "
                            f"installed: install it (pip install {package}) or name another "

@@ -36,6 +36,13 @@ class AnonlabError(ValueError):
         return flag_message(self.message, self.parameter, flags)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s text (its class name when it has none): the part of a
+    library's or driver's error that fits a one-line message."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def flag_message(message: str, parameter: str | None, flags: dict[str, str] | None) -> str:
     """``message`` with its leading ``parameter`` name replaced by the flag that sets it."""
     if parameter is None or not message.startswith(parameter):

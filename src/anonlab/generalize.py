@@ -40,6 +40,7 @@ from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
 from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult, sensitive_attributes
 from anonlab.privacy import Criterion, KAnonymity, check_k, max_suppressed
 from anonlab.privacy.spec import (
+    SINGLE_INSTANCE,
     bind_criteria,
     build_criterion,
     criteria_errors,
@@ -163,7 +164,7 @@ def resolve_criteria(
         raise AnonlabError(f"k = {k} and a k-anonymity criterion with k = {k_models[0].k} are "
                            "both given: give k or the criterion, not both", parameter="k")
     names = [c.name for c in model]
-    for single in ("k-anonymity", "k-map", "delta-presence", "inclusion"):
+    for single in SINGLE_INSTANCE:
         if names.count(single) > 1:
             raise AnonlabError(f"criteria: model '{single}' is given twice: give it once",
                                parameter="criteria")

@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -346,9 +346,8 @@ def _open_workbook(fh: BinaryIO, path: Path) -> Any:
 
 def _unreadable(path: Path, exc: BaseException) -> AnonlabError:
     """The one line for a workbook that is damaged or no workbook at all."""
-    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return AnonlabError(f"file '{path}' is not a readable Excel workbook ({detail}): save it "
-                        "again as .xlsx")
+    return AnonlabError(f"file '{path}' is not a readable Excel workbook ({first_line(exc)}): "
+                        "save it again as .xlsx")
 
 
 #: bytes of a part that are searched for a DTD when the XML parser cannot read its start

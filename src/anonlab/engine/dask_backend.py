@@ -39,7 +39,7 @@ from anonlab.engine import kernels
 from anonlab.engine.base import EngineBase, parse_memory_limit
 from anonlab.engine.numpy_backend import too_large, unknown_value
 from anonlab.engine.table import BATCH_ROWS, FramePiece, Table
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, first_line
 from anonlab.progress import ProgressFn, report_to
 
 #: below this a Dask worker process (Python, NumPy, pandas, pyarrow loaded) cannot run
@@ -292,7 +292,7 @@ def check_address(scheduler: str) -> str:
     try:
         host, port = get_address_host_port(address)
     except (ValueError, TypeError) as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        detail = first_line(exc)
         raise AnonlabError(f"scheduler '{shown}' is not a Dask scheduler address "
                            f"({shown_address(detail)}): {usage}", parameter="scheduler"
                            ) from None
@@ -320,7 +320,7 @@ def _connect(scheduler: str, timeout: float) -> Any:
             client.__init__(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
         _abandon(client)
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        detail = first_line(exc)
         raise AnonlabError(f"scheduler '{address}' cannot be reached within {timeout:g} s "
                            f"({detail}): check the address (tcp://host:port) and that a Dask "
                            "scheduler runs there", parameter="scheduler") from None

@@ -138,7 +138,7 @@ class DeltaPresence(Criterion):
     def bind(self, dataset: Dataset) -> None:
         """Require a dataset built with the research subset and its population."""
         if dataset.population is None:
-            raise AnonlabError("delta-presence needs the research subset: give subset (the "
+            raise AnonlabError(f"{self.name} needs the research subset: give subset (the "
                                "table is then the population it was drawn from)",
                                parameter="criteria")
 
@@ -205,13 +205,6 @@ class Inclusion(DeltaPresence):
     def parameters(self) -> dict[str, Any]:
         """``{"subset"}``."""
         return {"subset": _source_text(self.subset)}
-
-    def bind(self, dataset: Dataset) -> None:
-        """Require a dataset built with the research subset and its population."""
-        if dataset.population is None:
-            raise AnonlabError("inclusion needs the research subset: give subset (the table "
-                               "is then the population it was drawn from)",
-                               parameter="criteria")
 
     def outliers(self, stats: ClassStats) -> NDArray[Any]:
         """No class: inclusion selects records, it judges none (ARX ``isAnonymous``)."""
