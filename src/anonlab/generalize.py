@@ -32,11 +32,11 @@ from anonlab.dataset import Dataset, Role
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import PathLike
-from anonlab.lattice import STRATEGIES
 from anonlab.lattice.alternatives import best_nodes, node_facts
 from anonlab.lattice.freqset import FrequencyEngine, FrequencySet, group_tuples
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
+from anonlab.lattice.plan import SearchPlan, plan_search
 from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult, sensitive_attributes
 from anonlab.privacy import Criterion, KAnonymity, check_k, max_suppressed
 from anonlab.privacy.spec import (
@@ -105,6 +105,8 @@ class GeneralizationResult:
         """The method's report fields (see docs/generalization.md for each one)."""
         return {
             "search": self.search.strategy,
+            "search_optimal": "heuristic" not in self.search.extra,
+            "heuristic": self.search.extra.get("heuristic"),
             "metric": self.metric,
             **self.metric_options,
             "k": self.k,
@@ -436,9 +438,11 @@ def _setup(
     cache_size: int,
     progress: ProgressFn | None,
     bounds: tuple[Sequence[int], Sequence[int]] | None = None,
+    plan: SearchPlan | None = None,
 ) -> _Setup:
     """Bind the criteria to the data and build the lattice (within ``bounds``, the lowest
-    and highest levels: :func:`level_bounds`), engine, metric and search context."""
+    and highest levels: :func:`level_bounds`), engine, metric and search context (sparse,
+    for a lattice of any size, when ``plan`` runs a heuristic search on it)."""
     for c in criteria:
         if isinstance(c, KAnonymity):
             check_k(c.k, dataset.n)
@@ -448,12 +452,14 @@ def _setup(
     lows, highs = bounds if bounds is not None else ([0] * len(dataset.qis),
                                                      [q.height for q in dataset.qis])
     lattice = Lattice(highs, lows)
-    if lattice.size > MAX_LATTICE_SIZE:
+    sparse = plan is not None and plan.heuristic(lattice.size)
+    if lattice.size > MAX_LATTICE_SIZE and not sparse:
         heights = ", ".join(f"{q.name} {q.height}" for q in dataset.qis)
         raise AnonlabError(
             f"the lattice has {lattice.size:,} nodes (hierarchy heights: {heights}), more than "
-            f"the {MAX_LATTICE_SIZE:,} a full-domain search keeps in memory: use fewer "
-            "quasi-identifiers or shorter hierarchies"
+            f"the {MAX_LATTICE_SIZE:,} an optimal search keeps in memory: use a heuristic "
+            "search (lightning, top-down or genetic), fewer quasi-identifiers or shorter "
+            "hierarchies", parameter="search"
         )
     if dataset.rowless:
         from anonlab.engine.search_input import BaseLossContext, check_engine_model, search_engine
@@ -468,7 +474,7 @@ def _setup(
                          weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
     ctx = SearchContext(lattice, engine, list(criteria), limit, chosen, cache_size, progress,
-                        practical_monotonicity=practical_monotonicity)
+                        practical_monotonicity=practical_monotonicity, sparse=sparse)
     return _Setup(lattice, engine, ctx_loss, ctx, limit)
 
 
@@ -504,6 +510,10 @@ def anonymize(
     min_levels: Mapping[str, int] | None = None,
     max_levels: Mapping[str, int] | None = None,
     alternatives: int = 0,
+    time_limit: float | None = None,
+    step_limit: int | None = None,
+    heuristic_threshold: int | None = None,
+    genetic: Mapping[str, Any] | None = None,
 ) -> GeneralizationResult:
     """Find the optimal full-domain generalization and build the release.
 
@@ -525,11 +535,16 @@ def anonymize(
     optimum is then the optimum among those nodes. ``alternatives`` (N > 0)
     lists the N best acceptable nodes within the bounds, the optimum first
     (:func:`alternatives_report`).
+
+    Heuristic searches (``search`` ``lightning``, ``top-down`` or ``genetic``; ``auto``:
+    optimal up to ``heuristic_threshold`` nodes, Lightning above) run on lattices of any size
+    and return the best node they found within ``time_limit`` seconds and ``step_limit``
+    node checks, *not proven optimal*; ``genetic`` tunes the genetic search
+    (:class:`anonlab.lattice.genetic.GeneticSettings`; :mod:`anonlab.lattice.plan`).
     """
     model = resolve_criteria(criteria, k)
-    if search not in STRATEGIES:
-        raise AnonlabError(f"search '{search}' is unknown: choose one of {', '.join(STRATEGIES)}",
-                           parameter="search")
+    search_plan = plan_search(search, time_limit=time_limit, step_limit=step_limit,
+                              heuristic_threshold=heuristic_threshold, genetic=genetic)
     if metric not in METRICS:
         raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
                            parameter="metric")
@@ -539,8 +554,13 @@ def anonymize(
     bounds = level_bounds(dataset, min_levels, max_levels)
     setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor, aggregate=aggregate,
                    weights=weights, practical_monotonicity=practical_monotonicity,
-                   cache_size=cache_size, progress=progress, bounds=bounds)
-    result = STRATEGIES[search](setup.context)
+                   cache_size=cache_size, progress=progress, bounds=bounds,
+                   plan=search_plan)
+    if alternatives and setup.context.sparse:
+        raise AnonlabError("alternatives need an optimal search (a heuristic search does not "
+                           "know the next-best nodes): leave alternatives at 0 or choose an "
+                           "optimal search", parameter="alternatives")
+    result = search_plan.run(setup.context)
     listed = alternatives_report(setup, dataset, result, alternatives)
     final_fs, final, _ = _node(setup, result.levels)
     scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
@@ -607,7 +627,17 @@ def _release_or_plan(setup: _Setup, dataset: Dataset, levels: Sequence[int], fs:
 
 
 def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, int]]:
-    """Per lattice level: nodes, nodes checked, nodes known anonymous, k-minimal nodes."""
+    """Per lattice level: nodes, nodes checked, nodes known anonymous, k-minimal nodes.
+
+    After a heuristic search (no whole-lattice arrays), "anonymous" counts the checked nodes
+    found acceptable and "k_minimal" is 0: it does not know them."""
+    visited = result.extra.get("visited")
+    if isinstance(visited, dict):
+        best = lattice.level_of(result.optimum)
+        return [{"level": level, "nodes": count, "checked": visited.get(level, (0, 0))[0],
+                 "anonymous": visited.get(level, (0, 0))[1], "k_minimal": 0,
+                 "optimum": int(level == best)}
+                for level, count in enumerate(lattice.level_counts(), start=lattice.min_level)]
     minimal = np.zeros(lattice.size, dtype=bool)
     minimal[result.k_minimal] = True
     rows = []

@@ -170,8 +170,19 @@ def generalize_command(
         "percentage (1%) (default: 0)."
     ),
     search: str | None = typer.Option(
-        None, "--search", help="exhaustive | ola | degree | flash (default: flash)."
+        None, "--search", help="Optimal: exhaustive | ola | degree | flash; heuristic, for "
+        "lattices of any size, not proven optimal: lightning | top-down | genetic; auto: flash "
+        "up to --heuristic-threshold nodes, lightning above (default: flash)."
     ),
+    time_limit: float | None = typer.Option(
+        None, "--time-limit", help="A heuristic search stops after this many seconds (inf: "
+        "no limit) (default: 30, ARX's)."),
+    step_limit: int | None = typer.Option(
+        None, "--step-limit", help="A heuristic search stops after checking this many nodes "
+        "(default: no limit)."),
+    heuristic_threshold: int | None = typer.Option(
+        None, "--heuristic-threshold", help="With --search auto: the largest lattice searched "
+        "optimally, in nodes (default: 100000, ARX's)."),
     metric: str | None = typer.Option(
         None, "--metric",
         help="loss | precision | precision_with_suppression | height | discernibility | "
@@ -242,6 +253,8 @@ def generalize_command(
         "qi": parse_qi_flags(qi) if qi else None, "identifying": identifying,
         "sensitive": sensitive, "insensitive": insensitive, "other": other, "k": k,
         "suppression": suppression, "search": search, "metric": metric,
+        "time_limit": time_limit, "step_limit": step_limit,
+        "heuristic_threshold": heuristic_threshold,
         "criteria": criterion, "gs_factor": gs_factor, "aggregate": aggregate,
         "attribute_weights": parse_weight_flags(weight) if weight else None,
         "practical_monotonicity": practical_monotonicity,
@@ -287,6 +300,10 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
         table.add_row("level bounds", bounded)
     table.add_row("search", f"{report['search']}: {report['nodes_checked']} of "
                   f"{report['lattice_size']} nodes checked")
+    heuristic = report.get("heuristic")
+    if isinstance(heuristic, dict):
+        table.add_row("heuristic search", f"best node found, not proven optimal: stopped by "
+                      f"{heuristic['stopped_by']}")
     from anonlab.risk.figures import release_classes, release_suppressed
 
     table.add_row("suppressed records", str(release_suppressed(report)))

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from anonlab.lattice.degree import degree_product_search
 from anonlab.lattice.exhaustive import exhaustive_search
 from anonlab.lattice.flash import flash_search
+from anonlab.lattice.genetic import GeneticSettings, genetic_search
+from anonlab.lattice.heuristic import HeuristicLimits
+from anonlab.lattice.lightning import lightning_search, top_down_search
 from anonlab.lattice.ola import ola_search
 from anonlab.lattice.search import SearchContext, SearchResult, sensitive_attributes
 
@@ -18,4 +21,13 @@ STRATEGIES: dict[str, Callable[[SearchContext], SearchResult]] = {
     "flash": flash_search,
 }
 
-__all__ = ["STRATEGIES", "SearchContext", "SearchResult", "sensitive_attributes"]
+#: heuristic (best-effort) search name -> search function (any lattice size; see
+#: :mod:`anonlab.lattice.heuristic`)
+HEURISTICS: dict[str, Callable[[SearchContext, HeuristicLimits, GeneticSettings], SearchResult]] = {
+    "lightning": lambda ctx, limits, _: lightning_search(ctx, limits),
+    "top-down": lambda ctx, limits, _: top_down_search(ctx, limits),
+    "genetic": genetic_search,
+}
+
+__all__ = ["HEURISTICS", "STRATEGIES", "GeneticSettings", "HeuristicLimits", "SearchContext",
+           "SearchResult", "sensitive_attributes"]

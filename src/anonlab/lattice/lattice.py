@@ -13,6 +13,12 @@ it is a generalization in the full lattice: every strategy runs on it
 unchanged and its optimum is the optimum among the nodes within the bounds.
 Level vectors are always the hierarchies' levels (``a_i``, not ``a_i - l_i``).
 
+Large lattices: node numbers are Python integers, so a lattice of any size (beyond
+int64) is numbered the same way; :meth:`Lattice.levels`, :meth:`Lattice.level_of`,
+:meth:`Lattice.successors` and :meth:`Lattice.predecessors` compute from the number alone
+when the lattice has more than :data:`ARRAY_NODES` nodes, and only the optimal searches,
+which index the whole lattice, use the per-node arrays (:attr:`Lattice.all_levels`).
+
 Degrees (docs/formulas.md §1): a node's out-degree is its number of successors (dimensions
 not at the top), its in-degree its number of predecessors (dimensions not at 0);
 the degree product is out-degree x in-degree (the ``degree`` search counts them
@@ -27,6 +33,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+#: above this many nodes, node numbers and level vectors convert by arithmetic, never through
+#: whole-lattice arrays (which stay available, built on first use, for the optimal searches)
+ARRAY_NODES = 1 << 22
 
 
 class Lattice:
@@ -47,15 +57,19 @@ class Lattice:
         if self.lows.shape != self.heights.shape or np.any(self.lows > self.heights) \
                 or np.any(self.lows < 0):
             raise ValueError("lower bounds must be one per dimension, from 0 to its height")
-        radices = self.heights - self.lows + 1
-        strides = np.ones(len(radices), dtype=np.int64)
-        for i in range(len(radices) - 2, -1, -1):
-            strides[i] = strides[i + 1] * radices[i + 1]
-        self.strides = strides
-        self._stride_list = [int(x) for x in strides]
         self._height_list = [int(x) for x in self.heights]
         self._low_list = [int(x) for x in self.lows]
-        self.size = int(np.prod(radices))
+        self._radix_list = [h - low + 1 for h, low in zip(self._height_list, self._low_list,
+                                                          strict=True)]
+        stride_list = [1] * len(self._radix_list)
+        for i in range(len(stride_list) - 2, -1, -1):
+            stride_list[i] = stride_list[i + 1] * self._radix_list[i + 1]
+        self._stride_list = stride_list
+        #: Python integers: any size, beyond int64 too
+        self.size = stride_list[0] * self._radix_list[0]
+        #: int64 strides where they fit (object otherwise: only arithmetic uses them then)
+        self.strides = np.asarray(stride_list, dtype=np.int64 if self.size < 2**62 else object)
+        self.arrays = self.size <= ARRAY_NODES
         self.top = self.size - 1
         self.bottom = 0
         self.max_level = int(self.heights.sum())
@@ -63,7 +77,8 @@ class Lattice:
 
     def index(self, levels: Sequence[int]) -> int:
         """Node number of a level vector (within the bounds)."""
-        return int(np.dot(np.asarray(levels, dtype=np.int64) - self.lows, self.strides))
+        return sum((int(a) - low) * s for a, low, s in zip(levels, self._low_list,
+                                                            self._stride_list, strict=True))
 
     def contains(self, levels: Sequence[int]) -> bool:
         """Whether a level vector lies within the bounds."""
@@ -73,7 +88,29 @@ class Lattice:
 
     def levels(self, node: int) -> tuple[int, ...]:
         """Level vector of a node number."""
-        return tuple(self.all_levels[node].tolist())
+        if self.arrays:
+            return tuple(self.all_levels[node].tolist())
+        return self._levels_of(node)
+
+    def _levels_of(self, node: int) -> tuple[int, ...]:
+        """Level vector of a node number by mixed-radix division (any lattice size)."""
+        out = []
+        for stride, radix, low in zip(self._stride_list, self._radix_list, self._low_list,
+                                      strict=True):
+            out.append((node // stride) % radix + low)
+        return tuple(out)
+
+    def level_counts(self) -> list[int]:
+        """Number of nodes at each level from :attr:`min_level` to :attr:`max_level` (a
+        product of chains: the coefficients of ``prod_i (x^l_i + ... + x^h_i)``; any size)."""
+        counts = [1]
+        for radix in self._radix_list:
+            grown = [0] * (len(counts) + radix - 1)
+            for i, c in enumerate(counts):
+                for j in range(radix):
+                    grown[i + j] += c
+            counts = grown
+        return counts
 
     @cached_property
     def all_levels(self) -> NDArray[Any]:
@@ -90,17 +127,19 @@ class Lattice:
 
     def level_of(self, node: int) -> int:
         """Level (sum of generalization levels) of a node."""
-        return int(self.level_sums[node])
+        if self.arrays:
+            return int(self.level_sums[node])
+        return sum(self._levels_of(node))
 
     def successors(self, node: int) -> list[int]:
         """Direct successors (one level up in one dimension)."""
-        lv = self.all_levels[node].tolist()
+        lv = self.levels(node)
         return [node + s for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
                 if a < h]
 
     def predecessors(self, node: int) -> list[int]:
         """Direct predecessors (one level down in one dimension)."""
-        lv = self.all_levels[node].tolist()
+        lv = self.levels(node)
         return [node - s for s, a, low in zip(self._stride_list, lv, self._low_list, strict=True)
                 if a > low]
 

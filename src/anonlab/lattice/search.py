@@ -66,6 +66,12 @@ strategies return one of the tied nodes, deterministically.
 
 Losses may be floats or tuples of floats (ARX's "rank" aggregate, compared
 lexicographically); data-free bound arrays exist only for float losses.
+
+**Sparse contexts** (``sparse=True``, for the heuristic searches of
+:mod:`anonlab.lattice.heuristic` on lattices of any size): no array spans the
+lattice. The checked nodes are a set, there are no tags and no data-free bound
+array; node checks (:meth:`SearchContext.verdict`) and the optimum's bookkeeping
+work on node numbers that are Python integers of any size.
 """
 
 from __future__ import annotations
@@ -178,6 +184,26 @@ def _overrides(criterion: Criterion, method: str) -> bool:
     return getattr(type(criterion), method) is not getattr(Criterion, method)
 
 
+class NodeFlags:
+    """A set of node numbers read and written like a boolean array (a sparse context's
+    checked nodes: its memory grows with the nodes checked, not with the lattice)."""
+
+    def __init__(self) -> None:
+        self.nodes: set[int] = set()
+
+    def __getitem__(self, node: int) -> bool:
+        return node in self.nodes
+
+    def __setitem__(self, node: int, value: bool) -> None:
+        if value:
+            self.nodes.add(node)
+        else:
+            self.nodes.discard(node)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
 class SearchContext:
     """Node checks, predictive tagging and counters for one search.
 
@@ -187,7 +213,8 @@ class SearchContext:
     optimum among the acceptable nodes they checked, which saves checks but is
     *not guaranteed to find the optimum* (or any acceptable node) when a
     criterion or the metric is not monotone; the node returned is always
-    acceptable.
+    acceptable. ``sparse`` builds no whole-lattice array (see the module
+    docstring): only node checks are available then, not tagging.
     """
 
     def __init__(
@@ -200,6 +227,7 @@ class SearchContext:
         cache_size: int = 256,
         progress: ProgressFn | None = None,
         practical_monotonicity: bool = False,
+        sparse: bool = False,
     ) -> None:
         if not criteria:
             raise ValueError("a search needs at least one privacy criterion")
@@ -210,16 +238,17 @@ class SearchContext:
         self.metric = metric
         self.practical_monotonicity = practical_monotonicity
         self.cache = FrequencyCache(engine, cache_size)
-        self.checked = np.zeros(lattice.size, dtype=bool)
-        self.nodes_checked = 0
-        self.progress = progress
-        self.prune = True
+        self.sparse = sparse
+        #: which nodes were checked: an array, or a set of node numbers when sparse
+        self.checked: Any = NodeFlags() if sparse else np.zeros(lattice.size, dtype=bool)
+        self.nodes_checked, self.progress, self.prune = 0, progress, True
         self.losses: dict[int, Loss] = {}
         #: (sort key, node) of the best acceptable node found (see :meth:`sort_key`)
         self.best: tuple[tuple[Any, int, tuple[int, ...]], int] | None = None
         self.cpu_started = time.process_time()
         #: data-free bounds: (size,) floats, or (size, d) rows compared lexicographically
-        self.bounds: NDArray[Any] | None = metric.level_bounds(lattice.all_levels)
+        self.bounds: NDArray[Any] | None = (None if sparse else
+                                            metric.level_bounds(lattice.all_levels))
         self.suppression_allowed = max_suppressed > 0
         self._class_based = tuple(c for c in self.criteria if not c.sample_based)
         self._sample_based = tuple(c for c in self.criteria if c.sample_based)
@@ -262,7 +291,7 @@ class SearchContext:
             self.suppression_allowed)
         #: tags of the property the strategies search: the model's if it is monotone,
         #: else its monotone sub-model's
-        self.tags = np.zeros(lattice.size, dtype=np.int8)
+        self.tags = np.zeros(0 if sparse else lattice.size, dtype=np.int8)
         #: tags of the whole model (the same array when it is monotone)
         self.model_tags = self.tags
         self._sub: tuple[int, ...] = ()  # indexes into _class_based of the sub-model
@@ -273,7 +302,7 @@ class SearchContext:
         self._sub_parts: tuple[Criterion, ...] = ()
         self._sub_conditions: tuple[Criterion, ...] = ()
         if not self.monotone_model:
-            self.model_tags = np.zeros(lattice.size, dtype=np.int8)
+            self.model_tags = np.zeros(0 if sparse else lattice.size, dtype=np.int8)
             self._sub = tuple(i for i, c in enumerate(self._class_based)
                               if c.monotone(self.suppression_allowed)
                               and id(c) not in self._unmonotone)
@@ -330,7 +359,8 @@ class SearchContext:
         """A frequency set's classes with the whole model's outliers (no check counted)."""
         return self.evaluate(fs).classes
 
-    def evaluate(self, fs: FrequencySet, short_circuit: bool = False) -> Verdict:
+    def evaluate(self, fs: FrequencySet, short_circuit: bool = False,
+                 enforce_limit: int | None = None) -> Verdict:
         """Judge a node's classes by the whole model and by its monotone sub-model.
 
         With ``short_circuit``, a model that is not monotone has its sub-model's
@@ -341,6 +371,12 @@ class SearchContext:
         The verdict's classes then carry the sub-model's outliers only; the
         searches read such a node's frequency set alone (its metric's lower
         bound, which never reads the outliers).
+
+        ``enforce_limit`` (the heuristic searches' view of a node that fails,
+        ARX's ``HashGroupify.analyzeAll`` for ``forceMeasureInfoLoss``): the
+        sample-based criteria enforce their condition up to this many suppressed
+        records rather than the suppression limit, so a failing node's outliers
+        are all its classes that fail, and its loss can be measured.
         """
         stats = self.stats(fs)
         counts = fs.counts
@@ -369,12 +405,13 @@ class SearchContext:
             sub_ok = int(counts[sub].sum()) <= limit and all(
                 c.acceptable(stats, sub) for c in self._sub_conditions)
         ok = int(counts[outliers].sum()) <= limit
-        if ok:
+        enforce = limit if enforce_limit is None else max(limit, enforce_limit)
+        if ok or enforce > limit:
             for c in self._sample_based:
-                outliers = outliers | np.asarray(c.enforce(stats, outliers, limit), dtype=bool)
-                if int(counts[outliers].sum()) > limit:
-                    ok = False
+                outliers = outliers | np.asarray(c.enforce(stats, outliers, enforce), dtype=bool)
+                if int(counts[outliers].sum()) > enforce:
                     break
+            ok = ok and int(counts[outliers].sum()) <= limit
         classes = NodeClasses(fs=fs, outliers=outliers, stats=stats)
         ok = ok and all(c.acceptable(stats, outliers) for c in self._conditions)
         return Verdict(classes, ok, ok if self.monotone_model else sub_ok)

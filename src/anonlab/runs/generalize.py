@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from anonlab.hierarchy import Hierarchy
     from anonlab.privacy import Criterion
 
-SearchName = Literal["exhaustive", "ola", "degree", "flash"]
+SearchName = Literal["exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic",
+                     "auto"]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
 
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
@@ -186,7 +187,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     ``aggregate`` ``None`` is each metric's own ARX default (geometric mean
     for ``loss``, arithmetic mean for ``precision``, sum for the entropies).
     ``practical_monotonicity`` treats every model as monotone (ARX's option:
-    faster, the optimum may be missed). The release's risk is measured and
+    faster, the optimum may be missed). The heuristic searches (``lightning``,
+    ``top-down``, ``genetic``; ``auto``: optimal up to ``heuristic_threshold``
+    nodes) stop at ``time_limit`` seconds or ``step_limit`` node checks and
+    are not proven optimal; a TOML ``[genetic]`` table tunes the genetic one.
+    The release's risk is measured and
     judged as :class:`~anonlab.risk.release.ReleaseRiskSettings` says.
 
     Steering the optimum: ``min_level`` and ``max_level`` (quasi-identifier
@@ -226,6 +231,10 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     aggregate: AggregateName | None = None
     attribute_weights: dict[str, float] = Field(default_factory=dict)
     practical_monotonicity: bool = False
+    time_limit: float | None = None
+    step_limit: int | None = None
+    heuristic_threshold: int | None = None
+    genetic: dict[str, Any] | None = None
     min_level: dict[str, int] = Field(default_factory=dict)
     max_level: dict[str, int] = Field(default_factory=dict)
     alternatives: int = Field(default=0, ge=0)
@@ -610,7 +619,10 @@ def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
                        weights=settings.attribute_weights,
                        practical_monotonicity=settings.practical_monotonicity,
                        min_levels=settings.min_level, max_levels=settings.max_level,
-                       alternatives=settings.alternatives)
+                       alternatives=settings.alternatives, time_limit=settings.time_limit,
+                       step_limit=settings.step_limit,
+                       heuristic_threshold=settings.heuristic_threshold,
+                       genetic=settings.genetic)
     return result, dropped
 
 

@@ -295,6 +295,13 @@ def lattice_blocks(ctx: RenderContext) -> list[Block]:
     if isinstance(r.get("search_seconds"), int | float):
         kv.append(("search time", num(r["search_seconds"], "search_seconds",
                                       text=f"{r['search_seconds']:.2f} s")))
+    heuristic = r.get("heuristic")
+    if isinstance(heuristic, Mapping):
+        seconds, steps = heuristic.get("time_limit_seconds"), heuristic.get("step_limit")
+        kv += [("search kind", Cell("heuristic: the best node found, not proven optimal")),
+               ("time limit", Cell("none" if seconds is None else f"{seconds:g} s")),
+               ("step limit (node checks)", Cell("none" if steps is None else str(steps))),
+               ("stopped by", Cell(str(heuristic.get("stopped_by"))))]
     blocks: list[Block] = [KeyValues(kv)] if kv else []
     levels = r.get("lattice_levels")
     if isinstance(levels, list) and levels and all(isinstance(x, Mapping) for x in levels):
