@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from anonlab.lattice.degree import degree_product_search
+from anonlab.lattice.descent import descent_search
 from anonlab.lattice.exhaustive import exhaustive_search
 from anonlab.lattice.flash import flash_search
 from anonlab.lattice.genetic import GeneticSettings, genetic_search
@@ -27,6 +28,7 @@ HEURISTICS: dict[str, Callable[[SearchContext, HeuristicLimits, GeneticSettings]
     "lightning": lambda ctx, limits, _: lightning_search(ctx, limits),
     "top-down": lambda ctx, limits, _: top_down_search(ctx, limits),
     "genetic": genetic_search,
+    "descent": lambda ctx, limits, _: descent_search(ctx, limits),
 }
 
 __all__ = ["HEURISTICS", "STRATEGIES", "GeneticSettings", "HeuristicLimits", "SearchContext",

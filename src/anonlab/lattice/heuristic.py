@@ -14,7 +14,10 @@ set rolled up from a cached node below) and its loss is measured whether it is a
 not. For a node that fails, the loss is that of the node with every class that fails a
 criterion suppressed (``HashGroupify.analyzeAll``: the sample-based criteria enforce without
 the suppression limit), which is what ARX's heuristics steer by. A node's *lower bound* is the
-metric's data-dependent bound at the node (:meth:`Metric.lower_bound`).
+metric's data-dependent bound at the node (:meth:`Metric.lower_bound`, which reads the
+frequency set only, not the outliers); it is computed when a search first asks for it (only
+Lightning does, for the nodes it takes from its queue), from the cached frequency set or one
+rolled up again.
 
 Stopping (ARX's ``AbstractAlgorithm.mustStop``): after a check, the search stops once the
 checks reach the step limit or the time since the search started exceeds the time limit.
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from anonlab.errors import AnonlabError
+from anonlab.lattice.metrics import NodeClasses
 from anonlab.lattice.search import SEARCH_STEP, Loss, SearchContext, SearchResult, ordered
 
 #: ARX's default time limit of its heuristic searches (``heuristicSearchTimeLimit``, 30,000 ms)
@@ -94,8 +98,12 @@ class HeuristicRun:
         self.ctx = ctx
         self.lattice = ctx.lattice
         self.limits = limits
-        #: node -> (acceptable, loss as measured by a forced check, lower bound)
-        self.results: dict[int, tuple[bool, Loss, Loss]] = {}
+        #: node -> (acceptable, loss as measured by a forced check)
+        self.results: dict[int, tuple[bool, Loss]] = {}
+        self._bounds: dict[int, Loss] = {}
+        #: whether a failing node's verdict may lack outliers a forced check finds (sample-based
+        #: criteria stop enforcing at the limit; a short-circuited sub-model check)
+        self._recheck = bool(ctx._sample_based) or not ctx.monotone_model
         self.optimum: int | None = None
         self.optimum_loss: Loss | None = None
         self.stopped_by = STOP_DONE
@@ -105,7 +113,7 @@ class HeuristicRun:
         self.started = time.perf_counter()
 
     # ------------------------------------------------------------------ checks
-    def check(self, node: int) -> tuple[bool, Loss, Loss]:
+    def check(self, node: int) -> tuple[bool, Loss]:
         """Check a node once (later calls return the first result) and track the optimum."""
         known = self.results.get(node)
         if known is not None:
@@ -116,9 +124,10 @@ class HeuristicRun:
         if verdict.acceptable:
             loss = ctx.losses[node]
         else:
-            classes = ctx.evaluate(classes.fs, enforce_limit=self._records).classes
+            if self._recheck:
+                classes = ctx.evaluate(classes.fs, enforce_limit=self._records).classes
             loss = ctx.metric.value(classes)
-        result = (verdict.acceptable, loss, ctx.metric.lower_bound(classes))
+        result = (verdict.acceptable, loss)
         self.results[node] = result
         if verdict.acceptable:
             self._track(node, loss)
@@ -135,6 +144,20 @@ class HeuristicRun:
         order = compare_losses(loss, self.optimum_loss)
         if order < 0 or (order == 0 and self.level(node) < self.level(self.optimum)):
             self.optimum, self.optimum_loss = node, loss
+
+    def lower_bound(self, node: int) -> Loss:
+        """A checked node's lower bound (for it and all its generalizations)."""
+        bound = self._bounds.get(node)
+        if bound is None:
+            ctx = self.ctx
+            levels = self.lattice.levels(node)
+            fs = ctx.cache.get(levels)
+            if fs is None:
+                fs = ctx.cache.build(levels)
+                ctx.cache.store(fs)
+            none = np.zeros(fs.classes, dtype=bool)
+            bound = self._bounds[node] = ctx.metric.lower_bound(NodeClasses(fs=fs, outliers=none))
+        return bound
 
     def loss(self, node: int) -> Loss:
         """A checked node's loss (measured whether it is acceptable or not)."""
@@ -194,7 +217,7 @@ class HeuristicRun:
     def visited_levels(self) -> dict[int, tuple[int, int]]:
         """Per lattice level: nodes checked and how many of them were acceptable."""
         out: dict[int, tuple[int, int]] = {}
-        for node, (ok, _, _) in self.results.items():
+        for node, (ok, _) in self.results.items():
             level = self.lattice.level_of(node)
             checked, good = out.get(level, (0, 0))
             out[level] = (checked + 1, good + int(ok))

@@ -86,7 +86,7 @@ class _Walk:
         run = self.run
         if up and run.optimum is not None and run.optimum != node:
             assert run.optimum_loss is not None
-            if compare_losses(run.results[node][2], run.optimum_loss) >= 0:
+            if compare_losses(run.lower_bound(node), run.optimum_loss) >= 0:
                 self.pruned.add(self.lattice.levels(node))
                 return True
         return False

@@ -16,7 +16,7 @@ import org.deidentifier.arx.metric.Metric;
  *
  * args: run data.csv hierarchies(name=path,... in QI order) algorithm(lightning|top-down|genetic)
  *           k suppression metric(loss|entropy_with_suppression) gsFactor stepLimit timeLimitMs
- *           runs deterministic(true|false) [delimiter]
+ *           runs deterministic(true|false) [data delimiter, default ';'; hierarchies use ';']
  *       neighbours maxLevels(l,l,l) node(l,l,l): ARX's order of a node's successors and predecessors
  */
 public class HeuristicRef {
@@ -78,7 +78,7 @@ public class HeuristicRef {
             for (String part : args[2].split(",")) {
                 String[] kv = part.split("=", 2);
                 qis.add(kv[0]);
-                data.getDefinition().setAttributeType(kv[0], Hierarchy.create(new File(kv[1]), StandardCharsets.UTF_8, delimiter));
+                data.getDefinition().setAttributeType(kv[0], Hierarchy.create(new File(kv[1]), StandardCharsets.UTF_8, ';'));
             }
             for (int c = 0; c < handle.getNumColumns(); c++) {
                 String name = handle.getAttributeName(c);
