@@ -171,7 +171,8 @@ def generalize_command(
     ),
     search: str | None = typer.Option(
         None, "--search", help="Optimal: exhaustive | ola | degree | flash; heuristic, for "
-        "lattices of any size, not proven optimal: lightning | top-down | genetic; auto: flash "
+        "lattices of any size, not proven optimal: lightning | top-down | genetic (ARX's) | "
+        "descent; auto: flash "
         "up to --heuristic-threshold nodes, lightning above (default: flash)."
     ),
     time_limit: float | None = typer.Option(

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from anonlab.privacy import Criterion
 
 SearchName = Literal["exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic",
-                     "auto"]
+                     "descent", "auto"]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
 
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
@@ -188,7 +188,7 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     for ``loss``, arithmetic mean for ``precision``, sum for the entropies).
     ``practical_monotonicity`` treats every model as monotone (ARX's option:
     faster, the optimum may be missed). The heuristic searches (``lightning``,
-    ``top-down``, ``genetic``; ``auto``: optimal up to ``heuristic_threshold``
+    ``top-down``, ``genetic``, ``descent``; ``auto``: optimal up to ``heuristic_threshold``
     nodes) stop at ``time_limit`` seconds or ``step_limit`` node checks and
     are not proven optimal; a TOML ``[genetic]`` table tunes the genetic one.
     The release's risk is measured and
