@@ -171,6 +171,8 @@ MODELS = [
     ([{"model": "k-anonymity", "k": 2}, {"model": "distinct-l-diversity", "attribute": "s",
                                          "l": 2}], "precision_with_suppression", 0.1),
     ([{"model": "k-anonymity", "k": 4}], "entropy_with_suppression", 0.0),
+    ([{"model": "k-anonymity", "k": 2}, {"model": "average-risk", "threshold": 0.3}], "aecs",
+     0.2),  # a sample-based model: a failing node's loss needs enforcement without the limit
 ]
 
 
