@@ -32,11 +32,11 @@ import itertools
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from anonlab.lattice.heuristic import (
     STOP_STEPS,
     STOP_TIME,
+    DownwardMarks,
     HeuristicLimits,
     HeuristicRun,
     compare_losses,
@@ -45,25 +45,6 @@ from anonlab.lattice.search import SearchContext, SearchResult
 
 #: why a descent that no limit stopped ended
 STOP_LOCAL = "no untried move around the best node"
-
-
-class DownwardMarks:
-    """Nodes marked with all their specializations: a node is marked when some marked node
-    lies at or above it (failing nodes of a monotone model)."""
-
-    def __init__(self, dimensions: int) -> None:
-        self._rows: list[tuple[int, ...]] = []
-        self._array: NDArray[Any] = np.zeros((0, dimensions), dtype=np.int64)
-
-    def add(self, levels: tuple[int, ...]) -> None:
-        self._rows.append(levels)
-
-    def __contains__(self, levels: tuple[int, ...]) -> bool:
-        if not self._rows:
-            return False
-        if len(self._array) != len(self._rows):
-            self._array = np.asarray(self._rows, dtype=np.int64)
-        return bool(np.any(np.all(self._array >= np.asarray(levels), axis=1)))
 
 
 class _Descent:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.lattice.metrics import NodeClasses
@@ -87,6 +88,42 @@ def relative_loss(loss: Loss, low: Loss, high: Loss) -> float:
     if high - low == 0.0:
         return 0.0
     return (loss - low) / (high - low)
+
+
+class LevelRows:
+    """Level vectors appended one at a time into a numpy array that doubles as it grows (so
+    the membership tests of :class:`UpwardMarks` and :class:`DownwardMarks` stay vectorized
+    without copying every row for every new one)."""
+
+    def __init__(self, dimensions: int) -> None:
+        self._array: NDArray[Any] = np.zeros((16, dimensions), dtype=np.int64)
+        self.count = 0
+
+    def add(self, levels: tuple[int, ...]) -> None:
+        if self.count == len(self._array):
+            self._array = np.concatenate([self._array, np.zeros_like(self._array)])
+        self._array[self.count] = levels
+        self.count += 1
+
+    @property
+    def rows(self) -> NDArray[Any]:
+        return self._array[: self.count]
+
+
+class UpwardMarks(LevelRows):
+    """Nodes marked together with all their generalizations (ARX's predictive properties of
+    direction "up"): a node is marked when some marked node lies at or below it."""
+
+    def __contains__(self, levels: tuple[int, ...]) -> bool:
+        return self.count > 0 and bool(np.any(np.all(self.rows <= np.asarray(levels), axis=1)))
+
+
+class DownwardMarks(LevelRows):
+    """Nodes marked with all their specializations: a node is marked when some marked node
+    lies at or above it (failing nodes of a monotone model)."""
+
+    def __contains__(self, levels: tuple[int, ...]) -> bool:
+        return self.count > 0 and bool(np.any(np.all(self.rows >= np.asarray(levels), axis=1)))
 
 
 class HeuristicRun:

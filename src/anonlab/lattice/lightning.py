@@ -28,33 +28,9 @@ search under a step limit returns ARX's node.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
-
-from anonlab.lattice.heuristic import HeuristicLimits, HeuristicRun, compare_losses
+from anonlab.lattice.heuristic import HeuristicLimits, HeuristicRun, UpwardMarks, compare_losses
 from anonlab.lattice.javautil import JavaPriorityQueue
 from anonlab.lattice.search import SearchContext, SearchResult
-
-
-class UpwardMarks:
-    """Nodes marked together with all their generalizations (ARX's predictive properties of
-    direction "up"): a node is marked when some marked node lies at or below it."""
-
-    def __init__(self, dimensions: int) -> None:
-        self._rows: list[tuple[int, ...]] = []
-        self._array: NDArray[Any] = np.zeros((0, dimensions), dtype=np.int64)
-
-    def add(self, levels: tuple[int, ...]) -> None:
-        self._rows.append(levels)
-
-    def __contains__(self, levels: tuple[int, ...]) -> bool:
-        if not self._rows:
-            return False
-        if len(self._array) != len(self._rows):
-            self._array = np.asarray(self._rows, dtype=np.int64)
-        return bool(np.any(np.all(self._array <= np.asarray(levels), axis=1)))
 
 
 class _Walk:
