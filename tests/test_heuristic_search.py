@@ -339,6 +339,19 @@ def test_plan_errors_name_the_parameter() -> None:
     with pytest.raises(AnonlabError) as err:
         plan_search("genetic", genetic={"population": 5})
     assert err.value.parameter == "genetic"
-    with pytest.raises(AnonlabError) as err:
+    with pytest.raises(AnonlabError, match="the genetic setting elite_fraction") as err:
         plan_search("genetic", genetic={"elite_fraction": 2})
-    assert err.value.parameter == "elite_fraction"
+    assert err.value.parameter == "genetic"
+
+
+def test_toml_genetic_table_with_another_search(tiny: Path) -> None:
+    config = tiny / "bad.toml"
+    config.write_text(f'input = "{tiny / "t.csv"}"\nk = 3\nsearch = "lightning"\n'
+                      f'output = "{tiny / "out.csv"}"\n'
+                      f'[qi]\nage = "{tiny / "age.csv"}"\nzip = "{tiny / "zip.csv"}"\n'
+                      '[genetic]\nseed = 3\n')
+    result = runner.invoke(app, ["generalize", "--config", str(config), "--quiet"])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: the genetic settings apply to search 'genetic'")
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tiny / "out.csv").exists()

@@ -67,13 +67,14 @@ class GeneticSettings:
         for name in ("subpopulation_size", "iterations", "immigration_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AnonlabError(f"{name} must be a whole number of 1 or more (got {value})",
-                                   parameter=name)
+                raise AnonlabError(f"the genetic setting {name} must be a whole number of 1 "
+                                   f"or more (got {value})", parameter="genetic")
         for name in ("immigration_fraction", "elite_fraction", "crossover_fraction",
                      "mutation_probability", "production_fraction"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
-                raise AnonlabError(f"{name} must be from 0 to 1 (got {value})", parameter=name)
+                raise AnonlabError(f"the genetic setting {name} must be from 0 to 1 (got "
+                                   f"{value})", parameter="genetic")
 
 
 class _Genetic:

@@ -84,8 +84,8 @@ def plan_search(search: str = "flash", *, time_limit: float | None = None,
             f"search 'auto', not for '{search}': leave it out or use search 'auto'",
             parameter="heuristic_threshold")
     if genetic is not None and search != "genetic":
-        raise AnonlabError(f"genetic settings apply to search 'genetic', not to '{search}'",
-                           parameter="genetic")
+        raise AnonlabError(f"the genetic settings apply to search 'genetic', not to '{search}': "
+                           "leave them out or use search 'genetic'", parameter="genetic")
     if heuristic_threshold is not None and (isinstance(heuristic_threshold, bool)
                                             or heuristic_threshold < 1):
         raise AnonlabError(f"heuristic_threshold must be a number of nodes of 1 or more "
@@ -98,7 +98,7 @@ def plan_search(search: str = "flash", *, time_limit: float | None = None,
     if isinstance(genetic, Mapping):
         unknown = sorted(set(genetic) - set(GeneticSettings.__dataclass_fields__))
         if unknown:
-            raise AnonlabError(f"genetic setting(s) {', '.join(unknown)} unknown: use "
+            raise AnonlabError(f"unknown genetic setting(s) {', '.join(unknown)}: use "
                                f"{', '.join(GeneticSettings.__dataclass_fields__)}",
                                parameter="genetic")
         genetic = GeneticSettings(**genetic)
