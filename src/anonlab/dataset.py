@@ -77,8 +77,7 @@ class EncodedSensitive:
 
 def encode_sensitive(name: str, column: pd.Series) -> EncodedSensitive:
     """Dictionary-encode a sensitive column (values as text, missing as the empty string)."""
-    text = column.astype(str).where(column.notna(), "")
-    codes, uniques = pd.factorize(text, sort=False)
+    codes, uniques = pd.factorize(as_text(column), sort=False)
     values = tuple(str(u) for u in uniques)
     return EncodedSensitive(
         name=name, values=values, codes=codes.astype(np.int32),
@@ -86,7 +85,17 @@ def encode_sensitive(name: str, column: pd.Series) -> EncodedSensitive:
 
 
 def as_text(column: pd.Series) -> pd.Series:
-    """A column's values as text, a missing value (null, NaN) as the empty string."""
+    """A column's values as text, a missing value (null, NaN) as the empty string.
+
+    A categorical of texts with nothing missing (a table read with
+    ``strings="dictionary"``) is text already and is returned as it is:
+    :func:`pandas.factorize` numbers it in the same order of first appearance,
+    on its codes.
+    """
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and not column.isna().any() and \
+            pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string":
+        return column
     return column.astype(str).where(column.notna(), "")
 
 

@@ -143,12 +143,25 @@ def _never_quoted(kind: pa.DataType, delimiter: str) -> bool:
     return printable and delimiter in SAFE_DELIMITERS
 
 
+def _plain_dictionary(column: pa.Array) -> bool:
+    """Whether ``column`` is a dictionary array (a categorical column) without a missing value."""
+    return pa.types.is_dictionary(column.type) and not column.null_count
+
+
+def _dictionary_fields(column: pa.DictionaryArray, pattern: str, alone: bool) -> pa.Array:
+    """The CSV fields of a dictionary column: each distinct value printed and quoted once,
+    then taken for every row by its code (the same fields as printing every row)."""
+    fields = _quoted(text_array(column.dictionary).cast(pa.large_string()), pattern, alone)
+    return fields.take(column.indices)
+
+
 def _render(batch: pa.RecordBatch, delimiter: str) -> pa.Buffer:
     """The CSV lines of ``batch`` as one buffer (vectorised: no Python loop over rows)."""
     pattern = _regex_class('"' + delimiter + "\r\n")
     alone = batch.num_columns == 1
     kind = pa.large_string()
-    columns = [text_array(c).cast(kind) if _never_quoted(c.type, delimiter) and not alone
+    columns = [_dictionary_fields(c, pattern, alone) if _plain_dictionary(c)
+               else text_array(c).cast(kind) if _never_quoted(c.type, delimiter) and not alone
                else _quoted(text_array(c).cast(kind), pattern, alone) for c in batch.columns]
     lines = pc.binary_join_element_wise(*columns, pa.scalar(delimiter, kind))
     lines = pc.binary_join_element_wise(lines, pa.scalar("", kind), pa.scalar("\n", kind))

@@ -124,7 +124,7 @@ def check_names(names: Sequence[str], where: str) -> None:
 
 
 def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
-                  doubles: Collection[str] = ()) -> pa.Table:
+                  doubles: Collection[str] = (), dictionary: bool = False) -> pa.Table:
     """A CSV file as an Arrow table of strings (empty fields are ``""``, never null).
 
     pyarrow parses the file in blocks on all cores. A record longer than a
@@ -136,6 +136,10 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
     while it reads (the same correctly rounded parser as its cast from text,
     spaces around a number allowed), so their text is never stored; a field
     that is not a number, or empty, is an error naming the column.
+    With ``dictionary`` the text columns are parsed straight into dictionary
+    arrays (the distinct texts and a code per row), the header row skipped
+    like that of a table with such columns, so that no header name enters a
+    dictionary.
     """
     record = first_record(path, sep, quotechar)
     if not record:
@@ -144,22 +148,25 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
         check_names(record, f"file '{path}'")
     names = record if header else [str(i) for i in range(len(record))]
     typed = [i for i, name in enumerate(names) if name in doubles]
-    table = _parse_csv(path, sep, quotechar, names, typed, skip=header and bool(typed))
-    if typed:  # the header was skipped: its names are the ones csv read above
+    skipped = header and (bool(typed) or dictionary)
+    table = _parse_csv(path, sep, quotechar, names, typed, skip=skipped, dictionary=dictionary)
+    if typed or dictionary:  # any header was skipped: its names are the ones csv read above
         return table.rename_columns(list(names))
     return _named(table, header)
 
 
 def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
-               typed: Sequence[int], skip: bool) -> pa.Table:
+               typed: Sequence[int], skip: bool, dictionary: bool = False) -> pa.Table:
     """pyarrow's parse of the file: columns ``f0``, ``f1``..., text except ``typed`` (doubles).
 
     ``skip`` leaves out the first record (the header); otherwise it is row 0.
+    ``dictionary``: text columns as dictionary arrays of strings.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    types = {f"f{i}": pa.float64() if i in typed else pa.string() for i in range(len(names))}
+    text = pa.dictionary(pa.int32(), pa.string()) if dictionary else pa.string()
+    types = {f"f{i}": pa.float64() if i in typed else text for i in range(len(names))}
     block, newlines = CSV_BLOCK, False
     while True:
         try:

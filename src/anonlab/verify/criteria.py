@@ -49,6 +49,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
+from anonlab.verify.tables import plain_text
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -769,5 +770,8 @@ def population_only(population_keys: pd.Series, subset_keys: pd.Series) -> pd.Se
 
 
 def _text(column: pd.Series) -> pd.Series:
-    """A column as text, a missing value (null) as the empty string an empty CSV field reads as."""
+    """A column as text, a missing value (null) as the empty string an empty CSV field reads as
+    (a column that is text already, e.g. a categorical release read back, as it is)."""
+    if plain_text(column):
+        return column
     return column.astype(str).where(column.notna(), "")

@@ -22,13 +22,13 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
+from anonlab.verify.tables import plain_text
 
 __all__ = ["check_criteria", "check_generalization", "check_k_anonymity",
            "check_level_bounds", "expected_stars"]
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
-ObjectArray = NDArray[np.object_]
 
 
 def check_level_bounds(
@@ -118,6 +118,11 @@ def check_generalization(
     at the stated level; and, if ``max_suppressed`` is given, that at most that
     many rows are suppressed (all ``'*'`` where the stated levels would not
     give ``'*'`` in every QI).
+
+    Each column is compared as text through its own dictionary (:func:`_coded`):
+    an original value's label is looked up once per distinct value, and rows are
+    compared as integer codes, so a million-row release costs a few passes over
+    integers (a release read back with categorical columns is coded already).
     """
     if len(original) != len(release):
         return [f"release has {len(release)} rows, original {len(original)}"]
@@ -126,20 +131,25 @@ def check_generalization(
     absent = [c for c in qis if c not in release.columns]
     if absent:
         return [*problems, f"quasi-identifier '{absent[0]}' is missing from the release"]
-    released = {col: _strings(release[col]) for col in qis}
+    released = {col: _coded(release[col]) for col in qis}
     all_star = np.ones(len(release), dtype=bool)
-    for col in qis:
-        all_star &= released[col] == SUPPRESSED
+    for codes, values in released.values():
+        all_star &= codes == _position(values, SUPPRESSED)
     expected_star = np.ones(len(original), dtype=bool)
     for col, level in levels.items():
-        expected = _expected_labels(original[col], hierarchies[col], col, level)
-        expected_star &= expected == SUPPRESSED
-        got = released[col]
-        wrong = (expected != got) & ~all_star
+        codes, values = _coded(original[col])
+        _check_covered(hierarchies[col], values, col, level)
+        labels = [hierarchies[col].label(v, level) for v in values]
+        expected_star &= np.array([label == SUPPRESSED for label in labels], dtype=bool)[codes]
+        got_codes, got_values = released[col]
+        at = {v: i for i, v in enumerate(got_values)}
+        want = np.array([at.get(label, -1) for label in labels], dtype=np.int32)[codes]
+        wrong = (want != got_codes) & ~all_star
         if wrong.any():
             row = int(wrong.nonzero()[0][0])
             problems.append(
-                f"column '{col}' row {row + 1}: released '{got[row]}', expected '{expected[row]}'"
+                f"column '{col}' row {row + 1}: released '{got_values[got_codes[row]]}', "
+                f"expected '{labels[codes[row]]}'"
             )
     suppressed = int((all_star & ~expected_star).sum())
     if max_suppressed is not None and suppressed > max_suppressed:
@@ -177,17 +187,37 @@ def _other_column_findings(original: pd.DataFrame, release: pd.DataFrame, qis: l
             continue
         if col not in release.columns:
             problems.append(f"column '{col}' is missing from the release")
-        elif not np.array_equal(_strings(original[col]), _strings(release[col])):
+        elif not _same_text(original[col], release[col]):
             problems.append(f"column '{col}' was changed")
     return problems
 
 
-def _expected_labels(column: pd.Series, hier: Hierarchy, col: str, level: int) -> ObjectArray:
-    """The hierarchy label at ``level`` of every original value of a QI column."""
+def _same_text(before: pd.Series, after: pd.Series) -> bool:
+    """Whether two columns of the same length hold the same text in every row."""
+    codes, values = _coded(before)
+    after_codes, after_values = _coded(after)
+    at = {v: i for i, v in enumerate(after_values)}
+    mapped = np.array([at.get(v, -1) for v in values], dtype=np.int32)[codes]
+    return bool(np.array_equal(mapped, after_codes))
+
+
+def _coded(column: pd.Series) -> tuple[NDArray[np.int32], list[str]]:
+    """Each row's text as a code into the column's distinct texts (first appearance order).
+
+    The texts are those of :func:`_text` (a missing value is ``''``); equal
+    codes mean equal text, so rows can be compared as integers. Codes lie below
+    the number of rows and are kept in 32 bits (half the memory of pandas' codes
+    for the quasi-identifiers of a million-row release held at once).
+    """
     codes, values = pd.factorize(_text(column))
-    _check_covered(hier, [str(v) for v in values], col, level)
-    labels = np.array([hier.label(str(v), level) for v in values], dtype=object)
-    return np.asarray(labels[codes], dtype=object)
+    if len(values) >= np.iinfo(np.int32).max:  # pragma: no cover - two billion distinct texts
+        raise AnonlabError(f"column '{column.name}' has too many distinct values to check")
+    return codes.astype(np.int32), [str(v) for v in values]
+
+
+def _position(values: list[str], value: str) -> int:
+    """Where ``value`` is among ``values`` (-1: absent, so that no code equals it)."""
+    return values.index(value) if value in values else -1
 
 
 def _check_covered(hier: Hierarchy, values: list[str], col: str, level: int) -> None:
@@ -203,16 +233,12 @@ def _check_covered(hier: Hierarchy, values: list[str], col: str, level: int) -> 
                            "made with")
 
 
-def _strings(column: pd.Series) -> ObjectArray:
-    """A column's values as text, one shared string object per distinct value.
-
-    (Converting a million-row text column element by element would create a
-    million string objects.)
-    """
-    codes, values = pd.factorize(_text(column))
-    return np.asarray(values.astype(object), dtype=object)[codes]
-
-
 def _text(column: pd.Series) -> pd.Series:
-    """A column as text, a missing value (null) as the empty string an empty CSV field reads as."""
+    """A column as text, a missing value (null) as the empty string an empty CSV field reads.
+
+    A column of text with nothing missing (a categorical of texts, as a release
+    is read back, or pandas' text) is already that and is returned as it is.
+    """
+    if plain_text(column):
+        return column
     return column.astype(str).where(column.notna(), "")

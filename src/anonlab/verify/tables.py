@@ -38,6 +38,21 @@ def text(column: pd.Series) -> ObjectArray:
     return np.asarray(converted.to_numpy(dtype=object), dtype=object)
 
 
+def plain_text(column: pd.Series) -> bool:
+    """Whether ``column`` is text with nothing missing, so that it needs no conversion.
+
+    Such a column is pandas' text (``str``, ``string``) or a categorical whose
+    categories are all texts (a release read back with
+    ``read_table(strings="dictionary")``); checkers may then group and compare
+    it as it is (a categorical on its codes), without a Python string per row.
+    """
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return bool(pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
+                    and not column.isna().any())
+    return isinstance(dtype, pd.StringDtype) and not column.isna().any()
+
+
 def stripped(column: pd.Series) -> ObjectArray:
     """A categorical column as text without surrounding spaces (missing: ``''``)."""
     return np.asarray([str(v).strip() for v in text(column)], dtype=object)
