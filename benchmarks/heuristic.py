@@ -12,7 +12,8 @@ better), nodes checked, search and CPU seconds. ARX runs through
 tests/data/arx_heuristic/java/HeuristicRef.java (compiled to /tmp/hbuild, see its
 make_refs.py); without Java the ARX rows are left out.
 
-    python benchmarks/heuristic.py                 # time limits 1, 5, 30 s
+    python benchmarks/heuristic.py                 # time limits 1, 5, 30 s, one run each
+    python benchmarks/heuristic.py --repeats 3     # medians of three runs
     python benchmarks/heuristic.py --limits 1,5    # quicker
 
 Results: benchmarks/results/heuristic.json.
@@ -22,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -78,7 +81,7 @@ def build_hierarchies(rebuild: bool) -> None:
                         *spec[1:], "--output", str(path), "--quiet"], check=True)
 
 
-def run_anonlab(search: str, seconds: float) -> dict[str, Any]:
+def run_anonlab(search: str, seconds: float, seed: int = 1) -> dict[str, Any]:
     """One anonlab search with a time limit; the best node's loss and the counts."""
     from anonlab.errors import AnonlabError
     from anonlab.generalize import anonymize, model_dataset, resolve_criteria
@@ -91,7 +94,7 @@ def run_anonlab(search: str, seconds: float) -> dict[str, Any]:
     criteria = resolve_criteria([{"model": "k-anonymity", "k": K}])
     dataset = model_dataset(frame, hierarchies, criteria, other="insensitive")
     cpu, wall = time.process_time(), time.perf_counter()
-    options: dict[str, Any] = {"genetic": {"seed": 1}} if search == "genetic" else {}
+    options: dict[str, Any] = {"genetic": {"seed": seed}} if search == "genetic" else {}
     try:
         result = anonymize(dataset, criteria=criteria, suppression=SUPPRESSION, metric=METRIC,
                            search=search, time_limit=seconds, **options)
@@ -130,6 +133,19 @@ def run_arx(search: str, seconds: float) -> dict[str, Any] | None:
             "cpu_seconds": line["cpu_ms"] / 1000.0}
 
 
+def median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row for repeated runs: the median of each figure (a run finding nothing counts as
+    the worst loss), the runs themselves under ``runs``."""
+    losses = [math.inf if r["loss"] is None else r["loss"] for r in runs]
+    loss = statistics.median_low(losses)
+    row = dict(runs[0])
+    for key in ("checked", "search_seconds", "wall_seconds", "cpu_seconds"):
+        row[key] = statistics.median(r[key] or 0 for r in runs)
+    row["loss"] = None if math.isinf(loss) else loss
+    row["runs"] = runs
+    return row
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """The results as a text table, one row per tool, search and time limit."""
     head = (f"{'limit s':>7}  {'search':<10} {'tool':<10} {'best loss':>12} {'checked':>8} "
@@ -146,22 +162,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limits", default="1,5,30", help="time limits in seconds")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the hierarchies")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs per tool, search and limit (medians are shown)")
     args = parser.parse_args()
     build_hierarchies(args.rebuild)
     rows: list[dict[str, Any]] = []
     for seconds in (float(x) for x in args.limits.split(",")):
         for search in SEARCHES:
-            new = [run_anonlab(search, seconds)]
-            arx = run_arx(search, seconds) if search != "descent" else None
-            if arx is not None:
-                new.append(arx)
+            ours = [run_anonlab(search, seconds, seed) for seed in range(1, args.repeats + 1)]
+            new = [median_row(ours)]
+            if search != "descent":
+                arx = [run_arx(search, seconds) for _ in range(args.repeats)]
+                if all(r is not None for r in arx):
+                    new.append(median_row([r for r in arx if r is not None]))
             rows += new
             print("\n".join(table(new).splitlines()[2:]), file=sys.stderr, flush=True)
     print(table(rows))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "benchmark": "heuristic searches on free1.csv, 20 quasi-identifiers",
-        "command": "python benchmarks/heuristic.py --limits " + args.limits,
+        "command": f"python benchmarks/heuristic.py --limits {args.limits} --repeats "
+                   f"{args.repeats}",
         "model": {"k": K, "suppression": SUPPRESSION, "metric": METRIC},
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "rows": rows}, indent=1) + "\n")

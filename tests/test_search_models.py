@@ -43,7 +43,13 @@ from anonlab.lattice.search import (
     sensitive_attributes,
 )
 from anonlab.privacy import ClassStats, Criterion, KAnonymity, max_suppressed
-from anonlab.privacy.spec import MODELS, bind_criteria, build_criterion, criterion_class
+from anonlab.privacy.spec import (
+    MODELS,
+    SUBSET_MODELS,
+    bind_criteria,
+    build_criterion,
+    criterion_class,
+)
 from gen_strategies import ModelProblem, hierarchy_for, model_problem, same_loss
 
 TAGGING = ["flash", "ola", "degree"]
@@ -157,9 +163,9 @@ def _available(name: str) -> bool:
     return True
 
 
-#: library models this installation has, except those needing a population table
-LIBRARY = [name for name in MODELS
-           if name not in ("delta-presence", "inclusion") and _available(name)]
+#: library models this installation has, except those needing a population table (the ones
+#: naming a research subset)
+LIBRARY = [name for name in MODELS if name not in SUBSET_MODELS and _available(name)]
 
 
 def _hierarchy_file(draw: st.DrawFn, problem: ModelProblem, attribute: str) -> str:

@@ -39,6 +39,7 @@ from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
 from anonlab.lattice.plan import SearchPlan, plan_search
 from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult, sensitive_attributes
 from anonlab.privacy import Criterion, KAnonymity, check_k, max_suppressed
+from anonlab.privacy.profitability import model_costs
 from anonlab.privacy.spec import (
     SINGLE_INSTANCE,
     bind_criteria,
@@ -470,6 +471,8 @@ def _setup(
     else:
         engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
         ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
+    with criteria_errors():
+        ctx_loss.cost_benefit = model_costs(criteria)
     chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
                          weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0

@@ -252,6 +252,8 @@ class SearchContext:
         self.suppression_allowed = max_suppressed > 0
         self._class_based = tuple(c for c in self.criteria if not c.sample_based)
         self._sample_based = tuple(c for c in self.criteria if c.sample_based)
+        #: whether a criterion reads the classes' values (:attr:`ClassStats.codes`)
+        self._needs_codes = any(getattr(c, "needs_codes", False) for c in self.criteria)
         sizes = [c.minimal_class_size() for c in self._class_based]
         #: ARX's minimal class size (the largest one a criterion implies; 0: none). ARX checks
         #: it before every criterion (``HashGroupify.isPrivacyModelFulfilled``): a smaller
@@ -343,6 +345,8 @@ class SearchContext:
     def stats(self, fs: FrequencySet) -> ClassStats:
         """What the criteria see of a node (with ARX's class order for sample-based ones)."""
         stats = fs.stats()
+        if self._needs_codes:
+            stats = dataclasses.replace(stats, codes=fs.codes)
         if not self._sample_based:
             return stats
         star = np.ones(fs.classes, dtype=bool)

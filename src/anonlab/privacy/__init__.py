@@ -8,6 +8,9 @@ The models of ARX 3.9 (docs/privacy_models.md), importable from here:
 :class:`BasicBetaLikeness`, :class:`EnhancedBetaLikeness`,
 :class:`DeltaDisclosure` (:mod:`~anonlab.privacy.likeness`);
 :class:`DeltaPresence`, :class:`Inclusion`, :class:`KMap` (:mod:`~anonlab.privacy.presence`);
+:class:`ProfitabilityProsecutor`, :class:`ProfitabilityJournalist`,
+:class:`ProfitabilityProsecutorNoAttack`, :class:`ProfitabilityJournalistNoAttack`
+(:mod:`~anonlab.privacy.profitability`);
 :class:`AverageRisk`, :class:`SampleUniqueness`, :class:`PopulationUniqueness`
 (:mod:`~anonlab.privacy.riskbased`). Their modules are imported on first use.
 :func:`build_criterion` and :func:`normalize_criterion` read a model as the
@@ -52,6 +55,10 @@ _LAZY = {
     "DeltaPresence": "presence",
     "Inclusion": "presence",
     "KMap": "presence",
+    "ProfitabilityProsecutor": "profitability",
+    "ProfitabilityJournalist": "profitability",
+    "ProfitabilityProsecutorNoAttack": "profitability",
+    "ProfitabilityJournalistNoAttack": "profitability",
     "AverageRisk": "riskbased",
     "SampleUniqueness": "riskbased",
     "PopulationUniqueness": "riskbased",
@@ -84,6 +91,10 @@ __all__ = [
     "KMap",
     "OrderedDistanceTCloseness",
     "PopulationUniqueness",
+    "ProfitabilityJournalist",
+    "ProfitabilityJournalistNoAttack",
+    "ProfitabilityProsecutor",
+    "ProfitabilityProsecutorNoAttack",
     "RecursiveCLDiversity",
     "SampleUniqueness",
     "SensitiveHistograms",

@@ -79,6 +79,10 @@ class ClassStats:
     #: classes whose every quasi-identifier holds ``*`` at this node (ARX's
     #: ``HashGroupify.isCompletelyGeneralized``): the risk models leave them out
     completely_generalized: NDArray[Any] | None = None  # (classes,) bool; None: none
+    #: (classes, m) group code of each class in each quasi-identifier at ``levels``, given
+    #: only to criteria that read the classes' values (``needs_codes``: the profitability
+    #: models' information loss); ``None`` otherwise
+    codes: NDArray[Any] | None = None
 
     @property
     def classes(self) -> int:

@@ -687,7 +687,8 @@ def population_dataset(
     """
     roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
                              "insensitive": insensitive, "other": other, "source": source}
-    presence = [c for c in criteria if isinstance(c, DeltaPresence)]
+    presence = [c for c in criteria
+                if isinstance(c, DeltaPresence) or getattr(c, "defines_subset", False)]
     kmaps = [c for c in criteria if isinstance(c, KMap) and c.population is not None]
     if len(presence) > 1:
         raise AnonlabError(f"give one research subset: {' and '.join(c.name for c in presence)} "
@@ -702,10 +703,11 @@ def population_dataset(
             raise AnonlabError(f"with {name} the table is the population, so k-map takes no "
                                "population of its own: drop k-map's population or use an "
                                "estimator", parameter="criteria")
-        if presence[0].subset is None:
+        subset = getattr(presence[0], "subset", None)
+        if subset is None:
             raise AnonlabError(f"{name} needs subset (the research subset's rows of the table)",
                                parameter="criteria")
-        return presence_dataset(frame, _load(presence[0].subset, read_options), hierarchies,
+        return presence_dataset(frame, _load(subset, read_options), hierarchies,
                                 model=name, **roles)
     if kmaps:
         assert kmaps[0].population is not None

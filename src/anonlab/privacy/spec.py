@@ -103,6 +103,11 @@ _INT_L = Param(int, "3")
 _T = Param(float, "0.2")
 _BETA = Param(float, "1.0")
 _THRESHOLD = Param(float, "0.05")
+#: the cost-benefit figures of the profitability models (ARX's defaults when left out)
+_COSTS = {"publisher_benefit": Param(float, "1200", False),
+          "publisher_loss": Param(float, "300", False),
+          "adversary_gain": Param(float, "300", False),
+          "adversary_cost": Param(float, "4", False)}
 
 #: every model a user can name, in the order of ARX 3.9's documentation
 MODELS: dict[str, Model] = {m.name: m for m in (
@@ -134,6 +139,12 @@ MODELS: dict[str, Model] = {m.name: m for m in (
         one_of=(("population", "estimator"),),
         needs={"estimator": ("significance", "population_size")},
         excludes={"population": ("significance", "population_size")}),
+    Model("profitability-prosecutor", "profitability", False, dict(_COSTS)),
+    Model("profitability-prosecutor-no-attack", "profitability", False, dict(_COSTS)),
+    Model("profitability-journalist", "profitability", False, {
+        "subset": Param(str, '"research_subset.csv"', path=True), **_COSTS}),
+    Model("profitability-journalist-no-attack", "profitability", False, {
+        "subset": Param(str, '"research_subset.csv"', path=True), **_COSTS}),
     Model("average-risk", "riskbased", False, {"threshold": _THRESHOLD}),
     Model("sample-uniqueness", "riskbased", False, {"threshold": _THRESHOLD}),
     Model("population-uniqueness", "riskbased", False, {
@@ -146,7 +157,12 @@ MODELS: dict[str, Model] = {m.name: m for m in (
 )}
 
 #: models of which ARX 3.9 takes one instance at most
-SINGLE_INSTANCE = ("k-anonymity", "k-map", "delta-presence", "inclusion")
+SINGLE_INSTANCE = ("k-anonymity", "k-map", "delta-presence", "inclusion",
+                   "profitability-prosecutor", "profitability-prosecutor-no-attack",
+                   "profitability-journalist", "profitability-journalist-no-attack")
+#: models that name the research subset (the table is then its population)
+SUBSET_MODELS = ("delta-presence", "inclusion", "profitability-journalist",
+                 "profitability-journalist-no-attack")
 
 
 def _fail(message: str) -> AnonlabError:
@@ -372,6 +388,10 @@ def _check_one_subset(items: Sequence[Mapping[str, Any]]) -> None:
     if {"delta-presence", "inclusion"} <= models:
         raise _fail("delta-presence and inclusion each name the research subset: give one "
                     "(delta-presence alone, to bound delta)")
+    named = sorted(models & set(SUBSET_MODELS))
+    if len(named) > 1:
+        raise _fail(f"{' and '.join(named)} each name the research subset: give one of them "
+                    "(a release has one research subset)")
 
 
 def criteria_with_k(

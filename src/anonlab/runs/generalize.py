@@ -554,14 +554,14 @@ def _verify(
 
 def _population_table(criteria: Iterable[Any], frame: pd.DataFrame,
                       read_options: Mapping[str, Any]) -> pd.DataFrame | None:
-    """The population the checker compares with: the table itself with delta-presence or
-    inclusion, the k-map population table, or none."""
+    """The population the checker compares with: the table itself with delta-presence,
+    inclusion or a journalist profitability model, the k-map population table, or none."""
     import pandas as pd
 
     from anonlab.io import read_table
 
     for c in criteria:
-        if c.name in ("delta-presence", "inclusion"):
+        if c.name in ("delta-presence", "inclusion") or getattr(c, "defines_subset", False):
             return frame
     for c in criteria:
         population = getattr(c, "population", None) if c.name == "k-map" else None

@@ -24,6 +24,10 @@ and NumPy, and checks every model on them by its ARX 3.9 definition
   was drawn from) sets no bound: the release must hold the subset's records
   only, so no released class may have more records than the population at
   the transformation;
+* the profitability models (:mod:`anonlab.verify.profitability`; the journalist
+  ones with ``original`` the research subset and ``population`` its table, as
+  for inclusion): each released class's publisher payout, or its size against
+  the size from which an attack does not pay;
 * delta-presence (``original`` is then the research subset, ``population``
   the table it was drawn from): each released class's ``delta`` is its
   released records over its population records; a population class whose
@@ -49,6 +53,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
+from anonlab.verify.profitability import PROFITABILITY, failing_classes
 from anonlab.verify.tables import plain_text
 
 BoolArray = NDArray[np.bool_]
@@ -626,7 +631,8 @@ class _Context:
 #: (``isMinimalClassSizeAvailable``: ``KAnonymity``, ``LDiversity``); k-map has one only with an
 #: estimator (``KMap``: its derived ``k'``)
 MINIMAL_CLASS_SIZE_MODELS = frozenset({"k-anonymity", "distinct-l-diversity",
-                                       "entropy-l-diversity", "recursive-cl-diversity"})
+                                       "entropy-l-diversity", "recursive-cl-diversity",
+                                       "profitability-prosecutor-no-attack"})
 
 
 def declares_minimal_class_size(spec: Mapping[str, Any]) -> bool:
@@ -656,6 +662,8 @@ def _verdict(spec: Mapping[str, Any],
         return fails, reason, _unknown_values(name, h, spec)
     if model in ("delta-presence", "k-map", "inclusion"):
         return _presence(spec, ctx)
+    if model in PROFITABILITY:
+        return _profitability(spec, ctx)
     if model in ("average-risk", "sample-uniqueness", "population-uniqueness"):
         finding = _risk_finding(spec, _risk_sizes(released), len(ctx.original))
         return None, "", [f"{name}: {finding}"] if finding else []
@@ -740,6 +748,25 @@ def _delta_presence(spec: Mapping[str, Any], ctx: _Context, keys: pd.Series,
                          f"{empty.iloc[0].replace(chr(31), ', ')} hold no record of the "
                          f"research subset, so their delta is 0, below dmin = {dmin:g}")
     return fails, f"delta outside [{dmin:g}, {dmax:g}]", extra
+
+
+def _profitability(spec: Mapping[str, Any],
+                   ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
+    """The profitability models (:mod:`anonlab.verify.profitability`) on the released classes:
+    their labels, sizes and, for the journalist models, population sizes."""
+    released = ctx.released
+    rows = released.class_of >= 0
+    first = pd.Series(np.arange(len(released.class_of)))[rows].groupby(
+        released.class_of[rows]).first().to_numpy()
+    labels = {c: _text(ctx.release[c]).iloc[first].tolist() for c in released.qi_columns}
+    population = None
+    if str(spec["model"]).startswith("profitability-journalist") and ctx.population is not None \
+            and ctx.hierarchies is not None and ctx.levels is not None:
+        keys = generalized_keys(ctx.population, ctx.hierarchies, ctx.levels)
+        population = _presence_counts(released, keys)
+    fails, reason, finding = failing_classes(spec, released.sizes, population, labels,
+                                             ctx.hierarchies, ctx.levels)
+    return fails, reason, [f"{_name(spec)}: {finding}"] if finding else []
 
 
 def _inclusion(released: Released, counts: FloatArray) -> tuple[BoolArray, str, list[str]]:

@@ -261,7 +261,8 @@ def _model_tables(
 
     sep = delimiter if isinstance(delimiter, str) and delimiter else None
     for spec in specs:
-        if spec["model"] in ("delta-presence", "inclusion"):
+        if spec["model"] in ("delta-presence", "inclusion", "profitability-journalist",
+                             "profitability-journalist-no-attack"):
             rows = research_rows(original, read_table(spec["subset"], delimiter=sep))
             if rows is None:
                 raise AnonlabError(f"the research subset '{spec['subset']}' is not a subset of "

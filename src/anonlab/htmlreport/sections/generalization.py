@@ -54,6 +54,12 @@ LOSS_MEANING = {
     "ambiguity": "average number of original combinations a released record may stand for "
                  "(ARX's ambiguity)",
     "kl_divergence": "Kullback-Leibler divergence of the release from the original (ARX)",
+    "publisher_payout": "money the release falls short of earning the publisher's benefit "
+                        "per record: information loss and expected fines of attacks that "
+                        "pay (ARX's publisher payout, prosecutor; the profitability "
+                        "models' cost-benefit figures)",
+    "publisher_payout_journalist": "publisher payout with the attack's success taken from "
+                                   "the population's class sizes (ARX's journalist variant)",
 }
 MAX_EXAMPLES = 4
 

@@ -314,6 +314,9 @@ class LossContext:
         self._rows: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
         self._arx_ids: list[list[NDArray[Any]]] | None = None
         self._flat_shares: tuple[NDArray[Any], NDArray[Any]] | None = None
+        #: the run's cost-benefit figures (the profitability models'), read by the
+        #: publisher-payout metrics; ``None``: ARX's defaults
+        self.cost_benefit: Any = None
 
     # --------------------------------------------------------------- classes
     def group_codes(self, fs: FrequencySet, dim: int) -> NDArray[Any]:

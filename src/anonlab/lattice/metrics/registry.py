@@ -15,6 +15,7 @@ from anonlab.lattice.metrics.multidim import (
     Precision,
     PrecisionWithSuppression,
 )
+from anonlab.lattice.metrics.payout import PublisherPayout, PublisherPayoutJournalist
 from anonlab.lattice.metrics.single import (
     Ambiguity,
     AverageClassSize,
@@ -30,6 +31,8 @@ METRICS: dict[str, type[Metric]] = {
               DiscernibilityWithSuppression, AverageClassSize, NonUniformEntropy,
               NonUniformEntropyWithSuppression, NormalizedEntropy, Ambiguity, KLDivergence)
 }
+#: ARX's publisher-payout metrics (they read the profitability models' cost-benefit figures)
+METRICS.update({m.name: m for m in (PublisherPayout, PublisherPayoutJournalist)})
 
 
 def metric_by_name(

@@ -1,0 +1,466 @@
+"""The profitability models: ARX 3.9's game-theoretic privacy models and their cost-benefit figures.
+
+Wan et al. ("A Game Theoretic Framework for Analyzing Re-Identification
+Risk", PLOS ONE 2015) weigh what a release earns the data publisher against
+what a re-identification attack earns an adversary. ARX 3.9 implements four
+models on that game (``org.deidentifier.arx.criteria.Profitability*``), all
+reading one set of monetary figures (``ARXCostBenefitConfiguration``,
+:class:`CostBenefit` here): the publisher's benefit per published record,
+the publisher's loss per successfully attacked record, the adversary's gain
+per re-identified record and the adversary's cost per attempted one.
+
+For a class of the release with entropy-based information loss ``IL``
+(:func:`entropy_based_loss`, ARX ``MetricSDNMEntropyBasedInformationLoss``)
+and an adversary's success probability ``p`` (``1 / size``), ARX's
+``RiskModelCostBenefit`` gives
+
+* the adversary's expected payout ``gain * p - cost``;
+* the publisher's expected benefit ``benefit * (1 - IL)``;
+* the publisher's expected payout: the benefit, less ``loss * p`` when the
+  adversary's payout is positive (an attack pays, so it happens).
+
+The models (docs/privacy_models.md):
+
+* ``profitability-prosecutor`` (``ProfitabilityProsecutor``): a class is kept
+  when the publisher's expected payout is positive, ``p = 1 / count``. ARX
+  declares it monotone neither with generalization nor with suppression.
+* ``profitability-journalist`` (``ProfitabilityJournalist``): the same with a
+  research subset; ``p = 1 / pcount``, the class's records in the population.
+* ``profitability-prosecutor-no-attack`` (``ProfitabilityProsecutorNoAttack``):
+  no adversary gains from an attack, ``gain / size < cost``: k-anonymity with
+  :func:`no_attack_k`. Monotone both ways; ``k`` is its minimal class size.
+* ``profitability-journalist-no-attack``
+  (``ProfitabilityJournalistNoAttack``): the same on the population's class
+  sizes, ``pcount >= k``; no minimal class size (ARX declares none).
+
+The journalist models take the research subset as delta-presence does: the
+table given is the population, ``subset`` the records released
+(:func:`anonlab.privacy.presence.population_dataset`). A class of population
+records only is never suppressed (ARX suppresses only classes holding subset
+records).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from decimal import Context, Decimal
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+from anonlab.privacy.base import ClassStats, Criterion
+from anonlab.privacy.presence import TableSource, _source_text
+
+if TYPE_CHECKING:
+    from anonlab.dataset import Dataset, EncodedQI
+
+#: the cost-benefit figures by their names in the settings
+COST_BENEFIT_KEYS = ("publisher_benefit", "publisher_loss", "adversary_gain", "adversary_cost")
+
+
+@dataclass(frozen=True)
+class CostBenefit:
+    """ARX's ``ARXCostBenefitConfiguration``: money per record, each a finite number >= 0.
+
+    ``publisher_benefit`` is earned by the publisher for each published record,
+    ``publisher_loss`` lost by it (a fine) for each successfully attacked one,
+    ``adversary_gain`` earned by an adversary for each re-identified record,
+    ``adversary_cost`` spent by it on each attempt. The defaults are ARX's.
+    """
+
+    publisher_benefit: float = 1200.0
+    publisher_loss: float = 300.0
+    adversary_gain: float = 300.0
+    adversary_cost: float = 4.0
+
+    def __post_init__(self) -> None:
+        for key in COST_BENEFIT_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(float(value)) or float(value) < 0.0:
+                raise AnonlabError(f"{key} must be a finite number of at least 0 (got "
+                                   f"{value!r}): money per record, e.g. {key} = "
+                                   f"{getattr(CostBenefit, key):g}", parameter="criteria")
+            object.__setattr__(self, key, float(value))
+
+    def as_dict(self) -> dict[str, float]:
+        """The four figures by their settings names."""
+        return asdict(self)
+
+    def adversary_payout(self, success: NDArray[Any]) -> NDArray[Any]:
+        """ARX ``RiskModelCostBenefit.getExpectedAdversaryPayout``: ``gain * p - cost``."""
+        return np.asarray(self.adversary_gain * success - self.adversary_cost)
+
+    def publisher_payout(self, loss: NDArray[Any], success: NDArray[Any]) -> NDArray[Any]:
+        """ARX ``getExpectedPublisherPayout``: ``benefit * (1 - IL)``, less ``loss * p`` where
+        the adversary's payout is positive (element-wise, ARX's operation order)."""
+        benefit = self.publisher_benefit * (1.0 - loss)
+        attacked = self.adversary_payout(success) > 0.0
+        return np.asarray(benefit - np.where(attacked, self.publisher_loss * success, 0.0))
+
+
+def no_attack_k(costs: CostBenefit) -> int:
+    """The class size from which an attack does not pay (ARX
+    ``ProfitabilityProsecutorNoAttack.initialize``).
+
+    The adversary's payout ``gain / size - cost`` must not be positive, so
+    ``size > gain / cost``: with ``t = gain / cost``, ``k = t + 1`` for a whole
+    ``t``, else ``ceil(t)``; ``k = 1`` without gain, and no finite ``k`` (every
+    class fails) when an attack costs nothing but gains.
+    """
+    if costs.adversary_gain == 0.0:
+        return 1
+    if costs.adversary_cost == 0.0:
+        return 2**31 - 1  # ARX: Integer.MAX_VALUE
+    threshold = costs.adversary_gain / costs.adversary_cost
+    if math.isinf(threshold):
+        return 2**31 - 1
+    if threshold == math.floor(threshold):
+        return min(int(threshold) + 1, 2**31 - 1)
+    return min(math.ceil(threshold), 2**31 - 1)
+
+
+# ---------------------------------------------------------------------------
+# Entropy-based information loss of a class
+
+
+_DECIMAL = Context(prec=40)
+
+
+@lru_cache(maxsize=65536)
+def _log10_exact(x: float) -> float:
+    """Correctly rounded ``log10`` of one positive double (40-digit decimal logarithm; the
+    same products of domain shares recur from node to node, so results are kept)."""
+    return float(Decimal(x).log10(_DECIMAL))
+
+
+def log10_array(x: NDArray[Any]) -> NDArray[Any]:
+    """Correctly rounded ``log10`` element-wise (Java's ``Math.log10`` on the values ARX
+    meets): long double, with the results near a rounding midpoint recomputed exactly."""
+    x = np.asarray(x, dtype=np.float64)
+    if np.finfo(np.longdouble).nmant < 63:
+        return np.array([_log10_exact(float(v)) for v in x.ravel()]).reshape(x.shape)
+    wide = np.log10(x.astype(np.longdouble))
+    out = wide.astype(np.float64)
+    gap = np.abs(wide - out.astype(np.longdouble))
+    ulp = np.spacing(np.abs(out)).astype(np.longdouble)
+    # long double's log10 errs by well under 2^-11 of a double's unit in the last place
+    risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -10))
+    flat = out.reshape(-1)
+    for i in np.flatnonzero(risky.reshape(-1)):
+        flat[i] = _log10_exact(float(x.reshape(-1)[i]))
+    return out
+
+
+def domain_shares(qi: EncodedQI, rows: Sequence[Sequence[str]]) -> list[NDArray[Any]]:
+    """``shares[level][group]``: ARX's domain share of each group of one quasi-identifier.
+
+    ``DomainShareMaterialized``: the hierarchy's rows (all its values, in the
+    data or not) whose label at the level is the group's, over the rows.
+    """
+    size = float(len(rows))
+    tables = []
+    for level in range(qi.height + 1):
+        counted = Counter(row[level] for row in rows)
+        tables.append(np.array([counted[label] / size for label in qi.level_labels[level]],
+                               dtype=np.float64))
+    return tables
+
+
+def maximal_loss(domain_sizes: Sequence[float]) -> float:
+    """ARX ``getMaximalEntropyBasedInformationLoss``: ``log10`` of the product of the
+    domain sizes (multiplied in order)."""
+    product = 1.0
+    for size in domain_sizes:
+        product *= float(size)
+    return _log10_exact(product) if product > 0.0 and math.isfinite(product) else math.nan
+
+
+def entropy_based_loss(shares: NDArray[Any], max_loss: float,
+                       exact: bool = True) -> NDArray[Any]:
+    """Each class's entropy-based information loss from its ``(classes, m)`` domain shares.
+
+    ARX ``MetricSDNMEntropyBasedInformationLoss.getEntropyBasedInformationLoss``:
+    ``log10(share_1 * ... * share_m) / maxIL + 1`` with the shares multiplied
+    in attribute order starting from 1, clipped to ``[0, 1]``; 0 when
+    ``maxIL`` is 0 or not finite (no information to lose). ``exact=False``
+    takes NumPy's ``log10`` (a few units in the last place off), for callers
+    that redo the borderline classes exactly.
+    """
+    shares = np.asarray(shares, dtype=np.float64)
+    if max_loss == 0.0 or not math.isfinite(max_loss):
+        return np.zeros(shares.shape[0], dtype=np.float64)
+    product = np.ones(shares.shape[0], dtype=np.float64)
+    for dim in range(shares.shape[1]):
+        product = product * shares[:, dim]
+    logs = log10_array(product) if exact else np.log10(product)
+    loss = logs / max_loss + 1.0
+    return np.asarray(np.clip(loss, 0.0, 1.0), dtype=np.float64)
+
+
+def success_probability(counts: NDArray[Any], population: NDArray[Any] | None,
+                        journalist: bool) -> NDArray[Any]:
+    """The adversary's success probability per class: ``1 / count``, or for the journalist
+    ``1 / pcount`` where the class has population records (ARX ``getSuccessProbability``).
+    Classes without records get 0 (they are not judged)."""
+    size = np.asarray(counts, dtype=np.float64)
+    if journalist and population is not None:
+        size = np.where(population > 0, population.astype(np.float64), size)
+    with np.errstate(divide="ignore"):
+        return np.where(size > 0, 1.0 / np.maximum(size, 1.0), 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The criteria
+
+
+def _costs(values: Mapping[str, Any]) -> CostBenefit:
+    """A :class:`CostBenefit` from the keyword arguments given (ARX's defaults elsewhere)."""
+    return CostBenefit(**{k: v for k, v in values.items() if v is not None})
+
+
+class _Profitability(Criterion):
+    """What the four models share: the cost-benefit figures and, for the journalist ones,
+    the research subset."""
+
+    journalist = False
+    needs_codes = False
+
+    def __init__(self, publisher_benefit: float | None = None,
+                 publisher_loss: float | None = None, adversary_gain: float | None = None,
+                 adversary_cost: float | None = None) -> None:
+        self.costs = _costs({"publisher_benefit": publisher_benefit,
+                             "publisher_loss": publisher_loss,
+                             "adversary_gain": adversary_gain, "adversary_cost": adversary_cost})
+
+    def __repr__(self) -> str:
+        figures = ", ".join(f"{k}={v:g}" for k, v in self.costs.as_dict().items())
+        return f"{type(self).__name__}({figures})"
+
+    def parameters(self) -> dict[str, Any]:
+        """The four cost-benefit figures (and the subset of a journalist model)."""
+        return dict(self.costs.as_dict())
+
+
+class _Journalist:
+    """The research subset of a journalist model (the table given is the population)."""
+
+    needs_population = True
+    #: the model names the research subset: the dataset is built as for delta-presence
+    defines_subset = True
+    subset: TableSource | None
+    name: str
+
+    def _bind_subset(self, dataset: Dataset) -> None:
+        if dataset.population is None:
+            raise AnonlabError(f"{self.name} needs the research subset: give subset (the "
+                               "table is then the population it was drawn from)",
+                               parameter="criteria")
+
+
+class ProfitabilityProsecutor(_Profitability):
+    """ARX ``ProfitabilityProsecutor``: keep a class when publishing it pays.
+
+    A class (with records) is an outlier unless the publisher's expected payout
+    (:meth:`CostBenefit.publisher_payout`) with the class's entropy-based
+    information loss and success probability ``1 / count`` is positive. Not
+    monotone (ARX: generalizing lowers the adversary's success only a little
+    but the publisher's benefit a lot).
+    """
+
+    name = "profitability-prosecutor"
+    monotone_with_generalization = False
+    monotone_with_suppression = False
+    needs_codes = True
+
+    def __init__(self, publisher_benefit: float | None = None,
+                 publisher_loss: float | None = None, adversary_gain: float | None = None,
+                 adversary_cost: float | None = None) -> None:
+        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
+        self._shares: list[list[NDArray[Any]]] | None = None
+        self._max_loss = math.nan
+
+    def bind(self, dataset: Dataset) -> None:
+        """Take the domain shares of every quasi-identifier and ARX's maximal loss."""
+        self._shares = [domain_shares(q, q.hierarchy.rows) for q in dataset.qis]
+        self._max_loss = maximal_loss([len(q.hierarchy.rows) for q in dataset.qis])
+
+    def class_shares(self, stats: ClassStats, rows: NDArray[Any] | None = None) -> NDArray[Any]:
+        """``(classes, m)``: each class's domain share in each quasi-identifier (of the
+        classes ``rows`` only, when given)."""
+        if self._shares is None or stats.codes is None:
+            raise AnonlabError(f"{self.name} needs the classes' values: bind it to the dataset "
+                               "and judge it through the lattice search", parameter="criteria")
+        codes = stats.codes if rows is None else stats.codes[rows]
+        if not stats.levels:
+            return np.ones((codes.shape[0], 0))
+        return np.column_stack([self._shares[dim][level][codes[:, dim]]
+                                for dim, level in enumerate(stats.levels)])
+
+    def class_loss(self, stats: ClassStats) -> NDArray[Any]:
+        """Each class's entropy-based information loss at the node."""
+        return entropy_based_loss(self.class_shares(stats), self._max_loss)
+
+    def payout(self, stats: ClassStats) -> NDArray[Any]:
+        """The publisher's expected payout per record of each class with records (``inf``
+        for a class of population records only, which is never judged), in ARX's arithmetic.
+
+        NumPy's ``log10`` first; the classes whose payout lies within a relative
+        ``1e-9`` of 0 (where a last-place difference could flip the verdict) are
+        computed again with the correctly rounded logarithm.
+        """
+        live = np.flatnonzero(stats.counts > 0)
+        success = success_probability(stats.counts, stats.population, self.journalist)[live]
+        shares = self.class_shares(stats, live)
+        payout = self.costs.publisher_payout(
+            entropy_based_loss(shares, self._max_loss, exact=False), success)
+        scale = max(self.costs.publisher_benefit, self.costs.publisher_loss, 1.0)
+        near = np.flatnonzero(np.abs(payout) <= 1e-9 * scale)
+        if near.size:
+            payout[near] = self.costs.publisher_payout(
+                entropy_based_loss(shares[near], self._max_loss), success[near])
+        out = np.full(stats.classes, np.inf)
+        out[live] = payout
+        return out
+
+    def outliers(self, stats: ClassStats) -> NDArray[Any]:
+        """Classes with records whose publisher payout is not positive."""
+        return np.asarray((self.payout(stats) <= 0.0) & (stats.counts > 0))
+
+    def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
+        """The smallest publisher payout per record over the released classes, and the
+        released classes an adversary's attack pays on."""
+        released = ~outliers & (stats.counts > 0)
+        payout = self.payout(stats)[released]
+        success = success_probability(stats.counts, stats.population, self.journalist)[released]
+        attacked = self.costs.adversary_payout(success) > 0.0
+        return {"lowest_payout": float(payout.min()) if payout.size else None,
+                "classes_attacked": int(np.count_nonzero(attacked))}
+
+
+class ProfitabilityJournalist(_Journalist, ProfitabilityProsecutor):
+    """ARX ``ProfitabilityJournalist``: :class:`ProfitabilityProsecutor` with a research
+    subset; the adversary's success probability is ``1 / pcount``."""
+
+    name = "profitability-journalist"
+    journalist = True
+
+    def __init__(self, subset: TableSource | None = None, publisher_benefit: float | None = None,
+                 publisher_loss: float | None = None, adversary_gain: float | None = None,
+                 adversary_cost: float | None = None) -> None:
+        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
+        self.subset = subset
+
+    def bind(self, dataset: Dataset) -> None:
+        """Require the research subset, then take the domain shares."""
+        self._bind_subset(dataset)
+        super().bind(dataset)
+
+    def parameters(self) -> dict[str, Any]:
+        """The subset and the four cost-benefit figures."""
+        return {"subset": _source_text(self.subset), **self.costs.as_dict()}
+
+
+class ProfitabilityProsecutorNoAttack(_Profitability):
+    """ARX ``ProfitabilityProsecutorNoAttack``: no adversary gains from attacking a record.
+
+    k-anonymity with ``k`` from :func:`no_attack_k` (the class size at which
+    ``gain / size - cost`` is no longer positive); ``k`` is the model's minimal
+    class size. Monotone with and without suppression.
+    """
+
+    name = "profitability-prosecutor-no-attack"
+    monotone_with_generalization = True
+    monotone_with_suppression = True
+
+    @property
+    def k(self) -> int:
+        """The class size from which no attack pays."""
+        return no_attack_k(self.costs)
+
+    def minimal_class_size(self) -> int | None:
+        """``k``."""
+        return self.k
+
+    def outliers(self, stats: ClassStats) -> NDArray[Any]:
+        """Classes with fewer than ``k`` records."""
+        return np.asarray(stats.counts < self.k)
+
+    def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
+        """``k`` and the smallest released class."""
+        kept = stats.counts[~outliers & (stats.counts > 0)]
+        return {"k": self.k, "smallest_class": int(kept.min()) if kept.size else None}
+
+
+class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
+    """ARX ``ProfitabilityJournalistNoAttack``: no attack pays on the population's classes.
+
+    Every class with subset records needs at least ``k`` (:func:`no_attack_k`)
+    records in the population, ``pcount >= k``. No minimal class size (ARX
+    declares none); monotone both ways.
+    """
+
+    name = "profitability-journalist-no-attack"
+    monotone_with_generalization = True
+    monotone_with_suppression = True
+
+    def __init__(self, subset: TableSource | None = None, publisher_benefit: float | None = None,
+                 publisher_loss: float | None = None, adversary_gain: float | None = None,
+                 adversary_cost: float | None = None) -> None:
+        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
+        self.subset = subset
+
+    @property
+    def k(self) -> int:
+        """The population class size from which no attack pays."""
+        return no_attack_k(self.costs)
+
+    def bind(self, dataset: Dataset) -> None:
+        """Require the research subset."""
+        self._bind_subset(dataset)
+
+    def parameters(self) -> dict[str, Any]:
+        """The subset and the four cost-benefit figures."""
+        return {"subset": _source_text(self.subset), **self.costs.as_dict()}
+
+    def outliers(self, stats: ClassStats) -> NDArray[Any]:
+        """Classes with subset records and fewer than ``k`` population records."""
+        population = stats.population
+        if population is None:
+            raise AnonlabError(f"{self.name} needs the population counts of each class: build "
+                               "the dataset with anonlab.privacy.presence.population_dataset",
+                               parameter="criteria")
+        return np.asarray((population < self.k) & (stats.counts > 0))
+
+    def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
+        """``k`` and the smallest population class among the released ones."""
+        released = ~outliers & (stats.counts > 0)
+        population = stats.population if stats.population is not None else stats.counts
+        kept = population[released]
+        return {"k": self.k, "smallest_population_class": int(kept.min()) if kept.size else None}
+
+
+#: every profitability model by name
+PROFITABILITY_MODELS = (ProfitabilityProsecutor, ProfitabilityJournalist,
+                        ProfitabilityProsecutorNoAttack, ProfitabilityJournalistNoAttack)
+
+
+def model_costs(criteria: Sequence[Criterion]) -> CostBenefit | None:
+    """The cost-benefit figures of a model's profitability criteria (``None``: it has none).
+
+    ARX keeps one set per configuration; two profitability criteria with
+    different figures are refused.
+    """
+    found = [c.costs for c in criteria if isinstance(c, _Profitability)]
+    if any(f != found[0] for f in found[1:]):
+        raise AnonlabError("the profitability models give different cost-benefit figures: "
+                           "give the same publisher_benefit, publisher_loss, adversary_gain "
+                           "and adversary_cost to each (ARX keeps one set)",
+                           parameter="criteria")
+    return found[0] if found else None
