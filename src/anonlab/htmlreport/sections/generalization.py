@@ -305,8 +305,10 @@ def lattice_blocks(ctx: RenderContext) -> list[Block]:
     if isinstance(heuristic, Mapping):
         seconds, steps = heuristic.get("time_limit_seconds"), heuristic.get("step_limit")
         kv += [("search kind", Cell("heuristic: the best node found, not proven optimal")),
-               ("time limit", Cell("none" if seconds is None else f"{seconds:g} s")),
-               ("step limit (node checks)", Cell("none" if steps is None else str(steps))),
+               ("time limit", num(seconds, "heuristic.time_limit_seconds",
+                                  text="none" if seconds is None else f"{seconds:g} s")),
+               ("step limit (node checks)", num(steps, "heuristic.step_limit",
+                                                text="none" if steps is None else None)),
                ("stopped by", Cell(str(heuristic.get("stopped_by"))))]
     blocks: list[Block] = [KeyValues(kv)] if kv else []
     levels = r.get("lattice_levels")
