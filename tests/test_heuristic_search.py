@@ -290,9 +290,9 @@ def _args(t: Path, *extra: str) -> list[str]:
 
 
 def test_cli_heuristic_release_is_verified(tiny: Path) -> None:
-    report = tiny / "r.json"
+    report, html = tiny / "r.json", tiny / "r.html"
     result = runner.invoke(app, _args(tiny, "--search", "lightning", "--step-limit", "5",
-                                      "--report", str(report), "--verify"))
+                                      "--report", str(report), "--html", str(html), "--verify"))
     assert result.exit_code == 0, result.output
     assert "heuristic search" in result.output and "not proven" in result.output
     facts = json.loads(report.read_text())
@@ -300,6 +300,9 @@ def test_cli_heuristic_release_is_verified(tiny: Path) -> None:
     assert facts["heuristic"] == {"optimal": False, "time_limit_seconds": 30.0,
                                   "step_limit": 5, "stopped_by": "step limit",
                                   "nodes_checked": 5}
+    page = html.read_text()
+    assert "heuristic: the best node found, not proven optimal" in page
+    assert 'data-key="heuristic.step_limit" data-value="5"' in page
 
 
 def test_toml_genetic_settings(tiny: Path) -> None:
