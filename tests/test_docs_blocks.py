@@ -9,7 +9,12 @@ earlier block of the same document wrote:
   lines, with their ``\\`` continuations);
 - the Python blocks of one document run in one interpreter (the current one),
   sharing their names as a reader's session would;
-- ``anonlab`` is the command installed beside the current interpreter;
+- ``anonlab`` is the command installed beside the current interpreter, run warm: a
+  fork server (:mod:`warm_anonlab`, one per test process) imports the package and its
+  libraries once and forks a process per line, which runs the console script's entry
+  point on the line's arguments, directory, environment and streams; the Python
+  interpreter of the blocks and the benchmark scripts' ``--help`` are forked from it
+  too (``ANONLAB_DOCS_FRESH=1``: the installed script and fresh interpreters);
 - a block that runs ``anonlab party`` holds a machine-wide file lock while it runs,
   since the example fusion config binds fixed ports (pytest-xdist runs documents
   side by side).
@@ -48,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from warm_anonlab import write_clients
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -139,13 +146,40 @@ def copy_repository(target: Path) -> Path:
     return target
 
 
-def block_environment() -> dict[str, str]:
-    """The environment of a block: ``anonlab`` beside this interpreter first on PATH."""
+def block_environment(warm: Path | None = None) -> dict[str, str]:
+    """The environment of a block: ``anonlab`` beside this interpreter first on PATH, or
+    before it the warm ``anonlab`` of ``warm`` (a folder, see :mod:`warm_anonlab`)."""
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    first = [str(warm)] if warm is not None else []
+    env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent),
+                                   env.get("PATH", "")])
     env["MPLBACKEND"] = "Agg"
     env.pop("PYTHONWARNINGS", None)
     return env
+
+
+@pytest.fixture(scope="session")
+def warm_folder() -> Iterator[Path | None]:
+    """A folder holding the warm ``anonlab`` (one fork server per test process), or None
+    with ``ANONLAB_DOCS_FRESH=1``: then every line runs the installed script."""
+    if os.environ.get("ANONLAB_DOCS_FRESH") == "1":
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="anonlab-warm-"))
+    socket_path = folder / "s"
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("warm_anonlab.py")), str(socket_path),
+         str(Path(sys.executable).with_name("anonlab"))],
+        env=block_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        assert server.stdout.readline().strip() == "ready", "the warm anonlab did not start"
+        yield write_clients(folder / "bin", sys.executable, socket_path)
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+        server.stdout.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 DRIVER = r'''
@@ -176,10 +210,12 @@ for request in sys.stdin:
 class Session:
     """One document's run: its working copy, its Python interpreter, its block files."""
 
-    def __init__(self, work: Path, scratch: Path) -> None:
+    def __init__(self, work: Path, scratch: Path, warm: Path | None = None) -> None:
         self.work = work
         self.scratch = scratch
-        self.env = block_environment()
+        self.env = block_environment(warm)
+        # the documents' Python blocks and the benchmark scripts' --help: warm too
+        self.python = str(warm / "warm-python") if warm is not None else sys.executable
         self._python: subprocess.Popen[str] | None = None
         self._count = 0
 
@@ -214,7 +250,7 @@ class Session:
 
     def _interpreter(self) -> subprocess.Popen[str]:
         if self._python is None:
-            self._python = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=self.work,
+            self._python = subprocess.Popen([self.python, "-c", DRIVER], cwd=self.work,
                                             env=self.env, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, text=True)
         return self._python
@@ -240,12 +276,13 @@ def check_ci_block(block: Block) -> str | None:
     return f"{block.where}: .ci/run does not run {missing}" if missing else None
 
 
-def check_benchmark_block(block: Block, work: Path, env: dict[str, str]) -> str | None:
+def check_benchmark_block(block: Block, work: Path, env: dict[str, str],
+                          python: str = sys.executable) -> str | None:
     """A ``<!-- benchmark -->`` block: each script exists and offers the flags it is given."""
     problems: list[str] = []
     for script, arguments in BENCHMARK.findall(block.text):
         flags = re.findall(r"(?<!\S)(--[\w-]+)", arguments.split("#")[0])
-        shown = subprocess.run([sys.executable, script, "--help"], cwd=work, env=env,
+        shown = subprocess.run([python, script, "--help"], cwd=work, env=env,
                                capture_output=True, text=True, timeout=120, check=False)
         if shown.returncode != 0:
             problems.append(f"{script} --help: exit {shown.returncode}\n{shown.stderr[-2000:]}")
@@ -274,7 +311,7 @@ def run_block(session: Session, block: Block) -> str | None:
     if block.marker == "ci":
         return check_ci_block(block)
     if block.marker == "benchmark":
-        return check_benchmark_block(block, session.work, session.env)
+        return check_benchmark_block(block, session.work, session.env, session.python)
     with ports_of(block):
         return judge(session, block)
 
@@ -305,13 +342,14 @@ def documents_with_blocks() -> list[Path]:
 
 @pytest.mark.parametrize("document", documents_with_blocks(),
                          ids=lambda p: str(p.relative_to(REPO)))
-def test_every_block_of_the_document_runs(document: Path, tmp_path: Path) -> None:
+def test_every_block_of_the_document_runs(document: Path, tmp_path: Path,
+                                          warm_folder: Path | None) -> None:
     """The runnable blocks of ``document`` run in order in a fresh copy; the first failure shows."""
     blocks = list(runnable(extract_blocks(document)))
     work = copy_repository(tmp_path / "repo")
     scratch = tmp_path / "blocks"
     scratch.mkdir()
-    session = Session(work, scratch)
+    session = Session(work, scratch, warm_folder)
     try:
         for block in blocks:
             failure = run_block(session, block)
@@ -385,3 +423,47 @@ def test_benchmark_and_ci_blocks_are_checked_not_run(tmp_path: Path) -> None:
     ci_line = next(line for line in ci_lines() if "pytest" in line)
     assert check_ci_block(block(ci_line + "\n", "ci")) is None
     assert check_ci_block(block("python -m pip install nothing-else\n", "ci")) is not None
+
+
+def test_the_warm_anonlab_answers_as_the_installed_one(tmp_path: Path,
+                                                       warm_folder: Path | None) -> None:
+    """Output, exit status, working directory, stdin and files of a few lines: the same
+    through the fork server as with the installed script and a fresh interpreter."""
+    lines = ["anonlab --version",
+             "anonlab generalize --nope",
+             "anonlab verify missing.json",
+             "cd examples && anonlab hierarchy redaction census/wage.csv --column zip "
+             "--output ../out/h.csv && cat ../out/h.csv | head -3",
+             "anonlab hierarchy redaction - --column zip --output out/h.csv < /dev/null",
+             "warm-python -c 'import sys; print(sys.argv, input()); sys.exit(3)' a <<< hi",
+             "warm-python -c 'import os; print(os.getcwd()); 1 / 0'"]
+    seen = {}
+    for name, warm in (("fresh", None), ("warm", warm_folder)):
+        work = tmp_path / name
+        (work / "examples" / "census").mkdir(parents=True)
+        shutil.copy(REPO / "examples" / "census" / "wage.csv", work / "examples" / "census")
+        (work / "out").mkdir()
+        session = Session(work, tmp_path / f"{name}_blocks", warm)
+        session.scratch.mkdir()
+        if warm is None:  # a fresh interpreter for warm-python's lines
+            session.env["PATH"] = f"{_fresh_python(tmp_path)}{os.pathsep}{session.env['PATH']}"
+        seen[name] = [subprocess.run(["bash", "-c", line], cwd=work, env=session.env,
+                                     capture_output=True, text=True, timeout=120,
+                                     check=False) for line in lines]
+    def same(text: str) -> str:  # the two working folders differ in name alone
+        return text.replace(str(tmp_path / "warm"), str(tmp_path / "fresh"))
+
+    for line, fresh, warm in zip(lines, seen["fresh"], seen["warm"], strict=True):
+        assert (warm.returncode, same(warm.stdout)) == (fresh.returncode, fresh.stdout), line
+        assert same(warm.stderr) == fresh.stderr, line
+    codes = [done.returncode for done in seen["warm"]]
+    assert codes == [0, 2, 2, 0, 2, 3, 1]
+    assert seen["warm"][6].stdout.strip() == str(tmp_path / "warm")
+
+
+def _fresh_python(tmp_path: Path) -> Path:
+    """A folder whose ``warm-python`` is the current interpreter itself."""
+    folder = tmp_path / "fresh_bin"
+    folder.mkdir()
+    (folder / "warm-python").symlink_to(sys.executable)
+    return folder
