@@ -326,7 +326,7 @@ def test_short_circuit_verdicts_equal_full_verdicts(limit: int) -> None:
         assert not ctx.monotone_model
         metrics = [metric_by_name(name, LossContext(dataset, ctx.engine.base_tuples,
                                                     ctx.engine.bottom.counts))
-                   for name in METRICS]
+                   for name in METRICS if not METRICS[name].options]
         for node in range(ctx.lattice.size):
             fs = ctx.cache.compute(ctx.lattice.levels(node))
             quick, full = ctx.evaluate(fs, short_circuit=True), ctx.evaluate(fs)

@@ -287,8 +287,11 @@ def make_metric(
     aggregate: str | None = None,
     weights: Mapping[str, float] | None = None,
     strict: bool = True,
+    targets: Sequence[str] | None = None,
+    static_loss: Mapping[str, Sequence[float]] | None = None,
 ) -> Metric:
-    """A metric by name with the options it takes (``gs_factor``, ``aggregate``, ``weights``).
+    """A metric by name with the options it takes (``gs_factor``, ``aggregate``, ``weights``;
+    ``targets`` of ``classification``, ``static_loss`` of ``static``).
 
     With ``strict`` (the metric the search optimizes), an option the metric
     does not take is an error naming the option
@@ -298,12 +301,14 @@ def make_metric(
     """
     if strict:
         return metric_by_name(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
-                              weights=weights)
+                              weights=weights, targets=targets, static_loss=static_loss)
     cls = METRICS[name]
     return metric_by_name(
         name, ctx, gs_factor=gs_factor if cls.takes_gs_factor else DEFAULT_GS_FACTOR,
         aggregate=aggregate if cls.multi_dimensional else None,
-        weights=weights if cls.multi_dimensional else None, allow_undefined=True)
+        weights=weights if cls.multi_dimensional else None, allow_undefined=True,
+        targets=targets if "targets" in cls.options else None,
+        static_loss=static_loss if "static_loss" in cls.options else None)
 
 
 def information_loss(
@@ -313,9 +318,15 @@ def information_loss(
     gs_factor: float,
     aggregate: str | None,
     weights: Mapping[str, float] | None,
+    targets: Sequence[str] | None = None,
+    static_loss: Mapping[str, Sequence[float]] | None = None,
 ) -> tuple[dict[str, float | None], dict[str, dict[str, float]], dict[str, str]]:
     """Every metric at a node: one number each, per-attribute values where ARX has a vector,
     and each value as ARX prints it.
+
+    A metric that needs parameters of its own (``classification`` its
+    ``targets``, ``static`` its ``static_loss``) is computed when they are
+    given, else its number is ``None`` (and it has no text).
 
     The number is the metric's value; for ARX's "rank" aggregate (a vector
     compared item by item) it is ARX's scalar for it, the geometric mean of
@@ -324,9 +335,14 @@ def information_loss(
     scalars: dict[str, float | None] = {}
     vectors: dict[str, dict[str, float]] = {}
     texts: dict[str, str] = {}
+    own = {"targets": targets, "static_loss": static_loss}
     for name in METRICS:
+        if any(not own.get(option) for option in METRICS[name].options):
+            scalars[name] = None
+            continue
         metric = make_metric(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
-                             weights=weights, strict=False)
+                             weights=weights, strict=False, targets=targets,
+                             static_loss=static_loss)
         report = metric.report(classes)
         value = report.get("scalar", report["value"])
         number = float(value) if isinstance(value, int | float) else math.nan
@@ -335,6 +351,12 @@ def information_loss(
         if report.get("per_attribute"):
             vectors[name] = {str(k): float(v) for k, v in report["per_attribute"].items()}
     return scalars, vectors, texts
+
+
+def metric_parameters(metric: Metric) -> dict[str, Any]:
+    """The metric's own parameters for the report, as it checked them (``targets`` in table
+    order, ``static_loss`` per quasi-identifier); none for the other metrics."""
+    return {option: getattr(metric, option) for option in metric.options}
 
 
 def _check_weights(weights: Mapping[str, float] | None, dataset: Dataset) -> None:
@@ -440,6 +462,8 @@ def _setup(
     progress: ProgressFn | None,
     bounds: tuple[Sequence[int], Sequence[int]] | None = None,
     plan: SearchPlan | None = None,
+    targets: Sequence[str] | None = None,
+    static_loss: Mapping[str, Sequence[float]] | None = None,
 ) -> _Setup:
     """Bind the criteria to the data and build the lattice (within ``bounds``, the lowest
     and highest levels: :func:`level_bounds`), engine, metric and search context (sparse,
@@ -474,7 +498,7 @@ def _setup(
     with criteria_errors():
         ctx_loss.cost_benefit = model_costs(criteria)
     chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
-                         weights=weights)
+                         weights=weights, targets=targets, static_loss=static_loss)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
     ctx = SearchContext(lattice, engine, list(criteria), limit, chosen, cache_size, progress,
                         practical_monotonicity=practical_monotonicity, sparse=sparse)
@@ -517,6 +541,8 @@ def anonymize(
     step_limit: int | None = None,
     heuristic_threshold: int | None = None,
     genetic: Mapping[str, Any] | None = None,
+    targets: Sequence[str] | None = None,
+    static_loss: Mapping[str, Sequence[float]] | None = None,
 ) -> GeneralizationResult:
     """Find the optimal full-domain generalization and build the release.
 
@@ -526,7 +552,9 @@ def anonymize(
     those a risk threshold suppresses) are suppressed, at most
     ``floor(suppression * n)``. Every strategy returns the global optimum of
     ``metric`` (with ``gs_factor``, ``aggregate`` and attribute ``weights``
-    where it takes them) among the nodes where the model holds; with
+    where it takes them; ``classification`` needs the ``targets`` columns,
+    ``static`` its ``static_loss`` per quasi-identifier and level) among the
+    nodes where the model holds; with
     ``practical_monotonicity`` every criterion is treated as monotone (ARX's
     option: fewer checks, no guarantee). ``dataset`` must carry what the
     criteria need (a population for delta-presence and k-map on a population
@@ -557,8 +585,8 @@ def anonymize(
     bounds = level_bounds(dataset, min_levels, max_levels)
     setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor, aggregate=aggregate,
                    weights=weights, practical_monotonicity=practical_monotonicity,
-                   cache_size=cache_size, progress=progress, bounds=bounds,
-                   plan=search_plan)
+                   cache_size=cache_size, progress=progress, bounds=bounds, plan=search_plan,
+                   targets=targets, static_loss=static_loss)
     if alternatives and setup.context.sparse:
         raise AnonlabError("alternatives need an optimal search (a heuristic search does not "
                            "know the next-best nodes): leave alternatives at 0 or choose an "
@@ -567,7 +595,8 @@ def anonymize(
     listed = alternatives_report(setup, dataset, result, alternatives)
     final_fs, final, _ = _node(setup, result.levels)
     scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
-                                               aggregate=aggregate, weights=weights)
+                                               aggregate=aggregate, weights=weights,
+                                               targets=targets, static_loss=static_loss)
     release, plan = _release_or_plan(setup, dataset, result.levels, final_fs, final.outliers)
     kept = final_fs.counts[~final.outliers & (final_fs.counts > 0)]
     sizes, freq = np.unique(kept, return_counts=True)
@@ -591,7 +620,8 @@ def anonymize(
         metric_options={"gs_factor": gs_factor,
                         "aggregate": getattr(setup.context.metric, "aggregate", aggregate),
                         "attribute_weights": dict(weights or {}),
-                        "practical_monotonicity": practical_monotonicity},
+                        "practical_monotonicity": practical_monotonicity,
+                        **metric_parameters(setup.context.metric)},
         plan=plan,
         records=dataset.n,
         level_bounds={q.name: [lo, hi] for q, lo, hi in zip(dataset.qis, *bounds, strict=True)},
@@ -709,7 +739,9 @@ class Generalizer:
     ``k`` alone (``Generalizer(k=5)``) is k-anonymity; with neither ``k`` nor
     ``criteria``, 2-anonymity. ``criteria`` may hold criterion objects, dicts
     as the settings spell a model, or flag texts. ``weights`` are attribute
-    weights of the metric (quasi-identifier -> weight). ``min_levels`` and
+    weights of the metric (quasi-identifier -> weight); ``targets`` the target
+    columns of ``metric="classification"`` and ``static_loss`` the per-level
+    losses of ``metric="static"``. ``min_levels`` and
     ``max_levels`` (quasi-identifier -> level) bound the levels the search may
     choose, as ARX's minimum and maximum generalization do
     (:func:`level_bounds`).
@@ -737,6 +769,8 @@ class Generalizer:
         engine: Engine | None = None,
         min_levels: Mapping[str, int] | None = None,
         max_levels: Mapping[str, int] | None = None,
+        targets: Sequence[str] | None = None,
+        static_loss: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         self.engine = engine
         self.min_levels = dict(min_levels or {})
@@ -749,6 +783,8 @@ class Generalizer:
         self.gs_factor = gs_factor
         self.aggregate = aggregate
         self.weights = dict(weights or {})
+        self.targets = list(targets or [])
+        self.static_loss = {str(c): list(v) for c, v in (static_loss or {}).items()}
         self.practical_monotonicity = practical_monotonicity
 
     def fit(
@@ -788,7 +824,8 @@ class Generalizer:
 
     def _metric_options(self) -> dict[str, Any]:
         return {"gs_factor": self.gs_factor, "aggregate": self.aggregate,
-                "weights": self.weights, "practical_monotonicity": self.practical_monotonicity}
+                "weights": self.weights, "practical_monotonicity": self.practical_monotonicity,
+                "targets": self.targets, "static_loss": self.static_loss}
 
     def fit_transform(
         self,
@@ -918,6 +955,8 @@ def apply_levels(
     progress: ProgressFn | None = None,
     min_levels: Mapping[str, int] | None = None,
     max_levels: Mapping[str, int] | None = None,
+    targets: Sequence[str] | None = None,
+    static_loss: Mapping[str, Sequence[float]] | None = None,
 ) -> AppliedTransformation:
     """Apply known levels to a table and re-check every criterion with the suppression limit.
 
@@ -952,7 +991,8 @@ def apply_levels(
         levels.append(lv)
     setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor,
                    aggregate=aggregate, weights=weights,
-                   practical_monotonicity=practical_monotonicity, cache_size=2, progress=None)
+                   practical_monotonicity=practical_monotonicity, cache_size=2, progress=None,
+                   targets=targets, static_loss=static_loss)
     fs, classes, acceptable = _node(setup, levels)
     if not acceptable:
         raise AnonlabError(_refusal(model, classes, setup.limit))

@@ -113,6 +113,7 @@ R = TypeVar("R")
 #: how the library's parameters are spelled on these commands
 FLAGS = {"input": "the INPUT argument", "report_in": "the REPORT argument",
          "hierarchies": "--qi", "criteria": "--criterion", "attribute_weights": "--weight",
+         "targets": "--target",
          **RISK_FLAGS}
 
 
@@ -188,8 +189,10 @@ def generalize_command(
         None, "--metric",
         help="loss | precision | precision_with_suppression | height | discernibility | "
         "discernibility_with_suppression | aecs | entropy | entropy_with_suppression | "
-        "normalized_entropy | ambiguity | kl_divergence (default: precision_with_suppression "
-        "when --suppression is above 0, which counts suppressed records; else precision).",
+        "normalized_entropy | ambiguity | kl_divergence | entropy_information_loss | "
+        "classification (needs --target) | static (needs --static-loss) (default: "
+        "precision_with_suppression when --suppression is above 0, which counts suppressed "
+        "records; else precision).",
     ),
     gs_factor: float | None = typer.Option(
         None, "--gs-factor", help="ARX's generalization/suppression factor from 0 to 1, for "
@@ -201,6 +204,14 @@ def generalize_command(
     weight: list[str] | None = typer.Option(
         None, "--weight", help="Weight of a quasi-identifier in the metric: COLUMN=NUMBER, "
         "e.g. age=2 (repeat; default: 1 each)."),
+    target: list[str] | None = typer.Option(
+        None, "--target", help="A column the classification metric judges the release by "
+        "(ARX's response variable): a majority vote per class should still predict it "
+        "(repeat; needed by --metric classification)."),
+    static_loss: list[str] | None = typer.Option(
+        None, "--static-loss", help="The static metric's loss of a quasi-identifier at each "
+        "level, level 0 first: COLUMN=NUMBER,NUMBER,..., e.g. sex=0,1 (repeat for every "
+        "quasi-identifier; needed by --metric static)."),
     practical_monotonicity: bool | None = typer.Option(
         None, "--practical-monotonicity/--no-practical-monotonicity",
         help="Treat every privacy model as monotone, as ARX's option does: fewer nodes "
@@ -244,6 +255,7 @@ def generalize_command(
         GeneralizeSettings,
         parse_level_flags,
         parse_qi_flags,
+        parse_static_loss_flags,
         parse_weight_flags,
         run_generalize,
         stale_outputs,
@@ -258,6 +270,8 @@ def generalize_command(
         "heuristic_threshold": heuristic_threshold,
         "criteria": criterion, "gs_factor": gs_factor, "aggregate": aggregate,
         "attribute_weights": parse_weight_flags(weight) if weight else None,
+        "targets": target or None,
+        "static_loss": parse_static_loss_flags(static_loss) if static_loss else None,
         "practical_monotonicity": practical_monotonicity,
         "min_level": parse_level_flags(min_level, "min_level") if min_level else None,
         "max_level": parse_level_flags(max_level, "max_level") if max_level else None,

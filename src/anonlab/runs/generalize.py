@@ -188,6 +188,10 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     a TOML ``[weights]`` table is read as it) tune the metrics that take them.
     ``aggregate`` ``None`` is each metric's own ARX default (geometric mean
     for ``loss``, arithmetic mean for ``precision``, sum for the entropies).
+    ``targets`` (the columns a ``classification`` metric judges the release
+    by, ARX's response variables) and ``static_loss`` (quasi-identifier ->
+    one loss per level for the ``static`` metric; a TOML ``[static_loss]``
+    table) are those two metrics' own parameters.
     ``practical_monotonicity`` treats every model as monotone (ARX's option:
     faster, the optimum may be missed). The heuristic searches (``lightning``,
     ``top-down``, ``genetic``, ``descent``; ``auto``: optimal up to ``heuristic_threshold``
@@ -232,6 +236,8 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     gs_factor: float = DEFAULT_GS_FACTOR
     aggregate: AggregateName | None = None
     attribute_weights: dict[str, float] = Field(default_factory=dict)
+    targets: list[str] = Field(default_factory=list)
+    static_loss: dict[str, list[float]] = Field(default_factory=dict)
     practical_monotonicity: bool = False
     time_limit: float | None = None
     step_limit: int | None = None
@@ -312,6 +318,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
             raise AnonlabError(f"metric '{value}' is unknown: choose one of "
                                f"{', '.join(METRICS)}", parameter="metric")
         return value
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any) -> Any:
+        return [] if value is None else _role_names(value)
 
     @field_validator("gs_factor")
     @classmethod
@@ -462,6 +473,27 @@ def parse_weight_flags(items: Iterable[str]) -> dict[str, float]:
     return out
 
 
+def parse_static_loss_flags(items: Iterable[str]) -> dict[str, list[float]]:
+    """Per-level losses of the ``static`` metric from ``COLUMN=V0,V1,...`` texts (the
+    ``--static-loss`` flags; one number per level of the column's hierarchy, level 0 first)."""
+    out: dict[str, list[float]] = {}
+    for item in items:
+        col, sep, text = item.partition("=")
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            values = []
+        if not sep or not col.strip() or not values or not all(map(math.isfinite, values)):
+            raise AnonlabError(f"static_loss '{item}' is not COLUMN=NUMBER,NUMBER,...: e.g. "
+                               "sex=0,1 (one number per level, level 0 first)",
+                               parameter="static_loss")
+        if col.strip() in out:
+            raise AnonlabError(f"static_loss names column '{col.strip()}' twice: give one "
+                               "list per column", parameter="static_loss")
+        out[col.strip()] = values
+    return out
+
+
 def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
     """The outputs a config names for its own input that a new ``input`` would take over.
 
@@ -584,6 +616,18 @@ def _criteria_files(specs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return files
 
 
+def found_metric_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's ``targets`` and ``static_loss`` (the classification and static metrics'
+    parameters), where given, for applying its transformation again."""
+    out: dict[str, Any] = {}
+    if params.get("targets"):
+        out["targets"] = [str(t) for t in params["targets"]]
+    if params.get("static_loss"):
+        out["static_loss"] = {str(c): [float(v) for v in values]
+                              for c, values in dict(params["static_loss"]).items()}
+    return out
+
+
 def _check_weights(settings: GeneralizeSettings) -> None:
     """Attribute weights name quasi-identifiers."""
     unknown = [c for c in settings.attribute_weights if c not in settings.qi]
@@ -626,7 +670,8 @@ def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
     result = anonymize(dataset, None, settings.suppression, settings.search,
                        str(settings.metric), progress=progress, criteria=criteria,
                        gs_factor=settings.gs_factor, aggregate=settings.aggregate,
-                       weights=settings.attribute_weights,
+                       weights=settings.attribute_weights, targets=settings.targets,
+                       static_loss=settings.static_loss,
                        practical_monotonicity=settings.practical_monotonicity,
                        min_levels=settings.min_level, max_levels=settings.max_level,
                        alternatives=settings.alternatives, time_limit=settings.time_limit,
@@ -976,7 +1021,8 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
                   "aggregate": params.get("aggregate"),
                   "weights": {str(c): float(w)
                               for c, w in dict(params.get("attribute_weights") or {}).items()},
-                  "practical_monotonicity": bool(params.get("practical_monotonicity", False))}
+                  "practical_monotonicity": bool(params.get("practical_monotonicity", False)),
+                  **found_metric_parameters(params)}
         bounds = {name: {str(c): int(v) for c, v in dict(params.get(name) or {}).items()}
                   for name in ("min_level", "max_level")}
         alternatives = [{"node": int(a["node"]),

@@ -54,6 +54,13 @@ LOSS_MEANING = {
     "ambiguity": "average number of original combinations a released record may stand for "
                  "(ARX's ambiguity)",
     "kl_divergence": "Kullback-Leibler divergence of the release from the original (ARX)",
+    "entropy_information_loss": "entropy-based information loss: per record 0 (values kept) "
+                                "to 1 (fully generalized), suppressed records weighted by "
+                                "the gs factor, summed (ARX)",
+    "classification": "share of target values a majority vote per class misses, suppressed "
+                      "records penalized (ARX's classification metric; needs targets)",
+    "static": "the loss the user gave per attribute and level, aggregated (ARX's static "
+              "metric; needs static_loss)",
     "publisher_payout": "money the release falls short of earning the publisher's benefit "
                         "per record: information loss and expected fines of attacks that "
                         "pay (ARX's publisher payout, prosecutor; the profitability "
@@ -287,6 +294,8 @@ def lattice_blocks(ctx: RenderContext) -> list[Block]:
     for key, label in (("search", "search strategy"), ("metric", "optimized metric"),
                        ("aggregate", "aggregate function (empty: the metric's default)"),
                        ("attribute_weights", "attribute weights (default 1 each)"),
+                       ("targets", "target columns (classification metric)"),
+                       ("static_loss", "loss per level (static metric)"),
                        ("practical_monotonicity", "practical monotonicity")):
         if key in r:
             kv.append((label, Cell(show(r[key]))))
@@ -451,7 +460,8 @@ def generalize_sections(ctx: RenderContext) -> Built:
             "search_seconds", "lattice_levels", "roles", "runtime_seconds", "seed",
             "distinct_values", "criteria", "information_loss_per_attribute",
             "information_loss_arx", "gs_factor", "aggregate", "attribute_weights",
-            "practical_monotonicity", "level_bounds", "alternatives"}
+            "practical_monotonicity", "level_bounds", "alternatives", "targets",
+            "static_loss"}
     return Built(sections, used)
 
 

@@ -18,6 +18,8 @@ from anonlab.lattice.metrics.base import (
     java_str,
     loss_text,
 )
+from anonlab.lattice.metrics.classification import Classification
+from anonlab.lattice.metrics.entropy_loss import EntropyInformationLoss
 from anonlab.lattice.metrics.multidim import (
     AGGREGATES,
     Height,
@@ -38,14 +40,17 @@ from anonlab.lattice.metrics.single import (
     DiscernibilityWithSuppression,
     KLDivergence,
 )
+from anonlab.lattice.metrics.static import StaticLoss
 
 __all__ = [
     "AGGREGATES",
     "METRICS",
     "Ambiguity",
     "AverageClassSize",
+    "Classification",
     "Discernibility",
     "DiscernibilityWithSuppression",
+    "EntropyInformationLoss",
     "Height",
     "KLDivergence",
     "LossContext",
@@ -59,6 +64,7 @@ __all__ = [
     "NormalizedEntropy",
     "Precision",
     "PrecisionWithSuppression",
+    "StaticLoss",
     "aggregate",
     "java_str",
     "loss_text",

@@ -493,8 +493,10 @@ class Metric(ABC):
     takes_gs_factor: ClassVar[bool] = False
     #: whether ARX's class is multi-dimensional (aggregate function and attribute weights)
     multi_dimensional: ClassVar[bool] = False
-    #: kept for callers that keep the base index for a metric (none needs it now)
+    #: whether the search should keep the base index for the metric (``classification``)
     needs_base_index: ClassVar[bool] = False
+    #: the parameters the metric needs besides the common ones (keyword arguments of its class)
+    options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
