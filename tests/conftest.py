@@ -13,6 +13,13 @@ from engines import (  # noqa: F401  (fixtures: one engine fixture for the core 
     session_dask_engine,
     session_numpy_engine,
 )
+from report_runs import (  # noqa: F401  (fixtures: the real runs the report tests check)
+    fuse_run,
+    generalize_run,
+    micro_runs,
+    party_runs,
+    perturb_runs,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"

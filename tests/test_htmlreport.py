@@ -140,17 +140,9 @@ def leaked_values(visible: str, frame: pd.DataFrame, report: dict[str, Any],
 
 
 @pytest.fixture(scope="module")
-def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("htmlreport")
-    config = data_dir.parent / "examples" / "adult.toml"
-    result = runner.invoke(app, [
-        "generalize", "--config", str(config), "--output", str(out / "a.csv"),
-        "--report", str(out / "a.json"), "--html", str(out / "a.html"),
-        "--plot", str(out / "a.png"), "--quiet",
-    ])
-    assert result.exit_code == 0, result.output
-    report = json.loads((out / "a.json").read_text())
-    return {"dir": out, "report": report, "html": (out / "a.html").read_text()}
+def run(generalize_run: dict[str, Any]) -> dict[str, Any]:
+    """``generalize`` on Adult with --report, --html and --plot (report_runs, made once)."""
+    return generalize_run
 
 
 @pytest.fixture(scope="module")

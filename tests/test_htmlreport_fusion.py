@@ -12,10 +12,7 @@ original value that the fused table does not itself release.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +20,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from anonlab.cli.app import app
 from anonlab.htmlreport import render_html
-from netutil import free_ports
 from test_htmlreport import Page, assert_numbers_match, leaked_values
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def fuse_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("fuse")
-    result = runner.invoke(app, ["fuse", str(REPO / "examples" / "fusion" / "fusion.toml"),
-                                 "--output", str(out / "fused.csv"),
-                                 "--report", str(out / "fused.json"),
-                                 "--html", str(out / "fused.html"), "--quiet"])
-    assert result.exit_code == 0, result.output
-    return {"dir": out, "report": json.loads((out / "fused.json").read_text()),
-            "html": (out / "fused.html").read_text()}
 
 
 def released_labels(report: dict[str, Any]) -> set[str]:
@@ -124,59 +107,6 @@ def test_fuse_page_shows_no_unreleased_value(fuse_run: dict[str, Any]) -> None:
     # the check itself catches an original value the release does not publish
     assert hidden_values(visible + " Married-civ-spouse", frames, report) == {
         "Married-civ-spouse"}
-
-
-def _party_setup(folder: Path, data_dir: Path) -> Path:
-    """Two providers (300 Adult records, split by columns) and a helper, with certificates."""
-    adult = data_dir / "adult"
-    frame = pd.read_csv(adult / "adult.csv", sep=";", dtype=str).head(300)
-    frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])
-    split = {"provider-a": ["age", "workclass", "education"],
-             "provider-b": ["marital-status", "race", "sex"]}
-    ports = free_ports(6)
-    lines = ['[fusion]', 'class = "salary-class"', 'id = "id"', 'score = "tds"',
-             'insensitive = ["education"]', '',
-             '[[templates]]', 'qid = ["age", "workclass", "marital-status", "race", "sex"]',
-             'k = 15', '', '[taxonomies]', 'age = "continuous"']
-    for a in ("workclass", "education", "marital-status", "race", "sex"):
-        lines.append(f'"{a}" = {json.dumps(str(adult / f"hierarchy_{a}.csv"))}')
-    lines += ['', '[tls]', 'ca = "certs/ca.crt"', 'cert = "certs/{party}.crt"',
-              'key = "certs/{party}.key"']
-    parties = [("provider-a", "provider"), ("provider-b", "provider"), ("recipient", "helper")]
-    for i, (name, role) in enumerate(parties):
-        lines += ['', '[[parties]]', f'id = "{name}"', f'role = "{role}"',
-                  'host = "127.0.0.1"', f'port = {ports[2 * i]}', f'mpc_port = {ports[2 * i + 1]}']
-        if role == "provider":
-            frame[["id", *split[name], "salary-class"]].to_csv(folder / f"{name}.csv",
-                                                              index=False)
-            lines += [f'file = "{name}.csv"', f'columns = {json.dumps(split[name])}']
-    config = folder / "fusion.toml"
-    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = runner.invoke(app, ["party", str(config), "--make-certs", str(folder / "certs")])
-    assert result.exit_code == 0, result.output
-    return config
-
-
-@pytest.fixture(scope="module")
-def party_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("party")
-    config = _party_setup(folder, data_dir)
-    procs = {}
-    for name in ("provider-a", "provider-b", "recipient"):
-        args = [sys.executable, "-m", "anonlab", "party", str(config), "--party", name,
-                "--report", str(folder / f"{name}.json"), "--html", str(folder / f"{name}.html"),
-                "--timeout", "60", "--quiet"]
-        if name != "recipient":
-            args += ["--output", str(folder / f"fused_{name}.csv")]
-        procs[name] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True, env=dict(os.environ))
-    runs: dict[str, Any] = {"dir": folder}
-    for name, proc in procs.items():
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, (name, err)
-        runs[name] = (json.loads((folder / f"{name}.json").read_text()),
-                      (folder / f"{name}.html").read_text())
-    return runs
 
 
 @pytest.mark.parametrize("party", ["provider-a", "recipient"])

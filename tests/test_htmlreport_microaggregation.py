@@ -28,27 +28,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("micro")
-    data = data_dir / "sdc" / "Tarragona.csv"
-    examples = data_dir.parent / "examples"
-    # the bundled examples (k = 3; the paper's k = 3..10 and weights), outputs moved to out
-    commands = {
-        "microaggregate": ["microaggregate", "--config", str(examples / "tarragona.toml"),
-                           "--output", str(out / "t3.csv")],
-        "evaluate": ["evaluate", str(data), str(out / "t3.csv")],
-        "tradeoff": ["tradeoff", "--config", str(examples / "tarragona_tradeoff.toml"),
-                     "--plot", str(out / "ru.png")],
-    }
-    found: dict[str, Any] = {"dir": out, "data": pd.read_csv(data)}
-    for name, args in commands.items():
-        result = runner.invoke(app, [*args, "--report", str(out / f"{name}.json"),
-                                     "--html", str(out / f"{name}.html"), "--quiet"])
-        assert result.exit_code == 0, (name, result.output)
-        found[name] = (json.loads((out / f"{name}.json").read_text()),
-                       (out / f"{name}.html").read_text())
-    found["masked"] = pd.read_csv(out / "t3.csv")
-    return found
+def runs(micro_runs: dict[str, Any]) -> dict[str, Any]:
+    """The three commands' reports and pages (report_runs.micro_runs, made once)."""
+    return micro_runs
 
 
 @pytest.mark.parametrize("command", ["microaggregate", "evaluate", "tradeoff"])

@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -28,34 +27,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("perturb")
-    data = data_dir / "sdc" / "Tarragona.csv"
-    commands = {
-        # the bundled example (obt, seed 7, min privacy 0.5), its outputs moved to out
-        "perturb": ["perturb", "--config", str(data_dir.parent / "examples" /
-                                               "perturb_tarragona.toml"),
-                    "--library", str(out / "lib.json"), "--output", str(out / "rel.csv"),
-                    "--key", str(out / "key.json"), "--attack-records", "400"],
-        "attack": ["attack", str(data), str(out / "rel.csv"), "--known", "2,5",
-                   "--max-records", "400"],
-        # the custodian's secret copy of the same run
-        "internal": ["perturb", "--config", str(data_dir.parent / "examples" /
-                                                "perturb_tarragona.toml"),
-                     "--library", str(out / "lib.json"), "--output", str(out / "rel2.csv"),
-                     "--key", str(out / "key2.json"), "--attack-records", "400", "--internal"],
-    }
-    found: dict[str, Any] = {"dir": out}
-    for name, args in commands.items():
-        result = runner.invoke(app, [*args, "--report", str(out / f"{name}.json"),
-                                     "--html", str(out / f"{name}.html"), "--quiet"])
-        assert result.exit_code == 0, (name, result.output)
-        found[name] = (json.loads((out / f"{name}.json").read_text()),
-                       (out / f"{name}.html").read_text())
-    found["data"] = pd.read_csv(data)
-    found["release"] = pd.read_csv(out / "rel.csv")
-    found["key"] = json.loads((out / "key.json").read_text())
-    return found
+def runs(perturb_runs: dict[str, Any]) -> dict[str, Any]:
+    """``perturb``, ``attack`` and the internal copy (report_runs.perturb_runs, made once)."""
+    return perturb_runs
 
 
 @pytest.mark.parametrize("command", ["perturb", "attack", "internal"])

@@ -1,7 +1,7 @@
 """Every plot of every family's HTML report reads as plain text, with no tick label overprinted.
 
-The reports come from the real runs of the other HTML report tests (their
-module fixtures: ``generalize`` on Adult, ``microaggregate``, ``evaluate``
+The reports come from the real runs of the other HTML report tests (the
+session fixtures of ``report_runs``: ``generalize`` on Adult, ``microaggregate``, ``evaluate``
 and ``tradeoff`` on Tarragona, ``perturb`` and ``attack``, ``fuse`` and
 three ``party`` processes), from ``apply`` and ``risk`` on that Adult run,
 and from the hand-made reports of every family in
@@ -40,10 +40,6 @@ from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
 from anonlab.htmlreport import plots, render_html
 from anonlab.htmlreport.render import main_figure
-from test_htmlreport import run as generalize_run  # noqa: F401  (the runs' fixtures)
-from test_htmlreport_fusion import fuse_run, party_runs  # noqa: F401
-from test_htmlreport_microaggregation import runs as micro_runs  # noqa: F401
-from test_htmlreport_perturbation import runs as perturb_runs  # noqa: F401
 from test_htmlreport_robust import BASE, FAMILIES
 
 runner = CliRunner()
