@@ -287,6 +287,14 @@ def criteria_block(ctx: RenderContext) -> list[Block]:
     return blocks
 
 
+def _levels_text(value: Any) -> str:
+    """The static metric's losses, one list per quasi-identifier: ``age: 0 / 0.5 / 1; ...``."""
+    if not isinstance(value, Mapping):
+        return show(value)
+    return "; ".join(f"{c}: {' / '.join(map(show, v)) if isinstance(v, list) else show(v)}"
+                     for c, v in value.items())
+
+
 def lattice_blocks(ctx: RenderContext) -> list[Block]:
     """The lattice search: key figures, the per-level table and its picture."""
     r = ctx.report
@@ -298,7 +306,8 @@ def lattice_blocks(ctx: RenderContext) -> list[Block]:
                        ("static_loss", "loss per level (static metric)"),
                        ("practical_monotonicity", "practical monotonicity")):
         if key in r:
-            kv.append((label, Cell(show(r[key]))))
+            kv.append((label, Cell(_levels_text(r[key]) if key == "static_loss"
+                                   else show(r[key]))))
     if isinstance(r.get("gs_factor"), int | float):
         kv.append(("generalization/suppression factor", num(r["gs_factor"], "gs_factor")))
     for key, label in (("lattice_size", "nodes in the lattice"),
