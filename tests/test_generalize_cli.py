@@ -331,5 +331,6 @@ def test_lattice_too_large_is_refused(tmp_path: Path) -> None:
     code, text = _run(args)
     assert code == 2, text
     assert "the lattice has 1,220,703,125 nodes (hierarchy heights: q0 4, q1 4" in text
-    assert "use fewer quasi-identifiers or shorter hierarchies" in text
+    assert ("use a heuristic search (descent, lightning, top-down or genetic), fewer "
+            "quasi-identifiers or shorter hierarchies") in text
     assert not (tmp_path / "out.csv").exists()

@@ -483,8 +483,8 @@ def _setup(
         raise AnonlabError(
             f"the lattice has {lattice.size:,} nodes (hierarchy heights: {heights}), more than "
             f"the {MAX_LATTICE_SIZE:,} an optimal search keeps in memory: use a heuristic "
-            "search (lightning, top-down or genetic), fewer quasi-identifiers or shorter "
-            "hierarchies", parameter="search"
+            "search (descent, lightning, top-down or genetic), fewer quasi-identifiers or "
+            "shorter hierarchies", parameter="search"
         )
     if dataset.rowless:
         from anonlab.engine.search_input import BaseLossContext, check_engine_model, search_engine
