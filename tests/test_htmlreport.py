@@ -167,12 +167,18 @@ def test_the_method_figures_are_all_shown(run: dict[str, Any], page: Page) -> No
     report = run["report"]
     expected = {"k", "records", "suppressed_records", "equivalence_classes", "lattice_size",
                 "nodes_checked", "k_minimal_nodes", "optimum_loss", "suppression_limit"}
-    expected |= {f"information_loss.{m}" for m in report["information_loss"]}
+    losses = report["information_loss"]
+    expected |= {f"information_loss.{m}" for m, v in losses.items() if v is not None}
     expected |= {f"transformation.{c}" for c in report["transformation"]}
     for i, _ in enumerate(report["lattice_levels"]):
         expected |= {f"lattice_levels.{i}.{x}" for x in ("nodes", "checked", "anonymous",
                                                           "k_minimal")}
     assert expected <= set(page.values), sorted(expected - set(page.values))
+    # a measure the run could not take (no targets, no static losses) is a row with a dash
+    unmeasured = [m for m, v in losses.items() if v is None]
+    assert unmeasured == ["classification", "static"]
+    text = " ".join(page.text)
+    assert all(f"{m} —" in text for m in unmeasured), text
 
 
 def test_class_size_figures_follow_from_the_json(run: dict[str, Any], page: Page) -> None:
