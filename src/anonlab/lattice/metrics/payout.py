@@ -47,6 +47,8 @@ class PublisherPayout(Metric):
     takes_gs_factor = True
     monotone_with_generalization = False
     monotone_with_suppression = False
+    #: the node's tuple-to-class map gives ARX's class order on a research subset cheaply
+    needs_base_index = True
     #: ARX's ``journalistAttackerModel``
     journalist = False
 
@@ -65,8 +67,16 @@ class PublisherPayout(Metric):
 
     def record_loss(self, node: NodeClasses, exact: bool = True) -> NDArray[Any]:
         """Each class's entropy-based information loss of one record (``exact=False``: with
-        NumPy's ``log10``, a few units in the last place off)."""
-        return entropy_based_loss(self.ctx.share_matrix(node.fs), self._max_loss(), exact)
+        NumPy's ``log10``, a few units in the last place off). The exact figures of the last
+        frequency set are kept: the search asks for the value and the bound of one node."""
+        fs = node.fs
+        cached: tuple[FrequencySet, NDArray[Any]] | None = getattr(self, "_last_loss", None)
+        if cached is not None and cached[0] is fs:
+            return cached[1]
+        loss = entropy_based_loss(self.ctx.share_matrix(fs), self._max_loss(), exact)
+        if exact:
+            self._last_loss = (fs, loss)
+        return loss
 
     def class_payout(self, node: NodeClasses) -> NDArray[Any]:
         """The publisher's expected payout per record of each class."""
@@ -89,6 +99,9 @@ class PublisherPayout(Metric):
         population = getattr(self.ctx.dataset, "population", None)
         if population is None:
             return np.arange(fs.classes)
+        tuples = self._population_tuples(np.asarray(population))
+        if fs.base_index is not None and tuples is not None:
+            return self._order_by_tuples(fs, tuples)
         layout = self.ctx.layout
         parts = self._population_key_parts(np.asarray(population))
         keys = np.zeros((parts[0][0].shape[0], layout.chunks), dtype=np.int64)
@@ -101,6 +114,40 @@ class PublisherPayout(Metric):
             index = pd.MultiIndex.from_arrays(list(fs.keys.T)).get_indexer(ordered)
         return np.asarray(index[index >= 0], dtype=np.int64)
 
+    @staticmethod
+    def _order_by_tuples(fs: FrequencySet, tuples: NDArray[Any]) -> NDArray[Any]:
+        """ARX's order from the node's tuple-to-class map: the classes of the population's
+        distinct tuples (taken in order of first appearance in the population) in order of
+        first appearance; work in the distinct tuples, not the population's rows."""
+        assert fs.base_index is not None
+        classes = fs.base_index.take(tuples)
+        first = np.full(fs.classes, tuples.shape[0], dtype=np.int64)
+        # the earliest position of each class: reversed, so the earliest write lands last
+        first[classes[::-1]] = np.arange(tuples.shape[0] - 1, -1, -1, dtype=np.int64)
+        order = np.argsort(first, kind="stable")
+        return np.asarray(order[: np.count_nonzero(first < tuples.shape[0])], dtype=np.int64)
+
+    def _population_tuples(self, population: NDArray[Any]) -> NDArray[Any] | None:
+        """The population's distinct tuples in order of first appearance, as indices of the
+        search's distinct bottom tuples (``ctx.base_tuples``); ``None`` when some tuple is not
+        among them. Made once."""
+        if not hasattr(self, "_pop_tuples"):
+            distinct = population[self._population_first(population)]
+            base = np.asarray(self.ctx.base_tuples)
+            found: NDArray[Any] | None = None
+            if base.ndim == 2 and base.shape[1] == distinct.shape[1]:
+                index = pd.MultiIndex.from_arrays(list(base.T)).get_indexer(
+                    pd.MultiIndex.from_arrays(list(distinct.T)))
+                if index.shape[0] == 0 or index.min() >= 0:
+                    found = np.asarray(index, dtype=np.int64)
+            self._pop_tuples = found
+        return self._pop_tuples
+
+    def _population_first(self, population: NDArray[Any]) -> NDArray[Any]:
+        """Row of each distinct population tuple's first appearance, in that order."""
+        _, first = group_tuples(population, [q.cardinality(0) for q in self.ctx.qis])
+        return np.asarray(first)
+
     def _population_key_parts(self, population: NDArray[Any]) -> list[list[NDArray[Any]]]:
         """``parts[dim][level]``: the population's distinct tuples (in order of first
         appearance) lifted to ``level`` in ``dim``, as that dimension's part of the packed
@@ -108,8 +155,7 @@ class PublisherPayout(Metric):
         parts: list[list[NDArray[Any]]] | None = getattr(self, "_key_parts", None)
         if parts is None:
             layout = self.ctx.layout
-            _, first = group_tuples(population, [q.cardinality(0) for q in self.ctx.qis])
-            distinct = population[first]
+            distinct = population[self._population_first(population)]
             parts = [[np.asarray(codes[distinct[:, dim]], dtype=np.int64) * layout.weight[dim]
                       for codes in q.level_codes] for dim, q in enumerate(self.ctx.qis)]
             self._key_parts = parts
@@ -144,9 +190,9 @@ class PublisherPayout(Metric):
         """
         counts = node.fs.counts.astype(np.float64)
         top = self.costs.publisher_benefit
-        kept = self.g_factor * counts * (top - top * (1.0 - self.record_loss(node, exact=False)))
+        kept = self.g_factor * counts * (top - top * (1.0 - self.record_loss(node)))
         terms = np.minimum(kept, self.s_factor * counts * top)
-        # NumPy's log10 and the sum's order are a few units in the last place off: lowered
+        # the sum's order is a few units in the last place off: lowered
         return sequential_sum(terms[counts > 0]) * (1.0 - 1e-9)
 
     def report(self, node: NodeClasses) -> dict[str, Any]:
