@@ -494,7 +494,8 @@ def _setup(
         ctx_loss: LossContext = BaseLossContext(dataset, engine.base_tuples, engine.bottom.counts)
     else:
         engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
-        ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
+        ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts,
+                               engine.row_index if dataset.population is None else None)
     with criteria_errors():
         ctx_loss.cost_benefit = model_costs(criteria)
     chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
@@ -698,18 +699,18 @@ def build_release(
     search's frequency set of the node); otherwise the rows are grouped here.
     """
     levels = list(levels)
-    cols = []
-    for q, lv in zip(dataset.qis, levels, strict=True):
-        cols.append(q.level_codes[lv][q.codes])
     if suppressed is None:
-        matrix = np.column_stack(cols).astype(np.int64)
+        matrix = np.column_stack([q.level_codes[lv][q.codes]
+                                  for q, lv in zip(dataset.qis, levels, strict=True)])
         cards = [q.cardinality(lv) for q, lv in zip(dataset.qis, levels, strict=True)]
-        inverse, _ = group_tuples(matrix, cards)
+        inverse, _ = group_tuples(matrix.astype(np.int64), cards)
+        del matrix
         counts = np.bincount(inverse)
         suppressed = counts[inverse] < k
     release = dataset.frame.copy(deep=False)
-    for q, lv, col in zip(dataset.qis, levels, cols, strict=True):
-        release[q.name] = _labelled(col, list(q.level_labels[lv]), suppressed)
+    for q, lv in zip(dataset.qis, levels, strict=True):  # one column's codes at a time
+        release[q.name] = _labelled(np.asarray(q.level_codes[lv]).astype(np.int32)[q.codes],
+                                    list(q.level_labels[lv]), suppressed)
     dropped = dataset.columns_with(Role.IDENTIFYING)
     return release.drop(columns=dropped), suppressed
 

@@ -296,6 +296,45 @@ def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     return inverse.astype(np.int64), keys[first]
 
 
+def group_columns(columns: Sequence[NDArray[Any]], cardinalities: Sequence[int]
+                  ) -> tuple[NDArray[Any], NDArray[Any]]:
+    """:func:`~anonlab.grouping.group_tuples` of the rows the code columns make, without
+    their matrix: ``(inverse, first)``, groups numbered by first appearance.
+
+    The same mixed-radix key (re-factorized where it would overflow) is built
+    in one int64 array, updated in place column by column; ``inverse`` is
+    int32 when the groups fit (a row index needs no more), and each group's
+    first row is found chunk by chunk from the end (the last write wins), so
+    no row-sized temporary beyond the key and the inverse is made.
+    """
+    n = int(columns[0].shape[0]) if columns else 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    space = 1
+    for codes, cardinality in zip(columns, cardinalities, strict=True):
+        card = max(int(cardinality), 1)
+        if space * card > _MAX_KEY:
+            refactorized, uniques = pd.factorize(key)
+            key[:] = refactorized
+            del refactorized
+            space = len(uniques)
+        np.multiply(key, card, out=key)
+        np.add(key, codes, out=key, casting="unsafe")
+        space *= card
+    found, uniques = pd.factorize(key)
+    del key
+    groups = len(uniques)
+    inverse = found.astype(np.int32) if groups <= np.iinfo(np.int32).max else found
+    del found
+    first = np.empty(groups, dtype=np.int64)
+    chunk = 1 << 16
+    for stop in range(n, 0, -chunk):
+        start = max(stop - chunk, 0)
+        first[inverse[start:stop][::-1]] = np.arange(stop - 1, start - 1, -1, dtype=np.int64)
+    return inverse, first
+
+
 def first_members(inverse: NDArray[Any], n_groups: int) -> NDArray[Any]:
     """Index of each group's first member, for groups numbered in order of first appearance
     (``inverse[first_members(inverse, n)] == arange(n)``)."""
@@ -370,21 +409,28 @@ class FrequencyEngine:
         self._lifts: dict[tuple[int, int, int], NDArray[Any]] = {}
         self._deltas: dict[tuple[int, int, int], NDArray[Any]] = {}
         self._range = np.arange(0, dtype=np.int64)
-        rows = dataset.code_matrix()
         population = dataset.population
-        if population is not None:
-            rows = np.vstack([rows, np.asarray(population, dtype=rows.dtype)])
         cards = [q.cardinality(0) for q in self.qis]
         self.layout = KeyLayout(cards)
-        inverse, first = group_tuples(rows, cards)
-        #: (n,) distinct bottom tuple of each row of the table
-        self.row_index = inverse[: self.n]
-        counts = np.bincount(self.row_index, minlength=len(first)).astype(np.int64)
         pop_counts = None
-        if population is not None:
+        if population is None:
+            columns = [q.codes for q in self.qis]
+            inverse, first = group_columns(columns, cards)
+            #: (n,) distinct bottom tuple of each row of the table
+            self.row_index = inverse
+            #: (d, m) distinct code tuples of the data (bottom node)
+            self.base_tuples = np.column_stack([c[first] for c in columns]).astype(
+                np.int32, copy=False)
+        else:
+            rows = dataset.code_matrix()
+            rows = np.vstack([rows, np.asarray(population, dtype=rows.dtype)])
+            inverse, first = group_tuples(rows, cards)
+            self.row_index = inverse[: self.n]
             pop_counts = np.bincount(inverse[self.n:], minlength=len(first)).astype(np.int64)
-        #: (d, m) distinct code tuples of the data (bottom node)
-        self.base_tuples = rows[first]
+            self.base_tuples = rows[first]
+            del rows
+        del inverse
+        counts = np.bincount(self.row_index, minlength=len(first)).astype(np.int64)
         #: the sensitive attributes carried, in order
         self.sensitive = tuple(dict.fromkeys(sensitive))
         histograms = {}

@@ -289,7 +289,9 @@ class LossContext:
 
     ``n`` is ARX's number of records (``Metric.getNumRecords``: the records of
     the table to release); ``population_rows`` the rows of ARX's input table
-    (the population table when one is given, else ``n``).
+    (the population table when one is given, else ``n``). ``row_tuple`` (with
+    ``base_tuples`` and ``base_counts``) is each row's bottom tuple as the
+    frequency engine numbered them, so :meth:`row_tuples` need not group the rows again.
     """
 
     def __init__(
@@ -297,6 +299,7 @@ class LossContext:
         dataset: Dataset,
         base_tuples: NDArray[Any] | None = None,
         base_counts: NDArray[Any] | None = None,
+        row_tuple: NDArray[Any] | None = None,
     ) -> None:
         self.dataset = dataset
         self.n = dataset.n
@@ -312,6 +315,9 @@ class LossContext:
         self._shares: list[list[NDArray[Any]]] | None = None
         self._entropy: list[list[float]] | None = None
         self._rows: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
+        if row_tuple is not None and base_tuples is not None and base_counts is not None:
+            # the frequency engine's grouping of the rows (same numbering): not made twice
+            self._rows = (row_tuple, base_tuples, base_counts)
         self._arx_ids: list[list[NDArray[Any]]] | None = None
         self._flat_shares: tuple[NDArray[Any], NDArray[Any]] | None = None
         #: the run's cost-benefit figures (the profitability models'), read by the
