@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -438,60 +438,69 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+T = TypeVar("T")
+
+
+def _column_assignments(items: Iterable[str], parameter: str, parse: Callable[[str], T | None],
+                        form: str, unit: str) -> dict[str, T]:
+    """``COLUMN=VALUE`` texts as a mapping: ``parse`` turns a value's text into the value
+    (``None`` where it is not one); a malformed item or a column named twice is refused with
+    one message naming ``parameter``, the expected ``form`` (with an example) and the
+    ``unit`` a column takes once."""
+    out: dict[str, T] = {}
+    for item in items:
+        col, sep, text = item.partition("=")
+        value = parse(text) if sep else None
+        if value is None or not col.strip():
+            raise AnonlabError(f"{parameter} '{item}' is not {form}", parameter=parameter)
+        if col.strip() in out:
+            raise AnonlabError(f"{parameter} names column '{col.strip()}' twice: give one "
+                               f"{unit} per column", parameter=parameter)
+        out[col.strip()] = value
+    return out
+
+
+def _level(text: str) -> int | None:
+    """A whole level of at least 0, or ``None``."""
+    return int(text) if text.strip().isdigit() else None
+
+
+def _finite(text: str) -> float | None:
+    """A finite number, or ``None``."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _finite_list(text: str) -> list[float] | None:
+    """Comma-separated finite numbers (at least one), or ``None``."""
+    values = [_finite(part) for part in text.split(",")]
+    return None if None in values else [v for v in values if v is not None]
+
+
 def parse_level_flags(items: Iterable[str], parameter: str) -> dict[str, int]:
     """Levels from ``COLUMN=LEVEL`` texts (``--min-level``, ``--max-level``; ``--levels``
     takes them comma-separated too: ``age=1,sex=0``)."""
-    out: dict[str, int] = {}
-    for item in (part for text in items for part in text.split(",")):
-        col, sep, text = item.partition("=")
-        if not sep or not col.strip() or not text.strip().isdigit():
-            raise AnonlabError(f"{parameter} '{item}' is not COLUMN=LEVEL with a whole level "
-                               "of at least 0: e.g. age=2", parameter=parameter)
-        if col.strip() in out:
-            raise AnonlabError(f"{parameter} names column '{col.strip()}' twice: give one "
-                               "level per column", parameter=parameter)
-        out[col.strip()] = int(text)
-    return out
+    parts = (part for text in items for part in text.split(","))
+    return _column_assignments(parts, parameter, _level,
+                               "COLUMN=LEVEL with a whole level of at least 0: e.g. age=2",
+                               "level")
 
 
 def parse_weight_flags(items: Iterable[str]) -> dict[str, float]:
     """Attribute weights from ``COLUMN=NUMBER`` texts (the ``--weight`` flags)."""
-    out: dict[str, float] = {}
-    for item in items:
-        col, sep, text = item.partition("=")
-        try:
-            weight = float(text)
-        except ValueError:
-            weight = math.nan
-        if not sep or not col.strip() or not math.isfinite(weight):
-            raise AnonlabError(f"attribute_weights '{item}' is not COLUMN=NUMBER: e.g. age=2",
-                               parameter="attribute_weights")
-        if col.strip() in out:
-            raise AnonlabError(f"attribute_weights names column '{col.strip()}' twice: give "
-                               "one weight per column", parameter="attribute_weights")
-        out[col.strip()] = weight
-    return out
+    return _column_assignments(items, "attribute_weights", _finite,
+                               "COLUMN=NUMBER: e.g. age=2", "weight")
 
 
 def parse_static_loss_flags(items: Iterable[str]) -> dict[str, list[float]]:
     """Per-level losses of the ``static`` metric from ``COLUMN=V0,V1,...`` texts (the
     ``--static-loss`` flags; one number per level of the column's hierarchy, level 0 first)."""
-    out: dict[str, list[float]] = {}
-    for item in items:
-        col, sep, text = item.partition("=")
-        try:
-            values = [float(v) for v in text.split(",")]
-        except ValueError:
-            values = []
-        if not sep or not col.strip() or not values or not all(map(math.isfinite, values)):
-            raise AnonlabError(f"static_loss '{item}' is not COLUMN=NUMBER,NUMBER,...: e.g. "
-                               "sex=0,1 (one number per level, level 0 first)",
-                               parameter="static_loss")
-        if col.strip() in out:
-            raise AnonlabError(f"static_loss names column '{col.strip()}' twice: give one "
-                               "list per column", parameter="static_loss")
-        out[col.strip()] = values
-    return out
+    return _column_assignments(items, "static_loss", _finite_list,
+                               "COLUMN=NUMBER,NUMBER,...: e.g. sex=0,1 (one number per level, "
+                               "level 0 first)", "list")
 
 
 def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:
