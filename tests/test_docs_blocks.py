@@ -453,9 +453,10 @@ def test_the_warm_anonlab_answers_as_the_installed_one(tmp_path: Path,
     def same(text: str) -> str:  # the two working folders differ in name alone
         return text.replace(str(tmp_path / "warm"), str(tmp_path / "fresh"))
 
-    for line, fresh, warm in zip(lines, seen["fresh"], seen["warm"], strict=True):
-        assert (warm.returncode, same(warm.stdout)) == (fresh.returncode, fresh.stdout), line
-        assert same(warm.stderr) == fresh.stderr, line
+    for line, cold_run, warm_run in zip(lines, seen["fresh"], seen["warm"], strict=True):
+        assert ((warm_run.returncode, same(warm_run.stdout))
+                == (cold_run.returncode, cold_run.stdout)), line
+        assert same(warm_run.stderr) == cold_run.stderr, line
     codes = [done.returncode for done in seen["warm"]]
     assert codes == [0, 2, 2, 0, 2, 3, 1]
     assert seen["warm"][6].stdout.strip() == str(tmp_path / "warm")
