@@ -155,8 +155,9 @@ def log10_array(x: NDArray[Any]) -> NDArray[Any]:
     out = wide.astype(np.float64)
     gap = np.abs(wide - out.astype(np.longdouble))
     ulp = np.spacing(np.abs(out)).astype(np.longdouble)
-    # long double's log10 errs by well under 2^-11 of a double's unit in the last place
-    risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -10))
+    # long double's log10 errs by well under 2^-11 of a double's unit in the last place;
+    # results within 2^-8 of a midpoint are recomputed exactly
+    risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
     flat = out.reshape(-1)
     for i in np.flatnonzero(risky.reshape(-1)):
         flat[i] = _log10_exact(float(x.reshape(-1)[i]))

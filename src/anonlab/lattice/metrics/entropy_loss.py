@@ -14,53 +14,18 @@ See docs/formulas.md §5.
 
 from __future__ import annotations
 
-import math
-from decimal import Context, Decimal
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.lattice.freqset import FrequencySet
-from anonlab.lattice.metrics.base import _LONG_DOUBLE_OK, Metric, NodeClasses, sequential_sum
+from anonlab.lattice.metrics.base import Metric, NodeClasses, sequential_sum
 from anonlab.lattice.metrics.order import arx_class_order
+from anonlab.privacy.profitability import entropy_based_loss, maximal_loss
 
-_LN_CONTEXT = Context(prec=40)
-#: ``ln(10)`` to 40 digits (for the correctly rounded log10)
-_LN10 = Decimal(10).ln(_LN_CONTEXT)
 #: a relative margin under the bound: its sum runs over other classes than a node's value
 _BOUND_MARGIN = 1e-9
-
-
-def _decimal_log10(x: float) -> float:
-    """Correctly rounded base-10 logarithm through 40-digit decimals."""
-    if not math.isfinite(x) or x <= 0.0:
-        return math.log10(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan)
-    return float(_LN_CONTEXT.divide(Decimal(x).ln(_LN_CONTEXT), _LN10))
-
-
-def java_log10_array(x: NDArray[Any]) -> NDArray[Any]:
-    """``Math.log10`` element-wise: the correctly rounded base-10 logarithm.
-
-    As :func:`~anonlab.lattice.metrics.base.java_log_array`: long double, then
-    a decimal recomputation for results too close to a rounding midpoint (and
-    for all on platforms without an extended long double).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    if not _LONG_DOUBLE_OK:
-        return np.fromiter((_decimal_log10(float(v)) for v in x.reshape(-1)),
-                           dtype=np.float64, count=x.size).reshape(x.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wide = np.log10(x.astype(np.longdouble))
-    out = wide.astype(np.float64)
-    finite = np.isfinite(out) & (out != 0.0)
-    gap = np.abs(wide - out.astype(np.longdouble))
-    ulp = np.spacing(np.abs(out)).astype(np.longdouble)
-    risky = finite & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
-    flat = out.reshape(-1)
-    for i in np.flatnonzero(risky.reshape(-1)):
-        flat[i] = _decimal_log10(float(x.reshape(-1)[i]))
-    return out
 
 
 class EntropyInformationLoss(Metric):
@@ -88,23 +53,11 @@ class EntropyInformationLoss(Metric):
 
     def max_il(self) -> float:
         """``maxIL``: ``log10`` of the product of the hierarchies' rows (multiplied in order)."""
-        product = 1.0
-        for dim in range(self.ctx.m):
-            product *= self.ctx.domain_size(dim)
-        return float(java_log10_array(np.array([product]))[0])
+        return maximal_loss([self.ctx.domain_size(dim) for dim in range(self.ctx.m)])
 
     def record_loss(self, node: NodeClasses) -> NDArray[Any]:
         """``IL(E)`` of each class: one record's loss, from 0 to 1."""
-        fs = node.fs
-        max_il = self.max_il()
-        if max_il == 0.0 or not math.isfinite(max_il):
-            return np.zeros(fs.classes)
-        shares = self.ctx.share_matrix(fs)
-        product = np.ones(fs.classes)
-        for dim in range(self.ctx.m):
-            product = product * shares[:, dim]
-        result = java_log10_array(product) / max_il + 1.0
-        return np.asarray(np.clip(result, 0.0, 1.0))
+        return entropy_based_loss(self.ctx.share_matrix(node.fs), self.max_il())
 
     def value(self, node: NodeClasses) -> float:
         """``sum_E G |E| IL(E)`` over released classes plus ``S |E|`` over suppressed ones."""
