@@ -454,6 +454,14 @@ class LossContext:
         if fs.base_index is not None and getattr(self.dataset, "population", None) is None:
             return np.asarray(fs.base_index)
         _, codes, _ = self.row_tuples()
+        index = self.classes_of_codes(fs, codes)
+        if np.any(index < 0):
+            raise RuntimeError(f"frequency set of node {fs.levels} misses a tuple of the table")
+        return index
+
+    def classes_of_codes(self, fs: FrequencySet, codes: NDArray[Any]) -> NDArray[Any]:
+        """The class (index into ``fs``, -1 where it has none) of each row of bottom-level
+        QI ``codes`` (rows x QIs), lifted to ``fs``'s node."""
         lifted = np.column_stack([q.level_codes[lv][codes[:, i]]
                                   for i, (q, lv) in enumerate(zip(self.qis, fs.levels,
                                                                   strict=True))])
@@ -463,8 +471,6 @@ class LossContext:
         else:
             index = pd.MultiIndex.from_arrays(list(fs.keys.T)).get_indexer(
                 pd.MultiIndex.from_arrays(list(packed.T)))
-        if np.any(index < 0):
-            raise RuntimeError(f"frequency set of node {fs.levels} misses a tuple of the table")
         return np.asarray(index, dtype=np.int64)
 
 

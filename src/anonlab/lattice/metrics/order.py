@@ -31,14 +31,7 @@ def arx_class_order(ctx: LossContext, fs: FrequencySet) -> NDArray[Any]:
     population = getattr(ctx.dataset, "population", None)
     if population is None:
         return np.arange(fs.classes, dtype=np.int64)
-    lifted = np.column_stack([q.level_codes[lv][population[:, i]]
-                              for i, (q, lv) in enumerate(zip(ctx.qis, fs.levels, strict=True))])
-    packed = ctx.layout.pack(lifted)
-    if packed.shape[1] == 1:
-        index = pd.Index(fs.keys[:, 0]).get_indexer(packed[:, 0])
-    else:
-        index = pd.MultiIndex.from_arrays(list(fs.keys.T)).get_indexer(
-            pd.MultiIndex.from_arrays(list(packed.T)))
+    index = ctx.classes_of_codes(fs, population)
     seen = pd.unique(index[index >= 0]).astype(np.int64)
     rest = np.setdiff1d(np.arange(fs.classes, dtype=np.int64), seen, assume_unique=True)
     return np.concatenate((seen, rest))
