@@ -41,10 +41,10 @@ from numpy.typing import NDArray
 
 from anonlab.engine import open_engine, open_table
 from anonlab.engine.mdav_pass import REGION_ROWS, microaggregate_regions
-from anonlab.engine.output import StagedFolder
 from anonlab.microaggregation import mdav_labels, scalable_mdav_labels
 from anonlab.microaggregation.mdav import group_means, sse_sst
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
+from anonlab.staging import StagedFolder
 
 OUT = Path(__file__).resolve().parent / "results" / "mdav_regions.json"
 SIZES = (100_000, 200_000, 400_000, 1_000_000)

@@ -25,12 +25,12 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 from anonlab.engine import open_engine, open_table
 from anonlab.engine.base import AffineRows
-from anonlab.engine.output import StagedFolder
 from anonlab.engine.perturb_pass import map_rows, sample_findings, written_sample
 from anonlab.errors import AnonlabError
 from anonlab.io import read_table
 from anonlab.perturbation import RecoverableReleaseWarning
 from anonlab.runs.perturb import InvertSettings, PerturbSettings, run_invert, run_perturb
+from anonlab.staging import StagedFolder
 from engines import write_parts
 
 REPO = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from anonlab import outputs as outputs_module
+from anonlab import tempfiles as tempfiles_module
 from anonlab.cli.app import app
 from anonlab.engine import Engine
 from anonlab.engine.dask_backend import check_address, shown_address
@@ -366,12 +366,12 @@ def test_a_run_removes_staged_files_and_folders_of_killed_runs_as_it_starts(
     alive.write_text("a live run's", encoding="utf-8")
     reused = _staged(out, "old.csv", reused_pid)  # written before that process started
     reused.write_text("left by a run whose id was given again", encoding="utf-8")
-    started = outputs_module.process_started
+    started = tempfiles_module.process_started
 
     def later(pid: int) -> float | None:
         return time.time() + 60 if pid == reused_pid else started(pid)
 
-    monkeypatch.setattr(outputs_module, "process_started", later)
+    monkeypatch.setattr(tempfiles_module, "process_started", later)
     result = runner.invoke(app, ["risk", str(ROOT / "data" / "adult" / "adult.csv"), "--qi",
                                  "age,sex", "--other", "insensitive", "--report",
                                  str(out / "r.json"), "--quiet"])

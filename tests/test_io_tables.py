@@ -292,7 +292,7 @@ def test_atomic_writes_remove_temp_files_of_killed_runs(tmp_path: Path) -> None:
 
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
-    from anonlab.outputs import temp_path_for
+    from anonlab.tempfiles import temp_path_for
 
     host = temp_path_for(tmp_path / "r.json").name.split(".anonlab-")[1].rsplit("-", 2)[0]
     stale = tmp_path / f".r.json.anonlab-{host}-{int(done.stdout)}-0a0b0c0d.tmp"

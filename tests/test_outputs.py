@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from anonlab.errors import AnonlabError
-from anonlab.outputs import Outputs, remove_stale_temps, temp_path_for
+from anonlab.outputs import Outputs
+from anonlab.tempfiles import remove_stale_temps, temp_path_for
 
 
 def _text(value: str):  # type: ignore[no-untyped-def]

@@ -14,8 +14,9 @@ import pytest
 from anonlab.database import DatabaseTarget
 from anonlab.errors import AnonlabError
 from anonlab.io import atomic_write, file_sha256
-from anonlab.outputs import Outputs, Target, remove_stale_temps, temp_path_for
+from anonlab.outputs import Outputs, Target
 from anonlab.report import input_description
+from anonlab.tempfiles import remove_stale_temps, temp_path_for
 
 
 def _database(path: Path) -> str:

@@ -33,14 +33,14 @@ import numpy as np
 
 from anonlab.database import DatabaseTarget, is_database_url, masked
 from anonlab.errors import AnonlabError
-from anonlab.outputs import (
+from anonlab.sources import sniff_delimiter
+from anonlab.tempfiles import (
     create_private,
     default_mode,
     remove_stale_temps,
     temp_path_for,
     write_error,
 )
-from anonlab.sources import sniff_delimiter
 
 if TYPE_CHECKING:
     import pandas as pd

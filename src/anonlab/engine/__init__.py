@@ -30,9 +30,9 @@ from anonlab.engine.base import (
     SensitiveCounts,
     WriteSummary,
 )
-from anonlab.engine.output import StagedFolder
 from anonlab.engine.table import BATCH_ROWS, Table, open_table
 from anonlab.errors import AnonlabError
+from anonlab.staging import StagedFolder
 
 ENGINES = ("numpy", "dask")
 

@@ -37,11 +37,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.engine import kernels
-from anonlab.engine.output import StagedFolder
 from anonlab.engine.table import BATCH_ROWS, Table, TableLike, open_table
 from anonlab.errors import AnonlabError
 from anonlab.grouping import group_tuples
 from anonlab.progress import ProgressFn
+from anonlab.staging import StagedFolder
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -56,11 +56,11 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.base import WriteSummary
-from anonlab.engine.output import StagedFolder
 from anonlab.engine.table import Piece, Table
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.scalable import DEFAULT_REGION_ROWS
-from anonlab.outputs import temp_path_for
+from anonlab.staging import StagedFolder
+from anonlab.tempfiles import temp_path_for
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -51,9 +51,9 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.base import AffineRows, Moments, WriteSummary
-from anonlab.engine.output import StagedFolder
 from anonlab.engine.table import ParquetPiece, Piece, Table
 from anonlab.errors import AnonlabError
+from anonlab.staging import StagedFolder
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -809,7 +809,7 @@ def is_folder_output(output: str | None) -> bool:
         return True
     if not Path(output).is_dir():  # the common case: no need to load the engine package
         return False
-    from anonlab.engine.output import holds_release
+    from anonlab.staging import holds_release
 
     return holds_release(Path(output))
 

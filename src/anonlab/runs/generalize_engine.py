@@ -48,10 +48,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.engine.base import Engine, ReleasePlan
-    from anonlab.engine.output import StagedFolder
     from anonlab.hierarchy import Hierarchy
     from anonlab.privacy import Criterion
     from anonlab.runs.generalize import ApplySettings, FoundTransformation, GeneralizeSettings
+    from anonlab.staging import StagedFolder
 
     #: the settings of a run that may go through an engine
     EngineRun: TypeAlias = GeneralizeSettings | ApplySettings
@@ -179,8 +179,8 @@ def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Ou
                     progress: ProgressFn | None) -> Checked:
     """Write the release by ``expected.plan`` into its staged folder (a scratch folder
     without ``output``), verify it and measure its risk (module text)."""
-    from anonlab.engine.output import StagedFolder
     from anonlab.engine.search_input import released_classes, released_distinct
+    from anonlab.staging import StagedFolder
 
     plan = expected.plan
     scratch: tempfile.TemporaryDirectory[str] | None = None

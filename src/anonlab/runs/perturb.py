@@ -555,7 +555,7 @@ def is_folder_output(output: str | None) -> bool:
         return False
     if output.endswith(("/", os.sep)):
         return True
-    from anonlab.engine.output import holds_release
+    from anonlab.staging import holds_release
 
     return holds_release(Path(output))
 

@@ -1,7 +1,7 @@
 """Writing a partitioned Parquet dataset atomically: a staged folder renamed at the end.
 
 The parts are written into a hidden temporary folder beside the target
-(named as :func:`anonlab.outputs.temp_path_for` names temporary files), and
+(named as :func:`anonlab.tempfiles.temp_path_for` names temporary files), and
 :meth:`StagedFolder.commit` renames it onto the target, so a failed or
 killed run never leaves half a dataset under the target's name. A target
 that already exists may only be a folder holding Parquet parts and nothing
@@ -18,13 +18,13 @@ from pathlib import Path
 from types import TracebackType
 
 from anonlab.errors import AnonlabError
-from anonlab.outputs import temp_path_for, write_error
+from anonlab.tempfiles import temp_path_for, write_error
 
 _PART = re.compile(r"^part-\d+\.parquet$")
 
 
 def _this_host() -> str:
-    """This host's name as :func:`anonlab.outputs.temp_path_for` writes it."""
+    """This host's name as :func:`anonlab.tempfiles.temp_path_for` writes it."""
     name = temp_path_for(Path("x")).name
     return name[len(".x.anonlab-"):name.rindex(f"-{os.getpid()}-")]
 
