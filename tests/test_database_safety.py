@@ -24,7 +24,7 @@ from anonlab.cli.app import app
 from anonlab.database import write_tables
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.io import read_table
-from anonlab.risk.run import run_risk
+from anonlab.runs.risk import run_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult" / "adult.csv"

@@ -38,7 +38,7 @@ from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.io import read_table
 from anonlab.risk.classes import equivalence_classes
 from anonlab.risk.measure import measure_risk
-from anonlab.risk.run import run_risk
+from anonlab.runs.risk import run_risk
 from engines import assert_refused, write_parts
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
-from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import config_from_dict, load_config
 from anonlab.fusion.messages import (
     Columns,
@@ -24,6 +23,7 @@ from anonlab.fusion.messages import (
     encode_columns,
     encode_instructions,
 )
+from anonlab.verify.fusion import check_templates
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult"

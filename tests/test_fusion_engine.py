@@ -18,13 +18,13 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError
 from anonlab.fusion import scores
 from anonlab.fusion.channel import quantize
-from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import config_from_dict
 from anonlab.fusion.engine import fuse, specialize_table
 from anonlab.fusion.messages import Instructions
 from anonlab.fusion.taxonomy import build_taxonomy, interval_label
 from anonlab.fusion.templates import SharedCut, Template
 from anonlab.hierarchy import Hierarchy
+from anonlab.verify.fusion import check_templates
 
 # ------------------------------------------------------------------ random problems
 

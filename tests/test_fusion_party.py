@@ -23,11 +23,11 @@ import pytest
 
 from anonlab.errors import AnonlabError
 from anonlab.fusion.certs import make_certificates
-from anonlab.fusion.check import check_templates
 from anonlab.fusion.config import load_config
 from anonlab.fusion.engine import fuse
 from anonlab.fusion.transport import Channel, Endpoint, TlsFiles
 from anonlab.htmlreport import render_html
+from anonlab.verify.fusion import check_templates
 from netutil import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]

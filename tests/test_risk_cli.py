@@ -14,7 +14,7 @@ from anonlab.cli.app import app
 from anonlab.errors import ReleaseRiskWarning
 from anonlab.risk import measure_risk
 from anonlab.risk.release import KNOWLEDGE_GIVEN, KNOWLEDGE_QI
-from anonlab.risk.run import run_risk
+from anonlab.runs.risk import run_risk
 
 runner = CliRunner()
 TESTDATA_KEYS = "urbrur,water,sex,age"

@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from anonlab.cli.app import _split_example, app, first_sentence, fit_help
 from anonlab.errors import AnonlabError
 from anonlab.risk import measure_risk
-from anonlab.risk.run import KNOWLEDGE_DEFAULT, UnroledColumnsError, run_risk
 from anonlab.runs import run
+from anonlab.runs.risk import KNOWLEDGE_DEFAULT, UnroledColumnsError, run_risk
 from anonlab.runs.verify import VerifySettings
 from small_breaks_wage import QI, write_wage
 

@@ -28,7 +28,7 @@ from anonlab.fusion.provider import (
 )
 from anonlab.io import read_table
 from anonlab.risk.measure import measure_risk
-from anonlab.risk.run import run_risk
+from anonlab.runs.risk import run_risk
 from anonlab.table import MicrodataTable, NumericColumns
 
 pytestmark = pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")

@@ -84,7 +84,7 @@ _EXPORTS: dict[str, str] = {
     "FusionResult": "anonlab.fusion.engine",
     "FusionConfig": "anonlab.fusion.config",
     "load_fusion_config": "anonlab.fusion.config:load_config",
-    "check_templates": "anonlab.fusion.check",
+    "check_templates": "anonlab.verify.fusion",
     "FuseSettings": "anonlab.runs.fusion",
     "PartySettings": "anonlab.runs.fusion",
     "run_fuse": "anonlab.runs.fusion",

@@ -55,6 +55,7 @@ from anonlab.database import (
     sqlite_file,
 )
 from anonlab.errors import AnonlabError
+from anonlab.paths import PathLike
 from anonlab.tempfiles import (
     create_private,
     default_mode,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 
     from anonlab.staging import StagedFolder
 
-PathLike = str | os.PathLike[str]
 Target = PathLike | DatabaseTarget
 
 

@@ -55,7 +55,7 @@ def _errors(func: Callable[P, R]) -> Callable[P, R]:
 
 def _build(kind: str, quiet: bool, **values: Any) -> None:
     """Run one hierarchy builder with ``values``, say what it wrote and show it."""
-    from anonlab.runs.common import shown_path
+    from anonlab.paths import shown_path
     from anonlab.runs.hierarchy import HIERARCHY_BUILDERS, run_hierarchy
 
     settings = HIERARCHY_BUILDERS[kind].load(None, **values)
@@ -250,7 +250,7 @@ def hierarchy_show(
     Example: anonlab hierarchy show data/adult/hierarchy_race.csv --data
     data/adult/adult.csv --delimiter ';' --column race
     """
-    from anonlab.runs.common import shown_path
+    from anonlab.paths import shown_path
     from anonlab.runs.hierarchy import ShowHierarchySettings, run_show
 
     settings = ShowHierarchySettings.load(

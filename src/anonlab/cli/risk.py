@@ -173,7 +173,7 @@ def risk_command(
     """Measure a table's re-identification risk (see --help for examples)."""
     from anonlab.errors import ReleaseRiskWarning
     from anonlab.risk.measure import DEFAULT_MAX_RISK
-    from anonlab.risk.run import run_risk
+    from anonlab.runs.risk import run_risk
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ReleaseRiskWarning)

@@ -69,16 +69,6 @@ def _absolute_sqlite(url: str) -> str:
     return f"{prefix}{Path(file).resolve()}{sep}{query}"
 
 
-def shown_path(path: str | os.PathLike[str]) -> Path:
-    """A path as messages print it: normalized (``examples/../out/a.csv`` is
-    ``out/a.csv``), relative to the current folder when it lies in it, else absolute."""
-    absolute = Path(os.path.normpath(Path(path).absolute()))
-    try:
-        return absolute.relative_to(Path.cwd())
-    except ValueError:
-        return absolute
-
-
 def paths_convention(report: Path | None) -> str:
     """The report's ``paths`` key: how the paths in it are to be read."""
     return PATHS_RELATIVE if report is not None else PATHS_ABSOLUTE

@@ -13,7 +13,7 @@ outputs or none:
    any data is read;
 2. the fusion runs (``progress("fusion rounds", round, None)`` after each round);
 3. the fused table is staged, re-read from the staged file and checked
-   against every anonymity template <QID, k> by :func:`anonlab.fusion.check.check_templates`,
+   against every anonymity template <QID, k> by :func:`anonlab.verify.fusion.check_templates`,
    which shares no code with the engine (``verify``, on by default);
 4. the re-identification risk of the table as written is measured and
    judged (:func:`anonlab.risk.release.release_risk_report`: a

@@ -12,7 +12,6 @@ The report keys each family relies on are listed in ``docs/verify.md``.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,8 @@ import pandas as pd
 
 from anonlab.errors import AnonlabError
 from anonlab.io import file_sha256, read_json, read_table
+from anonlab.paths import PathLike, shown_path
 
-PathLike = str | os.PathLike[str]
 T = TypeVar("T")
 RELEASING = ("generalize", "apply", "microaggregate", "perturb", "fuse", "party")
 
@@ -83,8 +82,6 @@ class _Context:
             candidates = [(base or self.report_path.resolve().parent) / p, p]
         for candidate in candidates:
             if candidate.exists():
-                from anonlab.runs.common import shown_path
-
                 return shown_path(candidate)  # as messages print it: out/a.csv
         tried = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
         raise AnonlabError(f"{what} is needed: the report names '{stored}', which is not at "
