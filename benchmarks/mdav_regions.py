@@ -3,7 +3,7 @@
 Target (issue 14): on an engine the scalable variant's SSE/SST within 5 %
 (relative) of exact MDAV's at every size where exact MDAV runs, up to 400,000
 rows. On an engine the table is cut into ``ceil(n / region_rows)`` regions
-(anonlab.engine.mdav_pass) and each region is microaggregated by the scalable
+(anonlab.microaggregation.pieces) and each region is microaggregated by the scalable
 variant alone, so groups never cross a region's faces; this measures what the
 faces cost, for several ``region_rows``.
 
@@ -40,9 +40,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.engine import open_engine, open_table
-from anonlab.engine.mdav_pass import REGION_ROWS, microaggregate_regions
 from anonlab.microaggregation import mdav_labels, scalable_mdav_labels
 from anonlab.microaggregation.mdav import group_means, sse_sst
+from anonlab.microaggregation.pieces import REGION_ROWS, microaggregate_regions
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
 from anonlab.staging import StagedFolder
 

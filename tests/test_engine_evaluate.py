@@ -25,15 +25,15 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.encoding import CategoricalColumn, encode_all, encode_like
-from anonlab.engine.evaluate_pass import (
+from anonlab.errors import AnonlabError
+from anonlab.metrics import evaluate, risk
+from anonlab.metrics.em4adom import Evaluation
+from anonlab.metrics.evaluate_pieces import (
     BLOCKWISE,
     DEFAULT_BLOCK_ROWS,
     EXACT,
     evaluate_on_engine,
 )
-from anonlab.errors import AnonlabError
-from anonlab.metrics import evaluate, risk
-from anonlab.metrics.em4adom import Evaluation
 from anonlab.microaggregation import microaggregate
 from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 from engines import EngineCase

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 from anonlab.engine import open_engine, open_table
 from anonlab.engine.base import EngineBase
-from anonlab.engine.mdav_pass import merge_small, region_planes
 from anonlab.errors import AnonlabError
+from anonlab.microaggregation.pieces import merge_small, region_planes
 from anonlab.runs import microaggregate_engine
 from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 from anonlab.verify.microaggregation import check_microaggregation

@@ -25,10 +25,10 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 from anonlab.engine import open_engine, open_table
 from anonlab.engine.base import AffineRows
-from anonlab.engine.perturb_pass import map_rows, sample_findings, written_sample
 from anonlab.errors import AnonlabError
 from anonlab.io import read_table
 from anonlab.perturbation import RecoverableReleaseWarning
+from anonlab.perturbation.pieces import map_rows, sample_findings, written_sample
 from anonlab.runs.perturb import InvertSettings, PerturbSettings, run_invert, run_perturb
 from anonlab.staging import StagedFolder
 from engines import write_parts
@@ -164,11 +164,11 @@ def test_sampled_check_on_a_large_release(cluster: str, parts: Path, tmp_path: P
                                           original: pd.DataFrame,
                                           in_memory: dict[str, dict[str, Any]]) -> None:
     """Above the in-memory limit the release and the restored table are checked on a sample."""
-    from anonlab.engine import perturb_pass
+    from anonlab.perturbation import pieces as perturb_pieces
     from anonlab.runs import perturb_engine
 
     monkeypatch.setattr(perturb_engine, "IN_MEMORY_ROWS", 100)
-    monkeypatch.setattr(perturb_pass, "SAMPLE_ROWS", 60)
+    monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
     run_perturb(PerturbSettings(input=str(parts), method="obt", seed=7, attack_records=40,
                                 output=str(tmp_path / "release") + "/",
@@ -192,11 +192,11 @@ def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Pat
                                         in_memory: dict[str, dict[str, Any]]) -> None:
     """A large gdp release is checked on its sample with the noise at the sampled rows (no
     distances: the noise moves them); a release with the noise of other rows is refused."""
-    from anonlab.engine import perturb_pass
+    from anonlab.perturbation import pieces as perturb_pieces
     from anonlab.runs import perturb_engine
 
     monkeypatch.setattr(perturb_engine, "IN_MEMORY_ROWS", 100)
-    monkeypatch.setattr(perturb_pass, "SAMPLE_ROWS", 60)
+    monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
     run_perturb(PerturbSettings(input=str(parts), method="gdp", seed=7, attack_records=40,
                                 output=str(tmp_path / "release") + "/",
@@ -220,8 +220,8 @@ def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Pat
 def test_key_noise_at_sampled_rows_is_the_added_noise() -> None:
     """The sample check's noise, drawn from the key's JSON at global rows in several blocks,
     is the noise the release got; an old key's single stream is not regenerated there."""
-    from anonlab.engine.perturb_pass import key_noise
     from anonlab.perturbation.key import NOISE_BLOCK, add_noise
+    from anonlab.perturbation.pieces import key_noise
 
     whole = np.zeros((2 * NOISE_BLOCK + 10, 3))
     add_noise(whole, 123, 0.2, sign=0.0, blocked=True)

@@ -33,11 +33,11 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 from anonlab.engine import open_engine
 from anonlab.engine.base import EngineBase
-from anonlab.engine.risk_pass import risk_frequencies
 from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.io import read_table
 from anonlab.risk.classes import equivalence_classes
 from anonlab.risk.measure import measure_risk
+from anonlab.risk.pieces import risk_frequencies
 from anonlab.runs.risk import run_risk
 from engines import assert_refused, write_parts
 
@@ -269,7 +269,7 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
                                      "--report", str(tmp_path / "a.json")])
     assert memory.exit_code == 0, memory.output
     monkeypatch.setattr(generalize_engine, "IN_MEMORY_ROWS", 100)
-    from anonlab.engine import risk_pass
+    from anonlab.risk import pieces as risk_pieces
 
     passes: list[str | None] = []
 
@@ -277,7 +277,7 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
         passes.append(kwargs.get("weights"))
         return risk_frequencies(*args, **kwargs)
 
-    monkeypatch.setattr(risk_pass, "risk_frequencies", counted)
+    monkeypatch.setattr(risk_pieces, "risk_frequencies", counted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
         engine = runner.invoke(app, [*common, "--output", f"{tmp_path / 'b'}/",

@@ -617,3 +617,11 @@ def parse_memory_limit(memory_limit: int | float | str | None) -> int | None:
         raise AnonlabError(f"memory_limit {memory_limit!r} is not an amount of memory: give "
                            "a number of bytes or a text such as '4GB'", parameter="memory_limit")
     return int(value)
+
+
+def base_engine(engine: Engine) -> EngineBase:
+    """``engine`` as the :class:`EngineBase` whose ``map_pieces`` the families' passes use (both
+    backends are one)."""
+    if not isinstance(engine, EngineBase):
+        raise TypeError(f"engine {engine!r} is not built on anonlab.engine.base.EngineBase")
+    return engine

@@ -147,12 +147,12 @@ def evaluate(
     (information loss, record linkage, interval disclosure).
 
     A ``dask.dataframe.DataFrame`` (either table) is evaluated piece by piece
-    by :func:`anonlab.engine.evaluate_pass.evaluate_on_engine` (its default
+    by :func:`anonlab.metrics.evaluate_pieces.evaluate_on_engine` (its default
     engine and block size; docs/engine.md): linkage and interval disclosure
     then run within blocks of rows.
     """
     if _is_dask_frame(original) or _is_dask_frame(masked):
-        from anonlab.engine.evaluate_pass import evaluate_on_engine
+        from anonlab.metrics.evaluate_pieces import evaluate_on_engine
 
         return evaluate_on_engine(original, masked, columns, nominal=nominal, ordinal=ordinal,
                                   orders=orders, lambdas=lambdas, tau=tau, gamma=gamma,

@@ -51,7 +51,7 @@ from anonlab.threads import blas_threads
 STEP = "MDAV blocks: records grouped"
 
 DEFAULT_BLOCK_SIZE = 16384
-#: records of a region when the variant runs on an engine (anonlab.engine.mdav_pass): within
+#: records of a region when the variant runs on an engine (anonlab.microaggregation.pieces): within
 #: 5 % of exact MDAV's SSE/SST up to 400,000 rows with it (benchmarks/mdav_regions.py)
 DEFAULT_REGION_ROWS = 200_000
 HALO_FACTOR = 1.0

@@ -216,7 +216,7 @@ def measure_risk(
     :class:`~anonlab.engine.base.Engine` (:func:`anonlab.engine.open_engine`)
     by that engine's one pass, the base frequency set of the attacker's
     columns with per-class histograms of the sensitive ones
-    (:mod:`anonlab.engine.risk_pass`). Every figure is the same double either
+    (:mod:`anonlab.risk.pieces`). Every figure is the same double either
     way, except that with ``weights`` the engine sums them per class piece by
     piece, not record by record in one run: the weighted figures then agree to
     rounding (relative differences ``~1e-15``; the NumPy and Dask engines
@@ -278,9 +278,9 @@ def _measure_on_engine(
     thresholds: Sequence[float], hierarchies: Mapping[str, HierarchySource] | None,
     suda_budget: int | None, engine: str | Engine | None,
 ) -> dict[str, Any]:
-    """:func:`measure_risk` from an engine's frequency set (:mod:`anonlab.engine.risk_pass`)."""
+    """:func:`measure_risk` from an engine's frequency set (:mod:`anonlab.risk.pieces`)."""
     from anonlab.engine import open_engine, open_table
-    from anonlab.engine.risk_pass import risk_frequencies
+    from anonlab.risk.pieces import risk_frequencies
 
     if isinstance(frame, MicrodataTable):
         source, attacker, sensitive_columns = measured_roles(frame, attacker_columns, sensitive)

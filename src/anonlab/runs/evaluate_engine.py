@@ -3,7 +3,7 @@
 :func:`evaluate_on_engine` is :func:`anonlab.runs.microaggregate.run_evaluate`
 when the settings ask for an engine (:func:`uses_engine`: ``engine = "dask"``,
 or ``block_rows`` given). The passes are
-:mod:`anonlab.engine.evaluate_pass`'s: the moments and value counts of each
+:mod:`anonlab.metrics.evaluate_pieces`'s: the moments and value counts of each
 table, then the aligned blocks of both. The measures that are sums over
 records are exact (the in-memory figures up to rounding); record linkage and
 interval disclosure run within blocks of ``block_rows`` records. The report
@@ -69,19 +69,19 @@ def evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
                        started: float) -> RunResult:
     """:func:`anonlab.runs.microaggregate.run_evaluate` on an engine (module text)."""
     from anonlab.dataset import without_role
-    from anonlab.engine import evaluate_pass
     from anonlab.engine.table import open_table
+    from anonlab.metrics import evaluate_pieces
     from anonlab.runs.microaggregate import _header, evaluate_roles
 
     check_engine_settings(s)
-    block_rows = s.block_rows if s.block_rows is not None else evaluate_pass.DEFAULT_BLOCK_ROWS
+    block_rows = s.block_rows if s.block_rows is not None else evaluate_pieces.DEFAULT_BLOCK_ROWS
     others = [*s.identifying, *s.sensitive, *s.insensitive]
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
         columns = open_table(s.original, delimiter=s.delimiter).column_names
         _roles(columns, s, [], "insensitive")  # the names alone, before any pass
-        result = evaluate_pass.evaluate_on_engine(
+        result = evaluate_pieces.evaluate_on_engine(
             s.original, s.masked, s.columns, engine=engine, nominal=s.nominal,
             ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
             interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,

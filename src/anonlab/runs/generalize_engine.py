@@ -253,7 +253,7 @@ def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
     """The risk keys of a written release too large to read back: from the engine's frequency
     set of the attacker's and the sensitive columns, with each class's sum of the sampling
     weights when there are some (the same figures as in memory, the weighted ones to
-    rounding: :mod:`anonlab.engine.risk_pass`)."""
+    rounding: :mod:`anonlab.risk.pieces`)."""
     from anonlab.engine.table import open_table
     from anonlab.risk.release import release_risk_report
 

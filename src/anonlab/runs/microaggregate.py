@@ -224,7 +224,7 @@ class EvaluateSettings(_Columns, _EngineWorkers, _Measures, RoleSettings):
     with engine ``"dask"``, or ``block_rows`` given, both tables are read piece
     by piece on the engine (:mod:`anonlab.runs.evaluate_engine`); record
     linkage and interval disclosure then run within blocks of ``block_rows``
-    records (default :data:`anonlab.engine.evaluate_pass.DEFAULT_BLOCK_ROWS`).
+    records (default :data:`anonlab.metrics.evaluate_pieces.DEFAULT_BLOCK_ROWS`).
     ``workers`` is DLD's threads in this process (default 1; -1: every CPU),
     or with engine ``"dask"`` the local cluster's worker processes.
     """

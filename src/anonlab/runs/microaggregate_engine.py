@@ -7,7 +7,7 @@ runs there, on numeric columns: exact MDAV compares every record with every
 other (O(n^2)) and the nominal and ordinal distances need the whole table's
 categories; both are refused with one line.
 
-The passes (:mod:`anonlab.engine.mdav_pass`): the moments of the masked
+The passes (:mod:`anonlab.microaggregation.pieces`): the moments of the masked
 columns, a sample for the regions' planes (more than ``region_rows`` rows
 only), the rows routed to their regions, and one task per region writing its
 part of the release into the folder staged by :class:`anonlab.outputs.Outputs`,
@@ -25,7 +25,7 @@ checker as in memory; its risk section is measured on it. A larger release is
 checked region by region in the regions' tasks (groups never cross a region:
 each region's part, read back, against the region's original rows), and its
 risk section is measured from the engine's frequency set of the written
-release (:mod:`anonlab.engine.risk_pass`).
+release (:mod:`anonlab.risk.pieces`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from anonlab.threads import blas_threads
 if TYPE_CHECKING:
     import pandas as pd
 
-    from anonlab.engine.mdav_pass import RegionsResult
     from anonlab.engine.table import Table
+    from anonlab.microaggregation.pieces import RegionsResult
     from anonlab.runs.microaggregate import MicroaggregateSettings
     from anonlab.table import MicrodataTable
 
@@ -163,9 +163,9 @@ def microaggregate_on_engine(s: MicroaggregateSettings, *, progress: ProgressFn 
                              started: float) -> RunResult:
     """:func:`anonlab.runs.microaggregate.run_microaggregate` on an engine (module text)."""
     from anonlab.dataset import Role, roles_report
-    from anonlab.engine.mdav_pass import microaggregate_regions
     from anonlab.engine.table import open_table
     from anonlab.microaggregation.columns import check_k
+    from anonlab.microaggregation.pieces import microaggregate_regions
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.runs.microaggregate import _header
     from anonlab.runs.perturb import _file_of

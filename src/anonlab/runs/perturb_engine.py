@@ -6,7 +6,7 @@ settings ask for an engine (``engine = "dask"``, a folder ``output`` ending in
 column moments known, each record's release depends on that record, the
 transform and (gdp) its global row only.
 
-Two passes over the rows (:mod:`anonlab.engine.perturb_pass`): the moments,
+Two passes over the rows (:mod:`anonlab.perturbation.pieces`): the moments,
 then the row-wise map written as partitioned Parquet into a folder staged by
 :class:`anonlab.outputs.Outputs`, which renames it onto ``output`` with the
 key, library, report and page, or removes it on any error. The transform is
@@ -14,17 +14,17 @@ drawn from the seed exactly as in memory
 (:func:`anonlab.perturbation.transforms.perturb_array`): obt and rotation from
 the seed alone; rbt's angles from the z-scores' covariance matrix, which its
 first pass gathers with the moments
-(:func:`anonlab.engine.perturb_pass.covariance_pass`); gdp's rotation,
+(:func:`anonlab.perturbation.pieces.covariance_pass`); gdp's rotation,
 translation and noise seed from the seed, its noise drawn per block of global
 rows (:func:`anonlab.perturbation.key.add_noise`), each piece starting at the
-row its first pass counted (:func:`anonlab.engine.perturb_pass.moments_pass`).
+row its first pass counted (:func:`anonlab.perturbation.pieces.moments_pass`).
 So the release equals the in-memory one to rounding of the moments (1e-12).
 
 Verification and report: a release of at most :data:`IN_MEMORY_ROWS` records
 is read back whole (the staged folder, by the one reader) with the input and
 checked by the independent checker as in memory; its report, attacks and risk
 section are the in-memory run's. A larger release is checked on a sample of
-records (:func:`anonlab.engine.perturb_pass.sample_findings`: every pair's
+records (:func:`anonlab.perturbation.pieces.sample_findings`: every pair's
 distance, and inverting with the key as written); the report's privacy
 figures, attacks, clustering agreement and risk section are measured on that
 sample (``sample_records``); a gdp release, whose noise moves the distances,
@@ -59,10 +59,10 @@ if TYPE_CHECKING:
 
     from anonlab.dataset import Role
     from anonlab.engine.base import Engine, Moments
-    from anonlab.engine.perturb_pass import MappedTable, RowNoise
     from anonlab.engine.table import Table
     from anonlab.perturbation.key import Block
     from anonlab.perturbation.library import MatrixLibrary
+    from anonlab.perturbation.pieces import MappedTable, RowNoise
     from anonlab.runs.perturb import InvertSettings, PerturbSettings
 
 #: releases up to this many records are read back whole and checked as in memory
@@ -94,8 +94,8 @@ def _roles(engine: Engine, table: Table, s: PerturbSettings, progress: ProgressF
     """Perturbed columns (``all-numeric`` found by a pass over the pieces), every column's
     role, those insensitive by ``other``, the dropped."""
     from anonlab.dataset import Role, assign_roles, without_role
-    from anonlab.engine.evaluate_pass import all_numeric_names
-    from anonlab.engine.perturb_pass import base_engine
+    from anonlab.engine.base import base_engine
+    from anonlab.metrics.evaluate_pieces import all_numeric_names
     from anonlab.perturbation.table import check_names
     from anonlab.runs.perturb import ROLE_PARAMETERS, chosen_columns
 
@@ -131,10 +131,10 @@ def perturb_on_engine(s: PerturbSettings, *, progress: ProgressFn | None,
     """:func:`anonlab.runs.perturb.run_perturb` on an engine (module text)."""
 
     from anonlab.engine.base import AffineRows
-    from anonlab.engine.perturb_pass import SAMPLE_ROWS, map_rows
     from anonlab.engine.table import open_table
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.library import fresh_seed
+    from anonlab.perturbation.pieces import SAMPLE_ROWS, map_rows
     from anonlab.perturbation.transforms import _assemble
     from anonlab.risk.release import check_risk_columns
     from anonlab.runs.perturb import (
@@ -206,10 +206,10 @@ def _transform(engine: Engine, table: Table, names: list[str], s: PerturbSetting
                library: MatrixLibrary | None, progress: ProgressFn | None) -> _Plan:
     """The column moments (one pass) and the transform, drawn from the seed as in memory
     (:func:`anonlab.perturbation.transforms.perturb_array`): rbt from the z-scores'
-    covariance matrix (:func:`anonlab.engine.perturb_pass.covariance_pass` gives both in
+    covariance matrix (:func:`anonlab.perturbation.pieces.covariance_pass` gives both in
     the same pass); gdp's translation and noise seed after its rotation, its noise
-    placed by each piece's first row (:func:`anonlab.engine.perturb_pass.moments_pass`)."""
-    from anonlab.engine.perturb_pass import RowNoise, covariance_pass, moments_pass
+    placed by each piece's first row (:func:`anonlab.perturbation.pieces.moments_pass`)."""
+    from anonlab.perturbation.pieces import RowNoise, covariance_pass, moments_pass
     from anonlab.perturbation.transforms import data_free_blocks, rbt_blocks
 
     rng = np.random.default_rng(seed)
@@ -235,7 +235,7 @@ def _released(engine: Engine, s: PerturbSettings, folder: Path, mapped: MappedTa
     """Standardized and released values, the release as written, and how many records they
     hold: all, read back and checked whole, up to :data:`IN_MEMORY_ROWS`; else the sample,
     checked pair by pair (refused, nothing written, when a check fails)."""
-    from anonlab.engine.perturb_pass import sample_findings, sample_rows, written_sample
+    from anonlab.perturbation.pieces import sample_findings, sample_rows, written_sample
     from anonlab.perturbation.table import numeric_columns
     from anonlab.runs.perturb import _verify
 
@@ -267,7 +267,9 @@ def invert_on_engine(s: InvertSettings, *, progress: ProgressFn | None,
     """:func:`anonlab.runs.perturb.run_invert` on an engine: a partitioned release restored
     into a folder (module text)."""
     from anonlab.engine.base import AffineRows
-    from anonlab.engine.perturb_pass import (
+    from anonlab.engine.table import open_table
+    from anonlab.perturbation.key import PerturbationKey
+    from anonlab.perturbation.pieces import (
         SAMPLE_ROWS,
         RowNoise,
         map_rows,
@@ -276,8 +278,6 @@ def invert_on_engine(s: InvertSettings, *, progress: ProgressFn | None,
         sample_rows,
         written_sample,
     )
-    from anonlab.engine.table import open_table
-    from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.table import numeric_columns
     from anonlab.runs.perturb import _file_of, _label, _reread_key, _verify
 

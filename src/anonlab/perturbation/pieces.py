@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.engine import kernels
-from anonlab.engine.base import AffineRows, Moments, WriteSummary
+from anonlab.engine.base import AffineRows, Moments, WriteSummary, base_engine
 from anonlab.engine.table import ParquetPiece, Piece, Table
 from anonlab.errors import AnonlabError
 from anonlab.staging import StagedFolder
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from anonlab.engine.base import Engine, EngineBase
+    from anonlab.engine.base import Engine
     from anonlab.progress import ProgressFn
 
 FloatArray = NDArray[np.float64]
@@ -230,16 +230,6 @@ def pieces_of(table: Table) -> int:
     if table.dask_frame is not None:
         return int(table.dask_frame.npartitions)
     return len(table.pieces)
-
-
-def base_engine(engine: Engine) -> EngineBase:
-    """``engine`` as the :class:`EngineBase` whose ``map_pieces`` the passes here use (both
-    backends are one)."""
-    from anonlab.engine.base import EngineBase
-
-    if not isinstance(engine, EngineBase):
-        raise TypeError(f"engine {engine!r} is not built on anonlab.engine.base.EngineBase")
-    return engine
 
 
 def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int

@@ -442,7 +442,7 @@ def microaggregate_regions(engine: Engine, table: Table, numeric: Sequence[str],
     """Cut ``table`` into regions, microaggregate each and write the release into ``output``
     (the caller commits it); see the module text. ``rows``, ``mean`` and ``std`` are the
     table's moments of ``numeric``; ``keep`` the columns released (in order)."""
-    from anonlab.engine.perturb_pass import base_engine
+    from anonlab.engine.base import base_engine
 
     runner = base_engine(engine)
     if region_rows < 2 * k:

@@ -442,7 +442,7 @@ def plan_units(n: int, block_rows: int, original: Table, rows_original: Sequence
 def run_units(engine: Engine, units: Sequence[Unit], original: Table, masked: Table,
               spec: PairSpec, progress: ProgressFn | None) -> list[BlockSums]:
     """Every unit's block sums, in block order, on ``engine`` (one task a unit)."""
-    from anonlab.engine.perturb_pass import base_engine
+    from anonlab.engine.base import base_engine
 
     runner = base_engine(engine)
     step = "evaluate: blocks"
@@ -566,7 +566,7 @@ def _evaluate(engine: Engine, original: Table, masked: Table,
               workers: int, progress: ProgressFn | None, exclude: Sequence[str] = ()
               ) -> Evaluation:
     """The evaluation of two opened tables (see :func:`evaluate_on_engine`)."""
-    from anonlab.engine.perturb_pass import base_engine
+    from anonlab.engine.base import base_engine
 
     runner = base_engine(engine)
     nominal_names, ordinal_names = _names(nominal), _names(ordinal)
