@@ -11,12 +11,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as they are, for type checkers
-    from anonlab.metrics.em4adom import Evaluation, evaluate
+    from anonlab.metrics.em4adom import Evaluation
+    from anonlab.metrics.evaluation import evaluate
     from anonlab.metrics.tradeoff import disclosure_risk, score
 
 _EXPORTS = {
     "Evaluation": "anonlab.metrics.em4adom",
-    "evaluate": "anonlab.metrics.em4adom",
+    "evaluate": "anonlab.metrics.evaluation",
     "disclosure_risk": "anonlab.metrics.tradeoff",
     "score": "anonlab.metrics.tradeoff",
 }

@@ -1,4 +1,4 @@
-"""``evaluate``: every EM4ADOM measure of an original/masked pair (docs/formulas.md §2).
+"""Every EM4ADOM measure of an original/masked pair in memory (docs/formulas.md §2).
 
 Works on any pair with the same records in the same order, so other tools'
 outputs can be scored. Numeric columns give ILh, IL1, IL2, IL3, ILs, IL and
@@ -8,7 +8,7 @@ keys are documented in docs/em4adom.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +16,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.encoding import ALL_NUMERIC
 from anonlab.errors import AnonlabError
 from anonlab.metrics import risk, utility
-from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU, disclosure_risk, score
-from anonlab.progress import ProgressFn, report_to
-from anonlab.table import MicrodataTable, as_table
-from anonlab.threads import blas_threads, check_workers
+from anonlab.metrics.tradeoff import disclosure_risk, score
+from anonlab.progress import ProgressFn
+from anonlab.table import MicrodataTable
 
 DEFAULT_INTERVAL_P: tuple[float, ...] = tuple(float(p) for p in range(1, 11))
 STAGE_LOSS = "evaluate: information loss"
@@ -118,66 +116,8 @@ def parse_p_values(spec: str | Sequence[float] | float | None) -> tuple[float, .
     return tuple(values)
 
 
-def evaluate(
-    original: pd.DataFrame | MicrodataTable,
-    masked: pd.DataFrame | MicrodataTable,
-    columns: str | Sequence[str] | None = ALL_NUMERIC,
-    *,
-    nominal: str | Sequence[str] | None = None,
-    ordinal: str | Sequence[str] | None = None,
-    orders: Mapping[str, Sequence[str]] | None = None,
-    lambdas: Sequence[float] = utility.DEFAULT_LAMBDA,
-    tau: Sequence[float] = DEFAULT_TAU,
-    gamma: Sequence[float] = DEFAULT_GAMMA,
-    interval_p: str | Sequence[float] | float | None = None,
-    workers: int = 1,
-    progress: ProgressFn | None = None,
-) -> Evaluation:
-    """All EM4ADOM measures of ``masked`` against ``original`` (docs/formulas.md §2).
-
-    ``original`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and
-    categorical quasi-identifiers are evaluated) or a DataFrame with the
-    column settings: ``columns`` are the numeric attributes (``all-numeric``
-    leaves out the ``nominal``/``ordinal`` ones; ``None`` or ``[]`` with
-    categorical columns given means none); ``orders`` gives an ordinal
-    column's values in order. ``masked`` is a DataFrame (encoded like the
-    original) or the table :meth:`MicrodataTable.encoded_like` made of it.
-    The kernels run on ``workers`` threads (default 1, so a busy machine does
-    not slow them down; -1: every CPU). ``progress`` hears of each stage
-    (information loss, record linkage, interval disclosure).
-
-    A ``dask.dataframe.DataFrame`` (either table) is evaluated piece by piece
-    by :func:`anonlab.metrics.evaluate_pieces.evaluate_on_engine` (its default
-    engine and block size; docs/engine.md): linkage and interval disclosure
-    then run within blocks of rows.
-    """
-    if _is_dask_frame(original) or _is_dask_frame(masked):
-        from anonlab.metrics.evaluate_pieces import evaluate_on_engine
-
-        return evaluate_on_engine(original, masked, columns, nominal=nominal, ordinal=ordinal,
-                                  orders=orders, lambdas=lambdas, tau=tau, gamma=gamma,
-                                  interval_p=interval_p, workers=workers, progress=progress)
-    weights = _Weights(utility.weights(lambdas, "lambda", 3), utility.weights(tau, "tau", 2),
-                       utility.weights(gamma, "gamma", 2), parse_p_values(interval_p))
-    check_workers(workers)
-    table = as_table(original, columns, nominal=nominal, ordinal=ordinal, orders=orders,
-                     purpose="evaluate", what="original")
-    masked_frame = masked.frame if isinstance(masked, MicrodataTable) else masked
-    check_pair(table.frame, masked_frame,
-               [*table.numeric_names, *(c.name for c in table.categorical)])
-    if not isinstance(masked, MicrodataTable):
-        masked = table.encoded_like(masked)
-    with blas_threads(workers):
-        return _measure(table, masked, weights, workers, report_to(progress))
-
-
-def _is_dask_frame(value: object) -> bool:
-    """Whether ``value`` is a Dask DataFrame (without importing Dask)."""
-    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
-
-
 @dataclass(frozen=True)
-class _Weights:
+class Weights:
     """The checked weights lambda, tau, gamma and the interval sizes p of ID."""
 
     lam: tuple[float, ...]
@@ -186,14 +126,14 @@ class _Weights:
     p_values: tuple[float, ...]
 
 
-def _measure(
+def measure_pair(
     table: MicrodataTable,
     masked: MicrodataTable,
-    weights: _Weights,
+    weights: Weights,
     workers: int,
     progress: ProgressFn,
 ) -> Evaluation:
-    """The measures of a checked pair (see :func:`evaluate`)."""
+    """The measures of a checked pair (:func:`anonlab.metrics.evaluation.evaluate`)."""
     num = table.numeric_names
     n = table.n
     measures: dict[str, Any] = {}
@@ -223,7 +163,7 @@ def _measure(
         _disclosure(x, xm, weights, measures, progress)
     else:
         notes.append("no numeric column: ILh..IL, ID, DR and score need numeric attributes")
-    return Evaluation(measures, _parameters(weights, bool(cats)), n, num, table.nominal,
+    return Evaluation(measures, report_parameters(weights, bool(cats)), n, num, table.nominal,
                       table.ordinal, notes)
 
 
@@ -253,7 +193,7 @@ def _numeric_loss(x: NDArray[Any], xm: NDArray[Any], z: NDArray[Any], zm: NDArra
     return []
 
 
-def _disclosure(x: NDArray[Any], xm: NDArray[Any], weights: _Weights, measures: dict[str, Any],
+def _disclosure(x: NDArray[Any], xm: NDArray[Any], weights: Weights, measures: dict[str, Any],
                 progress: ProgressFn) -> None:
     """ID for each p, its mean, DR and the score into ``measures``."""
     progress(risk.ID_STEP, 0, x.shape[1])
@@ -266,7 +206,7 @@ def _disclosure(x: NDArray[Any], xm: NDArray[Any], weights: _Weights, measures: 
     measures["score"] = score(measures["IL"], measures["DR"], weights.gamma)
 
 
-def _parameters(weights: _Weights, categorical: bool) -> dict[str, Any]:
+def report_parameters(weights: Weights, categorical: bool) -> dict[str, Any]:
     """The report's ``measure_parameters``."""
     return {
         "lambda": list(weights.lam),

@@ -536,11 +536,11 @@ def evaluate_on_engine(
     if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 2:
         raise AnonlabError(f"block_rows must be a whole number of at least 2 (got {block_rows!r})",
                            parameter="block_rows")
-    from anonlab.metrics.em4adom import _Weights, parse_p_values
+    from anonlab.metrics.em4adom import Weights, parse_p_values
     from anonlab.threads import check_workers
 
     check_workers(workers)
-    weights = _Weights(utility.weights(lambdas or utility.DEFAULT_LAMBDA, "lambda", 3),
+    weights = Weights(utility.weights(lambdas or utility.DEFAULT_LAMBDA, "lambda", 3),
                        utility.weights(tau or DEFAULT_TAU, "tau", 2),
                        utility.weights(gamma or DEFAULT_GAMMA, "gamma", 2),
                        parse_p_values(interval_p))
@@ -738,7 +738,7 @@ def _assemble(spec: PairSpec, stats_o: TableStats, stats_m: TableStats,
               masked: Table, nominal: list[str], ordinal: list[str]) -> Evaluation:
     """The measures from the merged sums, keyed and noted as in memory."""
     from anonlab.metrics import utility
-    from anonlab.metrics.em4adom import Evaluation, _parameters
+    from anonlab.metrics.em4adom import Evaluation, report_parameters
     from anonlab.metrics.tradeoff import disclosure_risk, score
 
     n, d = stats_o.rows, len(spec.numeric)
@@ -777,7 +777,7 @@ def _assemble(spec: PairSpec, stats_o: TableStats, stats_m: TableStats,
         measures["score"] = score(measures["IL"], measures["DR"], weights.gamma)
     else:
         notes.append("no numeric column: ILh..IL, ID, DR and score need numeric attributes")
-    parameters = _parameters(weights, bool(spec.categories))
+    parameters = report_parameters(weights, bool(spec.categories))
     parameters["blocks"] = {
         "block_rows": block_rows, "count": len(blocks),
         "exact": [m for m in EXACT if m in measures],

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from anonlab.encoding import ALL_NUMERIC
-from anonlab.metrics.em4adom import evaluate
+from anonlab.metrics.evaluation import evaluate
 from anonlab.metrics.tradeoff import best_point
 from anonlab.microaggregation.masking import microaggregate
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE
