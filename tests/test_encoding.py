@@ -81,8 +81,8 @@ def test_numeric_columns_and_standardization() -> None:
 def test_numbers_are_parsed_to_the_nearest_double(tmp_path: Path) -> None:
     """17-digit decimals, as doubles are written out, read back to the same double: pandas'
     own parsers miss some by a unit in the last place ("27.400000000000002" gave 27.4)."""
-    from anonlab.encoding import parse_numbers
     from anonlab.io import read_table
+    from anonlab.textnumbers import parse_numbers
 
     rng = np.random.default_rng(7)
     doubles = np.concatenate([rng.normal(30.0, 10.0, 500), [27.400000000000002,

@@ -33,51 +33,9 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.settings import split_names
+from anonlab.textnumbers import parse_numbers
 
 ALL_NUMERIC = "all-numeric"
-
-
-def parse_numbers(series: pd.Series) -> pd.Series:
-    """The values as numbers (NaN where one does not parse); text is stripped first.
-
-    A column of text whose every value parses as it is (pandas skips the
-    spaces around a number) is not stripped: the same digits give the same
-    number, and the copy and strip are most of the work.
-    """
-    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-        return series.astype("float64")
-    if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
-        numbers = pd.to_numeric(series, errors="coerce")
-        if not numbers.isna().any():
-            return _correctly_rounded(series, numbers)
-    text = series.astype(str).str.strip()
-    return _correctly_rounded(text, pd.to_numeric(text, errors="coerce"))
-
-
-def _correctly_rounded(text: pd.Series, numbers: pd.Series) -> pd.Series:
-    """``numbers`` (pandas' parse of ``text``) with every non-integer value parsed again by
-    Arrow, which rounds correctly to the nearest double.
-
-    pandas' ``to_numeric`` may miss by a unit in the last place on 17-digit
-    decimals (``"27.400000000000002"`` gives 27.4), which is how doubles are
-    written out; Arrow's parser, which the engines read with, does not. Which
-    values parse stays pandas' decision; a column Arrow cannot read keeps
-    pandas' values.
-    """
-    if numbers.dtype != np.float64:
-        return numbers  # integers (or nothing parsed): exact already
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    parsed = numbers.notna().to_numpy()
-    try:
-        digits = pa.array(text.to_numpy()[parsed], type=pa.string())
-        exact = pc.cast(pc.utf8_trim_whitespace(digits), pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return numbers
-    values = numbers.to_numpy(copy=True)
-    values[parsed] = exact.to_numpy(zero_copy_only=False)
-    return pd.Series(values, index=numbers.index, name=numbers.name)
 
 
 MISSING_TEXT = frozenset({"", "nan", "na", "none", "null"})

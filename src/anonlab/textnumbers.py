@@ -18,7 +18,11 @@ the same values in a DataFrame. Text columns that are Arrow arrays
 directly, without a Python ``str`` per value; columns of Python ``str`` give
 the same numbers.
 
-The rule is used by :class:`anonlab.table.MicrodataTable` with
+:func:`parse_numbers` is the looser rule of the other families: a column's
+values as numbers, NaN where one does not parse, each non-integer value
+rounded correctly.
+
+The exact rule is used by :class:`anonlab.table.MicrodataTable` with
 ``numbers="exact"`` (the perturbation family, whose key must restore the
 input exactly). Missing, infinite and non-numeric values are refused with the
 column's name and record (1-based).
@@ -213,3 +217,49 @@ def check_values(names: Sequence[str], values: FloatArray, allow_constant: bool)
             col = int(np.argmax(spread == 0))
             raise AnonlabError(f"column '{names[col]}' is constant: a z-score is impossible; "
                                "leave it out of columns")
+
+
+def parse_numbers(series: pd.Series) -> pd.Series:
+    """The values as numbers (NaN where one does not parse); text is stripped first.
+
+    A column of text whose every value parses as it is (pandas skips the
+    spaces around a number) is not stripped: the same digits give the same
+    number, and the copy and strip are most of the work.
+    """
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        return series.astype("float64")
+    if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
+        numbers = pd.to_numeric(series, errors="coerce")
+        if not numbers.isna().any():
+            return _correctly_rounded(series, numbers)
+    text = series.astype(str).str.strip()
+    return _correctly_rounded(text, pd.to_numeric(text, errors="coerce"))
+
+
+def _correctly_rounded(text: pd.Series, numbers: pd.Series) -> pd.Series:
+    """``numbers`` (pandas' parse of ``text``) with every non-integer value parsed again by
+    Arrow, which rounds correctly to the nearest double.
+
+    pandas' ``to_numeric`` may miss by a unit in the last place on 17-digit
+    decimals (``"27.400000000000002"`` gives 27.4), which is how doubles are
+    written out; Arrow's parser, which the engines read with, does not. Which
+    values parse stays pandas' decision; a column Arrow cannot read keeps
+    pandas' values.
+    """
+    if numbers.dtype != np.float64:
+        return numbers  # integers (or nothing parsed): exact already
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parsed = numbers.notna().to_numpy()
+    try:
+        digits = pa.array(text.to_numpy()[parsed], type=pa.string())
+        exact = pc.cast(pc.utf8_trim_whitespace(digits), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return numbers
+    values = numbers.to_numpy(copy=True)
+    values[parsed] = exact.to_numpy(zero_copy_only=False)
+    return pd.Series(values, index=numbers.index, name=numbers.name)

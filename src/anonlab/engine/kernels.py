@@ -249,7 +249,7 @@ def weight_values(column: Any, name: str, where: str, first_row: int = 0
     """A batch's sampling weights as float64; each must be a finite number above 0.
 
     A float64 column is taken as it is; other columns are read as text and
-    parsed as :func:`anonlab.encoding.parse_numbers` parses them in memory
+    parsed as :func:`anonlab.textnumbers.parse_numbers` parses them in memory
     (stripped, NaN where a value is no number). A bad value is the in-memory
     message of :func:`anonlab.risk.individual.sampling_weights`, its row
     counted in the piece (``first_row`` is the batch's first row there).
@@ -258,9 +258,9 @@ def weight_values(column: Any, name: str, where: str, first_row: int = 0
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from anonlab.encoding import parse_numbers
     from anonlab.errors import AnonlabError
     from anonlab.tabletext import text_array
+    from anonlab.textnumbers import parse_numbers
 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()

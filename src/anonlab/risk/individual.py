@@ -38,7 +38,7 @@ from anonlab.risk.classes import Array, Classes
 
 def sampling_weights(frame: pd.DataFrame, column: str) -> Array:
     """The sampling weights in ``column`` as floats; each must be a finite number above 0."""
-    from anonlab.encoding import parse_numbers
+    from anonlab.textnumbers import parse_numbers
 
     values = parse_numbers(frame[column]).to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values <= 0)
