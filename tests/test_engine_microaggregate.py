@@ -26,7 +26,7 @@ from anonlab.engine import open_engine, open_table
 from anonlab.engine.base import EngineBase
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.pieces import merge_small, region_planes
-from anonlab.runs import microaggregate_engine
+from anonlab.runs import microaggregate as microaggregate_run
 from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 from anonlab.verify.microaggregation import check_microaggregation
 from engines import write_parts
@@ -176,7 +176,7 @@ def test_a_large_release_is_checked_region_by_region(parts: Path, tmp_path: Path
     measured from the engine's frequency set, equals the one measured on the release."""
     small = run_microaggregate(_settings(str(parts), f"{tmp_path / 'small'}/",
                                          region_rows=REGION))
-    monkeypatch.setattr(microaggregate_engine, "IN_MEMORY_ROWS", 10)
+    monkeypatch.setattr(microaggregate_run, "IN_MEMORY_ROWS", 10)
     large = run_microaggregate(_settings(str(parts), f"{tmp_path / 'large'}/",
                                          region_rows=REGION))
     assert large.report["engine"]["checked"] == "region by region"
@@ -202,7 +202,7 @@ def test_a_wrong_release_is_refused_and_nothing_written(large: bool, parts: Path
 
     monkeypatch.setattr(mdav, "group_means", off)
     if large:
-        monkeypatch.setattr(microaggregate_engine, "IN_MEMORY_ROWS", 10)
+        monkeypatch.setattr(microaggregate_run, "IN_MEMORY_ROWS", 10)
     with pytest.raises(AnonlabError, match="verification failed, nothing written"):
         run_microaggregate(_settings(str(parts), f"{tmp_path / 'release'}/",
                                      region_rows=REGION, report=str(tmp_path / "r.json")))

@@ -63,6 +63,7 @@ from anonlab.staging import StagedFolder
 from anonlab.tempfiles import temp_path_for
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     from anonlab.engine.base import Engine
@@ -426,6 +427,52 @@ class RegionsResult:
         offsets = np.concatenate([[0], np.cumsum(self.piece_rows)]).astype(np.int64)
         piece = self.order >> PIECE_SHIFT
         return np.asarray(offsets[piece] + (self.order & ((1 << PIECE_SHIFT) - 1)))
+
+    def holds_every_row_once(self) -> bool:
+        """Whether the released rows' places (:meth:`table_rows`) are every row of the table
+        exactly once (needs ``order``)."""
+        places = self.table_rows()
+        n = sum(self.piece_rows)
+        return bool(places.size == n and np.all(np.bincount(places, minlength=n) == 1))
+
+    def report_keys(self, *, variant: str, k: int, block_size: int, numeric: Sequence[str]
+                    ) -> dict[str, Any]:
+        """The report keys of :meth:`MicroaggregationResult.summary
+        <anonlab.microaggregation.masking.MicroaggregationResult.summary>`, from the regions'
+        figures: group sizes summed over the regions, ``ILh`` = SSE / SST."""
+        counts = self.size_counts
+        sizes = np.flatnonzero(counts)
+        return {
+            "method": "MDAV",
+            "variant": variant,
+            "k": k,
+            "records": self.summary.rows,
+            "columns": list(numeric),
+            "nominal": [],
+            "ordinal": [],
+            "groups": int(counts.sum()),
+            "group_sizes": {"min": int(sizes.min()), "max": int(sizes.max()),
+                            "count_by_size": {str(int(c)): int(counts[c]) for c in sizes}},
+            "measures": {"ILh": self.sse / self.sst},
+            "block_size": block_size,
+        }
+
+
+def head_frame(table: Table, rows: int) -> pd.DataFrame:
+    """The first ``rows`` rows of ``table`` as a DataFrame (its columns and no rows when it
+    has none): what a run decides the columns' types and roles on before any pass."""
+    import pandas as pd
+
+    from anonlab.tabletext import to_frame
+
+    if table.dask_frame is not None:
+        head: pd.DataFrame = table.dask_frame.head(rows, npartitions=-1)
+        return head
+    if table.pieces:
+        first = next(iter(table.pieces[0].batches(list(table.column_names), rows)), None)
+        if first is not None:
+            return to_frame(first)
+    return pd.DataFrame(columns=list(table.column_names))
 
 
 def regions_for(rows: int, region_rows: int) -> int:

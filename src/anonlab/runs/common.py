@@ -176,6 +176,34 @@ def stage_release(
     return written[-1]
 
 
+def is_dask_frame(value: Any) -> bool:
+    """Whether ``value`` is a ``dask.dataframe.DataFrame`` (Dask is not imported to tell)."""
+    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
+
+
+def file_of(source: Any) -> str | None:
+    """A run's input as a file path: ``None`` for a DataFrame, a database URL or nothing
+    (what :class:`~anonlab.outputs.Outputs` guards against being overwritten)."""
+    if isinstance(source, str) and "://" not in source:
+        return source
+    return None
+
+
+def is_folder_output(output: str | None) -> bool:
+    """Whether a release output names a folder of Parquet parts (an engine's release): a path
+    ending in ``/``, or an existing folder holding an earlier such release (Parquet parts and
+    nothing else). A file output is told without importing the engines."""
+    if output is None:
+        return False
+    if output.endswith(("/", os.sep)):
+        return True
+    if not Path(output).is_dir():
+        return False
+    from anonlab.staging import holds_release
+
+    return holds_release(Path(output))
+
+
 def input_tables(source: str | None, table: str | None) -> list[DatabaseTarget]:
     """The database table a run reads, so that no output may replace it (none for files)."""
     from anonlab.database import DatabaseTarget, is_database_url

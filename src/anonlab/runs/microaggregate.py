@@ -1,9 +1,14 @@
 """The microaggregation family's runs: ``microaggregate``, ``evaluate`` and ``tradeoff``.
 
-Each run reads its table(s) through :func:`anonlab.io.read_table`, applies
-the method, verifies the release (``microaggregate``), and writes its
-outputs through one :class:`anonlab.outputs.Outputs`, so that it writes all
-of them or none:
+Each run reads its table(s), applies the method, verifies the release
+(``microaggregate``), and writes its outputs through one
+:class:`anonlab.outputs.Outputs`, so that it writes all of them or none. In
+memory (the default: a file output) the tables are read whole through
+:func:`anonlab.io.read_table`; on an engine (``engine = "dask"``, a folder
+``output`` ending in ``/``, a Dask DataFrame ``input``, or ``evaluate``'s
+``block_rows``) they are read piece by piece, and the row-level passes are
+the family's (:mod:`anonlab.microaggregation.pieces`,
+:mod:`anonlab.metrics.evaluate_pieces`); see "On an engine" below.
 
 - :func:`run_microaggregate`: MDAV (docs/formulas.md §2): groups of k..2k-1 records
   share their numeric mean, nominal mode and ordinal lower median; the
@@ -30,6 +35,37 @@ is only left unmeasured (its ``other`` defaults to ``"insensitive"``).
 
 A TOML file holds the parameters under their Python names (``lambda`` for
 the IL weights); relative paths in it are relative to its folder.
+
+On an engine
+------------
+
+``microaggregate`` runs MDAV's scalable variant by regions on numeric
+columns (:func:`anonlab.microaggregation.pieces.microaggregate_regions`):
+the moments of the masked columns, a sample for the regions' planes, the
+rows routed to their regions, and one task per region writing its part of
+the release into the folder staged by :class:`~anonlab.outputs.Outputs`.
+Exact MDAV (it compares every record with every other), nominal and ordinal
+columns (their distances need the whole table's categories), a database or
+Excel input and a file output are refused with one line, the same from the
+CLI and from Python. Which columns are masked and every column's role are
+decided as in memory (:func:`masked_table`) on the first
+:data:`HEAD_ROWS` rows. A release of at most :data:`IN_MEMORY_ROWS` records
+is read back whole, put in the input's order (each region returns its rows'
+places, which must be every row once) and checked by the independent checker
+as in memory, and its risk section measured on it; a larger one is checked
+region by region in the regions' tasks (groups never cross a region) and its
+risk section measured from the engine's frequency set of the written release
+(:mod:`anonlab.risk.pieces`).
+
+``evaluate`` reads both tables piece by piece
+(:func:`anonlab.metrics.evaluate_pieces.evaluate_on_engine`): the measures
+that are sums over records are exact (the in-memory figures up to rounding);
+record linkage and interval disclosure run within blocks of ``block_rows``
+records. The report is the in-memory one with ``measure_parameters.blocks``
+saying which measures are which, and ``engine`` (its name, the block size and
+the number of blocks). A database or Excel input is refused with one line.
+
+``tradeoff`` runs in memory only (it has no engine settings).
 """
 
 from __future__ import annotations
@@ -37,6 +73,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -55,7 +92,11 @@ from anonlab.runs.common import (
     ReadSettings,
     RoleSettings,
     RunResult,
+    file_of,
     input_tables,
+    is_dask_frame,
+    is_folder_output,
+    open_run_engine,
     paths_convention,
     stage_plot,
     stage_release,
@@ -67,9 +108,15 @@ from anonlab.settings import Settings, split_names
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonlab.dataset import Role
+    from anonlab.microaggregation.pieces import RegionsResult
     from anonlab.table import MicrodataTable
 
 Variant = Literal["exact", "scalable"]
+#: on an engine, releases up to this many records are read back whole and checked as in memory
+IN_MEMORY_ROWS = 2_000_000
+#: on an engine, rows of the table's head that decide the columns' types and roles
+HEAD_ROWS = 1_000
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +224,7 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s: on an
     engine (``"dask"``, a folder ``output`` ending in ``/`` or a Dask
     DataFrame ``input``) the scalable variant runs by regions of at most about
-    ``region_rows`` records (:mod:`anonlab.runs.microaggregate_engine`).
+    ``region_rows`` records (module text, "On an engine").
     ``workers`` is MDAV's BLAS threads in this process (default 1; -1: every
     CPU), or with engine ``"dask"`` the local cluster's worker processes.
     """
@@ -200,14 +247,9 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
         """A path (as text), a SQLAlchemy URL or a Dask DataFrame."""
         if isinstance(value, os.PathLike):
             return os.fspath(value)
-        if isinstance(value, str):
-            return value
-        from anonlab.runs.perturb import is_dask_frame
-
-        if is_dask_frame(value):
+        if isinstance(value, str) or is_dask_frame(value):
             return value
         raise ValueError("give a file path, a SQLAlchemy URL or a Dask DataFrame")
-
 
 
 class EvaluateSettings(_Columns, _EngineWorkers, _Measures, RoleSettings):
@@ -222,7 +264,7 @@ class EvaluateSettings(_Columns, _EngineWorkers, _Measures, RoleSettings):
 
     ``engine``, ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s:
     with engine ``"dask"``, or ``block_rows`` given, both tables are read piece
-    by piece on the engine (:mod:`anonlab.runs.evaluate_engine`); record
+    by piece on the engine (module text, "On an engine"); record
     linkage and interval disclosure then run within blocks of ``block_rows``
     records (default :data:`anonlab.metrics.evaluate_pieces.DEFAULT_BLOCK_ROWS`).
     ``workers`` is DLD's threads in this process (default 1; -1: every CPU),
@@ -277,12 +319,11 @@ def run_microaggregate(
     from anonlab.dataset import Role, roles_report
     from anonlab.microaggregation import microaggregate
     from anonlab.risk.release import check_risk_columns, release_risk_report
-    from anonlab.runs.microaggregate_engine import microaggregate_on_engine, uses_engine
 
     s = settings
     started = time.perf_counter()
-    if uses_engine(s):
-        return microaggregate_on_engine(s, progress=progress, started=started)
+    if _microaggregate_on_engine(s):
+        return _run_microaggregate_on_engine(s, progress=progress, started=started)
     with Outputs({"output": output_target(s.output, s.output_table), "report": s.report,
                   "html": s.html},
                  inputs=[s.input, *s.sensitive_hierarchies.values()],
@@ -316,12 +357,11 @@ def run_evaluate(
     linkage, interval disclosure).
     """
     from anonlab.metrics import evaluate
-    from anonlab.runs.evaluate_engine import evaluate_on_engine, uses_engine
 
     s = settings
     started = time.perf_counter()
-    if uses_engine(s):
-        return evaluate_on_engine(s, progress=progress, started=started)
+    if _evaluate_on_engine(s):
+        return _run_evaluate_on_engine(s, progress=progress, started=started)
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs:
         table = evaluated_table(_read(s.original, s), s)
@@ -488,3 +528,211 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
+# ---------------------------------------------------------------------------
+# On an engine (module text)
+# ---------------------------------------------------------------------------
+
+
+def _microaggregate_on_engine(settings: MicroaggregateSettings) -> bool:
+    """Whether ``microaggregate`` goes through an engine: on Dask, with a folder ``output``,
+    or with a Dask DataFrame as ``input`` (the settings take a path or a Dask DataFrame)."""
+    return (settings.engine != "numpy" or not isinstance(settings.input, str)
+            or is_folder_output(settings.output))
+
+
+def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
+    """Refuse, before any work, what ``microaggregate`` does not do on an engine."""
+    from anonlab.database import is_database_url
+
+    engine = f"engine '{s.engine}'"
+    if s.variant != "scalable":
+        raise AnonlabError(f"variant '{s.variant}' runs in memory only (exact MDAV compares "
+                           f"every record with every other): use variant 'scalable' on "
+                           f"{engine}, or a file output in memory", parameter="variant")
+    for name in ("nominal", "ordinal"):
+        if getattr(s, name):
+            raise AnonlabError(f"{name} columns are masked in memory only: {engine} masks "
+                               f"numeric columns; leave {name} out or use a file output",
+                               parameter=name)
+    if isinstance(s.input, str) and is_database_url(s.input):
+        raise AnonlabError(f"input: {engine} reads Parquet and CSV files, folders and "
+                           "DataFrames, not a database: export the table to Parquet",
+                           parameter="input")
+    for name in ("sheet", "table", "query", "output_table"):
+        if getattr(s, name) is not None:
+            raise AnonlabError(f"{name} applies to Excel and database tables, which {engine} "
+                               f"does not read or write: leave {name} out", parameter=name)
+    if s.region_rows < 2 * s.k:
+        raise AnonlabError(f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
+                           parameter="region_rows")
+    if not is_folder_output(s.output):
+        raise AnonlabError(f"output: {engine} writes the release as a folder of Parquet parts: "
+                           "give output as a folder path ending in '/'", parameter="output")
+
+
+def _head_table(frame: pd.DataFrame, s: MicroaggregateSettings) -> MicrodataTable:
+    """The table model of the input's head: the masked (numeric) columns and every column's
+    role, decided as in memory (constant columns are judged on all rows later)."""
+    from anonlab.table import ROLE_PARAMETERS, MicrodataTable
+
+    return MicrodataTable.from_frame(
+        frame, s.columns, identifying=s.identifying, sensitive=s.sensitive,
+        insensitive=s.insensitive, other=s.other, role_parameters=ROLE_PARAMETERS,
+        allow_constant=True)
+
+
+def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: ProgressFn | None,
+                                  started: float) -> RunResult:
+    """:func:`run_microaggregate` on an engine (module text, "On an engine")."""
+    from anonlab.dataset import Role, roles_report
+    from anonlab.engine.table import open_table
+    from anonlab.microaggregation.columns import check_k
+    from anonlab.microaggregation.pieces import head_frame, microaggregate_regions
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.threads import blas_threads
+
+    _check_microaggregate_engine(s)
+    source = file_of(s.input)
+    with Outputs({"output": s.output, "report": s.report, "html": s.html},
+                 inputs=[source, *s.sensitive_hierarchies.values()],
+                 folders=("output",)) as outputs, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        table = open_table(s.input, delimiter=s.delimiter)
+        head = _head_table(head_frame(table, HEAD_ROWS), s)
+        numeric = list(head.numeric_names)
+        dropped = head.columns_with(Role.IDENTIFYING)
+        keep = [c for c in table.column_names if c not in dropped]
+        check_risk_columns(keep, s.sensitive, s)
+        moments = engine.moments(table, numeric, progress=progress)
+        moments.check_z_scores()
+        check_k(s.k, moments.count)
+        if s.block_size < 2 * s.k:
+            raise AnonlabError(f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",
+                               parameter="block_size")
+        small = moments.count <= IN_MEMORY_ROWS
+        result = microaggregate_regions(
+            engine, table, numeric, keep, rows=moments.count, mean=moments.mean,
+            std=moments.std, k=s.k, block_size=s.block_size, region_rows=s.region_rows,
+            output=outputs.stage_folder("output"), workers=s.threads(),
+            keep_order=small and s.verify, check_regions=not small and s.verify,
+            progress=progress)
+        folder = outputs.staged_folder("output")
+        if folder is None:
+            raise RuntimeError("the release folder was not staged")
+        inputs = {**({"data": source} if source is not None else {}),
+                  **{f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}}
+        report = _header("microaggregate", s, inputs, outputs.path("report"))
+        if is_dask_frame(s.input):  # recorded by what it is, not by its value
+            report["parameters"]["input"] = "a Dask DataFrame"
+        report.update(result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size,
+                                         numeric=numeric))
+        released = _read_back(s, folder, result, numeric, dropped, report) if small else None
+        if result.problems:
+            raise AnonlabError(f"verification failed, nothing written: {result.problems[0]}")
+        report["verified"] = s.verify
+        report["engine"] = {"name": engine.name, "regions": len(result.region_rows),
+                            "region_rows": s.region_rows,
+                            "rows_by_region": list(result.region_rows),
+                            "parts": result.summary.parts,
+                            "checked": ("whole release" if small else "region by region")
+                            if s.verify else None}
+        report.update(roles_report(head.roles, s.other, head.by_other))
+        if released is not None:
+            report.update(release_risk_report(released, s.sensitive, s))
+        else:
+            report.update(release_risk_report(folder, s.sensitive, s, engine=engine,
+                                              columns=keep))
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
+
+
+def _read_back(s: MicroaggregateSettings, folder: Path, result: RegionsResult,
+               numeric: list[str], dropped: list[str], report: Mapping[str, Any]
+               ) -> pd.DataFrame:
+    """The release as written, read back whole; with ``verify``, checked against the input
+    in the input's order by the independent checker (:func:`_verify`: refused, nothing
+    written, when a check fails)."""
+    from anonlab.io import read_table
+
+    released: pd.DataFrame = read_table(folder, dtype=str, strings="arrow", doubles=numeric)
+    if not s.verify:
+        return released
+    if not result.holds_every_row_once():
+        raise AnonlabError("verification failed, nothing written: the release does not hold "
+                           "every record of the input once")
+    original = s.input.compute() if is_dask_frame(s.input) else _read(s.input, s)
+    original = original.drop(columns=[c for c in original.columns if str(c) in dropped])
+    _verify(original.iloc[result.table_rows()].reset_index(drop=True), released, report)
+    return released
+
+
+def _evaluate_on_engine(settings: EvaluateSettings) -> bool:
+    """Whether ``evaluate`` runs on an engine: on Dask, or with ``block_rows`` given."""
+    return settings.engine != "numpy" or settings.block_rows is not None
+
+
+def _check_evaluate_engine(settings: EvaluateSettings) -> None:
+    """Refuse, before any work, the sources the engines do not read: a database, an Excel
+    sheet, a query."""
+    from anonlab.database import is_database_url
+
+    engine = f"engine '{settings.engine}'"
+    for name in ("original", "masked"):
+        if is_database_url(getattr(settings, name)):
+            raise AnonlabError(f"{name}: {engine} reads Parquet and CSV files and folders, not "
+                               "a database: export the table to Parquet", parameter=name)
+    for name in ("sheet", "table", "query"):
+        if getattr(settings, name) is not None:
+            raise AnonlabError(f"{name} applies to Excel and database inputs, which {engine} "
+                               f"does not read: leave {name} out", parameter=name)
+
+
+def _evaluated_roles(columns: Sequence[str], s: EvaluateSettings, measured: Sequence[str],
+                     other: str | None) -> dict[str, Role]:
+    """Every column's role on an engine: ``measured`` are the quasi-identifiers, the role
+    settings give the rest (:func:`anonlab.dataset.assign_roles`; ``other`` as given)."""
+    from anonlab.dataset import assign_roles
+    from anonlab.table import ROLE_PARAMETERS
+
+    return assign_roles(columns, qi=measured, identifying=s.identifying, sensitive=s.sensitive,
+                        insensitive=s.insensitive, other=other, role_parameters=ROLE_PARAMETERS)
+
+
+def _run_evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
+                            started: float) -> RunResult:
+    """:func:`run_evaluate` on an engine (module text, "On an engine"): the names the role
+    settings give are checked against the original's columns before any pass, the columns
+    they name are left out of ``all-numeric``, and every column's role is settled once the
+    measured columns are known."""
+    from anonlab.dataset import without_role
+    from anonlab.engine.table import open_table
+    from anonlab.metrics import evaluate_pieces
+    from anonlab.threads import blas_threads
+
+    _check_evaluate_engine(s)
+    block_rows = s.block_rows if s.block_rows is not None else evaluate_pieces.DEFAULT_BLOCK_ROWS
+    others = [*s.identifying, *s.sensitive, *s.insensitive]
+    with Outputs({"report": s.report, "html": s.html},
+                 inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        columns = open_table(s.original, delimiter=s.delimiter).column_names
+        _evaluated_roles(columns, s, [], "insensitive")  # the names alone, before any pass
+        result = evaluate_pieces.evaluate_on_engine(
+            s.original, s.masked, s.columns, engine=engine, nominal=s.nominal,
+            ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
+            interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,
+            progress=progress, exclude=others)
+        measured = [*result.columns, *result.nominal, *result.ordinal]
+        roles = _evaluated_roles(columns, s, measured, s.other)
+        report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
+                         outputs.path("report"))
+        report.update(result.summary())
+        report.update(evaluate_roles(roles, s.other, without_role(columns, measured, others)))
+        report["engine"] = {"name": engine.name, "block_rows": block_rows,
+                            "blocks": result.parameters["blocks"]["count"]}
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
