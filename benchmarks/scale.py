@@ -205,9 +205,9 @@ def _save_base(base: Any, path: Path) -> None:
 def _plan(base_path: Path) -> tuple[Any, int]:
     """The release plan: ``RELEASE_LEVELS``, classes under ``K`` rows suppressed; and the
     number of rows suppressed."""
-    from anonlab.engine import BaseFrequencySet, ReleasePlan
-    from anonlab.engine.bridge import encoded_qis
+    from anonlab.engine import BaseFrequencySet
     from anonlab.hierarchy import Hierarchy
+    from anonlab.lattice.bridge import encoded_qis, plan_at
 
     saved = np.load(base_path)
     base = BaseFrequencySet(tuple(QIS), tuple(tuple(d) for d in
@@ -222,7 +222,7 @@ def _plan(base_path: Path) -> tuple[Any, int]:
                                       [q.cardinality(lv) for q, lv in zip(qis, levels,
                                                                          strict=True)])
     small = counts < K
-    return ReleasePlan.from_levels(qis, levels, classes[small]), int(counts[small].sum())
+    return plan_at(qis, levels, classes[small]), int(counts[small].sum())
 
 
 def child(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,10 +34,10 @@ import pytest
 from anonlab.dataset import Dataset
 from anonlab.engine import AffineRows, ReleasePlan, StagedFolder, open_engine, open_table
 from anonlab.engine.base import EngineBase, parse_memory_limit
-from anonlab.engine.bridge import encoded_qis, encoded_sensitive
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
+from anonlab.lattice.bridge import encoded_qis, encoded_sensitive, plan_at
 from anonlab.lattice.freqset import FrequencyEngine
 from engines import write_parts
 
@@ -283,7 +283,7 @@ def test_release_is_the_row_by_row_release(
     groups = [q.level_codes[levels[q.name]] for q in qis]
     classes, counts = base.classes_at(groups, [len(q.level_labels[levels[q.name]])
                                                for q in qis])
-    plan = ReleasePlan.from_levels(qis, list(levels.values()), classes[counts < 5],
+    plan = plan_at(qis, list(levels.values()), classes[counts < 5],
                                    drop=["salary-class"])
     out = tmp_path / "release"
     summary = engine.write_release(tables["adult_csv"], plan, out)
@@ -303,7 +303,7 @@ def test_release_of_a_hive_table_keeps_the_other_columns_as_text(
     qis = encoded_qis(base, hierarchies)
     classes, counts = base.classes_at([q.level_codes[levels[q.name]] for q in qis],
                                       [len(q.level_labels[levels[q.name]]) for q in qis])
-    plan = ReleasePlan.from_levels(qis, list(levels.values()), classes[counts < 3],
+    plan = plan_at(qis, list(levels.values()), classes[counts < 3],
                                    drop=["income"])
     engine.write_release(tables["random"], plan, tmp_path / "out")
     expected = _expected_release(frame, hierarchies, levels, 3, ["income"])
@@ -314,7 +314,7 @@ def test_release_replaces_an_earlier_release_and_refuses_other_targets(
         engine: EngineBase, tables: dict[str, Any], adult_hierarchies: dict[str, Hierarchy],
         tmp_path: Path) -> None:
     base = engine.frequency_set(tables["adult_parquet"], QIS)
-    plan = ReleasePlan.from_levels(encoded_qis(base, adult_hierarchies), [1] * 8)
+    plan = plan_at(encoded_qis(base, adult_hierarchies), [1] * 8)
     out = tmp_path / "release"
     engine.write_release(tables["adult_parquet"], plan, out)
     first = _read_release(out)
@@ -336,7 +336,7 @@ def test_a_failing_release_writes_nothing(engine: EngineBase, tables: dict[str, 
     """A value the plan's dictionary lacks (in a late piece) fails the run; nothing stays."""
     base = engine.frequency_set(tables["adult_parquet"], QIS)
     qis = list(encoded_qis(base, adult_hierarchies))
-    plan = ReleasePlan.from_levels(qis, [1] * 8)
+    plan = plan_at(qis, [1] * 8)
     short = ReleasePlan(plan.columns, (plan.dictionaries[0], plan.dictionaries[1][:-1],
                                        *plan.dictionaries[2:]), plan.groups, plan.labels,
                         plan.suppressed)

@@ -323,7 +323,7 @@ class Dataset:
     and no records, ``records`` counts them and ``base`` is the engine's
     base frequency set (:class:`anonlab.engine.base.BaseFrequencySet`), from
     which the search starts; the codes of ``qis`` and ``sensitive`` are
-    empty (:func:`anonlab.engine.search_input.rowless_dataset`).
+    empty (:func:`anonlab.lattice.pieces.rowless_dataset`).
     """
 
     frame: pd.DataFrame

@@ -201,13 +201,13 @@ def model_dataset(
     (:func:`anonlab.privacy.presence.population_dataset`). With an
     ``engine`` (needed for a Dask DataFrame) the dataset is rowless: the
     engine counts its base frequency set
-    (:func:`anonlab.engine.search_input.engine_dataset`, which calls
+    (:func:`anonlab.lattice.pieces.engine_dataset`, which calls
     ``progress`` as it goes).
     """
     roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
                              "insensitive": insensitive, "other": other, "source": source}
     if engine is not None:
-        from anonlab.engine.search_input import check_engine_model, engine_dataset
+        from anonlab.lattice.pieces import check_engine_model, engine_dataset
 
         check_engine_model(criteria)
         return engine_dataset(engine, frame, hierarchies, progress=progress, **roles)
@@ -487,7 +487,7 @@ def _setup(
             "shorter hierarchies", parameter="search"
         )
     if dataset.rowless:
-        from anonlab.engine.search_input import BaseLossContext, check_engine_model, search_engine
+        from anonlab.lattice.pieces import BaseLossContext, check_engine_model, search_engine
 
         check_engine_model(criteria)
         engine = search_engine(dataset, sensitive_attributes(criteria))
@@ -653,7 +653,7 @@ def _release_or_plan(setup: _Setup, dataset: Dataset, levels: Sequence[int], fs:
                      outliers: NDArray[Any]) -> tuple[pd.DataFrame | None, ReleasePlan | None]:
     """The release built here, or for a rowless dataset the plan the engine writes it by."""
     if dataset.rowless:
-        from anonlab.engine.search_input import release_plan
+        from anonlab.lattice.pieces import release_plan
 
         return None, release_plan(dataset, levels, fs, outliers)
     release, _ = build_release(dataset, levels, 0, _suppressed_rows(setup, fs, outliers))
@@ -867,7 +867,7 @@ def _release_of(frame: Any, release: pd.DataFrame | None, plan: ReleasePlan | No
     """The release for the caller: ``frame``'s index on a pandas release (all rows, in order,
     unless a research subset was released), or a Dask DataFrame's lazy release."""
     if release is None:  # counted on an engine: the plan applied to the caller's table
-        from anonlab.engine.search_input import is_dask_frame, lazy_release, release_partition
+        from anonlab.lattice.pieces import is_dask_frame, lazy_release, release_partition
 
         assert plan is not None
         return lazy_release(frame, plan) if is_dask_frame(frame) else release_partition(frame,
@@ -905,7 +905,7 @@ def _frame_engine(frame: Any, engine: Engine | None) -> _NoEngine | _OwnedEngine
     """The engine a table is counted on: none for a pandas frame (unless one is given);
     for a Dask DataFrame the given one, else a Dask engine on the client in use, else on a
     local cluster started for the call."""
-    from anonlab.engine.search_input import is_dask_frame
+    from anonlab.lattice.pieces import is_dask_frame
 
     if engine is not None:
         return _OwnedEngine(engine, owned=False)

@@ -46,7 +46,6 @@ from anonlab.staging import StagedFolder
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from anonlab.dataset import EncodedQI
     from anonlab.io import PathLike
 
 DictionaryOrder = Literal["first-seen", "sorted"]
@@ -221,23 +220,6 @@ class ReleasePlan:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-
-    @classmethod
-    def from_levels(cls, qis: Sequence[EncodedQI], levels: Sequence[int],
-                    suppressed: NDArray[Any] | None = None, drop: Sequence[str] = ()
-                    ) -> ReleasePlan:
-        """The plan of a node: each quasi-identifier's level maps and labels at ``levels``."""
-        m = len(qis)
-        return cls(
-            columns=tuple(q.name for q in qis),
-            dictionaries=tuple(tuple(q.values) for q in qis),
-            groups=tuple(np.asarray(q.level_codes[lv], dtype=np.int32)
-                         for q, lv in zip(qis, levels, strict=True)),
-            labels=tuple(tuple(q.level_labels[lv]) for q, lv in zip(qis, levels, strict=True)),
-            suppressed=(np.zeros((0, m), dtype=np.int32) if suppressed is None
-                        else np.asarray(suppressed, dtype=np.int32).reshape(-1, m)),
-            drop=tuple(drop),
-        )
 
     def _lookup(self, j: int) -> dict[str, int]:
         key = f"lookup{j}"

@@ -7,7 +7,7 @@ the settings ask for an engine (``engine = "dask"``, or a folder
 ``output``). The engine (:mod:`anonlab.engine`) makes the two passes over
 the rows: the base frequency set (quasi-identifier tuples, counts, sensitive
 histograms), from which the same lattice search runs in this process
-(:mod:`anonlab.engine.search_input`; ``apply`` re-checks the report's privacy
+(:mod:`anonlab.lattice.pieces`; ``apply`` re-checks the report's privacy
 model at its transformation on it with the code of the in-memory
 :func:`anonlab.generalize.apply_levels`), and the release, written by the
 engine as partitioned Parquet into a staged folder that
@@ -21,7 +21,7 @@ the risk section and the distinct values are measured on it. A larger
 release is checked by the engine's frequency set *of the written release*:
 its classes and their sizes must be those the search chose, every class but
 the suppressed records must have at least ``k`` records, and no more records
-than the limit may be suppressed (:func:`anonlab.engine.search_input.release_problems`);
+than the limit may be suppressed (:func:`anonlab.lattice.pieces.release_problems`);
 its risk section is measured from the engine's frequency set of the released
 columns the attacker knows and the sensitive ones (with sampling weights,
 each class's sum of them counted in the same pass). Both commands share these
@@ -91,8 +91,8 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                   started: float | None = None) -> RunResult:
     """Generalize on the settings' engine and write everything or nothing (module text)."""
     from anonlab.dataset import without_role
-    from anonlab.engine.search_input import check_engine_model, engine_dataset
     from anonlab.engine.table import open_table
+    from anonlab.lattice.pieces import check_engine_model, engine_dataset
     from anonlab.privacy import max_suppressed
     from anonlab.runs.generalize import (
         generalize_report,
@@ -179,7 +179,7 @@ def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Ou
                     progress: ProgressFn | None) -> Checked:
     """Write the release by ``expected.plan`` into its staged folder (a scratch folder
     without ``output``), verify it and measure its risk (module text)."""
-    from anonlab.engine.search_input import released_classes, released_distinct
+    from anonlab.lattice.pieces import released_classes, released_distinct
     from anonlab.staging import StagedFolder
 
     plan = expected.plan
@@ -234,7 +234,7 @@ def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
     """Check a large release by the engine's frequency set of what was written: its
     classes those of ``classes``, every class but the suppressed one of at least ``k``
     records, at most ``limit`` records suppressed, the levels within the run's bounds."""
-    from anonlab.engine.search_input import release_problems
+    from anonlab.lattice.pieces import release_problems
     from anonlab.verify.generalization import check_level_bounds
 
     written = engine.frequency_set(folder, list(expected.plan.columns))
@@ -283,9 +283,9 @@ def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs
     before any work.
     """
     from anonlab.dataset import Role
-    from anonlab.engine.search_input import check_engine_model
     from anonlab.engine.table import open_table
     from anonlab.generalize import apply_levels, resolve_criteria
+    from anonlab.lattice.pieces import check_engine_model
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import check_risk_columns
     from anonlab.runs.generalize import apply_roles, finish_apply_report, load_unchanged

@@ -12,12 +12,14 @@ carries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonlab.dataset import EncodedQI, EncodedSensitive
-from anonlab.engine.base import BaseFrequencySet, Encoding
+from anonlab.engine.base import BaseFrequencySet, Encoding, ReleasePlan
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 
@@ -62,3 +64,20 @@ def encoded_sensitive(base: BaseFrequencySet) -> tuple[EncodedSensitive, ...]:
                                   codes=np.zeros(0, dtype=np.int32),
                                   frequencies=np.asarray(s.frequencies, dtype=np.int64))
                  for s in base.sensitive.values())
+
+
+def plan_at(qis: Sequence[EncodedQI], levels: Sequence[int],
+            suppressed: NDArray[Any] | None = None, drop: Sequence[str] = ()) -> ReleasePlan:
+    """The release plan of a node: each quasi-identifier's level maps and labels at ``levels``,
+    the suppressed classes (rows of level codes) and the columns to ``drop``."""
+    m = len(qis)
+    return ReleasePlan(
+        columns=tuple(q.name for q in qis),
+        dictionaries=tuple(tuple(q.values) for q in qis),
+        groups=tuple(np.asarray(q.level_codes[lv], dtype=np.int32)
+                     for q, lv in zip(qis, levels, strict=True)),
+        labels=tuple(tuple(q.level_labels[lv]) for q, lv in zip(qis, levels, strict=True)),
+        suppressed=(np.zeros((0, m), dtype=np.int32) if suppressed is None
+                    else np.asarray(suppressed, dtype=np.int32).reshape(-1, m)),
+        drop=tuple(drop),
+    )

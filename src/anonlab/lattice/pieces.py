@@ -28,8 +28,8 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.base import BaseFrequencySet, ReleasePlan
-from anonlab.engine.bridge import encoded_qis, encoded_sensitive
 from anonlab.errors import AnonlabError
+from anonlab.lattice.bridge import encoded_qis, encoded_sensitive, plan_at
 from anonlab.lattice.freqset import FrequencyEngine, FrequencySet
 from anonlab.lattice.metrics.base import LossContext
 from anonlab.privacy.base import SensitiveHistograms
@@ -131,7 +131,7 @@ def release_plan(dataset: Dataset, levels: Sequence[int], fs: FrequencySet,
     ``outliers`` suppresses; identifying columns dropped."""
     from anonlab.dataset import Role
 
-    return ReleasePlan.from_levels(dataset.qis, levels, suppressed_classes(fs, outliers),
+    return plan_at(dataset.qis, levels, suppressed_classes(fs, outliers),
                                    drop=dataset.columns_with(Role.IDENTIFYING))
 
 
