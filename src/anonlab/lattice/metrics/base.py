@@ -488,6 +488,10 @@ def check_gs_factor(gs_factor: float) -> float:
     return value
 
 
+#: every metric class by its name, as it is defined (:func:`metric_names`)
+_NAMED: dict[str, type[Metric]] = {}
+
+
 class Metric(ABC):
     """A quality model (lower is better), as ARX 3.9 defines it.
 
@@ -509,6 +513,11 @@ class Metric(ABC):
     needs_base_index: ClassVar[bool] = False
     #: the parameters the metric needs besides the common ones (keyword arguments of its class)
     options: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            _NAMED[cls.name] = cls
 
     def __init__(
         self,
@@ -600,10 +609,13 @@ class Metric(ABC):
 
 
 def metric_names(flag: str) -> list[str]:
-    """Names of the metrics whose class attribute ``flag`` is true."""
-    from anonlab.lattice.metrics.registry import METRICS
+    """Names of the metrics whose class attribute ``flag`` is true, sorted.
 
-    return [name for name, cls in METRICS.items() if getattr(cls, flag)]
+    Every metric class with a name is known here as soon as it is defined
+    (:meth:`Metric.__init_subclass__`); the package imports them all, so none
+    is missing once any metric can be built.
+    """
+    return sorted(name for name, cls in _NAMED.items() if getattr(cls, flag))
 
 
 def safe_div(a: float, b: float) -> float:
