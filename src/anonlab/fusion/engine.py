@@ -204,10 +204,6 @@ def run_parties(states: Sequence[ProviderState], network: Network, *,
         columns=fused_columns(config, final_cut))
 
 
-RELEASED = ("generalized", "as is", "dropped", "class", "id kept", "id dropped")
-"""How a column of the fused table is released (the ``released`` field of ``columns``)."""
-
-
 def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
     """Every column of the fused table: its name, who holds it and how it is released.
 

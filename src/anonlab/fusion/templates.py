@@ -11,7 +11,6 @@ value, so the parent's groups split and no other group changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,7 +164,3 @@ def template_summary(cut: SharedCut) -> list[dict[str, object]]:
              "groups": int((cut.gsize[j] > 0).sum())}
             for j, t in enumerate(cut.templates)]
 
-
-def to_templates(pairs: Sequence[tuple[Sequence[str], int]]) -> tuple[Template, ...]:
-    """Templates from (QID, k) pairs."""
-    return tuple(Template(tuple(q), int(k)) for q, k in pairs)

@@ -453,7 +453,6 @@ class FrequencyEngine:
             representatives=first.astype(np.int64),
             known_codes=self.base_tuples,
         )
-        self.rollups = 0
 
     def lift(self, dim: int, lower: int, upper: int) -> NDArray[Any]:
         """Cached code map of quasi-identifier ``dim`` from level ``lower`` to ``upper``."""
@@ -529,7 +528,6 @@ class FrequencyEngine:
         if self.keep_representatives and source.representatives is not None:
             representatives = np.full(n_classes, _INT64_MAX, dtype=np.int64)
             np.minimum.at(representatives, inverse, source.representatives)
-        self.rollups += 1
         return FrequencySet(
             levels=target,
             keys=uniques,
@@ -583,7 +581,6 @@ class FrequencyEngine:
             representatives=np.asarray(first_rows, dtype=np.int64),
             known_codes=engine.base_tuples,
         )
-        engine.rollups = 0
         return engine
 
 

@@ -173,24 +173,12 @@ def t_hierarchical(cv: ClassValues, levels: list[Array]) -> Array:
     return total
 
 
-def sensitive_figures(
-    classes: Classes, attribute: str, hierarchy: Hierarchy | None
-) -> dict[str, float | int | None]:
-    """The release's smallest distinct and entropy l and largest t for ``attribute``.
-
-    ``attribute`` must be one of the ``extra`` columns ``classes`` was made with.
-
-    Also the classes whose records all share one value, and their records.
-    """
-    if classes.count == 0:
-        return value_figures(None, attribute, hierarchy)
-    return value_figures(class_values(classes, attribute), attribute, hierarchy)
-
-
 def value_figures(
     cv: ClassValues | None, attribute: str, hierarchy: Hierarchy | None
 ) -> dict[str, float | int | None]:
-    """:func:`sensitive_figures` from the (class, value) pairs (``None``: no class at all)."""
+    """The release's smallest distinct and entropy l and largest t for ``attribute``, with the
+    classes whose records all share one value and their records, from the (class, value)
+    pairs (``None``: no class at all)."""
     if cv is None or cv.sizes.size == 0:
         return {"distinct_l": None, "entropy_l": None, "t_equal": None, "t_hierarchical": None,
                 "single_value_classes": 0, "single_value_records": 0}
