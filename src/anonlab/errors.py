@@ -14,6 +14,10 @@ line then shows the flag in its place (``--k must be at least 2 (got 1)``).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class AnonlabError(ValueError):
     """A user-caused problem: bad input data, file, parameter or configuration."""
@@ -79,3 +83,18 @@ class ReleaseRiskError(AnonlabError):
     The command line prints it as ``Error: <message>`` and exits with code 3
     (not 2: the inputs were fine, the result was not safe enough).
     """
+
+
+def present(value: T | None, what: str) -> T:
+    """``value``, which the caller's state guarantees is set; ``TypeError`` naming ``what``
+    when it is ``None`` (a broken invariant of the library, not a user's mistake)."""
+    if value is None:
+        raise TypeError(f"{what} is not set")
+    return value
+
+
+def expect_type(value: object, kind: type[T], what: str) -> T:
+    """``value`` as a ``kind``; ``TypeError`` naming ``what`` when it is something else."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{what} is a {type(value).__name__}, not a {kind.__name__}")
+    return value

@@ -145,6 +145,13 @@ def _table_key(target: DatabaseTarget) -> tuple[tuple[str, ...], str]:
     return database_key(target.url), target.table.strip().casefold()
 
 
+def _file_path(name: str, value: Target) -> Path:
+    """Output ``name``'s file: ``value``, which is no database table here."""
+    if isinstance(value, DatabaseTarget):
+        raise TypeError(f"output {name} is a database table, not a file")
+    return Path(value)
+
+
 def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
     """Refuse an output that is an input, lies inside an input folder, is a folder, or lies
     under a file."""
@@ -252,8 +259,7 @@ class Outputs:
                 where = key
                 self._tables[name] = table
             else:
-                assert not isinstance(value, DatabaseTarget)
-                path = Path(value)
+                path = _file_path(name, value)
                 check = check_output_folder if name in folders else check_output_path
                 check(name, path, [*input_paths, *database_files])
                 where = path.resolve()

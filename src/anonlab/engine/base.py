@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.table import BATCH_ROWS, Table, TableLike, open_table
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.grouping import group_tuples
 from anonlab.progress import ProgressFn
 from anonlab.staging import StagedFolder
@@ -441,11 +441,11 @@ class EngineBase:
             maps.append(code_maps)
         if codes:
             for i, p in enumerate(parts):
-                assert p.codes is not None
+                piece_codes = present(p.codes, f"piece {i}'s codes")
                 for j in range(len(names)):  # local codes -> global codes, in place
                     if len(maps[j][i]):
-                        p.codes[:, j] = maps[j][i][p.codes[:, j]]
-                blocks.append(p.codes)
+                        piece_codes[:, j] = maps[j][i][piece_codes[:, j]]
+                blocks.append(piece_codes)
         return Encoding(tuple(names), tuple(dictionaries), tuple(freqs),
                         sum(p.rows for p in parts), tuple(blocks) if codes else None)
 

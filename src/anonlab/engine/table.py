@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -387,8 +387,8 @@ def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
         names = tuple(schema.names)
         for groups in _row_group_runs(meta, piece_rows):
             pieces.append(ParquetPiece(len(pieces), str(path), names, groups, keys))
-    assert first is not None
-    return Table(where, tuple(first.names) + first_keys, tuple(pieces))
+    names = tuple(present(first, "the first Parquet part's schema").names)
+    return Table(where, names + first_keys, tuple(pieces))
 
 
 def _check_schema(path: Path, first_path: Path, schema: pa.Schema, first: pa.Schema,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from anonlab import __version__
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.fusion import codec
 from anonlab.fusion.certs import check_party_id
 from anonlab.fusion.codec import DATA, KIND_NAMES, READY
@@ -70,8 +70,7 @@ def check_party_setup(config: FusionConfig, party_id: str) -> None:
     addresses: dict[tuple[str, int], str] = {}
     for p in config.parties:
         for port in (p.port, p.mpc_port):
-            assert port is not None
-            key = (p.host, port)
+            key = (p.host, present(port, f"party {p.id}'s port"))
             if key in addresses:
                 raise AnonlabError(
                     f"{p.host}:{port} is used twice (parties '{addresses[key]}' and '{p.id}'): "

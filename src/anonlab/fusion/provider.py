@@ -25,7 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.dataset import Role
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.fusion import scores
 from anonlab.fusion.channel import quantize
 from anonlab.fusion.config import CONTINUOUS, FusionConfig
@@ -181,13 +181,13 @@ class ProviderState:
             scores.info_gain(counts), scores.gain_ratio(counts), s)
 
     def _minima(self, cand: Candidate) -> dict[int, int]:
-        assert self.cut is not None
+        cut = present(self.cut, "the shared cut")
         if cand.minima is None:
             width = len(cand.child_labels)
             out = {}
-            for j in self.cut.templates_with(cand.attribute):
-                key = self.cut.gid[j][cand.records] * width + cand.child_index
-                span = self.cut.gsize[j].size * width
+            for j in cut.templates_with(cand.attribute):
+                key = cut.gid[j][cand.records] * width + cand.child_index
+                span = cut.gsize[j].size * width
                 if span <= 4 * key.size + 4096:
                     sizes = np.bincount(key, minlength=span)
                     out[j] = int(sizes[sizes > 0].min())
@@ -198,8 +198,7 @@ class ProviderState:
 
     def score_round(self) -> int:
         """Score every valid candidate; keep the best; return its quantized score."""
-        cut = self.cut
-        assert cut is not None
+        cut = present(self.cut, "the shared cut")
         self.best, self.best_score = None, None
         best_q = -1
         minima_cache: dict[tuple[int, str], tuple[int, int, int]] = {}
@@ -239,17 +238,16 @@ class ProviderState:
         if cand is None:
             raise AnonlabError(f"provider '{self.party_id}' won a round without a candidate: "
                                "the parties are out of step")
-        assert self.cut is not None
+        cut = present(self.cut, "the shared cut")
         records = tuple(cand.records[cand.child_index == c].astype(np.int64)
                         for c in range(len(cand.child_labels)))
         return Instructions(cand.attribute, cand.node,
-                            self.cut.labels[cand.attribute][cand.node], cand.child_labels,
+                            cut.labels[cand.attribute][cand.node], cand.child_labels,
                             records)
 
     def after_apply(self, instr: Instructions, new_ids: list[int]) -> None:
         """Update candidates after the shared cut applied ``instr``."""
-        cut = self.cut
-        assert cut is not None
+        cut = present(self.cut, "the shared cut")
         a = instr.attribute
         if a in self.qid:
             cand = self.candidates.pop((a, instr.parent), None)
@@ -276,20 +274,20 @@ class ProviderState:
 
         Identifying columns are left out: they never leave the provider.
         """
-        assert self.cut is not None
+        cut = present(self.cut, "the shared cut")
         out: dict[str, NDArray[Any]] = {}
         for c in self.config.released_columns(self.config.providers[self.index]):
             if c in self.qid:
-                out[c] = self.cut.column_labels(c)
+                out[c] = cut.column_labels(c)
             else:
                 out[c] = self.raw[c].astype(str).to_numpy(dtype=object)
         return out
 
     def cut_spec(self, a: str) -> CutSpec:
         """How to generalize new raw values of own attribute ``a`` to the final cut."""
-        assert self.cut is not None
-        labels = self.cut.labels[a]
-        parents = set(self.cut.parents[a])
+        cut = present(self.cut, "the shared cut")
+        labels = cut.labels[a]
+        parents = set(cut.parents[a])
         final = [v for v in range(len(labels)) if v not in parents]
         info = self.node_info[a]
         if a in self.taxonomies:
@@ -316,16 +314,16 @@ class CutSpec:
                                 range(len(self.taxonomy.labels))], dtype=object)
             out: NDArray[Any] = table[nodes]
             return out
-        assert self.intervals is not None
+        intervals = present(self.intervals, f"the intervals of '{self.attribute}'")
         x = as_numbers(column)
         if x is None:
             raise AnonlabError(f"column '{self.attribute}' has a value that is not a number: "
                                "give numbers, as in the fused data")
-        if len(self.intervals) == 1:
-            return np.full(x.size, self.intervals[0][1], dtype=object)
-        los = np.array([lo for lo, _ in self.intervals])
+        if len(intervals) == 1:
+            return np.full(x.size, intervals[0][1], dtype=object)
+        los = np.array([lo for lo, _ in intervals])
         pos = np.clip(np.searchsorted(los, x, side="right") - 1, 0, len(los) - 1)
-        labels = np.asarray([lab for _, lab in self.intervals], dtype=object)
+        labels = np.asarray([lab for _, lab in intervals], dtype=object)
         result: NDArray[Any] = labels[pos]
         return result
 
@@ -477,8 +475,8 @@ def provider_table(config: FusionConfig, index: int, frame: pd.DataFrame | None 
     source = _source(config, index, frame is not None)
     if frame is None:
         party = config.providers[index]
-        assert party.file is not None
-        frame = read_table(party.file, **party.read_options())
+        frame = read_table(present(party.file, f"provider {index}'s file"),
+                           **party.read_options())
     else:
         frame = frame.astype(str)
     _check_part(frame, config, index, source)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.fusion.transport import (
     Endpoint,
     TlsFiles,
@@ -305,8 +305,7 @@ class SecureMax:
                 transport = getattr(peer.protocol, "transport", None)
                 if peer.pid != rt.pid and transport is not None:
                     transport.close()
-            loop = self._loop
-            assert loop is not None
+            loop = present(self._loop, "the MPC event loop")
             loop.run_until_complete(asyncio.sleep(0.01))
         else:
             try:
@@ -377,8 +376,7 @@ class SecureMax:
         self, awaitable: Any, what: str, *, watch: bool = True, starting: bool = False
     ) -> Any:
         """Run ``awaitable`` on the loop with a deadline, failing fast when a peer is lost."""
-        loop = self._loop
-        assert loop is not None
+        loop = present(self._loop, "the MPC event loop")
         task = asyncio.ensure_future(awaitable, loop=loop)
         limit = self.connect_timeout if starting else self.timeout
         name = "connect_timeout" if starting else "timeout"

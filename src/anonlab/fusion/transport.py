@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, expect_type
 from anonlab.fusion.codec import (
     ABORT,
     DATA,
@@ -206,7 +206,7 @@ class _Acceptor(asyncio.Protocol):
         self.context = context
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = expect_type(transport, asyncio.Transport, "the connection's transport")
         transport.pause_reading()  # the TLS layer reads the client's first bytes
         task = self.channel.loop.create_task(self.channel.accept(transport, self.context))
         self.channel.handshakes.add(task)  # keep a reference until the handshake ends
@@ -228,7 +228,7 @@ class FrameProtocol(asyncio.Protocol):
         self.broken = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = expect_type(transport, asyncio.Transport, "the connection's transport")
         self.transport = transport
         self.channel.protocols.append(self)
         if self.party is None:  # we listened: the caller is named by its certificate
@@ -594,8 +594,7 @@ class Channel:
             transport.abort()
             self.drop_call(address, handshake_failure(exc))
             return
-        assert isinstance(tls, asyncio.Transport)
-        protocol.connection_made(tls)
+        protocol.connection_made(expect_type(tls, asyncio.Transport, "the TLS transport"))
 
     def exchange(
         self, kind: int, obj: Mapping[str, Any], what: str, *, starting: bool = False

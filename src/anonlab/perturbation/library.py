@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, expect_type
 from anonlab.perturbation.measures import privacy_level
 
 FloatArray = NDArray[np.float64]
@@ -167,9 +167,8 @@ def fresh_seed() -> int:
     predictable seed (a default such as 0, or a small number) lets anyone undo
     the release; this is the seed used when none is given.
     """
-    entropy = np.random.SeedSequence().entropy
-    assert isinstance(entropy, int)  # drawn from the OS when no entropy is given
-    return entropy
+    # drawn from the operating system when no entropy is given: an int
+    return expect_type(np.random.SeedSequence().entropy, int, "SeedSequence's entropy")
 
 
 def library_seed(seed: int) -> int:

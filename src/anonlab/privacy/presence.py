@@ -58,7 +58,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, as_text
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import PathLike, read_table
 from anonlab.privacy.base import ClassStats, Criterion, check_k
@@ -463,17 +463,18 @@ class KMap(Criterion):
                 raise AnonlabError("k-map with a population needs the population table: give "
                                    "population", parameter="criteria")
             return
-        assert self.population_size is not None and self.significance is not None
+        population_size = present(self.population_size, "k-map's population_size")
+        significance = present(self.significance, "k-map's significance")
         rows = dataset.n if dataset.population is None else int(dataset.population.shape[0])
-        if self.population_size < rows:
-            raise AnonlabError(f"k-map population_size {self.population_size} is smaller than "
+        if population_size < rows:
+            raise AnonlabError(f"k-map population_size {population_size} is smaller than "
                                f"the table's {rows} records: give the size of the population "
                                "the table was drawn from", parameter="criteria")
-        mean = rows / self.population_size * self.k
+        mean = rows / population_size * self.k
         if self.estimator == "poisson":
-            derived, error = derived_k_poisson(self.k, mean, self.significance)
+            derived, error = derived_k_poisson(self.k, mean, significance)
         else:
-            derived, error = derived_k_zero_truncated_poisson(self.k, mean, self.significance)
+            derived, error = derived_k_zero_truncated_poisson(self.k, mean, significance)
         self.derived_k = min(self.k, derived, rows)
         self.type_i_error = error
 
@@ -710,7 +711,8 @@ def population_dataset(
         return presence_dataset(frame, _load(subset, read_options), hierarchies,
                                 model=name, **roles)
     if kmaps:
-        assert kmaps[0].population is not None
-        return kmap_dataset(frame, _load(kmaps[0].population, read_options), hierarchies,
-                            **roles)
+        population = kmaps[0].population
+        if population is None:
+            raise TypeError("k-map's population is not set")
+        return kmap_dataset(frame, _load(population, read_options), hierarchies, **roles)
     return Dataset.from_frame(frame, hierarchies, **roles)

@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.privacy.base import ClassStats, Criterion
 from anonlab.risk.classes import size_distribution
 from anonlab.risk.population import ITERATIONS_PER_TRY, MODELS, UniquenessEstimates
@@ -316,7 +316,7 @@ class PopulationUniqueness(RiskCriterion):
         """Fix the population size ``N`` (from the sampling fraction if that is given)."""
         if self.sampling_fraction is not None:
             self.size = java_round(dataset.n / self.sampling_fraction)
-        assert self.size is not None
+        self.size = present(self.size, "population-uniqueness population_size")
         if self.size < dataset.n:
             raise AnonlabError(f"population-uniqueness population_size {self.size} is smaller "
                                f"than the table's {dataset.n} records: give the size of the "
