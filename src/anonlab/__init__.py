@@ -5,7 +5,8 @@ microaggregation with the EM4ADOM quality model, multi-party fusion by top-down
 specialization, and distance-preserving perturbation for clustering.
 
 Public names are imported lazily, so ``import anonlab`` stays cheap and a
-method family's dependencies load only when that family is used.
+method family's dependencies load only when that family is used. The names of
+``__all__`` are the public API (docs/api.md); the submodules are internal.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ _EXPORTS: dict[str, str] = {
     "SampleUniqueness": "anonlab.privacy",
     "PopulationUniqueness": "anonlab.privacy",
     "read_table": "anonlab.io",
+    # re-identification risk of any table (docs/risk.md)
+    "measure_risk": "anonlab.risk.measure",
+    "run_risk": "anonlab.runs.risk",
     "write_table": "anonlab.io",
     # microaggregation and EM4ADOM
     "microaggregate": "anonlab.microaggregation",
@@ -183,6 +187,7 @@ __all__ = [
     "load_report",
     "make_certificates",
     "mdav_labels",
+    "measure_risk",
     "microaggregate",
     "perturb",
     "privacy_measures",
@@ -201,6 +206,7 @@ __all__ = [
     "run_microaggregate",
     "run_party",
     "run_perturb",
+    "run_risk",
     "run_tradeoff",
     "scalable_mdav_labels",
     "specialize_table",
