@@ -47,7 +47,7 @@ from anonlab.lattice.metrics import (
 )
 from anonlab.lattice.search import SearchContext
 from anonlab.privacy import KAnonymity, max_suppressed
-from anonlab.privacy.profitability import log10_array
+from anonlab.privacy.profitability import _Log10Table, log10_array
 from gen_strategies import same_loss, small_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -362,6 +362,27 @@ def test_log10_is_correctly_rounded() -> None:
     ctx = Context(prec=40)
     want = [float(ctx.divide(Decimal(float(v)).ln(ctx), Decimal(10).ln(ctx))) for v in x]
     assert got.tolist() == want
+
+
+def test_log10_table_keeps_values_exact() -> None:
+    """Values met before are looked up, new ones computed: repeated, shuffled and mixed calls,
+    and a table emptied at its limit, give the same correctly rounded logarithms."""
+    rng = np.random.default_rng(5)
+    x = rng.choice(rng.random(300) ** 6, 2000)
+    ctx = Context(prec=40)
+    want = np.array([float(ctx.divide(Decimal(float(v)).ln(ctx), Decimal(10).ln(ctx)))
+                     for v in x])
+    assert log10_array(x).tolist() == want.tolist()
+    order = rng.permutation(x.size)
+    assert log10_array(x[order]).tolist() == want[order].tolist()  # all looked up
+    assert log10_array(x[:50].reshape(5, 10)).tolist() == want[:50].reshape(5, 10).tolist()
+    small = _Log10Table(limit=64)
+    for part in np.array_split(order, 7):
+        assert small.lookup(x[part]).tolist() == want[part].tolist()
+    assert small.keys.shape[0] <= 300 and np.all(np.diff(small.keys) > 0)
+    odd = np.array([np.nan, 1.0, 0.0, -0.0])
+    assert np.isnan(log10_array(odd)[0]) and log10_array(odd)[1:].tolist() == [0.0, -np.inf,
+                                                                             -np.inf]
 
 
 def test_classification_by_hand() -> None:

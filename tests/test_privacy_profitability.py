@@ -30,6 +30,7 @@ from anonlab.errors import AnonlabError
 from anonlab.generalize import GeneralizationResult, _node, _setup, anonymize, resolve_criteria
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice.metrics import METRICS, java_str
+from anonlab.lattice.metrics.order import arx_class_order, population_order
 from anonlab.privacy.profitability import CostBenefit, no_attack_k
 from anonlab.privacy.spec import normalize_criterion
 from test_arx_golden import _path, dataset_for
@@ -159,15 +160,22 @@ def test_adult_optimum_is_arx(case: dict[str, Any]) -> None:
     check(case, "flash")
 
 
-def test_assumed_monotonicity_checks_as_arx() -> None:
-    """Case 5 (practical monotonicity on the journalist model, which is not monotone: its top
-    node never pays): flash bisects each path from the middle as ARX's FLASH does, so it
-    checks ARX's nodes (as many) and reaches ARX's release; checking the top first would
-    tag every path as failing and find none."""
-    case = next(c for c in ADULT if c["id"] == "TestAnonymizationProfitability#5")
+@pytest.mark.parametrize("case_id", ["TestAnonymizationProfitability#4",
+                                     "TestAnonymizationProfitability#5"])
+def test_assumed_monotonicity_checks_as_arx(case_id: str) -> None:
+    """Practical monotonicity where it is only assumed: case 5's model (journalist, not
+    monotone: its top node never pays), case 4's metric (the publisher payout). Flash then
+    checks in ARX's FLASH order (each path bisected from its middle, ARX's node strategy and
+    priority queue), so it reaches ARX's release with ARX's checks; checking each path's top
+    first would tag every path of case 5 as failing and find none. ARX's count also holds
+    the bottom and the top, which ARX evaluates after its search
+    (``computeUtilityForMonotonicMetrics``) where the search did not check them."""
+    case = next(c for c in ADULT if c["id"] == case_id)
     result = check(case, "flash")
     assert result is not None
-    assert result.search.nodes_checked == case["arx"]["nodes_checked"]
+    search = result.search
+    unchecked_ends = int(not search.checked[0]) + int(not search.checked[-1])
+    assert search.nodes_checked + unchecked_ends == case["arx"]["nodes_checked"]
 
 
 @pytest.mark.slow
@@ -203,6 +211,23 @@ def _assert_nodes(case: Mapping[str, Any], nodes: list[dict[str, Any]]) -> None:
             assert java_str(value) == node["score"], node
         else:
             assert math.isclose(value, float(node["score"]), rel_tol=1e-12), node
+
+
+def test_population_order_is_the_rows_order() -> None:
+    """ARX's class order on a research subset from the node's tuple-to-class map (the
+    population's distinct tuples) is the order of the classes' first population rows, found
+    by lifting every population row to the node."""
+    case = next(c for c in ADULT if c["id"] == "TestAnonymizationProfitability#5")
+    setup = _setup_of(case["id"])
+    population = np.asarray(setup.loss.dataset.population)
+    for node in _node_sample(case, 97):
+        fs, _, _ = _node(setup, node["transformation"])
+        fast = population_order(setup.loss, fs)
+        assert fast is not None
+        index = setup.loss.classes_of_codes(fs, population)
+        rows = pd.unique(index[index >= 0])
+        assert fast.tolist() == rows.tolist(), node["transformation"]
+        assert arx_class_order(setup.loss, fs).tolist() == rows.tolist()
 
 
 @pytest.mark.parametrize("case", [c for c in ADULT if "nodes" in c["arx"]],

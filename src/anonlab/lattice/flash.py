@@ -34,15 +34,19 @@ failing check settles everything below it. On Adult (hierarchical t-closeness
 0.2 with k = 5, 5 %) this takes the checks from 3,104 to 2,994, entropy
 l-diversity (l = 5, 4 %) from 841 to 690.
 
-Practical monotonicity on a model that is not monotone (e.g. ARX's
-profitability models, whose top node never pays) only *assumes* the
-predictive tags, so the release found depends on the order of checks. There
-the search follows ARX's FLASH (``FLASHAlgorithmImpl.checkPath`` with
-``FLASHAlgorithm.createFullFull``): each path is bisected from its middle,
-a node whose property is already known ends the upper half, the successors
-of each failing check are queued as it is made, and no bound prunes (ARX
-turns bound pruning off there). Where the model really is monotone the
-top-first order above gives the same answer with fewer checks and is kept.
+Practical monotonicity on a model or a metric that is not monotone (e.g.
+ARX's profitability models, whose top node never pays, or the publisher
+payout) only *assumes* the predictive tags and the metric's order, so the
+release found depends on the order of checks. There the search follows ARX's
+FLASH (``FLASHAlgorithmImpl.checkPath`` with ``FLASHAlgorithm.createFullFull``):
+each path is bisected from its middle, a node whose property is already known
+ends the upper half, the successors of each failing check are queued as it is
+made, and no bound prunes (ARX turns bound pruning off there). Paths, levels
+and successors follow ARX's ``FLASHStrategy`` with ARX's node identifiers
+breaking its ties, and the queue is a ``java.util.PriorityQueue``
+(:class:`~anonlab.lattice.javautil.JavaPriorityQueue`), so the checks are
+ARX's. Where model and metric really are monotone the top-first order above
+gives the same answer with fewer checks and is kept.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonlab.lattice.javautil import JavaPriorityQueue
 from anonlab.lattice.search import NOT_ANONYMOUS, UNKNOWN, SearchContext, SearchResult
 from anonlab.privacy.base import model_monotone
 
@@ -115,42 +120,64 @@ def _check_path(
 
 
 def monotonicity_assumed(ctx: SearchContext) -> bool:
-    """Whether practical monotonicity is asked for a model that is not monotone (ARX
-    ``ARXConfiguration.getMonotonicityOfPrivacy`` is then ``FULL`` by assumption only)."""
+    """Whether practical monotonicity is asked for a model or a metric that is not monotone
+    (ARX's ``getMonotonicityOfPrivacy`` or ``getMonotonicityOfUtility`` is then ``FULL`` by
+    assumption only)."""
     if not ctx.practical_monotonicity:
         return False
     unmonotone: frozenset[int] = getattr(ctx, "_unmonotone", frozenset())
-    return not (model_monotone(list(ctx.criteria), ctx.suppression_allowed) and not unmonotone)
+    return not (model_monotone(list(ctx.criteria), ctx.suppression_allowed) and not unmonotone
+                and ctx.metric.monotone(ctx.suppression_allowed))
 
 
-def arx_strategy_order(ctx: SearchContext) -> NDArray[Any]:
-    """ARX's ``FLASHStrategy`` as a rank per node: by the level's share of the top's, then
-    the summed precision ``level_i / height_i``, then ``1 -`` the mean share of distinct
-    values kept ``distinct_i(level_i) / distinct_i(0)``; ties by node number."""
+def arx_strategy_order(ctx: SearchContext) -> tuple[NDArray[Any], NDArray[Any]]:
+    """ARX's ``FLASHStrategy``: ``(order, key)`` per node.
+
+    ``key`` ranks the strategy's criteria (equal criteria, equal rank): the level's share of
+    the top's, then the mean precision ``level_i / height_i`` (``NaN`` for every node, so
+    never deciding, when a hierarchy has height 0, as Java's ``0 / 0``), then ``1 -`` the
+    mean share of distinct values kept ``distinct_i(level_i) / distinct_i(0)``, each sum
+    taken attribute by attribute in ARX's floating-point order. ``order`` is
+    a strict rank: ``key``, then ARX's node identifier (mixed radix, the first attribute
+    least significant: ``sum_i l_i prod_{j<i} (h_j + 1)`` over the levels above the lowest),
+    the order ARX lists a level's nodes and a node's successors in before its stable sorts.
+    """
     lat = ctx.lattice
     levels = lat.all_levels.astype(np.float64)
     heights = lat.heights.astype(np.float64)
     height = float(heights.sum())
     share = levels.sum(axis=1) / height if height > 0 else np.zeros(lat.size)
-    prec = np.divide(levels, heights, out=np.zeros(levels.shape), where=heights > 0).sum(axis=1)
+    # summed attribute by attribute, as ARX does (NumPy's sum along a row pairs its terms)
+    prec = np.zeros(lat.size, dtype=np.float64)
     kept = np.zeros(lat.size, dtype=np.float64)
     for dim, q in enumerate(ctx.engine.qis):
+        prec += levels[:, dim] / heights[dim] if heights[dim] > 0 else 0.0
         counts = np.array([q.cardinality(level) for level in range(q.height + 1)],
                           dtype=np.float64)
         kept += (counts / counts[0])[lat.all_levels[:, dim]]
-    distinct = 1.0 - kept / max(levels.shape[1], 1)
-    rows = np.lexsort((np.arange(lat.size), distinct, prec, share))
-    rank = np.empty(lat.size, dtype=np.float64)
-    rank[rows] = np.arange(lat.size, dtype=np.float64)
-    return rank
+    dims = max(levels.shape[1], 1)
+    prec = np.zeros(lat.size) if np.any(heights == 0) else prec / dims
+    distinct = 1.0 - kept / dims
+    radix = (lat.heights - lat.lows + 1).astype(np.int64)
+    weights = np.concatenate(([1], np.cumprod(radix)[:-1])).astype(np.int64)
+    arx_id = ((lat.all_levels - lat.lows) * weights).sum(axis=1)
+    rows = np.lexsort((arx_id, distinct, prec, share))
+    order = np.empty(lat.size, dtype=np.float64)
+    order[rows] = np.arange(lat.size, dtype=np.float64)
+    triple = np.column_stack((share, prec, distinct))[rows]
+    starts = np.concatenate(([True], np.any(triple[1:] != triple[:-1], axis=1)))
+    key = np.empty(lat.size, dtype=np.int64)
+    key[rows] = np.cumsum(starts) - 1
+    return order, key
 
 
 def _check_path_arx(
-    ctx: SearchContext, order: NDArray[Any], path: list[int], queue: list[tuple[float, int]]
+    ctx: SearchContext, order: NDArray[Any], path: list[int], queue: JavaPriorityQueue[int]
 ) -> None:
     """ARX's ``checkPath``: bisect from the middle; a node already tagged ends the upper half
-    unchecked; a failing check queues its untagged successors at once."""
-    lat, tags = ctx.lattice, ctx.tags
+    unchecked; a failing check queues its untagged successors at once (in ARX's sorted order,
+    into ARX's ``java.util.PriorityQueue``, whose order among equal keys is its heap's)."""
+    tags = ctx.tags
     low, high = 0, len(path) - 1
     while low <= high:
         mid = (low + high) // 2
@@ -161,10 +188,15 @@ def _check_path_arx(
         if ctx.is_anonymous(node):
             high = mid - 1
             continue
-        for up in lat.successors(node):
+        for up in _sorted_successors(ctx, order, node):
             if tags[up] == UNKNOWN:
-                heapq.heappush(queue, (float(order[up]), up))
+                queue.add(up)
         low = mid + 1
+
+
+def _sorted_successors(ctx: SearchContext, order: NDArray[Any], node: int) -> list[int]:
+    """A node's successors in ARX's order (``getSortedSuccessors``: by the strict rank)."""
+    return sorted(ctx.lattice.successors(node), key=lambda s: order[s])
 
 
 def flash_search(ctx: SearchContext) -> SearchResult:
@@ -175,7 +207,7 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     tags = ctx.tags
     truncate = not ctx.monotone_metric
     if monotonicity_assumed(ctx):
-        return _flash_assumed(ctx, arx_strategy_order(ctx), started)
+        return _flash_assumed(ctx, started)
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once
@@ -190,19 +222,24 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     return ctx.result("flash", started)
 
 
-def _flash_assumed(ctx: SearchContext, order: NDArray[Any], started: float) -> SearchResult:
+def _flash_assumed(ctx: SearchContext, started: float) -> SearchResult:
     """FLASH in ARX's check order, for a monotonicity that is only assumed: ARX's strategy
-    ``order``, no bound pruning (ARX's ``createFullFull`` switches it off)."""
+    (:func:`arx_strategy_order`), no bound pruning (ARX's ``createFullFull`` switches it off).
+    """
     lat, tags = ctx.lattice, ctx.tags
+    order, key = arx_strategy_order(ctx)
+    keys = key.tolist()
+    queue: JavaPriorityQueue[int] = JavaPriorityQueue(lambda a, b: keys[a] - keys[b])
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]
-        for start in nodes[np.lexsort((nodes, order[nodes]))].tolist():
+        for start in nodes[np.argsort(order[nodes])].tolist():
             if tags[start] != UNKNOWN:
                 continue
-            queue: list[tuple[float, int]] = [(float(order[start]), start)]
-            while queue:
-                _, head = heapq.heappop(queue)
+            queue.add(start)
+            while len(queue):
+                head = queue.poll()
+                assert head is not None
                 if tags[head] == UNKNOWN:
                     _check_path_arx(ctx, order, _find_path(ctx, order, False, head), queue)
     return ctx.result("flash", started)

@@ -140,27 +140,83 @@ def _log10_exact(x: float) -> float:
     return float(Decimal(x).log10(_DECIMAL))
 
 
+_LONG_DOUBLE_WIDE = bool(np.finfo(np.longdouble).nmant >= 63)
+
+
+class _Log10Table:
+    """Correctly rounded ``log10`` of the values met so far, sorted for ``searchsorted``
+    (the domain-share products recur from node to node: a search meets a few thousand);
+    emptied when it grows past ``limit`` values."""
+
+    def __init__(self, limit: int = 1 << 20) -> None:
+        self.limit = limit
+        self.keys = np.zeros(0, dtype=np.float64)
+        self.values = np.zeros(0, dtype=np.float64)
+
+    def lookup(self, x: NDArray[Any]) -> NDArray[Any]:
+        """``log10`` of a 1-d array: looked up, the values not met before computed and kept."""
+        hit = self._hits(x)
+        if not hit.all():
+            new = np.unique(x[~hit])
+            if self.keys.shape[0] + new.shape[0] > self.limit:
+                self.keys, self.values = np.zeros(0), np.zeros(0)
+                new = np.unique(x)
+            self._add(new, _log10_new(new))
+        out = np.asarray(self.values[self._where(x)], dtype=np.float64)
+        out[np.isnan(x)] = np.nan  # NaN never equals a key
+        return out
+
+    def _where(self, x: NDArray[Any]) -> NDArray[Any]:
+        return np.minimum(np.searchsorted(self.keys, x), max(self.keys.shape[0] - 1, 0))
+
+    def _hits(self, x: NDArray[Any]) -> NDArray[Any]:
+        if not self.keys.shape[0]:
+            return np.zeros(x.shape, dtype=bool)
+        return np.asarray(self.keys[self._where(x)] == x)
+
+    def _add(self, new: NDArray[Any], logs: NDArray[Any]) -> None:
+        keep = ~np.isnan(new)
+        keys = np.concatenate((self.keys, new[keep]))
+        rows = np.argsort(keys, kind="stable")
+        self.keys = keys[rows]
+        self.values = np.concatenate((self.values, logs[keep]))[rows]
+
+
+_LOG10_TABLE = _Log10Table()
+
+
 def log10_array(x: NDArray[Any]) -> NDArray[Any]:
     """Correctly rounded ``log10`` element-wise (Java's ``Math.log10`` on the values ARX
-    meets): long double, with the results near a rounding midpoint recomputed exactly. Each
-    distinct value is taken once (a node's classes share a handful of domain-share products)."""
+    meets), each value computed once per process (:class:`_Log10Table`, :func:`_log10_new`):
+    a node's classes share a handful of domain-share products, and nodes share them."""
+    from anonlab.lattice.freqset import factorize_int64  # the lattice imports this module
+
     x = np.asarray(x, dtype=np.float64)
-    if x.size > 64:
-        distinct, inverse = np.unique(x.ravel(), return_inverse=True)
-        if distinct.size < x.size // 2:
-            return log10_array(distinct)[inverse].reshape(x.shape)
-    if np.finfo(np.longdouble).nmant < 63:
-        return np.array([_log10_exact(float(v)) for v in x.ravel()]).reshape(x.shape)
-    wide = np.log10(x.astype(np.longdouble))
-    out = wide.astype(np.float64)
-    gap = np.abs(wide - out.astype(np.longdouble))
-    ulp = np.spacing(np.abs(out)).astype(np.longdouble)
-    # long double's log10 errs by well under 2^-11 of a double's unit in the last place;
-    # results within 2^-8 of a midpoint are recomputed exactly
-    risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
-    flat = out.reshape(-1)
-    for i in np.flatnonzero(risky.reshape(-1)):
-        flat[i] = _log10_exact(float(x.reshape(-1)[i]))
+    flat = x.ravel()
+    if flat.size > 64:
+        # hashed by bit pattern, not sorted: the distinct values in order of first appearance
+        inverse, bits = factorize_int64(flat.view(np.int64))
+        if bits.size < flat.size // 2:
+            return np.asarray(_LOG10_TABLE.lookup(bits.view(np.float64))[inverse]).reshape(x.shape)
+    return _LOG10_TABLE.lookup(flat).reshape(x.shape)
+
+
+def _log10_new(x: NDArray[Any]) -> NDArray[Any]:
+    """Correctly rounded ``log10`` of a 1-d array: long double, with the results near a
+    rounding midpoint recomputed exactly (decimal), or all exactly where long double is no
+    wider than a double."""
+    if not _LONG_DOUBLE_WIDE:
+        return np.array([_log10_exact(float(v)) for v in x], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wide = np.log10(x.astype(np.longdouble))
+        out = wide.astype(np.float64)
+        gap = np.abs(wide - out.astype(np.longdouble))
+        ulp = np.spacing(np.abs(out)).astype(np.longdouble)
+        # long double's log10 errs by well under 2^-11 of a double's unit in the last place;
+        # results within 2^-8 of a midpoint are recomputed exactly
+        risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
+    for i in np.flatnonzero(risky):
+        out[i] = _log10_exact(float(x[i]))
     return out
 
 
@@ -290,12 +346,25 @@ class ProfitabilityProsecutor(_Profitability):
                  adversary_cost: float | None = None) -> None:
         super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
         self._shares: list[list[NDArray[Any]]] | None = None
+        self._flat = np.zeros(0)
+        self._offsets = np.zeros((0, 0), dtype=np.int64)
         self._max_loss = math.nan
 
     def bind(self, dataset: Dataset) -> None:
         """Take the domain shares of every quasi-identifier and ARX's maximal loss."""
         self._shares = [domain_shares(q, q.hierarchy.rows) for q in dataset.qis]
         self._max_loss = maximal_loss([len(q.hierarchy.rows) for q in dataset.qis])
+        # one flat table: shares[dim][level][code] at flat[offsets[dim, level] + code]
+        tables = [t for per_dim in self._shares for t in per_dim]
+        sizes = np.array([t.shape[0] for t in tables], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        self._flat = np.concatenate(tables) if tables else np.zeros(0)
+        self._offsets = np.zeros((len(self._shares), max(map(len, self._shares), default=0)),
+                                 dtype=np.int64)
+        position = 0
+        for dim, per_dim in enumerate(self._shares):
+            self._offsets[dim, :len(per_dim)] = starts[position:position + len(per_dim)]
+            position += len(per_dim)
 
     def class_shares(self, stats: ClassStats, rows: NDArray[Any] | None = None) -> NDArray[Any]:
         """``(classes, m)``: each class's domain share in each quasi-identifier (of the
@@ -306,8 +375,8 @@ class ProfitabilityProsecutor(_Profitability):
         codes = stats.codes if rows is None else stats.codes[rows]
         if not stats.levels:
             return np.ones((codes.shape[0], 0))
-        return np.column_stack([self._shares[dim][level][codes[:, dim]]
-                                for dim, level in enumerate(stats.levels)])
+        base = self._offsets[np.arange(len(stats.levels)), np.asarray(stats.levels)]
+        return np.asarray(self._flat.take(codes.astype(np.int64, copy=False) + base))
 
     def class_loss(self, stats: ClassStats) -> NDArray[Any]:
         """Each class's entropy-based information loss at the node."""

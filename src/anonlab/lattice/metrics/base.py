@@ -320,6 +320,8 @@ class LossContext:
             self._rows = (row_tuple, base_tuples, base_counts)
         self._arx_ids: list[list[NDArray[Any]]] | None = None
         self._flat_shares: tuple[NDArray[Any], NDArray[Any]] | None = None
+        #: :meth:`population_tuples`, once made (a 1-tuple: its value may be ``None``)
+        self._population_tuples: tuple[NDArray[Any] | None] | None = None
         #: the run's cost-benefit figures (the profitability models'), read by the
         #: publisher-payout metrics; ``None``: ARX's defaults
         self.cost_benefit: Any = None
@@ -458,6 +460,26 @@ class LossContext:
         if np.any(index < 0):
             raise RuntimeError(f"frequency set of node {fs.levels} misses a tuple of the table")
         return index
+
+    def population_tuples(self) -> NDArray[Any] | None:
+        """The population's distinct QI tuples in order of first appearance, as indices of the
+        frequency engine's bottom tuples (``base_tuples``); ``None`` without a population, or
+        when one of its tuples is not among them. Made once."""
+        if self._population_tuples is None:
+            found: NDArray[Any] | None = None
+            population = getattr(self.dataset, "population", None)
+            base = None if self.base_tuples is None else np.asarray(self.base_tuples)
+            if population is not None and base is not None and base.ndim == 2:
+                population = np.asarray(population)
+                _, first = group_tuples(population, [q.cardinality(0) for q in self.qis])
+                distinct = population[np.asarray(first)]
+                if base.shape[1] == distinct.shape[1]:
+                    index = pd.MultiIndex.from_arrays(list(base.T)).get_indexer(
+                        pd.MultiIndex.from_arrays(list(distinct.T)))
+                    if index.shape[0] == 0 or index.min() >= 0:
+                        found = np.asarray(index, dtype=np.int64)
+            self._population_tuples = (found,)
+        return self._population_tuples[0]
 
     def classes_of_codes(self, fs: FrequencySet, codes: NDArray[Any]) -> NDArray[Any]:
         """The class (index into ``fs``, -1 where it has none) of each row of bottom-level

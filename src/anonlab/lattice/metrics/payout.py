@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from anonlab.grouping import group_tuples
 from anonlab.lattice.freqset import FrequencySet
 from anonlab.lattice.metrics.base import Metric, NodeClasses, sequential_sum
+from anonlab.lattice.metrics.order import population_order
 from anonlab.privacy.profitability import (
     CostBenefit,
     entropy_based_loss,
@@ -99,9 +100,9 @@ class PublisherPayout(Metric):
         population = getattr(self.ctx.dataset, "population", None)
         if population is None:
             return np.arange(fs.classes)
-        tuples = self._population_tuples(np.asarray(population))
-        if fs.base_index is not None and tuples is not None:
-            return self._order_by_tuples(fs, tuples)
+        seen = population_order(self.ctx, fs)
+        if seen is not None:
+            return seen
         layout = self.ctx.layout
         parts = self._population_key_parts(np.asarray(population))
         keys = np.zeros((parts[0][0].shape[0], layout.chunks), dtype=np.int64)
@@ -113,35 +114,6 @@ class PublisherPayout(Metric):
             ordered = pd.MultiIndex.from_arrays(list(keys.T)).unique()
             index = pd.MultiIndex.from_arrays(list(fs.keys.T)).get_indexer(ordered)
         return np.asarray(index[index >= 0], dtype=np.int64)
-
-    @staticmethod
-    def _order_by_tuples(fs: FrequencySet, tuples: NDArray[Any]) -> NDArray[Any]:
-        """ARX's order from the node's tuple-to-class map: the classes of the population's
-        distinct tuples (taken in order of first appearance in the population) in order of
-        first appearance; work in the distinct tuples, not the population's rows."""
-        assert fs.base_index is not None
-        classes = fs.base_index.take(tuples)
-        first = np.full(fs.classes, tuples.shape[0], dtype=np.int64)
-        # the earliest position of each class: reversed, so the earliest write lands last
-        first[classes[::-1]] = np.arange(tuples.shape[0] - 1, -1, -1, dtype=np.int64)
-        order = np.argsort(first, kind="stable")
-        return np.asarray(order[: np.count_nonzero(first < tuples.shape[0])], dtype=np.int64)
-
-    def _population_tuples(self, population: NDArray[Any]) -> NDArray[Any] | None:
-        """The population's distinct tuples in order of first appearance, as indices of the
-        search's distinct bottom tuples (``ctx.base_tuples``); ``None`` when some tuple is not
-        among them. Made once."""
-        if not hasattr(self, "_pop_tuples"):
-            distinct = population[self._population_first(population)]
-            base = np.asarray(self.ctx.base_tuples)
-            found: NDArray[Any] | None = None
-            if base.ndim == 2 and base.shape[1] == distinct.shape[1]:
-                index = pd.MultiIndex.from_arrays(list(base.T)).get_indexer(
-                    pd.MultiIndex.from_arrays(list(distinct.T)))
-                if index.shape[0] == 0 or index.min() >= 0:
-                    found = np.asarray(index, dtype=np.int64)
-            self._pop_tuples = found
-        return self._pop_tuples
 
     def _population_first(self, population: NDArray[Any]) -> NDArray[Any]:
         """Row of each distinct population tuple's first appearance, in that order."""
