@@ -165,9 +165,9 @@ def test_sampled_check_on_a_large_release(cluster: str, parts: Path, tmp_path: P
                                           in_memory: dict[str, dict[str, Any]]) -> None:
     """Above the in-memory limit the release and the restored table are checked on a sample."""
     from anonlab.perturbation import pieces as perturb_pieces
-    from anonlab.runs import perturb_engine
+    from anonlab.runs import perturb as perturb_run
 
-    monkeypatch.setattr(perturb_engine, "IN_MEMORY_ROWS", 100)
+    monkeypatch.setattr(perturb_run, "IN_MEMORY_ROWS", 100)
     monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
     run_perturb(PerturbSettings(input=str(parts), method="obt", seed=7, attack_records=40,
@@ -193,9 +193,9 @@ def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Pat
     """A large gdp release is checked on its sample with the noise at the sampled rows (no
     distances: the noise moves them); a release with the noise of other rows is refused."""
     from anonlab.perturbation import pieces as perturb_pieces
-    from anonlab.runs import perturb_engine
+    from anonlab.runs import perturb as perturb_run
 
-    monkeypatch.setattr(perturb_engine, "IN_MEMORY_ROWS", 100)
+    monkeypatch.setattr(perturb_run, "IN_MEMORY_ROWS", 100)
     monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
     run_perturb(PerturbSettings(input=str(parts), method="gdp", seed=7, attack_records=40,
@@ -440,3 +440,61 @@ def test_toml_keys(tmp_path: Path, cluster: str, in_memory: dict[str, dict[str, 
                                                                              "1GB")
     run_perturb(settings)
     _same_release(pd.read_parquet(tmp_path / "rel"), in_memory["obt"]["release"])
+
+
+# ---------------------------------------------------------------------------
+# Inputs the engines do not stream: read whole by the one reader, then cut into pieces
+# ---------------------------------------------------------------------------
+
+PEOPLE_ROLES: dict[str, Any] = {"columns": "age,income", "identifying": "name",
+                                "sensitive": "diagnosis", "insensitive": "sex,region",
+                                "seed": 7}
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+@pytest.mark.parametrize(("source", "read"), [
+    (f"sqlite:///{REPO / 'examples' / 'people.db'}", {"table": "people"}),
+    (str(REPO / "examples" / "survey.xlsx"), {"sheet": "wave2"}),
+], ids=["database", "excel"])
+def test_database_and_excel_input_on_the_engines(engine: str, source: str,
+                                                 read: dict[str, Any], cluster: str,
+                                                 tmp_path: Path) -> None:
+    """A database table or an Excel sheet, which only the one reader reads, perturbed into a
+    folder on either engine equals the in-memory release, and inverts back to the input."""
+    memory = run_perturb(PerturbSettings(input=source, **read, **PEOPLE_ROLES,
+                                         output=str(tmp_path / "memory.parquet"),
+                                         key=str(tmp_path / "memory.json")))
+    options = _engine_settings(engine, cluster)
+    result = run_perturb(PerturbSettings(input=source, **read, **PEOPLE_ROLES, **options,
+                                         output=str(tmp_path / "release") + "/",
+                                         key=str(tmp_path / "key.json")))
+    assert result.report["verified"] and result.report["engine"]["name"] == engine
+    assert result.report["records"] == memory.report["records"] == len(read_table(source, **read))
+    release = pd.read_parquet(tmp_path / "release")
+    want = pd.read_parquet(tmp_path / "memory.parquet")
+    assert release.drop(columns=["age", "income"]).equals(want.drop(columns=["age", "income"]))
+    _same_release(release[["age", "income"]], want[["age", "income"]])
+    _same_key(json.loads((tmp_path / "key.json").read_text()),
+              json.loads((tmp_path / "memory.json").read_text()))
+    restored = run_invert(InvertSettings(input=str(tmp_path / "release"),
+                                         key=str(tmp_path / "key.json"),
+                                         output=str(tmp_path / "restored") + "/", **options))
+    assert restored.report["verified"]
+    back = pd.read_parquet(tmp_path / "restored")
+    original = read_table(source, **read)
+    assert back["age"].tolist() == original["age"].astype(int).tolist()
+    assert back["income"].tolist() == original["income"].astype(int).tolist()
+
+
+def test_a_sheet_of_a_csv_input_is_refused_alike_in_memory_and_on_the_engine(
+        tmp_path: Path) -> None:
+    """``sheet`` with a CSV input: the one reader's refusal, word for word, on both paths."""
+    said = []
+    for output in ("memory.csv", "release/"):
+        with pytest.raises(AnonlabError) as caught:
+            run_perturb(PerturbSettings(input=str(TARRAGONA), sheet="wave1", seed=1,
+                                        output=str(tmp_path / output),
+                                        key=str(tmp_path / "key.json")))
+        said.append(str(caught.value))
+    assert said[0] == said[1]
+    assert list(tmp_path.iterdir()) == []

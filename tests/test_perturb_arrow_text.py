@@ -27,7 +27,7 @@ from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.io import read_table
 from anonlab.perturbation import perturb
 from anonlab.perturbation.table import numeric_columns, replaced_columns
-from anonlab.runs.perturb import PerturbSettings, _reread, run_perturb
+from anonlab.runs.perturb import PerturbSettings, reread_table, run_perturb
 from anonlab.verify import perturbation as checker
 
 pytestmark = pytest.mark.filterwarnings(
@@ -312,9 +312,9 @@ def test_the_reread_falls_back_to_text_for_the_checker_to_name_a_bad_value(
         tmp_path: Path) -> None:
     staged = tmp_path / ".rel.csv.anonlab-1-ab.tmp"
     staged.write_text("a,b\n1.5,2\nx,3\n", encoding="utf-8")
-    numbers = _reread(staged, None, ["b"])
+    numbers = reread_table(staged, None, ["b"])
     assert numbers["b"].tolist() == [2.0, 3.0] and numbers["a"].tolist() == ["1.5", "x"]
-    text = _reread(staged, tmp_path / "rel.csv", ["a", "b"])
+    text = reread_table(staged, tmp_path / "rel.csv", ["a", "b"])
     assert text.dtypes.tolist() == [ARROW_TEXT, ARROW_TEXT]
     assert checker.numeric_matrix(text, ["a", "b"], "release")[1] == (
         "column 'a' of the release holds 'x' at row 2, not a finite number")

@@ -2,7 +2,8 @@
 
 Once the column means and deviations are known (:func:`moments_pass`; for
 rbt, whose angles need the z-scores' covariance matrix,
-:func:`covariance_pass`), a perturbation releases each record as a function
+:func:`covariance_pass`; both with the transform drawn from the seed:
+:func:`plan_transform`), a perturbation releases each record as a function
 of that record only: ``y = A (x - mean) / std`` (obt, rbt, rotation), and its
 inverse is ``x = mean + std * (A^T y)`` (:class:`~anonlab.engine.base.AffineRows`
 computes both); gdp adds its translation and the noise of the record's global
@@ -23,7 +24,8 @@ returns
 
 :func:`written_sample` then reads the *written* parts back (again as engine
 tasks, one per part) at the sampled positions, and :func:`sample_findings`
-checks the pairs of sampled records, independently of the transform code:
+checks the pairs of sampled records, independently of the transform code
+(:func:`check_sample` refuses a table that fails):
 
 * distances: ``||y_i - y_j|| = ||(x_i - x_j) / std||`` for every pair of the
   sample (:func:`anonlab.verify.perturbation.distance_findings`, all pairs up
@@ -42,7 +44,7 @@ checks the pairs of sampled records, independently of the transform code:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +62,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from anonlab.engine.base import Engine
+    from anonlab.perturbation.key import Block
+    from anonlab.perturbation.library import MatrixLibrary
     from anonlab.progress import ProgressFn
 
 FloatArray = NDArray[np.float64]
@@ -432,3 +436,68 @@ def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
     return [f"undoing the release with the key gives {restored[i, j]:.12g} for column "
             f"'{names[j]}' of sampled record {i + 1}, but the input holds {xs[i, j]:.12g} "
             f"({int(wrong.sum()):,} sampled values differ)"]
+
+
+@dataclass(frozen=True)
+class TransformPlan:
+    """The column moments and the transform of a perturbation over pieces: the blocks; gdp's
+    translation, noise seed and noise; each piece's first global row (gdp only, else
+    empty)."""
+
+    moments: Moments
+    blocks: list[Block]
+    translation: FloatArray | None = None
+    noise_seed: int | None = None
+    noise: RowNoise | None = None
+    first_rows: dict[int, int] = field(default_factory=dict)
+
+
+def plan_transform(engine: Engine, table: Table, names: list[str], method: str, seed: int, *,
+                   min_privacy: float, rho: tuple[float, float], noise: float,
+                   library: MatrixLibrary | None, progress: ProgressFn | None = None
+                   ) -> TransformPlan:
+    """The column moments (one pass) and the transform, drawn from the seed as in memory
+    (:func:`anonlab.perturbation.transforms.perturb_array`, in the same order of draws).
+
+    rbt's angles come from the z-scores' covariance matrix
+    (:func:`covariance_pass` gives both in the same pass); obt and rotation
+    from the seed alone (:func:`~anonlab.perturbation.transforms.data_free_blocks`);
+    gdp's translation ``t ~ U(-1, 1)^d`` and noise seed are drawn after its
+    rotation, its noise placed by each piece's first global row
+    (:func:`moments_pass`, :class:`RowNoise`).
+    """
+    from anonlab.perturbation.transforms import data_free_blocks, rbt_blocks
+
+    rng = np.random.default_rng(seed)
+    if method == "rbt":
+        moments, cov = covariance_pass(engine, table, names, progress=progress)
+        return TransformPlan(moments, rbt_blocks(names, cov, rng, rho))
+    moments, first_rows = moments_pass(engine, table, names, progress=progress)
+    moments.check_z_scores()
+    blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
+                              library=library)
+    if method != "gdp":
+        return TransformPlan(moments, blocks)
+    translation = rng.uniform(-1.0, 1.0, len(names))
+    noise_seed = int(rng.integers(2**62))
+    row_noise = RowNoise(noise_seed, float(noise), 1.0, first_rows) if noise > 0 else None
+    return TransformPlan(moments, blocks, translation, noise_seed, row_noise, first_rows)
+
+
+def check_sample(mapped: MappedTable, written: FloatArray, std: FloatArray,
+                 key: Mapping[str, Any], columns: Sequence[str],
+                 first_rows: Mapping[int, int] | None, *, restored: bool = False) -> None:
+    """Refuse a written table whose sampled rows fail :func:`sample_findings` (nothing is
+    written then).
+
+    ``written`` holds the written values at the sampled rows; ``mapped.sample``
+    the input's. A release (``restored=False``) is checked as the written
+    ``y`` of the input ``x``; a restored table as the ``x`` whose release was
+    the input. ``first_rows`` places the sample at its global rows (gdp's
+    noise); ``None`` when no noise needs them.
+    """
+    rows = sample_rows(mapped, first_rows) if first_rows else None
+    x, y = (written, mapped.sample) if restored else (mapped.sample, written)
+    problems = sample_findings(x, y, std, key, columns, rows)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")

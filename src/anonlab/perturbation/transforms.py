@@ -198,7 +198,9 @@ def _apply(z: FloatArray, full: FloatArray, progress: ProgressFn | None = None) 
     return out
 
 
-def _assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
+def assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
+    """The full ``d x d`` matrix ``A`` of ``blocks`` over the columns ``names`` (each block's
+    matrix placed at its columns' rows and columns, zeros elsewhere)."""
     index = {c: i for i, c in enumerate(names)}
     full = np.zeros((len(names), len(names)))
     for b in blocks:
@@ -268,7 +270,7 @@ def perturb_array(
     else:
         blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
                                   library=library)
-    released = _apply(z, _assemble(names, blocks), progress)
+    released = _apply(z, assemble(names, blocks), progress)
     if method == "gdp":
         translation = rng.uniform(-1.0, 1.0, d)
         noise_seed = int(rng.integers(2**62))

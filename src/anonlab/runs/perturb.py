@@ -17,10 +17,11 @@ applies the method and writes every output through one
 - :func:`run_attack`: the attack table of a release against its original.
 
 On an engine (``engine = "dask"``, a folder ``output`` ending in ``/``, or a
-Dask DataFrame ``input``; :func:`uses_engine`) both runs go through
-:mod:`anonlab.runs.perturb_engine` instead: obt and rotation only, the
-release (or restored table) written as partitioned Parquet, the same key,
-report and page (docs/perturbation.md, "On Dask").
+Dask DataFrame ``input``; :func:`uses_engine`) ``perturb`` and its inverse
+read the rows as the engine's pieces instead (the section "Over an engine's
+pieces" below, the passes in :mod:`anonlab.perturbation.pieces`): every
+method, the release (or restored table) written as partitioned Parquet, the
+same key, report and page (docs/perturbation.md, "On Dask").
 
 Every column has a role (:func:`perturbed_table`): the perturbed columns are
 the quasi-identifiers; every other one is ``identifying`` (dropped from the
@@ -50,6 +51,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -68,6 +70,9 @@ from anonlab.runs.common import (
     ReadSettings,
     RoleSettings,
     RunResult,
+    file_of,
+    is_dask_frame,
+    is_folder_output,
     paths_convention,
     stage_report,
     stored_path,
@@ -79,13 +84,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.dataset import Role
+    from anonlab.engine.base import AffineRows, Engine
+    from anonlab.engine.table import Table
     from anonlab.perturbation.key import PerturbationKey
     from anonlab.perturbation.library import MatrixLibrary
+    from anonlab.perturbation.pieces import MappedTable, RowNoise
     from anonlab.table import MicrodataTable
 
 Method = Literal["obt", "rbt", "rotation", "gdp"]
 #: the files a perturb run writes for its own input (the OBT library is shared)
 PERTURB_OUTPUTS = ("output", "key", "report", "html")
+#: engine runs: releases up to this many records are read back whole and checked as in memory
+IN_MEMORY_ROWS = 2_000_000
 
 
 # ---------------------------------------------------------------------------
@@ -109,11 +119,6 @@ def _is_frame(value: Any) -> bool:
 
     pandas = sys.modules.get("pandas")  # no DataFrame exists before pandas is imported
     return (pandas is not None and isinstance(value, pandas.DataFrame)) or is_dask_frame(value)
-
-
-def is_dask_frame(value: Any) -> bool:
-    """Whether ``value`` is a ``dask.dataframe.DataFrame`` (without importing Dask)."""
-    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
 
 
 def _number_list(value: Any, kind: type[int] | type[float]) -> Any:
@@ -172,7 +177,7 @@ class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings
     pairing and figures, ``"secret": true``, owner-only files. The risk
     settings are :class:`~anonlab.risk.release.ReleaseRiskSettings`'s. ``engine``,
     ``scheduler``, ``workers`` and ``memory_limit`` are :class:`EngineSettings`'s
-    (obt and rotation only: :mod:`anonlab.runs.perturb_engine`).
+    (every method; the release a folder: :func:`uses_engine`).
     """
 
     path_fields: ClassVar[tuple[str, ...]] = ("input", "library", "sensitive_hierarchies",
@@ -395,9 +400,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
     started = time.perf_counter()
     _check_perturb(s)
     if uses_engine(s):
-        from anonlab.runs.perturb_engine import perturb_on_engine
-
-        return perturb_on_engine(s, progress=progress, started=started)
+        return _perturb_on_engine(s, progress, started)
     targets, inputs = perturb_files(s)
     with Outputs(targets, inputs=inputs) as outputs, blas_threads(1):
         seed = s.seed if s.seed is not None else fresh_seed()
@@ -418,7 +421,7 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         release = _release(frame, names, [released[:, j] for j in range(len(names))])
         release_file = _stage_table(outputs, release)
         key_file = _stage_key(outputs, key)
-        as_written = _reread(release_file[0], outputs.path("output"), names) \
+        as_written = reread_table(release_file[0], outputs.path("output"), names) \
             if release_file else release
         report["verified"] = s.verify  # the release as staged, else the one in memory
         if report["verified"]:  # with the key as staged; the one in memory when none is written
@@ -435,7 +438,7 @@ def perturb_files(s: PerturbSettings) -> tuple[dict[str, str | None], list[str |
     library_exists = s.library is not None and Path(s.library).exists()
     targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
     targets["library"] = None if library_exists else s.library
-    inputs = [_file_of(s.input), s.library if library_exists else None,
+    inputs = [file_of(s.input), s.library if library_exists else None,
               *s.sensitive_hierarchies.values()]
     return targets, inputs
 
@@ -479,10 +482,8 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
         raise AnonlabError(f"key '{s.key}' is a folder: give a file name inside it",
                            parameter="key")
     if uses_engine(s):
-        from anonlab.runs.perturb_engine import invert_on_engine
-
-        return invert_on_engine(s, progress=progress, started=started)
-    with Outputs({"output": s.output}, inputs=[_file_of(s.input), s.key]) as outputs, \
+        return _invert_on_engine(s, progress, started)
+    with Outputs({"output": s.output}, inputs=[file_of(s.input), s.key]) as outputs, \
             blas_threads(1):
         key = PerturbationKey.load(s.key)
         frame = _read(s.input, s)
@@ -494,7 +495,7 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
         restored_file = _stage_table(outputs, restored)
         verified = bool(s.verify and restored_file)
         if verified:
-            _verify(_reread(restored_file[0], outputs.path("output"), key.columns), frame,
+            _verify(reread_table(restored_file[0], outputs.path("output"), key.columns), frame,
                     list(key.columns), key.method, _reread_key([Path(s.key)]))
         written = outputs.commit()
     report = {"command": "invert", "columns": list(key.columns), "records": len(frame),
@@ -522,7 +523,7 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
     _check_reading(s)
     check_seed(s.seed)
     _check_known(s.known)
-    inputs = [_file_of(s.original), _file_of(s.released), _file_of(s.sample)]
+    inputs = [file_of(s.original), file_of(s.released), file_of(s.sample)]
     with Outputs({"report": s.report, "html": s.html}, inputs=inputs) as outputs:
         names, z, released, sample, roles = _attack_data(s)
         check_known_records(s.known, int(z.shape[0]), s.max_records or int(z.shape[0]),
@@ -548,24 +549,11 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 # ---------------------------------------------------------------------------
 
 
-def is_folder_output(output: str | None) -> bool:
-    """Whether an output names a folder of Parquet parts: a path ending in ``/``, or an
-    existing folder holding an earlier such dataset (Parquet parts and nothing else)."""
-    if output is None:
-        return False
-    if output.endswith(("/", os.sep)):
-        return True
-    from anonlab.staging import holds_release
-
-    return holds_release(Path(output))
-
-
 def uses_engine(settings: PerturbSettings | InvertSettings) -> bool:
-    """Whether the run goes through an engine (:mod:`anonlab.runs.perturb_engine`): on Dask,
+    """Whether the run goes over an engine's pieces (:func:`_perturb_on_engine`): on Dask,
     with a folder ``output``, or with a Dask DataFrame as ``input``."""
     return (settings.engine != "numpy" or is_folder_output(settings.output)
             or is_dask_frame(settings.input))
-
 
 
 #: how the perturbation family names the parameters that give roles
@@ -697,13 +685,6 @@ def _read(source: Any, settings: ReadSettings) -> pd.DataFrame:
     return read_table(source, dtype=str, strings="arrow", **settings.read_options())
 
 
-def _file_of(source: Any) -> str | None:
-    """The source as a file path (``None`` for a DataFrame, a database URL or nothing)."""
-    if isinstance(source, str) and "://" not in source:
-        return source
-    return None
-
-
 def _label(source: Any) -> str:
     """How a message names a source."""
     return masked(source) if isinstance(source, str) else "the DataFrame"
@@ -809,7 +790,7 @@ def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: P
             parameters[name] = stored_path(value, report_path)
         elif isinstance(value, dict):  # a table of name -> path (sensitive_hierarchies)
             parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
-    files = {name: _file_of(value) for name, value in inputs.items()}
+    files = {name: file_of(value) for name, value in inputs.items()}
     report = report_header(command, risk_last(parameters), dict(files))
     report["paths"] = paths_convention(report_path)
     return report
@@ -855,7 +836,7 @@ def _stage_table(outputs: Outputs, table: pd.DataFrame) -> list[Path]:
     return staged
 
 
-def _reread(path: Path, target: Path | None, columns: Sequence[str]) -> pd.DataFrame:
+def reread_table(path: Path, target: Path | None, columns: Sequence[str]) -> pd.DataFrame:
     """A staged table read back through the one reader, as any reader of the target would.
 
     The reader knows a staged Parquet or Excel file by its first bytes; a CSV
@@ -927,3 +908,313 @@ def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any, dict[str,
         smp = numeric_columns(_read(s.sample, s), orig.names, allow_constant=True)
         sample = (smp.values - means) / stds
     return orig.names, z, rel.values, sample, roles_report(roles, s.other, by_other)
+
+
+# ---------------------------------------------------------------------------
+# Over an engine's pieces: the release (or restored table) is a folder
+# ---------------------------------------------------------------------------
+#
+# :func:`run_perturb` and :func:`run_invert` come here when the settings ask for
+# an engine (:func:`uses_engine`). Every method runs: with the column moments
+# known, each record's release depends on that record, the transform and (gdp)
+# its global row only. Two passes over the rows (:mod:`anonlab.perturbation.pieces`):
+# the moments with the transform drawn from the seed exactly as in memory
+# (:func:`anonlab.perturbation.pieces.plan_transform`), then the row-wise map
+# written as partitioned Parquet into a folder staged by :class:`Outputs`, which
+# renames it onto ``output`` with the key, library, report and page, or removes
+# it on any error. So the release equals the in-memory one to rounding of the
+# moments (1e-12).
+#
+# Verification and report: a release of at most :data:`IN_MEMORY_ROWS` records
+# is read back whole (the staged folder, by the one reader) with the input and
+# checked by the independent checker as in memory; its report, attacks and risk
+# section are the in-memory run's. A larger release is checked on a sample of
+# records (:func:`anonlab.perturbation.pieces.check_sample`: every pair's
+# distance, and inverting with the key as written); the report's privacy
+# figures, attacks, clustering agreement and risk section are measured on that
+# sample (``sample_records``); a gdp release, whose noise moves the distances,
+# only by inverting it with the key and the noise of the sampled rows. The
+# inverse restores a partitioned release the same way (the fingerprint checked
+# from the release's moments first; gdp's noise removed piece by piece); a gdp
+# key written before the noise was blocked is restored in memory only.
+
+
+def _check_engine_settings(settings: PerturbSettings | InvertSettings) -> None:
+    """Refuse, before any work, what the engines do not do: a release that is not a folder
+    (every method and every input runs; ``method`` is checked by
+    :func:`anonlab.perturbation.transforms.check_method`)."""
+    if not is_folder_output(settings.output):
+        raise AnonlabError(f"output: engine '{settings.engine}' writes the release as a folder "
+                           "of Parquet parts: give output as a folder path ending in '/'",
+                           parameter="output")
+
+
+def _read_first(settings: PerturbSettings | InvertSettings) -> bool:
+    """Whether the engine's pieces are cut from the table the one reader reads whole: a
+    database table or query, an Excel sheet (the engines stream Parquet and CSV only), or
+    any input with ``sheet``, ``table`` or ``query`` (refused by the reader as in memory)."""
+    from anonlab.database import is_database_url
+    from anonlab.sources import file_format
+
+    source = settings.input
+    if not isinstance(source, str):
+        return False
+    if is_database_url(source) or any(getattr(settings, name) is not None
+                                      for name in ("sheet", "table", "query")):
+        return True
+    path = Path(source)
+    return path.is_file() and file_format(path) == "excel"
+
+
+@dataclass(frozen=True)
+class _EngineInput:
+    """The input as the engine's pieces, and the whole table when the one reader read it
+    first (:func:`_read_first`; ``None``: the pieces stream from the input)."""
+
+    table: Table
+    frame: pd.DataFrame | None
+
+
+def _engine_input(s: PerturbSettings | InvertSettings) -> _EngineInput:
+    """The input's pieces: streamed from a Parquet or CSV file, folder or DataFrame, else
+    cut from the table the one reader read whole (named as messages name the input)."""
+    from dataclasses import replace
+
+    from anonlab.engine.table import open_table
+
+    if not _read_first(s):
+        return _EngineInput(open_table(s.input, delimiter=s.delimiter), None)
+    frame = _read(s.input, s)
+    return _EngineInput(replace(open_table(frame), source=f"'{_label(s.input)}'"), frame)
+
+
+def _engine_roles(engine: Engine, table: Table, s: PerturbSettings,
+                  progress: ProgressFn | None
+                  ) -> tuple[list[str], dict[str, Role], list[str], list[str]]:
+    """Perturbed columns (``all-numeric`` found by a pass over the pieces), every column's
+    role, those insensitive by ``other``, the dropped."""
+    from anonlab.dataset import Role, assign_roles, without_role
+    from anonlab.engine.base import base_engine
+    from anonlab.metrics.evaluate_pieces import all_numeric_names
+    from anonlab.perturbation.table import check_names
+
+    columns = list(table.column_names)
+    others = [*s.identifying, *s.sensitive, *s.insensitive]
+    names = chosen_columns(columns, s, lambda exclude: all_numeric_names(
+        base_engine(engine), table, exclude, progress, "perturb: finding the numeric columns"))
+    check_names(names, columns)
+    roles = assign_roles(columns, qi=names, identifying=s.identifying, sensitive=s.sensitive,
+                         insensitive=s.insensitive, other=s.other,
+                         role_parameters=ROLE_PARAMETERS)
+    by_other = without_role(columns, names, others)
+    dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+    return names, roles, by_other, dropped
+
+
+def _source_frame(source: _EngineInput, s: PerturbSettings | InvertSettings
+                  ) -> pd.DataFrame:
+    """The input read whole through the one reader (a Dask DataFrame computed first; the
+    table the reader read first as it is)."""
+    if source.frame is not None:
+        return source.frame
+    return _read(s.input.compute() if is_dask_frame(s.input) else s.input, s)
+
+
+def _read_folder(folder: Path, columns: list[str]) -> pd.DataFrame:
+    """A staged folder read back whole, as any reader of the output would read it."""
+    from anonlab.io import read_table
+
+    return read_table(folder, dtype=str, strings="arrow", doubles=columns)
+
+
+def _staged_folder(outputs: Outputs) -> Path:
+    """The staged folder of ``output`` (staged by :meth:`Outputs.stage_folder` before)."""
+    folder = outputs.staged_folder("output")
+    if folder is None:
+        raise RuntimeError("output: no folder was staged for the release")
+    return folder
+
+
+def _perturb_on_engine(s: PerturbSettings, progress: ProgressFn | None,
+                       started: float) -> RunResult:
+    """:func:`run_perturb` over an engine's pieces (section text)."""
+    from contextlib import closing
+
+    from anonlab.engine.base import AffineRows
+    from anonlab.perturbation.key import PerturbationKey
+    from anonlab.perturbation.library import fresh_seed
+    from anonlab.perturbation.pieces import SAMPLE_ROWS, map_rows, plan_transform
+    from anonlab.perturbation.transforms import assemble
+    from anonlab.risk.release import check_risk_columns
+    from anonlab.runs.common import open_run_engine
+
+    _check_engine_settings(s)
+    targets, inputs = perturb_files(s)
+    with Outputs(targets, inputs=inputs, folders=("output",)) as outputs, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        seed = s.seed if s.seed is not None else fresh_seed()
+        source = _engine_input(s)
+        table = source.table
+        names, roles, by_other, dropped = _engine_roles(engine, table, s, progress)
+        keep = [c for c in table.column_names if c not in dropped]
+        check_risk_columns(keep, s.sensitive, s)
+        library = _library(s, seed, outputs)
+        plan = plan_transform(engine, table, names, s.method, seed, min_privacy=s.min_privacy,
+                              rho=(s.rho[0], s.rho[1]), noise=s.noise, library=library,
+                              progress=progress)
+        moments = plan.moments
+        rows = AffineRows(moments.mean, moments.std, assemble(names, plan.blocks),
+                          out_mean=plan.translation)
+        mapped = map_rows(engine, table, names, keep, rows, outputs.stage_folder("output"),
+                          sample_rows=max(SAMPLE_ROWS, s.attack_records), noise=plan.noise,
+                          progress=progress)
+        gdp = s.method == "gdp"
+        key = PerturbationKey(
+            method=s.method, columns=tuple(names), integer=mapped.integer, means=moments.mean,
+            stds=moments.std, blocks=tuple(plan.blocks), translation=plan.translation,
+            noise_scale=float(s.noise) if gdp else 0.0, noise_seed=plan.noise_seed,
+            records=mapped.moments.count, release_means=mapped.moments.mean,
+            release_stds=mapped.moments.std, identifying=tuple(dropped),
+            noise_stream="blocked" if gdp else "single")
+        key_file = _stage_key(outputs, key)
+        key_json = _reread_key(key_file) if key_file else key.to_dict()
+        z, released, as_written, scope = _released(engine, s, source, _staged_folder(outputs),
+                                                    mapped, names, dropped, key_json,
+                                                    plan.first_rows, progress)
+        report = _perturb_report(s, outputs, key, z, released, seed, progress)
+        if scope < mapped.summary.rows:
+            report["records"] = mapped.summary.rows
+            report["sample_records"] = scope
+        report["verified"] = s.verify
+        report["engine"] = {"name": engine.name, "parts": mapped.summary.parts,
+                            "checked_records": scope}
+        written = finish_perturb(outputs, report, s, library, roles, by_other, as_written,
+                                 names, started)
+    return RunResult(report, None, written)
+
+
+def _released(engine: Engine, s: PerturbSettings, source: _EngineInput, folder: Path,
+              mapped: MappedTable,
+              names: list[str], dropped: list[str], key_json: dict[str, Any],
+              first_rows: dict[int, int], progress: ProgressFn | None
+              ) -> tuple[Any, Any, pd.DataFrame, int]:
+    """Standardized and released values, the release as written, and how many records they
+    hold: all, read back and checked whole, up to :data:`IN_MEMORY_ROWS`; else the sample,
+    checked pair by pair (refused, nothing written, when a check fails)."""
+    import numpy as np
+
+    from anonlab.perturbation.pieces import check_sample, written_sample
+    from anonlab.perturbation.table import numeric_columns
+
+    mean, std = np.asarray(key_json["means"]), np.asarray(key_json["stds"])
+    if mapped.summary.rows <= IN_MEMORY_ROWS:
+        frame = _source_frame(source, s)
+        original = frame.drop(columns=[c for c in frame.columns if str(c) in dropped])
+        as_written = _read_folder(folder, names)
+        if s.verify:
+            _verify(original, as_written, names, s.method, key_json)
+        z = numeric_columns(original, names, allow_constant=True).values
+        z -= mean
+        z /= std
+        y = numeric_columns(as_written, names, allow_constant=True).values
+        return z, y, as_written, mapped.summary.rows
+    sample = written_sample(engine, folder, mapped, progress=progress)
+    y = numeric_columns(sample, names, allow_constant=True).values
+    if s.verify:
+        check_sample(mapped, y, std, key_json, names, first_rows)
+    z = (mapped.sample - mean) / std
+    return z, y, sample, int(y.shape[0])
+
+
+def _invert_on_engine(s: InvertSettings, progress: ProgressFn | None,
+                      started: float) -> RunResult:
+    """:func:`run_invert` over an engine's pieces: a partitioned release restored into a
+    folder (section text)."""
+    from contextlib import closing
+
+    from anonlab.perturbation.pieces import SAMPLE_ROWS, map_rows
+    from anonlab.runs.common import open_run_engine
+
+    _check_engine_settings(s)
+    with Outputs({"output": s.output}, inputs=[file_of(s.input), s.key],
+                 folders=("output",)) as outputs, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        inverse = _inverse_map(engine, s, progress)
+        table = inverse.source.table
+        mapped = map_rows(engine, table, inverse.columns, list(table.column_names), inverse.rows,
+                          outputs.stage_folder("output"), integer_out=inverse.key.integer,
+                          sample_rows=SAMPLE_ROWS, noise=inverse.noise, progress=progress)
+        checked = _check_restored(engine, s, _staged_folder(outputs), mapped, inverse,
+                                  progress) if s.verify else 0
+        written = outputs.commit()
+    report = {"command": "invert", "columns": inverse.columns, "records": mapped.summary.rows,
+              "not_restored": list(inverse.key.identifying), "verified": bool(s.verify),
+              "engine": {"name": engine.name, "parts": mapped.summary.parts,
+                         "checked_records": checked},
+              "runtime_seconds": time.perf_counter() - started}
+    return RunResult(report, None, written)
+
+
+@dataclass(frozen=True)
+class _Inverse:
+    """What the inverse maps: the key, the release's table and the key's columns in it, the
+    row map ``x = mean + std * (A^T (y - t))``, gdp's noise removed before it, and each
+    piece's first global row."""
+
+    key: PerturbationKey
+    source: _EngineInput
+    columns: list[str]
+    rows: AffineRows
+    noise: RowNoise | None
+    first_rows: dict[int, int]
+
+
+def _inverse_map(engine: Engine, s: InvertSettings, progress: ProgressFn | None) -> _Inverse:
+    """The key (refused when its gdp noise is one stream), checked against the release's
+    columns and fingerprint (one pass over the pieces), and the map that undoes it."""
+    import numpy as np
+
+    from anonlab.engine.base import AffineRows
+    from anonlab.perturbation.key import PerturbationKey
+    from anonlab.perturbation.pieces import RowNoise, moments_pass
+
+    key = PerturbationKey.load(s.key)
+    noisy = key.noise_seed is not None and key.noise_scale > 0
+    if noisy and key.noise_stream != "blocked":
+        raise AnonlabError("key: this gdp key's noise is one stream over all records (a key "
+                           "written before the noise was drawn per block of rows), which "
+                           "is restored in memory only: use engine 'numpy' with a file "
+                           "output", parameter="key")
+    source = _engine_input(s)
+    table = source.table
+    where = _label(s.input)
+    key.check_columns(list(table.column_names), where)
+    columns = list(key.columns)
+    fingerprint, first_rows = moments_pass(engine, table, columns, progress=progress)
+    key.check_fingerprint(fingerprint.count, fingerprint.mean, fingerprint.std, where)
+    noise = (RowNoise(key.noise_seed, key.noise_scale, -1.0, first_rows)
+             if noisy and key.noise_seed is not None else None)
+    d = len(columns)
+    shift = key.translation if key.translation is not None else np.zeros(d)
+    rows = AffineRows(shift, np.ones(d), key.full_matrix().T, out_mean=key.means,
+                      out_std=key.stds)
+    return _Inverse(key, source, columns, rows, noise, first_rows)
+
+
+def _check_restored(engine: Engine, s: InvertSettings, folder: Path, mapped: MappedTable,
+                    inverse: _Inverse, progress: ProgressFn | None) -> int:
+    """Check the restored table as written with the key as written: whole, by the independent
+    checker, up to :data:`IN_MEMORY_ROWS` records, else on the sample; the records checked."""
+    from anonlab.perturbation.pieces import check_sample, written_sample
+    from anonlab.perturbation.table import numeric_columns
+
+    key_json = _reread_key([Path(s.key)])
+    if mapped.summary.rows <= IN_MEMORY_ROWS:
+        _verify(_read_folder(folder, inverse.columns), _source_frame(inverse.source, s),
+                inverse.columns, inverse.key.method, key_json)
+        return mapped.summary.rows
+    restored = numeric_columns(written_sample(engine, folder, mapped, progress=progress),
+                               inverse.columns, allow_constant=True).values
+    check_sample(mapped, restored, inverse.key.stds, key_json, inverse.columns,
+                 inverse.first_rows, restored=True)
+    return int(restored.shape[0])
