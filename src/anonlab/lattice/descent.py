@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from anonlab.errors import present
 from anonlab.lattice.heuristic import (
     STOP_STEPS,
     STOP_TIME,
@@ -119,17 +120,15 @@ class _Descent:
         """Descend from the untried moves around the best node until one improves it;
         whether one did."""
         for lowered in (1, 2):
-            best = self.run.optimum
-            assert best is not None
+            best = present(self.run.optimum, "the best node")
             for start in self.moves(best, lowered):
                 if start in self.tried:
                     continue
                 self.tried.add(start)
                 if self.acceptable(start):
-                    before = self.run.optimum_loss
+                    before = self.run.best_loss
                     self.descend(start)
-                    assert before is not None and self.run.optimum_loss is not None
-                    if compare_losses(self.run.optimum_loss, before) < 0:
+                    if compare_losses(self.run.best_loss, before) < 0:
                         return True
                 if self.run.must_stop():
                     return False

@@ -84,7 +84,8 @@ def relative_loss(loss: Loss, low: Loss, high: Loss) -> float:
         if hi - lo == 0.0:
             return 0.0
         return min(1.0, max(0.0, (value - lo) / (hi - lo)))
-    assert not isinstance(low, tuple) and not isinstance(high, tuple)
+    if isinstance(low, tuple) or isinstance(high, tuple):
+        raise TypeError("a single-number loss is compared with rank tuples")
     if high - low == 0.0:
         return 0.0
     return (loss - low) / (high - low)
@@ -148,6 +149,13 @@ class HeuristicRun:
         self._progress = ctx.progress
         ctx.progress = None  # progress counts against the step limit, reported here
         self.started = time.perf_counter()
+
+    @property
+    def best_loss(self) -> Loss:
+        """The loss of the best acceptable node found (one must have been found)."""
+        if self.optimum_loss is None:
+            raise TypeError("the best node's loss is not set")
+        return self.optimum_loss
 
     # ------------------------------------------------------------------ checks
     def check(self, node: int) -> tuple[bool, Loss]:

@@ -60,11 +60,10 @@ class _Walk:
         if node in self.expanded or (up and self.is_pruned(node)):
             return True
         run = self.run
-        if up and run.optimum is not None and run.optimum != node:
-            assert run.optimum_loss is not None
-            if compare_losses(run.lower_bound(node), run.optimum_loss) >= 0:
-                self.pruned.add(self.lattice.levels(node))
-                return True
+        if (up and run.optimum is not None and run.optimum != node
+                and compare_losses(run.lower_bound(node), run.best_loss) >= 0):
+            self.pruned.add(self.lattice.levels(node))
+            return True
         return False
 
     def expand(self, node: int, up: bool) -> int | None:

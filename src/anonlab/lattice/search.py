@@ -87,7 +87,7 @@ from typing import Any, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet
 from anonlab.lattice.lattice import Lattice
@@ -514,8 +514,7 @@ class SearchContext:
     @property
     def best_loss(self) -> Loss:
         """The loss of the best acceptable node found (one must have been found)."""
-        assert self.best is not None
-        return self.losses[self.best[1]]
+        return self.losses[present(self.best, "the best node")[1]]
 
     def prunable(self, node: int) -> bool:
         """True if the node's data-free bound is no better than the best loss found."""
@@ -527,8 +526,7 @@ class SearchContext:
 
     def bound_of(self, node: int) -> Loss:
         """A node's data-free bound as a value comparable with losses (bounds must exist)."""
-        assert self.bounds is not None
-        row = self.bounds[node]
+        row = present(self.bounds, "the bounds")[node]
         if np.ndim(row) == 0:
             return float(row)
         return tuple(float(x) for x in row)
