@@ -237,9 +237,7 @@ def _flash_assumed(ctx: SearchContext, started: float) -> SearchResult:
             if tags[start] != UNKNOWN:
                 continue
             queue.add(start)
-            while len(queue):
-                head = queue.poll()
-                assert head is not None
+            while (head := queue.poll()) is not None:
                 if tags[head] == UNKNOWN:
                     _check_path_arx(ctx, order, _find_path(ctx, order, False, head), queue)
     return ctx.result("flash", started)
