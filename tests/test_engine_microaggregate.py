@@ -139,6 +139,43 @@ def test_numpy_and_dask_write_the_same_regions(cluster: str, parts: Path, csv: P
     assert len(list((tmp_path / "release0").glob("part-*.parquet"))) == 4
 
 
+@pytest.mark.parametrize("source", ["csv", "parts"])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_file_output_is_the_folder_release_in_the_input_order(
+        source: str, suffix: str, csv: Path, parts: Path, tmp_path: Path) -> None:
+    """In memory, more records than region_rows: the NumPy engine's regions, as with a
+    folder output (same groups, same figures), the rows in the input's order."""
+    path = str(csv if source == "csv" else parts)
+    folder = run_microaggregate(_settings(path, f"{tmp_path / 'folder'}/", region_rows=REGION))
+    memory = run_microaggregate(_settings(path, str(tmp_path / f"file{suffix}"),
+                                          region_rows=REGION))
+    written = pd.read_csv(tmp_path / "file.csv", dtype={"s": str}) if suffix == ".csv" \
+        else pd.read_parquet(tmp_path / "file.parquet")
+    released = pd.read_parquet(tmp_path / "folder")
+    assert _digest(written.astype({c: float for c in NUMERIC})) == _digest(released)
+    assert memory.report["engine"] == folder.report["engine"]
+    assert memory.report["engine"]["regions"] == 4
+    for key in ("groups", "group_sizes", "records", "measures", "risk", "verified"):
+        assert memory.report[key] == folder.report[key]
+    assert memory.release is not None  # in the input's order: the sensitive codes as read
+    assert list(memory.release["s"]) == list(pd.read_csv(csv, dtype=str)["s"])
+
+
+def test_a_database_input_is_microaggregated_whole(original: pd.DataFrame,
+                                                   tmp_path: Path) -> None:
+    """The engine does not read a database: in memory its table stays one region (the
+    scalable variant on all records), and the report has no engine section."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        original.to_sql("t", db, index=False)
+    result = run_microaggregate(_settings(f"sqlite:///{tmp_path / 't.db'}",
+                                          str(tmp_path / "out.csv"), region_rows=REGION,
+                                          table="t"))
+    assert "engine" not in result.report
+    assert result.report["records"] == len(original)
+
+
 def test_a_dask_dataframe_input(cluster: str, original: pd.DataFrame, parts: Path,
                                 tmp_path: Path) -> None:
     """A Dask DataFrame gives the same release on the NumPy engine (its partitions computed

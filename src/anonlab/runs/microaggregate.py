@@ -57,6 +57,14 @@ region by region in the regions' tasks (groups never cross a region) and its
 risk section measured from the engine's frequency set of the written release
 (:mod:`anonlab.risk.pieces`).
 
+In memory, a table of more than ``region_rows`` records masked by the
+scalable variant on numeric columns alone is cut into the same regions
+(:func:`_release_by_regions`): the NumPy engine reads the input as a folder
+output's run does, so the groups and figures are the folder release's, and
+its rows are put back in the input's order before the release is written as
+a file (or a database table) and checked as in memory. The engine does not
+read a database or a workbook: such a table is microaggregated whole.
+
 ``evaluate`` reads both tables piece by piece
 (:func:`anonlab.metrics.evaluate_pieces.evaluate_on_engine`): the measures
 that are sums over records are exact (the in-memory figures up to rounding);
@@ -224,7 +232,8 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     ``scheduler`` and ``memory_limit`` are :class:`EngineSettings`'s: on an
     engine (``"dask"``, a folder ``output`` ending in ``/`` or a Dask
     DataFrame ``input``) the scalable variant runs by regions of at most about
-    ``region_rows`` records (module text, "On an engine").
+    ``region_rows`` records, and so it does in memory on a table of more records
+    (module text, "On an engine").
     ``workers`` is MDAV's BLAS threads in this process (default 1; -1: every
     CPU), or with engine ``"dask"`` the local cluster's worker processes.
     """
@@ -331,15 +340,21 @@ def run_microaggregate(
         table = masked_table(_read(s.input, s), s)
         dropped = table.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
-        result = microaggregate(table, k=s.k, variant=s.variant, block_size=s.block_size,
-                                workers=s.threads(), progress=progress)
-        release = result.masked.drop(columns=dropped)
+        regions: dict[str, Any] | None = None
+        if _by_regions(s, table):
+            release, summary, regions = _release_by_regions(s, table, dropped, progress)
+        else:
+            result = microaggregate(table, k=s.k, variant=s.variant, block_size=s.block_size,
+                                    workers=s.threads(), progress=progress)
+            release, summary = result.masked.drop(columns=dropped), result.summary()
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
-        report.update(result.summary())
+        report.update(summary)
         released = stage_release(outputs, release)
         if s.verify:
             _verify(table.frame.drop(columns=dropped), released, report)
         report["verified"] = s.verify
+        if regions is not None:
+            report["engine"] = regions
         report.update(roles_report(table.roles, s.other, table.by_other))
         report.update(release_risk_report(released, s.sensitive, s))
         report["runtime_seconds"] = time.perf_counter() - started
@@ -533,6 +548,77 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
 # ---------------------------------------------------------------------------
 
 
+def _by_regions(s: MicroaggregateSettings, table: MicrodataTable) -> bool:
+    """Whether an in-memory run cuts its table into regions as the NumPy engine does: the
+    scalable variant on numeric columns alone, more than ``region_rows`` records, and an
+    input the engine reads (a Parquet or CSV file or folder; not a database or a workbook)."""
+    if s.variant != "scalable" or table.categorical or table.n <= s.region_rows:
+        return False
+    from anonlab.database import is_database_url
+    from anonlab.sources import file_format
+
+    source = Path(s.input)
+    return (not is_database_url(s.input) and s.sheet is None
+            and (source.is_dir() or file_format(source) != "excel"))
+
+
+def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, dropped: list[str],
+                        progress: ProgressFn | None
+                        ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+    """The release of an in-memory run by regions (:func:`_by_regions`): the NumPy engine
+    reads the input as a folder output's run does, so that it cuts the same regions and
+    makes the same groups; the parts, written into a scratch folder, are read back and put
+    in the input's order. Returns the release, its summary keys and the report's
+    ``engine`` section."""
+    import tempfile
+
+    import numpy as np
+
+    from anonlab.engine.table import open_table
+    from anonlab.io import read_table
+    from anonlab.microaggregation.pieces import microaggregate_regions
+    from anonlab.staging import StagedFolder
+    from anonlab.threads import blas_threads
+
+    numeric = list(table.numeric_names)
+    _check_block_size(s)
+    with tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch, blas_threads(1), \
+            closing(open_run_engine(s)) as engine:
+        pieces = open_table(s.input, delimiter=s.delimiter)
+        keep = [c for c in pieces.column_names if c not in dropped]
+        moments = engine.moments(pieces, numeric, progress=progress)
+        folder = StagedFolder(Path(scratch) / "release")
+        result = microaggregate_regions(
+            engine, pieces, numeric, keep, rows=moments.count, mean=moments.mean,
+            std=moments.std, k=s.k, block_size=s.block_size, region_rows=s.region_rows,
+            output=folder, workers=s.threads(), keep_order=True, progress=progress)
+        released: pd.DataFrame = read_table(folder.path, dtype=str, strings="arrow",
+                                            doubles=numeric)
+    if not result.holds_every_row_once():
+        raise AnonlabError("verification failed, nothing written: the release does not hold "
+                           "every record of the input once")
+    release = released.iloc[np.argsort(result.table_rows())].reset_index(drop=True)
+    summary = result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size,
+                                 numeric=numeric)
+    return release, summary, _regions_section(engine.name, s, result, "whole release")
+
+
+def _regions_section(engine: str, s: MicroaggregateSettings, result: RegionsResult,
+                     checked: str) -> dict[str, Any]:
+    """The report's ``engine`` section of a run by regions: the engine, how the table was
+    cut, and how the release was checked (``None`` without ``verify``)."""
+    return {"name": engine, "regions": len(result.region_rows), "region_rows": s.region_rows,
+            "rows_by_region": list(result.region_rows), "parts": result.summary.parts,
+            "checked": checked if s.verify else None}
+
+
+def _check_block_size(s: MicroaggregateSettings) -> None:
+    """A block of MDAV's scalable variant holds at least two groups of k."""
+    if s.block_size < 2 * s.k:
+        raise AnonlabError(f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",
+                           parameter="block_size")
+
+
 def _microaggregate_on_engine(settings: MicroaggregateSettings) -> bool:
     """Whether ``microaggregate`` goes through an engine: on Dask, with a folder ``output``,
     or with a Dask DataFrame as ``input`` (the settings take a path or a Dask DataFrame)."""
@@ -606,9 +692,7 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
         moments = engine.moments(table, numeric, progress=progress)
         moments.check_z_scores()
         check_k(s.k, moments.count)
-        if s.block_size < 2 * s.k:
-            raise AnonlabError(f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",
-                               parameter="block_size")
+        _check_block_size(s)
         small = moments.count <= IN_MEMORY_ROWS
         result = microaggregate_regions(
             engine, table, numeric, keep, rows=moments.count, mean=moments.mean,
@@ -630,12 +714,8 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
         if result.problems:
             raise AnonlabError(f"verification failed, nothing written: {result.problems[0]}")
         report["verified"] = s.verify
-        report["engine"] = {"name": engine.name, "regions": len(result.region_rows),
-                            "region_rows": s.region_rows,
-                            "rows_by_region": list(result.region_rows),
-                            "parts": result.summary.parts,
-                            "checked": ("whole release" if small else "region by region")
-                            if s.verify else None}
+        report["engine"] = _regions_section(engine.name, s, result,
+                                            "whole release" if small else "region by region")
         report.update(roles_report(head.roles, s.other, head.by_other))
         if released is not None:
             report.update(release_risk_report(released, s.sensitive, s))
