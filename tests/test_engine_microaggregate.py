@@ -161,10 +161,10 @@ def test_a_file_output_is_the_folder_release_in_the_input_order(
     assert list(memory.release["s"]) == list(pd.read_csv(csv, dtype=str)["s"])
 
 
-def test_a_database_input_is_microaggregated_whole(original: pd.DataFrame,
-                                                   tmp_path: Path) -> None:
-    """The engine does not read a database: in memory its table stays one region (the
-    scalable variant on all records), and the report has no engine section."""
+def test_a_database_input_is_cut_into_regions_too(original: pd.DataFrame,
+                                                  tmp_path: Path) -> None:
+    """The engine does not read a database: its table, as read, is given to the NumPy
+    engine, cut into regions all the same, and released in its order, verified."""
     import sqlite3
 
     with sqlite3.connect(tmp_path / "t.db") as db:
@@ -172,8 +172,13 @@ def test_a_database_input_is_microaggregated_whole(original: pd.DataFrame,
     result = run_microaggregate(_settings(f"sqlite:///{tmp_path / 't.db'}",
                                           str(tmp_path / "out.csv"), region_rows=REGION,
                                           table="t"))
-    assert "engine" not in result.report
+    assert result.report["engine"]["regions"] == 4
     assert result.report["records"] == len(original)
+    assert result.report["verified"]
+    written = pd.read_csv(tmp_path / "out.csv", dtype={"s": str})
+    assert list(written["s"]) == list(original["s"])
+    sizes = written.groupby(NUMERIC).size()
+    assert sizes.min() >= K
 
 
 def test_a_dask_dataframe_input(cluster: str, original: pd.DataFrame, parts: Path,

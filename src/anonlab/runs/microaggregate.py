@@ -63,7 +63,7 @@ scalable variant on numeric columns alone is cut into the same regions
 output's run does, so the groups and figures are the folder release's, and
 its rows are put back in the input's order before the release is written as
 a file (or a database table) and checked as in memory. The engine does not
-read a database or a workbook: such a table is microaggregated whole.
+read a database or a workbook: such a table is given to it as read.
 
 ``evaluate`` reads both tables piece by piece
 (:func:`anonlab.metrics.evaluate_pieces.evaluate_on_engine`): the measures
@@ -550,10 +550,13 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
 
 def _by_regions(s: MicroaggregateSettings, table: MicrodataTable) -> bool:
     """Whether an in-memory run cuts its table into regions as the NumPy engine does: the
-    scalable variant on numeric columns alone, more than ``region_rows`` records, and an
-    input the engine reads (a Parquet or CSV file or folder; not a database or a workbook)."""
-    if s.variant != "scalable" or table.categorical or table.n <= s.region_rows:
-        return False
+    scalable variant on numeric columns alone and more than ``region_rows`` records."""
+    return s.variant == "scalable" and not table.categorical and table.n > s.region_rows
+
+
+def _engine_reads(s: MicroaggregateSettings) -> bool:
+    """Whether the engine reads the input itself: a Parquet or CSV file or folder (not a
+    database or a workbook)."""
     from anonlab.database import is_database_url
     from anonlab.sources import file_format
 
@@ -567,7 +570,8 @@ def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, droppe
                         ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
     """The release of an in-memory run by regions (:func:`_by_regions`): the NumPy engine
     reads the input as a folder output's run does, so that it cuts the same regions and
-    makes the same groups; the parts, written into a scratch folder, are read back and put
+    makes the same groups (a database or workbook table, which the engine does not read, is
+    given to it as read); the parts, written into a scratch folder, are read back and put
     in the input's order. Returns the release, its summary keys and the report's
     ``engine`` section."""
     import tempfile
@@ -584,7 +588,8 @@ def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, droppe
     _check_block_size(s)
     with tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
-        pieces = open_table(s.input, delimiter=s.delimiter)
+        pieces = open_table(s.input if _engine_reads(s) else table.frame,
+                            delimiter=s.delimiter)
         keep = [c for c in pieces.column_names if c not in dropped]
         moments = engine.moments(pieces, numeric, progress=progress)
         folder = StagedFolder(Path(scratch) / "release")
