@@ -146,40 +146,54 @@ _LONG_DOUBLE_WIDE = bool(np.finfo(np.longdouble).nmant >= 63)
 class _Log10Table:
     """Correctly rounded ``log10`` of the values met so far, sorted for ``searchsorted``
     (the domain-share products recur from node to node: a search meets a few thousand);
-    emptied when it grows past ``limit`` values."""
+    emptied when it grows past ``limit`` values. The keys and their logarithms are one
+    tuple, replaced whole: a lookup reads one consistent table even when another thread
+    adds to it meanwhile (that thread's additions may then be dropped, never mixed up)."""
 
     def __init__(self, limit: int = 1 << 20) -> None:
         self.limit = limit
-        self.keys = np.zeros(0, dtype=np.float64)
-        self.values = np.zeros(0, dtype=np.float64)
+        self.table: tuple[NDArray[Any], NDArray[Any]] = (np.zeros(0), np.zeros(0))
+
+    @property
+    def keys(self) -> NDArray[Any]:
+        """The values met so far, sorted."""
+        return self.table[0]
 
     def lookup(self, x: NDArray[Any]) -> NDArray[Any]:
         """``log10`` of a 1-d array: looked up, the values not met before computed and kept."""
-        hit = self._hits(x)
+        keys, values = self.table
+        hit = _hits(keys, x)
         if not hit.all():
             new = np.unique(x[~hit])
-            if self.keys.shape[0] + new.shape[0] > self.limit:
-                self.keys, self.values = np.zeros(0), np.zeros(0)
+            if keys.shape[0] + new.shape[0] > self.limit:
+                keys, values = np.zeros(0), np.zeros(0)
                 new = np.unique(x)
-            self._add(new, _log10_new(new))
-        out = np.asarray(self.values[self._where(x)], dtype=np.float64)
+            keys, values = _merged(keys, values, new, _log10_new(new))
+            self.table = (keys, values)
+        out = np.asarray(values[_where(keys, x)], dtype=np.float64)
         out[np.isnan(x)] = np.nan  # NaN never equals a key
         return out
 
-    def _where(self, x: NDArray[Any]) -> NDArray[Any]:
-        return np.minimum(np.searchsorted(self.keys, x), max(self.keys.shape[0] - 1, 0))
 
-    def _hits(self, x: NDArray[Any]) -> NDArray[Any]:
-        if not self.keys.shape[0]:
-            return np.zeros(x.shape, dtype=bool)
-        return np.asarray(self.keys[self._where(x)] == x)
+def _where(keys: NDArray[Any], x: NDArray[Any]) -> NDArray[Any]:
+    """Where each value of ``x`` is or would go among the sorted ``keys`` (clipped)."""
+    return np.minimum(np.searchsorted(keys, x), max(keys.shape[0] - 1, 0))
 
-    def _add(self, new: NDArray[Any], logs: NDArray[Any]) -> None:
-        keep = ~np.isnan(new)
-        keys = np.concatenate((self.keys, new[keep]))
-        rows = np.argsort(keys, kind="stable")
-        self.keys = keys[rows]
-        self.values = np.concatenate((self.values, logs[keep]))[rows]
+
+def _hits(keys: NDArray[Any], x: NDArray[Any]) -> NDArray[Any]:
+    """Which values of ``x`` are among the sorted ``keys``."""
+    if not keys.shape[0]:
+        return np.zeros(x.shape, dtype=bool)
+    return np.asarray(keys[_where(keys, x)] == x)
+
+
+def _merged(keys: NDArray[Any], values: NDArray[Any], new: NDArray[Any],
+            logs: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The table with the ``new`` values (not NaN) and their logarithms, sorted by value."""
+    keep = ~np.isnan(new)
+    merged = np.concatenate((keys, new[keep]))
+    rows = np.argsort(merged, kind="stable")
+    return merged[rows], np.concatenate((values, logs[keep]))[rows]
 
 
 _LOG10_TABLE = _Log10Table()
