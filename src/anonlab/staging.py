@@ -87,7 +87,8 @@ class StagedFolder:
         try:
             parent.mkdir(parents=True, exist_ok=True)
             remove_stale_folders(parent)
-            self.path = temp_path_for(self.target)
+            # absolute: the workers of a cluster write into it from folders of their own
+            self.path = temp_path_for(self.target).absolute()
             self.path.mkdir()
         except OSError as exc:
             raise write_error(self.target, exc) from None

@@ -30,6 +30,7 @@ scheduler cannot be joined.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -60,11 +61,42 @@ class RemoteError(Exception):
 
 def on_worker(kernel: Callable[..., Any], *args: Any) -> Any:
     """Run ``kernel(*args)`` on a worker; an AnonlabError travels back as a RemoteError
-    (an exception is pickled by its ``args``, which would lose ``parameter``)."""
+    (an exception is pickled by its ``args``, which would lose ``parameter``), and so does
+    an ``OSError``, as one line naming the worker (:func:`worker_os_error`)."""
     try:
         return kernel(*args)
     except AnonlabError as exc:
         raise RemoteError(exc.message, exc.parameter) from None
+    except OSError as exc:
+        if exc.errno not in _FILE_ERRORS:
+            raise  # a lost connection is the engine's to report (_worker_deaths)
+        raise worker_os_error(args[0] if args else None, exc) from None
+
+
+#: the errors of a file a worker cannot reach: missing, forbidden, read-only, full disk
+_FILE_ERRORS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC,
+                          errno.EISDIR, errno.ENOTDIR})
+
+
+def worker_os_error(piece: object, exc: OSError) -> RemoteError:
+    """A file error met on a worker while it worked on ``piece``: reading the piece's file
+    (``input``: every worker needs the input at the same path), or writing."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker().address
+    except ValueError:  # not on a worker (the engine's own process)
+        worker = "this process"
+    reason = getattr(exc, "strerror", None) or first_line(exc)
+    path = getattr(piece, "path", None)
+    if isinstance(path, str) and (exc.filename == path or path in str(exc)):
+        return RemoteError(f"input: worker {worker} cannot read piece "
+                           f"{getattr(piece, 'index', '?')} of '{path}' ({reason}): every "
+                           "worker needs the input at that path, on a file system all the "
+                           "machines share", "input")
+    return RemoteError(f"worker {worker} cannot write its part of the output ({reason}): "
+                       "every worker needs the output's folder at the same path, on a file "
+                       "system all the machines share", None)
 
 
 def frame_task(kernel: Callable[..., Any], index: int, frame: Any, *args: Any) -> Any:

@@ -386,7 +386,7 @@ def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
             _check_schema(path, files[0], schema, first, tuple(k for k, _ in keys), first_keys)
         names = tuple(schema.names)
         for groups in _row_group_runs(meta, piece_rows):
-            pieces.append(ParquetPiece(len(pieces), str(path), names, groups, keys))
+            pieces.append(ParquetPiece(len(pieces), str(path.absolute()), names, groups, keys))
     names = tuple(present(first, "the first Parquet part's schema").names)
     return Table(where, names + first_keys, tuple(pieces))
 
@@ -442,7 +442,8 @@ def _csv_table(path: Path, delimiter: str | None, quotechar: str,
     check_names(names, f"file '{path}'")
     size = path.stat().st_size
     block = size if csv_block is None else max(1, csv_block)
-    pieces = tuple(CsvPiece(i, str(path), names, start, min(size, start + block), sep,
+    absolute = str(path.absolute())  # as typed in messages; absolute for the workers
+    pieces = tuple(CsvPiece(i, absolute, names, start, min(size, start + block), sep,
                             quotechar, skip_header=(i == 0))
                    for i, start in enumerate(range(0, max(size, 1), block)))
     return Table(f"file '{path}'", names, pieces)
