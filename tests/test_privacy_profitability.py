@@ -31,6 +31,7 @@ from anonlab.generalize import GeneralizationResult, _node, _setup, anonymize, r
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice.metrics import METRICS, java_str
 from anonlab.lattice.metrics.order import arx_class_order, population_order
+from anonlab.lattice.search import SearchContext, Verdict
 from anonlab.privacy.profitability import CostBenefit, no_attack_k
 from anonlab.privacy.spec import normalize_criterion
 from test_arx_golden import _path, dataset_for
@@ -176,6 +177,32 @@ def test_assumed_monotonicity_checks_as_arx(case_id: str) -> None:
     search = result.search
     unchecked_ends = int(not search.checked[0]) + int(not search.checked[-1])
     assert search.nodes_checked + unchecked_ends == case["arx"]["nodes_checked"]
+
+
+@pytest.mark.parametrize("case_id", ["TestAnonymizationProfitability#4",
+                                     "TestAnonymizationProfitability#5"])
+def test_assumed_monotonicity_checks_in_arx_order(case_id: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node by node, flash checks what ARX 3.9.2's FLASH checks, in ARX's order, with ARX's
+    verdict (``flash_checks.json``: ARX's ``checkAndTag`` made to print each check)."""
+    arx = json.loads((REFS / "flash_checks.json").read_text())
+    case = next(c for c in ADULT if c["id"] == case_id)
+    seen: list[list[Any]] = []
+    verdict = SearchContext.verdict
+
+    def recorded(ctx: SearchContext, node: int) -> Verdict:
+        first = not ctx.checked[node]
+        result = verdict(ctx, node)
+        if first:
+            names = [q.name for q in ctx.engine.qis]
+            levels = ctx.lattice.levels(node)
+            seen.append([[int(levels[names.index(a)]) for a in arx["attributes"]],
+                         bool(result.sub_acceptable)])
+        return result
+
+    monkeypatch.setattr(SearchContext, "verdict", recorded)
+    replay(case)
+    assert seen == arx["checks"][case_id]
 
 
 @pytest.mark.slow
