@@ -15,7 +15,9 @@ under ``/usr/bin/time`` (process CPU = user + system, peak resident memory):
   failed with its peak).
 
 ARX's variants run only when ARX is compiled at /tmp/arx (classes and cp.txt, see
-benchmarks/arx/README.md); otherwise they are skipped with a note. The variants
+benchmarks/arx/README.md); otherwise they are skipped with a note, and the
+results keep ARX's rows as the results file last recorded them (each marked
+``"recorded": true``). The variants
 are interleaved, run after run, so that the shared machine's load falls on all
 alike; figures are medians of ``--repeats`` runs after one warm-up run each.
 Also Adult itself (30,162 rows, k = 5), anonlab's default command only; with
@@ -96,6 +98,16 @@ def timed(args: list[str], env: dict[str, str]) -> dict[str, Any]:
             "peak_mib": int(rss_kib) / 1024, "stdout": proc.stdout.strip()[-300:]}
 
 
+def recorded_arx_rows() -> dict[str, Any]:
+    """ARX's rows of the results file as last measured, marked as recorded (kept when ARX
+    is not here to run again)."""
+    if not RESULTS.is_file():
+        return {}
+    rows = json.loads(RESULTS.read_text(encoding="utf-8")).get("rows", {})
+    return {name: {**row, "recorded": True} for name, row in rows.items()
+            if name.startswith("ARX")}
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians of the runs (and whether each succeeded)."""
     return {"cpu_s": statistics.median(r["cpu_s"] for r in runs),
@@ -126,8 +138,12 @@ def main() -> None:
         }
         classpath = compile_arx(folder)
         note = None
+        recorded: dict[str, Any] = {}
         if classpath is None:
-            note = "ARX skipped: no compiled ARX at /tmp/arx (classes, cp.txt)"
+            recorded = recorded_arx_rows()
+            note = ("ARX skipped: no compiled ARX at /tmp/arx (classes, cp.txt); its rows are "
+                    "the ones recorded before" if recorded else
+                    "ARX skipped: no compiled ARX at /tmp/arx (classes, cp.txt)")
             print(note)
         else:
             for heap in (None, "-Xmx256m", "-Xmx128m"):
@@ -146,9 +162,11 @@ def main() -> None:
                 runs[name].append(timed(argv, envs[name]))
         loads.append(os.getloadavg()[0])
     rows = {name: summary(r) for name, r in runs.items()}
+    rows.update(recorded)
     for name, row in rows.items():
         print(f"{name:24s} CPU {row['cpu_s']:6.2f} s  wall {row['wall_s']:6.2f} s  "
-              f"peak {row['peak_mib']:6.0f} MiB  {'ok' if row['all_ok'] else 'FAILED'}")
+              f"peak {row['peak_mib']:6.0f} MiB  {'ok' if row['all_ok'] else 'FAILED'}"
+              f"{'  (recorded)' if row.get('recorded') else ''}")
     arx = rows.get("ARX default heap")
     if arx is not None:
         print(f"anonlab / ARX process CPU: {rows['anonlab']['cpu_s'] / arx['cpu_s']:.2f}")

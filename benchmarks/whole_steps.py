@@ -43,6 +43,12 @@ CHILD = '''
 import importlib, json, resource, sys, time
 started = time.process_time()
 from anonlab.cli.app import main
+try:  # as main() does first, before the modules wrapped below load pyarrow
+    from anonlab.memory import tune_allocators_at_start
+except ImportError:  # an earlier checkout
+    pass
+else:
+    tune_allocators_at_start(sys.argv[2:])
 import anonlab.runs.generalize, anonlab.generalize, anonlab.io, anonlab.risk.release
 steps, rows = json.loads(sys.argv[1]), []
 rows.append(["imports", time.process_time() - started, 0, 0])

@@ -33,7 +33,7 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import PathLike
 from anonlab.lattice.alternatives import best_nodes, node_facts
-from anonlab.lattice.freqset import FrequencyEngine, FrequencySet, group_tuples
+from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet, group_tuples
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
 from anonlab.lattice.plan import SearchPlan, plan_search
@@ -595,6 +595,7 @@ def anonymize(
     result = search_plan.run(setup.context)
     listed = alternatives_report(setup, dataset, result, alternatives)
     final_fs, final, _ = _node(setup, result.levels)
+    setup.context.cache = FrequencyCache(setup.engine, 1)  # the search's sets: not needed again
     scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
                                                aggregate=aggregate, weights=weights,
                                                targets=targets, static_loss=static_loss)

@@ -160,17 +160,21 @@ def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
     """pyarrow's parse of the file: columns ``f0``, ``f1``..., text except ``typed`` (doubles).
 
     ``skip`` leaves out the first record (the header); otherwise it is row 0.
-    ``dictionary``: text columns as dictionary arrays of strings.
+    ``dictionary``: text columns as dictionary arrays of strings, the file streamed block
+    by block (:func:`anonlab.csvstream.read_dictionary_csv`), never held whole.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    from anonlab.csvstream import STREAM_BLOCK, read_dictionary_csv
+
     text = pa.dictionary(pa.int32(), pa.string()) if dictionary else pa.string()
     types = {f"f{i}": pa.float64() if i in typed else text for i in range(len(names))}
-    block, newlines = CSV_BLOCK, False
+    read = read_dictionary_csv if dictionary else pacsv.read_csv
+    block, newlines = STREAM_BLOCK if dictionary else CSV_BLOCK, False
     while True:
         try:
-            return pacsv.read_csv(
+            return read(
                 path,
                 read_options=pacsv.ReadOptions(block_size=block, autogenerate_column_names=True,
                                                skip_rows_after_names=int(skip)),

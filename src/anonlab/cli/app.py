@@ -238,8 +238,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from anonlab.memory import tune_allocators_at_start
     from anonlab.threads import one_blas_thread_at_start
 
     one_blas_thread_at_start()  # the kernels ask for more threads when --workers does
+    tune_allocators_at_start(sys.argv[1:])  # freed arrays go back to the system
     signal.signal(signal.SIGTERM, _terminate)
     app_for(sys.argv[1:])()

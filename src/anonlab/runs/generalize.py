@@ -745,13 +745,15 @@ def run_generalize(
             other=settings.other, source=masked(settings.input), read_options=read_options,
         )
         result, dropped = search_dataset(dataset, settings, criteria, progress)
+        original, roles, records = dataset.frame, dataset.roles, dataset.n
+        del dataset  # the search's codes of the rows are not needed again: freed here
         return_free_memory()
-        model = ModelCheck(specs, max_suppressed(settings.suppression, dataset.n),
+        model = ModelCheck(specs, max_suppressed(settings.suppression, records),
                            _population_table(criteria, frame, read_options),
                            settings.min_level, settings.max_level)
 
         def check(release: pd.DataFrame) -> None:
-            _verify(dataset.frame, release, hierarchies, result.transformation, dropped, model)
+            _verify(original, release, hierarchies, result.transformation, dropped, model)
 
         assert result.release is not None  # the numpy path builds it in memory
         as_written = stage_release(outputs, result.release,
@@ -760,11 +762,11 @@ def run_generalize(
         verified = settings.verify
         risk = release_risk_report(as_written, settings.sensitive, settings,
                                    qi=list(settings.qi))
-        by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
+        by_other = without_role(original.columns, settings.qi, settings.identifying,
                                 settings.sensitive, settings.insensitive)
-        report = generalize_report(settings, result, dataset.roles, verified)
-        report.update(roles_report(dataset.roles, settings.other, by_other))
-        report["distinct_values"] = distinct_values(dataset.frame, result.release,
+        report = generalize_report(settings, result, roles, verified)
+        report.update(roles_report(roles, settings.other, by_other))
+        report["distinct_values"] = distinct_values(original, result.release,
                                                     result.transformation)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
