@@ -24,6 +24,7 @@ import pytest
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, EncodedSensitive
+from anonlab.grouping import factorize_int64
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice import STRATEGIES
 from anonlab.lattice.freqset import (
@@ -31,7 +32,6 @@ from anonlab.lattice.freqset import (
     LevelPacker,
     RolledHistograms,
     aggregate_histograms,
-    factorize_int64,
     first_members,
     histogram_bytes,
 )

@@ -9,6 +9,7 @@ the lattice search does not load the lattice package to use it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,3 +81,44 @@ def first_appearance_groups(key: NDArray[Any], space: int) -> tuple[NDArray[Any]
     number = first_at  # reused: the keys present get their group's number
     number[present[order]] = np.arange(order.size, dtype=np.int64)
     return number[key], first
+
+
+def _pandas_hash_table() -> Any:
+    """pandas' ``Int64HashTable`` (what ``pd.factorize`` hashes int64 values with), or
+    ``None`` if this pandas keeps it elsewhere or it does not factorize as ``pd.factorize``
+    does (a private class: checked once on a small array, so any other pandas falls back)."""
+    try:
+        table_class = importlib.import_module("pandas._libs.hashtable").Int64HashTable
+        probe = np.array([5, -3, 5, 7, -3, 0], dtype=np.int64)
+        uniques, inverse = table_class(8).factorize(probe)
+        expected_inverse, expected_uniques = pd.factorize(probe)
+        if not (np.array_equal(np.asarray(inverse), expected_inverse)
+                and np.array_equal(np.asarray(uniques), expected_uniques)):
+            return None  # pragma: no cover - another pandas' signature
+    except Exception:  # pragma: no cover - a pandas that moved or changed its hash tables
+        return None
+    return table_class
+
+
+_Int64HashTable: Any = _pandas_hash_table()
+
+
+def factorize_int64(values: NDArray[Any], size_hint: int | None = None
+                    ) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(inverse, uniques)`` of an int64 array, uniques in order of first appearance.
+
+    What ``pd.factorize`` returns for int64 values (which have no missing
+    value), from pandas' hash table directly: ``pd.factorize``'s checks of the
+    input cost as much as the hashing for the few thousand keys of a roll-up.
+    ``size_hint`` sizes the table at first (default: one slot per value, as
+    ``pd.factorize`` does); it grows as distinct values come, so a small hint
+    for many values with few distinct ones keeps the table small (the same
+    result: the order of first appearance does not depend on the table's size).
+    """
+    if _Int64HashTable is None:  # pragma: no cover - pandas without its hash table module
+        inverse, uniques = pd.factorize(values)
+        return np.asarray(inverse, dtype=np.int64), np.asarray(uniques, dtype=np.int64)
+    hint = int(values.shape[0]) if size_hint is None else min(size_hint, int(values.shape[0]))
+    table = _Int64HashTable(max(hint, 1))
+    uniques, inverse = table.factorize(np.ascontiguousarray(values, dtype=np.int64))
+    return np.asarray(inverse, dtype=np.int64), np.asarray(uniques, dtype=np.int64)

@@ -203,7 +203,7 @@ def log10_array(x: NDArray[Any]) -> NDArray[Any]:
     """Correctly rounded ``log10`` element-wise (Java's ``Math.log10`` on the values ARX
     meets), each value computed once per process (:class:`_Log10Table`, :func:`_log10_new`):
     a node's classes share a handful of domain-share products, and nodes share them."""
-    from anonlab.lattice.freqset import factorize_int64  # the lattice imports this module
+    from anonlab.grouping import factorize_int64
 
     x = np.asarray(x, dtype=np.float64)
     flat = x.ravel()
