@@ -498,3 +498,16 @@ def test_a_sheet_of_a_csv_input_is_refused_alike_in_memory_and_on_the_engine(
         said.append(str(caught.value))
     assert said[0] == said[1]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_piece_on_the_numpy_engine_is_the_in_memory_run_bit_for_bit(
+        method: Method, tmp_path: Path, in_memory: dict[str, dict[str, Any]]) -> None:
+    """Tarragona is one piece: the NumPy engine's folder release and its key are the in-memory
+    ones to the last bit (the same moments, transform and fingerprint arithmetic)."""
+    run_perturb(PerturbSettings(input=str(TARRAGONA), method=method, seed=7,
+                                output=str(tmp_path / "release") + "/",
+                                key=str(tmp_path / "key.json")))
+    release = pd.read_parquet(tmp_path / "release")
+    assert release.equals(in_memory[method]["release"])
+    assert json.loads((tmp_path / "key.json").read_text()) == in_memory[method]["key"]

@@ -88,12 +88,14 @@ class RowNoise:
 
 @dataclass(frozen=True)
 class PieceMapped:
-    """What one piece wrote: its rows, the written columns' moments, which input columns hold
-    integers, and its sampled rows (positions in the piece, input values)."""
+    """What one piece wrote: its rows, the written columns' moments and sums of squares,
+    which input columns hold integers, and its sampled rows (positions in the piece, input
+    values)."""
 
     index: int
     rows: int
     moments: kernels.PartialMoments
+    squares: FloatArray
     integer: tuple[bool, ...]
     positions: NDArray[np.int64]
     sample: FloatArray
@@ -102,13 +104,24 @@ class PieceMapped:
 @dataclass(frozen=True)
 class MappedTable:
     """A table mapped and written: the summary, the written columns' moments, integer flags
-    of the input columns, and the sampled input rows (``positions[piece]`` in each piece)."""
+    of the input columns, the sampled input rows (``positions[piece]`` in each piece), and
+    the written columns' sums of squares ``sum y^2``."""
 
     summary: WriteSummary
     moments: Moments
     integer: tuple[bool, ...]
     positions: dict[int, NDArray[np.int64]]
     sample: FloatArray
+    squares: FloatArray
+
+    def fingerprint(self) -> tuple[FloatArray, FloatArray]:
+        """The written columns' means and deviations as a key's release fingerprint takes
+        them in memory (:func:`anonlab.perturbation.key.fingerprint`): ``mean`` and
+        ``sqrt(max(sum y^2 / n - mean^2, 0))``, the same doubles as in memory for a
+        table mapped in one batch."""
+        n = max(self.moments.count, 1)
+        means = self.moments.mean
+        return means, np.sqrt(np.maximum(self.squares / n - means * means, 0.0))
 
 
 def integer_column(column: Any) -> bool:
@@ -192,11 +205,12 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
     names = list(dict.fromkeys([*keep, *columns]))
     d = len(columns)
     total = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
+    squares = np.zeros(d)
     integer = [True] * d
     sampler = _Sampler(piece.index, sample_rows, d)
 
     def tables() -> Any:
-        nonlocal total
+        nonlocal total, squares
         for batch in piece.batches(names, batch_rows):
             for j, name in enumerate(columns):
                 integer[j] = integer[j] and integer_column(batch.column(name))
@@ -211,6 +225,7 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
                 centred = y - mean
                 total = kernels.combine_moments(total, kernels.PartialMoments(
                     x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+                squares = squares + np.einsum("ij,ij->j", y, y)
             arrays: list[pa.Array] = []
             for name in keep:
                 if name not in columns:
@@ -226,7 +241,7 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
 
     rows = kernels.write_batches(folder, piece.index, tables())
     positions, sample = sampler.result()
-    return PieceMapped(piece.index, rows, total, tuple(integer), positions, sample)
+    return PieceMapped(piece.index, rows, total, squares, tuple(integer), positions, sample)
 
 
 def pieces_of(table: Table) -> int:
@@ -261,25 +276,49 @@ def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
             first_rows)
 
 
+def _piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int
+                     ) -> tuple[kernels.PartialMoments, kernels.PartialCoMoments]:
+    """One piece's moments (centred squares by ``einsum``, as :func:`moments_pass` and the
+    in-memory z-scores take them) and its co-moment matrix, batch by batch."""
+    d = len(columns)
+    moments = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
+    comoments = kernels.empty_comoments(d)
+    for batch in piece.batches(list(columns), batch_rows):
+        x = kernels.numeric_block(batch, columns, piece.describe())
+        if x.shape[0] == 0:
+            continue
+        mean = x.mean(axis=0)
+        centred = x - mean
+        moments = kernels.combine_moments(moments, kernels.PartialMoments(
+            x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+        comoments = kernels.combine_comoments(comoments, kernels.PartialCoMoments(
+            x.shape[0], mean, centred.T @ centred))
+    return moments, comoments
+
+
 def covariance_pass(engine: Engine, table: Table, columns: Sequence[str], *,
                     progress: ProgressFn | None = None) -> tuple[Moments, FloatArray]:
     """The moments of ``columns`` and the population covariance of their z-scores, in one
-    pass: each piece's co-moment matrix ``C`` (:func:`anonlab.engine.kernels.piece_comoments`),
-    combined in piece order by Chan's update; ``std = sqrt(diag(C) / n)`` and
-    ``cov(z) = C / (n std std^T)`` (rbt's angles need nothing else of the data). Refuses
-    what has no z-score (:meth:`Moments.check_z_scores`)."""
+    pass: each piece's centred squares and co-moment matrix ``C``, combined in piece order
+    by Chan's update; ``std = sqrt(M2 / n)`` (the doubles :func:`moments_pass` and the
+    in-memory z-scores give) and ``cov(z) = C / (n s s^T)``, ``s = sqrt(diag(C) / n)``
+    (rbt's angles need nothing else of the data). Refuses what has no z-score
+    (:meth:`Moments.check_z_scores`)."""
     runner = base_engine(engine)
-    parts: list[kernels.PartialCoMoments] = runner.map_pieces(
-        table, kernels.piece_comoments, list(columns), runner.batch_rows, progress=progress,
+    parts: list[tuple[kernels.PartialMoments, kernels.PartialCoMoments]] = runner.map_pieces(
+        table, _piece_comoments, list(columns), runner.batch_rows, progress=progress,
         step="reading the covariances")
-    total = kernels.empty_comoments(len(columns))
-    for p in parts:
-        total = kernels.combine_comoments(total, p)
+    d = len(columns)
+    moments = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
+    total = kernels.empty_comoments(d)
+    for part_moments, part_comoments in parts:
+        moments = kernels.combine_moments(moments, part_moments)
+        total = kernels.combine_comoments(total, part_comoments)
     count = max(total.count, 1)
-    std = np.sqrt(np.maximum(total.comoment.diagonal(), 0.0) / count)
-    moments = Moments(tuple(columns), total.count, total.mean, std)
-    moments.check_z_scores()
-    return moments, total.comoment / count / np.outer(std, std)
+    result = Moments(tuple(columns), total.count, moments.mean, np.sqrt(moments.m2 / count))
+    result.check_z_scores()
+    scale = np.sqrt(np.maximum(total.comoment.diagonal(), 0.0) / count)
+    return result, total.comoment / count / np.outer(scale, scale)
 
 
 def map_rows(engine: Engine, table: Table, columns: Sequence[str], keep: Sequence[str],
@@ -305,8 +344,12 @@ def map_rows(engine: Engine, table: Table, columns: Sequence[str], keep: Sequenc
     count = max(total.count, 1)
     moments = Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / count))
     sample = (np.concatenate([p.sample for p in parts]) if parts else np.zeros((0, d)))
+    squares = np.zeros(d)
+    for p in parts:
+        squares = squares + p.squares
     return MappedTable(summary, moments, integer,
-                       {p.index: p.positions for p in parts if p.positions.size}, sample)
+                       {p.index: p.positions for p in parts if p.positions.size}, sample,
+                       squares)
 
 
 def read_positions(piece: Piece, positions: Mapping[int, NDArray[np.int64]],

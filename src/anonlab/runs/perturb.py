@@ -1069,12 +1069,13 @@ def _perturb_on_engine(s: PerturbSettings, progress: ProgressFn | None,
                           sample_rows=max(SAMPLE_ROWS, s.attack_records), noise=plan.noise,
                           progress=progress)
         gdp = s.method == "gdp"
+        release_means, release_stds = mapped.fingerprint()
         key = PerturbationKey(
             method=s.method, columns=tuple(names), integer=mapped.integer, means=moments.mean,
             stds=moments.std, blocks=tuple(plan.blocks), translation=plan.translation,
             noise_scale=float(s.noise) if gdp else 0.0, noise_seed=plan.noise_seed,
-            records=mapped.moments.count, release_means=mapped.moments.mean,
-            release_stds=mapped.moments.std, identifying=tuple(dropped),
+            records=mapped.moments.count, release_means=release_means,
+            release_stds=release_stds, identifying=tuple(dropped),
             noise_stream="blocked" if gdp else "single")
         key_file = _stage_key(outputs, key)
         key_json = _reread_key(key_file) if key_file else key.to_dict()
