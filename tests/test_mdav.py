@@ -356,7 +356,7 @@ def test_values_replaced_by_group_means_in_original_units() -> None:
     (pd.DataFrame({"a": ["5", "5", "5"], "b": ["1", "2", "3"]}), ["a", "b"], 2,
      "column 'a' of the table is constant (standard deviation S_j = 0)"),
     (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 4,
-     "k = 4 is larger than the number of records (3)"),
+     "k = 4 is larger than the table's 3 records"),
     (pd.DataFrame({"a": ["1", "2", "3"]}), ["zz"], 2, "unknown column 'zz'"),
     (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 0, "k must be at least 1"),
 ])

@@ -119,7 +119,7 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     ("a,b\n1,7\n3,7\n5,7\n", ["--columns", "a,b", "--k", "2"],
      "Error: column 'b' of the table is constant (standard deviation S_j = 0)"),
     ("a,b\n1,2\n3,4\n5,6\n", ["--k", "4"],
-     "Error: k = 4 is larger than the number of records (3)"),
+     "Error: --k = 4 is larger than the table's 3 records: choose k <= 3"),
     ("a,b\n1,2\n3,4\n5,6\n", ["--k", "2", "--variant", "fast"], "Error: --variant: Input should"),
     ("a,b\n1,2\n3,4\n5,6\n", ["--k", "1"],
      "Error: --k: Input should be greater than or equal to 2"),

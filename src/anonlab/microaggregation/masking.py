@@ -19,10 +19,10 @@ from numpy.typing import NDArray
 from anonlab.encoding import ALL_NUMERIC, CategoricalColumn
 from anonlab.errors import AnonlabError
 from anonlab.metrics.utility import il_h
-from anonlab.microaggregation.columns import check_k
 from anonlab.microaggregation.mdav import EuclideanSpace, group_means, mdav_partition
 from anonlab.microaggregation.mixed import MixedSpace, group_lower_medians, group_modes
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, scalable_mdav_labels
+from anonlab.parameters import check_k
 from anonlab.progress import ProgressFn
 from anonlab.table import MicrodataTable, as_table
 from anonlab.threads import blas_threads, check_workers

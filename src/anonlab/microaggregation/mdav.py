@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.microaggregation.columns import check_k
+from anonlab.parameters import check_k
 from anonlab.progress import ProgressFn, report_to
 from anonlab.threads import blas_threads
 

@@ -43,8 +43,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from anonlab.microaggregation.columns import check_k
 from anonlab.microaggregation.mdav import EuclideanSpace, Tally, first_argmax, k_nearest
+from anonlab.parameters import check_k
 from anonlab.progress import ProgressFn
 from anonlab.threads import blas_threads
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from anonlab.parameters import check_k
 from anonlab.privacy.base import (
     ClassStats,
     Criterion,
     KAnonymity,
     SensitiveHistograms,
-    check_k,
     check_suppression,
     max_suppressed,
     model_monotone,

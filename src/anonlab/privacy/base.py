@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
+from anonlab.parameters import check_k
 
 if TYPE_CHECKING:
     from anonlab.dataset import Dataset
@@ -292,15 +293,6 @@ def max_suppressed(limit: float, n: int) -> int:
     """Largest number of records a suppression limit allows: ``floor(limit * n)``."""
     check_suppression(limit)
     return math.floor(limit * n + 1e-9)
-
-
-def check_k(k: int, n: int | None = None) -> None:
-    """Reject k < 1, or k larger than the number of records ``n`` when it is given."""
-    if k < 1:
-        raise AnonlabError(f"k must be at least 1 (got {k}): choose e.g. 5", parameter="k")
-    if n is not None and k > n:
-        raise AnonlabError(f"k = {k} is larger than the table's {n} records: choose k <= {n}",
-                           parameter="k")
 
 
 def model_monotone(criteria: list[Criterion], suppression_allowed: bool) -> bool:

@@ -61,7 +61,8 @@ from anonlab.dataset import Dataset, as_text
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import PathLike, read_table
-from anonlab.privacy.base import ClassStats, Criterion, check_k
+from anonlab.parameters import check_k
+from anonlab.privacy.base import ClassStats, Criterion
 
 #: a table given as a file, a folder or a URL (read with :func:`anonlab.io.read_table`) or a frame
 TableSource = PathLike | pd.DataFrame

@@ -677,8 +677,8 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
     """:func:`run_microaggregate` on an engine (module text, "On an engine")."""
     from anonlab.dataset import Role, roles_report
     from anonlab.engine.table import open_table
-    from anonlab.microaggregation.columns import check_k
     from anonlab.microaggregation.pieces import head_frame, microaggregate_regions
+    from anonlab.parameters import check_k
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.threads import blas_threads
 
