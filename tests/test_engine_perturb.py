@@ -511,3 +511,34 @@ def test_one_piece_on_the_numpy_engine_is_the_in_memory_run_bit_for_bit(
     release = pd.read_parquet(tmp_path / "release")
     assert release.equals(in_memory[method]["release"])
     assert json.loads((tmp_path / "key.json").read_text()) == in_memory[method]["key"]
+
+
+@pytest.mark.parametrize(("cell", "says"), [
+    ("x", "column 'c' is not numeric (record 2: 'x'): choose numeric columns"),
+    ("", "column 'c' has a missing or infinite value (record 2): fill or drop"),
+], ids=["text", "missing"])
+def test_a_bad_value_gets_the_in_memory_line_on_the_engine(cell: str, says: str,
+                                                           tmp_path: Path) -> None:
+    """A value that is no finite number: word for word the in-memory line on one piece, from
+    the CLI and from Python; in a later part of a folder the line says where it counts from."""
+    table = tmp_path / "in.csv"
+    table.write_text(f"a,b,c\n1,2,3\n3,4,{cell}\n6,7,8\n", encoding="utf-8")
+    said = []
+    for output in ("memory.csv", "release/"):
+        code, text = _cli(["perturb", str(table), "--seed", "1", "--key",
+                           str(tmp_path / "key.json"), "--output", str(tmp_path / output)])
+        lines = [line for line in text.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1, text
+        with pytest.raises(AnonlabError) as caught:
+            run_perturb(PerturbSettings(input=str(table), seed=1, key=str(tmp_path / "key.json"),
+                                        output=str(tmp_path / output)))
+        assert lines[0] == f"Error: {caught.value}"
+        said.append(str(caught.value))
+    assert said[0] == said[1] and says in said[0]
+    frame = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [5.0, 6, 8, 7],
+                          "c": ["1", "2", "3", cell or None]})
+    parts = write_parts(frame, tmp_path / "parts", [0, 2, 4])
+    with pytest.raises(AnonlabError, match=r"\(record 2.*counted from row 1 of .*part"):
+        run_perturb(PerturbSettings(input=str(parts), seed=1, key=str(tmp_path / "key.json"),
+                                    output=str(tmp_path / "release") + "/"))
+    assert not (tmp_path / "release").exists() and not (tmp_path / "key.json").exists()

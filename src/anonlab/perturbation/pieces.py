@@ -138,6 +138,40 @@ def integer_column(column: Any) -> bool:
     return bool(len(text) == 0 or pc.all(pc.match_substring_regex(text, INTEGER_TEXT)).as_py())
 
 
+def numbers(batch: pa.Table, columns: Sequence[str], piece: Piece, seen: int) -> FloatArray:
+    """``columns`` of a batch of ``piece`` as doubles
+    (:func:`anonlab.engine.kernels.numeric_block`), refusing a value that is not a finite
+    number with the in-memory run's line (:func:`anonlab.textnumbers.exact_matrix`: "column
+    'c' is not numeric (record 2: 'x') ...", "... has a missing or infinite value ...").
+
+    The records are counted within the batch, which starts at row ``seen`` of the piece: on
+    the first batch of the first piece (all of a table read as one piece in one batch) the
+    line is the in-memory one word for word; elsewhere it says where the count starts.
+    """
+    from anonlab.tabletext import to_frame
+    from anonlab.textnumbers import exact_matrix
+
+    try:
+        x = kernels.numeric_block(batch, columns, piece.describe())
+    except AnonlabError as exc:
+        engine_error: AnonlabError | None = exc
+    else:
+        if np.isfinite(x).all():
+            return x
+        engine_error = None
+    try:
+        exact_matrix(to_frame(batch.select(list(columns)), arrow_strings=True), columns,
+                     allow_constant=True)
+    except AnonlabError as exc:
+        if piece.index == 0 and seen == 0:
+            raise
+        raise AnonlabError(f"{exc} (records counted from row {seen + 1} of "
+                           f"{piece.describe()})") from None
+    if engine_error is not None:  # a spelling the in-memory reader takes but Arrow does not
+        raise engine_error
+    return x
+
+
 def _smallest(keys: FloatArray, size: int) -> NDArray[np.intp]:
     """Indices of the ``size`` smallest ``keys`` (all when there are fewer), in any order."""
     if keys.size <= size:
@@ -214,8 +248,8 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
         for batch in piece.batches(names, batch_rows):
             for j, name in enumerate(columns):
                 integer[j] = integer[j] and integer_column(batch.column(name))
-            x = kernels.numeric_block(batch, columns, piece.describe())
             seen = sampler.seen
+            x = numbers(batch, columns, piece, seen)
             sampler.add(x)
             y = np.asarray(function(_noisy(x, noise, -1.0, piece.index, seen)),
                            dtype=np.float64)
@@ -253,8 +287,19 @@ def pieces_of(table: Table) -> int:
 
 def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
                      ) -> tuple[int, kernels.PartialMoments]:
-    """The piece's index and its moments (:func:`anonlab.engine.kernels.piece_moments`)."""
-    return piece.index, kernels.piece_moments(piece, columns, batch_rows)
+    """The piece's index and its moments, batch by batch (each batch: mean, then centred
+    squares, as :func:`anonlab.engine.kernels.piece_moments`; values read by
+    :func:`numbers`)."""
+    total = kernels.PartialMoments(0, np.zeros(len(columns)), np.zeros(len(columns)))
+    for batch in piece.batches(list(columns), batch_rows):
+        x = numbers(batch, columns, piece, total.count)
+        if x.shape[0] == 0:
+            continue
+        mean = x.mean(axis=0)
+        centred = x - mean
+        total = kernels.combine_moments(total, kernels.PartialMoments(
+            x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+    return piece.index, total
 
 
 def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
@@ -284,7 +329,7 @@ def _piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int
     moments = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
     comoments = kernels.empty_comoments(d)
     for batch in piece.batches(list(columns), batch_rows):
-        x = kernels.numeric_block(batch, columns, piece.describe())
+        x = numbers(batch, columns, piece, moments.count)
         if x.shape[0] == 0:
             continue
         mean = x.mean(axis=0)
