@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -64,3 +65,33 @@ def test_every_boolean_option_has_its_no_form() -> None:
                     and param.name not in {"help", "quiet", "version"}):
                 lacking.append(f"{name} {param.opts[0]}")
     assert lacking == []
+
+
+def test_console_script_generalize_writes_and_warns(tmp_path: Path) -> None:
+    """``generalize`` ends its process without the interpreter's teardown: its outputs are
+    written, its warnings shown, its exit code kept (0, and 2 for a refused run)."""
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "release.csv"
+    args = [sys.executable, "-m", "anonlab", "generalize", "--config",
+            str(repo / "examples" / "adult.toml"), "--output", str(out), "--report",
+            str(tmp_path / "report.json"), "--quiet"]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Warning: sensitive attribute 'salary-class'" in done.stderr
+    assert out.read_text(encoding="utf-8").count("\n") == 30_163
+    refused = subprocess.run([*args, "--k", "0"], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith("Error: "), refused.stderr
+
+
+@pytest.mark.parametrize(("code", "status", "stderr"), [(None, 0, ""), (3, 3, ""),
+                                                         ("gone", 1, "gone\n")])
+def test_exit_now_is_sys_exit_without_teardown(code: object, status: int, stderr: str) -> None:
+    program = ("import atexit, sys\n"
+               "from anonlab.cli.app import exit_now\n"
+               "atexit.register(lambda: print('atexit ran'))\n"
+               "print('buffered', end=' ')\n"
+               f"exit_now({code!r})\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (status, "buffered atexit ran\n",
+                                                           stderr)

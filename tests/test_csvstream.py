@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -165,3 +166,66 @@ def test_generalize_puts_arrow_on_the_c_allocator() -> None:
     assert default != "system"
     env["ARROW_DEFAULT_MEMORY_POOL"] = default  # a user's choice is kept
     assert _pool_after_tuning("generalize", env) == default
+
+
+def _options(path: Path, skip: bool = True) -> tuple[Any, Any, Any]:
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    kind = pa.dictionary(pa.int32(), pa.string())
+    types = {f"f{i}": kind for i in range(len(first.split(",")))}
+    return (pacsv.ReadOptions(block_size=1 << 10, autogenerate_column_names=True,
+                              skip_rows_after_names=int(skip)),
+            pacsv.ParseOptions(delimiter=","),
+            pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                 quoted_strings_can_be_null=False))
+
+
+def _repeated_rows(path: Path, rows: int, seed: int = 0, end: str = "\n") -> None:
+    rng = np.random.default_rng(seed)
+    lines = [f"{a},{w},id{i}" for a, w, i in zip(rng.integers(17, 25, rows),
+                                                 rng.choice(["x", "", "é", "y z"], rows),
+                                                 rng.integers(0, 300, rows), strict=True)]
+    path.write_text("age,word,id\n" + "\n".join(lines) + end, encoding="utf-8")
+
+
+@pytest.mark.parametrize("end", ["\n", ""])
+@pytest.mark.parametrize("skip", [True, False])
+def test_distinct_lines_read_equals_the_streamed_read(tmp_path: Path, end: str, skip: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct line parsed once: the same table (texts, codes, dictionaries in order of
+    first appearance, narrowest codes) as reading every line, with or without the header
+    and a line break at the end, whatever the block of lines."""
+    path = tmp_path / "t.csv"
+    _repeated_rows(path, 20_000, end=end)
+    monkeypatch.setattr(csvstream, "LINES_BLOCK", 997)  # blocks end inside lines
+    once = csvstream.read_repeated_csv(path, skip, '"', *_options(path, skip))
+    assert once is not None
+    every = read_dictionary_csv(path, *_options(path, skip))
+    assert once.equals(every)
+    assert [c.type for c in once.columns] == [c.type for c in every.columns]
+
+
+def test_distinct_lines_read_gives_way(tmp_path: Path) -> None:
+    """None (read every line instead) where lines may not be records, a line is empty, the
+    lines are mostly distinct or do not parse."""
+    path = tmp_path / "t.csv"
+    _repeated_rows(path, 2000)
+    text = path.read_text(encoding="utf-8")
+    cases = {"quote": text + '"a,b",x,id1\n', "carriage return": text.replace("\n", "\r\n"),
+             "empty line": text + "\n20,x,id1\n", "short line": text + "20,x\n"}
+    for name, content in cases.items():
+        path.write_text(content, encoding="utf-8")
+        assert csvstream.read_repeated_csv(path, True, '"', *_options(path)) is None, name
+    path.write_text("i\n" + "".join(f"{i}\n" for i in range(100_000)), encoding="utf-8")
+    assert csvstream.read_repeated_csv(path, True, '"', *_options(path)) is None
+
+
+def test_read_table_repeated_is_the_same_frame(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    _repeated_rows(path, 5000)
+    once = read_table(path, strings="dictionary", repeated=True)
+    pd.testing.assert_frame_equal(once, read_table(path, strings="dictionary"))
+    for column in once.columns:
+        assert once[column].cat.codes.dtype == np.int8 or column == "id"
+    path.write_text(path.read_text(encoding="utf-8") + '"a,b",x,id1\n', encoding="utf-8")
+    pd.testing.assert_frame_equal(read_table(path, strings="dictionary", repeated=True),
+                                  read_table(path, strings="dictionary"))

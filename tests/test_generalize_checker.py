@@ -63,3 +63,35 @@ def test_missing_values_read_as_empty_text() -> None:
     wrong = release.assign(q=["ab", "ab", "ab", "?"])
     assert check_generalization(original, wrong, {"q": hier}, {"q": 1}) == [
         "column 'q' row 2: released 'ab', expected '?'"]
+
+
+def _categorical(frame: pd.DataFrame, unused: str | None = None) -> pd.DataFrame:
+    """Every column a categorical (as a table read back with strings="dictionary"), in the
+    categories' reverse order, with an ``unused`` category where given."""
+    out = {}
+    for name, column in frame.items():
+        categories = sorted(set(column), reverse=True) + ([unused] if unused else [])
+        out[name] = pd.Categorical(column, categories=categories)
+    return pd.DataFrame(out)
+
+
+@pytest.mark.parametrize("unused", [None, "99"])
+def test_categorical_tables_are_checked_as_their_text(unused: str | None) -> None:
+    """Categoricals compared on their own codes (any category order) or, with a category
+    no row uses (not in the hierarchy), as text: the same findings as plain text."""
+    from anonlab.verify.criteria import check_criteria
+
+    original, release = _categorical(ORIGINAL, unused), _categorical(_release(), unused)
+    assert check_generalization(original, release, {"age": AGE}, {"age": 1}, ["name"], 1) == []
+    wrong = _categorical(_release().assign(age=["30-34", "30-34", "35-39", "40-44", "*"]))
+    assert check_generalization(original, wrong, {"age": AGE}, {"age": 1}, ["name"], 1) == [
+        "column 'age' row 4: released '40-44', expected '35-39'"]
+    changed = _categorical(_release().assign(s=["x", "y", "x", "x", "x"]))
+    assert check_generalization(original, changed, {"age": AGE}, {"age": 1}, ["name"],
+                                1) == ["column 's' was changed"]
+    k = [{"model": "k-anonymity", "k": 2}]
+    assert check_criteria(original, release, k, ["age"], 1) == \
+        check_criteria(ORIGINAL, _release(), k, ["age"], 1) == []
+    assert check_criteria(original, release, [{"model": "k-anonymity", "k": 3}], ["age"], 1) \
+        == check_criteria(ORIGINAL, _release(), [{"model": "k-anonymity", "k": 3}], ["age"], 1)
+    assert check_criteria(original, release, [{"model": "k-anonymity", "k": 3}], ["age"], 1)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from anonlab.io import read_json, to_json_text, write_json
 
@@ -299,3 +300,52 @@ def test_atomic_writes_remove_temp_files_of_killed_runs(tmp_path: Path) -> None:
     stale.write_text("left by kill -9", encoding="utf-8")
     write_json({"a": 1}, tmp_path / "r.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def _categorical_frame(n: int, columns: int = 3, seed: int = 0) -> object:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    words = ["*", "a,b", 'say "hi"', "two\nlines", "", "Zoë", "plain"]
+    return pd.DataFrame({f"c{j}": pd.Categorical(rng.choice(words[j % 3:], n))
+                         for j in range(columns)})
+
+
+def _rendered_row_by_row(frame: object, path: Path) -> bytes:
+    """The same table written batch by batch, every row rendered (no distinct rows)."""
+    from anonlab.sinks import CSV_BATCH_ROWS, header_line, to_arrow, write_csv_rows
+
+    table = to_arrow(frame)
+    with path.open("wb") as fh:
+        fh.write(header_line(table.column_names, ","))
+        for start in range(0, table.num_rows, CSV_BATCH_ROWS):  # each part one batch long
+            write_csv_rows(table.slice(start, CSV_BATCH_ROWS), fh, ",")
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("columns", [1, 3])
+def test_repeated_rows_are_written_as_rendered_one_by_one(tmp_path: Path, columns: int) -> None:
+    """A long table of categoricals whose rows repeat has each distinct row rendered once:
+    the same bytes as rendering every row (quotes, the delimiter, line breaks, '')."""
+    from anonlab.io import write_table
+    from anonlab.sinks import CSV_BATCH_ROWS, _distinct_rows, to_arrow
+
+    frame = _categorical_frame(2 * CSV_BATCH_ROWS + 11, columns)
+    assert _distinct_rows(to_arrow(frame)) is not None  # the distinct-row path is taken
+    write_table(frame, tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_bytes() == _rendered_row_by_row(frame, tmp_path / "r.csv")
+
+
+def test_distinct_rows_only_where_rows_repeat() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from anonlab.sinks import CSV_BATCH_ROWS, _distinct_rows, to_arrow
+
+    n = 2 * CSV_BATCH_ROWS
+    unique = pd.DataFrame({"i": pd.Categorical(np.arange(n).astype(str))})
+    assert _distinct_rows(to_arrow(unique)) is None  # every row distinct
+    missing = pd.DataFrame({"s": pd.Categorical(["a", None] * (n // 2))})
+    assert _distinct_rows(to_arrow(missing)) is None  # a missing value: rendered as before
+    assert _distinct_rows(to_arrow(_categorical_frame(CSV_BATCH_ROWS))) is None  # one batch

@@ -70,6 +70,7 @@ def read_table(
     format_of: PathLike | DatabaseTarget | None = None,
     strings: Strings = "python",
     doubles: Sequence[str] | None = None,
+    repeated: bool = False,
 ) -> pd.DataFrame:
     """Read a table from a file, a folder, a database or a DataFrame.
 
@@ -115,10 +116,15 @@ def read_table(
     as it is). A missing value or a text that is not a number is an error
     naming the column; read such a table as text. With ``strings="arrow"``
     these columns are Arrow-backed too (``pd.ArrowDtype(pa.float64())``).
+
+    ``repeated`` says that the records are expected to repeat (a generalized
+    release): a CSV read with ``strings="dictionary"`` then has each distinct
+    line parsed once (:func:`anonlab.csvstream.read_repeated_csv`; the same
+    table, read faster), where its lines are its records.
     """
     import pandas as pd  # here, not at import: commands that never read a table skip it
 
-    text = _text_options(strings, doubles, dtype)
+    text = _text_options(strings, doubles, dtype, repeated)
     if isinstance(source, pd.DataFrame):
         _no_sheet(sheet, "a DataFrame")
         _no_database_options(table, query, "a DataFrame")
@@ -149,9 +155,11 @@ class _Text:
     arrow: bool = False  # text columns Arrow-backed, not str objects
     doubles: tuple[str, ...] = ()  # columns read as float64 instead
     dictionary: bool = False  # text columns as categoricals (codes and distinct texts)
+    repeated: bool = False  # records expected to repeat: a CSV's distinct lines parsed once
 
 
-def _text_options(strings: str, doubles: Sequence[str] | None, dtype: Any) -> _Text:
+def _text_options(strings: str, doubles: Sequence[str] | None, dtype: Any,
+                  repeated: bool = False) -> _Text:
     """``strings`` and ``doubles`` checked (they apply to ``dtype=str`` only)."""
     if strings not in ("python", "arrow", "dictionary"):
         raise AnonlabError(f"strings '{strings}' is not a choice: give 'python' (str objects), "
@@ -169,7 +177,7 @@ def _text_options(strings: str, doubles: Sequence[str] | None, dtype: Any) -> _T
         raise AnonlabError(f"doubles '{doubles}' must be a list of column names, e.g. "
                            f"['{doubles}']", parameter="doubles")
     return _Text(strings == "arrow", tuple(str(c) for c in doubles or ()),
-                 strings == "dictionary")
+                 strings == "dictionary", repeated)
 
 
 def _written_delimiter(target: PathLike | DatabaseTarget) -> str | None:
@@ -252,7 +260,7 @@ def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
             raise _no_rows(f"file '{path}'", header)
         return frame  # type: ignore[no-any-return]
     data = read_csv_text(path, sep, quotechar, header, doubles=text_options.doubles,
-                         dictionary=text_options.dictionary)
+                         dictionary=text_options.dictionary, repeated=text_options.repeated)
     return _finish(data, f"file '{path}'", dtype, header, text_options=text_options)
 
 

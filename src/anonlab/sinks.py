@@ -36,6 +36,7 @@ from anonlab.tabletext import arrow_from_frame, text_array
 
 if TYPE_CHECKING:
     import pandas as pd
+    from numpy.typing import NDArray
 
 CSV_BATCH_ROWS = 1 << 16  # rows rendered at once by one thread
 EXCEL_MAX_ROWS = 1_048_576  # rows of an Excel sheet, the header included
@@ -157,6 +158,11 @@ def _dictionary_fields(column: pa.DictionaryArray, pattern: str, alone: bool) ->
 
 def _render(batch: pa.RecordBatch, delimiter: str) -> pa.Buffer:
     """The CSV lines of ``batch`` as one buffer (vectorised: no Python loop over rows)."""
+    return _joined(_render_lines(batch, delimiter))
+
+
+def _render_lines(batch: pa.RecordBatch, delimiter: str) -> pa.Array:
+    """Each row of ``batch`` as its CSV line (``large_string``, each ending in ``\\n``)."""
     pattern = _regex_class('"' + delimiter + "\r\n")
     alone = batch.num_columns == 1
     kind = pa.large_string()
@@ -164,11 +170,64 @@ def _render(batch: pa.RecordBatch, delimiter: str) -> pa.Buffer:
                else text_array(c).cast(kind) if _never_quoted(c.type, delimiter) and not alone
                else _quoted(text_array(c).cast(kind), pattern, alone) for c in batch.columns]
     lines = pc.binary_join_element_wise(*columns, pa.scalar(delimiter, kind))
-    lines = pc.binary_join_element_wise(lines, pa.scalar("", kind), pa.scalar("\n", kind))
+    return pc.binary_join_element_wise(lines, pa.scalar("", kind), pa.scalar("\n", kind))
+
+
+def _joined(lines: pa.Array) -> pa.Buffer:
+    """The texts of a ``large_string`` array one after another, as one buffer (no copy)."""
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1,
                             offset=lines.offset * 8)
     data = lines.buffers()[2]
     return data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+
+
+#: the most rows of one distinct-row rendering per row of the table (above it, render all)
+DISTINCT_SHARE = 0.5
+
+
+def _distinct_rows(table: pa.Table) -> tuple[pa.RecordBatch, NDArray[np.int64]] | None:
+    """The distinct rows of a table of dictionary columns, and each row's distinct row.
+
+    Only for a table longer than one batch whose every column is one chunk of a
+    dictionary array without a missing value (a release built from codes): the
+    rows' codes are combined into one key by mixed radix,
+    ``key = (...(c_0 * K_1 + c_1) * K_2 + ...) + c_{m-1}`` with ``K_i`` column
+    ``i``'s dictionary size, and the keys factorized (in order of first
+    appearance); the distinct keys are split back into codes. A line of CSV
+    depends on its row's values only, so rendering each distinct row once and
+    taking its line for every row gives the same bytes. ``None`` (render every
+    row) otherwise, or when the key space exceeds int64 or more than
+    :data:`DISTINCT_SHARE` of the rows are distinct.
+    """
+    from anonlab.grouping import MAX_KEY, factorize_int64
+
+    n = table.num_rows
+    if n <= CSV_BATCH_ROWS or table.num_columns == 0:
+        return None
+    if any(c.num_chunks != 1 for c in table.columns):
+        return None
+    columns = [c.chunk(0) for c in table.columns]
+    if not all(_plain_dictionary(c) for c in columns):
+        return None
+    sizes = [max(len(c.dictionary), 1) for c in columns]
+    if math.prod(sizes) > MAX_KEY:
+        return None
+    key = np.zeros(n, dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key *= size
+        key += column.indices.to_numpy(zero_copy_only=False)
+    inverse, uniques = factorize_int64(key, size_hint=1 << 12)
+    del key
+    if len(uniques) > DISTINCT_SHARE * n:
+        return None
+    codes: list[pa.Array] = []
+    rest = uniques
+    for column, size in zip(reversed(columns), reversed(sizes), strict=True):
+        rest, code = np.divmod(rest, size)
+        codes.append(pa.DictionaryArray.from_arrays(
+            pa.array(code.astype(column.indices.type.to_pandas_dtype())), column.dictionary))
+    batch = pa.RecordBatch.from_arrays(codes[::-1], names=table.column_names)
+    return batch, inverse
 
 
 def _usable_cpus() -> int:
@@ -206,7 +265,18 @@ def write_csv(table: pa.Table, path: Path, delimiter: str = ",") -> None:
 
 
 def write_csv_rows(table: pa.Table, fh: BinaryIO, delimiter: str) -> None:
-    """The rows of ``table`` as CSV lines, rendered by several threads when it is long."""
+    """The rows of ``table`` as CSV lines, rendered by several threads when it is long.
+
+    A long table of dictionary columns whose rows repeat (a generalized release)
+    has each distinct row rendered once (:func:`_distinct_rows`).
+    """
+    distinct = _distinct_rows(table)
+    if distinct is not None:
+        rows, inverse = distinct
+        lines = _render_lines(rows, delimiter)
+        for start in range(0, len(inverse), CSV_BATCH_ROWS):
+            fh.write(_joined(lines.take(inverse[start:start + CSV_BATCH_ROWS])))
+        return
     batches = iter(table.to_batches(max_chunksize=CSV_BATCH_ROWS))
     workers = min(_usable_cpus(), 4, -(-table.num_rows // CSV_BATCH_ROWS))
     if workers <= 1:

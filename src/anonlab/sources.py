@@ -124,7 +124,8 @@ def check_names(names: Sequence[str], where: str) -> None:
 
 
 def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
-                  doubles: Collection[str] = (), dictionary: bool = False) -> pa.Table:
+                  doubles: Collection[str] = (), dictionary: bool = False,
+                  repeated: bool = False) -> pa.Table:
     """A CSV file as an Arrow table of strings (empty fields are ``""``, never null).
 
     pyarrow parses the file in blocks on all cores. A record longer than a
@@ -139,7 +140,9 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
     With ``dictionary`` the text columns are parsed straight into dictionary
     arrays (the distinct texts and a code per row), the header row skipped
     like that of a table with such columns, so that no header name enters a
-    dictionary.
+    dictionary. ``repeated`` (with ``dictionary``, no ``doubles``): records expected to
+    repeat, each distinct line parsed once where lines are records
+    (:func:`anonlab.csvstream.read_repeated_csv`).
     """
     record = first_record(path, sep, quotechar)
     if not record:
@@ -149,27 +152,40 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
     names = record if header else [str(i) for i in range(len(record))]
     typed = [i for i, name in enumerate(names) if name in doubles]
     skipped = header and (bool(typed) or dictionary)
-    table = _parse_csv(path, sep, quotechar, names, typed, skip=skipped, dictionary=dictionary)
+    table = _parse_csv(path, sep, quotechar, names, typed, skip=skipped, dictionary=dictionary,
+                       repeated=repeated and not typed)
     if typed or dictionary:  # any header was skipped: its names are the ones csv read above
         return table.rename_columns(list(names))
     return _named(table, header)
 
 
 def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
-               typed: Sequence[int], skip: bool, dictionary: bool = False) -> pa.Table:
+               typed: Sequence[int], skip: bool, dictionary: bool = False,
+               repeated: bool = False) -> pa.Table:
     """pyarrow's parse of the file: columns ``f0``, ``f1``..., text except ``typed`` (doubles).
 
     ``skip`` leaves out the first record (the header); otherwise it is row 0.
     ``dictionary``: text columns as dictionary arrays of strings, the file streamed block
-    by block (:func:`anonlab.csvstream.read_dictionary_csv`), never held whole.
+    by block (:func:`anonlab.csvstream.read_dictionary_csv`), never held whole; with
+    ``repeated`` each distinct line parsed once where that applies
+    (:func:`anonlab.csvstream.read_repeated_csv`).
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from anonlab.csvstream import STREAM_BLOCK, read_dictionary_csv
+    from anonlab.csvstream import STREAM_BLOCK, read_dictionary_csv, read_repeated_csv
 
     text = pa.dictionary(pa.int32(), pa.string()) if dictionary else pa.string()
     types = {f"f{i}": pa.float64() if i in typed else text for i in range(len(names))}
+    convert = pacsv.ConvertOptions(column_types=types, null_values=[],
+                                   strings_can_be_null=False, quoted_strings_can_be_null=False)
+    if dictionary and repeated:
+        once = read_repeated_csv(
+            path, skip, quotechar,
+            pacsv.ReadOptions(block_size=STREAM_BLOCK, autogenerate_column_names=True),
+            pacsv.ParseOptions(delimiter=sep, quote_char=quotechar), convert)
+        if once is not None:
+            return once
     read = read_dictionary_csv if dictionary else pacsv.read_csv
     block, newlines = STREAM_BLOCK if dictionary else CSV_BLOCK, False
     while True:
@@ -180,9 +196,7 @@ def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
                                                skip_rows_after_names=int(skip)),
                 parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=quotechar,
                                                  newlines_in_values=newlines),
-                convert_options=pacsv.ConvertOptions(
-                    column_types=types, null_values=[], strings_can_be_null=False,
-                    quoted_strings_can_be_null=False),
+                convert_options=convert,
             )
         except pa.ArrowInvalid as exc:
             text = str(exc)

@@ -54,7 +54,7 @@ from numpy.typing import NDArray
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.profitability import PROFITABILITY, failing_classes
-from anonlab.verify.tables import plain_text
+from anonlab.verify.tables import category_codes, plain_text
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -65,6 +65,9 @@ FloatArray = NDArray[np.float64]
 TOL = 1e-9
 #: Euler-Mascheroni constant (Grassberger's estimator)
 EULER_GAMMA = 0.5772156649015329
+#: the largest key space of the release's classes before their keys are renumbered (a
+#: quarter of int64's range, so that ``key * width + code`` cannot overflow)
+GROUP_SPACE = np.iinfo(np.int64).max // 4
 
 
 # ---------------------------------------------------------------------------
@@ -117,11 +120,17 @@ def released_classes(
     n = len(release)
     all_star = np.ones(n, dtype=bool)
     group = np.zeros(n, dtype=np.int64)
+    space = 1
     for col in cols:
-        codes, uniques = pd.factorize(_text(release[col]))  # no missing codes: text only
+        codes, uniques = _text_codes(release[col])
         star = np.flatnonzero(np.asarray(uniques, dtype=object) == SUPPRESSED)
         all_star &= codes == (int(star[0]) if star.size else -1)
-        group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
+        width = max(len(uniques), 1)
+        if space * width > GROUP_SPACE:  # renumber before the keys could overflow
+            group, seen = pd.factorize(group)
+            space = len(seen)
+        group = group * width + codes
+        space *= width
     expected = np.zeros(n, dtype=bool) if expected_star is None else expected_star
     suppressed = all_star & ~expected
     class_of = np.full(n, -1, dtype=np.int64)
@@ -132,6 +141,16 @@ def released_classes(
     top = int(class_of[top_rows[0]]) if top_rows.size else -1
     return Released(release, cols, class_of, sizes.astype(np.int64), top,
                     int(suppressed.sum()))
+
+
+def _text_codes(column: pd.Series) -> tuple[NDArray[np.integer], Sequence[str]]:
+    """Each row's text as a code (equal codes: equal texts) and the texts coded: a
+    categorical's own (:func:`~anonlab.verify.tables.category_codes`), or factorized."""
+    own = category_codes(column)
+    if own is not None:
+        return own
+    codes, uniques = pd.factorize(_text(column))  # no missing codes: text only
+    return codes, list(uniques)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
-from anonlab.verify.tables import plain_text
+from anonlab.verify.tables import category_codes, plain_text
 
 __all__ = ["check_criteria", "check_generalization", "check_k_anonymity",
            "check_level_bounds", "expected_stars"]
@@ -202,13 +202,19 @@ def _same_text(before: pd.Series, after: pd.Series) -> bool:
 
 
 def _coded(column: pd.Series) -> tuple[NDArray[np.int32], list[str]]:
-    """Each row's text as a code into the column's distinct texts (first appearance order).
+    """Each row's text as a code into the column's distinct texts.
 
     The texts are those of :func:`_text` (a missing value is ``''``); equal
     codes mean equal text, so rows can be compared as integers. Codes lie below
     the number of rows and are kept in 32 bits (half the memory of pandas' codes
-    for the quasi-identifiers of a million-row release held at once).
+    for the quasi-identifiers of a million-row release held at once). A categorical of
+    texts with every category used (as a release is read back) gives its own codes and
+    categories (:func:`~anonlab.verify.tables.category_codes`: equal codes are equal texts,
+    in the categories' order), without a pass over its rows.
     """
+    own = category_codes(column)
+    if own is not None:
+        return own[0].astype(np.int32, copy=False), own[1]
     codes, values = pd.factorize(_text(column))
     if len(values) >= np.iinfo(np.int32).max:  # pragma: no cover - two billion distinct texts
         raise AnonlabError(f"column '{column.name}' has too many distinct values to check")

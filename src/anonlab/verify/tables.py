@@ -53,6 +53,23 @@ def plain_text(column: pd.Series) -> bool:
     return isinstance(dtype, pd.StringDtype) and not column.isna().any()
 
 
+def category_codes(column: pd.Series) -> tuple[NDArray[np.integer], list[str]] | None:
+    """A categorical of texts with nothing missing and every category used, as its own
+    codes and categories (equal codes: equal texts); ``None`` for any other column.
+
+    Such a column (a table read with ``strings="dictionary"``) needs no
+    factorization to compare or group its rows: its codes are that already.
+    """
+    if not (isinstance(column.dtype, pd.CategoricalDtype) and plain_text(column)):
+        return None
+    codes = column.cat.codes.to_numpy()
+    categories = column.cat.categories
+    if len(codes) and np.count_nonzero(np.bincount(codes, minlength=len(categories))) \
+            < len(categories):
+        return None
+    return codes, [str(v) for v in categories]
+
+
 def stripped(column: pd.Series) -> ObjectArray:
     """A categorical column as text without surrounding spaces (missing: ``''``)."""
     return np.asarray([str(v).strip() for v in text(column)], dtype=object)
