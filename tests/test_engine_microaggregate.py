@@ -181,6 +181,28 @@ def test_a_database_input_is_cut_into_regions_too(original: pd.DataFrame,
     assert sizes.min() >= K
 
 
+def test_a_database_table_on_the_engine(original: pd.DataFrame, tmp_path: Path) -> None:
+    """A database table, read whole as in memory and cut into pieces by the engine, gives
+    the release the in-memory run by regions gives (same groups, in the input's order)."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        original.to_sql("t", db, index=False)
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    folder = run_microaggregate(_settings(url, f"{tmp_path / 'folder'}/", region_rows=REGION,
+                                          table="t"))
+    memory = run_microaggregate(_settings(url, str(tmp_path / "file.csv"), region_rows=REGION,
+                                          table="t"))
+    assert folder.report["engine"] == memory.report["engine"]
+    for key in ("groups", "group_sizes", "records", "measures", "risk", "verified"):
+        assert folder.report[key] == memory.report[key]
+    written = pd.read_csv(tmp_path / "file.csv", dtype={"s": str})
+    assert _digest(written.astype({c: float for c in NUMERIC})) == \
+        _digest(pd.read_parquet(tmp_path / "folder"))
+    with pytest.raises(AnonlabError, match="output_table applies to a database output"):
+        run_microaggregate(_settings(url, f"{tmp_path / 'o'}/", table="t", output_table="x"))
+
+
 def test_a_dask_dataframe_input(cluster: str, original: pd.DataFrame, parts: Path,
                                 tmp_path: Path) -> None:
     """A Dask DataFrame gives the same release on the NumPy engine (its partitions computed

@@ -45,11 +45,13 @@ the moments of the masked columns, a sample for the regions' planes, the
 rows routed to their regions, and one task per region writing its part of
 the release into the folder staged by :class:`~anonlab.outputs.Outputs`.
 Exact MDAV (it compares every record with every other), nominal and ordinal
-columns (their distances need the whole table's categories), a database or
-Excel input and a file output are refused with one line, the same from the
-CLI and from Python. Which columns are masked and every column's role are
-decided as in memory (:func:`masked_table`) on the first
-:data:`HEAD_ROWS` rows. A release of at most :data:`IN_MEMORY_ROWS` records
+columns (their distances need the whole table's categories), a file output
+and ``output_table`` are refused with one line, the same from the CLI and
+from Python. A database table or query, or a workbook's sheet, which the
+engines do not read, is read whole by the one reader, as in memory, and cut
+into pieces by the engine (:func:`_engine_source`). Which columns are masked
+and every column's role are decided as in memory (:func:`masked_table`) on
+the first :data:`HEAD_ROWS` rows. A release of at most :data:`IN_MEMORY_ROWS` records
 is read back whole, put in the input's order (each region returns its rows'
 places, which must be every row once) and checked by the independent checker
 as in memory, and its risk section measured on it; a larger one is checked
@@ -71,7 +73,8 @@ that are sums over records are exact (the in-memory figures up to rounding);
 record linkage and interval disclosure run within blocks of ``block_rows``
 records. The report is the in-memory one with ``measure_parameters.blocks``
 saying which measures are which, and ``engine`` (its name, the block size and
-the number of blocks). A database or Excel input is refused with one line.
+the number of blocks). A database or Excel table is read whole, as in memory,
+and cut into pieces by the engine.
 
 ``tradeoff`` runs in memory only (it has no engine settings).
 """
@@ -554,15 +557,25 @@ def _by_regions(s: MicroaggregateSettings, table: MicrodataTable) -> bool:
     return s.variant == "scalable" and not table.categorical and table.n > s.region_rows
 
 
-def _engine_reads(s: MicroaggregateSettings) -> bool:
-    """Whether the engine reads the input itself: a Parquet or CSV file or folder (not a
-    database or a workbook)."""
+def _engine_reads(source: Any, s: ReadSettings) -> bool:
+    """Whether the engine reads ``source`` itself: a Parquet or CSV file or folder, or a Dask
+    DataFrame (not a database table or query, nor a workbook's sheet)."""
     from anonlab.database import is_database_url
     from anonlab.sources import file_format
 
-    source = Path(s.input)
-    return (not is_database_url(s.input) and s.sheet is None
-            and (source.is_dir() or file_format(source) != "excel"))
+    if not isinstance(source, str):
+        return True
+    if is_database_url(source) or any(getattr(s, name) is not None
+                                      for name in ("sheet", "table", "query")):
+        return False
+    path = Path(source)
+    return not path.is_file() or file_format(path) != "excel"  # a missing path: its message
+
+
+def _engine_source(source: Any, s: ReadSettings) -> Any:
+    """What the engine opens: ``source`` itself when it reads it (:func:`_engine_reads`), else
+    the table read whole by the one reader, as in memory, for the engine to cut in pieces."""
+    return source if _engine_reads(source, s) else _read(source, s)
 
 
 def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, dropped: list[str],
@@ -588,7 +601,7 @@ def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, droppe
     _check_block_size(s)
     with tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
-        pieces = open_table(s.input if _engine_reads(s) else table.frame,
+        pieces = open_table(s.input if _engine_reads(s.input, s) else table.frame,
                             delimiter=s.delimiter)
         keep = [c for c in pieces.column_names if c not in dropped]
         moments = engine.moments(pieces, numeric, progress=progress)
@@ -633,8 +646,6 @@ def _microaggregate_on_engine(settings: MicroaggregateSettings) -> bool:
 
 def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
     """Refuse, before any work, what ``microaggregate`` does not do on an engine."""
-    from anonlab.database import is_database_url
-
     engine = f"engine '{s.engine}'"
     if s.variant != "scalable":
         raise AnonlabError(f"variant '{s.variant}' runs in memory only (exact MDAV compares "
@@ -645,14 +656,10 @@ def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
             raise AnonlabError(f"{name} columns are masked in memory only: {engine} masks "
                                f"numeric columns; leave {name} out or use a file output",
                                parameter=name)
-    if isinstance(s.input, str) and is_database_url(s.input):
-        raise AnonlabError(f"input: {engine} reads Parquet and CSV files, folders and "
-                           "DataFrames, not a database: export the table to Parquet",
-                           parameter="input")
-    for name in ("sheet", "table", "query", "output_table"):
-        if getattr(s, name) is not None:
-            raise AnonlabError(f"{name} applies to Excel and database tables, which {engine} "
-                               f"does not read or write: leave {name} out", parameter=name)
+    if s.output_table is not None:
+        raise AnonlabError(f"output_table applies to a database output, which {engine} does "
+                           "not write (it writes a folder of Parquet parts): leave "
+                           "output_table out", parameter="output_table")
     if s.region_rows < 2 * s.k:
         raise AnonlabError(f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
                            parameter="region_rows")
@@ -688,7 +695,7 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
                  inputs=[source, *s.sensitive_hierarchies.values()],
                  folders=("output",)) as outputs, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
-        table = open_table(s.input, delimiter=s.delimiter)
+        table = open_table(_engine_source(s.input, s), delimiter=s.delimiter)
         head = _head_table(head_frame(table, HEAD_ROWS), s)
         numeric = list(head.numeric_names)
         dropped = head.columns_with(Role.IDENTIFYING)
@@ -708,8 +715,8 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
         folder = outputs.staged_folder("output")
         if folder is None:
             raise RuntimeError("the release folder was not staged")
-        inputs = {**({"data": source} if source is not None else {}),
-                  **{f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}}
+        inputs = _inputs(s) if isinstance(s.input, str) else \
+            {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
         report = _header("microaggregate", s, inputs, outputs.path("report"))
         if is_dask_frame(s.input):  # recorded by what it is, not by its value
             report["parameters"]["input"] = "a Dask DataFrame"
@@ -758,22 +765,6 @@ def _evaluate_on_engine(settings: EvaluateSettings) -> bool:
     return settings.engine != "numpy" or settings.block_rows is not None
 
 
-def _check_evaluate_engine(settings: EvaluateSettings) -> None:
-    """Refuse, before any work, the sources the engines do not read: a database, an Excel
-    sheet, a query."""
-    from anonlab.database import is_database_url
-
-    engine = f"engine '{settings.engine}'"
-    for name in ("original", "masked"):
-        if is_database_url(getattr(settings, name)):
-            raise AnonlabError(f"{name}: {engine} reads Parquet and CSV files and folders, not "
-                               "a database: export the table to Parquet", parameter=name)
-    for name in ("sheet", "table", "query"):
-        if getattr(settings, name) is not None:
-            raise AnonlabError(f"{name} applies to Excel and database inputs, which {engine} "
-                               f"does not read: leave {name} out", parameter=name)
-
-
 def _evaluated_roles(columns: Sequence[str], s: EvaluateSettings, measured: Sequence[str],
                      other: str | None) -> dict[str, Role]:
     """Every column's role on an engine: ``measured`` are the quasi-identifiers, the role
@@ -796,16 +787,16 @@ def _run_evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
     from anonlab.metrics import evaluate_pieces
     from anonlab.threads import blas_threads
 
-    _check_evaluate_engine(s)
     block_rows = s.block_rows if s.block_rows is not None else evaluate_pieces.DEFAULT_BLOCK_ROWS
     others = [*s.identifying, *s.sensitive, *s.insensitive]
     with Outputs({"report": s.report, "html": s.html},
                  inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
             closing(open_run_engine(s)) as engine:
-        columns = open_table(s.original, delimiter=s.delimiter).column_names
+        original, masked = _engine_source(s.original, s), _engine_source(s.masked, s)
+        columns = open_table(original, delimiter=s.delimiter).column_names
         _evaluated_roles(columns, s, [], "insensitive")  # the names alone, before any pass
         result = evaluate_pieces.evaluate_on_engine(
-            s.original, s.masked, s.columns, engine=engine, nominal=s.nominal,
+            original, masked, s.columns, engine=engine, nominal=s.nominal,
             ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
             interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,
             progress=progress, exclude=others)
