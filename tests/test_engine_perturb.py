@@ -542,3 +542,30 @@ def test_a_bad_value_gets_the_in_memory_line_on_the_engine(cell: str, says: str,
         run_perturb(PerturbSettings(input=str(parts), seed=1, key=str(tmp_path / "key.json"),
                                     output=str(tmp_path / "release") + "/"))
     assert not (tmp_path / "release").exists() and not (tmp_path / "key.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "folder", "frame"])
+def test_a_table_without_rows_gets_the_in_memory_line_on_the_engine(kind: str,
+                                                                    tmp_path: Path) -> None:
+    """No rows: the in-memory line (the reader's, the table model's for a DataFrame) on the
+    engine too, nothing written."""
+    empty = pd.DataFrame({"a": pd.Series([], dtype=float), "b": pd.Series([], dtype=float)})
+    source: Any = empty
+    if kind == "csv":
+        source = tmp_path / "in.csv"
+        source.write_text("a,b\n", encoding="utf-8")
+    elif kind == "parquet":
+        source = tmp_path / "in.parquet"
+        empty.to_parquet(source)
+    elif kind == "folder":
+        source = write_parts(empty, tmp_path / "in", [0, 0])
+    said = []
+    for output in ("memory.csv", "release/"):
+        with pytest.raises(AnonlabError) as caught:
+            run_perturb(PerturbSettings(input=source, seed=1, key=str(tmp_path / "key.json"),
+                                        output=str(tmp_path / output)))
+        said.append(str(caught.value))
+    want = {"csv": "has a header but no rows", "parquet": "has no rows", "folder": "has no rows",
+            "frame": "the table has no records"}[kind]
+    assert said[0] == said[1] and f"{want}: give at least one record" in said[0]
+    assert not (tmp_path / "key.json").exists() and not (tmp_path / "release").exists()

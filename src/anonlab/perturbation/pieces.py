@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.base import AffineRows, Moments, WriteSummary, base_engine
-from anonlab.engine.table import ParquetPiece, Piece, Table
+from anonlab.engine.table import CsvPiece, FramePiece, ParquetPiece, Piece, Table
 from anonlab.errors import AnonlabError
 from anonlab.staging import StagedFolder
 
@@ -302,6 +302,16 @@ def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
     return piece.index, total
 
 
+def _no_rows(table: Table) -> AnonlabError:
+    """The in-memory run's line for a table without rows: the one reader's for a file or
+    folder (CSV with a header), the table model's for a DataFrame."""
+    kinds = {type(p) for p in table.pieces}
+    if kinds == {FramePiece}:
+        return AnonlabError("the table has no records: give at least one record")
+    has = "has a header but no rows" if kinds == {CsvPiece} else "has no rows"
+    return AnonlabError(f"{table.source} {has}: give at least one record")
+
+
 def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
                  progress: ProgressFn | None = None) -> tuple[Moments, dict[int, int]]:
     """:meth:`Engine.moments` (pieces combined in order by Chan's update), and the global row
@@ -315,8 +325,7 @@ def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
         first_rows[index] = total.count
         total = kernels.combine_moments(total, part)
     if total.count == 0:
-        raise AnonlabError(f"input: {table.source} has no rows: give at least one record",
-                           parameter="input")
+        raise _no_rows(table)
     return (Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / total.count)),
             first_rows)
 
