@@ -95,3 +95,19 @@ def test_exit_now_is_sys_exit_without_teardown(code: object, status: int, stderr
                           check=False)
     assert (done.returncode, done.stdout, done.stderr) == (status, "buffered atexit ran\n",
                                                            stderr)
+
+
+def test_exit_now_waits_for_threads_as_exit_does() -> None:
+    """A thread that is not a daemon, and a thread pool left open, finish before the end."""
+    program = ("import threading, time\n"
+               "from concurrent.futures import ThreadPoolExecutor\n"
+               "from anonlab.cli.app import exit_now\n"
+               "def late():\n"
+               "    time.sleep(0.2)\n"
+               "    print('thread done', flush=True)\n"
+               "threading.Thread(target=late).start()\n"
+               "ThreadPoolExecutor(2).submit(time.sleep, 0.1)\n"
+               "exit_now(0)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "thread done\n")

@@ -12,6 +12,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from types import FrameType
 from typing import Any, NoReturn
@@ -263,14 +264,16 @@ QUICK_EXIT_COMMANDS = frozenset({"generalize"})
 def exit_now(code: str | int | None) -> NoReturn:
     """End the process as ``sys.exit(code)`` would, without the interpreter's teardown.
 
-    The ``atexit`` functions run (temporary folders removed, logging flushed,
-    thread pools joined) and the standard streams are flushed; then the
-    process ends (``os._exit``) without freeing every module, object and array
-    one by one, which after a run on a million rows costs about 0.15 s of CPU
-    (docs/benchmarks.md, round 5). Every output is written and closed before:
-    the run's files are renamed into place, or removed, before the command
-    returns.
+    As at the interpreter's exit, threads that are not daemons are waited for
+    (``threading._shutdown``: thread pools told to stop, then joined) and the
+    ``atexit`` functions run (temporary folders removed, logging flushed); the
+    standard streams are flushed; then the process ends (``os._exit``) without
+    freeing every module, object and array one by one, which after a run on a
+    million rows costs about 0.15 s of CPU (docs/benchmarks.md, round 5). Every
+    output is written and closed before: the run's files are renamed into
+    place, or removed, before the command returns.
     """
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     if code is None:
         status = 0
