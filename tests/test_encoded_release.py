@@ -17,7 +17,7 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table, write_table
 from anonlab.risk.classes import encode_columns, equivalence_classes
-from anonlab.runs.generalize import distinct_values
+from anonlab.runs.generalize_steps import distinct_values
 from anonlab.verify.generalization import check_generalization, expected_stars
 
 ROWS = [("a,b", "x", ""), ("", 'q"z', "1"), ("a,b", "x", "2"), ("c", "y", "1")]

@@ -32,12 +32,9 @@ from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.generalize import apply_transformation
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
-from anonlab.runs.generalize import (
-    ApplySettings,
-    GeneralizeSettings,
-    run_apply,
-    run_generalize,
-)
+from anonlab.runs.apply import run_apply
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
 from engines import assert_refused
 
 pytest.importorskip("distributed")
@@ -113,10 +110,10 @@ def test_numpy_engine_release_equals_in_memory(work: dict[str, Any], tmp_path: P
     """A folder output on the default engine, from the command line: one part per input
     part, the in-memory rows and report. With ``read_back_rows`` the release counts as too
     large to read back: verified by its frequency set, its risk measured by the engine."""
-    from anonlab.runs import generalize_engine
+    from anonlab.runs import generalize_steps
 
     if read_back_rows is not None:
-        monkeypatch.setattr(generalize_engine, "IN_MEMORY_ROWS", read_back_rows)
+        monkeypatch.setattr(generalize_steps, "IN_MEMORY_ROWS", read_back_rows)
     out = tmp_path / "release"
     result = runner.invoke(app, ["apply", str(work["report_in"]), str(work["parts"]),
                                  "--other", "insensitive", "--output", f"{out}/",

@@ -32,7 +32,8 @@ from anonlab.errors import AnonlabError, ReleaseRiskWarning
 from anonlab.generalize import Generalizer
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
-from anonlab.runs.generalize import GeneralizeSettings, run_generalize
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from engines import assert_refused
 
 pytest.importorskip("distributed")
@@ -250,9 +251,9 @@ def test_large_release_is_checked_and_measured_from_frequencies(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the read-back size the release is verified by the frequency set of what was
     written, and its risk measured by the engine: the same report as in memory."""
-    from anonlab.runs import generalize_engine
+    from anonlab.runs import generalize_steps
 
-    monkeypatch.setattr(generalize_engine, "IN_MEMORY_ROWS", 100)
+    monkeypatch.setattr(generalize_steps, "IN_MEMORY_ROWS", 100)
     out = tmp_path / "release"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)  # Adult's l = 1 classes

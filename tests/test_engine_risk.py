@@ -251,9 +251,9 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the read-back size, ``generalize`` on an engine measures the release's weighted
     risk from the engine's frequency set, never reading the released columns in."""
-    from anonlab.runs import generalize_engine
+    from anonlab.runs import generalize_steps
 
-    assert not hasattr(generalize_engine, "_risk_columns")
+    assert not hasattr(generalize_steps, "_risk_columns")
     adult = read_table(ADULT / "adult.csv", delimiter=";")
     adult["w"] = np.random.default_rng(7).uniform(1.0, 30.0, len(adult)) + 1.0 / 7.0
     source = write_parts(adult, tmp_path / "adult", [0, 9000, 20000, len(adult)],
@@ -268,7 +268,7 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
         memory = runner.invoke(app, [*common, "--output", str(tmp_path / "a.parquet"),
                                      "--report", str(tmp_path / "a.json")])
     assert memory.exit_code == 0, memory.output
-    monkeypatch.setattr(generalize_engine, "IN_MEMORY_ROWS", 100)
+    monkeypatch.setattr(generalize_steps, "IN_MEMORY_ROWS", 100)
     from anonlab.risk import pieces as risk_pieces
 
     passes: list[str | None] = []

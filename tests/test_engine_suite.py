@@ -45,7 +45,8 @@ from anonlab.microaggregation import microaggregate
 from anonlab.privacy import DistinctLDiversity
 from anonlab.privacy.closeness import HierarchicalDistanceTCloseness
 from anonlab.risk.measure import measure_risk
-from anonlab.runs.generalize import ApplySettings, run_apply
+from anonlab.runs.apply import run_apply
+from anonlab.runs.generalize_settings import ApplySettings
 from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 from anonlab.runs.perturb import InvertSettings, PerturbSettings, run_invert, run_perturb
 from anonlab.verify import verify_report

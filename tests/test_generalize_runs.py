@@ -17,13 +17,10 @@ from anonlab.checker import check_generalization, check_k_anonymity
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
+from anonlab.runs.apply import run_apply
 from anonlab.runs.common import PATHS_ABSOLUTE, PATHS_RELATIVE
-from anonlab.runs.generalize import (
-    ApplySettings,
-    GeneralizeSettings,
-    run_apply,
-    run_generalize,
-)
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
 from anonlab.runs.hierarchy import (
     GroupingHierarchySettings,
     IntervalHierarchySettings,
@@ -313,7 +310,7 @@ def test_settings_errors_name_parameters(tiny: Path) -> None:
         run_generalize(_tiny_settings(tiny, suppression=2.0))
     assert caught.value.for_flags().startswith("--suppression must be")
     with pytest.raises(AnonlabError, match=r"^qi names column 'age' twice"):
-        from anonlab.runs.generalize import parse_qi_flags
+        from anonlab.runs.generalize_settings import parse_qi_flags
 
         parse_qi_flags(["age=a.csv", "age=b.csv"])
 

@@ -311,7 +311,8 @@ def test_internal_examples_come_from_the_data(tmp_path: Path) -> None:
     """The hierarchy lists ages 20-99; the data holds 31-34: only those are shown."""
     import warnings
 
-    from anonlab.runs.generalize import GeneralizeSettings, run_generalize
+    from anonlab.runs.generalize import run_generalize
+    from anonlab.runs.generalize_settings import GeneralizeSettings
 
     (tmp_path / "t.csv").write_text("age,s\n31,a\n32,b\n33,a\n34,b\n")
     (tmp_path / "age.csv").write_text("".join(f"{a};{a // 5 * 5}-{a // 5 * 5 + 4};*\n"

@@ -143,16 +143,11 @@ def test_imports_point_down_only() -> None:
     assert upward == []
 
 
-#: cycles still to break, each named so that a new one fails and a broken one must go from
-#: here: the generalization run and its engine twin (issue 23: one run module per family)
-KNOWN_CYCLES = [["anonlab.runs.generalize", "anonlab.runs.generalize_engine"]]
-
-
 def test_no_module_imports_in_a_circle() -> None:
     edges: dict[str, set[str]] = {}
     for m, w in _edges():
         edges.setdefault(m, set()).add(w)
-    assert _cycles(set(_graph().modules), edges) == KNOWN_CYCLES
+    assert _cycles(set(_graph().modules), edges) == []
 
 
 def test_no_package_imports_in_a_circle() -> None:

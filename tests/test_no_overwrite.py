@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
-from anonlab.runs.generalize import GeneralizeSettings, run_generalize
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.microaggregate import (
     EvaluateSettings,
     MicroaggregateSettings,

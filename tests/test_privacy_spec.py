@@ -20,7 +20,7 @@ from anonlab.privacy.spec import (
     parse_criterion_flag,
     resolve_criteria_paths,
 )
-from anonlab.runs.generalize import GeneralizeSettings
+from anonlab.runs.generalize_settings import GeneralizeSettings
 
 # ----------------------------------------------------------------------- the flag spelling
 

@@ -25,13 +25,9 @@ import reference_models as reference
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError, ReleaseRiskError, ReleaseRiskWarning
 from anonlab.risk.release import KNOWLEDGE_DEFAULT, KNOWLEDGE_GIVEN, KNOWLEDGE_QI
-from anonlab.runs.generalize import (
-    ApplySettings,
-    GeneralizeSettings,
-    parse_suppression,
-    run_apply,
-    run_generalize,
-)
+from anonlab.runs.apply import run_apply
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings, parse_suppression
 from anonlab.runs.microaggregate import (
     MicroaggregateSettings,
     TradeoffSettings,

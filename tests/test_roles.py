@@ -20,7 +20,9 @@ from anonlab.dataset import Role, RoleError, assign_roles
 from anonlab.errors import AnonlabError
 from anonlab.generalize import Generalizer, apply_transformation
 from anonlab.hierarchy import Hierarchy
-from anonlab.runs.generalize import ApplySettings, GeneralizeSettings, run_apply, run_generalize
+from anonlab.runs.apply import run_apply
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
 from anonlab.runs.microaggregate import (
     MicroaggregateSettings,
     TradeoffSettings,

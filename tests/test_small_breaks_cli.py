@@ -290,7 +290,7 @@ def test_examples_break_between_words_with_a_continuation() -> None:
 
 
 def test_config_paths_print_normalized() -> None:
-    from anonlab.runs.generalize import GeneralizeSettings
+    from anonlab.runs.generalize_settings import GeneralizeSettings
 
     settings = GeneralizeSettings.load(REPO / "examples" / "adult.toml")
     assert settings.output == str(REPO / "out" / "adult_k5.csv")

@@ -39,7 +39,9 @@ from anonlab.lattice.search import SearchContext, SearchResult
 from anonlab.privacy import KAnonymity, max_suppressed
 from anonlab.privacy.base import Criterion
 from anonlab.privacy.diversity import DistinctLDiversity
-from anonlab.runs.generalize import GeneralizeSettings, ModelCheck, _verify, run_generalize
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import GeneralizeSettings
+from anonlab.runs.generalize_steps import ModelCheck, verify_release
 from anonlab.verify.generalization import check_level_bounds
 from gen_strategies import class_sizes, limit_of, qi_table, same_loss, skewed_column
 
@@ -306,9 +308,9 @@ def test_verification_refuses_a_release_outside_the_bounds() -> None:
     level = g.transformation_["age"]
     model = ModelCheck([{"model": "k-anonymity", "k": 8}], 0, None, {}, {"age": level - 1})
     with pytest.raises(AnonlabError, match="above its max_level"):
-        _verify(frame, release, hiers, g.transformation_, [], model)
+        verify_release(frame, release, hiers, g.transformation_, [], model)
     fine = ModelCheck([{"model": "k-anonymity", "k": 8}], 0, None, {}, {"age": level})
-    _verify(frame, release, hiers, g.transformation_, [], fine)
+    verify_release(frame, release, hiers, g.transformation_, [], fine)
 
 
 # ---------------------------------------------------------------------------

@@ -38,10 +38,10 @@ _EXPORTS: dict[str, str] = {
     "apply_transformation": "anonlab.generalize",
     "check_k_anonymity": "anonlab.checker",
     "check_generalization": "anonlab.checker",
-    "GeneralizeSettings": "anonlab.runs.generalize",
-    "ApplySettings": "anonlab.runs.generalize",
+    "GeneralizeSettings": "anonlab.runs.generalize_settings",
+    "ApplySettings": "anonlab.runs.generalize_settings",
     "run_generalize": "anonlab.runs.generalize",
-    "run_apply": "anonlab.runs.generalize",
+    "run_apply": "anonlab.runs.apply",
     "Criterion": "anonlab.privacy",
     # the other privacy models of the generalization search (docs/privacy_models.md)
     "DistinctLDiversity": "anonlab.privacy",

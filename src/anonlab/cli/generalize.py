@@ -251,13 +251,13 @@ def generalize_command(
     quiet: bool = QUIET,
 ) -> None:
     """Generalize a table under privacy models (see --help for an example)."""
-    from anonlab.runs.generalize import (
+    from anonlab.runs.generalize import run_generalize
+    from anonlab.runs.generalize_settings import (
         GeneralizeSettings,
         parse_level_flags,
         parse_qi_flags,
         parse_static_loss_flags,
         parse_weight_flags,
-        run_generalize,
         stale_outputs,
     )
 
@@ -438,7 +438,8 @@ def apply_command(
     quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
 ) -> None:
     """Apply a found transformation to another table (see --help for an example)."""
-    from anonlab.runs.generalize import ApplySettings, parse_level_flags, run_apply
+    from anonlab.runs.apply import run_apply
+    from anonlab.runs.generalize_settings import ApplySettings, parse_level_flags
 
     if output is None and report is None and html is None:
         raise fail("nothing to write: give --output, --report and/or --html")

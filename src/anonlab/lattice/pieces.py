@@ -154,7 +154,7 @@ def released_distinct(classes: Mapping[tuple[str, ...], int], columns: Sequence[
                       ) -> dict[str, int]:
     """Per quasi-identifier, its distinct labels over the release's classes not ``*`` in
     every quasi-identifier (all classes when every one is), as
-    :func:`anonlab.runs.generalize.distinct_values` counts a release's records."""
+    :func:`anonlab.runs.generalize_steps.distinct_values` counts a release's records."""
     star = tuple(kernels.SUPPRESSED for _ in columns)
     kept = [key for key, n in classes.items() if n > 0 and key != star] or list(classes)
     return {name: len({key[j] for key in kept}) for j, name in enumerate(columns)}

@@ -23,7 +23,7 @@ __all__ = ["RunResult", "run"]
 #: settings class name -> (module, run function); imported only when that family runs
 _RUNS: dict[str, tuple[str, str]] = {
     "GeneralizeSettings": ("anonlab.runs.generalize", "run_generalize"),
-    "ApplySettings": ("anonlab.runs.generalize", "run_apply"),
+    "ApplySettings": ("anonlab.runs.apply", "run_apply"),
     "HierarchySettings": ("anonlab.runs.hierarchy", "run_hierarchy"),
     "ShowHierarchySettings": ("anonlab.runs.hierarchy", "run_show"),
     "MicroaggregateSettings": ("anonlab.runs.microaggregate", "run_microaggregate"),
@@ -36,6 +36,9 @@ _RUNS: dict[str, tuple[str, str]] = {
     "AttackSettings": ("anonlab.runs.perturb", "run_attack"),
     "VerifySettings": ("anonlab.runs.verify", "run_verify"),
 }
+#: settings classes defined apart from their run's module
+_SETTINGS_HOME = {"GeneralizeSettings": "anonlab.runs.generalize_settings",
+                  "ApplySettings": "anonlab.runs.generalize_settings"}
 
 
 def run(settings: Settings, *, progress: ProgressFn | None = None) -> RunResult:
@@ -45,7 +48,7 @@ def run(settings: Settings, *, progress: ProgressFn | None = None) -> RunResult:
     """
     for cls in type(settings).__mro__:
         target = _RUNS.get(cls.__name__)
-        if target is not None and cls.__module__ == target[0]:
+        if target is not None and cls.__module__ == _SETTINGS_HOME.get(cls.__name__, target[0]):
             function = getattr(importlib.import_module(target[0]), target[1])
             result: RunResult = function(settings, progress=progress)
             return result

@@ -32,7 +32,8 @@ from anonlab.runs.common import (
     stage_report,
     stored_path,
 )
-from anonlab.runs.generalize import TableSettings, read_input
+from anonlab.runs.generalize_settings import TableSettings
+from anonlab.runs.generalize_steps import read_input
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,421 @@
+"""Steps the ``generalize`` and ``apply`` runs share: reading the input and hierarchies,
+verifying a release with the independent checker (:mod:`anonlab.verify`), and, on an
+engine, writing the release as Parquet parts and checking it.
+
+Verification on an engine: a release of at most :data:`IN_MEMORY_ROWS` records is read
+back (the staged folder, by the one reader) with the input, and checked by the
+independent checker exactly as the in-memory path checks its release; the risk section
+and the distinct values are measured on it. A larger release is checked by the engine's
+frequency set *of the written release*: its classes and their sizes must be those the
+search chose, every class but the suppressed records must have at least ``k`` records,
+and no more records than the limit may be suppressed
+(:func:`anonlab.lattice.pieces.release_problems`); its risk section is measured from the
+engine's frequency set of the released columns the attacker knows and the sensitive ones
+(with sampling weights, each class's sum of them counted in the same pass).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from anonlab.database import is_database_url, masked
+from anonlab.errors import AnonlabError
+from anonlab.outputs import Outputs
+from anonlab.progress import ProgressFn
+from anonlab.runs.common import is_folder_output, stored_path
+from anonlab.runs.generalize_settings import TableSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from numpy.typing import NDArray
+
+    from anonlab.dataset import Role
+    from anonlab.engine.base import Engine, ReleasePlan
+    from anonlab.hierarchy import Hierarchy
+    from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
+    from anonlab.staging import StagedFolder
+
+    #: the settings of a run that may go through an engine
+    EngineRun: TypeAlias = GeneralizeSettings | ApplySettings
+
+
+def read_input(settings: TableSettings, *, categorical: bool = False) -> pd.DataFrame:
+    """The run's table, every value as text, through the one reader.
+
+    ``categorical``: text columns as categoricals (``strings="dictionary"``):
+    the same texts, held once per distinct value with a code per row, so a
+    million-row table of few distinct values takes a few bytes per cell and is
+    grouped on its codes.
+    """
+    from anonlab.io import read_table
+
+    if categorical:
+        return read_table(settings.input, **settings.read_options(), strings="dictionary")
+    return read_table(settings.input, **settings.read_options())
+
+
+def load_hierarchies(paths: Mapping[str, str | Path]) -> dict[str, Hierarchy]:
+    """Each quasi-identifier's hierarchy, loaded (and validated) from its file."""
+    from anonlab.hierarchy import Hierarchy
+
+    return {column: Hierarchy.from_csv(path) for column, path in paths.items()}
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """What the independent checker needs to judge a release's privacy model.
+
+    ``criteria`` are the models as the settings spell them (file parameters
+    usable from here); ``population`` the population table of delta-presence
+    or k-map on a population table (``None`` otherwise).
+    """
+
+    criteria: list[dict[str, Any]]
+    limit: int
+    population: pd.DataFrame | None = None
+    min_levels: Mapping[str, int] = field(default_factory=dict)
+    max_levels: Mapping[str, int] = field(default_factory=dict)
+
+
+def verify_release(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    levels: Mapping[str, int],
+    dropped: Iterable[str],
+    model: ModelCheck,
+) -> None:
+    """Check a release with the independent checker; the first problem is an error.
+
+    Every released value the hierarchy label of the original at ``levels``,
+    within the run's level bounds, then every privacy model (k-anonymity too) on the
+    released classes
+    (:mod:`anonlab.verify.generalization` and :mod:`anonlab.verify.criteria`,
+    which share no code with the search).
+    """
+    from anonlab.verify import generalization as checker
+    from anonlab.verify.criteria import check_criteria
+
+    qis = list(levels)
+    problems = checker.check_level_bounds(levels, model.min_levels, model.max_levels)
+    problems += checker.check_generalization(original, release, hierarchies, levels,
+                                              list(dropped), max_suppressed=model.limit)
+    problems += check_criteria(original, release, model.criteria, qis, model.limit,
+                               expected_star=checker.expected_stars(original, hierarchies,
+                                                                    levels),
+                               population=model.population, hierarchies=hierarchies,
+                               levels=levels)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def population_table(criteria: Iterable[Any], frame: pd.DataFrame,
+                      read_options: Mapping[str, Any]) -> pd.DataFrame | None:
+    """The population the checker compares with: the table itself with delta-presence,
+    inclusion or a journalist profitability model, the k-map population table, or none."""
+    import pandas as pd
+
+    from anonlab.io import read_table
+
+    for c in criteria:
+        if c.name in ("delta-presence", "inclusion") or getattr(c, "defines_subset", False):
+            return frame
+    for c in criteria:
+        population = getattr(c, "population", None) if c.name == "k-map" else None
+        if isinstance(population, pd.DataFrame):
+            return population
+        if population is not None:
+            return read_table(population, **read_options)
+    return None
+
+
+def criteria_files(specs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The files the criteria name, keyed for the report's ``inputs``."""
+    from anonlab.privacy.spec import path_parameters
+
+    files: dict[str, str] = {}
+    for spec in specs:
+        on = f":{spec['attribute']}" if spec.get("attribute") else ""
+        for key, path in path_parameters(spec).items():
+            files[f"criteria:{spec['model']}{on}:{key}"] = path
+    return files
+
+
+def found_metric_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's ``targets`` and ``static_loss`` (the classification and static metrics'
+    parameters), where given, for applying its transformation again."""
+    out: dict[str, Any] = {}
+    if params.get("targets"):
+        out["targets"] = [str(t) for t in params["targets"]]
+    if params.get("static_loss"):
+        out["static_loss"] = {str(c): [float(v) for v in values]
+                              for c, values in dict(params["static_loss"]).items()}
+    return out
+
+
+def check_weights(settings: GeneralizeSettings) -> None:
+    """Attribute weights name quasi-identifiers."""
+    unknown = [c for c in settings.attribute_weights if c not in settings.qi]
+    if unknown:
+        raise AnonlabError(f"attribute_weights names '{unknown[0]}', which is not a "
+                           f"quasi-identifier (qi: {', '.join(settings.qi)})",
+                           parameter="attribute_weights")
+
+
+def file_or_none(source: str) -> str | None:
+    """The source as an input file to describe, ``None`` for a database URL."""
+    return None if "://" in source else source
+
+
+def stored(value: str | None, report: Path | None) -> str | None:
+    return stored_path(value, report)  # a URL's password masked there
+
+
+def report_path(report: str | None) -> Path | None:
+    return None if report is None else Path(report)
+
+
+
+
+#: releases up to this many records are read back whole and checked as in memory
+IN_MEMORY_ROWS = 2_000_000
+
+
+def check_engine_settings(settings: EngineRun) -> None:
+    """Refuse, before any work, what the engines do not read or write: a database, an Excel
+    sheet, a query; on Dask, a release that is not a folder."""
+    engine = f"engine '{settings.engine}'"
+    if is_database_url(settings.input):
+        raise AnonlabError(f"input '{masked(settings.input)}' is a database: {engine} reads "
+                           "Parquet files, folders and globs and CSV files; export the table "
+                           "to Parquet, or use engine 'numpy' with a file output",
+                           parameter="input")
+    for name in ("sheet", "table", "query"):
+        if getattr(settings, name, None) is not None:
+            raise AnonlabError(f"{name} applies to Excel and database inputs, which {engine} "
+                               "does not read: leave it out", parameter=name)
+    if settings.output_table is not None or (settings.output is not None
+                                             and is_database_url(settings.output)):
+        raise AnonlabError(f"{engine} writes the release as a folder of Parquet parts, not a "
+                           "database table: give a folder as output", parameter="output")
+    if settings.output is not None and not is_folder_output(settings.output):
+        raise AnonlabError(f"output '{settings.output}' is a file, but {engine} writes the "
+                           "release as a folder of Parquet parts: end output with '/' "
+                           f"(e.g. '{Path(settings.output).with_suffix('')}/')",
+                           parameter="output")
+
+
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """What an engine's release is written by and checked against.
+
+    ``plan`` is what the engine applies to every row; ``transformation`` the
+    levels by quasi-identifier; ``records`` the input's records; ``k`` the
+    k-anonymity model's k (``None`` without one); ``limit`` the most records
+    that may be suppressed, ``floor(suppression * records)``; ``criteria``
+    the privacy model as settings dicts (for the independent checker);
+    ``dropped`` the identifying columns; ``sensitive`` the sensitive columns
+    the risk section measures; ``min_levels`` and ``max_levels`` the run's
+    level bounds, which the released levels must respect.
+    """
+
+    plan: ReleasePlan
+    transformation: Mapping[str, int]
+    records: int
+    k: int | None
+    limit: int
+    criteria: list[dict[str, Any]]
+    dropped: list[str]
+    sensitive: list[str]
+    min_levels: Mapping[str, int] = field(default_factory=dict)
+    max_levels: Mapping[str, int] = field(default_factory=dict)
+
+
+class Checked:
+    """What the written release gave: the risk keys, the distinct released values, and the
+    release read back when it is small."""
+
+    def __init__(self, risk: dict[str, Any], distinct: dict[str, int],
+                 release: pd.DataFrame | None) -> None:
+        self.risk = risk
+        self.distinct = distinct
+        self.release = release
+
+
+def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Outputs,
+                    expected: ReleaseCheck, base: Any, hierarchies: Mapping[str, Hierarchy],
+                    progress: ProgressFn | None) -> Checked:
+    """Write the release by ``expected.plan`` into its staged folder (a scratch folder
+    without ``output``), verify it and measure its risk (module text)."""
+    from anonlab.lattice.pieces import released_classes, released_distinct
+    from anonlab.staging import StagedFolder
+
+    plan = expected.plan
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    if outputs.is_folder("output"):
+        staged: StagedFolder = outputs.stage_folder("output")
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
+        staged = StagedFolder(Path(scratch.name) / "release")
+    try:
+        engine.write_release(table, plan, staged, progress=progress)
+        classes = released_classes(base, plan)
+        distinct = released_distinct(classes, plan.columns)
+        if expected.records <= IN_MEMORY_ROWS:
+            release = _check_in_memory(staged.path, settings, expected, hierarchies)
+            return Checked(_risk(release, settings, expected), distinct, release)
+        if settings.verify:
+            _check_by_frequencies(engine, staged.path, expected, classes)
+        return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct,
+                       None)
+    finally:
+        if scratch is not None:
+            staged.discard()
+            scratch.cleanup()
+
+
+def _risk(release: pd.DataFrame, settings: EngineRun, expected: ReleaseCheck
+          ) -> dict[str, Any]:
+    from anonlab.risk.release import release_risk_report
+
+    return release_risk_report(release, expected.sensitive, settings,
+                               qi=list(expected.transformation))
+
+
+def _check_in_memory(folder: Path, settings: EngineRun, expected: ReleaseCheck,
+                     hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
+    """The release read back; with ``verify``, checked against the input read whole."""
+    from anonlab.io import read_table
+    release = read_table(folder)
+    if settings.verify:
+        original = read_input(settings)
+        verify_release(original, release, hierarchies, expected.transformation, expected.dropped,
+                ModelCheck(expected.criteria, expected.limit,
+                           min_levels=expected.min_levels, max_levels=expected.max_levels))
+    return release
+
+
+def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
+                          classes: Mapping[tuple[str, ...], int]) -> None:
+    """Check a large release by the engine's frequency set of what was written: its
+    classes those of ``classes``, every class but the suppressed one of at least ``k``
+    records, at most ``limit`` records suppressed, the levels within the run's bounds."""
+    from anonlab.lattice.pieces import release_problems
+    from anonlab.verify.generalization import check_level_bounds
+
+    written = engine.frequency_set(folder, list(expected.plan.columns))
+    problems = check_level_bounds(expected.transformation, expected.min_levels,
+                                  expected.max_levels)
+    if written.rows != expected.records:
+        problems.append(f"the release has {written.rows} records, the input "
+                        f"{expected.records}")
+    problems += release_problems(classes, written, expected.k, expected.limit)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
+                    expected: ReleaseCheck) -> dict[str, Any]:
+    """The risk keys of a written release too large to read back: from the engine's frequency
+    set of the attacker's and the sensitive columns, with each class's sum of the sampling
+    weights when there are some (the same figures as in memory, the weighted ones to
+    rounding: :mod:`anonlab.risk.pieces`)."""
+    from anonlab.engine.table import open_table
+    from anonlab.risk.release import release_risk_report
+
+    names = [c for c in open_table(folder).column_names if c not in expected.dropped]
+    return release_risk_report(folder, expected.sensitive, settings,
+                               engine=engine, columns=names, qi=list(expected.transformation))
+
+
+# ---------------------------------------------------------------------------
+# apply
+# ---------------------------------------------------------------------------
+
+
+def uses_engine(settings: GeneralizeSettings | ApplySettings) -> bool:
+    """Whether a generalize or apply run goes through an engine
+    (the engine branch of each run): on Dask, or with a folder output."""
+    return settings.engine != "numpy" or is_folder_output(settings.output)
+
+
+def roles_report(
+    roles: Mapping[str, Role], other: str | None, by_other: Iterable[str]
+) -> dict[str, Any]:
+    """The role keys of a report (:func:`anonlab.dataset.roles_report`)."""
+    from anonlab.dataset import roles_report as keys
+
+    return keys(roles, other, by_other)
+
+
+def distinct_values(
+    original: pd.DataFrame, release: pd.DataFrame, transformation: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Per quasi-identifier: its distinct values in the data and in the release.
+
+    Counted on the tables, not on the hierarchy (which may list values the
+    data does not hold: Adult's age has 72 values, its hierarchy 100 rows).
+    A missing value counts as one value, as the hierarchy's empty row does.
+    The release is counted over its records that are not suppressed (some
+    quasi-identifier not ``'*'``), so the suppression marker is no value.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from anonlab.dataset import as_text
+    from anonlab.hierarchy import SUPPRESSED
+
+    qis = list(transformation)
+    suppressed = np.logical_and.reduce(
+        [(release[c] == SUPPRESSED).to_numpy(dtype=bool, na_value=False) for c in qis])
+    kept = ~suppressed if not suppressed.all() else np.ones(len(release), dtype=bool)
+    out: dict[str, dict[str, int]] = {}
+    for column in qis:
+        out[column] = {"original": len(pd.unique(as_text(original[column]))),
+                       "released": _distinct_kept(release[column], kept)}
+    return out
+
+
+def _distinct_kept(column: pd.Series, kept: NDArray[np.bool_]) -> int:
+    """Distinct values of ``column`` on the ``kept`` rows (a missing value counts as one).
+
+    A categorical column (the release built here) is counted on its codes, and any
+    other column by :func:`pandas.unique` on the column itself: an Arrow-backed text
+    column is never turned into a million Python strings.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()[kept]
+        return int(np.count_nonzero(np.bincount(codes.astype(np.int64) + 1)))
+    return len(pd.unique(column[kept]))
+
+
+def stored_criteria(entries: Iterable[Mapping[str, Any]], where: Path | None,
+                     nested: bool) -> list[dict[str, Any]]:
+    """Criteria with their file parameters stored as the report stores paths.
+
+    ``nested``: report entries (``{"model", "parameters", ...}``); otherwise
+    settings dicts (``{"model", parameters...}``).
+    """
+    from anonlab.privacy.spec import MODELS
+
+    out = []
+    for entry in entries:
+        item = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in entry.items()}
+        params = item["parameters"] if nested else item
+        model = MODELS.get(str(item.get("model")))
+        for key, param in (model.params.items() if model else ()):
+            value = params.get(key)
+            if param.path and isinstance(value, str):
+                params[key] = stored(value, where)
+        out.append(item)
+    return out
+
+
