@@ -29,7 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.dataset import Dataset, Role
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.io import PathLike
 from anonlab.lattice.alternatives import best_nodes, node_facts
@@ -517,8 +517,8 @@ def _node(setup: _Setup, levels: Sequence[int]) -> tuple[FrequencySet, Any, bool
 
 def _suppressed_rows(setup: _Setup, fs: FrequencySet, outliers: NDArray[Any]) -> NDArray[Any]:
     """Each row of the table to release: whether its class is suppressed."""
-    assert fs.base_index is not None
-    return np.asarray(outliers[fs.base_index][setup.engine.row_index], dtype=bool)
+    base_index = present(fs.base_index, "the bottom frequency set's base index")
+    return np.asarray(outliers[base_index][setup.engine.row_index], dtype=bool)
 
 
 def anonymize(
@@ -870,9 +870,9 @@ def _release_of(frame: Any, release: pd.DataFrame | None, plan: ReleasePlan | No
     if release is None:  # counted on an engine: the plan applied to the caller's table
         from anonlab.lattice.pieces import is_dask_frame, lazy_release, release_partition
 
-        assert plan is not None
-        return lazy_release(frame, plan) if is_dask_frame(frame) else release_partition(frame,
-                                                                                        plan)
+        counted = present(plan, "the release plan")
+        return (lazy_release(frame, counted) if is_dask_frame(frame)
+                else release_partition(frame, counted))
     index = frame.index if len(release) == len(frame) else pd.RangeIndex(len(release))
     return release.set_axis(index, axis=0)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
@@ -305,8 +305,8 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             read_options=read_options, min_levels=found.min_levels,
             max_levels=found.max_levels, **options,
         )
-        release, original = applied.release, applied.dataset.frame
-        assert release is not None  # no engine: built in memory
+        release = present(applied.release, "the release built in memory")
+        original = applied.dataset.frame
         model = ModelCheck(found.criteria, max_suppressed(found.suppression, len(original)),
                            population_table(criteria, frame, read_options),
                            found.min_levels, found.max_levels)
@@ -432,10 +432,10 @@ def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs
                 insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
                 engine=engine, progress=progress, min_levels=found.min_levels,
                 max_levels=found.max_levels, **options)
-            assert applied.plan is not None  # counted on the engine: a plan, no rows
             records = applied.dataset.n
             expected = ReleaseCheck(
-                plan=applied.plan, transformation=found.transformation, records=records,
+                plan=present(applied.plan, "the release plan counted on the engine"),
+                transformation=found.transformation, records=records,
                 k=found.k, limit=max_suppressed(found.suppression, records),
                 criteria=found.criteria, dropped=named[Role.IDENTIFYING],
                 sensitive=named[Role.SENSITIVE], min_levels=found.min_levels,

@@ -21,6 +21,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
+from anonlab.errors import present
 from anonlab.io import PathLike
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
@@ -152,8 +153,8 @@ def run_generalize(
         def check(release: pd.DataFrame) -> None:
             verify_release(original, release, hierarchies, result.transformation, dropped, model)
 
-        assert result.release is not None  # the numpy path builds it in memory
-        as_written = stage_release(outputs, result.release,
+        release = present(result.release, "the release built in memory")
+        as_written = stage_release(outputs, release,
                                    check if settings.verify else None, categorical=True)
         return_free_memory()
         verified = settings.verify
@@ -163,7 +164,7 @@ def run_generalize(
                                 settings.sensitive, settings.insensitive)
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
-        report["distinct_values"] = distinct_values(original, result.release,
+        report["distinct_values"] = distinct_values(original, release,
                                                     result.transformation)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
@@ -252,9 +253,9 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
                 sensitive=settings.sensitive, insensitive=settings.insensitive,
                 other=settings.other, source=masked(settings.input), progress=progress)
             result, dropped = search_dataset(dataset, settings, criteria, progress)
-            assert result.plan is not None
             expected = ReleaseCheck(
-                plan=result.plan, transformation=result.transformation, records=result.records,
+                plan=present(result.plan, "the release plan counted on the engine"),
+                transformation=result.transformation, records=result.records,
                 k=result.k, limit=max_suppressed(settings.suppression, result.records),
                 criteria=settings.model_criteria(), dropped=dropped,
                 sensitive=settings.sensitive, min_levels=settings.min_level,
