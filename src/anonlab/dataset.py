@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 
 
 class Role(StrEnum):

@@ -31,13 +31,13 @@ from numpy.typing import NDArray
 from anonlab.dataset import Dataset, Role
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
-from anonlab.io import PathLike
 from anonlab.lattice.alternatives import best_nodes, node_facts
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet, group_tuples
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
 from anonlab.lattice.plan import SearchPlan, plan_search
 from anonlab.lattice.search import ANONYMOUS, SearchContext, SearchResult, sensitive_attributes
+from anonlab.paths import PathLike
 from anonlab.privacy import Criterion, KAnonymity, check_k, max_suppressed
 from anonlab.privacy.profitability import model_costs
 from anonlab.privacy.spec import (

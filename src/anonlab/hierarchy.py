@@ -37,7 +37,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
-from anonlab.io import PathLike, write_text
+from anonlab.io import write_text
+from anonlab.paths import PathLike
 
 SUPPRESSED = "*"
 

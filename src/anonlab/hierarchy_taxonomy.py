@@ -37,7 +37,7 @@ from typing import Any
 
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 
 #: one level of a taxonomy: group label -> its members (labels of the level below)
 Level = dict[str, list[str]]

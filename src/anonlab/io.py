@@ -9,7 +9,7 @@ values are ``""`` and numbers print as :mod:`anonlab.tabletext` prints them.
 :func:`write_table` writes CSV in one dialect for every command, Parquet,
 Excel or a database table, chosen by the target. File outputs are written
 atomically: to a hidden temporary file beside the target (named as
-:func:`anonlab.outputs.temp_path_for` names it), then renamed over it, so a
+:func:`anonlab.tempfiles.temp_path_for` names it), then renamed over it, so a
 failure never leaves half a file behind; temporary files of killed runs are
 removed on the way. An output path that is a folder is refused, and a full
 disk or a missing permission is a one-line error. A run checks its outputs
@@ -33,6 +33,7 @@ import numpy as np
 
 from anonlab.database import DatabaseTarget, is_database_url, masked
 from anonlab.errors import AnonlabError
+from anonlab.paths import PathLike
 from anonlab.sources import sniff_delimiter
 from anonlab.tempfiles import (
     create_private,
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-PathLike = str | os.PathLike[str]
 Source = PathLike | DatabaseTarget
 Strings = Literal["python", "arrow", "dictionary"]
 

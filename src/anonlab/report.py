@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from anonlab import __version__
-from anonlab.io import PathLike, file_sha256, folder_files
+from anonlab.io import file_sha256, folder_files
+from anonlab.paths import PathLike
 
 
 def input_description(path: PathLike | None) -> dict[str, Any] | None:

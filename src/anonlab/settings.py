@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anonlab.errors import AnonlabError
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 
 
 def split_names(items: str | Sequence[str] | None) -> list[str]:

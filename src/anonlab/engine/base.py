@@ -46,7 +46,7 @@ from anonlab.staging import StagedFolder
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from anonlab.io import PathLike
+    from anonlab.paths import PathLike
 
 DictionaryOrder = Literal["first-seen", "sorted"]
 _KEY_LIMIT = np.iinfo(np.int64).max // 4

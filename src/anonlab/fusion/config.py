@@ -63,7 +63,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from anonlab.errors import AnonlabError
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 from anonlab.settings import read_toml, resolve_paths, settings_error, split_names
 
 CONTINUOUS = "continuous"

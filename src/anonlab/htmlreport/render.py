@@ -17,7 +17,7 @@ from anonlab.htmlreport.sections import FAMILY, RenderContext, build_sections
 from anonlab.htmlreport.sections.risk import risk_warnings
 from anonlab.htmlreport.summary import plain_summary
 from anonlab.htmlreport.validate import validate_report
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 
 TITLES = {
     "generalize": "Generalization to k-anonymity",

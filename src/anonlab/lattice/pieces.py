@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from anonlab.engine.base import Engine
     from anonlab.engine.table import TableLike
     from anonlab.hierarchy import Hierarchy
-    from anonlab.io import PathLike
+    from anonlab.paths import PathLike
     from anonlab.progress import ProgressFn
 
 

@@ -68,7 +68,7 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 from anonlab.privacy.base import ClassStats, Criterion, SensitiveHistograms
 from anonlab.privacy.sensitive import (
     SensitiveCriterion,

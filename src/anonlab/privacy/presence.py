@@ -60,8 +60,9 @@ from numpy.typing import NDArray
 from anonlab.dataset import Dataset, as_text
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import Hierarchy
-from anonlab.io import PathLike, read_table
+from anonlab.io import read_table
 from anonlab.parameters import check_k
+from anonlab.paths import PathLike
 from anonlab.privacy.base import ClassStats, Criterion
 
 #: a table given as a file, a folder or a URL (read with :func:`anonlab.io.read_table`) or a frame

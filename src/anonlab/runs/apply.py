@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anonlab.errors import AnonlabError, present
-from anonlab.io import PathLike
 from anonlab.outputs import Outputs, output_target
+from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (

@@ -44,8 +44,8 @@ from anonlab.fusion.config import CONTINUOUS, FusionConfig, PartyConfig, load_co
 from anonlab.fusion.party import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from anonlab.fusion.roles import FusionRoles, fusion_roles
 from anonlab.fusion.transport import TIMEOUT_RULE
-from anonlab.io import PathLike
 from anonlab.outputs import Outputs
+from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (

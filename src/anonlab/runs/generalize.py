@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
 from anonlab.errors import present
-from anonlab.io import PathLike
 from anonlab.outputs import Outputs, output_target
+from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
-from anonlab.io import PathLike
+from anonlab.paths import PathLike
 from anonlab.risk.release import ReleaseRiskSettings
 from anonlab.runs.common import (
     EngineSettings,

@@ -60,8 +60,8 @@ from pydantic import Field, field_validator
 from anonlab.database import masked
 from anonlab.encoding import ALL_NUMERIC
 from anonlab.errors import AnonlabError, ReleaseRiskError
-from anonlab.io import PathLike
 from anonlab.outputs import Outputs
+from anonlab.paths import PathLike
 from anonlab.perturbation.evaluate import ATTACK_RECORDS
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab.dataset import OTHER_ROLES, Role, RoleError
 from anonlab.errors import AnonlabError
-from anonlab.io import PathLike
 from anonlab.outputs import Outputs
+from anonlab.paths import PathLike
 from anonlab.risk.classes import table_roles
 from anonlab.risk.measure import (
     DEFAULT_MAX_RISK,
