@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine",),  # the engine protocol, its backends, pieces, merging
     ("io", "outputs", "sinks", "sources", "database", "staging"),  # reading and writing
     ("tempfiles", "tabletext", "textnumbers", "grouping", "csvstream", "memory", "paths",
-     "parameters",
+     "parameters", "frames",
      "threads", "progress", "userwarn", "errors"),  # basics
 )
 FAMILIES_AND_ABOVE = {u for layer in LAYERS[:7] for u in layer}

@@ -868,7 +868,8 @@ def _release_of(frame: Any, release: pd.DataFrame | None, plan: ReleasePlan | No
     """The release for the caller: ``frame``'s index on a pandas release (all rows, in order,
     unless a research subset was released), or a Dask DataFrame's lazy release."""
     if release is None:  # counted on an engine: the plan applied to the caller's table
-        from anonlab.lattice.pieces import is_dask_frame, lazy_release, release_partition
+        from anonlab.frames import is_dask_frame
+        from anonlab.lattice.pieces import lazy_release, release_partition
 
         counted = present(plan, "the release plan")
         return (lazy_release(frame, counted) if is_dask_frame(frame)
@@ -906,7 +907,7 @@ def _frame_engine(frame: Any, engine: Engine | None) -> _NoEngine | _OwnedEngine
     """The engine a table is counted on: none for a pandas frame (unless one is given);
     for a Dask DataFrame the given one, else a Dask engine on the client in use, else on a
     local cluster started for the call."""
-    from anonlab.lattice.pieces import is_dask_frame
+    from anonlab.frames import is_dask_frame
 
     if engine is not None:
         return _OwnedEngine(engine, owned=False)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from anonlab.errors import AnonlabError, present
+from anonlab.frames import is_dask_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -270,7 +271,7 @@ def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: st
     """
     if isinstance(source, Table):
         return source
-    if _is_dask_frame(source):
+    if is_dask_frame(source):
         return Table("the Dask DataFrame", tuple(str(c) for c in source.columns), (),
                      dask_frame=source)
     import pandas as pd
@@ -306,11 +307,6 @@ def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: st
         raise AnonlabError(f"input: '{path}' is an Excel workbook: the engines read Parquet "
                            "and CSV; save the sheet as CSV or Parquet", parameter="input")
     return _csv_table(path, delimiter, quotechar, csv_block)
-
-
-def _is_dask_frame(source: object) -> bool:
-    """Whether ``source`` is a Dask DataFrame (without importing Dask when it is not)."""
-    return type(source).__module__.startswith("dask.") and hasattr(source, "to_delayed")
 
 
 def _natural(path: Path) -> list[Any]:

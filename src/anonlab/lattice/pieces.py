@@ -250,11 +250,6 @@ def engine_dataset(engine: Engine, table: TableLike,
     return rowless_dataset(base, loaded, roles, source=source)
 
 
-def is_dask_frame(frame: object) -> bool:
-    """Whether ``frame`` is a Dask DataFrame (Dask is not imported to tell)."""
-    return type(frame).__module__.startswith("dask.") and hasattr(frame, "to_delayed")
-
-
 def lazy_release(frame: Any, plan: ReleasePlan) -> Any:
     """A Dask DataFrame's release as a lazy Dask DataFrame (:func:`release_partition` on
     every partition; nothing is computed here)."""

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from anonlab.encoding import ALL_NUMERIC
+from anonlab.frames import is_dask_frame
 from anonlab.metrics import utility
 from anonlab.metrics.em4adom import Evaluation, Weights, check_pair, measure_pair, parse_p_values
 from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
@@ -54,7 +55,7 @@ def evaluate(
     engine and block size; docs/engine.md): linkage and interval disclosure
     then run within blocks of rows.
     """
-    if _is_dask_frame(original) or _is_dask_frame(masked):
+    if is_dask_frame(original) or is_dask_frame(masked):
         from anonlab.metrics.evaluate_pieces import evaluate_on_engine
 
         return evaluate_on_engine(original, masked, columns, nominal=nominal, ordinal=ordinal,
@@ -74,6 +75,3 @@ def evaluate(
         return measure_pair(table, masked, weights, workers, report_to(progress))
 
 
-def _is_dask_frame(value: object) -> bool:
-    """Whether ``value`` is a Dask DataFrame (without importing Dask)."""
-    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")

@@ -178,11 +178,6 @@ def stage_release(
     return written[-1]
 
 
-def is_dask_frame(value: Any) -> bool:
-    """Whether ``value`` is a ``dask.dataframe.DataFrame`` (Dask is not imported to tell)."""
-    return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
-
-
 def file_of(source: Any) -> str | None:
     """A run's input as a file path: ``None`` for a DataFrame, a database URL or nothing
     (what :class:`~anonlab.outputs.Outputs` guards against being overwritten)."""

@@ -91,6 +91,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
+from anonlab.frames import is_dask_frame
 from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
 from anonlab.metrics.utility import DEFAULT_LAMBDA
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, DEFAULT_REGION_ROWS
@@ -105,7 +106,6 @@ from anonlab.runs.common import (
     RunResult,
     file_of,
     input_tables,
-    is_dask_frame,
     is_folder_output,
     open_run_engine,
     paths_convention,

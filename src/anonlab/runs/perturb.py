@@ -60,6 +60,7 @@ from pydantic import Field, field_validator
 from anonlab.database import masked
 from anonlab.encoding import ALL_NUMERIC
 from anonlab.errors import AnonlabError, ReleaseRiskError
+from anonlab.frames import is_dask_frame
 from anonlab.outputs import Outputs
 from anonlab.paths import PathLike
 from anonlab.perturbation.evaluate import ATTACK_RECORDS
@@ -71,7 +72,6 @@ from anonlab.runs.common import (
     RoleSettings,
     RunResult,
     file_of,
-    is_dask_frame,
     is_folder_output,
     paths_convention,
     stage_report,
