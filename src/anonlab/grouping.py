@@ -22,6 +22,30 @@ from numpy.typing import NDArray
 MAX_KEY = np.iinfo(np.int64).max // 4
 
 
+def pack_codes(columns: Sequence[NDArray[Any]], radix: Sequence[int]) -> NDArray[np.int64]:
+    """Rows of codes, one array per column, as one int64 key each by mixed radix,
+    ``key = (...(c_0 * K_1 + c_1) * K_2 + ...) + c_{m-1}`` with ``K_i = radix[i]``.
+
+    The product of ``radix`` must not exceed :data:`MAX_KEY` (callers check; see
+    :func:`group_tuples` for keys that would overflow)."""
+    n = columns[0].shape[0] if columns else 0
+    key = np.zeros(n, dtype=np.int64)
+    for column, size in zip(columns, radix, strict=True):
+        key *= size
+        key += column
+    return key
+
+
+def unpack_codes(keys: NDArray[np.int64], radix: Sequence[int]) -> list[NDArray[np.int64]]:
+    """The columns of codes that :func:`pack_codes` packed into ``keys``."""
+    columns: list[NDArray[np.int64]] = []
+    rest = keys
+    for size in reversed(radix):
+        rest, code = np.divmod(rest, size)
+        columns.append(code)
+    return columns[::-1]
+
+
 def group_tuples(
     tuples: NDArray[Any], cardinalities: Sequence[int], rows: NDArray[Any] | None = None
 ) -> tuple[NDArray[Any], NDArray[Any]]:

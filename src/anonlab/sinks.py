@@ -199,7 +199,7 @@ def _distinct_rows(table: pa.Table) -> tuple[pa.RecordBatch, NDArray[np.int64]] 
     row) otherwise, or when the key space exceeds int64 or more than
     :data:`DISTINCT_SHARE` of the rows are distinct.
     """
-    from anonlab.grouping import MAX_KEY, factorize_int64
+    from anonlab.grouping import MAX_KEY, factorize_int64, pack_codes, unpack_codes
 
     n = table.num_rows
     if n <= CSV_BATCH_ROWS or table.num_columns == 0:
@@ -212,21 +212,15 @@ def _distinct_rows(table: pa.Table) -> tuple[pa.RecordBatch, NDArray[np.int64]] 
     sizes = [max(len(c.dictionary), 1) for c in columns]
     if math.prod(sizes) > MAX_KEY:
         return None
-    key = np.zeros(n, dtype=np.int64)
-    for column, size in zip(columns, sizes, strict=True):
-        key *= size
-        key += column.indices.to_numpy(zero_copy_only=False)
+    key = pack_codes([c.indices.to_numpy(zero_copy_only=False) for c in columns], sizes)
     inverse, uniques = factorize_int64(key, size_hint=1 << 12)
     del key
     if len(uniques) > DISTINCT_SHARE * n:
         return None
-    codes: list[pa.Array] = []
-    rest = uniques
-    for column, size in zip(reversed(columns), reversed(sizes), strict=True):
-        rest, code = np.divmod(rest, size)
-        codes.append(pa.DictionaryArray.from_arrays(
-            pa.array(code.astype(column.indices.type.to_pandas_dtype())), column.dictionary))
-    batch = pa.RecordBatch.from_arrays(codes[::-1], names=table.column_names)
+    codes = [pa.DictionaryArray.from_arrays(
+        pa.array(code.astype(column.indices.type.to_pandas_dtype())), column.dictionary)
+        for column, code in zip(columns, unpack_codes(uniques, sizes), strict=True)]
+    batch = pa.RecordBatch.from_arrays(codes, names=table.column_names)
     return batch, inverse
 
 

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 from anonlab.engine import kernels
 from anonlab.engine.table import BATCH_ROWS, Table, TableLike, open_table
 from anonlab.errors import AnonlabError, present
-from anonlab.grouping import group_tuples
+from anonlab.grouping import MAX_KEY, group_tuples, pack_codes
 from anonlab.progress import ProgressFn
 from anonlab.staging import StagedFolder
 
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from anonlab.paths import PathLike
 
 DictionaryOrder = Literal["first-seen", "sorted"]
-_KEY_LIMIT = np.iinfo(np.int64).max // 4
 
 
 # ---------------------------------------------------------------------------
@@ -243,7 +242,7 @@ class ReleasePlan:
     def _suppressed_keys(self) -> NDArray[np.int64] | set[tuple[int, ...]]:
         if "keys" not in self._cache:
             radix = [max(len(lab), 1) for lab in self.labels]
-            if math.prod(radix) <= _KEY_LIMIT:
+            if math.prod(radix) <= MAX_KEY:
                 self._cache["keys"] = np.unique(_pack(self.suppressed, radix))
             else:
                 self._cache["keys"] = {tuple(int(x) for x in row) for row in self.suppressed}
@@ -282,11 +281,8 @@ class ReleasePlan:
 
 
 def _pack(matrix: NDArray[Any], radix: Sequence[int]) -> NDArray[np.int64]:
-    """Rows of codes as one int64 each, by mixed radix (the product must fit)."""
-    key = np.zeros(matrix.shape[0], dtype=np.int64)
-    for j, r in enumerate(radix):
-        key = key * r + matrix[:, j]
-    return key
+    """Rows of a code matrix as one int64 each (:func:`anonlab.grouping.pack_codes`)."""
+    return pack_codes([matrix[:, j] for j in range(matrix.shape[1])], radix)
 
 
 @dataclass(frozen=True)
