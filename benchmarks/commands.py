@@ -46,8 +46,10 @@ EIA_COLUMNS = ("UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,IND
 Variants = dict[str, tuple[list[str], bool]]  # name -> (arguments, before's code?)
 
 
-def commands(out: Path) -> dict[str, Variants]:
-    """Each case: its variants' arguments, and whether each runs the earlier checkout."""
+def commands(out: Path, before_roles: bool = False) -> dict[str, Variants]:
+    """Each case: its variants' arguments, and whether each runs the earlier checkout
+    (``before_roles``: that checkout asks for the roles too, as every version since round 3
+    does)."""
     adult = ["generalize", "--config", str(REPO / "examples" / "adult.toml"),
              "--output", str(out / "a.csv"), "--report", str(out / "a.json"), "--quiet"]
     eia = ["microaggregate", str(REPO / "data" / "sdc" / "EIA.csv"), "--columns",
@@ -59,7 +61,8 @@ def commands(out: Path) -> dict[str, Variants]:
             "before": (adult, True), "after": (adult, False),
             "after_no_verify": ([*adult, "--no-verify"], False)},
         "microaggregate EIA (k=3)": {
-            "before": (eia, True), "after": ([*eia, *roles], False),
+            "before": ([*eia, *roles] if before_roles else eia, True),
+            "after": ([*eia, *roles], False),
             "after_no_verify": ([*eia, *roles, "--no-verify"], False)},
     }
 
@@ -114,22 +117,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="compile every module in every run, as this environment does")
+    parser.add_argument("--before-roles", action="store_true",
+                        help="the earlier checkout asks for the roles (round 3 and later)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results file (default: benchmarks/results/commands.json)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         cache = None if args.no_bytecode_cache else Path(folder) / "pycache"
-        for name, variants in commands(Path(folder)).items():
+        for name, variants in commands(Path(folder), args.before_roles).items():
             row = {"command": name, **measure(variants, args.before_src, cache, args.repeats)}
             rows.append(row)
             print(f"{name:30s} before {row['before_cpu_s']:6.3f} s   after "
                   f"{row['after_cpu_s']:6.3f} s   after --no-verify "
                   f"{row['after_no_verify_cpu_s']:6.3f} s   (load {row['load_average']})")
-    out = REPO / "benchmarks" / "results" / (
+    out = args.out or REPO / "benchmarks" / "results" / (
         "commands_no_bytecode_cache.json" if args.no_bytecode_cache else "commands.json")
     out.write_text(json.dumps({"repeats": args.repeats,
                                "bytecode_cache": not args.no_bytecode_cache,
                                "rows": rows}, indent=2) + "\n", encoding="utf-8")
-    print(f"saved {out.relative_to(REPO)}")
+    print(f"saved {out}")
 
 
 if __name__ == "__main__":
