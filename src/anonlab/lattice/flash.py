@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -75,8 +76,10 @@ def node_order(ctx: SearchContext) -> NDArray[Any]:
     return np.asarray(ratio.sum(axis=1))
 
 
-def _find_path(ctx: SearchContext, order: NDArray[Any], truncate: bool, start: int) -> list[int]:
-    """The greedy path up from ``start``: always the unknown successor first in ``order``."""
+def _find_path(ctx: SearchContext, order: Sequence[float], truncate: bool, start: int
+               ) -> list[int]:
+    """The greedy path up from ``start``: always the unknown successor first in ``order`` (a
+    list: its items are read one at a time)."""
     lat, tags = ctx.lattice, ctx.tags
     path = [start]
     current = start
@@ -90,7 +93,7 @@ def _find_path(ctx: SearchContext, order: NDArray[Any], truncate: bool, start: i
 
 
 def _check_path(
-    ctx: SearchContext, order: NDArray[Any], path: list[int], queue: list[tuple[float, int]]
+    ctx: SearchContext, order: Sequence[float], path: list[int], queue: list[tuple[float, int]]
 ) -> None:
     """Binary search for the path's lowest anonymous node; queue successors of the others."""
     lat, tags = ctx.lattice, ctx.tags
@@ -116,7 +119,7 @@ def _check_path(
         if tags[node] == NOT_ANONYMOUS:
             for up in lat.successors(node):
                 if tags[up] == UNKNOWN and not ctx.prunable(up):
-                    heapq.heappush(queue, (float(order[up]), up))
+                    heapq.heappush(queue, (order[up], up))
 
 
 def monotonicity_assumed(ctx: SearchContext) -> bool:
@@ -172,7 +175,7 @@ def arx_strategy_order(ctx: SearchContext) -> tuple[NDArray[Any], NDArray[Any]]:
 
 
 def _check_path_arx(
-    ctx: SearchContext, order: NDArray[Any], path: list[int], queue: JavaPriorityQueue[int]
+    ctx: SearchContext, order: Sequence[float], path: list[int], queue: JavaPriorityQueue[int]
 ) -> None:
     """ARX's ``checkPath``: bisect from the middle; a node already tagged ends the upper half
     unchecked; a failing check queues its untagged successors at once (in ARX's sorted order,
@@ -194,7 +197,7 @@ def _check_path_arx(
         low = mid + 1
 
 
-def _sorted_successors(ctx: SearchContext, order: NDArray[Any], node: int) -> list[int]:
+def _sorted_successors(ctx: SearchContext, order: Sequence[float], node: int) -> list[int]:
     """A node's successors in ARX's order (``getSortedSuccessors``: by the strict rank)."""
     return sorted(ctx.lattice.successors(node), key=lambda s: order[s])
 
@@ -208,17 +211,18 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     truncate = not ctx.monotone_metric
     if monotonicity_assumed(ctx):
         return _flash_assumed(ctx, started)
+    ranks = [float(x) for x in order.tolist()]  # read node by node: a list is faster
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once
         for start in nodes[np.lexsort((nodes, order[nodes]))].tolist():
             if tags[start] != UNKNOWN or ctx.prunable(start):
                 continue
-            queue: list[tuple[float, int]] = [(float(order[start]), start)]
+            queue: list[tuple[float, int]] = [(ranks[start], start)]
             while queue:
                 _, head = heapq.heappop(queue)
                 if tags[head] == UNKNOWN and not ctx.prunable(head):
-                    _check_path(ctx, order, _find_path(ctx, order, truncate, head), queue)
+                    _check_path(ctx, ranks, _find_path(ctx, ranks, truncate, head), queue)
     return ctx.result("flash", started)
 
 
@@ -229,6 +233,7 @@ def _flash_assumed(ctx: SearchContext, started: float) -> SearchResult:
     lat, tags = ctx.lattice, ctx.tags
     order, key = arx_strategy_order(ctx)
     keys = key.tolist()
+    ranks = [float(x) for x in order.tolist()]  # read node by node: a list is faster
     queue: JavaPriorityQueue[int] = JavaPriorityQueue(lambda a, b: keys[a] - keys[b])
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
@@ -239,5 +244,5 @@ def _flash_assumed(ctx: SearchContext, started: float) -> SearchResult:
             queue.add(start)
             while (head := queue.poll()) is not None:
                 if tags[head] == UNKNOWN:
-                    _check_path_arx(ctx, order, _find_path(ctx, order, False, head), queue)
+                    _check_path_arx(ctx, ranks, _find_path(ctx, ranks, False, head), queue)
     return ctx.result("flash", started)

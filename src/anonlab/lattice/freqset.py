@@ -18,6 +18,7 @@ per attribute), population counts are summed.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,10 +42,16 @@ _CHAIN_AFTER = 4
 _CHAIN_MAX = 24
 #: the first size of the hash table that groups the rows' tuples (it grows with the tuples)
 GROUP_TABLE_HINT = 1 << 16
-#: bytes the LRU cache of frequency sets may hold (chain snapshots get half as much again);
-#: on Adult x33 (18,109 bottom classes) 16 MiB checks its 616 nodes in the same CPU time as
-#: 64 MiB did, and the search's peak is 25 MiB lower (docs/benchmarks.md, round 5)
+#: bytes the LRU cache of frequency sets may hold on a table of more than LARGE_TABLE_ROWS rows
+#: (chain snapshots get half as much again); on Adult x33 (1M rows, 18,109 bottom classes)
+#: 16 MiB checks its 616 nodes in the same CPU time as 64 MiB did, and the search's peak is
+#: 25 MiB lower (docs/benchmarks.md, round 5)
 CACHE_BUDGET = 16 * 2**20
+#: the budget on a table of at most LARGE_TABLE_ROWS rows, whose rows take little memory: ARX's
+#: profitability case 3 (3,016 rows, 4,301 nodes) rolls up from sources of 3,000 classes on
+#: average with it, 5,500 with 16 MiB (docs/benchmarks.md, round 5)
+SMALL_TABLE_BUDGET = 64 * 2**20
+LARGE_TABLE_ROWS = 1 << 18
 _INT64_MAX = int(np.iinfo(np.int64).max)
 #: the level vector of an empty cache slot: never at or below a target
 _NEVER_BELOW = int(np.iinfo(np.int16).max)
@@ -470,15 +477,15 @@ class FrequencyEngine:
 
     def roll_up(self, source: FrequencySet, levels: Sequence[int]) -> FrequencySet:
         """Frequency set at ``levels`` derived from ``source`` (a node at or below it)."""
-        target = tuple(int(x) for x in levels)
+        target = tuple(map(int, levels))
         if target == source.levels:
             return source
-        raised: list[tuple[int, int, int]] = []
-        for i, (a, b) in enumerate(zip(source.levels, target, strict=True)):
-            if b < a:
-                raise ValueError(f"cannot roll down from {source.levels} to {target}")
-            if b > a:
-                raised.append((i, a, b))
+        if len(target) != len(source.levels):
+            raise ValueError(f"cannot roll up from {source.levels} to {target}")
+        raised = [(i, a, b) for i, (a, b) in enumerate(zip(source.levels, target, strict=True))
+                  if a != b]
+        if any(b < a for _, a, b in raised):
+            raise ValueError(f"cannot roll down from {source.levels} to {target}")
         inverse, uniques = self._target_keys(source, raised)
         n_classes = len(uniques)
         member = np.empty(n_classes, dtype=np.int64)  # any member: all share the target codes
@@ -569,6 +576,7 @@ class LevelPacker:
     def __init__(self, heights: Sequence[int]) -> None:
         self.width = (max(heights, default=0) + 1).bit_length() + 1
         self.shifts = [self.width * i for i in range(len(heights))]
+        self._scales = [1 << s for s in self.shifts]
         self.usable = self.width * len(heights) <= 62
         field_max = (1 << (self.width - 1)) - 1
         self.guards = sum(1 << (s + self.width - 1) for s in self.shifts)
@@ -576,12 +584,22 @@ class LevelPacker:
 
     def pack(self, levels: Sequence[int]) -> int:
         """One level vector as an int."""
-        return sum(int(a) << s for a, s in zip(levels, self.shifts, strict=True))
+        if len(levels) != len(self._scales):
+            raise ValueError(f"{len(levels)} levels for a packer of {len(self._scales)}")
+        return sum(map(operator.mul, map(int, levels), self._scales))  # a << s == a * 2**s
 
     def below(self, packed: NDArray[Any], target: int) -> NDArray[Any]:
         """(n,) bool: which packed vectors are at or below the packed ``target``."""
         guards = self.guards
         return np.asarray((((target | guards) - packed) & guards) == guards)
+
+
+def cache_budget(rows: int) -> int:
+    """The frequency-set cache's byte budget for a table of ``rows`` records:
+    :data:`SMALL_TABLE_BUDGET` up to :data:`LARGE_TABLE_ROWS` rows, :data:`CACHE_BUDGET`
+    above (where the rows' own arrays make the peak and the search checks fewer nodes than a
+    cache of 16 MiB holds)."""
+    return SMALL_TABLE_BUDGET if rows <= LARGE_TABLE_ROWS else CACHE_BUDGET
 
 
 class FrequencyCache:
@@ -611,11 +629,11 @@ class FrequencyCache:
     """
 
     def __init__(
-        self, engine: FrequencyEngine, capacity: int = 128, budget: int = CACHE_BUDGET
+        self, engine: FrequencyEngine, capacity: int = 128, budget: int | None = None
     ) -> None:
         self.engine = engine
         self.capacity = max(1, capacity)
-        self.budget = budget
+        self.budget = cache_budget(engine.n) if budget is None else budget
         self._bytes = 0  # held by the LRU entries
         self._snapshot_bytes = 0
         m = len(engine.heights)
@@ -624,6 +642,14 @@ class FrequencyCache:
         #: the level vectors of :attr:`_levels` packed (when the packer is usable)
         self._packed = np.full(self.capacity, self._packer.never, dtype=np.int64)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
+        #: the lookup's one row of candidates (with a usable packer): the LRU slots, the bottom,
+        #: then the snapshots (:meth:`_smallest_cached_below`); packed level vectors and classes
+        #: (a candidate that is not there is never at or below a target)
+        spare = m + _CHAIN_MAX + 1
+        self._cand_packed = np.full(self.capacity + spare, self._packer.never, dtype=np.int64)
+        self._cand_classes = np.full(self.capacity + spare, _INT64_MAX, dtype=np.int64)
+        self._cand_packed[self.capacity] = 0  # the bottom, at or below every node
+        self._cand_classes[self.capacity] = engine.bottom.classes
         #: last use of each slot; free slots hold the largest int64 (never the LRU entry)
         self._used = np.full(self.capacity, _INT64_MAX, dtype=np.int64)
         self._free = list(range(self.capacity))  # a heap: the lowest free slot first
@@ -680,6 +706,8 @@ class FrequencyCache:
         if self._packer.usable:
             self._packed[slot] = self._packer.pack(fs.levels)
         self._classes[slot] = fs.classes
+        self._cand_classes[slot] = fs.classes
+        self._cand_packed[slot] = self._packed[slot]
         self._slot[fs.levels] = slot
         self._bytes += size
         self._touch(slot)
@@ -695,6 +723,8 @@ class FrequencyCache:
         self._levels[slot] = _NEVER_BELOW  # never at or below a target
         self._packed[slot] = self._packer.never
         self._classes[slot] = 0
+        self._cand_packed[slot] = self._packer.never
+        self._cand_classes[slot] = _INT64_MAX
         heapq.heappush(self._free, slot)
 
     def closest_below(self, levels: Sequence[int]) -> FrequencySet:
@@ -717,6 +747,8 @@ class FrequencyCache:
 
     def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
         """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes."""
+        if self._packer.usable:
+            return self._smallest_candidate(target)
         best: FrequencySet = self.engine.bottom
         packer = self._packer
         packed = packer.pack(target.tolist()) if packer.usable else 0
@@ -737,6 +769,25 @@ class FrequencyCache:
                 best = snapshots[int(np.argmin(np.where(below, classes, _INT64_MAX)))]
         return best
 
+    def _smallest_candidate(self, target: NDArray[Any]) -> FrequencySet:
+        """:meth:`_smallest_cached_below` with a usable packer, in one pass over the candidates.
+
+        The fewest classes win; among equals the first candidate: an LRU entry (the lowest
+        slot) before the bottom, the bottom before a snapshot (the first made), so a snapshot
+        is taken only with fewer classes than the best entry, as the two-step search did.
+        """
+        snapshots = self._snapshot_arrays()[0]  # also lays the snapshots into the candidates
+        ok = self._packer.below(self._cand_packed, self._packer.pack(target.tolist()))
+        at = int(np.argmin(np.where(ok, self._cand_classes, _INT64_MAX)))
+        if at < self.capacity:
+            entry = self._entries[at]
+            if entry is not None:
+                self._touch(at)
+                return entry
+        if at <= self.capacity:
+            return self.engine.bottom
+        return snapshots[at - self.capacity - 1]
+
     def _snapshot_arrays(
         self,
     ) -> tuple[list[FrequencySet], NDArray[Any], NDArray[Any], NDArray[Any]]:
@@ -751,6 +802,10 @@ class FrequencyCache:
             packed = np.asarray([self._packer.pack(fs.levels) if self._packer.usable else 0
                                  for fs in snapshots], dtype=np.int64)
             self._snapshots = (snapshots, levels, classes, packed)
+            if self._packer.usable:
+                start = self.capacity + 1
+                self._cand_packed[start:start + len(snapshots)] = packed
+                self._cand_classes[start:start + len(snapshots)] = classes
         return self._snapshots
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:

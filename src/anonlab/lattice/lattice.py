@@ -37,6 +37,9 @@ from numpy.typing import NDArray
 #: above this many nodes, node numbers and level vectors convert by arithmetic, never through
 #: whole-lattice arrays (which stay available, built on first use, for the optimal searches)
 ARRAY_NODES = 1 << 22
+#: up to this many nodes a lattice keeps each node's successors once asked for (the optimal
+#: searches ask for a node's several times; at most a few MiB)
+SUCCESSOR_CACHE_NODES = 1 << 16
 
 
 class Lattice:
@@ -74,6 +77,10 @@ class Lattice:
         self.bottom = 0
         self.max_level = int(self.heights.sum())
         self.min_level = int(self.lows.sum())
+        #: successors already listed (:meth:`successors`), on lattices of at most
+        #: :data:`SUCCESSOR_CACHE_NODES` nodes
+        self._successors: dict[int, list[int]] | None = (
+            {} if self.size <= SUCCESSOR_CACHE_NODES else None)
 
     def index(self, levels: Sequence[int]) -> int:
         """Node number of a level vector (within the bounds)."""
@@ -112,18 +119,29 @@ class Lattice:
             counts = grown
         return counts
 
+    def _level_column(self, dim: int) -> NDArray[Any]:
+        """(size,) int16 level of dimension ``dim`` of every node: ``(node // stride) % radix
+        + low``, i.e. each level repeated ``stride`` times, that block tiled."""
+        stride, radix, low = self._stride_list[dim], self._radix_list[dim], self._low_list[dim]
+        block = np.repeat(np.arange(low, low + radix, dtype=np.int16), stride)
+        return np.tile(block, self.size // (stride * radix))
+
     @cached_property
     def all_levels(self) -> NDArray[Any]:
         """(size, m) level vectors of every node, in node-number order."""
-        idx = np.arange(self.size, dtype=np.int64)
-        radices = self.heights - self.lows + 1
-        levels = (idx[:, None] // self.strides[None, :]) % radices[None, :] + self.lows[None, :]
-        return np.asarray(levels, dtype=np.int16)
+        levels = np.empty((self.size, len(self._radix_list)), dtype=np.int16)
+        for dim in range(levels.shape[1]):
+            levels[:, dim] = self._level_column(dim)
+        return levels
 
     @cached_property
     def level_sums(self) -> NDArray[Any]:
-        """(size,) level of every node."""
-        return np.asarray(self.all_levels.sum(axis=1), dtype=np.int64)
+        """(size,) level of every node (the columns added one by one: no strided reduction)."""
+        lv = self.all_levels
+        sums = lv[:, 0].astype(np.int64)
+        for dim in range(1, lv.shape[1]):
+            sums += lv[:, dim]
+        return sums
 
     def level_of(self, node: int) -> int:
         """Level (sum of generalization levels) of a node."""
@@ -132,10 +150,22 @@ class Lattice:
         return sum(self._levels_of(node))
 
     def successors(self, node: int) -> list[int]:
-        """Direct successors (one level up in one dimension)."""
+        """Direct successors (one level up in one dimension), in dimension order.
+
+        The list is kept on a small lattice (:data:`SUCCESSOR_CACHE_NODES`): callers must not
+        change it.
+        """
+        known = self._successors
+        if known is not None:
+            hit = known.get(node)
+            if hit is not None:
+                return hit
         lv = self.levels(node)
-        return [node + s for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
-                if a < h]
+        out = [node + s for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
+               if a < h]
+        if known is not None:
+            known[node] = out
+        return out
 
     def predecessors(self, node: int) -> list[int]:
         """Direct predecessors (one level down in one dimension)."""
@@ -149,9 +179,12 @@ class Lattice:
         if len(self.heights) > 12 or int(self.heights.max()) > 15:
             return None
         shifts = 5 * np.arange(len(self.heights), dtype=np.int64)
-        packed = (self.all_levels.astype(np.int64) << shifts[None, :]).sum(axis=1)
+        lv = self.all_levels
+        packed = np.zeros(self.size, dtype=np.int64)
+        for dim, shift in enumerate(shifts.tolist()):
+            packed |= lv[:, dim].astype(np.int64) << shift  # fields do not overlap
         guard = int((np.int64(1) << (shifts + 4)).sum())
-        return np.asarray(packed, dtype=np.int64), guard
+        return packed, guard
 
     def below(self, node: int) -> NDArray[Any]:
         """Node numbers ``v <= node`` componentwise (all specializations, and the node)."""
@@ -163,6 +196,26 @@ class Lattice:
         # SWAR test of x <= y in every 5-bit field: ((y | G) - x) keeps every guard bit
         ok = ((codes[node] | guard) - codes[: node + 1]) & guard
         return np.flatnonzero(ok == guard)
+
+    def below_mask(self, node: int) -> NDArray[Any]:
+        """(node + 1,) bool: which of the nodes ``0 .. node`` are ``<= node`` componentwise
+        (:meth:`below` as a mask over the nodes up to ``node``: no node above it is below it)."""
+        packed = self._packed
+        if packed is None:
+            lv = self.all_levels
+            return np.asarray(np.all(lv[: node + 1] <= lv[node], axis=1))
+        codes, guard = packed
+        return np.asarray((((codes[node] | guard) - codes[: node + 1]) & guard) == guard)
+
+    def above_mask(self, node: int) -> NDArray[Any]:
+        """(size - node,) bool: which of the nodes ``node .. size - 1`` are ``>= node``
+        componentwise (:meth:`above` as a mask over the nodes from ``node`` on)."""
+        packed = self._packed
+        if packed is None:
+            lv = self.all_levels
+            return np.asarray(np.all(lv[node:] >= lv[node], axis=1))
+        codes, guard = packed
+        return np.asarray((((codes[node:] | guard) - codes[node]) & guard) == guard)
 
     def above(self, node: int) -> NDArray[Any]:
         """Node numbers ``v >= node`` componentwise (all generalizations, and the node)."""

@@ -82,6 +82,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Union
 
 import numpy as np
@@ -521,8 +522,15 @@ class SearchContext:
         if not self.prune or self.bounds is None or self.best is None:
             return False
         if self.bounds.ndim == 1:
-            return bool(self.bounds[node] >= self.best_loss)
+            best: Any = self.best_loss  # a float with 1-D bounds
+            return bool(self._bound_list[node] >= best)
         return bool(_key(self.bound_of(node)) >= _key(self.best_loss))
+
+    @cached_property
+    def _bound_list(self) -> list[float]:
+        """The 1-D :attr:`bounds` as Python floats (:meth:`prunable` reads them one by one:
+        the same comparisons, faster)."""
+        return [float(x) for x in present(self.bounds, "the bounds").tolist()]
 
     def bound_of(self, node: int) -> Loss:
         """A node's data-free bound as a value comparable with losses (bounds must exist)."""
@@ -567,7 +575,7 @@ class SearchContext:
         """Tag the node and all its generalizations as having the searched property."""
         if self.tags[node] == ANONYMOUS:
             return
-        self._set_tags(self.tags, self.lattice.above(node), ANONYMOUS)
+        self._set_tags(self.tags[node:], node, self.lattice.above_mask(node), ANONYMOUS)
 
     def tag_not_anonymous(self, node: int) -> None:
         """Tag the node and all its specializations as lacking the searched property.
@@ -577,22 +585,23 @@ class SearchContext:
         """
         if self.tags[node] == NOT_ANONYMOUS:
             return
-        below = self.lattice.below(node)
-        self._set_tags(self.tags, below, NOT_ANONYMOUS)
+        below = self.lattice.below_mask(node)
+        self._set_tags(self.tags[: node + 1], 0, below, NOT_ANONYMOUS)
         if self.model_tags is not self.tags:
-            self._set_tags(self.model_tags, below, NOT_ANONYMOUS)
+            self._set_tags(self.model_tags[: node + 1], 0, below, NOT_ANONYMOUS)
 
-    def _set_tags(self, tags: NDArray[Any], nodes: NDArray[Any], tag: int) -> None:
-        current = tags[nodes]
-        clash = current == -tag
-        if np.any(clash):
+    def _set_tags(self, tags: NDArray[Any], first: int, mask: NDArray[Any], tag: int) -> None:
+        """Tag the nodes ``mask`` marks in ``tags``, a view of the tags from node ``first`` on
+        (a mask rather than node numbers: no gather and scatter of the tags)."""
+        clash = mask & (tags == -tag)
+        if clash.any():
             if not self.practical_monotonicity:
-                bad = int(nodes[np.flatnonzero(clash)[0]])
+                bad = first + int(np.flatnonzero(clash)[0])
                 raise RuntimeError(
                     f"node {self.lattice.levels(bad)} tagged both ways: a criterion declared "
                     "monotone is not")
-            nodes = nodes[~clash]  # practical monotonicity: keep what checks found
-        tags[nodes] = tag
+            mask = mask & ~clash  # practical monotonicity: keep what checks found
+        np.copyto(tags, tag, where=mask)
 
     # ----------------------------------------------------------------- results
     def _minimal(self, mask: NDArray[Any]) -> NDArray[Any]:

@@ -462,15 +462,22 @@ class PrecisionWithSuppression(Precision):
     def vector(self, node: NodeClasses) -> list[float]:
         """``((n - s) (l_i / h_i) G + s S) / n``."""
         counts = node.fs.counts
-        suppressed = float(int(counts[node.outliers].sum()))
-        released = float(int(counts[~np.asarray(node.outliers, dtype=bool)].sum()))
+        outliers = np.asarray(node.outliers, dtype=bool)
+        suppressed = float(int(counts[outliers].sum()))
+        released = float(int(counts.sum()) - int(suppressed))
         n = float(self.ctx.n)
-        out = []
-        for dim, level in enumerate(node.levels):
-            ratio = float(self._ratio(dim)[level])
-            out.append(safe_div((released * ratio) * self.g_factor
-                                + suppressed * self.s_factor, n))
-        return out
+        ratios = self._ratio_lists()
+        return [safe_div((released * ratios[dim][level]) * self.g_factor
+                         + suppressed * self.s_factor, n)
+                for dim, level in enumerate(node.levels)]
+
+    def _ratio_lists(self) -> list[list[float]]:
+        """:meth:`_ratio` of every quasi-identifier as Python floats (made once)."""
+        ratios: list[list[float]] | None = getattr(self, "_ratios", None)
+        if ratios is None:
+            ratios = [self._ratio(dim).tolist() for dim in range(len(self.ctx.heights))]
+            self._ratios = ratios
+        return ratios
 
 
 class Height(LevelTableMetric):
