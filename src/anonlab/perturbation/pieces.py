@@ -293,13 +293,19 @@ def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
     total = kernels.PartialMoments(0, np.zeros(len(columns)), np.zeros(len(columns)))
     for batch in piece.batches(list(columns), batch_rows):
         x = numbers(batch, columns, piece, total.count)
-        if x.shape[0] == 0:
-            continue
-        mean = x.mean(axis=0)
-        centred = x - mean
-        total = kernels.combine_moments(total, kernels.PartialMoments(
-            x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+        if x.shape[0]:
+            total = kernels.combine_moments(total, _batch_moments(x)[0])
     return piece.index, total
+
+
+def _batch_moments(x: NDArray[np.float64]
+                   ) -> tuple[kernels.PartialMoments, NDArray[np.float64]]:
+    """A batch's moments (its mean, then the sums of its centred squares by ``einsum``) and
+    its centred values."""
+    mean = x.mean(axis=0)
+    centred = x - mean
+    squares = np.einsum("ij,ij->j", centred, centred)
+    return kernels.PartialMoments(x.shape[0], mean, squares), centred
 
 
 def _no_rows(table: Table) -> AnonlabError:
@@ -341,12 +347,10 @@ def _piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int
         x = numbers(batch, columns, piece, moments.count)
         if x.shape[0] == 0:
             continue
-        mean = x.mean(axis=0)
-        centred = x - mean
-        moments = kernels.combine_moments(moments, kernels.PartialMoments(
-            x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+        part, centred = _batch_moments(x)
+        moments = kernels.combine_moments(moments, part)
         comoments = kernels.combine_comoments(comoments, kernels.PartialCoMoments(
-            x.shape[0], mean, centred.T @ centred))
+            x.shape[0], part.mean, centred.T @ centred))
     return moments, comoments
 
 
