@@ -148,20 +148,23 @@ def test_encoded_codes_are_narrow_and_the_same() -> None:
     assert code_dtype(128) == np.int8 and code_dtype(129) == np.int16
 
 
-def _pool_after_tuning(command: str, env: dict[str, str]) -> str:
+def _pool_after_tuning(command: str, env: dict[str, str], *args: str) -> str:
     code = ("import sys\n"
             "from anonlab.cli.app import main\n"
             "from anonlab.memory import tune_allocators_at_start\n"
             "tune_allocators_at_start(sys.argv[1:])\n"
             "import pyarrow as pa\n"
             "print(pa.default_memory_pool().backend_name)\n")
-    return subprocess.run([sys.executable, "-c", code, command, "--help"], env=env,
+    return subprocess.run([sys.executable, "-c", code, command, *args, "--help"], env=env,
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
 def test_generalize_puts_arrow_on_the_c_allocator() -> None:
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     assert _pool_after_tuning("generalize", env) == "system"
+    # an engine run holds no large array to give back: the allocators stay as they are
+    assert _pool_after_tuning("generalize", env, "--output", "out/") != "system"
+    assert _pool_after_tuning("generalize", env, "--engine=dask") != "system"
     default = _pool_after_tuning("perturb", env)  # other commands keep Arrow's default
     assert default != "system"
     env["ARROW_DEFAULT_MEMORY_POOL"] = default  # a user's choice is kept

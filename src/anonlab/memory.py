@@ -49,12 +49,27 @@ def tune_allocators_at_start(argv: Sequence[str]) -> None:
     keep the allocators' defaults: giving memory back costs system time (pages
     mapped and zeroed again), measured only for these.
     """
-    if not argv or argv[0] not in TUNED_COMMANDS:
+    if not argv or argv[0] not in TUNED_COMMANDS or engine_run(argv[1:]):
         return
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         fix_mmap_threshold()
+
+
+def engine_run(args: Sequence[str]) -> bool:
+    """Whether a command line asks for an engine run (``--engine dask``, or an ``--output``
+    folder ending in ``/``): its rows are never held whole, so there is no large array to
+    give back, and the tuning would only cost system time (on 10M rows on the NumPy engine,
+    about 3 s more: docs/benchmarks.md, round 5). Settings given in a config file alone are
+    not looked at."""
+    found: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        name, sep, value = arg.partition("=")
+        if name in ("--engine", "--output"):
+            found[name] = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+    return (found.get("--engine") == "dask"
+            or found.get("--output", "").endswith(("/", os.sep)))
 
 
 def fix_mmap_threshold() -> bool:
