@@ -74,9 +74,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                  "--memory-limit", "1GB", "--name", name, "--no-dashboard"],
                 cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True))
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
+        distributed = pytest.importorskip("distributed")
+        client = distributed.Client(address, timeout=60)
+        with client:
             client.wait_for_workers(2, timeout=60)
         yield address
     finally:

@@ -38,8 +38,9 @@ from anonlab.engine.dask_backend import check_address, shown_address
 from anonlab.errors import AnonlabError
 from anonlab.fusion.config import config_from_dict
 from anonlab.io import read_table
-from anonlab.outputs import Outputs, remove_stale_temps, temp_path_for
+from anonlab.outputs import Outputs
 from anonlab.sources import refuse_dtds
+from anonlab.tempfiles import remove_stale_temps, temp_path_for
 from test_bad_input_excel_scheduler import entity_workbook
 
 ROOT = Path(__file__).resolve().parents[1]
