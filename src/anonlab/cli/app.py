@@ -252,8 +252,8 @@ def main() -> None:
     try:
         app_for(args)()
     except SystemExit as exc:
-        if not args or args[0] not in QUICK_EXIT_COMMANDS:
-            raise
+        if not args or args[0] not in QUICK_EXIT_COMMANDS or not hasattr(threading, "_shutdown"):
+            raise  # (a Python without CPython's thread shutdown hook ends the usual way)
         exit_now(exc.code)
 
 
