@@ -41,8 +41,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EIA_COLUMNS = ("UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,"
-               "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES")
+EIA_COLUMNS = (
+    "UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,"
+    "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES"
+)
 Variants = dict[str, tuple[list[str], bool]]  # name -> (arguments, before's code?)
 
 
@@ -50,20 +52,41 @@ def commands(out: Path, before_roles: bool = False) -> dict[str, Variants]:
     """Each case: its variants' arguments, and whether each runs the earlier checkout
     (``before_roles``: that checkout asks for the roles too, as every version since round 3
     does)."""
-    adult = ["generalize", "--config", str(REPO / "examples" / "adult.toml"),
-             "--output", str(out / "a.csv"), "--report", str(out / "a.json"), "--quiet"]
-    eia = ["microaggregate", str(REPO / "data" / "sdc" / "EIA.csv"), "--columns",
-           EIA_COLUMNS, "--k", "3", "--output", str(out / "m.csv"), "--report",
-           str(out / "m.json"), "--quiet"]
+    adult = [
+        "generalize",
+        "--config",
+        str(REPO / "examples" / "adult.toml"),
+        "--output",
+        str(out / "a.csv"),
+        "--report",
+        str(out / "a.json"),
+        "--quiet",
+    ]
+    eia = [
+        "microaggregate",
+        str(REPO / "data" / "sdc" / "EIA.csv"),
+        "--columns",
+        EIA_COLUMNS,
+        "--k",
+        "3",
+        "--output",
+        str(out / "m.csv"),
+        "--report",
+        str(out / "m.json"),
+        "--quiet",
+    ]
     roles = ["--identifying", "UTILNAME", "--insensitive", "STATE,YEAR,MONTH"]
     return {
         "generalize Adult (k=5, 1 %)": {
-            "before": (adult, True), "after": (adult, False),
-            "after_no_verify": ([*adult, "--no-verify"], False)},
+            "before": (adult, True),
+            "after": (adult, False),
+            "after_no_verify": ([*adult, "--no-verify"], False),
+        },
         "microaggregate EIA (k=3)": {
             "before": ([*eia, *roles] if before_roles else eia, True),
             "after": ([*eia, *roles], False),
-            "after_no_verify": ([*eia, *roles, "--no-verify"], False)},
+            "after_no_verify": ([*eia, *roles, "--no-verify"], False),
+        },
     }
 
 
@@ -82,19 +105,28 @@ def cpu_of(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     """CPU seconds (user + system) and wall seconds of one command in a child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-W", "ignore", "-m", "anonlab", *args], env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "anonlab", *args],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime), wall
 
 
-def measure(variants: Variants, before_src: Path, cache: Path | None,
-            repeats: int) -> dict[str, object]:
+def measure(
+    variants: Variants, before_src: Path, cache: Path | None, repeats: int
+) -> dict[str, object]:
     """Medians of ``repeats`` interleaved runs of each variant (after one warm-up run each)."""
-    envs = {name: child_env(before_src if old else None,
-                            None if cache is None else cache / ("before" if old else "after"))
-            for name, (_, old) in variants.items()}
+    envs = {
+        name: child_env(
+            before_src if old else None,
+            None if cache is None else cache / ("before" if old else "after"),
+        )
+        for name, (_, old) in variants.items()
+    }
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for name, (args, _) in variants.items():
         cpu_of(args, envs[name])  # warms the file cache (and writes the bytecode)
@@ -115,12 +147,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before-src", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="compile every module in every run, as this environment does")
-    parser.add_argument("--before-roles", action="store_true",
-                        help="the earlier checkout asks for the roles (round 3 and later)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="results file (default: benchmarks/results/commands.json)")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile every module in every run, as this environment does",
+    )
+    parser.add_argument(
+        "--before-roles",
+        action="store_true",
+        help="the earlier checkout asks for the roles (round 3 and later)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default: benchmarks/results/commands.json)",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -128,14 +170,22 @@ def main() -> None:
         for name, variants in commands(Path(folder), args.before_roles).items():
             row = {"command": name, **measure(variants, args.before_src, cache, args.repeats)}
             rows.append(row)
-            print(f"{name:30s} before {row['before_cpu_s']:6.3f} s   after "
-                  f"{row['after_cpu_s']:6.3f} s   after --no-verify "
-                  f"{row['after_no_verify_cpu_s']:6.3f} s   (load {row['load_average']})")
+            print(
+                f"{name:30s} before {row['before_cpu_s']:6.3f} s   after "
+                f"{row['after_cpu_s']:6.3f} s   after --no-verify "
+                f"{row['after_no_verify_cpu_s']:6.3f} s   (load {row['load_average']})"
+            )
     out = args.out or REPO / "benchmarks" / "results" / (
-        "commands_no_bytecode_cache.json" if args.no_bytecode_cache else "commands.json")
-    out.write_text(json.dumps({"repeats": args.repeats,
-                               "bytecode_cache": not args.no_bytecode_cache,
-                               "rows": rows}, indent=2) + "\n", encoding="utf-8")
+        "commands_no_bytecode_cache.json" if args.no_bytecode_cache else "commands.json"
+    )
+    out.write_text(
+        json.dumps(
+            {"repeats": args.repeats, "bytecode_cache": not args.no_bytecode_cache, "rows": rows},
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"saved {out}")
 
 

@@ -77,11 +77,22 @@ def measure(n: int, p: int, repeats: int, kdtree: bool) -> list[dict[str, Any]]:
         finally:
             risk.KD_MAX_DIM = saved
         used = "kdtree" if p <= limit else "blocked"
-        rows.append({"rows": n, "columns": p, "method": used, "cpu_s": round(cpu, 2),
-                     "wall_s": round(wall, 2), "DLD": result.measures["DLD"],
-                     "ID": result.measures["ID"], "repeats": repeats})
-        print(f"{n:>8} {p:>4}  {used:<8} {cpu:>9.2f} {wall:>9.2f}   "
-              f"DLD {result.measures['DLD']:.4f}", flush=True)
+        rows.append(
+            {
+                "rows": n,
+                "columns": p,
+                "method": used,
+                "cpu_s": round(cpu, 2),
+                "wall_s": round(wall, 2),
+                "DLD": result.measures["DLD"],
+                "ID": result.measures["ID"],
+                "repeats": repeats,
+            }
+        )
+        print(
+            f"{n:>8} {p:>4}  {used:<8} {cpu:>9.2f} {wall:>9.2f}   DLD {result.measures['DLD']:.4f}",
+            flush=True,
+        )
     return rows
 
 
@@ -89,8 +100,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="leave out 100,000 x 200")
-    parser.add_argument("--kdtree-upto", type=int, default=5_000,
-                        help="also time the forced k-d tree up to this many rows")
+    parser.add_argument(
+        "--kdtree-upto",
+        type=int,
+        default=5_000,
+        help="also time the forced k-d tree up to this many rows",
+    )
     args = parser.parse_args()
     sizes = [s for s in SIZES if not (args.quick and s == (100_000, 200))]
     print(f"{'rows':>8} {'cols':>4}  {'method':<8} {'CPU s':>9} {'wall s':>9}")
@@ -99,14 +114,20 @@ def main() -> None:
         repeats = 1 if n * n * p > 10**12 else args.repeats
         table += measure(n, p, repeats, n <= args.kdtree_upto)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "benchmark": "evaluate on wide tables (issue 11)",
-        "kd_max_dim": risk.KD_MAX_DIM,
-        "workers": 1,
-        "cpus": os.cpu_count(),
-        "load_average_at_end": os.getloadavg(),
-        "rows": table,
-    }, indent=2) + "\n")
+    OUT.write_text(
+        json.dumps(
+            {
+                "benchmark": "evaluate on wide tables (issue 11)",
+                "kd_max_dim": risk.KD_MAX_DIM,
+                "workers": 1,
+                "cpus": os.cpu_count(),
+                "load_average_at_end": os.getloadavg(),
+                "rows": table,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"saved {OUT.relative_to(REPO)}")
 
 

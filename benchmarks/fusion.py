@@ -95,10 +95,16 @@ def run(setting: str, qid: str, k: int, repeats: int, test: pd.DataFrame) -> dic
     assert result is not None
     general = result.generalize(test.drop(columns=[CLASS])).assign(**{CLASS: test[CLASS]})
     train = result.table.drop(columns=[c for c in ("id",) if c in result.table.columns])
-    return {"setting": setting, "qid": qid, "k": k, "seconds": statistics.median(times),
-            "rounds": result.rounds, "accuracy": tree_accuracy(train, general[train.columns]),
-            "smallest_group": result.templates[0]["smallest_group"],
-            "bytes_sent": sum(result.bytes_sent.values())}
+    return {
+        "setting": setting,
+        "qid": qid,
+        "k": k,
+        "seconds": statistics.median(times),
+        "rounds": result.rounds,
+        "accuracy": tree_accuracy(train, general[train.columns]),
+        "smallest_group": result.templates[0]["smallest_group"],
+        "bytes_sent": sum(result.bytes_sent.values()),
+    }
 
 
 def scale_rows(repeats: int, times: int = 10) -> list[dict[str, Any]]:
@@ -106,8 +112,9 @@ def scale_rows(repeats: int, times: int = 10) -> list[dict[str, Any]]:
     frames = {}
     for party, name in (("provider-a", "provider_a.csv"), ("provider-b", "provider_b.csv")):
         one = pd.read_csv(EXAMPLE / name, dtype=str)
-        frames[party] = pd.concat([one.assign(id=one["id"] + f"-{i}") for i in range(times)],
-                                  ignore_index=True)
+        frames[party] = pd.concat(
+            [one.assign(id=one["id"] + f"-{i}") for i in range(times)], ignore_index=True
+        )
     rows = []
     for setting in ("fig3", "tds"):
         config = config_for(setting, "paper", 100 * times)
@@ -117,9 +124,16 @@ def scale_rows(repeats: int, times: int = 10) -> list[dict[str, Any]]:
             result = fuse(config, frames)
             seconds.append(time.perf_counter() - started)
         assert result is not None
-        rows.append({"setting": setting, "records": len(result.table), "k": 100 * times,
-                     "rounds": result.rounds, "seconds": statistics.median(seconds),
-                     "loop_seconds": result.time_seconds})
+        rows.append(
+            {
+                "setting": setting,
+                "records": len(result.table),
+                "k": 100 * times,
+                "rounds": result.rounds,
+                "seconds": statistics.median(seconds),
+                "loop_seconds": result.time_seconds,
+            }
+        )
     return rows
 
 
@@ -143,26 +157,37 @@ def main() -> None:
     test = pd.read_csv(TEST, dtype=str)
     base = baselines(test)
     rows = []
-    print(f"BE {base['BE']:.4f}  UE(paper QIDs) {base['UE_paper']:.4f}  "
-          f"UE(Top5) {base['UE_top5']:.4f}")
-    print(f"{'QID':6} {'setting':8} {'k':>4} {'rounds':>6} {'time s':>7} {'accuracy':>8} "
-          f"{'min grp':>7} {'MB sent':>8}")
+    print(
+        f"BE {base['BE']:.4f}  UE(paper QIDs) {base['UE_paper']:.4f}  "
+        f"UE(Top5) {base['UE_top5']:.4f}"
+    )
+    print(
+        f"{'QID':6} {'setting':8} {'k':>4} {'rounds':>6} {'time s':>7} {'accuracy':>8} "
+        f"{'min grp':>7} {'MB sent':>8}"
+    )
     for qid in QIDS:
         for setting in SETTINGS:
             for k in ks:
                 row = run(setting, qid, k, repeats, test)
                 rows.append(row)
-                print(f"{qid:6} {setting:8} {k:>4} {row['rounds']:>6} {row['seconds']:>7.2f} "
-                      f"{row['accuracy']:>8.4f} {row['smallest_group']:>7} "
-                      f"{row['bytes_sent'] / 1e6:>8.2f}", flush=True)
+                print(
+                    f"{qid:6} {setting:8} {k:>4} {row['rounds']:>6} {row['seconds']:>7.2f} "
+                    f"{row['accuracy']:>8.4f} {row['smallest_group']:>7} "
+                    f"{row['bytes_sent'] / 1e6:>8.2f}",
+                    flush=True,
+                )
     scale = scale_rows(repeats)
     print(f"{'scale':8} {'records':>8} {'k':>5} {'rounds':>6} {'time s':>7} {'loop s':>7}")
     for row in scale:
-        print(f"{row['setting']:8} {row['records']:>8} {row['k']:>5} {row['rounds']:>6} "
-              f"{row['seconds']:>7.2f} {row['loop_seconds']:>7.2f}")
+        print(
+            f"{row['setting']:8} {row['records']:>8} {row['k']:>5} {row['rounds']:>6} "
+            f"{row['seconds']:>7.2f} {row['loop_seconds']:>7.2f}"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"repeats": repeats, "baselines": base, "rows": rows,
-                               "scale": scale}, indent=2) + "\n")
+    OUT.write_text(
+        json.dumps({"repeats": repeats, "baselines": base, "rows": rows, "scale": scale}, indent=2)
+        + "\n"
+    )
     plot(rows, base)
     print(f"wrote {OUT}")
 
@@ -180,8 +205,15 @@ def plot(rows: list[dict[str, Any]], base: dict[str, float]) -> None:
             styles = zip(SETTINGS, "os^x", ("-", "--", "-.", ":"), strict=True)
             for setting, marker, line in styles:
                 pts = [r for r in rows if r["qid"] == qid and r["setting"] == setting]
-                ax.plot([r["k"] for r in pts], [r[metric] for r in pts], marker=marker,
-                        linestyle=line, label=setting, markersize=5, fillstyle="none")
+                ax.plot(
+                    [r["k"] for r in pts],
+                    [r[metric] for r in pts],
+                    marker=marker,
+                    linestyle=line,
+                    label=setting,
+                    markersize=5,
+                    fillstyle="none",
+                )
             if metric == "accuracy":
                 ax.axhline(base["BE"], color="black", linestyle="--", label="BE")
                 ax.axhline(base[f"UE_{qid}"], color="grey", linestyle=":", label="UE")

@@ -73,16 +73,27 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def argmax_run(folder: Path, names: list[str], providers: list[str], rounds: int,
-               seed: int) -> dict[str, Any]:
+def argmax_run(
+    folder: Path, names: list[str], providers: list[str], rounds: int, seed: int
+) -> dict[str, Any]:
     """One secure-argmax run; per party: seconds for all rounds and MPyC bytes sent."""
     rng = random.Random(seed)
     rows = [[rng.randrange(-1, 2**40 + 1) for _ in providers] for _ in range(rounds)]
-    spec = {"parties": list(zip(names, free_ports(len(names)), strict=True)),
-            "providers": providers, "rounds": rows, "certs": str(folder / "certs")}
-    procs = [subprocess.Popen([sys.executable, "-c", ARGMAX_PARTY, n, json.dumps(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in names]
+    spec = {
+        "parties": list(zip(names, free_ports(len(names)), strict=True)),
+        "providers": providers,
+        "rounds": rows,
+        "certs": str(folder / "certs"),
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ARGMAX_PARTY, n, json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in names
+    ]
     out = {}
     for name, proc in zip(names, procs, strict=True):
         stdout, stderr = proc.communicate(timeout=600)
@@ -95,18 +106,26 @@ def argmax_run(folder: Path, names: list[str], providers: list[str], rounds: int
 def bench_argmax(folder: Path, rounds: int, repeats: int) -> list[dict[str, Any]]:
     make_certificates(folder / "certs", [(n, "127.0.0.1") for n in ("a", "b", "c", "h")])
     rows = []
-    for label, names, providers in (("2 providers + helper", ["a", "b", "h"], ["a", "b"]),
-                                    ("3 providers", ["a", "b", "c"], ["a", "b", "c"])):
+    for label, names, providers in (
+        ("2 providers + helper", ["a", "b", "h"], ["a", "b"]),
+        ("3 providers", ["a", "b", "c"], ["a", "b", "c"]),
+    ):
         per_round = []
         bytes_per_round = 0.0
         for r in range(repeats):
             res = argmax_run(folder, names, providers, rounds, seed=r)
             per_round.append(max(v["seconds"] for v in res.values()) / rounds * 1000)
             bytes_per_round = sum(v["bytes"] for v in res.values()) / rounds
-        rows.append({"setting": label, "rounds": rounds, "repeats": repeats,
-                     "ms_per_round_median": round(statistics.median(per_round), 2),
-                     "ms_per_round_runs": [round(x, 2) for x in per_round],
-                     "mpc_bytes_per_round_all_parties": round(bytes_per_round)})
+        rows.append(
+            {
+                "setting": label,
+                "rounds": rounds,
+                "repeats": repeats,
+                "ms_per_round_median": round(statistics.median(per_round), 2),
+                "ms_per_round_runs": [round(x, 2) for x in per_round],
+                "mpc_bytes_per_round_all_parties": round(bytes_per_round),
+            }
+        )
     return rows
 
 
@@ -125,8 +144,9 @@ def party_config(folder: Path) -> Path:
         out.append(line)
     body = "\n".join(out) + "\n"
     for rel in ("../../data/", "provider_a.csv", "provider_b.csv"):
-        body = body.replace(f'"{rel}', f'"{(EXAMPLE.parent / rel).resolve()}' +
-                            ("/" if rel.endswith("/") else ""))
+        body = body.replace(
+            f'"{rel}', f'"{(EXAMPLE.parent / rel).resolve()}' + ("/" if rel.endswith("/") else "")
+        )
     config = folder / "fusion.toml"
     config.write_text(body, encoding="utf-8")
     make_certificates(folder / "certs", [(p["id"], p["host"]) for p in raw["parties"]])
@@ -140,12 +160,21 @@ def party_run(folder: Path) -> dict[str, Any]:
     began = time.perf_counter()
     procs = {}
     for p in parties:
-        args = [sys.executable, "-m", "anonlab", "party", str(config), "--party", p,
-                "--report", str(folder / f"{p}.json"), "--quiet"]
+        args = [
+            sys.executable,
+            "-m",
+            "anonlab",
+            "party",
+            str(config),
+            "--party",
+            p,
+            "--report",
+            str(folder / f"{p}.json"),
+            "--quiet",
+        ]
         if p != "recipient":
             args += ["--output", str(folder / f"fused_{p}.csv")]
-        procs[p] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
+        procs[p] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for p, proc in procs.items():
         _, stderr = proc.communicate(timeout=900)
         if proc.returncode != 0:
@@ -170,8 +199,9 @@ def bench_parties(folder: Path, repeats: int) -> dict[str, Any]:
     want = expected.table.astype(str).reset_index(drop=True)
     identical = True
     for p in ("provider-a", "provider-b"):
-        got = pd.read_csv(last["config"].parent / f"fused_{p}.csv", dtype=str,
-                          keep_default_na=False)
+        got = pd.read_csv(
+            last["config"].parent / f"fused_{p}.csv", dtype=str, keep_default_na=False
+        )
         identical &= bool(got.equals(want))
     rep = last["reports"]["provider-a"]
     return {
@@ -182,8 +212,9 @@ def bench_parties(folder: Path, repeats: int) -> dict[str, Any]:
         "rounds": rep["rounds"],
         "loop_seconds_provider_a": rep["time_seconds"],
         "connect_seconds_provider_a": rep["connect_seconds"],
-        "secure_max_ms_per_call": {p: r["secure_max_ms_per_call"]
-                                   for p, r in last["reports"].items()},
+        "secure_max_ms_per_call": {
+            p: r["secure_max_ms_per_call"] for p, r in last["reports"].items()
+        },
         "bytes_sent": rep["bytes_sent"],
         "bytes_sent_detail": rep["bytes_sent_detail"],
         "in_process_fuse_seconds": round(fuse_seconds, 2),
@@ -214,13 +245,17 @@ def main() -> None:
     OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"{'secure argmax (MPyC, TLS, loopback)':40} {'ms/round (median)':>18} {'runs':>30}")
     for row in argmax_rows:
-        print(f"{row['setting']:40} {row['ms_per_round_median']:18.2f} "
-              f"{row['ms_per_round_runs']!s:>30}")
+        print(
+            f"{row['setting']:40} {row['ms_per_round_median']:18.2f} "
+            f"{row['ms_per_round_runs']!s:>30}"
+        )
     print()
-    print(f"party run, Adult k=100, 3 processes: {party['end_to_end_seconds_median']:.2f} s "
-          f"end to end (runs {party['end_to_end_seconds_runs']}), {party['rounds']} rounds, "
-          f"identical to fuse: {party['tables_identical_to_fuse']}; in-process fuse "
-          f"{party['in_process_fuse_seconds']:.2f} s")
+    print(
+        f"party run, Adult k=100, 3 processes: {party['end_to_end_seconds_median']:.2f} s "
+        f"end to end (runs {party['end_to_end_seconds_runs']}), {party['rounds']} rounds, "
+        f"identical to fuse: {party['tables_identical_to_fuse']}; in-process fuse "
+        f"{party['in_process_fuse_seconds']:.2f} s"
+    )
     print(f"bytes sent: {party['bytes_sent']}")
     print(f"wrote {OUT.relative_to(REPO)}")
 

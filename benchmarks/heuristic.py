@@ -77,8 +77,21 @@ def build_hierarchies(rebuild: bool) -> None:
         path = HIER / f"{column}.csv"
         if path.exists() and not rebuild:
             continue
-        subprocess.run([anonlab, "hierarchy", spec[0], str(DATA), "--column", column,
-                        *spec[1:], "--output", str(path), "--quiet"], check=True)
+        subprocess.run(
+            [
+                anonlab,
+                "hierarchy",
+                spec[0],
+                str(DATA),
+                "--column",
+                column,
+                *spec[1:],
+                "--output",
+                str(path),
+                "--quiet",
+            ],
+            check=True,
+        )
 
 
 def run_anonlab(search: str, seconds: float, seed: int = 1) -> dict[str, Any]:
@@ -96,21 +109,41 @@ def run_anonlab(search: str, seconds: float, seed: int = 1) -> dict[str, Any]:
     cpu, wall = time.process_time(), time.perf_counter()
     options: dict[str, Any] = {"genetic": {"seed": seed}} if search == "genetic" else {}
     try:
-        result = anonymize(dataset, criteria=criteria, suppression=SUPPRESSION, metric=METRIC,
-                           search=search, time_limit=seconds, **options)
+        result = anonymize(
+            dataset,
+            criteria=criteria,
+            suppression=SUPPRESSION,
+            metric=METRIC,
+            search=search,
+            time_limit=seconds,
+            **options,
+        )
     except AnonlabError as exc:  # no acceptable node found within the limit
         found = re.search(r"after (\d+) checks", str(exc))
-        return {"tool": "anonlab", "search": search, "time_limit": seconds, "loss": None,
-                "checked": int(found.group(1)) if found else None, "stopped_by": "time limit",
-                "search_seconds": seconds, "wall_seconds": time.perf_counter() - wall,
-                "cpu_seconds": time.process_time() - cpu}
-    return {"tool": "anonlab", "search": search, "time_limit": seconds,
-            "loss": result.summary()["optimum_loss"], "checked": result.search.nodes_checked,
-            "stopped_by": result.summary()["heuristic"]["stopped_by"],
-            "transformation": list(result.transformation.values()),
-            "lattice_size": result.lattice_size,
-            "search_seconds": result.search.runtime_seconds,
-            "wall_seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu}
+        return {
+            "tool": "anonlab",
+            "search": search,
+            "time_limit": seconds,
+            "loss": None,
+            "checked": int(found.group(1)) if found else None,
+            "stopped_by": "time limit",
+            "search_seconds": seconds,
+            "wall_seconds": time.perf_counter() - wall,
+            "cpu_seconds": time.process_time() - cpu,
+        }
+    return {
+        "tool": "anonlab",
+        "search": search,
+        "time_limit": seconds,
+        "loss": result.summary()["optimum_loss"],
+        "checked": result.search.nodes_checked,
+        "stopped_by": result.summary()["heuristic"]["stopped_by"],
+        "transformation": list(result.transformation.values()),
+        "lattice_size": result.lattice_size,
+        "search_seconds": result.search.runtime_seconds,
+        "wall_seconds": time.perf_counter() - wall,
+        "cpu_seconds": time.process_time() - cpu,
+    }
 
 
 def run_arx(search: str, seconds: float) -> dict[str, Any] | None:
@@ -120,17 +153,42 @@ def run_arx(search: str, seconds: float) -> dict[str, Any] | None:
     cp = f"{ARX_CLASSES}:/tmp/arx/classes:{ARX_CP.read_text().strip()}"
     hierarchies = ",".join(f"{c}={HIER / f'{c}.csv'}" for c in HIERARCHIES)
     started = time.perf_counter()
-    out = subprocess.run(["java", "-cp", cp, "HeuristicRef", "run", str(DATA), hierarchies,
-                          search, str(K), str(SUPPRESSION), METRIC, "0.5", "2147483647",
-                          str(int(seconds * 1000)), "1", "false", ","],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            "java",
+            "-cp",
+            cp,
+            "HeuristicRef",
+            "run",
+            str(DATA),
+            hierarchies,
+            search,
+            str(K),
+            str(SUPPRESSION),
+            METRIC,
+            "0.5",
+            "2147483647",
+            str(int(seconds * 1000)),
+            "1",
+            "false",
+            ",",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     line = json.loads(next(x for x in out.splitlines() if x.startswith("{")))
-    return {"tool": "ARX 3.9.2", "search": search, "time_limit": seconds,
-            "loss": float(line["score"]) if line["score"] else None,
-            "checked": line["checked"], "transformation": line["transformation"],
-            "search_seconds": line["wall_ms"] / 1000.0,
-            "wall_seconds": time.perf_counter() - started,
-            "cpu_seconds": line["cpu_ms"] / 1000.0}
+    return {
+        "tool": "ARX 3.9.2",
+        "search": search,
+        "time_limit": seconds,
+        "loss": float(line["score"]) if line["score"] else None,
+        "checked": line["checked"],
+        "transformation": line["transformation"],
+        "search_seconds": line["wall_ms"] / 1000.0,
+        "wall_seconds": time.perf_counter() - started,
+        "cpu_seconds": line["cpu_ms"] / 1000.0,
+    }
 
 
 def median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -148,13 +206,17 @@ def median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The results as a text table, one row per tool, search and time limit."""
-    head = (f"{'limit s':>7}  {'search':<10} {'tool':<10} {'best loss':>12} {'checked':>8} "
-            f"{'search s':>8} {'CPU s':>7}")
+    head = (
+        f"{'limit s':>7}  {'search':<10} {'tool':<10} {'best loss':>12} {'checked':>8} "
+        f"{'search s':>8} {'CPU s':>7}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         loss = "none found" if r["loss"] is None else f"{r['loss']:.6f}"
-        lines.append(f"{r['time_limit']:>7g}  {r['search']:<10} {r['tool']:<10} {loss:>12} "
-                     f"{r['checked']:>8} {r['search_seconds']:>8.2f} {r['cpu_seconds']:>7.2f}")
+        lines.append(
+            f"{r['time_limit']:>7g}  {r['search']:<10} {r['tool']:<10} {loss:>12} "
+            f"{r['checked']:>8} {r['search_seconds']:>8.2f} {r['cpu_seconds']:>7.2f}"
+        )
     return "\n".join(lines)
 
 
@@ -162,8 +224,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limits", default="1,5,30", help="time limits in seconds")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the hierarchies")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="runs per tool, search and limit (medians are shown)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs per tool, search and limit (medians are shown)"
+    )
     args = parser.parse_args()
     build_hierarchies(args.rebuild)
     rows: list[dict[str, Any]] = []
@@ -179,13 +242,20 @@ def main() -> None:
             print("\n".join(table(new).splitlines()[2:]), file=sys.stderr, flush=True)
     print(table(rows))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "benchmark": "heuristic searches on free1.csv, 20 quasi-identifiers",
-        "command": f"python benchmarks/heuristic.py --limits {args.limits} --repeats "
-                   f"{args.repeats}",
-        "model": {"k": K, "suppression": SUPPRESSION, "metric": METRIC},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-        "rows": rows}, indent=1) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "benchmark": "heuristic searches on free1.csv, 20 quasi-identifiers",
+                "command": f"python benchmarks/heuristic.py --limits {args.limits} --repeats "
+                f"{args.repeats}",
+                "model": {"k": K, "suppression": SUPPRESSION, "metric": METRIC},
+                "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+                "rows": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

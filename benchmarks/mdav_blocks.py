@@ -51,36 +51,55 @@ def unrepaired(z: NDArray[Any], block_size: int) -> NDArray[Any]:
 def measure(n: int, repeats: int, block_size: int, with_exact: bool) -> dict[str, Any]:
     """One size: exact MDAV (once), the block variant (median of ``repeats``), no repair (once)."""
     z = np.random.default_rng(1).standard_normal((n, P))
-    row: dict[str, Any] = {"rows": n, "cols": P, "k": K, "block_size": block_size,
-                           "blocks": len(blocks.kd_blocks(z, K, block_size))}
+    row: dict[str, Any] = {
+        "rows": n,
+        "cols": P,
+        "k": K,
+        "block_size": block_size,
+        "blocks": len(blocks.kd_blocks(z, K, block_size)),
+    }
     wall, cpu, labels = timed(lambda: scalable_mdav_labels(z, K, block_size), repeats)
-    row.update(scalable_wall_s=wall, scalable_cpu_s=cpu,
-               scalable_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)))
+    row.update(
+        scalable_wall_s=wall,
+        scalable_cpu_s=cpu,
+        scalable_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)),
+    )
     sizes = np.bincount(labels)
     row.update(min_group=int(sizes.min()), max_group=int(sizes.max()))
     wall, cpu, labels = timed(lambda: unrepaired(z, block_size), 1)
-    row.update(unrepaired_cpu_s=cpu,
-               unrepaired_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)))
+    row.update(
+        unrepaired_cpu_s=cpu, unrepaired_sse_sst_percent=100 * sse_sst(z, group_means(z, labels))
+    )
     if with_exact:
         wall, cpu, labels = timed(lambda: mdav_labels(z, K), 1)
         exact = 100 * sse_sst(z, group_means(z, labels))
-        row.update(exact_wall_s=wall, exact_cpu_s=cpu, exact_sse_sst_percent=exact,
-                   gap_percent=100 * (row["scalable_sse_sst_percent"] / exact - 1),
-                   unrepaired_gap_percent=100 * (row["unrepaired_sse_sst_percent"] / exact - 1))
+        row.update(
+            exact_wall_s=wall,
+            exact_cpu_s=cpu,
+            exact_sse_sst_percent=exact,
+            gap_percent=100 * (row["scalable_sse_sst_percent"] / exact - 1),
+            unrepaired_gap_percent=100 * (row["unrepaired_sse_sst_percent"] / exact - 1),
+        )
     return row
 
 
 def show(row: dict[str, Any]) -> None:
     """One line of the table."""
-    exact = (f"exact {row['exact_sse_sst_percent']:8.4f} % cpu {row['exact_cpu_s']:7.1f} s  "
-             f"gap {row['gap_percent']:+6.2f} % (no repair {row['unrepaired_gap_percent']:+6.2f} %)"
-             if "gap_percent" in row else "exact not run")
-    print(f"{row['rows']:>9,} x {row['cols']} ({row['blocks']:3} blocks)  blocks "
-          f"{row['scalable_sse_sst_percent']:8.4f} % cpu {row['scalable_cpu_s']:6.1f} s "
-          f"wall {row['scalable_wall_s']:6.1f} s  "
-          f"(no repair {row['unrepaired_sse_sst_percent']:8.4f} % "
-          f"cpu {row['unrepaired_cpu_s']:6.1f} s)  {exact}  groups {row['min_group']}.."
-          f"{row['max_group']}", flush=True)
+    exact = (
+        f"exact {row['exact_sse_sst_percent']:8.4f} % cpu {row['exact_cpu_s']:7.1f} s  "
+        f"gap {row['gap_percent']:+6.2f} % (no repair {row['unrepaired_gap_percent']:+6.2f} %)"
+        if "gap_percent" in row
+        else "exact not run"
+    )
+    print(
+        f"{row['rows']:>9,} x {row['cols']} ({row['blocks']:3} blocks)  blocks "
+        f"{row['scalable_sse_sst_percent']:8.4f} % cpu {row['scalable_cpu_s']:6.1f} s "
+        f"wall {row['scalable_wall_s']:6.1f} s  "
+        f"(no repair {row['unrepaired_sse_sst_percent']:8.4f} % "
+        f"cpu {row['unrepaired_cpu_s']:6.1f} s)  {exact}  groups {row['min_group']}.."
+        f"{row['max_group']}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -100,8 +119,10 @@ def main() -> None:
         rows.append(measure(BIG, args.big_repeats, args.block_size, with_exact=False))
         show(rows[-1])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"repeats": repeats, "big_repeats": args.big_repeats,
-                               "rows": rows}, indent=2) + "\n")
+    OUT.write_text(
+        json.dumps({"repeats": repeats, "big_repeats": args.big_repeats, "rows": rows}, indent=2)
+        + "\n"
+    )
     print(f"wrote {OUT}")
 
 

@@ -73,47 +73,66 @@ def digest(folder: Path) -> str:
     return hashlib.sha256(np.ascontiguousarray(rows).tobytes()).hexdigest()
 
 
-def by_regions(x: NDArray[Any], region_rows: int, folder: Path, engine_name: str = "numpy"
-               ) -> dict[str, Any]:
+def by_regions(
+    x: NDArray[Any], region_rows: int, folder: Path, engine_name: str = "numpy"
+) -> dict[str, Any]:
     """The engine's region variant on ``x``: SSE/SST, regions, CPU seconds of this process,
     wall seconds and the release's content hash."""
     names = [f"x{j}" for j in range(x.shape[1])]
     table = open_table(pd.DataFrame(x, columns=names), piece_rows=PIECE_ROWS)
-    options: dict[str, Any] = ({"workers": 2, "memory_limit": "2GB"} if engine_name == "dask"
-                               else {})
+    options: dict[str, Any] = {"workers": 2, "memory_limit": "2GB"} if engine_name == "dask" else {}
     target = folder / f"release-{engine_name}-{region_rows}"
     with open_engine(engine_name, **options) as engine:
         start, wall = time.process_time(), time.perf_counter()
         moments = engine.moments(table, names)
         with StagedFolder(target) as staged:
             result = microaggregate_regions(
-                engine, table, names, names, rows=moments.count, mean=moments.mean,
-                std=moments.std, k=K, block_size=DEFAULT_BLOCK_SIZE, region_rows=region_rows,
-                output=staged)
+                engine,
+                table,
+                names,
+                names,
+                rows=moments.count,
+                mean=moments.mean,
+                std=moments.std,
+                k=K,
+                block_size=DEFAULT_BLOCK_SIZE,
+                region_rows=region_rows,
+                output=staged,
+            )
             staged.commit()
         seconds, wall = time.process_time() - start, time.perf_counter() - wall
     sizes = np.flatnonzero(result.size_counts)
-    return {"engine": engine_name, "region_rows": region_rows,
-            "regions": len(result.region_rows), "largest_region": max(result.region_rows),
-            "smallest_region": min(result.region_rows),
-            "sse_sst_percent": 100 * result.sse / result.sst, "cpu_s": seconds,
-            "wall_s": wall, "min_group": int(sizes.min()), "max_group": int(sizes.max()),
-            "sha256": digest(target)}
+    return {
+        "engine": engine_name,
+        "region_rows": region_rows,
+        "regions": len(result.region_rows),
+        "largest_region": max(result.region_rows),
+        "smallest_region": min(result.region_rows),
+        "sse_sst_percent": 100 * result.sse / result.sst,
+        "cpu_s": seconds,
+        "wall_s": wall,
+        "min_group": int(sizes.min()),
+        "max_group": int(sizes.max()),
+        "sha256": digest(target),
+    }
 
 
-def measure(n: int, choices: tuple[int, ...], folder: Path, dask: bool, exact_up_to: int
-            ) -> dict[str, Any]:
+def measure(
+    n: int, choices: tuple[int, ...], folder: Path, dask: bool, exact_up_to: int
+) -> dict[str, Any]:
     """One size: exact MDAV (up to EXACT_UP_TO), the in-memory scalable variant, the regions."""
     x = np.random.default_rng(1).standard_normal((n, P))
     z = standardized(x)
     row: dict[str, Any] = {"rows": n, "cols": P, "k": K, "block_size": DEFAULT_BLOCK_SIZE}
     seconds, labels = cpu(lambda: scalable_mdav_labels(z, K, DEFAULT_BLOCK_SIZE))
-    row.update(scalable_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)),
-               scalable_cpu_s=seconds)
+    row.update(
+        scalable_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)), scalable_cpu_s=seconds
+    )
     if n <= exact_up_to:
         seconds, labels = cpu(lambda: mdav_labels(z, K))
-        row.update(exact_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)),
-                   exact_cpu_s=seconds)
+        row.update(
+            exact_sse_sst_percent=100 * sse_sst(z, group_means(z, labels)), exact_cpu_s=seconds
+        )
     reference = row.get("exact_sse_sst_percent", row["scalable_sse_sst_percent"])
     row["reference"] = "exact" if "exact_sse_sst_percent" in row else "scalable"
     row["regions"] = []
@@ -134,36 +153,55 @@ def measure(n: int, choices: tuple[int, ...], folder: Path, dask: bool, exact_up
 
 def show(row: dict[str, Any], got: dict[str, Any]) -> None:
     """One line of the table."""
-    exact = (f"exact {row['exact_sse_sst_percent']:8.4f} %" if "exact_sse_sst_percent" in row
-             else "exact not run   ")
-    print(f"{row['rows']:>9,}  {exact}  scalable {row['scalable_sse_sst_percent']:8.4f} %  "
-          f"region_rows {got['region_rows']:>7,} ({got['regions']:2} regions, "
-          f"{got['smallest_region']:,}..{got['largest_region']:,} rows)  "
-          f"{got['sse_sst_percent']:8.4f} %  gap vs {row['reference']} "
-          f"{got['gap_percent']:+6.2f} %  cpu {got['cpu_s']:6.1f} s wall {got['wall_s']:6.1f} s"
-          f"  {got['engine']}"
-          + (f" same release: {got['same_release_as_numpy']}"
-             if "same_release_as_numpy" in got else ""), flush=True)
+    exact = (
+        f"exact {row['exact_sse_sst_percent']:8.4f} %"
+        if "exact_sse_sst_percent" in row
+        else "exact not run   "
+    )
+    print(
+        f"{row['rows']:>9,}  {exact}  scalable {row['scalable_sse_sst_percent']:8.4f} %  "
+        f"region_rows {got['region_rows']:>7,} ({got['regions']:2} regions, "
+        f"{got['smallest_region']:,}..{got['largest_region']:,} rows)  "
+        f"{got['sse_sst_percent']:8.4f} %  gap vs {row['reference']} "
+        f"{got['gap_percent']:+6.2f} %  cpu {got['cpu_s']:6.1f} s wall {got['wall_s']:6.1f} s"
+        f"  {got['engine']}"
+        + (
+            f" same release: {got['same_release_as_numpy']}"
+            if "same_release_as_numpy" in got
+            else ""
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--region-rows", type=int, nargs="*", default=list(REGION_CHOICES))
-    parser.add_argument("--dask", action="store_true",
-                        help="also run the default region_rows on 2 Dask workers")
-    parser.add_argument("--no-exact", action="store_true",
-                        help="compare with the in-memory scalable variant only")
+    parser.add_argument(
+        "--dask", action="store_true", help="also run the default region_rows on 2 Dask workers"
+    )
+    parser.add_argument(
+        "--no-exact", action="store_true", help="compare with the in-memory scalable variant only"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
-            rows.append(measure(n, tuple(args.region_rows), Path(tmp), args.dask,
-                                0 if args.no_exact else EXACT_UP_TO))
+            rows.append(
+                measure(
+                    n,
+                    tuple(args.region_rows),
+                    Path(tmp),
+                    args.dask,
+                    0 if args.no_exact else EXACT_UP_TO,
+                )
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"default_region_rows": REGION_ROWS, "rows": rows},
-                                   indent=2) + "\n")
+    args.out.write_text(
+        json.dumps({"default_region_rows": REGION_ROWS, "rows": rows}, indent=2) + "\n"
+    )
     print(f"wrote {args.out}")
 
 

@@ -51,8 +51,10 @@ from anonlab.microaggregation import mdav_labels
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "mdav_threads.json"
 EIA = REPO / "data" / "sdc" / "EIA.csv"
-EIA_COLUMNS = "UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES," \
-              "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES"
+EIA_COLUMNS = (
+    "UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,"
+    "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES"
+)
 LIBRARY = """
 import json, statistics, sys, time
 import pandas as pd
@@ -72,8 +74,10 @@ BURNER = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile Tru
 @contextmanager
 def busy_machine() -> Iterator[None]:
     """One pure-Python busy loop pinned to each core of this process, for the body."""
-    burners = [subprocess.Popen([sys.executable, "-c", BURNER, str(cpu)])
-               for cpu in sorted(os.sched_getaffinity(0))]
+    burners = [
+        subprocess.Popen([sys.executable, "-c", BURNER, str(cpu)])
+        for cpu in sorted(os.sched_getaffinity(0))
+    ]
     time.sleep(0.5)  # let them start spinning
     try:
         yield
@@ -92,10 +96,13 @@ def timed(fn: Callable[[], Any], repeats: int) -> dict[str, Any]:
         fn()
         cpus.append(time.process_time() - c)
         walls.append(time.perf_counter() - w)
-    return {"cpu_s": round(statistics.median(cpus), 2),
-            "wall_s": round(statistics.median(walls), 2),
-            "cpu_runs": [round(v, 2) for v in cpus], "wall_runs": [round(v, 2) for v in walls],
-            "load_average": [round(v, 2) for v in os.getloadavg()]}
+    return {
+        "cpu_s": round(statistics.median(cpus), 2),
+        "wall_s": round(statistics.median(walls), 2),
+        "cpu_runs": [round(v, 2) for v in cpus],
+        "wall_runs": [round(v, 2) for v in walls],
+        "load_average": [round(v, 2) for v in os.getloadavg()],
+    }
 
 
 def in_process(repeats: int) -> list[dict[str, Any]]:
@@ -104,16 +111,21 @@ def in_process(repeats: int) -> list[dict[str, Any]]:
     rows = []
     for workers, runs in ((1, repeats), (2, 1)):
         for state in ("idle", "busy"):
+
             def run(w: int = workers) -> None:
                 mdav_labels(z, 3, workers=w)
+
             if state == "busy":
                 with busy_machine():
                     result = timed(run, runs)
             else:
                 result = timed(run, runs)
             rows.append({"workers": workers, "machine": state, **result})
-            print(f"MDAV 100000x10 k=3  workers={workers}  {state:<5} CPU {result['cpu_s']:>7.2f} s"
-                  f"  wall {result['wall_s']:>7.2f} s", flush=True)
+            print(
+                f"MDAV 100000x10 k=3  workers={workers}  {state:<5} CPU {result['cpu_s']:>7.2f} s"
+                f"  wall {result['wall_s']:>7.2f} s",
+                flush=True,
+            )
     return rows
 
 
@@ -121,14 +133,25 @@ def command_cpu(src: Path, repeats: int) -> dict[str, Any]:
     """Median child CPU (user + system) and wall of ``anonlab microaggregate`` on EIA, k = 3."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     base = [sys.executable, "-m", "anonlab", "microaggregate"]
-    usage = subprocess.run([*base, "--help"], check=False, env=env, capture_output=True,
-                           text=True).stdout
+    usage = subprocess.run(
+        [*base, "--help"], check=False, env=env, capture_output=True, text=True
+    ).stdout
     # Issue 11 asks every column for a role; the other (text) columns pass unchanged.
     other = ["--other", "insensitive"] if "--other" in usage else []
     cpus, walls = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [*base, str(EIA), "--columns", EIA_COLUMNS, "--k", "3", *other,
-               "--output", str(Path(tmp) / "eia_k3.csv"), "--quiet"]
+        cmd = [
+            *base,
+            str(EIA),
+            "--columns",
+            EIA_COLUMNS,
+            "--k",
+            "3",
+            *other,
+            "--output",
+            str(Path(tmp) / "eia_k3.csv"),
+            "--quiet",
+        ]
         for _ in range(repeats):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             w = time.perf_counter()
@@ -136,16 +159,24 @@ def command_cpu(src: Path, repeats: int) -> dict[str, Any]:
             walls.append(time.perf_counter() - w)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return {"cpu_s": round(statistics.median(cpus), 3),
-            "wall_s": round(statistics.median(walls), 3),
-            "cpu_runs": [round(v, 3) for v in cpus], "command": " ".join(cmd[1:])}
+    return {
+        "cpu_s": round(statistics.median(cpus), 3),
+        "wall_s": round(statistics.median(walls), 3),
+        "cpu_runs": [round(v, 3) for v in cpus],
+        "command": " ".join(cmd[1:]),
+    }
 
 
 def library_cpu(src: Path, repeats: int) -> float:
     """Median in-process CPU of ``microaggregate(EIA, k=3)`` with the sources at ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    out = subprocess.run([sys.executable, "-c", LIBRARY, str(EIA), EIA_COLUMNS, str(repeats)],
-                         env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", LIBRARY, str(EIA), EIA_COLUMNS, str(repeats)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return round(float(json.loads(out)), 4)
 
 
@@ -153,13 +184,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cli-repeats", type=int, default=5)
-    parser.add_argument("--before-src", type=Path, default=None,
-                        help="the previous commit's src folder, for the 'before' command")
-    parser.add_argument("--skip-mdav", action="store_true",
-                        help="time the command only (keep the saved in-process figures)")
+    parser.add_argument(
+        "--before-src",
+        type=Path,
+        default=None,
+        help="the previous commit's src folder, for the 'before' command",
+    )
+    parser.add_argument(
+        "--skip-mdav",
+        action="store_true",
+        help="time the command only (keep the saved in-process figures)",
+    )
     args = parser.parse_args()
-    result: dict[str, Any] = {"benchmark": "exact MDAV threads and the microaggregate command "
-                                           "(issue 11)", "cpus": os.cpu_count()}
+    result: dict[str, Any] = {
+        "benchmark": "exact MDAV threads and the microaggregate command (issue 11)",
+        "cpus": os.cpu_count(),
+    }
     if args.skip_mdav and OUT.exists():  # keep the last in-process figures
         kept = json.loads(OUT.read_text())
         result.update({k: v for k, v in kept.items() if k.startswith(("mdav_", "busy_"))})
@@ -177,9 +217,12 @@ def main() -> None:
         cmd = command_cpu(src, args.cli_repeats)
         cmd["library_cpu_s"] = library_cpu(src, args.cli_repeats)
         result["microaggregate_eia_k3"][label] = cmd
-        print(f"anonlab microaggregate EIA k=3  {label:<6} CPU {cmd['cpu_s']:>6.3f} s  "
-              f"wall {cmd['wall_s']:>6.3f} s   microaggregate() alone CPU "
-              f"{cmd['library_cpu_s']:.4f} s", flush=True)
+        print(
+            f"anonlab microaggregate EIA k=3  {label:<6} CPU {cmd['cpu_s']:>6.3f} s  "
+            f"wall {cmd['wall_s']:>6.3f} s   microaggregate() alone CPU "
+            f"{cmd['library_cpu_s']:.4f} s",
+            flush=True,
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")
     print(f"saved {OUT.relative_to(REPO)}")

@@ -59,15 +59,26 @@ def measure(repeats: int) -> list[dict[str, Any]]:
     for case in doc["cases"]:
         if case["suppression"] == 0:
             continue
-        options = {k: case[k] for k in ("gs_factor", "aggregate", "weights", "targets",
-                                        "static_loss") if k in case}
+        options = {
+            k: case[k]
+            for k in ("gs_factor", "aggregate", "weights", "targets", "static_loss")
+            if k in case
+        }
         cpu, checked, text = [], 0, ""
         for run in range(repeats + 1):
             engine = FrequencyEngine(dataset, keep_base_index=True)
-            metric = metric_by_name(case["metric"], LossContext(
-                dataset, engine.base_tuples, engine.bottom.counts), **options)
-            ctx = SearchContext(Lattice(dataset.heights), engine, [KAnonymity(case["k"])],
-                                max_suppressed(case["suppression"], dataset.n), metric)
+            metric = metric_by_name(
+                case["metric"],
+                LossContext(dataset, engine.base_tuples, engine.bottom.counts),
+                **options,
+            )
+            ctx = SearchContext(
+                Lattice(dataset.heights),
+                engine,
+                [KAnonymity(case["k"])],
+                max_suppressed(case["suppression"], dataset.n),
+                metric,
+            )
             result = STRATEGIES["flash"](ctx)
             if run:
                 cpu.append(result.cpu_seconds)
@@ -83,23 +94,34 @@ def measure(repeats: int) -> list[dict[str, Any]]:
             for node in classes:
                 metric.value(node)
             per_node.append((time.process_time() - start) / len(classes))
-        rows.append({"metric": label(case), "nodes_checked": checked,
-                     "search_cpu_s": statistics.median(cpu),
-                     "value_cpu_us_per_node": statistics.median(per_node) * 1e6,
-                     "optimum_loss": text, "arx_optimum_loss": case["arx_optimum_loss"],
-                     "same_optimum": text == case["arx_optimum_loss"]})
+        rows.append(
+            {
+                "metric": label(case),
+                "nodes_checked": checked,
+                "search_cpu_s": statistics.median(cpu),
+                "value_cpu_us_per_node": statistics.median(per_node) * 1e6,
+                "optimum_loss": text,
+                "arx_optimum_loss": case["arx_optimum_loss"],
+                "same_optimum": text == case["arx_optimum_loss"],
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The results as a Markdown table."""
-    out = ["| metric | nodes checked (of 4320) | flash search CPU s | value CPU per node (µs) "
-           "| optimum value | ARX's optimum value |", "|---|---|---|---|---|---|"]
+    out = [
+        "| metric | nodes checked (of 4320) | flash search CPU s | value CPU per node (µs) "
+        "| optimum value | ARX's optimum value |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['metric']} | {r['nodes_checked']} | {r['search_cpu_s']:.2f} | "
-                   f"{r['value_cpu_us_per_node']:.0f} | {r['optimum_loss']} | "
-                   f"{r['arx_optimum_loss']} |")
+        out.append(
+            f"| {r['metric']} | {r['nodes_checked']} | {r['search_cpu_s']:.2f} | "
+            f"{r['value_cpu_us_per_node']:.0f} | {r['optimum_loss']} | "
+            f"{r['arx_optimum_loss']} |"
+        )
     return "\n".join(out)
 
 
@@ -113,9 +135,14 @@ def main() -> None:
         print(markdown(json.loads(OUT.read_text(encoding="utf-8"))["rows"]))
         return
     rows = measure(args.repeats)
-    OUT.write_text(json.dumps({"command": "python benchmarks/metrics_more.py",
-                               "numpy": np.__version__, "rows": rows}, indent=1) + "\n",
-                   encoding="utf-8")
+    OUT.write_text(
+        json.dumps(
+            {"command": "python benchmarks/metrics_more.py", "numpy": np.__version__, "rows": rows},
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(markdown(rows))
 
 

@@ -36,8 +36,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "microaggregation_commands.json"
-EIA_COLUMNS = ("UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,"
-               "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES")
+EIA_COLUMNS = (
+    "UTILITYID,RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,"
+    "OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES"
+)
 Case = tuple[list[str], bool]  # arguments, whether the earlier checkout runs it too
 
 
@@ -46,33 +48,108 @@ def cases(out: Path, release: Path, million: Path | None) -> dict[str, Case]:
     tarragona = str(REPO / "data" / "sdc" / "Tarragona.csv")
     runs: dict[str, Case] = {
         "microaggregate Tarragona example (exact, k=3)": (
-            ["microaggregate", "--config", str(REPO / "examples" / "tarragona.toml"),
-             "--output", f"{out}/t.csv", "--report", f"{out}/t.json"], True),
+            [
+                "microaggregate",
+                "--config",
+                str(REPO / "examples" / "tarragona.toml"),
+                "--output",
+                f"{out}/t.csv",
+                "--report",
+                f"{out}/t.json",
+            ],
+            True,
+        ),
         "microaggregate EIA (k=3)": (
-            ["microaggregate", str(REPO / "data" / "sdc" / "EIA.csv"), "--columns", EIA_COLUMNS,
-             "--k", "3", "--identifying", "UTILNAME", "--insensitive", "STATE,YEAR,MONTH",
-             "--output", f"{out}/m.csv", "--report", f"{out}/m.json"], True),
+            [
+                "microaggregate",
+                str(REPO / "data" / "sdc" / "EIA.csv"),
+                "--columns",
+                EIA_COLUMNS,
+                "--k",
+                "3",
+                "--identifying",
+                "UTILNAME",
+                "--insensitive",
+                "STATE,YEAR,MONTH",
+                "--output",
+                f"{out}/m.csv",
+                "--report",
+                f"{out}/m.json",
+            ],
+            True,
+        ),
         "microaggregate people.csv (nominal sex, k=5)": (
-            ["microaggregate", str(REPO / "examples" / "people.csv"), "--columns", "age,income",
-             "--nominal", "sex", "--identifying", "name", "--sensitive", "diagnosis",
-             "--insensitive", "region", "--k", "5", "--output", f"{out}/p.csv"], True),
+            [
+                "microaggregate",
+                str(REPO / "examples" / "people.csv"),
+                "--columns",
+                "age,income",
+                "--nominal",
+                "sex",
+                "--identifying",
+                "name",
+                "--sensitive",
+                "diagnosis",
+                "--insensitive",
+                "region",
+                "--k",
+                "5",
+                "--output",
+                f"{out}/p.csv",
+            ],
+            True,
+        ),
         "microaggregate Tarragona scalable, folder output": (
-            ["microaggregate", tarragona, "--variant", "scalable", "--k", "3", "--columns",
-             "all-numeric", "--output", f"{out}/tk3/"], True),
+            [
+                "microaggregate",
+                tarragona,
+                "--variant",
+                "scalable",
+                "--k",
+                "3",
+                "--columns",
+                "all-numeric",
+                "--output",
+                f"{out}/tk3/",
+            ],
+            True,
+        ),
         "evaluate Tarragona vs its k=3 release": (
-            ["evaluate", tarragona, str(release), "--report", f"{out}/e.json"], True),
+            ["evaluate", tarragona, str(release), "--report", f"{out}/e.json"],
+            True,
+        ),
         "evaluate Tarragona, --block-rows 200": (
-            ["evaluate", tarragona, str(release), "--block-rows", "200", "--report",
-             f"{out}/eb.json"], True),
+            [
+                "evaluate",
+                tarragona,
+                str(release),
+                "--block-rows",
+                "200",
+                "--report",
+                f"{out}/eb.json",
+            ],
+            True,
+        ),
     }
     if million is not None:
-        scalable = ["microaggregate", str(million), "--variant", "scalable", "--k", "5",
-                    "--columns", "all-numeric"]
+        scalable = [
+            "microaggregate",
+            str(million),
+            "--variant",
+            "scalable",
+            "--k",
+            "5",
+            "--columns",
+            "all-numeric",
+        ]
         runs["microaggregate 1M x 10 scalable, file output"] = (
-            [*scalable, "--output", f"{out}/big.csv", "--report", f"{out}/big.json"], True)
+            [*scalable, "--output", f"{out}/big.csv", "--report", f"{out}/big.json"],
+            True,
+        )
         runs["microaggregate 1M x 10 scalable, folder output"] = (
             [*scalable, "--output", f"{out}/big/", "--report", f"{out}/big_folder.json"],
-            False)
+            False,
+        )
     return runs
 
 
@@ -83,8 +160,12 @@ def run(args: list[str], src: Path | None, cache: Path) -> float:
     if src is not None:
         env["PYTHONPATH"] = str(src)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-W", "ignore", "-m", "anonlab", *args, "--quiet"],
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "anonlab", *args, "--quiet"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
@@ -101,8 +182,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         release = root / "tarragona_k3.csv"
-        run(["microaggregate", "--config", str(REPO / "examples" / "tarragona.toml"),
-             "--output", str(release)], args.after_src, root / "pyc-after")
+        run(
+            [
+                "microaggregate",
+                "--config",
+                str(REPO / "examples" / "tarragona.toml"),
+                "--output",
+                str(release),
+            ],
+            args.after_src,
+            root / "pyc-after",
+        )
         for name, (_, both) in cases(root, release, args.million).items():
             times: dict[str, list[float]] = {v: [] for v in versions if both or v == "after"}
             for repeat in range(-1, args.repeats):  # -1: the warm-up
@@ -119,10 +209,14 @@ def main() -> None:
             if "before" in medians:
                 row["change_percent"] = 100 * (medians["after"] / medians["before"] - 1)
             results[name] = row
-            print(name, {v: round(m, 3) for v, m in medians.items()},
-                  f"{row.get('change_percent', 0):+.1f} %")
-    OUT.write_text(json.dumps({"repeats": args.repeats, "results": results}, indent=1) + "\n",
-                   encoding="utf-8")
+            print(
+                name,
+                {v: round(m, 3) for v, m in medians.items()},
+                f"{row.get('change_percent', 0):+.1f} %",
+            )
+    OUT.write_text(
+        json.dumps({"repeats": args.repeats, "results": results}, indent=1) + "\n", encoding="utf-8"
+    )
     print(f"saved {OUT.relative_to(REPO)}")
 
 

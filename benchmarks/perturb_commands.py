@@ -42,36 +42,95 @@ TARRAGONA = REPO / "data" / "sdc" / "Tarragona.csv"
 def cases(out: Path) -> dict[str, list[str]]:
     """Each command's arguments, writing into ``out`` (the release made by ``prepare``)."""
     config = str(REPO / "examples" / "perturb_tarragona.toml")
-    files = ["--output", str(out / "rel.csv"), "--key", str(out / "key.json"), "--report",
-             str(out / "report.json"), "--library", str(out / "library.json"), "--quiet",
-             "--overwrite"]
+    files = [
+        "--output",
+        str(out / "rel.csv"),
+        "--key",
+        str(out / "key.json"),
+        "--report",
+        str(out / "report.json"),
+        "--library",
+        str(out / "library.json"),
+        "--quiet",
+        "--overwrite",
+    ]
     return {
         "perturb Tarragona (obt, config)": ["perturb", "--config", config, *files],
         "perturb Tarragona to a folder (NumPy engine)": [
-            "perturb", "--config", config, *files[:-1], "--output", str(out / "relf") + "/",
-            "--overwrite"],
+            "perturb",
+            "--config",
+            config,
+            *files[:-1],
+            "--output",
+            str(out / "relf") + "/",
+            "--overwrite",
+        ],
         "perturb people.csv (roles)": [
-            "perturb", str(REPO / "examples" / "people.csv"), "--columns", "age,income",
-            "--identifying", "name", "--sensitive", "diagnosis", "--insensitive", "sex,region",
-            "--seed", "7", "--output", str(out / "people.csv"), "--key",
-            str(out / "people_key.json"), "--report", str(out / "people_report.json"), "--quiet",
-            "--overwrite"],
+            "perturb",
+            str(REPO / "examples" / "people.csv"),
+            "--columns",
+            "age,income",
+            "--identifying",
+            "name",
+            "--sensitive",
+            "diagnosis",
+            "--insensitive",
+            "sex,region",
+            "--seed",
+            "7",
+            "--output",
+            str(out / "people.csv"),
+            "--key",
+            str(out / "people_key.json"),
+            "--report",
+            str(out / "people_report.json"),
+            "--quiet",
+            "--overwrite",
+        ],
         "perturb --invert Tarragona": [
-            "perturb", str(out / "given.csv"), "--invert", "--key", str(out / "given_key.json"),
-            "--output", str(out / "restored.csv"), "--quiet", "--overwrite"],
+            "perturb",
+            str(out / "given.csv"),
+            "--invert",
+            "--key",
+            str(out / "given_key.json"),
+            "--output",
+            str(out / "restored.csv"),
+            "--quiet",
+            "--overwrite",
+        ],
         "attack Tarragona": [
-            "attack", str(TARRAGONA), str(out / "given.csv"), "--known", "2,5,10", "--report",
-            str(out / "attack_report.json"), "--quiet", "--overwrite"],
+            "attack",
+            str(TARRAGONA),
+            str(out / "given.csv"),
+            "--known",
+            "2,5,10",
+            "--report",
+            str(out / "attack_report.json"),
+            "--quiet",
+            "--overwrite",
+        ],
     }
 
 
 def prepare(out: Path, src: Path | None) -> None:
     """The release and key the invert and attack commands read (written once, by the code
     under test)."""
-    cpu_of(["perturb", "--config", str(REPO / "examples" / "perturb_tarragona.toml"),
-            "--output", str(out / "given.csv"), "--key", str(out / "given_key.json"),
-            "--library", str(out / "given_library.json"), "--quiet", "--overwrite"],
-           child_env(src, None))
+    cpu_of(
+        [
+            "perturb",
+            "--config",
+            str(REPO / "examples" / "perturb_tarragona.toml"),
+            "--output",
+            str(out / "given.csv"),
+            "--key",
+            str(out / "given_key.json"),
+            "--library",
+            str(out / "given_library.json"),
+            "--quiet",
+            "--overwrite",
+        ],
+        child_env(src, None),
+    )
 
 
 #: the flags whose values a command writes
@@ -92,18 +151,22 @@ def identical(args: list[str], srcs: dict[str, Path | None], folder: Path) -> bo
                 tail = "/" if args[i + 1].endswith("/") else ""
                 moved[i + 1] = str(out / Path(args[i + 1]).name) + tail
         cpu_of(moved, child_env(src, None))
-        written[name] = sorted(p.relative_to(out) for p in out.rglob("*")
-                               if p.is_file() and "report" not in p.name
-                               and p.suffix in (".csv", ".parquet", ".json"))
+        written[name] = sorted(
+            p.relative_to(out)
+            for p in out.rglob("*")
+            if p.is_file() and "report" not in p.name and p.suffix in (".csv", ".parquet", ".json")
+        )
     if not written["after"]:
         return None
     return written["before"] == written["after"] and all(
         filecmp.cmp(folder / "before" / p, folder / "after" / p, shallow=False)
-        for p in written["after"])
+        for p in written["after"]
+    )
 
 
-def measure(args: list[str], srcs: dict[str, Path | None], cache: Path,
-            repeats: int) -> dict[str, object]:
+def measure(
+    args: list[str], srcs: dict[str, Path | None], cache: Path, repeats: int
+) -> dict[str, object]:
     """Medians of ``repeats`` interleaved runs of ``args`` with each version's code (after
     one warm-up run each, which also writes its bytecode)."""
     envs = {name: child_env(src, cache / name) for name, src in srcs.items()}
@@ -128,10 +191,12 @@ def main() -> None:
     parser.add_argument("--before-src", type=Path, required=True)
     parser.add_argument("--after-src", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--only", default="",
-                        help="measure only the commands whose name holds this text")
-    parser.add_argument("--results", type=Path,
-                        default=REPO / "benchmarks" / "results" / "perturb_commands.json")
+    parser.add_argument(
+        "--only", default="", help="measure only the commands whose name holds this text"
+    )
+    parser.add_argument(
+        "--results", type=Path, default=REPO / "benchmarks" / "results" / "perturb_commands.json"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -144,20 +209,26 @@ def main() -> None:
             if args.only not in name:
                 continue
             srcs = {"before": args.before_src, "after": args.after_src}
-            row: dict[str, object] = {"command": name,
-                                      **measure(command, srcs, cache, args.repeats)}
+            row: dict[str, object] = {
+                "command": name,
+                **measure(command, srcs, cache, args.repeats),
+            }
             same = root / f"same{number}"
             same.mkdir()
             row["identical_outputs"] = identical(command, srcs, same)
             before, after = float(row["before_cpu_s"]), float(row["after_cpu_s"])  # type: ignore[arg-type]
             row["change_percent"] = round(100 * (after / before - 1), 1)
             rows.append(row)
-            print(f"{name:46s} before {before:6.3f} s  after {after:6.3f} s  "
-                  f"({row['change_percent']:+.1f} %)  identical {row['identical_outputs']}  "
-                  f"(load {row['load_average']})", flush=True)
+            print(
+                f"{name:46s} before {before:6.3f} s  after {after:6.3f} s  "
+                f"({row['change_percent']:+.1f} %)  identical {row['identical_outputs']}  "
+                f"(load {row['load_average']})",
+                flush=True,
+            )
     out = args.results
-    out.write_text(json.dumps({"repeats": args.repeats, "rows": rows}, indent=2) + "\n",
-                   encoding="utf-8")
+    out.write_text(
+        json.dumps({"repeats": args.repeats, "rows": rows}, indent=2) + "\n", encoding="utf-8"
+    )
     print(f"saved {out}")
 
 

@@ -82,8 +82,12 @@ def run(cmd: list[str], python_path: str | None) -> dict[str, float]:
             err.seek(0)
             raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-800:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime,
-            "wall": wall, "peak_mb": usage.ru_maxrss / 1024}
+    return {
+        "user": after.ru_utime - before.ru_utime,
+        "system": after.ru_stime - before.ru_stime,
+        "wall": wall,
+        "peak_mb": usage.ru_maxrss / 1024,
+    }
 
 
 def cases(tables: dict[str, Path], out: Path, baseline: str) -> list[dict[str, Any]]:
@@ -92,14 +96,34 @@ def cases(tables: dict[str, Path], out: Path, baseline: str) -> list[dict[str, A
     for fmt, table in tables.items():
         for version, verify in (("old", None), ("new", True), ("new", False)):
             name = f"{version}{'' if verify is None else '-verify' if verify else '-noverify'}"
-            cmd = [sys.executable, "-m", "anonlab", "perturb", str(table), "--method", "obt",
-                   "--seed", "1", "--output", str(out / f"{name}.{fmt}"), "--key",
-                   str(out / f"{name}-key.json"), "--quiet"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "anonlab",
+                "perturb",
+                str(table),
+                "--method",
+                "obt",
+                "--seed",
+                "1",
+                "--output",
+                str(out / f"{name}.{fmt}"),
+                "--key",
+                str(out / f"{name}-key.json"),
+                "--quiet",
+            ]
             if verify is False:
                 cmd.append("--no-verify")
-            found.append({"format": fmt, "version": version, "verify": verify, "cmd": cmd,
-                          "python_path": baseline if version == "old" else None,
-                          "release": out / f"{name}.{fmt}"})
+            found.append(
+                {
+                    "format": fmt,
+                    "version": version,
+                    "verify": verify,
+                    "cmd": cmd,
+                    "python_path": baseline if version == "old" else None,
+                    "release": out / f"{name}.{fmt}",
+                }
+            )
     return found
 
 
@@ -123,8 +147,11 @@ def measure(repeats: int, cache: Path, baseline: str) -> dict[str, Any]:
         for repeat in range(repeats):
             for i, case in enumerate(todo):
                 runs[i].append(run(case["cmd"], case["python_path"]))
-                print(f"  {repeat + 1}/{repeats} {case['format']} {case['version']} "
-                      f"verify={case['verify']}: {runs[i][-1]}", file=sys.stderr)
+                print(
+                    f"  {repeat + 1}/{repeats} {case['format']} {case['version']} "
+                    f"verify={case['verify']}: {runs[i][-1]}",
+                    file=sys.stderr,
+                )
         for fmt in FORMATS:
             old, *new = [c["release"] for c in todo if c["format"] == fmt]
             for release in new:
@@ -132,35 +159,58 @@ def measure(repeats: int, cache: Path, baseline: str) -> dict[str, Any]:
                     raise SystemExit(f"{release.name} differs from the old release {old.name}")
     rows = []
     for case, measured in zip(todo, runs, strict=True):
+
         def median(key: str, measured: list[dict[str, float]] = measured) -> float:
             return statistics.median(m[key] for m in measured)
 
-        rows.append({
-            "format": case["format"], "version": case["version"], "verify": case["verify"],
-            "command": " ".join(["anonlab", *case["cmd"][3:]]).replace(out, "$OUT").replace(
-                str(cache), "$CACHE"),
-            "cpu_seconds": statistics.median(m["user"] + m["system"] for m in measured),
-            "user_seconds": median("user"), "system_seconds": median("system"),
-            "wall_seconds": median("wall"), "peak_rss_mb": median("peak_mb"),
-            "runs": measured,
-        })
-    return {"rows": ROWS, "columns": COLUMNS, "repeats": repeats, "baseline": baseline,
-            "python": sys.version.split()[0], "cpus": os.cpu_count(),
-            "load_before": load_before, "load_after": os.getloadavg()[0],
-            "releases_identical": True, "cases": rows}
+        rows.append(
+            {
+                "format": case["format"],
+                "version": case["version"],
+                "verify": case["verify"],
+                "command": " ".join(["anonlab", *case["cmd"][3:]])
+                .replace(out, "$OUT")
+                .replace(str(cache), "$CACHE"),
+                "cpu_seconds": statistics.median(m["user"] + m["system"] for m in measured),
+                "user_seconds": median("user"),
+                "system_seconds": median("system"),
+                "wall_seconds": median("wall"),
+                "peak_rss_mb": median("peak_mb"),
+                "runs": measured,
+            }
+        )
+    return {
+        "rows": ROWS,
+        "columns": COLUMNS,
+        "repeats": repeats,
+        "baseline": baseline,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "releases_identical": True,
+        "cases": rows,
+    }
 
 
 def table(result: dict[str, Any]) -> str:
     """The results as a Markdown table."""
-    lines = ["| input | code | verification | CPU s | user s | system s | wall s | peak MB |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| input | code | verification | CPU s | user s | system s | wall s | peak MB |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for row in result["cases"]:
-        verify = "none (did not exist)" if row["verify"] is None else (
-            "on (default)" if row["verify"] else "--no-verify")
-        lines.append(f"| {row['format']} | {row['version']} | {verify} | "
-                     f"{row['cpu_seconds']:.2f} | {row['user_seconds']:.2f} | "
-                     f"{row['system_seconds']:.2f} | {row['wall_seconds']:.2f} | "
-                     f"{row['peak_rss_mb']:.0f} |")
+        verify = (
+            "none (did not exist)"
+            if row["verify"] is None
+            else ("on (default)" if row["verify"] else "--no-verify")
+        )
+        lines.append(
+            f"| {row['format']} | {row['version']} | {verify} | "
+            f"{row['cpu_seconds']:.2f} | {row['user_seconds']:.2f} | "
+            f"{row['system_seconds']:.2f} | {row['wall_seconds']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -169,8 +219,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/anonlab-bench/perturb_io"))
-    parser.add_argument("--baseline", default="/tmp/basecopy/src",
-                        help="src folder of the code before the refactor")
+    parser.add_argument(
+        "--baseline", default="/tmp/basecopy/src", help="src folder of the code before the refactor"
+    )
     args = parser.parse_args()
     if not (Path(args.baseline) / "anonlab").is_dir():
         raise SystemExit(f"no anonlab package under {args.baseline}: give --baseline")
@@ -178,8 +229,10 @@ def main() -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(table(result))
-    print(f"\nload average {result['load_before']:.2f} before, {result['load_after']:.2f} "
-          f"after; saved {OUT.relative_to(REPO)}")
+    print(
+        f"\nload average {result['load_before']:.2f} before, {result['load_after']:.2f} "
+        f"after; saved {OUT.relative_to(REPO)}"
+    )
 
 
 if __name__ == "__main__":

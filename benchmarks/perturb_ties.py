@@ -45,11 +45,14 @@ SDC = REPO / "data" / "sdc"
 OUT = REPO / "benchmarks" / "results" / "perturb_ties.json"
 SEEDS = (7, 8)
 METHODS: list[tuple[str, str, dict[str, Any]]] = [
-    ("obt", "obt", {"min_privacy": 0.5}), ("rbt", "rbt", {"rho": (0.5, 0.5)}),
-    ("rotation", "rotation", {}), ("gdp 0.1", "gdp", {"noise": 0.1}),
+    ("obt", "obt", {"min_privacy": 0.5}),
+    ("rbt", "rbt", {"rho": (0.5, 0.5)}),
+    ("rotation", "rotation", {}),
+    ("gdp 0.1", "gdp", {"noise": 0.1}),
 ]
 REMEDIES: list[tuple[str, str, dict[str, Any]]] = [
-    ("obt", "obt", {}), ("rbt", "rbt", {}),
+    ("obt", "obt", {}),
+    ("rbt", "rbt", {}),
     *[(f"gdp {v:g}", "gdp", {"noise": v}) for v in (0.0, 0.01, 0.05, 0.1, 0.25, 0.5)],
 ]
 
@@ -63,19 +66,23 @@ def lattice() -> pd.DataFrame:
 
 
 def tables() -> dict[str, pd.DataFrame]:
-    return {"Tarragona": pd.read_csv(SDC / "Tarragona.csv"),
-            "Census": pd.read_csv(SDC / "CASCrefmicrodata.csv"),
-            "lattice": lattice()}
+    return {
+        "Tarragona": pd.read_csv(SDC / "Tarragona.csv"),
+        "Census": pd.read_csv(SDC / "CASCrefmicrodata.csv"),
+        "lattice": lattice(),
+    }
 
 
-def release(frame: pd.DataFrame, method: str, seed: int, params: dict[str, Any]
-            ) -> tuple[Any, Any, Any]:
+def release(
+    frame: pd.DataFrame, method: str, seed: int, params: dict[str, Any]
+) -> tuple[Any, Any, Any]:
     data = numeric_columns(frame, list(frame.columns))
     return perturb_array(data, method, seed=seed, **params)
 
 
-def attack_rows(frame: pd.DataFrame, method: str, params: dict[str, Any], seed: int
-                ) -> list[dict[str, Any]]:
+def attack_rows(
+    frame: pd.DataFrame, method: str, params: dict[str, Any], seed: int
+) -> list[dict[str, Any]]:
     z, y, key = release(frame, method, seed, params)
     d = z.shape[1]
     with warnings.catch_warnings():
@@ -96,11 +103,15 @@ def attacks_part() -> list[dict[str, Any]]:
                 for r in rows:
                     out.append({"table": name, "method": label, "seed": seed, **r})
                 ties = [r for r in rows if r["attack"] == "ties"]
-                print(f"{name:10s} {label:9s} seed {seed}: ties "
-                      f"{ties[0]['columns_recovered'] if ties else '-'} columns; "
-                      + ", ".join(f"{r['attack']}/{r['known']} {r['within_10']:.0%}"
-                                  f"|{r['columns_recovered']}" for r in rows
-                                  if r["attack"] != "ties"))
+                print(
+                    f"{name:10s} {label:9s} seed {seed}: ties "
+                    f"{ties[0]['columns_recovered'] if ties else '-'} columns; "
+                    + ", ".join(
+                        f"{r['attack']}/{r['known']} {r['within_10']:.0%}|{r['columns_recovered']}"
+                        for r in rows
+                        if r["attack"] != "ties"
+                    )
+                )
     return out
 
 
@@ -128,23 +139,35 @@ def remedies_part() -> list[dict[str, Any]]:
                 d = z.shape[1]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    rows = attack_table(z, y, (d,), seed=seed, sample_attacks=True,
-                                        ties=key.noise_scale == 0)
+                    rows = attack_table(
+                        z, y, (d,), seed=seed, sample_attacks=True, ties=key.noise_scale == 0
+                    )
                     ari = clustering_agreement(z, y, seed=seed)
                 cols, rounded = key_bounds(z, y, key)
-                row = {"table": name, "remedy": label, "seed": seed,
-                       "ties_columns": _best(rows, "ties", "columns_recovered"),
-                       "known_d_records": max(_best(rows, a, "within_10") for a in
-                                              ("least_squares", "procrustes", "method_aware")),
-                       "known_sample_records": _best(rows, "known_sample", "within_10"),
-                       "key_columns": cols, "key_rounded": rounded,
-                       "kmeans": ari["kmeans"], "dbscan": ari["dbscan"], "ward": ari["ward"]}
+                row = {
+                    "table": name,
+                    "remedy": label,
+                    "seed": seed,
+                    "ties_columns": _best(rows, "ties", "columns_recovered"),
+                    "known_d_records": max(
+                        _best(rows, a, "within_10")
+                        for a in ("least_squares", "procrustes", "method_aware")
+                    ),
+                    "known_sample_records": _best(rows, "known_sample", "within_10"),
+                    "key_columns": cols,
+                    "key_rounded": rounded,
+                    "kmeans": ari["kmeans"],
+                    "dbscan": ari["dbscan"],
+                    "ward": ari["ward"],
+                }
                 out.append(row)
-                print(f"{name:10s} {label:9s} seed {seed}: ties {row['ties_columns']:.0f} cols, "
-                      f"d known {row['known_d_records']:.0%}, sample "
-                      f"{row['known_sample_records']:.0%}, key {cols} cols / rounded "
-                      f"{rounded:.0%}, ARI {ari['kmeans']:.2f} {ari['dbscan']:.2f} "
-                      f"{ari['ward']:.2f}")
+                print(
+                    f"{name:10s} {label:9s} seed {seed}: ties {row['ties_columns']:.0f} cols, "
+                    f"d known {row['known_d_records']:.0%}, sample "
+                    f"{row['known_sample_records']:.0%}, key {cols} cols / rounded "
+                    f"{rounded:.0%}, ARI {ari['kmeans']:.2f} {ari['dbscan']:.2f} "
+                    f"{ari['ward']:.2f}"
+                )
     return out
 
 

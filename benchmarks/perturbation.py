@@ -50,11 +50,25 @@ from anonlab.perturbation import perturb, perturbation_summary
 REPO = Path(__file__).resolve().parents[1]
 SDC = REPO / "data" / "sdc"
 OUT = REPO / "benchmarks" / "results" / "perturbation.json"
-EIA_COLUMNS = ["UTILITYID", "RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE",
-               "INDSALES", "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES"]
+EIA_COLUMNS = [
+    "UTILITYID",
+    "RESREVENUE",
+    "RESSALES",
+    "COMREVENUE",
+    "COMSALES",
+    "INDREVENUE",
+    "INDSALES",
+    "OTHREVENUE",
+    "OTHRSALES",
+    "TOTREVENUE",
+    "TOTSALES",
+]
 METHODS: list[tuple[str, dict[str, Any]]] = [
-    ("obt", {"min_privacy": 0.5}), ("rbt", {"rho": (0.5, 0.5)}), ("rotation", {}),
-    ("gdp 0.1", {"noise": 0.1}), ("gdp 0.5", {"noise": 0.5}),
+    ("obt", {"min_privacy": 0.5}),
+    ("rbt", {"rho": (0.5, 0.5)}),
+    ("rotation", {}),
+    ("gdp 0.1", {"noise": 0.1}),
+    ("gdp 0.5", {"noise": 0.5}),
 ]
 SEED = 7
 
@@ -72,8 +86,11 @@ def datasets() -> dict[str, pd.DataFrame]:
 
 
 def _share(rows: list[dict[str, Any]], attack: str, known: int | None = None) -> float:
-    hits = [r["within_10"] for r in rows
-            if r["attack"] == attack and (known is None or r["known"] == known)]
+    hits = [
+        r["within_10"]
+        for r in rows
+        if r["attack"] == attack and (known is None or r["known"] == known)
+    ]
     return max(hits) if hits else float("nan")
 
 
@@ -88,32 +105,40 @@ def quality() -> list[dict[str, Any]]:
             p = perturb(frame, method=method, seed=SEED, **options)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                summary = perturbation_summary(p.key, p.standardized, p.released,
-                                               known=(2, 3, 5, d), seed=SEED)
+                summary = perturbation_summary(
+                    p.key, p.standardized, p.released, known=(2, 3, 5, d), seed=SEED
+                )
             rows = summary["attacks"]
             known_io = ("least_squares", "procrustes", "method_aware")
-            out.append({
-                "data": name, "records": int(frame.shape[0]), "columns": d, "method": label,
-                "kmeans": summary["clustering"]["kmeans"],
-                "dbscan": summary["clustering"]["dbscan"],
-                "ward": summary["clustering"]["ward"],
-                "S": summary["overall"]["S"],
-                "min_block_P": summary["overall"]["min_block_P"],
-                "mean_block_P": summary["overall"]["mean_block_P"],
-                "naive": _share(rows, "naive"),
-                "aware_2": _share(rows, "method_aware", 2),
-                "aware_3": _share(rows, "method_aware", 3),
-                "aware_5": _share(rows, "method_aware", 5),
-                "best_known_d": max(_share(rows, a, d) for a in known_io),
-                "best_known_5": max(_share(rows, a, 5) for a in known_io),
-                "best_known_d_median_error": min(
-                    r["median_relative_error"] for r in rows
-                    if r["attack"] in known_io and r["known"] == d),
-                "pca": _share(rows, "known_sample"),
-                "ica": _share(rows, "ica"),
-                "seconds": time.perf_counter() - started,
-                "attacks": rows,
-            })
+            out.append(
+                {
+                    "data": name,
+                    "records": int(frame.shape[0]),
+                    "columns": d,
+                    "method": label,
+                    "kmeans": summary["clustering"]["kmeans"],
+                    "dbscan": summary["clustering"]["dbscan"],
+                    "ward": summary["clustering"]["ward"],
+                    "S": summary["overall"]["S"],
+                    "min_block_P": summary["overall"]["min_block_P"],
+                    "mean_block_P": summary["overall"]["mean_block_P"],
+                    "naive": _share(rows, "naive"),
+                    "aware_2": _share(rows, "method_aware", 2),
+                    "aware_3": _share(rows, "method_aware", 3),
+                    "aware_5": _share(rows, "method_aware", 5),
+                    "best_known_d": max(_share(rows, a, d) for a in known_io),
+                    "best_known_5": max(_share(rows, a, 5) for a in known_io),
+                    "best_known_d_median_error": min(
+                        r["median_relative_error"]
+                        for r in rows
+                        if r["attack"] in known_io and r["known"] == d
+                    ),
+                    "pca": _share(rows, "known_sample"),
+                    "ica": _share(rows, "ica"),
+                    "seconds": time.perf_counter() - started,
+                    "attacks": rows,
+                }
+            )
             print(f"  {name:14s} {label:9s} done", file=sys.stderr)
     return out
 
@@ -127,8 +152,13 @@ def _timed(cmd: list[str], python_path: str | None = None) -> tuple[float, float
     if python_path is not None:
         env["PYTHONPATH"] = python_path
     started = time.perf_counter()
-    res = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], capture_output=True,
-                         text=True, check=False, env=env)
+    res = subprocess.run(
+        ["/usr/bin/time", "-f", "%U %S %M", *cmd],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
     wall = time.perf_counter() - started
     if res.returncode != 0:
         raise RuntimeError(f"{cmd} failed: {res.stderr[-500:]}")
@@ -156,21 +186,74 @@ def speed(repeats: int, baseline: str | None = None) -> list[dict[str, Any]]:
         cases: list[tuple[str, list[str]]] = []
         for method in ("obt", "gdp"):
             for ext in ("csv", "parquet"):
-                cases.append((f"perturb 1,000,000 x 20 {method} {ext}",
-                              [*exe, "perturb", str(folder / f"big.{ext}"), "--method", method,
-                               "--seed", "1", "--output", str(folder / f"rel.{ext}"),
-                               "--key", str(folder / "key.json"), "--quiet"]))
-        cases.append(("perturb 1,000,000 x 20 obt csv --report",
-                      [*exe, "perturb", str(folder / "big.csv"), "--method", "obt", "--seed",
-                       "1", "--output", str(folder / "rel.csv"), "--key",
-                       str(folder / "key.json"), "--report", str(folder / "report.json"),
-                       "--quiet"]))
-        subprocess.run([*exe, "perturb", str(folder / "orig100k.csv"), "--method", "obt",
-                        "--output", str(folder / "rel100k.csv"), "--quiet"], check=True,
-                       capture_output=True)
-        cases.append(("attack 100,000 x 20 (obt release)",
-                       [*exe, "attack", str(folder / "orig100k.csv"),
-                        str(folder / "rel100k.csv"), "--known", "2,5,10", "--quiet"]))
+                cases.append(
+                    (
+                        f"perturb 1,000,000 x 20 {method} {ext}",
+                        [
+                            *exe,
+                            "perturb",
+                            str(folder / f"big.{ext}"),
+                            "--method",
+                            method,
+                            "--seed",
+                            "1",
+                            "--output",
+                            str(folder / f"rel.{ext}"),
+                            "--key",
+                            str(folder / "key.json"),
+                            "--quiet",
+                        ],
+                    )
+                )
+        cases.append(
+            (
+                "perturb 1,000,000 x 20 obt csv --report",
+                [
+                    *exe,
+                    "perturb",
+                    str(folder / "big.csv"),
+                    "--method",
+                    "obt",
+                    "--seed",
+                    "1",
+                    "--output",
+                    str(folder / "rel.csv"),
+                    "--key",
+                    str(folder / "key.json"),
+                    "--report",
+                    str(folder / "report.json"),
+                    "--quiet",
+                ],
+            )
+        )
+        subprocess.run(
+            [
+                *exe,
+                "perturb",
+                str(folder / "orig100k.csv"),
+                "--method",
+                "obt",
+                "--output",
+                str(folder / "rel100k.csv"),
+                "--quiet",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        cases.append(
+            (
+                "attack 100,000 x 20 (obt release)",
+                [
+                    *exe,
+                    "attack",
+                    str(folder / "orig100k.csv"),
+                    str(folder / "rel100k.csv"),
+                    "--known",
+                    "2,5,10",
+                    "--quiet",
+                ],
+            )
+        )
         for label, cmd in cases:
             loads = [os.getloadavg()[0]]
             runs: dict[str, list[tuple[float, float, int]]] = {v: [] for v, _ in versions}
@@ -180,15 +263,19 @@ def speed(repeats: int, baseline: str | None = None) -> list[dict[str, Any]]:
                     loads.append(os.getloadavg()[0])
             for version, _ in versions:
                 walls = [w for w, _, _ in runs[version]]
-                out.append({"case": label, "version": version,
-                            "median_seconds": statistics.median(walls), "runs_seconds": walls,
-                            "median_cpu_seconds": statistics.median(c for _, c, _ in
-                                                                    runs[version]),
-                            "peak_rss_mb": max(k for _, _, k in runs[version]) / 1024,
-                            "load_average_before": loads[0],
-                            "load_average_range": [min(loads), max(loads)]})
-                print(f"  {label} [{version}]: {statistics.median(walls):.2f} s",
-                      file=sys.stderr)
+                out.append(
+                    {
+                        "case": label,
+                        "version": version,
+                        "median_seconds": statistics.median(walls),
+                        "runs_seconds": walls,
+                        "median_cpu_seconds": statistics.median(c for _, c, _ in runs[version]),
+                        "peak_rss_mb": max(k for _, _, k in runs[version]) / 1024,
+                        "load_average_before": loads[0],
+                        "load_average_range": [min(loads), max(loads)],
+                    }
+                )
+                print(f"  {label} [{version}]: {statistics.median(walls):.2f} s", file=sys.stderr)
     return out
 
 
@@ -199,33 +286,60 @@ def _fmt(v: float) -> str:
 def print_tables(result: dict[str, Any]) -> None:
     """Markdown tables (the ones quoted in docs/perturbation.md)."""
     if "quality" in result:
-        print("| data | method | ARI k-means | ARI DBSCAN | ARI Ward | S | min P | naive | "
-              "aware 2 | aware 3 | best known 5 | best known d | its median error | PCA | ICA |")
+        print(
+            "| data | method | ARI k-means | ARI DBSCAN | ARI Ward | S | min P | naive | "
+            "aware 2 | aware 3 | best known 5 | best known d | its median error | PCA | ICA |"
+        )
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in result["quality"]:
-            print(f"| {r['data']} | {r['method']} | " + " | ".join(_fmt(r[k]) for k in (
-                "kmeans", "dbscan", "ward", "S", "min_block_P", "naive", "aware_2", "aware_3",
-                "best_known_5", "best_known_d", "best_known_d_median_error", "pca", "ica"))
-                  + " |")
+            print(
+                f"| {r['data']} | {r['method']} | "
+                + " | ".join(
+                    _fmt(r[k])
+                    for k in (
+                        "kmeans",
+                        "dbscan",
+                        "ward",
+                        "S",
+                        "min_block_P",
+                        "naive",
+                        "aware_2",
+                        "aware_3",
+                        "best_known_5",
+                        "best_known_d",
+                        "best_known_d_median_error",
+                        "pca",
+                        "ica",
+                    )
+                )
+                + " |"
+            )
     if "speed" in result:
-        print("\n| case | version | median wall (s) | runs (s) | median CPU (s) | "
-              "peak RSS (MB) | load (1 min) |")
+        print(
+            "\n| case | version | median wall (s) | runs (s) | median CPU (s) | "
+            "peak RSS (MB) | load (1 min) |"
+        )
         print("|---|---|---:|---|---:|---:|---|")
         for r in result["speed"]:
             runs = ", ".join(f"{w:.2f}" for w in r["runs_seconds"])
             low, high = r.get("load_average_range", [r.get("load_average_before")] * 2)
-            print(f"| {r['case']} | {r.get('version', 'current')} | {r['median_seconds']:.2f} | "
-                  f"{runs} | {r.get('median_cpu_seconds', float('nan')):.2f} | "
-                  f"{r['peak_rss_mb']:.0f} | {low:.1f}-{high:.1f} |")
+            print(
+                f"| {r['case']} | {r.get('version', 'current')} | {r['median_seconds']:.2f} | "
+                f"{runs} | {r.get('median_cpu_seconds', float('nan')):.2f} | "
+                f"{r['peak_rss_mb']:.0f} | {low:.1f}-{high:.1f} |"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("all", "quality", "speed"), default="all")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--baseline", metavar="SRC",
-                        help="speed part: also time the package found in SRC (e.g. the src "
-                        "folder of an earlier commit, from git archive), runs interleaved")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="speed part: also time the package found in SRC (e.g. the src "
+        "folder of an earlier commit, from git archive), runs interleaved",
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {}
     if OUT.exists():

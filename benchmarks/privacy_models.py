@@ -41,8 +41,16 @@ ADULT = REPO / "data" / "adult"
 SUBSET = REPO / "tests" / "data" / "arx" / "adult_subset.csv"
 OUT = REPO / "benchmarks" / "results" / "privacy_models.json"
 HARNESS = Path("/tmp/arx/ref/harness/run.sh")
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "salary-class"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+]
 OCC = "occupation"
 HIER_OCC = str(ADULT / "hierarchy_occupation.csv")
 USA = 317_238_626  # ARX's ARXPopulationModel.Region.USA
@@ -52,49 +60,117 @@ LOSS = {"metric": "loss", "gs_factor": 0.5, "aggregate": "geometric_mean"}
 CONFIGS: dict[str, tuple[list[dict[str, Any]], float, dict[str, Any]]] = {
     "golden 1: entropy-l-diversity l=5": (
         [{"model": "entropy-l-diversity", "attribute": OCC, "l": 5, "estimator": "shannon"}],
-        0.04, {"metric": "entropy_with_suppression"}),
+        0.04,
+        {"metric": "entropy_with_suppression"},
+    ),
     "golden 2: recursive-cl-diversity c=4 l=5": (
         [{"model": "recursive-cl-diversity", "attribute": OCC, "c": 4.0, "l": 5}],
-        1.0, {"metric": "loss", "gs_factor": 0.5, "aggregate": "rank"}),
+        1.0,
+        {"metric": "loss", "gs_factor": 0.5, "aggregate": "rank"},
+    ),
     "golden 3: hierarchical t=0.2 + k=5": (
-        [{"model": "k-anonymity", "k": 5},
-         {"model": "hierarchical-distance-t-closeness", "attribute": OCC, "t": 0.2,
-          "hierarchy": HIER_OCC}],
-        0.05, {"metric": "loss", "gs_factor": 0.5, "aggregate": "rank"}),
+        [
+            {"model": "k-anonymity", "k": 5},
+            {
+                "model": "hierarchical-distance-t-closeness",
+                "attribute": OCC,
+                "t": 0.2,
+                "hierarchy": HIER_OCC,
+            },
+        ],
+        0.05,
+        {"metric": "loss", "gs_factor": 0.5, "aggregate": "rank"},
+    ),
     "k-anonymity k=5": ([{"model": "k-anonymity", "k": 5}], 0.04, LOSS),
     "distinct-l-diversity l=3": (
-        [{"model": "distinct-l-diversity", "attribute": OCC, "l": 3}], 0.04, LOSS),
+        [{"model": "distinct-l-diversity", "attribute": OCC, "l": 3}],
+        0.04,
+        LOSS,
+    ),
     "entropy-l-diversity l=3 grassberger": (
         [{"model": "entropy-l-diversity", "attribute": OCC, "l": 3, "estimator": "grassberger"}],
-        0.04, LOSS),
+        0.04,
+        LOSS,
+    ),
     "recursive-cl-diversity c=3 l=3": (
-        [{"model": "recursive-cl-diversity", "attribute": OCC, "c": 3.0, "l": 3}], 0.04, LOSS),
+        [{"model": "recursive-cl-diversity", "attribute": OCC, "c": 3.0, "l": 3}],
+        0.04,
+        LOSS,
+    ),
     "equal-distance-t-closeness t=0.2": (
-        [{"model": "equal-distance-t-closeness", "attribute": OCC, "t": 0.2}], 0.04, LOSS),
+        [{"model": "equal-distance-t-closeness", "attribute": OCC, "t": 0.2}],
+        0.04,
+        LOSS,
+    ),
     "hierarchical-distance-t-closeness t=0.2": (
-        [{"model": "hierarchical-distance-t-closeness", "attribute": OCC, "t": 0.2,
-          "hierarchy": HIER_OCC}], 0.04, LOSS),
+        [
+            {
+                "model": "hierarchical-distance-t-closeness",
+                "attribute": OCC,
+                "t": 0.2,
+                "hierarchy": HIER_OCC,
+            }
+        ],
+        0.04,
+        LOSS,
+    ),
     "ordered-distance-t-closeness t=0.2": (
-        [{"model": "ordered-distance-t-closeness", "attribute": OCC, "t": 0.2}], 0.04, LOSS),
+        [{"model": "ordered-distance-t-closeness", "attribute": OCC, "t": 0.2}],
+        0.04,
+        LOSS,
+    ),
     "basic-beta-likeness beta=5": (
-        [{"model": "basic-beta-likeness", "attribute": OCC, "beta": 5.0}], 0.4, LOSS),
+        [{"model": "basic-beta-likeness", "attribute": OCC, "beta": 5.0}],
+        0.4,
+        LOSS,
+    ),
     "enhanced-beta-likeness beta=2": (
-        [{"model": "enhanced-beta-likeness", "attribute": OCC, "beta": 2.0}], 0.1, LOSS),
+        [{"model": "enhanced-beta-likeness", "attribute": OCC, "beta": 2.0}],
+        0.1,
+        LOSS,
+    ),
     "delta-disclosure delta=1.5": (
-        [{"model": "delta-disclosure", "attribute": OCC, "delta": 1.5}], 0.1, LOSS),
+        [{"model": "delta-disclosure", "attribute": OCC, "delta": 1.5}],
+        0.1,
+        LOSS,
+    ),
     "delta-presence 0.05..0.15": (
         [{"model": "delta-presence", "dmin": 0.05, "dmax": 0.15, "subset": str(SUBSET)}],
-        0.05, LOSS),
+        0.05,
+        LOSS,
+    ),
     "k-map k=5 (population table)": (
-        [{"model": "k-map", "k": 5, "subset": str(SUBSET)}], 0.05, LOSS),
+        [{"model": "k-map", "k": 5, "subset": str(SUBSET)}],
+        0.05,
+        LOSS,
+    ),
     "k-map k=3 (zero-truncated Poisson)": (
-        [{"model": "k-map", "k": 3, "significance": 0.01, "estimator": "zero-truncated-poisson",
-          "population_size": USA}], 0.05, LOSS),
+        [
+            {
+                "model": "k-map",
+                "k": 3,
+                "significance": 0.01,
+                "estimator": "zero-truncated-poisson",
+                "population_size": USA,
+            }
+        ],
+        0.05,
+        LOSS,
+    ),
     "average-risk 0.01": ([{"model": "average-risk", "threshold": 0.01}], 0.04, LOSS),
     "sample-uniqueness 0.01": ([{"model": "sample-uniqueness", "threshold": 0.01}], 0.04, LOSS),
     "population-uniqueness 0.0001 (dankar)": (
-        [{"model": "population-uniqueness", "threshold": 0.0001, "estimator": "dankar",
-          "population_size": USA}], 0.04, LOSS),
+        [
+            {
+                "model": "population-uniqueness",
+                "threshold": 0.0001,
+                "estimator": "dankar",
+                "population_size": USA,
+            }
+        ],
+        0.04,
+        LOSS,
+    ),
 }
 
 
@@ -103,21 +179,33 @@ def sensitive_of(criteria: list[dict[str, Any]]) -> list[str]:
     return sorted({c["attribute"] for c in criteria if "attribute" in c})
 
 
-def harness_config(criteria: list[dict[str, Any]], suppression: float,
-                   metric: dict[str, Any]) -> dict[str, Any]:
+def harness_config(
+    criteria: list[dict[str, Any]], suppression: float, metric: dict[str, Any]
+) -> dict[str, Any]:
     """The ARX harness's configuration (ARX's view: k-map's research subset inside the data)."""
-    return {"data": str(ADULT / "adult.csv"), "delimiter": ";",
-            "qis": {q: str(ADULT / f"hierarchy_{q}.csv") for q in QIS},
-            "sensitive": sensitive_of(criteria), "criteria": criteria,
-            "suppression": suppression, "practical_monotonicity": False, **metric}
+    return {
+        "data": str(ADULT / "adult.csv"),
+        "delimiter": ";",
+        "qis": {q: str(ADULT / f"hierarchy_{q}.csv") for q in QIS},
+        "sensitive": sensitive_of(criteria),
+        "criteria": criteria,
+        "suppression": suppression,
+        "practical_monotonicity": False,
+        **metric,
+    }
 
 
 def run_arx(config: dict[str, Any], repeats: int) -> dict[str, Any] | None:
     """ARX's result (median CPU of ``repeats`` runs after one warm-up), or None without Java."""
     if shutil.which("java") is None or not HARNESS.is_file():
         return None
-    proc = subprocess.run([str(HARNESS), "-", "--repeat", str(repeats), "--warmup", "1"],
-                          input=json.dumps(config), capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [str(HARNESS), "-", "--repeat", str(repeats), "--warmup", "1"],
+        input=json.dumps(config),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise RuntimeError(f"ARX harness failed: {proc.stderr[-1000:]}")
@@ -141,20 +229,33 @@ def anonlab_spec(criteria: list[dict[str, Any]]) -> tuple[Path, list[dict[str, A
     return table, specs
 
 
-def run_anonlab(criteria: list[dict[str, Any]], suppression: float, metric: dict[str, Any],
-                repeats: int) -> dict[str, Any]:
+def run_anonlab(
+    criteria: list[dict[str, Any]], suppression: float, metric: dict[str, Any], repeats: int
+) -> dict[str, Any]:
     """anonlab's flash search: nodes checked, median search and anonymize() CPU, the optimum."""
     table, specs = anonlab_spec(criteria)
     frame = read_table(table, delimiter=";")
     hierarchies = {q: Hierarchy.from_csv(ADULT / f"hierarchy_{q}.csv") for q in QIS}
     model = resolve_criteria(specs)
-    dataset = model_dataset(frame, hierarchies, model, sensitive=sensitive_of(criteria),
-                            other="insensitive", read_options={"delimiter": ";"})
+    dataset = model_dataset(
+        frame,
+        hierarchies,
+        model,
+        sensitive=sensitive_of(criteria),
+        other="insensitive",
+        read_options={"delimiter": ";"},
+    )
     options = {k: v for k, v in metric.items() if k != "metric"}
 
     def once() -> Any:
-        return anonymize(dataset, criteria=model, suppression=suppression,
-                         metric=metric["metric"], search="flash", **options)
+        return anonymize(
+            dataset,
+            criteria=model,
+            suppression=suppression,
+            metric=metric["metric"],
+            search="flash",
+            **options,
+        )
 
     once()  # warm-up
     cpu, search_cpu, result = [], [], None
@@ -164,12 +265,14 @@ def run_anonlab(criteria: list[dict[str, Any]], suppression: float, metric: dict
         cpu.append(time.process_time() - started)
         search_cpu.append(result.search.cpu_seconds)
     assert result is not None
-    return {"nodes_checked": result.search.nodes_checked,
-            "search_cpu_s": statistics.median(search_cpu),
-            "anonymize_cpu_s": statistics.median(cpu),
-            "transformation": [result.transformation[q] for q in QIS],
-            "loss": result.information_loss_arx[metric["metric"]],
-            "lattice_size": result.lattice_size}
+    return {
+        "nodes_checked": result.search.nodes_checked,
+        "search_cpu_s": statistics.median(search_cpu),
+        "anonymize_cpu_s": statistics.median(cpu),
+        "transformation": [result.transformation[q] for q in QIS],
+        "loss": result.information_loss_arx[metric["metric"]],
+        "lattice_size": result.lattice_size,
+    }
 
 
 def measure(names: list[str], repeats: int) -> list[dict[str, Any]]:
@@ -177,20 +280,33 @@ def measure(names: list[str], repeats: int) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         criteria, suppression, metric = CONFIGS[name]
-        row: dict[str, Any] = {"config": name, "criteria": criteria, "suppression": suppression,
-                               **metric}
+        row: dict[str, Any] = {
+            "config": name,
+            "criteria": criteria,
+            "suppression": suppression,
+            **metric,
+        }
         try:
             row["anonlab"] = run_anonlab(criteria, suppression, metric, repeats)
         except Exception as exc:  # a model not built yet must not stop the other rows
             row["anonlab"] = {"error": f"{type(exc).__name__}: {exc}"}
         arx = run_arx(harness_config(criteria, suppression, metric), repeats)
-        row["arx"] = None if arx is None else {
-            "nodes_checked": arx["nodes_checked"], "cpu_s": arx["cpu_seconds"],
-            "transformation": arx["transformation"], "loss": arx["highest_score"],
-            "lattice_size": arx["lattice_size"], "version": arx["arx_version"]}
+        row["arx"] = (
+            None
+            if arx is None
+            else {
+                "nodes_checked": arx["nodes_checked"],
+                "cpu_s": arx["cpu_seconds"],
+                "transformation": arx["transformation"],
+                "loss": arx["highest_score"],
+                "lattice_size": arx["lattice_size"],
+                "version": arx["arx_version"],
+            }
+        )
         ours, theirs = row["anonlab"], row["arx"]
-        row["same_optimum"] = (None if theirs is None or "error" in ours
-                               else ours["loss"] == theirs["loss"])
+        row["same_optimum"] = (
+            None if theirs is None or "error" in ours else ours["loss"] == theirs["loss"]
+        )
         rows.append(row)
         print(line(row), flush=True)
     return rows
@@ -205,29 +321,37 @@ def line(row: dict[str, Any]) -> str:
     ours, arx = row["anonlab"], row["arx"] or {}
     if "error" in ours:
         return f"{row['config']:<42} anonlab error: {ours['error']}"
-    return (f"{row['config']:<42} anonlab {ours['nodes_checked']:>5} nodes "
-            f"{ours['search_cpu_s']:7.3f} s search CPU | "
-            f"ARX {_fmt(arx.get('nodes_checked'), '>5')} nodes "
-            f"{_fmt(arx.get('cpu_s'), '7.3f')} s CPU"
-            f" | same optimum: {row['same_optimum']}")
+    return (
+        f"{row['config']:<42} anonlab {ours['nodes_checked']:>5} nodes "
+        f"{ours['search_cpu_s']:7.3f} s search CPU | "
+        f"ARX {_fmt(arx.get('nodes_checked'), '>5')} nodes "
+        f"{_fmt(arx.get('cpu_s'), '7.3f')} s CPU"
+        f" | same optimum: {row['same_optimum']}"
+    )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The results as the table of docs/benchmarks.md."""
-    out = ["| configuration | suppression | ARX nodes | anonlab nodes | ARX CPU s | "
-           "anonlab search CPU s | anonlab anonymize() CPU s | same optimum |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| configuration | suppression | ARX nodes | anonlab nodes | ARX CPU s | "
+        "anonlab search CPU s | anonlab anonymize() CPU s | same optimum |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ours, arx = r["anonlab"], r["arx"] or {}
         if "error" in ours:
-            out.append(f"| {r['config']} | {r['suppression']:.0%} | "
-                       f"{_fmt(arx.get('nodes_checked'), 'd')} | error | "
-                       f"{_fmt(arx.get('cpu_s'), '.3f')} | - | - | - |")
+            out.append(
+                f"| {r['config']} | {r['suppression']:.0%} | "
+                f"{_fmt(arx.get('nodes_checked'), 'd')} | error | "
+                f"{_fmt(arx.get('cpu_s'), '.3f')} | - | - | - |"
+            )
             continue
-        out.append(f"| {r['config']} | {r['suppression']:.0%} | "
-                   f"{_fmt(arx.get('nodes_checked'), 'd')} | {ours['nodes_checked']} | "
-                   f"{_fmt(arx.get('cpu_s'), '.3f')} | {ours['search_cpu_s']:.3f} | "
-                   f"{ours['anonymize_cpu_s']:.3f} | {r['same_optimum']} |")
+        out.append(
+            f"| {r['config']} | {r['suppression']:.0%} | "
+            f"{_fmt(arx.get('nodes_checked'), 'd')} | {ours['nodes_checked']} | "
+            f"{_fmt(arx.get('cpu_s'), '.3f')} | {ours['search_cpu_s']:.3f} | "
+            f"{ours['anonymize_cpu_s']:.3f} | {r['same_optimum']} |"
+        )
     return "\n".join(out)
 
 
@@ -235,8 +359,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (default: 3)")
     parser.add_argument("--only", default=None, help="configurations whose name contains this")
-    parser.add_argument("--markdown", action="store_true",
-                        help="print the table from the saved results and stop")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the table from the saved results and stop"
+    )
     args = parser.parse_args()
     if args.markdown:
         print(markdown(json.loads(OUT.read_text())["rows"]))
@@ -248,8 +373,12 @@ def main() -> None:
         old = json.loads(OUT.read_text())["rows"]
         rows = [fresh.pop(r["config"], r) for r in old] + list(fresh.values())
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    saved = {"measured_at": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats,
-             "machine": "2 cores, shared", "rows": rows}
+    saved = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"),
+        "repeats": args.repeats,
+        "machine": "2 cores, shared",
+        "rows": rows,
+    }
     OUT.write_text(json.dumps(saved, indent=1) + "\n")
     print(markdown(rows))
 

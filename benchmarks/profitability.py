@@ -50,12 +50,17 @@ def run_anonlab(case: dict[str, Any], repeats: int) -> dict[str, Any]:
     try:
         results = [replay(case) for _ in range(repeats + 1)][1:]
     except AnonlabError as exc:  # practical monotonicity may find no release
-        return {"nodes_checked": None, "search_cpu_seconds": None,
-                "score": f"no release ({str(exc)[:40]}...)"}
+        return {
+            "nodes_checked": None,
+            "search_cpu_seconds": None,
+            "score": f"no release ({str(exc)[:40]}...)",
+        }
     last = results[-1]
-    return {"nodes_checked": last.search.nodes_checked,
-            "search_cpu_seconds": statistics.median(r.search.cpu_seconds for r in results),
-            "score": last.information_loss_arx[case["config"]["metric"]]}
+    return {
+        "nodes_checked": last.search.nodes_checked,
+        "search_cpu_seconds": statistics.median(r.search.cpu_seconds for r in results),
+        "score": last.information_loss_arx[case["config"]["metric"]],
+    }
 
 
 def run_arx(all_cases: list[dict[str, Any]], repeats: int) -> dict[str, dict[str, Any]]:
@@ -69,16 +74,23 @@ def run_arx(all_cases: list[dict[str, Any]], repeats: int) -> dict[str, dict[str
         for case in all_cases:
             args = [a if not a.startswith("nodes=") else "nodes=none" for a in case["args"]]
             lines += ["\t".join(args)] * (repeats + 1)
-        proc = subprocess.run(["java", "-cp", f"{build}:{cp}", "ProfitRef"], cwd=REPO,
-                              input="\n".join(lines) + "\n", capture_output=True, text=True,
-                              check=True)
+        proc = subprocess.run(
+            ["java", "-cp", f"{build}:{cp}", "ProfitRef"],
+            cwd=REPO,
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     outputs = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     out = {}
     for i, case in enumerate(all_cases):
-        runs = outputs[i * (repeats + 1) + 1:(i + 1) * (repeats + 1)]
-        out[case["id"]] = {"nodes_checked": runs[-1]["nodes_checked"],
-                           "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-                           "score": runs[-1]["highest_score"]}
+        runs = outputs[i * (repeats + 1) + 1 : (i + 1) * (repeats + 1)]
+        out[case["id"]] = {
+            "nodes_checked": runs[-1]["nodes_checked"],
+            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+            "score": runs[-1]["highest_score"],
+        }
     return out
 
 
@@ -89,13 +101,18 @@ def measure(repeats: int) -> list[dict[str, Any]]:
     for case in all_cases:
         ours = run_anonlab(case, repeats)
         theirs = arx.get(case["id"])
-        rows.append({"case": case["id"].replace("TestAnonymizationProfitability", "Profit"),
-                     "model": case["config"]["criteria"][0]["model"],
-                     "metric": case["config"]["metric"],
-                     "suppression": case["config"]["suppression"],
-                     "practical_monotonicity": case["config"]["practical_monotonicity"],
-                     "anonlab": ours, "arx": theirs,
-                     "same_optimum": None if theirs is None else ours["score"] == theirs["score"]})
+        rows.append(
+            {
+                "case": case["id"].replace("TestAnonymizationProfitability", "Profit"),
+                "model": case["config"]["criteria"][0]["model"],
+                "metric": case["config"]["metric"],
+                "suppression": case["config"]["suppression"],
+                "practical_monotonicity": case["config"]["practical_monotonicity"],
+                "anonlab": ours,
+                "arx": theirs,
+                "same_optimum": None if theirs is None else ours["score"] == theirs["score"],
+            }
+        )
         print(line(rows[-1]), flush=True)
     return rows
 
@@ -106,19 +123,23 @@ def _fmt(value: Any, spec: str) -> str:
 
 def line(row: dict[str, Any]) -> str:
     arx = row["arx"] or {}
-    return (f"| {row['case']} | {row['model']} | {row['metric']} | {row['suppression']:g} | "
-            f"{'yes' if row['practical_monotonicity'] else 'no'} | "
-            f"{_fmt(row['anonlab']['nodes_checked'], 'd')} | {_fmt(arx.get('nodes_checked'), 'd')}"
-            f" | {_fmt(row['anonlab']['search_cpu_seconds'], '.3f')} | "
-            f"{_fmt(arx.get('cpu_seconds'), '.3f')}"
-            f" | {'n/a' if row['same_optimum'] is None else 'yes' if row['same_optimum'] else 'NO'}"
-            " |")
+    return (
+        f"| {row['case']} | {row['model']} | {row['metric']} | {row['suppression']:g} | "
+        f"{'yes' if row['practical_monotonicity'] else 'no'} | "
+        f"{_fmt(row['anonlab']['nodes_checked'], 'd')} | {_fmt(arx.get('nodes_checked'), 'd')}"
+        f" | {_fmt(row['anonlab']['search_cpu_seconds'], '.3f')} | "
+        f"{_fmt(arx.get('cpu_seconds'), '.3f')}"
+        f" | {'n/a' if row['same_optimum'] is None else 'yes' if row['same_optimum'] else 'NO'}"
+        " |"
+    )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    head = ("| case | model | metric | suppression | practical monotonicity | anonlab nodes | "
-            "ARX nodes | anonlab search CPU s | ARX CPU s | same optimum |\n"
-            "|---|---|---|---|---|---|---|---|---|---|")
+    head = (
+        "| case | model | metric | suppression | practical monotonicity | anonlab nodes | "
+        "ARX nodes | anonlab search CPU s | ARX CPU s | same optimum |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
     return "\n".join([head, *(line(r) for r in rows)])
 
 

@@ -56,8 +56,18 @@ def command(table: Path, report: Path) -> list[str]:
     """The ``anonlab risk`` command line measured."""
     exe = shutil.which("anonlab")
     head = [exe] if exe else [sys.executable, "-m", "anonlab"]  # shown as "anonlab" in the JSON
-    return [*head, "risk", str(table), "--qi", QI, "--sensitive", "salary-class",
-            "--report", str(report), "--quiet"]
+    return [
+        *head,
+        "risk",
+        str(table),
+        "--qi",
+        QI,
+        "--sensitive",
+        "salary-class",
+        "--report",
+        str(report),
+        "--quiet",
+    ]
 
 
 def run_once(args: list[str]) -> tuple[float, float]:
@@ -97,8 +107,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     shown = ["anonlab", *command(Path("TABLE"), Path("OUT.json"))[1:]]
-    results: dict[str, Any] = {"command": " ".join(shown),
-                               "repeats": args.repeats, "load_before": os.getloadavg()[0]}
+    results: dict[str, Any] = {
+        "command": " ".join(shown),
+        "repeats": args.repeats,
+        "load_before": os.getloadavg()[0],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         tables = {"adult": ADULT, "adult_x33": make_x33(folder)}
@@ -108,8 +121,10 @@ def main() -> None:
     print(f"{'table':<10} {'records':>9} {'classes':>8} {'CPU s':>7} {'wall s':>7}")
     for name in ("adult", "adult_x33"):
         row = results[name]
-        print(f"{name:<10} {row['records']:>9} {row['classes']:>8} "
-              f"{row['cpu_seconds_median']:>7.2f} {row['wall_seconds_median']:>7.2f}")
+        print(
+            f"{name:<10} {row['records']:>9} {row['classes']:>8} "
+            f"{row['cpu_seconds_median']:>7.2f} {row['wall_seconds_median']:>7.2f}"
+        )
     print(f"load average: {results['load_before']:.2f} before, {results['load_after']:.2f} after")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

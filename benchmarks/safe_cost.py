@@ -77,11 +77,24 @@ def _cpu() -> float:
 
 def run_once(variant: str, folder: Path) -> tuple[float, float]:
     """CPU and wall seconds of one whole command in a fresh process."""
-    args = ["generalize", "--config", str(CONFIG), "--output", str(folder / f"{variant}.csv"),
-            "--report", str(folder / f"{variant}.json"), "--quiet"]
+    args = [
+        "generalize",
+        "--config",
+        str(CONFIG),
+        "--output",
+        str(folder / f"{variant}.csv"),
+        "--report",
+        str(folder / f"{variant}.json"),
+        "--quiet",
+    ]
     cpu, wall = _cpu(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", LAUNCH, variant, *args], cwd=REPO,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, variant, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
     if done.returncode != 0:
         raise RuntimeError(f"{variant}: {done.stderr.strip()}")
@@ -90,8 +103,9 @@ def run_once(variant: str, folder: Path) -> tuple[float, float]:
 
 def import_cost() -> float:
     """CPU seconds of importing the risk package on top of the rest of generalize's imports."""
-    done = subprocess.run([sys.executable, "-c", IMPORT], cwd=REPO, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT], cwd=REPO, capture_output=True, text=True, check=True
+    )
     return float(done.stdout.strip())
 
 
@@ -133,15 +147,21 @@ def measure(repeats: int) -> dict[str, Any]:
         has_risk = "risk" in json.loads((folder / "with.json").read_text())
         lacks_risk = "risk" not in json.loads((folder / "without.json").read_text())
     imports = [import_cost() for _ in range(repeats)]
-    result: dict[str, Any] = {"repeats": repeats, "load_before": load_before,
-                              "load_after": os.getloadavg()[0], "same_release": same,
-                              "risk_only_in_with": has_risk and lacks_risk,
-                              "risk_import_cpu": statistics.median(imports),
-                              "risk_step_cpu": step}
+    result: dict[str, Any] = {
+        "repeats": repeats,
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "same_release": same,
+        "risk_only_in_with": has_risk and lacks_risk,
+        "risk_import_cpu": statistics.median(imports),
+        "risk_step_cpu": step,
+    }
     for variant, runs in times.items():
-        result[variant] = {"cpu": statistics.median(c for c, _ in runs),
-                           "wall": statistics.median(w for _, w in runs),
-                           "cpu_runs": [c for c, _ in runs]}
+        result[variant] = {
+            "cpu": statistics.median(c for c, _ in runs),
+            "wall": statistics.median(w for _, w in runs),
+            "cpu_runs": [c for c, _ in runs],
+        }
     base = result["without"]["cpu"]
     result["added_cpu"] = result["with"]["cpu"] - base
     result["added_share"] = result["added_cpu"] / base

@@ -77,15 +77,31 @@ REPO = Path(__file__).resolve().parents[1]
 ADULT = REPO / "data" / "adult"
 RESULTS = REPO / "benchmarks" / "results"
 OUT = RESULTS / "scale.json"
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 SENSITIVE = "salary-class"
 #: the ways --command runs the generalize command
 WAYS = ("numpy", "numpy-engine", "dask")
 COLUMNS = [*QIS, SENSITIVE]
 #: the node the release pass applies (age in 10-year bands, education in 3 groups, ...)
-RELEASE_LEVELS = {"sex": 0, "age": 2, "race": 1, "marital-status": 1, "education": 2,
-                  "native-country": 1, "workclass": 1, "occupation": 1}
+RELEASE_LEVELS = {
+    "sex": 0,
+    "age": 2,
+    "race": 1,
+    "marital-status": 1,
+    "education": 2,
+    "native-country": 1,
+    "workclass": 1,
+    "occupation": 1,
+}
 K = 5
 
 
@@ -103,8 +119,9 @@ def parse_rows(text: str) -> int:
 # ---------------------------------------------------------------------------
 
 
-def write_parts(folder: Path, wanted: dict[str, Any], parts: int,
-                make: Callable[[int], Any]) -> dict[str, Any]:
+def write_parts(
+    folder: Path, wanted: dict[str, Any], parts: int, make: Callable[[int], Any]
+) -> dict[str, Any]:
     """Write a synthetic table as Parquet parts ``make(0)``, ``make(1)``, ... (pyarrow tables;
     row groups of 1M rows) into ``folder``; reuse the folder when its manifest says it holds
     ``wanted`` complete. Returns the manifest: ``wanted``, parts, seconds, bytes."""
@@ -118,8 +135,12 @@ def write_parts(folder: Path, wanted: dict[str, Any], parts: int,
     started = time.perf_counter()
     for i in range(parts):
         pq.write_table(make(i), folder / f"part-{i:05d}.parquet", row_group_size=1 << 20)
-    info = {"table": wanted, "parts": parts, "seconds": time.perf_counter() - started,
-            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
+    info = {
+        "table": wanted,
+        "parts": parts,
+        "seconds": time.perf_counter() - started,
+        "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet")),
+    }
     manifest.write_text(json.dumps(info))
     return info
 
@@ -129,9 +150,11 @@ def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, An
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    adult = pacsv.read_csv(ADULT / "adult.csv", parse_options=pacsv.ParseOptions(delimiter=";"),
-                           convert_options=pacsv.ConvertOptions(
-                               column_types={c: pa.string() for c in COLUMNS}))
+    adult = pacsv.read_csv(
+        ADULT / "adult.csv",
+        parse_options=pacsv.ParseOptions(delimiter=";"),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in COLUMNS}),
+    )
     encoded = {c: adult.column(c).combine_chunks().dictionary_encode() for c in COLUMNS}
 
     def part(i: int) -> Any:
@@ -141,8 +164,7 @@ def generate(folder: Path, rows: int, part_rows: int, seed: int) -> dict[str, An
         for c in COLUMNS:
             pick = rng.integers(0, adult.num_rows, n)
             codes = np.asarray(encoded[c].indices)[pick].astype(np.int32)
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes),
-                                                         encoded[c].dictionary))
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes), encoded[c].dictionary))
         table = pa.Table.from_arrays(arrays, names=COLUMNS)
         return table.cast(pa.schema([(c, pa.string()) for c in COLUMNS]))
 
@@ -160,10 +182,13 @@ def generate_lattice_table(folder: Path, parts: int) -> dict[str, Any]:
 
     frame = lattice.synthetic_table(pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str))
     bounds = np.linspace(0, len(frame), parts + 1).astype(int)
-    wanted = {"table": "benchmarks/lattice.py synthetic_table", "rows": len(frame),
-              "parts": parts}
-    return write_parts(folder, wanted, parts, lambda i: pa.Table.from_pandas(
-        frame.iloc[bounds[i]:bounds[i + 1]], preserve_index=False))
+    wanted = {"table": "benchmarks/lattice.py synthetic_table", "rows": len(frame), "parts": parts}
+    return write_parts(
+        folder,
+        wanted,
+        parts,
+        lambda i: pa.Table.from_pandas(frame.iloc[bounds[i] : bounds[i + 1]], preserve_index=False),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -196,10 +221,17 @@ def _open(engine_name: str, workers: int, memory_limit: str) -> Any:
 
 def _save_base(base: Any, path: Path) -> None:
     s = base.sensitive[SENSITIVE]
-    np.savez(path, tuples=base.tuples, counts=base.counts, first_rows=base.first_rows,
-             classes=s.classes, values=s.values, hist=s.counts,
-             dictionaries=np.asarray(json.dumps([list(d) for d in base.dictionaries])),
-             sensitive_dictionary=np.asarray(json.dumps(list(s.dictionary))))
+    np.savez(
+        path,
+        tuples=base.tuples,
+        counts=base.counts,
+        first_rows=base.first_rows,
+        classes=s.classes,
+        values=s.values,
+        hist=s.counts,
+        dictionaries=np.asarray(json.dumps([list(d) for d in base.dictionaries])),
+        sensitive_dictionary=np.asarray(json.dumps(list(s.dictionary))),
+    )
 
 
 def _plan(base_path: Path) -> tuple[Any, int]:
@@ -210,17 +242,22 @@ def _plan(base_path: Path) -> tuple[Any, int]:
     from anonlab.lattice.bridge import encoded_qis, plan_at
 
     saved = np.load(base_path)
-    base = BaseFrequencySet(tuple(QIS), tuple(tuple(d) for d in
-                                              json.loads(str(saved["dictionaries"]))),
-                            saved["tuples"], saved["counts"], saved["first_rows"], {},
-                            int(saved["counts"].sum()))
+    base = BaseFrequencySet(
+        tuple(QIS),
+        tuple(tuple(d) for d in json.loads(str(saved["dictionaries"]))),
+        saved["tuples"],
+        saved["counts"],
+        saved["first_rows"],
+        {},
+        int(saved["counts"].sum()),
+    )
     hierarchies = {q: Hierarchy.from_csv(ADULT / f"hierarchy_{q}.csv") for q in QIS}
     qis = encoded_qis(base, hierarchies)
     levels = [RELEASE_LEVELS[q] for q in QIS]
-    classes, counts = base.classes_at([q.level_codes[lv] for q, lv in zip(qis, levels,
-                                                                          strict=True)],
-                                      [q.cardinality(lv) for q, lv in zip(qis, levels,
-                                                                         strict=True)])
+    classes, counts = base.classes_at(
+        [q.level_codes[lv] for q, lv in zip(qis, levels, strict=True)],
+        [q.cardinality(lv) for q, lv in zip(qis, levels, strict=True)],
+    )
     small = counts < K
     return plan_at(qis, levels, classes[small]), int(counts[small].sum())
 
@@ -249,8 +286,13 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         plan, suppressed = _plan(Path(args.save))
         plan_seconds = time.perf_counter() - wall0
         summary = engine.write_release(data, plan, Path(args.output))
-        out.update(rows=summary.rows, parts=summary.parts, suppressed=summary.suppressed,
-                   expected_suppressed=suppressed, plan_seconds=plan_seconds)
+        out.update(
+            rows=summary.rows,
+            parts=summary.parts,
+            suppressed=summary.suppressed,
+            expected_suppressed=suppressed,
+            plan_seconds=plan_seconds,
+        )
     wall = time.perf_counter() - wall0
     cpu = _cpu() - cpu0
     workers: list[dict[str, float]] = []
@@ -263,9 +305,14 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         out["memory_limit_mib"] = (engine.memory_limit or 0) / 2**20
         out["restarted_workers"] = len(set(after) - set(before))
     engine.close()
-    out.update(wall_s=wall, cpu_s=cpu, startup_s=startup, rows_per_s=out["rows"] / wall,
-               client_peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               workers=workers)
+    out.update(
+        wall_s=wall,
+        cpu_s=cpu,
+        startup_s=startup,
+        rows_per_s=out["rows"] / wall,
+        client_peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        workers=workers,
+    )
     return out
 
 
@@ -302,10 +349,18 @@ def _physical_limit(data: Path) -> dict[str, Any]:
     counts = combine([*([done] if done is not None else []), *pending])
     tuples = counts.group_by(QIS).aggregate([]).num_rows
     wall, cpu = time.perf_counter() - wall0, _cpu() - cpu0
-    return {"rows": rows, "distinct_tuples": tuples, "tuple_value_pairs": counts.num_rows,
-            "wall_s": wall, "cpu_s": cpu, "rows_per_s": rows / wall,
-            "read_wall_s": read_wall, "read_cpu_s": read_cpu, "read_rows_per_s": rows / read_wall,
-            "client_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "rows": rows,
+        "distinct_tuples": tuples,
+        "tuple_value_pairs": counts.num_rows,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "rows_per_s": rows / wall,
+        "read_wall_s": read_wall,
+        "read_cpu_s": read_cpu,
+        "read_rows_per_s": rows / read_wall,
+        "client_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -313,12 +368,25 @@ def _physical_limit(data: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-def run_child(step: str, engine: str, args: argparse.Namespace, data: Path,
-              extra: dict[str, str]) -> dict[str, Any]:
+def run_child(
+    step: str, engine: str, args: argparse.Namespace, data: Path, extra: dict[str, str]
+) -> dict[str, Any]:
     """One measurement in a fresh process (its peak memory is its own)."""
-    command = [sys.executable, __file__, "--child", "--step", step, "--engine", engine,
-               "--data", str(data), "--workers", str(args.workers),
-               "--memory-limit", args.memory_limit]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--step",
+        step,
+        "--engine",
+        engine,
+        "--data",
+        str(data),
+        "--workers",
+        str(args.workers),
+        "--memory-limit",
+        args.memory_limit,
+    ]
     for key, value in extra.items():
         command += [f"--{key}", value]
     load = os.getloadavg()[0]
@@ -362,34 +430,54 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     root = Path(args.dir)
     data = root / f"synthetic_{label}"
     table = generate(data, rows, args.part_rows, args.seed)
-    print(f"{label}: table of {table['parts']} parts, {table['bytes'] / 2**20:,.0f} MiB",
-          flush=True)
+    print(
+        f"{label}: table of {table['parts']} parts, {table['bytes'] / 2**20:,.0f} MiB", flush=True
+    )
     result: dict[str, Any] = {"rows": rows, "table": table, "steps": []}
     steps = result["steps"]
-    steps.append({"step": "limit", "engine": "pyarrow",
-                  **run_child("limit", "numpy", args, data, {})})
+    steps.append(
+        {"step": "limit", "engine": "pyarrow", **run_child("limit", "numpy", args, data, {})}
+    )
     _print(label, steps[-1])
     bases = {}
     for engine in ("numpy", "dask"):
         save = root / f"base_{label}_{engine}.npz"
-        steps.append({"step": "frequency", "engine": engine,
-                      **run_child("frequency", engine, args, data, {"save": str(save)})})
+        steps.append(
+            {
+                "step": "frequency",
+                "engine": engine,
+                **run_child("frequency", engine, args, data, {"save": str(save)}),
+            }
+        )
         _print(label, steps[-1])
         bases[engine] = save
     result["same_frequency_set"] = same_base(bases["numpy"], bases["dask"])
     hashes = {}
     for engine in ("numpy", "dask"):
         output = root / f"release_{label}_{engine}"
-        steps.append({"step": "release", "engine": engine,
-                      **run_child("release", engine, args, data,
-                                  {"save": str(bases["numpy"]), "output": str(output)})})
+        steps.append(
+            {
+                "step": "release",
+                "engine": engine,
+                **run_child(
+                    "release",
+                    engine,
+                    args,
+                    data,
+                    {"save": str(bases["numpy"]), "output": str(output)},
+                ),
+            }
+        )
         _print(label, steps[-1])
         hashes[engine] = release_hashes(output)
     result["same_release"] = hashes["numpy"] == hashes["dask"]
     for engine in ("numpy", "dask"):
         shutil.rmtree(root / f"release_{label}_{engine}", ignore_errors=True)
-    print(f"{label}: same frequency set {result['same_frequency_set']}, same release "
-          f"{result['same_release']}", flush=True)
+    print(
+        f"{label}: same frequency set {result['same_frequency_set']}, same release "
+        f"{result['same_release']}",
+        flush=True,
+    )
     return result
 
 
@@ -397,8 +485,22 @@ def _command_args(data: Path, output: str, report: Path) -> list[str]:
     args = [sys.executable, "-m", "anonlab", "generalize", str(data)]
     for q in QIS:
         args += ["--qi", f"{q}={ADULT / f'hierarchy_{q}.csv'}"]
-    return [*args, "--sensitive", SENSITIVE, "--k", str(K), "--suppression", "1%",
-            "--search", "flash", "--output", output, "--report", str(report), "--quiet"]
+    return [
+        *args,
+        "--sensitive",
+        SENSITIVE,
+        "--k",
+        str(K),
+        "--suppression",
+        "1%",
+        "--search",
+        "flash",
+        "--output",
+        output,
+        "--report",
+        str(report),
+        "--quiet",
+    ]
 
 
 #: runs a command and prints the CPU time and largest resident set of it and every process
@@ -419,17 +521,29 @@ def measured_run(command: list[str], what: str) -> dict[str, Any]:
     raises with the end of the command's error output."""
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    with subprocess.Popen([sys.executable, "-c", _WRAPPER, *command], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) as proc, PeakWatch(proc.pid) as watch:
+    with (
+        subprocess.Popen(
+            [sys.executable, "-c", _WRAPPER, *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as proc,
+        PeakWatch(proc.pid) as watch,
+    ):
         out, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{what} failed:\n{err[-3000:]}")
     usage = json.loads(out.strip().splitlines()[-1])
-    return {"wall_s": wall, "cpu_s": usage["cpu_s"], "peak_mib": usage["peak_mib"],
-            "command_peak_mib": watch.command_peak(),
-            "worker_peaks_mib": watch.worker_peaks(), "peak_polls_missed": watch.missed,
-            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage["cpu_s"],
+        "peak_mib": usage["peak_mib"],
+        "command_peak_mib": watch.command_peak(),
+        "worker_peaks_mib": watch.worker_peaks(),
+        "peak_polls_missed": watch.missed,
+        "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
+    }
 
 
 def _process_children() -> dict[int, list[int]]:
@@ -442,7 +556,7 @@ def _process_children() -> dict[int, list[int]]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
         children.setdefault(parent, []).append(int(entry.name))
     return children
 
@@ -492,10 +606,20 @@ class PeakWatch:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
             except OSError:
                 continue
-            hwm = next((int(line.split()[1]) for line in status.splitlines()
-                        if line.startswith("VmHWM:")), 0) / 1024
-            role = ("command" if pid in command
-                    else "worker" if b"spawn_main" in cmdline else "other")
+            hwm = (
+                next(
+                    (
+                        int(line.split()[1])
+                        for line in status.splitlines()
+                        if line.startswith("VmHWM:")
+                    ),
+                    0,
+                )
+                / 1024
+            )
+            role = (
+                "command" if pid in command else "worker" if b"spawn_main" in cmdline else "other"
+            )
             self.peaks[pid] = (role, max(hwm, self.peaks.get(pid, (role, 0.0))[1]))
 
     def command_peak(self) -> float:
@@ -510,8 +634,7 @@ class PeakWatch:
 def dask_flags(args: argparse.Namespace) -> list[str]:
     """The flags of a run on Dask: a local cluster of ``args.workers`` workers with
     ``args.memory_limit`` each."""
-    return ["--engine", "dask", "--workers", str(args.workers), "--memory-limit",
-            args.memory_limit]
+    return ["--engine", "dask", "--workers", str(args.workers), "--memory-limit", args.memory_limit]
 
 
 def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -525,12 +648,18 @@ def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> d
         command += dask_flags(args)
     run = measured_run(command, f"generalize {way}")
     report = json.loads((out / "report.json").read_text())
-    return {"way": way, **run, "rows_per_s": report["records"] / run["wall_s"],
-            "search_s": report["search_seconds"], "transformation": report["transformation"],
-            "nodes_checked": report["nodes_checked"],
-            "suppressed_records": report["suppressed_records"],
-            "release_sha256": _sorted_digest(out / ("release.parquet" if way == "numpy"
-                                                    else "release"))}
+    return {
+        "way": way,
+        **run,
+        "rows_per_s": report["records"] / run["wall_s"],
+        "search_s": report["search_seconds"],
+        "transformation": report["transformation"],
+        "nodes_checked": report["nodes_checked"],
+        "suppressed_records": report["suppressed_records"],
+        "release_sha256": _sorted_digest(
+            out / ("release.parquet" if way == "numpy" else "release")
+        ),
+    }
 
 
 def _sorted_digest(path: Path) -> str:
@@ -585,55 +714,94 @@ def measure_command(rows: int, args: argparse.Namespace) -> dict[str, Any]:
             r = run_command(way, data, root, args)
             r["repeat"] = repeat
             result["ways"].append(r)
-            print(f"{label:>5} generalize {way:<13} wall {r['wall_s']:7.1f} s  cpu "
-                  f"{r['cpu_s']:7.1f} s  peak {r['peak_mib']:7,.0f} MiB (command "
-                  f"{r['command_peak_mib']:,.0f}, workers {r['worker_peaks_mib']})  "
-                  f"{r['rows_per_s'] / 1e6:5.2f} M rows/s  search {r['search_s']:5.1f} s  "
-                  f"load {r['load_average']}", flush=True)
+            print(
+                f"{label:>5} generalize {way:<13} wall {r['wall_s']:7.1f} s  cpu "
+                f"{r['cpu_s']:7.1f} s  peak {r['peak_mib']:7,.0f} MiB (command "
+                f"{r['command_peak_mib']:,.0f}, workers {r['worker_peaks_mib']})  "
+                f"{r['rows_per_s'] / 1e6:5.2f} M rows/s  search {r['search_s']:5.1f} s  "
+                f"load {r['load_average']}",
+                flush=True,
+            )
             shutil.rmtree(root / f"command_{way}", ignore_errors=True)
-    result["median"] = {way: {key: statistics.median(r[key] for r in result["ways"]
-                                                     if r["way"] == way)
-                              for key in ("wall_s", "cpu_s", "peak_mib")}
-                        for way in args.ways}
+    result["median"] = {
+        way: {
+            key: statistics.median(r[key] for r in result["ways"] if r["way"] == way)
+            for key in ("wall_s", "cpu_s", "peak_mib")
+        }
+        for way in args.ways
+    }
     for way, m in result["median"].items():
-        print(f"{label:>5} median {way:<13} wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s"
-              f"  peak {m['peak_mib']:7,.0f} MiB", flush=True)
+        print(
+            f"{label:>5} median {way:<13} wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s"
+            f"  peak {m['peak_mib']:7,.0f} MiB",
+            flush=True,
+        )
     result["same_release"] = len({w["release_sha256"] for w in result["ways"]}) == 1
-    result["same_search"] = len({json.dumps([w["transformation"], w["nodes_checked"],
-                                             w["suppressed_records"]])
-                                 for w in result["ways"]}) == 1
-    print(f"{label}: same release {result['same_release']}, same search "
-          f"{result['same_search']}", flush=True)
+    result["same_search"] = (
+        len(
+            {
+                json.dumps([w["transformation"], w["nodes_checked"], w["suppressed_records"]])
+                for w in result["ways"]
+            }
+        )
+        == 1
+    )
+    print(
+        f"{label}: same release {result['same_release']}, same search {result['same_search']}",
+        flush=True,
+    )
     return result
 
 
 def _print(label: str, r: dict[str, Any]) -> None:
     workers = ", ".join(f"{w['peak_mib']:,.0f}" for w in r.get("workers", []))
-    print(f"{label:>5} {r['step']:<10} {r['engine']:<8} wall {r['wall_s']:8.1f} s  "
-          f"cpu {r['cpu_s']:8.1f} s  {r['rows_per_s'] / 1e6:6.2f} M rows/s  "
-          f"peak {r['client_peak_mib']:7,.0f} MiB" + (f"  workers [{workers}] MiB"
-                                                      if workers else ""), flush=True)
+    print(
+        f"{label:>5} {r['step']:<10} {r['engine']:<8} wall {r['wall_s']:8.1f} s  "
+        f"cpu {r['cpu_s']:8.1f} s  {r['rows_per_s'] / 1e6:6.2f} M rows/s  "
+        f"peak {r['client_peak_mib']:7,.0f} MiB"
+        + (f"  workers [{workers}] MiB" if workers else ""),
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", action="append", type=parse_rows,
-                        help="table size, e.g. 10M or 100M (repeatable; default 10M)")
+    parser.add_argument(
+        "--rows",
+        action="append",
+        type=parse_rows,
+        help="table size, e.g. 10M or 100M (repeatable; default 10M)",
+    )
     parser.add_argument("--dir", default="/tmp/anonlab_scale", help="where tables go")
     parser.add_argument("--part-rows", type=parse_rows, default=10**6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GB")
-    parser.add_argument("--command", action="store_true",
-                        help="measure the whole generalize command instead of the passes")
-    parser.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS,
-                        help="with --command: the ways to run (numpy in memory needs about "
-                        "400 bytes a row)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="with --command: runs of each way, interleaved (medians saved)")
-    parser.add_argument("--lattice-table", type=int, metavar="PARTS",
-                        help="with --command: run on benchmarks/lattice.py's 1M-row synthetic "
-                        "table, written as PARTS Parquet parts, instead of --rows")
+    parser.add_argument(
+        "--command",
+        action="store_true",
+        help="measure the whole generalize command instead of the passes",
+    )
+    parser.add_argument(
+        "--ways",
+        nargs="+",
+        default=list(WAYS),
+        choices=WAYS,
+        help="with --command: the ways to run (numpy in memory needs about 400 bytes a row)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="with --command: runs of each way, interleaved (medians saved)",
+    )
+    parser.add_argument(
+        "--lattice-table",
+        type=int,
+        metavar="PARTS",
+        help="with --command: run on benchmarks/lattice.py's 1M-row synthetic "
+        "table, written as PARTS Parquet parts, instead of --rows",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -649,14 +817,24 @@ def main() -> None:
         earlier = json.loads(COMMAND_OUT.read_text()) if COMMAND_OUT.exists() else {}
         by_rows = {r.get("table", size_label(r["rows"])): r for r in earlier.get("runs", [])}
         for rows in [0] if args.lattice_table else sizes:  # a size measured again replaces
-            done = measure_command(rows, args)               # its earlier figures
+            done = measure_command(rows, args)  # its earlier figures
             by_rows[str(done["table"])] = done
             RESULTS.mkdir(parents=True, exist_ok=True)
-            COMMAND_OUT.write_text(json.dumps({
-                "machine": {"cpus": os.cpu_count(), "workers": args.workers,
-                            "memory_limit": args.memory_limit},
-                "runs": sorted(by_rows.values(), key=lambda r: (r["rows"], r.get("table", "")))},
-                indent=1))
+            COMMAND_OUT.write_text(
+                json.dumps(
+                    {
+                        "machine": {
+                            "cpus": os.cpu_count(),
+                            "workers": args.workers,
+                            "memory_limit": args.memory_limit,
+                        },
+                        "runs": sorted(
+                            by_rows.values(), key=lambda r: (r["rows"], r.get("table", ""))
+                        ),
+                    },
+                    indent=1,
+                )
+            )
         print(f"saved {COMMAND_OUT}")
         return
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
@@ -664,10 +842,19 @@ def main() -> None:
     for rows in sizes:
         runs[str(rows)] = measure(rows, args)
         RESULTS.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps({
-            "machine": {"cpus": os.cpu_count(), "workers": args.workers,
-                        "memory_limit": args.memory_limit},
-            "runs": sorted(runs.values(), key=lambda r: r["rows"])}, indent=1))
+        OUT.write_text(
+            json.dumps(
+                {
+                    "machine": {
+                        "cpus": os.cpu_count(),
+                        "workers": args.workers,
+                        "memory_limit": args.memory_limit,
+                    },
+                    "runs": sorted(runs.values(), key=lambda r: r["rows"]),
+                },
+                indent=1,
+            )
+        )
     print(f"saved {OUT}")
 
 

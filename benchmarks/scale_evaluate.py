@@ -74,8 +74,11 @@ def generate_masked(original: Path, folder: Path, k: int, shift: int) -> dict[st
     import pyarrow.parquet as pq
 
     manifest = folder / "_manifest.json"
-    wanted = {"original": json.loads((original / "_manifest.json").read_text())["table"],
-              "k": k, "shift": shift}
+    wanted = {
+        "original": json.loads((original / "_manifest.json").read_text())["table"],
+        "k": k,
+        "shift": shift,
+    }
     if manifest.exists() and json.loads(manifest.read_text()).get("table") == wanted:
         return dict(json.loads(manifest.read_text()))
     shutil.rmtree(folder, ignore_errors=True)
@@ -86,39 +89,60 @@ def generate_masked(original: Path, folder: Path, k: int, shift: int) -> dict[st
     files = sorted(original.glob("part-*.parquet"))
     for i, file in enumerate(files):
         part = pq.read_table(file, columns=COLUMNS)
-        masked = pa.table({c: pa.array(ranked_means(part.column(c).to_numpy(), k))
-                           for c in COLUMNS})
+        masked = pa.table(
+            {c: pa.array(ranked_means(part.column(c).to_numpy(), k)) for c in COLUMNS}
+        )
         pending = masked if pending is None else pa.concat_tables([pending, masked])
         cut = max(0, part.num_rows - shift) if i == 0 else part.num_rows
         if i == len(files) - 1:
             cut = pending.num_rows
-        pq.write_table(pending.slice(0, cut), folder / f"part-{written:05d}.parquet",
-                       row_group_size=1 << 20)
+        pq.write_table(
+            pending.slice(0, cut), folder / f"part-{written:05d}.parquet", row_group_size=1 << 20
+        )
         pending = pending.slice(cut)
         written += 1
-    info = {"table": wanted, "parts": written, "seconds": time.perf_counter() - started,
-            "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet"))}
+    info = {
+        "table": wanted,
+        "parts": written,
+        "seconds": time.perf_counter() - started,
+        "bytes": sum(p.stat().st_size for p in folder.glob("*.parquet")),
+    }
     manifest.write_text(json.dumps(info))
     return info
 
 
-def run_way(way: str, original: Path, masked: Path, root: Path,
-            args: argparse.Namespace) -> dict[str, Any]:
+def run_way(
+    way: str, original: Path, masked: Path, root: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     """The whole evaluate command one way (``numpy``, ``numpy-engine``, ``dask``)."""
     root.mkdir(parents=True, exist_ok=True)
     report = root / f"evaluate_{way}.json"
     report.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "anonlab", "evaluate", str(original), str(masked),
-               "--report", str(report), "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "anonlab",
+        "evaluate",
+        str(original),
+        str(masked),
+        "--report",
+        str(report),
+        "--quiet",
+    ]
     if way == "numpy-engine":
         command += ["--block-rows", str(args.block_rows)]
     if way == "dask":
         command += [*dask_flags(args), "--block-rows", str(args.block_rows)]
     run = measured_run(command, f"evaluate {way}")
     found = json.loads(report.read_text())
-    return {"way": way, **run, "rows_per_s": found["records"] / run["wall_s"],
-            "records": found["records"], "engine": found.get("engine"),
-            "measures": found["measures"]}
+    return {
+        "way": way,
+        **run,
+        "rows_per_s": found["records"] / run["wall_s"],
+        "records": found["records"],
+        "engine": found.get("engine"),
+        "measures": found["measures"],
+    }
 
 
 def compare(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -133,9 +157,9 @@ def compare(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
             if way in runs:
                 got = runs[way]["measures"]
                 out[f"exact_relative_difference_{way}"] = max(
-                    abs(got[m] - memory[m]) / abs(memory[m]) for m in EXACT)
-        out["blockwise"] = {m: {w: r["measures"][m] for w, r in runs.items()}
-                            for m in BLOCKWISE}
+                    abs(got[m] - memory[m]) / abs(memory[m]) for m in EXACT
+                )
+        out["blockwise"] = {m: {w: r["measures"][m] for w, r in runs.items()} for m in BLOCKWISE}
     return out
 
 
@@ -149,16 +173,26 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     for way in ways:
         if way == "read-limit":
             a, b = read_limit(original), read_limit(masked)
-            results[way] = {"way": way, "wall_s": a["wall_s"] + b["wall_s"],
-                            "cpu_s": a["cpu_s"] + b["cpu_s"],
-                            "peak_mib": max(a["peak_mib"], b["peak_mib"]),
-                            "rows_per_s": rows / (a["wall_s"] + b["wall_s"]), "records": rows,
-                            "load_average": [a["load_average"][0], b["load_average"][1]]}
+            results[way] = {
+                "way": way,
+                "wall_s": a["wall_s"] + b["wall_s"],
+                "cpu_s": a["cpu_s"] + b["cpu_s"],
+                "peak_mib": max(a["peak_mib"], b["peak_mib"]),
+                "rows_per_s": rows / (a["wall_s"] + b["wall_s"]),
+                "records": rows,
+                "load_average": [a["load_average"][0], b["load_average"][1]],
+            }
         else:
             results[way] = run_way(way, original, masked, args.cache / f"out_{rows}", args)
         print(f"  {way}: {results[way]['wall_s']:.1f} s", flush=True)
-    return {"rows": rows, "table": table, "masked": masked_info, "block_rows": args.block_rows,
-            "runs": list(results.values()), "compared": compare(results)}
+    return {
+        "rows": rows,
+        "table": table,
+        "masked": masked_info,
+        "block_rows": args.block_rows,
+        "runs": list(results.values()),
+        "compared": compare(results),
+    }
 
 
 def main() -> None:
@@ -180,14 +214,17 @@ def main() -> None:
         result = measure(rows, args)
         earlier = found.get(str(rows), {})  # ways measured before and not now are kept
         ran = {r["way"] for r in result["runs"]}
-        result["runs"] = [r for r in earlier.get("runs", []) if r["way"] not in ran] + \
-            result["runs"]
+        result["runs"] = [r for r in earlier.get("runs", []) if r["way"] not in ran] + result[
+            "runs"
+        ]
         found[str(rows)] = result
         print(f"\n{rows:,} rows x {len(COLUMNS)} columns, blocks of {args.block_rows:,} rows")
         print(f"{'way':14} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'rows/s':>12}  load")
         for r in result["runs"]:
-            print(f"{r['way']:14} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mib']:9.0f} "
-                  f"{r['rows_per_s']:12,.0f}  {r['load_average']}")
+            print(
+                f"{r['way']:14} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mib']:9.0f} "
+                f"{r['rows_per_s']:12,.0f}  {r['load_average']}"
+            )
         print(json.dumps(result["compared"], indent=1))
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(found, indent=2))

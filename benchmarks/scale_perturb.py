@@ -82,16 +82,37 @@ def run_way(way: str, data: Path, root: Path, args: argparse.Namespace) -> dict[
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     target = str(out / "release.parquet") if way == "numpy" else f"{out / 'release'}/"
-    command = [sys.executable, "-m", "anonlab", "perturb", str(data), "--method", "obt",
-               "--seed", "1", "--output", target, "--key", str(out / "key.json"),
-               "--report", str(out / "report.json"), "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "anonlab",
+        "perturb",
+        str(data),
+        "--method",
+        "obt",
+        "--seed",
+        "1",
+        "--output",
+        target,
+        "--key",
+        str(out / "key.json"),
+        "--report",
+        str(out / "report.json"),
+        "--quiet",
+    ]
     if way == "dask":
         command += dask_flags(args)
     run = measured_run(command, f"perturb {way}")
     report = json.loads((out / "report.json").read_text())
-    return {"way": way, **run, "rows_per_s": report["records"] / run["wall_s"],
-            "records": report["records"], "verified": report["verified"],
-            "engine": report.get("engine"), "release": target}
+    return {
+        "way": way,
+        **run,
+        "rows_per_s": report["records"] / run["wall_s"],
+        "records": report["records"],
+        "verified": report["verified"],
+        "engine": report.get("engine"),
+        "release": target,
+    }
 
 
 def read_limit(data: Path) -> dict[str, Any]:
@@ -112,9 +133,15 @@ def read_limit(data: Path) -> dict[str, Any]:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"way": "read-limit", "wall_s": wall, "cpu_s": cpu,
-            "peak_mib": after.ru_maxrss / 1024, "rows_per_s": rows / wall, "records": rows,
-            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+    return {
+        "way": "read-limit",
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_mib": after.ru_maxrss / 1024,
+        "rows_per_s": rows / wall,
+        "records": rows,
+        "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
+    }
 
 
 def largest_difference(a: Path, b: Path) -> float:
@@ -135,8 +162,8 @@ def largest_difference(a: Path, b: Path) -> float:
     for block in left:
         while pending.shape[0] < block.shape[0]:
             pending = np.concatenate([pending, next(right)])
-        worst = max(worst, float(np.max(np.abs(block - pending[:block.shape[0]]))))
-        pending = pending[block.shape[0]:]
+        worst = max(worst, float(np.max(np.abs(block - pending[: block.shape[0]]))))
+        pending = pending[block.shape[0] :]
     return worst
 
 
@@ -144,16 +171,27 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     data = args.cache / f"numeric_{rows}"
     table = generate(data, rows, args.part_rows, args.seed)
     ways = [w for w in args.ways.split(",") if w != "numpy" or rows <= args.in_memory_max]
-    results = {way: (read_limit(data) if way == "read-limit"
-                     else run_way(way, data, args.cache / f"out_{rows}", args)) for way in ways}
+    results = {
+        way: (
+            read_limit(data)
+            if way == "read-limit"
+            else run_way(way, data, args.cache / f"out_{rows}", args)
+        )
+        for way in ways
+    }
     compared = {}
     names = [w for w in results if w != "read-limit"]
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            compared[f"{a} vs {b}"] = largest_difference(Path(results[a]["release"].rstrip("/")),
-                                                         Path(results[b]["release"].rstrip("/")))
-    return {"rows": rows, "table": table, "runs": list(results.values()),
-            "largest_difference": compared}
+        for b in names[i + 1 :]:
+            compared[f"{a} vs {b}"] = largest_difference(
+                Path(results[a]["release"].rstrip("/")), Path(results[b]["release"].rstrip("/"))
+            )
+    return {
+        "rows": rows,
+        "table": table,
+        "runs": list(results.values()),
+        "largest_difference": compared,
+    }
 
 
 def main() -> None:
@@ -172,17 +210,24 @@ def main() -> None:
         result = measure(rows, args)
         earlier = found.get(str(rows), {})  # ways measured before and not now are kept
         ran = {r["way"] for r in result["runs"]}
-        result["runs"] = [r for r in earlier.get("runs", []) if r["way"] not in ran] + \
-            result["runs"]
-        result["largest_difference"] = {**earlier.get("largest_difference", {}),
-                                        **result["largest_difference"]}
+        result["runs"] = [r for r in earlier.get("runs", []) if r["way"] not in ran] + result[
+            "runs"
+        ]
+        result["largest_difference"] = {
+            **earlier.get("largest_difference", {}),
+            **result["largest_difference"],
+        }
         found[str(rows)] = result
-        print(f"\n{rows:,} rows x {len(COLUMNS)} columns ({result['table']['bytes'] / 1e9:.2f} "
-              "GB of Parquet)")
+        print(
+            f"\n{rows:,} rows x {len(COLUMNS)} columns ({result['table']['bytes'] / 1e9:.2f} "
+            "GB of Parquet)"
+        )
         print(f"{'way':14} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'rows/s':>12}  load")
         for r in result["runs"]:
-            print(f"{r['way']:14} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mib']:9.0f} "
-                  f"{r['rows_per_s']:12,.0f}  {r['load_average']}")
+            print(
+                f"{r['way']:14} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['peak_mib']:9.0f} "
+                f"{r['rows_per_s']:12,.0f}  {r['load_average']}"
+            )
         for pair, diff in result["largest_difference"].items():
             print(f"largest difference {pair}: {diff:.3g}")
         OUT.parent.mkdir(parents=True, exist_ok=True)

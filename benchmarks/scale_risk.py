@@ -42,12 +42,27 @@ POPULATION = 1_000_000_000
 #: largest table the in-memory way is run on (its text columns need ~400 bytes a row)
 IN_MEMORY_ROWS = 10_000_000
 
+
 def run_way(way: str, data: Path, report: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One ``anonlab risk`` run (``numpy`` or ``dask``) and its measurements."""
-    command = [sys.executable, "-m", "anonlab", "risk", str(data), "--qi", ",".join(scale.QIS),
-               "--attacker-columns", ",".join(ATTACKER), "--sensitive", scale.SENSITIVE,
-               "--population", str(POPULATION),
-               "--report", str(report), "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "anonlab",
+        "risk",
+        str(data),
+        "--qi",
+        ",".join(scale.QIS),
+        "--attacker-columns",
+        ",".join(ATTACKER),
+        "--sensitive",
+        scale.SENSITIVE,
+        "--population",
+        str(POPULATION),
+        "--report",
+        str(report),
+        "--quiet",
+    ]
     if way == "dask":
         command += scale.dask_flags(args)
     report.unlink(missing_ok=True)
@@ -55,9 +70,14 @@ def run_way(way: str, data: Path, report: Path, args: argparse.Namespace) -> dic
     result = json.loads(report.read_text())
     risk = result["risk"]
     rows = risk["records"] + risk["suppressed"]
-    return {"way": way, **run, "rows_per_s": rows / run["wall_s"],
-            "command_runtime_s": result["runtime_seconds"],
-            "classes": risk["classes"]["count"], "risk": risk}
+    return {
+        "way": way,
+        **run,
+        "rows_per_s": rows / run["wall_s"],
+        "command_runtime_s": result["runtime_seconds"],
+        "classes": risk["classes"]["count"],
+        "risk": risk,
+    }
 
 
 def make_release(data: Path, folder: Path, args: argparse.Namespace) -> Path:
@@ -82,14 +102,21 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
         data = make_release(data, root / f"release_{label}", args)
         label += " release"
     ways = ["numpy", "dask"] if rows <= IN_MEMORY_ROWS else ["dask"]
-    out: dict[str, Any] = {"rows": rows, "parquet_bytes": info.get("bytes"),
-                           "release": args.release, "ways": []}
+    out: dict[str, Any] = {
+        "rows": rows,
+        "parquet_bytes": info.get("bytes"),
+        "release": args.release,
+        "ways": [],
+    }
     for way in ways:
         r = run_way(way, data, root / f"risk_{label}_{way}.json", args)
         out["ways"].append(r)
-        print(f"{label:>5} risk {way:<6} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  "
-              f"peak {r['peak_mib']:7,.0f} MiB  {r['rows_per_s'] / 1e6:6.2f} M rows/s  "
-              f"classes {r['classes']:,}  load {r['load_average']}", flush=True)
+        print(
+            f"{label:>5} risk {way:<6} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  "
+            f"peak {r['peak_mib']:7,.0f} MiB  {r['rows_per_s'] / 1e6:6.2f} M rows/s  "
+            f"classes {r['classes']:,}  load {r['load_average']}",
+            flush=True,
+        )
     sections = [json.dumps(w.pop("risk"), sort_keys=True) for w in out["ways"]]
     out["same_risk_section"] = len(set(sections)) == 1
     print(f"{label}: same risk section on every way: {out['same_risk_section']}", flush=True)
@@ -98,21 +125,33 @@ def measure(rows: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", action="append", type=scale.parse_rows,
-                        help="table sizes (default 10M; repeatable)")
+    parser.add_argument(
+        "--rows",
+        action="append",
+        type=scale.parse_rows,
+        help="table sizes (default 10M; repeatable)",
+    )
     parser.add_argument("--dir", default="/tmp/anonlab_scale", help="where tables go")
     parser.add_argument("--part-rows", type=scale.parse_rows, default=10**6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GB")
-    parser.add_argument("--release", action="store_true",
-                        help="measure the generalize release of each table (k=5, 1 %%), not "
-                        "the raw table; results go to scale_risk_release.json")
+    parser.add_argument(
+        "--release",
+        action="store_true",
+        help="measure the generalize release of each table (k=5, 1 %%), not "
+        "the raw table; results go to scale_risk_release.json",
+    )
     args = parser.parse_args()
-    results = {"attacker_columns": ATTACKER, "sensitive": scale.SENSITIVE,
-               "population": POPULATION, "workers": args.workers,
-               "memory_limit": args.memory_limit, "cpus": os.cpu_count(),
-               "sizes": [measure(rows, args) for rows in args.rows or [10**7]]}
+    results = {
+        "attacker_columns": ATTACKER,
+        "sensitive": scale.SENSITIVE,
+        "population": POPULATION,
+        "workers": args.workers,
+        "memory_limit": args.memory_limit,
+        "cpus": os.cpu_count(),
+        "sizes": [measure(rows, args) for rows in args.rows or [10**7]],
+    }
     out = RESULTS / "scale_risk_release.json" if args.release else OUT
     RESULTS.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

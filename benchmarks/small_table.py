@@ -60,22 +60,31 @@ def setup() -> Any:
     return model_dataset(frame, hierarchies, model, other="insensitive")
 
 
-def run_anonlab(dataset: Any, k: int, suppression: float, warmups: int,
-                repeats: int) -> dict[str, Any]:
+def run_anonlab(
+    dataset: Any, k: int, suppression: float, warmups: int, repeats: int
+) -> dict[str, Any]:
     """Nodes checked, the search CPU of each timed run, the optimum and its score."""
+
     def once() -> Any:
-        return anonymize(dataset, criteria=[{"model": "k-anonymity", "k": k}],
-                         suppression=suppression, metric=METRIC, search="flash")
+        return anonymize(
+            dataset,
+            criteria=[{"model": "k-anonymity", "k": k}],
+            suppression=suppression,
+            metric=METRIC,
+            search="flash",
+        )
 
     for _ in range(warmups):
         once()
     results = [once() for _ in range(repeats)]
     last = results[-1]
-    return {"nodes_checked": last.search.nodes_checked,
-            "search_cpu_runs": [r.search.cpu_seconds for r in results],
-            "search_cpu_s": statistics.median(r.search.cpu_seconds for r in results),
-            "transformation": [last.transformation[q] for q in QIS],
-            "score": str(last.information_loss_arx[METRIC])}
+    return {
+        "nodes_checked": last.search.nodes_checked,
+        "search_cpu_runs": [r.search.cpu_seconds for r in results],
+        "search_cpu_s": statistics.median(r.search.cpu_seconds for r in results),
+        "transformation": [last.transformation[q] for q in QIS],
+        "score": str(last.information_loss_arx[METRIC]),
+    }
 
 
 def arx_command(build: str) -> list[str] | None:
@@ -84,22 +93,40 @@ def arx_command(build: str) -> list[str] | None:
         return None
     cp = f"{ARX / 'classes'}:" + (ARX / "cp.txt").read_text().strip()
     subprocess.run(["javac", "-cp", cp, "-d", build, str(JAVA_SRC)], check=True)
-    return ["java", "-cp", f"{build}:{cp}", "ArxSmall", str(DATA), ",", str(HIERARCHIES),
-            ",".join(QIS)]
+    return [
+        "java",
+        "-cp",
+        f"{build}:{cp}",
+        "ArxSmall",
+        str(DATA),
+        ",",
+        str(HIERARCHIES),
+        ",".join(QIS),
+    ]
 
 
-def run_arx(command: list[str] | None, k: int, suppression: float, warmups: int,
-            repeats: int) -> dict[str, Any] | None:
+def run_arx(
+    command: list[str] | None, k: int, suppression: float, warmups: int, repeats: int
+) -> dict[str, Any] | None:
     """ARX's figures for one row (one JVM: its warm-ups, then the timed runs)."""
     if command is None:
         return None
-    proc = subprocess.run([*command, str(warmups), str(repeats)], input=f"{k} {suppression}\n",
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [*command, str(warmups), str(repeats)],
+        input=f"{k} {suppression}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
-    return {"nodes_checked": out["nodes_checked"], "cpu_runs": out["cpu_seconds"],
-            "cpu_s": statistics.median(out["cpu_seconds"]),
-            "transformation": out["transformation"], "score": out["highest_score"],
-            "lattice_size": out["lattice_size"]}
+    return {
+        "nodes_checked": out["nodes_checked"],
+        "cpu_runs": out["cpu_seconds"],
+        "cpu_s": statistics.median(out["cpu_seconds"]),
+        "transformation": out["transformation"],
+        "score": out["highest_score"],
+        "lattice_size": out["lattice_size"],
+    }
 
 
 def measure(warmups: int, repeats: int) -> list[dict[str, Any]]:
@@ -111,11 +138,23 @@ def measure(warmups: int, repeats: int) -> list[dict[str, Any]]:
         for k, suppression in ROWS:
             ours = run_anonlab(dataset, k, suppression, warmups, repeats)
             theirs = run_arx(command, k, suppression, warmups, repeats)
-            same = None if theirs is None else (
-                ours["transformation"] == theirs["transformation"]
-                and ours["score"] == theirs["score"])
-            rows.append({"k": k, "suppression": suppression, "anonlab": ours, "arx": theirs,
-                         "same_optimum": same})
+            same = (
+                None
+                if theirs is None
+                else (
+                    ours["transformation"] == theirs["transformation"]
+                    and ours["score"] == theirs["score"]
+                )
+            )
+            rows.append(
+                {
+                    "k": k,
+                    "suppression": suppression,
+                    "anonlab": ours,
+                    "arx": theirs,
+                    "same_optimum": same,
+                }
+            )
             print(line(rows[-1]), flush=True)
     return rows
 
@@ -127,18 +166,22 @@ def _fmt(value: Any, spec: str) -> str:
 def line(row: dict[str, Any]) -> str:
     """One row of the markdown table."""
     ours, arx = row["anonlab"], row["arx"] or {}
-    ratio = (None if not arx else ours["search_cpu_s"] / arx["cpu_s"])
+    ratio = None if not arx else ours["search_cpu_s"] / arx["cpu_s"]
     same = row["same_optimum"]
-    return (f"| {row['k']} | {row['suppression']:.0%} | {ours['nodes_checked']} | "
-            f"{_fmt(arx.get('nodes_checked'), 'd')} | {ours['search_cpu_s'] * 1e3:.1f} | "
-            f"{_fmt(None if not arx else arx['cpu_s'] * 1e3, '.1f')} | {_fmt(ratio, '.2f')} | "
-            f"{'n/a' if same is None else 'yes' if same else 'NO'} |")
+    return (
+        f"| {row['k']} | {row['suppression']:.0%} | {ours['nodes_checked']} | "
+        f"{_fmt(arx.get('nodes_checked'), 'd')} | {ours['search_cpu_s'] * 1e3:.1f} | "
+        f"{_fmt(None if not arx else arx['cpu_s'] * 1e3, '.1f')} | {_fmt(ratio, '.2f')} | "
+        f"{'n/a' if same is None else 'yes' if same else 'NO'} |"
+    )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The results as the table of docs/benchmarks.md."""
-    head = ("| k | suppression | anonlab nodes | ARX nodes | anonlab search CPU ms | "
-            "ARX CPU ms | anonlab / ARX | same optimum |\n|---|---|---|---|---|---|---|---|")
+    head = (
+        "| k | suppression | anonlab nodes | ARX nodes | anonlab search CPU ms | "
+        "ARX CPU ms | anonlab / ARX | same optimum |\n|---|---|---|---|---|---|---|---|"
+    )
     return "\n".join([head, *(line(r) for r in rows)])
 
 
@@ -155,9 +198,20 @@ def main() -> None:
     load = os.getloadavg()
     rows = measure(args.warmups, args.repeats)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"measured_at": started, "load_average": [round(x, 2) for x in load],
-                               "warmups": args.warmups, "repeats": args.repeats,
-                               "machine": "2 cores, shared", "rows": rows}, indent=1) + "\n")
+    OUT.write_text(
+        json.dumps(
+            {
+                "measured_at": started,
+                "load_average": [round(x, 2) for x in load],
+                "warmups": args.warmups,
+                "repeats": args.repeats,
+                "machine": "2 cores, shared",
+                "rows": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(markdown(rows))
 
 

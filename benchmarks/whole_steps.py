@@ -32,17 +32,19 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "whole_steps.json"
 
 #: (module, function) of each step, in the order a run takes them
-STEPS = [("anonlab.runs.generalize", "read_input"),
-         ("anonlab.generalize", "model_dataset"),
-         ("anonlab.runs.generalize", "search_dataset"),
-         ("anonlab.io", "write_table"),
-         ("anonlab.io", "read_table"),
-         ("anonlab.runs.generalize", "verify_release"),
-         ("anonlab.runs.generalize", "_verify"),  # its name in earlier checkouts
-         ("anonlab.risk.release", "release_risk_report"),
-         ("anonlab.runs.generalize", "distinct_values")]
+STEPS = [
+    ("anonlab.runs.generalize", "read_input"),
+    ("anonlab.generalize", "model_dataset"),
+    ("anonlab.runs.generalize", "search_dataset"),
+    ("anonlab.io", "write_table"),
+    ("anonlab.io", "read_table"),
+    ("anonlab.runs.generalize", "verify_release"),
+    ("anonlab.runs.generalize", "_verify"),  # its name in earlier checkouts
+    ("anonlab.risk.release", "release_risk_report"),
+    ("anonlab.runs.generalize", "distinct_values"),
+]
 
-CHILD = '''
+CHILD = """
 import importlib, json, resource, sys, time
 started = time.process_time()
 import anonlab.cli.app
@@ -82,13 +84,18 @@ except SystemExit:
 rows.append(["total", time.process_time() - started, 0,
              resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024])
 print(json.dumps(rows))
-'''
+"""
 
 
 def one_run(args: list[str], env: dict[str, str]) -> list[list[Any]]:
     """The steps of one run: [name, CPU s, current MiB, peak MiB]."""
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(STEPS), *args[3:]],
-                          env=env, check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(STEPS), *args[3:]],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     rows: list[list[Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
     return rows
 
@@ -105,8 +112,11 @@ def main() -> None:
         argv = anonlab_args(make_x33(folder), 165, folder)
         versions = {"after": {**env, "PYTHONPYCACHEPREFIX": str(folder / "pyc")}}
         if args.before_src:
-            versions["before"] = {**env, "PYTHONPATH": str(args.before_src.resolve()),
-                                  "PYTHONPYCACHEPREFIX": str(folder / "pyc-before")}
+            versions["before"] = {
+                **env,
+                "PYTHONPATH": str(args.before_src.resolve()),
+                "PYTHONPYCACHEPREFIX": str(folder / "pyc-before"),
+            }
         runs: dict[str, list[list[list[Any]]]] = {name: [] for name in versions}
         for child_env in versions.values():
             one_run(argv, child_env)  # warm-up: bytecode, file cache
@@ -121,15 +131,21 @@ def main() -> None:
             if label == "read_table":  # the input's (inside read_input), then the release's
                 reads += 1
                 label = "read_table (input)" if reads == 1 else "read back (release)"
-            steps.append({"step": label,
-                          "cpu_s": statistics.median(r[i][1] for r in found),
-                          "rss_after_mib": statistics.median(r[i][2] for r in found),
-                          "peak_mib": statistics.median(r[i][3] for r in found)})
+            steps.append(
+                {
+                    "step": label,
+                    "cpu_s": statistics.median(r[i][1] for r in found),
+                    "rss_after_mib": statistics.median(r[i][2] for r in found),
+                    "peak_mib": statistics.median(r[i][3] for r in found),
+                }
+            )
         out[name] = steps
         print(name)
         for s in steps:
-            print(f"  {s['step']:22s} CPU {s['cpu_s']:5.2f} s  RSS after "
-                  f"{s['rss_after_mib']:5.0f} MiB  peak {s['peak_mib']:5.0f} MiB")
+            print(
+                f"  {s['step']:22s} CPU {s['cpu_s']:5.2f} s  RSS after "
+                f"{s['rss_after_mib']:5.0f} MiB  peak {s['peak_mib']:5.0f} MiB"
+            )
     RESULTS.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print(f"saved {RESULTS.relative_to(REPO)}")
 

@@ -29,8 +29,16 @@ from anonlab import Generalizer, GeneralizeSettings
 
 HERE = Path(__file__).resolve().parent
 ADULT = HERE.parent / "data" / "adult" / "adult.csv"
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 K = 5
 SEED = 20
 PEOPLE = 400
@@ -42,8 +50,12 @@ DIAGNOSES = ["asthma", "diabetes", "flu", "hypertension", "migraine", "none"]
 def release_levels(adult: pd.DataFrame) -> dict[str, int]:
     """The levels of ``examples/adult.toml``'s optimum on Adult."""
     settings = GeneralizeSettings.load(str(HERE / "adult.toml"))
-    g = Generalizer(k=settings.k, suppression=settings.suppression, search=settings.search,
-                    metric=settings.metric)
+    g = Generalizer(
+        k=settings.k,
+        suppression=settings.suppression,
+        search=settings.search,
+        metric=settings.metric,
+    )
     g.fit_transform(adult, {q: hierarchy_path(q) for q in QIS}, sensitive=["salary-class"])
     return dict(g.transformation_)
 
@@ -57,8 +69,9 @@ def generalized_keys(frame: pd.DataFrame, levels: dict[str, int]) -> pd.Series:
     """Each record's QI tuple at ``levels``, by Adult's hierarchy files, as one string."""
     columns = []
     for qi, level in levels.items():
-        hierarchy = pd.read_csv(hierarchy_path(qi), sep=";", header=None, dtype=str,
-                                keep_default_na=False)
+        hierarchy = pd.read_csv(
+            hierarchy_path(qi), sep=";", header=None, dtype=str, keep_default_na=False
+        )
         columns.append(frame[qi].map(dict(zip(hierarchy[0], hierarchy[level], strict=True))))
     return pd.concat(columns, axis=1).astype(str).agg("|".join, axis=1)
 
@@ -75,14 +88,18 @@ def people() -> pd.DataFrame:
     """``PEOPLE`` synthetic records: a name, two numeric and three nominal columns."""
     rng = np.random.default_rng(SEED)
     age = rng.integers(18, 80, PEOPLE)
-    return pd.DataFrame({
-        "name": [f"Person {i:04d}" for i in range(1, PEOPLE + 1)],
-        "age": age,
-        "sex": rng.choice(["Male", "Female"], PEOPLE),
-        "income": (18_000 + 600 * (age - 18) + rng.normal(0, 8_000, PEOPLE)).round(-2).astype(int),
-        "region": rng.choice(REGIONS, PEOPLE),
-        "diagnosis": rng.choice(DIAGNOSES, PEOPLE),
-    })
+    return pd.DataFrame(
+        {
+            "name": [f"Person {i:04d}" for i in range(1, PEOPLE + 1)],
+            "age": age,
+            "sex": rng.choice(["Male", "Female"], PEOPLE),
+            "income": (18_000 + 600 * (age - 18) + rng.normal(0, 8_000, PEOPLE))
+            .round(-2)
+            .astype(int),
+            "region": rng.choice(REGIONS, PEOPLE),
+            "diagnosis": rng.choice(DIAGNOSES, PEOPLE),
+        }
+    )
 
 
 def write_parts(frame: pd.DataFrame, folder: Path, parts: int = 2) -> None:

@@ -37,8 +37,9 @@ SUITE_BATCH_ROWS = 4096
 PART_SHARES = (0.1, 0.35, 0.7)
 
 
-def write_parts(frame: pd.DataFrame, folder: Path, bounds: list[int],
-                row_group_size: int | None = None) -> Path:
+def write_parts(
+    frame: pd.DataFrame, folder: Path, bounds: list[int], row_group_size: int | None = None
+) -> Path:
     """``frame`` as a new folder of Parquet parts ``part-<i>.parquet``, cut at ``bounds``
     (row positions, first 0 and last ``len(frame)``)."""
     folder.mkdir(parents=True)
@@ -122,9 +123,14 @@ def dask_client() -> Iterator[Any]:
     """A client of the session's 2-worker ``LocalCluster`` (processes, 1 thread and 1 GB
     each), started on first use and closed when the session ends."""
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="1GB",
-                                       processes=True, dashboard_address=":0",
-                                       silence_logs=logging.CRITICAL)
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        memory_limit="1GB",
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    )
     client = distributed.Client(cluster, set_as_default=False)
     try:
         yield client

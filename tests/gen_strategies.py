@@ -30,8 +30,9 @@ MAX_LATTICE = 320
 
 
 @st.composite
-def hierarchy_for(draw: st.DrawFn, values: list[str], height: int | None = None,
-                  single_root: bool | None = None) -> Hierarchy:
+def hierarchy_for(
+    draw: st.DrawFn, values: list[str], height: int | None = None, single_root: bool | None = None
+) -> Hierarchy:
     """A random nested hierarchy over ``values`` of height 0..3 (or ``height``).
 
     ``single_root`` (drawn when ``None``, true 7 times in 8) makes the top
@@ -47,8 +48,9 @@ def hierarchy_for(draw: st.DrawFn, values: list[str], height: int | None = None,
     rows = [[v] for v in values]
     for level in range(1, height + 1):
         n_groups = max(groups) + 1
-        parents = draw(st.lists(st.integers(0, max(0, n_groups - 1)), min_size=n_groups,
-                                max_size=n_groups))
+        parents = draw(
+            st.lists(st.integers(0, max(0, n_groups - 1)), min_size=n_groups, max_size=n_groups)
+        )
         groups = [parents[g] for g in groups]
         for row, g in zip(rows, groups, strict=True):
             row.append(f"L{level}g{g}")
@@ -65,19 +67,30 @@ def skewed_column(draw: st.DrawFn, n: int, domain: list[str]) -> list[str]:
     The values come from a seeded generator: hypothesis' own small integers
     lean towards 0, which would make most columns constant.
     """
-    weights = np.asarray(draw(st.lists(st.sampled_from([1, 1, 1, 2, 4, 12]),
-                                       min_size=len(domain), max_size=len(domain))), dtype=float)
+    weights = np.asarray(
+        draw(
+            st.lists(
+                st.sampled_from([1, 1, 1, 2, 4, 12]), min_size=len(domain), max_size=len(domain)
+            )
+        ),
+        dtype=float,
+    )
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     return [str(v) for v in rng.choice(domain, size=n, p=weights / weights.sum())]
 
 
-def class_sizes(frame: pd.DataFrame, hiers: dict[str, Hierarchy],
-                levels: tuple[int, ...]) -> NDArray[np.int64]:
+def class_sizes(
+    frame: pd.DataFrame, hiers: dict[str, Hierarchy], levels: tuple[int, ...]
+) -> NDArray[np.int64]:
     """Class sizes of the table at a node, computed directly from the labels."""
     if frame.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    labels = pd.DataFrame({c: [h.label(str(v), lv) for v in frame[c]]
-                           for (c, h), lv in zip(hiers.items(), levels, strict=True)})
+    labels = pd.DataFrame(
+        {
+            c: [h.label(str(v), lv) for v in frame[c]]
+            for (c, h), lv in zip(hiers.items(), levels, strict=True)
+        }
+    )
     return np.asarray(labels.value_counts().to_numpy(), dtype=np.int64)
 
 
@@ -87,8 +100,9 @@ def limit_of(suppression: float, n: int) -> int:
 
 
 @st.composite
-def hard_k(draw: st.DrawFn, frame: pd.DataFrame, hiers: dict[str, Hierarchy],
-           suppression: float) -> int:
+def hard_k(
+    draw: st.DrawFn, frame: pd.DataFrame, hiers: dict[str, Hierarchy], suppression: float
+) -> int:
     """k between the smallest one the bottom node fails and the largest the top node passes.
 
     About one time in ten (or when no such k exists) any k the top node passes.
@@ -110,8 +124,9 @@ def hard_k(draw: st.DrawFn, frame: pd.DataFrame, hiers: dict[str, Hierarchy],
 
 
 @st.composite
-def qi_table(draw: st.DrawFn, max_qis: int, max_lattice: int, min_rows: int = 1,
-             max_rows: int = 30) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
+def qi_table(
+    draw: st.DrawFn, max_qis: int, max_lattice: int, min_rows: int = 1, max_rows: int = 30
+) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     """Skewed quasi-identifier columns ``q0..`` and hierarchies, lattice at most ``max_lattice``."""
     m = draw(st.integers(1, max_qis))
     n = draw(st.integers(min_rows, max_rows))
@@ -181,8 +196,12 @@ def model_problem(draw: st.DrawFn) -> ModelProblem:
 def same_loss(a: Any, b: Any) -> bool:
     """Equal losses (floats up to rounding; tuples element-wise; NaN equals NaN)."""
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
-                and all(same_loss(x, y) for x, y in zip(a, b, strict=True)))
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(same_loss(x, y) for x, y in zip(a, b, strict=True))
+        )
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)

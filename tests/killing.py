@@ -69,8 +69,9 @@ class ForkServer:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
 
-    def run(self, args: list[str], started: Callable[[], bool],
-            kill_after: float | None = None) -> Run:
+    def run(
+        self, args: list[str], started: Callable[[], bool], kill_after: float | None = None
+    ) -> Run:
         """Run ``anonlab args``; ``kill_after`` seconds after ``started()`` first holds (its
         write has begun), kill it with ``SIGKILL``."""
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -84,9 +85,11 @@ class ForkServer:
                 os.kill(pid, signal.SIGKILL)
         status = int(self.process.stdout.readline())
         ended = time.monotonic()
-        return Run(killed=os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
-                   code=os.waitstatus_to_exitcode(status),
-                   write_seconds=None if began is None else ended - began)
+        return Run(
+            killed=os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
+            code=os.waitstatus_to_exitcode(status),
+            write_seconds=None if began is None else ended - began,
+        )
 
 
 def _alive(pid: int) -> bool:
@@ -110,13 +113,18 @@ def _wait_for(started: Callable[[], bool], pid: int) -> float | None:
 
 
 @contextmanager
-def fork_server(path: str = "transaction", imports: tuple[str, ...] = (),
-                env: dict[str, str] | None = None) -> Iterator[ForkServer]:
+def fork_server(
+    path: str = "transaction", imports: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> Iterator[ForkServer]:
     """A :class:`ForkServer` that has imported ``imports`` too; ``path="rename"`` makes it
     write as on MySQL (new table, then renames) whatever the database."""
-    process = subprocess.Popen([sys.executable, "-c", SERVER, path, *imports], text=True,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVER, path, *imports],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
     try:
         yield ForkServer(process)
     finally:
@@ -146,6 +154,19 @@ def write_people(path: Path, rows: int) -> Path:
 
 def generalize_args(source: Path, url: str, table: str = "t") -> list[str]:
     """``anonlab generalize`` of :func:`write_people`'s table into ``url``'s ``table``."""
-    return ["generalize", str(source), "--qi", f"age={source.parent / 'age.csv'}",
-            "--other", "insensitive", "--k", "2", "--no-verify", "--quiet",
-            "--output", url, "--output-table", table]
+    return [
+        "generalize",
+        str(source),
+        "--qi",
+        f"age={source.parent / 'age.csv'}",
+        "--other",
+        "insensitive",
+        "--k",
+        "2",
+        "--no-verify",
+        "--quiet",
+        "--output",
+        url,
+        "--output-table",
+        table,
+    ]

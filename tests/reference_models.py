@@ -22,8 +22,11 @@ import pandas as pd
 def histograms(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> list[Counter[str]]:
     """One histogram of the sensitive values per equivalence class (rows equal on ``qis``)."""
     classes: dict[tuple[str, ...], Counter[str]] = {}
-    for key, value in zip(frame[list(qis)].astype(str).itertuples(index=False, name=None),
-                          frame[sensitive].astype(str), strict=True):
+    for key, value in zip(
+        frame[list(qis)].astype(str).itertuples(index=False, name=None),
+        frame[sensitive].astype(str),
+        strict=True,
+    ):
         classes.setdefault(key, Counter())[value] += 1
     return list(classes.values())
 
@@ -53,12 +56,19 @@ def distinct_l(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> int:
 
 def entropy_l(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
     """Entropy l-diversity: min over classes of exp(H), H = -sum p ln p (= 2^H with log2)."""
-    return min(math.exp(-sum(p * math.log(p) for p in shares(h).values()))
-               for h in histograms(frame, qis, sensitive))
+    return min(
+        math.exp(-sum(p * math.log(p) for p in shares(h).values()))
+        for h in histograms(frame, qis, sensitive)
+    )
 
 
-def recursive_cl_holds(frame: pd.DataFrame, qis: Sequence[str], sensitive: str,
-                       c: float, l: int) -> bool:  # noqa: E741
+def recursive_cl_holds(
+    frame: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str,
+    c: float,
+    l: int,  # noqa: E741 (the model's own name)
+) -> bool:
     """Recursive (c,l)-diversity: r_1 < c (r_l + ... + r_m) in every class.
 
     r_1 >= r_2 >= ... are a class's counts in descending order; a class with
@@ -66,7 +76,7 @@ def recursive_cl_holds(frame: pd.DataFrame, qis: Sequence[str], sensitive: str,
     """
     for h in histograms(frame, qis, sensitive):
         r = sorted(h.values(), reverse=True)
-        if len(r) < l or not r[0] < c * sum(r[l - 1:]):
+        if len(r) < l or not r[0] < c * sum(r[l - 1 :]):
             return False
     return True
 
@@ -74,8 +84,10 @@ def recursive_cl_holds(frame: pd.DataFrame, qis: Sequence[str], sensitive: str,
 def equal_t(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
     """Equal-distance t-closeness: max over classes of 1/2 sum_v |p_v - q_v|."""
     q = overall(frame, sensitive)
-    return max(0.5 * sum(abs(shares(h).get(v, 0.0) - q[v]) for v in q)
-               for h in histograms(frame, qis, sensitive))
+    return max(
+        0.5 * sum(abs(shares(h).get(v, 0.0) - q[v]) for v in q)
+        for h in histograms(frame, qis, sensitive)
+    )
 
 
 def ordered_t(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
@@ -100,30 +112,48 @@ def ordered_t(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
 def basic_beta(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
     """Basic beta-likeness: max over classes and values with p > q of (p - q) / q."""
     q = overall(frame, sensitive)
-    return max(((p - q[v]) / q[v] for h in histograms(frame, qis, sensitive)
-                for v, p in shares(h).items() if p > q[v]), default=0.0)
+    return max(
+        (
+            (p - q[v]) / q[v]
+            for h in histograms(frame, qis, sensitive)
+            for v, p in shares(h).items()
+            if p > q[v]
+        ),
+        default=0.0,
+    )
 
 
-def enhanced_beta_holds(frame: pd.DataFrame, qis: Sequence[str], sensitive: str,
-                        beta: float) -> bool:
+def enhanced_beta_holds(
+    frame: pd.DataFrame, qis: Sequence[str], sensitive: str, beta: float
+) -> bool:
     """Enhanced beta-likeness: (p - q) / q <= min(beta, -ln q) for every class and value."""
     q = overall(frame, sensitive)
-    return all((p - q[v]) / q[v] <= min(beta, -math.log(q[v])) + 1e-12
-               for h in histograms(frame, qis, sensitive)
-               for v, p in shares(h).items() if p > q[v])
+    return all(
+        (p - q[v]) / q[v] <= min(beta, -math.log(q[v])) + 1e-12
+        for h in histograms(frame, qis, sensitive)
+        for v, p in shares(h).items()
+        if p > q[v]
+    )
 
 
 def delta_disclosure(frame: pd.DataFrame, qis: Sequence[str], sensitive: str) -> float:
     """Delta-disclosure privacy: max over classes and held values of |log2(p / q)|."""
     q = overall(frame, sensitive)
-    return max(abs(math.log2(p / q[v])) for h in histograms(frame, qis, sensitive)
-               for v, p in shares(h).items())
+    return max(
+        abs(math.log2(p / q[v]))
+        for h in histograms(frame, qis, sensitive)
+        for v, p in shares(h).items()
+    )
 
 
-def delta_presence_holds(population: Sequence[tuple[str, ...]],
-                         subset: Sequence[tuple[str, ...]],
-                         released: Sequence[tuple[str, ...]],
-                         dmin: float, dmax: float, judge_empty: bool) -> bool:
+def delta_presence_holds(
+    population: Sequence[tuple[str, ...]],
+    subset: Sequence[tuple[str, ...]],
+    released: Sequence[tuple[str, ...]],
+    dmin: float,
+    dmax: float,
+    judge_empty: bool,
+) -> bool:
     """(dmin, dmax)-presence as ARX 3.9 judges one transformation, class by class.
 
     ``population``, ``subset`` and ``released`` give each record's generalized

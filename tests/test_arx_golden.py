@@ -48,8 +48,10 @@ STRATEGIES = ["flash", "ola", "degree", "exhaustive"]
 #: anonlab's messages when no release exists (ARX: no global optimum): no node of the lattice
 #: satisfies the model, or (refused up front, as issue 13 asks) an l above the number of
 #: distinct sensitive values, which no node can satisfy
-NO_SOLUTION = (r"no generalization satisfies|found no generalization"
-               r"|l = [0-9.]+ is larger than the [0-9]+ distinct values")
+NO_SOLUTION = (
+    r"no generalization satisfies|found no generalization"
+    r"|l = [0-9.]+ is larger than the [0-9]+ distinct values"
+)
 
 
 def load(group: str) -> list[dict[str, Any]]:
@@ -96,8 +98,9 @@ def table_and_criteria(config: Mapping[str, Any]) -> tuple[str, list[dict[str, A
 
 
 @lru_cache(maxsize=8)
-def _frame_and_hierarchies(table: str, delimiter: str,
-                           qis: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, Hierarchy]]:
+def _frame_and_hierarchies(
+    table: str, delimiter: str, qis: tuple[tuple[str, str], ...]
+) -> tuple[Any, dict[str, Hierarchy]]:
     """The table and its hierarchies, read once per test session."""
     frame = read_table(table, delimiter=delimiter)
     hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=delimiter) for q, p in qis}
@@ -110,8 +113,14 @@ def dataset_for(config: Mapping[str, Any], criteria: list[Criterion], table: str
     delimiter = config.get("delimiter", ";")
     qis = tuple(config["qis"].items())
     frame, hierarchies = _frame_and_hierarchies(table, delimiter, qis)
-    return model_dataset(frame.copy(), hierarchies, criteria, sensitive=config.get("sensitive", []),
-                         other="insensitive", read_options={"delimiter": delimiter})
+    return model_dataset(
+        frame.copy(),
+        hierarchies,
+        criteria,
+        sensitive=config.get("sensitive", []),
+        other="insensitive",
+        read_options={"delimiter": delimiter},
+    )
 
 
 def replay(case: Mapping[str, Any], search: str = "flash") -> GeneralizationResult:
@@ -126,10 +135,15 @@ def replay(case: Mapping[str, Any], search: str = "flash") -> GeneralizationResu
     table, specs = table_and_criteria(config)
     criteria = resolve_criteria(specs)
     dataset = dataset_for(config, criteria, table)
-    return anonymize(dataset, criteria=criteria, suppression=float(config.get("suppression", 0.0)),
-                     metric=config["metric"], search=search,
-                     practical_monotonicity=bool(config.get("practical_monotonicity", False)),
-                     **metric_options(case))
+    return anonymize(
+        dataset,
+        criteria=criteria,
+        suppression=float(config.get("suppression", 0.0)),
+        metric=config["metric"],
+        search=search,
+        practical_monotonicity=bool(config.get("practical_monotonicity", False)),
+        **metric_options(case),
+    )
 
 
 def metric_options(case: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,8 +155,13 @@ def metric_options(case: Mapping[str, Any]) -> dict[str, Any]:
     aggregate = config.get("aggregate")
     resolved = case["arx"].get("metric_resolved", {}).get("aggregate")
     if aggregate is None and "precomputed" in config and resolved:
-        aggregate = {"ARITHMETIC_MEAN": "arithmetic_mean", "GEOMETRIC_MEAN": "geometric_mean",
-                     "SUM": "sum", "MAXIMUM": "max", "RANK": "rank"}[resolved]
+        aggregate = {
+            "ARITHMETIC_MEAN": "arithmetic_mean",
+            "GEOMETRIC_MEAN": "geometric_mean",
+            "SUM": "sum",
+            "MAXIMUM": "max",
+            "RANK": "rank",
+        }[resolved]
     if aggregate is not None:
         options["aggregate"] = aggregate
     if config.get("weights"):
@@ -186,8 +205,7 @@ def tied_optima(arx: Mapping[str, Any]) -> list[list[int]] | None:
         optima: list[list[int]] | None = arx.get("optima")
         return optima
     best = _numbers(arx["highest_score"])
-    return [n["transformation"] for n in nodes
-            if n["anonymous"] and _numbers(n["score"]) == best]
+    return [n["transformation"] for n in nodes if n["anonymous"] and _numbers(n["score"]) == best]
 
 
 def check_against_arx(
@@ -229,7 +247,8 @@ def grassberger_with_suppression(case: Mapping[str, Any]) -> bool:
     config = case["config"]
     return float(config.get("suppression", 0.0)) > 0 and any(
         spec.get("model") == "entropy-l-diversity" and spec.get("estimator") == "grassberger"
-        for spec in config.get("criteria", []))
+        for spec in config.get("criteria", [])
+    )
 
 
 def _ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -247,8 +266,9 @@ def test_issue_golden_cases(case: dict[str, Any], search: str) -> None:
     """The issue's three golden cases: ARX's optimum (unique, as ARX's full evaluation shows)."""
     result = check_against_arx(case, search, exact=True)
     assert result is not None
-    assert [result.transformation[a] for a in case["arx"]["attributes"]] == \
-        case["issue_transformation"]
+    assert [result.transformation[a] for a in case["arx"]["attributes"]] == case[
+        "issue_transformation"
+    ]
 
 
 @pytest.mark.slow
@@ -299,8 +319,9 @@ def test_qi_order_given_does_not_change_the_score() -> None:
     config = dict(case["config"])
     config["qis"] = dict(sorted(config["qis"].items(), reverse=True))
     result = replay({**case, "config": config})
-    assert_same_loss(case["arx"]["highest_score"],
-                     result.information_loss_arx[config["metric"]], exact=True)
+    assert_same_loss(
+        case["arx"]["highest_score"], result.information_loss_arx[config["metric"]], exact=True
+    )
 
 
 def test_references_reproduce_arx_test_suite() -> None:
@@ -340,8 +361,9 @@ def _presence_params() -> list[Any]:
             if not any(s["model"] == "delta-presence" for s in case["config"]["criteria"]):
                 continue
             slow = group == "arx_tests" and case["id"] not in QUICK_PRESENCE
-            params.append(pytest.param(case, id=str(case["id"]),
-                                       marks=[pytest.mark.slow] if slow else []))
+            params.append(
+                pytest.param(case, id=str(case["id"]), marks=[pytest.mark.slow] if slow else [])
+            )
     return params
 
 
@@ -361,12 +383,19 @@ def verified_run(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     if "weights" in options:
         options["attribute_weights"] = options.pop("weights")
     settings = GeneralizeSettings(
-        input=table, delimiter=config.get("delimiter", ";"),
+        input=table,
+        delimiter=config.get("delimiter", ";"),
         qi={q: _path(p) for q, p in config["qis"].items()},
-        sensitive=list(config.get("sensitive", [])), other="insensitive", criteria=specs,
-        suppression=float(config.get("suppression", 0.0)), metric=config["metric"],
+        sensitive=list(config.get("sensitive", [])),
+        other="insensitive",
+        criteria=specs,
+        suppression=float(config.get("suppression", 0.0)),
+        metric=config["metric"],
         practical_monotonicity=bool(config.get("practical_monotonicity", False)),
-        output=str(folder / "release.csv"), report=str(folder / "report.json"), **options)
+        output=str(folder / "release.csv"),
+        report=str(folder / "report.json"),
+        **options,
+    )
     assert settings.verify
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
@@ -386,8 +415,9 @@ def test_every_delta_presence_case_is_counted() -> None:
 
 
 @pytest.mark.parametrize("case", PRESENCE_CASES)
-def test_delta_presence_optimum_is_verified_and_written(case: dict[str, Any],
-                                                        tmp_path: Path) -> None:
+def test_delta_presence_optimum_is_verified_and_written(
+    case: dict[str, Any], tmp_path: Path
+) -> None:
     """ARX's optimum passes the independent verification and is written: the search and the
     checker judge delta-presence by ARX's one definition (docs/privacy_models.md). The loss
     is ARX's, the transformation ARX's (or one of its tied optima), and the report calls
@@ -405,8 +435,7 @@ def test_delta_presence_optimum_is_verified_and_written(case: dict[str, Any],
 
 
 @pytest.mark.parametrize("case_id", QUICK_PRESENCE)
-def test_anonlab_verify_rechecks_the_delta_presence_release(case_id: str,
-                                                            tmp_path: Path) -> None:
+def test_anonlab_verify_rechecks_the_delta_presence_release(case_id: str, tmp_path: Path) -> None:
     """``anonlab verify REPORT`` judges the written release again from its report (the
     research subset matched to the input anew) and finds that it holds."""
     from typer.testing import CliRunner
@@ -452,8 +481,7 @@ def java_random_ints(seed: int, bound: int, draws: int) -> list[int]:
 def subset_rows(recipe: Mapping[str, Any]) -> list[int]:
     """The rows of ARX's ``TestAnonymizationSubset.getSubset``: the distinct draws."""
     draw = recipe["java_random"]
-    rows = sorted(set(java_random_ints(int(draw["seed"]), int(draw["bound"]),
-                                       int(draw["draws"]))))
+    rows = sorted(set(java_random_ints(int(draw["seed"]), int(draw["bound"]), int(draw["draws"]))))
     assert rows[-1] < int(recipe["rows"])
     return rows
 
@@ -467,8 +495,9 @@ def with_subset_table(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
         if spec["model"] == "inclusion" and isinstance(spec["subset"], Mapping):
             frame = read_table(_path(config["data"]), delimiter=config["delimiter"])
             path = folder / "research_subset.csv"
-            frame.iloc[subset_rows(spec["subset"])].to_csv(path, sep=config["delimiter"],
-                                                           index=False)
+            frame.iloc[subset_rows(spec["subset"])].to_csv(
+                path, sep=config["delimiter"], index=False
+            )
             spec = {**spec, "subset": str(path)}
         criteria.append(spec)
     config["criteria"] = criteria
@@ -481,8 +510,12 @@ def test_the_subsets_are_javas() -> None:
     ARX's four subsets (Java 17: 12620, 6315, 19015 and 5681 distinct rows)."""
     assert java_random_ints(42, 10, 5) == [0, 3, 8, 4, 0]
     assert java_random_ints(42, 16, 3) == [11, 0, 10]
-    sizes = [len(subset_rows(s["subset"])) for c in SUBSET_CASES for s in c["config"]["criteria"]
-             if s["model"] == "inclusion"]
+    sizes = [
+        len(subset_rows(s["subset"]))
+        for c in SUBSET_CASES
+        for s in c["config"]["criteria"]
+        if s["model"] == "inclusion"
+    ]
     assert sizes == [12620, 6315, 19015, 5681]
 
 
@@ -522,13 +555,18 @@ def test_anonlab_verify_rechecks_the_inclusion_release(tmp_path: Path) -> None:
     delimiter = ";" if ";" in release[0] else ","
     header = release[0].split(delimiter)
     levels = json.loads((tmp_path / "report.json").read_text())["transformation"]
-    hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=";")
-                   for q, p in case["config"]["qis"].items()}
+    hierarchies = {
+        q: Hierarchy.from_csv(_path(p), delimiter=";") for q, p in case["config"]["qis"].items()
+    }
     last = release[-1].split(delimiter)
     for row in (r for r in range(len(data)) if r not in rows):
         stranger = data.iloc[row]
-        cells = [hierarchies[c].label(str(stranger[c]), int(levels[c])) if c in levels
-                 else str(stranger[c]) for c in header]
+        cells = [
+            hierarchies[c].label(str(stranger[c]), int(levels[c]))
+            if c in levels
+            else str(stranger[c])
+            for c in header
+        ]
         if cells != last:  # a record the release's last row does not stand for
             break
     release[-1] = delimiter.join(cells)

@@ -31,7 +31,8 @@ from anonlab.perturbation.measures import distance_privacy
 # Most releases attacked here are recoverable on purpose: the warning is tested below, in
 # the tests named for it.
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning")
+    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning"
+)
 
 
 def _frame(values: NDArray[np.float64]) -> pd.DataFrame:
@@ -103,7 +104,7 @@ def test_naive_error_is_what_s_measures() -> None:
     x = _skewed(500, 4, 2)
     p = perturb(_frame(x), method="obt", seed=1)
     est = naive(p.released)
-    ratio = np.sum((est - p.standardized) ** 2) / np.sum(p.standardized ** 2)
+    ratio = np.sum((est - p.standardized) ** 2) / np.sum(p.standardized**2)
     assert ratio == pytest.approx(distance_privacy(p.standardized, p.released))
 
 
@@ -120,8 +121,14 @@ def test_known_sample_pca_recovers_correlated_skewed_data() -> None:
 
 def test_ica_recovers_independent_non_gaussian_columns() -> None:
     rng = np.random.default_rng(6)
-    x = np.column_stack([rng.uniform(-1, 1, 8000), rng.exponential(1.0, 8000),
-                         rng.laplace(0, 1, 8000), rng.uniform(0, 1, 8000) ** 3])
+    x = np.column_stack(
+        [
+            rng.uniform(-1, 1, 8000),
+            rng.exponential(1.0, 8000),
+            rng.laplace(0, 1, 8000),
+            rng.uniform(0, 1, 8000) ** 3,
+        ]
+    )
     p = perturb(_frame(x), method="rotation", seed=9)
     sample = p.standardized[:4000]
     got = score(ica(sample, p.released, seed=0)[4000:], p.standardized[4000:])
@@ -136,8 +143,9 @@ def test_ica_scale_does_not_depend_on_the_order_of_the_records() -> None:
     # more records than ICA is fitted on, sorted by one column (as many files are):
     # the components' scale must come from the rows the model saw, not the first rows
     rng = np.random.default_rng(1)
-    x = np.column_stack([rng.exponential(1.0, 12000), rng.uniform(0, 1, 12000) ** 3,
-                         -rng.lognormal(0, 0.5, 12000)])  # skewed: each sign is identifiable
+    x = np.column_stack(
+        [rng.exponential(1.0, 12000), rng.uniform(0, 1, 12000) ** 3, -rng.lognormal(0, 0.5, 12000)]
+    )  # skewed: each sign is identifiable
     x = x[np.argsort(x[:, 0])]
     p = perturb(_frame(x), method="rotation", seed=3)
     sample = p.standardized[rng.choice(12000, 4000, replace=False)]
@@ -149,13 +157,13 @@ def test_ica_scale_does_not_depend_on_the_order_of_the_records() -> None:
 def test_ica_with_a_column_constant_in_the_sample_does_not_fail() -> None:
     # a rare value (e.g. a pixel of sklearn's digits) can be constant in the attacker's sample
     rng = np.random.default_rng(2)
-    x = np.column_stack([rng.exponential(1.0, 400), rng.uniform(0, 1, 400) ** 2,
-                         np.r_[np.zeros(399), 1.0]])
+    x = np.column_stack(
+        [rng.exponential(1.0, 400), rng.uniform(0, 1, 400) ** 2, np.r_[np.zeros(399), 1.0]]
+    )
     p = perturb(_frame(x), method="rotation", seed=1)
     estimate = ica(p.standardized[:200], p.released, seed=0)
     assert np.isfinite(estimate).all()
-    rows = run_attacks(p.standardized, p.released, (2, 5), seed=0,
-                       sample=p.standardized[:200])
+    rows = run_attacks(p.standardized, p.released, (2, 5), seed=0, sample=p.standardized[:200])
     assert all(np.isfinite(r["median_relative_error"]) for r in rows)
 
 
@@ -168,14 +176,16 @@ def test_attacks_on_a_subset_centre_with_the_whole_release() -> None:
     p = perturb(_frame(x), method="obt", seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RecoverableReleaseWarning)
-        summary = perturbation_summary(p.key, p.standardized, p.released, known=(2,),
-                                       attack_records=500)
+        summary = perturbation_summary(
+            p.key, p.standardized, p.released, known=(2,), attack_records=500
+        )
     rows = {(r["attack"], r["known"]): r for r in summary["attacks"]}
     assert rows[("method_aware", 2)]["exact"] == 1.0
     g = perturb(_frame(x), method="gdp", seed=2, noise=0.0)  # translation, no noise
     sub = np.arange(0, 6000, 7)
-    table = run_attacks(g.standardized[sub], g.released[sub], (4,), seed=1,
-                        centre=g.released.mean(axis=0))
+    table = run_attacks(
+        g.standardized[sub], g.released[sub], (4,), seed=1, centre=g.released.mean(axis=0)
+    )
     assert {r["attack"]: r["exact"] for r in table if r["known"] == 4}["procrustes"] == 1.0
 
 
@@ -194,21 +204,33 @@ def test_score_by_hand_and_table_shape() -> None:
     est = truth + np.array([[0.05, 0.0], [0.0, 0.4], [0.0, 0.0], [0.0, 0.0]])
     got = score(est, truth)  # relative errors 0.05, 0.2, 0, 0 (zero record, exact)
     # columns: relative RMS errors 0.05 / sqrt(10) and 0.4 / sqrt(20), both within 10 %
-    assert got == pytest.approx({"median_relative_error": 0.025, "within_10": 0.75,
-                                 "within_25": 1.0, "exact": 0.5, "columns_recovered": 2})
+    assert got == pytest.approx(
+        {
+            "median_relative_error": 0.025,
+            "within_10": 0.75,
+            "within_25": 1.0,
+            "exact": 0.5,
+            "columns_recovered": 2,
+        }
+    )
     assert score(truth + np.array([0.0, 0.5]), truth)["columns_recovered"] == 1
     x = _skewed(60, 3, 0)
     p = perturb(_frame(x), method="obt", seed=0)
     rows = run_attacks(p.standardized, p.released, (2, 5), seed=0)
     names = [(r["attack"], r["known"]) for r in rows]
-    assert names[:8] == [("naive", 0), ("ties", 0), ("least_squares", 2), ("procrustes", 2),
-                         ("method_aware", 2), ("least_squares", 5), ("procrustes", 5),
-                         ("method_aware", 5)]
+    assert names[:8] == [
+        ("naive", 0),
+        ("ties", 0),
+        ("least_squares", 2),
+        ("procrustes", 2),
+        ("method_aware", 2),
+        ("least_squares", 5),
+        ("procrustes", 5),
+        ("method_aware", 5),
+    ]
     assert [n for n, _ in names[8:]] == ["known_sample", "ica"]
-    quick = run_attacks(p.standardized, p.released, (2,), seed=0, sample_attacks=False,
-                        ties=False)
-    assert [r["attack"] for r in quick] == ["naive", "least_squares", "procrustes",
-                                            "method_aware"]
+    quick = run_attacks(p.standardized, p.released, (2,), seed=0, sample_attacks=False, ties=False)
+    assert [r["attack"] for r in quick] == ["naive", "least_squares", "procrustes", "method_aware"]
     with pytest.raises(AnonlabError, match="known 60 must be between 1 and") as caught:
         run_attacks(p.standardized, p.released, (60,))
     assert caught.value.parameter == "known"

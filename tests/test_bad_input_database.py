@@ -26,35 +26,92 @@ Command = Callable[[Path, str, list[str]], list[str]]
 
 
 def _generalize(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["generalize", url, *opts, "--qi", f"age={work / 'age.csv'}", *QUIET,
-            "--output", str(work / "out.csv"), "--report", str(work / "out.json")]
+    return [
+        "generalize",
+        url,
+        *opts,
+        "--qi",
+        f"age={work / 'age.csv'}",
+        *QUIET,
+        "--output",
+        str(work / "out.csv"),
+        "--report",
+        str(work / "out.json"),
+    ]
 
 
 def _apply(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["apply", str(work / "found.json"), url, *opts, "--max-risk", "1", "--quiet",
-            "--output", str(work / "out.csv")]
+    return [
+        "apply",
+        str(work / "found.json"),
+        url,
+        *opts,
+        "--max-risk",
+        "1",
+        "--quiet",
+        "--output",
+        str(work / "out.csv"),
+    ]
 
 
 def _microaggregate(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["microaggregate", url, *opts, "--columns", "age,income", *QUIET,
-            "--output", str(work / "out.csv")]
+    return [
+        "microaggregate",
+        url,
+        *opts,
+        "--columns",
+        "age,income",
+        *QUIET,
+        "--output",
+        str(work / "out.csv"),
+    ]
 
 
 def _evaluate(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["evaluate", url, f"sqlite:///{work / 'masked.db'}", *opts, "--columns",
-            "age,income", "--other", "insensitive", "--quiet", "--report",
-            str(work / "out.json")]
+    return [
+        "evaluate",
+        url,
+        f"sqlite:///{work / 'masked.db'}",
+        *opts,
+        "--columns",
+        "age,income",
+        "--other",
+        "insensitive",
+        "--quiet",
+        "--report",
+        str(work / "out.json"),
+    ]
 
 
 def _perturb(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["perturb", url, *opts, "--columns", "age,income", *QUIET, "--output",
-            str(work / "out.csv"), "--key", str(work / "key.json")]
+    return [
+        "perturb",
+        url,
+        *opts,
+        "--columns",
+        "age,income",
+        *QUIET,
+        "--output",
+        str(work / "out.csv"),
+        "--key",
+        str(work / "key.json"),
+    ]
 
 
 def _attack(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["attack", url, f"sqlite:///{work / 'masked.db'}", *opts, "--columns",
-            "age,income", "--other", "insensitive", "--quiet", "--report",
-            str(work / "out.json")]
+    return [
+        "attack",
+        url,
+        f"sqlite:///{work / 'masked.db'}",
+        *opts,
+        "--columns",
+        "age,income",
+        "--other",
+        "insensitive",
+        "--quiet",
+        "--report",
+        str(work / "out.json"),
+    ]
 
 
 def _risk(work: Path, url: str, opts: list[str]) -> list[str]:
@@ -62,13 +119,30 @@ def _risk(work: Path, url: str, opts: list[str]) -> list[str]:
 
 
 def _tradeoff(work: Path, url: str, opts: list[str]) -> list[str]:
-    return ["tradeoff", url, *opts, "--columns", "age,income", "--k", "3", "--other",
-            "insensitive", "--quiet", "--report", str(work / "out.json")]
+    return [
+        "tradeoff",
+        url,
+        *opts,
+        "--columns",
+        "age,income",
+        "--k",
+        "3",
+        "--other",
+        "insensitive",
+        "--quiet",
+        "--report",
+        str(work / "out.json"),
+    ]
 
 
 READERS: dict[str, Command] = {
-    "generalize": _generalize, "apply": _apply, "microaggregate": _microaggregate,
-    "evaluate": _evaluate, "perturb": _perturb, "attack": _attack, "risk": _risk,
+    "generalize": _generalize,
+    "apply": _apply,
+    "microaggregate": _microaggregate,
+    "evaluate": _evaluate,
+    "perturb": _perturb,
+    "attack": _attack,
+    "risk": _risk,
     "tradeoff": _tradeoff,
 }
 WRITERS = {"generalize": _generalize, "apply": _apply, "microaggregate": _microaggregate}
@@ -109,9 +183,20 @@ def _people(work: Path) -> None:
             conn.executemany("INSERT INTO people VALUES (?, ?, ?)", rows)
         conn.close()
     (work / "age.csv").write_text("".join(f"{a};{a // 10 * 10};*\n" for a in range(100)))
-    found = runner.invoke(app, ["generalize", f"sqlite:///{work / 'people.db'}", "--table",
-                                "people", "--qi", f"age={work / 'age.csv'}", *QUIET,
-                                "--report", str(work / "found.json")])
+    found = runner.invoke(
+        app,
+        [
+            "generalize",
+            f"sqlite:///{work / 'people.db'}",
+            "--table",
+            "people",
+            "--qi",
+            f"age={work / 'age.csv'}",
+            *QUIET,
+            "--report",
+            str(work / "found.json"),
+        ],
+    )
     assert found.exit_code == 0, found.stderr
 
 
@@ -131,8 +216,11 @@ def work(template: Path, tmp_path: Path) -> Path:
 
 def _snapshot(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` and the SHA-256 of its bytes."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _refused(args: list[str], work: Path, words: str = "") -> str:
@@ -158,8 +246,9 @@ def test_database_options_that_cannot_be_read(work: Path, command: str, case: st
 
 @pytest.mark.parametrize("case", BAD_URLS)
 @pytest.mark.parametrize("command", READERS)
-def test_a_bad_input_url(work: Path, command: str, case: str,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_input_url(
+    work: Path, command: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(work)  # the relative SQLite paths
     line = _refused(READERS[command](work, BAD_URLS[case], ["--table", "people"]), work)
     if PASSWORD in BAD_URLS[case]:
@@ -168,13 +257,15 @@ def test_a_bad_input_url(work: Path, command: str, case: str,
 
 @pytest.mark.parametrize("case", BAD_URLS)
 @pytest.mark.parametrize("command", WRITERS)
-def test_a_bad_output_url(work: Path, command: str, case: str,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_output_url(
+    work: Path, command: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(work)
-    args = [a for a in WRITERS[command](work, f"sqlite:///{work / 'people.db'}",
-                                        ["--table", "people"])]
+    args = [
+        a for a in WRITERS[command](work, f"sqlite:///{work / 'people.db'}", ["--table", "people"])
+    ]
     at = args.index("--output")
-    args[at + 1:at + 2] = [BAD_URLS[case], "--output-table", "release"]
+    args[at + 1 : at + 2] = [BAD_URLS[case], "--output-table", "release"]
     line = _refused(args, work, "--output")
     if PASSWORD in BAD_URLS[case]:
         assert "***" in line
@@ -195,5 +286,5 @@ def test_a_bad_output_table(work: Path, command: str, case: str) -> None:
     name, words = BAD_TABLES[case]
     args = WRITERS[command](work, f"sqlite:///{work / 'people.db'}", ["--table", "people"])
     at = args.index("--output")
-    args[at + 1:at + 2] = [f"sqlite:///{work / 'people.db'}", "--output-table", name]
+    args[at + 1 : at + 2] = [f"sqlite:///{work / 'people.db'}", "--output-table", name]
     _refused(args, work, words)

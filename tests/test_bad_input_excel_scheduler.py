@@ -67,45 +67,188 @@ def _filled(args: tuple[str, ...], data: str, work: Path, out: Path) -> list[str
     return [a.format(data=data, work=work, out=out) for a in args]
 
 
-GENERALIZE = ("generalize", "{data}", "--qi", "age={work}/h_age.csv", "--qi",
-              "sex={work}/h_sex.csv", "--insensitive", "income,born,zip", "--k", "2")
+GENERALIZE = (
+    "generalize",
+    "{data}",
+    "--qi",
+    "age={work}/h_age.csv",
+    "--qi",
+    "sex={work}/h_sex.csv",
+    "--insensitive",
+    "income,born,zip",
+    "--k",
+    "2",
+)
 MICRO = ("microaggregate", "{data}", *NUMERIC, "--k", "3")
 PERTURB = ("perturb", "{data}", *NUMERIC, "--key", "{out}/k.json", "--quiet", "--output")
 
 COMMANDS = [
-    Command("generalize", (*GENERALIZE, "--output", "{out}/g.csv", "--quiet"),
-            (*GENERALIZE, "--output", "{out}/g/", "--quiet")),
-    Command("apply", ("apply", "{work}/g.json", "{data}", "--output", "{out}/a.csv",
-                      "--quiet"),
-            ("apply", "{work}/g.json", "{data}", "--output", "{out}/a/", "--quiet")),
-    Command("microaggregate", (*MICRO, "--output", "{out}/m.csv", "--quiet"),
-            (*MICRO, "--variant", "scalable", "--output", "{out}/m/", "--quiet")),
-    Command("evaluate", ("evaluate", "{data}", "{work}/masked.xlsx", *NUMERIC, "--report",
-                         "{out}/e.json", "--quiet"),
-            ("evaluate", "{data}", "{work}/masked.csv", *NUMERIC, "--report",
-             "{out}/e.json", "--quiet")),
-    Command("tradeoff", ("tradeoff", "{data}", *NUMERIC, "--k", "3", "--report",
-                         "{out}/t.json", "--quiet")),
+    Command(
+        "generalize",
+        (*GENERALIZE, "--output", "{out}/g.csv", "--quiet"),
+        (*GENERALIZE, "--output", "{out}/g/", "--quiet"),
+    ),
+    Command(
+        "apply",
+        ("apply", "{work}/g.json", "{data}", "--output", "{out}/a.csv", "--quiet"),
+        ("apply", "{work}/g.json", "{data}", "--output", "{out}/a/", "--quiet"),
+    ),
+    Command(
+        "microaggregate",
+        (*MICRO, "--output", "{out}/m.csv", "--quiet"),
+        (*MICRO, "--variant", "scalable", "--output", "{out}/m/", "--quiet"),
+    ),
+    Command(
+        "evaluate",
+        (
+            "evaluate",
+            "{data}",
+            "{work}/masked.xlsx",
+            *NUMERIC,
+            "--report",
+            "{out}/e.json",
+            "--quiet",
+        ),
+        (
+            "evaluate",
+            "{data}",
+            "{work}/masked.csv",
+            *NUMERIC,
+            "--report",
+            "{out}/e.json",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "tradeoff",
+        ("tradeoff", "{data}", *NUMERIC, "--k", "3", "--report", "{out}/t.json", "--quiet"),
+    ),
     Command("perturb", (*PERTURB, "{out}/p.csv"), (*PERTURB, "{out}/p/")),
-    Command("attack", ("attack", "{data}", "{work}/released.xlsx", *NUMERIC, "--report",
-                       "{out}/at.json", "--quiet")),
-    Command("risk", ("risk", "{data}", "--qi", "age,sex", "--other", "insensitive",
-                     "--report", "{out}/r.json", "--quiet"),
-            ("risk", "{data}", "--qi", "age,sex", "--other", "insensitive",
-             "--report", "{out}/r.json", "--quiet")),
-    Command("hierarchy interval", ("hierarchy", "interval", "{data}", "--column", "age",
-                                   "--widths", "5,10", "--output", "{out}/h.csv", "--quiet")),
-    Command("hierarchy redaction", ("hierarchy", "redaction", "{data}", "--column", "zip",
-                                    "--output", "{out}/h.csv", "--quiet")),
-    Command("hierarchy grouping", ("hierarchy", "grouping", "{data}", "--column", "age",
-                                   "--sizes", "2,4", "--output", "{out}/h.csv", "--quiet")),
-    Command("hierarchy taxonomy", ("hierarchy", "taxonomy", "{data}", "--column", "sex",
-                                   "--group", "1:person=F,M", "--output", "{out}/h.csv",
-                                   "--quiet")),
-    Command("hierarchy date", ("hierarchy", "date", "{data}", "--column", "born", "--levels",
-                               "month,year", "--output", "{out}/h.csv", "--quiet")),
-    Command("hierarchy show", ("hierarchy", "show", "{work}/h_age.csv", "--data", "{data}",
-                               "--column", "age", "--report", "{out}/s.json", "--quiet")),
+    Command(
+        "attack",
+        (
+            "attack",
+            "{data}",
+            "{work}/released.xlsx",
+            *NUMERIC,
+            "--report",
+            "{out}/at.json",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "risk",
+        (
+            "risk",
+            "{data}",
+            "--qi",
+            "age,sex",
+            "--other",
+            "insensitive",
+            "--report",
+            "{out}/r.json",
+            "--quiet",
+        ),
+        (
+            "risk",
+            "{data}",
+            "--qi",
+            "age,sex",
+            "--other",
+            "insensitive",
+            "--report",
+            "{out}/r.json",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy interval",
+        (
+            "hierarchy",
+            "interval",
+            "{data}",
+            "--column",
+            "age",
+            "--widths",
+            "5,10",
+            "--output",
+            "{out}/h.csv",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy redaction",
+        (
+            "hierarchy",
+            "redaction",
+            "{data}",
+            "--column",
+            "zip",
+            "--output",
+            "{out}/h.csv",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy grouping",
+        (
+            "hierarchy",
+            "grouping",
+            "{data}",
+            "--column",
+            "age",
+            "--sizes",
+            "2,4",
+            "--output",
+            "{out}/h.csv",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy taxonomy",
+        (
+            "hierarchy",
+            "taxonomy",
+            "{data}",
+            "--column",
+            "sex",
+            "--group",
+            "1:person=F,M",
+            "--output",
+            "{out}/h.csv",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy date",
+        (
+            "hierarchy",
+            "date",
+            "{data}",
+            "--column",
+            "born",
+            "--levels",
+            "month,year",
+            "--output",
+            "{out}/h.csv",
+            "--quiet",
+        ),
+    ),
+    Command(
+        "hierarchy show",
+        (
+            "hierarchy",
+            "show",
+            "{work}/h_age.csv",
+            "--data",
+            "{data}",
+            "--column",
+            "age",
+            "--report",
+            "{out}/s.json",
+            "--quiet",
+        ),
+    ),
 ]
 SCHEDULED = [c for c in COMMANDS if c.engine]
 
@@ -113,13 +256,15 @@ SCHEDULED = [c for c in COMMANDS if c.engine]
 def _table() -> pd.DataFrame:
     rng = np.random.default_rng(21)
     n = 40
-    return pd.DataFrame({
-        "age": rng.integers(20, 60, n),
-        "income": rng.normal(3000, 800, n).round(2),
-        "sex": rng.choice(["F", "M"], n),
-        "born": [f"19{60 + i % 30}-0{1 + i % 9}-1{i % 10}" for i in range(n)],
-        "zip": [f"{10000 + 37 * i}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(20, 60, n),
+            "income": rng.normal(3000, 800, n).round(2),
+            "sex": rng.choice(["F", "M"], n),
+            "born": [f"19{60 + i % 30}-0{1 + i % 9}-1{i % 10}" for i in range(n)],
+            "zip": [f"{10000 + 37 * i}" for i in range(n)],
+        }
+    )
 
 
 def _workbook(frame: pd.DataFrame | None, path: Path, sheet: str = "data") -> Path:
@@ -141,10 +286,11 @@ def entity_workbook(good: Path, path: Path) -> Path:
         parts = {name: source.read(name) for name in source.namelist()}
     name = next(n for n in parts if n.startswith("xl/worksheets/"))
     entities = '<!ENTITY lol0 "lol">' + "".join(
-        f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+        f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10)
+    )
     sheet = parts[name].decode("utf-8")
     cell = sheet.index("<t>F</t>") if "<t>F</t>" in sheet else sheet.index("<t>M</t>")
-    sheet = sheet[:cell] + "<t>&lol9;</t>" + sheet[cell + len("<t>F</t>"):]
+    sheet = sheet[:cell] + "<t>&lol9;</t>" + sheet[cell + len("<t>F</t>") :]
     parts[name] = (f'<?xml version="1.0"?><!DOCTYPE lolz [{entities}]>' + sheet).encode()
     with zipfile.ZipFile(path, "w") as target:
         for part, data in parts.items():
@@ -155,7 +301,8 @@ def entity_workbook(good: Path, path: Path) -> Path:
 def _hierarchies(frame: pd.DataFrame, work: Path) -> None:
     ages = sorted(set(frame["age"]))
     (work / "h_age.csv").write_text(
-        "".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*\n" for a in ages), encoding="utf-8")
+        "".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*\n" for a in ages), encoding="utf-8"
+    )
     (work / "h_sex.csv").write_text("F;*\nM;*\n", encoding="utf-8")
 
 
@@ -173,13 +320,41 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entity_workbook(good, work / "entities.xlsx")
     _hierarchies(frame, work)
     earlier = [
-        ["generalize", str(work / "t.csv"), "--qi", f"age={work}/h_age.csv", "--qi",
-         f"sex={work}/h_sex.csv", "--insensitive", "income,born,zip", "--k", "2",
-         "--report", str(work / "g.json"), "--quiet"],
-        ["microaggregate", str(work / "t.csv"), *NUMERIC, "--k", "3", "--output",
-         str(work / "masked.csv"), "--quiet"],
-        ["perturb", str(work / "t.csv"), *NUMERIC, "--method", "rotation", "--output",
-         str(work / "released.csv"), "--quiet"],
+        [
+            "generalize",
+            str(work / "t.csv"),
+            "--qi",
+            f"age={work}/h_age.csv",
+            "--qi",
+            f"sex={work}/h_sex.csv",
+            "--insensitive",
+            "income,born,zip",
+            "--k",
+            "2",
+            "--report",
+            str(work / "g.json"),
+            "--quiet",
+        ],
+        [
+            "microaggregate",
+            str(work / "t.csv"),
+            *NUMERIC,
+            "--k",
+            "3",
+            "--output",
+            str(work / "masked.csv"),
+            "--quiet",
+        ],
+        [
+            "perturb",
+            str(work / "t.csv"),
+            *NUMERIC,
+            "--method",
+            "rotation",
+            "--output",
+            str(work / "released.csv"),
+            "--quiet",
+        ],
     ]
     for args in earlier:
         result = runner.invoke(app, args)
@@ -199,8 +374,7 @@ def assert_one_error(args: list[str], out: Path, words: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("Error: "), text
     assert words in lines[0], lines[0]
     assert "Traceback" not in text and PASSWORD not in text
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception,
-                                                                     SystemExit)
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
     assert sorted(out.rglob("*")) == [], sorted(out.rglob("*"))
     return lines[0]
 
@@ -220,25 +394,30 @@ EXCEL_CASES = {
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
-def test_every_command_reads_the_good_workbook(command: Command, work: Path,
-                                               tmp_path: Path) -> None:
-    result = runner.invoke(app, command.line(str(work / "good.xlsx"), work, tmp_path,
-                                             "--sheet", "data"))
+def test_every_command_reads_the_good_workbook(
+    command: Command, work: Path, tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app, command.line(str(work / "good.xlsx"), work, tmp_path, "--sheet", "data")
+    )
     assert result.exit_code == 0, result.output
 
 
 @pytest.mark.parametrize("case", list(EXCEL_CASES))
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
-def test_bad_excel_input_is_one_error_line(command: Command, case: str, work: Path,
-                                           tmp_path: Path) -> None:
+def test_bad_excel_input_is_one_error_line(
+    command: Command, case: str, work: Path, tmp_path: Path
+) -> None:
     book, sheet, words = EXCEL_CASES[case]
-    assert_one_error(command.line(str(work / book), work, tmp_path, "--sheet", sheet),
-                     tmp_path, words)
+    assert_one_error(
+        command.line(str(work / book), work, tmp_path, "--sheet", sheet), tmp_path, words
+    )
 
 
 # ---------------------------------------------------------------------------
 # Scheduler
 # ---------------------------------------------------------------------------
+
 
 def closed_port() -> int:
     """A port on this machine that nothing listens on (bound, then released)."""
@@ -263,26 +442,45 @@ SCHEDULER_CASES = {
 
 @pytest.mark.parametrize("case", list(SCHEDULER_CASES))
 @pytest.mark.parametrize("command", SCHEDULED, ids=lambda c: c.name)
-def test_bad_scheduler_is_one_error_line(command: Command, case: str, work: Path,
-                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                         ) -> None:
+def test_bad_scheduler_is_one_error_line(
+    command: Command, case: str, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     address, words = SCHEDULER_CASES[case]
     monkeypatch.setattr(dask_backend, "CONNECT_TIMEOUT", 0.5)
     line = assert_one_error(
-        command.engine_line(work, tmp_path, address.format(port=closed_port())),
-        tmp_path, words)
+        command.engine_line(work, tmp_path, address.format(port=closed_port())), tmp_path, words
+    )
     assert line.startswith("Error: --scheduler "), line
 
 
-def test_a_password_in_the_scheduler_is_the_only_line_a_process_prints(work: Path,
-                                                                      tmp_path: Path) -> None:
+def test_a_password_in_the_scheduler_is_the_only_line_a_process_prints(
+    work: Path, tmp_path: Path
+) -> None:
     """In a process of its own (where a half-made client's finalizer would print an
     "Exception ignored" trace after 20 s): one line, at once, the password masked."""
     done = subprocess.run(
-        [sys.executable, "-m", "anonlab", "risk", str(work / "t.csv"), "--qi", "age,sex",
-         "--other", "insensitive", "--engine", "dask", "--scheduler",
-         f"tcp://alice:{PASSWORD}@127.0.0.1:1", "--report", str(tmp_path / "r.json")],
-        capture_output=True, text=True, timeout=60, check=False)
+        [
+            sys.executable,
+            "-m",
+            "anonlab",
+            "risk",
+            str(work / "t.csv"),
+            "--qi",
+            "age,sex",
+            "--other",
+            "insensitive",
+            "--engine",
+            "dask",
+            "--scheduler",
+            f"tcp://alice:{PASSWORD}@127.0.0.1:1",
+            "--report",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.splitlines()

@@ -12,8 +12,18 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 
 runner = CliRunner()
-COMMANDS = ["generalize", "apply", "microaggregate", "evaluate", "tradeoff", "fuse", "party",
-            "perturb", "attack", "report"]
+COMMANDS = [
+    "generalize",
+    "apply",
+    "microaggregate",
+    "evaluate",
+    "tradeoff",
+    "fuse",
+    "party",
+    "perturb",
+    "attack",
+    "report",
+]
 
 
 @pytest.mark.parametrize(
@@ -36,8 +46,12 @@ def test_usage_errors_are_one_line_with_exit_2(args: list[str], words: str) -> N
 
 
 def test_console_script_usage_error_is_one_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "anonlab", "generalize", "--nope"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "anonlab", "generalize", "--nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert done.stderr.startswith("Error: No such option")
@@ -60,9 +74,12 @@ def test_every_boolean_option_has_its_no_form() -> None:
     lacking = []
     for name, command in group.commands.items():
         for param in command.params:
-            if (isinstance(param, typer.core.TyperOption) and param.is_flag
-                    and not param.secondary_opts
-                    and param.name not in {"help", "quiet", "version"}):
+            if (
+                isinstance(param, typer.core.TyperOption)
+                and param.is_flag
+                and not param.secondary_opts
+                and param.name not in {"help", "quiet", "version"}
+            ):
                 lacking.append(f"{name} {param.opts[0]}")
     assert lacking == []
 
@@ -72,9 +89,19 @@ def test_console_script_generalize_writes_and_warns(tmp_path: Path) -> None:
     written, its warnings shown, its exit code kept (0, and 2 for a refused run)."""
     repo = Path(__file__).resolve().parents[1]
     out = tmp_path / "release.csv"
-    args = [sys.executable, "-m", "anonlab", "generalize", "--config",
-            str(repo / "examples" / "adult.toml"), "--output", str(out), "--report",
-            str(tmp_path / "report.json"), "--quiet"]
+    args = [
+        sys.executable,
+        "-m",
+        "anonlab",
+        "generalize",
+        "--config",
+        str(repo / "examples" / "adult.toml"),
+        "--output",
+        str(out),
+        "--report",
+        str(tmp_path / "report.json"),
+        "--quiet",
+    ]
     done = subprocess.run(args, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "Warning: sensitive attribute 'salary-class'" in done.stderr
@@ -83,31 +110,37 @@ def test_console_script_generalize_writes_and_warns(tmp_path: Path) -> None:
     assert refused.returncode == 2 and refused.stderr.startswith("Error: "), refused.stderr
 
 
-@pytest.mark.parametrize(("code", "status", "stderr"), [(None, 0, ""), (3, 3, ""),
-                                                         ("gone", 1, "gone\n")])
+@pytest.mark.parametrize(
+    ("code", "status", "stderr"), [(None, 0, ""), (3, 3, ""), ("gone", 1, "gone\n")]
+)
 def test_exit_now_is_sys_exit_without_teardown(code: object, status: int, stderr: str) -> None:
-    program = ("import atexit, sys\n"
-               "from anonlab.cli.app import exit_now\n"
-               "atexit.register(lambda: print('atexit ran'))\n"
-               "print('buffered', end=' ')\n"
-               f"exit_now({code!r})\n")
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          check=False)
-    assert (done.returncode, done.stdout, done.stderr) == (status, "buffered atexit ran\n",
-                                                           stderr)
+    program = (
+        "import atexit, sys\n"
+        "from anonlab.cli.app import exit_now\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        "print('buffered', end=' ')\n"
+        f"exit_now({code!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (status, "buffered atexit ran\n", stderr)
 
 
 def test_exit_now_waits_for_threads_as_exit_does() -> None:
     """A thread that is not a daemon, and a thread pool left open, finish before the end."""
-    program = ("import threading, time\n"
-               "from concurrent.futures import ThreadPoolExecutor\n"
-               "from anonlab.cli.app import exit_now\n"
-               "def late():\n"
-               "    time.sleep(0.2)\n"
-               "    print('thread done', flush=True)\n"
-               "threading.Thread(target=late).start()\n"
-               "ThreadPoolExecutor(2).submit(time.sleep, 0.1)\n"
-               "exit_now(0)\n")
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          check=False, timeout=60)
+    program = (
+        "import threading, time\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from anonlab.cli.app import exit_now\n"
+        "def late():\n"
+        "    time.sleep(0.2)\n"
+        "    print('thread done', flush=True)\n"
+        "threading.Thread(target=late).start()\n"
+        "ThreadPoolExecutor(2).submit(time.sleep, 0.1)\n"
+        "exit_now(0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False, timeout=60
+    )
     assert (done.returncode, done.stdout) == (0, "thread done\n")

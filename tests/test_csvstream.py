@@ -36,8 +36,14 @@ def _write_rows(path: Path, rows: int, seed: int = 0) -> None:
     words = np.array(["a", "b,c", 'q"z', "", "é", "long text " * 3])
     picks = rng.integers(0, len(words), rows)
     ids = rng.integers(0, 400, rows)  # more than an int8 code holds
-    frame = pd.DataFrame({"age": ages.astype(str), "word": words[picks],
-                          "id": [f"id{i}" for i in ids], "x": (ages / 7).round(3).astype(str)})
+    frame = pd.DataFrame(
+        {
+            "age": ages.astype(str),
+            "word": words[picks],
+            "id": [f"id{i}" for i in ids],
+            "x": (ages / 7).round(3).astype(str),
+        }
+    )
     frame.to_csv(path, index=False)
 
 
@@ -46,17 +52,25 @@ def _whole_read(path: Path, doubles: tuple[str, ...] = ()) -> pa.Table:
     names = path.read_text(encoding="utf-8").splitlines()[0].split(",")
     kind = pa.dictionary(pa.int32(), pa.string())
     types = {f"f{i}": pa.float64() if n in doubles else kind for i, n in enumerate(names)}
-    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(
-        block_size=1 << 12, autogenerate_column_names=True, skip_rows_after_names=1),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=[],
-                                             strings_can_be_null=False,
-                                             quoted_strings_can_be_null=False))
+    table = pacsv.read_csv(
+        path,
+        read_options=pacsv.ReadOptions(
+            block_size=1 << 12, autogenerate_column_names=True, skip_rows_after_names=1
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types,
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
     return table.unify_dictionaries().combine_chunks().rename_columns(names)
 
 
 @pytest.mark.parametrize("block", [1 << 10, 1 << 12, 1 << 20])
-def test_streamed_read_equals_the_whole_read(tmp_path: Path, block: int,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_read_equals_the_whole_read(
+    tmp_path: Path, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "t.csv"
     _write_rows(path, 5000)
     monkeypatch.setattr(csvstream, "STREAM_BLOCK", block)
@@ -76,9 +90,11 @@ def test_read_dictionary_csv_keeps_the_narrowest_codes(tmp_path: Path) -> None:
     path.write_text("a,b\n" + "".join(f"v{i % 3},w{i}\n" for i in range(300)), encoding="utf-8")
     kind = pa.dictionary(pa.int32(), pa.string())
     table = read_dictionary_csv(
-        path, pacsv.ReadOptions(block_size=256, autogenerate_column_names=True,
-                                skip_rows_after_names=1),
-        pacsv.ParseOptions(), pacsv.ConvertOptions(column_types={"f0": kind, "f1": kind}))
+        path,
+        pacsv.ReadOptions(block_size=256, autogenerate_column_names=True, skip_rows_after_names=1),
+        pacsv.ParseOptions(),
+        pacsv.ConvertOptions(column_types={"f0": kind, "f1": kind}),
+    )
     assert table.column(0).type.index_type == pa.int8()
     assert table.column(1).type.index_type == pa.int16()
     assert table.column(0).chunk(0).dictionary.to_pylist() == ["v0", "v1", "v2"]
@@ -92,8 +108,9 @@ def test_streamed_read_of_a_header_without_rows(tmp_path: Path) -> None:
         read_table(path, strings="dictionary")
 
 
-def test_a_record_longer_than_a_block_is_retried(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_longer_than_a_block_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "t.csv"
     long = "x" * 5000
     path.write_text(f"a,b\n1,{long}\n2,y\n", encoding="utf-8")
@@ -149,14 +166,21 @@ def test_encoded_codes_are_narrow_and_the_same() -> None:
 
 
 def _pool_after_tuning(command: str, env: dict[str, str], *args: str) -> str:
-    code = ("import sys\n"
-            "from anonlab.cli.app import main\n"
-            "from anonlab.memory import tune_allocators_at_start\n"
-            "tune_allocators_at_start(sys.argv[1:])\n"
-            "import pyarrow as pa\n"
-            "print(pa.default_memory_pool().backend_name)\n")
-    return subprocess.run([sys.executable, "-c", code, command, *args, "--help"], env=env,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    code = (
+        "import sys\n"
+        "from anonlab.cli.app import main\n"
+        "from anonlab.memory import tune_allocators_at_start\n"
+        "tune_allocators_at_start(sys.argv[1:])\n"
+        "import pyarrow as pa\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, command, *args, "--help"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def test_generalize_puts_arrow_on_the_c_allocator() -> None:
@@ -175,25 +199,39 @@ def _options(path: Path, skip: bool = True) -> tuple[Any, Any, Any]:
     first = path.read_text(encoding="utf-8").splitlines()[0]
     kind = pa.dictionary(pa.int32(), pa.string())
     types = {f"f{i}": kind for i in range(len(first.split(",")))}
-    return (pacsv.ReadOptions(block_size=1 << 10, autogenerate_column_names=True,
-                              skip_rows_after_names=int(skip)),
-            pacsv.ParseOptions(delimiter=","),
-            pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
-                                 quoted_strings_can_be_null=False))
+    return (
+        pacsv.ReadOptions(
+            block_size=1 << 10, autogenerate_column_names=True, skip_rows_after_names=int(skip)
+        ),
+        pacsv.ParseOptions(delimiter=","),
+        pacsv.ConvertOptions(
+            column_types=types,
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
 
 
 def _repeated_rows(path: Path, rows: int, seed: int = 0, end: str = "\n") -> None:
     rng = np.random.default_rng(seed)
-    lines = [f"{a},{w},id{i}" for a, w, i in zip(rng.integers(17, 25, rows),
-                                                 rng.choice(["x", "", "é", "y z"], rows),
-                                                 rng.integers(0, 300, rows), strict=True)]
+    lines = [
+        f"{a},{w},id{i}"
+        for a, w, i in zip(
+            rng.integers(17, 25, rows),
+            rng.choice(["x", "", "é", "y z"], rows),
+            rng.integers(0, 300, rows),
+            strict=True,
+        )
+    ]
     path.write_text("age,word,id\n" + "\n".join(lines) + end, encoding="utf-8")
 
 
 @pytest.mark.parametrize("end", ["\n", ""])
 @pytest.mark.parametrize("skip", [True, False])
-def test_distinct_lines_read_equals_the_streamed_read(tmp_path: Path, end: str, skip: bool,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_distinct_lines_read_equals_the_streamed_read(
+    tmp_path: Path, end: str, skip: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each distinct line parsed once: the same table (texts, codes, dictionaries in order of
     first appearance, narrowest codes) as reading every line, with or without the header
     and a line break at the end, whatever the block of lines."""
@@ -213,8 +251,12 @@ def test_distinct_lines_read_gives_way(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     _repeated_rows(path, 2000)
     text = path.read_text(encoding="utf-8")
-    cases = {"quote": text + '"a,b",x,id1\n', "carriage return": text.replace("\n", "\r\n"),
-             "empty line": text + "\n20,x,id1\n", "short line": text + "20,x\n"}
+    cases = {
+        "quote": text + '"a,b",x,id1\n',
+        "carriage return": text.replace("\n", "\r\n"),
+        "empty line": text + "\n20,x,id1\n",
+        "short line": text + "20,x\n",
+    }
     for name, content in cases.items():
         path.write_text(content, encoding="utf-8")
         assert csvstream.read_repeated_csv(path, True, '"', *_options(path)) is None, name
@@ -230,5 +272,7 @@ def test_read_table_repeated_is_the_same_frame(tmp_path: Path) -> None:
     for column in once.columns:
         assert once[column].cat.codes.dtype == np.int8 or column == "id"
     path.write_text(path.read_text(encoding="utf-8") + '"a,b",x,id1\n', encoding="utf-8")
-    pd.testing.assert_frame_equal(read_table(path, strings="dictionary", repeated=True),
-                                  read_table(path, strings="dictionary"))
+    pd.testing.assert_frame_equal(
+        read_table(path, strings="dictionary", repeated=True),
+        read_table(path, strings="dictionary"),
+    )

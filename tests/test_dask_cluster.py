@@ -58,22 +58,54 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("cluster")
     info = root / "scheduler.json"
     dask = _dask_command()
-    processes = [subprocess.Popen(
-        [*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
-         ":0", "--scheduler-file", str(info)],
-        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)]
+    processes = [
+        subprocess.Popen(
+            [
+                *dask,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--dashboard-address",
+                ":0",
+                "--scheduler-file",
+                str(info),
+            ],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    ]
     try:
         _wait_for(info, "the scheduler")
         address: str = json.loads(info.read_text(encoding="utf-8"))["address"]
         for name in ("a", "b"):
             folder = root / f"worker-{name}"
             folder.mkdir()
-            processes.append(subprocess.Popen(
-                [*dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                 "--memory-limit", "1GB", "--name", name, "--no-dashboard"],
-                cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
+            processes.append(
+                subprocess.Popen(
+                    [
+                        *dask,
+                        "worker",
+                        address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nthreads",
+                        "1",
+                        "--memory-limit",
+                        "1GB",
+                        "--name",
+                        name,
+                        "--no-dashboard",
+                    ],
+                    cwd=folder,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         distributed = pytest.importorskip("distributed")
         client = distributed.Client(address, timeout=60)
         with client:
@@ -111,9 +143,25 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _generalize(engine: list[str], output: str, report: str) -> list[str]:
     qi = [arg for q in QIS for arg in ("--qi", f"{q}={ADULT / f'hierarchy_{q}.csv'}")]
-    return ["generalize", "adult.csv", "--delimiter", ";", *qi, "--other", "insensitive",
-            "--k", "10", "--suppression", "1%", "--output", output, "--report", report,
-            "--quiet", *engine]
+    return [
+        "generalize",
+        "adult.csv",
+        "--delimiter",
+        ";",
+        *qi,
+        "--other",
+        "insensitive",
+        "--k",
+        "10",
+        "--suppression",
+        "1%",
+        "--output",
+        output,
+        "--report",
+        report,
+        "--quiet",
+        *engine,
+    ]
 
 
 def test_generalize_and_risk_with_relative_paths(cluster: str, here: Path) -> None:
@@ -123,28 +171,61 @@ def test_generalize_and_risk_with_relative_paths(cluster: str, here: Path) -> No
     assert report["verified"] is True
     expected = json.loads((here / "numpy.json").read_text(encoding="utf-8"))
     assert report["transformation"] == expected["transformation"]
-    pd.testing.assert_frame_equal(_sorted(read_table(here / "dask")),
-                                  _sorted(read_table(here / "numpy")))
+    pd.testing.assert_frame_equal(
+        _sorted(read_table(here / "dask")), _sorted(read_table(here / "numpy"))
+    )
     risks = {}
-    for name, flags in (("numpy", ["--engine", "numpy"]),
-                        ("dask", ["--engine", "dask", "--scheduler", cluster])):
-        _run(["risk", "dask/", "--qi", ",".join(QIS), "--other", "insensitive", "--report",
-              f"risk-{name}.json", "--quiet", *flags])
+    for name, flags in (
+        ("numpy", ["--engine", "numpy"]),
+        ("dask", ["--engine", "dask", "--scheduler", cluster]),
+    ):
+        _run(
+            [
+                "risk",
+                "dask/",
+                "--qi",
+                ",".join(QIS),
+                "--other",
+                "insensitive",
+                "--report",
+                f"risk-{name}.json",
+                "--quiet",
+                *flags,
+            ]
+        )
         risks[name] = json.loads((here / f"risk-{name}.json").read_text(encoding="utf-8"))
     assert risks["dask"]["risk"] == risks["numpy"]["risk"]
 
 
 def test_perturb_with_relative_paths(cluster: str, here: Path) -> None:
-    for name, flags in (("numpy", ["--engine", "numpy"]),
-                        ("dask", ["--engine", "dask", "--scheduler", cluster])):
-        _run(["perturb", "tarragona.csv", "--columns", "all-numeric", "--other", "insensitive",
-              "--seed", "7", "--output", f"{name}/", "--key", f"{name}-key.json", "--quiet",
-              *flags])
+    for name, flags in (
+        ("numpy", ["--engine", "numpy"]),
+        ("dask", ["--engine", "dask", "--scheduler", cluster]),
+    ):
+        _run(
+            [
+                "perturb",
+                "tarragona.csv",
+                "--columns",
+                "all-numeric",
+                "--other",
+                "insensitive",
+                "--seed",
+                "7",
+                "--output",
+                f"{name}/",
+                "--key",
+                f"{name}-key.json",
+                "--quiet",
+                *flags,
+            ]
+        )
     pd.testing.assert_frame_equal(read_table(here / "dask"), read_table(here / "numpy"))
 
 
-def test_a_piece_no_worker_can_read_names_the_piece_and_the_worker(cluster: str,
-                                                                  here: Path) -> None:
+def test_a_piece_no_worker_can_read_names_the_piece_and_the_worker(
+    cluster: str, here: Path
+) -> None:
     from anonlab.engine.kernels import piece_moments
 
     table = open_table("adult.csv", csv_block=400_000)

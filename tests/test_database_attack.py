@@ -50,8 +50,9 @@ def _state(db: Path) -> State:
     does."""
     conn = sqlite3.connect(db)
     try:
-        tables = conn.execute("SELECT name, replace(sql, '\"', '') FROM sqlite_master "
-                              "ORDER BY name").fetchall()  # a rename quotes the name
+        tables = conn.execute(
+            "SELECT name, replace(sql, '\"', '') FROM sqlite_master ORDER BY name"
+        ).fetchall()  # a rename quotes the name
         rows = conn.execute("SELECT * FROM t ORDER BY rowid").fetchall()
     finally:
         conn.close()
@@ -66,7 +67,8 @@ def _without_staged(state: State) -> State:
 
 @pytest.mark.parametrize("path", ["transaction", "rename"])
 def test_a_writer_killed_at_random_points_leaves_the_old_table_or_the_whole_new_one(
-        tmp_path: Path, path: str) -> None:
+    tmp_path: Path, path: str
+) -> None:
     source = write_people(tmp_path / "people.csv", ROWS)
     pristine, db = tmp_path / "pristine.db", tmp_path / "out.db"
     _old_table(pristine)
@@ -114,15 +116,17 @@ def _one_error_line(result: Any) -> str:
 
 
 def test_a_full_database_during_the_inserts_leaves_the_previous_table(
-        tmp_path: Path, page_limit: dict[str, int]) -> None:
+    tmp_path: Path, page_limit: dict[str, int]
+) -> None:
     source = write_people(tmp_path / "people.csv", 5_000)
     db, report = tmp_path / "out.db", tmp_path / "r.json"
     _old_table(db)
     old = _state(db)
     pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
     page_limit["pages"] = pages + 4  # the DROP and CREATE fit, the rows do not
-    result = runner.invoke(app, [*generalize_args(source, f"sqlite:///{db}"),
-                                 "--report", str(report)])
+    result = runner.invoke(
+        app, [*generalize_args(source, f"sqlite:///{db}"), "--report", str(report)]
+    )
     line = _one_error_line(result)
     assert "writing table 't'" in line and "failed (database or disk is full)" in line
     assert "nothing was changed (any previous table 't' is as it was)" in line
@@ -132,15 +136,17 @@ def test_a_full_database_during_the_inserts_leaves_the_previous_table(
 
 
 def test_a_full_database_on_the_rename_path_drops_the_new_table(
-        tmp_path: Path, page_limit: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, page_limit: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(database, "TRANSACTIONAL_DDL", frozenset())
     db = tmp_path / "out.db"
     _old_table(db)
     old = _state(db)
     page_limit["pages"] = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0] + 4
     data = pa.table({"name": [f"p{i}" for i in range(5_000)], "age": list(range(5_000))})
-    with pytest.raises(AnonlabError, match=re.escape(
-            "failed (database or disk is full): nothing was changed")):
+    with pytest.raises(
+        AnonlabError, match=re.escape("failed (database or disk is full): nothing was changed")
+    ):
         database.write_tables(f"sqlite:///{db}", [("t", data)])
     assert _state(db) == old  # and no anonlab_new_ table left
 
@@ -148,9 +154,20 @@ def test_a_full_database_on_the_rename_path_drops_the_new_table(
 def _unshare_works() -> bool:
     if shutil.which("unshare") is None or sys.platform != "linux":
         return False
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-                           "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                          capture_output=True, check=False, timeout=30)
+    done = subprocess.run(
+        [
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs /mnt",
+        ],
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
     return done.returncode == 0
 
 
@@ -168,28 +185,41 @@ cp "$FULL/out.db" "$FULL/out.csv" "$WORK/after/"
 """
 
 
-@pytest.mark.skipif(not _unshare_works(), reason="needs a private tmpfs mount (unshare "
-                    "--user --map-root-user --mount), which this machine does not allow")
-def test_a_really_full_disk_leaves_the_previous_table_and_the_previous_csv(
-        tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    not _unshare_works(),
+    reason="needs a private tmpfs mount (unshare "
+    "--user --map-root-user --mount), which this machine does not allow",
+)
+def test_a_really_full_disk_leaves_the_previous_table_and_the_previous_csv(tmp_path: Path) -> None:
     source = write_people(tmp_path / "people.csv", 20_000)
     _old_table(tmp_path / "old.db")
     (tmp_path / "old.csv").write_text("age,note\n1,the previous release\n", encoding="utf-8")
     (tmp_path / "full").mkdir()
     (tmp_path / "after").mkdir()
     base = generalize_args(source, "unused")[:-4]
-    env = {**os.environ, "WORK": str(tmp_path), "FULL": str(tmp_path / "full"),
-           "ANONLAB": str(Path(sys.executable).with_name("anonlab")),
-           "DB_ARGS": " ".join(base), "CSV_ARGS": " ".join(base)}
-    subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", FULL_DISK],
-                   env=env, check=True, timeout=120)
+    env = {
+        **os.environ,
+        "WORK": str(tmp_path),
+        "FULL": str(tmp_path / "full"),
+        "ANONLAB": str(Path(sys.executable).with_name("anonlab")),
+        "DB_ARGS": " ".join(base),
+        "CSV_ARGS": " ".join(base),
+    }
+    subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", FULL_DISK],
+        env=env,
+        check=True,
+        timeout=120,
+    )
     for kind in ("db", "csv"):
         assert (tmp_path / f"{kind}.rc").read_text().strip() == "2"
         lines = (tmp_path / f"{kind}.err").read_text().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: "), lines
     db_line = (tmp_path / "db.err").read_text()
-    assert "failed (database or disk is full): the write was rolled back, nothing was " \
+    assert (
+        "failed (database or disk is full): the write was rolled back, nothing was "
         "changed" in db_line
+    )
     assert "no space left on device" in (tmp_path / "csv.err").read_text()
     assert _state(tmp_path / "after" / "out.db") == _state(tmp_path / "old.db")
     assert (tmp_path / "after" / "out.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
@@ -228,12 +258,18 @@ def rename_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[_FailRename]]:
 
 
 def _data(rows: int) -> pa.Table:
-    return pa.table({"name": [f"p{i}" for i in range(rows)], "age": list(range(rows)),
-                     "score": [i / 3 for i in range(rows)]})
+    return pa.table(
+        {
+            "name": [f"p{i}" for i in range(rows)],
+            "age": list(range(rows)),
+            "score": [i / 3 for i in range(rows)],
+        }
+    )
 
 
 def test_the_rename_path_replaces_the_table_and_leaves_no_staged_table(
-        tmp_path: Path, rename_path: list[_FailRename]) -> None:
+    tmp_path: Path, rename_path: list[_FailRename]
+) -> None:
     db = tmp_path / "out.db"
     _old_table(db)
     database.write_tables(f"sqlite:///{db}", [("t", _data(5)), ("u", _data(2))])
@@ -243,40 +279,46 @@ def test_the_rename_path_replaces_the_table_and_leaves_no_staged_table(
 
 
 def test_a_failing_rename_is_undone_and_the_message_says_nothing_changed(
-        tmp_path: Path, rename_path: list[_FailRename]) -> None:
+    tmp_path: Path, rename_path: list[_FailRename]
+) -> None:
     db = tmp_path / "out.db"
     _old_table(db)
     old = _state(db)
     rename_path.append(_FailRename(2))  # the old table moved aside, the new one refused
-    with pytest.raises(AnonlabError, match=re.escape(
-            "failed (injected: rename refused): nothing was changed")):
+    with pytest.raises(
+        AnonlabError, match=re.escape("failed (injected: rename refused): nothing was changed")
+    ):
         database.write_tables(f"sqlite:///{db}", [("t", _data(5))])
     assert _state(db) == old
 
 
 def test_a_rename_that_cannot_be_undone_says_where_the_rows_are(
-        tmp_path: Path, rename_path: list[_FailRename]) -> None:
+    tmp_path: Path, rename_path: list[_FailRename]
+) -> None:
     db = tmp_path / "out.db"
     _old_table(db)
     rename_path.append(_FailRename(2, undo=False))
     with pytest.raises(AnonlabError) as caught:
         database.write_tables(f"sqlite:///{db}", [("t", _data(5))])
     message = str(caught.value)
-    found = re.search(r"there is no table 't': the previous one is now '(anonlab_old_\w+)' "
-                      r"and the new rows are in '(anonlab_new_\w+)'", message)
+    found = re.search(
+        r"there is no table 't': the previous one is now '(anonlab_old_\w+)' "
+        r"and the new rows are in '(anonlab_new_\w+)'",
+        message,
+    )
     assert found, message
     conn = sqlite3.connect(db)
     try:  # the message is true
         assert conn.execute(f"SELECT * FROM {found[1]}").fetchall() == [("ann", 31), ("bob", 47)]
         assert len(conn.execute(f"SELECT * FROM {found[2]}").fetchall()) == 5
-        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 't'"
-                            ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchone() == (
+            0,
+        )
     finally:
         conn.close()
 
 
-def test_a_value_the_database_cannot_hold_is_one_error_and_nothing_changes(
-        tmp_path: Path) -> None:
+def test_a_value_the_database_cannot_hold_is_one_error_and_nothing_changes(tmp_path: Path) -> None:
     db = tmp_path / "out.db"
     _old_table(db)
     old = _state(db)

@@ -28,27 +28,38 @@ from killing import fork_server, generalize_args, kill_delays, write_people
 
 ROWS = 5_000  # a server write is slower than SQLite: fewer rows, the same window
 KILLS = 6
-DRIVERS = {"psycopg": "postgresql+psycopg", "psycopg2": "postgresql+psycopg2",
-           "pg8000": "postgresql+pg8000"}
+DRIVERS = {
+    "psycopg": "postgresql+psycopg",
+    "psycopg2": "postgresql+psycopg2",
+    "pg8000": "postgresql+pg8000",
+}
 
 
 def _server_bin() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
-                   else 0)
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
     return found[-1].parent if found else None
 
 
 def _driver() -> str | None:
-    return next((scheme for module, scheme in DRIVERS.items()
-                 if importlib.util.find_spec(module) is not None), None)
+    return next(
+        (
+            scheme
+            for module, scheme in DRIVERS.items()
+            if importlib.util.find_spec(module) is not None
+        ),
+        None,
+    )
 
 
 BIN, SCHEME = _server_bin(), _driver()
 pytestmark = pytest.mark.skipif(
     BIN is None or SCHEME is None,
     reason="needs a PostgreSQL server (initdb and pg_ctl under /usr/lib/postgresql/*/bin) "
-    f"and a driver ({', '.join(DRIVERS)}); found server={BIN}, driver={SCHEME}")
+    f"and a driver ({', '.join(DRIVERS)}); found server={BIN}, driver={SCHEME}",
+)
 
 
 def _as_user() -> dict[str, Any]:
@@ -80,16 +91,43 @@ def server() -> Iterator[str]:
         for path in (root, sock):
             os.chown(path, who["user"], who["group"])
     run: dict[str, Any] = {"capture_output": True, "timeout": 120, **who}
-    subprocess.run([str(BIN / "initdb"), "-D", str(data), "-U", "anonlab", "--auth=trust",
-                    "--no-sync", "-E", "UTF8"], check=True, **run)
+    subprocess.run(
+        [
+            str(BIN / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "anonlab",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        **run,
+    )
     options = f"-c listen_addresses='' -c unix_socket_directories={sock} -c fsync=off"
-    subprocess.run([str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-l",
-                    str(root / "log"), "start"], check=True, **run)
+    subprocess.run(
+        [
+            str(BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-w",
+            "-l",
+            str(root / "log"),
+            "start",
+        ],
+        check=True,
+        **run,
+    )
     try:
         yield f"{SCHEME}://anonlab@/postgres?host={sock}"
     finally:
-        subprocess.run([str(BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       check=False, **run)
+        subprocess.run(
+            [str(BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], check=False, **run
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -98,8 +136,11 @@ def _reset(url: str) -> None:
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
-            names = conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = "
-                                      "'public'")).scalars().all()
+            names = (
+                conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
+                .scalars()
+                .all()
+            )
             for name in names:
                 conn.execute(text(f'DROP TABLE "{name}"'))
             conn.execute(text("CREATE TABLE t (name TEXT, age INTEGER)"))
@@ -115,13 +156,23 @@ def _state(url: str) -> tuple[list[Any], list[Any], list[Any]]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            tables = conn.execute(text(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename "
-                "NOT LIKE 'anonlab_new_%' ORDER BY 1")).scalars().all()
-            columns = conn.execute(text(
-                "SELECT column_name, data_type FROM information_schema.columns WHERE "
-                "table_name = 't' ORDER BY ordinal_position")).all()
-            rows = conn.execute(text('SELECT * FROM t ORDER BY 1')).all()
+            tables = (
+                conn.execute(
+                    text(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename "
+                        "NOT LIKE 'anonlab_new_%' ORDER BY 1"
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            columns = conn.execute(
+                text(
+                    "SELECT column_name, data_type FROM information_schema.columns WHERE "
+                    "table_name = 't' ORDER BY ordinal_position"
+                )
+            ).all()
+            rows = conn.execute(text("SELECT * FROM t ORDER BY 1")).all()
     finally:
         engine.dispose()
     return list(tables), [tuple(c) for c in columns], [tuple(r) for r in rows]
@@ -136,9 +187,12 @@ class _Writing:
         self.conn = self.engine.connect()
 
     def __call__(self) -> bool:
-        held = self.conn.execute(text(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND mode = "
-            "'AccessExclusiveLock' AND pid <> pg_backend_pid()")).scalar_one()
+        held = self.conn.execute(
+            text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND mode = "
+                "'AccessExclusiveLock' AND pid <> pg_backend_pid()"
+            )
+        ).scalar_one()
         self.conn.rollback()
         return bool(held)
 
@@ -149,7 +203,8 @@ class _Writing:
 
 @pytest.mark.parametrize("path", ["transaction", "rename"])
 def test_a_writer_killed_at_random_points_leaves_the_old_table_or_the_whole_new_one(
-        tmp_path: Path, server: str, path: str) -> None:
+    tmp_path: Path, server: str, path: str
+) -> None:
     source = write_people(tmp_path / "people.csv", ROWS)
     args = generalize_args(source, server)
     writing = _Writing(server)
@@ -175,7 +230,8 @@ def test_a_writer_killed_at_random_points_leaves_the_old_table_or_the_whole_new_
 
 
 def test_a_failing_insert_on_postgresql_changes_nothing(
-        server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pyarrow as pa
 
     for transactional in (database.TRANSACTIONAL_DDL, frozenset()):

@@ -50,12 +50,18 @@ def _state(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 
 
 def _new_table(rows: int) -> pa.Table:
-    return pa.table({"name": [f"p{i}" for i in range(rows)], "age": list(range(rows)),
-                     "score": [i / 3 for i in range(rows)]})
+    return pa.table(
+        {
+            "name": [f"p{i}" for i in range(rows)],
+            "age": list(range(rows)),
+            "score": [i / 3 for i in range(rows)],
+        }
+    )
 
 
 def test_a_failure_during_the_inserts_leaves_the_previous_table_as_it_was(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "out.db"
     _old_table(db)
     before = _state(db)
@@ -108,8 +114,12 @@ def test_a_writer_killed_mid_write_leaves_the_previous_table_intact(tmp_path: Pa
     db = tmp_path / "out.db"
     _old_table(db)
     before = _state(db)
-    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)], check=False,
-                          capture_output=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(db)],
+        check=False,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert _state(db) == before  # SQLite rolls the interrupted transaction back
 
@@ -120,19 +130,29 @@ def _people(tmp_path: Path) -> Path:
     return db
 
 
-@pytest.mark.parametrize("query", ["DROP TABLE t", "DELETE FROM t",
-                                   "INSERT INTO t VALUES ('eve', 20)"])
-def test_a_query_that_writes_is_refused_and_the_input_unchanged(tmp_path: Path,
-                                                                query: str) -> None:
+@pytest.mark.parametrize(
+    "query", ["DROP TABLE t", "DELETE FROM t", "INSERT INTO t VALUES ('eve', 20)"]
+)
+def test_a_query_that_writes_is_refused_and_the_input_unchanged(tmp_path: Path, query: str) -> None:
     db = _people(tmp_path)
     before = _state(db)
     with pytest.raises(AnonlabError, match="read-only") as caught:
         read_table(f"sqlite:///{db}", query=query)
     assert caught.value.parameter == "query"
     assert _state(db) == before
-    done = runner.invoke(app, ["generalize", f"sqlite:///{db}", "--query", query,
-                               "--qi", f"age={ADULT.parent / 'hierarchy_age.csv'}",
-                               "--output", str(tmp_path / "o.csv")])
+    done = runner.invoke(
+        app,
+        [
+            "generalize",
+            f"sqlite:///{db}",
+            "--query",
+            query,
+            "--qi",
+            f"age={ADULT.parent / 'hierarchy_age.csv'}",
+            "--output",
+            str(tmp_path / "o.csv"),
+        ],
+    )
     assert done.exit_code == 2
     lines = done.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --query") and "read-only" in lines[0]
@@ -162,10 +182,19 @@ def _adult_db(tmp_path: Path) -> tuple[Path, Path]:
 def test_risk_reads_a_database_table_as_it_reads_the_same_csv(tmp_path: Path) -> None:
     db, csv = _adult_db(tmp_path)
     qi = ["sex", "age", "race"]
-    args = ["--qi", ",".join(qi), "--sensitive", "salary-class", "--other", "insensitive",
-            "--quiet", "--report"]
-    from_db = runner.invoke(app, ["risk", f"sqlite:///{db}", "--table", "adult", *args,
-                                  str(tmp_path / "db.json")])
+    args = [
+        "--qi",
+        ",".join(qi),
+        "--sensitive",
+        "salary-class",
+        "--other",
+        "insensitive",
+        "--quiet",
+        "--report",
+    ]
+    from_db = runner.invoke(
+        app, ["risk", f"sqlite:///{db}", "--table", "adult", *args, str(tmp_path / "db.json")]
+    )
     assert from_db.exit_code == 0, from_db.output
     from_csv = runner.invoke(app, ["risk", str(csv), *args, str(tmp_path / "csv.json")])
     assert from_csv.exit_code == 0, from_csv.output
@@ -175,10 +204,20 @@ def test_risk_reads_a_database_table_as_it_reads_the_same_csv(tmp_path: Path) ->
     assert params["table"] == f"sqlite:///{db}" and params["table_name"] == "adult"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
-        api = run_risk(f"sqlite:///{db}", qi, table_name="adult", sensitive=["salary-class"],
-                       other="insensitive")
-        query = run_risk(f"sqlite:///{db}", qi, query="SELECT * FROM adult",
-                         sensitive=["salary-class"], other="insensitive")
+        api = run_risk(
+            f"sqlite:///{db}",
+            qi,
+            table_name="adult",
+            sensitive=["salary-class"],
+            other="insensitive",
+        )
+        query = run_risk(
+            f"sqlite:///{db}",
+            qi,
+            query="SELECT * FROM adult",
+            sensitive=["salary-class"],
+            other="insensitive",
+        )
     assert api.report["risk"] == sections[1]
     assert query.report["risk"] == sections[1]
 
@@ -192,8 +231,9 @@ def test_risk_reads_an_excel_sheet(tmp_path: Path) -> None:
     csv = tmp_path / "adult.csv"
     frame.to_csv(csv, index=False)
     args = ["--qi", "sex,age", "--other", "insensitive", "--quiet", "--report"]
-    done = runner.invoke(app, ["risk", str(book), "--sheet", "adult", *args,
-                               str(tmp_path / "x.json")])
+    done = runner.invoke(
+        app, ["risk", str(book), "--sheet", "adult", *args, str(tmp_path / "x.json")]
+    )
     assert done.exit_code == 0, done.output
     assert runner.invoke(app, ["risk", str(csv), *args, str(tmp_path / "c.json")]).exit_code == 0
     sections = [json.loads((tmp_path / f"{n}.json").read_text())["risk"] for n in ("x", "c")]
@@ -202,18 +242,32 @@ def test_risk_reads_an_excel_sheet(tmp_path: Path) -> None:
 
 def test_risk_refuses_a_query_that_writes(tmp_path: Path) -> None:
     db, _ = _adult_db(tmp_path)
-    done = runner.invoke(app, ["risk", f"sqlite:///{db}", "--query", "DROP TABLE adult",
-                               "--qi", "sex", "--other", "insensitive"])
+    done = runner.invoke(
+        app,
+        [
+            "risk",
+            f"sqlite:///{db}",
+            "--query",
+            "DROP TABLE adult",
+            "--qi",
+            "sex",
+            "--other",
+            "insensitive",
+        ],
+    )
     assert done.exit_code == 2
     assert done.output.startswith("Error: --query") and "read-only" in done.output
     assert read_table(f"sqlite:///{db}", table="adult").shape[0] > 0
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql://alice:S3cretPW@127.0.0.1:1/db",  # driver missing, or nothing listening
-    "postgresql+pg8000://alice:S3cretPW@127.0.0.1:1/db",
-    "postgresql://alice:S3cretPW@127.0.0.1:notaport/db",  # not a URL SQLAlchemy parses
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://alice:S3cretPW@127.0.0.1:1/db",  # driver missing, or nothing listening
+        "postgresql+pg8000://alice:S3cretPW@127.0.0.1:1/db",
+        "postgresql://alice:S3cretPW@127.0.0.1:notaport/db",  # not a URL SQLAlchemy parses
+    ],
+)
 def test_an_unreachable_database_is_one_error_line_without_its_password(url: str) -> None:
     for extra in (["--table", "people"], []):
         done = runner.invoke(app, ["risk", url, *extra, "--qi", "sex,age"])

@@ -65,8 +65,19 @@ MARKERS = frozenset({"fails", "ci", "benchmark"})
 BENCHMARK = re.compile(r"python (benchmarks/[\w-]+\.py)(.*)")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"^\s*<!--\s*([\w-]+)\s*-->\s*$")
-SKIPPED_TREES = ("out", "build", "dist", "__pycache__", "*.egg-info", ".pytest_cache",
-                 ".mypy_cache", ".ruff_cache", ".hypothesis", ".venv", "certs")
+SKIPPED_TREES = (
+    "out",
+    "build",
+    "dist",
+    "__pycache__",
+    "*.egg-info",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".venv",
+    "certs",
+)
 BLOCK_TIMEOUT = 600
 # a block that runs `anonlab party` binds the fixed ports of examples/fusion/fusion.toml
 PARTY_LOCK = Path(tempfile.gettempdir()) / "anonlab-docs-party.lock"
@@ -107,8 +118,9 @@ def _marker_before(lines: list[str], start: int) -> str | None:
 
 def _dedent(body: list[str], indent: str) -> str:
     """The block's text without the fence's indentation (a block inside a list item)."""
-    return "\n".join(line[len(indent):] if line.startswith(indent) else line
-                     for line in body) + "\n"
+    return (
+        "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in body) + "\n"
+    )
 
 
 def extract_blocks(document: Path) -> list[Block]:
@@ -122,9 +134,15 @@ def extract_blocks(document: Path) -> list[Block]:
             i += 1
             continue
         end = _fence_end(lines, i, opened.group(2))
-        blocks.append(Block(document, i + 1, opened.group(3).lower(),
-                            _dedent(lines[i + 1:end], opened.group(1)),
-                            _marker_before(lines, i)))
+        blocks.append(
+            Block(
+                document,
+                i + 1,
+                opened.group(3).lower(),
+                _dedent(lines[i + 1 : end], opened.group(1)),
+                _marker_before(lines, i),
+            )
+        )
         i = end + 1
     return blocks
 
@@ -151,8 +169,7 @@ def block_environment(warm: Path | None = None) -> dict[str, str]:
     before it the warm ``anonlab`` of ``warm`` (a folder, see :mod:`warm_anonlab`)."""
     env = dict(os.environ)
     first = [str(warm)] if warm is not None else []
-    env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent),
-                                   env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), env.get("PATH", "")])
     env["MPLBACKEND"] = "Agg"
     env.pop("PYTHONWARNINGS", None)
     return env
@@ -168,9 +185,17 @@ def warm_folder() -> Iterator[Path | None]:
     folder = Path(tempfile.mkdtemp(prefix="anonlab-warm-"))
     socket_path = folder / "s"
     server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("warm_anonlab.py")), str(socket_path),
-         str(Path(sys.executable).with_name("anonlab"))],
-        env=block_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(Path(__file__).with_name("warm_anonlab.py")),
+            str(socket_path),
+            str(Path(sys.executable).with_name("anonlab")),
+        ],
+        env=block_environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert server.stdin is not None and server.stdout is not None
     try:
         assert server.stdout.readline().strip() == "ready", "the warm anonlab did not start"
@@ -182,7 +207,7 @@ def warm_folder() -> Iterator[Path | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-DRIVER = r'''
+DRIVER = r"""
 import os, sys, traceback
 names = {"__name__": "__main__"}
 channel = os.fdopen(os.dup(1), "w")
@@ -204,7 +229,7 @@ for request in sys.stdin:
     sys.stdout.flush(); sys.stderr.flush()
     os.dup2(saved[0], 1); os.dup2(saved[1], 2); os.close(saved[0]); os.close(saved[1])
     channel.write(status + "\n"); channel.flush()
-'''
+"""
 
 
 class Session:
@@ -221,17 +246,26 @@ class Session:
 
     def _files(self, suffix: str) -> tuple[Path, Path]:
         self._count += 1
-        return (self.scratch / f"block{self._count}{suffix}",
-                self.scratch / f"block{self._count}.log")
+        return (
+            self.scratch / f"block{self._count}{suffix}",
+            self.scratch / f"block{self._count}.log",
+        )
 
     def run_shell(self, text: str) -> tuple[bool, str]:
         """Run ``text`` with ``bash -e``: (exit code 0, combined output)."""
         script, _ = self._files(".sh")
         script.write_text(text, encoding="utf-8")
-        done = subprocess.run(["bash", "-e", str(script)], cwd=self.work, env=self.env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=BLOCK_TIMEOUT,
-                              check=False)
+        done = subprocess.run(
+            ["bash", "-e", str(script)],
+            cwd=self.work,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=BLOCK_TIMEOUT,
+            check=False,
+        )
         return done.returncode == 0, done.stdout
 
     def run_python(self, text: str) -> tuple[bool, str]:
@@ -250,9 +284,14 @@ class Session:
 
     def _interpreter(self) -> subprocess.Popen[str]:
         if self._python is None:
-            self._python = subprocess.Popen([self.python, "-c", DRIVER], cwd=self.work,
-                                            env=self.env, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, text=True)
+            self._python = subprocess.Popen(
+                [self.python, "-c", DRIVER],
+                cwd=self.work,
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
         return self._python
 
     def close(self) -> None:
@@ -271,19 +310,28 @@ def ci_lines() -> set[str]:
 
 def check_ci_block(block: Block) -> str | None:
     """A ``<!-- ci -->`` block: the lines ``.ci/run`` does not run, as a message, or None."""
-    missing = [line for line in block.text.splitlines()
-               if line.strip() and line.strip() not in ci_lines()]
+    missing = [
+        line for line in block.text.splitlines() if line.strip() and line.strip() not in ci_lines()
+    ]
     return f"{block.where}: .ci/run does not run {missing}" if missing else None
 
 
-def check_benchmark_block(block: Block, work: Path, env: dict[str, str],
-                          python: str = sys.executable) -> str | None:
+def check_benchmark_block(
+    block: Block, work: Path, env: dict[str, str], python: str = sys.executable
+) -> str | None:
     """A ``<!-- benchmark -->`` block: each script exists and offers the flags it is given."""
     problems: list[str] = []
     for script, arguments in BENCHMARK.findall(block.text):
         flags = re.findall(r"(?<!\S)(--[\w-]+)", arguments.split("#")[0])
-        shown = subprocess.run([python, script, "--help"], cwd=work, env=env,
-                               capture_output=True, text=True, timeout=120, check=False)
+        shown = subprocess.run(
+            [python, script, "--help"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         if shown.returncode != 0:
             problems.append(f"{script} --help: exit {shown.returncode}\n{shown.stderr[-2000:]}")
         problems += [f"{script} has no {flag}" for flag in flags if flag not in shown.stdout]
@@ -325,8 +373,10 @@ def judge(session: Session, block: Block) -> str | None:
         ok, output = session.run_shell(text)
     if ok == (block.marker == "fails"):
         expected = "fail" if block.marker == "fails" else "run"
-        return (f"{block.where}: the {block.language} block did not {expected} as documented\n"
-                f"--- block ---\n{block.text}--- output ---\n{output[-6000:]}")
+        return (
+            f"{block.where}: the {block.language} block did not {expected} as documented\n"
+            f"--- block ---\n{block.text}--- output ---\n{output[-6000:]}"
+        )
     return None
 
 
@@ -340,10 +390,12 @@ def documents_with_blocks() -> list[Path]:
     return [d for d in DOCUMENTS if any(runnable(extract_blocks(d)))]
 
 
-@pytest.mark.parametrize("document", documents_with_blocks(),
-                         ids=lambda p: str(p.relative_to(REPO)))
-def test_every_block_of_the_document_runs(document: Path, tmp_path: Path,
-                                          warm_folder: Path | None) -> None:
+@pytest.mark.parametrize(
+    "document", documents_with_blocks(), ids=lambda p: str(p.relative_to(REPO))
+)
+def test_every_block_of_the_document_runs(
+    document: Path, tmp_path: Path, warm_folder: Path | None
+) -> None:
     """The runnable blocks of ``document`` run in order in a fresh copy; the first failure shows."""
     blocks = list(runnable(extract_blocks(document)))
     work = copy_repository(tmp_path / "repo")
@@ -363,20 +415,30 @@ def test_every_block_of_the_document_runs(document: Path, tmp_path: Path,
 def test_every_fence_names_a_known_language(document: Path) -> None:
     """No fence is left unlabelled or in a language the test neither runs nor knows as shown."""
     known = SHELL | PYTHON | SHOWN
-    odd = [f"{b.where}: {b.language or 'no language'}" for b in extract_blocks(document)
-           if b.language not in known]
+    odd = [
+        f"{b.where}: {b.language or 'no language'}"
+        for b in extract_blocks(document)
+        if b.language not in known
+    ]
     assert not odd, f"label these fences (run: {sorted(SHELL | PYTHON)}, shown: {sorted(SHOWN)})"
 
 
 def test_extraction_reads_markers_languages_and_indentation(tmp_path: Path) -> None:
     """The parser on a small document: markers, an indented fence, a longer fence, console."""
     doc = tmp_path / "x.md"
-    doc.write_text("text\n<!-- fails -->\n```bash\nfalse\n```\n\n  ```python\n  x = 1\n"
-                   "  ```\n````text\n```bash\n````\n<!-- ci -->\n```console\n$ echo a \\\n"
-                   "  b\na b\n```\n", encoding="utf-8")
+    doc.write_text(
+        "text\n<!-- fails -->\n```bash\nfalse\n```\n\n  ```python\n  x = 1\n"
+        "  ```\n````text\n```bash\n````\n<!-- ci -->\n```console\n$ echo a \\\n"
+        "  b\na b\n```\n",
+        encoding="utf-8",
+    )
     blocks = extract_blocks(doc)
     assert [(b.language, b.marker) for b in blocks] == [
-        ("bash", "fails"), ("python", None), ("text", None), ("console", "ci")]
+        ("bash", "fails"),
+        ("python", None),
+        ("text", None),
+        ("console", "ci"),
+    ]
     assert blocks[1].text == "x = 1\n"
     assert blocks[2].text == "```bash\n"
     assert console_commands(blocks[3].text) == "echo a \\\n  b\n"
@@ -414,10 +476,15 @@ def test_benchmark_and_ci_blocks_are_checked_not_run(tmp_path: Path) -> None:
     def block(text: str, marker: str) -> Block:
         return Block(doc, 1, "bash", text, marker)
 
-    assert check_benchmark_block(block("python benchmarks/risk.py --repeats 3\n", "benchmark"),
-                                 REPO, env) is None
-    wrong = check_benchmark_block(block("python benchmarks/risk.py --no-such-flag\n",
-                                        "benchmark"), REPO, env)
+    assert (
+        check_benchmark_block(
+            block("python benchmarks/risk.py --repeats 3\n", "benchmark"), REPO, env
+        )
+        is None
+    )
+    wrong = check_benchmark_block(
+        block("python benchmarks/risk.py --no-such-flag\n", "benchmark"), REPO, env
+    )
     assert wrong is not None and "has no --no-such-flag" in wrong
     assert check_benchmark_block(block("sleep 1\n", "benchmark"), REPO, env) is not None
     ci_line = next(line for line in ci_lines() if "pytest" in line)
@@ -425,18 +492,21 @@ def test_benchmark_and_ci_blocks_are_checked_not_run(tmp_path: Path) -> None:
     assert check_ci_block(block("python -m pip install nothing-else\n", "ci")) is not None
 
 
-def test_the_warm_anonlab_answers_as_the_installed_one(tmp_path: Path,
-                                                       warm_folder: Path | None) -> None:
+def test_the_warm_anonlab_answers_as_the_installed_one(
+    tmp_path: Path, warm_folder: Path | None
+) -> None:
     """Output, exit status, working directory, stdin and files of a few lines: the same
     through the fork server as with the installed script and a fresh interpreter."""
-    lines = ["anonlab --version",
-             "anonlab generalize --nope",
-             "anonlab verify missing.json",
-             "cd examples && anonlab hierarchy redaction census/wage.csv --column zip "
-             "--output ../out/h.csv && cat ../out/h.csv | head -3",
-             "anonlab hierarchy redaction - --column zip --output out/h.csv < /dev/null",
-             "warm-python -c 'import sys; print(sys.argv, input()); sys.exit(3)' a <<< hi",
-             "warm-python -c 'import os; print(os.getcwd()); 1 / 0'"]
+    lines = [
+        "anonlab --version",
+        "anonlab generalize --nope",
+        "anonlab verify missing.json",
+        "cd examples && anonlab hierarchy redaction census/wage.csv --column zip "
+        "--output ../out/h.csv && cat ../out/h.csv | head -3",
+        "anonlab hierarchy redaction - --column zip --output out/h.csv < /dev/null",
+        "warm-python -c 'import sys; print(sys.argv, input()); sys.exit(3)' a <<< hi",
+        "warm-python -c 'import os; print(os.getcwd()); 1 / 0'",
+    ]
     seen = {}
     for name, warm in (("fresh", None), ("warm", warm_folder)):
         work = tmp_path / name
@@ -447,15 +517,27 @@ def test_the_warm_anonlab_answers_as_the_installed_one(tmp_path: Path,
         session.scratch.mkdir()
         if warm is None:  # a fresh interpreter for warm-python's lines
             session.env["PATH"] = f"{_fresh_python(tmp_path)}{os.pathsep}{session.env['PATH']}"
-        seen[name] = [subprocess.run(["bash", "-c", line], cwd=work, env=session.env,
-                                     capture_output=True, text=True, timeout=120,
-                                     check=False) for line in lines]
+        seen[name] = [
+            subprocess.run(
+                ["bash", "-c", line],
+                cwd=work,
+                env=session.env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            for line in lines
+        ]
+
     def same(text: str) -> str:  # the two working folders differ in name alone
         return text.replace(str(tmp_path / "warm"), str(tmp_path / "fresh"))
 
     for line, cold_run, warm_run in zip(lines, seen["fresh"], seen["warm"], strict=True):
-        assert ((warm_run.returncode, same(warm_run.stdout))
-                == (cold_run.returncode, cold_run.stdout)), line
+        assert (warm_run.returncode, same(warm_run.stdout)) == (
+            cold_run.returncode,
+            cold_run.stdout,
+        ), line
         assert same(warm_run.stderr) == cold_run.stderr, line
     codes = [done.returncode for done in seen["warm"]]
     assert codes == [0, 2, 2, 0, 2, 3, 1]

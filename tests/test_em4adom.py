@@ -121,8 +121,13 @@ def test_dr_score_and_best_point() -> None:
     assert disclosure_risk(0.6, 0.2) == pytest.approx(0.4)
     assert disclosure_risk(0.6, 0.2, (0.25, 0.75)) == pytest.approx(0.3)
     assert score(0.2, 0.4) == pytest.approx(0.3)
-    m = evaluate(frame(a=[0, 2, 4, 6]), frame(a=[1, 1, 5, 5]), tau=(0.3, 0.7),
-                 gamma=(0.9, 0.1), interval_p=50).measures
+    m = evaluate(
+        frame(a=[0, 2, 4, 6]),
+        frame(a=[1, 1, 5, 5]),
+        tau=(0.3, 0.7),
+        gamma=(0.9, 0.1),
+        interval_p=50,
+    ).measures
     assert m["DR"] == pytest.approx(0.3 * m["DLD"] + 0.7 * m["ID"])
     assert m["score"] == pytest.approx(0.9 * m["IL"] + 0.1 * m["DR"])
     rows = [{"k": 3, "score": 0.3}, {"k": 4, "score": 0.2}, {"k": 5, "score": 0.2}]
@@ -145,8 +150,9 @@ def reference_linkage(d: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 40), p=st.integers(1, 3),
-       levels=st.integers(2, 5))
+@given(
+    seed=st.integers(0, 10_000), n=st.integers(2, 40), p=st.integers(1, 3), levels=st.integers(2, 5)
+)
 def test_linkage_against_full_matrix(seed: int, n: int, p: int, levels: int) -> None:
     rng = np.random.default_rng(seed)
     z = rng.integers(0, levels, size=(n, p)).astype(float)  # many ties
@@ -199,8 +205,9 @@ def reference_interval(x: NDArray[Any], xm: NDArray[Any], p: float) -> float:
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 30), p=st.integers(1, 3),
-       pct=st.integers(1, 60))
+@given(
+    seed=st.integers(0, 10_000), n=st.integers(1, 30), p=st.integers(1, 3), pct=st.integers(1, 60)
+)
 def test_interval_disclosure_against_loop(seed: int, n: int, p: int, pct: int) -> None:
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 6, size=(n, p)).astype(float)
@@ -209,10 +216,16 @@ def test_interval_disclosure_against_loop(seed: int, n: int, p: int, pct: int) -
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), p=st.integers(1, 3),
-       levels=st.integers(1, 4), pct=st.integers(1, 60))
-def test_interval_disclosure_ignores_the_row_order_of_ties(seed: int, n: int, p: int,
-                                                           levels: int, pct: int) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 60),
+    p=st.integers(1, 3),
+    levels=st.integers(1, 4),
+    pct=st.integers(1, 60),
+)
+def test_interval_disclosure_ignores_the_row_order_of_ties(
+    seed: int, n: int, p: int, levels: int, pct: int
+) -> None:
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 6, size=(n, p)).astype(float)
     xm = rng.integers(0, levels, size=(n, p)).astype(float)  # few values: many ties
@@ -233,32 +246,39 @@ def test_measures_on_tarragona_move_with_k(data_dir: object) -> None:
     data = pd.read_csv(Path(str(data_dir)) / "sdc" / "Tarragona.csv")
     il, dr = [], []
     for k in (3, 6, 10):
-        m = evaluate(data, microaggregate(data, "all-numeric", k).masked,
-                     lambdas=(0.5, 0, 0.5)).measures
+        m = evaluate(
+            data, microaggregate(data, "all-numeric", k).masked, lambdas=(0.5, 0, 0.5)
+        ).measures
         assert 0 <= m["DLD_expected"] <= m["DLD"] <= 1
         il.append(m["IL"])
         dr.append(m["DR"])
     assert il == sorted(il) and dr == sorted(dr, reverse=True)
 
 
-@pytest.mark.parametrize(("masked", "message"), [
-    (frame(a=[1, 2, 3]), "the original has 4 rows but the masked table has 3"),
-    (frame(b=[1, 2, 3, 4]), "column 'a' of the original is missing from the masked table"),
-    (frame(a=[1, 2, "q", 4]), "column 'a' of the masked table is not numeric: row 3 holds 'q'"),
-])
+@pytest.mark.parametrize(
+    ("masked", "message"),
+    [
+        (frame(a=[1, 2, 3]), "the original has 4 rows but the masked table has 3"),
+        (frame(b=[1, 2, 3, 4]), "column 'a' of the original is missing from the masked table"),
+        (frame(a=[1, 2, "q", 4]), "column 'a' of the masked table is not numeric: row 3 holds 'q'"),
+    ],
+)
 def test_pair_errors(masked: pd.DataFrame, message: str) -> None:
     with pytest.raises(AnonlabError) as info:
         evaluate(frame(a=[1, 2, 3, 4]), masked)
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"lambdas": (0.5, 0.5)}, "lambda needs 3 weights, got 2"),
-    ({"tau": (0.5, 0.6)}, "tau weights must add up to 1"),
-    ({"gamma": (-0.5, 1.5)}, "gamma weights must be non-negative"),
-    ({"interval_p": "0"}, "interval_p values must be percentages in (0, 100]"),
-    ({"interval_p": "x-y"}, "is not a percentage"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lambdas": (0.5, 0.5)}, "lambda needs 3 weights, got 2"),
+        ({"tau": (0.5, 0.6)}, "tau weights must add up to 1"),
+        ({"gamma": (-0.5, 1.5)}, "gamma weights must be non-negative"),
+        ({"interval_p": "0"}, "interval_p values must be percentages in (0, 100]"),
+        ({"interval_p": "x-y"}, "is not a percentage"),
+    ],
+)
 def test_parameter_errors(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(AnonlabError) as info:
         evaluate(frame(a=[1, 2, 3, 4]), frame(a=[1, 2, 3, 4]), **kwargs)  # type: ignore[arg-type]
@@ -271,18 +291,19 @@ def test_constant_original_column_is_named() -> None:
 
 
 def test_other_columns_may_differ_and_are_noted() -> None:
-    ev = evaluate(frame(a=[1, 2, 3, 4], id=[1, 2, 3, 4]), frame(a=[1, 2, 3, 4], extra=list("wxyz")),
-                  "a")
+    ev = evaluate(
+        frame(a=[1, 2, 3, 4], id=[1, 2, 3, 4]), frame(a=[1, 2, 3, 4], extra=list("wxyz")), "a"
+    )
     assert ev.measures["ILh"] == 0.0
-    assert any("only in the original ['id']" in note and "['extra']" in note
-               for note in ev.notes)
+    assert any("only in the original ['id']" in note and "['extra']" in note for note in ev.notes)
 
 
 def test_numeric_coded_categories_match_across_number_formats() -> None:
     # Another tool may write the integer codes 1, 2, 3 as 1.0, 2.0, 3.0 (a float
     # column): the same values, so identity masking still loses nothing.
-    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 5.0], "c": [1, 2, 3, 1, 2],
-                             "e": [1, 2, 3, 4, 2]})
+    original = pd.DataFrame(
+        {"x": [0.0, 1.0, 2.0, 3.0, 5.0], "c": [1, 2, 3, 1, 2], "e": [1, 2, 3, 4, 2]}
+    )
     masked = original.astype({"c": "float64", "e": "float64"})
     m = evaluate(original, masked, "x", nominal=["c"], ordinal=["e"]).measures
     assert m["ZIL"] == 0.0 and m["ILR"] == 0.0 and m["DLD"] == 1.0
@@ -293,8 +314,9 @@ def test_numeric_coded_categories_match_across_number_formats() -> None:
 
 def test_ordinal_order_naming_a_value_twice_is_refused() -> None:
     data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": ["lo", "mid", "hi", "lo"]})
-    with pytest.raises(AnonlabError, match="value 'mid' is named twice in the order of "
-                                           "ordinal column 'e'"):
+    with pytest.raises(
+        AnonlabError, match="value 'mid' is named twice in the order of ordinal column 'e'"
+    ):
         evaluate(data, data, "x", ordinal=["e"], orders={"e": ["lo", "mid", "mid", "hi"]})
     with pytest.raises(AnonlabError, match="named twice"):
         microaggregate(data, "x", 2, ordinal=["e"], orders={"e": ["lo", "mid", "hi", "mid"]})
@@ -326,15 +348,19 @@ def test_il2_undefined_with_zero_weight_leaves_ils_defined() -> None:
     stats = il_2_3(x, xm)
     # means exactly 0: the mean term is undefined; variances 2 -> 0.8
     assert stats.il2 == pytest.approx(0.6)
-    ev = evaluate(pd.DataFrame(x, columns=["a", "b"]), pd.DataFrame(xm, columns=["a", "b"]),
-                  lambdas=(0.5, 0, 0.5))
+    ev = evaluate(
+        pd.DataFrame(x, columns=["a", "b"]),
+        pd.DataFrame(xm, columns=["a", "b"]),
+        lambdas=(0.5, 0, 0.5),
+    )
     assert math.isfinite(ev.measures["ILs"])
 
 
 def test_order_for_a_column_not_named_ordinal_is_refused() -> None:
     data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": ["lo", "mid", "hi", "lo"]})
-    with pytest.raises(AnonlabError, match="orders names column 'edu', which is not an "
-                                           "ordinal column"):
+    with pytest.raises(
+        AnonlabError, match="orders names column 'edu', which is not an ordinal column"
+    ):
         evaluate(data, data, "x", ordinal=["e"], orders={"edu": ["lo", "mid", "hi"]})
 
 

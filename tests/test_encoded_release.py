@@ -53,8 +53,7 @@ def test_dictionary_read_of_parquet_and_frames(tmp_path: Path) -> None:
 
 
 def test_dictionary_strings_need_text() -> None:
-    with pytest.raises(AnonlabError, match="strings 'dictionary' applies to a table read as "
-                                           "text"):
+    with pytest.raises(AnonlabError, match="strings 'dictionary' applies to a table read as text"):
         read_table(pd.DataFrame({"a": [1]}), dtype=None, strings="dictionary")
 
 
@@ -78,30 +77,48 @@ def test_checker_gives_the_same_findings_on_categoricals(tmp_path: Path) -> None
     good = pd.DataFrame({"q": ["ab", "ab", "c", "ab"], "s": ["1", "2", "3", "4"]})
     bad = pd.DataFrame({"q": ["ab", "c", "*", "ab"], "s": ["1", "2", "3", "5"]})
     for release in (good, bad):
-        text = check_generalization(original, release, {"q": hierarchy}, {"q": 1},
-                                    max_suppressed=0)
-        coded = check_generalization(original.astype("category"), release.astype("category"),
-                                     {"q": hierarchy}, {"q": 1}, max_suppressed=0)
+        text = check_generalization(original, release, {"q": hierarchy}, {"q": 1}, max_suppressed=0)
+        coded = check_generalization(
+            original.astype("category"),
+            release.astype("category"),
+            {"q": hierarchy},
+            {"q": 1},
+            max_suppressed=0,
+        )
         assert coded == text
     assert check_generalization(original, good, {"q": hierarchy}, {"q": 1}) == []
-    assert check_generalization(original.astype("category"), bad.astype("category"),
-                                {"q": hierarchy}, {"q": 1}, max_suppressed=0) == [
+    assert check_generalization(
+        original.astype("category"),
+        bad.astype("category"),
+        {"q": hierarchy},
+        {"q": 1},
+        max_suppressed=0,
+    ) == [
         "column 's' was changed",
         "column 'q' row 2: released 'c', expected 'ab'",
-        "1 records are suppressed but the limit is 0"]
+        "1 records are suppressed but the limit is 0",
+    ]
     stars = expected_stars(original.astype("category"), {"q": hierarchy}, {"q": 2})
     assert stars.tolist() == [True] * 4
 
 
 def test_risk_classes_and_distinct_values_on_categoricals() -> None:
-    release = pd.DataFrame({"q": ["ab", "*", "c", "ab", "*"], "r": ["x", "*", "y", "x", "*"],
-                            "s": ["1", "2", "3", None, "2"]})
+    release = pd.DataFrame(
+        {
+            "q": ["ab", "*", "c", "ab", "*"],
+            "r": ["x", "*", "y", "x", "*"],
+            "s": ["1", "2", "3", None, "2"],
+        }
+    )
     coded = release.astype({"q": "category", "r": "category"})
     for frame in (release, coded, release.astype(object)):
         encoded = encode_columns(frame, ["q", "r", "s"])
         assert encoded.codes.tolist() == encode_columns(release, ["q", "r", "s"]).codes.tolist()
         assert [list(map(str, v)) for v in encoded.values] == [
-            ["ab", "*", "c"], ["x", "*", "y"], ["1", "2", "3", "nan"]]
+            ["ab", "*", "c"],
+            ["x", "*", "y"],
+            ["1", "2", "3", "nan"],
+        ]
         classes = equivalence_classes(frame, ["q", "r"], ["s"])
         assert classes.sizes.tolist() == [2, 1] and classes.suppressed == 2
     original = pd.DataFrame({"q": ["a", "b", "c", "a", "b"], "r": ["x", "z", "y", "x", "w"]})

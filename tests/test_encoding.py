@@ -25,16 +25,22 @@ from anonlab.encoding import (
 )
 from anonlab.errors import AnonlabError
 
-FAMILIES = ("anonlab.microaggregation", "anonlab.fusion", "anonlab.perturbation",
-            "anonlab.generalize", "anonlab.lattice", "anonlab.cli")
+FAMILIES = (
+    "anonlab.microaggregation",
+    "anonlab.fusion",
+    "anonlab.perturbation",
+    "anonlab.generalize",
+    "anonlab.lattice",
+    "anonlab.cli",
+)
 
 
 @pytest.mark.parametrize("module", ["anonlab.encoding", "anonlab.metrics"])
 def test_import_loads_no_method_family(module: str) -> None:
-    code = (f"import sys, {module}; "
-            f"print([m for m in sys.modules if m.startswith({FAMILIES!r})])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = f"import sys, {module}; print([m for m in sys.modules if m.startswith({FAMILIES!r})])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -52,7 +58,8 @@ def test_ordinal_distances_agree_with_their_table() -> None:
     assert table[0, 2] == 1.0 and table[0, 1] == pytest.approx(2 / 3) and table[1, 1] == 0.0
     nominal = encode_all(frame, ["e"], [])[0]
     assert category_distance(nominal, nominal.codes, 0).tolist() == [
-        float(c != 0) for c in nominal.codes]
+        float(c != 0) for c in nominal.codes
+    ]
 
 
 def test_encode_like_reads_numbers_in_another_spelling_and_appends_new_nominals() -> None:
@@ -85,8 +92,9 @@ def test_numbers_are_parsed_to_the_nearest_double(tmp_path: Path) -> None:
     from anonlab.textnumbers import parse_numbers
 
     rng = np.random.default_rng(7)
-    doubles = np.concatenate([rng.normal(30.0, 10.0, 500), [27.400000000000002,
-                                                            0.30000000000000004]])
+    doubles = np.concatenate(
+        [rng.normal(30.0, 10.0, 500), [27.400000000000002, 0.30000000000000004]]
+    )
     text = [repr(float(x)) for x in doubles]
     assert parse_numbers(pd.Series(text)).tolist() == doubles.tolist()
     padded = [f" {t} " for t in text] + ["n/a"]

@@ -43,8 +43,16 @@ from engines import write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT = REPO / "data" / "adult"
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 RANDOM_QIS = ["zip", "year", "grade", "code", "flag"]
 BATCH = 3000  # rows per batch: Adult spans 11 batches
 
@@ -68,8 +76,9 @@ def adult_hierarchies() -> dict[str, Hierarchy]:
 def tables(tmp_path_factory: pytest.TempPathFactory, adult: pd.DataFrame) -> dict[str, Any]:
     """Adult as CSV pieces and as a Parquet folder of uneven parts; a random typed table."""
     root = tmp_path_factory.mktemp("tables")
-    folder = write_parts(adult, root / "adult_parts", [0, 1000, 9000, 9001, 20000, len(adult)],
-                         row_group_size=2500)
+    folder = write_parts(
+        adult, root / "adult_parts", [0, 1000, 9000, 9001, 20000, len(adult)], row_group_size=2500
+    )
     random_folder = root / "random"
     _random_parts(random_folder)
     return {
@@ -86,18 +95,19 @@ def _random_parts(folder: Path) -> None:
     for region in ("north", "south", "east"):
         for part in range(2):
             n = int(rng.integers(3000, 9000))
-            year = pa.array(rng.integers(1990, 2010, n), pa.int64(),
-                            mask=rng.random(n) < 0.02)
-            table = pa.table({
-                "zip": pa.array([f"{z:05d}" for z in rng.integers(0, 3000, n)]),
-                "year": year,
-                "grade": pa.array(rng.choice([0.5, 1.0, 1.5, 2.25], n)),
-                "code": pa.array(rng.choice(["a", "b", "c", "d", "e"], n)).dictionary_encode(),
-                "flag": pa.array(rng.random(n) < 0.3),
-                "income": pa.array(rng.normal(40_000, 9_000, n)),
-                "hours": pa.array(rng.integers(10, 60, n).astype(np.float64)),
-                "disease": pa.array(rng.choice(["flu", "cold", "none", ""], n)),
-            })
+            year = pa.array(rng.integers(1990, 2010, n), pa.int64(), mask=rng.random(n) < 0.02)
+            table = pa.table(
+                {
+                    "zip": pa.array([f"{z:05d}" for z in rng.integers(0, 3000, n)]),
+                    "year": year,
+                    "grade": pa.array(rng.choice([0.5, 1.0, 1.5, 2.25], n)),
+                    "code": pa.array(rng.choice(["a", "b", "c", "d", "e"], n)).dictionary_encode(),
+                    "flag": pa.array(rng.random(n) < 0.3),
+                    "income": pa.array(rng.normal(40_000, 9_000, n)),
+                    "hours": pa.array(rng.integers(10, 60, n).astype(np.float64)),
+                    "disease": pa.array(rng.choice(["flu", "cold", "none", ""], n)),
+                }
+            )
             target = folder / f"region={region}"
             target.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, target / f"part-{part}.parquet", row_group_size=1500)
@@ -132,10 +142,12 @@ def engine(request: pytest.FixtureRequest) -> EngineBase:
     return found
 
 
-def _in_memory(frame: pd.DataFrame, qis: list[str], sensitive: list[str],
-               hierarchies: dict[str, Hierarchy]) -> tuple[Dataset, FrequencyEngine]:
-    ds = Dataset.from_frame(frame, {q: hierarchies[q] for q in qis}, sensitive=sensitive,
-                            other="insensitive")
+def _in_memory(
+    frame: pd.DataFrame, qis: list[str], sensitive: list[str], hierarchies: dict[str, Hierarchy]
+) -> tuple[Dataset, FrequencyEngine]:
+    ds = Dataset.from_frame(
+        frame, {q: hierarchies[q] for q in qis}, sensitive=sensitive, other="insensitive"
+    )
     return ds, FrequencyEngine(ds, sensitive=sensitive)
 
 
@@ -167,8 +179,12 @@ def _assert_same_base(base: Any, ds: Dataset, fe: FrequencyEngine, sensitive: li
 
 @pytest.mark.parametrize("source", ["adult_csv", "adult_parquet"])
 def test_frequency_set_of_adult_is_the_in_memory_one(
-        engine: EngineBase, tables: dict[str, Any], adult: pd.DataFrame,
-        adult_hierarchies: dict[str, Hierarchy], source: str) -> None:
+    engine: EngineBase,
+    tables: dict[str, Any],
+    adult: pd.DataFrame,
+    adult_hierarchies: dict[str, Hierarchy],
+    source: str,
+) -> None:
     table = tables[source]
     assert len(table.pieces) > 3
     base = engine.frequency_set(table, QIS, ["salary-class"])
@@ -180,8 +196,7 @@ def test_frequency_set_of_adult_is_the_in_memory_one(
     assert mine.values == theirs.values and np.array_equal(mine.frequencies, theirs.frequencies)
 
 
-def test_frequency_set_of_a_random_hive_table(engine: EngineBase,
-                                              tables: dict[str, Any]) -> None:
+def test_frequency_set_of_a_random_hive_table(engine: EngineBase, tables: dict[str, Any]) -> None:
     frame, hierarchies = _random_reference(tables)
     qis = [*RANDOM_QIS, "region"]
     base = engine.frequency_set(tables["random"], qis, ["disease"])
@@ -192,26 +207,28 @@ def test_frequency_set_of_a_random_hive_table(engine: EngineBase,
 
 
 def test_frequency_set_of_a_dataframe_and_a_dask_dataframe(
-        engine: EngineBase, adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]
+    engine: EngineBase, adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]
 ) -> None:
     ds, fe = _in_memory(adult, QIS, ["salary-class"], adult_hierarchies)
     base = engine.frequency_set(open_table(adult, piece_rows=7000), QIS, ["salary-class"])
     _assert_same_base(base, ds, fe, ["salary-class"])
     dd = pytest.importorskip("dask.dataframe")
     lazy = dd.from_pandas(adult, npartitions=5)
-    _assert_same_base(engine.frequency_set(lazy, QIS, ["salary-class"]), ds, fe,
-                      ["salary-class"])
+    _assert_same_base(engine.frequency_set(lazy, QIS, ["salary-class"]), ds, fe, ["salary-class"])
 
 
-def test_the_engines_agree_with_each_other(dask_engine: EngineBase,
-                                           tables: dict[str, Any]) -> None:
+def test_the_engines_agree_with_each_other(dask_engine: EngineBase, tables: dict[str, Any]) -> None:
     numpy_engine = open_engine("numpy", batch_rows=BATCH)
     qis = [*RANDOM_QIS, "region"]
     a = numpy_engine.frequency_set(tables["random"], qis, ["disease"])
     b = dask_engine.frequency_set(tables["random"], qis, ["disease"])
     assert a.dictionaries == b.dictionaries
-    for x, y in ((a.tuples, b.tuples), (a.counts, b.counts), (a.first_rows, b.first_rows),
-                 (a.sensitive["disease"].counts, b.sensitive["disease"].counts)):
+    for x, y in (
+        (a.tuples, b.tuples),
+        (a.counts, b.counts),
+        (a.first_rows, b.first_rows),
+        (a.sensitive["disease"].counts, b.sensitive["disease"].counts),
+    ):
         assert np.array_equal(x, y)
 
 
@@ -221,8 +238,11 @@ def test_the_engines_agree_with_each_other(dask_engine: EngineBase,
 
 
 def test_encoding_is_encode_qi_and_maps_onto_the_hierarchies(
-        engine: EngineBase, tables: dict[str, Any], adult: pd.DataFrame,
-        adult_hierarchies: dict[str, Hierarchy]) -> None:
+    engine: EngineBase,
+    tables: dict[str, Any],
+    adult: pd.DataFrame,
+    adult_hierarchies: dict[str, Hierarchy],
+) -> None:
     enc = engine.encode(tables["adult_parquet"], QIS, codes=True)
     ds, _ = _in_memory(adult, QIS, [], adult_hierarchies)
     assert enc.rows == ds.n
@@ -233,13 +253,15 @@ def test_encoding_is_encode_qi_and_maps_onto_the_hierarchies(
     base = engine.frequency_set(tables["adult_parquet"], QIS)
     for mine, theirs in zip(encoded_qis(base, adult_hierarchies), ds.qis, strict=True):
         assert mine.values == theirs.values and mine.level_labels == theirs.level_labels
-        assert all(np.array_equal(a, b)
-                   for a, b in zip(mine.level_codes, theirs.level_codes, strict=True))
+        assert all(
+            np.array_equal(a, b) for a, b in zip(mine.level_codes, theirs.level_codes, strict=True)
+        )
         assert np.array_equal(mine.frequencies, theirs.frequencies)
 
 
-def test_sorted_dictionaries_decode_to_the_values(engine: EngineBase,
-                                                  tables: dict[str, Any]) -> None:
+def test_sorted_dictionaries_decode_to_the_values(
+    engine: EngineBase, tables: dict[str, Any]
+) -> None:
     frame, _ = _random_reference(tables)
     enc = engine.encode(tables["random"], ["year", "code"], order="sorted", codes=True)
     codes = enc.code_matrix()
@@ -255,8 +277,13 @@ def test_sorted_dictionaries_decode_to_the_values(engine: EngineBase,
 # ---------------------------------------------------------------------------
 
 
-def _expected_release(frame: pd.DataFrame, hierarchies: dict[str, Hierarchy],
-                      levels: dict[str, int], k: int, drop: list[str]) -> pd.DataFrame:
+def _expected_release(
+    frame: pd.DataFrame,
+    hierarchies: dict[str, Hierarchy],
+    levels: dict[str, int],
+    k: int,
+    drop: list[str],
+) -> pd.DataFrame:
     """The release row by row: each value's label at its level, classes under k starred."""
     out = frame.drop(columns=drop).copy()
     for q, level in levels.items():
@@ -275,16 +302,18 @@ def _read_release(folder: Path) -> pd.DataFrame:
 
 
 def test_release_is_the_row_by_row_release(
-        engine: EngineBase, tables: dict[str, Any], adult: pd.DataFrame,
-        adult_hierarchies: dict[str, Hierarchy], tmp_path: Path) -> None:
+    engine: EngineBase,
+    tables: dict[str, Any],
+    adult: pd.DataFrame,
+    adult_hierarchies: dict[str, Hierarchy],
+    tmp_path: Path,
+) -> None:
     levels = dict(zip(QIS, [0, 2, 1, 1, 2, 1, 1, 1], strict=True))
     base = engine.frequency_set(tables["adult_csv"], QIS)
     qis = encoded_qis(base, adult_hierarchies)
     groups = [q.level_codes[levels[q.name]] for q in qis]
-    classes, counts = base.classes_at(groups, [len(q.level_labels[levels[q.name]])
-                                               for q in qis])
-    plan = plan_at(qis, list(levels.values()), classes[counts < 5],
-                                   drop=["salary-class"])
+    classes, counts = base.classes_at(groups, [len(q.level_labels[levels[q.name]]) for q in qis])
+    plan = plan_at(qis, list(levels.values()), classes[counts < 5], drop=["salary-class"])
     out = tmp_path / "release"
     summary = engine.write_release(tables["adult_csv"], plan, out)
     expected = _expected_release(adult, adult_hierarchies, levels, 5, ["salary-class"])
@@ -296,23 +325,28 @@ def test_release_is_the_row_by_row_release(
 
 
 def test_release_of_a_hive_table_keeps_the_other_columns_as_text(
-        engine: EngineBase, tables: dict[str, Any], tmp_path: Path) -> None:
+    engine: EngineBase, tables: dict[str, Any], tmp_path: Path
+) -> None:
     frame, hierarchies = _random_reference(tables)
     levels = {"zip": 0, "code": 1, "region": 0}
     base = engine.frequency_set(tables["random"], list(levels))
     qis = encoded_qis(base, hierarchies)
-    classes, counts = base.classes_at([q.level_codes[levels[q.name]] for q in qis],
-                                      [len(q.level_labels[levels[q.name]]) for q in qis])
-    plan = plan_at(qis, list(levels.values()), classes[counts < 3],
-                                   drop=["income"])
+    classes, counts = base.classes_at(
+        [q.level_codes[levels[q.name]] for q in qis],
+        [len(q.level_labels[levels[q.name]]) for q in qis],
+    )
+    plan = plan_at(qis, list(levels.values()), classes[counts < 3], drop=["income"])
     engine.write_release(tables["random"], plan, tmp_path / "out")
     expected = _expected_release(frame, hierarchies, levels, 3, ["income"])
     pd.testing.assert_frame_equal(_read_release(tmp_path / "out"), expected)
 
 
 def test_release_replaces_an_earlier_release_and_refuses_other_targets(
-        engine: EngineBase, tables: dict[str, Any], adult_hierarchies: dict[str, Hierarchy],
-        tmp_path: Path) -> None:
+    engine: EngineBase,
+    tables: dict[str, Any],
+    adult_hierarchies: dict[str, Hierarchy],
+    tmp_path: Path,
+) -> None:
     base = engine.frequency_set(tables["adult_parquet"], QIS)
     plan = plan_at(encoded_qis(base, adult_hierarchies), [1] * 8)
     out = tmp_path / "release"
@@ -330,16 +364,23 @@ def test_release_replaces_an_earlier_release_and_refuses_other_targets(
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
 
 
-def test_a_failing_release_writes_nothing(engine: EngineBase, tables: dict[str, Any],
-                                          adult_hierarchies: dict[str, Hierarchy],
-                                          tmp_path: Path) -> None:
+def test_a_failing_release_writes_nothing(
+    engine: EngineBase,
+    tables: dict[str, Any],
+    adult_hierarchies: dict[str, Hierarchy],
+    tmp_path: Path,
+) -> None:
     """A value the plan's dictionary lacks (in a late piece) fails the run; nothing stays."""
     base = engine.frequency_set(tables["adult_parquet"], QIS)
     qis = list(encoded_qis(base, adult_hierarchies))
     plan = plan_at(qis, [1] * 8)
-    short = ReleasePlan(plan.columns, (plan.dictionaries[0], plan.dictionaries[1][:-1],
-                                       *plan.dictionaries[2:]), plan.groups, plan.labels,
-                        plan.suppressed)
+    short = ReleasePlan(
+        plan.columns,
+        (plan.dictionaries[0], plan.dictionaries[1][:-1], *plan.dictionaries[2:]),
+        plan.groups,
+        plan.labels,
+        plan.suppressed,
+    )
     with pytest.raises(AnonlabError) as err:
         engine.write_release(tables["adult_parquet"], short, tmp_path / "release")
     assert err.value.parameter == "input" and "column 'age'" in str(err.value)
@@ -365,16 +406,18 @@ def test_moments_are_numpys(engine: EngineBase, tables: dict[str, Any]) -> None:
     np.testing.assert_allclose(moments.std, x.std(axis=0), rtol=1e-12)
 
 
-def test_moments_are_the_same_doubles_on_both_engines(dask_engine: EngineBase,
-                                                      tables: dict[str, Any]) -> None:
+def test_moments_are_the_same_doubles_on_both_engines(
+    dask_engine: EngineBase, tables: dict[str, Any]
+) -> None:
     a = open_engine("numpy", batch_rows=BATCH).moments(tables["random"], ["income", "hours"])
     b = dask_engine.moments(tables["random"], ["income", "hours"])
     assert a.count == b.count
     assert np.array_equal(a.mean, b.mean) and np.array_equal(a.std, b.std)
 
 
-def test_row_transform_is_the_matrix_product(engine: EngineBase, tables: dict[str, Any],
-                                             tmp_path: Path) -> None:
+def test_row_transform_is_the_matrix_product(
+    engine: EngineBase, tables: dict[str, Any], tmp_path: Path
+) -> None:
     frame, _ = _random_reference(tables)
     columns = ["income", "hours", "grade"]
     moments = engine.moments(tables["random"], columns)
@@ -395,8 +438,7 @@ def test_row_transform_is_the_matrix_product(engine: EngineBase, tables: dict[st
 # ---------------------------------------------------------------------------
 
 
-def test_parts_with_inconsistent_schemas_are_refused(engine: EngineBase,
-                                                     tmp_path: Path) -> None:
+def test_parts_with_inconsistent_schemas_are_refused(engine: EngineBase, tmp_path: Path) -> None:
     pq.write_table(pa.table({"a": ["x"], "b": [1]}), tmp_path / "part-0.parquet")
     pq.write_table(pa.table({"a": ["y"], "b": ["1"]}), tmp_path / "part-1.parquet")
     with pytest.raises(AnonlabError) as err:
@@ -408,8 +450,9 @@ def test_parts_with_inconsistent_schemas_are_refused(engine: EngineBase,
         engine.frequency_set(tmp_path, ["a"])
 
 
-def test_bad_columns_and_sources(engine: EngineBase, tables: dict[str, Any],
-                                 tmp_path: Path) -> None:
+def test_bad_columns_and_sources(
+    engine: EngineBase, tables: dict[str, Any], tmp_path: Path
+) -> None:
     with pytest.raises(AnonlabError) as err:
         engine.frequency_set(tables["adult_parquet"], ["sex", "nope"])
     assert err.value.parameter == "qi"
@@ -433,11 +476,15 @@ def test_malformed_csv_piece_is_one_error(engine: EngineBase, tmp_path: Path) ->
 
 
 def test_a_frequency_set_above_the_memory_limit_is_refused(
-        dask_engine: EngineBase, tables: dict[str, Any]) -> None:
+    dask_engine: EngineBase, tables: dict[str, Any]
+) -> None:
     cluster = getattr(dask_engine, "cluster")  # noqa: B009 -- DaskEngine's attribute
-    engines = [open_engine("numpy", batch_rows=BATCH, memory_limit="1MB"),
-               open_engine("dask", scheduler=cluster.scheduler_address, memory_limit="1MB",
-                           batch_rows=BATCH)]
+    engines = [
+        open_engine("numpy", batch_rows=BATCH, memory_limit="1MB"),
+        open_engine(
+            "dask", scheduler=cluster.scheduler_address, memory_limit="1MB", batch_rows=BATCH
+        ),
+    ]
     try:
         for limited in engines:
             with pytest.raises(AnonlabError) as err:
@@ -476,14 +523,17 @@ def test_an_unreachable_scheduler_is_one_error() -> None:
 
 
 def test_numpy_engine_and_import_anonlab_do_not_import_dask(tmp_path: Path) -> None:
-    code = ("import sys, anonlab, anonlab.engine\n"
-            "from anonlab.engine import open_engine, open_table\n"
-            "import pandas as pd\n"
-            "e = open_engine('numpy')\n"
-            "e.frequency_set(pd.DataFrame({'a': ['x', 'y']}), ['a'])\n"
-            "print([m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, anonlab, anonlab.engine\n"
+        "from anonlab.engine import open_engine, open_table\n"
+        "import pandas as pd\n"
+        "e = open_engine('numpy')\n"
+        "e.frequency_set(pd.DataFrame({'a': ['x', 'y']}), ['a'])\n"
+        "print([m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -491,17 +541,21 @@ def test_numpy_engine_and_import_anonlab_do_not_import_dask(tmp_path: Path) -> N
 # A worker killed in the middle
 # ---------------------------------------------------------------------------
 
+
 def slow_partition(i: int, marks: str) -> pd.DataFrame:
     """Partition ``i`` of Adult, made slowly; each run leaves a mark file in ``marks``."""
     frame = read_table(ADULT / "adult.csv", delimiter=";")
     time.sleep(0.4)
     (Path(marks) / f"{i}-{time.monotonic_ns()}").touch()
-    return frame.iloc[i * 2600:(i + 1) * 2600].reset_index(drop=True)
+    return frame.iloc[i * 2600 : (i + 1) * 2600].reset_index(drop=True)
 
 
 def test_a_worker_killed_in_the_middle_changes_nothing(
-        dask_engine: EngineBase, adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy],
-        tmp_path: Path) -> None:
+    dask_engine: EngineBase,
+    adult: pd.DataFrame,
+    adult_hierarchies: dict[str, Hierarchy],
+    tmp_path: Path,
+) -> None:
     """Dask recomputes the lost partitions: the frequency set is the same."""
     dd = pytest.importorskip("dask.dataframe")
     cloudpickle = pytest.importorskip("cloudpickle")
@@ -509,9 +563,12 @@ def test_a_worker_killed_in_the_middle_changes_nothing(
     client = getattr(dask_engine, "client")  # noqa: B009 -- DaskEngine's attribute
     partitions = 12
     meta = adult.iloc[:0]
-    lazy = dd.from_map(functools.partial(slow_partition, marks=str(tmp_path)),
-                       list(range(partitions)), meta=meta,
-                       enforce_metadata=False)
+    lazy = dd.from_map(
+        functools.partial(slow_partition, marks=str(tmp_path)),
+        list(range(partitions)),
+        meta=meta,
+        enforce_metadata=False,
+    )
     result: dict[str, Any] = {}
 
     def run() -> None:
@@ -539,8 +596,12 @@ def test_a_worker_killed_in_the_middle_changes_nothing(
 
 
 def test_staged_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     first = StagedFolder(tmp_path / "first")
     name = first.path.name  # this host's spelling of a staged folder
     first.discard()

@@ -41,8 +41,18 @@ from engines import EngineCase
 REPO = Path(__file__).resolve().parents[1]
 TARRAGONA = REPO / "data" / "sdc" / "Tarragona.csv"
 EIA = REPO / "data" / "sdc" / "EIA.csv"
-EIA_NUMERIC = ["RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE", "INDSALES",
-               "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES"]
+EIA_NUMERIC = [
+    "RESREVENUE",
+    "RESSALES",
+    "COMREVENUE",
+    "COMSALES",
+    "INDREVENUE",
+    "INDSALES",
+    "OTHREVENUE",
+    "OTHRSALES",
+    "TOTREVENUE",
+    "TOTSALES",
+]
 #: exact measures: relative difference to the in-memory figure (measured: at most 1.4e-14)
 REL = 1e-12
 
@@ -63,8 +73,7 @@ def eia() -> tuple[pd.DataFrame, pd.DataFrame]:
     """EIA (as text) and its MDAV release (k=3) of the numeric columns, STATE and MONTH."""
     original = pd.read_csv(EIA, dtype=str)
     chosen = original[[*EIA_NUMERIC, "STATE", "MONTH"]]
-    masked = microaggregate(chosen, EIA_NUMERIC, nominal=["STATE"], ordinal=["MONTH"],
-                            k=3).masked
+    masked = microaggregate(chosen, EIA_NUMERIC, nominal=["STATE"], ordinal=["MONTH"], k=3).masked
     return original, masked
 
 
@@ -77,8 +86,12 @@ def _close(got: Evaluation, want: Evaluation) -> None:
         else:
             assert got.measures[name] == value, name
     assert got.notes == want.notes
-    assert (got.records, got.columns, got.nominal, got.ordinal) == \
-        (want.records, want.columns, want.nominal, want.ordinal)
+    assert (got.records, got.columns, got.nominal, got.ordinal) == (
+        want.records,
+        want.columns,
+        want.nominal,
+        want.ordinal,
+    )
 
 
 def _shifted_parts(case: EngineCase, frame: pd.DataFrame, name: str) -> Path:
@@ -87,18 +100,20 @@ def _shifted_parts(case: EngineCase, frame: pd.DataFrame, name: str) -> Path:
     folder.mkdir()
     cuts = [0, 1, len(frame) // 2 + 7, len(frame)]
     for i in range(3):
-        frame.iloc[cuts[i]:cuts[i + 1]].to_parquet(folder / f"part-{i}.parquet", index=False,
-                                                   row_group_size=97)
+        frame.iloc[cuts[i] : cuts[i + 1]].to_parquet(
+            folder / f"part-{i}.parquet", index=False, row_group_size=97
+        )
     return folder
 
 
-def test_one_block_equals_in_memory_numeric(engine: EngineCase,
-                                            tarragona: tuple[pd.DataFrame, pd.DataFrame]
-                                            ) -> None:
+def test_one_block_equals_in_memory_numeric(
+    engine: EngineCase, tarragona: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     original, masked = tarragona
     want = evaluate(original, masked)
-    got = evaluate_on_engine(engine.parts(original, "o"), _shifted_parts(engine, masked, "m"),
-                             engine=engine.api)
+    got = evaluate_on_engine(
+        engine.parts(original, "o"), _shifted_parts(engine, masked, "m"), engine=engine.api
+    )
     _close(got, want)
     blocks = got.parameters["blocks"]
     assert blocks["count"] == 1
@@ -106,21 +121,42 @@ def test_one_block_equals_in_memory_numeric(engine: EngineCase,
     assert set(blocks["blockwise"]) <= set(BLOCKWISE)
 
 
-def test_one_block_equals_in_memory_mixed(engine: EngineCase,
-                                          eia: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_one_block_equals_in_memory_mixed(
+    engine: EngineCase, eia: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     original, masked = eia
-    want = evaluate(original, masked, EIA_NUMERIC, nominal=["STATE"], ordinal=["MONTH"],
-                    lambdas=(0.5, 0, 0.5), interval_p="1,5,10")
-    got = evaluate_on_engine(engine.parts(original, "o"), _shifted_parts(engine, masked, "m"),
-                             EIA_NUMERIC, engine=engine.api, nominal=["STATE"],
-                             ordinal=["MONTH"], lambdas=(0.5, 0, 0.5), interval_p="1,5,10")
+    want = evaluate(
+        original,
+        masked,
+        EIA_NUMERIC,
+        nominal=["STATE"],
+        ordinal=["MONTH"],
+        lambdas=(0.5, 0, 0.5),
+        interval_p="1,5,10",
+    )
+    got = evaluate_on_engine(
+        engine.parts(original, "o"),
+        _shifted_parts(engine, masked, "m"),
+        EIA_NUMERIC,
+        engine=engine.api,
+        nominal=["STATE"],
+        ordinal=["MONTH"],
+        lambdas=(0.5, 0, 0.5),
+        interval_p="1,5,10",
+    )
     _close(got, want)
     assert got.measures["ZIL"] > 0  # the categorical columns were masked, and measured
 
 
-def _per_block(original: pd.DataFrame, masked: pd.DataFrame, numeric: list[str],
-               nominal: list[str], ordinal: list[str], block: int,
-               p_values: tuple[float, ...]) -> dict[str, Any]:
+def _per_block(
+    original: pd.DataFrame,
+    masked: pd.DataFrame,
+    numeric: list[str],
+    nominal: list[str],
+    ordinal: list[str],
+    block: int,
+    p_values: tuple[float, ...],
+) -> dict[str, Any]:
     """DLD, DLD_expected and ID over blocks of ``block`` rows, here from the in-memory
     kernels: each block linked alone, on values standardized by the whole original."""
     x = original[numeric].astype(float).to_numpy()
@@ -138,37 +174,51 @@ def _per_block(original: pd.DataFrame, masked: pd.DataFrame, numeric: list[str],
         def cut(cols: list[CategoricalColumn], rows: slice = rows) -> list[CategoricalColumn]:
             return [CategoricalColumn(c.name, c.codes[rows], c.domain, c.ordinal) for c in cols]
 
-        link = (risk.linkage_mixed(z[rows], cut(cats), zm[rows], cut(cats_m)) if cats
-                else risk.linkage_numeric(z[rows], zm[rows]))
+        link = (
+            risk.linkage_mixed(z[rows], cut(cats), zm[rows], cut(cats_m))
+            if cats
+            else risk.linkage_numeric(z[rows], zm[rows])
+        )
         linked += link.linked.sum()
         expected += link.expected.sum()
         size = rows.stop - rows.start
         disclosed += np.array(risk.interval_disclosures(x[rows], xm[rows], p_values)) * size
-    return {"DLD": linked / n, "DLD_expected": expected / n,
-            "ID_by_p": {f"{p:g}": d / n for p, d in zip(p_values, disclosed, strict=True)}}
+    return {
+        "DLD": linked / n,
+        "DLD_expected": expected / n,
+        "ID_by_p": {f"{p:g}": d / n for p, d in zip(p_values, disclosed, strict=True)},
+    }
 
 
 @pytest.mark.parametrize("data", ["tarragona", "eia"])
-def test_blocks_on_both_engines(data: str, request: pytest.FixtureRequest,
-                                session_numpy_engine: Any, session_dask_engine: Any,
-                                tmp_path: Path) -> None:
+def test_blocks_on_both_engines(
+    data: str,
+    request: pytest.FixtureRequest,
+    session_numpy_engine: Any,
+    session_dask_engine: Any,
+    tmp_path: Path,
+) -> None:
     original, masked = request.getfixturevalue(data)
     numeric = [str(c) for c in original.columns] if data == "tarragona" else EIA_NUMERIC
     nominal, ordinal = ([], []) if data == "tarragona" else (["STATE"], ["MONTH"])
     block = 200 if data == "tarragona" else 1000
     case = EngineCase("numpy", session_numpy_engine, None, tmp_path)
     first, second = case.parts(original, "o"), _shifted_parts(case, masked, "m")
-    got = {name: evaluate_on_engine(first, second, numeric, engine=api, nominal=nominal,
-                                    ordinal=ordinal, block_rows=block)
-           for name, api in (("numpy", session_numpy_engine), ("dask", session_dask_engine))}
+    got = {
+        name: evaluate_on_engine(
+            first, second, numeric, engine=api, nominal=nominal, ordinal=ordinal, block_rows=block
+        )
+        for name, api in (("numpy", session_numpy_engine), ("dask", session_dask_engine))
+    }
     assert got["numpy"].measures == got["dask"].measures  # identical, not merely close
     result = got["numpy"]
     assert result.parameters["blocks"]["count"] == -(-len(original) // block)
     want = evaluate(original, masked, numeric, nominal=nominal, ordinal=ordinal)
     for name in result.parameters["blocks"]["exact"]:
         assert result.measures[name] == pytest.approx(want.measures[name], rel=REL), name
-    blocks = _per_block(original, masked, numeric, nominal, ordinal, block,
-                        tuple(float(p) for p in range(1, 11)))
+    blocks = _per_block(
+        original, masked, numeric, nominal, ordinal, block, tuple(float(p) for p in range(1, 11))
+    )
     assert result.measures["DLD"] == pytest.approx(blocks["DLD"], rel=1e-15)
     assert result.measures["DLD_expected"] == pytest.approx(blocks["DLD_expected"], rel=1e-12)
     for p, value in blocks["ID_by_p"].items():
@@ -176,16 +226,21 @@ def test_blocks_on_both_engines(data: str, request: pytest.FixtureRequest,
     assert result.measures["DLD"] != want.measures["DLD"]  # several blocks: another figure
 
 
-def test_dask_dataframes(session_numpy_engine: Any, session_dask_engine: Any,
-                         tarragona: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_dask_dataframes(
+    session_numpy_engine: Any,
+    session_dask_engine: Any,
+    tarragona: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
     """``anonlab.metrics.evaluate`` takes Dask DataFrames; both engines read their partitions
     (other partitions in the two tables) and agree exactly."""
     original, masked = tarragona
     dd = pytest.importorskip("dask.dataframe")
     first, second = dd.from_pandas(original, npartitions=2), dd.from_pandas(masked, npartitions=5)
     _close(evaluate(first, second), evaluate(original, masked))
-    got = [evaluate_on_engine(first, second, engine=api, block_rows=300).measures
-           for api in (session_numpy_engine, session_dask_engine)]
+    got = [
+        evaluate_on_engine(first, second, engine=api, block_rows=300).measures
+        for api in (session_numpy_engine, session_dask_engine)
+    ]
     assert got[0] == got[1]
     assert got[0]["DLD"] == evaluate_on_engine(original, masked, block_rows=300).measures["DLD"]
 
@@ -194,19 +249,35 @@ def _invoke(args: list[str]) -> Any:
     return CliRunner().invoke(app, args)
 
 
-def test_command_on_both_engines(engine: EngineCase,
-                                 tarragona: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_command_on_both_engines(
+    engine: EngineCase, tarragona: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     masked = tarragona[1]
     parts = _shifted_parts(engine, masked, "m")
     masked_csv = engine.workdir / "masked.csv"
     masked.to_csv(masked_csv, index=False)
     memory = engine.workdir / "memory.json"
-    assert _invoke(["evaluate", str(TARRAGONA), str(masked_csv), "--quiet", "--report",
-                    str(memory)]).exit_code == 0
+    assert (
+        _invoke(
+            ["evaluate", str(TARRAGONA), str(masked_csv), "--quiet", "--report", str(memory)]
+        ).exit_code
+        == 0
+    )
     flags = engine.flags if engine.name == "dask" else ["--block-rows", str(DEFAULT_BLOCK_ROWS)]
     report, html = engine.workdir / "r.json", engine.workdir / "r.html"
-    result = _invoke(["evaluate", str(TARRAGONA), str(parts), *flags, "--report", str(report),
-                      "--html", str(html), "--quiet"])
+    result = _invoke(
+        [
+            "evaluate",
+            str(TARRAGONA),
+            str(parts),
+            *flags,
+            "--report",
+            str(report),
+            "--html",
+            str(html),
+            "--quiet",
+        ]
+    )
     assert result.exit_code == 0, result.output
     got, want = json.loads(report.read_text()), json.loads(memory.read_text())
     assert got["engine"] == {"name": engine.name, "block_rows": DEFAULT_BLOCK_ROWS, "blocks": 1}
@@ -223,16 +294,19 @@ def test_config_keys(engine: EngineCase, tarragona: tuple[pd.DataFrame, pd.DataF
     original, masked = tarragona
     folder = _shifted_parts(engine, masked, "m")
     keys = {**engine.settings, "block_rows": 250}
-    lines = [f"{k} = {json.dumps(v)}" for k, v in
-             {"original": str(TARRAGONA), "masked": str(folder), **keys}.items()]
+    lines = [
+        f"{k} = {json.dumps(v)}"
+        for k, v in {"original": str(TARRAGONA), "masked": str(folder), **keys}.items()
+    ]
     config = engine.workdir / "evaluate.toml"
     config.write_text("\n".join(lines) + "\n")
     settings = EvaluateSettings.load(config)
     report = run_evaluate(settings).report
     assert report["engine"]["blocks"] == 4 and report["parameters"]["block_rows"] == 250
     want = evaluate_on_engine(original, masked, block_rows=250)  # other pieces: rounding
-    _close(Evaluation(report["measures"], {}, 834, report["columns"], [], [], report["notes"]),
-           want)
+    _close(
+        Evaluation(report["measures"], {}, 834, report["columns"], [], [], report["notes"]), want
+    )
 
 
 BAD = [
@@ -245,9 +319,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("case", "message"), BAD, ids=[c for c, _ in BAD])
-def test_bad_input_one_line_nothing_written(case: str, message: str, engine: EngineCase,
-                                            tarragona: tuple[pd.DataFrame, pd.DataFrame]
-                                            ) -> None:
+def test_bad_input_one_line_nothing_written(
+    case: str, message: str, engine: EngineCase, tarragona: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     original, masked = tarragona
     extra: list[str] = []
     if case == "rows":
@@ -264,8 +338,9 @@ def test_bad_input_one_line_nothing_written(case: str, message: str, engine: Eng
     given, other = engine.parts(original, "o"), engine.parts(masked, "m")
     report = engine.workdir / "r.json"
     flags = engine.flags if engine.name == "dask" else ["--block-rows", "500"]
-    result = _invoke(["evaluate", str(given), str(other), *flags, *extra,
-                      "--report", str(report), "--quiet"])
+    result = _invoke(
+        ["evaluate", str(given), str(other), *flags, *extra, "--report", str(report), "--quiet"]
+    )
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert message in " ".join(result.output.split()), result.output
@@ -274,8 +349,9 @@ def test_bad_input_one_line_nothing_written(case: str, message: str, engine: Eng
     assert sorted(p.name for p in engine.workdir.iterdir()) == ["m", "o"]
 
 
-def test_database_tables_on_the_engine(tmp_path: Path,
-                                       tarragona: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_database_tables_on_the_engine(
+    tmp_path: Path, tarragona: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     """A database table, which the engines do not read, is read whole as in memory and cut
     into pieces: the measures equal the same tables' from CSV files on the NumPy engine."""
     import sqlite3
@@ -286,11 +362,17 @@ def test_database_tables_on_the_engine(tmp_path: Path,
     with sqlite3.connect(tmp_path / "m.db") as db:
         masked.to_sql("t", db, index=False)
     masked.to_csv(tmp_path / "m.csv", index=False)
-    from_db = run_evaluate(EvaluateSettings(original=f"sqlite:///{tmp_path / 'o.db'}",
-                                            masked=f"sqlite:///{tmp_path / 'm.db'}",
-                                            table="t", block_rows=300))
-    from_csv = run_evaluate(EvaluateSettings(original=str(TARRAGONA),
-                                             masked=str(tmp_path / "m.csv"), block_rows=300))
+    from_db = run_evaluate(
+        EvaluateSettings(
+            original=f"sqlite:///{tmp_path / 'o.db'}",
+            masked=f"sqlite:///{tmp_path / 'm.db'}",
+            table="t",
+            block_rows=300,
+        )
+    )
+    from_csv = run_evaluate(
+        EvaluateSettings(original=str(TARRAGONA), masked=str(tmp_path / "m.csv"), block_rows=300)
+    )
     assert from_db.report["engine"] == from_csv.report["engine"]
     for name, value in from_csv.report["measures"].items():
         assert from_db.report["measures"][name] == pytest.approx(value, rel=REL), name
@@ -302,5 +384,6 @@ def test_settings_refuse_what_the_engine_does_not_do() -> None:
     with pytest.raises(AnonlabError, match="scheduler applies to engine 'dask' only"):
         EvaluateSettings(original="a.csv", masked="b.csv", scheduler="tcp://127.0.0.1:1")
     with pytest.raises(AnonlabError, match="block_rows must be"):
-        evaluate_on_engine(pd.DataFrame({"a": [1.0, 2.0]}), pd.DataFrame({"a": [1.0, 2.0]}),
-                           block_rows=1)
+        evaluate_on_engine(
+            pd.DataFrame({"a": [1.0, 2.0]}), pd.DataFrame({"a": [1.0, 2.0]}), block_rows=1
+        )

@@ -52,8 +52,9 @@ def original() -> pd.DataFrame:
     n = 3_000
     # short decimals: pandas.to_numeric, the in-memory reader's parser, is not correctly
     # rounded on 17-digit texts such as 27.400000000000002 (Arrow's parser is)
-    frame = pd.DataFrame((rng.standard_normal((n, 3)) * [1.0, 10.0, 100.0]).round(2),
-                         columns=NUMERIC)
+    frame = pd.DataFrame(
+        (rng.standard_normal((n, 3)) * [1.0, 10.0, 100.0]).round(2), columns=NUMERIC
+    )
     frame.insert(0, "id", [f"p{i:05d}" for i in range(n)])
     frame["s"] = rng.choice(["x", "y", "z", "w"], n)
     return frame
@@ -69,13 +70,25 @@ def csv(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Pat
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Path:
     """The table as a Parquet folder of four uneven parts (the last in two row groups)."""
-    return write_parts(original, tmp_path_factory.mktemp("parts") / "table",
-                       [0, 700, 701, 1_900, len(original)], row_group_size=600)
+    return write_parts(
+        original,
+        tmp_path_factory.mktemp("parts") / "table",
+        [0, 700, 701, 1_900, len(original)],
+        row_group_size=600,
+    )
 
 
 def _settings(source: Any, output: str, **extra: Any) -> MicroaggregateSettings:
-    return MicroaggregateSettings(input=source, k=K, variant="scalable", block_size=BLOCK,
-                                  identifying=["id"], sensitive=["s"], output=output, **extra)
+    return MicroaggregateSettings(
+        input=source,
+        k=K,
+        variant="scalable",
+        block_size=BLOCK,
+        identifying=["id"],
+        sensitive=["s"],
+        output=output,
+        **extra,
+    )
 
 
 def _digest(frame: pd.DataFrame) -> str:
@@ -95,13 +108,15 @@ def _engine(name: str, cluster: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
-def test_one_region_equals_the_in_memory_release(engine: str, cluster: str, csv: Path,
-                                                 tmp_path: Path) -> None:
+def test_one_region_equals_the_in_memory_release(
+    engine: str, cluster: str, csv: Path, tmp_path: Path
+) -> None:
     """With one region the groups are the in-memory scalable variant's: the same release,
     row for row (the region holds the table in its order)."""
     memory = run_microaggregate(_settings(str(csv), str(tmp_path / "memory.parquet")))
-    result = run_microaggregate(_settings(str(csv), f"{tmp_path / 'release'}/",
-                                          **_engine(engine, cluster)))
+    result = run_microaggregate(
+        _settings(str(csv), f"{tmp_path / 'release'}/", **_engine(engine, cluster))
+    )
     expected = pd.read_parquet(tmp_path / "memory.parquet")
     got = pd.read_parquet(tmp_path / "release")
     assert result.report["engine"]["regions"] == 1
@@ -110,20 +125,23 @@ def test_one_region_equals_the_in_memory_release(engine: str, cluster: str, csv:
     assert list(got["s"]) == [str(v) for v in expected["s"]]
     for key in ("groups", "group_sizes", "records"):
         assert result.report[key] == memory.report[key]
-    assert result.report["measures"]["ILh"] == pytest.approx(memory.report["measures"]["ILh"],
-                                                             rel=1e-12)
+    assert result.report["measures"]["ILh"] == pytest.approx(
+        memory.report["measures"]["ILh"], rel=1e-12
+    )
     assert result.report["risk"] == memory.report["risk"]
 
 
-def test_numpy_and_dask_write_the_same_regions(cluster: str, parts: Path, csv: Path,
-                                               tmp_path: Path) -> None:
+def test_numpy_and_dask_write_the_same_regions(
+    cluster: str, parts: Path, csv: Path, tmp_path: Path
+) -> None:
     """Several regions: the same release (content hash) on both engines and from the CSV
     and the Parquet folder; every region holds at least 2k records."""
     digests, reports = [], []
     for i, (engine, source) in enumerate([("numpy", parts), ("dask", parts), ("dask", csv)]):
         out = f"{tmp_path / f'release{i}'}/"
-        result = run_microaggregate(_settings(str(source), out, region_rows=REGION,
-                                              **_engine(engine, cluster)))
+        result = run_microaggregate(
+            _settings(str(source), out, region_rows=REGION, **_engine(engine, cluster))
+        )
         digests.append(_digest(pd.read_parquet(out)))
         reports.append(result.report)
     assert len(set(digests)) == 1
@@ -142,15 +160,20 @@ def test_numpy_and_dask_write_the_same_regions(cluster: str, parts: Path, csv: P
 @pytest.mark.parametrize("source", ["csv", "parts"])
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_file_output_is_the_folder_release_in_the_input_order(
-        source: str, suffix: str, csv: Path, parts: Path, tmp_path: Path) -> None:
+    source: str, suffix: str, csv: Path, parts: Path, tmp_path: Path
+) -> None:
     """In memory, more records than region_rows: the NumPy engine's regions, as with a
     folder output (same groups, same figures), the rows in the input's order."""
     path = str(csv if source == "csv" else parts)
     folder = run_microaggregate(_settings(path, f"{tmp_path / 'folder'}/", region_rows=REGION))
-    memory = run_microaggregate(_settings(path, str(tmp_path / f"file{suffix}"),
-                                          region_rows=REGION))
-    written = pd.read_csv(tmp_path / "file.csv", dtype={"s": str}) if suffix == ".csv" \
+    memory = run_microaggregate(
+        _settings(path, str(tmp_path / f"file{suffix}"), region_rows=REGION)
+    )
+    written = (
+        pd.read_csv(tmp_path / "file.csv", dtype={"s": str})
+        if suffix == ".csv"
         else pd.read_parquet(tmp_path / "file.parquet")
+    )
     released = pd.read_parquet(tmp_path / "folder")
     assert _digest(written.astype({c: float for c in NUMERIC})) == _digest(released)
     assert memory.report["engine"] == folder.report["engine"]
@@ -161,17 +184,21 @@ def test_a_file_output_is_the_folder_release_in_the_input_order(
     assert list(memory.release["s"]) == list(pd.read_csv(csv, dtype=str)["s"])
 
 
-def test_a_database_input_is_cut_into_regions_too(original: pd.DataFrame,
-                                                  tmp_path: Path) -> None:
+def test_a_database_input_is_cut_into_regions_too(original: pd.DataFrame, tmp_path: Path) -> None:
     """The engine does not read a database: its table, as read, is given to the NumPy
     engine, cut into regions all the same, and released in its order, verified."""
     import sqlite3
 
     with sqlite3.connect(tmp_path / "t.db") as db:
         original.to_sql("t", db, index=False)
-    result = run_microaggregate(_settings(f"sqlite:///{tmp_path / 't.db'}",
-                                          str(tmp_path / "out.csv"), region_rows=REGION,
-                                          table="t"))
+    result = run_microaggregate(
+        _settings(
+            f"sqlite:///{tmp_path / 't.db'}",
+            str(tmp_path / "out.csv"),
+            region_rows=REGION,
+            table="t",
+        )
+    )
     assert result.report["engine"]["regions"] == 4
     assert result.report["records"] == len(original)
     assert result.report["verified"]
@@ -189,22 +216,26 @@ def test_a_database_table_on_the_engine(original: pd.DataFrame, tmp_path: Path) 
     with sqlite3.connect(tmp_path / "t.db") as db:
         original.to_sql("t", db, index=False)
     url = f"sqlite:///{tmp_path / 't.db'}"
-    folder = run_microaggregate(_settings(url, f"{tmp_path / 'folder'}/", region_rows=REGION,
-                                          table="t"))
-    memory = run_microaggregate(_settings(url, str(tmp_path / "file.csv"), region_rows=REGION,
-                                          table="t"))
+    folder = run_microaggregate(
+        _settings(url, f"{tmp_path / 'folder'}/", region_rows=REGION, table="t")
+    )
+    memory = run_microaggregate(
+        _settings(url, str(tmp_path / "file.csv"), region_rows=REGION, table="t")
+    )
     assert folder.report["engine"] == memory.report["engine"]
     for key in ("groups", "group_sizes", "records", "measures", "risk", "verified"):
         assert folder.report[key] == memory.report[key]
     written = pd.read_csv(tmp_path / "file.csv", dtype={"s": str})
-    assert _digest(written.astype({c: float for c in NUMERIC})) == \
-        _digest(pd.read_parquet(tmp_path / "folder"))
+    assert _digest(written.astype({c: float for c in NUMERIC})) == _digest(
+        pd.read_parquet(tmp_path / "folder")
+    )
     with pytest.raises(AnonlabError, match="output_table applies to a database output"):
         run_microaggregate(_settings(url, f"{tmp_path / 'o'}/", table="t", output_table="x"))
 
 
-def test_a_dask_dataframe_input(cluster: str, original: pd.DataFrame, parts: Path,
-                                tmp_path: Path) -> None:
+def test_a_dask_dataframe_input(
+    cluster: str, original: pd.DataFrame, parts: Path, tmp_path: Path
+) -> None:
     """A Dask DataFrame gives the same release on the NumPy engine (its partitions computed
     here) and on Dask."""
     dd = pytest.importorskip("dask.dataframe")
@@ -212,21 +243,31 @@ def test_a_dask_dataframe_input(cluster: str, original: pd.DataFrame, parts: Pat
     digests = []
     for engine in ("numpy", "dask"):
         out = f"{tmp_path / engine}/"
-        result = run_microaggregate(_settings(frame, out, region_rows=REGION,
-                                              **_engine(engine, cluster)))
+        result = run_microaggregate(
+            _settings(frame, out, region_rows=REGION, **_engine(engine, cluster))
+        )
         assert result.report["parameters"]["input"] == "a Dask DataFrame"
         digests.append(_digest(pd.read_parquet(out)))
     assert digests[0] == digests[1]
 
 
-def test_regions_pass_the_independent_check(original: pd.DataFrame, parts: Path,
-                                            tmp_path: Path) -> None:
+def test_regions_pass_the_independent_check(
+    original: pd.DataFrame, parts: Path, tmp_path: Path
+) -> None:
     """Every group of a several-region release has at least k records and releases its
     records' means: the checker on the release aligned with the input by identifier."""
     out = f"{tmp_path / 'release'}/"
-    run_microaggregate(MicroaggregateSettings(
-        input=str(parts), k=K, variant="scalable", block_size=BLOCK, region_rows=500,
-        insensitive=["id", "s"], output=out))
+    run_microaggregate(
+        MicroaggregateSettings(
+            input=str(parts),
+            k=K,
+            variant="scalable",
+            block_size=BLOCK,
+            region_rows=500,
+            insensitive=["id", "s"],
+            output=out,
+        )
+    )
     release = pd.read_parquet(out)
     aligned = original.set_index("id").loc[release["id"]].reset_index()
     assert check_microaggregation(aligned, release, K, numeric=NUMERIC) == []
@@ -234,26 +275,26 @@ def test_regions_pass_the_independent_check(original: pd.DataFrame, parts: Path,
     assert sizes.min() >= K and sizes.max() <= 2 * K - 1
 
 
-def test_a_large_release_is_checked_region_by_region(parts: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_release_is_checked_region_by_region(
+    parts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Above IN_MEMORY_ROWS each region's task checks its part; the risk section, then
     measured from the engine's frequency set, equals the one measured on the release."""
-    small = run_microaggregate(_settings(str(parts), f"{tmp_path / 'small'}/",
-                                         region_rows=REGION))
+    small = run_microaggregate(_settings(str(parts), f"{tmp_path / 'small'}/", region_rows=REGION))
     monkeypatch.setattr(microaggregate_run, "IN_MEMORY_ROWS", 10)
-    large = run_microaggregate(_settings(str(parts), f"{tmp_path / 'large'}/",
-                                         region_rows=REGION))
+    large = run_microaggregate(_settings(str(parts), f"{tmp_path / 'large'}/", region_rows=REGION))
     assert large.report["engine"]["checked"] == "region by region"
     assert large.report["verified"]
-    assert _digest(pd.read_parquet(tmp_path / "large")) == \
-        _digest(pd.read_parquet(tmp_path / "small"))
+    assert _digest(pd.read_parquet(tmp_path / "large")) == _digest(
+        pd.read_parquet(tmp_path / "small")
+    )
     assert large.report["risk"]["prosecutor"] == small.report["risk"]["prosecutor"]
 
 
 @pytest.mark.parametrize("large", [False, True])
-def test_a_wrong_release_is_refused_and_nothing_written(large: bool, parts: Path,
-                                                        tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_release_is_refused_and_nothing_written(
+    large: bool, parts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Means moved off by a little are found by the checker, whole or region by region."""
     from anonlab.microaggregation import mdav
 
@@ -268,13 +309,20 @@ def test_a_wrong_release_is_refused_and_nothing_written(large: bool, parts: Path
     if large:
         monkeypatch.setattr(microaggregate_run, "IN_MEMORY_ROWS", 10)
     with pytest.raises(AnonlabError, match="verification failed, nothing written"):
-        run_microaggregate(_settings(str(parts), f"{tmp_path / 'release'}/",
-                                     region_rows=REGION, report=str(tmp_path / "r.json")))
+        run_microaggregate(
+            _settings(
+                str(parts),
+                f"{tmp_path / 'release'}/",
+                region_rows=REGION,
+                report=str(tmp_path / "r.json"),
+            )
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_a_killed_worker_gives_the_same_release_or_a_clean_error(
-        cluster: str, parts: Path, tmp_path: Path) -> None:
+    cluster: str, parts: Path, tmp_path: Path
+) -> None:
     """One worker killed when the first region is done: Dask recomputes what it held (the
     release is the same as the NumPy engine's), or the run fails in one line and writes
     nothing."""
@@ -297,8 +345,10 @@ def test_a_killed_worker_gives_the_same_release_or_a_clean_error(
 
     out = tmp_path / "dask"
     try:
-        run_microaggregate(_settings(str(parts), f"{out}/", region_rows=REGION,
-                                     **_engine("dask", cluster)), progress=progress)
+        run_microaggregate(
+            _settings(str(parts), f"{out}/", region_rows=REGION, **_engine("dask", cluster)),
+            progress=progress,
+        )
     except AnonlabError as exc:
         assert "\n" not in str(exc)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["numpy"]
@@ -339,16 +389,26 @@ def test_small_leaves_join_their_smaller_neighbour() -> None:
     assert merge_small([9, 4, 2, 9], 6) == [[0], [1, 2], [3]]
 
 
-
 def test_heavy_ties_still_give_regions_of_at_least_2k(tmp_path: Path) -> None:
     """An attribute with three values cuts unevenly; undersized leaves are merged."""
     rng = np.random.default_rng(5)
-    frame = pd.DataFrame({"a": rng.choice([0.0, 1.0, 2.0], 2_000, p=[0.998, 0.001, 0.001]),
-                          "b": rng.standard_normal(2_000) * 1e-6})
+    frame = pd.DataFrame(
+        {
+            "a": rng.choice([0.0, 1.0, 2.0], 2_000, p=[0.998, 0.001, 0.001]),
+            "b": rng.standard_normal(2_000) * 1e-6,
+        }
+    )
     frame.to_parquet(tmp_path / "t.parquet")
-    result = run_microaggregate(MicroaggregateSettings(
-        input=str(tmp_path / "t.parquet"), k=5, variant="scalable", block_size=64,
-        region_rows=300, output=f"{tmp_path / 'out'}/"))
+    result = run_microaggregate(
+        MicroaggregateSettings(
+            input=str(tmp_path / "t.parquet"),
+            k=5,
+            variant="scalable",
+            block_size=64,
+            region_rows=300,
+            output=f"{tmp_path / 'out'}/",
+        )
+    )
     assert min(result.report["engine"]["rows_by_region"]) >= 10
     assert result.report["verified"]
 
@@ -369,32 +429,53 @@ def _cli(args: list[str]) -> tuple[int, str]:
 
 def test_the_command_on_dask(cluster: str, csv: Path, parts: Path, tmp_path: Path) -> None:
     out = f"{tmp_path / 'release'}/"
-    code, text = _cli(["microaggregate", str(csv), "--variant", "scalable", "--k", str(K),
-                       "--block-size", str(BLOCK), "--region-rows", str(REGION),
-                       "--identifying", "id", "--sensitive", "s", "--engine", "dask",
-                       "--scheduler", cluster, "--output", out, "--report",
-                       str(tmp_path / "r.json")])
+    code, text = _cli(
+        [
+            "microaggregate",
+            str(csv),
+            "--variant",
+            "scalable",
+            "--k",
+            str(K),
+            "--block-size",
+            str(BLOCK),
+            "--region-rows",
+            str(REGION),
+            "--identifying",
+            "id",
+            "--sensitive",
+            "s",
+            "--engine",
+            "dask",
+            "--scheduler",
+            cluster,
+            "--output",
+            out,
+            "--report",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert code == 0, text
     assert "4 region(s) on engine dask" in text
     api = run_microaggregate(_settings(str(parts), f"{tmp_path / 'api'}/", region_rows=REGION))
     assert _digest(pd.read_parquet(out)) == _digest(pd.read_parquet(tmp_path / "api"))
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["parameters"]["engine"] == "dask"
-    assert report["measures"]["ILh"] == pytest.approx(api.report["measures"]["ILh"],
-                                                      rel=1e-12)
+    assert report["measures"]["ILh"] == pytest.approx(api.report["measures"]["ILh"], rel=1e-12)
 
 
 def test_toml_keys(cluster: str, parts: Path, tmp_path: Path) -> None:
     """The engine keys of a TOML config: engine, scheduler, region_rows (paths relative to
     the config's folder)."""
     config = tmp_path / "c.toml"
-    config.write_text(f'input = "{parts}"\nvariant = "scalable"\nk = {K}\n'
-                      f'block_size = {BLOCK}\nregion_rows = {REGION}\nengine = "dask"\n'
-                      f'scheduler = "{cluster}"\nidentifying = ["id"]\nsensitive = ["s"]\n'
-                      'output = "out/"\n')
+    config.write_text(
+        f'input = "{parts}"\nvariant = "scalable"\nk = {K}\n'
+        f'block_size = {BLOCK}\nregion_rows = {REGION}\nengine = "dask"\n'
+        f'scheduler = "{cluster}"\nidentifying = ["id"]\nsensitive = ["s"]\n'
+        'output = "out/"\n'
+    )
     settings = MicroaggregateSettings.load(config)
-    assert (settings.engine, settings.scheduler, settings.region_rows) == ("dask", cluster,
-                                                                         REGION)
+    assert (settings.engine, settings.scheduler, settings.region_rows) == ("dask", cluster, REGION)
     result = run_microaggregate(settings)
     assert result.report["engine"]["name"] == "dask"
     assert result.report["engine"]["regions"] == 4
@@ -406,22 +487,40 @@ def test_scheduler_needs_engine_dask(csv: Path) -> None:
         MicroaggregateSettings(input=str(csv), scheduler="tcp://127.0.0.1:1")
 
 
-@pytest.mark.parametrize(("extra", "says"), [
-    (["--variant", "exact"], "Error: --variant 'exact' runs in memory only"),
-    (["--nominal", "s"], "Error: --nominal columns are masked in memory only"),
-    (["--output-file"], "Error: --output: engine 'dask' writes the release as a folder"),
-    (["--region-rows", "4"], "Error: --region-rows must be at least 2k = 6 (got 4)"),
-    (["--workers", "-1"], "Error: --workers -1 (every CPU) applies in this process only"),
-    (["--memory-limit", "lots"], "Error: --memory-limit 'lots' is not an amount of memory"),
-])
-def test_bad_input(extra: list[str], says: str, cluster: str, csv: Path,
-                   tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--variant", "exact"], "Error: --variant 'exact' runs in memory only"),
+        (["--nominal", "s"], "Error: --nominal columns are masked in memory only"),
+        (["--output-file"], "Error: --output: engine 'dask' writes the release as a folder"),
+        (["--region-rows", "4"], "Error: --region-rows must be at least 2k = 6 (got 4)"),
+        (["--workers", "-1"], "Error: --workers -1 (every CPU) applies in this process only"),
+        (["--memory-limit", "lots"], "Error: --memory-limit 'lots' is not an amount of memory"),
+    ],
+)
+def test_bad_input(extra: list[str], says: str, cluster: str, csv: Path, tmp_path: Path) -> None:
     output = f"{tmp_path / 'release'}/"
     if extra == ["--output-file"]:
         output, extra = str(tmp_path / "release.parquet"), []
-    args = ["microaggregate", str(csv), "--k", str(K), "--identifying", "id",
-            "--sensitive", "s", "--engine", "dask", "--scheduler", cluster, "--output", output,
-            "--report", str(tmp_path / "r.json"), *extra]
+    args = [
+        "microaggregate",
+        str(csv),
+        "--k",
+        str(K),
+        "--identifying",
+        "id",
+        "--sensitive",
+        "s",
+        "--engine",
+        "dask",
+        "--scheduler",
+        cluster,
+        "--output",
+        output,
+        "--report",
+        str(tmp_path / "r.json"),
+        *extra,
+    ]
     if "--variant" not in extra:
         args += ["--variant", "scalable"]
     code, text = _cli(args)

@@ -58,8 +58,12 @@ def original() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory: pytest.TempPathFactory, original: pd.DataFrame) -> Path:
     """Tarragona as a Parquet folder of four uneven parts (the last in two row groups)."""
-    return write_parts(original, tmp_path_factory.mktemp("parts") / "tarragona",
-                       [0, 100, 101, 500, len(original)], row_group_size=200)
+    return write_parts(
+        original,
+        tmp_path_factory.mktemp("parts") / "tarragona",
+        [0, 100, 101, 500, len(original)],
+        row_group_size=200,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +72,18 @@ def in_memory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
     root = tmp_path_factory.mktemp("numpy")
     out: dict[str, dict[str, Any]] = {}
     for method in METHODS:
-        settings = PerturbSettings(input=str(TARRAGONA), method=method, seed=7,
-                                   output=str(root / f"{method}.parquet"),
-                                   key=str(root / f"{method}.json"))
+        settings = PerturbSettings(
+            input=str(TARRAGONA),
+            method=method,
+            seed=7,
+            output=str(root / f"{method}.parquet"),
+            key=str(root / f"{method}.json"),
+        )
         run_perturb(settings)
-        out[method] = {"release": pd.read_parquet(root / f"{method}.parquet"),
-                       "key": json.loads((root / f"{method}.json").read_text())}
+        out[method] = {
+            "release": pd.read_parquet(root / f"{method}.parquet"),
+            "key": json.loads((root / f"{method}.json").read_text()),
+        }
     return out
 
 
@@ -99,22 +109,33 @@ def _same_key(got: dict[str, Any], want: dict[str, Any]) -> None:
     for name in ("means", "stds"):
         np.testing.assert_allclose(got[name], want[name], rtol=TOL)
     for name in ("means", "stds"):
-        np.testing.assert_allclose(got["release_fingerprint"][name],
-                                   want["release_fingerprint"][name], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            got["release_fingerprint"][name], want["release_fingerprint"][name], rtol=0, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("source", ["csv", "parts"])
-def test_release_equals_the_in_memory_one(engine: str, method: str, source: str,
-                                          cluster: str, parts: Path, tmp_path: Path,
-                                          in_memory: dict[str, dict[str, Any]]) -> None:
+def test_release_equals_the_in_memory_one(
+    engine: str,
+    method: str,
+    source: str,
+    cluster: str,
+    parts: Path,
+    tmp_path: Path,
+    in_memory: dict[str, dict[str, Any]],
+) -> None:
     given = str(TARRAGONA) if source == "csv" else str(parts)
-    settings = PerturbSettings(input=given, method=method, seed=7,  # type: ignore[arg-type]
-                               output=str(tmp_path / "release") + "/",
-                               key=str(tmp_path / "key.json"),
-                               report=str(tmp_path / "report.json"),
-                               **_engine_settings(engine, cluster))
+    settings = PerturbSettings(
+        input=given,
+        method=method,  # type: ignore[arg-type]
+        seed=7,
+        output=str(tmp_path / "release") + "/",
+        key=str(tmp_path / "key.json"),
+        report=str(tmp_path / "report.json"),
+        **_engine_settings(engine, cluster),
+    )
     result = run_perturb(settings)
     written = sorted(p.name for p in (tmp_path / "release").iterdir())
     assert written == [f"part-{i:05d}.parquet" for i in range(len(written))]
@@ -129,29 +150,51 @@ def test_release_equals_the_in_memory_one(engine: str, method: str, source: str,
     assert result.release is None
 
 
-def test_dask_dataframe_input(cluster: str, original: pd.DataFrame, tmp_path: Path,
-                              in_memory: dict[str, dict[str, Any]]) -> None:
+def test_dask_dataframe_input(
+    cluster: str, original: pd.DataFrame, tmp_path: Path, in_memory: dict[str, dict[str, Any]]
+) -> None:
     dd = pytest.importorskip("dask.dataframe")
     frame = dd.from_pandas(original, npartitions=3)
-    run_perturb(PerturbSettings(input=frame, method="obt", seed=7,
-                                output=str(tmp_path / "release") + "/",
-                                key=str(tmp_path / "key.json"), engine="dask",
-                                scheduler=cluster))
+    run_perturb(
+        PerturbSettings(
+            input=frame,
+            method="obt",
+            seed=7,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+            engine="dask",
+            scheduler=cluster,
+        )
+    )
     assert len(list((tmp_path / "release").iterdir())) == 3
     _same_release(pd.read_parquet(tmp_path / "release"), in_memory["obt"]["release"])
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
 @pytest.mark.parametrize("method", ["obt", "gdp"])
-def test_invert_restores_the_input(engine: str, method: Method, cluster: str, parts: Path,
-                                   tmp_path: Path, original: pd.DataFrame) -> None:
+def test_invert_restores_the_input(
+    engine: str, method: Method, cluster: str, parts: Path, tmp_path: Path, original: pd.DataFrame
+) -> None:
     options = _engine_settings(engine, cluster)
-    run_perturb(PerturbSettings(input=str(parts), method=method, seed=3, noise=0.5,
-                                output=str(tmp_path / "release") + "/",
-                                key=str(tmp_path / "key.json"), **options))
-    result = run_invert(InvertSettings(input=str(tmp_path / "release"),
-                                       key=str(tmp_path / "key.json"),
-                                       output=str(tmp_path / "restored") + "/", **options))
+    run_perturb(
+        PerturbSettings(
+            input=str(parts),
+            method=method,
+            seed=3,
+            noise=0.5,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+            **options,
+        )
+    )
+    result = run_invert(
+        InvertSettings(
+            input=str(tmp_path / "release"),
+            key=str(tmp_path / "key.json"),
+            output=str(tmp_path / "restored") + "/",
+            **options,
+        )
+    )
     restored = pd.read_parquet(tmp_path / "restored")
     assert list(restored.columns) == list(original.columns)
     assert all(restored.dtypes == np.int64)  # integer columns rounded back, as in memory
@@ -159,10 +202,14 @@ def test_invert_restores_the_input(engine: str, method: Method, cluster: str, pa
     assert result.report["verified"] and result.report["engine"]["checked_records"] == 834
 
 
-def test_sampled_check_on_a_large_release(cluster: str, parts: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch,
-                                          original: pd.DataFrame,
-                                          in_memory: dict[str, dict[str, Any]]) -> None:
+def test_sampled_check_on_a_large_release(
+    cluster: str,
+    parts: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    original: pd.DataFrame,
+    in_memory: dict[str, dict[str, Any]],
+) -> None:
     """Above the in-memory limit the release and the restored table are checked on a sample."""
     from anonlab.perturbation import pieces as perturb_pieces
     from anonlab.runs import perturb as perturb_run
@@ -170,26 +217,43 @@ def test_sampled_check_on_a_large_release(cluster: str, parts: Path, tmp_path: P
     monkeypatch.setattr(perturb_run, "IN_MEMORY_ROWS", 100)
     monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
-    run_perturb(PerturbSettings(input=str(parts), method="obt", seed=7, attack_records=40,
-                                output=str(tmp_path / "release") + "/",
-                                key=str(tmp_path / "key.json"),
-                                report=str(tmp_path / "report.json"), **options))
+    run_perturb(
+        PerturbSettings(
+            input=str(parts),
+            method="obt",
+            seed=7,
+            attack_records=40,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+            report=str(tmp_path / "report.json"),
+            **options,
+        )
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["records"] == 834 and report["verified"]
     assert report["sample_records"] == 15 + 1 + 15 + 15  # 60 rows asked: 15 a part
     assert report["engine"]["checked_records"] == report["sample_records"]
     _same_release(pd.read_parquet(tmp_path / "release"), in_memory["obt"]["release"])
-    result = run_invert(InvertSettings(input=str(tmp_path / "release"),
-                                       key=str(tmp_path / "key.json"),
-                                       output=str(tmp_path / "restored") + "/", **options))
+    result = run_invert(
+        InvertSettings(
+            input=str(tmp_path / "release"),
+            key=str(tmp_path / "key.json"),
+            output=str(tmp_path / "restored") + "/",
+            **options,
+        )
+    )
     assert result.report["engine"]["checked_records"] == 15 + 1 + 15 + 15
     assert (pd.read_parquet(tmp_path / "restored").to_numpy() == original.to_numpy()).all()
 
 
-def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch,
-                                        original: pd.DataFrame,
-                                        in_memory: dict[str, dict[str, Any]]) -> None:
+def test_sampled_check_of_a_gdp_release(
+    cluster: str,
+    parts: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    original: pd.DataFrame,
+    in_memory: dict[str, dict[str, Any]],
+) -> None:
     """A large gdp release is checked on its sample with the noise at the sampled rows (no
     distances: the noise moves them); a release with the noise of other rows is refused."""
     from anonlab.perturbation import pieces as perturb_pieces
@@ -198,14 +262,27 @@ def test_sampled_check_of_a_gdp_release(cluster: str, parts: Path, tmp_path: Pat
     monkeypatch.setattr(perturb_run, "IN_MEMORY_ROWS", 100)
     monkeypatch.setattr(perturb_pieces, "SAMPLE_ROWS", 60)
     options: dict[str, Any] = {"engine": "dask", "scheduler": cluster}
-    run_perturb(PerturbSettings(input=str(parts), method="gdp", seed=7, attack_records=40,
-                                output=str(tmp_path / "release") + "/",
-                                key=str(tmp_path / "key.json"), **options))
+    run_perturb(
+        PerturbSettings(
+            input=str(parts),
+            method="gdp",
+            seed=7,
+            attack_records=40,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+            **options,
+        )
+    )
     release = pd.read_parquet(tmp_path / "release")
     _same_release(release, in_memory["gdp"]["release"])
-    result = run_invert(InvertSettings(input=str(tmp_path / "release"),
-                                       key=str(tmp_path / "key.json"),
-                                       output=str(tmp_path / "restored") + "/", **options))
+    result = run_invert(
+        InvertSettings(
+            input=str(tmp_path / "release"),
+            key=str(tmp_path / "key.json"),
+            output=str(tmp_path / "restored") + "/",
+            **options,
+        )
+    )
     assert result.report["engine"]["checked_records"] == 15 + 1 + 15 + 15
     assert (pd.read_parquet(tmp_path / "restored").to_numpy() == original.to_numpy()).all()
     key = json.loads((tmp_path / "key.json").read_text())
@@ -233,8 +310,7 @@ def test_key_noise_at_sampled_rows_is_the_added_noise() -> None:
         key_noise({"scale": 0.2, "seed": 123}, rows, 3)
 
 
-def test_an_old_gdp_key_inverts_in_memory_and_is_refused_on_the_engine(tmp_path: Path
-                                                                        ) -> None:
+def test_an_old_gdp_key_inverts_in_memory_and_is_refused_on_the_engine(tmp_path: Path) -> None:
     """A gdp key written before the blocked noise (one stream, no ``noise.stream``) still
     restores its release in memory; the engines, which draw the noise per piece, refuse it.
     The two streams agree on the first block (``default_rng([s, 0])`` is ``default_rng(s)``),
@@ -245,8 +321,9 @@ def test_an_old_gdp_key_inverts_in_memory_and_is_refused_on_the_engine(tmp_path:
     from anonlab.perturbation.key import NOISE_BLOCK, PerturbationKey, add_noise, fingerprint
 
     rng = np.random.default_rng(8)
-    original = pd.DataFrame(rng.integers(-5_000, 5_000, (NOISE_BLOCK + 900, 3)),
-                            columns=["a", "b", "c"])
+    original = pd.DataFrame(
+        rng.integers(-5_000, 5_000, (NOISE_BLOCK + 900, 3)), columns=["a", "b", "c"]
+    )
     p = perturb(original, method="gdp", seed=11, noise=0.3, known=(2,))
     assert p.key.to_dict()["noise"]["stream"] == "blocked"
     assert p.key.translation is not None and p.key.noise_seed is not None
@@ -266,25 +343,35 @@ def test_an_old_gdp_key_inverts_in_memory_and_is_refused_on_the_engine(tmp_path:
     (tmp_path / "key.json").write_text(json.dumps(data))
     release.to_parquet(tmp_path / "release.parquet")
     with pytest.raises(AnonlabError, match="noise is one stream over all records"):
-        run_invert(InvertSettings(input=str(tmp_path / "release.parquet"),
-                                  key=str(tmp_path / "key.json"),
-                                  output=str(tmp_path / "restored") + "/"))
+        run_invert(
+            InvertSettings(
+                input=str(tmp_path / "release.parquet"),
+                key=str(tmp_path / "key.json"),
+                output=str(tmp_path / "restored") + "/",
+            )
+        )
     assert not (tmp_path / "restored").exists()
 
 
-def _sampled(engine: str, cluster: str, parts: Path, folder: Path
-             ) -> tuple[dict[int, list[int]], NDArray[np.float64], NDArray[np.float64], Any]:
+def _sampled(
+    engine: str, cluster: str, parts: Path, folder: Path
+) -> tuple[dict[int, list[int]], NDArray[np.float64], NDArray[np.float64], Any]:
     """Rows of ``parts`` mapped by a permutation with signs on ``engine``: the sampled
     positions, input rows, written rows read back, and the moments."""
     table = open_table(parts)
-    opened = open_engine(engine, scheduler=cluster if engine == "dask" else None,
-                         batch_rows=150)
+    opened = open_engine(engine, scheduler=cluster if engine == "dask" else None, batch_rows=150)
     try:
         moments = opened.moments(table, ["SALES", "LABOR.COSTS", "NET.PROFIT"])
         staged = StagedFolder(folder)
-        mapped = map_rows(opened, table, list(moments.columns), list(moments.columns),
-                          AffineRows(moments.mean, moments.std, ROTATION), staged,
-                          sample_rows=80)
+        mapped = map_rows(
+            opened,
+            table,
+            list(moments.columns),
+            list(moments.columns),
+            AffineRows(moments.mean, moments.std, ROTATION),
+            staged,
+            sample_rows=80,
+        )
         sample = written_sample(opened, staged.path, mapped)
         staged.discard()
     finally:
@@ -296,8 +383,9 @@ def _sampled(engine: str, cluster: str, parts: Path, folder: Path
 ROTATION = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
 
 
-def test_sample_is_the_same_on_both_engines_and_finds_faults(cluster: str, parts: Path,
-                                                             tmp_path: Path) -> None:
+def test_sample_is_the_same_on_both_engines_and_finds_faults(
+    cluster: str, parts: Path, tmp_path: Path
+) -> None:
     """The sampled rows depend on the pieces only; the check finds a wrong release."""
     positions, x, y, moments = _sampled("numpy", cluster, parts, tmp_path / "a")
     on_dask = _sampled("dask", cluster, parts, tmp_path / "b")
@@ -311,8 +399,7 @@ def test_sample_is_the_same_on_both_engines_and_finds_faults(cluster: str, parts
     assert sample_findings(x, y, moments.std, None, columns) == []
     swapped = y.copy()
     swapped[[3, 7]] = swapped[[7, 3]]  # two rows written in each other's place
-    assert "distance between records" in sample_findings(x, swapped, moments.std, None,
-                                                          columns)[0]
+    assert "distance between records" in sample_findings(x, swapped, moments.std, None, columns)[0]
     scaled = y * np.array([1.0, 1.0 + 1e-6, 1.0])  # a matrix that is not quite orthogonal
     assert sample_findings(x, scaled, moments.std, None, columns)
 
@@ -324,9 +411,15 @@ def test_sample_positions_are_deterministic(parts: Path, tmp_path: Path) -> None
     for run in range(2):
         engine = open_engine("numpy", batch_rows=150)
         staged = StagedFolder(tmp_path / f"out{run}")
-        mapped = map_rows(engine, table, ["SALES", "NET.PROFIT"], ["SALES", "NET.PROFIT"],
-                          AffineRows(np.zeros(2), np.ones(2), np.eye(2)), staged,
-                          sample_rows=40)
+        mapped = map_rows(
+            engine,
+            table,
+            ["SALES", "NET.PROFIT"],
+            ["SALES", "NET.PROFIT"],
+            AffineRows(np.zeros(2), np.ones(2), np.eye(2)),
+            staged,
+            sample_rows=40,
+        )
         found.append({i: p.tolist() for i, p in mapped.positions.items()})
         staged.discard()
     assert found[0] == found[1]
@@ -342,15 +435,26 @@ def _cli(args: list[str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize(("extra", "says"), [
-    (["--output-file"], "output: engine 'dask' writes the release as a folder"),
-    (["--workers", "2", "--no-engine"], "workers applies to engine 'dask' only"),
-    (["--memory-limit", "lots"], "--memory-limit 'lots' is not an amount of memory"),
-])
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--output-file"], "output: engine 'dask' writes the release as a folder"),
+        (["--workers", "2", "--no-engine"], "workers applies to engine 'dask' only"),
+        (["--memory-limit", "lots"], "--memory-limit 'lots' is not an amount of memory"),
+    ],
+)
 def test_bad_input(extra: list[str], says: str, tmp_path: Path, cluster: str) -> None:
     output = str(tmp_path / "release") + "/"
-    args = ["perturb", str(TARRAGONA), "--seed", "1", "--key", str(tmp_path / "key.json"),
-            "--report", str(tmp_path / "report.json")]
+    args = [
+        "perturb",
+        str(TARRAGONA),
+        "--seed",
+        "1",
+        "--key",
+        str(tmp_path / "key.json"),
+        "--report",
+        str(tmp_path / "report.json"),
+    ]
     engine = ["--engine", "dask", "--scheduler", cluster]
     if "--output-file" in extra:
         output, extra = str(tmp_path / "release.parquet"), []
@@ -363,8 +467,9 @@ def test_bad_input(extra: list[str], says: str, tmp_path: Path, cluster: str) ->
     assert list(tmp_path.iterdir()) == []
 
 
-def test_failed_verification_writes_nothing(tmp_path: Path, cluster: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_verification_writes_nothing(
+    tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import anonlab.runs.perturb as runs
 
     def refuse(*args: Any) -> None:
@@ -372,21 +477,47 @@ def test_failed_verification_writes_nothing(tmp_path: Path, cluster: str,
 
     monkeypatch.setattr(runs, "_verify", refuse)
     with pytest.raises(AnonlabError, match="planted"):
-        run_perturb(PerturbSettings(input=str(TARRAGONA), method="obt", seed=1,
-                                    output=str(tmp_path / "release") + "/",
-                                    key=str(tmp_path / "key.json"), engine="dask",
-                                    scheduler=cluster))
+        run_perturb(
+            PerturbSettings(
+                input=str(TARRAGONA),
+                method="obt",
+                seed=1,
+                output=str(tmp_path / "release") + "/",
+                key=str(tmp_path / "key.json"),
+                engine="dask",
+                scheduler=cluster,
+            )
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_invert_refuses_a_release_of_another_key(tmp_path: Path, parts: Path) -> None:
-    run_perturb(PerturbSettings(input=str(parts), method="rotation", seed=1,
-                                output=str(tmp_path / "a") + "/", key=str(tmp_path / "a.json")))
-    run_perturb(PerturbSettings(input=str(parts), method="rotation", seed=2,
-                                output=str(tmp_path / "b") + "/", key=str(tmp_path / "b.json")))
+    run_perturb(
+        PerturbSettings(
+            input=str(parts),
+            method="rotation",
+            seed=1,
+            output=str(tmp_path / "a") + "/",
+            key=str(tmp_path / "a.json"),
+        )
+    )
+    run_perturb(
+        PerturbSettings(
+            input=str(parts),
+            method="rotation",
+            seed=2,
+            output=str(tmp_path / "b") + "/",
+            key=str(tmp_path / "b.json"),
+        )
+    )
     with pytest.raises(AnonlabError, match="the key does not match"):
-        run_invert(InvertSettings(input=str(tmp_path / "a"), key=str(tmp_path / "b.json"),
-                                  output=str(tmp_path / "restored") + "/"))
+        run_invert(
+            InvertSettings(
+                input=str(tmp_path / "a"),
+                key=str(tmp_path / "b.json"),
+                output=str(tmp_path / "restored") + "/",
+            )
+        )
     assert not (tmp_path / "restored").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -394,16 +525,23 @@ def test_invert_refuses_a_release_of_another_key(tmp_path: Path, parts: Path) ->
 def test_release_is_read_back_by_the_one_reader(tmp_path: Path, parts: Path) -> None:
     """The folder release reads back through anonlab's reader (what any user does)."""
     with pytest.warns(RecoverableReleaseWarning):
-        run_perturb(PerturbSettings(input=str(parts), method="obt", seed=5,
-                                    output=str(tmp_path / "r") + "/",
-                                    key=str(tmp_path / "r.json")))
+        run_perturb(
+            PerturbSettings(
+                input=str(parts),
+                method="obt",
+                seed=5,
+                output=str(tmp_path / "r") + "/",
+                key=str(tmp_path / "r.json"),
+            )
+        )
     frame = read_table(tmp_path / "r")
     assert frame.shape == (834, 13)
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
-def test_roles_on_the_engine(engine: str, cluster: str, original: pd.DataFrame,
-                             tmp_path: Path) -> None:
+def test_roles_on_the_engine(
+    engine: str, cluster: str, original: pd.DataFrame, tmp_path: Path
+) -> None:
     """Identifying columns are dropped, insensitive ones pass through as their text, the key
     names the dropped ones: as in memory."""
     frame = original[["SALES", "LABOR.COSTS", "NET.PROFIT"]].copy()
@@ -411,13 +549,27 @@ def test_roles_on_the_engine(engine: str, cluster: str, original: pd.DataFrame,
     frame["town"] = ["Reus" if i % 3 else "Tarragona" for i in range(len(frame))]
     source = tmp_path / "firms.csv"
     frame.to_csv(source, index=False)
-    common: dict[str, Any] = {"input": str(source), "method": "rotation", "seed": 4,
-                              "identifying": ["name"], "insensitive": ["town"]}
-    run_perturb(PerturbSettings(**common, output=str(tmp_path / "mem.parquet"),
-                                key=str(tmp_path / "mem.json")))
-    run_perturb(PerturbSettings(**common, output=str(tmp_path / "rel") + "/",
-                                key=str(tmp_path / "rel.json"), report=str(tmp_path / "r.json"),
-                                **_engine_settings(engine, cluster)))
+    common: dict[str, Any] = {
+        "input": str(source),
+        "method": "rotation",
+        "seed": 4,
+        "identifying": ["name"],
+        "insensitive": ["town"],
+    }
+    run_perturb(
+        PerturbSettings(
+            **common, output=str(tmp_path / "mem.parquet"), key=str(tmp_path / "mem.json")
+        )
+    )
+    run_perturb(
+        PerturbSettings(
+            **common,
+            output=str(tmp_path / "rel") + "/",
+            key=str(tmp_path / "rel.json"),
+            report=str(tmp_path / "r.json"),
+            **_engine_settings(engine, cluster),
+        )
+    )
     got, want = pd.read_parquet(tmp_path / "rel"), pd.read_parquet(tmp_path / "mem.parquet")
     assert list(got.columns) == ["SALES", "LABOR.COSTS", "NET.PROFIT", "town"]
     assert got["town"].tolist() == frame["town"].tolist()
@@ -432,12 +584,13 @@ def test_toml_keys(tmp_path: Path, cluster: str, in_memory: dict[str, dict[str, 
     """``engine``, ``scheduler``, ``memory_limit`` in a config; a folder output keeps its ``/``
     (relative to the config's folder)."""
     config = tmp_path / "perturb.toml"
-    config.write_text(f'input = "{TARRAGONA}"\nmethod = "obt"\nseed = 7\nengine = "dask"\n'
-                      f'scheduler = "{cluster}"\nmemory_limit = "1GB"\noutput = "rel/"\n'
-                      'key = "key.json"\n')
+    config.write_text(
+        f'input = "{TARRAGONA}"\nmethod = "obt"\nseed = 7\nengine = "dask"\n'
+        f'scheduler = "{cluster}"\nmemory_limit = "1GB"\noutput = "rel/"\n'
+        'key = "key.json"\n'
+    )
     settings = PerturbSettings.load(config)
-    assert (settings.engine, settings.scheduler, settings.memory_limit) == ("dask", cluster,
-                                                                             "1GB")
+    assert (settings.engine, settings.scheduler, settings.memory_limit) == ("dask", cluster, "1GB")
     run_perturb(settings)
     _same_release(pd.read_parquet(tmp_path / "rel"), in_memory["obt"]["release"])
 
@@ -446,39 +599,67 @@ def test_toml_keys(tmp_path: Path, cluster: str, in_memory: dict[str, dict[str, 
 # Inputs the engines do not stream: read whole by the one reader, then cut into pieces
 # ---------------------------------------------------------------------------
 
-PEOPLE_ROLES: dict[str, Any] = {"columns": "age,income", "identifying": "name",
-                                "sensitive": "diagnosis", "insensitive": "sex,region",
-                                "seed": 7}
+PEOPLE_ROLES: dict[str, Any] = {
+    "columns": "age,income",
+    "identifying": "name",
+    "sensitive": "diagnosis",
+    "insensitive": "sex,region",
+    "seed": 7,
+}
 
 
 @pytest.mark.parametrize("engine", ["numpy", "dask"])
-@pytest.mark.parametrize(("source", "read"), [
-    (f"sqlite:///{REPO / 'examples' / 'people.db'}", {"table": "people"}),
-    (str(REPO / "examples" / "survey.xlsx"), {"sheet": "wave2"}),
-], ids=["database", "excel"])
-def test_database_and_excel_input_on_the_engines(engine: str, source: str,
-                                                 read: dict[str, Any], cluster: str,
-                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("source", "read"),
+    [
+        (f"sqlite:///{REPO / 'examples' / 'people.db'}", {"table": "people"}),
+        (str(REPO / "examples" / "survey.xlsx"), {"sheet": "wave2"}),
+    ],
+    ids=["database", "excel"],
+)
+def test_database_and_excel_input_on_the_engines(
+    engine: str, source: str, read: dict[str, Any], cluster: str, tmp_path: Path
+) -> None:
     """A database table or an Excel sheet, which only the one reader reads, perturbed into a
     folder on either engine equals the in-memory release, and inverts back to the input."""
-    memory = run_perturb(PerturbSettings(input=source, **read, **PEOPLE_ROLES,
-                                         output=str(tmp_path / "memory.parquet"),
-                                         key=str(tmp_path / "memory.json")))
+    memory = run_perturb(
+        PerturbSettings(
+            input=source,
+            **read,
+            **PEOPLE_ROLES,
+            output=str(tmp_path / "memory.parquet"),
+            key=str(tmp_path / "memory.json"),
+        )
+    )
     options = _engine_settings(engine, cluster)
-    result = run_perturb(PerturbSettings(input=source, **read, **PEOPLE_ROLES, **options,
-                                         output=str(tmp_path / "release") + "/",
-                                         key=str(tmp_path / "key.json")))
+    result = run_perturb(
+        PerturbSettings(
+            input=source,
+            **read,
+            **PEOPLE_ROLES,
+            **options,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+        )
+    )
     assert result.report["verified"] and result.report["engine"]["name"] == engine
     assert result.report["records"] == memory.report["records"] == len(read_table(source, **read))
     release = pd.read_parquet(tmp_path / "release")
     want = pd.read_parquet(tmp_path / "memory.parquet")
     assert release.drop(columns=["age", "income"]).equals(want.drop(columns=["age", "income"]))
     _same_release(release[["age", "income"]], want[["age", "income"]])
-    _same_key(json.loads((tmp_path / "key.json").read_text()),
-              json.loads((tmp_path / "memory.json").read_text()))
-    restored = run_invert(InvertSettings(input=str(tmp_path / "release"),
-                                         key=str(tmp_path / "key.json"),
-                                         output=str(tmp_path / "restored") + "/", **options))
+    _same_key(
+        json.loads((tmp_path / "key.json").read_text()),
+        json.loads((tmp_path / "memory.json").read_text()),
+    )
+    restored = run_invert(
+        InvertSettings(
+            input=str(tmp_path / "release"),
+            key=str(tmp_path / "key.json"),
+            output=str(tmp_path / "restored") + "/",
+            **options,
+        )
+    )
     assert restored.report["verified"]
     back = pd.read_parquet(tmp_path / "restored")
     original = read_table(source, **read)
@@ -487,14 +668,21 @@ def test_database_and_excel_input_on_the_engines(engine: str, source: str,
 
 
 def test_a_sheet_of_a_csv_input_is_refused_alike_in_memory_and_on_the_engine(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """``sheet`` with a CSV input: the one reader's refusal, word for word, on both paths."""
     said = []
     for output in ("memory.csv", "release/"):
         with pytest.raises(AnonlabError) as caught:
-            run_perturb(PerturbSettings(input=str(TARRAGONA), sheet="wave1", seed=1,
-                                        output=str(tmp_path / output),
-                                        key=str(tmp_path / "key.json")))
+            run_perturb(
+                PerturbSettings(
+                    input=str(TARRAGONA),
+                    sheet="wave1",
+                    seed=1,
+                    output=str(tmp_path / output),
+                    key=str(tmp_path / "key.json"),
+                )
+            )
         said.append(str(caught.value))
     assert said[0] == said[1]
     assert list(tmp_path.iterdir()) == []
@@ -502,51 +690,87 @@ def test_a_sheet_of_a_csv_input_is_refused_alike_in_memory_and_on_the_engine(
 
 @pytest.mark.parametrize("method", METHODS)
 def test_one_piece_on_the_numpy_engine_is_the_in_memory_run_bit_for_bit(
-        method: Method, tmp_path: Path, in_memory: dict[str, dict[str, Any]]) -> None:
+    method: Method, tmp_path: Path, in_memory: dict[str, dict[str, Any]]
+) -> None:
     """Tarragona is one piece: the NumPy engine's folder release and its key are the in-memory
     ones to the last bit (the same moments, transform and fingerprint arithmetic)."""
-    run_perturb(PerturbSettings(input=str(TARRAGONA), method=method, seed=7,
-                                output=str(tmp_path / "release") + "/",
-                                key=str(tmp_path / "key.json")))
+    run_perturb(
+        PerturbSettings(
+            input=str(TARRAGONA),
+            method=method,
+            seed=7,
+            output=str(tmp_path / "release") + "/",
+            key=str(tmp_path / "key.json"),
+        )
+    )
     release = pd.read_parquet(tmp_path / "release")
     assert release.equals(in_memory[method]["release"])
     assert json.loads((tmp_path / "key.json").read_text()) == in_memory[method]["key"]
 
 
-@pytest.mark.parametrize(("cell", "says"), [
-    ("x", "column 'c' is not numeric (record 2: 'x'): choose numeric columns"),
-    ("", "column 'c' has a missing or infinite value (record 2): fill or drop"),
-], ids=["text", "missing"])
-def test_a_bad_value_gets_the_in_memory_line_on_the_engine(cell: str, says: str,
-                                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("cell", "says"),
+    [
+        ("x", "column 'c' is not numeric (record 2: 'x'): choose numeric columns"),
+        ("", "column 'c' has a missing or infinite value (record 2): fill or drop"),
+    ],
+    ids=["text", "missing"],
+)
+def test_a_bad_value_gets_the_in_memory_line_on_the_engine(
+    cell: str, says: str, tmp_path: Path
+) -> None:
     """A value that is no finite number: word for word the in-memory line on one piece, from
     the CLI and from Python; in a later part of a folder the line says where it counts from."""
     table = tmp_path / "in.csv"
     table.write_text(f"a,b,c\n1,2,3\n3,4,{cell}\n6,7,8\n", encoding="utf-8")
     said = []
     for output in ("memory.csv", "release/"):
-        code, text = _cli(["perturb", str(table), "--seed", "1", "--key",
-                           str(tmp_path / "key.json"), "--output", str(tmp_path / output)])
+        code, text = _cli(
+            [
+                "perturb",
+                str(table),
+                "--seed",
+                "1",
+                "--key",
+                str(tmp_path / "key.json"),
+                "--output",
+                str(tmp_path / output),
+            ]
+        )
         lines = [line for line in text.splitlines() if line.strip()]
         assert code == 2 and len(lines) == 1, text
         with pytest.raises(AnonlabError) as caught:
-            run_perturb(PerturbSettings(input=str(table), seed=1, key=str(tmp_path / "key.json"),
-                                        output=str(tmp_path / output)))
+            run_perturb(
+                PerturbSettings(
+                    input=str(table),
+                    seed=1,
+                    key=str(tmp_path / "key.json"),
+                    output=str(tmp_path / output),
+                )
+            )
         assert lines[0] == f"Error: {caught.value}"
         said.append(str(caught.value))
     assert said[0] == said[1] and says in said[0]
-    frame = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [5.0, 6, 8, 7],
-                          "c": ["1", "2", "3", cell or None]})
+    frame = pd.DataFrame(
+        {"a": [1.0, 2, 3, 4], "b": [5.0, 6, 8, 7], "c": ["1", "2", "3", cell or None]}
+    )
     parts = write_parts(frame, tmp_path / "parts", [0, 2, 4])
     with pytest.raises(AnonlabError, match=r"\(record 2.*counted from row 1 of .*part"):
-        run_perturb(PerturbSettings(input=str(parts), seed=1, key=str(tmp_path / "key.json"),
-                                    output=str(tmp_path / "release") + "/"))
+        run_perturb(
+            PerturbSettings(
+                input=str(parts),
+                seed=1,
+                key=str(tmp_path / "key.json"),
+                output=str(tmp_path / "release") + "/",
+            )
+        )
     assert not (tmp_path / "release").exists() and not (tmp_path / "key.json").exists()
 
 
 @pytest.mark.parametrize("kind", ["csv", "parquet", "folder", "frame"])
-def test_a_table_without_rows_gets_the_in_memory_line_on_the_engine(kind: str,
-                                                                    tmp_path: Path) -> None:
+def test_a_table_without_rows_gets_the_in_memory_line_on_the_engine(
+    kind: str, tmp_path: Path
+) -> None:
     """No rows: the in-memory line (the reader's, the table model's for a DataFrame) on the
     engine too, nothing written."""
     empty = pd.DataFrame({"a": pd.Series([], dtype=float), "b": pd.Series([], dtype=float)})
@@ -562,10 +786,20 @@ def test_a_table_without_rows_gets_the_in_memory_line_on_the_engine(kind: str,
     said = []
     for output in ("memory.csv", "release/"):
         with pytest.raises(AnonlabError) as caught:
-            run_perturb(PerturbSettings(input=source, seed=1, key=str(tmp_path / "key.json"),
-                                        output=str(tmp_path / output)))
+            run_perturb(
+                PerturbSettings(
+                    input=source,
+                    seed=1,
+                    key=str(tmp_path / "key.json"),
+                    output=str(tmp_path / output),
+                )
+            )
         said.append(str(caught.value))
-    want = {"csv": "has a header but no rows", "parquet": "has no rows", "folder": "has no rows",
-            "frame": "the table has no records"}[kind]
+    want = {
+        "csv": "has a header but no rows",
+        "parquet": "has no rows",
+        "folder": "has no rows",
+        "frame": "the table has no records",
+    }[kind]
     assert said[0] == said[1] and f"{want}: give at least one record" in said[0]
     assert not (tmp_path / "key.json").exists() and not (tmp_path / "release").exists()

@@ -63,8 +63,12 @@ def release() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory, release: pd.DataFrame) -> Path:
     """The release as a folder of uneven Parquet parts."""
-    return write_parts(release, tmp_path_factory.mktemp("release") / "parts",
-                       [0, 700, 12000, 12001, 25000, len(release)], row_group_size=2000)
+    return write_parts(
+        release,
+        tmp_path_factory.mktemp("release") / "parts",
+        [0, 700, 12000, 12001, 25000, len(release)],
+        row_group_size=2000,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +102,12 @@ def weighted(release: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def weighted_folder(tmp_path_factory: pytest.TempPathFactory, weighted: pd.DataFrame) -> Path:
     """The weighted release as a folder of uneven Parquet parts."""
-    return write_parts(weighted, tmp_path_factory.mktemp("weighted") / "parts",
-                       [0, 700, 12000, 12001, 25000, len(weighted)], row_group_size=2000)
+    return write_parts(
+        weighted,
+        tmp_path_factory.mktemp("weighted") / "parts",
+        [0, 700, 12000, 12001, 25000, len(weighted)],
+        row_group_size=2000,
+    )
 
 
 def _weighted_options() -> dict[str, Any]:
@@ -124,9 +132,15 @@ def _close(a: Any, b: Any, where: str = "risk") -> None:
 
 
 def _options() -> dict[str, Any]:
-    return {"sensitive": SENSITIVE, "sampling_fraction": 0.05, "thresholds": (0.2, 0.1, 0.02),
-            "hierarchies": {"salary-class": ADULT / "hierarchy_salary-class.csv",
-                            "occupation": ADULT / "hierarchy_occupation.csv"}}
+    return {
+        "sensitive": SENSITIVE,
+        "sampling_fraction": 0.05,
+        "thresholds": (0.2, 0.1, 0.02),
+        "hierarchies": {
+            "salary-class": ADULT / "hierarchy_salary-class.csv",
+            "occupation": ADULT / "hierarchy_occupation.csv",
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -142,15 +156,17 @@ def test_the_release_has_what_the_figures_need(reference: dict[str, Any]) -> Non
     assert reference["sensitive"]["occupation"]["t_hierarchical"] is not None
 
 
-def test_every_figure_is_the_in_memory_one(engine: EngineBase, folder: Path,
-                                           reference: dict[str, Any]) -> None:
+def test_every_figure_is_the_in_memory_one(
+    engine: EngineBase, folder: Path, reference: dict[str, Any]
+) -> None:
     found = measure_risk(folder, ATTACKER, engine=engine, **_options())
     assert found == reference
     assert json.dumps(found, sort_keys=True) == json.dumps(reference, sort_keys=True)
 
 
-def test_a_dask_dataframe_gives_the_same_figures(dask_engine: EngineBase, release: pd.DataFrame,
-                                                reference: dict[str, Any]) -> None:
+def test_a_dask_dataframe_gives_the_same_figures(
+    dask_engine: EngineBase, release: pd.DataFrame, reference: dict[str, Any]
+) -> None:
     dd = pytest.importorskip("dask.dataframe")
     frame = dd.from_pandas(release, npartitions=4)
     assert measure_risk(frame, ATTACKER, engine=dask_engine, **_options()) == reference
@@ -159,7 +175,8 @@ def test_a_dask_dataframe_gives_the_same_figures(dask_engine: EngineBase, releas
 
 
 def test_classes_from_the_frequency_set_are_the_in_memory_classes(
-        engine: EngineBase, folder: Path, release: pd.DataFrame) -> None:
+    engine: EngineBase, folder: Path, release: pd.DataFrame
+) -> None:
     mine = risk_frequencies(engine, folder, ATTACKER, SENSITIVE).classes
     theirs = equivalence_classes(release, ATTACKER)
     assert np.array_equal(mine.sizes, theirs.sizes)
@@ -173,12 +190,12 @@ def test_classes_from_the_frequency_set_are_the_in_memory_classes(
 
 
 def test_a_table_with_nothing_suppressed_and_a_single_attacker_column(
-        engine: EngineBase, release: pd.DataFrame) -> None:
+    engine: EngineBase, release: pd.DataFrame
+) -> None:
     frame = release[release["sex"] != "*"].reset_index(drop=True)
     expected = measure_risk(frame, ["education"], sensitive=["salary-class"])
     assert expected["suppressed"] == 0
-    assert measure_risk(frame, ["education"], sensitive=["salary-class"],
-                        engine=engine) == expected
+    assert measure_risk(frame, ["education"], sensitive=["salary-class"], engine=engine) == expected
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +204,8 @@ def weighted_reference(weighted: pd.DataFrame) -> dict[str, Any]:
 
 
 def test_weighted_figures_are_the_in_memory_ones_to_rounding(
-        engine: EngineBase, weighted_folder: Path, weighted_reference: dict[str, Any]) -> None:
+    engine: EngineBase, weighted_folder: Path, weighted_reference: dict[str, Any]
+) -> None:
     assert weighted_reference["individual_risk"]["weighted"] is True
     assert weighted_reference["journalist"]["population"] == "weights"
     assert weighted_reference["population_uniques"]["population_from"] == "weights"
@@ -198,8 +216,9 @@ def test_weighted_figures_are_the_in_memory_ones_to_rounding(
     assert plain["individual_risk"] != found["individual_risk"]
 
 
-def test_weight_sums_are_the_in_memory_class_sums(engine: EngineBase, weighted_folder: Path,
-                                                  weighted: pd.DataFrame) -> None:
+def test_weight_sums_are_the_in_memory_class_sums(
+    engine: EngineBase, weighted_folder: Path, weighted: pd.DataFrame
+) -> None:
     found = risk_frequencies(engine, weighted_folder, ATTACKER, weights="w")
     classes = equivalence_classes(weighted, ATTACKER)
     expected = classes.class_sums(weighted["w"].to_numpy())
@@ -211,8 +230,9 @@ def test_weight_sums_are_the_in_memory_class_sums(engine: EngineBase, weighted_f
     assert np.max(np.abs(found.class_weights / expected - 1.0)) < 1e-14
 
 
-def test_the_engines_give_the_same_bits(dask_engine: EngineBase, weighted_folder: Path,
-                                        weighted: pd.DataFrame) -> None:
+def test_the_engines_give_the_same_bits(
+    dask_engine: EngineBase, weighted_folder: Path, weighted: pd.DataFrame
+) -> None:
     dd = pytest.importorskip("dask.dataframe")
     local = open_engine("numpy", batch_rows=BATCH)
     assert isinstance(local, EngineBase)
@@ -223,13 +243,15 @@ def test_the_engines_give_the_same_bits(dask_engine: EngineBase, weighted_folder
         assert a.class_weights is not None and b.class_weights is not None
         assert a.class_weights.tobytes() == b.class_weights.tobytes()
         assert a.total_weight == b.total_weight
-        assert (measure_risk(table, ATTACKER, engine=local, **_weighted_options())
-                == measure_risk(table, ATTACKER, engine=dask_engine, **_weighted_options()))
+        assert measure_risk(table, ATTACKER, engine=local, **_weighted_options()) == measure_risk(
+            table, ATTACKER, engine=dask_engine, **_weighted_options()
+        )
 
 
 @pytest.mark.parametrize(("value", "shown"), [(0.0, "0.0"), (-2.5, "-2.5"), ("many", "'many'")])
-def test_a_bad_weight_is_one_line_on_the_engines(engine: EngineBase, weighted: pd.DataFrame,
-                                                 tmp_path: Path, value: Any, shown: str) -> None:
+def test_a_bad_weight_is_one_line_on_the_engines(
+    engine: EngineBase, weighted: pd.DataFrame, tmp_path: Path, value: Any, shown: str
+) -> None:
     frame = weighted.iloc[:3000].copy()
     if isinstance(value, str):
         frame["w"] = frame["w"].map(repr).astype(object)
@@ -241,14 +263,16 @@ def test_a_bad_weight_is_one_line_on_the_engines(engine: EngineBase, weighted: p
     message = str(err.value)
     assert "\n" not in message
     assert f"weights column 'w' holds {shown} in data row 1346 of Parquet part" in message
-    assert "part-1.parquet" in message and "every sampling weight must be a number above 0" \
-        in message
+    assert (
+        "part-1.parquet" in message and "every sampling weight must be a number above 0" in message
+    )
     with pytest.raises(AnonlabError, match="every sampling weight must be a number above 0"):
         measure_risk(frame, ATTACKER, weights="w")
 
 
 def test_a_large_release_with_weights_is_measured_on_the_engine(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Past the read-back size, ``generalize`` on an engine measures the release's weighted
     risk from the engine's frequency set, never reading the released columns in."""
     from anonlab.runs import generalize_steps
@@ -256,17 +280,41 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
     assert not hasattr(generalize_steps, "_risk_columns")
     adult = read_table(ADULT / "adult.csv", delimiter=";")
     adult["w"] = np.random.default_rng(7).uniform(1.0, 30.0, len(adult)) + 1.0 / 7.0
-    source = write_parts(adult, tmp_path / "adult", [0, 9000, 20000, len(adult)],
-                         row_group_size=2000)
-    common = ["generalize", str(source), "--other", "insensitive", "--qi",
-              f"education={ADULT / 'hierarchy_education.csv'}", "--qi",
-              f"marital-status={ADULT / 'hierarchy_marital-status.csv'}", "--sensitive",
-              "salary-class", "--k", "5", "--suppression", "1%", "--weights", "w", "--quiet"]
+    source = write_parts(
+        adult, tmp_path / "adult", [0, 9000, 20000, len(adult)], row_group_size=2000
+    )
+    common = [
+        "generalize",
+        str(source),
+        "--other",
+        "insensitive",
+        "--qi",
+        f"education={ADULT / 'hierarchy_education.csv'}",
+        "--qi",
+        f"marital-status={ADULT / 'hierarchy_marital-status.csv'}",
+        "--sensitive",
+        "salary-class",
+        "--k",
+        "5",
+        "--suppression",
+        "1%",
+        "--weights",
+        "w",
+        "--quiet",
+    ]
     runner = CliRunner()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
-        memory = runner.invoke(app, [*common, "--output", str(tmp_path / "a.parquet"),
-                                     "--report", str(tmp_path / "a.json")])
+        memory = runner.invoke(
+            app,
+            [
+                *common,
+                "--output",
+                str(tmp_path / "a.parquet"),
+                "--report",
+                str(tmp_path / "a.json"),
+            ],
+        )
     assert memory.exit_code == 0, memory.output
     monkeypatch.setattr(generalize_steps, "IN_MEMORY_ROWS", 100)
     from anonlab.risk import pieces as risk_pieces
@@ -280,8 +328,9 @@ def test_a_large_release_with_weights_is_measured_on_the_engine(
     monkeypatch.setattr(risk_pieces, "risk_frequencies", counted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
-        engine = runner.invoke(app, [*common, "--output", f"{tmp_path / 'b'}/",
-                                     "--report", str(tmp_path / "b.json")])
+        engine = runner.invoke(
+            app, [*common, "--output", f"{tmp_path / 'b'}/", "--report", str(tmp_path / "b.json")]
+        )
     assert engine.exit_code == 0, engine.output
     a = json.loads((tmp_path / "a.json").read_text())["risk"]
     b = json.loads((tmp_path / "b.json").read_text())["risk"]
@@ -296,15 +345,36 @@ def _scheduler(engine: EngineBase) -> str:
     return address
 
 
-def test_the_command_on_dask_writes_the_in_memory_report(dask_engine: EngineBase, folder: Path,
-                                                         tmp_path: Path) -> None:
+def test_the_command_on_dask_writes_the_in_memory_report(
+    dask_engine: EngineBase, folder: Path, tmp_path: Path
+) -> None:
     runner = CliRunner()
-    common = ["risk", str(folder), "--qi", ",".join(ATTACKER), "--sensitive",
-              ",".join(SENSITIVE), "--other", "insensitive", "--population", "1000000",
-              "--quiet"]
+    common = [
+        "risk",
+        str(folder),
+        "--qi",
+        ",".join(ATTACKER),
+        "--sensitive",
+        ",".join(SENSITIVE),
+        "--other",
+        "insensitive",
+        "--population",
+        "1000000",
+        "--quiet",
+    ]
     memory = runner.invoke(app, [*common, "--report", str(tmp_path / "numpy.json")])
-    dask = runner.invoke(app, [*common, "--report", str(tmp_path / "dask.json"), "--engine",
-                               "dask", "--scheduler", _scheduler(dask_engine)])
+    dask = runner.invoke(
+        app,
+        [
+            *common,
+            "--report",
+            str(tmp_path / "dask.json"),
+            "--engine",
+            "dask",
+            "--scheduler",
+            _scheduler(dask_engine),
+        ],
+    )
     assert memory.exit_code == 0, memory.output
     assert dask.exit_code == 0, dask.output
     a = json.loads((tmp_path / "numpy.json").read_text())
@@ -314,13 +384,20 @@ def test_the_command_on_dask_writes_the_in_memory_report(dask_engine: EngineBase
     assert b["inputs"]["data"]["sha256"] == a["inputs"]["data"]["sha256"]
 
 
-def test_run_risk_on_dask_with_a_dask_dataframe(dask_engine: EngineBase,
-                                                release: pd.DataFrame) -> None:
+def test_run_risk_on_dask_with_a_dask_dataframe(
+    dask_engine: EngineBase, release: pd.DataFrame
+) -> None:
     dd = pytest.importorskip("dask.dataframe")
     frame = dd.from_pandas(release, npartitions=3)
     with pytest.warns(Warning):
-        found = run_risk(frame, ATTACKER, sensitive=["salary-class"], other="insensitive",
-                         engine="dask", scheduler=_scheduler(dask_engine))
+        found = run_risk(
+            frame,
+            ATTACKER,
+            sensitive=["salary-class"],
+            other="insensitive",
+            engine="dask",
+            scheduler=_scheduler(dask_engine),
+        )
     with pytest.warns(Warning):
         expected = run_risk(release, ATTACKER, sensitive=["salary-class"], other="insensitive")
     assert found.report["risk"] == expected.report["risk"]
@@ -329,18 +406,38 @@ def test_run_risk_on_dask_with_a_dask_dataframe(dask_engine: EngineBase,
 
 def test_bad_input_is_one_error_and_writes_nothing(folder: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    base = ["risk", str(folder), "--report", str(tmp_path / "report.json"), "--quiet",
-            "--other", "insensitive"]
-    assert_refused([*base, "--qi", "sex,agex", "--engine", "dask", "--workers", "1"], tmp_path,
-           "--qi names columns the table does not have: agex")
-    assert_refused([*base, "--qi", "sex,age", "--engine", "dask", "--workers", "1", "--weights",
-            "race"], tmp_path, "column 'race' holds 'White' in data row 1 of Parquet part")
-    assert_refused([*base, "--qi", "sex,age", "--scheduler", "tcp://127.0.0.1:9"], tmp_path,
-           "--scheduler applies to engine 'dask' only")
-    assert_refused([*base, "--qi", "sex,age", "--engine", "spark"], tmp_path,
-           "engine 'spark' is unknown")
-    assert_refused([*base, "--qi", "sex,age", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"],
-           tmp_path, "--scheduler 'tcp://127.0.0.1:9' cannot be reached")
+    base = [
+        "risk",
+        str(folder),
+        "--report",
+        str(tmp_path / "report.json"),
+        "--quiet",
+        "--other",
+        "insensitive",
+    ]
+    assert_refused(
+        [*base, "--qi", "sex,agex", "--engine", "dask", "--workers", "1"],
+        tmp_path,
+        "--qi names columns the table does not have: agex",
+    )
+    assert_refused(
+        [*base, "--qi", "sex,age", "--engine", "dask", "--workers", "1", "--weights", "race"],
+        tmp_path,
+        "column 'race' holds 'White' in data row 1 of Parquet part",
+    )
+    assert_refused(
+        [*base, "--qi", "sex,age", "--scheduler", "tcp://127.0.0.1:9"],
+        tmp_path,
+        "--scheduler applies to engine 'dask' only",
+    )
+    assert_refused(
+        [*base, "--qi", "sex,age", "--engine", "spark"], tmp_path, "engine 'spark' is unknown"
+    )
+    assert_refused(
+        [*base, "--qi", "sex,age", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"],
+        tmp_path,
+        "--scheduler 'tcp://127.0.0.1:9' cannot be reached",
+    )
 
 
 def test_library_errors_name_the_parameters(engine: EngineBase, folder: Path) -> None:

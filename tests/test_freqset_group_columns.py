@@ -13,8 +13,7 @@ from anonlab.lattice.freqset import group_columns
 def test_same_groups_as_the_code_matrix(cards: list[int]) -> None:
     rng = np.random.default_rng(3)
     n = 200_003  # more than a few chunks of first rows
-    columns = [rng.integers(0, min(c, 40), n).astype(np.int32) * (c // min(c, 40))
-               for c in cards]
+    columns = [rng.integers(0, min(c, 40), n).astype(np.int32) * (c // min(c, 40)) for c in cards]
     inverse, first = group_columns(columns, cards)
     expected_inverse, expected_first = group_tuples(np.column_stack(columns), cards)
     assert inverse.dtype == np.int32

@@ -33,8 +33,9 @@ runner = CliRunner()
 ROLES = 'insensitive = ["education", "relationship"]'
 
 
-def write_setup(folder: Path, rows: int = 600, k: int = 20, extra: str = "",
-                roles: str = ROLES) -> Path:
+def write_setup(
+    folder: Path, rows: int = 600, k: int = 20, extra: str = "", roles: str = ROLES
+) -> Path:
     """Two providers cut from Adult's training file, and fusion.toml beside them.
 
     ``roles`` is the ``[fusion]`` line giving the two columns in no template
@@ -46,9 +47,12 @@ def write_setup(folder: Path, rows: int = 600, k: int = 20, extra: str = "",
     b = ["relationship", "race", "sex", "native-country"]
     frame[["id", *a, "salary-class"]].to_csv(folder / "a.csv", index=False)
     frame[["id", *b, "salary-class"]].sample(frac=1, random_state=1).to_csv(
-        folder / "b.csv", index=False)
-    taxes = "\n".join(f'{c} = "{ADULT / f"hierarchy_{c}.csv"}"'
-                      for c in ("workclass", "marital-status", "race", "sex", "native-country"))
+        folder / "b.csv", index=False
+    )
+    taxes = "\n".join(
+        f'{c} = "{ADULT / f"hierarchy_{c}.csv"}"'
+        for c in ("workclass", "marital-status", "race", "sex", "native-country")
+    )
     text = f"""
 [fusion]
 class = "salary-class"
@@ -66,7 +70,7 @@ k = {k}
 
 [taxonomies]
 age = "continuous"
-relationship = "{ADULT / 'hierarchy_relationship.csv'}"
+relationship = "{ADULT / "hierarchy_relationship.csv"}"
 {taxes}
 
 [[parties]]
@@ -91,15 +95,18 @@ def check_columns_key(report: dict[str, Any], table: pd.DataFrame, kept_id: bool
     columns = report["columns"]
     in_table = [c["name"] for c in columns if c["released"] != "id dropped"]
     assert in_table == list(table.columns)
-    holders = {"a": ["age", "workclass", "education", "marital-status"],
-               "b": ["relationship", "race", "sex", "native-country"]}
+    holders = {
+        "a": ["age", "workclass", "education", "marital-status"],
+        "b": ["relationship", "race", "sex", "native-country"],
+    }
     qid = {a for t in report["parameters"]["templates"] for a in t["qid"]}
     for c in columns:
         name = c["name"]
         if name in ("id", "salary-class"):
             assert c["held_by"] == ["a", "b"]
-            assert c["released"] == ("class" if name == "salary-class" else
-                                     "id kept" if kept_id else "id dropped")
+            assert c["released"] == (
+                "class" if name == "salary-class" else "id kept" if kept_id else "id dropped"
+            )
             continue
         assert c["held_by"] == [next(p for p, cols in holders.items() if name in cols)]
         if name in qid:  # released at the final cut: every value is a cut label
@@ -113,14 +120,26 @@ def check_columns_key(report: dict[str, Any], table: pd.DataFrame, kept_id: bool
 def test_fuse_writes_table_and_report(tmp_path: Path) -> None:
     config = write_setup(tmp_path)
     out, rep, html = tmp_path / "fused.csv", tmp_path / "fused.json", tmp_path / "fused.html"
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--report",
-                                 str(rep), "--html", str(html), "--verify", "--keep-id"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out),
+            "--report",
+            str(rep),
+            "--html",
+            str(html),
+            "--verify",
+            "--keep-id",
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out, dtype=str)
     assert list(table.columns)[:2] == ["id", "age"] and len(table) == 600
     assert table["id"].tolist() == sorted(table["id"], key=lambda s: s)  # id order
-    qids = [["age", "workclass", "marital-status", "race", "sex", "native-country"],
-            ["age", "sex"]]
+    qids = [["age", "workclass", "marital-status", "race", "sex", "native-country"], ["age", "sex"]]
     assert check_templates(table, [(q, 20) for q in qids]) == []
     # non-QID columns are released as they are
     raw = pd.read_csv(tmp_path / "b.csv", dtype=str).set_index("id")
@@ -129,7 +148,7 @@ def test_fuse_writes_table_and_report(tmp_path: Path) -> None:
     assert report["command"] == "fuse" and report["private"] is False
     assert report["rounds"] == len(report["specializations"]) > 0
     assert all("score" in s and s["party"] in ("a", "b") for s in report["specializations"])
-    assert [t["k"] for t in report["templates"]] == [20]      # <age, sex> is covered
+    assert [t["k"] for t in report["templates"]] == [20]  # <age, sex> is covered
     assert report["dropped_templates"] and report["verified"] is True
     assert set(report["bytes_sent"]) == {"a", "b"}
     check_columns_key(report, table, kept_id=True)
@@ -140,14 +159,25 @@ def test_fuse_drops_id_and_example_runs(tmp_path: Path) -> None:
     config = write_setup(tmp_path, extra="keep_id = false")
     out = tmp_path / "fused.parquet"
     rep = tmp_path / "fused.json"
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--quiet",
-                                 "--score", "tds", "--report", str(rep)])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out),
+            "--quiet",
+            "--score",
+            "tds",
+            "--report",
+            str(rep),
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = pd.read_parquet(out)
     assert "id" not in table.columns
     report = json.loads(rep.read_text())
-    assert report["columns"][0] == {"name": "id", "held_by": ["a", "b"],
-                                    "released": "id dropped"}
+    assert report["columns"][0] == {"name": "id", "held_by": ["a", "b"], "released": "id dropped"}
     check_columns_key(report, table, kept_id=False)
 
 
@@ -159,26 +189,33 @@ def test_shipped_example_config_is_valid() -> None:
         assert len(config.shared_digest()) == 64
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d["templates"][0]["qid"].append("salary"), "names column 'salary' that no "
-     "provider lists"),
-    (lambda d: d["parties"][1]["columns"].append("age"), "column 'age' is owned by two "
-     "providers"),
-    (lambda d: d["taxonomies"].pop("race"), "quasi-identifier 'race' has no taxonomy"),
-    (lambda d: d["templates"][0].update(k=0), "k must be at least 1"),
-    (lambda d: d["parties"][0].update(factor=0.7), "factors sum to 1.2, not 1"),
-    (lambda d: d["parties"].pop(), "has 1 provider(s): fusion needs at least 2"),
-    (lambda d: d["taxonomies"].update(race="missing.csv"), "taxonomy file"),
-    (lambda d: d["parties"][0].pop("factor"), "provider 'a' has no factor"),
-    (lambda d: d["fusion"].update(score="best"), "fusion.score: Input should be"),
-    (lambda d: d["fusion"].update(colour="red"), "fusion.colour is not a known setting"),
-    (lambda d: d["parties"][1].update(id="a"), "party id 'a' is used twice"),
-    (lambda d: d["sensitivity"].update(default=7), "sensitivity levels are 1"),
-    (lambda d: d["parties"][0]["columns"].append("salary-class"), "the shared class/id"),
-    (lambda d: d["parties"][0]["columns"].append("age"), "lists column 'age' twice"),
-    (lambda d: d["parties"][0].update(role="judge"), "parties.0.role: Input should be"),
-    (lambda d: d.pop("templates"), "templates is missing"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["templates"][0]["qid"].append("salary"),
+            "names column 'salary' that no provider lists",
+        ),
+        (
+            lambda d: d["parties"][1]["columns"].append("age"),
+            "column 'age' is owned by two providers",
+        ),
+        (lambda d: d["taxonomies"].pop("race"), "quasi-identifier 'race' has no taxonomy"),
+        (lambda d: d["templates"][0].update(k=0), "k must be at least 1"),
+        (lambda d: d["parties"][0].update(factor=0.7), "factors sum to 1.2, not 1"),
+        (lambda d: d["parties"].pop(), "has 1 provider(s): fusion needs at least 2"),
+        (lambda d: d["taxonomies"].update(race="missing.csv"), "taxonomy file"),
+        (lambda d: d["parties"][0].pop("factor"), "provider 'a' has no factor"),
+        (lambda d: d["fusion"].update(score="best"), "fusion.score: Input should be"),
+        (lambda d: d["fusion"].update(colour="red"), "fusion.colour is not a known setting"),
+        (lambda d: d["parties"][1].update(id="a"), "party id 'a' is used twice"),
+        (lambda d: d["sensitivity"].update(default=7), "sensitivity levels are 1"),
+        (lambda d: d["parties"][0]["columns"].append("salary-class"), "the shared class/id"),
+        (lambda d: d["parties"][0]["columns"].append("age"), "lists column 'age' twice"),
+        (lambda d: d["parties"][0].update(role="judge"), "parties.0.role: Input should be"),
+        (lambda d: d.pop("templates"), "templates is missing"),
+    ],
+)
 def test_config_errors_are_one_line(tmp_path: Path, edit: Any, message: str) -> None:
     import tomllib
 
@@ -207,7 +244,7 @@ def test_cli_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output and result.output.count("Error:") == 1
     assert not out.exists()
-    assert pd.read_csv(tmp_path / "a.csv").shape[0] == 600      # input intact
+    assert pd.read_csv(tmp_path / "a.csv").shape[0] == 600  # input intact
 
 
 def test_data_errors(tmp_path: Path) -> None:
@@ -236,8 +273,9 @@ def test_data_errors(tmp_path: Path) -> None:
 
 
 def test_messages_round_trip_and_reject_malformed() -> None:
-    instr = Instructions("age", 3, "[1, 9]", ("[1, 5)", "[5, 9]"),
-                         (np.array([4, 1]), np.array([0, 7, 9])))
+    instr = Instructions(
+        "age", 3, "[1, 9]", ("[1, 5)", "[5, 9]"), (np.array([4, 1]), np.array([0, 7, 9]))
+    )
     data = encode_instructions(instr)
     back = decode_instructions(data)
     assert back.attribute == "age" and back.parent == 3 and back.children == instr.children
@@ -251,8 +289,9 @@ def test_messages_round_trip_and_reject_malformed() -> None:
         decode_columns(good[:-4] + struct.pack("<i", 7))
     with pytest.raises(AnonlabError, match="body has"):
         decode_columns(good[:-1])
-    head = json.dumps({"attribute": "age", "parent": 0, "parent_label": "*",
-                       "children": ["x"], "counts": [1]}).encode()
+    head = json.dumps(
+        {"attribute": "age", "parent": 0, "parent_label": "*", "children": ["x"], "counts": [1]}
+    ).encode()
     typed = head.replace(b'"parent": 0', b'"parent": "0"')
     bad = [
         (b"", "shorter than"),
@@ -261,8 +300,10 @@ def test_messages_round_trip_and_reject_malformed() -> None:
         (data[:-2], "body has"),
         (data[:7] + struct.pack("<I", 10**9) + data[11:], "header length"),
         (struct.pack("<4sHBI", b"ANLF", 1, 1, 3) + b"{{{", "not UTF-8 JSON"),
-        (struct.pack("<4sHBI", b"ANLF", 1, 3, len(head)) + head, "expected instructions, got "
-         "kind 3"),
+        (
+            struct.pack("<4sHBI", b"ANLF", 1, 3, len(head)) + head,
+            "expected instructions, got kind 3",
+        ),
         (struct.pack("<4sHBI", b"ANLF", 1, 1, 2) + b"[]", "not a JSON object"),
         (struct.pack("<4sHBI", b"ANLF", 1, 1, 12) + b'{"parent":0}', "'attribute' is missing"),
         (struct.pack("<4sHBI", b"ANLF", 1, 1, len(typed)) + typed, "'parent' has the wrong type"),
@@ -272,8 +313,15 @@ def test_messages_round_trip_and_reject_malformed() -> None:
             decode_instructions(blob)
     with pytest.raises(AnonlabError, match="expected columns, got kind 1"):
         decode_columns(data)
-    wrong = json.dumps({"attribute": "a", "parent": 0, "parent_label": "*",
-                        "children": ["x", "x"], "counts": [0, 0]}).encode()
+    wrong = json.dumps(
+        {
+            "attribute": "a",
+            "parent": 0,
+            "parent_label": "*",
+            "children": ["x", "x"],
+            "counts": [0, 0],
+        }
+    ).encode()
     with pytest.raises(AnonlabError, match="not distinct"):
         decode_instructions(struct.pack("<4sHBI", b"ANLF", 1, 1, len(wrong)) + wrong)
     with pytest.raises(AnonlabError, match="not bytes"):
@@ -286,13 +334,26 @@ def test_row_number_ids(tmp_path: Path) -> None:
     for name in ("a.csv", "b.csv"):
         frame = pd.read_csv(tmp_path / name, dtype=str)
         frame.sort_values("id", key=lambda s: s.str[1:].astype(int)).drop(columns="id").to_csv(
-            tmp_path / name, index=False)
+            tmp_path / name, index=False
+        )
     text = config.read_text().replace('id = "id"', 'id = ""')
     config.write_text(text)
     out = tmp_path / "fused.csv"
     rep = tmp_path / "fused.json"
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--quiet",
-                                 "--keep-id", "--verify", "--report", str(rep)])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out),
+            "--quiet",
+            "--keep-id",
+            "--verify",
+            "--report",
+            str(rep),
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out, dtype=str)
     assert "id" not in table.columns and len(table) == 600

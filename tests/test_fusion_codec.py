@@ -48,8 +48,11 @@ from anonlab.fusion.messages import (
     encode_instructions,
 )
 
-FUZZ = settings(max_examples=200, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 FUZZ_JSON = settings(FUZZ, max_examples=80)  # nested JSON values are slow to generate
 SMALL_LIMIT = 4096  # a decoder limit small enough to test the cap without big buffers
 
@@ -118,8 +121,10 @@ def test_truncated_frames_are_refused(items: list[Frame], data: st.DataObject) -
     for f in items:  # frame boundaries: a cut there is not a truncation
         position += HEADER.size + len(f.payload)
         ends.add(position)
-    cut = data.draw(st.integers(min_value=1, max_value=len(whole) - 1)
-                    .filter(lambda c: c not in ends), label="cut")
+    cut = data.draw(
+        st.integers(min_value=1, max_value=len(whole) - 1).filter(lambda c: c not in ends),
+        label="cut",
+    )
     with pytest.raises(ProtocolError, match="stream ended inside a frame"):
         decode_frames(whole[:cut])
 
@@ -142,8 +147,10 @@ def test_oversized_length_prefix_is_refused_at_the_header(kind: int, length: int
 
 
 @FUZZ
-@given(st.integers(min_value=0, max_value=255).filter(lambda k: k not in KIND_NAMES),
-       st.integers(min_value=0, max_value=2**32 - 1))
+@given(
+    st.integers(min_value=0, max_value=255).filter(lambda k: k not in KIND_NAMES),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
 def test_unknown_kind_is_refused(kind: int, length: int) -> None:
     with pytest.raises(ProtocolError, match=f"unknown kind {kind}"):
         decode_frames(HEADER.pack(kind, length))
@@ -176,8 +183,9 @@ def test_frames_before_a_malformed_header_are_delivered() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                  max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -195,12 +203,17 @@ def test_any_control_payload_is_an_object_or_a_protocol_error(payload: bytes) ->
     assert got is None or isinstance(got, dict)
 
 
-@pytest.mark.parametrize("payload", [
-    b"[" * 100_000 + b"]" * 100_000,                 # deeper than the recursion limit
-    b'{"a": ' + b"9" * 5000 + b"}",                   # more digits than int() converts
-    b"\xff\xfe{}",                                    # not UTF-8
-    b"null", b"[]", b"",
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # deeper than the recursion limit
+        b'{"a": ' + b"9" * 5000 + b"}",  # more digits than int() converts
+        b"\xff\xfe{}",  # not UTF-8
+        b"null",
+        b"[]",
+        b"",
+    ],
+)
 def test_hostile_json_is_refused_cleanly(payload: bytes) -> None:
     with pytest.raises(ProtocolError, match="malformed HELLO message"):
         decode_json(payload, HELLO, "party 'x'")
@@ -212,8 +225,11 @@ def test_hello_of_another_version_or_protocol_is_refused(version: Any, protocol:
     hello = codec.hello_message("a", "d" * 64, "0.1.0")
     hello.update(version=version, protocol=protocol)
     payload = encode_json(hello)
-    if version == codec.PROTOCOL_VERSION and not isinstance(version, bool) \
-            and protocol == codec.PROTOCOL_NAME:
+    if (
+        version == codec.PROTOCOL_VERSION
+        and not isinstance(version, bool)
+        and protocol == codec.PROTOCOL_NAME
+    ):
         assert decode_hello(payload, "a", "0.1.0")["party"] == "a"
         return
     with pytest.raises(ProtocolError, match="speaks"):
@@ -224,13 +240,15 @@ def test_hello_of_another_version_or_protocol_is_refused(version: Any, protocol:
 
 
 def sample_messages() -> list[tuple[bytes, Callable[[bytes], Any]]]:
-    instr = Instructions("age", 3, "[1, 9]", ("[1, 5)", "[5, 9]"),
-                         (np.array([4, 1]), np.array([0, 7, 9])))
+    instr = Instructions(
+        "age", 3, "[1, 9]", ("[1, 5)", "[5, 9]"), (np.array([4, 1]), np.array([0, 7, 9]))
+    )
     cols = Columns(1, {"race": ["*", "*", "x"], "sex": ["Male", "Female", "Male"]})
-    return [(encode_instructions(instr), decode_instructions),
-            (encode_columns(cols), decode_columns),
-            (encode_json(codec.hello_message("a", "d" * 64, "0.1.0")),
-             lambda p: decode_json(p, HELLO))]
+    return [
+        (encode_instructions(instr), decode_instructions),
+        (encode_columns(cols), decode_columns),
+        (encode_json(codec.hello_message("a", "d" * 64, "0.1.0")), lambda p: decode_json(p, HELLO)),
+    ]
 
 
 MESSAGES = sample_messages()
@@ -244,8 +262,9 @@ def test_bit_flips_in_valid_frames_give_a_message_or_a_protocol_error(
     payload, decode = MESSAGES[which]
     kind = HELLO if which == 2 else DATA
     frame = bytearray(encode_frame(kind, payload))
-    flips = data.draw(st.lists(st.integers(0, 8 * len(frame) - 1), min_size=1, max_size=3),
-                      label="bits")
+    flips = data.draw(
+        st.lists(st.integers(0, 8 * len(frame) - 1), min_size=1, max_size=3), label="bits"
+    )
     for bit in flips:
         frame[bit // 8] ^= 1 << (bit % 8)
 
@@ -274,10 +293,27 @@ def test_message_of_another_version_is_refused(version: int) -> None:
 
 
 @FUZZ_JSON
-@given(st.dictionaries(st.sampled_from(["attribute", "parent", "parent_label", "children",
-                                        "counts", "provider", "columns", "rows", "labels"]),
-                       json_values, max_size=9),
-       st.sampled_from([1, 3]), st.binary(max_size=64))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "attribute",
+                "parent",
+                "parent_label",
+                "children",
+                "counts",
+                "provider",
+                "columns",
+                "rows",
+                "labels",
+            ]
+        ),
+        json_values,
+        max_size=9,
+    ),
+    st.sampled_from([1, 3]),
+    st.binary(max_size=64),
+)
 def test_headers_of_any_shape_are_refused_cleanly(
     header: dict[str, Any], kind: int, body: bytes
 ) -> None:
@@ -287,12 +323,15 @@ def test_headers_of_any_shape_are_refused_cleanly(
     only_protocol_errors(lambda: decode_columns(blob))
 
 
-@pytest.mark.parametrize("header", [
-    {"provider": 0, "columns": [], "rows": 10**30, "labels": []},
-    {"provider": 0, "columns": ["a"], "rows": 2**40, "labels": [["x"]]},
-    {"attribute": "a", "parent": 10**20, "parent_label": "*", "children": ["x"], "counts": [0]},
-    {"attribute": "a", "parent": 0, "parent_label": "*", "children": ["x"], "counts": [2**63]},
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"provider": 0, "columns": [], "rows": 10**30, "labels": []},
+        {"provider": 0, "columns": ["a"], "rows": 2**40, "labels": [["x"]]},
+        {"attribute": "a", "parent": 10**20, "parent_label": "*", "children": ["x"], "counts": [0]},
+        {"attribute": "a", "parent": 0, "parent_label": "*", "children": ["x"], "counts": [2**63]},
+    ],
+)
 def test_huge_numbers_in_headers_are_refused(header: dict[str, Any]) -> None:
     head = json.dumps(header).encode()
     kind = 3 if "provider" in header else 1

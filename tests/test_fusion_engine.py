@@ -61,13 +61,16 @@ def problems(draw: st.DrawFn) -> dict[str, Any]:
     attrs = [a for a in columns if a not in ("extra", "cls")]
     templates = []
     for _ in range(draw(st.integers(1, 2))):
-        qid = draw(st.lists(st.sampled_from(attrs), min_size=1, max_size=len(attrs),
-                            unique=True))
+        qid = draw(st.lists(st.sampled_from(attrs), min_size=1, max_size=len(attrs), unique=True))
         templates.append({"qid": qid, "k": draw(st.integers(1, 5))})
     frame = pd.DataFrame(columns)
     frame.insert(0, "id", [str(100 + i) for i in draw(st.permutations(range(n)))])
-    return {"frame": frame, "taxonomies": taxonomies, "templates": templates,
-            "attrs": [*attrs, "extra"]}
+    return {
+        "frame": frame,
+        "taxonomies": taxonomies,
+        "templates": templates,
+        "attrs": [*attrs, "extra"],
+    }
 
 
 def _settings(problem: dict[str, Any], folder: Path, score: str) -> dict[str, Any]:
@@ -80,10 +83,12 @@ def _settings(problem: dict[str, Any], folder: Path, score: str) -> dict[str, An
             path.write_text("\n".join(";".join(r) for r in rows) + "\n")
             taxes[a] = str(path)
     used = {a for t in problem["templates"] for a in t["qid"]}
-    return {"fusion": {"class": "cls", "id": "id", "score": score},
-            "templates": problem["templates"],
-            "taxonomies": {a: p for a, p in taxes.items() if a in used},
-            "sensitivity": {"default": 4, "attributes": {"cat0": 2}}}
+    return {
+        "fusion": {"class": "cls", "id": "id", "score": score},
+        "templates": problem["templates"],
+        "taxonomies": {a: p for a, p in taxes.items() if a in used},
+        "sensitivity": {"default": 4, "attributes": {"cat0": 2}},
+    }
 
 
 def _split(attrs: list[str], parts: int, seed: int) -> list[list[str]]:
@@ -92,8 +97,7 @@ def _split(attrs: list[str], parts: int, seed: int) -> list[list[str]]:
     while True:
         owner = rng.integers(0, parts, len(order))
         if len(set(owner.tolist())) == parts:
-            return [[a for a, o in zip(order, owner, strict=True) if o == p]
-                    for p in range(parts)]
+            return [[a for a, o in zip(order, owner, strict=True) if o == p] for p in range(parts)]
 
 
 # ------------------------------------------------------------------ naive reference
@@ -110,8 +114,11 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
     qid = [a for a in problem["attrs"] if a in settings_["taxonomies"]]
     y_labels, y = np.unique(frame["cls"].to_numpy(), return_inverse=True)
     n, c = len(frame), len(y_labels)
-    taxes = {a: build_taxonomy(Hierarchy.from_csv(p), a) for a, p in
-             settings_["taxonomies"].items() if p != "continuous"}
+    taxes = {
+        a: build_taxonomy(Hierarchy.from_csv(p), a)
+        for a, p in settings_["taxonomies"].items()
+        if p != "continuous"
+    }
     leaves = {a: np.array([t.values.index(v) for v in frame[a]]) for a, t in taxes.items()}
     nums = {a: frame[a].astype(float).to_numpy() for a in qid if a not in taxes}
     # nodes per attribute: (label, private info, records mask, specialized?)
@@ -126,10 +133,15 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
     listed = [(t["qid"], t["k"]) for t in settings_["templates"]]
     # a template whose QID lies inside another's with no larger k is dropped (the first of
     # identical ones stays); it never binds, but it would change AnonyLoss's mean
-    templates = [(q, k) for i, (q, k) in enumerate(listed)
-                 if not any(set(q) <= set(q2) and k <= k2 and (set(q) != set(q2) or k != k2
-                                                               or j < i)
-                            for j, (q2, k2) in enumerate(listed) if j != i)]
+    templates = [
+        (q, k)
+        for i, (q, k) in enumerate(listed)
+        if not any(
+            set(q) <= set(q2) and k <= k2 and (set(q) != set(q2) or k != k2 or j < i)
+            for j, (q2, k2) in enumerate(listed)
+            if j != i
+        )
+    ]
 
     def labels_frame(state: dict[str, NDArray[Any]], names: dict[str, list[str]]) -> pd.DataFrame:
         return pd.DataFrame({a: [names[a][v] for v in state[a]] for a in qid})
@@ -139,14 +151,14 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
 
     def gain_of(assign: NDArray[Any], mask: NDArray[Any]) -> tuple[float, float]:
         kids = sorted(set(assign[mask].tolist()))
-        counts = np.array([[np.sum((assign == kid) & mask & (y == cl)) for cl in range(c)]
-                           for kid in kids])
+        counts = np.array(
+            [[np.sum((assign == kid) & mask & (y == cl)) for cl in range(c)] for kid in kids]
+        )
         return scores.info_gain(counts), scores.gain_ratio(counts)
 
     def gain_of_column(values: NDArray[Any]) -> float:
         kinds = sorted(set(values.tolist()))
-        counts = np.array([[np.sum((values == v) & (y == cl)) for cl in range(c)]
-                           for v in kinds])
+        counts = np.array([[np.sum((values == v) & (y == cl)) for cl in range(c)] for v in kinds])
         return scores.info_gain(counts)
 
     gains = {}
@@ -182,14 +194,16 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
                     if not kids:
                         continue
                     depth = int(tax.depth[nd["info"]])
-                    assign = np.array([kids.index(int(tax.ancestors[leaf, depth + 1]))
-                                       if m else -1 for leaf, m in zip(leaves[a], mask,
-                                                                       strict=True)])
+                    assign = np.array(
+                        [
+                            kids.index(int(tax.ancestors[leaf, depth + 1])) if m else -1
+                            for leaf, m in zip(leaves[a], mask, strict=True)
+                        ]
+                    )
                     child_labels = [tax.labels[k] for k in kids]
                     infos = list(kids)
                     under = tax.ancestors[:, depth] == nd["info"]
-                    s_value = float(4 * under.sum() - (2 * under[:].sum() if a == "cat0"
-                                                       else 0))
+                    s_value = float(4 * under.sum() - (2 * under[:].sum() if a == "cat0" else 0))
                 else:
                     x = nums[a]
                     distinct = sorted(set(x[mask].tolist()))
@@ -204,8 +218,10 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
                     assert best_t is not None
                     lo, hi, closed = nd["info"]
                     assign = np.where(mask, (x >= best_t).astype(int), -1)
-                    child_labels = [interval_label(lo, best_t, False),
-                                    interval_label(best_t, hi, closed)]
+                    child_labels = [
+                        interval_label(lo, best_t, False),
+                        interval_label(best_t, hi, closed),
+                    ]
                     infos = [(lo, best_t, False), (best_t, hi, closed)]
                     s_value = 4.0 * len(distinct)
                 new_names = dict(names)
@@ -217,8 +233,9 @@ def _reference(  # noqa: C901, PLR0912, PLR0915 (one plain function on purpose: 
                     continue
                 ig, ratio = gain_of(assign, mask)
                 if score == "tds":
-                    losses = [smallest(table, q) - smallest(new_table, q)
-                              for q, _ in templates if a in q]
+                    losses = [
+                        smallest(table, q) - smallest(new_table, q) for q, _ in templates if a in q
+                    ]
                     raw = ig / (float(np.mean(losses)) + 1)
                 else:
                     raw = ratio * 1.0 * g[a] * s_value
@@ -256,9 +273,11 @@ def test_engine_matches_naive_reference(problem: dict[str, Any], score: str) -> 
         got = [(s["attribute"], s["value"]) for s in result.specializations]
         assert got == history
         cols = [*problem["attrs"], "cls"]
-        pd.testing.assert_frame_equal(result.table[cols].reset_index(drop=True),
-                                      expected[cols].reset_index(drop=True),
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            result.table[cols].reset_index(drop=True),
+            expected[cols].reset_index(drop=True),
+            check_dtype=False,
+        )
         templates = [(t["qid"], t["k"]) for t in problem["templates"]]
         assert check_templates(result.table, templates) == []
         # the final cut applied to the raw table gives the released values back
@@ -282,8 +301,9 @@ def test_fused_equals_single_party_tds(problem: dict[str, Any], parts: int, seed
         # ties go to the lowest provider, then its column order: the single party's
         # columns are the providers' columns one after the other
         single = specialize_table(frame[["id", *order, "cls"]], settings_)
-        parties = [{"id": f"p{i}", "file": f"p{i}.csv", "columns": cols}
-                   for i, cols in enumerate(groups)]
+        parties = [
+            {"id": f"p{i}", "file": f"p{i}.csv", "columns": cols} for i, cols in enumerate(groups)
+        ]
         rng = np.random.default_rng(seed)
         frames = {}
         for i, cols in enumerate(groups):
@@ -291,26 +311,30 @@ def test_fused_equals_single_party_tds(problem: dict[str, Any], parts: int, seed
             frames[f"p{i}"] = part.iloc[rng.permutation(len(part))]  # own row order
         config = config_from_dict({**settings_, "parties": parties}, folder)
         fused = fuse(config, frames)
-        pd.testing.assert_frame_equal(fused.table[[*order, "cls"]],
-                                      single.table[[*order, "cls"]])
-        assert [(s["attribute"], s["value"]) for s in fused.specializations] == \
-            [(s["attribute"], s["value"]) for s in single.specializations]
+        pd.testing.assert_frame_equal(fused.table[[*order, "cls"]], single.table[[*order, "cls"]])
+        assert [(s["attribute"], s["value"]) for s in fused.specializations] == [
+            (s["attribute"], s["value"]) for s in single.specializations
+        ]
         assert fused.private is False
 
 
 def test_fuse_templates_hold_and_covered_template_dropped(tmp_path: Path) -> None:
-    frame = pd.DataFrame({
-        "id": [str(i) for i in range(12)],
-        "a": ["x", "y"] * 6,
-        "b": [str(i % 4) for i in range(12)],
-        "cls": ["p", "q", "q", "p"] * 3,
-    })
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(12)],
+            "a": ["x", "y"] * 6,
+            "b": [str(i % 4) for i in range(12)],
+            "cls": ["p", "q", "q", "p"] * 3,
+        }
+    )
     data = {
         "fusion": {"class": "cls", "id": "id", "score": "tds", "keep_id": True},
         "templates": [{"qid": ["a"], "k": 2}, {"qid": ["a", "b"], "k": 3}],
         "taxonomies": {"a": "continuous_placeholder", "b": "continuous"},
-        "parties": [{"id": "p", "file": "p.csv", "columns": ["a"]},
-                    {"id": "q", "file": "q.csv", "columns": ["b"]}],
+        "parties": [
+            {"id": "p", "file": "p.csv", "columns": ["a"]},
+            {"id": "q", "file": "q.csv", "columns": ["b"]},
+        ],
     }
     tax = tmp_path / "a.csv"
     tax.write_text("x;*\ny;*\n")
@@ -336,15 +360,16 @@ def test_independent_checker_finds_small_groups() -> None:
 
 
 def test_taxonomy_collapses_single_child_chains() -> None:
-    hier = Hierarchy.from_rows([["a", "A", "AA", "*"], ["b", "A", "AA", "*"],
-                                ["c", "C", "AA", "*"]])
+    hier = Hierarchy.from_rows(
+        [["a", "A", "AA", "*"], ["b", "A", "AA", "*"], ["c", "C", "AA", "*"]]
+    )
     tax = build_taxonomy(hier, "t")
     # the root '*' has one child 'AA': the tree starts at AA; C has one leaf: it is 'c'
     assert tax.labels[0] == "AA"
     assert [tax.labels[k] for k in tax.children[0]] == ["A", "c"]
     assert tax.leaf_count(0) == 3
     several = build_taxonomy(Hierarchy.from_rows([["a", "X"], ["b", "Y"], ["c", "Y"]]), "t")
-    assert several.labels[0] == "*"                   # virtual root above several tops
+    assert several.labels[0] == "*"  # virtual root above several tops
 
 
 def test_shared_cut_rejects_out_of_step_instructions() -> None:
@@ -355,8 +380,10 @@ def test_shared_cut_rejects_out_of_step_instructions() -> None:
         (Instructions("a", 5, "*", ("x",), (np.arange(4),)), "unknown value id"),
         (Instructions("a", 0, "?", ("x",), (np.arange(4),)), "where this party has"),
         (Instructions("a", 0, "*", ("x",), (np.arange(3),)), "has 4"),
-        (Instructions("a", 0, "*", ("x", "y"), (np.array([0, 0]), np.array([2, 3]))),
-         "do not hold"),
+        (
+            Instructions("a", 0, "*", ("x", "y"), (np.array([0, 0]), np.array([2, 3]))),
+            "do not hold",
+        ),
         (Instructions("a", 0, "*", ("x",), (np.array([0, 1, 2, 9]),)), "has 4"),
     ]
     for instr, message in bad:
@@ -372,12 +399,21 @@ def test_too_few_records_for_k(tmp_path: Path) -> None:
 
 
 def test_cut_generalizes_a_test_table(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"id": [str(i) for i in range(20)],
-                          "n": [str(i) for i in range(20)],
-                          "cls": ["a"] * 10 + ["b"] * 10})
-    result = specialize_table(frame, {"fusion": {"class": "cls", "id": "id", "score": "tds"},
-                                      "templates": [{"qid": ["n"], "k": 5}],
-                                      "taxonomies": {"n": "continuous"}})
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(20)],
+            "n": [str(i) for i in range(20)],
+            "cls": ["a"] * 10 + ["b"] * 10,
+        }
+    )
+    result = specialize_table(
+        frame,
+        {
+            "fusion": {"class": "cls", "id": "id", "score": "tds"},
+            "templates": [{"qid": ["n"], "k": 5}],
+            "taxonomies": {"n": "continuous"},
+        },
+    )
     assert result.table["n"].iloc[0] == "[0, 9.5)"
     test = pd.DataFrame({"n": ["-3", "9", "10", "40"]})
     out = result.generalize(test)
@@ -388,12 +424,21 @@ def test_cut_generalizes_a_test_table(tmp_path: Path) -> None:
 def test_categorical_cut_covers_values_absent_from_training(tmp_path: Path) -> None:
     tax = tmp_path / "colour.csv"
     tax.write_text("red;warm;*\norange;warm;*\npurple;warm;*\nblue;cold;*\ngreen;cold;*\n")
-    frame = pd.DataFrame({"id": [str(i) for i in range(12)],
-                          "colour": ["red", "orange"] * 3 + ["blue", "green"] * 3,
-                          "cls": ["y"] * 6 + ["n"] * 6})
-    result = specialize_table(frame, {"fusion": {"class": "cls", "id": "id", "score": "tds"},
-                                      "templates": [{"qid": ["colour"], "k": 3}],
-                                      "taxonomies": {"colour": str(tax)}})
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(12)],
+            "colour": ["red", "orange"] * 3 + ["blue", "green"] * 3,
+            "cls": ["y"] * 6 + ["n"] * 6,
+        }
+    )
+    result = specialize_table(
+        frame,
+        {
+            "fusion": {"class": "cls", "id": "id", "score": "tds"},
+            "templates": [{"qid": ["colour"], "k": 3}],
+            "taxonomies": {"colour": str(tax)},
+        },
+    )
     assert result.cut["colour"] == ["blue", "green", "orange", "red"]
     first = result.specializations[0]
     assert first["value"] == "*" and first["children"] == ["warm", "cold"]

@@ -99,71 +99,144 @@ def write_setup(folder: Path, providers: int, helper: bool, k: int = 20) -> Path
     frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str).head(RECORDS)
     frame.insert(0, "id", [f"r{i:04d}" for i in range(len(frame))])
     splits = {
-        2: [["age", "workclass", "education", "occupation"],
-            ["marital-status", "race", "sex", "native-country"]],
-        3: [["age", "workclass", "education"], ["marital-status", "occupation"],
-            ["race", "sex", "native-country"]],
+        2: [
+            ["age", "workclass", "education", "occupation"],
+            ["marital-status", "race", "sex", "native-country"],
+        ],
+        3: [
+            ["age", "workclass", "education"],
+            ["marital-status", "occupation"],
+            ["race", "sex", "native-country"],
+        ],
     }[providers]
     names = [f"provider-{chr(ord('a') + i)}" for i in range(providers)]
-    parties: list[tuple[str, str, list[str]]] = [(n, "provider", c)
-                                                  for n, c in zip(names, splits, strict=True)]
+    parties: list[tuple[str, str, list[str]]] = [
+        (n, "provider", c) for n, c in zip(names, splits, strict=True)
+    ]
     if helper:
         parties.append(("recipient", "helper", []))
     ports = free_ports(2 * len(parties))
-    lines = ['[fusion]', 'class = "salary-class"', 'id = "id"', 'score = "sensitivity"',
-             'keep_id = true', '', '[[templates]]',
-             'qid = ["age", "workclass", "marital-status", "race", "sex", "native-country"]',
-             f'k = {k}', '', '[[templates]]', 'qid = ["education", "occupation"]', f'k = {k}',
-             '', '[taxonomies]', 'age = "continuous"']
-    for a in ("workclass", "education", "marital-status", "occupation", "race", "sex",
-              "native-country"):
-        lines.append(f'{_quote(a)} = {_quote(str(ADULT / f"hierarchy_{a}.csv"))}')
-    lines += ['', '[sensitivity]', 'default = 4',
-              'attributes = { education = 3, occupation = 3, race = 3 }', '',
-              '[tls]', 'ca = "certs/ca.crt"', 'cert = "certs/{party}.crt"',
-              'key = "certs/{party}.key"']
+    lines = [
+        "[fusion]",
+        'class = "salary-class"',
+        'id = "id"',
+        'score = "sensitivity"',
+        "keep_id = true",
+        "",
+        "[[templates]]",
+        'qid = ["age", "workclass", "marital-status", "race", "sex", "native-country"]',
+        f"k = {k}",
+        "",
+        "[[templates]]",
+        'qid = ["education", "occupation"]',
+        f"k = {k}",
+        "",
+        "[taxonomies]",
+        'age = "continuous"',
+    ]
+    for a in (
+        "workclass",
+        "education",
+        "marital-status",
+        "occupation",
+        "race",
+        "sex",
+        "native-country",
+    ):
+        lines.append(f"{_quote(a)} = {_quote(str(ADULT / f'hierarchy_{a}.csv'))}")
+    lines += [
+        "",
+        "[sensitivity]",
+        "default = 4",
+        "attributes = { education = 3, occupation = 3, race = 3 }",
+        "",
+        "[tls]",
+        'ca = "certs/ca.crt"',
+        'cert = "certs/{party}.crt"',
+        'key = "certs/{party}.key"',
+    ]
     factor = 1.0 / providers
     for i, (name, role, columns) in enumerate(parties):
-        lines += ['', '[[parties]]', f'id = "{name}"', f'role = "{role}"', 'host = "127.0.0.1"',
-                  f'port = {ports[2 * i]}', f'mpc_port = {ports[2 * i + 1]}']
+        lines += [
+            "",
+            "[[parties]]",
+            f'id = "{name}"',
+            f'role = "{role}"',
+            'host = "127.0.0.1"',
+            f"port = {ports[2 * i]}",
+            f"mpc_port = {ports[2 * i + 1]}",
+        ]
         if role == "provider":
             frame[["id", *columns, "salary-class"]].sample(frac=1.0, random_state=i).to_csv(
-                folder / f"{name}.csv", index=False)
-            lines += [f'file = "{name}.csv"', f'columns = {_quote(columns)}',
-                      f'factor = {factor!r}']
+                folder / f"{name}.csv", index=False
+            )
+            lines += [
+                f'file = "{name}.csv"',
+                f"columns = {_quote(columns)}",
+                f"factor = {factor!r}",
+            ]
     (folder / "fusion.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     make_certificates(folder / "certs", [(p[0], "127.0.0.1") for p in parties])
     return folder / "fusion.toml"
 
 
-def start(config: Path, party: str, out: Path, *extra: str, fault: str | None = None,
-          timeout: float = 30, connect_timeout: float = 60, quiet: bool = True
-          ) -> subprocess.Popen[str]:
+def start(
+    config: Path,
+    party: str,
+    out: Path,
+    *extra: str,
+    fault: str | None = None,
+    timeout: float = 30,
+    connect_timeout: float = 60,
+    quiet: bool = True,
+) -> subprocess.Popen[str]:
     role_args = ["--report", str(out / f"{party}.json")]
     if party.startswith("provider"):
         role_args += ["--output", str(out / f"fused_{party}.csv")]
-    args = ["party", str(config), "--party", party, "--timeout", str(timeout),
-            "--connect-timeout", str(connect_timeout), *(["--quiet"] if quiet else []),
-            *role_args, *extra]
+    args = [
+        "party",
+        str(config),
+        "--party",
+        party,
+        "--timeout",
+        str(timeout),
+        "--connect-timeout",
+        str(connect_timeout),
+        *(["--quiet"] if quiet else []),
+        *role_args,
+        *extra,
+    ]
     env = dict(os.environ)
     if fault is None:
         cmd = [sys.executable, "-m", "anonlab", *args]
     else:
         cmd = [sys.executable, "-c", PATCHED_CLI, *args]
         env["ANONLAB_TEST_FAULT"] = fault
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def run_all(config: Path, out: Path, faults: dict[str, str] | None = None,
-            timeout: float = 30, configs: dict[str, Path] | None = None,
-            connect_timeout: float = 60) -> dict[str, tuple[int, str]]:
+def run_all(
+    config: Path,
+    out: Path,
+    faults: dict[str, str] | None = None,
+    timeout: float = 30,
+    configs: dict[str, Path] | None = None,
+    connect_timeout: float = 60,
+) -> dict[str, tuple[int, str]]:
     parties = [p["id"] for p in tomllib.loads(config.read_text())["parties"]]
     faults = faults or {}
     configs = configs or {}
-    procs = {p: start(configs.get(p, config), p, out, fault=faults.get(p), timeout=timeout,
-                      connect_timeout=connect_timeout)
-             for p in parties}
+    procs = {
+        p: start(
+            configs.get(p, config),
+            p,
+            out,
+            fault=faults.get(p),
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
+        for p in parties
+    }
     results = {}
     for party, proc in procs.items():
         _, stderr = proc.communicate(timeout=180)
@@ -175,8 +248,9 @@ def provider_names(config: Path) -> Sequence[str]:
     return [p.id for p in load_config(config).providers]
 
 
-@pytest.mark.parametrize(("providers", "helper"), [(2, True), (3, False)],
-                         ids=["2-providers-helper", "3-providers"])
+@pytest.mark.parametrize(
+    ("providers", "helper"), [(2, True), (3, False)], ids=["2-providers-helper", "3-providers"]
+)
 def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool) -> None:
     config = write_setup(tmp_path, providers, helper)
     # 2 providers + helper: each party in its own folder with only its own file and key
@@ -185,11 +259,13 @@ def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool
         assert code == 0, f"{party}: {stderr}"
     expected = fuse(load_config(config))
     assert not check_templates(
-        expected.table, [(t.qid, t.k) for t in load_config(config).templates])
+        expected.table, [(t.qid, t.k) for t in load_config(config).templates]
+    )
     assert expected.rounds > 3  # the small setting still specializes
     names = provider_names(config)
-    tables = [pd.read_csv(tmp_path / f"fused_{n}.csv", dtype=str, keep_default_na=False)
-              for n in names]
+    tables = [
+        pd.read_csv(tmp_path / f"fused_{n}.csv", dtype=str, keep_default_na=False) for n in names
+    ]
     want = expected.table.astype(str).reset_index(drop=True)
     for table in tables:
         pd.testing.assert_frame_equal(table, want, check_dtype=False)
@@ -205,8 +281,7 @@ def test_party_processes_match_fuse(tmp_path: Path, providers: int, helper: bool
     assert [c["name"] for c in want_columns] == list(want.columns)  # keep_id = true
     for n in names:  # providers see the order of specializations, never a score
         spec = reports[n]["specializations"]
-        assert [s["attribute"] for s in spec] == [
-            s["attribute"] for s in expected.specializations]
+        assert [s["attribute"] for s in spec] == [s["attribute"] for s in expected.specializations]
         assert all("score" not in s for s in spec)
         assert reports[n]["columns"] == want_columns  # the same columns as `fuse` names
     if helper:
@@ -254,9 +329,12 @@ def test_failing_party_stops_everyone_without_output(
 
 
 def test_hung_party_times_out(tmp_path: Path, setup_2h: Path) -> None:
-    procs = {p: start(setup_2h, p, tmp_path, timeout=4,
-                      fault="hang-in-round" if p == "provider-b" else None)
-             for p in ("provider-a", "provider-b", "recipient")}
+    procs = {
+        p: start(
+            setup_2h, p, tmp_path, timeout=4, fault="hang-in-round" if p == "provider-b" else None
+        )
+        for p in ("provider-a", "provider-b", "recipient")
+    }
     try:
         for party in ("provider-a", "recipient"):
             _, stderr = procs[party].communicate(timeout=120)
@@ -280,7 +358,8 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
     make_certificates(tmp_path / "rogue", [("provider-b", "127.0.0.1")])  # another CA
     for ext in ("crt", "key"):
         (folder / "certs" / f"provider-b.{ext}").write_bytes(
-            (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes())
+            (tmp_path / "rogue" / f"provider-b.{ext}").read_bytes()
+        )
     config = folder / "fusion.toml"
     # provider-a dials provider-b and rejects its certificate; the recipient rejects
     # provider-b's certificate when provider-b dials it (after a TLS 1.3 handshake that
@@ -291,12 +370,16 @@ def test_untrusted_certificate_is_refused(tmp_path: Path, setup_2h: Path) -> Non
     results = run_all(config, tmp_path, connect_timeout=connect_timeout)
     elapsed = time.monotonic() - began
     assert elapsed < connect_timeout / 2, (elapsed, results)
-    assert any("TLS certificate of party 'provider-b'" in e and "not trusted" in e
-               for _, e in results.values()), results
+    assert any(
+        "TLS certificate of party 'provider-b'" in e and "not trusted" in e
+        for _, e in results.values()
+    ), results
     # both ends of each refused connection name the refusal themselves
     assert "TLS certificate of party 'provider-b' at" in results["provider-a"][1], results
-    assert "TLS certificate of party 'provider-b' is not trusted by party 'recipient'" in (
-        results["provider-b"][1]), results
+    assert (
+        "TLS certificate of party 'provider-b' is not trusted by party 'recipient'"
+        in (results["provider-b"][1])
+    ), results
     for party, (code, stderr) in results.items():
         assert "did not happen within" not in stderr, f"{party}: {stderr}"
         assert code == 2, f"{party}: {stderr}"
@@ -317,7 +400,7 @@ def test_mismatched_configs_refuse_to_start(tmp_path: Path, setup_2h: Path, chan
         text = text.replace(str(ADULT / "hierarchy_race.csv"), str(race))
     else:  # occupation leaves the template and is released as it is (every column a role)
         text = text.replace('qid = ["education", "occupation"]', 'qid = ["education"]')
-        text = text.replace('[fusion]\n', '[fusion]\ninsensitive = ["occupation"]\n', 1)
+        text = text.replace("[fusion]\n", '[fusion]\ninsensitive = ["occupation"]\n', 1)
     assert text != setup_2h.read_text()
     other.write_text(text, encoding="utf-8")
     procs = {
@@ -352,8 +435,10 @@ def test_user_errors_before_any_network(tmp_path: Path, setup_2h: Path) -> None:
         (["--party", "recipient", "--output", str(tmp_path / "x.csv")], "is a helper"),
         (["--party", "provider-a"], "nothing to write"),
         (["--report", str(tmp_path / "r.json")], "give --party"),
-        (["--party", "provider-a", "--output", str(setup_2h.parent / "provider-a.csv")],
-         "is also an input"),
+        (
+            ["--party", "provider-a", "--output", str(setup_2h.parent / "provider-a.csv")],
+            "is also an input",
+        ),
     ]
     for args, message in cases:
         result = runner.invoke(app, ["party", str(setup_2h), *args])
@@ -361,10 +446,14 @@ def test_user_errors_before_any_network(tmp_path: Path, setup_2h: Path) -> None:
         assert message in result.output, (args, result.output)
     no_tls = tmp_path / "no_tls.toml"
     text = setup_2h.read_text()
-    no_tls.write_text(text[: text.index("[tls]")] + text[text.index("[[parties]]"):]
-                      .replace('file = "', f'file = "{setup_2h.parent}/'), encoding="utf-8")
-    result = runner.invoke(app, ["party", str(no_tls), "--party", "provider-a",
-                                 "--report", str(tmp_path / "r.json")])
+    no_tls.write_text(
+        text[: text.index("[tls]")]
+        + text[text.index("[[parties]]") :].replace('file = "', f'file = "{setup_2h.parent}/'),
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["party", str(no_tls), "--party", "provider-a", "--report", str(tmp_path / "r.json")]
+    )
     assert result.exit_code == 2 and "no [tls] table" in result.output, result.output
 
 
@@ -373,12 +462,22 @@ def test_make_certs(tmp_path: Path, setup_2h: Path) -> None:
 
     from anonlab.cli.app import app
 
-    result = CliRunner().invoke(app, ["party", str(setup_2h), "--make-certs",
-                                      str(tmp_path / "c"), "--quiet"])
+    result = CliRunner().invoke(
+        app, ["party", str(setup_2h), "--make-certs", str(tmp_path / "c"), "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "c").iterdir())
-    assert names == sorted(["ca.crt", "ca.key", *[f"{p}.{e}" for p in
-                            ("provider-a", "provider-b", "recipient") for e in ("crt", "key")]])
+    assert names == sorted(
+        [
+            "ca.crt",
+            "ca.key",
+            *[
+                f"{p}.{e}"
+                for p in ("provider-a", "provider-b", "recipient")
+                for e in ("crt", "key")
+            ],
+        ]
+    )
 
 
 # -- stray and hostile connections to a listening party ----------------------------------------
@@ -432,8 +531,7 @@ def run_with_listener_first(
         first.kill()
         first.communicate()
         raise
-    procs = {"recipient": first,
-             **{p: start(config, p, out) for p in ("provider-a", "provider-b")}}
+    procs = {"recipient": first, **{p: start(config, p, out) for p in ("provider-a", "provider-b")}}
     results = {}
     for party, proc in procs.items():
         _, stderr = proc.communicate(timeout=180)
@@ -478,8 +576,15 @@ def test_client_of_another_ca_is_dropped(tmp_path: Path, setup_2h: Path) -> None
     assert any("certificate is not trusted" in w for w in warnings), results["recipient"][1]
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--timeout", "nan"), ("--connect-timeout", "inf"),
-                                             ("--timeout", "-1"), ("--connect-timeout", "0")])
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--timeout", "nan"),
+        ("--connect-timeout", "inf"),
+        ("--timeout", "-1"),
+        ("--connect-timeout", "0"),
+    ],
+)
 def test_timeouts_must_be_finite_and_positive(
     tmp_path: Path, setup_2h: Path, flag: str, value: str
 ) -> None:
@@ -487,8 +592,19 @@ def test_timeouts_must_be_finite_and_positive(
 
     from anonlab.cli.app import app
 
-    result = CliRunner().invoke(app, ["party", str(setup_2h), "--party", "provider-a",
-                                      "--report", str(tmp_path / "r.json"), flag, value])
+    result = CliRunner().invoke(
+        app,
+        [
+            "party",
+            str(setup_2h),
+            "--party",
+            "provider-a",
+            "--report",
+            str(tmp_path / "r.json"),
+            flag,
+            value,
+        ],
+    )
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: {flag}"), result.output
@@ -505,8 +621,9 @@ def two_party_channel_setup(tmp_path: Path) -> tuple[list[Endpoint], Callable[[s
     ends = [Endpoint("a", "127.0.0.1", port_a), Endpoint("b", "127.0.0.1", port_b)]
 
     def tls(party: str) -> TlsFiles:
-        return TlsFiles.for_party(certs / "ca.crt", certs / "{party}.crt", certs / "{party}.key",
-                                  party)
+        return TlsFiles.for_party(
+            certs / "ca.crt", certs / "{party}.crt", certs / "{party}.key", party
+        )
 
     return ends, tls
 
@@ -561,8 +678,11 @@ def test_listener_drops_strays_logs_them_and_keeps_listening(
     assert hello == {"a": {"party": "a"}} and done == {"a": {"bye": "a"}}
     assert got == {"hello": {"b": {"party": "b"}}, "done": {"b": {"bye": "b"}}}
     assert channel_b.failure is None and len(channel_b.dropped_calls) == 2
-    warnings = [r.getMessage() for r in caplog.records
-                if r.levelno == logging.WARNING and r.name == "anonlab.fusion.transport"]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name == "anonlab.fusion.transport"
+    ]
     assert len(warnings) == 2, warnings
     assert "closed the connection during the TLS handshake" in warnings[0]
     assert "certificate is not trusted" in warnings[1] and "keeps listening for 'a'" in warnings[1]
@@ -574,10 +694,14 @@ def test_connect_deadline_names_the_dropped_connections(tmp_path: Path) -> None:
     channel = Channel(loop, ends, "b", tls("b"), timeout=1, connect_timeout=0.5)
     channel.drop_call("192.0.2.7:4242", "its certificate is not trusted (test)")
     try:
-        with pytest.raises(AnonlabError, match=(
+        with pytest.raises(
+            AnonlabError,
+            match=(
                 r"connecting party 'b' to 'a' did not happen within 0.5 s \(connections dropped "
                 r"here: 192.0.2.7:4242 \(its certificate is not trusted \(test\)\)\).*raise "
-                r"connect_timeout")):
+                r"connect_timeout"
+            ),
+        ):
             channel.open({"party": "b"})
     finally:
         channel.close()
@@ -600,8 +724,19 @@ def test_party_output_folder_is_one_line_and_nothing_starts(tmp_path: Path, setu
 
     folder = tmp_path / "taken"
     folder.mkdir()
-    result = CliRunner().invoke(app, ["party", str(setup_2h), "--party", "provider-a",
-                                      "--output", str(folder), "--connect-timeout", "1"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "party",
+            str(setup_2h),
+            "--party",
+            "provider-a",
+            "--output",
+            str(folder),
+            "--connect-timeout",
+            "1",
+        ],
+    )
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --output ") and "folder" in lines[0]

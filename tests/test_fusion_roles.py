@@ -40,9 +40,20 @@ runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fusion"
 PAPER_QID = ["age", "workclass", "marital-status", "race", "sex", "native-country"]
-RISK_KEYS = {"attacker_columns", "records", "suppressed", "classes", "prosecutor", "journalist",
-             "marketer", "sample_uniques", "population_uniques", "individual_risk", "suda2",
-             "sensitive"}
+RISK_KEYS = {
+    "attacker_columns",
+    "records",
+    "suppressed",
+    "classes",
+    "prosecutor",
+    "journalist",
+    "marketer",
+    "sample_uniques",
+    "population_uniques",
+    "individual_risk",
+    "suda2",
+    "sensitive",
+}
 
 
 def files_in(folder: Path) -> set[str]:
@@ -69,10 +80,14 @@ def pandas_prosecutor(frame: pd.DataFrame, attacker: list[str]) -> dict[str, Any
     sizes = kept.groupby(attacker, dropna=False).size()
     per_record = kept.groupby(attacker, dropna=False)[attacker[0]].transform("size")
     n = len(kept)
-    return {"suppressed": len(frame) - n, "highest": 1.0 / sizes.min(),
-            "average": len(sizes) / n, "sample_uniques": float((sizes == 1).sum()) / n,
-            "at_risk": {t: float((1.0 / per_record > t).mean()) for t in (0.2, 0.1, 0.05)},
-            "classes": len(sizes)}
+    return {
+        "suppressed": len(frame) - n,
+        "highest": 1.0 / sizes.min(),
+        "average": len(sizes) / n,
+        "sample_uniques": float((sizes == 1).sum()) / n,
+        "at_risk": {t: float((1.0 / per_record > t).mean()) for t in (0.2, 0.1, 0.05)},
+        "classes": len(sizes),
+    }
 
 
 def assert_prosecutor_matches(release: pd.DataFrame, risk: dict[str, Any]) -> None:
@@ -96,9 +111,19 @@ def test_fuse_refuses_a_column_without_a_role(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     before = files_in(tmp_path)
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out / "fused.csv"),
-                                 "--report", str(out / "fused.json"), "--html",
-                                 str(out / "fused.html")])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out / "fused.csv"),
+            "--report",
+            str(out / "fused.json"),
+            "--html",
+            str(out / "fused.html"),
+        ],
+    )
     assert result.exit_code == 2
     line = one_error_line(result.output)
     assert "columns education (a), relationship (b) are given no role" in line
@@ -115,8 +140,19 @@ def test_party_refuses_a_column_without_a_role_before_connecting(tmp_path: Path)
     (this config of two providers and no [tls] would fail those next)."""
     config = write_setup(tmp_path, rows=200, roles='insensitive = ["education"]')
     out = tmp_path / "fused.csv"
-    result = runner.invoke(app, ["party", str(config), "--party", "a", "--output", str(out),
-                                 "--report", str(tmp_path / "a.json")])
+    result = runner.invoke(
+        app,
+        [
+            "party",
+            str(config),
+            "--party",
+            "a",
+            "--output",
+            str(out),
+            "--report",
+            str(tmp_path / "a.json"),
+        ],
+    )
     assert result.exit_code == 2
     line = one_error_line(result.output)
     assert "column relationship (b) is given no role: put it in a template's qid" in line
@@ -129,25 +165,49 @@ def _setup_data(tmp_path: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d["fusion"]["insensitive"].append("age"),
-     "column 'age' is given two roles (quasi and insensitive)"),
-    (lambda d: d["fusion"].update(identifying=["id"]), "names the record id 'id' in identifying"),
-    (lambda d: d["fusion"].update(identifying=["salary-class"]),
-     "names the class attribute 'salary-class' in identifying"),
-    (lambda d: d["fusion"].update(sensitive=["salary-class"], insensitive=["salary-class",
-                                                                             "education",
-                                                                             "relationship"]),
-     "in sensitive and in insensitive"),
-    (lambda d: d["parties"][0].update(sensitive=["salary-class"]),
-     "party 'a' names the class attribute"),
-    (lambda d: d["parties"][0].update(insensitive=["relationship"]),
-     "party 'a' names column 'relationship' in insensitive, a column of provider 'b'"),
-    (lambda d: d["fusion"].update(sensitive=["nope"]), "fusion.sensitive names column 'nope'"),
-    (lambda d: d["parties"][1].update(identifying=["relationship"], sensitive=["relationship"]),
-     "column 'relationship' is given two roles"),
-    (lambda d: d["parties"][2].update(insensitive=["education"]), "helper 'h' gives column roles"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["fusion"]["insensitive"].append("age"),
+            "column 'age' is given two roles (quasi and insensitive)",
+        ),
+        (
+            lambda d: d["fusion"].update(identifying=["id"]),
+            "names the record id 'id' in identifying",
+        ),
+        (
+            lambda d: d["fusion"].update(identifying=["salary-class"]),
+            "names the class attribute 'salary-class' in identifying",
+        ),
+        (
+            lambda d: d["fusion"].update(
+                sensitive=["salary-class"],
+                insensitive=["salary-class", "education", "relationship"],
+            ),
+            "in sensitive and in insensitive",
+        ),
+        (
+            lambda d: d["parties"][0].update(sensitive=["salary-class"]),
+            "party 'a' names the class attribute",
+        ),
+        (
+            lambda d: d["parties"][0].update(insensitive=["relationship"]),
+            "party 'a' names column 'relationship' in insensitive, a column of provider 'b'",
+        ),
+        (lambda d: d["fusion"].update(sensitive=["nope"]), "fusion.sensitive names column 'nope'"),
+        (
+            lambda d: d["parties"][1].update(
+                identifying=["relationship"], sensitive=["relationship"]
+            ),
+            "column 'relationship' is given two roles",
+        ),
+        (
+            lambda d: d["parties"][2].update(insensitive=["education"]),
+            "helper 'h' gives column roles",
+        ),
+    ],
+)
 def test_role_mistakes_are_one_line(tmp_path: Path, edit: Any, message: str) -> None:
     data = _setup_data(tmp_path)
     edit(data)
@@ -185,28 +245,43 @@ def test_identifying_columns_never_reach_the_release(tmp_path: Path) -> None:
     the rest unchanged and the report lists them."""
     config = write_setup(tmp_path, rows=300, roles="")
     out = tmp_path / "fused.csv"
-    settings = FuseSettings.load(None, config=str(config), output=str(out),
-                                 identifying="education", other="insensitive")
+    settings = FuseSettings.load(
+        None, config=str(config), output=str(out), identifying="education", other="insensitive"
+    )
     with pytest.warns(ReleaseRiskWarning):
         run = run_fuse(settings)
     release = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert "education" not in release.columns and "relationship" in release.columns
     report = run.report
     assert report["roles"] == {
-        "id": "identifying", "age": "quasi", "workclass": "quasi", "education": "identifying",
-        "marital-status": "quasi", "relationship": "insensitive", "race": "quasi",
-        "sex": "quasi", "native-country": "quasi", "salary-class": "sensitive"}
-    assert report["insensitive_by_other"] == ["relationship"] and report["other"] == \
-        "insensitive"
+        "id": "identifying",
+        "age": "quasi",
+        "workclass": "quasi",
+        "education": "identifying",
+        "marital-status": "quasi",
+        "relationship": "insensitive",
+        "race": "quasi",
+        "sex": "quasi",
+        "native-country": "quasi",
+        "salary-class": "sensitive",
+    }
+    assert report["insensitive_by_other"] == ["relationship"] and report["other"] == "insensitive"
     assert report["released_unchanged"] == ["relationship", "salary-class"]
     assert {"name": "education", "held_by": ["a"], "released": "dropped"} in report["columns"]
     assert report["parameters"]["identifying"] == ["education"]
     assert "education" not in report["risk"]["attacker_columns"]
     raw = pd.read_csv(tmp_path / "b.csv", dtype=str).set_index("id")
     with pytest.warns(ReleaseRiskWarning, match="distinct l = 1"):  # a class of one salary
-        kept = run_fuse(FuseSettings(config=str(config), report=str(tmp_path / "r.json"),
-                                     keep_id=True, identifying=["education"],
-                                     other="insensitive", attacker_columns=PAPER_QID))
+        kept = run_fuse(
+            FuseSettings(
+                config=str(config),
+                report=str(tmp_path / "r.json"),
+                keep_id=True,
+                identifying=["education"],
+                other="insensitive",
+                attacker_columns=PAPER_QID,
+            )
+        )
     assert kept.release is not None
     table = kept.release.set_index("id")
     assert (table["relationship"] == raw.loc[table.index, "relationship"]).all()
@@ -215,19 +290,22 @@ def test_identifying_columns_never_reach_the_release(tmp_path: Path) -> None:
 def test_a_kept_id_is_insensitive_and_makes_every_record_unique(tmp_path: Path) -> None:
     config = write_setup(tmp_path, rows=300)
     with pytest.warns(ReleaseRiskWarning) as caught:
-        run = run_fuse(FuseSettings(config=str(config), report=str(tmp_path / "r.json"),
-                                    keep_id=True))
+        run = run_fuse(
+            FuseSettings(config=str(config), report=str(tmp_path / "r.json"), keep_id=True)
+        )
     assert any("300 record(s) are unique" in str(w.message) for w in caught)
     report = run.report
     assert report["roles"]["id"] == "insensitive" and "id" in report["released_unchanged"]
-    assert report["risk"]["sample_uniques"] == 1.0 and report["risk"]["prosecutor"][
-        "highest"] == 1.0
+    assert (
+        report["risk"]["sample_uniques"] == 1.0 and report["risk"]["prosecutor"]["highest"] == 1.0
+    )
     assert report["risk"]["attacker_columns"][0] == "id"
 
 
 def test_the_class_named_insensitive_is_known_to_the_attacker(tmp_path: Path) -> None:
-    config = write_setup(tmp_path, rows=300,
-                         roles='insensitive = ["education", "relationship", "salary-class"]')
+    config = write_setup(
+        tmp_path, rows=300, roles='insensitive = ["education", "relationship", "salary-class"]'
+    )
     with pytest.warns(ReleaseRiskWarning):
         run = run_fuse(FuseSettings(config=str(config), report=str(tmp_path / "r.json")))
     assert run.report["roles"]["salary-class"] == "insensitive"
@@ -242,44 +320,89 @@ def test_fail_on_risk_exits_3_and_writes_nothing(tmp_path: Path) -> None:
     config = write_setup(tmp_path, rows=300)
     out = tmp_path / "out"
     out.mkdir()
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out / "fused.csv"),
-                                 "--report", str(out / "fused.json"), "--html",
-                                 str(out / "fused.html"), "--fail-on-risk", "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out / "fused.csv"),
+            "--report",
+            str(out / "fused.json"),
+            "--html",
+            str(out / "fused.html"),
+            "--fail-on-risk",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 3, result.output
     lines = result.output.strip().splitlines()
     assert lines[-1].startswith("Error: --fail-on-risk is set and the release drew")
     assert all(line.startswith("Warning: ") for line in lines[:-1]) and len(lines) >= 2
     assert files_in(out) == set()
     with pytest.warns(ReleaseRiskWarning), pytest.raises(ReleaseRiskError):
-        run_fuse(FuseSettings(config=str(config), output=str(out / "fused.csv"),
-                              fail_on_risk=True))
+        run_fuse(FuseSettings(config=str(config), output=str(out / "fused.csv"), fail_on_risk=True))
     assert files_in(out) == set()
     # no warning, no refusal: the same run writes everything
     # no warning, no refusal: classes of at least k = 20 on the template's columns, the class
     # declared insensitive (known to the attacker, no l measured), and the run writes
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out / "fused.csv"),
-                                 "--attacker-columns", ",".join(PAPER_QID), "--insensitive",
-                                 "salary-class", "--fail-on-risk", "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out / "fused.csv"),
+            "--attacker-columns",
+            ",".join(PAPER_QID),
+            "--insensitive",
+            "salary-class",
+            "--fail-on-risk",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.output == "" and files_in(out) == {"fused.csv"}
 
 
 def test_risk_flags_name_released_columns(tmp_path: Path) -> None:
     config = write_setup(tmp_path, rows=200, roles='identifying = ["education", "relationship"]')
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(tmp_path / "o.csv"),
-                                 "--attacker-columns", "age,education"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(tmp_path / "o.csv"),
+            "--attacker-columns",
+            "age,education",
+        ],
+    )
     assert result.exit_code == 2
     line = one_error_line(result.output)
-    assert line.startswith("Error: --attacker-columns names columns the release does not have: "
-                           "education")
+    assert line.startswith(
+        "Error: --attacker-columns names columns the release does not have: education"
+    )
     assert not (tmp_path / "o.csv").exists()
 
 
 def test_small_release_risk_equals_a_pandas_count(tmp_path: Path) -> None:
     config = write_setup(tmp_path, rows=600)
     out, rep = tmp_path / "fused.csv", tmp_path / "fused.json"
-    result = runner.invoke(app, ["fuse", str(config), "--output", str(out), "--report", str(rep),
-                                 "--attacker-columns", ",".join(PAPER_QID), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(config),
+            "--output",
+            str(out),
+            "--report",
+            str(rep),
+            "--attacker-columns",
+            ",".join(PAPER_QID),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(rep.read_text())
     release = pd.read_csv(out, dtype=str, keep_default_na=False)
@@ -300,11 +423,24 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``anonlab fuse examples/fusion/fusion.toml`` (30,162 records): release and report."""
     folder = tmp_path_factory.mktemp("example")
     out, rep = folder / "fused.csv", folder / "fused.json"
-    result = runner.invoke(app, ["fuse", str(EXAMPLE / "fusion.toml"), "--output", str(out),
-                                 "--report", str(rep), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "fuse",
+            str(EXAMPLE / "fusion.toml"),
+            "--output",
+            str(out),
+            "--report",
+            str(rep),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    return {"release": pd.read_csv(out, dtype=str, keep_default_na=False),
-            "report": json.loads(rep.read_text()), "output": result.output}
+    return {
+        "release": pd.read_csv(out, dtype=str, keep_default_na=False),
+        "report": json.loads(rep.read_text()),
+        "output": result.output,
+    }
 
 
 def test_example_releases_no_raw_fnlwgt(example: dict[str, Any]) -> None:
@@ -340,25 +476,34 @@ def test_example_risk_section(example: dict[str, Any]) -> None:
     assert set(risk["prosecutor"]["records_at_risk"]) >= {"0.2", "0.1", "0.05"}
     assert set(risk["sensitive"]) == {"salary-class"}
     assert {"distinct_l", "entropy_l", "t_equal", "t_hierarchical"} <= set(
-        risk["sensitive"]["salary-class"])
-    assert report["attacker_knowledge"] == \
-        "every released column that is not sensitive and not the weights"
+        risk["sensitive"]["salary-class"]
+    )
+    assert (
+        report["attacker_knowledge"]
+        == "every released column that is not sensitive and not the weights"
+    )
     assert risk["attacker_columns"] == [c for c in release.columns if c != "salary-class"]
     assert risk["records"] == len(release) == 30162
     assert_prosecutor_matches(release, risk)
     # the paper's columns in no template stay raw, so the example is still risky, and says so
     assert report["risk_warnings"] and risk["prosecutor"]["highest"] == 1.0
-    assert sum(line.startswith("Warning: ") for line in example["output"].splitlines()) == \
-        len(report["risk_warnings"])
+    assert sum(line.startswith("Warning: ") for line in example["output"].splitlines()) == len(
+        report["risk_warnings"]
+    )
 
 
 def test_example_risk_for_the_template_attacker(tmp_path: Path) -> None:
     """An attacker who knows the paper's QID alone meets classes of at least its k = 100."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReleaseRiskWarning)  # this release draws no warning
-        run = run_fuse(FuseSettings(config=str(EXAMPLE / "fusion.toml"),
-                                    output=str(tmp_path / "fused.csv"),
-                                    attacker_columns=PAPER_QID, fail_on_risk=True))
+        run = run_fuse(
+            FuseSettings(
+                config=str(EXAMPLE / "fusion.toml"),
+                output=str(tmp_path / "fused.csv"),
+                attacker_columns=PAPER_QID,
+                fail_on_risk=True,
+            )
+        )
     assert run.report["risk_warnings"] == []
     risk = run.report["risk"]
     release = pd.read_csv(tmp_path / "fused.csv", dtype=str, keep_default_na=False)
@@ -378,13 +523,26 @@ def test_party_providers_measure_and_fail_on_risk_alone(tmp_path: Path) -> None:
     extra = {"provider-a": ["--fail-on-risk"], "provider-b": [], "recipient": []}
     procs = {}
     for party, flags in extra.items():
-        args = [sys.executable, "-m", "anonlab", "party", str(config), "--party", party,
-                "--report", str(tmp_path / f"{party}.json"), "--timeout", "60", "--quiet",
-                *flags]
+        args = [
+            sys.executable,
+            "-m",
+            "anonlab",
+            "party",
+            str(config),
+            "--party",
+            party,
+            "--report",
+            str(tmp_path / f"{party}.json"),
+            "--timeout",
+            "60",
+            "--quiet",
+            *flags,
+        ]
         if party != "recipient":
             args += ["--output", str(tmp_path / f"fused_{party}.csv")]
-        procs[party] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
+        procs[party] = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     done = {}
     for party, proc in procs.items():
         _, err = proc.communicate(timeout=180)

@@ -40,8 +40,10 @@ def test_python_run_equals_the_cli_release(setup: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     steps: list[tuple[str, int, int | None]] = []
     py_out, py_report = tmp_path / "py" / "fused.csv", tmp_path / "py" / "fused.json"
-    run = run_fuse(FuseSettings(config=str(setup), output=str(py_out), report=str(py_report)),
-                   progress=lambda step, done, total: steps.append((step, done, total)))
+    run = run_fuse(
+        FuseSettings(config=str(setup), output=str(py_out), report=str(py_report)),
+        progress=lambda step, done, total: steps.append((step, done, total)),
+    )
     assert py_out.read_bytes() == cli_out.read_bytes()
     assert sorted(run.written) == sorted([py_out, py_report])
     release = pd.read_csv(py_out, dtype=str, keep_default_na=False)
@@ -61,13 +63,27 @@ def test_report_stores_paths_relative_to_itself(setup: Path, tmp_path: Path) -> 
     data = json.loads(report.read_text())
     assert data["paths"] == PATHS_RELATIVE
     assert data["parameters"]["config"] == "../fusion.toml"
-    assert resolve_stored_path(data["parameters"]["config"], report, data["paths"]) \
-        .resolve() == setup.resolve()
+    assert (
+        resolve_stored_path(data["parameters"]["config"], report, data["paths"]).resolve()
+        == setup.resolve()
+    )
     assert data["parameters"]["output"] is None
     # keys of the report before the run layer, plus "paths"
-    assert {"command", "inputs", "parameters", "providers", "records", "rounds", "templates",
-            "specializations", "bytes_sent", "protocol", "verified", "runtime_seconds",
-            "paths"} <= set(data)
+    assert {
+        "command",
+        "inputs",
+        "parameters",
+        "providers",
+        "records",
+        "rounds",
+        "templates",
+        "specializations",
+        "bytes_sent",
+        "protocol",
+        "verified",
+        "runtime_seconds",
+        "paths",
+    } <= set(data)
     no_file = run_fuse(FuseSettings(config=str(setup), output=str(tmp_path / "t.csv")))
     assert no_file.report["paths"] == PATHS_ABSOLUTE
     assert Path(no_file.report["parameters"]["config"]) == setup.resolve()
@@ -97,8 +113,12 @@ def test_a_failing_later_output_writes_nothing(
     monkeypatch.setattr(anonlab.htmlreport, "render_html", broken)
     out = tmp_path / "out"
     before = files_in(tmp_path)
-    settings = FuseSettings(config=str(setup), output=str(out / "fused.csv"),
-                            report=str(out / "fused.json"), html=str(out / "fused.html"))
+    settings = FuseSettings(
+        config=str(setup),
+        output=str(out / "fused.csv"),
+        report=str(out / "fused.json"),
+        html=str(out / "fused.html"),
+    )
     with pytest.raises(AnonlabError, match="HTML page cannot be made"):
         run_fuse(settings)
     assert not out.exists() or files_in(out) == set()  # no release, no report, no temp file
@@ -157,8 +177,13 @@ def test_settings_name_the_parameter() -> None:
     with pytest.raises(AnonlabError, match=r"^score: must be 'sensitivity' or 'tds'") as info:
         FuseSettings(config="f.toml", score="best")
     assert info.value.parameter == "score"
-    for name, value in (("timeout", math.nan), ("timeout", math.inf), ("connect_timeout", 0.0),
-                        ("connect_timeout", -math.inf), ("timeout", -3.0)):
+    for name, value in (
+        ("timeout", math.nan),
+        ("timeout", math.inf),
+        ("connect_timeout", 0.0),
+        ("connect_timeout", -math.inf),
+        ("timeout", -3.0),
+    ):
         with pytest.raises(AnonlabError, match=rf"^{name}: must be a finite number") as err:
             values: dict[str, Any] = {name: value}
             PartySettings.load(None, config="f.toml", party="a", **values)
@@ -179,8 +204,9 @@ def test_library_channel_refuses_non_finite_timeouts() -> None:
 def test_nothing_to_write_and_score_override(setup: Path, tmp_path: Path) -> None:
     with pytest.raises(AnonlabError, match="nothing to write: give output, report and/or html"):
         run_fuse(FuseSettings(config=str(setup)))
-    run = run_fuse(FuseSettings(config=str(setup), report=str(tmp_path / "r.json"),
-                                score="tds", keep_id=True))
+    run = run_fuse(
+        FuseSettings(config=str(setup), report=str(tmp_path / "r.json"), score="tds", keep_id=True)
+    )
     assert run.report["score"] == "tds" and run.report["parameters"]["keep_id"] is True
     assert run.release is not None and "id" in run.release.columns
 
@@ -198,8 +224,9 @@ def test_providers_read_any_source_of_the_one_reader(setup: Path, tmp_path: Path
         b.to_sql("provider_b", db, index=False)
     text = setup.read_text()
     parquet = text.replace('file = "a.csv"', 'file = "a.parquet"')
-    sqlite = parquet.replace('file = "b.csv"', f'file = "sqlite:///{tmp_path / "b.db"}"\n'
-                                               'table = "provider_b"')
+    sqlite = parquet.replace(
+        'file = "b.csv"', f'file = "sqlite:///{tmp_path / "b.db"}"\ntable = "provider_b"'
+    )
     semicolon = parquet.replace('file = "b.csv"', 'file = "b_semicolon.txt"\ndelimiter = ";"')
     for name, config_text in (("sqlite", sqlite), ("semicolon", semicolon)):
         config = tmp_path / f"{name}.toml"

@@ -52,19 +52,21 @@ def test_best_threshold_midpoint_and_ties() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2)), min_size=1, max_size=60),
-       st.data())
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2)), min_size=1, max_size=60), st.data()
+)
 def test_best_split_over_a_domain_equals_best_threshold_of_a_subset(
-        pairs: list[tuple[int, int]], data: st.DataObject) -> None:
+    pairs: list[tuple[int, int]], data: st.DataObject
+) -> None:
     values = np.array([p[0] for p in pairs], dtype=np.float64)
     classes = np.array([p[1] for p in pairs])
-    keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(pairs),
-                                       max_size=len(pairs))))
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(pairs), max_size=len(pairs))))
     domain = np.unique(values)
     counts = np.zeros((domain.size, 3), dtype=np.int64)
     np.add.at(counts, (np.searchsorted(domain, values[keep]), classes[keep]), 1)
-    assert scores.best_split(domain, counts) == scores.best_threshold(values[keep],
-                                                                      classes[keep], 3)
+    assert scores.best_split(domain, counts) == scores.best_threshold(
+        values[keep], classes[keep], 3
+    )
 
 
 def test_g_factors_sum_to_one_and_match_formula() -> None:
@@ -95,12 +97,14 @@ def _tiny(tmp_path, score: str):  # type: ignore[no-untyped-def]
     """Six records, a categorical attribute with a 2-level taxonomy, one number."""
     tax = tmp_path / "colour.csv"
     tax.write_text("red;warm;*\norange;warm;*\nblue;cold;*\ngreen;cold;*\n")
-    frame = pd.DataFrame({
-        "id": ["1", "2", "3", "4", "5", "6"],
-        "colour": ["red", "orange", "red", "blue", "green", "blue"],
-        "size": ["1", "2", "3", "7", "8", "9"],
-        "cls": ["y", "y", "y", "n", "n", "y"],
-    })
+    frame = pd.DataFrame(
+        {
+            "id": ["1", "2", "3", "4", "5", "6"],
+            "colour": ["red", "orange", "red", "blue", "green", "blue"],
+            "size": ["1", "2", "3", "7", "8", "9"],
+            "cls": ["y", "y", "y", "n", "n", "y"],
+        }
+    )
     data = {
         "fusion": {"class": "cls", "id": "id", "score": score},
         "templates": [{"qid": ["colour", "size"], "k": 2}],
@@ -146,7 +150,7 @@ def test_sensitivity_score_by_hand(tmp_path) -> None:  # type: ignore[no-untyped
     q = state.score_round()
     colour, size = state.candidates[("colour", 0)], state.candidates[("size", 0)]
     s_colour = colour.ratio * 1.0 * state.g["colour"] * 13
-    s_size = size.ratio * 1.0 * state.g["size"] * (4 * 6)   # 6 distinct values at level 4
+    s_size = size.ratio * 1.0 * state.g["size"] * (4 * 6)  # 6 distinct values at level 4
     bound = 5.0 * 6
     assert q == quantize(max(s_colour, s_size) / bound)
 

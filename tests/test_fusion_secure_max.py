@@ -57,17 +57,32 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_parties(
-    tmp_path: Path, certs: Path, names: list[str], providers: list[str],
-    rounds: list[list[int]], **extra: object,
+    tmp_path: Path,
+    certs: Path,
+    names: list[str],
+    providers: list[str],
+    rounds: list[list[int]],
+    **extra: object,
 ) -> dict[str, dict[str, Any]]:
     script = tmp_path / "smax_party.py"
     script.write_text(PARTY_SCRIPT, encoding="utf-8")
-    spec = {"parties": list(zip(names, free_ports(len(names)), strict=True)),
-            "providers": providers, "rounds": rounds, "certs": str(certs), "timeout": 20,
-            **extra}
-    procs = [subprocess.Popen([sys.executable, str(script), n, json.dumps(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in names]
+    spec = {
+        "parties": list(zip(names, free_ports(len(names)), strict=True)),
+        "providers": providers,
+        "rounds": rounds,
+        "certs": str(certs),
+        "timeout": 20,
+        **extra,
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), n, json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in names
+    ]
     results: dict[str, dict[str, Any]] = {}
     for name, proc in zip(names, procs, strict=True):
         stdout, stderr = proc.communicate(timeout=90)
@@ -116,8 +131,9 @@ def test_secure_argmax_equals_plain_argmax(
         assert isinstance(results[name]["bytes"], int) and results[name]["bytes"] > 0
 
 
-scores = st.one_of(st.just(NO_CANDIDATE), st.sampled_from([0, 1, SCORE_SCALE]),
-                   st.integers(0, SCORE_SCALE))
+scores = st.one_of(
+    st.just(NO_CANDIDATE), st.sampled_from([0, 1, SCORE_SCALE]), st.integers(0, SCORE_SCALE)
+)
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])

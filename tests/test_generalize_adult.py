@@ -13,8 +13,16 @@ from anonlab.errors import AnonlabError
 from anonlab.generalize import Generalizer, anonymize
 from anonlab.hierarchy import Hierarchy
 
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +38,9 @@ def _precision(levels: list[int], hiers: dict[str, Hierarchy]) -> float:
 
 
 @pytest.mark.parametrize("search", ["flash", "ola", "degree", "exhaustive"])
-def test_k5_no_suppression(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset],
-                           search: str) -> None:
+def test_k5_no_suppression(
+    adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset], search: str
+) -> None:
     frame, hiers, ds = adult
     r = anonymize(ds, 5, 0.0, search, "precision")
     assert ds.n == 30162
@@ -42,13 +51,13 @@ def test_k5_no_suppression(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Data
     assert r.suppressed_records == 0
     assert r.release is not None
     assert check_k_anonymity(r.release, QIS, 5, 0) == []
-    assert check_generalization(frame, r.release, hiers, r.transformation,
-                                max_suppressed=0) == []
+    assert check_generalization(frame, r.release, hiers, r.transformation, max_suppressed=0) == []
 
 
 @pytest.mark.parametrize("search", ["flash", "ola", "degree", "exhaustive"])
-def test_k5_one_percent(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset],
-                        search: str) -> None:
+def test_k5_one_percent(
+    adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset], search: str
+) -> None:
     frame, hiers, ds = adult
     r = anonymize(ds, 5, 0.01, search, "precision_with_suppression")
     assert isinstance(r.search.loss, float)
@@ -58,15 +67,13 @@ def test_k5_one_percent(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset
     assert r.information_loss["precision_with_suppression"] == pytest.approx(r.search.loss)
     assert r.release is not None
     assert check_k_anonymity(r.release, QIS, 5, 301) == []
-    assert check_generalization(frame, r.release, hiers, r.transformation,
-                                max_suppressed=301) == []
-    assert check_generalization(frame, r.release, hiers, r.transformation,
-                                max_suppressed=206) == ["207 records are suppressed but the "
-                                                        "limit is 206"]
+    assert check_generalization(frame, r.release, hiers, r.transformation, max_suppressed=301) == []
+    assert check_generalization(frame, r.release, hiers, r.transformation, max_suppressed=206) == [
+        "207 records are suppressed but the limit is 206"
+    ]
 
 
-def test_fit_transform_reapplies(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset]
-                                 ) -> None:
+def test_fit_transform_reapplies(adult: tuple[pd.DataFrame, dict[str, Hierarchy], Dataset]) -> None:
     frame, hiers, _ = adult
     g = Generalizer(k=5, suppression=0.01, metric="precision_with_suppression")
     first = g.fit_transform(frame, hiers, sensitive=["salary-class"])
@@ -80,7 +87,6 @@ def test_fit_transform_reapplies(adult: tuple[pd.DataFrame, dict[str, Hierarchy]
         g.transform(frame.iloc[:300])
 
 
-
 def test_fit_transform_keeps_the_callers_index() -> None:
     """Rows keep their DataFrame index, so a release lines up with the caller's other data."""
     hier = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
@@ -91,9 +97,16 @@ def test_fit_transform_keeps_the_callers_index() -> None:
     assert release["s"].tolist() == list("wxyz")
     assert g.transform(frame.iloc[::-1]).index.tolist() == [10, 20, 30, 40]
 
+
 # ARX 3.9's nodes checked on this data (the generalization issue): (k, suppression) -> nodes
-ARX_NODES = {(2, 0.0): 184, (5, 0.0): 142, (100, 0.0): 49,
-             (2, 0.01): 587, (5, 0.01): 815, (100, 0.01): 433}
+ARX_NODES = {
+    (2, 0.0): 184,
+    (5, 0.0): 142,
+    (100, 0.0): 49,
+    (2, 0.01): 587,
+    (5, 0.01): 815,
+    (100, 0.01): 433,
+}
 
 
 @pytest.mark.parametrize(("k", "suppression"), sorted(ARX_NODES))

@@ -8,17 +8,29 @@ import pytest
 from anonlab.checker import check_generalization, check_k_anonymity
 from anonlab.hierarchy import Hierarchy
 
-AGE = Hierarchy.from_rows([["31", "30-34", "*"], ["32", "30-34", "*"], ["36", "35-39", "*"],
-                           ["37", "35-39", "*"], ["41", "40-44", "*"]])
-ORIGINAL = pd.DataFrame({"name": ["a", "b", "c", "d", "e"],
-                         "age": ["31", "32", "36", "37", "41"],
-                         "s": ["x", "y", "x", "y", "x"]})
+AGE = Hierarchy.from_rows(
+    [
+        ["31", "30-34", "*"],
+        ["32", "30-34", "*"],
+        ["36", "35-39", "*"],
+        ["37", "35-39", "*"],
+        ["41", "40-44", "*"],
+    ]
+)
+ORIGINAL = pd.DataFrame(
+    {
+        "name": ["a", "b", "c", "d", "e"],
+        "age": ["31", "32", "36", "37", "41"],
+        "s": ["x", "y", "x", "y", "x"],
+    }
+)
 
 
 def _release() -> pd.DataFrame:
     """Age at level 1, the lone 40-44 record suppressed, name dropped."""
-    return pd.DataFrame({"age": ["30-34", "30-34", "35-39", "35-39", "*"],
-                         "s": ["x", "y", "x", "y", "x"]})
+    return pd.DataFrame(
+        {"age": ["30-34", "30-34", "35-39", "35-39", "*"], "s": ["x", "y", "x", "y", "x"]}
+    )
 
 
 def test_a_right_release_passes() -> None:
@@ -30,14 +42,18 @@ def test_a_right_release_passes() -> None:
 @pytest.mark.parametrize(
     ("tamper", "message"),
     [
-        (lambda r: r.assign(age=["30-34", "30-34", "35-39", "40-44", "*"]),
-         "column 'age' row 4: released '40-44', expected '35-39'"),
+        (
+            lambda r: r.assign(age=["30-34", "30-34", "35-39", "40-44", "*"]),
+            "column 'age' row 4: released '40-44', expected '35-39'",
+        ),
         (lambda r: r.assign(s=["x", "y", "x", "x", "x"]), "column 's' was changed"),
         (lambda r: r.drop(columns="s"), "column 's' is missing"),
         (lambda r: r.assign(name=list("abcde")), "identifying column 'name' is in the release"),
         (lambda r: r.iloc[:4], "release has 4 rows, original 5"),
-        (lambda r: r.assign(age=["30-34", "30-34", "35-39", "*", "*"]),
-         "2 records are suppressed but the limit is 1"),
+        (
+            lambda r: r.assign(age=["30-34", "30-34", "35-39", "*", "*"]),
+            "2 records are suppressed but the limit is 1",
+        ),
     ],
 )
 def test_generalization_problems_are_found(tamper: object, message: str) -> None:
@@ -49,9 +65,11 @@ def test_generalization_problems_are_found(tamper: object, message: str) -> None
 def test_small_classes_and_excess_suppression_are_found() -> None:
     release = _release()
     assert check_k_anonymity(release, ["age"], 3, 1) == [
-        "2 equivalence classes have fewer than 3 records (smallest: 2)"]
+        "2 equivalence classes have fewer than 3 records (smallest: 2)"
+    ]
     assert check_k_anonymity(release, ["age"], 2, 0) == [
-        "1 suppressed records exceed the limit of 0"]
+        "1 suppressed records exceed the limit of 0"
+    ]
 
 
 def test_missing_values_read_as_empty_text() -> None:
@@ -62,7 +80,8 @@ def test_missing_values_read_as_empty_text() -> None:
     assert check_generalization(original, release, {"q": hier}, {"q": 1}) == []
     wrong = release.assign(q=["ab", "ab", "ab", "?"])
     assert check_generalization(original, wrong, {"q": hier}, {"q": 1}) == [
-        "column 'q' row 2: released 'ab', expected '?'"]
+        "column 'q' row 2: released 'ab', expected '?'"
+    ]
 
 
 def _categorical(frame: pd.DataFrame, unused: str | None = None) -> pd.DataFrame:
@@ -85,13 +104,19 @@ def test_categorical_tables_are_checked_as_their_text(unused: str | None) -> Non
     assert check_generalization(original, release, {"age": AGE}, {"age": 1}, ["name"], 1) == []
     wrong = _categorical(_release().assign(age=["30-34", "30-34", "35-39", "40-44", "*"]))
     assert check_generalization(original, wrong, {"age": AGE}, {"age": 1}, ["name"], 1) == [
-        "column 'age' row 4: released '40-44', expected '35-39'"]
+        "column 'age' row 4: released '40-44', expected '35-39'"
+    ]
     changed = _categorical(_release().assign(s=["x", "y", "x", "x", "x"]))
-    assert check_generalization(original, changed, {"age": AGE}, {"age": 1}, ["name"],
-                                1) == ["column 's' was changed"]
+    assert check_generalization(original, changed, {"age": AGE}, {"age": 1}, ["name"], 1) == [
+        "column 's' was changed"
+    ]
     k = [{"model": "k-anonymity", "k": 2}]
-    assert check_criteria(original, release, k, ["age"], 1) == \
-        check_criteria(ORIGINAL, _release(), k, ["age"], 1) == []
-    assert check_criteria(original, release, [{"model": "k-anonymity", "k": 3}], ["age"], 1) \
-        == check_criteria(ORIGINAL, _release(), [{"model": "k-anonymity", "k": 3}], ["age"], 1)
+    assert (
+        check_criteria(original, release, k, ["age"], 1)
+        == check_criteria(ORIGINAL, _release(), k, ["age"], 1)
+        == []
+    )
+    assert check_criteria(
+        original, release, [{"model": "k-anonymity", "k": 3}], ["age"], 1
+    ) == check_criteria(ORIGINAL, _release(), [{"model": "k-anonymity", "k": 3}], ["age"], 1)
     assert check_criteria(original, release, [{"model": "k-anonymity", "k": 3}], ["age"], 1)

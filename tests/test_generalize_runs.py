@@ -32,8 +32,16 @@ ADULT_TOML = REPO / "examples" / "adult.toml"
 #: SHA-256 of the example's release (``generalize --config examples/adult.toml``) before the
 #: run layer existed: the release must stay byte-identical
 ADULT_K5_SHA256 = "96d0fd0489aee9dc39a5d9d4d17019debf3d2915eee7366b9da9237f3b65a0cc"
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 runner = CliRunner()
 # the small releases made here are risky on purpose: their warnings are tested elsewhere
 # (tests/test_release_risk.py)
@@ -47,25 +55,32 @@ def _run(args: list[str]) -> tuple[int, str]:
 
 def _files(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (hidden temporary files included) with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture()
 def tiny(tmp_path: Path) -> Path:
-    (tmp_path / "t.csv").write_text("name,age,zip\nann,31,47677\nbob,32,47602\n"
-                                    "cy,33,47678\ndee,34,47605\n")
+    (tmp_path / "t.csv").write_text(
+        "name,age,zip\nann,31,47677\nbob,32,47602\ncy,33,47678\ndee,34,47605\n"
+    )
     (tmp_path / "age.csv").write_text("31;30-34;*\n32;30-34;*\n33;30-34;*\n34;30-34;*\n")
-    (tmp_path / "zip.csv").write_text("47677;4767*;*\n47602;4760*;*\n47678;4767*;*\n"
-                                      "47605;4760*;*\n")
+    (tmp_path / "zip.csv").write_text(
+        "47677;4767*;*\n47602;4760*;*\n47678;4767*;*\n47605;4760*;*\n"
+    )
     return tmp_path
 
 
 def _tiny_settings(t: Path, **extra: object) -> GeneralizeSettings:
     values: dict[str, Any] = {"k": 2, **extra}
     return GeneralizeSettings.load(
-        None, input=t / "t.csv", qi={"age": t / "age.csv", "zip": t / "zip.csv"},
-        identifying="name", **values)
+        None,
+        input=t / "t.csv",
+        qi={"age": t / "age.csv", "zip": t / "zip.csv"},
+        identifying="name",
+        **values,
+    )
 
 
 # --------------------------------------------------------------------- Python API = CLI
@@ -79,8 +94,18 @@ def test_python_run_equals_cli_and_the_baseline(tmp_path: Path) -> None:
     result = run_generalize(settings, progress=lambda s, d, t: calls.append((s, d, t)))
     assert sorted(result.written) == sorted([py_out, py_rep])
     cli_out, cli_rep = tmp_path / "cli" / "adult_k5.csv", tmp_path / "cli" / "adult_k5.json"
-    code, text = _run(["generalize", "--config", str(ADULT_TOML), "--output", str(cli_out),
-                       "--report", str(cli_rep), "--quiet"])
+    code, text = _run(
+        [
+            "generalize",
+            "--config",
+            str(ADULT_TOML),
+            "--output",
+            str(cli_out),
+            "--report",
+            str(cli_rep),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     assert py_out.read_bytes() == cli_out.read_bytes()
     assert hashlib.sha256(py_out.read_bytes()).hexdigest() == ADULT_K5_SHA256
@@ -93,13 +118,19 @@ def test_python_run_equals_cli_and_the_baseline(tmp_path: Path) -> None:
     assert {c[2] for c in calls} == {report["lattice_size"]}
     # the checkers agree with the release on disk
     release = pd.read_csv(py_out, dtype=str, keep_default_na=False)
-    original = pd.read_csv(REPO / "data" / "adult" / "adult.csv", sep=";", dtype=str,
-                           keep_default_na=False)
-    hierarchies = {q: Hierarchy.from_csv(REPO / "data" / "adult" / f"hierarchy_{q}.csv")
-                   for q in QIS}
+    original = pd.read_csv(
+        REPO / "data" / "adult" / "adult.csv", sep=";", dtype=str, keep_default_na=False
+    )
+    hierarchies = {
+        q: Hierarchy.from_csv(REPO / "data" / "adult" / f"hierarchy_{q}.csv") for q in QIS
+    }
     assert check_k_anonymity(release, QIS, 5, 301) == []
-    assert check_generalization(original, release, hierarchies, report["transformation"],
-                                max_suppressed=301) == []
+    assert (
+        check_generalization(
+            original, release, hierarchies, report["transformation"], max_suppressed=301
+        )
+        == []
+    )
 
 
 def test_report_stores_paths_relative_to_itself(tiny: Path) -> None:
@@ -122,10 +153,24 @@ def test_no_output_runs_in_memory_and_verifies(tiny: Path) -> None:
 
 
 def test_no_verify_is_recorded(tiny: Path) -> None:
-    code, text = _run(["generalize", str(tiny / "t.csv"), "--qi", f"age={tiny / 'age.csv'}",
-                       "--qi", f"zip={tiny / 'zip.csv'}", "--identifying", "name", "--k", "2",
-                       "--no-verify",
-                       "--report", str(tiny / "r.json"), "--quiet"])
+    code, text = _run(
+        [
+            "generalize",
+            str(tiny / "t.csv"),
+            "--qi",
+            f"age={tiny / 'age.csv'}",
+            "--qi",
+            f"zip={tiny / 'zip.csv'}",
+            "--identifying",
+            "name",
+            "--k",
+            "2",
+            "--no-verify",
+            "--report",
+            str(tiny / "r.json"),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     assert json.loads((tiny / "r.json").read_text())["verified"] is False
 
@@ -143,8 +188,9 @@ def test_a_failing_html_render_leaves_no_release(
 
     monkeypatch.setattr(anonlab.htmlreport, "render_html", broken)
     before = _files(tiny)
-    settings = _tiny_settings(tiny, output=tiny / "out.csv", report=tiny / "r.json",
-                              html=tiny / "r.html")
+    settings = _tiny_settings(
+        tiny, output=tiny / "out.csv", report=tiny / "r.json", html=tiny / "r.html"
+    )
     with pytest.raises(OSError, match="No space left"):
         run_generalize(settings)
     assert _files(tiny) == before  # no release, no report, no temporary file
@@ -160,9 +206,24 @@ def test_a_failing_plot_leaves_nothing_through_the_cli(
 
     monkeypatch.setattr(anonlab.htmlreport, "main_figure", no_figure)
     before = _files(tiny)
-    code, text = _run(["generalize", str(tiny / "t.csv"), "--qi", f"age={tiny / 'age.csv'}",
-                       "--qi", f"zip={tiny / 'zip.csv'}", "--identifying", "name", "--k", "2",
-                       "--output", str(tiny / "out.csv"), "--plot", str(tiny / "p.png")])
+    code, text = _run(
+        [
+            "generalize",
+            str(tiny / "t.csv"),
+            "--qi",
+            f"age={tiny / 'age.csv'}",
+            "--qi",
+            f"zip={tiny / 'zip.csv'}",
+            "--identifying",
+            "name",
+            "--k",
+            "2",
+            "--output",
+            str(tiny / "out.csv"),
+            "--plot",
+            str(tiny / "p.png"),
+        ]
+    )
     assert code == 2 and text.startswith("Error: ") and "no plot to draw" in text
     assert _files(tiny) == before
 
@@ -170,9 +231,20 @@ def test_a_failing_plot_leaves_nothing_through_the_cli(
 @pytest.mark.parametrize("flag", ["--output", "--report", "--html", "--plot"])
 def test_an_existing_folder_as_an_output_is_refused(tiny: Path, flag: str) -> None:
     (tiny / "folder").mkdir()
-    args = ["generalize", str(tiny / "t.csv"), "--qi", f"age={tiny / 'age.csv'}", "--qi",
-            f"zip={tiny / 'zip.csv'}", "--identifying", "name", "--k", "2", flag,
-            str(tiny / "folder")]
+    args = [
+        "generalize",
+        str(tiny / "t.csv"),
+        "--qi",
+        f"age={tiny / 'age.csv'}",
+        "--qi",
+        f"zip={tiny / 'zip.csv'}",
+        "--identifying",
+        "name",
+        "--k",
+        "2",
+        flag,
+        str(tiny / "folder"),
+    ]
     if flag != "--output":
         args += ["--output", str(tiny / "out.csv")]
     before = _files(tiny)
@@ -188,16 +260,29 @@ def test_apply_refuses_an_existing_folder(tiny: Path, flag: str) -> None:
     run_generalize(_tiny_settings(tiny, report=tiny / "r.json"))
     (tiny / "folder").mkdir()
     before = _files(tiny)
-    code, text = _run(["apply", str(tiny / "r.json"), str(tiny / "t.csv"), flag,
-                       str(tiny / "folder")])
+    code, text = _run(
+        ["apply", str(tiny / "r.json"), str(tiny / "t.csv"), flag, str(tiny / "folder")]
+    )
     assert code == 2 and len(text.strip().splitlines()) == 1, text
     assert text.startswith(f"Error: {flag} '{tiny / 'folder'}' is a folder")
     assert _files(tiny) == before
 
 
 def test_nothing_to_write_is_refused(tiny: Path) -> None:
-    code, text = _run(["generalize", str(tiny / "t.csv"), "--qi", f"age={tiny / 'age.csv'}",
-                       "--qi", f"zip={tiny / 'zip.csv'}", "--identifying", "name", "--k", "2"])
+    code, text = _run(
+        [
+            "generalize",
+            str(tiny / "t.csv"),
+            "--qi",
+            f"age={tiny / 'age.csv'}",
+            "--qi",
+            f"zip={tiny / 'zip.csv'}",
+            "--identifying",
+            "name",
+            "--k",
+            "2",
+        ]
+    )
     assert code == 2 and text.startswith("Error: nothing to write"), text
 
 
@@ -221,16 +306,36 @@ def test_a_new_input_needs_its_own_outputs(example: Path) -> None:
     code, text = _run(["generalize", "--config", str(config), str(example / "other.csv")])
     assert code == 2 and len(text.strip().splitlines()) == 1, text
     assert "give --output and --report for the new input" in text
-    code, text = _run(["generalize", "--config", str(config), str(example / "other.csv"),
-                       "--output", str(example / "o.csv")])
+    code, text = _run(
+        [
+            "generalize",
+            "--config",
+            str(config),
+            str(example / "other.csv"),
+            "--output",
+            str(example / "o.csv"),
+        ]
+    )
     assert code == 2 and "give --report for the new input" in text, text
     assert _files(example) == before  # the example's report was not overwritten
     with pytest.raises(AnonlabError, match="output, report") as caught:
         GeneralizeSettings.load(config, input=example / "other.csv")
     assert caught.value.parameter == "input"
-    code, text = _run(["generalize", "--config", str(config), str(example / "other.csv"),
-                       "--output", str(example / "o.csv"), "--report", str(example / "o.json"),
-                       "--k", "2", "--quiet"])
+    code, text = _run(
+        [
+            "generalize",
+            "--config",
+            str(config),
+            str(example / "other.csv"),
+            "--output",
+            str(example / "o.csv"),
+            "--report",
+            str(example / "o.json"),
+            "--k",
+            "2",
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     assert json.loads((example / "o.json").read_text())["records"] == 199
     assert not (example / "out").exists()
@@ -243,15 +348,42 @@ def test_apply_works_from_another_folder(
     tiny: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tiny)  # relative paths, as a user in the data's folder types them
-    code, text = _run(["generalize", "t.csv", "--qi", "age=age.csv", "--qi", "zip=zip.csv",
-                       "--identifying", "name", "--k", "2", "--output", "out/r.csv",
-                       "--report", "out/r.json", "--quiet"])
+    code, text = _run(
+        [
+            "generalize",
+            "t.csv",
+            "--qi",
+            "age=age.csv",
+            "--qi",
+            "zip=zip.csv",
+            "--identifying",
+            "name",
+            "--k",
+            "2",
+            "--output",
+            "out/r.csv",
+            "--report",
+            "out/r.json",
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     monkeypatch.chdir(elsewhere)
     report = tiny / "out" / "r.json"
-    code, text = _run(["apply", str(report), str(tiny / "t.csv"), "--output", "applied.csv",
-                       "--report", "applied.json", "--html", "applied.html"])
+    code, text = _run(
+        [
+            "apply",
+            str(report),
+            str(tiny / "t.csv"),
+            "--output",
+            "applied.csv",
+            "--report",
+            "applied.json",
+            "--html",
+            "applied.html",
+        ]
+    )
     assert code == 0, text
     assert (elsewhere / "applied.csv").read_bytes() == (tiny / "out" / "r.csv").read_bytes()
     applied = json.loads((elsewhere / "applied.json").read_text())
@@ -260,8 +392,9 @@ def test_apply_works_from_another_folder(
     page = (elsewhere / "applied.html").read_text()
     assert "30-34" in page and "hierarchy file not found" not in page
     # and from Python, with the apply report itself as the source of the transformation
-    again = run_apply(ApplySettings(report_in=str(elsewhere / "applied.json"),
-                                    input=str(tiny / "t.csv")))
+    again = run_apply(
+        ApplySettings(report_in=str(elsewhere / "applied.json"), input=str(tiny / "t.csv"))
+    )
     assert again.written == [] and again.report["suppressed_records"] == 0
 
 
@@ -269,8 +402,13 @@ def test_apply_names_a_moved_hierarchy(tiny: Path) -> None:
     run_generalize(_tiny_settings(tiny, report=tiny / "r.json"))
     (tiny / "age.csv").rename(tiny / "age_moved.csv")
     with pytest.raises(AnonlabError, match=r"hierarchy '.*age.csv' of 'age', named in report"):
-        run_apply(ApplySettings(report_in=str(tiny / "r.json"), input=str(tiny / "t.csv"),
-                                output=str(tiny / "o.csv")))
+        run_apply(
+            ApplySettings(
+                report_in=str(tiny / "r.json"),
+                input=str(tiny / "t.csv"),
+                output=str(tiny / "o.csv"),
+            )
+        )
     assert not (tiny / "o.csv").exists()
 
 
@@ -305,8 +443,11 @@ def test_settings_errors_name_parameters(tiny: Path) -> None:
     with pytest.raises(AnonlabError, match=r"^k must be at least 1") as caught:
         run_generalize(_tiny_settings(tiny, k=0))
     assert caught.value.parameter == "k"
-    with pytest.raises(AnonlabError, match=r"^suppression must be a fraction from 0 to 1 .*got "
-                       r"2.0\): write 0.01 or 1%") as caught:
+    with pytest.raises(
+        AnonlabError,
+        match=r"^suppression must be a fraction from 0 to 1 .*got "
+        r"2.0\): write 0.01 or 1%",
+    ) as caught:
         run_generalize(_tiny_settings(tiny, suppression=2.0))
     assert caught.value.for_flags().startswith("--suppression must be")
     with pytest.raises(AnonlabError, match=r"^qi names column 'age' twice"):
@@ -324,8 +465,9 @@ def test_toml_quiet_is_not_a_library_setting(tmp_path: Path) -> None:
 def test_passwords_stay_out_of_reports() -> None:
     from anonlab.database import masked as public_source  # the one masking reports use
 
-    assert public_source("postgresql://ann:s3cret@db.example/x") == \
-        "postgresql://ann:***@db.example/x"
+    assert (
+        public_source("postgresql://ann:s3cret@db.example/x") == "postgresql://ann:***@db.example/x"
+    )
     assert public_source("sqlite:///data/x.db") == "sqlite:///data/x.db"
     assert public_source("data/x.csv") == "data/x.csv"
 
@@ -335,9 +477,17 @@ def test_input_from_sqlite_equals_csv(tiny: Path) -> None:
     with sqlite3.connect(tiny / "t.db") as con:
         frame.to_sql("people", con, index=False)
     url = f"sqlite:///{tiny / 't.db'}"
-    from_db = run_generalize(GeneralizeSettings.load(
-        None, input=url, table="people", qi={"age": tiny / "age.csv", "zip": tiny / "zip.csv"},
-        identifying=["name"], k=2, output=tiny / "db.csv"))
+    from_db = run_generalize(
+        GeneralizeSettings.load(
+            None,
+            input=url,
+            table="people",
+            qi={"age": tiny / "age.csv", "zip": tiny / "zip.csv"},
+            identifying=["name"],
+            k=2,
+            output=tiny / "db.csv",
+        )
+    )
     from_csv = run_generalize(_tiny_settings(tiny, output=tiny / "csv.csv"))
     assert (tiny / "db.csv").read_bytes() == (tiny / "csv.csv").read_bytes()
     assert from_db.report["inputs"]["data"] is None
@@ -352,17 +502,43 @@ def test_builders_say_what_they_wrote(tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("age,grade\n31,B\n47,A\n52,C\n")
     out = tmp_path / "age.csv"
-    code, text = _run(["hierarchy", "interval", str(table), "--column", "age", "--widths",
-                       "5,10", "--output", str(out)])
+    code, text = _run(
+        [
+            "hierarchy",
+            "interval",
+            str(table),
+            "--column",
+            "age",
+            "--widths",
+            "5,10",
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0, text
-    assert text.startswith(f"wrote {out}: interval hierarchy of 'age', 3 values, 4 levels "
-                           "(0 = the values, 3 = the top)\n")
-    code, text = _run(["hierarchy", "redaction", str(table), "--column", "age", "--output",
-                       str(tmp_path / "r.csv"), "--quiet"])
+    assert text.startswith(
+        f"wrote {out}: interval hierarchy of 'age', 3 values, 4 levels "
+        "(0 = the values, 3 = the top)\n"
+    )
+    code, text = _run(
+        [
+            "hierarchy",
+            "redaction",
+            str(table),
+            "--column",
+            "age",
+            "--output",
+            str(tmp_path / "r.csv"),
+            "--quiet",
+        ]
+    )
     # --quiet keeps only the warnings: on three ages, no level merges two of them
     assert code == 0 and text.startswith("Warning: level 1 repeats level 0"), text
-    result = run_hierarchy(GroupingHierarchySettings.load(
-        None, input=table, column="grade", sizes="2", order="A,B,C", output=tmp_path / "g.csv"))
+    result = run_hierarchy(
+        GroupingHierarchySettings.load(
+            None, input=table, column="grade", sizes="2", order="A,B,C", output=tmp_path / "g.csv"
+        )
+    )
     assert result.report["values"] == 3 and result.report["levels"] == 3
     assert (tmp_path / "g.csv").read_text().splitlines() == ["A;A..B;*", "B;A..B;*", "C;C;*"]
 
@@ -374,22 +550,35 @@ def test_builders_refuse_a_folder_as_output(tmp_path: Path, builder: str) -> Non
     (tmp_path / "folder").mkdir()
     extra = {"interval": ["--widths", "10"], "redaction": [], "grouping": ["--sizes", "2"]}
     before = _files(tmp_path)
-    code, text = _run(["hierarchy", builder, str(table), "--column", "age", *extra[builder],
-                       "--output", str(tmp_path / "folder")])
+    code, text = _run(
+        [
+            "hierarchy",
+            builder,
+            str(table),
+            "--column",
+            "age",
+            *extra[builder],
+            "--output",
+            str(tmp_path / "folder"),
+        ]
+    )
     assert code == 2, text
-    assert text.strip() == (f"Error: --output '{tmp_path / 'folder'}' is a folder: give a "
-                            "file name inside it")
+    assert text.strip() == (
+        f"Error: --output '{tmp_path / 'folder'}' is a folder: give a file name inside it"
+    )
     assert _files(tmp_path) == before
 
 
 def test_builder_settings_name_their_parameters(tmp_path: Path) -> None:
     with pytest.raises(AnonlabError, match=r"^widths: is not a comma-separated list"):
-        IntervalHierarchySettings.load(None, input="t.csv", column="a", widths="5,x",
-                                       output=tmp_path / "h.csv")
+        IntervalHierarchySettings.load(
+            None, input="t.csv", column="a", widths="5,x", output=tmp_path / "h.csv"
+        )
     table = tmp_path / "t.csv"
     table.write_text("grade\nA\nB\n")
-    settings = GroupingHierarchySettings.load(None, input=table, column="grade", sizes="2",
-                                              order="A", output=tmp_path / "h.csv")
+    settings = GroupingHierarchySettings.load(
+        None, input=table, column="grade", sizes="2", order="A", output=tmp_path / "h.csv"
+    )
     with pytest.raises(AnonlabError, match=r"^order does not list value 'B'") as caught:
         run_hierarchy(settings)
     assert caught.value.parameter == "order"

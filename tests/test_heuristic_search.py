@@ -52,8 +52,9 @@ runner = CliRunner()
 def _adult() -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     qis = REFS["cases"][0]["qis"]
     frame = read_table(REPO / "data" / "adult" / "adult.csv", delimiter=";")
-    return frame, {q: Hierarchy.from_csv(REPO / "data" / "adult" / f"hierarchy_{q}.csv")
-                   for q in qis}
+    return frame, {
+        q: Hierarchy.from_csv(REPO / "data" / "adult" / f"hierarchy_{q}.csv") for q in qis
+    }
 
 
 def replay(case: dict[str, Any]) -> GeneralizationResult:
@@ -61,14 +62,22 @@ def replay(case: dict[str, Any]) -> GeneralizationResult:
     frame, hierarchies = _adult()
     criteria = resolve_criteria([{"model": "k-anonymity", "k": case["k"]}])
     dataset = model_dataset(frame.copy(), hierarchies, criteria, other="insensitive")
-    options: dict[str, Any] = ({"gs_factor": case["gs_factor"]} if case["metric"] == "loss"
-                               else {"aggregate": "sum"})
+    options: dict[str, Any] = (
+        {"gs_factor": case["gs_factor"]} if case["metric"] == "loss" else {"aggregate": "sum"}
+    )
     if case["algorithm"] == "genetic":
         options["genetic"] = {"seed": ARX_SEED}
-    return anonymize(dataset, criteria=criteria, suppression=case["suppression"],
-                     metric=case["metric"], search=case["algorithm"],
-                     step_limit=case["step_limit"], time_limit=math.inf,
-                     practical_monotonicity=case["practical_monotonicity"], **options)
+    return anonymize(
+        dataset,
+        criteria=criteria,
+        suppression=case["suppression"],
+        metric=case["metric"],
+        search=case["algorithm"],
+        step_limit=case["step_limit"],
+        time_limit=math.inf,
+        practical_monotonicity=case["practical_monotonicity"],
+        **options,
+    )
 
 
 def _scalar(loss: object) -> float:
@@ -82,9 +91,10 @@ def _case_id(case: dict[str, Any]) -> str:
 
 #: quick cases for every run (one per search; Lightning's that exhausts its queue), the rest slow
 QUICK = {"lightning#2", "top-down#0", "genetic#0"}
-CASES = [pytest.param(c, id=_case_id(c),
-                      marks=() if _case_id(c) in QUICK else pytest.mark.slow)
-         for c in REFS["cases"]]
+CASES = [
+    pytest.param(c, id=_case_id(c), marks=() if _case_id(c) in QUICK else pytest.mark.slow)
+    for c in REFS["cases"]
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -100,14 +110,14 @@ def test_arx_heuristic_case(case: dict[str, Any]) -> None:
     assert facts["search_optimal"] is False
     limit_hit = case["arx_checked"] == case["step_limit"]
     assert facts["heuristic"]["stopped_by"] in (
-        ("step limit",) if limit_hit else ("search space exhausted", "iterations done"))
+        ("step limit",) if limit_hit else ("search space exhausted", "iterations done")
+    )
 
 
 def test_genetic_runs_like_arx_over_seeds() -> None:
     """Unseeded, ARX's genetic search lands on a spread of nodes: with a few seeds ours finds
     nodes of the same quality range (ARX's 30 runs, tests/data/arx_heuristic)."""
-    runs = json.loads((REPO / "tests" / "data" / "arx_heuristic" / "genetic_runs.json")
-                      .read_text())
+    runs = json.loads((REPO / "tests" / "data" / "arx_heuristic" / "genetic_runs.json").read_text())
     arx = sorted(float(r["score"]) for r in runs["runs"]["0"])
     case = dict(REFS["cases"][0], algorithm="genetic", step_limit=runs["step_limit"])
     ours = []
@@ -115,9 +125,16 @@ def test_genetic_runs_like_arx_over_seeds() -> None:
         frame, hierarchies = _adult()
         criteria = resolve_criteria([{"model": "k-anonymity", "k": case["k"]}])
         dataset = model_dataset(frame.copy(), hierarchies, criteria, other="insensitive")
-        result = anonymize(dataset, criteria=criteria, suppression=case["suppression"],
-                           metric="loss", search="genetic", step_limit=case["step_limit"],
-                           time_limit=math.inf, genetic={"seed": seed})
+        result = anonymize(
+            dataset,
+            criteria=criteria,
+            suppression=case["suppression"],
+            metric="loss",
+            search="genetic",
+            step_limit=case["step_limit"],
+            time_limit=math.inf,
+            genetic={"seed": seed},
+        )
         ours.append(_scalar(result.search.loss))
     assert arx[0] <= min(ours) and max(ours) <= arx[-1] * 1.25, (arx, ours)
 
@@ -139,7 +156,8 @@ def test_java_random_matches_java() -> None:
 
 def test_java_queue_orders_ties_like_a_binary_heap() -> None:
     queue: JavaPriorityQueue[tuple[int, str]] = JavaPriorityQueue(
-        lambda a, b: (a[0] > b[0]) - (a[0] < b[0]))
+        lambda a, b: (a[0] > b[0]) - (a[0] < b[0])
+    )
     for item in [(1, "a"), (0, "b"), (1, "c"), (0, "d"), (1, "e")]:
         queue.add(item)
     assert queue.remove((1, "c"))
@@ -159,35 +177,56 @@ def _random_dataset(seed: int, rows: int = 60, qis: int = 3) -> Dataset:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({f"q{i}": rng.integers(0, 6, rows).astype(str) for i in range(qis)})
     frame["s"] = rng.integers(0, 3, rows).astype(str)
-    hierarchy = Hierarchy.from_rows([[str(v), f"{v // 2}x", f"{v // 4}y", "*"]
-                                     for v in range(6)])
-    return model_dataset(frame, {f"q{i}": hierarchy for i in range(qis)},
-                         resolve_criteria([{"model": "k-anonymity", "k": 2}]),
-                         sensitive=["s"])
+    hierarchy = Hierarchy.from_rows([[str(v), f"{v // 2}x", f"{v // 4}y", "*"] for v in range(6)])
+    return model_dataset(
+        frame,
+        {f"q{i}": hierarchy for i in range(qis)},
+        resolve_criteria([{"model": "k-anonymity", "k": 2}]),
+        sensitive=["s"],
+    )
 
 
 MODELS = [
     ([{"model": "k-anonymity", "k": 3}], "loss", 0.05),
-    ([{"model": "k-anonymity", "k": 2}, {"model": "distinct-l-diversity", "attribute": "s",
-                                         "l": 2}], "precision_with_suppression", 0.1),
+    (
+        [
+            {"model": "k-anonymity", "k": 2},
+            {"model": "distinct-l-diversity", "attribute": "s", "l": 2},
+        ],
+        "precision_with_suppression",
+        0.1,
+    ),
     ([{"model": "k-anonymity", "k": 4}], "entropy_with_suppression", 0.0),
-    ([{"model": "k-anonymity", "k": 2}, {"model": "average-risk", "threshold": 0.3}], "aecs",
-     0.2),  # a sample-based model: a failing node's loss needs enforcement without the limit
+    (
+        [{"model": "k-anonymity", "k": 2}, {"model": "average-risk", "threshold": 0.3}],
+        "aecs",
+        0.2,
+    ),  # a sample-based model: a failing node's loss needs enforcement without the limit
 ]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize(("criteria", "metric", "suppression"), MODELS)
 def test_heuristics_reach_the_optimum_on_small_lattices(
-        seed: int, criteria: list[dict[str, Any]], metric: str, suppression: float) -> None:
+    seed: int, criteria: list[dict[str, Any]], metric: str, suppression: float
+) -> None:
     dataset = _random_dataset(seed)
     model = resolve_criteria(criteria)
-    best = anonymize(dataset, criteria=model, suppression=suppression, metric=metric,
-                     search="exhaustive")
+    best = anonymize(
+        dataset, criteria=model, suppression=suppression, metric=metric, search="exhaustive"
+    )
     for search in ("lightning", "top-down", "descent", "genetic"):
         extra: dict[str, Any] = {"genetic": {"seed": seed}} if search == "genetic" else {}
-        found = anonymize(dataset, criteria=model, suppression=suppression, metric=metric,
-                          search=search, step_limit=10_000, time_limit=math.inf, **extra)
+        found = anonymize(
+            dataset,
+            criteria=model,
+            suppression=suppression,
+            metric=metric,
+            search=search,
+            step_limit=10_000,
+            time_limit=math.inf,
+            **extra,
+        )
         assert all(entry["satisfied"] for entry in found.criteria), search
         assert found.search.nodes_checked <= found.lattice_size
         if search in ("lightning", "top-down"):  # run to the end: every node considered
@@ -199,8 +238,16 @@ def test_step_limit_is_exact() -> None:
     model = resolve_criteria([{"model": "k-anonymity", "k": 2}])
     for search in ("lightning", "top-down", "genetic", "descent"):
         extra: dict[str, Any] = {"genetic": {"seed": 5}} if search == "genetic" else {}
-        found = anonymize(dataset, criteria=model, suppression=0.5, metric="loss",
-                          search=search, step_limit=17, time_limit=math.inf, **extra)
+        found = anonymize(
+            dataset,
+            criteria=model,
+            suppression=0.5,
+            metric="loss",
+            search=search,
+            step_limit=17,
+            time_limit=math.inf,
+            **extra,
+        )
         facts = found.summary()["heuristic"]
         assert found.search.nodes_checked == 17 and facts["stopped_by"] == "step limit", search
         assert facts["step_limit"] == 17 and facts["time_limit_seconds"] is None
@@ -221,8 +268,9 @@ def test_time_limit_on_a_clock_of_checks(monkeypatch: pytest.MonkeyPatch) -> Non
     model = resolve_criteria([{"model": "k-anonymity", "k": 2}])
     for search in ("lightning", "top-down", "descent"):
         clock[0] = 0.0
-        found = anonymize(dataset, criteria=model, suppression=1.0, metric="loss",
-                          search=search, time_limit=7.5)
+        found = anonymize(
+            dataset, criteria=model, suppression=1.0, metric="loss", search=search, time_limit=7.5
+        )
         assert found.search.nodes_checked == 8, search
         assert found.summary()["heuristic"]["stopped_by"] == "time limit"
 
@@ -233,8 +281,15 @@ def test_auto_chooses_by_threshold() -> None:
     optimal = anonymize(dataset, criteria=model, suppression=0.05, metric="loss", search="auto")
     assert optimal.search.strategy == "flash" and optimal.summary()["search_optimal"] is True
     assert optimal.summary()["heuristic"] is None
-    above = anonymize(dataset, criteria=model, suppression=0.05, metric="loss", search="auto",
-                      heuristic_threshold=10, time_limit=math.inf)
+    above = anonymize(
+        dataset,
+        criteria=model,
+        suppression=0.05,
+        metric="loss",
+        search="auto",
+        heuristic_threshold=10,
+        time_limit=math.inf,
+    )
     assert above.search.strategy == "lightning" and above.summary()["search_optimal"] is False
     assert above.search.loss == optimal.search.loss  # Lightning runs to the end here
 
@@ -243,8 +298,9 @@ def test_lattice_beyond_twenty_million_nodes() -> None:
     rng = np.random.default_rng(7)
     qis = 25
     frame = pd.DataFrame({f"q{i}": rng.integers(0, 4, 40).astype(str) for i in range(qis)})
-    hierarchy = Hierarchy.from_rows([["0", "01", "*"], ["1", "01", "*"], ["2", "23", "*"],
-                                     ["3", "23", "*"]])
+    hierarchy = Hierarchy.from_rows(
+        [["0", "01", "*"], ["1", "01", "*"], ["2", "23", "*"], ["3", "23", "*"]]
+    )
     model = resolve_criteria([{"model": "k-anonymity", "k": 2}])
     dataset = model_dataset(frame, {f"q{i}": hierarchy for i in range(qis)}, model)
     with pytest.raises(AnonlabError, match="use a heuristic search"):
@@ -252,13 +308,20 @@ def test_lattice_beyond_twenty_million_nodes() -> None:
     tracemalloc.start()
     try:
         for search, suppression in (("top-down", 0.1), ("descent", 0.1), ("lightning", 1.0)):
-            found = anonymize(dataset, criteria=model, suppression=suppression, metric="loss",
-                              search=search, step_limit=120, time_limit=math.inf)
-            assert found.lattice_size == 3 ** qis > 20_000_000
+            found = anonymize(
+                dataset,
+                criteria=model,
+                suppression=suppression,
+                metric="loss",
+                search=search,
+                step_limit=120,
+                time_limit=math.inf,
+            )
+            assert found.lattice_size == 3**qis > 20_000_000
             assert found.search.nodes_checked <= 120
             assert all(entry["satisfied"] for entry in found.criteria)
             levels = found.lattice_levels
-            assert sum(row["nodes"] for row in levels) == 3 ** qis
+            assert sum(row["nodes"] for row in levels) == 3**qis
             assert sum(row["checked"] for row in levels) == found.search.nodes_checked
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -277,29 +340,61 @@ def tiny(tmp_path: Path) -> Path:
     frame = pd.DataFrame({"age": rng.integers(30, 38, 40), "zip": rng.integers(0, 4, 40)})
     frame["zip"] = "476" + frame["zip"].astype(str) + "1"
     frame.to_csv(tmp_path / "t.csv", index=False)
-    (tmp_path / "age.csv").write_text("".join(f"{a};{a // 2 * 2}-{a // 2 * 2 + 1};*\n"
-                                              for a in range(30, 38)))
+    (tmp_path / "age.csv").write_text(
+        "".join(f"{a};{a // 2 * 2}-{a // 2 * 2 + 1};*\n" for a in range(30, 38))
+    )
     (tmp_path / "zip.csv").write_text("".join(f"476{z}1;476**;*\n" for z in range(4)))
     return tmp_path
 
 
 def _args(t: Path, *extra: str) -> list[str]:
-    return ["generalize", str(t / "t.csv"), "--qi", f"age={t / 'age.csv'}",
-            "--qi", f"zip={t / 'zip.csv'}", "--k", "3", "--suppression", "5%",
-            "--metric", "loss", "--output", str(t / "out.csv"), *extra]
+    return [
+        "generalize",
+        str(t / "t.csv"),
+        "--qi",
+        f"age={t / 'age.csv'}",
+        "--qi",
+        f"zip={t / 'zip.csv'}",
+        "--k",
+        "3",
+        "--suppression",
+        "5%",
+        "--metric",
+        "loss",
+        "--output",
+        str(t / "out.csv"),
+        *extra,
+    ]
 
 
 def test_cli_heuristic_release_is_verified(tiny: Path) -> None:
     report, html = tiny / "r.json", tiny / "r.html"
-    result = runner.invoke(app, _args(tiny, "--search", "lightning", "--step-limit", "5",
-                                      "--report", str(report), "--html", str(html), "--verify"))
+    result = runner.invoke(
+        app,
+        _args(
+            tiny,
+            "--search",
+            "lightning",
+            "--step-limit",
+            "5",
+            "--report",
+            str(report),
+            "--html",
+            str(html),
+            "--verify",
+        ),
+    )
     assert result.exit_code == 0, result.output
     assert "heuristic search" in result.output and "not proven" in result.output
     facts = json.loads(report.read_text())
     assert facts["verified"] is True and facts["search_optimal"] is False
-    assert facts["heuristic"] == {"optimal": False, "time_limit_seconds": 30.0,
-                                  "step_limit": 5, "stopped_by": "step limit",
-                                  "nodes_checked": 5}
+    assert facts["heuristic"] == {
+        "optimal": False,
+        "time_limit_seconds": 30.0,
+        "step_limit": 5,
+        "stopped_by": "step limit",
+        "nodes_checked": 5,
+    }
     page = html.read_text()
     assert "heuristic: the best node found, not proven optimal" in page
     assert 'data-key="heuristic.step_limit" data-value="5"' in page
@@ -307,11 +402,13 @@ def test_cli_heuristic_release_is_verified(tiny: Path) -> None:
 
 def test_toml_genetic_settings(tiny: Path) -> None:
     config = tiny / "g.toml"
-    config.write_text(f'input = "{tiny / "t.csv"}"\nk = 3\nsuppression = 0.05\n'
-                      f'metric = "loss"\nsearch = "genetic"\nstep_limit = 30\n'
-                      f'time_limit = 60\nreport = "{tiny / "g.json"}"\n'
-                      f'[qi]\nage = "{tiny / "age.csv"}"\nzip = "{tiny / "zip.csv"}"\n'
-                      '[genetic]\nseed = 3\nsubpopulation_size = 10\niterations = 2\n')
+    config.write_text(
+        f'input = "{tiny / "t.csv"}"\nk = 3\nsuppression = 0.05\n'
+        f'metric = "loss"\nsearch = "genetic"\nstep_limit = 30\n'
+        f'time_limit = 60\nreport = "{tiny / "g.json"}"\n'
+        f'[qi]\nage = "{tiny / "age.csv"}"\nzip = "{tiny / "zip.csv"}"\n'
+        "[genetic]\nseed = 3\nsubpopulation_size = 10\niterations = 2\n"
+    )
     result = runner.invoke(app, ["generalize", "--config", str(config), "--quiet"])
     assert result.exit_code == 0, result.output
     facts = json.loads((tiny / "g.json").read_text())
@@ -319,17 +416,22 @@ def test_toml_genetic_settings(tiny: Path) -> None:
     assert facts["nodes_checked"] <= 30
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--search", "lightning", "--step-limit", "-1"], "--step-limit must be a whole number"),
-    (["--search", "lightning", "--step-limit", "0"], "--step-limit must be a whole number"),
-    (["--search", "genetic", "--time-limit", "-2"], "--time-limit must be a positive number"),
-    (["--search", "flash", "--time-limit", "5"], "--time-limit bounds the heuristic searches"),
-    (["--step-limit", "5"], "--step-limit bounds the heuristic searches"),
-    (["--search", "lightning", "--heuristic-threshold", "10"],
-     "--heuristic-threshold chooses between"),
-    (["--search", "auto", "--heuristic-threshold", "0"], "--heuristic-threshold must be"),
-    (["--search", "top-down", "--alternatives", "2"], "--alternatives need an optimal search"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--search", "lightning", "--step-limit", "-1"], "--step-limit must be a whole number"),
+        (["--search", "lightning", "--step-limit", "0"], "--step-limit must be a whole number"),
+        (["--search", "genetic", "--time-limit", "-2"], "--time-limit must be a positive number"),
+        (["--search", "flash", "--time-limit", "5"], "--time-limit bounds the heuristic searches"),
+        (["--step-limit", "5"], "--step-limit bounds the heuristic searches"),
+        (
+            ["--search", "lightning", "--heuristic-threshold", "10"],
+            "--heuristic-threshold chooses between",
+        ),
+        (["--search", "auto", "--heuristic-threshold", "0"], "--heuristic-threshold must be"),
+        (["--search", "top-down", "--alternatives", "2"], "--alternatives need an optimal search"),
+    ],
+)
 def test_bad_heuristic_options(tiny: Path, extra: list[str], message: str) -> None:
     result = runner.invoke(app, _args(tiny, *extra))
     assert result.exit_code == 2
@@ -349,10 +451,12 @@ def test_plan_errors_name_the_parameter() -> None:
 
 def test_toml_genetic_table_with_another_search(tiny: Path) -> None:
     config = tiny / "bad.toml"
-    config.write_text(f'input = "{tiny / "t.csv"}"\nk = 3\nsearch = "lightning"\n'
-                      f'output = "{tiny / "out.csv"}"\n'
-                      f'[qi]\nage = "{tiny / "age.csv"}"\nzip = "{tiny / "zip.csv"}"\n'
-                      '[genetic]\nseed = 3\n')
+    config.write_text(
+        f'input = "{tiny / "t.csv"}"\nk = 3\nsearch = "lightning"\n'
+        f'output = "{tiny / "out.csv"}"\n'
+        f'[qi]\nage = "{tiny / "age.csv"}"\nzip = "{tiny / "zip.csv"}"\n'
+        "[genetic]\nseed = 3\n"
+    )
     result = runner.invoke(app, ["generalize", "--config", str(config), "--quiet"])
     assert result.exit_code == 2
     assert result.output.startswith("Error: the genetic settings apply to search 'genetic'")

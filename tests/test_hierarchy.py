@@ -33,8 +33,11 @@ def test_ragged_file_names_line(tmp_path: Path) -> None:
 def test_non_nested_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "h.csv"
     p.write_text("a;x;P;*\nb;x;Q;*\n")
-    with pytest.raises(AnonlabError, match=r"not nested: group 'x' at level 1 goes to 'P' "
-                                           r"\(line 1\) and to 'Q' \(line 2\)"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"not nested: group 'x' at level 1 goes to 'P' "
+        r"\(line 1\) and to 'Q' \(line 2\)",
+    ):
         Hierarchy.from_csv(p)
 
 
@@ -72,20 +75,30 @@ def test_redaction_builder() -> None:
 
 def test_grouping_builder() -> None:
     h = grouping_hierarchy(["A", "B", "C", "D", "E"], [2, 4])
-    assert h.rows == (("A", "A..B", "A..D", "*"), ("B", "A..B", "A..D", "*"),
-                      ("C", "C..D", "A..D", "*"), ("D", "C..D", "A..D", "*"),
-                      ("E", "E", "E", "*"))
+    assert h.rows == (
+        ("A", "A..B", "A..D", "*"),
+        ("B", "A..B", "A..D", "*"),
+        ("C", "C..D", "A..D", "*"),
+        ("D", "C..D", "A..D", "*"),
+        ("E", "E", "E", "*"),
+    )
 
 
 def test_messages_name_file_lines_despite_blank_lines(tmp_path: Path) -> None:
     p = tmp_path / "h.csv"
     p.write_text("\n\na;x;P;*\n\nb;x;Q;*\n")
-    with pytest.raises(AnonlabError, match=r"group 'x' at level 1 goes to 'P' \(line 3\) and "
-                                           r"to 'Q' \(line 5\)"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"group 'x' at level 1 goes to 'P' \(line 3\) and "
+        r"to 'Q' \(line 5\)",
+    ):
         Hierarchy.from_csv(p)
     p.write_text("\na;*\n\na;*\n")
-    with pytest.raises(AnonlabError, match=r"h.csv' line 4: value 'a' is listed again "
-                                           r"\(first on line 2\)"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"h.csv' line 4: value 'a' is listed again "
+        r"\(first on line 2\)",
+    ):
         Hierarchy.from_csv(p)
     p.write_text("\na;x;*\nb;x\n")
     with pytest.raises(AnonlabError, match=r"line 3: 2 fields where line 2 has 3"):
@@ -140,8 +153,13 @@ def test_value_with_surrounding_spaces_gets_an_actionable_message() -> None:
 def test_grouping_builder_keeps_a_missing_value_apart() -> None:
     """The empty (missing) value is not part of the order: its own group below '*'."""
     h = grouping_hierarchy(["A", "B", "", "C", "D"], [2])
-    assert h.rows == (("", "", "*"), ("A", "A..B", "*"), ("B", "A..B", "*"),
-                      ("C", "C..D", "*"), ("D", "C..D", "*"))
+    assert h.rows == (
+        ("", "", "*"),
+        ("A", "A..B", "*"),
+        ("B", "A..B", "*"),
+        ("C", "C..D", "*"),
+        ("D", "C..D", "*"),
+    )
 
 
 def test_redaction_builder_keeps_a_missing_value_apart(tmp_path: Path) -> None:
@@ -177,13 +195,16 @@ def test_a_hierarchy_that_only_relabels_is_refused(tmp_path: Path) -> None:
     assert "give a level where values share a label" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("rows", [
-    [["a", "x", "*"], ["b", "y", "*"]],           # level 1 only renames: the top merges
-    [["a"], ["b"], ["c"]],                        # height 0: the column can only be suppressed
-    [["only", "ONLY"]],                           # one value: nothing to merge
-    [["a", "a", "*"], ["b", "b", "*"]],           # a value kept at level 1 is no cycle
-    [["1", "0", "*"], ["2", "1", "*"], ["3", "1", "*"], ["0", "0", "*"]],  # labels reuse values
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["a", "x", "*"], ["b", "y", "*"]],  # level 1 only renames: the top merges
+        [["a"], ["b"], ["c"]],  # height 0: the column can only be suppressed
+        [["only", "ONLY"]],  # one value: nothing to merge
+        [["a", "a", "*"], ["b", "b", "*"]],  # a value kept at level 1 is no cycle
+        [["1", "0", "*"], ["2", "1", "*"], ["3", "1", "*"], ["0", "0", "*"]],  # labels reuse values
+    ],
+)
 def test_hierarchies_that_merge_or_cannot_are_accepted(rows: list[list[str]]) -> None:
     assert Hierarchy.from_rows(rows).rows == tuple(tuple(r) for r in rows)
 
@@ -192,8 +213,11 @@ def test_a_two_step_cycle_is_refused(tmp_path: Path) -> None:
     """'a' generalizes to 'b' and 'b' to 'a': the release would swap values."""
     p = tmp_path / "h.csv"
     p.write_text("a;b;*\nb;a;*\n")
-    with pytest.raises(AnonlabError, match=r"has a cycle: 'a' generalizes to 'b' \(line 1\), "
-                                           r"'b' to 'a' \(line 2\)"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"has a cycle: 'a' generalizes to 'b' \(line 1\), "
+        r"'b' to 'a' \(line 2\)",
+    ):
         Hierarchy.from_csv(p)
 
 
@@ -208,6 +232,8 @@ def test_a_longer_cycle_across_levels_is_refused() -> None:
 
 def test_a_large_hierarchy_loads() -> None:
     """40,000 ZIP-like values, 5 levels: the cycle search is iterative (no recursion limit)."""
-    rows = [[f"{v:05d}", f"{v // 10:04d}*", f"{v // 100:03d}**", f"{v // 1000:02d}***", "*"]
-            for v in range(40_000)]
+    rows = [
+        [f"{v:05d}", f"{v // 10:04d}*", f"{v // 100:03d}**", f"{v // 1000:02d}***", "*"]
+        for v in range(40_000)
+    ]
     assert Hierarchy.from_rows(rows).height == 4

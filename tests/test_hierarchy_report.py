@@ -38,8 +38,9 @@ def _json(path: Path) -> dict[str, Any]:
 def _groups_per_level(path: Path) -> list[int]:
     """The number of distinct labels of each level of a hierarchy file."""
     hierarchy = Hierarchy.from_csv(path)
-    return [len(set(hierarchy.labels(hierarchy.values, level)))
-            for level in range(hierarchy.height + 1)]
+    return [
+        len(set(hierarchy.labels(hierarchy.values, level))) for level in range(hierarchy.height + 1)
+    ]
 
 
 @pytest.fixture()
@@ -50,8 +51,21 @@ def wage(tmp_path: Path) -> Path:
 
 def test_taxonomy_report_describes_the_files_and_levels(wage: Path) -> None:
     out, report = wage.parent / "race_h.csv", wage.parent / "race_h.json"
-    code, text = _run(["hierarchy", "taxonomy", str(wage), "--column", "race", "--mapping",
-                       str(CENSUS / "race.csv"), "--output", str(out), "--report", str(report)])
+    code, text = _run(
+        [
+            "hierarchy",
+            "taxonomy",
+            str(wage),
+            "--column",
+            "race",
+            "--mapping",
+            str(CENSUS / "race.csv"),
+            "--output",
+            str(out),
+            "--report",
+            str(report),
+        ]
+    )
     assert code == 0, text
     r = _json(report)
     assert r["command"] == "hierarchy taxonomy" and r["builder"] == "taxonomy"
@@ -68,19 +82,33 @@ def test_taxonomy_report_describes_the_files_and_levels(wage: Path) -> None:
     counts = wage_like()["race"].value_counts()
     shown = levels[0]["largest"]
     assert all(g["count"] == counts[g["group"]] for g in shown)
-    assert [g["count"] for g in shown] == sorted(counts, reverse=True)[:len(shown)]
+    assert [g["count"] for g in shown] == sorted(counts, reverse=True)[: len(shown)]
     assert r["view"]["warnings"] == [] and r["view"]["uncovered"] == []
 
 
 def test_the_warnings_printed_are_in_the_report(wage: Path) -> None:
     report = wage.parent / "e.json"
-    code, text = _run(["hierarchy", "grouping", str(wage), "--column", "education", "--order",
-                       ",".join(EDUCATION), "--sizes", "1,5", "--output",
-                       str(wage.parent / "e.csv"), "--report", str(report), "--quiet"])
+    code, text = _run(
+        [
+            "hierarchy",
+            "grouping",
+            str(wage),
+            "--column",
+            "education",
+            "--order",
+            ",".join(EDUCATION),
+            "--sizes",
+            "1,5",
+            "--output",
+            str(wage.parent / "e.csv"),
+            "--report",
+            str(report),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     warnings = _json(report)["view"]["warnings"]
-    assert warnings and text.splitlines() == [f"Warning: {' '.join(w.split())}"
-                                              for w in warnings]
+    assert warnings and text.splitlines() == [f"Warning: {' '.join(w.split())}" for w in warnings]
     assert warnings[0].startswith("level 1 repeats level 0 (5 groups each)")
 
 
@@ -88,8 +116,20 @@ def test_show_report_lists_the_uncovered_values(wage: Path) -> None:
     partial = wage.parent / "partial.csv"
     partial.write_text("1. White;*\n2. Black;*\n", encoding="utf-8")
     report = wage.parent / "show.json"
-    code, text = _run(["hierarchy", "show", str(partial), "--data", str(wage), "--column",
-                       "race", "--report", str(report), "--quiet"])
+    code, text = _run(
+        [
+            "hierarchy",
+            "show",
+            str(partial),
+            "--data",
+            str(wage),
+            "--column",
+            "race",
+            "--report",
+            str(report),
+            "--quiet",
+        ]
+    )
     assert code == 0 and text == "", text
     r = _json(report)
     assert r["command"] == "hierarchy show" and r["hierarchy"] == "partial.csv"
@@ -97,28 +137,40 @@ def test_show_report_lists_the_uncovered_values(wage: Path) -> None:
     assert r["view"]["counted"] == "records" and r["levels"] == 2
     assert set(r["inputs"]) == {"hierarchy", "data"}
     assert r["outputs"] == {"report": "show.json"}
-    assert sorted(p.name for p in wage.parent.iterdir()) == ["partial.csv", "show.json",
-                                                             "wage.csv"]
+    assert sorted(p.name for p in wage.parent.iterdir()) == ["partial.csv", "show.json", "wage.csv"]
 
 
 def test_show_prints_the_uncovered_values_it_reports(wage: Path) -> None:
     partial = wage.parent / "partial.csv"
     partial.write_text("1. White;*\n2. Black;*\n3. Asian;*\n", encoding="utf-8")
     report = wage.parent / "show.json"
-    code, text = _run(["hierarchy", "show", str(partial), "--data", str(wage), "--column",
-                       "race", "--report", str(report)])
+    code, text = _run(
+        [
+            "hierarchy",
+            "show",
+            str(partial),
+            "--data",
+            str(wage),
+            "--column",
+            "race",
+            "--report",
+            str(report),
+        ]
+    )
     assert code == 0, text
     assert _json(report)["view"]["uncovered"] == ["4. Other"]
     assert "1 values of 'race' are not in the hierarchy" in text and "'4. Other'" in text
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--column", "nowhere"], "column 'nowhere' is not in the table"),
-    (["--column", "race", "--report", "{output}"], "is given as both output and report"),
-    (["--column", "race", "--report", "{input}"], "inputs are never overwritten"),
-])
-def test_a_refused_build_writes_neither_file(wage: Path, extra: list[str],
-                                             message: str) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--column", "nowhere"], "column 'nowhere' is not in the table"),
+        (["--column", "race", "--report", "{output}"], "is given as both output and report"),
+        (["--column", "race", "--report", "{input}"], "inputs are never overwritten"),
+    ],
+)
+def test_a_refused_build_writes_neither_file(wage: Path, extra: list[str], message: str) -> None:
     out = wage.parent / "h.csv"
     args = [a.format(output=out, input=wage) for a in extra]
     if "--report" not in args:
@@ -133,27 +185,54 @@ def test_a_refused_build_writes_neither_file(wage: Path, extra: list[str],
 
 
 def test_a_refused_show_writes_no_report(wage: Path) -> None:
-    code, text = _run(["hierarchy", "show", str(CENSUS / "race.csv"), "--data", str(wage),
-                       "--column", "nowhere", "--report", str(wage.parent / "s.json")])
+    code, text = _run(
+        [
+            "hierarchy",
+            "show",
+            str(CENSUS / "race.csv"),
+            "--data",
+            str(wage),
+            "--column",
+            "nowhere",
+            "--report",
+            str(wage.parent / "s.json"),
+        ]
+    )
     assert code == 2 and text.startswith("Error: "), text
     assert not (wage.parent / "s.json").exists()
 
 
 def test_without_report_no_json_is_written(wage: Path) -> None:
-    code, text = _run(["hierarchy", "interval", str(wage), "--column", "age", "--widths",
-                       "5,10", "--output", str(wage.parent / "a.csv")])
+    code, text = _run(
+        [
+            "hierarchy",
+            "interval",
+            str(wage),
+            "--column",
+            "age",
+            "--widths",
+            "5,10",
+            "--output",
+            str(wage.parent / "a.csv"),
+        ]
+    )
     assert code == 0, text
     assert text.startswith(f"wrote {wage.parent / 'a.csv'}: interval hierarchy of 'age'")
     assert sorted(p.name for p in wage.parent.iterdir()) == ["a.csv", "wage.csv"]
 
 
 def test_python_run_writes_the_report_it_returns(wage: Path) -> None:
-    settings = IntervalHierarchySettings(input=str(wage), column="age", widths=[5, 10],
-                                         output=str(wage.parent / "a.csv"),
-                                         report=str(wage.parent / "a.json"))
+    settings = IntervalHierarchySettings(
+        input=str(wage),
+        column="age",
+        widths=[5, 10],
+        output=str(wage.parent / "a.csv"),
+        report=str(wage.parent / "a.json"),
+    )
     result = run_hierarchy(settings)
     assert sorted(p.name for p in result.written) == ["a.csv", "a.json"]
     assert _json(wage.parent / "a.json") == json.loads(json.dumps(result.report))
     assert result.report["parameters"]["widths"] == [5, 10]
-    assert [lv["groups"] for lv in result.report["view"]["levels"]] == \
-        _groups_per_level(wage.parent / "a.csv")
+    assert [lv["groups"] for lv in result.report["view"]["levels"]] == _groups_per_level(
+        wage.parent / "a.csv"
+    )

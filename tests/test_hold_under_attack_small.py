@@ -62,14 +62,18 @@ def _one_line(args: list[str]) -> str:
 # 1. A scheduler address with a password
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("address", "shown"), [
-    ("tcp://alice:S3cret@127.0.0.1:1", "tcp://alice:***@127.0.0.1:1"),
-    ("tls://user:pw@scheduler.example:8786", "tls://user:***@scheduler.example:8786"),
-    ("tcp://a:b:c@d@127.0.0.1:1", "tcp://a:***@127.0.0.1:1"),
-    ("alice:S3cret@127.0.0.1:1", "alice:***@127.0.0.1:1"),
-    ("tcp://token@127.0.0.1:1", "tcp://***@127.0.0.1:1"),
-    ("tcp://127.0.0.1:8786", "tcp://127.0.0.1:8786"),
-])
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [
+        ("tcp://alice:S3cret@127.0.0.1:1", "tcp://alice:***@127.0.0.1:1"),
+        ("tls://user:pw@scheduler.example:8786", "tls://user:***@scheduler.example:8786"),
+        ("tcp://a:b:c@d@127.0.0.1:1", "tcp://a:***@127.0.0.1:1"),
+        ("alice:S3cret@127.0.0.1:1", "alice:***@127.0.0.1:1"),
+        ("tcp://token@127.0.0.1:1", "tcp://***@127.0.0.1:1"),
+        ("tcp://127.0.0.1:8786", "tcp://127.0.0.1:8786"),
+    ],
+)
 def test_a_scheduler_address_is_shown_without_its_password(address: str, shown: str) -> None:
     assert shown_address(address) == shown
     if "@" in address:
@@ -88,6 +92,7 @@ def test_a_good_scheduler_address_passes() -> None:
 # 2. A workbook that declares entities
 # ---------------------------------------------------------------------------
 
+
 def _workbook(path: Path) -> Path:
     from openpyxl import Workbook  # type: ignore[import-untyped]
 
@@ -103,12 +108,14 @@ def _workbook(path: Path) -> Path:
 
 def test_a_workbook_with_entities_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     bomb = entity_workbook(_workbook(tmp_path / "good.xlsx"), tmp_path / "bomb.xlsx")
-    with pytest.raises(AnonlabError, match=r"declares a DTD or entities in its part "
-                       r"'xl/worksheets/sheet1\.xml': refused") as info:
+    with pytest.raises(
+        AnonlabError,
+        match=r"declares a DTD or entities in its part "
+        r"'xl/worksheets/sheet1\.xml': refused",
+    ) as info:
         read_table(bomb)
     assert "\n" not in str(info.value)
-    line = _one_line(["risk", str(bomb), "--qi", "age,sex", "--report",
-                      str(tmp_path / "r.json")])
+    line = _one_line(["risk", str(bomb), "--qi", "age,sex", "--report", str(tmp_path / "r.json")])
     assert "declares a DTD or entities" in line and not (tmp_path / "r.json").exists()
 
 
@@ -128,16 +135,19 @@ def _with_part(good: Path, path: Path, part: str, data: bytes) -> Path:
 
 
 @pytest.mark.parametrize("part", ["xl/styles.xml", "xl/media/image1.png"])
-@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-16-le", "utf-16-be",
-                                      "latin-1", "utf-32"])
-def test_a_dtd_is_found_in_any_encoding_and_any_part(tmp_path: Path, encoding: str,
-                                                     part: str) -> None:
+@pytest.mark.parametrize(
+    "encoding", ["utf-8", "utf-16", "utf-16-le", "utf-16-be", "latin-1", "utf-32"]
+)
+def test_a_dtd_is_found_in_any_encoding_and_any_part(
+    tmp_path: Path, encoding: str, part: str
+) -> None:
     """In the styles or a part of any name, also in an encoding the parser cannot read."""
     good = _workbook(tmp_path / "good.xlsx")
-    bomb = _with_part(good, tmp_path / "bomb.xlsx", part,
-                      PROLOG.format(encoding).encode(encoding))
-    with bomb.open("rb") as fh, pytest.raises(AnonlabError,
-                                              match=re.escape(f"in its part '{part}'")):
+    bomb = _with_part(good, tmp_path / "bomb.xlsx", part, PROLOG.format(encoding).encode(encoding))
+    with (
+        bomb.open("rb") as fh,
+        pytest.raises(AnonlabError, match=re.escape(f"in its part '{part}'")),
+    ):
         refuse_dtds(fh, bomb)
 
 
@@ -145,15 +155,20 @@ def test_a_plain_workbook_and_a_damaged_one(tmp_path: Path) -> None:
     """No DTD: nothing refused (a PNG part is no XML); a damaged sheet is one line."""
     import zipfile
 
-    good = _with_part(_workbook(tmp_path / "plain.xlsx"), tmp_path / "good.xlsx",
-                      "xl/media/image1.png", b"\x89PNG\r\n\x1a\n" + bytes(200))
+    good = _with_part(
+        _workbook(tmp_path / "plain.xlsx"),
+        tmp_path / "good.xlsx",
+        "xl/media/image1.png",
+        b"\x89PNG\r\n\x1a\n" + bytes(200),
+    )
     with good.open("rb") as fh:
         refuse_dtds(fh, good)
     assert read_table(good)["age"].tolist() == ["39", "50"]
     with zipfile.ZipFile(good) as book:
         sheet = book.read("xl/worksheets/sheet1.xml")
-    damaged = _with_part(good, tmp_path / "damaged.xlsx", "xl/worksheets/sheet1.xml",
-                         sheet[:len(sheet) // 2])
+    damaged = _with_part(
+        good, tmp_path / "damaged.xlsx", "xl/worksheets/sheet1.xml", sheet[: len(sheet) // 2]
+    )
     with pytest.raises(AnonlabError, match="is not a readable Excel workbook") as info:
         read_table(damaged)
     assert "\n" not in str(info.value)
@@ -165,16 +180,19 @@ def test_a_plain_workbook_and_a_damaged_one(tmp_path: Path) -> None:
 # 3. Fusion ports
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("field", ["port", "mpc_port"])
 @pytest.mark.parametrize("value", [99999, 65536, 0, -1])
-def test_a_port_outside_1_to_65535_is_refused_when_the_config_is_read(field: str,
-                                                                     value: int) -> None:
+def test_a_port_outside_1_to_65535_is_refused_when_the_config_is_read(
+    field: str, value: int
+) -> None:
     data = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
     data["parties"][1][field] = value
     with pytest.raises(AnonlabError) as info:
         config_from_dict(data, EXAMPLE.parent)
-    assert str(info.value) == (f"party 'provider-b': {field} = {value} is not a TCP port: "
-                               "give a free port from 1 to 65535")
+    assert str(info.value) == (
+        f"party 'provider-b': {field} = {value} is not a TCP port: give a free port from 1 to 65535"
+    )
 
 
 def test_the_edge_ports_are_taken() -> None:
@@ -184,9 +202,13 @@ def test_the_edge_ports_are_taken() -> None:
     assert (config.parties[0].port, config.parties[0].mpc_port) == (1, 65535)
 
 
-@pytest.mark.parametrize("command", [["fuse", "{config}", "--output", "{out}"],
-                                     ["party", "{config}", "--party", "provider-a",
-                                      "--output", "{out}"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fuse", "{config}", "--output", "{out}"],
+        ["party", "{config}", "--party", "provider-a", "--output", "{out}"],
+    ],
+)
 def test_party_and_fuse_refuse_a_bad_port_at_once(command: list[str], tmp_path: Path) -> None:
     text = EXAMPLE.read_text(encoding="utf-8").replace("port = 17002", "port = 99999")
     assert "port = 99999" in text
@@ -196,8 +218,10 @@ def test_party_and_fuse_refuse_a_bad_port_at_once(command: list[str], tmp_path: 
     started = time.monotonic()
     line = _one_line([a.format(config=config, out=out) for a in command])
     assert time.monotonic() - started < 5  # no connect timeout waited for
-    assert line == ("Error: party 'provider-b': port = 99999 is not a TCP port: give a free "
-                    "port from 1 to 65535")
+    assert line == (
+        "Error: party 'provider-b': port = 99999 is not a TCP port: give a free "
+        "port from 1 to 65535"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fusion.toml"]
 
 
@@ -205,16 +229,20 @@ def test_party_and_fuse_refuse_a_bad_port_at_once(command: list[str], tmp_path: 
 # 4. A Dask worker that died
 # ---------------------------------------------------------------------------
 
+
 def closed_piece(piece: int) -> None:
     """A task whose worker lost its connection to another one (it had died) while running."""
     from distributed.comm.core import CommClosedError
 
-    raise CommClosedError(f"in <TCP (closed) ConnectionPool.gather local=tcp://127.0.0.1:1 "
-                          f"remote=tcp://127.0.0.1:2>: Stream is closed (piece {piece})")
+    raise CommClosedError(
+        f"in <TCP (closed) ConnectionPool.gather local=tcp://127.0.0.1:1 "
+        f"remote=tcp://127.0.0.1:2>: Stream is closed (piece {piece})"
+    )
 
 
 def test_a_lost_worker_connection_is_one_line_naming_memory_limit(
-        session_dask_engine: Engine) -> None:
+    session_dask_engine: Engine,
+) -> None:
     """On the session's cluster: a task failing with ``CommClosedError`` (what the client
     gets when a worker holding a result was killed) ends the pass in one line."""
     from anonlab.engine.table import Table
@@ -248,10 +276,13 @@ def _killed_worker() -> Exception:
     return KilledWorker(("piece", 3), last, 3)
 
 
-@pytest.mark.parametrize(("make", "words"), [(_stream_closed, "(StreamClosedError)"),
-                                             (_killed_worker, "again and again running task")])
-def test_every_worker_death_is_the_same_line(session_dask_engine: Engine, make: Any,
-                                             words: str) -> None:
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [(_stream_closed, "(StreamClosedError)"), (_killed_worker, "again and again running task")],
+)
+def test_every_worker_death_is_the_same_line(
+    session_dask_engine: Engine, make: Any, words: str
+) -> None:
     run: Any = getattr(session_dask_engine, "_run")  # noqa: B009 -- DaskEngine's own
 
     def fails() -> None:
@@ -269,6 +300,7 @@ def test_every_worker_death_is_the_same_line(session_dask_engine: Engine, make: 
 # 5. known and the records the attacks run on
 # ---------------------------------------------------------------------------
 
+
 @pytest.fixture()
 def numbers(tmp_path: Path) -> Path:
     """834 records of three numeric columns."""
@@ -283,37 +315,60 @@ def test_perturb_refuses_known_not_below_the_records(numbers: Path, tmp_path: Pa
     out, key = tmp_path / "out" / "p.csv", tmp_path / "out" / "k.json"
     base = ["perturb", str(numbers), "--output", str(out), "--key", str(key), "--quiet"]
     line = _one_line([*base, "--known", "100000"])
-    assert line == ("Error: --known 100000 is not below the 834 records the attacks run on "
-                    "(the whole table): give known counts below 834")
+    assert line == (
+        "Error: --known 100000 is not below the 834 records the attacks run on "
+        "(the whole table): give known counts below 834"
+    )
     line = _one_line([*base, "--known", "2,834,900"])
     assert "--known [834, 900] is not below the 834 records" in line
     line = _one_line([*base, "--known", "5,300", "--attack-records", "300"])
-    assert line == ("Error: --known 300 is not below the 300 records the attacks run on "
-                    "(attack_records is 300): give known counts below 300")
+    assert line == (
+        "Error: --known 300 is not below the 300 records the attacks run on "
+        "(attack_records is 300): give known counts below 300"
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_perturb_on_an_engine_refuses_known_not_below_the_records(
-        numbers: Path, tmp_path: Path, dask_scheduler: str) -> None:
+    numbers: Path, tmp_path: Path, dask_scheduler: str
+) -> None:
     """On the session's cluster: the same line, and the staged release folder is gone."""
     out = tmp_path / "out"
-    line = _one_line(["perturb", str(numbers), "--output", f"{out}/", "--known", "2,900",
-                      "--engine", "dask", "--scheduler", dask_scheduler, "--quiet"])
-    assert line == ("Error: --known 900 is not below the 834 records the attacks run on "
-                    "(the whole table): give known counts below 834")
+    line = _one_line(
+        [
+            "perturb",
+            str(numbers),
+            "--output",
+            f"{out}/",
+            "--known",
+            "2,900",
+            "--engine",
+            "dask",
+            "--scheduler",
+            dask_scheduler,
+            "--quiet",
+        ]
+    )
+    assert line == (
+        "Error: --known 900 is not below the 834 records the attacks run on "
+        "(the whole table): give known counts below 834"
+    )
     assert sorted(tmp_path.iterdir()) == [numbers]
 
 
 def test_attack_refuses_known_not_below_the_records(numbers: Path, tmp_path: Path) -> None:
     released = tmp_path / "released.csv"
-    done = runner.invoke(app, ["perturb", str(numbers), "--method", "rotation", "--output",
-                               str(released), "--quiet"])
+    done = runner.invoke(
+        app, ["perturb", str(numbers), "--method", "rotation", "--output", str(released), "--quiet"]
+    )
     assert done.exit_code == 0, done.output
     report = tmp_path / "a.json"
     base = ["attack", str(numbers), str(released), "--report", str(report), "--quiet"]
     line = _one_line([*base, "--known", "5,1000"])
-    assert line == ("Error: --known 1000 is not below the 834 records the attacks run on "
-                    "(the whole table): give known counts below 834")
+    assert line == (
+        "Error: --known 1000 is not below the 834 records the attacks run on "
+        "(the whole table): give known counts below 834"
+    )
     line = _one_line([*base, "--known", "5,100", "--max-records", "100"])
     assert "(max_records is 100): give known counts below 100" in line
     assert not report.exists()
@@ -323,11 +378,13 @@ def test_attack_refuses_known_not_below_the_records(numbers: Path, tmp_path: Pat
 # 6. Staged files of killed runs
 # ---------------------------------------------------------------------------
 
+
 @pytest.fixture()
 def live_pids() -> Iterator[tuple[int, int]]:
     """The ids of two processes that live for the test (and are not this one)."""
-    processes = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-                 for _ in range(2)]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)
+    ]
     try:
         yield processes[0].pid, processes[1].pid
     finally:
@@ -337,8 +394,12 @@ def live_pids() -> Iterator[tuple[int, int]]:
 
 
 def _dead_pid() -> int:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(done.stdout)
 
 
@@ -349,7 +410,8 @@ def _staged(folder: Path, name: str, pid: int) -> Path:
 
 
 def test_a_run_removes_staged_files_and_folders_of_killed_runs_as_it_starts(
-        tmp_path: Path, live_pids: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, live_pids: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A killed run's staged file and staged folder (a partitioned release) are gone once a
     run writing to that folder starts; a live run's file stays, and so does one whose
     process id was reused by a process started after the file was written."""
@@ -373,15 +435,27 @@ def test_a_run_removes_staged_files_and_folders_of_killed_runs_as_it_starts(
         return time.time() + 60 if pid == reused_pid else started(pid)
 
     monkeypatch.setattr(tempfiles_module, "process_started", later)
-    result = runner.invoke(app, ["risk", str(ROOT / "data" / "adult" / "adult.csv"), "--qi",
-                                 "age,sex", "--other", "insensitive", "--report",
-                                 str(out / "r.json"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "risk",
+            str(ROOT / "data" / "adult" / "adult.csv"),
+            "--qi",
+            "age,sex",
+            "--other",
+            "insensitive",
+            "--report",
+            str(out / "r.json"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(["r.json", alive.name])
 
 
 def test_the_sweep_never_touches_a_live_run_another_host_or_a_link(
-        tmp_path: Path, live_pids: tuple[int, int]) -> None:
+    tmp_path: Path, live_pids: tuple[int, int]
+) -> None:
     live_pid = live_pids[0]
     dead = _dead_pid()
     alive = _staged(tmp_path, "o.csv", live_pid)

@@ -35,10 +35,18 @@ from typer.testing import CliRunner
 from anonlab.cli.app import app
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-default-apps", "--disable-extensions", "--mute-audio",
-    "--remote-debugging-port=0", "--remote-allow-origins=*",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--mute-audio",
+    "--remote-debugging-port=0",
+    "--remote-allow-origins=*",
 ]
 
 
@@ -51,10 +59,13 @@ class WebSocket:
         host, _, port = hostport.partition(":")
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((
-            f"GET /{path} HTTP/1.1\r\nHost: {hostport}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        self.sock.sendall(
+            (
+                f"GET /{path} HTTP/1.1\r\nHost: {hostport}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = self.sock.recv(1)
@@ -179,8 +190,10 @@ class DevTools:
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail("chromium is not installed: run tests/setup_chromium.sh (Debian's "
-                    "'chromium' package) before the tests")
+        pytest.fail(
+            "chromium is not installed: run tests/setup_chromium.sh (Debian's "
+            "'chromium' package) before the tests"
+        )
     return path
 
 
@@ -190,7 +203,9 @@ def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     profile = tmp_path_factory.mktemp("chromium-profile")
     proc = subprocess.Popen(
         [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     ws = None
     try:
@@ -226,8 +241,13 @@ def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def open_page(tools: DevTools, page: Path) -> None:
     tools.drain(0.2)
     tools.events.clear()  # problems are counted from this page on
-    tools.call("Emulation.setDeviceMetricsOverride", width=1100, height=900,
-               deviceScaleFactor=1, mobile=False)
+    tools.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=1100,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
     tools.call("Page.navigate", url=page.resolve().as_uri())
     tools.wait_for("Page.loadEventFired")
     tools.drain(0.5)
@@ -236,9 +256,18 @@ def open_page(tools: DevTools, page: Path) -> None:
 def screenshot(tools: DevTools) -> bytes:
     metrics = tools.call("Page.getLayoutMetrics")
     size = metrics.get("cssContentSize") or metrics["contentSize"]
-    shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                      clip={"x": 0, "y": 0, "width": 1100,
-                            "height": min(float(size["height"]), 6000.0), "scale": 1})
+    shot = tools.call(
+        "Page.captureScreenshot",
+        format="png",
+        captureBeyondViewport=True,
+        clip={
+            "x": 0,
+            "y": 0,
+            "width": 1100,
+            "height": min(float(size["height"]), 6000.0),
+            "scale": 1,
+        },
+    )
     return base64.b64decode(shot["data"])
 
 
@@ -247,27 +276,42 @@ def adult_html(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     """A generalize run on Adult with --html, as a user makes it."""
     out = tmp_path_factory.mktemp("chromium")
     repo = data_dir.parent
-    result = CliRunner().invoke(app, [
-        "generalize", "--config", str(repo / "examples" / "adult.toml"),
-        "--output", str(out / "adult_k5.csv"), "--report", str(out / "adult_k5.json"),
-        "--html", str(out / "adult_k5.html"), "--quiet",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "generalize",
+            "--config",
+            str(repo / "examples" / "adult.toml"),
+            "--output",
+            str(out / "adult_k5.csv"),
+            "--report",
+            str(out / "adult_k5.json"),
+            "--html",
+            str(out / "adult_k5.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out / "adult_k5.html"
 
 
-def test_report_page_loads_without_console_errors(browser: DevTools, adult_html: Path,
-                                                  tmp_path: Path) -> None:
+def test_report_page_loads_without_console_errors(
+    browser: DevTools, adult_html: Path, tmp_path: Path
+) -> None:
     open_page(browser, adult_html)
     assert browser.problems() == []
     title = browser.call("Runtime.evaluate", expression="document.title")["result"]["value"]
     assert "Generalization" in title
     # every inlined figure decoded and has a size
-    broken = browser.call("Runtime.evaluate", expression=(
-        "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length"
-    ))["result"]["value"]
-    images = browser.call("Runtime.evaluate",
-                          expression="document.images.length")["result"]["value"]
+    broken = browser.call(
+        "Runtime.evaluate",
+        expression=(
+            "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length"
+        ),
+    )["result"]["value"]
+    images = browser.call("Runtime.evaluate", expression="document.images.length")["result"][
+        "value"
+    ]
     assert images >= 2 and broken == 0
     png = screenshot(browser)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
@@ -287,39 +331,83 @@ def family_pages(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     tarragona = str(data_dir / "sdc" / "Tarragona.csv")
     runs = {
         "tradeoff": ["tradeoff", tarragona, "--k", "3-10"],
-        "perturb": ["perturb", tarragona, "--method", "obt", "--seed", "1",
-                    "--library", str(out / "lib.json"), "--output", str(out / "rel.csv"),
-                    "--key", str(out / "key.json"), "--known", "2", "--attack-records", "200"],
-        "fuse": ["fuse", str(repo / "examples" / "fusion" / "fusion.toml"),
-                 "--output", str(out / "fused.csv")],
+        "perturb": [
+            "perturb",
+            tarragona,
+            "--method",
+            "obt",
+            "--seed",
+            "1",
+            "--library",
+            str(out / "lib.json"),
+            "--output",
+            str(out / "rel.csv"),
+            "--key",
+            str(out / "key.json"),
+            "--known",
+            "2",
+            "--attack-records",
+            "200",
+        ],
+        "fuse": [
+            "fuse",
+            str(repo / "examples" / "fusion" / "fusion.toml"),
+            "--output",
+            str(out / "fused.csv"),
+        ],
     }
     pages = {}
     for name, args in runs.items():
-        result = CliRunner().invoke(app, [*args, "--report", str(out / f"{name}.json"),
-                                          "--html", str(out / f"{name}.html"), "--quiet"])
+        result = CliRunner().invoke(
+            app,
+            [
+                *args,
+                "--report",
+                str(out / f"{name}.json"),
+                "--html",
+                str(out / f"{name}.html"),
+                "--quiet",
+            ],
+        )
         assert result.exit_code == 0, (name, result.output)
         pages[name] = out / f"{name}.html"
-        result = CliRunner().invoke(app, ["report", str(out / f"{name}.json"), "--internal",
-                                          "--html", str(out / f"{name}_internal.html")])
+        result = CliRunner().invoke(
+            app,
+            [
+                "report",
+                str(out / f"{name}.json"),
+                "--internal",
+                "--html",
+                str(out / f"{name}_internal.html"),
+            ],
+        )
         assert result.exit_code == 0, (name, result.output)
         pages[f"{name}_internal"] = out / f"{name}_internal.html"
     return pages
 
 
-@pytest.mark.parametrize("name", ["tradeoff", "perturb", "fuse", "tradeoff_internal",
-                                  "perturb_internal", "fuse_internal"])
-def test_every_family_page_loads_cleanly(browser: DevTools, family_pages: dict[str, Path],
-                                         name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["tradeoff", "perturb", "fuse", "tradeoff_internal", "perturb_internal", "fuse_internal"],
+)
+def test_every_family_page_loads_cleanly(
+    browser: DevTools, family_pages: dict[str, Path], name: str
+) -> None:
     open_page(browser, family_pages[name])
     assert browser.problems() == []
-    broken = browser.call("Runtime.evaluate", expression=(
-        "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length"
-    ))["result"]["value"]
-    images = browser.call("Runtime.evaluate",
-                          expression="document.images.length")["result"]["value"]
+    broken = browser.call(
+        "Runtime.evaluate",
+        expression=(
+            "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length"
+        ),
+    )["result"]["value"]
+    images = browser.call("Runtime.evaluate", expression="document.images.length")["result"][
+        "value"
+    ]
     assert images >= 1 and broken == 0
-    banner = browser.call("Runtime.evaluate", expression=(
-        "document.getElementById('internal-banner') !== null"))["result"]["value"]
+    banner = browser.call(
+        "Runtime.evaluate", expression=("document.getElementById('internal-banner') !== null")
+    )["result"]["value"]
     assert banner is name.endswith("_internal")
     png = screenshot(browser)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
@@ -332,8 +420,11 @@ def test_every_family_page_loads_cleanly(browser: DevTools, family_pages: dict[s
 def test_checker_sees_console_errors_and_network(browser: DevTools, tmp_path: Path) -> None:
     """The harness itself: a page with a console error and a remote image is caught."""
     bad = tmp_path / "bad.html"
-    bad.write_text("<!DOCTYPE html><html><body><script>console.error('boom')</script>"
-                   "<img src='http://127.0.0.1:9/x.png'></body></html>", encoding="utf-8")
+    bad.write_text(
+        "<!DOCTYPE html><html><body><script>console.error('boom')</script>"
+        "<img src='http://127.0.0.1:9/x.png'></body></html>",
+        encoding="utf-8",
+    )
     open_page(browser, bad)
     found = "\n".join(browser.problems())
     assert "boom" in found

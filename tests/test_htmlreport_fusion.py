@@ -41,8 +41,11 @@ def hidden_values(visible: str, frames: list[pd.DataFrame], report: dict[str, An
     raw: set[str] = set()
     for frame in frames:
         for column in frame.columns:
-            raw |= {str(v) for v in frame[column].unique()
-                    if len(str(v)) > 3 and not str(v).lstrip("-").isdigit()}
+            raw |= {
+                str(v)
+                for v in frame[column].unique()
+                if len(str(v)) > 3 and not str(v).lstrip("-").isdigit()
+            }
     raw -= released_labels(report)
     raw -= {str(p) for p in report.get("providers", [])}
     raw -= set(re.findall(r"[\w.-]+", json.dumps(report["parameters"])))
@@ -61,15 +64,21 @@ def test_fuse_templates_cut_and_specializations(fuse_run: dict[str, Any]) -> Non
         assert page.values[f"templates.{i}.smallest_group"][0] == str(template["smallest_group"])
         assert page.values[f"templates.{i}.k"][0] == str(template["k"])
         assert ", ".join(template["qid"]) in page.visible
-    holds = re.findall(r"data-key=\"templates\.\d+\.groups\"[^<]*</span></td>"
-                       r"<td class=\"\">(yes|NO)</td>", html)  # the templates table's column
-    assert holds == ["yes" if t["smallest_group"] >= t["k"] else "NO"
-                     for t in report["templates"]]
+    holds = re.findall(
+        r"data-key=\"templates\.\d+\.groups\"[^<]*</span></td>"
+        r"<td class=\"\">(yes|NO)</td>",
+        html,
+    )  # the templates table's column
+    assert holds == ["yes" if t["smallest_group"] >= t["k"] else "NO" for t in report["templates"]]
     for attribute, values in report["cut"].items():
         # the cut table's row of the attribute (a template of this one attribute has a row too)
-        rows = re.findall(rf"<tr><td class=\"\">{re.escape(attribute)}</td>(<td class=\"num\">"
-                          r".*?)</tr>", html, re.S)
-        cut_rows = [r for r in rows if "data-key=\"templates." not in r]
+        rows = re.findall(
+            rf"<tr><td class=\"\">{re.escape(attribute)}</td>(<td class=\"num\">"
+            r".*?)</tr>",
+            html,
+            re.S,
+        )
+        cut_rows = [r for r in rows if 'data-key="templates.' not in r]
         assert len(cut_rows) == 1, attribute
         assert f">{len(values)}<" in cut_rows[0]
         if values != ["*"]:
@@ -101,12 +110,14 @@ def test_fuse_page_shows_no_unreleased_value(fuse_run: dict[str, Any]) -> None:
     numeric = [pd.read_csv(folder / f) for f in ("provider_a.csv", "provider_b.csv")]
     for frame in numeric:
         leaks = leaked_values(visible, frame.drop(columns=["age"], errors="ignore"), report)
-        where = [visible[max(0, m.start() - 80):m.end() + 20] for x in leaks
-                 for m in re.finditer(f"{x:g}", visible)]
+        where = [
+            visible[max(0, m.start() - 80) : m.end() + 20]
+            for x in leaks
+            for m in re.finditer(f"{x:g}", visible)
+        ]
         assert leaks == set(), where
     # the check itself catches an original value the release does not publish
-    assert hidden_values(visible + " Married-civ-spouse", frames, report) == {
-        "Married-civ-spouse"}
+    assert hidden_values(visible + " Married-civ-spouse", frames, report) == {"Married-civ-spouse"}
 
 
 @pytest.mark.parametrize("party", ["provider-a", "recipient"])
@@ -126,12 +137,14 @@ def test_provider_page(party_runs: dict[str, Any]) -> None:
         for part, value in detail.items():
             if part != "total":
                 assert page.values[f"bytes_sent_detail.{party}.{part}"][0] == str(value)
-    assert page.values["templates.0.smallest_group"][0] == \
-        str(report["templates"][0]["smallest_group"])
+    assert page.values["templates.0.smallest_group"][0] == str(
+        report["templates"][0]["smallest_group"]
+    )
     assert "This is the report of party provider-a (provider)" in text
     assert "no party saw another's scores" in text
-    frames = [pd.read_csv(party_runs["dir"] / f"{p}.csv", dtype=str)
-              for p in ("provider-a", "provider-b")]
+    frames = [
+        pd.read_csv(party_runs["dir"] / f"{p}.csv", dtype=str) for p in ("provider-a", "provider-b")
+    ]
     assert hidden_values(text, frames, report) == set()
 
 
@@ -142,8 +155,11 @@ def test_helper_page_shows_winners_only(party_runs: dict[str, Any]) -> None:
     assert "Winner of each round" in page.visible
     winners = report["winners"]
     for party in set(winners):
-        row = re.search(rf"<td class=\"\">{party}</td><td class=\"num\">"
-                        r"<span data-value=\"(\d+)\">", html)
+        row = re.search(
+            rf"<td class=\"\">{party}</td><td class=\"num\">"
+            r"<span data-value=\"(\d+)\">",
+            html,
+        )
         assert row is not None and int(row.group(1)) == winners.count(party)
 
 
@@ -159,13 +175,21 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
     for page_html in (html, render_html(older, base_dirs=beside)):
         for party in config["parties"]:
             for column in party.get("columns", []):
-                row = re.search(rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
-                                rf"{re.escape(party['id'])}</td><td class=\"\">([^<]*)</td>",
-                                page_html)
+                row = re.search(
+                    rf"<tr><td class=\"\">{re.escape(column)}</td><td class=\"\">"
+                    rf"{re.escape(party['id'])}</td><td class=\"\">([^<]*)</td>",
+                    page_html,
+                )
                 assert row is not None, column
-                expected = "as it is" if column not in report["cut"] else (
-                    "fully generalized" if report["cut"][column] == ["*"] else
-                    f"generalized to the final cut ({len(report['cut'][column])} values)")
+                expected = (
+                    "as it is"
+                    if column not in report["cut"]
+                    else (
+                        "fully generalized"
+                        if report["cut"][column] == ["*"]
+                        else f"generalized to the final cut ({len(report['cut'][column])} values)"
+                    )
+                )
                 assert row.group(1).startswith(expected), (column, row.group(1))
         assert "dropped (record id)" in page_html and "(the class attribute)" in page_html
     assert "from the config file" in render_html(older, base_dirs=beside)
@@ -176,11 +200,14 @@ def test_fuse_attributes_from_the_config(fuse_run: dict[str, Any]) -> None:
     own = Page(render_html(changed))
     assert "held by" in own.visible and "not listed" not in own.visible
     for column in report["columns"]:
-        assert re.search(rf"<tr><td class=\"\">{re.escape(column['name'])}</td>",
-                         render_html(changed)), column
+        assert re.search(
+            rf"<tr><td class=\"\">{re.escape(column['name'])}</td>", render_html(changed)
+        ), column
     # an older report without it falls back to the config, which must be the one the run read
     del changed["columns"]
     page = Page(render_html(changed, base_dirs=beside))
-    assert "The providers' columns are not listed: the config file has changed since the " \
+    assert (
+        "The providers' columns are not listed: the config file has changed since the "
         "run." in page.visible
+    )
     assert "held by" not in page.visible

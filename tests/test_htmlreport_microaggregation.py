@@ -92,8 +92,16 @@ def test_tradeoff_ru_map_marks_the_best_k(runs: dict[str, Any], tmp_path: Path) 
     risk_svg = base64.b64decode(svgs[1].split(",", 1)[1]).decode()
     assert "highest prosecutor risk" in risk_svg and f"chosen k = {best}" in risk_svg
     # --plot from the report draws the same R-U map as PNG
-    result = runner.invoke(app, ["report", str(runs["dir"] / "tradeoff.json"), "--plot",
-                                 str(tmp_path / "ru.png"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            str(runs["dir"] / "tradeoff.json"),
+            "--plot",
+            str(tmp_path / "ru.png"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "ru.png").read_bytes().startswith(b"\x89PNG")
 
@@ -115,14 +123,38 @@ def test_categorical_evaluation(data_dir: Path, tmp_path: Path) -> None:
     frame = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";").sample(300, random_state=2)
     frame.to_csv(tmp_path / "ad.csv", index=False)
     common = ["--columns", "age", "--nominal", "workclass,race,sex"]
-    result = runner.invoke(app, ["microaggregate", str(tmp_path / "ad.csv"), *common, "--k", "3",
-                                 "--sensitive", "salary-class", "--insensitive",
-                                 "marital-status,education,native-country,occupation",
-                                 "--output", str(tmp_path / "ad3.csv"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "microaggregate",
+            str(tmp_path / "ad.csv"),
+            *common,
+            "--k",
+            "3",
+            "--sensitive",
+            "salary-class",
+            "--insensitive",
+            "marital-status,education,native-country,occupation",
+            "--output",
+            str(tmp_path / "ad3.csv"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["evaluate", str(tmp_path / "ad.csv"), str(tmp_path / "ad3.csv"),
-                                 *common, "--report", str(tmp_path / "ev.json"),
-                                 "--html", str(tmp_path / "ev.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            str(tmp_path / "ad.csv"),
+            str(tmp_path / "ad3.csv"),
+            *common,
+            "--report",
+            str(tmp_path / "ev.json"),
+            "--html",
+            str(tmp_path / "ev.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "ev.json").read_text())
     page = Page((tmp_path / "ev.html").read_text())
@@ -138,10 +170,24 @@ def test_categorical_tradeoff_draws_dld_against_zil(data_dir: Path, tmp_path: Pa
     """Without numeric columns there is no IL or DR: the R-U map is DLD against ZIL."""
     frame = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";").sample(200, random_state=3)
     frame[["workclass", "race", "sex", "education"]].to_csv(tmp_path / "cat.csv", index=False)
-    result = runner.invoke(app, ["tradeoff", str(tmp_path / "cat.csv"), "--nominal",
-                                 "workclass,race,sex", "--ordinal", "education", "--k", "3-5",
-                                 "--report", str(tmp_path / "t.json"),
-                                 "--html", str(tmp_path / "t.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "tradeoff",
+            str(tmp_path / "cat.csv"),
+            "--nominal",
+            "workclass,race,sex",
+            "--ordinal",
+            "education",
+            "--k",
+            "3-5",
+            "--report",
+            str(tmp_path / "t.json"),
+            "--html",
+            str(tmp_path / "t.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "t.json").read_text())
     assert all(p.get("IL") is None and p["ZIL"] is not None for p in report["points"])

@@ -71,7 +71,8 @@ def test_blocks_overall_and_clustering(runs: dict[str, Any]) -> None:
     # the P bars are the one figure the shareable page (attack bars, risk figures) lacks
     shared = Page(runs["perturb"][1])
     assert sum(u.startswith("data:image/svg+xml") for u in page.urls) == 1 + sum(
-        u.startswith("data:image/svg+xml") for u in shared.urls)
+        u.startswith("data:image/svg+xml") for u in shared.urls
+    )
     assert "Privacy level P of each block" in page.visible
     assert "Privacy level P of each block" not in shared.visible
 
@@ -93,20 +94,27 @@ def test_summary_states_the_weakest_block_and_strongest_attack(runs: dict[str, A
     report, html = runs["internal"]
     summary = Page(html).visible.split("Summary", 1)[1][:900]
     weakest = min(b["P"] for b in report["blocks"])
-    assert f"is {format_number(weakest)} in the weakest of {len(report['blocks'])} blocks" \
-        in summary
+    assert (
+        f"is {format_number(weakest)} in the weakest of {len(report['blocks'])} blocks" in summary
+    )
     best = max(report["attacks"], key=lambda r: (r["within_10"], r["within_25"]))
-    assert f"recovers {format_percent(best['within_10'])} of the records to within 10 %" \
-        in summary
+    assert f"recovers {format_percent(best['within_10'])} of the records to within 10 %" in summary
     assert f"({best['attack']}, {best['known']} known records)" in summary
-    if all(v == 1.0 for k, v in report["clustering"].items()
-           if k in ("kmeans", "dbscan", "ward")):
+    if all(v == 1.0 for k, v in report["clustering"].items() if k in ("kmeans", "dbscan", "ward")):
         assert "gives the same clusters as the original" in summary
 
 
 def test_plot_of_the_attacks(runs: dict[str, Any], tmp_path: Path) -> None:
-    result = runner.invoke(app, ["report", str(runs["dir"] / "attack.json"), "--plot",
-                                 str(tmp_path / "attacks.png"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            str(runs["dir"] / "attack.json"),
+            "--plot",
+            str(tmp_path / "attacks.png"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "attacks.png").read_bytes().startswith(b"\x89PNG")
 

@@ -28,20 +28,44 @@ APPLY_SENTENCE = "anonlab apply REPORT TABLE --node N --output RELEASE"
 def _generalize(folder: Path, name: str, *extra: str) -> dict[str, Any]:
     """A generalize run with --html; its JSON report, page and folder."""
     qi = write_toy(folder)
-    result = runner.invoke(app, [
-        "generalize", str(folder / "toy.csv"), "--qi", f"age={qi['age']}",
-        "--qi", f"sex={qi['sex']}", "--sensitive", "s", "--k", "8", "--metric", "loss",
-        *extra, "--output", str(folder / f"{name}.csv"), "--report", str(folder / f"{name}.json"),
-        "--html", str(folder / f"{name}.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "generalize",
+            str(folder / "toy.csv"),
+            "--qi",
+            f"age={qi['age']}",
+            "--qi",
+            f"sex={qi['sex']}",
+            "--sensitive",
+            "s",
+            "--k",
+            "8",
+            "--metric",
+            "loss",
+            *extra,
+            "--output",
+            str(folder / f"{name}.csv"),
+            "--report",
+            str(folder / f"{name}.json"),
+            "--html",
+            str(folder / f"{name}.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    return {"dir": folder, "report": json.loads((folder / f"{name}.json").read_text()),
-            "html": (folder / f"{name}.html").read_text()}
+    return {
+        "dir": folder,
+        "report": json.loads((folder / f"{name}.json").read_text()),
+        "html": (folder / f"{name}.html").read_text(),
+    }
 
 
 @pytest.fixture(scope="module")
 def steered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _generalize(tmp_path_factory.mktemp("steered"), "g", "--max-level", "age=2",
-                       "--alternatives", "3")
+    return _generalize(
+        tmp_path_factory.mktemp("steered"), "g", "--max-level", "age=2", "--alternatives", "3"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +75,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def section(html: str, anchor: str) -> Page:
     """The page of one section (``<section ... id="anchor">``)."""
-    found = re.search(rf'<section class="report-section" id="{anchor}">(.*?)</section>', html,
-                      re.S)
+    found = re.search(rf'<section class="report-section" id="{anchor}">(.*?)</section>', html, re.S)
     assert found, f"no section {anchor!r}"
     return Page(found.group(1))
 
@@ -95,8 +118,10 @@ def test_the_alternatives_section_shows_no_record(steered: dict[str, Any]) -> No
     page = section(steered["html"], "alternatives")
     allowed = {str(len(report["alternatives"]))}
     for i, entry in enumerate(report["alternatives"]):
-        allowed |= {page.values[f"alternatives.{i}.{k}"][1] for k in
-                    ("node", "loss", "suppressed_records", "highest_prosecutor_risk")}
+        allowed |= {
+            page.values[f"alternatives.{i}.{k}"][1]
+            for k in ("node", "loss", "suppressed_records", "highest_prosecutor_risk")
+        }
         allowed |= {f"{c}={level}" for c, level in entry["levels"].items()}
     shown = {t for t in page.tokens() if re.search(r"\d", t)}
     assert shown <= allowed | {"1/|class|"}, shown - allowed
@@ -111,8 +136,9 @@ def test_the_raw_keys_no_longer_fall_to_further_results(steered: dict[str, Any])
 
 def test_report_command_renders_the_same_sections(steered: dict[str, Any]) -> None:
     folder: Path = steered["dir"]
-    result = runner.invoke(app, ["report", str(folder / "g.json"), "--html",
-                                 str(folder / "again.html"), "--quiet"])
+    result = runner.invoke(
+        app, ["report", str(folder / "g.json"), "--html", str(folder / "again.html"), "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     html = (folder / "again.html").read_text()
     assert APPLY_SENTENCE in section(html, "alternatives").visible
@@ -131,10 +157,23 @@ def test_a_run_without_steering_shows_neither(plain: dict[str, Any]) -> None:
 
 def test_an_applied_node_shows_the_bounds_it_lies_within(steered: dict[str, Any]) -> None:
     folder: Path = steered["dir"]
-    result = runner.invoke(app, ["apply", str(folder / "g.json"), str(folder / "toy.csv"),
-                                 "--node", "2", "--output", str(folder / "n2.csv"),
-                                 "--report", str(folder / "n2.json"),
-                                 "--html", str(folder / "n2.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "apply",
+            str(folder / "g.json"),
+            str(folder / "toy.csv"),
+            "--node",
+            "2",
+            "--output",
+            str(folder / "n2.csv"),
+            "--report",
+            str(folder / "n2.json"),
+            "--html",
+            str(folder / "n2.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     page = section((folder / "n2.html").read_text(), "generalization")
     assert "lowest allowed level highest allowed level age 0 2" in page.visible

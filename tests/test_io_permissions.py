@@ -43,10 +43,22 @@ def test_perturbation_key_is_owner_only(tmp_path: Path) -> None:
     data = Path(__file__).resolve().parents[1] / "data" / "sdc" / "Tarragona.csv"
     old = os.umask(0o022)
     try:
-        result = CliRunner().invoke(app, [
-            "perturb", str(data), "--method", "rotation", "--seed", "3", "--quiet",
-            "--output", str(tmp_path / "rel.csv"), "--key", str(tmp_path / "key.json"),
-        ])
+        result = CliRunner().invoke(
+            app,
+            [
+                "perturb",
+                str(data),
+                "--method",
+                "rotation",
+                "--seed",
+                "3",
+                "--quiet",
+                "--output",
+                str(tmp_path / "rel.csv"),
+                "--key",
+                str(tmp_path / "key.json"),
+            ],
+        )
     finally:
         os.umask(old)
     assert result.exit_code == 0, result.output
@@ -67,8 +79,9 @@ def test_a_staged_database_release_is_owner_only(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
         with Outputs({"output": target}) as outputs:
-            outputs.stage("output", lambda tmp: write_table(pd.DataFrame({"a": ["1"]}), tmp,
-                                                            format_of=target))
+            outputs.stage(
+                "output", lambda tmp: write_table(pd.DataFrame({"a": ["1"]}), tmp, format_of=target)
+            )
             staged = outputs.staged("output")
             assert staged is not None and _mode(staged) == 0o600
     finally:

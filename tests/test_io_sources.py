@@ -42,8 +42,16 @@ TEXT = [
     ["", "", "7", "0.25"],
 ]
 REPO = Path(__file__).resolve().parents[1]
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 
 
 def _expected() -> pd.DataFrame:
@@ -59,21 +67,25 @@ def _csv(path: Path, delimiter: str) -> Path:
 
 
 def _typed_frame() -> pd.DataFrame:
-    return pd.DataFrame({
-        "zip": pd.array([r[0] for r in TYPED], dtype=object),
-        "city": [r[1] for r in TYPED],
-        "age": pd.array([r[2] for r in TYPED], dtype="Int64"),
-        "score": [float("nan") if r[3] is None else r[3] for r in TYPED],
-    })
+    return pd.DataFrame(
+        {
+            "zip": pd.array([r[0] for r in TYPED], dtype=object),
+            "city": [r[1] for r in TYPED],
+            "age": pd.array([r[2] for r in TYPED], dtype="Int64"),
+            "score": [float("nan") if r[3] is None else r[3] for r in TYPED],
+        }
+    )
 
 
 def _arrow() -> pa.Table:
-    return pa.table({
-        "zip": pa.array([r[0] for r in TYPED], pa.string()),
-        "city": pa.array([r[1] for r in TYPED], pa.string()),
-        "age": pa.array([r[2] for r in TYPED], pa.int64()),
-        "score": pa.array([r[3] for r in TYPED], pa.float64()),
-    })
+    return pa.table(
+        {
+            "zip": pa.array([r[0] for r in TYPED], pa.string()),
+            "city": pa.array([r[1] for r in TYPED], pa.string()),
+            "age": pa.array([r[2] for r in TYPED], pa.int64()),
+            "score": pa.array([r[3] for r in TYPED], pa.float64()),
+        }
+    )
 
 
 def _parquet_folder(folder: Path) -> Path:
@@ -105,7 +117,7 @@ def _excel(path: Path, sheet: str | None = None) -> Path:
 
 def _sqlite(path: Path) -> str:
     with sqlite3.connect(path) as conn:
-        conn.execute('CREATE TABLE people (zip TEXT, city TEXT, age INTEGER, score REAL)')
+        conn.execute("CREATE TABLE people (zip TEXT, city TEXT, age INTEGER, score REAL)")
         conn.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", TYPED)
     return f"sqlite:///{path}"
 
@@ -121,8 +133,9 @@ def test_every_source_reads_the_same_text(tmp_path: Path) -> None:
         "excel": read_table(_excel(tmp_path / "t.xlsx")),
         "excel sheet": read_table(_excel(tmp_path / "s.xlsx", "data"), sheet="data"),
         "sqlite table": read_table(url, table="people"),
-        "sqlite query": read_table(url, query="SELECT zip, city, age, score FROM people "
-                                              "ORDER BY rowid"),
+        "sqlite query": read_table(
+            url, query="SELECT zip, city, age, score FROM people ORDER BY rowid"
+        ),
         "dataframe": read_table(_typed_frame()),
     }
     expected = _expected()
@@ -149,12 +162,13 @@ def test_hive_partition_keys_keep_their_spelling(tmp_path: Path) -> None:
     folder = tmp_path / "hive"
     for key, rows in {"01234": [["a", "1"]], "5": [["b", "2"], ["c", "3"]]}.items():
         (folder / f"zip={key}").mkdir(parents=True)
-        pq.write_table(pa.table({"name": [r[0] for r in rows], "n": [r[1] for r in rows]}),
-                       folder / f"zip={key}" / "part-0.parquet")
+        pq.write_table(
+            pa.table({"name": [r[0] for r in rows], "n": [r[1] for r in rows]}),
+            folder / f"zip={key}" / "part-0.parquet",
+        )
     frame = read_table(folder)
     assert list(frame.columns) == ["name", "n", "zip"]
-    assert sorted(frame.values.tolist()) == [["a", "1", "01234"], ["b", "2", "5"],
-                                             ["c", "3", "5"]]
+    assert sorted(frame.values.tolist()) == [["a", "1", "01234"], ["b", "2", "5"], ["c", "3", "5"]]
     assert read_table(folder, dtype=None)["zip"].tolist().count(1234) == 1  # inferred
 
 
@@ -175,15 +189,16 @@ def test_output_formats_are_the_real_formats(tmp_path: Path) -> None:
     write_table(frame, tmp_path / "r.parquet")
     assert pq.read_table(tmp_path / "r.parquet").column("zip").to_pylist()[0] == "01234"
     write_table(frame, tmp_path / "r.tsv")
-    assert (tmp_path / "r.tsv").read_text(encoding="utf-8").splitlines()[0] == \
-        "zip\tcity\tage\tscore"
+    assert (tmp_path / "r.tsv").read_text(encoding="utf-8").splitlines()[
+        0
+    ] == "zip\tcity\tage\tscore"
 
 
 def test_excel_never_writes_a_formula(tmp_path: Path) -> None:
-    write_table(pd.DataFrame({"x": ["=1+1", "=HYPERLINK(\"http://x\")"]}), tmp_path / "f.xlsx")
+    write_table(pd.DataFrame({"x": ["=1+1", '=HYPERLINK("http://x")']}), tmp_path / "f.xlsx")
     cells = load_workbook(tmp_path / "f.xlsx")["Sheet1"]
     assert [cells["A2"].data_type, cells["A3"].data_type] == ["s", "s"]
-    assert read_table(tmp_path / "f.xlsx")["x"].tolist() == ["=1+1", "=HYPERLINK(\"http://x\")"]
+    assert read_table(tmp_path / "f.xlsx")["x"].tolist() == ["=1+1", '=HYPERLINK("http://x")']
 
 
 def test_sqlite_table_round_trip_replaces_the_table(tmp_path: Path) -> None:
@@ -229,8 +244,10 @@ def test_a_failing_run_leaves_the_database_as_it_was(tmp_path: Path) -> None:
     def broken(tmp: Path) -> None:
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(AnonlabError, match="no space left on device"), \
-            Outputs({"output": target, "report": tmp_path / "r.json"}) as outputs:
+    with (
+        pytest.raises(AnonlabError, match="no space left on device"),
+        Outputs({"output": target, "report": tmp_path / "r.json"}) as outputs,
+    ):
         outputs.stage("output", lambda tmp: write_table(_expected(), tmp, format_of=target))
         outputs.stage("report", broken)
         outputs.commit()
@@ -244,13 +261,18 @@ def test_database_outputs_are_checked_up_front(tmp_path: Path) -> None:
     cases: list[tuple[dict[str, Any], list[Any], str]] = [
         ({"output": url}, [], "is a database URL: name the table"),
         ({"output": DatabaseTarget("nosuch://x/y", "t")}, [], "has no dialect 'nosuch'"),
-        ({"output": DatabaseTarget("mysql+mysqldb://u:pw@h/db", "t")}, [],
-         "driver 'MySQLdb' is not installed"),
-        ({"output": DatabaseTarget(f"sqlite:///{tmp_path / 'folder.db'}", "t")}, [],
-         "is a folder"),
+        (
+            {"output": DatabaseTarget("mysql+mysqldb://u:pw@h/db", "t")},
+            [],
+            "driver 'MySQLdb' is not installed",
+        ),
+        ({"output": DatabaseTarget(f"sqlite:///{tmp_path / 'folder.db'}", "t")}, [], "is a folder"),
         ({"output": DatabaseTarget(url, " ")}, [], "table name is empty"),
-        ({"output": DatabaseTarget(url, "t"), "copy": DatabaseTarget(url, "t")}, [],
-         "given as both"),
+        (
+            {"output": DatabaseTarget(url, "t"), "copy": DatabaseTarget(url, "t")},
+            [],
+            "given as both",
+        ),
         ({"output": DatabaseTarget(url, "t")}, [DatabaseTarget(url, "t")], "is also an input"),
     ]
     for targets, inputs, words in cases:
@@ -278,8 +300,7 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
     cases = [
         (lambda: read_table(url), "table \\(or query\\) is needed"),
         (lambda: read_table(url, table="people", query="SELECT 1"), "both given"),
-        (lambda: read_table(url, table="nobody"), "table 'nobody' does not exist .* it has "
-                                                  "people"),
+        (lambda: read_table(url, table="nobody"), "table 'nobody' does not exist .* it has people"),
         (lambda: read_table(url, query="SELECT * FROM nobody"), "no such table: nobody"),
         (lambda: read_table(url, query="SELECT * FROM people WHERE 0"), "has no rows"),
         (lambda: read_table(f"sqlite:///{missing}", table="t"), "does not exist"),
@@ -290,10 +311,11 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
         (lambda: read_table(csv_file, table="people"), "is not a database URL"),
         (lambda: read_table(tmp_path / "old.xls"), "does not exist"),
         (lambda: write_table(_expected(), url), "table is needed"),
-        (lambda: write_table(_expected(), tmp_path / "o.csv", table="t"),
-         "is not a database URL"),
-        (lambda: write_table(_expected(), tmp_path / "o.xlsx", sheet="a/b"),
-         "not allowed by Excel"),
+        (lambda: write_table(_expected(), tmp_path / "o.csv", table="t"), "is not a database URL"),
+        (
+            lambda: write_table(_expected(), tmp_path / "o.xlsx", sheet="a/b"),
+            "not allowed by Excel",
+        ),
         (lambda: write_table(_expected(), tmp_path / "o.xls"), "cannot be written"),
     ]
     for call, words in cases:
@@ -329,7 +351,8 @@ def adult_sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
 
 @pytest.mark.slow
 def test_adult_reads_the_same_from_csv_sqlite_and_excel(
-        adult_sources: dict[str, list[str]]) -> None:
+    adult_sources: dict[str, list[str]],
+) -> None:
     csv_args, db_args, xlsx_args = (adult_sources[k] for k in ("csv", "sqlite", "excel"))
     frame = read_table(csv_args[0], delimiter=";")
     pd.testing.assert_frame_equal(read_table(db_args[0], table="adult"), frame)
@@ -338,17 +361,33 @@ def test_adult_reads_the_same_from_csv_sqlite_and_excel(
 
 @pytest.mark.slow
 def test_adult_release_is_byte_identical_from_csv_sqlite_and_excel(
-        adult_sources: dict[str, list[str]], tmp_path: Path) -> None:
+    adult_sources: dict[str, list[str]], tmp_path: Path
+) -> None:
     qi_flags: list[str] = []
     for q in QIS:
         qi_flags += ["--qi", f"{q}={REPO / 'data' / 'adult' / f'hierarchy_{q}.csv'}"]
     releases = {}
     for name, source in adult_sources.items():
         out = tmp_path / f"{name}.csv"
-        result = CliRunner().invoke(app, ["generalize", *source, *qi_flags, "--sensitive",
-                                          "salary-class", "--k", "5", "--suppression", "0.01",
-                                          "--metric", "precision_with_suppression",
-                                          "--output", str(out), "--quiet"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "generalize",
+                *source,
+                *qi_flags,
+                "--sensitive",
+                "salary-class",
+                "--k",
+                "5",
+                "--suppression",
+                "0.01",
+                "--metric",
+                "precision_with_suppression",
+                "--output",
+                str(out),
+                "--quiet",
+            ],
+        )
         assert result.exit_code == 0, result.output
         releases[name] = out.read_bytes()
     assert releases["sqlite"] == releases["csv"]

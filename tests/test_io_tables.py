@@ -14,8 +14,14 @@ from anonlab.io import read_json, to_json_text, write_json
 
 
 def test_non_finite_numbers_become_null() -> None:
-    text = to_json_text({"ILR": float("inf"), "x": [np.float64("nan"), np.float32(1.5)],
-                         "grid": np.array([[1.0, np.inf]]), "n": np.int64(3)})
+    text = to_json_text(
+        {
+            "ILR": float("inf"),
+            "x": [np.float64("nan"), np.float32(1.5)],
+            "grid": np.array([[1.0, np.inf]]),
+            "n": np.int64(3),
+        }
+    )
 
     def refuse(token: str) -> None:
         raise AssertionError(f"non-standard JSON token {token}")
@@ -27,8 +33,10 @@ def test_non_finite_numbers_become_null() -> None:
 def test_report_round_trip(tmp_path: Path) -> None:
     report = {"measures": {"IL": 0.25, "ID_by_p": {"1": 0.5}}, "k": np.int32(3)}
     write_json(report, tmp_path / "r.json")
-    assert read_json(tmp_path / "r.json") == {"measures": {"IL": 0.25, "ID_by_p": {"1": 0.5}},
-                                              "k": 3}
+    assert read_json(tmp_path / "r.json") == {
+        "measures": {"IL": 0.25, "ID_by_p": {"1": 0.5}},
+        "k": 3,
+    }
 
 
 def test_repeated_header_name_is_refused(tmp_path: Path) -> None:
@@ -66,11 +74,14 @@ def test_fuse_refuses_one_path_for_two_outputs(tmp_path: Path) -> None:
 
     config = Path(__file__).resolve().parents[1] / "examples" / "fusion" / "fusion.toml"
     out = tmp_path / "same.csv"
-    result = CliRunner().invoke(app, ["fuse", str(config), "--output", str(out),
-                                      "--report", str(out), "--quiet"])
+    result = CliRunner().invoke(
+        app, ["fuse", str(config), "--output", str(out), "--report", str(out), "--quiet"]
+    )
     assert result.exit_code == 2
-    assert "given as both --output and --report" in result.output or \
-        f"--report '{out}' is given as both output and report" in result.output
+    assert (
+        "given as both --output and --report" in result.output
+        or f"--report '{out}' is given as both output and report" in result.output
+    )
     assert not out.exists()
 
 
@@ -89,8 +100,12 @@ def test_csv_values_keep_their_spelling(tmp_path: Path) -> None:
 def test_delimiters_are_sniffed(tmp_path: Path) -> None:
     from anonlab.io import read_table, sniff_delimiter
 
-    cases = {",": "a,b\n1,2\n", ";": 'a;b\n"x,y";2\n"p,q";3\n', "\t": "a\tb\n1,5\t2\n",
-             "|": "a|b\n1|2\n3|4\n"}
+    cases = {
+        ",": "a,b\n1,2\n",
+        ";": 'a;b\n"x,y";2\n"p,q";3\n',
+        "\t": "a\tb\n1,5\t2\n",
+        "|": "a|b\n1|2\n3|4\n",
+    }
     for delimiter, text in cases.items():
         path = tmp_path / "t.csv"
         path.write_text(text, encoding="utf-8")
@@ -187,8 +202,13 @@ def test_the_csv_dialect(tmp_path: Path) -> None:
 
     from anonlab.io import write_table
 
-    frame = pd.DataFrame({"name": ["Zoë", "a,b", 'say "hi"', "two\nlines", ""],
-                          "n": [1, 2, None, 4, 5], "x": [1.0, 0.5, 1e20, float("nan"), -0.25]})
+    frame = pd.DataFrame(
+        {
+            "name": ["Zoë", "a,b", 'say "hi"', "two\nlines", ""],
+            "n": [1, 2, None, 4, 5],
+            "x": [1.0, 0.5, 1e20, float("nan"), -0.25],
+        }
+    )
     write_table(frame, tmp_path / "t.csv")
     assert (tmp_path / "t.csv").read_bytes() == (
         'name,n,x\nZoë,1,1\n"a,b",2,0.5\n"say ""hi""",,1e+20\n"two\nlines",4,\n,5,-0.25\n'
@@ -210,8 +230,9 @@ def test_a_long_csv_is_written_in_order(tmp_path: Path) -> None:
     from anonlab.sinks import CSV_BATCH_ROWS
 
     n = 3 * CSV_BATCH_ROWS + 7
-    frame = pd.DataFrame({"i": np.arange(n), "s": [f"v{i}" if i % 5 else f"a,{i}"
-                                                   for i in range(n)]})
+    frame = pd.DataFrame(
+        {"i": np.arange(n), "s": [f"v{i}" if i % 5 else f"a,{i}" for i in range(n)]}
+    )
     write_table(frame, tmp_path / "long.csv")
     with (tmp_path / "long.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(pycsv.reader(fh))
@@ -250,7 +271,8 @@ def test_a_folder_is_refused_as_any_output(tmp_path: Path) -> None:
     folder.mkdir()
     calls: list[Callable[[], object]] = [
         lambda: write_table(pd.DataFrame({"a": [1]}), folder),
-        lambda: write_json({}, folder), lambda: write_text("x", folder),
+        lambda: write_json({}, folder),
+        lambda: write_text("x", folder),
         lambda: atomic_write(folder, lambda tmp: tmp.write_text("x")),
         lambda: Outputs({"html": folder}),
     ]
@@ -270,10 +292,14 @@ def test_write_errors_are_one_line_and_leave_nothing(tmp_path: Path, monkeypatch
     from anonlab.errors import AnonlabError
     from anonlab.io import write_table
 
-    reasons = {errno.ENOSPC: "no space left on device", errno.EACCES: "permission denied",
-               errno.EROFS: "read-only file system"}
+    reasons = {
+        errno.ENOSPC: "no space left on device",
+        errno.EACCES: "permission denied",
+        errno.EROFS: "read-only file system",
+    }
     target = tmp_path / "r.csv"
     for code, words in reasons.items():
+
         def fail(table: object, path: Path, delimiter: str = ",", code: int = code) -> None:
             path.write_bytes(b"half a file")
             raise OSError(code, os.strerror(code))
@@ -281,8 +307,10 @@ def test_write_errors_are_one_line_and_leave_nothing(tmp_path: Path, monkeypatch
         monkeypatch.setattr(sinks, "write_csv", fail)  # type: ignore[attr-defined]
         with pytest.raises(AnonlabError) as info:
             write_table(pd.DataFrame({"a": [1]}), target)
-        assert str(info.value) == f"cannot write '{target}': {words}: " + \
-            str(info.value).split(f"{words}: ", 1)[1]
+        assert (
+            str(info.value)
+            == f"cannot write '{target}': {words}: " + str(info.value).split(f"{words}: ", 1)[1]
+        )
         assert isinstance(info.value, OSError) and info.value.errno == code
         assert list(tmp_path.iterdir()) == []
 
@@ -291,8 +319,12 @@ def test_atomic_writes_remove_temp_files_of_killed_runs(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     from anonlab.tempfiles import temp_path_for
 
     host = temp_path_for(tmp_path / "r.json").name.split(".anonlab-")[1].rsplit("-", 2)[0]
@@ -308,8 +340,9 @@ def _categorical_frame(n: int, columns: int = 3, seed: int = 0) -> object:
 
     rng = np.random.default_rng(seed)
     words = ["*", "a,b", 'say "hi"', "two\nlines", "", "Zoë", "plain"]
-    return pd.DataFrame({f"c{j}": pd.Categorical(rng.choice(words[j % 3:], n))
-                         for j in range(columns)})
+    return pd.DataFrame(
+        {f"c{j}": pd.Categorical(rng.choice(words[j % 3 :], n)) for j in range(columns)}
+    )
 
 
 def _rendered_row_by_row(frame: object, path: Path) -> bytes:

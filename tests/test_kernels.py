@@ -24,8 +24,7 @@ Call = tuple[str, int, int | None]
 
 def blas_threads_now() -> set[int]:
     """Threads of every loaded BLAS library right now."""
-    return {int(info["num_threads"]) for info in threadpool_info()
-            if info["user_api"] == "blas"}
+    return {int(info["num_threads"]) for info in threadpool_info() if info["user_api"] == "blas"}
 
 
 def recorder(calls: list[Call], threads: list[set[int]] | None = None) -> ProgressFn:
@@ -33,6 +32,7 @@ def recorder(calls: list[Call], threads: list[set[int]] | None = None) -> Progre
         calls.append((step, done, total))
         if threads is not None:
             threads.append(blas_threads_now())
+
     return progress
 
 
@@ -52,14 +52,12 @@ def test_kernels_run_on_the_asked_number_of_blas_threads(workers: int) -> None:
     expected = {min(workers, n) for n in outside}
     data = table(400, 3)
     seen: list[set[int]] = []
-    microaggregate(data, "all-numeric", 3, workers=workers,
-                   progress=recorder([], seen))
+    microaggregate(data, "all-numeric", 3, workers=workers, progress=recorder([], seen))
     masked = microaggregate(data, "all-numeric", 3).masked
     evaluate(data, masked, workers=workers, progress=recorder([], seen))
     z = data.to_numpy()
     mdav_labels(z, 3, workers=workers, progress=recorder([], seen))
-    scalable_mdav_labels(z, 3, 64, workers=workers,
-                         progress=recorder([], seen))
+    scalable_mdav_labels(z, 3, 64, workers=workers, progress=recorder([], seen))
     assert seen and all(s == expected for s in seen)
     assert blas_threads_now() == outside  # restored afterwards
 
@@ -69,8 +67,9 @@ def test_every_cpu_and_bad_workers() -> None:
     data = table(30, 2)
     bad_values: list[Any] = [0, -2, 1.5, True]
     for bad in bad_values:
-        with pytest.raises(AnonlabError, match=r"workers must be -1 \(every CPU\) or at least 1"
-                           ) as info:
+        with pytest.raises(
+            AnonlabError, match=r"workers must be -1 \(every CPU\) or at least 1"
+        ) as info:
             microaggregate(data, "all-numeric", 3, workers=bad)
         assert info.value.parameter == "workers"
     assert microaggregate(data, "all-numeric", 3, workers=-1).labels.size == 30
@@ -80,11 +79,13 @@ def test_every_cpu_and_bad_workers() -> None:
 def test_mdav_progress_reports_grouped_records(variant: str) -> None:
     n = 5000
     calls: list[Call] = []
-    microaggregate(table(n, 3), "all-numeric", 3, variant=variant, block_size=600,
-                   progress=recorder(calls))
+    microaggregate(
+        table(n, 3), "all-numeric", 3, variant=variant, block_size=600, progress=recorder(calls)
+    )
     assert 10 <= len(calls) <= 110
-    assert {step for step, _, _ in calls} == {"MDAV: records grouped" if variant == "exact"
-                                              else "MDAV blocks: records grouped"}
+    assert {step for step, _, _ in calls} == {
+        "MDAV: records grouped" if variant == "exact" else "MDAV blocks: records grouped"
+    }
     done = [d for _, d, _ in calls]
     assert done == sorted(done) and calls[-1][1:] == (n, n)
 
@@ -95,9 +96,11 @@ def test_evaluate_progress_reports_each_stage() -> None:
     calls: list[Call] = []
     evaluate(data, masked, interval_p="1,5", progress=recorder(calls))
     steps = [s for s, _, _ in calls]
-    assert list(dict.fromkeys(steps)) == ["evaluate: information loss",
-                                          "evaluate: record linkage",
-                                          "evaluate: interval disclosure"]
+    assert list(dict.fromkeys(steps)) == [
+        "evaluate: information loss",
+        "evaluate: record linkage",
+        "evaluate: interval disclosure",
+    ]
     for step in set(steps):
         last = [c for c in calls if c[0] == step][-1]
         assert last[1] == last[2]
@@ -111,11 +114,18 @@ def same_linkage(z: NDArray[Any], zm: NDArray[Any]) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 70), p=st.integers(1, 30),
-       levels=st.integers(2, 4), kind=st.sampled_from(["ties", "noise", "copies"]),
-       float64=st.booleans(), tile=st.integers(1, 40))
-def test_blocked_linkage_equals_the_kd_tree(seed: int, n: int, p: int, levels: int, kind: str,
-                                            float64: bool, tile: int) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 70),
+    p=st.integers(1, 30),
+    levels=st.integers(2, 4),
+    kind=st.sampled_from(["ties", "noise", "copies"]),
+    float64=st.booleans(),
+    tile=st.integers(1, 40),
+)
+def test_blocked_linkage_equals_the_kd_tree(
+    seed: int, n: int, p: int, levels: int, kind: str, float64: bool, tile: int
+) -> None:
     rng = np.random.default_rng(seed)
     if kind == "ties":  # integer grids: many originals at exactly the own distance
         z: NDArray[np.float64] = rng.integers(0, levels, size=(n, p)).astype(np.float64)

@@ -18,10 +18,17 @@ def _definition(heights: list[int], lows: list[int]) -> np.ndarray:
     return np.array(list(itertools.product(*ranges)), dtype=np.int16)
 
 
-@pytest.mark.parametrize(("heights", "lows"), [
-    ([2, 1, 3], [0, 0, 0]), ([5, 2, 3, 2, 2, 1, 1, 1], [0] * 8), ([3, 4, 1, 2, 0, 5],
-                                                                  [0, 1, 0, 1, 0, 2]),
-    ([16, 1], [0, 0]), ([1] * 13, [0] * 13), ([0], [0])])
+@pytest.mark.parametrize(
+    ("heights", "lows"),
+    [
+        ([2, 1, 3], [0, 0, 0]),
+        ([5, 2, 3, 2, 2, 1, 1, 1], [0] * 8),
+        ([3, 4, 1, 2, 0, 5], [0, 1, 0, 1, 0, 2]),
+        ([16, 1], [0, 0]),
+        ([1] * 13, [0] * 13),
+        ([0], [0]),
+    ],
+)
 def test_arrays_and_masks_match_definition(heights: list[int], lows: list[int]) -> None:
     """all_levels, level_sums, the packed codes (when they fit) and the masks of the nodes
     below and above a node; the successors (kept or not) are the same lists each time."""
@@ -39,8 +46,9 @@ def test_arrays_and_masks_match_definition(heights: list[int], lows: list[int]) 
         assert np.array_equal(np.flatnonzero(below), lat.below(node))
         assert np.array_equal(node + np.flatnonzero(above), lat.above(node))
         first = lat.successors(node)
-        expected = [node + int(s) for s, a, h in zip(lat.strides, lv[node], heights,
-                                                     strict=True) if a < h]
+        expected = [
+            node + int(s) for s, a, h in zip(lat.strides, lv[node], heights, strict=True) if a < h
+        ]
         assert first == expected and lat.successors(node) == expected
 
 
@@ -59,8 +67,7 @@ def test_level_packer_packs_as_shifts() -> None:
     error."""
     heights = [5, 2, 3, 2, 2, 1, 1, 1]
     packer = LevelPacker(heights)
-    for levels in itertools.islice(itertools.product(*(range(h + 1) for h in heights)), 0,
-                                   None, 7):
+    for levels in itertools.islice(itertools.product(*(range(h + 1) for h in heights)), 0, None, 7):
         expected = sum(a << s for a, s in zip(levels, packer.shifts, strict=True))
         assert packer.pack(levels) == expected
         assert packer.pack(list(np.asarray(levels, dtype=np.int16))) == expected

@@ -17,8 +17,14 @@ from pathlib import Path
 import grimp
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "anonlab"
-FAMILIES = ("anonlab.microaggregation", "anonlab.fusion", "anonlab.perturbation",
-            "anonlab.generalize", "anonlab.lattice", "anonlab.cli")
+FAMILIES = (
+    "anonlab.microaggregation",
+    "anonlab.fusion",
+    "anonlab.perturbation",
+    "anonlab.generalize",
+    "anonlab.lattice",
+    "anonlab.cli",
+)
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -44,10 +50,13 @@ def test_only_the_cli_imports_typer_or_the_cli() -> None:
 
 
 def test_importing_metrics_loads_no_method_family() -> None:
-    code = ("import sys, anonlab.metrics; "
-            f"print([m for m in sys.modules if m.startswith({FAMILIES!r})])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, anonlab.metrics; "
+        f"print([m for m in sys.modules if m.startswith({FAMILIES!r})])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -61,13 +70,33 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lattice",),  # the lattice search of the generalization family
     ("privacy",),  # its privacy models
     ("checker", "verify", "metrics", "risk"),  # measures: they import no method family
-    ("table", "dataset", "encoding", "settings", "hierarchy", "hierarchy_date",
-     "hierarchy_taxonomy", "hierarchy_view"),  # core: the table model and hierarchies
+    (
+        "table",
+        "dataset",
+        "encoding",
+        "settings",
+        "hierarchy",
+        "hierarchy_date",
+        "hierarchy_taxonomy",
+        "hierarchy_view",
+    ),  # core: the table model and hierarchies
     ("engine",),  # the engine protocol, its backends, pieces, merging
     ("io", "outputs", "sinks", "sources", "database", "staging"),  # reading and writing
-    ("tempfiles", "tabletext", "textnumbers", "grouping", "csvstream", "memory", "paths",
-     "parameters", "frames",
-     "threads", "progress", "userwarn", "errors"),  # basics
+    (
+        "tempfiles",
+        "tabletext",
+        "textnumbers",
+        "grouping",
+        "csvstream",
+        "memory",
+        "paths",
+        "parameters",
+        "frames",
+        "threads",
+        "progress",
+        "userwarn",
+        "errors",
+    ),  # basics
 )
 FAMILIES_AND_ABOVE = {u for layer in LAYERS[:7] for u in layer}
 
@@ -85,8 +114,11 @@ def _graph() -> grimp.ImportGraph:
 
 def _edges() -> list[tuple[str, str]]:
     graph = _graph()
-    return [(m, w) for m in sorted(graph.modules)
-            for w in sorted(graph.find_modules_directly_imported_by(m))]
+    return [
+        (m, w)
+        for m in sorted(graph.modules)
+        for w in sorted(graph.find_modules_directly_imported_by(m))
+    ]
 
 
 def _cycles(nodes: set[str], edges: dict[str, set[str]]) -> list[list[str]]:
@@ -138,8 +170,11 @@ def test_every_unit_has_a_layer() -> None:
 
 def test_imports_point_down_only() -> None:
     layer_of = {u: i for i, layer in enumerate(LAYERS) for u in layer}
-    upward = [f"{m} imports {w}" for m, w in _edges()
-              if _unit(w) and _unit(m) and layer_of[_unit(m)] > layer_of[_unit(w)]]
+    upward = [
+        f"{m} imports {w}"
+        for m, w in _edges()
+        if _unit(w) and _unit(m) and layer_of[_unit(m)] > layer_of[_unit(w)]
+    ]
     assert upward == []
 
 
@@ -160,8 +195,11 @@ def test_no_package_imports_in_a_circle() -> None:
 
 def test_the_verifier_and_the_measures_import_no_method_family() -> None:
     measures = ("checker", "verify", "metrics", "risk")
-    leaks = [f"{m} imports {w}" for m, w in _edges()
-             if _unit(m) in measures and _unit(w) in FAMILIES_AND_ABOVE]
+    leaks = [
+        f"{m} imports {w}"
+        for m, w in _edges()
+        if _unit(m) in measures and _unit(w) in FAMILIES_AND_ABOVE
+    ]
     assert leaks == []
 
 

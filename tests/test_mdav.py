@@ -21,8 +21,19 @@ from anonlab.microaggregation.mixed import MixedSpace, group_lower_medians, grou
 from anonlab.microaggregation.scalable import kd_blocks
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdc"
-EIA_COLUMNS = ["UTILITYID", "RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE",
-               "INDSALES", "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES"]
+EIA_COLUMNS = [
+    "UTILITYID",
+    "RESREVENUE",
+    "RESSALES",
+    "COMREVENUE",
+    "COMSALES",
+    "INDREVENUE",
+    "INDSALES",
+    "OTHREVENUE",
+    "OTHRSALES",
+    "TOTREVENUE",
+    "TOTSALES",
+]
 
 # sdcMicro 5.8 MDAV, SSE/SST in percent (issue 3), k = 3, 5, 10
 SDCMICRO = {
@@ -49,10 +60,15 @@ def test_sse_sst_matches_sdcmicro_to_4th_decimal(name: str) -> None:
 
 # MDAV is a heuristic: on EIA, k = 6 gives a lower SSE than k = 5 (1.3078 % < 1.6667 %,
 # the k = 5 value agreeing with sdcMicro); see docs/em4adom.md. Elsewhere SSE rises with k.
-@pytest.mark.parametrize(("name", "ks"), [
-    ("Tarragona", range(2, 11)), ("CASCrefmicrodata", range(2, 11)),
-    ("EIA", (2, 3, 4, 5, 7, 8, 9, 10)), ("EIA", (3, 5, 10)),
-])
+@pytest.mark.parametrize(
+    ("name", "ks"),
+    [
+        ("Tarragona", range(2, 11)),
+        ("CASCrefmicrodata", range(2, 11)),
+        ("EIA", (2, 3, 4, 5, 7, 8, 9, 10)),
+        ("EIA", (3, 5, 10)),
+    ],
+)
 def test_larger_k_never_lowers_sse(name: str, ks: range | tuple[int, ...]) -> None:
     frame, cols = load(name)
     x = frame[cols].to_numpy(float)
@@ -151,8 +167,7 @@ def reference_mdav(z: NDArray[Any], k: int) -> NDArray[Any]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), p=st.integers(1, 4),
-       k=st.integers(1, 6))
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), p=st.integers(1, 4), k=st.integers(1, 6))
 def test_mdav_equals_reference(seed: int, n: int, p: int, k: int) -> None:
     k = min(k, n)
     z = np.random.default_rng(seed).standard_normal((n, p))
@@ -164,12 +179,18 @@ def test_mdav_equals_reference(seed: int, n: int, p: int, k: int) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 90), p=st.integers(1, 12),
-       k=st.integers(1, 6), copies=st.integers(1, 40), offset=st.sampled_from([0.0, 1e3, 1e6]),
-       jitter=st.sampled_from([0.0, 1e-9, 1e-6]))
-def test_mdav_equals_reference_with_duplicated_rows(seed: int, n: int, p: int, k: int,
-                                                    copies: int, offset: float,
-                                                    jitter: float) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 90),
+    p=st.integers(1, 12),
+    k=st.integers(1, 6),
+    copies=st.integers(1, 40),
+    offset=st.sampled_from([0.0, 1e3, 1e6]),
+    jitter=st.sampled_from([0.0, 1e-9, 1e-6]),
+)
+def test_mdav_equals_reference_with_duplicated_rows(
+    seed: int, n: int, p: int, k: int, copies: int, offset: float, jitter: float
+) -> None:
     # Duplicates tie exactly; jittered copies differ by less than the products' rounding
     # when the offset is large, so only the exact sums can order them.
     rng = np.random.default_rng(seed)
@@ -212,10 +233,12 @@ def test_eia_k4_keeps_near_identical_records_apart_as_plain_mdav(eia_z: NDArray[
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), k=st.integers(1, 7),
-       levels=st.integers(1, 4))
-def test_group_sizes_k_to_2k_minus_1_with_duplicates(seed: int, n: int, k: int,
-                                                     levels: int) -> None:
+@given(
+    seed=st.integers(0, 10_000), n=st.integers(1, 80), k=st.integers(1, 7), levels=st.integers(1, 4)
+)
+def test_group_sizes_k_to_2k_minus_1_with_duplicates(
+    seed: int, n: int, k: int, levels: int
+) -> None:
     k = min(k, n)
     z = np.random.default_rng(seed).integers(0, levels, size=(n, 3)).astype(float)
     sizes = np.bincount(mdav_labels(z, k))
@@ -235,8 +258,12 @@ def reference_nominal_mdav(codes: NDArray[Any], k: int) -> NDArray[Any]:
         return int(np.sum(a != b))
 
     def mode(rows: list[int]) -> NDArray[Any]:
-        return np.array([np.bincount(codes[rows, j], minlength=codes[:, j].max() + 1).argmax()
-                         for j in range(codes.shape[1])])
+        return np.array(
+            [
+                np.bincount(codes[rows, j], minlength=codes[:, j].max() + 1).argmax()
+                for j in range(codes.shape[1])
+            ]
+        )
 
     def farthest(point: NDArray[Any]) -> int:
         return max(rest, key=lambda i: dist(codes[i], point))  # the first of equal maxima
@@ -301,11 +328,13 @@ def test_group_modes_and_medians_match_pandas(seed: int, n: int, groups: int) ->
 
 
 def test_mixed_microaggregation_replaces_by_mean_mode_median() -> None:
-    frame = pd.DataFrame({
-        "age": ["20", "22", "24", "60", "62", "64"],
-        "job": ["a", "a", "b", "c", "c", "c"],
-        "grade": ["1", "3", "2", "5", "4", "4"],
-    })
+    frame = pd.DataFrame(
+        {
+            "age": ["20", "22", "24", "60", "62", "64"],
+            "job": ["a", "a", "b", "c", "c", "c"],
+            "grade": ["1", "3", "2", "5", "4", "4"],
+        }
+    )
     result = microaggregate(frame, ["age"], 3, nominal=["job"], ordinal=["grade"])
     out = result.masked
     assert list(out["age"]) == [22.0, 22.0, 22.0, 62.0, 62.0, 62.0]
@@ -315,8 +344,12 @@ def test_mixed_microaggregation_replaces_by_mean_mode_median() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 300), k=st.integers(1, 6),
-       block=st.integers(2, 60))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 300),
+    k=st.integers(1, 6),
+    block=st.integers(2, 60),
+)
 def test_scalable_blocks_and_group_sizes(seed: int, n: int, k: int, block: int) -> None:
     k = min(k, n)
     block = max(block, 2 * k)
@@ -348,20 +381,40 @@ def test_values_replaced_by_group_means_in_original_units() -> None:
     assert list(result.masked["b"]) == ["x"] * 6
 
 
-@pytest.mark.parametrize(("frame", "columns", "k", "message"), [
-    (pd.DataFrame({"a": ["1", "2", "x3"], "b": ["1", "2", "3"]}), ["a", "b"], 2,
-     "column 'a' of the table is not numeric: row 3 holds 'x3'"),
-    (pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": [1.0, 2.0, 3.0]}), ["a", "b"], 2,
-     "column 'a' of the table has a missing value (NaN) at row 2"),
-    (pd.DataFrame({"a": ["5", "5", "5"], "b": ["1", "2", "3"]}), ["a", "b"], 2,
-     "column 'a' of the table is constant (standard deviation S_j = 0)"),
-    (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 4,
-     "k = 4 is larger than the table's 3 records"),
-    (pd.DataFrame({"a": ["1", "2", "3"]}), ["zz"], 2, "unknown column 'zz'"),
-    (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 0, "k must be at least 1"),
-])
-def test_bad_input_one_line_errors(frame: pd.DataFrame, columns: list[str], k: int,
-                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("frame", "columns", "k", "message"),
+    [
+        (
+            pd.DataFrame({"a": ["1", "2", "x3"], "b": ["1", "2", "3"]}),
+            ["a", "b"],
+            2,
+            "column 'a' of the table is not numeric: row 3 holds 'x3'",
+        ),
+        (
+            pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": [1.0, 2.0, 3.0]}),
+            ["a", "b"],
+            2,
+            "column 'a' of the table has a missing value (NaN) at row 2",
+        ),
+        (
+            pd.DataFrame({"a": ["5", "5", "5"], "b": ["1", "2", "3"]}),
+            ["a", "b"],
+            2,
+            "column 'a' of the table is constant (standard deviation S_j = 0)",
+        ),
+        (
+            pd.DataFrame({"a": ["1", "2", "3"]}),
+            ["a"],
+            4,
+            "k = 4 is larger than the table's 3 records",
+        ),
+        (pd.DataFrame({"a": ["1", "2", "3"]}), ["zz"], 2, "unknown column 'zz'"),
+        (pd.DataFrame({"a": ["1", "2", "3"]}), ["a"], 0, "k must be at least 1"),
+    ],
+)
+def test_bad_input_one_line_errors(
+    frame: pd.DataFrame, columns: list[str], k: int, message: str
+) -> None:
     with pytest.raises(AnonlabError) as info:
         microaggregate(frame, columns, k)
     assert message in str(info.value)
@@ -374,16 +427,19 @@ def test_ordinal_natural_order_is_numeric() -> None:
     assert cat.domain == ("1", "2", "3", "10")
 
 
-@pytest.mark.parametrize("values", [[2.0, 10.0, np.nan, 1.0], ["2", "10", None, "1"],
-                                    ["2", "10", "", "1"]])
+@pytest.mark.parametrize(
+    "values", [[2.0, 10.0, np.nan, 1.0], ["2", "10", None, "1"], ["2", "10", "", "1"]]
+)
 def test_ordinal_refuses_a_missing_value(values: list[object]) -> None:
     # A missing value has no place in an order (NaN left the numeric sort scrambled).
     frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": values})
     for orders in (None, {"e": ["1", "2", "10", "2.0", "10.0", "1.0"]}):
         with pytest.raises(AnonlabError) as info:
             microaggregate(frame, "x", 2, ordinal=["e"], orders=orders)
-        assert "ordinal column 'e' of the table has a missing value at row 3: fill it or " \
-               "drop the row" in str(info.value)
+        assert (
+            "ordinal column 'e' of the table has a missing value at row 3: fill it or "
+            "drop the row" in str(info.value)
+        )
 
 
 def test_ordinal_natural_order_refuses_numbers_mixed_with_text() -> None:
@@ -392,8 +448,10 @@ def test_ordinal_natural_order_refuses_numbers_mixed_with_text() -> None:
     frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "e": values})
     with pytest.raises(AnonlabError) as info:
         microaggregate(frame, "x", 2, ordinal=["e"])
-    assert "ordinal column 'e' of the table mixes numbers and text ('?' at row 3): give the " \
-           "order of its values in orders" in str(info.value)
+    assert (
+        "ordinal column 'e' of the table mixes numbers and text ('?' at row 3): give the "
+        "order of its values in orders" in str(info.value)
+    )
     assert info.value.parameter == "orders"
     cat = encode_all(frame, [], ["e"], {"e": ["?", "1", "2", "10"]})[0]
     assert cat.size == 4  # an explicit order places every value
@@ -402,8 +460,12 @@ def test_ordinal_natural_order_refuses_numbers_mixed_with_text() -> None:
 def test_nominal_missing_value_is_one_category() -> None:
     # A null (Parquet, or None from Python) is the same missing category as an empty
     # CSV cell; it used to become a negative code and crash the grouping.
-    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
-                          "s": pd.array(["a", None, "b", "a", "", "b"], dtype="string")})
+    frame = pd.DataFrame(
+        {
+            "x": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+            "s": pd.array(["a", None, "b", "a", "", "b"], dtype="string"),
+        }
+    )
     cat = encode_all(frame, ["s"], [])[0]
     assert cat.domain == ("", "a", "b") and cat.codes.tolist() == [1, 0, 2, 1, 0, 2]
     result = microaggregate(frame, "x", 2, nominal=["s"])
@@ -412,10 +474,14 @@ def test_nominal_missing_value_is_one_category() -> None:
 
 def test_all_numeric_refuses_a_numeric_column_with_a_missing_value() -> None:
     # Leaving it out would release its values unmasked without a word.
-    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["5", "", "7", "9"],
-                          "t": ["x", "y", "x", "y"]})
-    with pytest.raises(AnonlabError, match="column 'b' of the table has a missing value "
-                                           r"\(NaN\) at row 2"):
+    frame = pd.DataFrame(
+        {"a": [1.0, 2.0, 3.0, 4.0], "b": ["5", "", "7", "9"], "t": ["x", "y", "x", "y"]}
+    )
+    with pytest.raises(
+        AnonlabError,
+        match="column 'b' of the table has a missing value "
+        r"\(NaN\) at row 2",
+    ):
         microaggregate(frame, "all-numeric", 2)
     assert microaggregate(frame, "a", 2).columns == ["a"]
 

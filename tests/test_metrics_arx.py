@@ -43,10 +43,14 @@ REFS = ROOT / "tests" / "data" / "arx_metrics"
 DATA_ONLY = [name for name, cls in METRICS.items() if not cls.options]
 #: metrics whose ARX references are in other modules (tests/test_metrics_arx_more.py; the
 #: publisher payout: tests/test_privacy_profitability.py)
-ELSEWHERE = {"entropy_information_loss", "classification", "static", "publisher_payout",
-             "publisher_payout_journalist"}
-DATASETS = tuple(n for n in ("tiny", "small", "adult", "subset")
-                 if (REFS / f"{n}.json").exists())
+ELSEWHERE = {
+    "entropy_information_loss",
+    "classification",
+    "static",
+    "publisher_payout",
+    "publisher_payout_journalist",
+}
+DATASETS = tuple(n for n in ("tiny", "small", "adult", "subset") if (REFS / f"{n}.json").exists())
 
 
 @cache
@@ -56,18 +60,38 @@ def reference(name: str) -> dict[str, Any]:
     return doc
 
 
-ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country",
-             "workclass", "salary-class"]
+ADULT_QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+]
 #: the tables: data file (ARX's input), quasi-identifiers in ARX's (the file's) order,
 #: hierarchy files, and the released research subset when ARX's input is its population
 TABLES: dict[str, tuple[str, list[str], str, str | None]] = {
-    "tiny": ("tests/data/arx_metrics/tiny/tiny.csv", ["a", "b", "c"],
-             "tests/data/arx_metrics/tiny/hierarchy_{}.csv", None),
-    "small": ("tests/data/arx_metrics/small/small.csv", ["zip", "age", "sex", "job"],
-              "tests/data/arx_metrics/small/hierarchy_{}.csv", None),
+    "tiny": (
+        "tests/data/arx_metrics/tiny/tiny.csv",
+        ["a", "b", "c"],
+        "tests/data/arx_metrics/tiny/hierarchy_{}.csv",
+        None,
+    ),
+    "small": (
+        "tests/data/arx_metrics/small/small.csv",
+        ["zip", "age", "sex", "job"],
+        "tests/data/arx_metrics/small/hierarchy_{}.csv",
+        None,
+    ),
     "adult": ("data/adult/adult.csv", ADULT_QIS, "data/adult/hierarchy_{}.csv", None),
-    "subset": ("data/adult/adult.csv", ADULT_QIS, "data/adult/hierarchy_{}.csv",
-               "tests/data/arx_metrics/subset/adult_every_10th.csv"),
+    "subset": (
+        "data/adult/adult.csv",
+        ADULT_QIS,
+        "data/adult/hierarchy_{}.csv",
+        "tests/data/arx_metrics/subset/adult_every_10th.csv",
+    ),
 }
 
 
@@ -84,17 +108,22 @@ def problem(name: str) -> tuple[Dataset, FrequencyEngine, LossContext]:
     if subset is None:
         dataset = Dataset.from_frame(read(data), hierarchies, other="insensitive")
     else:
-        dataset = Dataset.from_frame(read(subset), hierarchies, other="insensitive",
-                                     population=read(data))
+        dataset = Dataset.from_frame(
+            read(subset), hierarchies, other="insensitive", population=read(data)
+        )
     engine = FrequencyEngine(dataset)
     return dataset, engine, LossContext(dataset, engine.base_tuples, engine.bottom.counts)
 
 
 def build(name: str, case: dict[str, Any]) -> Metric:
     """The case's metric."""
-    return metric_by_name(case["metric"], problem(name)[2],
-                          gs_factor=case.get("gs_factor", 0.5),
-                          aggregate=case.get("aggregate"), weights=case.get("weights"))
+    return metric_by_name(
+        case["metric"],
+        problem(name)[2],
+        gs_factor=case.get("gs_factor", 0.5),
+        aggregate=case.get("aggregate"),
+        weights=case.get("weights"),
+    )
 
 
 def node_at(name: str, levels: list[int] | tuple[int, ...], k: int) -> NodeClasses:
@@ -123,8 +152,11 @@ def describe(param: tuple[str, int]) -> str:
     """A readable test id for a case."""
     name, i = param
     case = reference(name)["cases"][i]
-    extras = [f"{key}={case[key]}" for key in ("suppression", "gs_factor", "aggregate")
-              if case.get(key) is not None]
+    extras = [
+        f"{key}={case[key]}"
+        for key in ("suppression", "gs_factor", "aggregate")
+        if case.get(key) is not None
+    ]
     if case.get("weights"):
         extras.append("weighted")
     return f"{name}-{case['metric']}-" + "-".join(extras)
@@ -179,7 +211,12 @@ def test_references_cover_every_metric_and_aggregate() -> None:
         assert {c.get("aggregate") for c in cases} >= set(AGGREGATES)
         assert any(c.get("weights") for c in cases)
         assert {c.get("gs_factor", 0.5) for c in cases if c["metric"] == "loss"} >= {
-            0.0, 0.3, 0.5, 0.8, 1.0}
+            0.0,
+            0.3,
+            0.5,
+            0.8,
+            1.0,
+        }
         # suppressed records occur at some stored nodes (else the variants were not tested)
         k = cases[0]["k"]
         assert any(node_at(name, r["levels"], k).suppressed > 0 for r in cases[0]["nodes"])
@@ -207,8 +244,13 @@ def below_or_equal(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 VARIANTS: list[dict[str, Any]] = [
     {},
-    {"gs_factor": 0.1}, {"gs_factor": 0.9}, {"gs_factor": 0.0}, {"gs_factor": 1.0},
-    {"aggregate": "rank"}, {"aggregate": "max"}, {"aggregate": "geometric_mean"},
+    {"gs_factor": 0.1},
+    {"gs_factor": 0.9},
+    {"gs_factor": 0.0},
+    {"gs_factor": 1.0},
+    {"aggregate": "rank"},
+    {"aggregate": "max"},
+    {"aggregate": "geometric_mean"},
     {"aggregate": "arithmetic_mean", "weights": {"a": 3.0}},
 ]
 
@@ -228,8 +270,11 @@ def variant_metrics() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-@pytest.mark.parametrize(("table", "metric_name", "options"), variant_metrics(),
-                         ids=[f"{t}-{m}-{o}" for t, m, o in variant_metrics()])
+@pytest.mark.parametrize(
+    ("table", "metric_name", "options"),
+    variant_metrics(),
+    ids=[f"{t}-{m}-{o}" for t, m, o in variant_metrics()],
+)
 @pytest.mark.parametrize("k", [1, 3])
 def test_bounds_hold_for_all_generalizations(
     table: str, metric_name: str, options: dict[str, Any], k: int
@@ -287,8 +332,12 @@ def with_empty_class(fs: FrequencySet, ctx: LossContext) -> FrequencySet:
         if tuple(key[0].tolist()) not in present:
             break
     keys = np.vstack([fs.keys, key])
-    return FrequencySet(levels=fs.levels, keys=keys,
-                        counts=np.append(fs.counts, 0).astype(np.int64), base_index=None)
+    return FrequencySet(
+        levels=fs.levels,
+        keys=keys,
+        counts=np.append(fs.counts, 0).astype(np.int64),
+        base_index=None,
+    )
 
 
 @pytest.mark.parametrize("metric_name", DATA_ONLY)
@@ -338,11 +387,13 @@ def test_discernibility_and_aecs_by_hand() -> None:
     assert s > 0
     assert metric_by_name("discernibility", ctx).value(node) == float((c * c).sum())
     assert metric_by_name("discernibility_with_suppression", ctx).value(node) == float(
-        (kept * kept).sum() + s * dataset.n)
+        (kept * kept).sum() + s * dataset.n
+    )
     assert metric_by_name("aecs", ctx).value(node) == pytest.approx(dataset.n / (len(kept) + 1))
     # gs 0.3: suppression factor 0.6, generalization factor 1 (ARX swaps them for AECS)
     assert metric_by_name("aecs", ctx, gs_factor=0.3).value(node) == pytest.approx(
-        dataset.n / (0.6 * len(kept) + 1.0))
+        dataset.n / (0.6 * len(kept) + 1.0)
+    )
 
 
 def test_entropy_variants_by_hand() -> None:
@@ -378,8 +429,7 @@ def test_rank_is_a_descending_tuple_with_arx_text_and_scalar() -> None:
     report = metric.report(node_at("tiny", (1, 0, 0), 2))
     vec = list(report["per_attribute"].values())
     assert report["arx"] == loss_text(low) and report["value"] == list(low)
-    assert report["scalar"] == pytest.approx(
-        math.prod(v + 1 for v in vec) ** (1 / len(vec)) - 1)
+    assert report["scalar"] == pytest.approx(math.prod(v + 1 for v in vec) ** (1 / len(vec)) - 1)
     bounds = metric.level_bounds(np.array([[0, 0, 0], [2, 3, 1]]))
     assert bounds is not None and bounds.shape == (2, 3)
     assert isinstance(metric.bound_at(bounds, 1), tuple)
@@ -388,23 +438,34 @@ def test_rank_is_a_descending_tuple_with_arx_text_and_scalar() -> None:
 def test_java_number_text() -> None:
     """Double.toString's layout."""
     assert [java_str(x) for x in (1.0, 0.5, 100.0, 1e7, 1.5e-4, 0.001, 0.0, 2.5e22)] == [
-        "1.0", "0.5", "100.0", "1.0E7", "1.5E-4", "0.001", "0.0", "2.5E22"]
+        "1.0",
+        "0.5",
+        "100.0",
+        "1.0E7",
+        "1.5E-4",
+        "0.001",
+        "0.0",
+        "2.5E22",
+    ]
     assert loss_text((0.5, 0.25)) == "[0.5, 0.25]"
 
 
-@pytest.mark.parametrize(("kwargs", "parameter", "fragment"), [
-    ({"name": "information"}, "metric", "unknown"),
-    ({"name": "loss", "gs_factor": 1.5}, "gs_factor", "from 0 to 1"),
-    ({"name": "loss", "gs_factor": -0.1}, "gs_factor", "from 0 to 1"),
-    ({"name": "loss", "gs_factor": float("nan")}, "gs_factor", "from 0 to 1"),
-    ({"name": "height", "gs_factor": 0.3}, "gs_factor", "not to 'height'"),
-    ({"name": "loss", "aggregate": "median"}, "aggregate", "unknown"),
-    ({"name": "discernibility", "aggregate": "sum"}, "aggregate", "not to 'discernibility'"),
-    ({"name": "loss", "weights": {"zzz": 1.0}}, "weights", "not a quasi-identifier"),
-    ({"name": "loss", "weights": {"a": -1.0}}, "weights", ">= 0"),
-    ({"name": "aecs", "weights": {"a": 2.0}}, "weights", "not to 'aecs'"),
-    ({"name": "normalized_entropy", "gs_factor": 0.2}, "gs_factor", "not to"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "parameter", "fragment"),
+    [
+        ({"name": "information"}, "metric", "unknown"),
+        ({"name": "loss", "gs_factor": 1.5}, "gs_factor", "from 0 to 1"),
+        ({"name": "loss", "gs_factor": -0.1}, "gs_factor", "from 0 to 1"),
+        ({"name": "loss", "gs_factor": float("nan")}, "gs_factor", "from 0 to 1"),
+        ({"name": "height", "gs_factor": 0.3}, "gs_factor", "not to 'height'"),
+        ({"name": "loss", "aggregate": "median"}, "aggregate", "unknown"),
+        ({"name": "discernibility", "aggregate": "sum"}, "aggregate", "not to 'discernibility'"),
+        ({"name": "loss", "weights": {"zzz": 1.0}}, "weights", "not a quasi-identifier"),
+        ({"name": "loss", "weights": {"a": -1.0}}, "weights", ">= 0"),
+        ({"name": "aecs", "weights": {"a": 2.0}}, "weights", "not to 'aecs'"),
+        ({"name": "normalized_entropy", "gs_factor": 0.2}, "gs_factor", "not to"),
+    ],
+)
 def test_bad_settings_name_the_parameter(
     kwargs: dict[str, Any], parameter: str, fragment: str
 ) -> None:
@@ -454,10 +515,16 @@ def test_weights_follow_arx_defaults() -> None:
 
 def test_kl_divergence_is_not_monotone() -> None:
     """ARX's KL divergence can fall under generalization, so it is declared non-monotone."""
-    frame = pd.DataFrame({"q0": ["v1", "v0", "v0", "v0", "v2", "v2", "v1"],
-                          "q1": ["v1", "v0", "v0", "v0", "v1", "v1", "v1"]})
-    flat = {str(q): Hierarchy.from_rows([[v, "*"] for v in sorted(set(frame[q]))])
-            for q in frame.columns}
+    frame = pd.DataFrame(
+        {
+            "q0": ["v1", "v0", "v0", "v0", "v2", "v2", "v1"],
+            "q1": ["v1", "v0", "v0", "v0", "v1", "v1", "v1"],
+        }
+    )
+    flat = {
+        str(q): Hierarchy.from_rows([[v, "*"] for v in sorted(set(frame[q]))])
+        for q in frame.columns
+    }
     ds = Dataset.from_frame(frame, flat)
     engine = FrequencyEngine(ds)
     metric = metric_by_name("kl_divergence", LossContext(ds))

@@ -52,8 +52,11 @@ from gen_strategies import same_loss, small_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 REFS = ROOT / "tests" / "data" / "arx_metrics_more"
-NAMES = tuple(n for n in ("tiny", "small", "random", "random2", "adult", "subset")
-              if (REFS / f"{n}.json").exists())
+NAMES = tuple(
+    n
+    for n in ("tiny", "small", "random", "random2", "adult", "subset")
+    if (REFS / f"{n}.json").exists()
+)
 NEW = ("entropy_information_loss", "classification", "static")
 #: nodes checked per Adult case in the quick test (all of them in the slow one)
 ADULT_SAMPLE = 120
@@ -77,8 +80,9 @@ def problem(name: str) -> tuple[Dataset, FrequencyEngine, LossContext]:
     doc = reference(name)
     hierarchies = {q: Hierarchy.from_csv(ROOT / doc["hierarchies"][q]) for q in doc["qis"]}
     if "subset" in doc:
-        dataset = Dataset.from_frame(read(doc["subset"]), hierarchies, other="insensitive",
-                                     population=read(doc["data"]))
+        dataset = Dataset.from_frame(
+            read(doc["subset"]), hierarchies, other="insensitive", population=read(doc["data"])
+        )
     else:
         dataset = Dataset.from_frame(read(doc["data"]), hierarchies, other="insensitive")
     engine = FrequencyEngine(dataset)
@@ -110,8 +114,9 @@ def describe(param: tuple[str, int]) -> str:
     """A readable test id."""
     name, i = param
     case = reference(name)["cases"][i]
-    extras = [f"{key}={case[key]}" for key in ("suppression", "gs_factor", "aggregate")
-              if key in case]
+    extras = [
+        f"{key}={case[key]}" for key in ("suppression", "gs_factor", "aggregate") if key in case
+    ]
     if case.get("targets"):
         extras.append("targets=" + "+".join(case["targets"]))
     if case.get("weights"):
@@ -148,8 +153,9 @@ def test_value_equals_arx(param: tuple[str, int]) -> None:
 
 #: Adult cases checked on all 4,320 nodes: one per metric with non-default options, and the
 #: research subset's (every case was so checked when the references were made)
-ADULT_ALL = [c for c in CASES if c in (("adult", 1), ("adult", 6), ("adult", 9))
-             or c[0] == "subset"]
+ADULT_ALL = [
+    c for c in CASES if c in (("adult", 1), ("adult", 6), ("adult", 9)) or c[0] == "subset"
+]
 
 
 @pytest.mark.slow
@@ -170,9 +176,20 @@ def test_references_cover_the_metrics_and_their_options() -> None:
         mine = [c for _, c in cases if c["metric"] == metric]
         assert {c["suppression"] > 0 for c in mine} == {True, False} or metric == "static"
     assert {c.get("gs_factor", 0.5) for _, c in cases if c["metric"] != "static"} >= {
-        0.0, 0.3, 0.5, 0.8, 1.0}
+        0.0,
+        0.3,
+        0.5,
+        0.8,
+        1.0,
+    }
     assert {c.get("aggregate") for _, c in cases if c["metric"] == "static"} >= {
-        None, "arithmetic_mean", "geometric_mean", "sum", "max", "rank"}
+        None,
+        "arithmetic_mean",
+        "geometric_mean",
+        "sum",
+        "max",
+        "rank",
+    }
     qi_target = other_target = False
     for name, c in cases:
         names = problem(name)[2].names
@@ -181,8 +198,9 @@ def test_references_cover_the_metrics_and_their_options() -> None:
     assert qi_target and other_target
     assert {c["metric"] for c in reference("subset")["cases"]} >= {"entropy_information_loss"}
     # suppressed records occur at stored nodes, and ARX's optimum is mostly not the bottom
-    assert any(node_at("small", r[0], 3).suppressed > 0 for r in reference("small")["cases"][0]
-               ["nodes"])
+    assert any(
+        node_at("small", r[0], 3).suppressed > 0 for r in reference("small")["cases"][0]["nodes"]
+    )
     optima = [c["arx_optimum"] for _, c in cases]
     assert sum(1 for o in optima if o is not None and any(o)) > 0.8 * len(optima)
 
@@ -193,10 +211,18 @@ def search_optimum(name: str, case: dict[str, Any], search: str) -> tuple[list[i
     and its value as ARX prints it."""
     dataset = problem(name)[0]
     engine = FrequencyEngine(dataset, keep_base_index=True)
-    metric = metric_by_name(case["metric"], LossContext(dataset, engine.base_tuples,
-                                                        engine.bottom.counts), **options(case))
-    ctx = SearchContext(Lattice(dataset.heights), engine, [KAnonymity(case["k"])],
-                        max_suppressed(case["suppression"], dataset.n), metric)
+    metric = metric_by_name(
+        case["metric"],
+        LossContext(dataset, engine.base_tuples, engine.bottom.counts),
+        **options(case),
+    )
+    ctx = SearchContext(
+        Lattice(dataset.heights),
+        engine,
+        [KAnonymity(case["k"])],
+        max_suppressed(case["suppression"], dataset.n),
+        metric,
+    )
     result = STRATEGIES[search](ctx)
     return list(result.levels), loss_text(metric.value(result.classes))
 
@@ -245,8 +271,7 @@ def test_searches_find_arx_optimum_on_adult(param: tuple[str, int]) -> None:
     name, index = param
     case = reference(name)["cases"][index]
     assert any(case["arx_optimum"])
-    searches = ["flash", "exhaustive"] + (["ola", "degree"] if case["metric"] == "static"
-                                          else [])
+    searches = ["flash", "exhaustive"] + (["ola", "degree"] if case["metric"] == "static" else [])
     for search in searches:
         levels, text = search_optimum(name, case, search)
         assert text == case["arx_optimum_loss"], search
@@ -258,20 +283,31 @@ def random_options(metric: str, dataset: Dataset, choice: int) -> dict[str, Any]
     the first quasi-identifier or both; per-level losses rising by 0.1, 0.7 and 0.25."""
     if metric == "classification":
         first = dataset.qis[0].name
-        return {"targets": [["s"], [first], [first, "s"]][choice % 3],
-                "gs_factor": [0.5, 0.2, 0.9][choice % 3]}
+        return {
+            "targets": [["s"], [first], [first, "s"]][choice % 3],
+            "gs_factor": [0.5, 0.2, 0.9][choice % 3],
+        }
     if metric == "static":
         steps = (0.1, 0.7, 0.25)
-        return {"static_loss": {q.name: [round(sum(steps[(i + j) % 3] for j in range(lv)), 2)
-                                         for lv in range(q.height + 1)]
-                                for i, q in enumerate(dataset.qis)},
-                "aggregate": ["sum", "max", "geometric_mean"][choice % 3]}
+        return {
+            "static_loss": {
+                q.name: [
+                    round(sum(steps[(i + j) % 3] for j in range(lv)), 2)
+                    for lv in range(q.height + 1)
+                ]
+                for i, q in enumerate(dataset.qis)
+            },
+            "aggregate": ["sum", "max", "geometric_mean"][choice % 3],
+        }
     return {"gs_factor": [0.5, 0.2, 0.9][choice % 3]}
 
 
 @pytest.mark.parametrize("metric", NEW)
-@settings(max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "15")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "15")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(problem=small_problem(), choice=st.integers(0, 2))
 def test_searches_agree_with_exhaustive_on_random_tables(
     metric: str, problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float], choice: int
@@ -284,10 +320,16 @@ def test_searches_agree_with_exhaustive_on_random_tables(
     found: dict[str, LossValue | None] = {}
     for search in ("exhaustive", "flash", "ola", "degree"):
         engine = FrequencyEngine(dataset, keep_base_index=True)
-        chosen = metric_by_name(metric, LossContext(dataset, engine.base_tuples,
-                                                    engine.bottom.counts), **opts)
-        ctx = SearchContext(Lattice(dataset.heights), engine, [KAnonymity(k)],
-                            max_suppressed(suppression, dataset.n), chosen)
+        chosen = metric_by_name(
+            metric, LossContext(dataset, engine.base_tuples, engine.bottom.counts), **opts
+        )
+        ctx = SearchContext(
+            Lattice(dataset.heights),
+            engine,
+            [KAnonymity(k)],
+            max_suppressed(suppression, dataset.n),
+            chosen,
+        )
         try:
             result = STRATEGIES[search](ctx)
         except AnonlabError as exc:
@@ -314,10 +356,12 @@ def variants() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-@pytest.mark.parametrize(("table", "metric_name", "opts"), variants(),
-                         ids=[f"{t}-{m}-{i}" for i, (t, m, _) in enumerate(variants())])
-def test_bounds_and_declarations_hold(table: str, metric_name: str,
-                                      opts: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("table", "metric_name", "opts"),
+    variants(),
+    ids=[f"{t}-{m}-{i}" for i, (t, m, _) in enumerate(variants())],
+)
+def test_bounds_and_declarations_hold(table: str, metric_name: str, opts: dict[str, Any]) -> None:
     """lower_bound(x) and level_bounds[x] never exceed the value at x or above it, and a
     metric declared monotone never decreases upward (k = 1: nothing suppressed; k = 3)."""
     metric = metric_by_name(metric_name, problem(table)[2], **opts)
@@ -343,21 +387,22 @@ def test_declarations_are_arx() -> None:
     """ARX's monotonicity declarations, gs factor support and multi-dimensionality."""
     entropy, cls, static = (METRICS[n] for n in NEW)
     assert (entropy.monotone_with_generalization, entropy.monotone_with_suppression) == (
-        True, False)
+        True,
+        False,
+    )
     assert (cls.monotone_with_generalization, cls.monotone_with_suppression) == (False, False)
-    assert (static.monotone_with_generalization, static.monotone_with_suppression) == (
-        True, True)
+    assert (static.monotone_with_generalization, static.monotone_with_suppression) == (True, True)
     assert entropy.takes_gs_factor and cls.takes_gs_factor and not static.takes_gs_factor
     assert static.multi_dimensional and not entropy.multi_dimensional
-    assert (cls.options, static.options, entropy.options) == (("targets",), ("static_loss",),
-                                                               ())
+    assert (cls.options, static.options, entropy.options) == (("targets",), ("static_loss",), ())
 
 
 def test_log10_is_correctly_rounded() -> None:
     """``Math.log10`` as the correctly rounded logarithm, checked against 40-digit decimals."""
     rng = np.random.default_rng(3)
-    x = np.concatenate([rng.random(2000), 1.0 / rng.integers(1, 10**6, 2000),
-                        [1.0, 0.1, 1e-3, 0.5, 1e-300]])
+    x = np.concatenate(
+        [rng.random(2000), 1.0 / rng.integers(1, 10**6, 2000), [1.0, 0.1, 1e-3, 0.5, 1e-300]]
+    )
     got = log10_array(x)
     ctx = Context(prec=40)
     want = [float(ctx.divide(Decimal(float(v)).ln(ctx), Decimal(10).ln(ctx))) for v in x]
@@ -370,8 +415,7 @@ def test_log10_table_keeps_values_exact() -> None:
     rng = np.random.default_rng(5)
     x = rng.choice(rng.random(300) ** 6, 2000)
     ctx = Context(prec=40)
-    want = np.array([float(ctx.divide(Decimal(float(v)).ln(ctx), Decimal(10).ln(ctx)))
-                     for v in x])
+    want = np.array([float(ctx.divide(Decimal(float(v)).ln(ctx), Decimal(10).ln(ctx))) for v in x])
     assert log10_array(x).tolist() == want.tolist()
     order = rng.permutation(x.size)
     assert log10_array(x[order]).tolist() == want[order].tolist()  # all looked up
@@ -381,8 +425,11 @@ def test_log10_table_keeps_values_exact() -> None:
         assert small.lookup(x[part]).tolist() == want[part].tolist()
     assert small.keys.shape[0] <= 300 and np.all(np.diff(small.keys) > 0)
     odd = np.array([np.nan, 1.0, 0.0, -0.0])
-    assert np.isnan(log10_array(odd)[0]) and log10_array(odd)[1:].tolist() == [0.0, -np.inf,
-                                                                             -np.inf]
+    assert np.isnan(log10_array(odd)[0]) and log10_array(odd)[1:].tolist() == [
+        0.0,
+        -np.inf,
+        -np.inf,
+    ]
 
 
 def test_classification_by_hand() -> None:
@@ -412,29 +459,61 @@ def test_classification_by_hand() -> None:
 
 
 # ----------------------------------------------------------------------------- errors
-@pytest.mark.parametrize(("metric", "opts", "parameter", "text"), [
-    ("classification", {}, "targets", "needs targets"),
-    ("classification", {"targets": ["nope"]}, "targets", "not a column"),
-    ("classification", {"targets": ["label", "label"]}, "targets", "twice"),
-    ("loss", {"targets": ["label"]}, "targets", "applies to the metric classification"),
-    ("static", {}, "static_loss", "missing: p, q, r"),
-    ("static", {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1]}},
-     "static_loss", "has 2 number(s)"),
-    ("static", {"static_loss": {"p": [0, 1, 0.5, 3], "q": [0, 1, 2], "r": [0, 1, 1]}},
-     "static_loss", "decreases from level 1"),
-    ("static", {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1, 1],
-                                "label": [0]}}, "static_loss", "not a quasi-identifier"),
-    ("static", {"static_loss": {"p": [0, 1, 2, "x"], "q": [0, 1, 2], "r": [0, 1, 1]}},
-     "static_loss", "must hold numbers"),
-    ("static", {"static_loss": {"p": [0, 1, 2, math.inf], "q": [0, 1, 2], "r": [0, 1, 1]}},
-     "static_loss", "finite"),
-    ("static", {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1, 1]},
-                "gs_factor": 0.2}, "gs_factor", "not to 'static'"),
-    ("entropy_information_loss", {"static_loss": {"p": [0]}}, "static_loss",
-     "applies to the metric static"),
-])
-def test_bad_parameters_name_the_parameter(metric: str, opts: dict[str, Any], parameter: str,
-                                           text: str) -> None:
+@pytest.mark.parametrize(
+    ("metric", "opts", "parameter", "text"),
+    [
+        ("classification", {}, "targets", "needs targets"),
+        ("classification", {"targets": ["nope"]}, "targets", "not a column"),
+        ("classification", {"targets": ["label", "label"]}, "targets", "twice"),
+        ("loss", {"targets": ["label"]}, "targets", "applies to the metric classification"),
+        ("static", {}, "static_loss", "missing: p, q, r"),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1]}},
+            "static_loss",
+            "has 2 number(s)",
+        ),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 0.5, 3], "q": [0, 1, 2], "r": [0, 1, 1]}},
+            "static_loss",
+            "decreases from level 1",
+        ),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1, 1], "label": [0]}},
+            "static_loss",
+            "not a quasi-identifier",
+        ),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 2, "x"], "q": [0, 1, 2], "r": [0, 1, 1]}},
+            "static_loss",
+            "must hold numbers",
+        ),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 2, math.inf], "q": [0, 1, 2], "r": [0, 1, 1]}},
+            "static_loss",
+            "finite",
+        ),
+        (
+            "static",
+            {"static_loss": {"p": [0, 1, 2, 3], "q": [0, 1, 2], "r": [0, 1, 1]}, "gs_factor": 0.2},
+            "gs_factor",
+            "not to 'static'",
+        ),
+        (
+            "entropy_information_loss",
+            {"static_loss": {"p": [0]}},
+            "static_loss",
+            "applies to the metric static",
+        ),
+    ],
+)
+def test_bad_parameters_name_the_parameter(
+    metric: str, opts: dict[str, Any], parameter: str, text: str
+) -> None:
     """Each bad parameter is one error naming it."""
     with pytest.raises(AnonlabError) as err:
         metric_by_name(metric, problem("random")[2], **opts)
@@ -446,8 +525,9 @@ def test_identifying_target_is_refused() -> None:
     """A target the release drops (an identifying column) is refused."""
     doc = reference("random")
     hierarchies = {q: Hierarchy.from_csv(ROOT / doc["hierarchies"][q]) for q in doc["qis"]}
-    dataset = Dataset.from_frame(read(doc["data"]), hierarchies, identifying=["coin"],
-                                 other="insensitive")
+    dataset = Dataset.from_frame(
+        read(doc["data"]), hierarchies, identifying=["coin"], other="insensitive"
+    )
     engine = FrequencyEngine(dataset)
     ctx = LossContext(dataset, engine.base_tuples, engine.bottom.counts)
     with pytest.raises(AnonlabError, match="identifying column") as err:
@@ -463,15 +543,40 @@ QI_FLAGS = [f"--qi={q}={ROOT}/{RANDOM}/hierarchy_{q}.csv" for q in ("p", "q", "r
 def test_cli_classification_report_and_html(tmp_path: Path) -> None:
     """``--metric classification --target ...``: ARX's optimum, the targets in the JSON and
     HTML reports; ``apply`` re-applies the report's transformation with its targets."""
-    case = next(c for c in reference("random")["cases"] if c["metric"] == "classification"
-                and c["suppression"] > 0 and c.get("targets") == ["p", "label"]
-                and "gs_factor" not in c)
+    case = next(
+        c
+        for c in reference("random")["cases"]
+        if c["metric"] == "classification"
+        and c["suppression"] > 0
+        and c.get("targets") == ["p", "label"]
+        and "gs_factor" not in c
+    )
     report, html = tmp_path / "r.json", tmp_path / "r.html"
-    result = CliRunner().invoke(app, [
-        "generalize", f"{ROOT}/{RANDOM}/random.csv", *QI_FLAGS, "--other", "insensitive",
-        "--k", "3",
-        "--suppression", "0.1", "--metric", "classification", "--target", "label",
-        "--target", "p", "--report", str(report), "--html", str(html), "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "generalize",
+            f"{ROOT}/{RANDOM}/random.csv",
+            *QI_FLAGS,
+            "--other",
+            "insensitive",
+            "--k",
+            "3",
+            "--suppression",
+            "0.1",
+            "--metric",
+            "classification",
+            "--target",
+            "label",
+            "--target",
+            "p",
+            "--report",
+            str(report),
+            "--html",
+            str(html),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(report.read_text())
     assert sorted(doc["targets"]) == ["label", "p"]
@@ -481,8 +586,10 @@ def test_cli_classification_report_and_html(tmp_path: Path) -> None:
     page = html.read_text()
     assert "target columns (classification metric)" in page and "label" in page
     applied = tmp_path / "a.json"
-    result = CliRunner().invoke(app, ["apply", str(report), f"{ROOT}/{RANDOM}/random.csv",
-                                      "--report", str(applied), "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        ["apply", str(report), f"{ROOT}/{RANDOM}/random.csv", "--report", str(applied), "--quiet"],
+    )
     assert result.exit_code == 0, result.output
     assert sorted(json.loads(applied.read_text())["parameters"]["targets"]) == ["label", "p"]
 
@@ -490,8 +597,11 @@ def test_cli_classification_report_and_html(tmp_path: Path) -> None:
 def test_toml_static_and_entropy_loss(tmp_path: Path) -> None:
     """A TOML ``[static_loss]`` table and ``targets`` list; the static metric's optimum is
     ARX's, and its parameters are reported."""
-    case = next(c for c in reference("random")["cases"] if c["metric"] == "static"
-                and c.get("aggregate") == "max")
+    case = next(
+        c
+        for c in reference("random")["cases"]
+        if c["metric"] == "static" and c.get("aggregate") == "max"
+    )
     table = "\n".join(f"{q} = {json.dumps(v)}" for q, v in case["static_loss"].items())
     config = tmp_path / "run.toml"
     root = ROOT.as_posix()
@@ -501,8 +611,11 @@ def test_toml_static_and_entropy_loss(tmp_path: Path) -> None:
         f'report = "{tmp_path.as_posix()}/r.json"\nhtml = "{tmp_path.as_posix()}/r.html"\n'
         + "[qi]\n"
         + "".join(f'{q} = "{root}/{RANDOM}/hierarchy_{q}.csv"\n' for q in ("p", "q", "r"))
-        + "[weights]\n" + "".join(f"{q} = {w}\n" for q, w in case.get("weights", {}).items())
-        + f"[static_loss]\n{table}\n", encoding="utf-8")
+        + "[weights]\n"
+        + "".join(f"{q} = {w}\n" for q, w in case.get("weights", {}).items())
+        + f"[static_loss]\n{table}\n",
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(app, ["generalize", "--config", str(config), "--quiet"])
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -511,8 +624,10 @@ def test_toml_static_and_entropy_loss(tmp_path: Path) -> None:
     first = next(iter(case["static_loss"]))
     shown = " / ".join(f"{v:g}" for v in case["static_loss"][first])
     assert f"{first}: {shown}" in (tmp_path / "r.html").read_text()
-    bad = CliRunner().invoke(app, ["generalize", "--config", str(config), "--quiet",
-                                   "--overwrite", "--static-loss", "p=0,1"])
+    bad = CliRunner().invoke(
+        app,
+        ["generalize", "--config", str(config), "--quiet", "--overwrite", "--static-loss", "p=0,1"],
+    )
     assert bad.exit_code == 2 and bad.output.startswith("Error: ")
 
 
@@ -522,14 +637,23 @@ def test_python_api_generalizer() -> None:
     hierarchies = {q: ROOT / RANDOM / f"hierarchy_{q}.csv" for q in ("p", "q", "r")}
     for case in reference("random")["cases"]:
         if case["suppression"] == 0.1 and "gs_factor" not in case and case["metric"] != "static":
-            g = Generalizer(k=3, suppression=0.1, metric=case["metric"],
-                            targets=case.get("targets"))
+            g = Generalizer(
+                k=3, suppression=0.1, metric=case["metric"], targets=case.get("targets")
+            )
             g.fit(frame, hierarchies, other="insensitive")
             assert g.result_.information_loss_arx[case["metric"]] == case["arx_optimum_loss"]
 
 
-ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country",
-             "workclass", "salary-class"]
+ADULT_QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+]
 
 
 @pytest.mark.slow
@@ -541,15 +665,28 @@ def test_arx_profitability_case_5_with_verification(tmp_path: Path) -> None:
     anonlab's flash checks a path's top first (tests/test_privacy_profitability.py); without
     it both reach this optimum."""
     report = tmp_path / "r.json"
-    result = CliRunner().invoke(app, [
-        "generalize", f"{ROOT}/data/adult/adult.csv",
-        *[f"--qi={q}={ROOT}/data/adult/hierarchy_{q}.csv" for q in ADULT_QIS],
-        "--sensitive", "occupation", "--criterion",
-        f"profitability-journalist:subset={ROOT}/tests/data/arx/adult_subset.csv,"
-        "publisher_benefit=120,"
-        "publisher_loss=3000,adversary_gain=1000,adversary_cost=20",
-        "--suppression", "0.04", "--metric", "entropy_information_loss", "--verify",
-        "--report", str(report), "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "generalize",
+            f"{ROOT}/data/adult/adult.csv",
+            *[f"--qi={q}={ROOT}/data/adult/hierarchy_{q}.csv" for q in ADULT_QIS],
+            "--sensitive",
+            "occupation",
+            "--criterion",
+            f"profitability-journalist:subset={ROOT}/tests/data/arx/adult_subset.csv,"
+            "publisher_benefit=120,"
+            "publisher_loss=3000,adversary_gain=1000,adversary_cost=20",
+            "--suppression",
+            "0.04",
+            "--metric",
+            "entropy_information_loss",
+            "--verify",
+            "--report",
+            str(report),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(report.read_text())
     assert doc["verified"] is True

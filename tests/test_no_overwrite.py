@@ -35,37 +35,58 @@ from anonlab.settings import OverwriteError, Settings, changed_parameters
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 
-GENERALIZE_TOML = ('input = "t.csv"\nidentifying = ["name"]\nk = 2\nsuppression = 0.01\n'
-                   'max_risk = 0.5\n'
-                   'output = "out/g.csv"\nreport = "out/g.json"\n'
-                   '[qi]\nage = "age.csv"\nzip = "zip.csv"\n')
-MICRO_TOML = ('input = "n.csv"\ncolumns = "a,b"\nk = 3\noutput = "out/m.csv"\n'
-              'report = "out/m.json"\n')
+GENERALIZE_TOML = (
+    'input = "t.csv"\nidentifying = ["name"]\nk = 2\nsuppression = 0.01\n'
+    "max_risk = 0.5\n"
+    'output = "out/g.csv"\nreport = "out/g.json"\n'
+    '[qi]\nage = "age.csv"\nzip = "zip.csv"\n'
+)
+MICRO_TOML = (
+    'input = "n.csv"\ncolumns = "a,b"\nk = 3\noutput = "out/m.csv"\nreport = "out/m.json"\n'
+)
 
 #: each family's model, a config naming outputs, a changed parameter and those outputs
 FAMILIES: list[tuple[type[Settings], str, dict[str, Any], tuple[str, ...]]] = [
     (GeneralizeSettings, GENERALIZE_TOML, {"k": 3}, ("output", "report")),
     (MicroaggregateSettings, MICRO_TOML, {"k": 5}, ("output", "report")),
-    (EvaluateSettings, 'original = "n.csv"\nmasked = "m.csv"\nreport = "out/e.json"\n',
-     {"tau": "0.3,0.7"}, ("report",)),
-    (TradeoffSettings, 'input = "n.csv"\nk = "3-5"\nreport = "out/t.json"\n'
-     'plot = "out/t.png"\n', {"k": "3-6"}, ("report", "plot")),
-    (PerturbSettings, 'input = "n.csv"\nmethod = "obt"\nseed = 7\noutput = "out/p.csv"\n'
-     'key = "out/p_key.json"\nreport = "out/p.json"\n', {"seed": 8},
-     ("output", "key", "report")),
-    (AttackSettings, 'original = "n.csv"\nreleased = "p.csv"\nreport = "out/a.json"\n',
-     {"known": "2,3"}, ("report",)),
+    (
+        EvaluateSettings,
+        'original = "n.csv"\nmasked = "m.csv"\nreport = "out/e.json"\n',
+        {"tau": "0.3,0.7"},
+        ("report",),
+    ),
+    (
+        TradeoffSettings,
+        'input = "n.csv"\nk = "3-5"\nreport = "out/t.json"\nplot = "out/t.png"\n',
+        {"k": "3-6"},
+        ("report", "plot"),
+    ),
+    (
+        PerturbSettings,
+        'input = "n.csv"\nmethod = "obt"\nseed = 7\noutput = "out/p.csv"\n'
+        'key = "out/p_key.json"\nreport = "out/p.json"\n',
+        {"seed": 8},
+        ("output", "key", "report"),
+    ),
+    (
+        AttackSettings,
+        'original = "n.csv"\nreleased = "p.csv"\nreport = "out/a.json"\n',
+        {"known": "2,3"},
+        ("report",),
+    ),
 ]
 
 
 @pytest.fixture
 def people(tmp_path: Path) -> Path:
     """A small table with an identifier and two QIs, their hierarchies and a config."""
-    (tmp_path / "t.csv").write_text("name,age,zip\nann,31,47677\nbob,32,47602\n"
-                                    "cy,33,47678\ndee,34,47605\n")
+    (tmp_path / "t.csv").write_text(
+        "name,age,zip\nann,31,47677\nbob,32,47602\ncy,33,47678\ndee,34,47605\n"
+    )
     (tmp_path / "age.csv").write_text("31;30-34;*\n32;30-34;*\n33;30-34;*\n34;30-34;*\n")
-    (tmp_path / "zip.csv").write_text("47677;4767*;*\n47602;4760*;*\n47678;4767*;*\n"
-                                      "47605;4760*;*\n")
+    (tmp_path / "zip.csv").write_text(
+        "47677;4767*;*\n47602;4760*;*\n47678;4767*;*\n47605;4760*;*\n"
+    )
     (tmp_path / "g.toml").write_text(GENERALIZE_TOML)
     return tmp_path
 
@@ -88,18 +109,24 @@ def _config(tmp_path: Path, text: str) -> Path:
 
 def _files(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 # ------------------------------------------------------------------ the Python API
 
 
-@pytest.mark.parametrize(("model", "text", "change", "outputs"), FAMILIES,
-                         ids=[f[0].__name__ for f in FAMILIES])
+@pytest.mark.parametrize(
+    ("model", "text", "change", "outputs"), FAMILIES, ids=[f[0].__name__ for f in FAMILIES]
+)
 def test_every_family_refuses_a_changed_run_on_the_configs_outputs(
-        tmp_path: Path, model: type[Settings], text: str, change: dict[str, Any],
-        outputs: tuple[str, ...]) -> None:
+    tmp_path: Path,
+    model: type[Settings],
+    text: str,
+    change: dict[str, Any],
+    outputs: tuple[str, ...],
+) -> None:
     config = _config(tmp_path, text)
     with pytest.raises(OverwriteError) as caught:
         model.load(config, **change)
@@ -112,18 +139,22 @@ def test_every_family_refuses_a_changed_run_on_the_configs_outputs(
     assert all(f"out/{Path(p).name}" in message for p in error.paths)
 
 
-@pytest.mark.parametrize(("model", "text", "change", "outputs"), FAMILIES,
-                         ids=[f[0].__name__ for f in FAMILIES])
+@pytest.mark.parametrize(
+    ("model", "text", "change", "outputs"), FAMILIES, ids=[f[0].__name__ for f in FAMILIES]
+)
 def test_naming_the_outputs_or_overwrite_lets_the_changed_run_through(
-        tmp_path: Path, model: type[Settings], text: str, change: dict[str, Any],
-        outputs: tuple[str, ...]) -> None:
+    tmp_path: Path,
+    model: type[Settings],
+    text: str,
+    change: dict[str, Any],
+    outputs: tuple[str, ...],
+) -> None:
     config = _config(tmp_path, text)
     own: dict[str, Any] = {name: str(tmp_path / f"own_{name}") for name in outputs}
     named = model.load(config, **change, **own)
     assert all(getattr(named, name) == path for name, path in own.items())
     replaced = model.load(config, **change, overwrite=True)
-    assert all(Path(getattr(replaced, name)).parent == config.parent / "out"
-               for name in outputs)
+    assert all(Path(getattr(replaced, name)).parent == config.parent / "out" for name in outputs)
     if len(outputs) > 1:  # one output named: the others are still the config's
         first = outputs[0]
         with pytest.raises(OverwriteError) as caught:
@@ -139,11 +170,20 @@ def test_only_one_named_output_still_refuses_the_others(tmp_path: Path) -> None:
     assert "but report would still be written to the config's " in str(caught.value)
 
 
-@pytest.mark.parametrize("same", [
-    {"k": 2}, {"suppression": "1%"}, {"identifying": "name"}, {"qi": "relative"},
-    {"input": "relative"}, {"search": "flash"}])
+@pytest.mark.parametrize(
+    "same",
+    [
+        {"k": 2},
+        {"suppression": "1%"},
+        {"identifying": "name"},
+        {"qi": "relative"},
+        {"input": "relative"},
+        {"search": "flash"},
+    ],
+)
 def test_an_override_equal_to_the_configs_value_changes_nothing(
-        tmp_path: Path, same: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, same: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same value, however spelled (1% = 0.01, a path from another folder), is no change."""
     config = _config(tmp_path, GENERALIZE_TOML)
     monkeypatch.chdir(tmp_path)
@@ -155,12 +195,22 @@ def test_an_override_equal_to_the_configs_value_changes_nothing(
     assert settings.output == str(config.parent / "out" / "g.csv")
 
 
-@pytest.mark.parametrize("neutral", [
-    {"verify": False}, {"max_risk": 0.6}, {"fail_on_risk": True}, {"alternatives": 3},
-    {"engine": "dask", "workers": 2, "memory_limit": "1GB"},
-    {"html": "page.html"}, {"output": "elsewhere.csv"}, {"report": "elsewhere.json"}])
+@pytest.mark.parametrize(
+    "neutral",
+    [
+        {"verify": False},
+        {"max_risk": 0.6},
+        {"fail_on_risk": True},
+        {"alternatives": 3},
+        {"engine": "dask", "workers": 2, "memory_limit": "1GB"},
+        {"html": "page.html"},
+        {"output": "elsewhere.csv"},
+        {"report": "elsewhere.json"},
+    ],
+)
 def test_outputs_and_neutral_parameters_may_be_overridden(
-        tmp_path: Path, neutral: dict[str, Any]) -> None:
+    tmp_path: Path, neutral: dict[str, Any]
+) -> None:
     config = _config(tmp_path, GENERALIZE_TOML)
     if "engine" in neutral:  # the engine itself may change a release: only where it runs
         config.write_text(GENERALIZE_TOML.replace("k = 2\n", 'k = 2\nengine = "dask"\n'))
@@ -169,8 +219,9 @@ def test_outputs_and_neutral_parameters_may_be_overridden(
 
 def test_the_engine_itself_is_a_parameter(tmp_path: Path) -> None:
     """An engine may group a release otherwise (microaggregation's regions): it counts."""
-    config = _config(tmp_path, MICRO_TOML.replace('columns = "a,b"\n', 'columns = "a,b"\n'
-                                                  'variant = "scalable"\n'))
+    config = _config(
+        tmp_path, MICRO_TOML.replace('columns = "a,b"\n', 'columns = "a,b"\nvariant = "scalable"\n')
+    )
     with pytest.raises(OverwriteError) as caught:
         MicroaggregateSettings.load(config, engine="dask")
     assert caught.value.changed == ["engine"]
@@ -194,8 +245,12 @@ def test_invalid_overrides_are_left_to_validation(tmp_path: Path) -> None:
 
 
 def test_a_config_without_outputs_takes_any_override(tmp_path: Path) -> None:
-    config = _config(tmp_path, GENERALIZE_TOML.replace('output = "out/g.csv"\n', "")
-                     .replace('report = "out/g.json"\n', ""))
+    config = _config(
+        tmp_path,
+        GENERALIZE_TOML.replace('output = "out/g.csv"\n', "").replace(
+            'report = "out/g.json"\n', ""
+        ),
+    )
     assert GeneralizeSettings.load(config, k=3).k == 3
     values = {"input": "t.csv", "qi": {"age": "age.csv"}, "k": 2, "suppression": 0.01}
     assert changed_parameters(GeneralizeSettings, values, {"k": 3, "verify": False}) == ["k"]
@@ -212,8 +267,7 @@ def test_a_dataframe_input_is_a_new_input(tmp_path: Path) -> None:
         PerturbSettings.load(config, input=frame)
     values = {"input": str(tmp_path / "n.csv"), "method": "obt"}
     assert changed_parameters(PerturbSettings, values, {"input": frame}) == ["input"]
-    assert changed_parameters(PerturbSettings, {**values, "input": frame},
-                              {"input": frame}) == []
+    assert changed_parameters(PerturbSettings, {**values, "input": frame}, {"input": frame}) == []
     assert PerturbSettings.load(config, input=frame, output=str(tmp_path / "f.csv")) is not None
 
 
@@ -224,8 +278,9 @@ def test_the_python_run_keeps_the_configs_files(people: Path) -> None:
     before = _files(out)
     with pytest.raises(OverwriteError):
         GeneralizeSettings.load(people / "g.toml", k=4)
-    settings = GeneralizeSettings.load(people / "g.toml", k=4, output=str(people / "g4.csv"),
-                                       report=str(people / "g4.json"))
+    settings = GeneralizeSettings.load(
+        people / "g.toml", k=4, output=str(people / "g4.csv"), report=str(people / "g4.json")
+    )
     run_generalize(settings)
     assert _files(out) == before
     assert json.loads((people / "g4.json").read_text())["k"] == 4
@@ -248,73 +303,107 @@ def _refused(args: list[str], folder: Path) -> str:
 def test_the_documented_k10_line_is_refused_naming_output_and_report(tmp_path: Path) -> None:
     """``anonlab generalize --config examples/adult.toml --k 10``: refused before any work."""
     shutil.copytree(REPO / "examples", tmp_path / "examples")
-    line = _refused(["generalize", "--config", str(tmp_path / "examples" / "adult.toml"),
-                     "--k", "10"], tmp_path)
+    line = _refused(
+        ["generalize", "--config", str(tmp_path / "examples" / "adult.toml"), "--k", "10"], tmp_path
+    )
     assert line == (
         f"Error: --k differs from config '{tmp_path / 'examples' / 'adult.toml'}', but --output "
         "and --report would still be written to the config's "
         f"{tmp_path / 'out' / 'adult_k5.csv'}, {tmp_path / 'out' / 'adult_k5.json'}, over the "
         "results of its own parameters: give --output and --report for this run, or "
-        "--overwrite to replace them")
+        "--overwrite to replace them"
+    )
 
 
-@pytest.mark.parametrize(("command", "config", "change", "flags"), [
-    ("generalize", "adult.toml", ["--criterion", "distinct-l-diversity:salary-class:l=2",
-                                  "--k", "5"], "--criterion"),
-    ("generalize", "adult.toml", ["--weight", "age=4"], "--weight"),
-    ("microaggregate", "tarragona.toml", ["--k", "5"], "--k"),
-    ("tradeoff", "tarragona_tradeoff.toml", ["--k", "3-5"], "--k"),
-    ("perturb", "perturb_tarragona.toml", ["--min-privacy", "0.6"], "--min-privacy"),
-])
+@pytest.mark.parametrize(
+    ("command", "config", "change", "flags"),
+    [
+        (
+            "generalize",
+            "adult.toml",
+            ["--criterion", "distinct-l-diversity:salary-class:l=2", "--k", "5"],
+            "--criterion",
+        ),
+        ("generalize", "adult.toml", ["--weight", "age=4"], "--weight"),
+        ("microaggregate", "tarragona.toml", ["--k", "5"], "--k"),
+        ("tradeoff", "tarragona_tradeoff.toml", ["--k", "3-5"], "--k"),
+        ("perturb", "perturb_tarragona.toml", ["--min-privacy", "0.6"], "--min-privacy"),
+    ],
+)
 def test_every_command_with_a_config_refuses_with_its_flags(
-        tmp_path: Path, command: str, config: str, change: list[str], flags: str) -> None:
+    tmp_path: Path, command: str, config: str, change: list[str], flags: str
+) -> None:
     shutil.copytree(REPO / "examples", tmp_path / "examples")
-    line = _refused([command, "--config", str(tmp_path / "examples" / config), *change],
-                    tmp_path)
+    line = _refused([command, "--config", str(tmp_path / "examples" / config), *change], tmp_path)
     assert line.startswith(f"Error: {flags} differs from config "), line
     assert "--report" in line and line.endswith("or --overwrite to replace them")
 
 
 def test_evaluate_and_attack_configs_refuse_too(tmp_path: Path) -> None:
-    (tmp_path / "e.toml").write_text('original = "o.csv"\nmasked = "m.csv"\n'
-                                     'report = "e.json"\nhtml = "e.html"\n')
-    line = _refused(["evaluate", "--config", str(tmp_path / "e.toml"), "--tau", "0.3,0.7"],
-                    tmp_path)
+    (tmp_path / "e.toml").write_text(
+        'original = "o.csv"\nmasked = "m.csv"\nreport = "e.json"\nhtml = "e.html"\n'
+    )
+    line = _refused(
+        ["evaluate", "--config", str(tmp_path / "e.toml"), "--tau", "0.3,0.7"], tmp_path
+    )
     assert line.startswith("Error: --tau differs from config ")
     assert "--report and --html would still be written" in line
-    (tmp_path / "a.toml").write_text('original = "o.csv"\nreleased = "r.csv"\n'
-                                     'report = "a.json"\n')
-    line = _refused(["attack", "--config", str(tmp_path / "a.toml"), "--known", "2,3"],
-                    tmp_path)
+    (tmp_path / "a.toml").write_text('original = "o.csv"\nreleased = "r.csv"\nreport = "a.json"\n')
+    line = _refused(["attack", "--config", str(tmp_path / "a.toml"), "--known", "2,3"], tmp_path)
     assert line.startswith("Error: --known differs from config ")
 
 
 def test_overwrite_writes_the_configs_outputs(numbers: Path) -> None:
     config = numbers / "m.toml"
     _refused(["microaggregate", "--config", str(config), "--k", "4", "--quiet"], numbers)
-    result = runner.invoke(app, ["microaggregate", "--config", str(config), "--k", "4",
-                                 "--overwrite", "--quiet"])
+    result = runner.invoke(
+        app, ["microaggregate", "--config", str(config), "--k", "4", "--overwrite", "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((numbers / "out" / "m.json").read_text())["k"] == 4
 
 
 def test_named_outputs_leave_the_configs_alone(numbers: Path) -> None:
     config = numbers / "m.toml"
-    assert runner.invoke(app, ["microaggregate", "--config", str(config), "--quiet"]
-                         ).exit_code == 0
+    assert runner.invoke(app, ["microaggregate", "--config", str(config), "--quiet"]).exit_code == 0
     before = _files(numbers / "out")
-    result = runner.invoke(app, ["microaggregate", "--config", str(config), "--k", "4",
-                                 "--output", str(numbers / "m4.csv"), "--report",
-                                 str(numbers / "m4.json"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "microaggregate",
+            "--config",
+            str(config),
+            "--k",
+            "4",
+            "--output",
+            str(numbers / "m4.csv"),
+            "--report",
+            str(numbers / "m4.json"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert _files(numbers / "out") == before
     assert json.loads((numbers / "m4.json").read_text())["k"] == 4
 
 
 def test_neutral_flags_on_the_command_line_are_not_refused(numbers: Path) -> None:
-    result = runner.invoke(app, ["microaggregate", "--config", str(numbers / "m.toml"),
-                                 "--workers", "2", "--no-verify", "--max-risk", "0.5",
-                                 "--html", str(numbers / "m.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "microaggregate",
+            "--config",
+            str(numbers / "m.toml"),
+            "--workers",
+            "2",
+            "--no-verify",
+            "--max-risk",
+            "0.5",
+            "--html",
+            str(numbers / "m.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (numbers / "out" / "m.csv").exists() and (numbers / "m.html").exists()
 
@@ -323,8 +412,17 @@ def test_neutral_flags_on_the_command_line_are_not_refused(numbers: Path) -> Non
 
 
 def test_a_report_names_every_output_it_describes(people: Path) -> None:
-    result = runner.invoke(app, ["generalize", "--config", str(people / "g.toml"), "--html",
-                                 str(people / "out" / "g.html"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "generalize",
+            "--config",
+            str(people / "g.toml"),
+            "--html",
+            str(people / "out" / "g.html"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((people / "out" / "g.json").read_text())
     assert report["outputs"] == {"output": "g.csv", "report": "g.json", "html": "g.html"}
@@ -333,9 +431,21 @@ def test_a_report_names_every_output_it_describes(people: Path) -> None:
 def test_a_database_release_is_named_by_url_and_table(people: Path) -> None:
     db = people / "out.db"
     url = f"sqlite:///{db}"
-    result = runner.invoke(app, ["generalize", "--config", str(people / "g.toml"), "--output",
-                                 url, "--output-table", "g_k2", "--report",
-                                 str(people / "db.json"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "generalize",
+            "--config",
+            str(people / "g.toml"),
+            "--output",
+            url,
+            "--output-table",
+            "g_k2",
+            "--report",
+            str(people / "db.json"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((people / "db.json").read_text())
     assert report["outputs"] == {"output": {"url": url, "table": "g_k2"}, "report": "db.json"}

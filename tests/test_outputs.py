@@ -72,8 +72,12 @@ def test_private_outputs_are_owner_only(tmp_path: Path) -> None:
 
 def test_temp_files_of_dead_runs_are_removed(tmp_path: Path) -> None:
     target = tmp_path / "o.csv"
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead_pid = int(done.stdout)
     alive = temp_path_for(target)
     alive.write_text("this run's", encoding="utf-8")

@@ -43,14 +43,16 @@ def _parquet_folder(path: Path) -> Path:
 
 def test_a_bare_url_input_protects_its_database(tmp_path: Path) -> None:
     url = _database(tmp_path / "d.db")
-    for output in (DatabaseTarget(url, "t"), DatabaseTarget(url, "release"),
-                   DatabaseTarget(f"sqlite:///{os.path.relpath(tmp_path / 'd.db')}", "t")):
+    for output in (
+        DatabaseTarget(url, "t"),
+        DatabaseTarget(url, "release"),
+        DatabaseTarget(f"sqlite:///{os.path.relpath(tmp_path / 'd.db')}", "t"),
+    ):
         with pytest.raises(AnonlabError, match="is in the input's database") as info:
             Outputs({"output": output}, inputs=[url])
         assert info.value.parameter == "output"
         assert len(str(info.value).splitlines()) == 1
-    Outputs({"output": DatabaseTarget(f"sqlite:///{tmp_path / 'other.db'}", "t")},
-            inputs=[url])
+    Outputs({"output": DatabaseTarget(f"sqlite:///{tmp_path / 'other.db'}", "t")}, inputs=[url])
 
 
 def test_the_input_table_told_apart_lets_other_tables_through(tmp_path: Path) -> None:
@@ -75,8 +77,9 @@ def test_a_run_does_not_replace_its_input_table(tmp_path: Path) -> None:
     conn.close()
     before = db.read_bytes()
     with pytest.raises(AnonlabError, match="also an input"):  # the run names its table
-        run_microaggregate(MicroaggregateSettings(input=url, table="t", k=3, output=url,
-                                                  output_table="t"))
+        run_microaggregate(
+            MicroaggregateSettings(input=url, table="t", k=3, output=url, output_table="t")
+        )
     assert db.read_bytes() == before
 
 
@@ -96,8 +99,10 @@ def test_a_file_output_may_not_overwrite_a_sqlite_input(tmp_path: Path) -> None:
 def test_a_sqlite_output_file_is_not_another_output(tmp_path: Path) -> None:
     db = tmp_path / "out.db"
     table = DatabaseTarget(f"sqlite:///{db}", "release")
-    both: list[dict[str, Target | None]] = [{"output": table, "report": db},
-                                            {"report": db, "output": table}]
+    both: list[dict[str, Target | None]] = [
+        {"output": table, "report": db},
+        {"report": db, "output": table},
+    ]
     for targets in both:
         with pytest.raises(AnonlabError, match="give each output its own path"):
             Outputs(targets)
@@ -121,8 +126,7 @@ def test_an_output_inside_an_input_folder_is_refused(tmp_path: Path) -> None:
             Outputs({"output": inside}, inputs=[folder])
         assert info.value.parameter == "output"
     with pytest.raises(AnonlabError, match="inside the input folder"):
-        Outputs({"output": DatabaseTarget(f"sqlite:///{folder / 'o.db'}", "t")},
-                inputs=[folder])
+        Outputs({"output": DatabaseTarget(f"sqlite:///{folder / 'o.db'}", "t")}, inputs=[folder])
     Outputs({"output": tmp_path / "data.parquet"}, inputs=[folder])
 
 
@@ -136,8 +140,11 @@ def test_a_folder_input_has_a_stable_digest_and_its_total_size(tmp_path: Path) -
     described = input_description(folder)
     assert described is not None
     files = [f for f in folder.rglob("*") if f.is_file()]
-    assert described == {"name": "data", "bytes": sum(f.stat().st_size for f in files),
-                         "sha256": first}
+    assert described == {
+        "name": "data",
+        "bytes": sum(f.stat().st_size for f in files),
+        "sha256": first,
+    }
     (folder / "sub" / "part-1.parquet").rename(folder / "sub" / "part-2.parquet")
     renamed = file_sha256(folder)
     assert renamed != first
@@ -169,8 +176,13 @@ def test_temporary_files_are_owner_only_while_written(tmp_path: Path) -> None:
 
     old = os.umask(0)
     try:
-        with Outputs({"key": tmp_path / "k.json", "output": tmp_path / "o.csv",
-                      "report": tmp_path / "r.json"}) as outputs:
+        with Outputs(
+            {
+                "key": tmp_path / "k.json",
+                "output": tmp_path / "o.csv",
+                "report": tmp_path / "r.json",
+            }
+        ) as outputs:
             outputs.stage("key", writer, private=True)
             outputs.stage("output", writer)
             outputs.stage("report", replacing, private=True)
@@ -180,8 +192,13 @@ def test_temporary_files_are_owner_only_while_written(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert modes == [0o600, 0o600, 0o600]
-    for name, mode in [("k.json", 0o600), ("o.csv", 0o666), ("r.json", 0o600),
-                       ("k2.json", 0o600), ("k3.json", 0o600)]:
+    for name, mode in [
+        ("k.json", 0o600),
+        ("o.csv", 0o666),
+        ("r.json", 0o600),
+        ("k2.json", 0o600),
+        ("k3.json", 0o600),
+    ]:
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
         assert (tmp_path / name).read_text(encoding="utf-8") == "secret"
 
@@ -193,8 +210,12 @@ def test_the_system_temporary_folder_is_never_swept() -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     folder = Path(tempfile.gettempdir())
     probe = temp_path_for(folder / "probe")
     host_pid = probe.name.split(".anonlab-")[1].rsplit("-", 2)

@@ -17,8 +17,7 @@ from anonlab.perturbation import invert, perturb
 from anonlab.perturbation.key import PerturbationKey, content_digest
 
 Edit = Callable[[dict[str, Any]], None]
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::anonlab.perturbation.RecoverableReleaseWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::anonlab.perturbation.RecoverableReleaseWarning")
 
 
 def _frame() -> pd.DataFrame:
@@ -47,16 +46,20 @@ def test_written_key_carries_its_digest_and_reads_back(tmp_path: Path) -> None:
     p.key.save(path)
     loaded = PerturbationKey.load(path)
     assert np.array_equal(loaded.stds, p.key.stds)
-    assert np.allclose(invert(p.release, loaded).to_numpy(), _frame().to_numpy(), rtol=1e-12,
-                       atol=1e-12)
+    assert np.allclose(
+        invert(p.release, loaded).to_numpy(), _frame().to_numpy(), rtol=1e-12, atol=1e-12
+    )
 
 
-@pytest.mark.parametrize("edit", [
-    lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.5),
-    lambda d: d["means"].__setitem__(2, d["means"][2] + 4),
-    lambda d: d["integer"].__setitem__(1, True),
-    lambda d: d.__setitem__("records", d["records"]),  # unchanged: must pass (control below)
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.5),
+        lambda d: d["means"].__setitem__(2, d["means"][2] + 4),
+        lambda d: d["integer"].__setitem__(1, True),
+        lambda d: d.__setitem__("records", d["records"]),  # unchanged: must pass (control below)
+    ],
+)
 def test_an_edited_key_is_refused(tmp_path: Path, edit: Edit) -> None:
     """Editing stds shifted inversions by up to 4 units before: now the load fails."""
     data = _key()
@@ -112,25 +115,51 @@ def test_a_version_1_key_is_read_and_validated() -> None:
             PerturbationKey.from_dict(broken)
 
 
-@pytest.mark.parametrize(("method", "edit", "message"), [
-    ("rotation", lambda d: d["blocks"][0]["matrix"][0].__setitem__(
-        0, d["blocks"][0]["matrix"][0][0] + 1e-7), "not orthogonal"),
-    ("obt", lambda d: d["blocks"][0]["matrix"][1].__setitem__(0, float("inf")),
-     "damaged|orthogonal"),
-    ("obt", lambda d: d["blocks"].__setitem__(slice(None), [
-        {"columns": d["columns"][:4], "matrix": np.eye(4).tolist()},
-        {"columns": d["columns"][4:], "matrix": [[1.0]]}]), "pairs or triples"),
-    ("rotation", lambda d: d.__setitem__("translation", [0.0] * 5), "no translation or noise"),
-    ("rotation", lambda d: d.__setitem__("noise", {"scale": 0.1, "seed": 3}),
-     "no translation or noise"),
-    ("gdp", lambda d: d.__setitem__("translation", None), "needs its translation"),
-    ("gdp", lambda d: d["noise"].__setitem__("seed", None), "noise seed"),
-    ("rotation", lambda d: d["release_fingerprint"]["stds"].__setitem__(0, -1.0),
-     "negative deviation"),
-    ("obt", lambda d: d.__setitem__("means", d["means"][:3]), "damaged"),
-])
-def test_inconsistent_content_is_refused_even_when_resealed(method: str, edit: Edit,
-                                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "edit", "message"),
+    [
+        (
+            "rotation",
+            lambda d: d["blocks"][0]["matrix"][0].__setitem__(
+                0, d["blocks"][0]["matrix"][0][0] + 1e-7
+            ),
+            "not orthogonal",
+        ),
+        (
+            "obt",
+            lambda d: d["blocks"][0]["matrix"][1].__setitem__(0, float("inf")),
+            "damaged|orthogonal",
+        ),
+        (
+            "obt",
+            lambda d: d["blocks"].__setitem__(
+                slice(None),
+                [
+                    {"columns": d["columns"][:4], "matrix": np.eye(4).tolist()},
+                    {"columns": d["columns"][4:], "matrix": [[1.0]]},
+                ],
+            ),
+            "pairs or triples",
+        ),
+        ("rotation", lambda d: d.__setitem__("translation", [0.0] * 5), "no translation or noise"),
+        (
+            "rotation",
+            lambda d: d.__setitem__("noise", {"scale": 0.1, "seed": 3}),
+            "no translation or noise",
+        ),
+        ("gdp", lambda d: d.__setitem__("translation", None), "needs its translation"),
+        ("gdp", lambda d: d["noise"].__setitem__("seed", None), "noise seed"),
+        (
+            "rotation",
+            lambda d: d["release_fingerprint"]["stds"].__setitem__(0, -1.0),
+            "negative deviation",
+        ),
+        ("obt", lambda d: d.__setitem__("means", d["means"][:3]), "damaged"),
+    ],
+)
+def test_inconsistent_content_is_refused_even_when_resealed(
+    method: str, edit: Edit, message: str
+) -> None:
     """Structure is checked on its own, so a resealed (or old, unsealed) key cannot pass."""
     data = _key(method)
     edit(data)
@@ -152,8 +181,9 @@ def test_invert_command_refuses_an_edited_key(tmp_path: Path) -> None:
     data = p.key.to_dict()
     data["stds"][3] *= 2
     key.write_text(json.dumps(data))
-    result = CliRunner().invoke(app, ["perturb", "--invert", "--key", str(key), str(release),
-                                      "--output", str(out)])
+    result = CliRunner().invoke(
+        app, ["perturb", "--invert", "--key", str(key), str(release), "--output", str(out)]
+    )
     assert result.exit_code == 2
     assert "was changed after it was written" in result.output and not out.exists()
 

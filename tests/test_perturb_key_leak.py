@@ -42,8 +42,9 @@ def _rotation(cos_t: float, sign: float) -> NDArray[np.float64]:
     return np.array([[cos_t, -sin_t], [sin_t, cos_t]])
 
 
-def pairing_attack(report: dict[str, Any], release: pd.DataFrame,
-                   original: pd.DataFrame) -> dict[str, float]:
+def pairing_attack(
+    report: dict[str, Any], release: pd.DataFrame, original: pd.DataFrame
+) -> dict[str, float]:
     """For each column the attack reaches: its best |correlation| with the original.
 
     Uses only the report's per-block ``columns`` and ``S_trace`` and the
@@ -68,32 +69,45 @@ def pairing_attack(report: dict[str, Any], release: pd.DataFrame,
 
 
 @pytest.fixture(scope="module", params=["obt", "rbt"])
-def runs(request: pytest.FixtureRequest, data_dir: Path,
-         tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def runs(
+    request: pytest.FixtureRequest, data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """The same Tarragona perturbation (seed 7) with a shareable and a secret report."""
     method = str(request.param)
     out = tmp_path_factory.mktemp(f"leak_{method}")
     data = data_dir / "sdc" / "Tarragona.csv"
     found: dict[str, Any] = {"original": pd.read_csv(data), "out": out}
     for kind in ("shareable", "internal"):
-        settings = PerturbSettings.model_validate(dict(
-            input=str(data), method=method, seed=7, known=[2], attack_records=200,
-            output=str(out / f"{kind}.csv"), report=str(out / f"{kind}.json"),
-            html=str(out / f"{kind}.html"), internal=kind == "internal"))
+        settings = PerturbSettings.model_validate(
+            dict(
+                input=str(data),
+                method=method,
+                seed=7,
+                known=[2],
+                attack_records=200,
+                output=str(out / f"{kind}.csv"),
+                report=str(out / f"{kind}.json"),
+                html=str(out / f"{kind}.html"),
+                internal=kind == "internal",
+            )
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ReleaseRiskWarning)  # recoverable: not tested here
             warnings.simplefilter("ignore", IrreversibleReleaseWarning)  # no key file: nor this
             run_perturb(settings)
-        found[kind] = (json.loads((out / f"{kind}.json").read_text()),
-                       pd.read_csv(out / f"{kind}.csv"),
-                       (out / f"{kind}.html").read_text())
+        found[kind] = (
+            json.loads((out / f"{kind}.json").read_text()),
+            pd.read_csv(out / f"{kind}.csv"),
+            (out / f"{kind}.html").read_text(),
+        )
     return found
 
 
 def test_the_shareable_report_recovers_no_column(runs: dict[str, Any]) -> None:
     report, release, _ = runs["shareable"]
-    recovered = {c: r for c, r in pairing_attack(report, release, runs["original"]).items()
-                 if r > RECOVERED}
+    recovered = {
+        c: r for c, r in pairing_attack(report, release, runs["original"]).items() if r > RECOVERED
+    }
     assert recovered == {}
     assert "blocks" not in report and "overall" not in report
     text = json.dumps(report)
@@ -141,13 +155,20 @@ def test_the_shareable_summary_names_no_block(runs: dict[str, Any]) -> None:
 def test_a_single_pair_withholds_its_figures(tmp_path: Path) -> None:
     """Two columns make one block whose pairing is known: its S would give its angle."""
     rng = np.random.default_rng(3)
-    pd.DataFrame(rng.normal(size=(60, 2)), columns=["a", "b"]).to_csv(tmp_path / "t.csv",
-                                                                         index=False)
+    pd.DataFrame(rng.normal(size=(60, 2)), columns=["a", "b"]).to_csv(
+        tmp_path / "t.csv", index=False
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
-        report = run_perturb(PerturbSettings(
-            input=str(tmp_path / "t.csv"), method="rotation", seed=1, known=[2],
-            report=str(tmp_path / "r.json"))).report
+        report = run_perturb(
+            PerturbSettings(
+                input=str(tmp_path / "t.csv"),
+                method="rotation",
+                seed=1,
+                known=[2],
+                report=str(tmp_path / "r.json"),
+            )
+        ).report
     summary = report["privacy_summary"]
     assert summary["min_S"] is None and summary["min_P"] is None
     assert "rotation angle" in summary["withheld"]

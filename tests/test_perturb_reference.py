@@ -20,7 +20,8 @@ from anonlab.perturbation.transforms import invert_array, standardize
 # Most releases made here are recoverable on purpose (OBT pairs, a few records): the
 # warning is tested where it is the subject (test_attack.py, test_runs_perturb.py).
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning")
+    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning"
+)
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -43,14 +44,11 @@ def _reference_release(z: NDArray[np.float64], key) -> NDArray[np.float64]:  # t
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(3, 25), st.integers(2, 7), st.sampled_from(["obt", "rbt", "rotation"]),
-       seeds)
-def test_release_and_inverse_match_reference_loops(n: int, d: int, method: str, seed: int
-                                                   ) -> None:
+@given(st.integers(3, 25), st.integers(2, 7), st.sampled_from(["obt", "rbt", "rotation"]), seeds)
+def test_release_and_inverse_match_reference_loops(n: int, d: int, method: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
     values = rng.standard_normal((n, d)) * rng.uniform(0.5, 20, d) + rng.uniform(-50, 50, d)
-    p = perturb(_frame(values), method=method, seed=seed % 1000, min_privacy=0.3,
-                rho=(0.1, 0.1))
+    p = perturb(_frame(values), method=method, seed=seed % 1000, min_privacy=0.3, rho=(0.1, 0.1))
     ref_z = (values - values.mean(axis=0)) / np.std(values, axis=0)
     assert np.allclose(p.standardized, ref_z, atol=1e-12)
     assert np.allclose(p.released, _reference_release(ref_z, p.key), atol=1e-12)
@@ -81,8 +79,9 @@ def test_chunked_noise_is_one_stream() -> None:
     assert np.array_equal(back, np.zeros(shape))
 
 
-def _reference_method_aware(known_x: NDArray[np.float64], known_y: NDArray[np.float64]
-                            ) -> NDArray[np.float64]:
+def _reference_method_aware(
+    known_x: NDArray[np.float64], known_y: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """Every released column against every pair/triple with lstsq, the same score."""
     m, d = known_x.shape
     supports: list[tuple[int, ...]] = list(itertools.combinations(range(d), 2))
@@ -95,7 +94,8 @@ def _reference_method_aware(known_x: NDArray[np.float64], known_y: NDArray[np.fl
         for s in supports:
             a = np.linalg.pinv(known_x[:, s]) @ known_y[:, j]
             resid = np.linalg.norm(known_x[:, s] @ a - known_y[:, j]) / (
-                np.linalg.norm(known_y[:, j]) + 1e-300)
+                np.linalg.norm(known_y[:, j]) + 1e-300
+            )
             value = float(resid + abs(np.linalg.norm(a) - 1) + 1e-9 * len(s))
             if value < best_score:
                 best, best_score = (s, a), value
@@ -117,8 +117,9 @@ def test_method_aware_matrix_matches_reference(d: int, m: int, seed: int) -> Non
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(2, 7), st.integers(2, 5), st.integers(1, 40), seeds)
-def test_method_aware_matrix_in_small_chunks_matches_reference(d: int, m: int, chunk: int,
-                                                               seed: int) -> None:
+def test_method_aware_matrix_in_small_chunks_matches_reference(
+    d: int, m: int, chunk: int, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((max(m + 5, 12), d))
     p = perturb(_frame(x), method="obt", seed=seed % 1000)

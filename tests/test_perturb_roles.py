@@ -51,33 +51,79 @@ def table(tmp_path: Path) -> Path:
 
 
 def _outputs(tmp_path: Path) -> list[str]:
-    return ["--output", str(tmp_path / "rel.csv"), "--key", str(tmp_path / "key.json"),
-            "--report", str(tmp_path / "rep.json"), "--html", str(tmp_path / "rep.html")]
+    return [
+        "--output",
+        str(tmp_path / "rel.csv"),
+        "--key",
+        str(tmp_path / "key.json"),
+        "--report",
+        str(tmp_path / "rep.json"),
+        "--html",
+        str(tmp_path / "rep.html"),
+    ]
 
 
 def test_perturb_refuses_a_column_without_a_role(table: Path, tmp_path: Path) -> None:
-    code, text = _run(["perturb", str(table), "--columns", "a,b,c,d", "--identifying", "name",
-                       "--sensitive", "diagnosis", *_outputs(tmp_path)])
+    code, text = _run(
+        [
+            "perturb",
+            str(table),
+            "--columns",
+            "a,b,c,d",
+            "--identifying",
+            "name",
+            "--sensitive",
+            "diagnosis",
+            *_outputs(tmp_path),
+        ]
+    )
     assert code == 2
-    assert text.strip() == ("Error: column region is given no role: name it in --columns, "
-                            "--identifying, --sensitive or --insensitive, or pass --other "
-                            "insensitive to release it unchanged")
+    assert text.strip() == (
+        "Error: column region is given no role: name it in --columns, "
+        "--identifying, --sensitive or --insensitive, or pass --other "
+        "insensitive to release it unchanged"
+    )
     assert _names(tmp_path) == ["people.csv"]
 
 
 def test_attack_refuses_a_column_without_a_role(table: Path, tmp_path: Path) -> None:
-    code, text = _run(["attack", str(table), str(table), "--columns", "a,b,c,d",
-                       "--report", str(tmp_path / "att.json"), "--html",
-                       str(tmp_path / "att.html")])
+    code, text = _run(
+        [
+            "attack",
+            str(table),
+            str(table),
+            "--columns",
+            "a,b,c,d",
+            "--report",
+            str(tmp_path / "att.json"),
+            "--html",
+            str(tmp_path / "att.html"),
+        ]
+    )
     assert code == 2 and len(text.strip().splitlines()) == 1
     assert text.startswith("Error: columns name, diagnosis, region are given no role")
     assert _names(tmp_path) == ["people.csv"]
 
 
 def test_roles_drop_identify_and_release_the_rest(table: Path, tmp_path: Path) -> None:
-    code, text = _run(["perturb", str(table), "--identifying", "name", "--sensitive",
-                       "diagnosis", "--insensitive", "region", "--seed", "3", "--known", "2",
-                       *_outputs(tmp_path), "--quiet"])
+    code, text = _run(
+        [
+            "perturb",
+            str(table),
+            "--identifying",
+            "name",
+            "--sensitive",
+            "diagnosis",
+            "--insensitive",
+            "region",
+            "--seed",
+            "3",
+            "--known",
+            "2",
+            *_outputs(tmp_path),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     original = pd.read_csv(table)
     release = pd.read_csv(tmp_path / "rel.csv")
@@ -86,9 +132,15 @@ def test_roles_drop_identify_and_release_the_rest(table: Path, tmp_path: Path) -
     assert release[["diagnosis", "region"]].equals(original[["diagnosis", "region"]])
     report = json.loads((tmp_path / "rep.json").read_text())
     assert report["columns"] == list("abcd")
-    assert report["roles"] == {"name": "identifying", "a": "quasi", "b": "quasi",
-                               "c": "quasi", "d": "quasi", "diagnosis": "sensitive",
-                               "region": "insensitive"}
+    assert report["roles"] == {
+        "name": "identifying",
+        "a": "quasi",
+        "b": "quasi",
+        "c": "quasi",
+        "d": "quasi",
+        "diagnosis": "sensitive",
+        "region": "insensitive",
+    }
     assert report["released_unchanged"] == ["diagnosis", "region"]
     assert report["insensitive_by_other"] == []
     # the risk of the release as written: every released column but the sensitive one known
@@ -106,8 +158,17 @@ def test_roles_drop_identify_and_release_the_rest(table: Path, tmp_path: Path) -
     # the key says which columns are gone for good, and invert says so
     key = json.loads((tmp_path / "key.json").read_text())
     assert key["identifying"] == ["name"]
-    code, text = _run(["perturb", "--invert", str(tmp_path / "rel.csv"), "--key",
-                       str(tmp_path / "key.json"), "--output", str(tmp_path / "back.csv")])
+    code, text = _run(
+        [
+            "perturb",
+            "--invert",
+            str(tmp_path / "rel.csv"),
+            "--key",
+            str(tmp_path / "key.json"),
+            "--output",
+            str(tmp_path / "back.csv"),
+        ]
+    )
     assert code == 0, text
     assert "not restored: name (dropped as identifying" in text
     back = pd.read_csv(tmp_path / "back.csv")
@@ -116,10 +177,26 @@ def test_roles_drop_identify_and_release_the_rest(table: Path, tmp_path: Path) -
 
 
 def test_the_report_lists_the_columns_released_by_other(table: Path, tmp_path: Path) -> None:
-    code, text = _run(["perturb", str(table), "--columns", "a,b,c", "--identifying", "name",
-                       "--other", "insensitive", "--seed", "1", "--known", "2",
-                       "--output", str(tmp_path / "rel.csv"), "--report",
-                       str(tmp_path / "rep.json")])
+    code, text = _run(
+        [
+            "perturb",
+            str(table),
+            "--columns",
+            "a,b,c",
+            "--identifying",
+            "name",
+            "--other",
+            "insensitive",
+            "--seed",
+            "1",
+            "--known",
+            "2",
+            "--output",
+            str(tmp_path / "rel.csv"),
+            "--report",
+            str(tmp_path / "rep.json"),
+        ]
+    )
     assert code == 0, text
     report = json.loads((tmp_path / "rep.json").read_text())
     assert report["other"] == "insensitive"
@@ -134,43 +211,92 @@ def test_the_report_lists_the_columns_released_by_other(table: Path, tmp_path: P
 
 def test_fail_on_risk_exits_3_and_writes_nothing(table: Path, tmp_path: Path) -> None:
     # name released unchanged identifies every record
-    code, text = _run(["perturb", str(table), "--insensitive", "name,region", "--sensitive",
-                       "diagnosis", "--method", "gdp", "--noise", "1", "--seed", "2",
-                       "--fail-on-risk", *_outputs(tmp_path)])
+    code, text = _run(
+        [
+            "perturb",
+            str(table),
+            "--insensitive",
+            "name,region",
+            "--sensitive",
+            "diagnosis",
+            "--method",
+            "gdp",
+            "--noise",
+            "1",
+            "--seed",
+            "2",
+            "--fail-on-risk",
+            *_outputs(tmp_path),
+        ]
+    )
     assert code == 3
     lines = text.strip().splitlines()
     assert lines[0].startswith("Warning: highest prosecutor re-identification risk is 1")
     assert lines[-1].startswith("Error: --fail-on-risk is set and the release drew")
     assert _names(tmp_path) == ["people.csv"]
     # a release the known-record attacks undo is refused as well
-    code, text = _run(["perturb", str(table), "--identifying", "name", "--insensitive",
-                       "region", "--sensitive", "diagnosis", "--known", "2", "--seed", "2",
-                       "--fail-on-risk", *_outputs(tmp_path)])
+    code, text = _run(
+        [
+            "perturb",
+            str(table),
+            "--identifying",
+            "name",
+            "--insensitive",
+            "region",
+            "--sensitive",
+            "diagnosis",
+            "--known",
+            "2",
+            "--seed",
+            "2",
+            "--fail-on-risk",
+            *_outputs(tmp_path),
+        ]
+    )
     assert code == 3 and "Warning: release is recoverable" in text
-    assert "Error: --fail-on-risk is set and the release drew a risk warning: release is " \
+    assert (
+        "Error: --fail-on-risk is set and the release drew a risk warning: release is "
         "recoverable" in text
+    )
     assert _names(tmp_path) == ["people.csv"]
 
 
 def test_the_python_run_warns_with_the_release_risk_class(table: Path, tmp_path: Path) -> None:
-    settings = PerturbSettings(input=str(table), identifying=["name"], sensitive=["diagnosis"],
-                               insensitive=["region"], seed=4, known=[2],
-                               output=str(tmp_path / "rel.csv"), key=str(tmp_path / "key.json"))
+    settings = PerturbSettings(
+        input=str(table),
+        identifying=["name"],
+        sensitive=["diagnosis"],
+        insensitive=["region"],
+        seed=4,
+        known=[2],
+        output=str(tmp_path / "rel.csv"),
+        key=str(tmp_path / "key.json"),
+    )
     with pytest.warns(ReleaseRiskWarning) as caught:
         run_perturb(settings)
     assert [type(w.message) for w in caught] == [RecoverableReleaseWarning]
-    unique = settings.model_copy(update={"identifying": [], "insensitive": ["name", "region"],
-                                         "method": "gdp", "noise": 1.0,
-                                         "output": str(tmp_path / "rel2.csv"),
-                                         "key": str(tmp_path / "key2.json")})
+    unique = settings.model_copy(
+        update={
+            "identifying": [],
+            "insensitive": ["name", "region"],
+            "method": "gdp",
+            "noise": 1.0,
+            "output": str(tmp_path / "rel2.csv"),
+            "key": str(tmp_path / "key2.json"),
+        }
+    )
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", ReleaseRiskWarning)
         run_perturb(unique)
     messages = [str(w.message) for w in seen if issubclass(w.category, ReleaseRiskWarning)]
     assert "80 record(s) are unique on the attacker's columns (name, region)" in messages
-    refused = unique.model_copy(update={"fail_on_risk": True,
-                                        "output": str(tmp_path / "rel3.csv"),
-                                        "key": str(tmp_path / "key3.json")})
+    refused = unique.model_copy(
+        update={
+            "fail_on_risk": True,
+            "output": str(tmp_path / "rel3.csv"),
+            "key": str(tmp_path / "key3.json"),
+        }
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
         with pytest.raises(ReleaseRiskError) as error:
@@ -179,12 +305,19 @@ def test_the_python_run_warns_with_the_release_risk_class(table: Path, tmp_path:
     assert not (tmp_path / "rel3.csv").exists()
 
 
-def test_a_fully_perturbed_table_draws_no_uniqueness_warning(data_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_a_fully_perturbed_table_draws_no_uniqueness_warning(
+    data_dir: Path, tmp_path: Path
+) -> None:
     """Tarragona, every column perturbed: unique records by construction, reported not warned."""
-    settings = PerturbSettings(input=str(data_dir / "sdc" / "Tarragona.csv"), method="gdp",
-                               noise=1.0, seed=1, known=[2], attack_records=200,
-                               report=str(tmp_path / "rep.json"))
+    settings = PerturbSettings(
+        input=str(data_dir / "sdc" / "Tarragona.csv"),
+        method="gdp",
+        noise=1.0,
+        seed=1,
+        known=[2],
+        attack_records=200,
+        report=str(tmp_path / "rep.json"),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReleaseRiskWarning)
         report: dict[str, Any] = run_perturb(settings).report
@@ -193,12 +326,28 @@ def test_a_fully_perturbed_table_draws_no_uniqueness_warning(data_dir: Path,
     assert report["released_unchanged"] == []
 
 
-def test_verify_accepts_a_release_without_its_identifying_column(table: Path,
-                                                                 tmp_path: Path) -> None:
-    assert _run(["perturb", str(table), "--identifying", "name", "--insensitive",
-                 "diagnosis,region", "--seed", "5", "--known", "2", *_outputs(tmp_path),
-                 "--quiet"])[0] == 0
-    code, text = _run(["verify", str(tmp_path / "rep.json"), "--key",
-                       str(tmp_path / "key.json")])
+def test_verify_accepts_a_release_without_its_identifying_column(
+    table: Path, tmp_path: Path
+) -> None:
+    assert (
+        _run(
+            [
+                "perturb",
+                str(table),
+                "--identifying",
+                "name",
+                "--insensitive",
+                "diagnosis,region",
+                "--seed",
+                "5",
+                "--known",
+                "2",
+                *_outputs(tmp_path),
+                "--quiet",
+            ]
+        )[0]
+        == 0
+    )
+    code, text = _run(["verify", str(tmp_path / "rep.json"), "--key", str(tmp_path / "key.json")])
     assert code == 0, text
     assert "the key undoes it to the input" in text

@@ -28,13 +28,14 @@ def _columns(x: NDArray[np.float64]) -> NumericColumns:
     return NumericColumns(names, np.asfortranarray(x.copy()), [False] * x.shape[1])
 
 
-def _recovered(directions: NDArray[np.float64], y: NDArray[np.float64],
-               z: NDArray[np.float64]) -> list[float]:
+def _recovered(
+    directions: NDArray[np.float64], y: NDArray[np.float64], z: NDArray[np.float64]
+) -> list[float]:
     """Per original column, the best |correlation| of a found direction's projection."""
     if directions.shape[0] == 0:
         return [0.0] * z.shape[1]
     est = (y - y.mean(axis=0)) @ directions.T
-    corr = np.corrcoef(np.hstack([est, z]), rowvar=False)[: est.shape[1], est.shape[1]:]
+    corr = np.corrcoef(np.hstack([est, z]), rowvar=False)[: est.shape[1], est.shape[1] :]
     return [float(v) for v in np.max(np.abs(corr), axis=0)]
 
 
@@ -76,8 +77,9 @@ def test_values_on_a_lattice_give_every_column_away(method: str) -> None:
 
 def test_a_triple_block_is_found_by_its_hyperplanes() -> None:
     rng = np.random.default_rng(4)
-    x = np.column_stack([rng.integers(0, 2, 600), rng.integers(0, 4, 600),
-                         rng.normal(size=600)]).astype(float)
+    x = np.column_stack(
+        [rng.integers(0, 2, 600), rng.integers(0, 4, 600), rng.normal(size=600)]
+    ).astype(float)
     z, y, key = perturb_array(_columns(x), "obt", seed=2)
     assert [len(b.columns) for b in key.blocks] == [3]
     found = find_ties(y)
@@ -107,21 +109,60 @@ def _cli(args: list[str]) -> tuple[int, str]:
 
 
 def test_tarragona_obt_is_warned_about_and_refused_under_fail_on_risk(tmp_path: Path) -> None:
-    base = ["perturb", str(TARRAGONA), "--columns", "all-numeric", "--method", "obt",
-            "--seed", "7", "--key", str(tmp_path / "key.json"), "--known", "2"]
-    code, text = _cli([*base, "--output", str(tmp_path / "rel.csv"),
-                       "--report", str(tmp_path / "rep.json"), "--quiet"])
+    base = [
+        "perturb",
+        str(TARRAGONA),
+        "--columns",
+        "all-numeric",
+        "--method",
+        "obt",
+        "--seed",
+        "7",
+        "--key",
+        str(tmp_path / "key.json"),
+        "--known",
+        "2",
+    ]
+    code, text = _cli(
+        [
+            *base,
+            "--output",
+            str(tmp_path / "rel.csv"),
+            "--report",
+            str(tmp_path / "rep.json"),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
-    assert ("Warning: release is recoverable: the ties attack from the release alone "
-            "recovers 10 column(s) of every record within 10%") in text
+    assert (
+        "Warning: release is recoverable: the ties attack from the release alone "
+        "recovers 10 column(s) of every record within 10%"
+    ) in text
     report = json.loads((tmp_path / "rep.json").read_text())
     ties = [r for r in report["attacks"] if r["attack"] == "ties"]
     assert ties[0]["columns_recovered"] == 10 and report["warnings"]
     refused = tmp_path / "refused"
     refused.mkdir()
-    code, text = _cli(["perturb", str(TARRAGONA), "--columns", "all-numeric", "--method", "obt",
-                       "--seed", "7", "--known", "2", "--fail-on-risk", "--quiet",
-                       "--output", str(refused / "rel.csv"), "--key", str(refused / "key.json")])
+    code, text = _cli(
+        [
+            "perturb",
+            str(TARRAGONA),
+            "--columns",
+            "all-numeric",
+            "--method",
+            "obt",
+            "--seed",
+            "7",
+            "--known",
+            "2",
+            "--fail-on-risk",
+            "--quiet",
+            "--output",
+            str(refused / "rel.csv"),
+            "--key",
+            str(refused / "key.json"),
+        ]
+    )
     assert code == 3, text
     assert "ties attack" in text and list(refused.iterdir()) == []
 

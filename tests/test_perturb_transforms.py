@@ -30,7 +30,8 @@ from anonlab.perturbation.transforms import random_groups, security_angles
 # Most releases made here are recoverable on purpose (OBT pairs, a few records): the
 # warning is tested where it is the subject (test_attack.py, test_runs_perturb.py).
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning")
+    "ignore::anonlab.perturbation.attacks.RecoverableReleaseWarning"
+)
 
 ORTHOGONAL = ("obt", "rbt", "rotation")
 
@@ -40,15 +41,19 @@ def _frame(values: NDArray[np.float64]) -> pd.DataFrame:
 
 
 tables = st.tuples(st.integers(4, 30), st.integers(2, 7), st.integers(0, 2**32 - 1)).map(
-    lambda t: np.random.default_rng(t[2]).standard_normal((t[0], t[1]))
-    * np.random.default_rng(t[2] + 1).uniform(0.1, 100, t[1])
-    + np.random.default_rng(t[2] + 2).uniform(-1e3, 1e3, t[1]))
+    lambda t: (
+        np.random.default_rng(t[2]).standard_normal((t[0], t[1]))
+        * np.random.default_rng(t[2] + 1).uniform(0.1, 100, t[1])
+        + np.random.default_rng(t[2] + 2).uniform(-1e3, 1e3, t[1])
+    )
+)
 
 
 @settings(max_examples=30, deadline=None)
 @given(tables, st.sampled_from(ORTHOGONAL), st.integers(0, 1000))
-def test_distances_of_standardized_data_kept(values: NDArray[np.float64], method: str, seed: int
-                                             ) -> None:
+def test_distances_of_standardized_data_kept(
+    values: NDArray[np.float64], method: str, seed: int
+) -> None:
     frame = _frame(values)
     p = perturb(frame, method=method, seed=seed, min_privacy=0.3, rho=(0.2, 0.2))
     z = (values - values.mean(axis=0)) / values.std(axis=0)
@@ -62,8 +67,15 @@ def test_distances_of_standardized_data_kept(values: NDArray[np.float64], method
 def test_invert_restores_the_original(values: NDArray[np.float64], method: str, seed: int) -> None:
     frame = _frame(values)
     frame["label"] = [f"0{i}" for i in range(len(frame))]  # text passes through untouched
-    p = perturb(frame, [c for c in frame.columns if c != "label"], method, seed=seed,
-                min_privacy=0.3, rho=(0.2, 0.2), noise=0.3)
+    p = perturb(
+        frame,
+        [c for c in frame.columns if c != "label"],
+        method,
+        seed=seed,
+        min_privacy=0.3,
+        rho=(0.2, 0.2),
+        noise=0.3,
+    )
     assert list(p.release.columns) == list(frame.columns)
     assert p.release["label"].tolist() == frame["label"].tolist()
     key = PerturbationKey.from_dict(p.key.to_dict())  # through its JSON form
@@ -93,8 +105,12 @@ def test_obt_pairs_and_triple_with_library_matrices() -> None:
             assert any(np.array_equal(b.matrix, m) for m in stack)
             assert privacy_level(b.matrix) >= 0.5
     with pytest.raises(AnonlabError, match=r"min_privacy 0\.7 is above the privacy level 0\.5"):
-        perturb(_frame(np.random.default_rng(0).standard_normal((9, 4))), method="obt",
-                min_privacy=0.7, library=lib)
+        perturb(
+            _frame(np.random.default_rng(0).standard_normal((9, 4))),
+            method="obt",
+            min_privacy=0.7,
+            library=lib,
+        )
 
 
 def test_rbt_angles_in_security_range() -> None:
@@ -124,8 +140,9 @@ def test_rbt_angles_in_security_range() -> None:
         perturb(_frame(values), method="rbt", rho=(5.0, 5.0))
 
 
-def _rbt_from_data(z: NDArray[np.float64], seed: int, rho: tuple[float, float]
-                   ) -> list[NDArray[np.float64]]:
+def _rbt_from_data(
+    z: NDArray[np.float64], seed: int, rho: tuple[float, float]
+) -> list[NDArray[np.float64]]:
     """rbt's matrices as the method describes them, each pair's angle from the covariance
     of that pair's *data* (the odd column: with its rotated partner's values)."""
     from anonlab.perturbation.transforms import rotation_2d
@@ -181,7 +198,7 @@ def test_blocked_noise_of_a_run_of_rows_is_that_of_the_whole_table() -> None:
         add_noise(run, 9, 0.5, blocked=True, first_row=a)
         np.testing.assert_array_equal(run, 1.0 + whole[a:b])
     second = np.random.default_rng([9, 1]).standard_normal((NOISE_BLOCK, d)) * 0.5
-    np.testing.assert_array_equal(whole[NOISE_BLOCK:2 * NOISE_BLOCK], second)
+    np.testing.assert_array_equal(whole[NOISE_BLOCK : 2 * NOISE_BLOCK], second)
     back = whole.copy()
     add_noise(back, 9, 0.5, sign=-1.0, blocked=True)
     assert not back.any()
@@ -305,15 +322,16 @@ def test_haar_matrices_are_orthogonal_with_both_determinants() -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(20, 80), st.integers(2, 6), st.sampled_from(ORTHOGONAL),
-       st.integers(0, 2**32 - 1))
-def test_clusterings_identical_on_small_random_blobs(n: int, d: int, method: str, seed: int
-                                                      ) -> None:
+@given(
+    st.integers(20, 80), st.integers(2, 6), st.sampled_from(ORTHOGONAL), st.integers(0, 2**32 - 1)
+)
+def test_clusterings_identical_on_small_random_blobs(
+    n: int, d: int, method: str, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 4, (3, d))
     values = centres[rng.integers(0, 3, n)] + rng.normal(0, 1, (n, d))
-    p = perturb(_frame(values), method=method, seed=seed % 1000, min_privacy=0.3,
-                rho=(0.2, 0.2))
+    p = perturb(_frame(values), method=method, seed=seed % 1000, min_privacy=0.3, rho=(0.2, 0.2))
     agreement = clustering_agreement(p.standardized, p.released, seed=1, n_clusters=3)
     assert (agreement["kmeans"], agreement["dbscan"], agreement["ward"]) == (1.0, 1.0, 1.0)
 

@@ -24,16 +24,19 @@ from anonlab.verify.criteria import check_criteria
 from anonlab.verify.generalization import check_generalization, expected_stars
 
 HIER = {
-    "zip": Hierarchy.from_rows([["4790", "479*", "*"], ["4791", "479*", "*"],
-                                ["4801", "480*", "*"], ["4802", "480*", "*"]]),
+    "zip": Hierarchy.from_rows(
+        [["4790", "479*", "*"], ["4791", "479*", "*"], ["4801", "480*", "*"], ["4802", "480*", "*"]]
+    ),
     "age": Hierarchy.from_rows([["20", "<40", "*"], ["30", "<40", "*"], ["50", ">=40", "*"]]),
 }
 #: the population: 8 records; the research subset is rows 0, 1, 3 and 4
-POPULATION = pd.DataFrame({
-    "zip": ["4790", "4791", "4790", "4801", "4802", "4790", "4801", "4802"],
-    "age": ["20", "30", "20", "50", "50", "20", "30", "50"],
-    "s": ["a", "b", "a", "c", "a", "a", "b", "c"],
-})
+POPULATION = pd.DataFrame(
+    {
+        "zip": ["4790", "4791", "4790", "4801", "4802", "4790", "4801", "4802"],
+        "age": ["20", "30", "20", "50", "50", "20", "30", "50"],
+        "s": ["a", "b", "a", "c", "a", "a", "b", "c"],
+    }
+)
 SUBSET = POPULATION.iloc[[4, 0, 3, 1]].reset_index(drop=True)  # in any order
 
 
@@ -45,13 +48,24 @@ def _release(original: pd.DataFrame, levels: dict[str, int]) -> pd.DataFrame:
     return out
 
 
-def _problems(original: pd.DataFrame, release: pd.DataFrame,
-              levels: dict[str, int], specs: list[dict[str, object]]) -> list[str]:
+def _problems(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    levels: dict[str, int],
+    specs: list[dict[str, object]],
+) -> list[str]:
     """The independent checker's findings: row by row, then the models."""
-    return (check_generalization(original, release, HIER, levels, max_suppressed=0)
-            + check_criteria(original, release, specs, list(levels), 0,
-                             expected_star=expected_stars(original, HIER, levels),
-                             population=POPULATION, hierarchies=HIER, levels=levels))
+    return check_generalization(original, release, HIER, levels, max_suppressed=0) + check_criteria(
+        original,
+        release,
+        specs,
+        list(levels),
+        0,
+        expected_star=expected_stars(original, HIER, levels),
+        population=POPULATION,
+        hierarchies=HIER,
+        levels=levels,
+    )
 
 
 def test_inclusion_releases_the_subset_and_judges_nothing() -> None:
@@ -65,20 +79,24 @@ def test_inclusion_releases_the_subset_and_judges_nothing() -> None:
     assert result.transformation == {"zip": 1, "age": 1}
     assert result.release is not None
     subset_in_order = POPULATION.iloc[[0, 1, 3, 4]].reset_index(drop=True)
-    assert result.release.reset_index(drop=True).to_dict("records") == \
-        _release(subset_in_order, {"zip": 1, "age": 1}).to_dict("records")
+    assert result.release.reset_index(drop=True).to_dict("records") == _release(
+        subset_in_order, {"zip": 1, "age": 1}
+    ).to_dict("records")
     plain = [KAnonymity(2)]
-    whole = anonymize(model_dataset(POPULATION, HIER, plain, sensitive=["s"]),
-                      criteria=plain, metric="loss")
+    whole = anonymize(
+        model_dataset(POPULATION, HIER, plain, sensitive=["s"]), criteria=plain, metric="loss"
+    )
     assert whole.transformation != result.transformation
     bounds: list[Criterion] = [DeltaPresence(0.0, 1.0, SUBSET), KAnonymity(2)]
-    same = anonymize(model_dataset(POPULATION, HIER, bounds, sensitive=["s"]),
-                     criteria=bounds, metric="loss")
+    same = anonymize(
+        model_dataset(POPULATION, HIER, bounds, sensitive=["s"]), criteria=bounds, metric="loss"
+    )
     assert same.transformation == result.transformation
     assert same.information_loss == result.information_loss
     alone: list[Criterion] = [Inclusion(SUBSET)]
-    bottom = anonymize(model_dataset(POPULATION, HIER, alone, sensitive=["s"]),
-                       criteria=alone, metric="loss")
+    bottom = anonymize(
+        model_dataset(POPULATION, HIER, alone, sensitive=["s"]), criteria=alone, metric="loss"
+    )
     assert bottom.transformation == {"zip": 0, "age": 0}
 
 
@@ -99,10 +117,15 @@ def test_bad_input_is_one_error() -> None:
     refused before the search."""
     with pytest.raises(AnonlabError, match="model 'inclusion' needs subset"):
         resolve_criteria(["inclusion"])
-    with pytest.raises(AnonlabError, match="delta-presence and inclusion each name the "
-                                           "research subset: give one"):
-        resolve_criteria([{"model": "inclusion", "subset": "s.csv"},
-                          {"model": "delta-presence", "dmin": 0, "dmax": 1, "subset": "s.csv"}])
+    with pytest.raises(
+        AnonlabError, match="delta-presence and inclusion each name the research subset: give one"
+    ):
+        resolve_criteria(
+            [
+                {"model": "inclusion", "subset": "s.csv"},
+                {"model": "delta-presence", "dmin": 0, "dmax": 1, "subset": "s.csv"},
+            ]
+        )
     with pytest.raises(AnonlabError, match="the inclusion subset is not a subset of the table"):
         stranger = pd.DataFrame({"zip": ["4791"], "age": ["50"], "s": ["a"]})
         model_dataset(POPULATION, HIER, [Inclusion(stranger)], sensitive=["s"])
@@ -119,9 +142,20 @@ def test_cli_without_a_subset_is_one_error_line(tmp_path: Path) -> None:
         path = tmp_path / f"h_{name}.csv"
         path.write_text("\n".join(";".join(r) for r in hierarchy.rows) + "\n")
         paths += ["--qi", f"{name}={path}"]
-    result = CliRunner().invoke(app, ["generalize", str(table), *paths, "--insensitive", "s",
-                                      "--criterion", "inclusion",
-                                      "--output", str(tmp_path / "out.csv")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "generalize",
+            str(table),
+            *paths,
+            "--insensitive",
+            "s",
+            "--criterion",
+            "inclusion",
+            "--output",
+            str(tmp_path / "out.csv"),
+        ],
+    )
     assert result.exit_code != 0
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
@@ -133,8 +167,10 @@ def test_checker_accepts_the_release_and_refuses_tampered_ones() -> None:
     subset released (in place of a subset record, or in addition, making a class larger
     than the population's) and a record in the wrong class are refused."""
     original = POPULATION.iloc[[0, 1, 3, 4]].reset_index(drop=True)
-    specs: list[dict[str, object]] = [{"model": "inclusion", "subset": "subset.csv"},
-                                      {"model": "k-anonymity", "k": 2}]
+    specs: list[dict[str, object]] = [
+        {"model": "inclusion", "subset": "subset.csv"},
+        {"model": "k-anonymity", "k": 2},
+    ]
     levels = {"zip": 1, "age": 1}
     good = _release(original, levels)
     assert _problems(original, good, levels, specs) == []
@@ -145,9 +181,17 @@ def test_checker_accepts_the_release_and_refuses_tampered_ones() -> None:
     # the (479*, <40) record twice more: the population has 4 such, the release 2 + 3
     extra = pd.concat([good, good.iloc[[0, 0, 0]]], ignore_index=True)
     claimed = pd.concat([original, original.iloc[[0, 0, 0]]], ignore_index=True)
-    found = check_criteria(claimed, extra, specs[:1], list(levels), 0,
-                           expected_star=expected_stars(claimed, HIER, levels),
-                           population=POPULATION, hierarchies=HIER, levels=levels)
+    found = check_criteria(
+        claimed,
+        extra,
+        specs[:1],
+        list(levels),
+        0,
+        expected_star=expected_stars(claimed, HIER, levels),
+        population=POPULATION,
+        hierarchies=HIER,
+        levels=levels,
+    )
     assert len(found) == 1 and found[0].startswith("model 'inclusion': ")
     assert "not of the research subset" in found[0]
     # a record in the wrong class: (4791, 30) shown as (479*, >=40)

@@ -64,12 +64,16 @@ HUGE = 2**62
 # helpers: a node's classes, and ARX's evaluation of a node
 
 
-def stats_of(counts: Sequence[int], population: Sequence[int] | None = None,
-             **extra: Any) -> ClassStats:
+def stats_of(
+    counts: Sequence[int], population: Sequence[int] | None = None, **extra: Any
+) -> ClassStats:
     """ClassStats of hand-made classes."""
-    return ClassStats(levels=(0,), counts=np.asarray(counts, dtype=np.int64),
-                      population=None if population is None
-                      else np.asarray(population, dtype=np.int64), **extra)
+    return ClassStats(
+        levels=(0,),
+        counts=np.asarray(counts, dtype=np.int64),
+        population=None if population is None else np.asarray(population, dtype=np.int64),
+        **extra,
+    )
 
 
 def node_stats(ds: Dataset, levels: Sequence[int]) -> tuple[ClassStats, NDArray[Any]]:
@@ -80,13 +84,18 @@ def node_stats(ds: Dataset, levels: Sequence[int]) -> tuple[ClassStats, NDArray[
     representative), ``completely_generalized`` marks those whose labels are
     all ``*``.
     """
-    gen = np.column_stack([q.level_codes[lv][q.codes] for q, lv in zip(ds.qis, levels,
-                                                                        strict=True)])
+    gen = np.column_stack(
+        [q.level_codes[lv][q.codes] for q, lv in zip(ds.qis, levels, strict=True)]
+    )
     n = gen.shape[0]
     rows = gen
     if ds.population is not None:
-        pgen = np.column_stack([q.level_codes[lv][ds.population[:, j]]
-                                for j, (q, lv) in enumerate(zip(ds.qis, levels, strict=True))])
+        pgen = np.column_stack(
+            [
+                q.level_codes[lv][ds.population[:, j]]
+                for j, (q, lv) in enumerate(zip(ds.qis, levels, strict=True))
+            ]
+        )
         rows = np.vstack([gen, pgen])
     radix = [max(len(q.level_labels[lv]), 1) for q, lv in zip(ds.qis, levels, strict=True)]
     keys = np.zeros(rows.shape[0], dtype=np.int64)
@@ -101,22 +110,26 @@ def node_stats(ds: Dataset, levels: Sequence[int]) -> tuple[ClassStats, NDArray[
         tuples[:, j] = rest % radix[j]
         rest //= radix[j]
     counts = np.bincount(inverse[:n], minlength=classes)
-    population = (np.bincount(inverse[n:], minlength=classes)
-                  if ds.population is not None else None)
+    population = np.bincount(inverse[n:], minlength=classes) if ds.population is not None else None
     first = np.full(classes, HUGE, dtype=np.int64)
     np.minimum.at(first, inverse[:n], np.arange(n, dtype=np.int64))
     star = np.ones(classes, dtype=bool)
     for j, (q, lv) in enumerate(zip(ds.qis, levels, strict=True)):
         labels = np.asarray(q.level_labels[lv], dtype=object)
         star &= labels[tuples[:, j]] == "*"
-    stats = ClassStats(levels=tuple(levels), counts=counts.astype(np.int64),
-                       population=population, order=suppression_order(first),
-                       completely_generalized=star)
+    stats = ClassStats(
+        levels=tuple(levels),
+        counts=counts.astype(np.int64),
+        population=population,
+        order=suppression_order(first),
+        completely_generalized=star,
+    )
     return stats, inverse[:n]
 
 
-def arx_node(criteria: Sequence[Criterion], stats: ClassStats,
-             limit: int, enforce_limit: int | None = None) -> tuple[bool, NDArray[Any]]:
+def arx_node(
+    criteria: Sequence[Criterion], stats: ClassStats, limit: int, enforce_limit: int | None = None
+) -> tuple[bool, NDArray[Any]]:
     """ARX's ``analyzeAll``: outliers of the class-based criteria, then the sample-based ones.
 
     Acceptable when the records ARX counts as suppressed are at most ``limit``
@@ -152,8 +165,11 @@ def test_delta_presence_by_hand() -> None:
     assert DeltaPresence(0.0, 0.9).acceptable(stats, np.zeros(4, dtype=bool))
     outliers = model.outliers(stats)
     assert model.holds(stats, outliers)
-    assert model.achieved(stats, outliers) == {"dmin": 0.0, "dmax": 0.5,
-                                               "population_only_classes": 1}
+    assert model.achieved(stats, outliers) == {
+        "dmin": 0.0,
+        "dmax": 0.5,
+        "population_only_classes": 1,
+    }
 
 
 def test_a_population_only_class_fails_the_node_unless_a_class_size_is_declared() -> None:
@@ -172,8 +188,9 @@ def test_delta_presence_boundaries_are_inclusive() -> None:
     assert DeltaPresence(0.21, 1.0).outliers(stats).tolist() == [True, False]
 
 
-@pytest.mark.parametrize(("dmin", "dmax"), [(-0.1, 0.5), (0.2, 1.5), (0.6, 0.5),
-                                            (float("nan"), 0.5)])
+@pytest.mark.parametrize(
+    ("dmin", "dmax"), [(-0.1, 0.5), (0.2, 1.5), (0.6, 0.5), (float("nan"), 0.5)]
+)
 def test_delta_presence_refuses_bad_bounds(dmin: float, dmax: float) -> None:
     with pytest.raises(AnonlabError, match="delta-presence"):
         DeltaPresence(dmin, dmax)
@@ -253,28 +270,32 @@ def test_estimated_kmap_is_k_anonymity_with_the_derived_k() -> None:
     assert model.derived_k == 4 and model.minimal_class_size() == 4
     stats = stats_of([3, 4, 9])
     assert model.outliers(stats).tolist() == [True, False, False]
-    big = KMap(10**6, estimator="zero-truncated-poisson", significance=0.0,
-               population_size=10**9)
+    big = KMap(10**6, estimator="zero-truncated-poisson", significance=0.0, population_size=10**9)
     big.bind(ds)
     assert big.derived_k is not None and big.derived_k <= ds.n
 
 
-@pytest.mark.parametrize("kwargs", [
-    {}, {"estimator": "poisson"}, {"estimator": "binomial", "significance": 0.1,
-                                   "population_size": 10},
-    {"estimator": "poisson", "significance": 1.5, "population_size": 10},
-    {"estimator": "poisson", "significance": 0.1, "population_size": 0},
-    {"population": pd.DataFrame(), "estimator": "poisson"},
-    {"population": pd.DataFrame(), "significance": 0.1},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"estimator": "poisson"},
+        {"estimator": "binomial", "significance": 0.1, "population_size": 10},
+        {"estimator": "poisson", "significance": 1.5, "population_size": 10},
+        {"estimator": "poisson", "significance": 0.1, "population_size": 0},
+        {"population": pd.DataFrame(), "estimator": "poisson"},
+        {"population": pd.DataFrame(), "significance": 0.1},
+    ],
+)
 def test_kmap_refuses_bad_parameters(kwargs: dict[str, Any]) -> None:
     with pytest.raises(AnonlabError, match="k-map"):
         KMap(3, **kwargs)
 
 
 def test_kmap_population_size_smaller_than_the_table_is_refused() -> None:
-    ds = Dataset.from_frame(pd.DataFrame({"a": ["x"] * 10}),
-                            {"a": Hierarchy.from_rows([["x", "*"]])})
+    ds = Dataset.from_frame(
+        pd.DataFrame({"a": ["x"] * 10}), {"a": Hierarchy.from_rows([["x", "*"]])}
+    )
     with pytest.raises(AnonlabError, match="smaller than the table's 10 records"):
         KMap(3, estimator="poisson", significance=0.1, population_size=5).bind(ds)
     with pytest.raises(AnonlabError, match="give population"):
@@ -288,18 +309,21 @@ def test_kmap_population_size_smaller_than_the_table_is_refused() -> None:
 
 
 HIER = {
-    "zip": Hierarchy.from_rows([["4790", "479*", "*"], ["4791", "479*", "*"],
-                                ["4801", "480*", "*"], ["4802", "480*", "*"]]),
+    "zip": Hierarchy.from_rows(
+        [["4790", "479*", "*"], ["4791", "479*", "*"], ["4801", "480*", "*"], ["4802", "480*", "*"]]
+    ),
     "age": Hierarchy.from_rows([["20", "<40", "*"], ["30", "<40", "*"], ["50", ">=40", "*"]]),
 }
 
 
 def population_table() -> pd.DataFrame:
-    return pd.DataFrame({
-        "zip": ["4790", "4791", "4790", "4801", "4802", "4790", "4801"],
-        "age": ["20", "30", "20", "50", "50", "20", "30"],
-        "s": ["a", "b", "a", "c", "a", "a", "b"],
-    })
+    return pd.DataFrame(
+        {
+            "zip": ["4790", "4791", "4790", "4801", "4802", "4790", "4801"],
+            "age": ["20", "30", "20", "50", "50", "20", "30"],
+            "s": ["a", "b", "a", "c", "a", "a", "b"],
+        }
+    )
 
 
 def test_presence_dataset_matches_the_subset_as_a_multiset() -> None:
@@ -323,14 +347,20 @@ def test_presence_dataset_matches_the_subset_as_a_multiset() -> None:
 def test_presence_dataset_errors() -> None:
     table = population_table()
     stranger = pd.DataFrame({"zip": ["4790", "4802"], "age": ["20", "20"], "s": ["a", "a"]})
-    with pytest.raises(AnonlabError, match=r"^the delta-presence subset is not a subset of "
-                                           r"the table: row 2 \(zip=4802, age=20, s=a\)"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"^the delta-presence subset is not a subset of "
+        r"the table: row 2 \(zip=4802, age=20, s=a\)",
+    ):
         presence_dataset(table, stranger, HIER, sensitive=["s"])
     with pytest.raises(AnonlabError, match="lacks s"):
         presence_dataset(table, stranger[["zip", "age"]], HIER, sensitive=["s"])
     odd = table.assign(zip=["4790", "4791", "4790", "4801", "9999", "4790", "4801"])
-    with pytest.raises(AnonlabError, match=r"value '9999' \(population row 5\) is not in "
-                                           "hierarchy"):
+    with pytest.raises(
+        AnonlabError,
+        match=r"value '9999' \(population row 5\) is not in "
+        "hierarchy",
+    ):
         presence_dataset(odd, odd.iloc[[0]], HIER, sensitive=["s"])
 
 
@@ -340,10 +370,17 @@ def test_kmap_dataset() -> None:
     ds = kmap_dataset(sample, population[["zip", "age"]], HIER, sensitive=["s"])
     assert ds.n == 2 and ds.frame["s"].tolist() == ["x", "y"]
     assert ds.population is not None and ds.population.shape == (7, 2)
-    with pytest.raises(AnonlabError, match=r"does not contain every record of the table: "
-                                           r"row 2 \(zip=4802, age=20\)"):
-        kmap_dataset(pd.DataFrame({"zip": ["4790", "4802"], "age": ["20", "20"], "s": "a"}),
-                     population, HIER, sensitive=["s"])
+    with pytest.raises(
+        AnonlabError,
+        match=r"does not contain every record of the table: "
+        r"row 2 \(zip=4802, age=20\)",
+    ):
+        kmap_dataset(
+            pd.DataFrame({"zip": ["4790", "4802"], "age": ["20", "20"], "s": "a"}),
+            population,
+            HIER,
+            sensitive=["s"],
+        )
     with pytest.raises(AnonlabError, match=r"lacks the quasi-identifier column\(s\) age"):
         kmap_dataset(sample, population[["zip"]], HIER, sensitive=["s"])
     many = population.iloc[[3, 3]]  # row 3's tuple appears once in the population
@@ -361,8 +398,9 @@ def test_population_dataset_dispatches_on_the_criteria() -> None:
     plain = population_dataset(table, HIER, [KAnonymity(2)], sensitive=["s"])
     assert plain.population is None and plain.n == 7
     with pytest.raises(AnonlabError, match="takes no population of its own"):
-        population_dataset(table, HIER, [DeltaPresence(0, 0.5, subset),
-                                         KMap(2, population=table)], sensitive=["s"])
+        population_dataset(
+            table, HIER, [DeltaPresence(0, 0.5, subset), KMap(2, population=table)], sensitive=["s"]
+        )
     with pytest.raises(AnonlabError, match="needs subset"):
         population_dataset(table, HIER, [DeltaPresence(0, 0.5)], sensitive=["s"])
 
@@ -436,8 +474,11 @@ def test_sample_uniqueness_and_empty_distributions() -> None:
     out = model.enforce(stats, np.zeros(4, dtype=bool), HUGE)
     assert out.tolist() == [True, False, True, False]
     everything = np.ones(4, dtype=bool)
-    for crit in (AverageRisk(0.0), SampleUniqueness(0.0),
-                 PopulationUniqueness(0.0, population_size=100)):
+    for crit in (
+        AverageRisk(0.0),
+        SampleUniqueness(0.0),
+        PopulationUniqueness(0.0, population_size=100),
+    ):
         assert crit.holds(stats, everything)
 
 
@@ -458,8 +499,9 @@ def test_population_uniqueness_parameters() -> None:
     with pytest.raises(AnonlabError, match="sampling_fraction must be above 0"):
         PopulationUniqueness(0.1, sampling_fraction=0.0)
     crit = PopulationUniqueness(0.1, sampling_fraction=0.3)
-    ds = Dataset.from_frame(pd.DataFrame({"a": ["x"] * 10}),
-                            {"a": Hierarchy.from_rows([["x", "*"]])})
+    ds = Dataset.from_frame(
+        pd.DataFrame({"a": ["x"] * 10}), {"a": Hierarchy.from_rows([["x", "*"]])}
+    )
     crit.bind(ds)
     assert crit.size == java_round(10 / 0.3) == 33
     with pytest.raises(AnonlabError, match="smaller than the table's 10"):
@@ -505,8 +547,12 @@ def test_no_sample_uniques_fulfil_population_uniqueness() -> None:
 # ARX's binary search: a literal port with per-class flags, against suppression_prefix
 
 
-def binary_search_port(fulfilled: Callable[[list[bool]], bool], sizes: list[int],  # noqa: C901
-                       already: int, limit: int) -> list[bool]:
+def binary_search_port(  # noqa: C901 (a literal port of ARX's method)
+    fulfilled: Callable[[list[bool]], bool],
+    sizes: list[int],
+    already: int,
+    limit: int,
+) -> list[bool]:
     """``suppressWhileNotFulfilledBinary`` with ``RiskBasedCriterion``'s abort, line by line.
 
     ``fulfilled`` sees the per-class suppression flags; returns them.
@@ -582,8 +628,7 @@ def test_binary_search_matches_a_literal_port() -> None:
 def test_binary_search_finds_the_smallest_prefix_of_a_monotone_condition() -> None:
     for length in range(1, 40):
         for first in range(1, length + 1):  # fulfilled from `first` on (0 fails: early exit)
-            p = suppression_prefix(lambda q, first=first: q >= first,
-                                   np.arange(length + 1), HUGE)
+            p = suppression_prefix(lambda q, first=first: q >= first, np.arange(length + 1), HUGE)
             assert p == first
 
 
@@ -591,8 +636,9 @@ def test_binary_search_finds_the_smallest_prefix_of_a_monotone_condition() -> No
 # random cases against plain references
 
 
-def random_dataset(rng: np.random.Generator, with_subset: bool) -> tuple[
-        Dataset, pd.DataFrame, pd.DataFrame | None]:
+def random_dataset(
+    rng: np.random.Generator, with_subset: bool
+) -> tuple[Dataset, pd.DataFrame, pd.DataFrame | None]:
     m = int(rng.integers(1, 4))
     n = int(rng.integers(5, 50))
     hierarchies = {}
@@ -601,7 +647,8 @@ def random_dataset(rng: np.random.Generator, with_subset: bool) -> tuple[
         d = int(rng.integers(1, 6))
         values = [f"v{j}{i}" for i in range(d)]
         hierarchies[f"q{j}"] = Hierarchy.from_rows(
-            [[v, f"g{j}{i // 2}", "*"] for i, v in enumerate(values)])
+            [[v, f"g{j}{i // 2}", "*"] for i, v in enumerate(values)]
+        )
         data[f"q{j}"] = [values[i] for i in rng.integers(0, d, size=n)]
     data["s"] = [str(x) for x in rng.integers(0, 2, size=n)]
     table = pd.DataFrame(data)
@@ -612,8 +659,9 @@ def random_dataset(rng: np.random.Generator, with_subset: bool) -> tuple[
     return presence_dataset(table, subset, hierarchies, sensitive=["s"]), table, subset
 
 
-def plain_presence(table: pd.DataFrame, subset: pd.DataFrame, ds: Dataset,
-                   levels: Sequence[int]) -> dict[tuple[str, ...], tuple[int, int]]:
+def plain_presence(
+    table: pd.DataFrame, subset: pd.DataFrame, ds: Dataset, levels: Sequence[int]
+) -> dict[tuple[str, ...], tuple[int, int]]:
     """Per generalized tuple: (subset records, population records), by a loop over rows."""
     qis = [q.name for q in ds.qis]
     hier = {q.name: q.hierarchy for q in ds.qis}
@@ -635,8 +683,9 @@ def test_presence_models_against_a_plain_loop() -> None:
         stats, _ = node_stats(ds, levels)
         assert stats.population is not None
         reference = plain_presence(table, subset, ds, levels)
-        assert sorted(zip(stats.counts.tolist(), stats.population.tolist(), strict=True)) == \
-            sorted(reference.values())
+        assert sorted(zip(stats.counts.tolist(), stats.population.tolist(), strict=True)) == sorted(
+            reference.values()
+        )
         dmin, dmax = sorted(float(x) for x in rng.choice([0.0, 0.2, 0.5, 0.8, 1.0], size=2))
         model = DeltaPresence(dmin, dmax)
         kmap = KMap(int(rng.integers(1, 5)), population=table)
@@ -688,22 +737,25 @@ def test_risk_enforce_against_the_literal_port() -> None:
         if literal_risk(kind, threshold, sizes):
             flags = [False] * len(sizes)
         else:
-            flags = binary_search_port(partial(literal_risk_after, kind, threshold, sizes),
-                                       sizes, already, limit)
+            flags = binary_search_port(
+                partial(literal_risk_after, kind, threshold, sizes), sizes, already, limit
+            )
         expected = outliers.copy()
         for i, flag in zip(released, flags, strict=True):
             expected[i] |= flag
         assert out.tolist() == expected.tolist()
         assert model.holds(stats, out) == literal_risk(
-            kind, threshold, [int(c) for c, x in zip(counts, out, strict=True) if not x])
+            kind, threshold, [int(c) for c, x in zip(counts, out, strict=True) if not x]
+        )
 
 
 # ---------------------------------------------------------------------------
 # ARX 3.9 on every node of small lattices
 
 
-def _case_criteria(case: dict[str, Any], table: pd.DataFrame,
-                   subset: pd.DataFrame | None) -> list[Criterion]:
+def _case_criteria(
+    case: dict[str, Any], table: pd.DataFrame, subset: pd.DataFrame | None
+) -> list[Criterion]:
     out: list[Criterion] = []
     for spec in case["models"]:
         p = spec.split(":")
@@ -715,8 +767,14 @@ def _case_criteria(case: dict[str, Any], table: pd.DataFrame,
             out.append(KMap(int(p[1]), population=table))
         elif p[0] == "kmapest":
             estimator = "poisson" if p[2] == "poisson" else "zero-truncated-poisson"
-            out.append(KMap(int(p[1]), estimator=estimator, significance=float(p[3]),
-                            population_size=int(p[4])))
+            out.append(
+                KMap(
+                    int(p[1]),
+                    estimator=estimator,
+                    significance=float(p[3]),
+                    population_size=int(p[4]),
+                )
+            )
         elif p[0] == "avgrisk":
             out.append(AverageRisk(float(p[1])))
         elif p[0] == "sampleuniq":
@@ -736,17 +794,20 @@ def _arx_cases() -> list[tuple[str, dict[str, Any]]]:
     return cases
 
 
-def bound_dataset(table: pd.DataFrame, subset: pd.DataFrame | None,
-                  hierarchies: Mapping[str, Hierarchy | Path], criteria: Sequence[Criterion],
-                  sensitive: list[str]) -> Dataset:
+def bound_dataset(
+    table: pd.DataFrame,
+    subset: pd.DataFrame | None,
+    hierarchies: Mapping[str, Hierarchy | Path],
+    criteria: Sequence[Criterion],
+    sensitive: list[str],
+) -> Dataset:
     """The dataset ARX judges, with every criterion bound to it.
 
     ``table`` is the input; with k-map on a population the released sample is
     ``subset`` (``table`` being the population), with delta-presence
     :func:`population_dataset` takes the subset from the criterion.
     """
-    sample = subset if any(isinstance(c, KMap) and c.needs_population for c in criteria) \
-        else table
+    sample = subset if any(isinstance(c, KMap) and c.needs_population for c in criteria) else table
     assert sample is not None
     ds = population_dataset(sample, hierarchies, criteria, sensitive=sensitive)
     for c in criteria:
@@ -754,8 +815,9 @@ def bound_dataset(table: pd.DataFrame, subset: pd.DataFrame | None,
     return ds
 
 
-def arx_suppressed(criteria: Sequence[Criterion], stats: ClassStats, row_class: NDArray[Any],
-                   limit: int) -> tuple[bool, NDArray[np.int64]]:
+def arx_suppressed(
+    criteria: Sequence[Criterion], stats: ClassStats, row_class: NDArray[Any], limit: int
+) -> tuple[bool, NDArray[np.int64]]:
     """ARX's verdict on a node and the rows its release suppresses, in table order.
 
     ARX suppresses only with a suppression limit above 0 or on a failing node
@@ -828,45 +890,72 @@ def test_adult_nodes_as_arx_judges_them(case: dict[str, Any], adult: pd.DataFram
         ok, suppressed = arx_suppressed(criteria, stats, row_class, limit)
         assert ok == node["anonymous"], (case["name"], node["levels"])
         assert (suppressed.size, int(suppressed.sum()), int((suppressed**2).sum())) == (
-            node["suppressed"], node["sum"], node["squares"]), (case["name"], node["levels"])
+            node["suppressed"],
+            node["sum"],
+            node["squares"],
+        ), (case["name"], node["levels"])
 
 
 def test_the_delta_presence_paper_example_as_arx_tests_it() -> None:
     # ARX TestAnonymization.testDPresenceWithoutOutliers: k = 2 and (1/2, 2/3)-presence, no
     # suppression; ARX releases zip at level 3 (47*, 48*), age at 3 (*), nationality at 2
-    people = [("a", "Alice", "47906", "35", "USA", "0"),
-              ("b", "Bob", "47903", "59", "Canada", "1"),
-              ("c", "Christine", "47906", "42", "USA", "1"),
-              ("d", "Dirk", "47630", "18", "Brazil", "0"),
-              ("e", "Eunice", "47630", "22", "Brazil", "0"),
-              ("f", "Frank", "47633", "63", "Peru", "1"),
-              ("g", "Gail", "48973", "33", "Spain", "0"),
-              ("h", "Harry", "48972", "47", "Bulgaria", "1"),
-              ("i", "Iris", "48970", "52", "France", "1")]
+    people = [
+        ("a", "Alice", "47906", "35", "USA", "0"),
+        ("b", "Bob", "47903", "59", "Canada", "1"),
+        ("c", "Christine", "47906", "42", "USA", "1"),
+        ("d", "Dirk", "47630", "18", "Brazil", "0"),
+        ("e", "Eunice", "47630", "22", "Brazil", "0"),
+        ("f", "Frank", "47633", "63", "Peru", "1"),
+        ("g", "Gail", "48973", "33", "Spain", "0"),
+        ("h", "Harry", "48972", "47", "Bulgaria", "1"),
+        ("i", "Iris", "48970", "52", "France", "1"),
+    ]
     table = pd.DataFrame(people, columns=["identifier", "name", "zip", "age", "nationality", "sen"])
-    ages = {"18": "1*", "22": "2*", "33": "3*", "35": "3*", "42": "4*", "47": "4*", "52": "5*",
-            "59": "5*", "63": "6*"}
-    nations = {"Canada": ("N. America", "America"), "USA": ("N. America", "America"),
-               "Peru": ("S. America", "America"), "Brazil": ("S. America", "America"),
-               "Bulgaria": ("E. Europe", "Europe"), "France": ("W. Europe", "Europe"),
-               "Spain": ("W. Europe", "Europe")}
+    ages = {
+        "18": "1*",
+        "22": "2*",
+        "33": "3*",
+        "35": "3*",
+        "42": "4*",
+        "47": "4*",
+        "52": "5*",
+        "59": "5*",
+        "63": "6*",
+    }
+    nations = {
+        "Canada": ("N. America", "America"),
+        "USA": ("N. America", "America"),
+        "Peru": ("S. America", "America"),
+        "Brazil": ("S. America", "America"),
+        "Bulgaria": ("E. Europe", "Europe"),
+        "France": ("W. Europe", "Europe"),
+        "Spain": ("W. Europe", "Europe"),
+    }
     hierarchies = {
-        "zip": Hierarchy.from_rows([[z, z[:4] + "*", z[:3] + "*", z[:2] + "*", z[:1] + "*", "*"]
-                                    for z in sorted(set(table["zip"]))]),
-        "age": Hierarchy.from_rows([[a, g, "<=40" if int(a) <= 40 else ">40", "*"]
-                                    for a, g in ages.items()]),
+        "zip": Hierarchy.from_rows(
+            [
+                [z, z[:4] + "*", z[:3] + "*", z[:2] + "*", z[:1] + "*", "*"]
+                for z in sorted(set(table["zip"]))
+            ]
+        ),
+        "age": Hierarchy.from_rows(
+            [[a, g, "<=40" if int(a) <= 40 else ">40", "*"] for a, g in ages.items()]
+        ),
         "nationality": Hierarchy.from_rows([[c, *groups, "*"] for c, groups in nations.items()]),
     }
     subset = table.iloc[[1, 2, 5, 7, 8]]
     criteria: list[Criterion] = [KAnonymity(2), DeltaPresence(0.5, 2 / 3, subset)]
-    ds = population_dataset(table, hierarchies, criteria, identifying=["identifier", "name"],
-                            insensitive=["sen"])
+    ds = population_dataset(
+        table, hierarchies, criteria, identifying=["identifier", "name"], insensitive=["sen"]
+    )
     assert ds.frame["name"].tolist() == ["Bob", "Christine", "Frank", "Harry", "Iris"]
     stats, _ = node_stats(ds, [3, 3, 2])
     assert stats.population is not None
     ok, outliers = arx_node(criteria, stats, 0)
     assert ok and not outliers.any()
     assert sorted(zip(stats.counts.tolist(), stats.population.tolist(), strict=True)) == [
-        (2, 3), (3, 6)]  # deltas 2/3 and 1/2
+        (2, 3),
+        (3, 6),
+    ]  # deltas 2/3 and 1/2
     below, _ = node_stats(ds, [3, 3, 1])  # N./S. America apart: S. America has delta 1/3
     assert not arx_node(criteria, below, 0)[0]

@@ -48,8 +48,9 @@ def load(name: str) -> list[dict[str, Any]]:
 
 ADULT = load("adult")
 RANDOM = load("random")
-ARX_TEST = [c for c in ADULT if c["id"].startswith("TestAnonymizationProfitability#")
-            and "-" not in c["id"]]
+ARX_TEST = [
+    c for c in ADULT if c["id"].startswith("TestAnonymizationProfitability#") and "-" not in c["id"]
+]
 
 
 def _ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -80,19 +81,32 @@ def _setup_of(case_id: str) -> Any:
     config = case["config"]
     criteria = resolve_criteria(specs_of(case))
     dataset = dataset_for(config, criteria, _path(config["data"]))
-    return _setup(dataset, criteria, float(config["suppression"]), config["metric"],
-                  weights=None, practical_monotonicity=False, cache_size=64, progress=None,
-                  **{"gs_factor": 0.5, "aggregate": None, **options_of(case)})
+    return _setup(
+        dataset,
+        criteria,
+        float(config["suppression"]),
+        config["metric"],
+        weights=None,
+        practical_monotonicity=False,
+        cache_size=64,
+        progress=None,
+        **{"gs_factor": 0.5, "aggregate": None, **options_of(case)},
+    )
 
 
 def replay(case: Mapping[str, Any], search: str = "flash") -> GeneralizationResult:
     config = case["config"]
     criteria = resolve_criteria(specs_of(case))
     dataset = dataset_for(config, criteria, _path(config["data"]))
-    return anonymize(dataset, criteria=criteria, suppression=float(config["suppression"]),
-                     metric=config["metric"], search=search,
-                     practical_monotonicity=bool(config["practical_monotonicity"]),
-                     **options_of(case))
+    return anonymize(
+        dataset,
+        criteria=criteria,
+        suppression=float(config["suppression"]),
+        metric=config["metric"],
+        search=search,
+        practical_monotonicity=bool(config["practical_monotonicity"]),
+        **options_of(case),
+    )
 
 
 def optima(arx: Mapping[str, Any]) -> list[list[int]] | None:
@@ -100,8 +114,11 @@ def optima(arx: Mapping[str, Any]) -> list[list[int]] | None:
     if "nodes" not in arx or not arx["found"]:
         return None
     best = float(arx["highest_score"])
-    return [n["transformation"] for n in arx["nodes"]
-            if n["anonymous"] == "ANONYMOUS" and float(n["score"]) == best]
+    return [
+        n["transformation"]
+        for n in arx["nodes"]
+        if n["anonymous"] == "ANONYMOUS" and float(n["score"]) == best
+    ]
 
 
 def check(case: Mapping[str, Any], search: str) -> GeneralizationResult | None:
@@ -136,23 +153,31 @@ def test_arx_cases_are_the_tests_expectations() -> None:
         # ARX's test compares the score and only notes another transformation: case 4's
         # expected node is not even acceptable in ARX 3.9.2 (its score there is another)
         if case["id"].endswith("#4"):
-            node = next(n for n in case["arx"]["nodes"]
-                        if n["transformation"] == expected["transformation"])
+            node = next(
+                n for n in case["arx"]["nodes"] if n["transformation"] == expected["transformation"]
+            )
             assert node["anonymous"] == "NOT_ANONYMOUS"
         else:
             assert case["arx"]["transformation"] == expected["transformation"]
 
 
 #: Adult cases quick enough for every run (the others are marked slow)
-QUICK_ADULT = ("TestAnonymizationProfitability#0", "TestAnonymizationProfitability#1",
-               "TestAnonymizationProfitability#2", "TestAnonymizationProfitability#4",
-               "adult-prosecutor-payout-default")
+QUICK_ADULT = (
+    "TestAnonymizationProfitability#0",
+    "TestAnonymizationProfitability#1",
+    "TestAnonymizationProfitability#2",
+    "TestAnonymizationProfitability#4",
+    "adult-prosecutor-payout-default",
+)
 
 
 def _adult_params() -> list[Any]:
-    return [pytest.param(case, id=case["id"],
-                         marks=[] if case["id"] in QUICK_ADULT else [pytest.mark.slow])
-            for case in ADULT]
+    return [
+        pytest.param(
+            case, id=case["id"], marks=[] if case["id"] in QUICK_ADULT else [pytest.mark.slow]
+        )
+        for case in ADULT
+    ]
 
 
 @pytest.mark.parametrize("case", _adult_params())
@@ -161,8 +186,9 @@ def test_adult_optimum_is_arx(case: dict[str, Any]) -> None:
     check(case, "flash")
 
 
-@pytest.mark.parametrize("case_id", ["TestAnonymizationProfitability#4",
-                                     "TestAnonymizationProfitability#5"])
+@pytest.mark.parametrize(
+    "case_id", ["TestAnonymizationProfitability#4", "TestAnonymizationProfitability#5"]
+)
 def test_assumed_monotonicity_checks_as_arx(case_id: str) -> None:
     """Practical monotonicity where it is only assumed: case 5's model (journalist, not
     monotone: its top node never pays), case 4's metric (the publisher payout). Flash then
@@ -179,10 +205,12 @@ def test_assumed_monotonicity_checks_as_arx(case_id: str) -> None:
     assert search.nodes_checked + unchecked_ends == case["arx"]["nodes_checked"]
 
 
-@pytest.mark.parametrize("case_id", ["TestAnonymizationProfitability#4",
-                                     "TestAnonymizationProfitability#5"])
-def test_assumed_monotonicity_checks_in_arx_order(case_id: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "case_id", ["TestAnonymizationProfitability#4", "TestAnonymizationProfitability#5"]
+)
+def test_assumed_monotonicity_checks_in_arx_order(
+    case_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Node by node, flash checks what ARX 3.9.2's FLASH checks, in ARX's order, with ARX's
     verdict (``flash_checks.json``: ARX's ``checkAndTag`` made to print each check)."""
     arx = json.loads((REFS / "flash_checks.json").read_text())
@@ -196,8 +224,12 @@ def test_assumed_monotonicity_checks_in_arx_order(case_id: str,
         if first:
             names = [q.name for q in ctx.engine.qis]
             levels = ctx.lattice.levels(node)
-            seen.append([[int(levels[names.index(a)]) for a in arx["attributes"]],
-                         bool(result.sub_acceptable)])
+            seen.append(
+                [
+                    [int(levels[names.index(a)]) for a in arx["attributes"]],
+                    bool(result.sub_acceptable),
+                ]
+            )
         return result
 
     monkeypatch.setattr(SearchContext, "verdict", recorded)
@@ -257,16 +289,18 @@ def test_population_order_is_the_rows_order() -> None:
         assert arx_class_order(setup.loss, fs).tolist() == rows.tolist()
 
 
-@pytest.mark.parametrize("case", [c for c in ADULT if "nodes" in c["arx"]],
-                         ids=_ids([c for c in ADULT if "nodes" in c["arx"]]))
+@pytest.mark.parametrize(
+    "case",
+    [c for c in ADULT if "nodes" in c["arx"]],
+    ids=_ids([c for c in ADULT if "nodes" in c["arx"]]),
+)
 def test_adult_nodes_sample_match_arx(case: dict[str, Any]) -> None:
     """Verdict and score of every 97th node of ARX's Adult cases equal ARX's."""
     _assert_nodes(case, _node_sample(case, 97))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [ARX_TEST[0], ARX_TEST[4]], ids=_ids([ARX_TEST[0],
-                                                                      ARX_TEST[4]]))
+@pytest.mark.parametrize("case", [ARX_TEST[0], ARX_TEST[4]], ids=_ids([ARX_TEST[0], ARX_TEST[4]]))
 def test_adult_every_node_matches_arx(case: dict[str, Any]) -> None:
     """Every node of ARX's Adult cases with the publisher-payout metric: ARX's verdict and
     ARX's score String."""
@@ -286,8 +320,10 @@ def test_random_cases_are_hard() -> None:
     assert len(models) == 4
 
 
-@pytest.mark.parametrize("search", [pytest.param(s, marks=[] if s == "flash" else
-                                                  [pytest.mark.slow]) for s in STRATEGIES])
+@pytest.mark.parametrize(
+    "search",
+    [pytest.param(s, marks=[] if s == "flash" else [pytest.mark.slow]) for s in STRATEGIES],
+)
 @pytest.mark.parametrize("case", RANDOM, ids=_ids(RANDOM))
 def test_random_optimum_is_arx(case: dict[str, Any], search: str) -> None:
     """Every optimal search finds ARX's optimum (or one tied with it) on the random tables."""
@@ -308,8 +344,7 @@ def _table(seed: int) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     """A random table of three quasi-identifiers with hierarchies of height 2 or 3."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(40, 120))
-    frame = pd.DataFrame({f"q{i}": [f"v{int(x)}" for x in rng.integers(0, 8, n)]
-                          for i in range(3)})
+    frame = pd.DataFrame({f"q{i}": [f"v{int(x)}" for x in rng.integers(0, 8, n)] for i in range(3)})
     hierarchies = {}
     for i in range(3):
         fan = int(rng.integers(2, 4))
@@ -331,18 +366,25 @@ def test_searches_agree_with_exhaustive(seed: int) -> None:
     rng = np.random.default_rng(1000 + seed)
     frame, hierarchies = _table(seed)
     model = ["profitability-prosecutor", "profitability-prosecutor-no-attack"][seed % 2]
-    figures = {"publisher_benefit": float(rng.choice([120, 1200])),
-               "publisher_loss": float(rng.choice([300, 3000])),
-               "adversary_gain": float(rng.choice([120, 300, 1000])),
-               "adversary_cost": float(rng.choice([4, 20, 60]))}
+    figures = {
+        "publisher_benefit": float(rng.choice([120, 1200])),
+        "publisher_loss": float(rng.choice([300, 3000])),
+        "adversary_gain": float(rng.choice([120, 300, 1000])),
+        "adversary_cost": float(rng.choice([4, 20, 60])),
+    }
     suppression = float(rng.choice([0.0, 0.05, 0.3]))
     metric = ["publisher_payout", "loss", "publisher_payout_journalist"][seed % 3]
     dataset = Dataset.from_frame(frame, hierarchies)
     results = {}
     for search in STRATEGIES:
         try:
-            r = anonymize(dataset, criteria=[{"model": model, **figures}],
-                          suppression=suppression, metric=metric, search=search)
+            r = anonymize(
+                dataset,
+                criteria=[{"model": model, **figures}],
+                suppression=suppression,
+                metric=metric,
+                search=search,
+            )
             results[search] = (r.information_loss_arx[metric], r.transformation)
         except AnonlabError as exc:
             results[search] = (str(exc)[:30], {})
@@ -364,8 +406,9 @@ def test_no_attack_k_is_arx_rule() -> None:
 
 def test_payout_formula_by_hand() -> None:
     """benefit (1 - IL), less loss * p where gain * p > cost (ARX RiskModelCostBenefit)."""
-    costs = CostBenefit(publisher_benefit=100, publisher_loss=50, adversary_gain=30,
-                        adversary_cost=10)
+    costs = CostBenefit(
+        publisher_benefit=100, publisher_loss=50, adversary_gain=30, adversary_cost=10
+    )
     payout = costs.publisher_payout(np.array([0.2, 0.2, 0.5]), np.array([0.5, 1 / 3, 0.25]))
     assert payout.tolist() == [100 * 0.8 - 25, 100 * 0.8, 50.0]
 
@@ -374,20 +417,28 @@ def test_criterion_keys_and_defaults() -> None:
     """The flag spelling with dashes and the TOML spelling give the same settings; left-out
     figures are ARX's defaults."""
     flag = normalize_criterion("profitability-prosecutor:publisher-benefit=120,adversary_cost=20")
-    table = normalize_criterion({"model": "profitability-prosecutor", "publisher_benefit": 120,
-                                 "adversary_cost": 20})
+    table = normalize_criterion(
+        {"model": "profitability-prosecutor", "publisher_benefit": 120, "adversary_cost": 20}
+    )
     assert flag == table
     (criterion,) = resolve_criteria([flag])
-    assert criterion.parameters() == {"publisher_benefit": 120.0, "publisher_loss": 300.0,
-                                      "adversary_gain": 300.0, "adversary_cost": 20.0}
+    assert criterion.parameters() == {
+        "publisher_benefit": 120.0,
+        "publisher_loss": 300.0,
+        "adversary_gain": 300.0,
+        "adversary_cost": 20.0,
+    }
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("profitability-prosecutor:publisher_benefit=-1", "publisher_benefit must be a finite"),
-    ("profitability-prosecutor:adversary_gain=nan", "adversary_gain must be a finite"),
-    ("profitability-prosecutor:attacker=journalist", "takes no parameter attacker"),
-    ("profitability-journalist", "needs subset"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("profitability-prosecutor:publisher_benefit=-1", "publisher_benefit must be a finite"),
+        ("profitability-prosecutor:adversary_gain=nan", "adversary_gain must be a finite"),
+        ("profitability-prosecutor:attacker=journalist", "takes no parameter attacker"),
+        ("profitability-journalist", "needs subset"),
+    ],
+)
 def test_bad_settings_are_refused(spec: str, message: str) -> None:
     with pytest.raises(AnonlabError, match=message):
         resolve_criteria([spec])
@@ -397,14 +448,21 @@ def test_two_figures_and_two_subsets_are_refused() -> None:
     """ARX keeps one cost-benefit configuration and one research subset."""
     data = REPO / "tests" / "data" / "arx" / "random" / "case00"
     frame = pd.read_csv(data / "data.csv", sep=";", dtype=str)
-    hierarchies = {q: Hierarchy.from_csv(str(data / f"hierarchy_{q}.csv"), delimiter=";")
-                   for q in ("q0", "q1", "q2")}
+    hierarchies = {
+        q: Hierarchy.from_csv(str(data / f"hierarchy_{q}.csv"), delimiter=";")
+        for q in ("q0", "q1", "q2")
+    }
     from anonlab.dataset import Dataset
 
     dataset = Dataset.from_frame(frame, hierarchies, other="insensitive")
     with pytest.raises(AnonlabError, match="different cost-benefit figures"):
-        anonymize(dataset, criteria=["profitability-prosecutor:adversary_cost=5",
-                                     "profitability-prosecutor-no-attack:adversary_cost=6"])
+        anonymize(
+            dataset,
+            criteria=[
+                "profitability-prosecutor:adversary_cost=5",
+                "profitability-prosecutor-no-attack:adversary_cost=6",
+            ],
+        )
     with pytest.raises(AnonlabError, match="each name the research subset"):
         resolve_criteria(["inclusion:subset=a.csv", "profitability-journalist:subset=a.csv"])
 
@@ -419,10 +477,22 @@ def _random_case(case_id: str) -> dict[str, Any]:
 
 def _cli_args(case: Mapping[str, Any], out: Path) -> list[str]:
     config = case["config"]
-    args = ["generalize", _path(config["data"]), "--delimiter", ";", "--output",
-            str(out / "release.csv"), "--report", str(out / "report.json"),
-            "--metric", config["metric"], "--suppression", f"{100 * config['suppression']:g}%",
-            "--other", "insensitive"]
+    args = [
+        "generalize",
+        _path(config["data"]),
+        "--delimiter",
+        ";",
+        "--output",
+        str(out / "release.csv"),
+        "--report",
+        str(out / "report.json"),
+        "--metric",
+        config["metric"],
+        "--suppression",
+        f"{100 * config['suppression']:g}%",
+        "--other",
+        "insensitive",
+    ]
     for q, p in config["qis"].items():
         args += ["--qi", f"{q}={_path(p)}"]
     for spec in specs_of(case):
@@ -433,8 +503,9 @@ def _cli_args(case: Mapping[str, Any], out: Path) -> list[str]:
     return args
 
 
-@pytest.mark.parametrize("case_id", ["case25-prosecutor", "case07-journalist-no-attack",
-                                     "case13-journalist"])
+@pytest.mark.parametrize(
+    "case_id", ["case25-prosecutor", "case07-journalist-no-attack", "case13-journalist"]
+)
 def test_cli_flag_run_is_arx_and_verified(case_id: str, tmp_path: Path) -> None:
     """``anonlab generalize --criterion MODEL:KEY=VALUE,...`` reaches ARX's optimum, the report
     names the model with its figures, and ``anonlab verify`` re-checks the release."""
@@ -468,8 +539,9 @@ def test_toml_spelling(tmp_path: Path) -> None:
         f'metric = "{config["metric"]}"\n'
         f'suppression = {config["suppression"]}\noutput = "{tmp_path / "release.csv"}"\n'
         f'report = "{tmp_path / "report.json"}"\n'
-        + (f'gs_factor = {config["gs_factor"]}\n' if "gs_factor" in config else "")
-        + f"[qi]\n{qi}\n[[criteria]]\nmodel = \"profitability-prosecutor\"\n{figures}\n")
+        + (f"gs_factor = {config['gs_factor']}\n" if "gs_factor" in config else "")
+        + f'[qi]\n{qi}\n[[criteria]]\nmodel = "profitability-prosecutor"\n{figures}\n'
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = CliRunner().invoke(app, ["generalize", "--config", str(tmp_path / "run.toml")])
@@ -479,11 +551,14 @@ def test_toml_spelling(tmp_path: Path) -> None:
     assert report["verified"] is True
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("profitability-prosecutor:publisher_loss=-3", "publisher_loss must be a finite"),
-    ("profitability-journalist-no-attack", "needs subset"),
-    ("profitability-prosecutor:adversary_gain=lots", "adversary_gain must be a number"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("profitability-prosecutor:publisher_loss=-3", "publisher_loss must be a finite"),
+        ("profitability-journalist-no-attack", "needs subset"),
+        ("profitability-prosecutor:adversary_gain=lots", "adversary_gain must be a number"),
+    ],
+)
 def test_cli_bad_input_is_one_line(flag: str, message: str, tmp_path: Path) -> None:
     case = _random_case("case00-prosecutor")
     args = _cli_args(case, tmp_path)
@@ -497,8 +572,9 @@ def test_cli_bad_input_is_one_line(flag: str, message: str, tmp_path: Path) -> N
     assert not (tmp_path / "report.json").exists()
 
 
-@pytest.mark.parametrize("case_id", ["case25-prosecutor", "case07-prosecutor",
-                                     "case16-journalist-no-attack"])
+@pytest.mark.parametrize(
+    "case_id", ["case25-prosecutor", "case07-prosecutor", "case16-journalist-no-attack"]
+)
 def test_verifier_refuses_a_tampered_release(case_id: str, tmp_path: Path) -> None:
     """The release ARX's optimum gives passes the independent checker; with its suppressed
     records put back (their classes fail the model) it is refused, naming the model."""
@@ -514,8 +590,7 @@ def test_verifier_refuses_a_tampered_release(case_id: str, tmp_path: Path) -> No
     assert report["suppressed_records"] > 0
     release = pd.read_csv(tmp_path / "release.csv", sep=None, engine="python", dtype=str)
     original = pd.read_csv(_path(config["data"]), sep=";", dtype=str)
-    hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=";")
-                   for q, p in config["qis"].items()}
+    hierarchies = {q: Hierarchy.from_csv(_path(p), delimiter=";") for q, p in config["qis"].items()}
     levels = report["transformation"]
     spec = {"model": config["criteria"][0]["model"], **specs_of(case)[0]}
     population = None
@@ -524,15 +599,18 @@ def test_verifier_refuses_a_tampered_release(case_id: str, tmp_path: Path) -> No
         rows = research_rows(original, pd.read_csv(spec["subset"], sep=";", dtype=str))
         assert rows is not None
         original = original.iloc[np.sort(rows)].reset_index(drop=True)
-    args = {"expected_star": None, "population": population, "hierarchies": hierarchies,
-            "levels": levels}
+    args = {
+        "expected_star": None,
+        "population": population,
+        "hierarchies": hierarchies,
+        "levels": levels,
+    }
     qis = list(hierarchies)
     assert check_criteria(original, release, [spec], qis, 10**6, **args) == []
     tampered = release.copy()
     suppressed = (tampered[qis] == "*").all(axis=1).to_numpy()
     for q, h in hierarchies.items():
-        tampered.loc[suppressed, q] = [h.label(v, levels[q])
-                                       for v in original.loc[suppressed, q]]
+        tampered.loc[suppressed, q] = [h.label(v, levels[q]) for v in original.loc[suppressed, q]]
     findings = check_criteria(original, tampered, [spec], qis, 10**6, **args)
     assert any(spec["model"] in f for f in findings), findings
 
@@ -543,8 +621,11 @@ def test_verifier_no_attack_sizes() -> None:
 
     assert smallest_safe_size(120.0, 20.0) == 7
     assert math.isinf(smallest_safe_size(5.0, 0.0))
-    spec = {"model": "profitability-prosecutor-no-attack", "adversary_gain": 120.0,
-            "adversary_cost": 20.0}
+    spec = {
+        "model": "profitability-prosecutor-no-attack",
+        "adversary_gain": 120.0,
+        "adversary_cost": 20.0,
+    }
     fails, reason, _ = failing_classes(spec, np.array([6, 7, 40]), None, None, None, None)
     assert fails is not None and fails.tolist() == [True, False, False]
     spec["model"] = "profitability-journalist-no-attack"
@@ -557,8 +638,9 @@ def test_combinations_with_cost_free_attacks_find_nothing() -> None:
     """An attack that costs nothing always pays: no class is safe, no release exists."""
     case = _random_case("case00-prosecutor")
     config = case["config"]
-    criteria = resolve_criteria([{"model": "profitability-prosecutor-no-attack",
-                                  "adversary_cost": 0.0}])
+    criteria = resolve_criteria(
+        [{"model": "profitability-prosecutor-no-attack", "adversary_cost": 0.0}]
+    )
     dataset = dataset_for(config, criteria, _path(config["data"]))
     with pytest.raises(AnonlabError, match="no generalization satisfies"):
         anonymize(dataset, criteria=criteria, suppression=0.5)

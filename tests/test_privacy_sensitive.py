@@ -64,19 +64,25 @@ def stats_from_dense(matrix: NDArray[Any], empty: int = 0, attribute: str = "s")
     matrix = np.asarray(matrix, dtype=np.int64)
     matrix = np.vstack([matrix, np.zeros((empty, matrix.shape[1]), dtype=np.int64)])
     classes, values = np.nonzero(matrix)
-    h = SensitiveHistograms(classes.astype(np.int64), values.astype(np.int64),
-                            matrix[classes, values], matrix.sum(axis=0))
+    h = SensitiveHistograms(
+        classes.astype(np.int64),
+        values.astype(np.int64),
+        matrix[classes, values],
+        matrix.sum(axis=0),
+    )
     return ClassStats((0,), matrix.sum(axis=1), {attribute: h})
 
 
-def random_matrix(rng: np.random.Generator, classes: int, values: int,
-                  max_count: int = 6) -> NDArray[Any]:
+def random_matrix(
+    rng: np.random.Generator, classes: int, values: int, max_count: int = 6
+) -> NDArray[Any]:
     """Random class histograms: skewed value shares, many zeros, some singletons."""
     shares = rng.dirichlet(np.full(values, 0.6), size=classes)
     sizes = rng.integers(1, max_count * values // 2 + 2, size=classes)
     matrix = np.vstack([rng.multinomial(s, p) for s, p in zip(sizes, shares, strict=True)])
     matrix[:, rng.permutation(values)[: max(1, values // 4)]] += rng.integers(
-        0, 2, size=(classes, max(1, values // 4)))
+        0, 2, size=(classes, max(1, values // 4))
+    )
     matrix[matrix.sum(axis=1) == 0, 0] = 1
     missing = matrix.sum(axis=0) == 0  # every value occurs in the table
     matrix[0, missing] = 1
@@ -86,8 +92,10 @@ def random_matrix(rng: np.random.Generator, classes: int, values: int,
 def encoded(values: Sequence[str], frequencies: NDArray[Any]) -> Any:
     """An EncodedSensitive for bind_values (codes are not used by the models)."""
     from anonlab.dataset import EncodedSensitive
-    return EncodedSensitive("s", tuple(values), np.zeros(0, dtype=np.int32),
-                            np.asarray(frequencies, dtype=np.int64))
+
+    return EncodedSensitive(
+        "s", tuple(values), np.zeros(0, dtype=np.int32), np.asarray(frequencies, dtype=np.int64)
+    )
 
 
 def bound(criterion: Model, stats: ClassStats, names: Sequence[str] | None = None) -> Model:
@@ -182,8 +190,9 @@ def ref_equal(hist: dict[int, int], n: int, q: NDArray[Any], t: float) -> tuple[
     return val <= t, val
 
 
-def ref_ordered(hist: dict[int, int], n: int, q: NDArray[Any], order: Sequence[int],
-                t: float) -> tuple[bool, float]:
+def ref_ordered(
+    hist: dict[int, int], n: int, q: NDArray[Any], order: Sequence[int], t: float
+) -> tuple[bool, float]:
     """OrderedDistanceTCloseness.initialize + isAnonymous (with its pruning)."""
     m = len(order)
     threshold = t * (m - 1.0)
@@ -245,19 +254,22 @@ def arx_tree(g: NDArray[Any], labels: list[list[str]]) -> list[int]:
     for node in (n for level in levels[1:] for n in level):
         node["offset"] = len(tree)
         tree += [len(node["children"]), node["level"]]
-        tree += [key + 3 + num_leafs if node["level"] == 1 else nodes[key]["offset"]
-                 for key in node["children"]]
+        tree += [
+            key + 3 + num_leafs if node["level"] == 1 else nodes[key]["offset"]
+            for key in node["children"]
+        ]
         tree += [0, 0]
     return tree
 
 
-def ref_hierarchical(hist: dict[int, int], g: NDArray[Any], labels: list[list[str]],
-                     t: float) -> tuple[bool, float]:
+def ref_hierarchical(
+    hist: dict[int, int], g: NDArray[Any], labels: list[list[str]], t: float
+) -> tuple[bool, float]:
     """HierarchicalDistanceTCloseness.isAnonymous on :func:`arx_tree`, literally."""
     tree = arx_tree(g, labels)
     total_p, num_leafs, height = tree[0], tree[1], float(tree[2])
     start = num_leafs + 3
-    tree[start:start + num_leafs] = [0] * num_leafs
+    tree[start : start + num_leafs] = [0] * num_leafs
     total_q = 0
     for value, freq in hist.items():
         tree[value + start] = freq
@@ -285,8 +297,7 @@ def ref_hierarchical(hist: dict[int, int], g: NDArray[Any], labels: list[list[st
     return cost <= t, cost
 
 
-def ref_likeness(hist: dict[int, int], n: int, q: NDArray[Any], kind: str,
-                 param: float) -> bool:
+def ref_likeness(hist: dict[int, int], n: int, q: NDArray[Any], kind: str, param: float) -> bool:
     """BasicBLikeness / EnhancedBLikeness / DDisclosurePrivacy.isAnonymous."""
     for v in sorted(hist):
         p = hist[v] / n
@@ -306,8 +317,9 @@ def histograms(matrix: NDArray[Any]) -> list[dict[int, int]]:
     return [{int(v): int(row[v]) for v in np.flatnonzero(row)} for row in matrix]
 
 
-def reference_outliers(matrix: NDArray[Any], check: Callable[[dict[int, int], int], bool]
-                       ) -> NDArray[Any]:
+def reference_outliers(
+    matrix: NDArray[Any], check: Callable[[dict[int, int], int], bool]
+) -> NDArray[Any]:
     """Outlier mask of a per-class check ``check(histogram, class size)``."""
     return np.array([not check(h, int(sum(h.values()))) for h in histograms(matrix)])
 
@@ -318,8 +330,12 @@ def reference_outliers(matrix: NDArray[Any], check: Callable[[dict[int, int], in
 
 def shapes() -> list[tuple[int, int, int]]:
     """(seed, classes, values) of the random cases."""
-    return [(seed, int(c), int(v)) for seed, (c, v) in enumerate(
-        [(1, 1), (5, 2), (30, 3), (60, 5), (80, 8), (40, 14), (25, 30)])]
+    return [
+        (seed, int(c), int(v))
+        for seed, (c, v) in enumerate(
+            [(1, 1), (5, 2), (30, 3), (60, 5), (80, 8), (40, 14), (25, 30)]
+        )
+    ]
 
 
 @pytest.mark.parametrize(("seed", "n_classes", "n_values"), shapes())
@@ -361,19 +377,19 @@ def test_closeness_and_likeness_match_arx_code(seed: int, n_classes: int, n_valu
         want = [ref_ordered(h, sum(h.values()), q, order, t) for h in histograms(matrix)]
         assert list(ordered.outliers(stats)) == [not w[0] for w in want] + [False]
         scale = max(n_values - 1, 1)
-        assert np.allclose(ordered.distances(stats)[:-1], [w[1] / scale for w in want],
-                           atol=1e-12)
-        hier = bound(HierarchicalDistanceTCloseness("s", t, Hierarchy.from_rows(hier_rows)),
-                     stats)
+        assert np.allclose(ordered.distances(stats)[:-1], [w[1] / scale for w in want], atol=1e-12)
+        hier = bound(HierarchicalDistanceTCloseness("s", t, Hierarchy.from_rows(hier_rows)), stats)
         want = [ref_hierarchical(h, matrix.sum(axis=0), hier_rows, t) for h in histograms(matrix)]
         assert list(hier.outliers(stats)) == [not w[0] for w in want] + [False]
         assert np.allclose(hier.distances(stats)[:-1], [w[1] for w in want], atol=1e-12)
     for beta in (0.1, 0.5, 1.0, 2.0, 10.0):
-        for kind, cls in (("basic", BasicBetaLikeness), ("enhanced", EnhancedBetaLikeness),
-                          ("delta", DeltaDisclosure)):
+        for kind, cls in (
+            ("basic", BasicBetaLikeness),
+            ("enhanced", EnhancedBetaLikeness),
+            ("delta", DeltaDisclosure),
+        ):
             got = cls("s", beta).outliers(stats)
-            expected = reference_outliers(matrix, partial(ref_likeness, q=q, kind=kind,
-                                                          param=beta))
+            expected = reference_outliers(matrix, partial(ref_likeness, q=q, kind=kind, param=beta))
             assert list(got) == [*expected, False], (kind, beta)
 
 
@@ -422,10 +438,11 @@ def test_achieved_values() -> None:
     outliers[:5] = True
     kept = histograms(matrix)[5:]
     q = matrix.sum(axis=0) / matrix.sum()
-    assert DistinctLDiversity("s", 1).achieved(stats, outliers) == {
-        "l": min(len(h) for h in kept)}
-    shannon = [math.exp(-sum(c / sum(h.values()) * math.log(c / sum(h.values()))
-                             for c in h.values())) for h in kept]
+    assert DistinctLDiversity("s", 1).achieved(stats, outliers) == {"l": min(len(h) for h in kept)}
+    shannon = [
+        math.exp(-sum(c / sum(h.values()) * math.log(c / sum(h.values())) for c in h.values()))
+        for h in kept
+    ]
     got = EntropyLDiversity("s", 1).achieved(stats, outliers)
     assert got["l"] == pytest.approx(min(shannon), rel=1e-12)
     c_needed = []
@@ -437,14 +454,15 @@ def test_achieved_values() -> None:
     got = RecursiveCLDiversity("s", 2.0, 2).achieved(stats, outliers)
     assert got == {"c": pytest.approx(max(c_needed)), "l": min(largest_l)}
     gains = [max((h[v] / sum(h.values()) - q[v]) / q[v] for v in h) for h in kept]
-    assert BasicBetaLikeness("s", 1).achieved(stats, outliers)["beta"] == pytest.approx(
-        max(gains))
+    assert BasicBetaLikeness("s", 1).achieved(stats, outliers)["beta"] == pytest.approx(max(gains))
     disclosure = [max(abs(math.log2(h[v] / sum(h.values()) / q[v])) for v in h) for h in kept]
     assert DeltaDisclosure("s", 1).achieved(stats, outliers)["delta"] == pytest.approx(
-        max(disclosure))
+        max(disclosure)
+    )
     equal = [ref_equal(h, sum(h.values()), q, 0)[1] for h in kept]
     assert EqualDistanceTCloseness("s", 0.5).achieved(stats, outliers)["t"] == pytest.approx(
-        max(equal))
+        max(equal)
+    )
     everything = np.ones(41, dtype=bool)
     assert DistinctLDiversity("s", 1).achieved(stats, everything) == {"l": None}
     assert EqualDistanceTCloseness("s", 0.5).achieved(stats, everything) == {"t": None}
@@ -493,10 +511,12 @@ def test_grassberger_constants_follow_the_formula() -> None:
 def test_grassberger_g_function() -> None:
     n = np.arange(1, 250_001)
     got = grassberger_g(n)
-    assert [got[i - 1] for i in (1, 2, 3, 4, 5, 100, 101)] == [g_java(i) for i in
-                                                            (1, 2, 3, 4, 5, 100, 101)]
-    sample = np.r_[np.arange(101, 400), np.arange(92_000, 93_500), 131_071, 131_072, 131_073,
-                   150_001, 250_000]
+    assert [got[i - 1] for i in (1, 2, 3, 4, 5, 100, 101)] == [
+        g_java(i) for i in (1, 2, 3, 4, 5, 100, 101)
+    ]
+    sample = np.r_[
+        np.arange(101, 400), np.arange(92_000, 93_500), 131_071, 131_072, 131_073, 150_001, 250_000
+    ]
     assert np.array_equal(grassberger_g(sample), [g_java(int(i)) for i in sample])
     # the expansion agrees with the series (up to ARX's 32-bit overflow above 92680)
     g1 = -EULER_GAMMA - math.log(2)
@@ -548,8 +568,9 @@ def test_grassberger_order_matters_only_for_singletons() -> None:
     assert sum(terms) <= bound_ < sum(terms[:4])  # the order-dependent band
     # the Shannon estimator has no such band: its terms are >= 0
     shannon = EntropyLDiversity("s", 2.5, "shannon")
-    assert list(shannon.outliers(stats)) == list(reference_outliers(
-        matrix, lambda h, n: ref_entropy(h, n, 2.5, "shannon")))
+    assert list(shannon.outliers(stats)) == list(
+        reference_outliers(matrix, lambda h, n: ref_entropy(h, n, 2.5, "shannon"))
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -560,8 +581,9 @@ def arx_case(name: str) -> dict[str, Any]:
     return dict(json.loads((ARX_DATA / f"{name}.json").read_text(encoding="utf-8")))
 
 
-def model_from_spec(spec: str, hierarchy: Hierarchy | None,
-                    order: list[str] | None) -> SensitiveCriterion:
+def model_from_spec(
+    spec: str, hierarchy: Hierarchy | None, order: list[str] | None
+) -> SensitiveCriterion:
     """The anonlab model of a SensitiveRef model text."""
     kind, *p = spec.split(":")
     if kind == "distinct":
@@ -589,8 +611,9 @@ def dataset_and_stats(rows: dict[str, list[str]]) -> tuple[Dataset, ClassStats, 
     """The table of an ARX case as a Dataset (cls the QI) and its bottom node's classes."""
     frame = pd.DataFrame(rows)
     labels = list(dict.fromkeys(frame["cls"]))
-    dataset = Dataset.from_frame(frame, {"cls": Hierarchy.from_rows([[c, "*"] for c in labels])},
-                                 sensitive=["s"])
+    dataset = Dataset.from_frame(
+        frame, {"cls": Hierarchy.from_rows([[c, "*"] for c in labels])}, sensitive=["s"]
+    )
     qi, sens = dataset.qis[0], dataset.sensitive[0]
     m = len(sens.values)
     keys, counts = np.unique(qi.codes.astype(np.int64) * m + sens.codes, return_counts=True)
@@ -599,8 +622,10 @@ def dataset_and_stats(rows: dict[str, list[str]]) -> tuple[Dataset, ClassStats, 
     return dataset, ClassStats((0,), sizes, {"s": h}), list(qi.values)
 
 
-@pytest.mark.parametrize("name", ["strings", "singletons", "numbers_decimal", "numbers_string",
-                                  "hierarchy", "hierarchy_roots"])
+@pytest.mark.parametrize(
+    "name",
+    ["strings", "singletons", "numbers_decimal", "numbers_string", "hierarchy", "hierarchy_roots"],
+)
 def test_outliers_equal_arx(name: str) -> None:
     """The classes ARX 3.9 suppresses at the bottom node (suppression limit 100 %)."""
     case = arx_case(name)
@@ -660,8 +685,12 @@ def test_grassberger_mismatches_with_arx_are_few() -> None:
 
 def frame_of(matrix: NDArray[Any], names: Sequence[Any]) -> pd.DataFrame:
     """One row per record: class id and sensitive value."""
-    rows = [(c, names[int(v)]) for c, row in enumerate(matrix) for v in np.flatnonzero(row)
-            for _ in range(int(row[v]))]
+    rows = [
+        (c, names[int(v)])
+        for c, row in enumerate(matrix)
+        for v in np.flatnonzero(row)
+        for _ in range(int(row[v]))
+    ]
     return pd.DataFrame(rows, columns=["qi", "s"])
 
 
@@ -676,13 +705,17 @@ def test_the_written_out_definitions_agree(seed: int) -> None:
     args = (data, ["qi"], "s")
     assert DistinctLDiversity("s", 1).achieved(stats, none)["l"] == reference.distinct_l(*args)
     assert EntropyLDiversity("s", 1).achieved(stats, none)["l"] == pytest.approx(
-        reference.entropy_l(*args), rel=1e-12)
+        reference.entropy_l(*args), rel=1e-12
+    )
     assert EqualDistanceTCloseness("s", 1).achieved(stats, none)["t"] == pytest.approx(
-        reference.equal_t(*args), abs=1e-12)
+        reference.equal_t(*args), abs=1e-12
+    )
     assert BasicBetaLikeness("s", 1).achieved(stats, none)["beta"] == pytest.approx(
-        reference.basic_beta(*args), rel=1e-12)
+        reference.basic_beta(*args), rel=1e-12
+    )
     assert DeltaDisclosure("s", 1).achieved(stats, none)["delta"] == pytest.approx(
-        reference.delta_disclosure(*args), rel=1e-12)
+        reference.delta_disclosure(*args), rel=1e-12
+    )
     for c, l in [(1.5, 2), (2.5, 2), (3.0, 3), (0.7, 1)]:  # noqa: E741
         holds = not RecursiveCLDiversity("s", c, l).outliers(stats).any()
         assert holds == reference.recursive_cl_holds(*args, c, l), (c, l)
@@ -708,18 +741,26 @@ def test_ordered_closeness_on_numbers_follows_the_definition() -> None:
 
 def test_natural_order() -> None:
     values = ["10", "9", "", "-1.5", "1e2", "NULL", "0"]
-    assert [values[i] for i in natural_order(values)] == ["-1.5", "0", "9", "10", "1e2", "",
-                                                         "NULL"]
-    text = ["b", "B", "a", "Zebra", "\U0001F600", "\uFFFD", "10", "9"]
+    assert [values[i] for i in natural_order(values)] == ["-1.5", "0", "9", "10", "1e2", "", "NULL"]
+    text = ["b", "B", "a", "Zebra", "\U0001f600", "\ufffd", "10", "9"]
     # Java's String.compareTo: UTF-16 code units (a surrogate pair sorts below U+FFFD)
-    assert [text[i] for i in natural_order(text)] == ["10", "9", "B", "Zebra", "a", "b",
-                                                     "\U0001F600", "\uFFFD"]
+    assert [text[i] for i in natural_order(text)] == [
+        "10",
+        "9",
+        "B",
+        "Zebra",
+        "a",
+        "b",
+        "\U0001f600",
+        "\ufffd",
+    ]
 
 
 def small_dataset() -> Dataset:
     frame = pd.DataFrame({"zip": ["1", "1", "2", "2", "2"], "disease": ["a", "b", "a", "c", "a"]})
-    return Dataset.from_frame(frame, {"zip": Hierarchy.from_rows([["1", "*"], ["2", "*"]])},
-                              sensitive=["disease"])
+    return Dataset.from_frame(
+        frame, {"zip": Hierarchy.from_rows([["1", "*"], ["2", "*"]])}, sensitive=["disease"]
+    )
 
 
 def test_bind_checks_the_data(tmp_path: Path) -> None:
@@ -769,49 +810,67 @@ def test_models_on_a_dataset() -> None:
     dataset = small_dataset()
     stats = stats_of_dataset_stats(dataset)
     models: list[SensitiveCriterion] = [
-        DistinctLDiversity("disease", 2), EntropyLDiversity("disease", 1.5, "grassberger"),
-        RecursiveCLDiversity("disease", 3, 2), EqualDistanceTCloseness("disease", 0.3),
+        DistinctLDiversity("disease", 2),
+        EntropyLDiversity("disease", 1.5, "grassberger"),
+        RecursiveCLDiversity("disease", 3, 2),
+        EqualDistanceTCloseness("disease", 0.3),
         OrderedDistanceTCloseness("disease", 0.3),
-        HierarchicalDistanceTCloseness("disease", 0.3, Hierarchy.from_rows(
-            [["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]])),
-        BasicBetaLikeness("disease", 1.0), EnhancedBetaLikeness("disease", 1.0),
-        DeltaDisclosure("disease", 1.0)]
+        HierarchicalDistanceTCloseness(
+            "disease",
+            0.3,
+            Hierarchy.from_rows([["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]]),
+        ),
+        BasicBetaLikeness("disease", 1.0),
+        EnhancedBetaLikeness("disease", 1.0),
+        DeltaDisclosure("disease", 1.0),
+    ]
     for model in models:
         model.bind(dataset)
         mask = model.outliers(stats)
         assert mask.dtype == bool and mask.shape == (2,)
         assert model.holds(stats, mask)
         assert set(model.achieved(stats, np.zeros(2, dtype=bool))) >= set(model.parameters()) - {
-            "hierarchy", "order", "estimator"}
-        twin = type(model)(**{"attribute": "disease", **model.parameters()}) if not isinstance(
-            model, HierarchicalDistanceTCloseness) else model
+            "hierarchy",
+            "order",
+            "estimator",
+        }
+        twin = (
+            type(model)(**{"attribute": "disease", **model.parameters()})
+            if not isinstance(model, HierarchicalDistanceTCloseness)
+            else model
+        )
         assert twin == model and hash(twin) == hash(model)
     # class zip=1 holds a and b (1 each); zip=2 holds a twice and c once
     assert list(DistinctLDiversity("disease", 2).outliers(stats)) == [False, False]
     assert list(RecursiveCLDiversity("disease", 2, 2).outliers(stats)) == [False, True]
 
 
-@pytest.mark.parametrize(("make", "text"), [
-    (lambda: DistinctLDiversity("s", 0), "l must be at least 1"),
-    (lambda: DistinctLDiversity("s", 2.5), "l must be a whole number"),  # type: ignore[arg-type]
-    (lambda: EntropyLDiversity("s", 0.5), "l must be at least 1"),
-    (lambda: EntropyLDiversity("s", math.nan), "finite"),
-    (lambda: EntropyLDiversity("s", 2, "miller"), "estimator must be one of"),
-    (lambda: RecursiveCLDiversity("s", 0, 2), "c must be larger than 0"),
-    (lambda: RecursiveCLDiversity("s", -1, 2), "c must be larger than 0"),
-    (lambda: RecursiveCLDiversity("s", 2, 0), "l must be at least 1"),
-    (lambda: EqualDistanceTCloseness("s", 1.5), "t must be from 0 to 1"),
-    (lambda: OrderedDistanceTCloseness("s", -0.1), "t must be from 0 to 1"),
-    (lambda: OrderedDistanceTCloseness("s", 0.2, ["a", "a"]), "lists 'a' twice"),
-    (lambda: OrderedDistanceTCloseness("s", 0.2, "ab"), "order must be a list"),
-    (lambda: HierarchicalDistanceTCloseness("s", 2, Hierarchy.from_rows([["a", "*"]])),
-     "t must be from 0 to 1"),
-    (lambda: BasicBetaLikeness("s", 0), "beta must be larger than 0"),
-    (lambda: EnhancedBetaLikeness("s", -2), "beta must be larger than 0"),
-    (lambda: DeltaDisclosure("s", 0), "delta must be larger than 0"),
-    (lambda: DeltaDisclosure("s", "x"), "delta must be a number"),  # type: ignore[arg-type]
-    (lambda: DistinctLDiversity("", 2), "needs the name of a sensitive attribute"),
-])
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        (lambda: DistinctLDiversity("s", 0), "l must be at least 1"),
+        (lambda: DistinctLDiversity("s", 2.5), "l must be a whole number"),  # type: ignore[arg-type]
+        (lambda: EntropyLDiversity("s", 0.5), "l must be at least 1"),
+        (lambda: EntropyLDiversity("s", math.nan), "finite"),
+        (lambda: EntropyLDiversity("s", 2, "miller"), "estimator must be one of"),
+        (lambda: RecursiveCLDiversity("s", 0, 2), "c must be larger than 0"),
+        (lambda: RecursiveCLDiversity("s", -1, 2), "c must be larger than 0"),
+        (lambda: RecursiveCLDiversity("s", 2, 0), "l must be at least 1"),
+        (lambda: EqualDistanceTCloseness("s", 1.5), "t must be from 0 to 1"),
+        (lambda: OrderedDistanceTCloseness("s", -0.1), "t must be from 0 to 1"),
+        (lambda: OrderedDistanceTCloseness("s", 0.2, ["a", "a"]), "lists 'a' twice"),
+        (lambda: OrderedDistanceTCloseness("s", 0.2, "ab"), "order must be a list"),
+        (
+            lambda: HierarchicalDistanceTCloseness("s", 2, Hierarchy.from_rows([["a", "*"]])),
+            "t must be from 0 to 1",
+        ),
+        (lambda: BasicBetaLikeness("s", 0), "beta must be larger than 0"),
+        (lambda: EnhancedBetaLikeness("s", -2), "beta must be larger than 0"),
+        (lambda: DeltaDisclosure("s", 0), "delta must be larger than 0"),
+        (lambda: DeltaDisclosure("s", "x"), "delta must be a number"),  # type: ignore[arg-type]
+        (lambda: DistinctLDiversity("", 2), "needs the name of a sensitive attribute"),
+    ],
+)
 def test_parameter_errors(make: Callable[[], Any], text: str) -> None:
     with pytest.raises(AnonlabError, match=text) as err:
         make()
@@ -826,20 +885,25 @@ def test_hierarchy_file_missing(tmp_path: Path) -> None:
 
 def test_declared_monotonicity_is_arx() -> None:
     """As ARX 3.9's constructors declare (monotonicWithSuppression, ...WithGeneralization)."""
-    table = {DistinctLDiversity("s", 2): (True, True),
-             EntropyLDiversity("s", 2): (True, False),
-             RecursiveCLDiversity("s", 2, 2): (True, False),
-             EqualDistanceTCloseness("s", 0.2): (True, False),
-             OrderedDistanceTCloseness("s", 0.2): (True, False),
-             HierarchicalDistanceTCloseness("s", 0.2, Hierarchy.from_rows([["a", "*"],
-                                                                            ["b", "*"]])):
-                 (True, False),
-             BasicBetaLikeness("s", 1): (True, False),
-             EnhancedBetaLikeness("s", 1): (True, False),
-             DeltaDisclosure("s", 1): (False, False)}
+    table = {
+        DistinctLDiversity("s", 2): (True, True),
+        EntropyLDiversity("s", 2): (True, False),
+        RecursiveCLDiversity("s", 2, 2): (True, False),
+        EqualDistanceTCloseness("s", 0.2): (True, False),
+        OrderedDistanceTCloseness("s", 0.2): (True, False),
+        HierarchicalDistanceTCloseness("s", 0.2, Hierarchy.from_rows([["a", "*"], ["b", "*"]])): (
+            True,
+            False,
+        ),
+        BasicBetaLikeness("s", 1): (True, False),
+        EnhancedBetaLikeness("s", 1): (True, False),
+        DeltaDisclosure("s", 1): (False, False),
+    }
     for crit, (generalization, suppression) in table.items():
         assert (crit.monotone_with_generalization, crit.monotone_with_suppression) == (
-            generalization, suppression), crit.name
+            generalization,
+            suppression,
+        ), crit.name
     assert DistinctLDiversity("s", 3).minimal_class_size() == 3
     assert EntropyLDiversity("s", 2.2).minimal_class_size() == 3
 
@@ -855,25 +919,33 @@ def roll_up(matrix: NDArray[Any], groups: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def sensitive_models(stats: ClassStats, rng: np.random.Generator,
-                     names: list[str]) -> list[SensitiveCriterion]:
+def sensitive_models(
+    stats: ClassStats, rng: np.random.Generator, names: list[str]
+) -> list[SensitiveCriterion]:
     """Every model, its parameter at the value the node reaches (so it passes just)."""
     none = np.zeros(stats.classes, dtype=bool)
     hierarchy = Hierarchy.from_rows(random_hierarchy_rows(rng, names))
     out: list[SensitiveCriterion] = [
-        DistinctLDiversity("s", DistinctLDiversity("s", 1).achieved(stats, none)["l"])]
+        DistinctLDiversity("s", DistinctLDiversity("s", 1).achieved(stats, none)["l"])
+    ]
     reached = EntropyLDiversity("s", 1).achieved(stats, none)["l"]
     out.append(EntropyLDiversity("s", max(1.0, reached * (1 - 1e-9))))
     for c in (1.0, 2.5):
         reached_l = RecursiveCLDiversity("s", c, 1).achieved(stats, none)["l"]
         if reached_l >= 1:
             out.append(RecursiveCLDiversity("s", c, reached_l))
-    for model in (EqualDistanceTCloseness("s", 0), OrderedDistanceTCloseness("s", 0),
-                  HierarchicalDistanceTCloseness("s", 0, hierarchy)):
+    for model in (
+        EqualDistanceTCloseness("s", 0),
+        OrderedDistanceTCloseness("s", 0),
+        HierarchicalDistanceTCloseness("s", 0, hierarchy),
+    ):
         model.bind_values(encoded(names, stats.sensitive["s"].global_counts))
         t = min(1.0, model.achieved(stats, none)["t"] + 1e-9)
-        clone = type(model)("s", t, hierarchy) if isinstance(
-            model, HierarchicalDistanceTCloseness) else type(model)("s", t)
+        clone = (
+            type(model)("s", t, hierarchy)
+            if isinstance(model, HierarchicalDistanceTCloseness)
+            else type(model)("s", t)
+        )
         clone.bind_values(encoded(names, stats.sensitive["s"].global_counts))
         out.append(clone)
     for cls in (BasicBetaLikeness, EnhancedBetaLikeness):
@@ -917,21 +989,24 @@ def test_grassberger_is_not_monotone_although_arx_declares_it() -> None:
     merged = stats_from_dense(roll_up(fine, np.array([0, 0])))
     assert crit.outliers(merged).all()
     reached = EntropyLDiversity("s", 1, "grassberger").achieved(merged, np.zeros(1, dtype=bool))
-    assert reached["l"] == pytest.approx(math.exp(g_java(13) - (4 * g_java(4) + 9 * g_java(9))
-                                                  / 13))
+    assert reached["l"] == pytest.approx(
+        math.exp(g_java(13) - (4 * g_java(4) + 9 * g_java(9)) / 13)
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), classes=st.integers(2, 40), values=st.integers(2, 9),
-       l=st.integers(1, 5))
-def test_distinct_l_monotone_with_suppression(seed: int, classes: int, values: int,
-                                              l: int) -> None:  # noqa: E741
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    classes=st.integers(2, 40),
+    values=st.integers(2, 9),
+    l=st.integers(1, 5),
+)
+def test_distinct_l_monotone_with_suppression(seed: int, classes: int, values: int, l: int) -> None:  # noqa: E741
     """Distinct l-diversity (declared monotone with suppression): a generalization never
     suppresses more records than the node."""
     rng = np.random.default_rng(seed)
     fine = random_matrix(rng, classes, values)
-    groups = np.unique(rng.integers(0, max(1, classes // 2), size=classes),
-                       return_inverse=True)[1]
+    groups = np.unique(rng.integers(0, max(1, classes // 2), size=classes), return_inverse=True)[1]
     fine_stats, coarse_stats = stats_from_dense(fine), stats_from_dense(roll_up(fine, groups))
     crit = DistinctLDiversity("s", l)
     suppressed = int(fine_stats.counts[crit.outliers(fine_stats)].sum())
@@ -945,9 +1020,14 @@ def test_not_monotone_with_suppression_examples() -> None:
     fine = np.array([[1, 0, 1], [0, 0, 3], [5, 1, 2]])
     coarse = roll_up(fine, np.array([0, 0, 1]))
     fine_stats, coarse_stats = stats_from_dense(fine), stats_from_dense(coarse)
-    for crit in (EqualDistanceTCloseness("s", 0.2), OrderedDistanceTCloseness("s", 0.2),
-                 EnhancedBetaLikeness("s", 0.5), BasicBetaLikeness("s", 0.5),
-                 RecursiveCLDiversity("s", 1.5, 2), EntropyLDiversity("s", 1.9)):
+    for crit in (
+        EqualDistanceTCloseness("s", 0.2),
+        OrderedDistanceTCloseness("s", 0.2),
+        EnhancedBetaLikeness("s", 0.5),
+        BasicBetaLikeness("s", 0.5),
+        RecursiveCLDiversity("s", 1.5, 2),
+        EntropyLDiversity("s", 1.9),
+    ):
         if isinstance(crit, TClosenessModel):
             crit.bind_values(encoded(["a", "b", "c"], fine.sum(axis=0)))
         before = fine_stats.counts[crit.outliers(fine_stats)].sum()

@@ -43,8 +43,12 @@ def encoded(frequencies: list[int]) -> EncodedSensitive:
     """An attribute with values ``v0, v1, ...`` of these table counts."""
     values = tuple(f"v{i}" for i in range(len(frequencies)))
     codes = np.repeat(np.arange(len(values), dtype=np.int32), frequencies)
-    return EncodedSensitive(name=ATTRIBUTE, values=values, codes=codes,
-                            frequencies=np.asarray(frequencies, dtype=np.int64))
+    return EncodedSensitive(
+        name=ATTRIBUTE,
+        values=values,
+        codes=codes,
+        frequencies=np.asarray(frequencies, dtype=np.int64),
+    )
 
 
 def every_class(size: int, frequencies: list[int]) -> ClassStats:
@@ -58,12 +62,15 @@ def every_class(size: int, frequencies: list[int]) -> ClassStats:
             values.append(int(v))
             counts.append(int(hist[v]))
     n_classes = classes[-1] + 1
-    h = SensitiveHistograms(classes=np.asarray(classes, dtype=np.int64),
-                            values=np.asarray(values, dtype=np.int64),
-                            counts=np.asarray(counts, dtype=np.int64),
-                            global_counts=np.asarray(frequencies, dtype=np.int64))
-    return ClassStats(levels=(0,), counts=np.full(n_classes, size, dtype=np.int64),
-                      sensitive={ATTRIBUTE: h})
+    h = SensitiveHistograms(
+        classes=np.asarray(classes, dtype=np.int64),
+        values=np.asarray(values, dtype=np.int64),
+        counts=np.asarray(counts, dtype=np.int64),
+        global_counts=np.asarray(frequencies, dtype=np.int64),
+    )
+    return ClassStats(
+        levels=(0,), counts=np.full(n_classes, size, dtype=np.int64), sensitive={ATTRIBUTE: h}
+    )
 
 
 def first_passing(model: SensitiveCriterion, frequencies: list[int], largest: int) -> int | None:
@@ -99,8 +106,9 @@ def random_model(rng: np.random.Generator, kind: str, n_values: int) -> Sensitiv
     if kind == "ordered":
         return OrderedDistanceTCloseness(ATTRIBUTE, float(rng.uniform(0.02, 0.6)))
     if kind == "hierarchical":
-        return HierarchicalDistanceTCloseness(ATTRIBUTE, float(rng.uniform(0.02, 0.6)),
-                                              random_hierarchy(rng, n_values))
+        return HierarchicalDistanceTCloseness(
+            ATTRIBUTE, float(rng.uniform(0.02, 0.6)), random_hierarchy(rng, n_values)
+        )
     if kind == "basic":
         return BasicBetaLikeness(ATTRIBUTE, float(rng.uniform(0.1, 4.0)))
     if kind == "enhanced":
@@ -118,8 +126,9 @@ KINDS = ["equal", "ordered", "hierarchical", "basic", "enhanced", "delta"]
 DIVERSITY = ["shannon", "grassberger", "recursive"]
 
 
-def random_cases(kind: str, seed: int, count: int
-                 ) -> Iterator[tuple[list[int], SensitiveCriterion]]:
+def random_cases(
+    kind: str, seed: int, count: int
+) -> Iterator[tuple[list[int], SensitiveCriterion]]:
     """``count`` random tables of 2 to 5 values (their counts) with a bound model of this
     kind."""
     rng = np.random.default_rng(seed)
@@ -180,9 +189,12 @@ def test_adult_occupation_sizes_by_enumeration() -> None:
     frame = read_table(ADULT / "adult.csv", delimiter=";")
     frequencies = [int(x) for x in frame["occupation"].value_counts(sort=False)]
     values = tuple(str(v) for v in frame["occupation"].value_counts(sort=False).index)
-    attr = EncodedSensitive(name=ATTRIBUTE, values=values,
-                            codes=np.zeros(0, dtype=np.int32),
-                            frequencies=np.asarray(frequencies, dtype=np.int64))
+    attr = EncodedSensitive(
+        name=ATTRIBUTE,
+        values=values,
+        codes=np.zeros(0, dtype=np.int32),
+        frequencies=np.asarray(frequencies, dtype=np.int64),
+    )
     models: list[tuple[SensitiveCriterion, int]] = [
         (EqualDistanceTCloseness(ATTRIBUTE, 0.2), 7),
         (HierarchicalDistanceTCloseness(ATTRIBUTE, 0.2, ADULT / "hierarchy_occupation.csv"), 6),
@@ -234,15 +246,27 @@ def test_benchmark_models_imply_sizes_on_adult() -> None:
     frame = read_table(ADULT / "adult.csv", delimiter=";")
     qis = ["sex", "age", "race"]
     hierarchies = {q: Hierarchy.from_csv(ADULT / f"hierarchy_{q}.csv") for q in qis}
-    model = resolve_criteria([{"model": "hierarchical-distance-t-closeness",
-                               "attribute": "occupation", "t": 0.2,
-                               "hierarchy": str(ADULT / "hierarchy_occupation.csv")}])
-    ds = model_dataset(frame, hierarchies, model, sensitive=["occupation"], other="insensitive",
-                       read_options={"delimiter": ";"})
+    model = resolve_criteria(
+        [
+            {
+                "model": "hierarchical-distance-t-closeness",
+                "attribute": "occupation",
+                "t": 0.2,
+                "hierarchy": str(ADULT / "hierarchy_occupation.csv"),
+            }
+        ]
+    )
+    ds = model_dataset(
+        frame,
+        hierarchies,
+        model,
+        sensitive=["occupation"],
+        other="insensitive",
+        read_options={"delimiter": ";"},
+    )
     bind_criteria(model, ds)
     engine = FrequencyEngine(ds, sensitive=["occupation"])
-    chosen = metric_by_name("precision", LossContext(ds, engine.base_tuples,
-                                                     engine.bottom.counts))
+    chosen = metric_by_name("precision", LossContext(ds, engine.base_tuples, engine.bottom.counts))
     with_suppression = SearchContext(Lattice(ds.heights), engine, model, 100, chosen)
     assert with_suppression.implied_class_size() == 6
     assert with_suppression._sub_min_size == 6
@@ -279,8 +303,14 @@ def merge(one: ClassStats, a: int, two: ClassStats, b: int, frequencies: list[in
         rows = h.classes == c
         np.add.at(hist, h.values[rows], h.counts[rows])
     values = np.flatnonzero(hist)
-    merged = SensitiveHistograms(classes=np.zeros(values.shape[0], dtype=np.int64),
-                                 values=values.astype(np.int64), counts=hist[values],
-                                 global_counts=np.asarray(frequencies, dtype=np.int64))
-    return ClassStats(levels=(0,), counts=np.asarray([int(hist.sum())], dtype=np.int64),
-                      sensitive={ATTRIBUTE: merged})
+    merged = SensitiveHistograms(
+        classes=np.zeros(values.shape[0], dtype=np.int64),
+        values=values.astype(np.int64),
+        counts=hist[values],
+        global_counts=np.asarray(frequencies, dtype=np.int64),
+    )
+    return ClassStats(
+        levels=(0,),
+        counts=np.asarray([int(hist.sum())], dtype=np.int64),
+        sensitive={ATTRIBUTE: merged},
+    )

@@ -44,9 +44,21 @@ from test_htmlreport_robust import BASE, FAMILIES
 
 runner = CliRunner()
 
-REAL = ["generalize", "apply", "risk", "microaggregate", "evaluate", "tradeoff", "perturb",
-        "attack", "perturb_internal", "fuse", "party_provider-a", "party_provider-b",
-        "party_recipient"]
+REAL = [
+    "generalize",
+    "apply",
+    "risk",
+    "microaggregate",
+    "evaluate",
+    "tradeoff",
+    "perturb",
+    "attack",
+    "perturb_internal",
+    "fuse",
+    "party_provider-a",
+    "party_provider-b",
+    "party_recipient",
+]
 HAND_MADE = {f"hand_{name}": report for name, report in {**FAMILIES, "generalize": BASE}.items()}
 # '$' in the data: labels of a fusion and of an R-U map that mathtext would eat
 DOLLARS = "$x$ in US$"
@@ -106,8 +118,7 @@ def overlaps(labels: list[Any], renderer: Any) -> list[tuple[str, str]]:
     for i in range(len(boxes)):
         for j in range(i + 1, len(boxes)):
             a, b = boxes[i], boxes[j]
-            if (min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5
-                    and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5):
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5:
                 pairs.append((labels[i].get_text(), labels[j].get_text()))
     return pairs
 
@@ -121,8 +132,9 @@ def figure_problems(fig: Any, sources: set[str]) -> list[str]:
         for axis in (ax.xaxis, ax.yaxis):
             labels = drawn_tick_labels(ax, axis)
             where = f"axes {n} {axis.axis_name}"
-            problems += [f"{where}: {t!r}" for t in
-                         text_problems([x.get_text() for x in labels], sources)]
+            problems += [
+                f"{where}: {t!r}" for t in text_problems([x.get_text() for x in labels], sources)
+            ]
             problems += [f"{where}: {a!r} overlaps {b!r}" for a, b in overlaps(labels, renderer)]
     return problems
 
@@ -138,9 +150,22 @@ def log_scales(fig: Any) -> set[str]:
 def _risk_report(adult: dict[str, Any]) -> dict[str, Any]:
     """``anonlab risk`` on the Adult release, the attacker knowing sex, age and race."""
     out: Path = adult["dir"]
-    result = runner.invoke(app, ["risk", str(out / "a.csv"), "--qi", "sex,age,race",
-                                 "--sensitive", "salary-class", "--other", "insensitive",
-                                 "--report", str(out / "risk.json"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "risk",
+            str(out / "a.csv"),
+            "--qi",
+            "sex,age,race",
+            "--sensitive",
+            "salary-class",
+            "--other",
+            "insensitive",
+            "--report",
+            str(out / "risk.json"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return dict(json.loads((out / "risk.json").read_text()))
 
@@ -148,10 +173,21 @@ def _risk_report(adult: dict[str, Any]) -> dict[str, Any]:
 def _apply_report(adult: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     """``anonlab apply`` of the Adult run's levels to the Adult table."""
     out: Path = adult["dir"]
-    result = runner.invoke(app, ["apply", str(out / "a.json"),
-                                 str(data_dir / "adult" / "adult.csv"), "--delimiter", ";",
-                                 "--output", str(out / "plots_applied.csv"),
-                                 "--report", str(out / "plots_applied.json"), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "apply",
+            str(out / "a.json"),
+            str(data_dir / "adult" / "adult.csv"),
+            "--delimiter",
+            ";",
+            "--output",
+            str(out / "plots_applied.csv"),
+            "--report",
+            str(out / "plots_applied.json"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return dict(json.loads((out / "plots_applied.json").read_text()))
 
@@ -163,10 +199,13 @@ def reports(request: pytest.FixtureRequest, data_dir: Path) -> dict[str, dict[st
     micro = request.getfixturevalue("micro_runs")
     perturb = request.getfixturevalue("perturb_runs")
     party = request.getfixturevalue("party_runs")
-    found = {"generalize": adult["report"], "risk": _risk_report(adult),
-             "apply": _apply_report(adult, data_dir),
-             "fuse": request.getfixturevalue("fuse_run")["report"],
-             "perturb_internal": perturb["internal"][0]}
+    found = {
+        "generalize": adult["report"],
+        "risk": _risk_report(adult),
+        "apply": _apply_report(adult, data_dir),
+        "fuse": request.getfixturevalue("fuse_run")["report"],
+        "perturb_internal": perturb["internal"][0],
+    }
     for name in ("microaggregate", "evaluate", "tradeoff"):
         found[name] = micro[name][0]
     for name in ("perturb", "attack"):
@@ -219,9 +258,9 @@ def assert_readable(figures: list[tuple[Any, str]], sources: set[str]) -> None:
 
 
 @pytest.mark.parametrize("name", REAL)
-def test_every_plot_of_a_real_run_is_readable(reports: dict[str, dict[str, Any]],
-                                              real_figures: dict[str, list[tuple[Any, str]]],
-                                              name: str) -> None:
+def test_every_plot_of_a_real_run_is_readable(
+    reports: dict[str, dict[str, Any]], real_figures: dict[str, list[tuple[Any, str]]], name: str
+) -> None:
     figures = real_figures[name]
     if name not in ("evaluate", "party_recipient"):
         assert figures, f"the {name} report drew no figure"
@@ -229,13 +268,19 @@ def test_every_plot_of_a_real_run_is_readable(reports: dict[str, dict[str, Any]]
 
 
 def test_the_generalize_report_has_its_log_axes(
-        real_figures: dict[str, list[tuple[Any, str]]]) -> None:
+    real_figures: dict[str, list[tuple[Any, str]]],
+) -> None:
     """The lattice (symlog) and Adult's class sizes (log) are among the figures checked."""
     figures = real_figures["generalize"]
     scales = set().union(*(log_scales(fig) for fig, _ in figures))
     assert {"log", "symlog"} <= scales
-    ticks = {label.get_text() for fig, _ in figures for ax in fig.axes
-             if ax.get_xscale() == "log" for label in drawn_tick_labels(ax, ax.xaxis)}
+    ticks = {
+        label.get_text()
+        for fig, _ in figures
+        for ax in fig.axes
+        if ax.get_xscale() == "log"
+        for label in drawn_tick_labels(ax, ax.xaxis)
+    }
     assert {"10", "100", "1,000"} <= ticks
 
 
@@ -267,11 +312,26 @@ def test_a_dollar_label_on_an_r_u_map_stays_literal() -> None:
     assert_readable(figures, strings_of(report))
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (0, "0"), (1, "1"), (10, "10"), (100, "100"), (1000, "1,000"), (10_000, "10,000"),
-    (99_999, "99,999"), (100_000, "1e5"), (250_000, "2.5e5"), (1e9, "1e9"), (-1000, "-1,000"),
-    (0.5, "0.5"), (0.01, "0.01"), (0.0001, "1e-4"), (2.5, "2.5"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0, "0"),
+        (1, "1"),
+        (10, "10"),
+        (100, "100"),
+        (1000, "1,000"),
+        (10_000, "10,000"),
+        (99_999, "99,999"),
+        (100_000, "1e5"),
+        (250_000, "2.5e5"),
+        (1e9, "1e9"),
+        (-1000, "-1,000"),
+        (0.5, "0.5"),
+        (0.01, "0.01"),
+        (0.0001, "1e-4"),
+        (2.5, "2.5"),
+    ],
+)
 def test_plain_number(value: float, text: str) -> None:
     assert plots.plain_number(value) == text
 
@@ -287,8 +347,9 @@ def test_log_axes_read_as_plain_numbers_over_many_decades() -> None:
 
 def _crowded() -> Any:
     """Forty long category names across a narrow chart."""
-    return plots.bar_figure([f"category number {i}" for i in range(40)], list(range(40)),
-                            ylabel="records")
+    return plots.bar_figure(
+        [f"category number {i}" for i in range(40)], list(range(40)), ylabel="records"
+    )
 
 
 def test_the_checks_can_fail() -> None:

@@ -18,8 +18,14 @@ from anonlab.risk.suda import suda2_scores, suda2_summary
 
 def _small() -> pd.DataFrame:
     """14 rows: classes of 1, 1, 2, 3 and 5 records, and 2 suppressed records."""
-    rows = ([("F", "30", "x")] + [("M", "30", "y")] + [("F", "40", "x")] * 2
-            + [("M", "40", "y")] * 3 + [("F", "50", "x")] * 5 + [("*", "*", "z")] * 2)
+    rows = (
+        [("F", "30", "x")]
+        + [("M", "30", "y")]
+        + [("F", "40", "x")] * 2
+        + [("M", "40", "y")] * 3
+        + [("F", "50", "x")] * 5
+        + [("*", "*", "z")] * 2
+    )
     return pd.DataFrame(rows, columns=["sex", "age", "s"])
 
 
@@ -27,13 +33,13 @@ def test_prosecutor_journalist_marketer_by_hand() -> None:
     risk = measure_risk(_small(), ["sex", "age"])
     # 12 records kept in 5 classes: risks 1, 1, 1/2, 1/3, 1/5
     assert risk["records"] == 12 and risk["suppressed"] == 2
-    assert risk["classes"] == {"count": 5, "smallest": 1,
-                               "sizes": {"1": 2, "2": 1, "3": 1, "5": 1}}
+    assert risk["classes"] == {"count": 5, "smallest": 1, "sizes": {"1": 2, "2": 1, "3": 1, "5": 1}}
     assert risk["prosecutor"]["highest"] == 1.0
     assert risk["prosecutor"]["average"] == pytest.approx(5 / 12)
     # above 0.2: the classes of 1, 1, 2 and 3 records (1/5 = 0.2 is not above 0.2)
     assert risk["prosecutor"]["records_at_risk"] == pytest.approx(
-        {"0.2": 7 / 12, "0.1": 12 / 12, "0.05": 12 / 12})
+        {"0.2": 7 / 12, "0.1": 12 / 12, "0.05": 12 / 12}
+    )
     assert risk["sample_uniques"] == pytest.approx(2 / 12)
     assert risk["marketer"]["average"] == pytest.approx(5 / 12)
     # a population of 120: 12 records are a 10 % sample, each class stands for 10 times as many
@@ -43,8 +49,7 @@ def test_prosecutor_journalist_marketer_by_hand() -> None:
     # max(C / sum F, sum(f / F) / n) = max(5 / 120, (5 * 1/10) / 12), both 5/120
     assert journalist["average"] == pytest.approx(5 / 120)
     # 1/F: 1/10, 1/10, 1/20, 1/30, 1/50: only the two single records are above 0.05
-    assert journalist["records_at_risk"] == pytest.approx({"0.2": 0.0, "0.1": 0.0,
-                                                           "0.05": 2 / 12})
+    assert journalist["records_at_risk"] == pytest.approx({"0.2": 0.0, "0.1": 0.0, "0.05": 2 / 12})
     assert risk["marketer"]["average"] == pytest.approx(5 / 120)
     assert risk["population_uniques"]["sampling_fraction"] == pytest.approx(0.1)
 
@@ -57,20 +62,22 @@ def test_sampling_fraction_sets_population_as_arx_does() -> None:
 
 
 def test_individual_risk_by_hand() -> None:
-    frame = pd.DataFrame({
-        "k": ["a", "b", "b", "c", "c", "c", "d", "d"],
-        "w": [4, 3, 3, 2, 2, 2, 1, 1],
-    })
+    frame = pd.DataFrame(
+        {
+            "k": ["a", "b", "b", "c", "c", "c", "d", "d"],
+            "w": [4, 3, 3, 2, 2, 2, 1, 1],
+        }
+    )
     classes = equivalence_classes(frame, ["k"])
     fk, big_fk = frequencies(classes, frame["w"].to_numpy(dtype=float))
     risk = individual_risk(fk, big_fk, weighted=True)
     keys = classes.encoded.values[0][classes.tuples[:, 0]]
     by_key = dict(zip(keys, risk, strict=True))
     p1, p2, p3 = 1 / 4, 1 / 3, 1 / 2
-    assert by_key["a"] == pytest.approx(p1 / (1 - p1) * math.log(1 / p1))       # fk = 1
+    assert by_key["a"] == pytest.approx(p1 / (1 - p1) * math.log(1 / p1))  # fk = 1
     assert by_key["b"] == pytest.approx(p2 / (1 - p2) - (p2 / (1 - p2)) ** 2 * math.log(1 / p2))
-    assert by_key["c"] == pytest.approx(p3 / (3 - (1 - p3)))                    # fk > 2
-    assert by_key["d"] == pytest.approx(1 / 2)                                  # fk = Fk
+    assert by_key["c"] == pytest.approx(p3 / (3 - (1 - p3)))  # fk > 2
+    assert by_key["d"] == pytest.approx(1 / 2)  # fk = Fk
     summary = global_risk(classes, frame["w"].to_numpy(dtype=float))
     expected = by_key["a"] + 2 * by_key["b"] + 3 * by_key["c"] + 2 * by_key["d"]
     assert summary["expected_reidentifications"] == pytest.approx(expected)
@@ -78,8 +85,10 @@ def test_individual_risk_by_hand() -> None:
 
 
 def test_suda2_by_hand() -> None:
-    frame = pd.DataFrame([("x", "p", "u"), ("x", "p", "v"), ("x", "q", "u"), ("y", "q", "v"),
-                          ("y", "q", "v")], columns=["a", "b", "c"])
+    frame = pd.DataFrame(
+        [("x", "p", "u"), ("x", "p", "v"), ("x", "q", "u"), ("y", "q", "v"), ("y", "q", "v")],
+        columns=["a", "b", "c"],
+    )
     classes = equivalence_classes(frame, ["a", "b", "c"])
     scores = suda2_scores(classes).scores[classes.row_class]
     # row 1: MSU {b,c}; row 2: {a,c}, {b,c}; row 3: {a,b}, {b,c}; size-2 MSUs weigh (3-2)! = 1
@@ -89,8 +98,10 @@ def test_suda2_by_hand() -> None:
 
 
 def test_suda2_budget_counts_work_not_time() -> None:
-    frame = pd.DataFrame([("x", "p", "u"), ("x", "p", "v"), ("x", "q", "u"), ("y", "q", "v"),
-                          ("y", "q", "v")], columns=["a", "b", "c"])
+    frame = pd.DataFrame(
+        [("x", "p", "u"), ("x", "p", "v"), ("x", "q", "u"), ("y", "q", "v"), ("y", "q", "v")],
+        columns=["a", "b", "c"],
+    )
     classes = equivalence_classes(frame, ["a", "b", "c"])
     # 4 distinct combinations; the pairs {a,b}, {a,c} and {b,c} are grouped: 12 in all
     assert suda2_summary(classes, budget=12) == suda2_summary(classes)
@@ -100,10 +111,12 @@ def test_suda2_budget_counts_work_not_time() -> None:
 
 
 def _t_table() -> tuple[pd.DataFrame, Hierarchy]:
-    hierarchy = Hierarchy.from_rows([("a1", "A", "*"), ("a2", "A", "*"), ("b1", "B", "*"),
-                                     ("b2", "B", "*")])
-    frame = pd.DataFrame({"q": ["X"] * 4 + ["Y"] * 4,
-                          "s": ["a1", "b1", "a1", "b1", "a2", "b2", "a2", "b2"]})
+    hierarchy = Hierarchy.from_rows(
+        [("a1", "A", "*"), ("a2", "A", "*"), ("b1", "B", "*"), ("b2", "B", "*")]
+    )
+    frame = pd.DataFrame(
+        {"q": ["X"] * 4 + ["Y"] * 4, "s": ["a1", "b1", "a1", "b1", "a2", "b2", "a2", "b2"]}
+    )
     return frame, hierarchy
 
 
@@ -121,12 +134,15 @@ def test_t_closeness_equal_and_hierarchical_by_hand() -> None:
 
 
 def test_hierarchical_t_when_a_class_keeps_one_branch() -> None:
-    hierarchy = Hierarchy.from_rows([("a1", "A", "*"), ("a2", "A", "*"), ("b1", "B", "*"),
-                                     ("b2", "B", "*")])
-    frame = pd.DataFrame({"q": ["X"] * 4 + ["Y"] * 4,
-                          "s": ["a1", "a2", "a1", "a2", "b1", "b2", "b1", "b2"]})
-    figures = measure_risk(frame, ["q"], sensitive=["s"],
-                           hierarchies={"s": hierarchy})["sensitive"]["s"]
+    hierarchy = Hierarchy.from_rows(
+        [("a1", "A", "*"), ("a2", "A", "*"), ("b1", "B", "*"), ("b2", "B", "*")]
+    )
+    frame = pd.DataFrame(
+        {"q": ["X"] * 4 + ["Y"] * 4, "s": ["a1", "a2", "a1", "a2", "b1", "b2", "b1", "b2"]}
+    )
+    figures = measure_risk(frame, ["q"], sensitive=["s"], hierarchies={"s": hierarchy})[
+        "sensitive"
+    ]["s"]
     # class X: A's children +1/4, +1/4 (cost 0), B's -1/4, -1/4 (cost 0); root: A +1/2,
     # B -1/2: cost (2/2) * 1/2
     assert figures["t_hierarchical"] == pytest.approx(0.5)
@@ -150,22 +166,29 @@ def test_zayatz_by_the_published_formula() -> None:
 
 def test_pitman_root_solves_the_published_equations() -> None:
     table = pop.FrequencyTable.from_mapping({1: 50, 2: 20, 3: 10, 4: 5, 5: 2})
-    theta, alpha = pop.newton_raphson(pop._pitman_sums(table), pop.pitman_start(table),
-                                      lambda p: p[0] >= 0)
+    theta, alpha = pop.newton_raphson(
+        pop._pitman_sums(table), pop.pitman_start(table), lambda p: p[0] >= 0
+    )
     u, n = 87, 50 + 40 + 30 + 20 + 10
     lhs1 = sum(1 / (theta + i * alpha) for i in range(1, u))
     rhs1 = sum(1 / (theta + i) for i in range(1, n))
     lhs2 = sum(i / (theta + i * alpha) for i in range(1, u))
-    rhs2 = sum(c * sum(1 / (k - alpha) for k in range(1, j))
-               for j, c in {2: 20, 3: 10, 4: 5, 5: 2}.items())
+    rhs2 = sum(
+        c * sum(1 / (k - alpha) for k in range(1, j)) for j, c in {2: 20, 3: 10, 4: 5, 5: 2}.items()
+    )
     assert abs(lhs1 - rhs1) <= 1e-6 and abs(lhs2 - rhs2) <= 1e-6
-    expected = math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha)) * 5000 ** alpha
+    expected = math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha)) * 5000**alpha
     assert pop.pitman(table, 5000) == pytest.approx(expected, rel=1e-9)
 
 
 def test_no_sample_uniques_means_no_population_uniques() -> None:
     assert pop.population_uniques({2: 3, 5: 1}, 1000) == {
-        "pitman": 0.0, "zayatz": 0.0, "snb": 0.0, "dankar": 0.0, "dankar_model": "none"}
+        "pitman": 0.0,
+        "zayatz": 0.0,
+        "snb": 0.0,
+        "dankar": 0.0,
+        "dankar_model": "none",
+    }
 
 
 def test_arx_start_values() -> None:
@@ -189,16 +212,22 @@ def test_warnings_name_each_problem() -> None:
     assert len(risk_warnings(measure_risk(safe, ["a"]), max_risk=0.1)) == 1
 
 
-@pytest.mark.parametrize(("kwargs", "start"), [
-    ({"attacker_columns": []}, "attacker_columns is empty"),
-    ({"attacker_columns": ["nope"]}, "attacker_columns names columns"),
-    ({"sensitive": ["sex"]}, "sensitive columns sex are also attacker columns"),
-    ({"population_size": 100, "sampling_fraction": 0.1}, "population_size and sampling_fraction"),
-    ({"population_size": 5}, "population_size must be at least"),
-    ({"sampling_fraction": 1.5}, "sampling_fraction must lie in (0, 1]"),
-    ({"thresholds": [0.0]}, "thresholds must lie in (0, 1]"),
-    ({"weights": "s"}, "weights column 's' holds 'x'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "start"),
+    [
+        ({"attacker_columns": []}, "attacker_columns is empty"),
+        ({"attacker_columns": ["nope"]}, "attacker_columns names columns"),
+        ({"sensitive": ["sex"]}, "sensitive columns sex are also attacker columns"),
+        (
+            {"population_size": 100, "sampling_fraction": 0.1},
+            "population_size and sampling_fraction",
+        ),
+        ({"population_size": 5}, "population_size must be at least"),
+        ({"sampling_fraction": 1.5}, "sampling_fraction must lie in (0, 1]"),
+        ({"thresholds": [0.0]}, "thresholds must lie in (0, 1]"),
+        ({"weights": "s"}, "weights column 's' holds 'x'"),
+    ],
+)
 def test_user_errors_name_the_parameter(kwargs: dict[str, object], start: str) -> None:
     args: dict[str, object] = {"attacker_columns": ["sex", "age"], **kwargs}
     columns = args.pop("attacker_columns")

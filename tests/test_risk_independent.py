@@ -21,9 +21,12 @@ COLUMNS = ["a", "b", "c"]
 
 def _table(seed: int, rows: int, suppressed: int, cards: tuple[int, int, int]) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        col: rng.integers(0, card, size=rows).astype(str) for col, card in zip(
-            COLUMNS, cards, strict=True)})
+    frame = pd.DataFrame(
+        {
+            col: rng.integers(0, card, size=rows).astype(str)
+            for col, card in zip(COLUMNS, cards, strict=True)
+        }
+    )
     frame.loc[rng.random(rows) < 0.05, "b"] = "*"  # a partly suppressed value: an ordinary value
     frame["s"] = rng.choice(["x", "y", "z", "w"], size=rows, p=[0.5, 0.3, 0.15, 0.05])
     if suppressed:
@@ -53,13 +56,16 @@ def _pandas_figures(frame: pd.DataFrame, thresholds: list[float]) -> dict[str, o
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(20, 400),
-       suppressed=st.integers(0, 15),
-       cards=st.tuples(st.integers(1, 6), st.integers(1, 8), st.integers(1, 10)),
-       extra=st.floats(0.01, 1.0))
-def test_prosecutor_figures_equal_a_pandas_groupby(seed: int, rows: int, suppressed: int,
-                                                   cards: tuple[int, int, int],
-                                                   extra: float) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(20, 400),
+    suppressed=st.integers(0, 15),
+    cards=st.tuples(st.integers(1, 6), st.integers(1, 8), st.integers(1, 10)),
+    extra=st.floats(0.01, 1.0),
+)
+def test_prosecutor_figures_equal_a_pandas_groupby(
+    seed: int, rows: int, suppressed: int, cards: tuple[int, int, int], extra: float
+) -> None:
     frame = _table(seed, rows, suppressed, cards)
     thresholds = [0.2, 0.1, 0.05, extra]
     risk = measure_risk(frame, COLUMNS, sensitive=["s"], thresholds=thresholds)
@@ -79,8 +85,7 @@ def test_prosecutor_figures_equal_a_pandas_groupby(seed: int, rows: int, suppres
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(10, 300),
-       suppressed=st.integers(0, 10))
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(10, 300), suppressed=st.integers(0, 10))
 def test_sensitive_figures_equal_a_pandas_groupby(seed: int, rows: int, suppressed: int) -> None:
     frame = _table(seed, rows, suppressed, (3, 4, 3))
     risk = measure_risk(frame, COLUMNS, sensitive=["s"])["sensitive"]["s"]

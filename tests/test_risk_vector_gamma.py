@@ -37,7 +37,8 @@ def assert_same_doubles(got: Floats, expected: Floats, args: Floats) -> None:
     same = same_doubles(got, expected)
     assert same.all(), (
         f"{np.count_nonzero(~same)} differ, e.g. f({args[~same][:3]!r}) = "
-        f"{got[~same][:3]!r}, scalar {expected[~same][:3]!r}")
+        f"{got[~same][:3]!r}, scalar {expected[~same][:3]!r}"
+    )
 
 
 def scalar_map(function: Callable[[float], float], values: Floats) -> Floats:
@@ -56,9 +57,23 @@ def around(points: list[float], ulps: int = 3) -> Floats:
     return np.array(out)
 
 
-SPECIAL = np.array([0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1e-320,
-                    2.2250738585072014e-308, 1e-170, 1e-160, 1e200, 1e300,
-                    1.7976931348623157e308])
+SPECIAL = np.array(
+    [
+        0.0,
+        -0.0,
+        math.inf,
+        -math.inf,
+        math.nan,
+        5e-324,
+        1e-320,
+        2.2250738585072014e-308,
+        1e-170,
+        1e-160,
+        1e200,
+        1e300,
+        1.7976931348623157e308,
+    ]
+)
 
 
 def gamma_arguments() -> Floats:
@@ -67,29 +82,38 @@ def gamma_arguments() -> Floats:
     integers = np.arange(1, 3001, dtype=np.float64)
     boundaries = [1e-6, 1e-4, 8.0, 12.0, 1.0, 2.0, 16.0, 32.0]
     boundaries += [12.0 - k for k in range(1, 12)] + [8.0 - k for k in range(1, 8)]
-    return np.concatenate([
-        np.exp(rng.uniform(math.log(1e-8), math.log(1e7), 20000)),  # many magnitudes
-        integers,
-        integers - rng.uniform(0.0, 1.0, integers.size),  # class sizes minus alpha
-        integers[:200] - rng.uniform(0.0, 1e-9, 200),
-        around(boundaries, 4),
-        rng.uniform(1e-6, 1e-4, 500), rng.uniform(0.0, 1e-6, 500),
-        np.ldexp(rng.uniform(0.5, 1.0, 300), rng.integers(-1074, -1021, 300)),  # subnormals
-        SPECIAL,
-        -np.exp(rng.uniform(math.log(1e-8), math.log(1e3), 300)),  # reflection
-        -np.arange(0.0, 20.0), -np.arange(0.0, 20.0) - 0.5,
-    ])
+    return np.concatenate(
+        [
+            np.exp(rng.uniform(math.log(1e-8), math.log(1e7), 20000)),  # many magnitudes
+            integers,
+            integers - rng.uniform(0.0, 1.0, integers.size),  # class sizes minus alpha
+            integers[:200] - rng.uniform(0.0, 1e-9, 200),
+            around(boundaries, 4),
+            rng.uniform(1e-6, 1e-4, 500),
+            rng.uniform(0.0, 1e-6, 500),
+            np.ldexp(rng.uniform(0.5, 1.0, 300), rng.integers(-1074, -1021, 300)),  # subnormals
+            SPECIAL,
+            -np.exp(rng.uniform(math.log(1e-8), math.log(1e3), 300)),  # reflection
+            -np.arange(0.0, 20.0),
+            -np.arange(0.0, 20.0) - 0.5,
+        ]
+    )
 
 
 ARGUMENTS = gamma_arguments()
 
 
-@pytest.mark.parametrize(("array", "scalar"), [
-    (pop.arx_digamma_array, pop.arx_digamma),
-    (pop.arx_trigamma_array, pop.arx_trigamma),
-], ids=["digamma", "trigamma"])
+@pytest.mark.parametrize(
+    ("array", "scalar"),
+    [
+        (pop.arx_digamma_array, pop.arx_digamma),
+        (pop.arx_trigamma_array, pop.arx_trigamma),
+    ],
+    ids=["digamma", "trigamma"],
+)
 def test_gamma_arrays_equal_the_scalar_functions_bit_for_bit(
-        array: Callable[[Floats], Floats], scalar: Callable[[float], float]) -> None:
+    array: Callable[[Floats], Floats], scalar: Callable[[float], float]
+) -> None:
     assert_same_doubles(array(ARGUMENTS), scalar_map(scalar, ARGUMENTS), ARGUMENTS)
 
 
@@ -101,12 +125,17 @@ def test_gamma_arrays_keep_shape_and_take_any_order() -> None:
     assert pop.arx_trigamma_array(np.array([])).shape == (0,)
 
 
-@pytest.mark.parametrize("values", [
-    ARGUMENTS,
-    np.arange(2, 200, dtype=np.float64) - 0.37,  # what the Pitman solve passes: regular
-    np.exp(np.random.default_rng(RNG_SEED + 2).uniform(math.log(2e-4), math.log(1e6), 2000)),
-    np.array([13.5]), np.array([]),
-], ids=["all", "sizes", "regular", "one", "empty"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        ARGUMENTS,
+        np.arange(2, 200, dtype=np.float64) - 0.37,  # what the Pitman solve passes: regular
+        np.exp(np.random.default_rng(RNG_SEED + 2).uniform(math.log(2e-4), math.log(1e6), 2000)),
+        np.array([13.5]),
+        np.array([]),
+    ],
+    ids=["all", "sizes", "regular", "one", "empty"],
+)
 def test_the_pair_is_both_functions(values: Floats) -> None:
     digamma, trigamma = pop.arx_gamma_pair_array(values)
     assert_same_doubles(digamma, scalar_map(pop.arx_digamma, values), values)
@@ -126,18 +155,21 @@ def test_trigamma_of_a_tiny_argument_is_infinite_as_in_java() -> None:
 def log_arguments() -> Floats:
     rng = np.random.default_rng(RNG_SEED + 3)
     half_root = math.sqrt(2.0) / 2.0
-    return np.concatenate([
-        np.exp(rng.uniform(-744.0, 709.0, 20000)),
-        rng.uniform(0.5, 1.5, 5000),  # k = 0 and both sides of the normalization
-        1.0 + rng.uniform(-3e-6, 3e-6, 2000),  # |f| < 2^-20
-        np.ldexp(1.0 + rng.uniform(-3e-6, 3e-6, 2000), rng.integers(-1000, 1000, 2000)),
-        np.ldexp(1.0, np.arange(-1074, 1024)),  # every power of two
-        np.ldexp(rng.uniform(0.0, 1.0, 500), -1022),  # subnormals
-        around([half_root, math.sqrt(2.0), 2 * half_root, 1.0], 50),
-        np.ldexp(around([half_root, math.sqrt(2.0)], 5), 40),
-        around([1.2 + k / 64 for k in range(20)], 2),  # the two polynomial branches
-        SPECIAL, np.array([-1.0, -5e-324, -math.pi]),
-    ])
+    return np.concatenate(
+        [
+            np.exp(rng.uniform(-744.0, 709.0, 20000)),
+            rng.uniform(0.5, 1.5, 5000),  # k = 0 and both sides of the normalization
+            1.0 + rng.uniform(-3e-6, 3e-6, 2000),  # |f| < 2^-20
+            np.ldexp(1.0 + rng.uniform(-3e-6, 3e-6, 2000), rng.integers(-1000, 1000, 2000)),
+            np.ldexp(1.0, np.arange(-1074, 1024)),  # every power of two
+            np.ldexp(rng.uniform(0.0, 1.0, 500), -1022),  # subnormals
+            around([half_root, math.sqrt(2.0), 2 * half_root, 1.0], 50),
+            np.ldexp(around([half_root, math.sqrt(2.0)], 5), 40),
+            around([1.2 + k / 64 for k in range(20)], 2),  # the two polynomial branches
+            SPECIAL,
+            np.array([-1.0, -5e-324, -math.pi]),
+        ]
+    )
 
 
 def test_log_array_equals_strict_log_bit_for_bit() -> None:
@@ -170,7 +202,7 @@ def test_large_argument_reduction_is_exact() -> None:
     rng = np.random.default_rng(RNG_SEED + 4)
     magnitudes = np.ldexp(rng.uniform(1.0, 2.0, 400), rng.integers(20, 1023, 400))
     signs = rng.choice([-1.0, 1.0], 400)
-    for x in [*(magnitudes * signs).tolist(), 1.7976931348623157e308, -2.0**1023, 1e22]:
+    for x in [*(magnitudes * signs).tolist(), 1.7976931348623157e308, -(2.0**1023), 1e22]:
         assert strictmath._reduce_large(x) == reduce_by_fractions(x), x
 
 
@@ -193,15 +225,29 @@ def test_sum_from_adds_left_to_right() -> None:
 
 
 def adult_tables(data_dir: Path) -> list[pop.FrequencyTable]:
-    adult = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";", dtype=str,
-                        keep_default_na=False)
+    adult = pd.read_csv(data_dir / "adult" / "adult.csv", sep=";", dtype=str, keep_default_na=False)
     tables = []
-    for qi in (["sex", "age", "race", "marital-status", "education", "native-country",
-                "workclass", "occupation"], ["age", "education", "sex"], ["age", "race"]):
+    for qi in (
+        [
+            "sex",
+            "age",
+            "race",
+            "marital-status",
+            "education",
+            "native-country",
+            "workclass",
+            "occupation",
+        ],
+        ["age", "education", "sex"],
+        ["age", "race"],
+    ):
         sizes = adult.groupby(qi).size().to_numpy()
         values, counts = np.unique(sizes, return_counts=True)
-        tables.append(pop.FrequencyTable.from_mapping(
-            dict(zip(values.tolist(), counts.tolist(), strict=True))))
+        tables.append(
+            pop.FrequencyTable.from_mapping(
+                dict(zip(values.tolist(), counts.tolist(), strict=True))
+            )
+        )
     return tables
 
 
@@ -227,17 +273,35 @@ def solver_points(table: pop.FrequencyTable) -> list[pop.Vector]:
 
     pop.newton_raphson(recording, pop.pitman_start(table), lambda p: p[0] >= 0.0)
     rng = np.random.default_rng(RNG_SEED + 6)
-    extra = [(float(t), float(a)) for t, a in zip(rng.uniform(0.0, 500.0, 30),
-                                                  rng.uniform(-3.0, 14.0, 30), strict=True)]
-    edges = [(10.0, a) for a in (2.0, 3.0, 1.0, 0.0, -0.0, 5.0 - 1e-7, 2.0 - 1e-5,
-                                 12.5, 4.0 + 1e-9, math.nan, 1e160, -1e160)]
+    extra = [
+        (float(t), float(a))
+        for t, a in zip(rng.uniform(0.0, 500.0, 30), rng.uniform(-3.0, 14.0, 30), strict=True)
+    ]
+    edges = [
+        (10.0, a)
+        for a in (
+            2.0,
+            3.0,
+            1.0,
+            0.0,
+            -0.0,
+            5.0 - 1e-7,
+            2.0 - 1e-5,
+            12.5,
+            4.0 + 1e-9,
+            math.nan,
+            1e160,
+            -1e160,
+        )
+    ]
     return [pop.pitman_start(table), *pop.START_VALUES, *visited[:400], *extra, *edges]
 
 
 def assert_equations_agree(table: pop.FrequencyTable) -> None:
     scalar = pop._pitman_equations(table, pop.arx_digamma, pop.arx_trigamma)
-    vector = pop._pitman_equations(table, pop.arx_digamma, pop.arx_trigamma,
-                                   pop.arx_gamma_pair_array)
+    vector = pop._pitman_equations(
+        table, pop.arx_digamma, pop.arx_trigamma, pop.arx_gamma_pair_array
+    )
     for point in solver_points(table):
         (f1, f2), jacobian = scalar(point)
         (g1, g2), vector_jacobian = vector(point)
@@ -265,8 +329,9 @@ def scalar_pitman(table: pop.FrequencyTable, population: float) -> float:
     def theta_non_negative(point: pop.Vector) -> bool:
         return point[0] >= 0.0
 
-    result = pop.newton_raphson(pop._pitman_equations(table, pop.arx_digamma, pop.arx_trigamma),
-                                start, theta_non_negative)
+    result = pop.newton_raphson(
+        pop._pitman_equations(table, pop.arx_digamma, pop.arx_trigamma), start, theta_non_negative
+    )
     if math.isnan(result[0]) or math.isnan(result[1]):
         retry = True
     else:

@@ -53,11 +53,21 @@ def tarragona(data_dir: Path) -> Path:
 
 def test_python_run_equals_the_cli_release_and_the_baseline(tmp_path: Path) -> None:
     py_out, cli_out = tmp_path / "py" / "t3.csv", tmp_path / "cli" / "t3.csv"
-    settings = MicroaggregateSettings.load(EXAMPLES / "tarragona.toml", output=str(py_out),
-                                           report=str(tmp_path / "py" / "t3.json"))
+    settings = MicroaggregateSettings.load(
+        EXAMPLES / "tarragona.toml", output=str(py_out), report=str(tmp_path / "py" / "t3.json")
+    )
     result = run_microaggregate(settings)
-    code, text = _cli(["microaggregate", "--config", str(EXAMPLES / "tarragona.toml"),
-                       "--output", str(cli_out), "--report", str(tmp_path / "cli" / "t3.json")])
+    code, text = _cli(
+        [
+            "microaggregate",
+            "--config",
+            str(EXAMPLES / "tarragona.toml"),
+            "--output",
+            str(cli_out),
+            "--report",
+            str(tmp_path / "cli" / "t3.json"),
+        ]
+    )
     assert code == 0, text
     assert "release verified" in text
     assert py_out.read_bytes() == cli_out.read_bytes()
@@ -77,8 +87,9 @@ def test_python_run_equals_the_cli_release_and_the_baseline(tmp_path: Path) -> N
     assert report["parameters"]["orders"] == {}
 
 
-def test_run_without_outputs_returns_the_release_only(tarragona: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_without_outputs_returns_the_release_only(
+    tarragona: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = anonlab.run_microaggregate(anonlab.MicroaggregateSettings(input=str(tarragona), k=4))
     assert result.written == [] and _files(tmp_path) == []
@@ -93,59 +104,89 @@ def _failing_render(*args: Any, **kwargs: Any) -> str:
 
 
 @pytest.mark.parametrize("command", ["microaggregate", "evaluate", "tradeoff"])
-def test_a_failing_html_render_writes_nothing(tarragona: Path, tmp_path: Path, command: str,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_html_render_writes_nothing(
+    tarragona: Path, tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import anonlab.htmlreport
 
     monkeypatch.setattr(anonlab.htmlreport, "render_html", _failing_render)
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="rendering failed"):
         if command == "microaggregate":
-            run_microaggregate(MicroaggregateSettings(
-                input=str(tarragona), output=str(out / "t.csv"), report=str(out / "t.json"),
-                html=str(out / "t.html")))
+            run_microaggregate(
+                MicroaggregateSettings(
+                    input=str(tarragona),
+                    output=str(out / "t.csv"),
+                    report=str(out / "t.json"),
+                    html=str(out / "t.html"),
+                )
+            )
         elif command == "evaluate":
-            run_evaluate(EvaluateSettings(original=str(tarragona), masked=str(tarragona),
-                                          report=str(out / "e.json"), html=str(out / "e.html")))
+            run_evaluate(
+                EvaluateSettings(
+                    original=str(tarragona),
+                    masked=str(tarragona),
+                    report=str(out / "e.json"),
+                    html=str(out / "e.html"),
+                )
+            )
         else:
-            run_tradeoff(TradeoffSettings(input=str(tarragona), k="3-4", plot=str(out / "r.png"),
-                                          report=str(out / "r.json"), html=str(out / "r.html")))
+            run_tradeoff(
+                TradeoffSettings(
+                    input=str(tarragona),
+                    k="3-4",
+                    plot=str(out / "r.png"),
+                    report=str(out / "r.json"),
+                    html=str(out / "r.html"),
+                )
+            )
     assert not out.exists() or _files(out) == []
 
 
-def test_a_failing_verification_writes_nothing(tarragona: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_verification_writes_nothing(
+    tarragona: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[pd.DataFrame] = []
 
-    def refuse(original: pd.DataFrame, release: pd.DataFrame, k: int,
-               **columns: Any) -> list[str]:
+    def refuse(original: pd.DataFrame, release: pd.DataFrame, k: int, **columns: Any) -> list[str]:
         seen.append(release)
         return ["group 7 has 2 records, fewer than k = 3", "another problem"]
 
     monkeypatch.setattr(checker, "check_microaggregation", refuse)
     out = tmp_path / "t.csv"
-    code, text = _cli(["microaggregate", str(tarragona), "--output", str(out),
-                       "--report", str(tmp_path / "t.json"), "--quiet"])
+    code, text = _cli(
+        [
+            "microaggregate",
+            str(tarragona),
+            "--output",
+            str(out),
+            "--report",
+            str(tmp_path / "t.json"),
+            "--quiet",
+        ]
+    )
     assert code == 2
-    assert text.strip() == ("Error: verification failed, nothing written: group 7 has 2 "
-                            "records, fewer than k = 3")
+    assert text.strip() == (
+        "Error: verification failed, nothing written: group 7 has 2 records, fewer than k = 3"
+    )
     assert _files(tmp_path) == []
     # the checker saw the staged file as read back, not the frame in memory
     assert len(seen) == 1
     assert all(pd.api.types.is_string_dtype(t) for t in seen[0].dtypes)
-    code, text = _cli(["microaggregate", str(tarragona), "--output", str(out), "--quiet",
-                       "--no-verify"])
+    code, text = _cli(
+        ["microaggregate", str(tarragona), "--output", str(out), "--quiet", "--no-verify"]
+    )
     assert code == 0, text
     assert len(seen) == 1 and _files(tmp_path) == ["t.csv"]
     assert pd.read_csv(out).shape == (834, 13)
 
 
-def test_the_checker_reads_the_staged_parquet_release(tarragona: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checker_reads_the_staged_parquet_release(
+    tarragona: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[pd.DataFrame] = []
 
-    def accept(original: pd.DataFrame, release: pd.DataFrame, k: int,
-               **columns: Any) -> list[str]:
+    def accept(original: pd.DataFrame, release: pd.DataFrame, k: int, **columns: Any) -> list[str]:
         seen.append(release)
         return checker_of_the_library(original, release, k, **columns)
 
@@ -159,19 +200,29 @@ def test_the_checker_reads_the_staged_parquet_release(tarragona: Path, tmp_path:
     pd.testing.assert_frame_equal(seen[0], read_table(out))
 
 
-@pytest.mark.parametrize(("command", "flag"), [
-    ("microaggregate", "--output"), ("microaggregate", "--report"),
-    ("microaggregate", "--html"), ("evaluate", "--report"), ("tradeoff", "--plot"),
-    ("tradeoff", "--report"),
-])
-def test_an_existing_folder_as_output_is_one_line(tarragona: Path, tmp_path: Path,
-                                                  command: str, flag: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("microaggregate", "--output"),
+        ("microaggregate", "--report"),
+        ("microaggregate", "--html"),
+        ("evaluate", "--report"),
+        ("tradeoff", "--plot"),
+        ("tradeoff", "--report"),
+    ],
+)
+def test_an_existing_folder_as_output_is_one_line(
+    tarragona: Path, tmp_path: Path, command: str, flag: str
+) -> None:
     folder = tmp_path / "taken"
     folder.mkdir()
     inputs = [str(tarragona), str(tarragona)] if command == "evaluate" else [str(tarragona)]
     others = {"--output": "o.csv", "--report": "o.json", "--html": "o.html", "--plot": "o.png"}
-    allowed = {"microaggregate": ("--output", "--report", "--html"),
-               "evaluate": ("--report", "--html"), "tradeoff": ("--report", "--html", "--plot")}
+    allowed = {
+        "microaggregate": ("--output", "--report", "--html"),
+        "evaluate": ("--report", "--html"),
+        "tradeoff": ("--report", "--html", "--plot"),
+    }
     args = [command, *inputs, "--quiet", flag, str(folder)]
     for other in allowed[command]:
         if other != flag:
@@ -187,13 +238,16 @@ def test_an_existing_folder_as_output_is_one_line(tarragona: Path, tmp_path: Pat
 def test_settings_from_toml_and_overrides(tarragona: Path, tmp_path: Path) -> None:
     config = tmp_path / "conf" / "t.toml"
     config.parent.mkdir()
-    config.write_text(f'input = "{tarragona}"\nk = "3-4"\nlambda = [0.5, 0.0, 0.5]\n'
-                      'report = "r.json"\nnominal = "a,b"\n')
+    config.write_text(
+        f'input = "{tarragona}"\nk = "3-4"\nlambda = [0.5, 0.0, 0.5]\n'
+        'report = "r.json"\nnominal = "a,b"\n'
+    )
     s = TradeoffSettings.load(config)
     assert s.report == str(config.parent / "r.json")
     assert s.lambda_ == [0.5, 0.0, 0.5] and s.nominal == ["a", "b"]
-    s = TradeoffSettings.load(config, lambda_="0.2,0.3,0.5", tau=[0.4, 0.6], ordinal=["c"],
-                              overwrite=True)  # the config's report: see test_no_overwrite.py
+    s = TradeoffSettings.load(
+        config, lambda_="0.2,0.3,0.5", tau=[0.4, 0.6], ordinal=["c"], overwrite=True
+    )  # the config's report: see test_no_overwrite.py
     assert s.lambda_ == [0.2, 0.3, 0.5] and s.tau == [0.4, 0.6] and s.ordinal == ["c"]
     with pytest.raises(AnonlabError) as info:
         TradeoffSettings.load(config, workers=0)
@@ -208,23 +262,27 @@ def test_settings_from_toml_and_overrides(tarragona: Path, tmp_path: Path) -> No
 
 
 def test_bad_k_is_refused_before_reading(tmp_path: Path) -> None:
-    s = TradeoffSettings(input=str(tmp_path / "missing.csv"), k="three",
-                         report=str(tmp_path / "r.json"))
+    s = TradeoffSettings(
+        input=str(tmp_path / "missing.csv"), k="three", report=str(tmp_path / "r.json")
+    )
     with pytest.raises(AnonlabError) as info:
         run_tradeoff(s)
     assert info.value.parameter == "k" and str(info.value).startswith("k 'three' is not a k")
     assert _files(tmp_path) == []
 
 
-def test_tradeoff_reports_progress_and_draws_the_one_ru_map(tarragona: Path,
-                                                           tmp_path: Path) -> None:
+def test_tradeoff_reports_progress_and_draws_the_one_ru_map(
+    tarragona: Path, tmp_path: Path
+) -> None:
     from anonlab.htmlreport.plots import png_bytes
     from anonlab.htmlreport.render import main_figure
 
     calls: list[tuple[str, int, int | None]] = []
     plot = tmp_path / "ru.png"
-    result = run_tradeoff(TradeoffSettings(input=str(tarragona), k=[3, 5, 4], plot=str(plot)),
-                          progress=lambda step, done, total: calls.append((step, done, total)))
+    result = run_tradeoff(
+        TradeoffSettings(input=str(tarragona), k=[3, 5, 4], plot=str(plot)),
+        progress=lambda step, done, total: calls.append((step, done, total)),
+    )
     assert result.report["k_values"] == [3, 4, 5]
     sweep = [c for c in calls if c[0].startswith("trade-off")]
     assert [c[1:] for c in sweep] == [(0, 3), (1, 3), (2, 3), (3, 3)]
@@ -240,13 +298,19 @@ def test_evaluate_run_matches_the_library(tarragona: Path, tmp_path: Path) -> No
     masked = microaggregate(frame, "all-numeric", 3).masked
     masked.to_csv(tmp_path / "m.csv", index=False)
     calls: list[tuple[str, int, int | None]] = []
-    result = run_evaluate(EvaluateSettings(original=str(tarragona), masked=str(tmp_path / "m.csv"),
-                                           tau=[0.3, 0.7], workers=2),
-                          progress=lambda step, done, total: calls.append((step, done, total)))
+    result = run_evaluate(
+        EvaluateSettings(
+            original=str(tarragona), masked=str(tmp_path / "m.csv"), tau=[0.3, 0.7], workers=2
+        ),
+        progress=lambda step, done, total: calls.append((step, done, total)),
+    )
     steps = {step for step, _, _ in calls}
     assert len(steps) == 3, steps  # information loss, record linkage, interval disclosure
-    assert all(done == total for step in steps
-               for _, done, total in [next(c for c in reversed(calls) if c[0] == step)])
+    assert all(
+        done == total
+        for step in steps
+        for _, done, total in [next(c for c in reversed(calls) if c[0] == step)]
+    )
     expected = evaluate(frame, pd.read_csv(tmp_path / "m.csv", dtype=str), tau=(0.3, 0.7))
     assert result.report["measures"] == expected.measures
     assert result.report["inputs"]["masked"]["name"] == "m.csv"
@@ -255,8 +319,10 @@ def test_evaluate_run_matches_the_library(tarragona: Path, tmp_path: Path) -> No
 
 def test_microaggregate_passes_progress_to_mdav(tarragona: Path) -> None:
     calls: list[tuple[str, int, int | None]] = []
-    run_microaggregate(MicroaggregateSettings(input=str(tarragona), k=3),
-                       progress=lambda step, done, total: calls.append((step, done, total)))
+    run_microaggregate(
+        MicroaggregateSettings(input=str(tarragona), k=3),
+        progress=lambda step, done, total: calls.append((step, done, total)),
+    )
     assert calls, "MDAV reported no progress"
     done = [c[1] for c in calls]
     assert done == sorted(done) and calls[-1][1:] == (834, 834)
@@ -265,16 +331,18 @@ def test_microaggregate_passes_progress_to_mdav(tarragona: Path) -> None:
 def test_release_format_follows_the_output_extension(tarragona: Path, tmp_path: Path) -> None:
     frames = []
     for name in ("t.csv", "t.parquet", "t.xlsx"):
-        result = run_microaggregate(MicroaggregateSettings(input=str(tarragona),
-                                                           output=str(tmp_path / name)))
+        result = run_microaggregate(
+            MicroaggregateSettings(input=str(tarragona), output=str(tmp_path / name))
+        )
         assert result.report["verified"] is True
         frames.append(read_table(tmp_path / name))
     assert (tmp_path / "t.xlsx").read_bytes()[:4] == b"PK\x03\x04"
     assert (tmp_path / "t.parquet").read_bytes()[:4] == b"PAR1"
     pd.testing.assert_frame_equal(frames[1], frames[0])  # Parquet: the same text
     # openpyxl stores 16 significant digits, so an Excel release is equal to 1e-15
-    pd.testing.assert_frame_equal(frames[2].astype(float), frames[0].astype(float),
-                                  check_exact=False, rtol=1e-15)
+    pd.testing.assert_frame_equal(
+        frames[2].astype(float), frames[0].astype(float), check_exact=False, rtol=1e-15
+    )
 
 
 def test_sources_give_the_same_release(tarragona: Path, tmp_path: Path) -> None:
@@ -286,16 +354,18 @@ def test_sources_give_the_same_release(tarragona: Path, tmp_path: Path) -> None:
     write_table(frame, tmp_path / "t.parquet")
     write_table(frame, tmp_path / "t.xlsx")
     sources: list[dict[str, Any]] = [
-        {"input": str(tarragona)}, {"input": url, "table": "tarragona"},
+        {"input": str(tarragona)},
+        {"input": url, "table": "tarragona"},
         {"input": url, "query": "SELECT * FROM tarragona"},
-        {"input": str(tmp_path / "t.parquet")}, {"input": str(tmp_path / "t.xlsx")},
+        {"input": str(tmp_path / "t.parquet")},
+        {"input": str(tmp_path / "t.xlsx")},
     ]
     releases = []
     for i, source in enumerate(sources):
         out = tmp_path / f"r{i}.csv"
-        result = run_microaggregate(MicroaggregateSettings.load(None, output=str(out),
-                                                                report=str(out) + ".json",
-                                                                **source))
+        result = run_microaggregate(
+            MicroaggregateSettings.load(None, output=str(out), report=str(out) + ".json", **source)
+        )
         assert result.report["verified"] is True
         releases.append(out.read_bytes())
     assert releases[0] == releases[1] == releases[2] == releases[3] == releases[4]
@@ -306,13 +376,28 @@ def test_sources_give_the_same_release(tarragona: Path, tmp_path: Path) -> None:
 def test_another_input_with_the_configs_outputs_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n3,4\n5,6\n")
-    code, text = _cli(["microaggregate", str(other), "--config",
-                       str(EXAMPLES / "tarragona.toml"), "--quiet"])
+    code, text = _cli(
+        ["microaggregate", str(other), "--config", str(EXAMPLES / "tarragona.toml"), "--quiet"]
+    )
     assert code == 2
-    assert text.startswith("Error: INPUT differs from the config file's, but its output, "
-                           "report would be written to the config's paths"), text
-    code, text = _cli(["microaggregate", str(other), "--config", str(EXAMPLES / "tarragona.toml"),
-                       "--output", str(tmp_path / "o.csv"), "--report", str(tmp_path / "o.json"),
-                       "--k", "2", "--quiet"])
+    assert text.startswith(
+        "Error: INPUT differs from the config file's, but its output, "
+        "report would be written to the config's paths"
+    ), text
+    code, text = _cli(
+        [
+            "microaggregate",
+            str(other),
+            "--config",
+            str(EXAMPLES / "tarragona.toml"),
+            "--output",
+            str(tmp_path / "o.csv"),
+            "--report",
+            str(tmp_path / "o.json"),
+            "--k",
+            "2",
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     assert _files(tmp_path) == ["o.csv", "o.json", "other.csv"]

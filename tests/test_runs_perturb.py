@@ -41,8 +41,7 @@ COLUMNS = ("zip", "a", "b", "c", "d", "e", "count", "town")  # the columns of ``
 def _rest(columns: str) -> list[str]:
     """``--columns`` and every other column of ``table`` released unchanged by choice."""
     chosen = columns.split(",")
-    return ["--columns", columns, "--insensitive",
-            ",".join(c for c in COLUMNS if c not in chosen)]
+    return ["--columns", columns, "--insensitive", ",".join(c for c in COLUMNS if c not in chosen)]
 
 
 def _unchanged(columns: list[str]) -> list[str]:
@@ -66,8 +65,9 @@ def _quietly(run: Any) -> Any:
 @pytest.fixture()
 def frame() -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    data = pd.DataFrame(rng.exponential(1.0, (150, 5)) @ rng.standard_normal((5, 5)),
-                        columns=list("abcde")).round(4)
+    data = pd.DataFrame(
+        rng.exponential(1.0, (150, 5)) @ rng.standard_normal((5, 5)), columns=list("abcde")
+    ).round(4)
     data.insert(0, "zip", [f"0{1000 + i}" for i in range(150)])
     data["count"] = rng.integers(0, 50, 150)
     data["town"] = [f"t{i % 7}, east" for i in range(150)]  # a comma: quoted in the release
@@ -87,18 +87,40 @@ def _names(folder: Path) -> list[str]:
 
 def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     cli, py = tmp_path / "cli", tmp_path / "py"
-    args = {"columns": "a,b,c,d,e,count", "insensitive": "zip,town", "method": "obt",
-            "seed": "11", "known": "2,5"}
-    code, text = _cli(["perturb", str(table), *[x for k, v in args.items()
-                                                 for x in (f"--{k}", v)],
-                       "--output", str(cli / "rel.csv"), "--key", str(cli / "key.json"),
-                       "--report", str(cli / "rep.json"), "--quiet"])
+    args = {
+        "columns": "a,b,c,d,e,count",
+        "insensitive": "zip,town",
+        "method": "obt",
+        "seed": "11",
+        "known": "2,5",
+    }
+    code, text = _cli(
+        [
+            "perturb",
+            str(table),
+            *[x for k, v in args.items() for x in (f"--{k}", v)],
+            "--output",
+            str(cli / "rel.csv"),
+            "--key",
+            str(cli / "key.json"),
+            "--report",
+            str(cli / "rep.json"),
+            "--quiet",
+        ]
+    )
     assert code == 0, text
     settings = PerturbSettings.model_validate(
-        {"input": table, "columns": args["columns"], "seed": 11, "known": "2,5",
-         "insensitive": args["insensitive"],
-         "output": str(py / "rel.csv"), "key": str(py / "key.json"),
-         "report": str(py / "rep.json")})
+        {
+            "input": table,
+            "columns": args["columns"],
+            "seed": 11,
+            "known": "2,5",
+            "insensitive": args["insensitive"],
+            "output": str(py / "rel.csv"),
+            "key": str(py / "key.json"),
+            "report": str(py / "rep.json"),
+        }
+    )
     result = _quietly(lambda: run_perturb(settings))
     assert (py / "rel.csv").read_bytes() == (cli / "rel.csv").read_bytes()
     assert (py / "key.json").read_bytes() == (cli / "key.json").read_bytes()
@@ -107,8 +129,16 @@ def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     cli_report = json.loads((cli / "rep.json").read_text())
     assert cli_report["paths"] == result.report["paths"] == "relative to the report's folder"
     assert cli_report["parameters"]["input"] == os.path.relpath(table, cli)
-    for key in ("privacy_summary", "attacks", "clustering", "warnings", "roles", "risk",
-                "risk_of_unchanged", "risk_warnings"):
+    for key in (
+        "privacy_summary",
+        "attacks",
+        "clustering",
+        "warnings",
+        "roles",
+        "risk",
+        "risk_of_unchanged",
+        "risk_warnings",
+    ):
         assert cli_report[key] == json.loads(json.dumps(result.report[key]))
     # the release keeps pass-through text exactly and is in the one CSV dialect
     lines = (py / "rel.csv").read_text().splitlines()
@@ -116,8 +146,9 @@ def test_python_run_equals_the_cli_release(table: Path, tmp_path: Path) -> None:
     assert lines[1].startswith("01000,") and lines[1].endswith(',"t0, east"')
 
 
-def test_a_key_in_a_read_only_folder_writes_nothing(table: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_in_a_read_only_folder_writes_nothing(
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the release used to be written before the key failed: a release nobody can invert
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -132,18 +163,32 @@ def test_a_key_in_a_read_only_folder_writes_nothing(table: Path, tmp_path: Path,
     monkeypatch.setattr(os, "access", access)
     out = tmp_path / "rel.csv"
     try:
-        code, text = _cli(["perturb", str(table), *_rest("a,b,c"), "--seed", "1",
-                           "--output", str(out), "--key", str(locked / "key.json")])
+        code, text = _cli(
+            [
+                "perturb",
+                str(table),
+                *_rest("a,b,c"),
+                "--seed",
+                "1",
+                "--output",
+                str(out),
+                "--key",
+                str(locked / "key.json"),
+            ]
+        )
     finally:
         locked.chmod(0o755)
     assert code == 2
-    assert text.strip() == (f"Error: --key '{locked / 'key.json'}': folder '{locked}' is not "
-                            "writable: choose a writable path")
+    assert text.strip() == (
+        f"Error: --key '{locked / 'key.json'}': folder '{locked}' is not "
+        "writable: choose a writable path"
+    )
     assert _names(tmp_path) == ["data.csv", "locked"] and _names(locked) == []
 
 
 def test_a_key_that_fails_to_write_takes_the_staged_release_with_it(
-        table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the folder turns unwritable between the check and the write
     real_write = Path.write_text
 
@@ -153,15 +198,27 @@ def test_a_key_that_fails_to_write_takes_the_staged_release_with_it(
         return real_write(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", write_text)
-    code, text = _cli(["perturb", str(table), *_rest("a,b,c"), "--seed", "1", "--output",
-                       str(tmp_path / "rel.csv"), "--key", str(tmp_path / "key.json")])
+    code, text = _cli(
+        [
+            "perturb",
+            str(table),
+            *_rest("a,b,c"),
+            "--seed",
+            "1",
+            "--output",
+            str(tmp_path / "rel.csv"),
+            "--key",
+            str(tmp_path / "key.json"),
+        ]
+    )
     assert code == 2 and len(text.strip().splitlines()) == 1
     assert text.startswith("Error: ") and "permission denied" in text and "key.json" in text
     assert _names(tmp_path) == ["data.csv"]  # neither the release nor a temporary file
 
 
-def test_a_failing_html_render_leaves_nothing(table: Path, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_html_render_leaves_nothing(
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import anonlab.htmlreport
 
     def broken(*args: Any, **kwargs: Any) -> str:
@@ -169,17 +226,25 @@ def test_a_failing_html_render_leaves_nothing(table: Path, tmp_path: Path,
 
     monkeypatch.setattr(anonlab.htmlreport, "render_html", broken)
     settings = PerturbSettings(
-        input=str(table), columns=["a", "b", "c"], method="rotation", seed=3,
-        insensitive=_unchanged(["a", "b", "c"]), library=None,
-        output=str(tmp_path / "rel.csv"), key=str(tmp_path / "key.json"),
-        report=str(tmp_path / "rep.json"), html=str(tmp_path / "rep.html"))
+        input=str(table),
+        columns=["a", "b", "c"],
+        method="rotation",
+        seed=3,
+        insensitive=_unchanged(["a", "b", "c"]),
+        library=None,
+        output=str(tmp_path / "rel.csv"),
+        key=str(tmp_path / "key.json"),
+        report=str(tmp_path / "rep.json"),
+        html=str(tmp_path / "rep.html"),
+    )
     with pytest.raises(RuntimeError, match="the renderer broke"):
         _quietly(lambda: run_perturb(settings))
     assert _names(tmp_path) == ["data.csv"]
 
 
 def test_a_release_that_fails_verification_is_not_written(
-        table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import anonlab.io
 
     real_write = anonlab.io.write_table
@@ -190,12 +255,18 @@ def test_a_release_that_fails_verification_is_not_written(
         real_write(frame.assign(b=moved), path, **kwargs)
 
     monkeypatch.setattr(anonlab.io, "write_table", tampered)
-    settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="rotation",
-                               seed=3, insensitive=_unchanged(["a", "b", "c"]),
-                               output=str(tmp_path / "rel.csv"),
-                               key=str(tmp_path / "key.json"))
-    with pytest.raises(AnonlabError, match="verification failed, nothing written: the "
-                       "distance between records"):
+    settings = PerturbSettings(
+        input=str(table),
+        columns=["a", "b", "c"],
+        method="rotation",
+        seed=3,
+        insensitive=_unchanged(["a", "b", "c"]),
+        output=str(tmp_path / "rel.csv"),
+        key=str(tmp_path / "key.json"),
+    )
+    with pytest.raises(
+        AnonlabError, match="verification failed, nothing written: the distance between records"
+    ):
         _quietly(lambda: run_perturb(settings))
     assert _names(tmp_path) == ["data.csv"]
     no_check = settings.model_copy(update={"verify": False})
@@ -204,27 +275,40 @@ def test_a_release_that_fails_verification_is_not_written(
 
 
 @pytest.mark.parametrize("flag", ["--output", "--key", "--report", "--html"])
-def test_an_existing_folder_as_an_output_is_one_line(table: Path, tmp_path: Path,
-                                                     flag: str) -> None:
+def test_an_existing_folder_as_an_output_is_one_line(
+    table: Path, tmp_path: Path, flag: str
+) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
     paths = {"--output": tmp_path / "o.csv", "--key": tmp_path / "k.json", flag: folder}
-    code, text = _cli(["perturb", str(table), "--columns", "a,b",
-                       *[a for f, p in paths.items() for a in (f, str(p))]])
+    code, text = _cli(
+        [
+            "perturb",
+            str(table),
+            "--columns",
+            "a,b",
+            *[a for f, p in paths.items() for a in (f, str(p))],
+        ]
+    )
     assert code == 2
     assert text.strip() == f"Error: {flag} '{folder}' is a folder: give a file name inside it"
     assert _names(tmp_path) == ["data.csv", "folder"]
 
 
 def test_csv_parquet_and_dataframe_inputs_give_the_same_release(
-        frame: pd.DataFrame, table: Path, tmp_path: Path) -> None:
+    frame: pd.DataFrame, table: Path, tmp_path: Path
+) -> None:
     frame.to_parquet(tmp_path / "data.parquet", index=False)
     releases, keys = [], []
     for i, source in enumerate([table, tmp_path / "data.parquet", frame]):
-        settings = PerturbSettings(input=source, columns=["a", "b", "c", "d", "count"],
-                                   insensitive=["zip", "e", "town"], seed=5,
-                                   output=str(tmp_path / f"r{i}.csv"),
-                                   key=str(tmp_path / f"k{i}.json"))
+        settings = PerturbSettings(
+            input=source,
+            columns=["a", "b", "c", "d", "count"],
+            insensitive=["zip", "e", "town"],
+            seed=5,
+            output=str(tmp_path / f"r{i}.csv"),
+            key=str(tmp_path / f"k{i}.json"),
+        )
         result = _quietly(lambda s=settings: run_perturb(s))
         assert result.report["verified"] is True
         releases.append((tmp_path / f"r{i}.csv").read_bytes())
@@ -236,28 +320,47 @@ def test_csv_parquet_and_dataframe_inputs_give_the_same_release(
 
 def test_a_parquet_release_is_written_and_verified(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.parquet"
-    settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="gdp",
-                               seed=2, noise=0.2, insensitive=_unchanged(["a", "b", "c"]),
-                               output=str(out),
-                               key=str(tmp_path / "key.json"))
+    settings = PerturbSettings(
+        input=str(table),
+        columns=["a", "b", "c"],
+        method="gdp",
+        seed=2,
+        noise=0.2,
+        insensitive=_unchanged(["a", "b", "c"]),
+        output=str(out),
+        key=str(tmp_path / "key.json"),
+    )
     result = _quietly(lambda: run_perturb(settings))
     assert result.report["verified"] is True
     assert out.read_bytes()[:4] == b"PAR1"
-    back = run_invert(InvertSettings(input=str(out), key=str(tmp_path / "key.json"),
-                                     output=str(tmp_path / "back.csv")))
+    back = run_invert(
+        InvertSettings(
+            input=str(out), key=str(tmp_path / "key.json"), output=str(tmp_path / "back.csv")
+        )
+    )
     assert back.report["verified"] is True
     original = pd.read_csv(table, dtype=str)
     restored = pd.read_csv(tmp_path / "back.csv", dtype=str)
     assert restored[["zip", "town", "d"]].equals(original[["zip", "town", "d"]])
-    assert np.allclose(restored[list("abc")].astype(float), original[list("abc")].astype(float),
-                       rtol=1e-12, atol=1e-9)
+    assert np.allclose(
+        restored[list("abc")].astype(float),
+        original[list("abc")].astype(float),
+        rtol=1e-12,
+        atol=1e-9,
+    )
 
 
 def test_the_run_warns_and_the_report_keeps_the_message(table: Path, tmp_path: Path) -> None:
     # town's classes hold 21 or more records: the release draws no other risk warning
-    settings = PerturbSettings(input=str(table), columns=["a", "b", "c", "d"], seed=1,
-                               identifying=["zip", "e", "count"], insensitive=["town"],
-                               known=[2], report=str(tmp_path / "rep.json"))
+    settings = PerturbSettings(
+        input=str(table),
+        columns=["a", "b", "c", "d"],
+        seed=1,
+        identifying=["zip", "e", "count"],
+        insensitive=["town"],
+        known=[2],
+        report=str(tmp_path / "rep.json"),
+    )
     with pytest.warns(RecoverableReleaseWarning, match="method_aware attack with 2 known") as w:
         result = run_perturb(settings)
     assert len(w) == 1 and w[0].filename == __file__
@@ -270,10 +373,17 @@ def test_the_run_warns_and_the_report_keeps_the_message(table: Path, tmp_path: P
 
 def test_progress_hears_blocks_and_attacks(table: Path, tmp_path: Path) -> None:
     heard: list[tuple[str, int, int | None]] = []
-    settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="rotation",
-                               seed=4, known=[2], output=str(tmp_path / "rel.csv"),
-                               key=str(tmp_path / "key.json"),
-                               identifying=["zip", "d", "e", "count"], insensitive=["town"])
+    settings = PerturbSettings(
+        input=str(table),
+        columns=["a", "b", "c"],
+        method="rotation",
+        seed=4,
+        known=[2],
+        output=str(tmp_path / "rel.csv"),
+        key=str(tmp_path / "key.json"),
+        identifying=["zip", "d", "e", "count"],
+        insensitive=["town"],
+    )
     run_perturb(settings, progress=lambda step, done, total: heard.append((step, done, total)))
     assert ("perturbing blocks", 1, 1) in heard
     attacks = [h for h in heard if h[0] == "attacks"]
@@ -283,14 +393,29 @@ def test_progress_hears_blocks_and_attacks(table: Path, tmp_path: Path) -> None:
 
 def test_attack_run_warns_and_writes_its_report(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel.csv"
-    _quietly(lambda: run_perturb(PerturbSettings(input=str(table), columns=list("abcde"),
-                                                 method="rotation", seed=8,
-                                                 insensitive=["zip", "count", "town"],
-                                                 output=str(out))))
+    _quietly(
+        lambda: run_perturb(
+            PerturbSettings(
+                input=str(table),
+                columns=list("abcde"),
+                method="rotation",
+                seed=8,
+                insensitive=["zip", "count", "town"],
+                output=str(out),
+            )
+        )
+    )
     heard: list[str] = []
     settings = AttackSettings.model_validate(
-        {"original": str(table), "released": str(out), "columns": "a,b,c,d,e",
-         "insensitive": "zip,count,town", "known": "2,5", "report": str(tmp_path / "att.json")})
+        {
+            "original": str(table),
+            "released": str(out),
+            "columns": "a,b,c,d,e",
+            "insensitive": "zip,count,town",
+            "known": "2,5",
+            "report": str(tmp_path / "att.json"),
+        }
+    )
     with pytest.warns(RecoverableReleaseWarning, match="with 5 known") as w:
         result = run_attack(settings, progress=lambda step, done, total: heard.append(step))
     assert len(w) == 1 and w[0].filename == __file__
@@ -301,23 +426,37 @@ def test_attack_run_warns_and_writes_its_report(table: Path, tmp_path: Path) -> 
     assert report["parameters"]["released"] == "rel.csv"
 
 
-def test_invert_applies_a_saved_key(table: Path, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_invert_applies_a_saved_key(
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rel, key = tmp_path / "rel.csv", tmp_path / "key.json"
-    _quietly(lambda: run_perturb(PerturbSettings(input=str(table), seed=9, output=str(rel),
-                                                 key=str(key),
-                                                 columns=["a", "b", "c", "count"],
-                                                 insensitive=["zip", "d", "e", "town"])))
-    result = run_invert(InvertSettings(input=str(rel), key=str(key),
-                                       output=str(tmp_path / "back.csv")))
+    _quietly(
+        lambda: run_perturb(
+            PerturbSettings(
+                input=str(table),
+                seed=9,
+                output=str(rel),
+                key=str(key),
+                columns=["a", "b", "c", "count"],
+                insensitive=["zip", "d", "e", "town"],
+            )
+        )
+    )
+    result = run_invert(
+        InvertSettings(input=str(rel), key=str(key), output=str(tmp_path / "back.csv"))
+    )
     assert result.written == [tmp_path / "back.csv"] and result.report["verified"] is True
     assert (tmp_path / "back.csv").read_text().splitlines()[0] == "zip,a,b,c,d,e,count,town"
     restored = pd.read_csv(tmp_path / "back.csv", dtype={"zip": str})
     original = pd.read_csv(table, dtype={"zip": str})
     assert restored[["zip", "count", "town"]].equals(original[["zip", "count", "town"]])
-    problems = check_perturbation(pd.read_csv(tmp_path / "back.csv", dtype=str),
-                                  pd.read_csv(rel, dtype=str), ["a", "b", "c", "count"],
-                                  "obt", key=json.loads(key.read_text()))
+    problems = check_perturbation(
+        pd.read_csv(tmp_path / "back.csv", dtype=str),
+        pd.read_csv(rel, dtype=str),
+        ["a", "b", "c", "count"],
+        "obt",
+        key=json.loads(key.read_text()),
+    )
     assert problems == []
     with pytest.raises(AnonlabError, match="key 'x' is a folder") as caught:
         (tmp_path / "x").mkdir()
@@ -329,26 +468,36 @@ def test_invert_applies_a_saved_key(table: Path, tmp_path: Path,
 def test_settings_from_toml_and_overrides(tmp_path: Path, table: Path) -> None:
     cfg = tmp_path / "sub" / "p.toml"
     cfg.parent.mkdir()
-    cfg.write_text('input = "../data.csv"\ncolumns = "a,b"\nrho = 0.3\nknown = "2,5"\n'
-                   'output = "out.csv"\nmin-privacy = 0.6\n')
+    cfg.write_text(
+        'input = "../data.csv"\ncolumns = "a,b"\nrho = 0.3\nknown = "2,5"\n'
+        'output = "out.csv"\nmin-privacy = 0.6\n'
+    )
     s = PerturbSettings.load(cfg, method="rbt", seed=None, overwrite=True)  # its output
     assert Path(s.input).resolve() == table.resolve()
     assert s.output == str(cfg.parent / "out.csv")
     assert (s.columns, s.rho, s.known, s.min_privacy, s.method, s.seed) == (
-        ["a", "b"], [0.3, 0.3], [2, 5], 0.6, "rbt", None)
-    with pytest.raises(AnonlabError, match="clusters: Input should be greater than or equal "
-                       "to 1") as caught:
+        ["a", "b"],
+        [0.3, 0.3],
+        [2, 5],
+        0.6,
+        "rbt",
+        None,
+    )
+    with pytest.raises(
+        AnonlabError, match="clusters: Input should be greater than or equal to 1"
+    ) as caught:
         PerturbSettings.load(cfg, clusters=0)
     assert caught.value.parameter == "clusters"
     with pytest.raises(AnonlabError, match=r"the input 'other\.csv' replaces the one config"):
         PerturbSettings.load(cfg, input="other.csv")
     assert PerturbSettings.load(cfg, input="other.csv", output="o2.csv").input == "other.csv"
     for bad, parameter, message in (
-            ({"seed": -1}, "seed", "seed -1 must be a whole number >= 0"),
-            ({"delimiter": ";;"}, "delimiter", "delimiter ';;' must be one character"),
-            ({"known": [0]}, "known", "known [0] must list positive record counts"),
-            ({"method": "gdp", "noise": -1.0}, "noise", "noise -1.0 must be a finite number"),
-            ({"min_privacy": 1.5}, "min_privacy", "min_privacy 1.5 must be in [0, 1)")):
+        ({"seed": -1}, "seed", "seed -1 must be a whole number >= 0"),
+        ({"delimiter": ";;"}, "delimiter", "delimiter ';;' must be one character"),
+        ({"known": [0]}, "known", "known [0] must list positive record counts"),
+        ({"method": "gdp", "noise": -1.0}, "noise", "noise -1.0 must be a finite number"),
+        ({"min_privacy": 1.5}, "min_privacy", "min_privacy 1.5 must be in [0, 1)"),
+    ):
         with pytest.raises(AnonlabError) as caught:
             run_perturb(PerturbSettings.load(cfg, overwrite=True, **bad))
         assert str(caught.value).startswith(message)
@@ -360,8 +509,12 @@ def test_the_example_runs_verified_and_keeps_distances(tmp_path: Path) -> None:
     # examples/perturb_tarragona.toml (seed 7), its outputs redirected; the library is rebuilt
     # from the seed
     settings = PerturbSettings.load(
-        EXAMPLE, output=str(tmp_path / "obt.csv"), key=str(tmp_path / "key.json"),
-        library=str(tmp_path / "lib.json"), report=str(tmp_path / "rep.json"))
+        EXAMPLE,
+        output=str(tmp_path / "obt.csv"),
+        key=str(tmp_path / "key.json"),
+        library=str(tmp_path / "lib.json"),
+        report=str(tmp_path / "rep.json"),
+    )
     result = _quietly(lambda: run_perturb(settings))
     assert result.report["verified"] is True
     release = pd.read_csv(tmp_path / "obt.csv")
@@ -375,29 +528,65 @@ def test_the_example_runs_verified_and_keeps_distances(tmp_path: Path) -> None:
 
 def test_cli_invert_and_config_overrides_are_one_line(table: Path, tmp_path: Path) -> None:
     rel, key = tmp_path / "rel.csv", tmp_path / "key.json"
-    assert _cli(["perturb", str(table), *_rest("a,b"), "--seed", "2", "--output",
-                 str(rel), "--key", str(key), "--quiet"])[0] == 0
-    code, text = _cli(["perturb", "--invert", str(rel), "--key", str(key), "--output",
-                       str(tmp_path / "b.csv"), "--method", "rbt", "--report", "r.json"])
+    assert (
+        _cli(
+            [
+                "perturb",
+                str(table),
+                *_rest("a,b"),
+                "--seed",
+                "2",
+                "--output",
+                str(rel),
+                "--key",
+                str(key),
+                "--quiet",
+            ]
+        )[0]
+        == 0
+    )
+    code, text = _cli(
+        [
+            "perturb",
+            "--invert",
+            str(rel),
+            "--key",
+            str(key),
+            "--output",
+            str(tmp_path / "b.csv"),
+            "--method",
+            "rbt",
+            "--report",
+            "r.json",
+        ]
+    )
     assert code == 2
     assert text.strip() == "Error: --method and --report are not used with --invert: drop them"
     cfg = tmp_path / "p.toml"
     cfg.write_text('input = "data.csv"\ncolumns = "a,b"\noutput = "o.csv"\nkey = "k.json"\n')
     other = tmp_path / "other.csv"
     other.write_bytes(table.read_bytes())
-    code, text = _cli(["perturb", "--config", str(cfg), str(other), "--output",
-                       str(tmp_path / "o2.csv")])
+    code, text = _cli(
+        ["perturb", "--config", str(cfg), str(other), "--output", str(tmp_path / "o2.csv")]
+    )
     assert code == 2 and len(text.strip().splitlines()) == 1
     assert text.strip().endswith("give --key for the new input")
     assert not (tmp_path / "o2.csv").exists() and not (tmp_path / "o.csv").exists()
 
 
-def test_a_gdp_release_without_a_key_file_is_verified_with_its_key(table: Path,
-                                                                   tmp_path: Path) -> None:
+def test_a_gdp_release_without_a_key_file_is_verified_with_its_key(
+    table: Path, tmp_path: Path
+) -> None:
     # noise moves every distance: the check undoes the release with the key that made it
-    settings = PerturbSettings(input=str(table), columns=["a", "b", "c"], method="gdp",
-                               seed=6, noise=0.3, insensitive=_unchanged(["a", "b", "c"]),
-                               output=str(tmp_path / "rel.csv"))
+    settings = PerturbSettings(
+        input=str(table),
+        columns=["a", "b", "c"],
+        method="gdp",
+        seed=6,
+        noise=0.3,
+        insensitive=_unchanged(["a", "b", "c"]),
+        output=str(tmp_path / "rel.csv"),
+    )
     result = _quietly(lambda: run_perturb(settings))
     assert result.report["verified"] is True
     assert result.written == [tmp_path / "rel.csv"]

@@ -29,10 +29,17 @@ def table(seed: int, n: int, p: int, distinct: int) -> NDArray[Any]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 400), p=st.integers(1, 4),
-       k=st.integers(1, 6), block=st.integers(2, 80), distinct=st.sampled_from([0, 0, 3, 20]))
-def test_every_group_has_k_to_2k_minus_1_records(seed: int, n: int, p: int, k: int, block: int,
-                                                  distinct: int) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 400),
+    p=st.integers(1, 4),
+    k=st.integers(1, 6),
+    block=st.integers(2, 80),
+    distinct=st.sampled_from([0, 0, 3, 20]),
+)
+def test_every_group_has_k_to_2k_minus_1_records(
+    seed: int, n: int, p: int, k: int, block: int, distinct: int
+) -> None:
     k = min(k, n)
     block = max(block, 2 * k)
     z = table(seed, n, p, distinct)
@@ -50,8 +57,12 @@ def grouped_sse(made: blocks.Groups) -> float:
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(20, 400), k=st.integers(2, 5),
-       block=st.integers(10, 60))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(20, 400),
+    k=st.integers(2, 5),
+    block=st.integers(10, 60),
+)
 def test_repair_only_lowers_the_sse(seed: int, n: int, k: int, block: int) -> None:
     # Every repair lowers the SSE of the records grouped so far. The blocks' MDAV does not see
     # the repair (it only exchanges grouped records), so without leftover records the repaired
@@ -69,8 +80,7 @@ def test_repair_only_lowers_the_sse(seed: int, n: int, k: int, block: int) -> No
         repair(made, gs, focus)
         steps.append((before, grouped_sse(made)))
 
-    def counted_attach(z: NDArray[Any], labels: NDArray[Any], rows: NDArray[Any],
-                       k: int) -> None:
+    def counted_attach(z: NDArray[Any], labels: NDArray[Any], rows: NDArray[Any], k: int) -> None:
         leftover.append(int(rows.size))
         attach(z, labels, rows, k)
 
@@ -127,10 +137,25 @@ def test_repair_lowers_the_sse_of_a_poor_grouping() -> None:
 def test_moves_fill_and_drain_groups_within_bounds() -> None:
     # Two far clusters of 4 and a group of 7 spanning both (k = 4): the records of the wide
     # group's minority side move to the small group nearest them while it holds under 2k-1.
-    z = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [0.1, 0.1],
-                  [9.0, 9.0], [9.1, 9.0], [9.0, 9.1], [9.1, 9.1],
-                  [0.05, 0.05], [0.06, 0.04], [9.05, 9.05], [9.06, 9.04], [9.04, 9.06],
-                  [9.03, 9.03], [9.02, 9.07]])
+    z = np.array(
+        [
+            [0.0, 0.0],
+            [0.1, 0.0],
+            [0.0, 0.1],
+            [0.1, 0.1],
+            [9.0, 9.0],
+            [9.1, 9.0],
+            [9.0, 9.1],
+            [9.1, 9.1],
+            [0.05, 0.05],
+            [0.06, 0.04],
+            [9.05, 9.05],
+            [9.06, 9.04],
+            [9.04, 9.06],
+            [9.03, 9.03],
+            [9.02, 9.07],
+        ]
+    )
     made = blocks.Groups(z, 4, Tally(z.shape[0], None))
     made.emit(np.arange(0, 4))
     made.emit(np.arange(4, 8))

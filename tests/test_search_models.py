@@ -54,9 +54,15 @@ from gen_strategies import ModelProblem, hierarchy_for, model_problem, same_loss
 
 TAGGING = ["flash", "ola", "degree"]
 EXAMPLES = int(os.environ.get("ANONLAB_EXAMPLES", "80"))
-PROFILE = settings(max_examples=EXAMPLES, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                          HealthCheck.filter_too_much])
+PROFILE = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 TMP = Path(tempfile.mkdtemp(prefix="anonlab-search-models-"))
 atexit.register(shutil.rmtree, TMP, True)
 
@@ -188,14 +194,18 @@ PARAMETERS: dict[str, Drawer] = {
     "distinct-l-diversity": lambda draw, p, a: {"l": draw(st.integers(1, p.distinct(a)))},
     "entropy-l-diversity": lambda draw, p, a: {
         "l": draw(st.sampled_from([x for x in (1.0, 1.5, 2.0, 2.5, 3.0) if x <= p.distinct(a)])),
-        "estimator": draw(st.sampled_from(["shannon", "grassberger"]))},
+        "estimator": draw(st.sampled_from(["shannon", "grassberger"])),
+    },
     "recursive-cl-diversity": lambda draw, p, a: {
         "c": draw(st.sampled_from([0.5, 1.0, 2.0, 3.0])),
-        "l": draw(st.integers(min(2, p.distinct(a)), p.distinct(a)))},
+        "l": draw(st.integers(min(2, p.distinct(a)), p.distinct(a))),
+    },
     "equal-distance-t-closeness": lambda draw, p, a: {"t": draw(_T)},
     "ordered-distance-t-closeness": lambda draw, p, a: {"t": draw(_T)},
     "hierarchical-distance-t-closeness": lambda draw, p, a: {
-        "t": draw(_T), "hierarchy": _hierarchy_file(draw, p, a)},
+        "t": draw(_T),
+        "hierarchy": _hierarchy_file(draw, p, a),
+    },
     "basic-beta-likeness": lambda draw, p, a: {"beta": draw(_BETA)},
     "enhanced-beta-likeness": lambda draw, p, a: {"beta": draw(_BETA)},
     "delta-disclosure": lambda draw, p, a: {"delta": draw(st.sampled_from([0.5, 1.0, 2.0]))},
@@ -203,20 +213,25 @@ PARAMETERS: dict[str, Drawer] = {
         "k": draw(st.integers(2, 5)),
         "estimator": draw(st.sampled_from(["poisson", "zero-truncated-poisson"])),
         "significance": draw(st.sampled_from([0.01, 0.1])),
-        "population_size": float(p.n * draw(st.sampled_from([2, 10, 100])))},
+        "population_size": float(p.n * draw(st.sampled_from([2, 10, 100]))),
+    },
     "average-risk": lambda draw, p, a: {"threshold": draw(_RISK)},
     "sample-uniqueness": lambda draw, p, a: {"threshold": draw(_RISK)},
     "population-uniqueness": lambda draw, p, a: {
         "threshold": draw(st.sampled_from([0.01, 0.05, 0.1, 0.3])),
         "estimator": draw(st.sampled_from(["pitman", "zayatz", "snb", "dankar"])),
-        "sampling_fraction": draw(st.sampled_from([0.01, 0.1, 0.5]))},
+        "sampling_fraction": draw(st.sampled_from([0.01, 0.1, 0.5])),
+    },
 }
 
 
 def _example_parameters(draw: st.DrawFn, problem: ModelProblem, name: str) -> dict[str, Any]:
     """A model this test does not know yet: the examples of its required parameters."""
-    return {key: param.kind(param.example.strip('"'))
-            for key, param in MODELS[name].params.items() if param.required}
+    return {
+        key: param.kind(param.example.strip('"'))
+        for key, param in MODELS[name].params.items()
+        if param.required
+    }
 
 
 @st.composite
@@ -279,8 +294,9 @@ def metric_choice(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     cls = METRICS[name]
     options: dict[str, Any] = {}
     if getattr(cls, "multi_dimensional", False):
-        options["aggregate"] = draw(st.sampled_from(
-            ["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]))
+        options["aggregate"] = draw(
+            st.sampled_from(["arithmetic_mean", "geometric_mean", "sum", "max", "rank"])
+        )
         if draw(st.booleans()):
             options["weights"] = {"q0": draw(st.sampled_from([0.5, 2.0]))}
     if getattr(cls, "takes_gs_factor", False):
@@ -295,15 +311,26 @@ def dataset_of(problem: ModelProblem) -> Dataset:
 
 
 def search(
-    ds: Dataset, criteria: list[Criterion], suppression: float, strategy: str,
-    metric: tuple[str, dict[str, Any]], practical: bool = False,
+    ds: Dataset,
+    criteria: list[Criterion],
+    suppression: float,
+    strategy: str,
+    metric: tuple[str, dict[str, Any]],
+    practical: bool = False,
 ) -> SearchResult | None:
     """One search through the library's pieces; ``None`` when no node is acceptable."""
     engine = FrequencyEngine(ds, keep_base_index=True, sensitive=sensitive_attributes(criteria))
-    chosen = metric_by_name(metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts),
-                            **metric[1])
-    ctx = SearchContext(Lattice(ds.heights), engine, criteria, max_suppressed(suppression, ds.n),
-                        chosen, practical_monotonicity=practical)
+    chosen = metric_by_name(
+        metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts), **metric[1]
+    )
+    ctx = SearchContext(
+        Lattice(ds.heights),
+        engine,
+        criteria,
+        max_suppressed(suppression, ds.n),
+        chosen,
+        practical_monotonicity=practical,
+    )
     try:
         return STRATEGIES[strategy](ctx)
     except AnonlabError as exc:
@@ -317,8 +344,13 @@ def check_against(reference: SearchResult | None, got: SearchResult | None, what
         assert got is None, what
         return
     assert got is not None, what
-    assert same_loss(got.loss, reference.loss), (what, got.levels, got.loss, reference.levels,
-                                                 reference.loss)
+    assert same_loss(got.loss, reference.loss), (
+        what,
+        got.levels,
+        got.loss,
+        reference.levels,
+        reference.loss,
+    )
     assert reference.tags[got.optimum] == ANONYMOUS, what
     known = got.tags != UNKNOWN
     assert np.array_equal(got.tags[known], reference.tags[known]), what
@@ -337,8 +369,9 @@ def bound(criteria: list[Criterion], ds: Dataset, metric: tuple[str, dict[str, A
     try:
         bind_criteria(criteria, ds)
         engine = FrequencyEngine(ds)
-        metric_by_name(metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts),
-                       **metric[1])
+        metric_by_name(
+            metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts), **metric[1]
+        )
     except AnonlabError:
         reject()
 
@@ -348,8 +381,9 @@ def edge_verdicts(
 ) -> tuple[bool, bool]:
     """Whether the model holds at the bottom node and at the top node."""
     engine = FrequencyEngine(ds, sensitive=sensitive_attributes(criteria))
-    chosen = metric_by_name(metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts),
-                            **metric[1])
+    chosen = metric_by_name(
+        metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts), **metric[1]
+    )
     lattice = Lattice(ds.heights)
     ctx = SearchContext(lattice, engine, criteria, max_suppressed(suppression, ds.n), chosen)
     top = engine.roll_up(engine.bottom, lattice.levels(lattice.top))
@@ -362,8 +396,9 @@ def assert_short_verdicts_are_full(
     """At every node, the verdict the search takes (its monotone sub-model judged first, see
     SearchContext.evaluate) is the verdict of judging every criterion."""
     engine = FrequencyEngine(ds, sensitive=sensitive_attributes(criteria))
-    chosen = metric_by_name(metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts),
-                            **metric[1])
+    chosen = metric_by_name(
+        metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts), **metric[1]
+    )
     lattice = Lattice(ds.heights)
     ctx = SearchContext(lattice, engine, criteria, max_suppressed(suppression, ds.n), chosen)
     for node in range(lattice.size):
@@ -405,9 +440,15 @@ def test_every_strategy_reaches_the_exhaustive_optimum(case: Case) -> None:
         check_against(reference, got, strategy)
 
 
-@settings(max_examples=max(10, EXAMPLES // 2), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=max(10, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(case=model_case())
 def test_practical_monotonicity(case: Case) -> None:
     """A monotone model and metric: the same search as without the option. Otherwise the
@@ -416,9 +457,9 @@ def test_practical_monotonicity(case: Case) -> None:
     reference = search(ds, criteria, problem.suppression, "exhaustive", metric)
     allowed = max_suppressed(problem.suppression, ds.n) > 0
     engine = FrequencyEngine(ds)
-    monotone = (all(c.monotone(allowed) for c in criteria) and metric_by_name(
-        metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts),
-        **metric[1]).monotone(allowed))
+    monotone = all(c.monotone(allowed) for c in criteria) and metric_by_name(
+        metric[0], LossContext(ds, engine.base_tuples, engine.bottom.counts), **metric[1]
+    ).monotone(allowed)
     for strategy in TAGGING:
         got = search(ds, criteria, problem.suppression, strategy, metric, practical=True)
         if monotone:
@@ -441,9 +482,15 @@ def _presence_problem(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame, Mode
 
 
 @pytest.mark.skipif(not _available("delta-presence"), reason="no delta-presence model yet")
-@settings(max_examples=max(10, EXAMPLES // 2), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=max(10, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(data=st.data())
 def test_presence_models_reach_the_exhaustive_optimum(data: st.DataObject) -> None:
     """delta-presence (population counts, classes of population records only) alone or with
@@ -465,8 +512,9 @@ def test_presence_models_reach_the_exhaustive_optimum(data: st.DataObject) -> No
     bound(criteria, ds, metric)
     reference = search(ds, criteria, problem.suppression, "exhaustive", metric)
     for strategy in TAGGING:
-        check_against(reference, search(ds, criteria, problem.suppression, strategy, metric),
-                      strategy)
+        check_against(
+            reference, search(ds, criteria, problem.suppression, strategy, metric), strategy
+        )
     assert_short_verdicts_are_full(ds, criteria, problem.suppression, metric)
 
 
@@ -474,9 +522,17 @@ def test_generator_makes_hard_cases(capsys: pytest.CaptureFixture[str]) -> None:
     """Most generated examples have their optimum above the bottom node (reported)."""
     outcomes: list[str] = []
 
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much])
+    @settings(
+        max_examples=60,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+    )
     @given(case=model_case())
     def collect(case: Case) -> None:
         problem, ds, criteria, metric = case
@@ -489,31 +545,41 @@ def test_generator_makes_hard_cases(capsys: pytest.CaptureFixture[str]) -> None:
     collect()
     share = outcomes.count("above") / len(outcomes)
     with capsys.disabled():
-        print(f"\nmodel problems: {len(outcomes)} examples, optimum above the bottom node in "
-              f"{share:.0%}, at the bottom in {outcomes.count('bottom') / len(outcomes):.0%}, "
-              f"no acceptable node in {outcomes.count('none') / len(outcomes):.0%}")
+        print(
+            f"\nmodel problems: {len(outcomes)} examples, optimum above the bottom node in "
+            f"{share:.0%}, at the bottom in {outcomes.count('bottom') / len(outcomes):.0%}, "
+            f"no acceptable node in {outcomes.count('none') / len(outcomes):.0%}"
+        )
     assert share > 0.5
 
 
 # --------------------------------------------------------------------------- examples
 def _grid(n: int = 24) -> tuple[pd.DataFrame, dict[str, Any]]:
     rng = np.random.default_rng(7)
-    frame = pd.DataFrame({"a": rng.integers(0, 6, n).astype(str),
-                          "b": rng.integers(0, 4, n).astype(str),
-                          "s": rng.integers(0, 3, n).astype(str)})
-    hiers = {"a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"]
-                                       for v in range(6)]),
-             "b": Hierarchy.from_rows([[str(v), str(v % 2), "*"] for v in range(4)])}
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 6, n).astype(str),
+            "b": rng.integers(0, 4, n).astype(str),
+            "s": rng.integers(0, 3, n).astype(str),
+        }
+    )
+    hiers = {
+        "a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"] for v in range(6)]),
+        "b": Hierarchy.from_rows([[str(v), str(v % 2), "*"] for v in range(4)]),
+    }
     return frame, hiers
 
 
-@pytest.mark.parametrize("criteria_factory", [
-    lambda: [EvenSizes()],
-    lambda: [KAnonymity(2), EvenSizes()],
-    lambda: [KAnonymity(3), MaxClassSize(10)],
-    lambda: [ClassCountBetween(2, 3)],
-    lambda: [MinDistinct("s", 2), UniquesShare(0.0)],
-])
+@pytest.mark.parametrize(
+    "criteria_factory",
+    [
+        lambda: [EvenSizes()],
+        lambda: [KAnonymity(2), EvenSizes()],
+        lambda: [KAnonymity(3), MaxClassSize(10)],
+        lambda: [ClassCountBetween(2, 3)],
+        lambda: [MinDistinct("s", 2), UniquesShare(0.0)],
+    ],
+)
 @pytest.mark.parametrize("suppression", [0.0, 0.25])
 def test_non_monotone_models_fixed_table(
     criteria_factory: Callable[[], list[Criterion]], suppression: float
@@ -533,13 +599,18 @@ def test_sub_model_excludes_without_checking() -> None:
     """k-anonymity is the monotone part of k-anonymity + even sizes: the nodes it fails are
     tagged (with their specializations) and never checked by the linear phase."""
     rng = np.random.default_rng(11)
-    frame = pd.DataFrame({"a": rng.integers(0, 8, 60).astype(str),
-                          "b": rng.integers(0, 6, 60).astype(str),
-                          "c": rng.integers(0, 4, 60).astype(str)})
-    hiers = {"a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"]
-                                       for v in range(8)]),
-             "b": Hierarchy.from_rows([[str(v), str(v // 3), "*"] for v in range(6)]),
-             "c": Hierarchy.from_rows([[str(v), str(v // 2), "*"] for v in range(4)])}
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 8, 60).astype(str),
+            "b": rng.integers(0, 6, 60).astype(str),
+            "c": rng.integers(0, 4, 60).astype(str),
+        }
+    )
+    hiers = {
+        "a": Hierarchy.from_rows([[str(v), str(v // 2), str(v // 4), "*"] for v in range(8)]),
+        "b": Hierarchy.from_rows([[str(v), str(v // 3), "*"] for v in range(6)]),
+        "c": Hierarchy.from_rows([[str(v), str(v // 2), "*"] for v in range(4)]),
+    }
     ds = Dataset.from_frame(frame, hiers)
     model = [KAnonymity(4), EvenSizes()]
     got = search(ds, model, 0.0, "flash", ("precision", {}))
@@ -555,17 +626,19 @@ def test_no_solution_names_the_models() -> None:
     frame, hiers = _grid()
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
     engine = FrequencyEngine(ds, sensitive=["s"])
-    metric = metric_by_name("precision", LossContext(ds, engine.base_tuples,
-                                                     engine.bottom.counts))
+    metric = metric_by_name("precision", LossContext(ds, engine.base_tuples, engine.bottom.counts))
     criteria = [KAnonymity(30), MinDistinct("s", 3)]
     for strategy in ["exhaustive", *TAGGING]:
-        ctx = SearchContext(Lattice(ds.heights), FrequencyEngine(ds, sensitive=["s"]), criteria,
-                            0, metric)
+        ctx = SearchContext(
+            Lattice(ds.heights), FrequencyEngine(ds, sensitive=["s"]), criteria, 0, metric
+        )
         with pytest.raises(AnonlabError) as info:
             STRATEGIES[strategy](ctx)
         message = str(info.value)
-        assert "no generalization satisfies k-anonymity (k=30) and min-distinct on 's' (l=3)" \
+        assert (
+            "no generalization satisfies k-anonymity (k=30) and min-distinct on 's' (l=3)"
             in message
+        )
         assert "\n" not in message
 
 
@@ -573,8 +646,7 @@ def test_engine_must_carry_what_criteria_read() -> None:
     frame, hiers = _grid()
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
     engine = FrequencyEngine(ds)
-    metric = metric_by_name("precision", LossContext(ds, engine.base_tuples,
-                                                     engine.bottom.counts))
+    metric = metric_by_name("precision", LossContext(ds, engine.base_tuples, engine.bottom.counts))
     with pytest.raises(ValueError, match="sensitive attribute"):
         SearchContext(Lattice(ds.heights), engine, [MinDistinct("s", 2)], 0, metric)
 
@@ -598,8 +670,9 @@ def test_presence_with_a_minimal_class_size_is_not_tagged() -> None:
     bottom, so the model is searched as not monotone."""
     from anonlab.privacy.presence import presence_dataset
 
-    table = pd.DataFrame({"q0": ["v1", "v0", "v0", "v0", "v1", "v1"],
-                          "s0": ["x", "y", "y", "y", "x", "x"]})
+    table = pd.DataFrame(
+        {"q0": ["v1", "v0", "v0", "v0", "v1", "v1"], "s0": ["x", "y", "y", "y", "x", "x"]}
+    )
     hiers = {"q0": Hierarchy.from_rows([("v0", "*"), ("v1", "*")])}
     ds = presence_dataset(table, table.iloc[[0]], hiers, sensitive=["s0"])
     presence: Any = criterion_class("delta-presence")
@@ -623,8 +696,9 @@ def test_presence_condition_in_the_sub_model(suppression: float) -> None:
     of the monotone sub-model with and without suppression, and tags nothing both ways."""
     from anonlab.privacy.presence import presence_dataset
 
-    table = pd.DataFrame({"q0": ["v0", "v0", "v1", "v1", "v2", "v2"],
-                          "s0": ["x", "y", "x", "y", "x", "y"]})
+    table = pd.DataFrame(
+        {"q0": ["v0", "v0", "v1", "v1", "v2", "v2"], "s0": ["x", "y", "x", "y", "x", "y"]}
+    )
     hiers = {"q0": Hierarchy.from_rows([("v0", "*"), ("v1", "*"), ("v2", "*")])}
     ds = presence_dataset(table, table.iloc[[0, 3]], hiers, sensitive=["s0"])
     presence: Any = criterion_class("delta-presence")

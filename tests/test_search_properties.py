@@ -23,26 +23,36 @@ from anonlab.privacy import KAnonymity, max_suppressed
 from gen_strategies import same_loss, small_problem
 
 STRATEGIES = ["ola", "degree", "flash"]
-PROFILE = settings(max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "80")), deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROFILE = settings(
+    max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
-def _truth(frame: pd.DataFrame, hiers: dict[str, Hierarchy], k: int, limit: int,
-           levels: tuple[int, ...]) -> bool:
+def _truth(
+    frame: pd.DataFrame, hiers: dict[str, Hierarchy], k: int, limit: int, levels: tuple[int, ...]
+) -> bool:
     """Anonymity of a node computed directly with pandas (independent of the engine)."""
-    gen = pd.DataFrame({c: [h.label(v, lv) for v in frame[c]]
-                        for (c, h), lv in zip(hiers.items(), levels, strict=True)})
+    gen = pd.DataFrame(
+        {
+            c: [h.label(v, lv) for v in frame[c]]
+            for (c, h), lv in zip(hiers.items(), levels, strict=True)
+        }
+    )
     sizes = gen.value_counts()
     return int(sizes[sizes < k].sum()) <= limit
 
 
-def _search(ds: Dataset, k: int, suppression: float, strategy: str,
-            metric: str) -> SearchResult | None:
+def _search(
+    ds: Dataset, k: int, suppression: float, strategy: str, metric: str
+) -> SearchResult | None:
     """A k-anonymity search through the library's pieces; ``None`` if no node is acceptable."""
     engine = FrequencyEngine(ds, keep_base_index=True)
     chosen = metric_by_name(metric, LossContext(ds, engine.base_tuples, engine.bottom.counts))
-    ctx = SearchContext(Lattice(ds.heights), engine, [KAnonymity(k)],
-                        max_suppressed(suppression, ds.n), chosen)
+    ctx = SearchContext(
+        Lattice(ds.heights), engine, [KAnonymity(k)], max_suppressed(suppression, ds.n), chosen
+    )
     try:
         return STRATEGY_FUNCTIONS[strategy](ctx)
     except AnonlabError as exc:
@@ -84,27 +94,33 @@ def test_generator_makes_hard_k() -> None:
     """Most generated k-anonymity problems have their optimum above the bottom node."""
     outcomes: list[str] = []
 
-    @settings(max_examples=80, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=80,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(problem=small_problem())
     def collect(problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float]) -> None:
         frame, hiers, k, suppression = problem
         ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
         result = _search(ds, k, suppression, "exhaustive", "precision")
-        outcomes.append("none" if result is None else
-                        "bottom" if result.optimum == 0 else "above")
+        outcomes.append("none" if result is None else "bottom" if result.optimum == 0 else "above")
 
     collect()
     share = outcomes.count("above") / len(outcomes)
-    print(f"k-anonymity problems: optimum above the bottom node in {share:.0%} of "
-          f"{len(outcomes)}, at the bottom in {outcomes.count('bottom') / len(outcomes):.0%}")
+    print(
+        f"k-anonymity problems: optimum above the bottom node in {share:.0%} of "
+        f"{len(outcomes)}, at the bottom in {outcomes.count('bottom') / len(outcomes):.0%}"
+    )
     assert share > 0.5
 
 
 @PROFILE
 @given(problem=small_problem())
 def test_tags_and_release_are_right(
-    problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float]
+    problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float],
 ) -> None:
     frame, hiers, k, suppression = problem
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
@@ -112,11 +128,11 @@ def test_tags_and_release_are_right(
     from anonlab.lattice.lattice import Lattice
 
     lattice = Lattice(ds.heights)
-    truth = {node: _truth(frame, hiers, k, limit, lattice.levels(node))
-             for node in range(lattice.size)}
+    truth = {
+        node: _truth(frame, hiers, k, limit, lattice.levels(node)) for node in range(lattice.size)
+    }
     exact_minimal = sorted(
-        n for n, ok in truth.items()
-        if ok and not any(truth[p] for p in lattice.predecessors(n))
+        n for n, ok in truth.items() if ok and not any(truth[p] for p in lattice.predecessors(n))
     )
     for strategy in ["exhaustive", *STRATEGIES]:
         if not any(truth.values()):
@@ -138,8 +154,10 @@ def test_tags_and_release_are_right(
         release = result.release
         assert release is not None
         assert check_k_anonymity(release, list(hiers), k, limit) == []
-        assert check_generalization(frame, release, hiers, result.transformation,
-                                    max_suppressed=limit) == []
+        assert (
+            check_generalization(frame, release, hiers, result.transformation, max_suppressed=limit)
+            == []
+        )
         assert int((release[list(hiers)] == "*").all(axis=1).sum()) >= result.suppressed_records
 
 
@@ -157,14 +175,19 @@ def test_metric_values_by_hand() -> None:
     fs = engine.roll_up(engine.bottom, (1, 1))
     ctx = LossContext(ds, engine.base_tuples, engine.bottom.counts)
     lattice = Lattice(ds.heights)
-    search = SearchContext(lattice, engine, [KAnonymity(2)], 1,
-                           metric_by_name("precision", ctx))
+    search = SearchContext(lattice, engine, [KAnonymity(2)], 1, metric_by_name("precision", ctx))
     node = search.classify(fs)
     assert node.outliers.tolist() == (fs.counts < 2).tolist()
     assert node.stats is not None and node.stats.counts.tolist() == fs.counts.tolist()
-    loss = {name: metric_by_name(name, ctx).value(node)
-            for name in ("precision", "precision_with_suppression",
-                         "discernibility_with_suppression", "aecs")}
+    loss = {
+        name: metric_by_name(name, ctx).value(node)
+        for name in (
+            "precision",
+            "precision_with_suppression",
+            "discernibility_with_suppression",
+            "aecs",
+        )
+    }
     assert node.suppressed == 1
     assert loss["precision"] == pytest.approx((1 / 2 + 1) / 2)
     assert loss["precision_with_suppression"] == pytest.approx((3 * 0.75 + 1) / 4)
@@ -172,9 +195,15 @@ def test_metric_values_by_hand() -> None:
     assert loss["aecs"] == pytest.approx(4 / 2)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 @given(problem=small_problem())
 def test_multi_chunk_keys_agree(
     problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float],
@@ -198,11 +227,14 @@ def test_multi_chunk_keys_agree(
     assert narrow.release.equals(wide.release)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(problem=small_problem())
 def test_cache_size_and_snapshots_change_nothing(
-    problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float]
+    problem: tuple[pd.DataFrame, dict[str, Hierarchy], int, float],
 ) -> None:
     """A one-entry cache (constant eviction, roll-ups from axis snapshots) gives the same run."""
     frame, hiers, k, suppression = problem
@@ -230,8 +262,9 @@ def test_optimum_above_the_k_minimal_frontier(strategy: str) -> None:
     (precision averages over the two QIs; 'b' stays at level 0) = 0.05.
     """
     frame = pd.DataFrame({"a": list("xxxxxxxxyz"), "b": ["u"] * 10})
-    ha = Hierarchy.from_rows([[v, *(("yz" if v in "yz" else "x") for _ in range(9)), "*"]
-                              for v in "xyz"])
+    ha = Hierarchy.from_rows(
+        [[v, *(("yz" if v in "yz" else "x") for _ in range(9)), "*"] for v in "xyz"]
+    )
     hb = Hierarchy.from_rows([["u", "*"]])
     ds = Dataset.from_frame(frame, {"a": ha, "b": hb})
     result = _search(ds, 2, 0.2, strategy, "precision_with_suppression")

@@ -49,11 +49,13 @@ from anonlab.privacy.spec import bind_criteria
 
 def random_table(rng: np.random.Generator, rows: int) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     """A table of three QIs with nested hierarchies of 2-3 levels and skewed values."""
-    frame = pd.DataFrame({
-        "a": rng.integers(0, 40, rows).astype(str),
-        "b": rng.choice(list("pqrstuvw"), rows, p=[.3, .2, .1, .1, .1, .1, .05, .05]),
-        "c": rng.integers(0, 7, rows).astype(str),
-    })
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 40, rows).astype(str),
+            "b": rng.choice(list("pqrstuvw"), rows, p=[0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]),
+            "c": rng.integers(0, 7, rows).astype(str),
+        }
+    )
     hierarchies = {
         "a": Hierarchy.from_rows([[str(v), str(v // 5), str(v // 20), "*"] for v in range(40)]),
         "b": Hierarchy.from_rows([[v, "x" if v in "pqr" else "y", "*"] for v in "pqrstuvw"]),
@@ -71,8 +73,9 @@ def plain_loss(metric: LossMetric, node: NodeClasses) -> tuple[list[float], list
     for dim, level in enumerate(fs.levels):
         share = counts * metric.ctx.shares(dim)[level][metric.ctx.group_codes(fs, dim)]
         bounds.append(metric._normalize(sequential_sum(share * metric.g_factor), dim))
-        suppressed = (counts if metric.s_factor == 1.0
-                      else share + metric.s_factor * (counts - share))
+        suppressed = (
+            counts if metric.s_factor == 1.0 else share + metric.s_factor * (counts - share)
+        )
         terms = np.where(released, share * metric.g_factor, suppressed)
         values.append(metric._normalize(sequential_sum(terms), dim))
     return values, bounds
@@ -132,13 +135,15 @@ def test_codes_carried_by_roll_ups_equal_unpacked_keys() -> None:
 
 def random_stats(rng: np.random.Generator, classes: int, values: int) -> ClassStats:
     """Sparse histograms of random classes (some empty), every value in the table."""
-    matrix = rng.multinomial(rng.integers(1, 40), rng.dirichlet(np.full(values, 0.5)),
-                             size=classes).astype(np.int64)
+    matrix = rng.multinomial(
+        rng.integers(1, 40), rng.dirichlet(np.full(values, 0.5)), size=classes
+    ).astype(np.int64)
     matrix[rng.random(classes) < 0.1] = 0  # classes of population records only
     matrix[0, matrix.sum(axis=0) == 0] += 1
     rows, cols = np.nonzero(matrix)
-    h = SensitiveHistograms(rows.astype(np.int64), cols.astype(np.int64), matrix[rows, cols],
-                            matrix.sum(axis=0))
+    h = SensitiveHistograms(
+        rows.astype(np.int64), cols.astype(np.int64), matrix[rows, cols], matrix.sum(axis=0)
+    )
     return ClassStats((0,), matrix.sum(axis=1), {"s": h})
 
 
@@ -157,16 +162,23 @@ def tree(rng: np.random.Generator, values: int, height: int) -> Hierarchy:
 
 
 @pytest.mark.parametrize("block_cells", [closeness._BLOCK_CELLS, 7])
-def test_dense_hierarchical_costs_equal_sparse(block_cells: int,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dense_hierarchical_costs_equal_sparse(
+    block_cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(closeness, "_BLOCK_CELLS", block_cells)
     rng = np.random.default_rng(block_cells)
     for values, height in [(1, 1), (5, 1), (9, 2), (14, 3), (30, 4)]:
         stats = random_stats(rng, 25, values)
         h = stats.sensitive["s"]
         model = HierarchicalDistanceTCloseness("s", 0.2, tree(rng, values, height))
-        model.bind_values(EncodedSensitive("s", tuple(f"v{i}" for i in range(values)),
-                                           np.zeros(0, dtype=np.int32), h.global_counts))
+        model.bind_values(
+            EncodedSensitive(
+                "s",
+                tuple(f"v{i}" for i in range(values)),
+                np.zeros(0, dtype=np.int32),
+                h.global_counts,
+            )
+        )
         levels = model.bound_levels()
         total = int(h.global_counts.sum())
         dense: NDArray[Any] = model._dense_costs(stats, h, levels, total)
@@ -177,9 +189,13 @@ def test_dense_hierarchical_costs_equal_sparse(block_cells: int,
 
 def test_factorize_int64_equals_pandas() -> None:
     rng = np.random.default_rng(11)
-    for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64),
-                   rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 300) // 7 * 7,
-                   np.repeat(rng.integers(0, 9, 40), 3)):
+    for values in (
+        np.zeros(0, dtype=np.int64),
+        np.array([7], dtype=np.int64),
+        rng.integers(-50, 50, 1000),
+        rng.integers(0, 2**62, 300) // 7 * 7,
+        np.repeat(rng.integers(0, 9, 40), 3),
+    ):
         inverse, uniques = factorize_int64(np.asarray(values, dtype=np.int64))
         expected_inverse, expected_uniques = pd.factorize(values)
         assert inverse.dtype == np.int64 and uniques.dtype == np.int64
@@ -191,8 +207,12 @@ def test_factorize_int64_equals_pandas() -> None:
 def test_sum_pairs_equal_plain_sums(space_factor: int) -> None:
     """Both branches (dense bincount, sort) against a plain per-pair sum."""
     rng = np.random.default_rng(space_factor)
-    for n_classes, n_values, pairs in [(1, 1, 0), (3, 2, 10), (50, 7, 400),
-                                       (4000 * space_factor, 90, 500)]:
+    for n_classes, n_values, pairs in [
+        (1, 1, 0),
+        (3, 2, 10),
+        (50, 7, 400),
+        (4000 * space_factor, 90, 500),
+    ]:
         classes = rng.integers(0, n_classes, pairs)
         values = rng.integers(0, n_values, pairs)
         weights = rng.integers(0, 4, pairs)
@@ -205,14 +225,15 @@ def test_sum_pairs_equal_plain_sums(space_factor: int) -> None:
         assert all(a.dtype == np.int64 for a in got)
 
 
-def plain_roll_up(engine: FrequencyEngine, levels: tuple[int, ...]
-                  ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+def plain_roll_up(
+    engine: FrequencyEngine, levels: tuple[int, ...]
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
     """The bottom's tuples lifted to ``levels`` and grouped in order of first appearance:
     ``(keys, counts, codes, dense histogram of 's')``."""
     base = engine.base_tuples
-    lifted = np.column_stack([
-        engine.qis[i].lift(0, lv)[base[:, i]] if lv else base[:, i]
-        for i, lv in enumerate(levels)]).astype(np.int64)
+    lifted = np.column_stack(
+        [engine.qis[i].lift(0, lv)[base[:, i]] if lv else base[:, i] for i, lv in enumerate(levels)]
+    ).astype(np.int64)
     inverse, uniques = pd.factorize(engine.layout.pack(lifted)[:, 0])
     counts = np.bincount(inverse, weights=engine.bottom.counts).astype(np.int64)
     first = np.array([int(np.flatnonzero(inverse == c)[0]) for c in range(len(uniques))])
@@ -227,7 +248,7 @@ def test_roll_ups_equal_plain_grouping() -> None:
     what grouping the bottom's lifted tuples gives, from any source below the target."""
     rng = np.random.default_rng(5)
     frame, hierarchies = random_table(rng, 2000)
-    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[.4, .2, .1, .1, .1, .05, .05])
+    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[0.4, 0.2, 0.1, 0.1, 0.1, 0.05, 0.05])
     dataset = Dataset.from_frame(frame, hierarchies, sensitive=["s"], other="insensitive")
     engine = FrequencyEngine(dataset, sensitive=["s"])
     heights = [q.height for q in dataset.qis]
@@ -267,8 +288,9 @@ def test_delta_disclosure_and_enhanced_likeness_equal_plain_expressions() -> Non
             assert np.array_equal(enhanced.violations(stats, h), plain)
 
 
-@pytest.mark.parametrize("heights", [(0,), (1, 1), (4, 3, 2, 1, 1, 2, 2, 1), (7, 0, 3), (15,) * 3,
-                                     (1,) * 20])
+@pytest.mark.parametrize(
+    "heights", [(0,), (1, 1), (4, 3, 2, 1, 1, 2, 2, 1), (7, 0, 3), (15,) * 3, (1,) * 20]
+)
 def test_packed_levels_compare_like_level_vectors(heights: tuple[int, ...]) -> None:
     """The cache's packed "at or below" test is the element-wise one, and ``never`` is at or
     below no node."""
@@ -276,8 +298,9 @@ def test_packed_levels_compare_like_level_vectors(heights: tuple[int, ...]) -> N
     assert packer.usable
     rng = np.random.default_rng(len(heights))
     cached = np.column_stack([rng.integers(0, h + 1, 300) for h in heights])
-    packed = np.asarray([packer.pack(row) for row in cached.tolist()] + [packer.never],
-                        dtype=np.int64)
+    packed = np.asarray(
+        [packer.pack(row) for row in cached.tolist()] + [packer.never], dtype=np.int64
+    )
     for _ in range(50):
         target = [int(rng.integers(0, h + 1)) for h in heights]
         below = np.all(cached <= np.asarray(target), axis=1)
@@ -290,19 +313,19 @@ def sensitive_problem(seed: int) -> tuple[Dataset, Hierarchy]:
     """:func:`random_table` with a skewed sensitive column ``s`` and a hierarchy for it."""
     rng = np.random.default_rng(seed)
     frame, hierarchies = random_table(rng, 1500)
-    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[.4, .2, .1, .1, .1, .05, .05])
+    frame["s"] = rng.choice(list("abcdefg"), len(frame), p=[0.4, 0.2, 0.1, 0.1, 0.1, 0.05, 0.05])
     dataset = Dataset.from_frame(frame, hierarchies, sensitive=["s"], other="insensitive")
     s_tree = Hierarchy.from_rows([[v, "x" if v in "abc" else "y", "*"] for v in "abcdefg"])
     return dataset, s_tree
 
 
-def model_context(dataset: Dataset, criteria: list[Criterion], limit: int,
-                  metric: str) -> SearchContext:
+def model_context(
+    dataset: Dataset, criteria: list[Criterion], limit: int, metric: str
+) -> SearchContext:
     """A search context for bound criteria on ``dataset``."""
     bind_criteria(criteria, dataset)
     engine = FrequencyEngine(dataset, sensitive=["s"])
-    chosen = metric_by_name(metric, LossContext(dataset, engine.base_tuples,
-                                                engine.bottom.counts))
+    chosen = metric_by_name(metric, LossContext(dataset, engine.base_tuples, engine.bottom.counts))
     return SearchContext(Lattice(dataset.heights), engine, criteria, limit, chosen)
 
 
@@ -324,14 +347,20 @@ def test_short_circuit_verdicts_equal_full_verdicts(limit: int) -> None:
     for criteria in criteria_sets(s_tree):
         ctx = model_context(dataset, criteria, limit, "loss")
         assert not ctx.monotone_model
-        metrics = [metric_by_name(name, LossContext(dataset, ctx.engine.base_tuples,
-                                                    ctx.engine.bottom.counts))
-                   for name in METRICS if not METRICS[name].options]
+        metrics = [
+            metric_by_name(
+                name, LossContext(dataset, ctx.engine.base_tuples, ctx.engine.bottom.counts)
+            )
+            for name in METRICS
+            if not METRICS[name].options
+        ]
         for node in range(ctx.lattice.size):
             fs = ctx.cache.compute(ctx.lattice.levels(node))
             quick, full = ctx.evaluate(fs, short_circuit=True), ctx.evaluate(fs)
-            assert (quick.acceptable, quick.sub_acceptable) == (full.acceptable,
-                                                                full.sub_acceptable)
+            assert (quick.acceptable, quick.sub_acceptable) == (
+                full.acceptable,
+                full.sub_acceptable,
+            )
             if np.array_equal(quick.classes.outliers, full.classes.outliers):
                 continue
             decided += 1
@@ -355,8 +384,9 @@ def full_verdicts(ctx: SearchContext, node: int) -> Verdict:
 
 
 @pytest.mark.parametrize("strategy", ["flash", "ola", "exhaustive"])
-def test_short_circuit_searches_equal_full_searches(strategy: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_short_circuit_searches_equal_full_searches(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The searches reach the same optimum, loss, checks and tags with the short circuit."""
     dataset, s_tree = sensitive_problem(12)
 
@@ -367,8 +397,11 @@ def test_short_circuit_searches_equal_full_searches(strategy: str,
     monkeypatch.setattr(SearchContext, "verdict", full_verdicts)
     for got, criteria in zip(quick, criteria_sets(s_tree), strict=True):
         full = run(criteria)
-        assert (got.levels, got.loss, got.nodes_checked) == (full.levels, full.loss,
-                                                             full.nodes_checked)
+        assert (got.levels, got.loss, got.nodes_checked) == (
+            full.levels,
+            full.loss,
+            full.nodes_checked,
+        )
         assert np.array_equal(got.tags, full.tags) and np.array_equal(got.checked, full.checked)
         assert got.sub_tags is not None and full.sub_tags is not None
         assert np.array_equal(got.sub_tags, full.sub_tags)

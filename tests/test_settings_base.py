@@ -31,8 +31,9 @@ def _write(folder: Path, text: str) -> Path:
 
 
 def test_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
-    config = _write(tmp_path / "conf", 'input = "data/t.csv"\nreport = "/abs/r.json"\n'
-                    '[tables]\na = "h.csv"\n')
+    config = _write(
+        tmp_path / "conf", 'input = "data/t.csv"\nreport = "/abs/r.json"\n[tables]\na = "h.csv"\n'
+    )
     s = Demo.load(config)
     assert s.input == str(tmp_path / "conf" / "data" / "t.csv")
     assert s.report == "/abs/r.json"
@@ -78,8 +79,9 @@ def test_bad_config_files_are_one_line(tmp_path: Path, kind: str) -> None:
     with pytest.raises(AnonlabError) as info:
         read_toml(path)
     assert "\n" not in str(info.value)
-    assert {"folder": "folder", "latin1": "UTF-8", "bad": "TOML",
-            "missing": "does not exist"}[kind] in str(info.value)
+    assert {"folder": "folder", "latin1": "UTF-8", "bad": "TOML", "missing": "does not exist"}[
+        kind
+    ] in str(info.value)
 
 
 def test_new_input_with_the_config_outputs_is_refused(tmp_path: Path) -> None:

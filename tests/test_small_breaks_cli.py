@@ -56,8 +56,21 @@ def wage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_risk_qi_is_the_attacker_and_nothing_else(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    code, out = _run(["risk", str(ADULT), "--delimiter", ";", "--qi", "age,sex,race",
-                      "--other", "insensitive", "--report", str(report), "--quiet"])
+    code, out = _run(
+        [
+            "risk",
+            str(ADULT),
+            "--delimiter",
+            ";",
+            "--qi",
+            "age,sex,race",
+            "--other",
+            "insensitive",
+            "--report",
+            str(report),
+            "--quiet",
+        ]
+    )
     assert code == 0, out
     data = _json(report)
     assert data["risk"]["attacker_columns"] == ["age", "sex", "race"]
@@ -69,9 +82,23 @@ def test_risk_qi_is_the_attacker_and_nothing_else(tmp_path: Path) -> None:
 
 def test_a_column_without_a_role_is_refused_in_one_line(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    code, out = _run(["risk", str(ADULT), "--delimiter", ";", "--qi", "age,sex,race",
-                      "--sensitive", "salary-class", "--insensitive", "education",
-                      "--report", str(report)], columns=300)
+    code, out = _run(
+        [
+            "risk",
+            str(ADULT),
+            "--delimiter",
+            ";",
+            "--qi",
+            "age,sex,race",
+            "--sensitive",
+            "salary-class",
+            "--insensitive",
+            "education",
+            "--report",
+            str(report),
+        ],
+        columns=300,
+    )
     assert code == 2
     lines = out.strip().splitlines()
     assert len(lines) == 1, out
@@ -79,19 +106,30 @@ def test_a_column_without_a_role_is_refused_in_one_line(tmp_path: Path) -> None:
         "Error: columns marital-status, native-country, workclass, occupation are given no "
         "role: name each in --qi, --sensitive, --insensitive, --weights or "
         "--attacker-columns, or pass --other insensitive (known to no attacker, not "
-        "measured)")
+        "measured)"
+    )
     assert not report.exists()
 
 
 def test_the_python_api_refuses_and_takes_the_same_roles() -> None:
     with pytest.raises(UnroledColumnsError, match="columns race, marital-status") as info:
-        run_risk(ADULT, ["age", "sex"], delimiter=";", insensitive=["education"],
-                 sensitive=["salary-class"])
+        run_risk(
+            ADULT,
+            ["age", "sex"],
+            delimiter=";",
+            insensitive=["education"],
+            sensitive=["salary-class"],
+        )
     assert "education" not in info.value.columns
     rest = ["race", "marital-status", "native-country", "workclass", "occupation"]
     with pytest.warns(Warning):
-        result = run_risk(ADULT, ["age", "sex"], delimiter=";", sensitive=["salary-class"],
-                          insensitive=["education", *rest])
+        result = run_risk(
+            ADULT,
+            ["age", "sex"],
+            delimiter=";",
+            sensitive=["salary-class"],
+            insensitive=["education", *rest],
+        )
     assert result.report["risk"]["attacker_columns"] == ["age", "sex"]
     assert result.report["roles"]["insensitive"] == ["education", *rest]
     assert result.report["roles"]["other"] == []
@@ -103,40 +141,75 @@ def test_the_python_api_refuses_and_takes_the_same_roles() -> None:
 
 
 def test_sdcmicro_keys_give_the_same_figures_with_or_without_attacker_columns(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """testdata's keyVars as --qi: the figures --attacker-columns gave before, unchanged."""
-    common = ["risk", str(TESTDATA), "--qi", TESTDATA_KEYS, "--weights", "sampling_weight",
-              "--sensitive", "roof,walls", "--other", "insensitive", "--quiet"]
+    common = [
+        "risk",
+        str(TESTDATA),
+        "--qi",
+        TESTDATA_KEYS,
+        "--weights",
+        "sampling_weight",
+        "--sensitive",
+        "roof,walls",
+        "--other",
+        "insensitive",
+        "--quiet",
+    ]
     assert _run([*common, "--report", str(tmp_path / "qi.json")])[0] == 0
-    assert _run([*common, "--attacker-columns", TESTDATA_KEYS,
-                 "--report", str(tmp_path / "given.json")])[0] == 0
+    assert (
+        _run(
+            [*common, "--attacker-columns", TESTDATA_KEYS, "--report", str(tmp_path / "given.json")]
+        )[0]
+        == 0
+    )
     by_qi, given = _json(tmp_path / "qi.json"), _json(tmp_path / "given.json")
     assert by_qi["risk"] == given["risk"]
     assert by_qi["risk"]["attacker_columns"] == TESTDATA_KEYS.split(",")
 
 
-def test_generalize_measures_the_release_on_its_qi(wage: dict[str, Path],
-                                                   tmp_path: Path) -> None:
+def test_generalize_measures_the_release_on_its_qi(wage: dict[str, Path], tmp_path: Path) -> None:
     report = _generalize(wage, tmp_path, [])[1]
     assert report["risk"]["attacker_columns"] == list(QI)
     assert report["attacker_knowledge"] == "the quasi-identifiers"
-    given = _generalize(wage, tmp_path / "given", ["--attacker-columns",
-                                                   "age,maritl,race,education,jobclass"])[1]
+    given = _generalize(
+        wage, tmp_path / "given", ["--attacker-columns", "age,maritl,race,education,jobclass"]
+    )[1]
     assert given["risk"]["attacker_columns"] == [*QI, "jobclass"]
 
 
 # ------------------------------------------------ one definition of every figure
 
 
-def _generalize(wage: dict[str, Path], folder: Path, extra: list[str]
-                ) -> tuple[str, dict[str, Any], str]:
+def _generalize(
+    wage: dict[str, Path], folder: Path, extra: list[str]
+) -> tuple[str, dict[str, Any], str]:
     """Generalize the Wage-like table with an insensitive column: CLI text, JSON, HTML."""
     folder.mkdir(parents=True, exist_ok=True)
     qi = [arg for name in QI for arg in ("--qi", f"{name}={wage[name]}")]
-    code, out = _run(["generalize", str(wage["table"]), *qi, "--sensitive", "health",
-                      "--insensitive", "jobclass,wage", "--k", "5", "--suppression", "0.02",
-                      "--output", str(folder / "o.csv"), "--report", str(folder / "o.json"),
-                      "--html", str(folder / "o.html"), *extra])
+    code, out = _run(
+        [
+            "generalize",
+            str(wage["table"]),
+            *qi,
+            "--sensitive",
+            "health",
+            "--insensitive",
+            "jobclass,wage",
+            "--k",
+            "5",
+            "--suppression",
+            "0.02",
+            "--output",
+            str(folder / "o.csv"),
+            "--report",
+            str(folder / "o.json"),
+            "--html",
+            str(folder / "o.html"),
+            *extra,
+        ]
+    )
     assert code == 0, out
     return out, _json(folder / "o.json"), (folder / "o.html").read_text(encoding="utf-8")
 
@@ -153,8 +226,9 @@ def _html_number(page: str, key: str) -> int:
     return int(found.group(1))
 
 
-def test_generalize_summary_risk_section_and_html_agree(wage: dict[str, Path],
-                                                        tmp_path: Path) -> None:
+def test_generalize_summary_risk_section_and_html_agree(
+    wage: dict[str, Path], tmp_path: Path
+) -> None:
     out, report, page = _generalize(wage, tmp_path, [])
     suppressed, classes = report["suppressed_records"], report["equivalence_classes"]
     assert suppressed > 0  # the case that broke: suppressed rows, an insensitive column
@@ -168,14 +242,35 @@ def test_generalize_summary_risk_section_and_html_agree(wage: dict[str, Path],
     assert f"falls into {classes:,} groups" in page
 
 
-def test_perturb_warning_and_html_count_the_same_l1_records(wage: dict[str, Path],
-                                                            tmp_path: Path) -> None:
+def test_perturb_warning_and_html_count_the_same_l1_records(
+    wage: dict[str, Path], tmp_path: Path
+) -> None:
     folder = tmp_path / "p"
-    code, out = _run(["perturb", str(wage["table"]), "--columns", "age,wage", "--insensitive",
-                      "maritl,race,education,jobclass", "--sensitive", "health", "--method",
-                      "rotation", "--seed", "3", "--output", str(folder / "p.csv"), "--key",
-                      str(folder / "k.json"), "--report", str(folder / "p.json"), "--html",
-                      str(folder / "p.html")], columns=400)
+    code, out = _run(
+        [
+            "perturb",
+            str(wage["table"]),
+            "--columns",
+            "age,wage",
+            "--insensitive",
+            "maritl,race,education,jobclass",
+            "--sensitive",
+            "health",
+            "--method",
+            "rotation",
+            "--seed",
+            "3",
+            "--output",
+            str(folder / "p.csv"),
+            "--key",
+            str(folder / "k.json"),
+            "--report",
+            str(folder / "p.json"),
+            "--html",
+            str(folder / "p.html"),
+        ],
+        columns=400,
+    )
     assert code == 0, out
     warned = re.search(r"'health': in [\d,]+ class\(es\), ([\d,]+) records", out)
     assert warned is not None, out
@@ -185,8 +280,7 @@ def test_perturb_warning_and_html_count_the_same_l1_records(wage: dict[str, Path
     assert records == judged
     assert report["risk"]["sensitive"]["health"]["single_value_records"] > judged  # not it
     page = (folder / "p.html").read_text(encoding="utf-8")
-    assert re.findall(r"([\d,]+) records lie in classes that all share", page) == [
-        f"{records:,}"]
+    assert re.findall(r"([\d,]+) records lie in classes that all share", page) == [f"{records:,}"]
     key = "risk_of_unchanged.sensitive.health.single_value_records"
     assert _html_number(page, key) == records
 
@@ -198,9 +292,21 @@ def test_perturb_warning_and_html_count_the_same_l1_records(wage: dict[str, Path
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Tarragona microaggregated (k = 3): its report, beside its release."""
     folder = tmp_path_factory.mktemp("verify")
-    code, out = _run(["microaggregate", str(REPO / "data" / "sdc" / "Tarragona.csv"),
-                      "--k", "3", "--output", str(folder / "t.csv"), "--report",
-                      str(folder / "t.json"), "--max-risk", "0.5", "--quiet"])
+    code, out = _run(
+        [
+            "microaggregate",
+            str(REPO / "data" / "sdc" / "Tarragona.csv"),
+            "--k",
+            "3",
+            "--output",
+            str(folder / "t.csv"),
+            "--report",
+            str(folder / "t.json"),
+            "--max-risk",
+            "0.5",
+            "--quiet",
+        ]
+    )
     assert code == 0, out
     return folder / "t.json"
 
@@ -224,8 +330,9 @@ def test_verify_report_of_a_failing_release(release: Path, tmp_path: Path) -> No
     frame.iloc[0, 0] = "1"
     frame.to_csv(bad, index=False)
     findings = tmp_path / "v.json"
-    code, out = _run(["verify", str(release), "--release", str(bad), "--report",
-                      str(findings), "--quiet"])
+    code, out = _run(
+        ["verify", str(release), "--release", str(bad), "--report", str(findings), "--quiet"]
+    )
     assert code == 1 and out == ""
     data = _json(findings)
     assert data["ok"] is False and data["findings"]
@@ -297,8 +404,9 @@ def test_config_paths_print_normalized() -> None:
     assert ".." not in str(settings.input) and ".." not in str(settings.qi["age"])
 
 
-def test_verify_prints_the_release_path_normalized(release: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_prints_the_release_path_normalized(
+    release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(release.parent.parent)
     odd = Path(release.parent.name) / ".." / release.parent.name / release.name
     code, out = _run(["verify", str(odd)])

@@ -45,8 +45,11 @@ from anonlab.runs.generalize_steps import ModelCheck, verify_release
 from anonlab.verify.generalization import check_level_bounds
 from gen_strategies import class_sizes, limit_of, qi_table, same_loss, skewed_column
 
-PROFILE = settings(max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "15")), deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROFILE = settings(
+    max_examples=int(os.environ.get("ANONLAB_EXAMPLES", "15")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 METRICS_CHECKED = ["precision", "loss", "discernibility_with_suppression", "entropy"]
 runner = CliRunner()
 
@@ -92,16 +95,23 @@ def bounded_problem(draw: st.DrawFn) -> Bounded:
     return table, hiers, lows, highs, draw(st.integers(k_lo, k_hi)), suppression
 
 
-def _context(ds: Dataset, criteria: list[Criterion], suppression: float, metric: str,
-             lattice: Lattice) -> SearchContext:
+def _context(
+    ds: Dataset, criteria: list[Criterion], suppression: float, metric: str, lattice: Lattice
+) -> SearchContext:
     engine = FrequencyEngine(ds, sensitive=("s",))
     chosen = metric_by_name(metric, LossContext(ds, engine.base_tuples, engine.bottom.counts))
     return SearchContext(lattice, engine, criteria, max_suppressed(suppression, ds.n), chosen)
 
 
-def _search(ds: Dataset, criteria: list[Criterion], suppression: float, metric: str,
-            strategy: str, lows: list[int] | None, highs: list[int] | None
-            ) -> tuple[SearchContext, SearchResult] | None:
+def _search(
+    ds: Dataset,
+    criteria: list[Criterion],
+    suppression: float,
+    metric: str,
+    strategy: str,
+    lows: list[int] | None,
+    highs: list[int] | None,
+) -> tuple[SearchContext, SearchResult] | None:
     """One strategy's search (``None``: no acceptable node)."""
     lattice = Lattice(highs if highs is not None else ds.heights, lows)
     ctx = _context(ds, criteria, suppression, metric, lattice)
@@ -112,8 +122,14 @@ def _search(ds: Dataset, criteria: list[Criterion], suppression: float, metric: 
         return None
 
 
-def _box_losses(ds: Dataset, criteria: list[Criterion], suppression: float, metric: str,
-                lows: list[int], highs: list[int]) -> list[tuple[Any, tuple[int, ...], Any]]:
+def _box_losses(
+    ds: Dataset,
+    criteria: list[Criterion],
+    suppression: float,
+    metric: str,
+    lows: list[int],
+    highs: list[int],
+) -> list[tuple[Any, tuple[int, ...], Any]]:
     """Every acceptable node inside the bounds, by (loss order, level, vector), judged by an
     exhaustive search of the whole lattice."""
     found = _search(ds, criteria, suppression, metric, "exhaustive", None, None)
@@ -138,8 +154,7 @@ def _criteria(kind: str, k: int) -> list[Criterion]:
 @pytest.mark.parametrize("metric", METRICS_CHECKED)
 @PROFILE
 @given(problem=bounded_problem())
-def test_every_strategy_is_optimal_within_bounds(kind: str, metric: str,
-                                                 problem: Bounded) -> None:
+def test_every_strategy_is_optimal_within_bounds(kind: str, metric: str, problem: Bounded) -> None:
     frame, hiers, lows, highs, k, suppression = problem
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
     criteria = _criteria(kind, k)
@@ -165,8 +180,9 @@ def test_every_strategy_is_optimal_within_bounds(kind: str, metric: str,
 @pytest.mark.parametrize("metric", ["precision", "loss", "discernibility_with_suppression"])
 @PROFILE
 @given(problem=bounded_problem(), n=st.integers(1, 6))
-def test_alternatives_are_the_best_acceptable_nodes(kind: str, metric: str, problem: Bounded,
-                                                    n: int) -> None:
+def test_alternatives_are_the_best_acceptable_nodes(
+    kind: str, metric: str, problem: Bounded, n: int
+) -> None:
     frame, hiers, lows, highs, k, suppression = problem
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
     truth = _box_losses(ds, _criteria(kind, k), suppression, metric, lows, highs)
@@ -203,8 +219,11 @@ def test_bounded_lattice_holds_exactly_the_nodes_within_bounds() -> None:
     assert lattice.contains((2, 1, 3)) and not lattice.contains((0, 1, 3))
     for node, v in enumerate(box):
         preds = {tuple(x) for x in (lattice.levels(p) for p in lattice.predecessors(node))}
-        assert preds == {w for w in box if sum(w) == sum(v) - 1
-                         and all(a <= b for a, b in zip(w, v, strict=True))}
+        assert preds == {
+            w
+            for w in box
+            if sum(w) == sum(v) - 1 and all(a <= b for a, b in zip(w, v, strict=True))
+        }
         below = {lattice.levels(int(x)) for x in lattice.below(node)}
         assert below == {w for w in box if all(a <= b for a, b in zip(w, v, strict=True))}
         above = {lattice.levels(int(x)) for x in lattice.above(node)}
@@ -227,12 +246,17 @@ def _toy() -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     """A table whose optimum at k = 8 generalizes ``age`` to 10-year bands (seeded)."""
     rng = np.random.default_rng(7)
     ages = rng.integers(20, 60, size=120)
-    frame = pd.DataFrame({"age": ages.astype(str),
-                          "sex": rng.choice(["F", "M"], size=120),
-                          "s": rng.choice(["x", "y", "z"], size=120)})
+    frame = pd.DataFrame(
+        {
+            "age": ages.astype(str),
+            "sex": rng.choice(["F", "M"], size=120),
+            "s": rng.choice(["x", "y", "z"], size=120),
+        }
+    )
     ages_all = [str(a) for a in range(20, 60)]
-    age = Hierarchy.from_rows([[a, f"{int(a) // 5 * 5}", f"{int(a) // 10 * 10}", "*"]
-                               for a in ages_all])
+    age = Hierarchy.from_rows(
+        [[a, f"{int(a) // 5 * 5}", f"{int(a) // 10 * 10}", "*"] for a in ages_all]
+    )
     sex = Hierarchy.from_rows([["F", "*"], ["M", "*"]])
     return frame, {"age": age, "sex": sex}
 
@@ -248,21 +272,29 @@ def test_bounds_move_the_optimum_and_are_reported() -> None:
     assert capped.lattice_size == 4
     # only one node within the bounds satisfies the model: the list is shorter than asked
     assert [a["levels"] for a in capped.alternatives] == [{"age": 1, "sex": 1}]
-    pinned = anonymize(ds, 8, 0.0, "ola", "loss", min_levels={"sex": 1, "age": 3},
-                       max_levels={"sex": 1})
+    pinned = anonymize(
+        ds, 8, 0.0, "ola", "loss", min_levels={"sex": 1, "age": 3}, max_levels={"sex": 1}
+    )
     assert pinned.transformation == {"age": 3, "sex": 1}
     assert pinned.lattice_size == 1
 
 
-@pytest.mark.parametrize(("given", "message"), [
-    ({"max_levels": {"age": 4}}, "max_level gives 'age' the level 4, outside its hierarchy: "
-                                 "give a level from 0 to 3"),
-    ({"min_levels": {"age": -1}}, "min_level gives 'age' the level -1"),
-    ({"min_levels": {"zip": 1}}, "min_level names 'zip', which is not a quasi-identifier"),
-    ({"min_levels": {"age": 2}, "max_levels": {"age": 1}},
-     "min_level gives 'age' the level 2, above its max_level 1"),
-    ({"alternatives": -1}, "alternatives must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"max_levels": {"age": 4}},
+            "max_level gives 'age' the level 4, outside its hierarchy: give a level from 0 to 3",
+        ),
+        ({"min_levels": {"age": -1}}, "min_level gives 'age' the level -1"),
+        ({"min_levels": {"zip": 1}}, "min_level names 'zip', which is not a quasi-identifier"),
+        (
+            {"min_levels": {"age": 2}, "max_levels": {"age": 1}},
+            "min_level gives 'age' the level 2, above its max_level 1",
+        ),
+        ({"alternatives": -1}, "alternatives must be 0 or more"),
+    ],
+)
 def test_bad_bounds_are_refused(given: dict[str, Any], message: str) -> None:
     frame, hiers = _toy()
     ds = Dataset.from_frame(frame, hiers, sensitive=["s"])
@@ -294,11 +326,14 @@ def test_generalizer_takes_bounds() -> None:
 def test_check_level_bounds_finds_levels_outside() -> None:
     assert check_level_bounds({"age": 1, "sex": 0}, {"sex": 0}, {"age": 1}) == []
     assert check_level_bounds({"age": 2}, {}, {"age": 1}) == [
-        "column 'age' is released at level 2, above its max_level 1"]
+        "column 'age' is released at level 2, above its max_level 1"
+    ]
     assert check_level_bounds({"age": 0}, {"age": 1}, {}) == [
-        "column 'age' is released at level 0, below its min_level 1"]
+        "column 'age' is released at level 0, below its min_level 1"
+    ]
     assert check_level_bounds({"age": 0}, {"zip": 1}, {}) == [
-        "a level bound names 'zip', which is not a released quasi-identifier"]
+        "a level bound names 'zip', which is not a released quasi-identifier"
+    ]
 
 
 def test_verification_refuses_a_release_outside_the_bounds() -> None:
@@ -341,7 +376,8 @@ def test_settings_and_toml_tables(tmp_path: Path) -> None:
     config.write_text(
         f'input = "toy.csv"\nsensitive = ["s"]\nk = 8\nmetric = "loss"\n'
         f'report = "toy.json"\nalternatives = 2\n[qi]\nage = "{qi["age"]}"\n'
-        f'sex = "{qi["sex"]}"\n[max_level]\nage = 2\n[min_level]\nsex = 1\n')
+        f'sex = "{qi["sex"]}"\n[max_level]\nage = 2\n[min_level]\nsex = 1\n'
+    )
     settings_ = GeneralizeSettings.load(config)
     assert settings_.max_level == {"age": 2} and settings_.min_level == {"sex": 1}
     result = run_generalize(settings_)
@@ -350,8 +386,7 @@ def test_settings_and_toml_tables(tmp_path: Path) -> None:
     assert report["level_bounds"] == {"age": [0, 2], "sex": [1, 1]}
     assert report["parameters"]["max_level"] == {"age": 2}
     assert len(report["alternatives"]) == 2
-    assert json.loads((tmp_path / "toy.json").read_text())["alternatives"] == \
-        report["alternatives"]
+    assert json.loads((tmp_path / "toy.json").read_text())["alternatives"] == report["alternatives"]
 
 
 def test_settings_refuse_a_bound_on_a_column_that_is_no_qi(tmp_path: Path) -> None:
@@ -362,10 +397,16 @@ def test_settings_refuse_a_bound_on_a_column_that_is_no_qi(tmp_path: Path) -> No
 
 def test_engine_path_keeps_the_bounds(tmp_path: Path) -> None:
     qi = write_toy(tmp_path)
-    settings_ = GeneralizeSettings(input=str(tmp_path / "toy.csv"), qi=qi, sensitive=["s"],
-                                   k=8, metric="loss", max_level={"age": 1},
-                                   output=str(tmp_path / "parts") + "/",
-                                   report=str(tmp_path / "e.json"))
+    settings_ = GeneralizeSettings(
+        input=str(tmp_path / "toy.csv"),
+        qi=qi,
+        sensitive=["s"],
+        k=8,
+        metric="loss",
+        max_level={"age": 1},
+        output=str(tmp_path / "parts") + "/",
+        report=str(tmp_path / "e.json"),
+    )
     report = run_generalize(settings_).report
     assert report["transformation"]["age"] <= 1
     assert report["level_bounds"]["age"] == [0, 1]
@@ -373,16 +414,37 @@ def test_engine_path_keeps_the_bounds(tmp_path: Path) -> None:
 
 
 def _generalize_args(tmp_path: Path, qi: dict[str, str], *extra: str) -> list[str]:
-    return ["generalize", str(tmp_path / "toy.csv"), "--qi", f"age={qi['age']}",
-            "--qi", f"sex={qi['sex']}", "--sensitive", "s", "--k", "8", "--metric", "loss",
-            *extra]
+    return [
+        "generalize",
+        str(tmp_path / "toy.csv"),
+        "--qi",
+        f"age={qi['age']}",
+        "--qi",
+        f"sex={qi['sex']}",
+        "--sensitive",
+        "s",
+        "--k",
+        "8",
+        "--metric",
+        "loss",
+        *extra,
+    ]
 
 
 def test_cli_lists_alternatives_and_apply_releases_one(tmp_path: Path) -> None:
     qi = write_toy(tmp_path)
-    code, text = _run(_generalize_args(tmp_path, qi, "--max-level", "age=2",
-                                       "--alternatives", "3", "--report",
-                                       str(tmp_path / "g.json")))
+    code, text = _run(
+        _generalize_args(
+            tmp_path,
+            qi,
+            "--max-level",
+            "age=2",
+            "--alternatives",
+            "3",
+            "--report",
+            str(tmp_path / "g.json"),
+        )
+    )
     assert code == 0, text
     assert "3 best transformations (anonlab apply --node N)" in text
     assert "level bounds" in text and "age 0..2" in text
@@ -392,9 +454,19 @@ def test_cli_lists_alternatives_and_apply_releases_one(tmp_path: Path) -> None:
     assert all(a["levels"]["age"] <= 2 for a in listed)
     assert all(0 < a["highest_prosecutor_risk"] <= 1 / 8 for a in listed)
     second = listed[1]["levels"]
-    code, text = _run(["apply", str(tmp_path / "g.json"), str(tmp_path / "toy.csv"),
-                       "--node", "2", "--output", str(tmp_path / "n2.csv"),
-                       "--report", str(tmp_path / "n2.json")])
+    code, text = _run(
+        [
+            "apply",
+            str(tmp_path / "g.json"),
+            str(tmp_path / "toy.csv"),
+            "--node",
+            "2",
+            "--output",
+            str(tmp_path / "n2.csv"),
+            "--report",
+            str(tmp_path / "n2.json"),
+        ]
+    )
     assert code == 0, text
     assert "anonlab apply" in text and "{" not in text
     assert f"age={second['age']}, sex={second['sex']}" in text
@@ -406,8 +478,11 @@ def test_cli_lists_alternatives_and_apply_releases_one(tmp_path: Path) -> None:
 
 def test_apply_levels_and_its_errors(tmp_path: Path) -> None:
     qi = write_toy(tmp_path)
-    code, text = _run(_generalize_args(tmp_path, qi, "--max-level", "age=2",
-                                       "--report", str(tmp_path / "g.json"), "--quiet"))
+    code, text = _run(
+        _generalize_args(
+            tmp_path, qi, "--max-level", "age=2", "--report", str(tmp_path / "g.json"), "--quiet"
+        )
+    )
     assert code == 0, text
     base = ["apply", str(tmp_path / "g.json"), str(tmp_path / "toy.csv")]
     code, text = _run([*base, "--levels", "age=2,sex=1", "--output", str(tmp_path / "l.csv")])
@@ -415,10 +490,8 @@ def test_apply_levels_and_its_errors(tmp_path: Path) -> None:
     release = pd.read_csv(tmp_path / "l.csv", dtype=str)
     assert set(release["sex"]) == {"*"}
     for args, message in [
-        (["--levels", "age=3"], "Error: --levels gives 'age' the level 3, above its "
-                                "max_level 2"),
-        (["--levels", "zip=1"], "Error: --levels names 'zip', which is not a "
-                                "quasi-identifier"),
+        (["--levels", "age=3"], "Error: --levels gives 'age' the level 3, above its max_level 2"),
+        (["--levels", "zip=1"], "Error: --levels names 'zip', which is not a quasi-identifier"),
         (["--levels", "age"], "Error: --levels 'age' is not COLUMN=LEVEL"),
         (["--node", "1"], "Error: --node 1 is not in the alternatives of report"),
         (["--node", "1", "--levels", "age=1"], "Error: --levels and node both choose"),
@@ -430,21 +503,31 @@ def test_apply_levels_and_its_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "x.csv").exists()
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (["--max-level", "age=7"], "Error: --max-level gives 'age' the level 7, outside its "
-                               "hierarchy: give a level from 0 to 3"),
-    (["--min-level", "age=2", "--max-level", "age=1"],
-     "Error: --min-level gives 'age' the level 2, above its max_level 1"),
-    (["--max-level", "zip=1"], "Error: --max-level names 'zip', which is not a "
-                               "quasi-identifier"),
-    (["--min-level", "age=-1"], "Error: --min-level 'age=-1' is not COLUMN=LEVEL"),
-    (["--alternatives", "-2"], "Error: "),
-])
-def test_cli_refuses_bad_bounds_in_one_line(tmp_path: Path, flags: list[str],
-                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--max-level", "age=7"],
+            "Error: --max-level gives 'age' the level 7, outside its "
+            "hierarchy: give a level from 0 to 3",
+        ),
+        (
+            ["--min-level", "age=2", "--max-level", "age=1"],
+            "Error: --min-level gives 'age' the level 2, above its max_level 1",
+        ),
+        (
+            ["--max-level", "zip=1"],
+            "Error: --max-level names 'zip', which is not a quasi-identifier",
+        ),
+        (["--min-level", "age=-1"], "Error: --min-level 'age=-1' is not COLUMN=LEVEL"),
+        (["--alternatives", "-2"], "Error: "),
+    ],
+)
+def test_cli_refuses_bad_bounds_in_one_line(tmp_path: Path, flags: list[str], message: str) -> None:
     qi = write_toy(tmp_path)
-    code, text = _run(_generalize_args(tmp_path, qi, *flags, "--report",
-                                       str(tmp_path / "bad.json")))
+    code, text = _run(
+        _generalize_args(tmp_path, qi, *flags, "--report", str(tmp_path / "bad.json"))
+    )
     assert code == 2, text
     lines = text.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), text

@@ -32,26 +32,32 @@ TARRAGONA = Path(__file__).resolve().parents[1] / "data" / "sdc" / "Tarragona.cs
 def _people(n: int = 60, seed: int = 3) -> pd.DataFrame:
     """Records with two numeric, one nominal, one ordinal QI and three other columns."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "name": [f"p{i}" for i in range(n)],
-        "age": rng.integers(18, 90, n).astype(str),
-        "income": np.round(rng.gamma(2.0, 900.0, n), 2).astype(str),
-        "sex": rng.choice(["f", "m"], n),
-        "grade": rng.choice(["low", "mid", "high"], n),
-        "region": rng.choice(["n", "s", "e", "w"], n),
-        "diagnosis": rng.choice(["a", "b", "c"], n),
-    })
+    return pd.DataFrame(
+        {
+            "name": [f"p{i}" for i in range(n)],
+            "age": rng.integers(18, 90, n).astype(str),
+            "income": np.round(rng.gamma(2.0, 900.0, n), 2).astype(str),
+            "sex": rng.choice(["f", "m"], n),
+            "grade": rng.choice(["low", "mid", "high"], n),
+            "region": rng.choice(["n", "s", "e", "w"], n),
+            "diagnosis": rng.choice(["a", "b", "c"], n),
+        }
+    )
 
 
 def _settings() -> dict[str, Any]:
-    return {"nominal": ["sex"], "ordinal": ["grade"],
-            "orders": {"grade": ["low", "mid", "high"]}}
+    return {"nominal": ["sex"], "ordinal": ["grade"], "orders": {"grade": ["low", "mid", "high"]}}
 
 
 def _table(frame: pd.DataFrame) -> MicrodataTable:
-    return MicrodataTable.from_frame(frame, ["age", "income"], **_settings(),
-                                     identifying=["name"], sensitive=["diagnosis"],
-                                     insensitive=["region"])
+    return MicrodataTable.from_frame(
+        frame,
+        ["age", "income"],
+        **_settings(),
+        identifying=["name"],
+        sensitive=["diagnosis"],
+        insensitive=["region"],
+    )
 
 
 # --------------------------------------------------------------------- the model
@@ -60,9 +66,15 @@ def _table(frame: pd.DataFrame) -> MicrodataTable:
 def test_the_model_holds_every_role_and_each_encoding() -> None:
     frame = _people()
     table = _table(frame)
-    assert table.roles == {"name": Role.IDENTIFYING, "age": Role.QUASI, "income": Role.QUASI,
-                           "sex": Role.QUASI, "grade": Role.QUASI, "region": Role.INSENSITIVE,
-                           "diagnosis": Role.SENSITIVE}
+    assert table.roles == {
+        "name": Role.IDENTIFYING,
+        "age": Role.QUASI,
+        "income": Role.QUASI,
+        "sex": Role.QUASI,
+        "grade": Role.QUASI,
+        "region": Role.INSENSITIVE,
+        "diagnosis": Role.SENSITIVE,
+    }
     assert table.numeric.values.dtype == np.float64
     assert table.numeric.values.shape == (60, 2)
     assert table.numeric.values[:, 1].tolist() == [float(v) for v in frame["income"]]
@@ -87,18 +99,23 @@ def test_standardization_is_computed_once_with_the_population_deviation() -> Non
 def test_a_column_without_a_role_is_refused_unless_other_makes_it_insensitive() -> None:
     frame = _people()
     with pytest.raises(RoleError, match="name, region"):
-        MicrodataTable.from_frame(frame, ["age", "income"], **_settings(),
-                                  sensitive=["diagnosis"])
-    table = MicrodataTable.from_frame(frame, ["age", "income"], **_settings(),
-                                      sensitive=["diagnosis"], other="insensitive")
+        MicrodataTable.from_frame(frame, ["age", "income"], **_settings(), sensitive=["diagnosis"])
+    table = MicrodataTable.from_frame(
+        frame, ["age", "income"], **_settings(), sensitive=["diagnosis"], other="insensitive"
+    )
     assert table.by_other == ("name", "region")
     assert table.roles["name"] == Role.INSENSITIVE
 
 
 def test_all_numeric_leaves_out_the_columns_other_roles_name() -> None:
     frame = _people().assign(code=lambda f: np.arange(len(f)).astype(str))
-    table = MicrodataTable.from_frame(frame, "all-numeric", identifying=["name", "code"],
-                                      sensitive=["diagnosis"], other="insensitive")
+    table = MicrodataTable.from_frame(
+        frame,
+        "all-numeric",
+        identifying=["name", "code"],
+        sensitive=["diagnosis"],
+        other="insensitive",
+    )
     assert table.numeric_names == ["age", "income"]
     assert table.roles["code"] == Role.IDENTIFYING
 
@@ -156,9 +173,18 @@ def test_microaggregate_of_the_table_equals_microaggregate_of_the_frame() -> Non
     pd.testing.assert_frame_equal(by_table.masked, by_frame.masked)
     assert np.array_equal(by_table.labels, by_frame.labels)
     assert by_table.summary() == by_frame.summary()
-    assert check_microaggregation(frame, by_table.masked, 3, numeric=["age", "income"],
-                                  nominal=["sex"], ordinal=["grade"],
-                                  orders=_settings()["orders"]) == []
+    assert (
+        check_microaggregation(
+            frame,
+            by_table.masked,
+            3,
+            numeric=["age", "income"],
+            nominal=["sex"],
+            ordinal=["grade"],
+            orders=_settings()["orders"],
+        )
+        == []
+    )
 
 
 def test_evaluate_of_the_table_equals_evaluate_of_the_frames() -> None:
@@ -214,8 +240,9 @@ def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     built: list[str] = []
     original = MicrodataTable.from_frame.__func__  # type: ignore[attr-defined]
 
-    def counted(cls: type[MicrodataTable], frame: pd.DataFrame, *args: Any,
-                **kwargs: Any) -> MicrodataTable:
+    def counted(
+        cls: type[MicrodataTable], frame: pd.DataFrame, *args: Any, **kwargs: Any
+    ) -> MicrodataTable:
         built.append(kwargs.get("numbers", "parsed"))
         table: MicrodataTable = original(cls, frame, *args, **kwargs)
         return table
@@ -224,23 +251,37 @@ def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return built
 
 
-def test_each_run_builds_its_table_once(monkeypatch: pytest.MonkeyPatch,
-                                        tmp_path: Path) -> None:
+def test_each_run_builds_its_table_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     built = _count_builds(monkeypatch)
     data = tmp_path / "people.csv"
     _people().to_csv(data, index=False)
     roles = {"identifying": ["name"], "sensitive": ["diagnosis"], "insensitive": ["region"]}
-    micro = anonlab.run_microaggregate(anonlab.MicroaggregateSettings(
-        input=str(data), columns=["age", "income"], k=3, output=str(tmp_path / "m.csv"),
-        **_settings(), **roles))
+    micro = anonlab.run_microaggregate(
+        anonlab.MicroaggregateSettings(
+            input=str(data),
+            columns=["age", "income"],
+            k=3,
+            output=str(tmp_path / "m.csv"),
+            **_settings(),
+            **roles,
+        )
+    )
     assert built == ["parsed"]
     assert micro.report["roles"]["name"] == "identifying"
     assert micro.report["verified"] is True
     built.clear()
-    perturbed = anonlab.run(anonlab.PerturbSettings(
-        input=str(data), columns=["age", "income"], seed=1, output=str(tmp_path / "p.csv"),
-        key=str(tmp_path / "p_key.json"), identifying=["name"], sensitive=["diagnosis"],
-        other="insensitive"))
+    perturbed = anonlab.run(
+        anonlab.PerturbSettings(
+            input=str(data),
+            columns=["age", "income"],
+            seed=1,
+            output=str(tmp_path / "p.csv"),
+            key=str(tmp_path / "p_key.json"),
+            identifying=["name"],
+            sensitive=["diagnosis"],
+            other="insensitive",
+        )
+    )
     assert built == ["exact"]
     assert perturbed.report["insensitive_by_other"] == ["sex", "grade", "region"]
     assert perturbed.release is not None and "name" not in perturbed.release.columns

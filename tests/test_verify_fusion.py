@@ -22,8 +22,9 @@ def fused(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """``anonlab fuse`` of the bundled two-provider Adult example: (report, release)."""
     folder = tmp_path_factory.mktemp("fusion")
     release, report = folder / "fused.csv", folder / "fused.json"
-    result = runner.invoke(app, ["fuse", str(CONFIG), "--output", str(release), "--report",
-                                 str(report), "--quiet"])
+    result = runner.invoke(
+        app, ["fuse", str(CONFIG), "--output", str(release), "--report", str(report), "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     return report, release
 
@@ -43,14 +44,20 @@ def _split_a_group(frame: pd.DataFrame) -> None:
     frame.loc[rows, "age"] = "[0, 1)"
 
 
-@pytest.mark.parametrize(("edit", "finding"), [
-    (_split_a_group, "groups have fewer than 100 records (smallest 3)"),
-    (lambda f: f.drop(index=range(10)), "the release has 30152 records, the "
-                                                      "fusion released 30162"),
-    (lambda f: f.drop(columns=["race"]), "has no column 'race'"),
-])
-def test_tampered_fusion_is_caught(fused: tuple[Path, Path], tmp_path: Path, edit: Any,
-                                   finding: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "finding"),
+    [
+        (_split_a_group, "groups have fewer than 100 records (smallest 3)"),
+        (
+            lambda f: f.drop(index=range(10)),
+            "the release has 30152 records, the fusion released 30162",
+        ),
+        (lambda f: f.drop(columns=["race"]), "has no column 'race'"),
+    ],
+)
+def test_tampered_fusion_is_caught(
+    fused: tuple[Path, Path], tmp_path: Path, edit: Any, finding: str
+) -> None:
     report, release = fused
     frame = pd.read_csv(release, dtype=str, keep_default_na=False)
     # an edit changes the frame in place (returns None) or returns the edited frame
@@ -68,6 +75,7 @@ def test_check_fusion_counts_records_and_templates() -> None:
     table = pd.DataFrame({"a": ["x", "x", "y", "y"], "b": ["1", "1", "1", "2"]})
     assert check_fusion(table, [(["a"], 2)], records=4) == []
     assert check_fusion(table, [(["a"], 2)], records=5) == [
-        "the release has 4 records, the fusion released 5"]
+        "the release has 4 records, the fusion released 5"
+    ]
     problems = check_fusion(table, [(["a", "b"], 2)])
     assert len(problems) == 1 and "smallest 1" in problems[0]

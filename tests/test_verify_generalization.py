@@ -20,8 +20,16 @@ from anonlab.verify import check_k_anonymity, verify_report
 pytestmark = pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-       "occupation"]
+QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +37,19 @@ def adult(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """``anonlab generalize`` of the Adult example (k = 5): (report, release)."""
     folder = tmp_path_factory.mktemp("adult")
     release, report = folder / "adult_k5.csv", folder / "adult_k5.json"
-    result = runner.invoke(app, ["generalize", "--config", str(REPO / "examples" / "adult.toml"),
-                                 "--output", str(release), "--report", str(report), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "generalize",
+            "--config",
+            str(REPO / "examples" / "adult.toml"),
+            "--output",
+            str(release),
+            "--report",
+            str(report),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return report, release
 
@@ -86,8 +105,9 @@ def _move_record(frame: pd.DataFrame) -> None:
 
 
 def _wrong_level_row(frame: pd.DataFrame) -> int:
-    return next(i for i in range(len(frame)) if frame.loc[i, "marital-status"]
-                == "spouse not present")
+    return next(
+        i for i in range(len(frame)) if frame.loc[i, "marital-status"] == "spouse not present"
+    )
 
 
 def _wrong_level(frame: pd.DataFrame) -> None:
@@ -100,17 +120,23 @@ def _suppress_more(frame: pd.DataFrame) -> None:
     frame.loc[rows, QIS] = "*"
 
 
-@pytest.mark.parametrize(("edit", "finding"), [
-    (_move_record, "(4 records, rows "),
-    (_wrong_level, "column 'marital-status' row"),
-    (_suppress_more, "307 records are suppressed but the limit is 301"),
-    (lambda f: f.loc.__setitem__((10, "salary-class"), "x"), "column 'salary-class' was changed"),
-    (lambda f: f.drop(index=[0]), "release has 30161 rows, original 30162"),
-    (lambda f: f.drop(columns=["sex"]),
-     "quasi-identifier 'sex' is missing from the release"),
-])
-def test_tampered_release_is_caught(adult: tuple[Path, Path], tmp_path: Path, edit: Any,
-                                    finding: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "finding"),
+    [
+        (_move_record, "(4 records, rows "),
+        (_wrong_level, "column 'marital-status' row"),
+        (_suppress_more, "307 records are suppressed but the limit is 301"),
+        (
+            lambda f: f.loc.__setitem__((10, "salary-class"), "x"),
+            "column 'salary-class' was changed",
+        ),
+        (lambda f: f.drop(index=[0]), "release has 30161 rows, original 30162"),
+        (lambda f: f.drop(columns=["sex"]), "quasi-identifier 'sex' is missing from the release"),
+    ],
+)
+def test_tampered_release_is_caught(
+    adult: tuple[Path, Path], tmp_path: Path, edit: Any, finding: str
+) -> None:
     report, release = adult
     bad = _tampered(release, tmp_path, edit)
     result = verify_report(report, release=bad)
@@ -119,21 +145,24 @@ def test_tampered_release_is_caught(adult: tuple[Path, Path], tmp_path: Path, ed
     assert code == 1 and "does not hold" in text and text.count("\n") == 1
 
 
-def test_wrong_level_names_the_row_and_both_labels(adult: tuple[Path, Path],
-                                                   tmp_path: Path) -> None:
+def test_wrong_level_names_the_row_and_both_labels(
+    adult: tuple[Path, Path], tmp_path: Path
+) -> None:
     report, release = adult
     row = _wrong_level_row(pd.read_csv(release, dtype=str, keep_default_na=False))
     bad = _tampered(release, tmp_path, _wrong_level)
     findings = verify_report(report, release=bad).findings
-    assert (f"column 'marital-status' row {row + 1}: released 'Divorced', expected 'spouse not "
-            "present'") in findings[0]
+    assert (
+        f"column 'marital-status' row {row + 1}: released 'Divorced', expected 'spouse not present'"
+    ) in findings[0]
     # the changed record also left its class: it is now a class of its own
     assert "marital-status=Divorced" in findings[1] and f"(1 record, row {row + 1})" in findings[1]
     assert "has fewer than k = 5 records" in findings[1]
 
 
-def test_report_moved_with_its_files(adult: tuple[Path, Path], tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_moved_with_its_files(
+    adult: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Paths relative to the report's folder work from any current folder."""
     report, release = adult
     moved = tmp_path / "moved"
@@ -153,8 +182,7 @@ def test_report_moved_with_its_files(adult: tuple[Path, Path], tmp_path: Path,
     assert verify_report(moved_report).ok
 
 
-def test_a_changed_hierarchy_or_input_is_refused(adult: tuple[Path, Path],
-                                                 tmp_path: Path) -> None:
+def test_a_changed_hierarchy_or_input_is_refused(adult: tuple[Path, Path], tmp_path: Path) -> None:
     report, _ = adult
     data = pd.read_csv(REPO / "data" / "adult" / "adult.csv", sep=";", dtype=str)
     other = tmp_path / "other.csv"
@@ -178,8 +206,9 @@ def test_a_missing_release_names_the_flag(adult: tuple[Path, Path], tmp_path: Pa
     data = json.loads(report.read_text())
     data["parameters"]["output"] = "gone.csv"
     data["parameters"]["input"] = str((report.parent / data["parameters"]["input"]).resolve())
-    data["parameters"]["qi"] = {c: str((report.parent / p).resolve())
-                                for c, p in data["parameters"]["qi"].items()}
+    data["parameters"]["qi"] = {
+        c: str((report.parent / p).resolve()) for c, p in data["parameters"]["qi"].items()
+    }
     moved = tmp_path / "r.json"
     moved.write_text(json.dumps(data))
     code, text = _cli(str(moved))
@@ -188,14 +217,18 @@ def test_a_missing_release_names_the_flag(adult: tuple[Path, Path], tmp_path: Pa
     assert code == 0
 
 
-@pytest.mark.parametrize(("levels", "stars"), [
-    ({"a": 1, "b": 1}, [True, False, False, True]),  # 'x' and 'y' are '*' at level 1 of a
-    ({"a": 2, "b": 1}, [True, True, False, True]),
-    ({"a": 0, "b": 2}, [False, False, False, False]),  # no value of a is '*' at level 0
-    ({"a": 2, "b": 2}, [True, True, True, True]),
-])
-def test_expected_stars_are_rows_starred_in_every_column(levels: dict[str, int],
-                                                          stars: list[bool]) -> None:
+@pytest.mark.parametrize(
+    ("levels", "stars"),
+    [
+        ({"a": 1, "b": 1}, [True, False, False, True]),  # 'x' and 'y' are '*' at level 1 of a
+        ({"a": 2, "b": 1}, [True, True, False, True]),
+        ({"a": 0, "b": 2}, [False, False, False, False]),  # no value of a is '*' at level 0
+        ({"a": 2, "b": 2}, [True, True, True, True]),
+    ],
+)
+def test_expected_stars_are_rows_starred_in_every_column(
+    levels: dict[str, int], stars: list[bool]
+) -> None:
     from anonlab.hierarchy import Hierarchy
     from anonlab.verify.generalization import expected_stars
 

@@ -30,8 +30,20 @@ def tarragona_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     """``anonlab microaggregate`` on Tarragona, k = 3: (report, release)."""
     folder = tmp_path_factory.mktemp("mdav")
     release, report = folder / "release.csv", folder / "report.json"
-    result = runner.invoke(app, ["microaggregate", str(TARRAGONA), "--k", "3", "--output",
-                                 str(release), "--report", str(report), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "microaggregate",
+            str(TARRAGONA),
+            "--k",
+            "3",
+            "--output",
+            str(release),
+            "--report",
+            str(report),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return report, release
 
@@ -90,8 +102,9 @@ def _unmasked(frame: pd.DataFrame) -> None:
         (lambda f: f.drop(index=[5]), "release has 833 rows, the input 834"),
     ],
 )
-def test_tampered_tarragona_is_caught(tarragona_run: tuple[Path, Path], tmp_path: Path,
-                                      change: object, finding: str) -> None:
+def test_tampered_tarragona_is_caught(
+    tarragona_run: tuple[Path, Path], tmp_path: Path, change: object, finding: str
+) -> None:
     report, release = tarragona_run
     bad = _tampered(release, tmp_path, change)
     result = verify_report(report, release=bad)
@@ -103,14 +116,16 @@ def test_tampered_tarragona_is_caught(tarragona_run: tuple[Path, Path], tmp_path
 def _mixed() -> pd.DataFrame:
     rng = np.random.default_rng(4)
     n = 60
-    return pd.DataFrame({
-        "x": rng.normal(50, 10, n).round(2),
-        "y": rng.integers(0, 1000, n),
-        "colour": rng.choice(["red", "green", "blue"], n),
-        "grade": rng.choice(["low", "mid", "high", "top"], n),
-        "size": rng.choice(["9", "10", "11", "100"], n),  # numeric order is not text order
-        "note": [f"n{i}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "x": rng.normal(50, 10, n).round(2),
+            "y": rng.integers(0, 1000, n),
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "grade": rng.choice(["low", "mid", "high", "top"], n),
+            "size": rng.choice(["9", "10", "11", "100"], n),  # numeric order is not text order
+            "note": [f"n{i}" for i in range(n)],
+        }
+    )
 
 
 ORDERS = {"grade": ["low", "mid", "high", "top"]}
@@ -118,14 +133,22 @@ ORDERS = {"grade": ["low", "mid", "high", "top"]}
 
 def _mixed_release(k: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
     frame = _mixed()
-    result = microaggregate(frame, ["x", "y"], k, nominal=["colour"],
-                            ordinal=["grade", "size"], orders=ORDERS)
+    result = microaggregate(
+        frame, ["x", "y"], k, nominal=["colour"], ordinal=["grade", "size"], orders=ORDERS
+    )
     return _text(frame), _text(result.masked)
 
 
 def _check(original: pd.DataFrame, release: pd.DataFrame, k: int = 4) -> list[str]:
-    return check_microaggregation(original, release, k, numeric=["x", "y"],
-                                  nominal=["colour"], ordinal=["grade", "size"], orders=ORDERS)
+    return check_microaggregation(
+        original,
+        release,
+        k,
+        numeric=["x", "y"],
+        nominal=["colour"],
+        ordinal=["grade", "size"],
+        orders=ORDERS,
+    )
 
 
 def test_mixed_release_holds() -> None:
@@ -148,10 +171,12 @@ def test_wrong_mode_median_and_pass_through_are_caught() -> None:
     least = min(sorted(set(original["colour"])), key=lambda v: counts.get(v, 0))
     for column, value, finding in (
         ("colour", least, "not a mode"),
-        ("grade", next(v for v in ORDERS["grade"] if v != release.loc[rows[0], "grade"]),
-         "lower median"),
-        ("size", next(v for v in ("9", "10") if v != release.loc[rows[0], "size"]),
-         "lower median"),
+        (
+            "grade",
+            next(v for v in ORDERS["grade"] if v != release.loc[rows[0], "grade"]),
+            "lower median",
+        ),
+        ("size", next(v for v in ("9", "10") if v != release.loc[rows[0], "size"]), "lower median"),
     ):
         wrong = release.copy()
         wrong.loc[rows, column] = value
@@ -159,8 +184,9 @@ def test_wrong_mode_median_and_pass_through_are_caught() -> None:
         assert any(f"column '{column}'" in p and finding in p for p in problems), problems
     wrong = release.copy()
     wrong.loc[3, "note"] = "changed"
-    assert any("column 'note' is not masked but changed: row 4" in p
-               for p in _check(original, wrong))
+    assert any(
+        "column 'note' is not masked but changed: row 4" in p for p in _check(original, wrong)
+    )
 
 
 def test_text_order_would_be_wrong_for_numbers() -> None:
@@ -176,14 +202,18 @@ def test_text_order_would_be_wrong_for_numbers() -> None:
 
 def test_coinciding_groups_are_checked_as_their_union() -> None:
     """Two groups releasing the same values pass when each part is right."""
-    original = pd.DataFrame({
-        "x": ["1", "2", "3", "0", "2", "4"],
-        "c": ["a", "a", "b", "a", "c", "a"],
-        "o": ["1", "2", "3", "2", "2", "5"],
-    })
+    original = pd.DataFrame(
+        {
+            "x": ["1", "2", "3", "0", "2", "4"],
+            "c": ["a", "a", "b", "a", "c", "a"],
+            "o": ["1", "2", "3", "2", "2", "5"],
+        }
+    )
     release = pd.DataFrame({"x": ["2.0"] * 6, "c": ["a"] * 6, "o": ["2"] * 6})
-    assert check_microaggregation(original, release, 3, numeric=["x"], nominal=["c"],
-                                  ordinal=["o"]) == []
+    assert (
+        check_microaggregation(original, release, 3, numeric=["x"], nominal=["c"], ordinal=["o"])
+        == []
+    )
     # even-sized parts: {1, 2, 3, 4} and {2, 9} both have lower median 2, so has the union
     original = pd.DataFrame({"o": ["1", "2", "3", "4", "2", "9"]})
     release = pd.DataFrame({"o": ["2"] * 6})
@@ -193,10 +223,11 @@ def test_coinciding_groups_are_checked_as_their_union() -> None:
 def test_tied_modes_are_all_accepted() -> None:
     original = pd.DataFrame({"c": ["x", "y", "y", "x"]})
     for value in ("x", "y"):
-        assert check_microaggregation(original, pd.DataFrame({"c": [value] * 4}), 2,
-                                      nominal=["c"]) == []
-    problems = check_microaggregation(original, pd.DataFrame({"c": ["z"] * 4}), 2,
-                                      nominal=["c"])
+        assert (
+            check_microaggregation(original, pd.DataFrame({"c": [value] * 4}), 2, nominal=["c"])
+            == []
+        )
+    problems = check_microaggregation(original, pd.DataFrame({"c": ["z"] * 4}), 2, nominal=["c"])
     assert problems and "held by 0 of its originals" in problems[0]
 
 
@@ -204,8 +235,10 @@ def test_mean_tolerance_is_relative_to_the_group() -> None:
     """Cancellation: values 1e6 and -1e6 + 0.001 have a tiny mean, known only to ~1e-10."""
     original = pd.DataFrame({"x": ["1000000", "-999999.999"]})
     exact = (1e6 + -999999.999) / 2
-    assert check_microaggregation(original, pd.DataFrame({"x": [repr(exact)] * 2}), 2,
-                                  numeric=["x"]) == []
+    assert (
+        check_microaggregation(original, pd.DataFrame({"x": [repr(exact)] * 2}), 2, numeric=["x"])
+        == []
+    )
     off = pd.DataFrame({"x": [repr(exact + 1e-2)] * 2})
     assert check_microaggregation(original, off, 2, numeric=["x"])
 
@@ -216,11 +249,30 @@ def test_report_of_a_mixed_run(tmp_path: Path) -> None:
     data = tmp_path / "mixed.csv"
     frame.to_csv(data, index=False)
     release, report = tmp_path / "rel.csv", tmp_path / "rep.json"
-    result = runner.invoke(app, ["microaggregate", str(data), "--columns", "x,y", "--nominal",
-                                 "colour", "--ordinal", "grade,size", "--order",
-                                 "grade=low,mid,high,top", "--identifying", "note", "--k", "4",
-                                 "--output", str(release),
-                                 "--report", str(report), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "microaggregate",
+            str(data),
+            "--columns",
+            "x,y",
+            "--nominal",
+            "colour",
+            "--ordinal",
+            "grade,size",
+            "--order",
+            "grade=low,mid,high,top",
+            "--identifying",
+            "note",
+            "--k",
+            "4",
+            "--output",
+            str(release),
+            "--report",
+            str(report),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert verify_report(report).ok
     saved = json.loads(report.read_text())
@@ -242,15 +294,23 @@ def test_report_of_a_mixed_run(tmp_path: Path) -> None:
 def test_every_mdav_release_holds(n: int, k: int, seed: int) -> None:
     """Random mixed tables with many ties: MDAV's release always passes."""
     rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        "x": rng.integers(0, 4, n).astype(float) * 0.1,
-        "y": rng.normal(0, 1e6, n),
-        "c": rng.choice(["a", "b", "c"], n),
-        "o": rng.choice(["1", "2", "3", "10"], n),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": rng.integers(0, 4, n).astype(float) * 0.1,
+            "y": rng.normal(0, 1e6, n),
+            "c": rng.choice(["a", "b", "c"], n),
+            "o": rng.choice(["1", "2", "3", "10"], n),
+        }
+    )
     if frame["x"].nunique() < 2:
         frame.loc[0, "x"] = 7.0
     result = microaggregate(frame, ["x", "y"], min(k, n), nominal=["c"], ordinal=["o"])
-    problems = check_microaggregation(_text(frame), _text(result.masked), min(k, n),
-                                      numeric=["x", "y"], nominal=["c"], ordinal=["o"])
+    problems = check_microaggregation(
+        _text(frame),
+        _text(result.masked),
+        min(k, n),
+        numeric=["x", "y"],
+        nominal=["c"],
+        ordinal=["o"],
+    )
     assert problems == []

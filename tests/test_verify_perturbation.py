@@ -18,8 +18,7 @@ from anonlab.perturbation.key import content_digest
 from anonlab.verify import check_perturbation, verify_report
 from anonlab.verify.perturbation import key_digest
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::anonlab.perturbation.RecoverableReleaseWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::anonlab.perturbation.RecoverableReleaseWarning")
 runner = CliRunner()
 TARRAGONA = Path(__file__).resolve().parents[1] / "data" / "sdc" / "Tarragona.csv"
 METHODS = ("obt", "rbt", "rotation", "gdp")
@@ -31,19 +30,37 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path
     folder = tmp_path_factory.mktemp("perturb")
     out = {}
     for method in METHODS:
-        report, release, key = (folder / f"{method}.json", folder / f"{method}.csv",
-                                folder / f"{method}_key.json")
-        result = runner.invoke(app, ["perturb", str(TARRAGONA), "--method", method, "--seed",
-                                     "3", "--output", str(release), "--key", str(key),
-                                     "--report", str(report), "--attack-records", "100",
-                                     "--quiet"])
+        report, release, key = (
+            folder / f"{method}.json",
+            folder / f"{method}.csv",
+            folder / f"{method}_key.json",
+        )
+        result = runner.invoke(
+            app,
+            [
+                "perturb",
+                str(TARRAGONA),
+                "--method",
+                method,
+                "--seed",
+                "3",
+                "--output",
+                str(release),
+                "--key",
+                str(key),
+                "--report",
+                str(report),
+                "--attack-records",
+                "100",
+                "--quiet",
+            ],
+        )
         assert result.exit_code == 0, result.output
         out[method] = (report, release, key)
     return out
 
 
-def _cli(report: Path, release: Path | None = None, key: Path | None = None
-         ) -> tuple[int, str]:
+def _cli(report: Path, release: Path | None = None, key: Path | None = None) -> tuple[int, str]:
     args = ["verify", str(report)]
     args += ["--release", str(release)] if release else []
     args += ["--key", str(key)] if key else []
@@ -52,8 +69,9 @@ def _cli(report: Path, release: Path | None = None, key: Path | None = None
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_holds_with_its_key(runs: dict[str, tuple[Path, Path, Path]],
-                                         method: str) -> None:
+def test_every_method_holds_with_its_key(
+    runs: dict[str, tuple[Path, Path, Path]], method: str
+) -> None:
     report, _, key = runs[method]
     result = verify_report(report, key=key)
     assert result.ok, result.findings
@@ -63,8 +81,9 @@ def test_every_method_holds_with_its_key(runs: dict[str, tuple[Path, Path, Path]
 
 
 @pytest.mark.parametrize("method", ["obt", "rbt", "rotation"])
-def test_orthogonal_methods_hold_by_distances_alone(runs: dict[str, tuple[Path, Path, Path]],
-                                                    method: str) -> None:
+def test_orthogonal_methods_hold_by_distances_alone(
+    runs: dict[str, tuple[Path, Path, Path]], method: str
+) -> None:
     result = verify_report(runs[method][0])
     assert result.ok and "all 347,361 pairs" in result.summary and "no key" in result.summary
 
@@ -103,14 +122,18 @@ def _rotate_all(frame: pd.DataFrame) -> None:
 
 
 @pytest.mark.parametrize("method", ["obt", "rotation"])
-@pytest.mark.parametrize(("edit", "finding"), [
-    (_swap, "between their z-scores"),
-    (_nudge, "between their z-scores"),
-    (_rotate_all, "undoing the release with the key gives"),
-    (lambda f: f.drop(columns=["SALES"]), "column 'SALES' of the input is missing"),
-])
-def test_tampered_release_is_caught(runs: dict[str, tuple[Path, Path, Path]], tmp_path: Path,
-                                    method: str, edit: Any, finding: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "finding"),
+    [
+        (_swap, "between their z-scores"),
+        (_nudge, "between their z-scores"),
+        (_rotate_all, "undoing the release with the key gives"),
+        (lambda f: f.drop(columns=["SALES"]), "column 'SALES' of the input is missing"),
+    ],
+)
+def test_tampered_release_is_caught(
+    runs: dict[str, tuple[Path, Path, Path]], tmp_path: Path, method: str, edit: Any, finding: str
+) -> None:
     report, release, key = runs[method]
     bad = _tamper_release(release, tmp_path, edit)
     result = verify_report(report, release=bad, key=key)
@@ -119,14 +142,16 @@ def test_tampered_release_is_caught(runs: dict[str, tuple[Path, Path, Path]], tm
     assert code == 1 and "does not hold" in text and len(text.strip().splitlines()) == 1
 
 
-def test_tampered_gdp_release_is_caught_by_its_key(runs: dict[str, tuple[Path, Path, Path]],
-                                                   tmp_path: Path) -> None:
+def test_tampered_gdp_release_is_caught_by_its_key(
+    runs: dict[str, tuple[Path, Path, Path]], tmp_path: Path
+) -> None:
     report, release, key = runs["gdp"]
     bad = _tamper_release(release, tmp_path, _swap)
     result = verify_report(report, release=bad, key=key)
     # the rotation mixes SALES into every column: records 4 and 401 come back wrong throughout
     assert result.findings == tuple(
-        f for f in result.findings if "undoing the release with the key gives" in f)
+        f for f in result.findings if "undoing the release with the key gives" in f
+    )
     assert "of record 4, but the input holds" in result.findings[0]
     assert "(26 values differ)" in result.findings[0]
 
@@ -142,19 +167,29 @@ def _edited_key(key: Path, folder: Path, edit: Any, reseal: bool = False) -> Pat
     return out
 
 
-@pytest.mark.parametrize(("edit", "reseal", "finding"), [
-    (lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.01), False,
-     "the key file was changed after it was written"),
-    (lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.01), True,
-     "the key's deviation of column"),
-    (lambda d: d["means"].__setitem__(1, d["means"][1] + 3), True, "the key's mean of column"),
-    (lambda d: d["blocks"][0]["matrix"][0].__setitem__(0, 0.5), True, "is not orthogonal"),
-    (lambda d: d.__setitem__("records", 10), True, "the key is for 10 records"),
-    (lambda d: d.__setitem__("method", "rbt"), True, "the key is for method 'rbt'"),
-    (lambda d: d["blocks"].reverse(), False, "changed after it was written"),
-])
-def test_edited_key_is_caught(runs: dict[str, tuple[Path, Path, Path]], tmp_path: Path,
-                              edit: Any, reseal: bool, finding: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "reseal", "finding"),
+    [
+        (
+            lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.01),
+            False,
+            "the key file was changed after it was written",
+        ),
+        (
+            lambda d: d["stds"].__setitem__(0, d["stds"][0] * 1.01),
+            True,
+            "the key's deviation of column",
+        ),
+        (lambda d: d["means"].__setitem__(1, d["means"][1] + 3), True, "the key's mean of column"),
+        (lambda d: d["blocks"][0]["matrix"][0].__setitem__(0, 0.5), True, "is not orthogonal"),
+        (lambda d: d.__setitem__("records", 10), True, "the key is for 10 records"),
+        (lambda d: d.__setitem__("method", "rbt"), True, "the key is for method 'rbt'"),
+        (lambda d: d["blocks"].reverse(), False, "changed after it was written"),
+    ],
+)
+def test_edited_key_is_caught(
+    runs: dict[str, tuple[Path, Path, Path]], tmp_path: Path, edit: Any, reseal: bool, finding: str
+) -> None:
     report, _, key = runs["obt"]
     bad = _edited_key(key, tmp_path, edit, reseal)
     result = verify_report(report, key=bad)
@@ -176,8 +211,9 @@ def test_the_key_of_another_release_is_caught(runs: dict[str, tuple[Path, Path, 
 
 def _large(n: int = 5_000) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     rng = np.random.default_rng(2)
-    frame = pd.DataFrame(rng.lognormal(size=(n, 4)) * [1, 100, 1e4, 3],
-                         columns=["a", "b", "c", "d"])
+    frame = pd.DataFrame(
+        rng.lognormal(size=(n, 4)) * [1, 100, 1e4, 3], columns=["a", "b", "c", "d"]
+    )
     frame["zip"] = [f"{i:05d}" for i in range(n)]
     p = perturb(frame, ["a", "b", "c", "d"], "obt", seed=4)
     return frame.astype(str), p.release.astype(str), json.loads(json.dumps(p.key.to_dict()))
@@ -200,5 +236,6 @@ def test_pass_through_columns_must_not_change() -> None:
     original, release, key = _large(300)
     release.loc[17, "zip"] = "99999"
     problems = check_perturbation(original, release, ["a", "b", "c", "d"], "obt", key=key)
-    assert problems == ["column 'zip' is not masked but changed: row 18 holds '99999', the "
-                        "input '00017'"]
+    assert problems == [
+        "column 'zip' is not masked but changed: row 18 holds '99999', the input '00017'"
+    ]

@@ -45,8 +45,9 @@ def _arx_cases() -> list[Any]:
     for name in ("dpresence", "dpresencek"):
         for case in json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))["cases"]:
             label = f"{name}-{case['seed']}"
-            params.append(pytest.param(case, id=label,
-                                       marks=[] if label in QUICK else [pytest.mark.slow]))
+            params.append(
+                pytest.param(case, id=label, marks=[] if label in QUICK else [pytest.mark.slow])
+            )
     return params
 
 
@@ -56,16 +57,26 @@ def _specs(models: list[str]) -> list[dict[str, Any]]:
     for text in models:
         parts = text.split(":")
         if parts[0] == "dpresence":
-            specs.append({"model": "delta-presence", "dmin": float(parts[1]),
-                          "dmax": float(parts[2]), "subset": "subset.csv"})
+            specs.append(
+                {
+                    "model": "delta-presence",
+                    "dmin": float(parts[1]),
+                    "dmax": float(parts[2]),
+                    "subset": "subset.csv",
+                }
+            )
         else:
             assert parts[0] == "kanon", text
             specs.append({"model": "k-anonymity", "k": int(parts[1])})
     return specs
 
 
-def _release(original: pd.DataFrame, hierarchies: dict[str, Hierarchy],
-             levels: dict[str, int], suppressed: list[int]) -> pd.DataFrame:
+def _release(
+    original: pd.DataFrame,
+    hierarchies: dict[str, Hierarchy],
+    levels: dict[str, int],
+    suppressed: list[int],
+) -> pd.DataFrame:
     """``original`` at ``levels``, the rows ``suppressed`` '*' in every quasi-identifier."""
     release = original.copy()
     for column, level in levels.items():
@@ -74,12 +85,26 @@ def _release(original: pd.DataFrame, hierarchies: dict[str, Hierarchy],
     return release
 
 
-def _problems(population: pd.DataFrame, original: pd.DataFrame, release: pd.DataFrame,
-              specs: list[dict[str, Any]], hierarchies: dict[str, Hierarchy],
-              levels: dict[str, int], limit: int) -> list[str]:
-    return check_criteria(original, release, specs, list(levels), limit,
-                          expected_star=expected_stars(original, hierarchies, levels),
-                          population=population, hierarchies=hierarchies, levels=levels)
+def _problems(
+    population: pd.DataFrame,
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    specs: list[dict[str, Any]],
+    hierarchies: dict[str, Hierarchy],
+    levels: dict[str, int],
+    limit: int,
+) -> list[str]:
+    return check_criteria(
+        original,
+        release,
+        specs,
+        list(levels),
+        limit,
+        expected_star=expected_stars(original, hierarchies, levels),
+        population=population,
+        hierarchies=hierarchies,
+        levels=levels,
+    )
 
 
 @pytest.mark.parametrize("case", _arx_cases())
@@ -103,8 +128,11 @@ def test_every_node_as_arx_judges_it(case: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------- by hand
 
-HIER = {"q": Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"],
-                                  ["4", "3-4", "*"]])}
+HIER = {
+    "q": Hierarchy.from_rows(
+        [["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"], ["4", "3-4", "*"]]
+    )
+}
 POPULATION = pd.DataFrame({"q": ["1", "1", "2", "2", "3", "3", "3", "3", "4", "4"]})
 
 
@@ -122,10 +150,13 @@ def test_a_class_whose_subset_records_are_all_suppressed_is_not_judged_again() -
     spec = [_presence(0.25, 0.5)]
     assert _problems(POPULATION, original, release, spec, HIER, levels, 2) == []
     assert _problems(POPULATION, original, release, spec, HIER, levels, 1) == [
-        "2 records are suppressed but the limit is 1"]
+        "2 records are suppressed but the limit is 1"
+    ]
     shown = pd.DataFrame({"q": ["1", "2", "2", "3", "4"]})
-    assert "class q=2 (2 records, rows 2, 3) has delta outside [0.25, 0.5]" in _problems(
-        POPULATION, original, shown, spec, HIER, levels, 2)[0]
+    assert (
+        "class q=2 (2 records, rows 2, 3) has delta outside [0.25, 0.5]"
+        in _problems(POPULATION, original, shown, spec, HIER, levels, 2)[0]
+    )
 
 
 def test_a_population_class_without_subset_records() -> None:
@@ -136,23 +167,45 @@ def test_a_population_class_without_subset_records() -> None:
     release = original.copy()
     levels = {"q": 0}
     problems = _problems(POPULATION, original, release, [_presence(0.1, 0.5)], HIER, levels, 0)
-    assert problems == ["model 'delta-presence': population records with generalized values 4 "
-                        "hold no record of the research subset, so their delta is 0, below "
-                        "dmin = 0.1"]
-    assert _problems(POPULATION, original, release, [_presence(0.0, 0.5)], HIER, levels,
-                     0) == []
-    for other in ({"model": "k-anonymity", "k": 1},
-                  {"model": "k-map", "k": 1, "estimator": "poisson", "significance": 0.01,
-                   "population_size": 100}):
-        assert _problems(POPULATION, original, release, [_presence(0.1, 0.5), other], HIER,
-                         levels, 0) == [], other
+    assert problems == [
+        "model 'delta-presence': population records with generalized values 4 "
+        "hold no record of the research subset, so their delta is 0, below "
+        "dmin = 0.1"
+    ]
+    assert _problems(POPULATION, original, release, [_presence(0.0, 0.5)], HIER, levels, 0) == []
+    for other in (
+        {"model": "k-anonymity", "k": 1},
+        {
+            "model": "k-map",
+            "k": 1,
+            "estimator": "poisson",
+            "significance": 0.01,
+            "population_size": 100,
+        },
+    ):
+        assert (
+            _problems(POPULATION, original, release, [_presence(0.1, 0.5), other], HIER, levels, 0)
+            == []
+        ), other
     # k-map on the population table gives ARX no minimal class size
     kmap = {"model": "k-map", "k": 1, "population": "population.csv"}
-    assert _problems(POPULATION, original, release, [_presence(0.1, 0.5), kmap], HIER,
-                     levels, 0) == problems
+    assert (
+        _problems(POPULATION, original, release, [_presence(0.1, 0.5), kmap], HIER, levels, 0)
+        == problems
+    )
     # a level above, q=3-4 holds a subset record
-    assert _problems(POPULATION, original, _release(original, HIER, {"q": 1}, []),
-                     [_presence(0.1, 0.5)], HIER, {"q": 1}, 0) == []
+    assert (
+        _problems(
+            POPULATION,
+            original,
+            _release(original, HIER, {"q": 1}, []),
+            [_presence(0.1, 0.5)],
+            HIER,
+            {"q": 1},
+            0,
+        )
+        == []
+    )
 
 
 def _example(name: str) -> dict[str, Any]:
@@ -178,10 +231,24 @@ def test_the_minimal_class_sizes_are_the_searchs() -> None:
     frame = pd.DataFrame({"q": ["1", "2", "3", "4"], "s": ["a", "b", "a", "b"]})
     dataset = Dataset.from_frame(frame, HIER, sensitive=["s"])
     specs = [_example(name) for name in MODELS]
-    specs.append({"model": "k-map", "k": 3, "estimator": "zero-truncated-poisson",
-                  "significance": 0.05, "population_size": 400})
-    specs.append({"model": "k-map", "k": 3, "estimator": "poisson", "significance": 0.05,
-                  "population_size": 400})
+    specs.append(
+        {
+            "model": "k-map",
+            "k": 3,
+            "estimator": "zero-truncated-poisson",
+            "significance": 0.05,
+            "population_size": 400,
+        }
+    )
+    specs.append(
+        {
+            "model": "k-map",
+            "k": 3,
+            "estimator": "poisson",
+            "significance": 0.05,
+            "population_size": 400,
+        }
+    )
     for spec in specs:
         criterion = build_criterion(spec)
         if spec["model"] == "k-map" and "estimator" in spec:
@@ -193,24 +260,34 @@ def test_the_minimal_class_sizes_are_the_searchs() -> None:
 # ------------------------------------------------ against the definition written out
 
 
-def _random_problem(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                       dict[str, Hierarchy]]:
+def _random_problem(
+    rng: np.random.Generator,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Hierarchy]]:
     """A population of two quasi-identifiers and a research subset drawn from it."""
     n = int(rng.integers(6, 40))
-    population = pd.DataFrame({"q1": rng.choice(["a", "b", "c", "d"], n),
-                               "q2": rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2])})
+    population = pd.DataFrame(
+        {
+            "q1": rng.choice(["a", "b", "c", "d"], n),
+            "q2": rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2]),
+        }
+    )
     picked = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
-    hierarchies = {"q1": Hierarchy.from_rows([["a", "ab", "*"], ["b", "ab", "*"],
-                                              ["c", "cd", "*"], ["d", "cd", "*"]]),
-                   "q2": Hierarchy.from_rows([["x", "*"], ["y", "*"], ["z", "*"]])}
+    hierarchies = {
+        "q1": Hierarchy.from_rows(
+            [["a", "ab", "*"], ["b", "ab", "*"], ["c", "cd", "*"], ["d", "cd", "*"]]
+        ),
+        "q2": Hierarchy.from_rows([["x", "*"], ["y", "*"], ["z", "*"]]),
+    }
     return population, population.iloc[picked].reset_index(drop=True), hierarchies
 
 
-def _keys(frame: pd.DataFrame, hierarchies: dict[str, Hierarchy],
-          levels: dict[str, int]) -> list[tuple[str, ...]]:
-    return [tuple(hierarchies[c].label(str(v), levels[c]) for c, v in zip(levels, row,
-                                                                         strict=True))
-            for row in frame[list(levels)].itertuples(index=False, name=None)]
+def _keys(
+    frame: pd.DataFrame, hierarchies: dict[str, Hierarchy], levels: dict[str, int]
+) -> list[tuple[str, ...]]:
+    return [
+        tuple(hierarchies[c].label(str(v), levels[c]) for c, v in zip(levels, row, strict=True))
+        for row in frame[list(levels)].itertuples(index=False, name=None)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -232,10 +309,15 @@ def test_random_releases_against_the_definition_written_out(seed: int) -> None:
         if rng.random() < 0.5:
             specs.append({"model": "k-anonymity", "k": 1})  # fails no released class
         release = _release(original, hierarchies, levels, suppressed)
-        problems = _problems(population, original, release, specs, hierarchies, levels,
-                             len(original))
+        problems = _problems(
+            population, original, release, specs, hierarchies, levels, len(original)
+        )
         expected = reference.delta_presence_holds(
-            _keys(population, hierarchies, levels), keys,
-            [k for i, k in enumerate(keys) if i not in set(suppressed)], dmin, dmax,
-            judge_empty=len(specs) == 1)
+            _keys(population, hierarchies, levels),
+            keys,
+            [k for i, k in enumerate(keys) if i not in set(suppressed)],
+            dmin,
+            dmax,
+            judge_empty=len(specs) == 1,
+        )
         assert (problems == []) == expected, (levels, dmin, dmax, gone, problems)

@@ -20,13 +20,24 @@ runner = CliRunner()
 
 
 def _table() -> pd.DataFrame:
-    return pd.DataFrame({"a": [1.0, 2.0, 3.0, 10.0, 11.0, 12.5], "b": [5, 3, 4, 9, 8, 7],
-                         "id": ["p", "q", "r", "s", "t", "u"]})
+    return pd.DataFrame(
+        {
+            "a": [1.0, 2.0, 3.0, 10.0, 11.0, 12.5],
+            "b": [5, 3, 4, 9, 8, 7],
+            "id": ["p", "q", "r", "s", "t", "u"],
+        }
+    )
 
 
 def _report(**parameters: Any) -> dict[str, Any]:
-    return {"command": "microaggregate", "parameters": parameters, "k": 3,
-            "columns": ["a", "b"], "nominal": [], "ordinal": []}
+    return {
+        "command": "microaggregate",
+        "parameters": parameters,
+        "k": 3,
+        "columns": ["a", "b"],
+        "nominal": [],
+        "ordinal": [],
+    }
 
 
 @pytest.fixture()
@@ -40,8 +51,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return folder / "in.csv", folder / "out.csv"
 
 
-def test_paths_beside_the_report(files: tuple[Path, Path], tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_paths_beside_the_report(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = files[0].parent / "r.json"
     report.write_text(json.dumps(_report(input="in.csv", output="out.csv")))
     monkeypatch.chdir(tmp_path)
@@ -49,8 +61,9 @@ def test_paths_beside_the_report(files: tuple[Path, Path], tmp_path: Path,
     assert isinstance(result, VerifyResult) and result.ok and "2 groups of >= 3" in result.summary
 
 
-def test_paths_as_given_where_the_run_was(files: tuple[Path, Path], tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_paths_as_given_where_the_run_was(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Reports of earlier versions hold paths relative to where the command ran."""
     (tmp_path / "reports").mkdir()
     report = tmp_path / "reports" / "r.json"
@@ -119,9 +132,16 @@ def test_a_gdp_report_with_a_key_in_its_parameters(tmp_path: Path) -> None:
     p.release.to_csv(tmp_path / "out.csv", index=False)
     p.key.save(tmp_path / "key.json")
     report = tmp_path / "r.json"
-    report.write_text(json.dumps({"command": "perturb", "method": "gdp", "columns": ["x", "y"],
-                                  "parameters": {"input": "in.csv", "output": "out.csv",
-                                                 "key": "key.json"}}))
+    report.write_text(
+        json.dumps(
+            {
+                "command": "perturb",
+                "method": "gdp",
+                "columns": ["x", "y"],
+                "parameters": {"input": "in.csv", "output": "out.csv", "key": "key.json"},
+            }
+        )
+    )
     result = verify_report(report)
     assert result.ok, result.findings
 
@@ -131,24 +151,31 @@ def test_the_checkers_import_no_method_code() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, anonlab.verify.fusion, anonlab.verify.generalization, "
-            "anonlab.verify.microaggregation, anonlab.verify.perturbation, "
-            "anonlab.verify.report, anonlab.cli.verify\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('anonlab.microaggregation', "
-            "'anonlab.perturbation', 'anonlab.lattice', 'anonlab.generalize', "
-            "'anonlab.fusion'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, anonlab.verify.fusion, anonlab.verify.generalization, "
+        "anonlab.verify.microaggregation, anonlab.verify.perturbation, "
+        "anonlab.verify.report, anonlab.cli.verify\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('anonlab.microaggregation', "
+        "'anonlab.perturbation', 'anonlab.lattice', 'anonlab.generalize', "
+        "'anonlab.fusion'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d.__setitem__("k", "three"), r"is malformed \(ValueError"),
-    (lambda d: d.__setitem__("columns", 5), r"is malformed \(TypeError"),
-    (lambda d: d["parameters"].__setitem__("orders", [1]), "is malformed"),
-])
-def test_a_malformed_report_is_one_line(files: tuple[Path, Path], tmp_path: Path,
-                                        change: Any, message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.__setitem__("k", "three"), r"is malformed \(ValueError"),
+        (lambda d: d.__setitem__("columns", 5), r"is malformed \(TypeError"),
+        (lambda d: d["parameters"].__setitem__("orders", [1]), "is malformed"),
+    ],
+)
+def test_a_malformed_report_is_one_line(
+    files: tuple[Path, Path], tmp_path: Path, change: Any, message: str
+) -> None:
     data = _report(input=str(files[0]), output=str(files[1]))
     change(data)
     report = tmp_path / "r.json"

@@ -30,14 +30,24 @@ runner = CliRunner()
 #: the nominal hierarchies, value -> label at level 1 (level 2 is '*')
 NOMINAL = {
     "year": {str(y): "2003-2005" if y < 2006 else "2006-2009" for y in range(2003, 2010)},
-    "maritl": {v: "married" if v == "2. Married" else "not married"
-               for v in ["1. Never Married", "2. Married", "3. Widowed", "4. Divorced",
-                         "5. Separated"]},
-    "race": {v: "white" if v == "1. White" else "not white"
-             for v in ["1. White", "2. Black", "3. Asian", "4. Other"]},
-    "education": {v: "no college" if v[0] in "12" else "college"
-                  for v in ["1. < HS Grad", "2. HS Grad", "3. Some College", "4. College Grad",
-                            "5. Advanced Degree"]},
+    "maritl": {
+        v: "married" if v == "2. Married" else "not married"
+        for v in ["1. Never Married", "2. Married", "3. Widowed", "4. Divorced", "5. Separated"]
+    },
+    "race": {
+        v: "white" if v == "1. White" else "not white"
+        for v in ["1. White", "2. Black", "3. Asian", "4. Other"]
+    },
+    "education": {
+        v: "no college" if v[0] in "12" else "college"
+        for v in [
+            "1. < HS Grad",
+            "2. HS Grad",
+            "3. Some College",
+            "4. College Grad",
+            "5. Advanced Degree",
+        ]
+    },
 }
 
 
@@ -50,19 +60,21 @@ def wage_table(seed: int = 2026, n: int = 3000) -> pd.DataFrame:
 
     age = np.clip(np.round(rng.normal(42.4, 11.5, size=n)), 18, 80).astype(int)
     logwage = rng.normal(4.65, 0.35, size=n)
-    return pd.DataFrame({
-        "year": pick(list(NOMINAL["year"]), [513, 485, 447, 392, 386, 388, 389]),
-        "age": age.astype(str),
-        "maritl": pick(list(NOMINAL["maritl"]), [648, 2074, 19, 204, 55]),
-        "race": pick(list(NOMINAL["race"]), [2480, 293, 190, 37]),
-        "education": pick(list(NOMINAL["education"]), [268, 971, 650, 685, 426]),
-        "region": "2. Middle Atlantic",
-        "jobclass": pick(["1. Industrial", "2. Information"], [1544, 1456]),
-        "health": pick(["1. <=Good", "2. >=Very Good"], [858, 2142]),
-        "health_ins": pick(["1. Yes", "2. No"], [2083, 917]),
-        "logwage": np.round(logwage, 6).astype(str),
-        "wage": np.round(np.exp(logwage), 6).astype(str),
-    })
+    return pd.DataFrame(
+        {
+            "year": pick(list(NOMINAL["year"]), [513, 485, 447, 392, 386, 388, 389]),
+            "age": age.astype(str),
+            "maritl": pick(list(NOMINAL["maritl"]), [648, 2074, 19, 204, 55]),
+            "race": pick(list(NOMINAL["race"]), [2480, 293, 190, 37]),
+            "education": pick(list(NOMINAL["education"]), [268, 971, 650, 685, 426]),
+            "region": "2. Middle Atlantic",
+            "jobclass": pick(["1. Industrial", "2. Information"], [1544, 1456]),
+            "health": pick(["1. <=Good", "2. >=Very Good"], [858, 2142]),
+            "health_ins": pick(["1. Yes", "2. No"], [2083, 917]),
+            "logwage": np.round(logwage, 6).astype(str),
+            "wage": np.round(np.exp(logwage), 6).astype(str),
+        }
+    )
 
 
 def _write_inputs(folder: Path) -> list[str]:
@@ -77,12 +89,29 @@ def _write_inputs(folder: Path) -> list[str]:
 
 
 def _generalize(folder: Path, qi_flags: list[str], name: str, *extra: str) -> dict[str, Any]:
-    result = runner.invoke(app, [
-        "generalize", str(folder / "wage.csv"), *qi_flags, "--sensitive", "health_ins",
-        "--insensitive", "region,jobclass,health,logwage,wage", "--k", "5",
-        "--criterion", "distinct-l-diversity:health_ins:l=2", "--suppression", "1%",
-        "--output", str(folder / f"{name}.csv"), "--report", str(folder / f"{name}.json"),
-        *extra])
+    result = runner.invoke(
+        app,
+        [
+            "generalize",
+            str(folder / "wage.csv"),
+            *qi_flags,
+            "--sensitive",
+            "health_ins",
+            "--insensitive",
+            "region,jobclass,health,logwage,wage",
+            "--k",
+            "5",
+            "--criterion",
+            "distinct-l-diversity:health_ins:l=2",
+            "--suppression",
+            "1%",
+            "--output",
+            str(folder / f"{name}.csv"),
+            "--report",
+            str(folder / f"{name}.json"),
+            *extra,
+        ],
+    )
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
     return report
@@ -97,8 +126,19 @@ def _two_diverse(release: pd.DataFrame) -> bool:
 def test_the_table_has_wages_shape() -> None:
     frame = wage_table()
     assert frame.shape == (3000, 11)
-    assert list(frame.columns) == ["year", "age", "maritl", "race", "education", "region",
-                                   "jobclass", "health", "health_ins", "logwage", "wage"]
+    assert list(frame.columns) == [
+        "year",
+        "age",
+        "maritl",
+        "race",
+        "education",
+        "region",
+        "jobclass",
+        "health",
+        "health_ins",
+        "logwage",
+        "wage",
+    ]
     assert frame["age"].astype(int).min() >= 18 and frame["age"].astype(int).max() <= 80
     assert frame["maritl"].value_counts().index[0] == "2. Married"
 
@@ -106,17 +146,22 @@ def test_the_table_has_wages_shape() -> None:
 def test_capping_age_keeps_it_in_a_verified_release(tmp_path: Path) -> None:
     qi_flags = _write_inputs(tmp_path)
     free = _generalize(tmp_path, qi_flags, "free")
-    assert free["transformation"] == {"year": 0, "age": 4, "maritl": 1, "race": 2,
-                                      "education": 0}
+    assert free["transformation"] == {"year": 0, "age": 4, "maritl": 1, "race": 2, "education": 0}
     assert set(pd.read_csv(tmp_path / "free.csv", dtype=str)["age"]) == {SUPPRESSED}
 
-    capped = _generalize(tmp_path, qi_flags, "capped", "--max-level", "age=2",
-                         "--alternatives", "3")
+    capped = _generalize(
+        tmp_path, qi_flags, "capped", "--max-level", "age=2", "--alternatives", "3"
+    )
     levels = capped["transformation"]
     assert isinstance(levels, dict) and levels["age"] == 2
     assert capped["verified"] is True
-    assert capped["level_bounds"] == {"year": [0, 2], "age": [0, 2], "maritl": [0, 2],
-                                      "race": [0, 2], "education": [0, 2]}
+    assert capped["level_bounds"] == {
+        "year": [0, 2],
+        "age": [0, 2],
+        "maritl": [0, 2],
+        "race": [0, 2],
+        "education": [0, 2],
+    }
     listed = capped["alternatives"]
     assert isinstance(listed, list) and len(listed) == 3
     assert all(a["levels"]["age"] <= 2 for a in listed)
@@ -127,8 +172,7 @@ def test_capping_age_keeps_it_in_a_verified_release(tmp_path: Path) -> None:
     assert check_k_anonymity(release, QIS, 5, 30) == []
     assert _two_diverse(release)
     bands = release.loc[~suppressed, "age"].map(lambda t: re.fullmatch(r"(\d+)-(\d+)", t))
-    assert all(m is not None and int(m[2]) - int(m[1]) == 9 and int(m[1]) % 10 == 0
-               for m in bands)
+    assert all(m is not None and int(m[2]) - int(m[1]) == 9 and int(m[1]) % 10 == 0 for m in bands)
     ages = wage_table()["age"].astype(int)
     kept = ~suppressed.to_numpy()
     lows = release.loc[kept, "age"].str.split("-").str[0].astype(int).to_numpy()

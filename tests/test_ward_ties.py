@@ -31,8 +31,9 @@ def _lattice(levels: int, seed: int, n: int = 900, duplicates: int = 200) -> NDA
     return x
 
 
-def _release(x: NDArray[np.float64], method: str, seed: int
-             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _release(
+    x: NDArray[np.float64], method: str, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     data = NumericColumns(["a", "b", "c", "d"], x, [True] * 4)
     with warnings.catch_warnings():  # the release's warnings are not what is tested here
         warnings.simplefilter("ignore", AnonlabWarning)

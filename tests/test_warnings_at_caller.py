@@ -74,17 +74,20 @@ def test_through_anonlab_run_as_well(tarragona: Path, tmp_path: Path) -> None:
 def test_a_library_function_warns_at_its_caller(tarragona: Path) -> None:
     frame = pd.read_csv(tarragona)
     line = _next_line()
-    found = _caught(lambda: anonlab.perturb(frame, method="obt", seed=1, known=[5]),
-                    RecoverableReleaseWarning)
+    found = _caught(
+        lambda: anonlab.perturb(frame, method="obt", seed=1, known=[5]), RecoverableReleaseWarning
+    )
     _at_this_line(found, line)
 
 
 @pytest.mark.parametrize("folder", [False, True], ids=["memory", "engine"])
-def test_a_release_without_key_warns_at_the_callers_line(tarragona: Path, tmp_path: Path,
-                                                         folder: bool) -> None:
+def test_a_release_without_key_warns_at_the_callers_line(
+    tarragona: Path, tmp_path: Path, folder: bool
+) -> None:
     output = str(tmp_path / ("rel/" if folder else "rel.csv"))
-    settings = PerturbSettings(input=str(tarragona), seed=3, known=[2], output=output,
-                               report=str(tmp_path / "r.json"))
+    settings = PerturbSettings(
+        input=str(tarragona), seed=3, known=[2], output=output, report=str(tmp_path / "r.json")
+    )
     line = _next_line()
     found = _caught(lambda: run_perturb(settings), IrreversibleReleaseWarning)
     _at_this_line(found, line)
@@ -93,34 +96,73 @@ def test_a_release_without_key_warns_at_the_callers_line(tarragona: Path, tmp_pa
     assert json.loads((tmp_path / "r.json").read_text())["key_warning"] == NO_KEY_MESSAGE
 
 
-@pytest.mark.parametrize(("files", "warned"), [
-    ({"output": "rel.csv", "key": "key.json"}, False),  # the key is written
-    ({"report": "r.json"}, False),  # no release leaves the run
-    ({}, True),  # the returned release has no key
-])
-def test_which_runs_warn_about_the_key(tarragona: Path, tmp_path: Path, files: dict[str, str],
-                                       warned: bool) -> None:
-    settings = PerturbSettings.model_validate({
-        "input": str(tarragona), "seed": 3, "known": [2],
-        **{name: str(tmp_path / path) for name, path in files.items()}})
+@pytest.mark.parametrize(
+    ("files", "warned"),
+    [
+        ({"output": "rel.csv", "key": "key.json"}, False),  # the key is written
+        ({"report": "r.json"}, False),  # no release leaves the run
+        ({}, True),  # the returned release has no key
+    ],
+)
+def test_which_runs_warn_about_the_key(
+    tarragona: Path, tmp_path: Path, files: dict[str, str], warned: bool
+) -> None:
+    settings = PerturbSettings.model_validate(
+        {
+            "input": str(tarragona),
+            "seed": 3,
+            "known": [2],
+            **{name: str(tmp_path / path) for name, path in files.items()},
+        }
+    )
     found = _caught(lambda: run_perturb(settings), IrreversibleReleaseWarning)
     assert len(found) == int(warned)
 
 
 def test_the_command_line_prints_one_warning_line(tarragona: Path, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    result = runner.invoke(app, ["perturb", str(tarragona), "--seed", "3", "--known", "2",
-                                 "--max-risk", "1", "--output", str(tmp_path / "rel.csv"),
-                                 "--report", str(report), "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "perturb",
+            str(tarragona),
+            "--seed",
+            "3",
+            "--known",
+            "2",
+            "--max-risk",
+            "1",
+            "--output",
+            str(tmp_path / "rel.csv"),
+            "--report",
+            str(report),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = [x for x in result.output.splitlines() if "inverted" in x]
-    assert lines == ["Warning: --key is not given: this release can never be inverted, not "
-                     "even by its custodian: only a key file holds the means, deviations and "
-                     "transform that undo it"]
+    assert lines == [
+        "Warning: --key is not given: this release can never be inverted, not "
+        "even by its custodian: only a key file holds the means, deviations and "
+        "transform that undo it"
+    ]
     assert json.loads(report.read_text())["key_warning"] == NO_KEY_MESSAGE
-    with_key = runner.invoke(app, ["perturb", str(tarragona), "--seed", "3", "--known", "2",
-                                   "--output", str(tmp_path / "rel2.csv"),
-                                   "--key", str(tmp_path / "key.json"), "--quiet"])
+    with_key = runner.invoke(
+        app,
+        [
+            "perturb",
+            str(tarragona),
+            "--seed",
+            "3",
+            "--known",
+            "2",
+            "--output",
+            str(tmp_path / "rel2.csv"),
+            "--key",
+            str(tmp_path / "key.json"),
+            "--quiet",
+        ],
+    )
     assert with_key.exit_code == 0 and "inverted" not in with_key.output
 
 

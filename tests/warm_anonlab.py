@@ -47,12 +47,24 @@ from pathlib import Path
 from typing import Any
 
 # libraries the commands import lazily; importing them here is the whole point
-LIBRARIES = ("pandas", "numpy", "scipy.stats", "scipy.special", "scipy.optimize",
-             "matplotlib.pyplot", "jinja2", "pyarrow.parquet", "openpyxl", "sqlalchemy",
-             "dask.dataframe", "distributed", "sklearn.cluster")
+LIBRARIES = (
+    "pandas",
+    "numpy",
+    "scipy.stats",
+    "scipy.special",
+    "scipy.optimize",
+    "matplotlib.pyplot",
+    "jinja2",
+    "pyarrow.parquet",
+    "openpyxl",
+    "sqlalchemy",
+    "dask.dataframe",
+    "distributed",
+    "sklearn.cluster",
+)
 
 # the client: the standard library only, no site (starts in ~15 ms)
-CLIENT = r'''
+CLIENT = r"""
 import json, os, signal, socket, struct, sys
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect(os.environ["ANONLAB_WARM_SOCKET"])
@@ -74,7 +86,7 @@ for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(signum, forward)
 code = struct.unpack("!q", whole(8))[0]
 sys.exit(code if code >= 0 else 128 - code)
-'''
+"""
 
 
 def write_clients(folder: Path, python: str, socket_path: Path) -> Path:
@@ -83,9 +95,12 @@ def write_clients(folder: Path, python: str, socket_path: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, mode in (("anonlab", "anonlab"), ("warm-python", "python")):
         client = folder / name
-        client.write_text(f"#!{python} -S\n"
-                          f"import os; os.environ.setdefault('ANONLAB_WARM_SOCKET', "
-                          f"{str(socket_path)!r})\nMODE = {mode!r}\n{CLIENT}", encoding="utf-8")
+        client.write_text(
+            f"#!{python} -S\n"
+            f"import os; os.environ.setdefault('ANONLAB_WARM_SOCKET', "
+            f"{str(socket_path)!r})\nMODE = {mode!r}\n{CLIENT}",
+            encoding="utf-8",
+        )
         client.chmod(0o755)
     return folder
 
@@ -94,6 +109,7 @@ def warm_up() -> None:
     """Import the package (every module) and the libraries its commands use."""
     import anonlab
     import anonlab.cli.app
+
     for name in LIBRARIES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -121,14 +137,21 @@ def _fresh_streams() -> None:
     """``sys.stdin/stdout/stderr`` on descriptors 0-2 as CPython builds them at start-up."""
     encoding = sys.stdout.encoding
     streams = {
-        "stdin": io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-                                  encoding=encoding, errors="strict"),
-        "stdout": io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
-                                   encoding=encoding, errors="strict",
-                                   line_buffering=os.isatty(1)),
-        "stderr": io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-                                   encoding=encoding, errors="backslashreplace",
-                                   line_buffering=True),
+        "stdin": io.TextIOWrapper(
+            io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=encoding, errors="strict"
+        ),
+        "stdout": io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+            encoding=encoding,
+            errors="strict",
+            line_buffering=os.isatty(1),
+        ),
+        "stderr": io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+            encoding=encoding,
+            errors="backslashreplace",
+            line_buffering=True,
+        ),
     }
     for name, stream in streams.items():
         setattr(sys, name, stream)
@@ -182,6 +205,7 @@ def _run_anonlab(argv: list[str], script: str) -> None:
     sys.path[0] = os.path.dirname(script)
     _main_module(script)
     from anonlab.cli.app import main
+
     main()
 
 

@@ -59,8 +59,11 @@ class DictionaryColumn:
         """Append a block's rows (a dictionary array of strings without nulls)."""
         positions = self.positions
         texts = array.dictionary.to_pylist()
-        mapping = np.fromiter((positions.setdefault(t, len(positions)) for t in texts),
-                              dtype=np.int64, count=len(texts))
+        mapping = np.fromiter(
+            (positions.setdefault(t, len(positions)) for t in texts),
+            dtype=np.int64,
+            count=len(texts),
+        )
         codes = array.indices.to_numpy(zero_copy_only=False)
         self.parts.append(mapping.astype(index_dtype(len(positions)))[codes])
 
@@ -69,11 +72,15 @@ class DictionaryColumn:
         import pyarrow as pa
 
         kind = index_dtype(len(self.positions))
-        codes = np.concatenate(self.parts).astype(kind, copy=False) if self.parts \
+        codes = (
+            np.concatenate(self.parts).astype(kind, copy=False)
+            if self.parts
             else np.empty(0, dtype=kind)
+        )
         self.parts = []
-        return pa.DictionaryArray.from_arrays(pa.array(codes),
-                                              pa.array(list(self.positions), pa.string()))
+        return pa.DictionaryArray.from_arrays(
+            pa.array(codes), pa.array(list(self.positions), pa.string())
+        )
 
 
 class PlainColumn:
@@ -96,9 +103,12 @@ class PlainColumn:
         return whole
 
 
-def read_dictionary_csv(path: Path | pa.NativeFile, read_options: pacsv.ReadOptions,
-                        parse_options: pacsv.ParseOptions,
-                        convert_options: pacsv.ConvertOptions) -> pa.Table:
+def read_dictionary_csv(
+    path: Path | pa.NativeFile,
+    read_options: pacsv.ReadOptions,
+    parse_options: pacsv.ParseOptions,
+    convert_options: pacsv.ConvertOptions,
+) -> pa.Table:
     """The CSV file as pyarrow's ``read_csv`` with these options reads it, its dictionary
     columns each one chunk over one dictionary (see the module's docstring).
 
@@ -109,11 +119,17 @@ def read_dictionary_csv(path: Path | pa.NativeFile, read_options: pacsv.ReadOpti
     import pyarrow.csv as pacsv
 
     read_options.use_threads = False
-    reader = pacsv.open_csv(path, read_options=read_options, parse_options=parse_options,
-                            convert_options=convert_options)
+    reader = pacsv.open_csv(
+        path,
+        read_options=read_options,
+        parse_options=parse_options,
+        convert_options=convert_options,
+    )
     schema = reader.schema
-    columns = [DictionaryColumn() if pa.types.is_dictionary(f.type) else PlainColumn(f.type)
-               for f in schema]
+    columns = [
+        DictionaryColumn() if pa.types.is_dictionary(f.type) else PlainColumn(f.type)
+        for f in schema
+    ]
     for batch in reader:
         for column, array in zip(columns, batch.columns, strict=True):
             column.add(array)
@@ -141,8 +157,9 @@ class LineDictionary:
         known = pc.index_in(block, value_set=self.distinct).to_numpy(zero_copy_only=False)
         new = np.isnan(known)
         mapping = np.where(new, 0, known).astype(np.int32)
-        mapping[new] = np.arange(len(self.distinct), len(self.distinct) + int(new.sum()),
-                                 dtype=np.int32)
+        mapping[new] = np.arange(
+            len(self.distinct), len(self.distinct) + int(new.sum()), dtype=np.int32
+        )
         if new.any():
             self.distinct = pa.concat_arrays([self.distinct, block.filter(pa.array(new))])
         self.parts.append(mapping[encoded.indices.to_numpy(zero_copy_only=False)])
@@ -175,9 +192,11 @@ def file_lines(path: Path, skip: bool, refused: bytes) -> Iterator[pa.Array]:
                 offsets, first = offsets[1:], False
             if len(offsets) > 1:
                 yield pa.LargeBinaryArray.from_buffers(
-                    pa.large_binary(), len(offsets) - 1,
-                    [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-            rest = data[int(offsets[-1]):]
+                    pa.large_binary(),
+                    len(offsets) - 1,
+                    [None, pa.py_buffer(offsets), pa.py_buffer(data)],
+                )
+            rest = data[int(offsets[-1]) :]
             if not block:
                 return
 
@@ -186,9 +205,14 @@ class NotPlain(Exception):  # noqa: N818 - a signal between two functions of thi
     """A block holds a quote or a carriage return: its lines may not be its records."""
 
 
-def read_repeated_csv(path: Path, skip: bool, quotechar: str,
-                      read_options: pacsv.ReadOptions, parse_options: pacsv.ParseOptions,
-                      convert_options: pacsv.ConvertOptions) -> pa.Table | None:
+def read_repeated_csv(
+    path: Path,
+    skip: bool,
+    quotechar: str,
+    read_options: pacsv.ReadOptions,
+    parse_options: pacsv.ParseOptions,
+    convert_options: pacsv.ConvertOptions,
+) -> pa.Table | None:
     """:func:`read_dictionary_csv` of a file whose records repeat, each distinct line parsed
     once; ``None`` where that does not apply (then read it with that function).
 
@@ -216,26 +240,29 @@ def read_repeated_csv(path: Path, skip: bool, quotechar: str,
     except NotPlain:
         return None
     distinct = lines.distinct
-    if not len(distinct) or pc.any(pc.equal(distinct, pa.scalar(b"\n", pa.large_binary()))
-                                   ).as_py():
+    if not len(distinct) or pc.any(pc.equal(distinct, pa.scalar(b"\n", pa.large_binary()))).as_py():
         return None
     read_options.skip_rows_after_names = 0
     try:
-        table = read_dictionary_csv(pa.BufferReader(_joined(distinct)), read_options,
-                                    parse_options, convert_options)
+        table = read_dictionary_csv(
+            pa.BufferReader(_joined(distinct)), read_options, parse_options, convert_options
+        )
     except pa.ArrowInvalid:
         return None
     if table.num_rows != len(distinct):
         return None
     codes = lines.codes()
-    return pa.Table.from_arrays([_for_every_line(c.chunk(0) if c.num_chunks else c, codes)
-                                 for c in table.columns], names=table.column_names)
+    return pa.Table.from_arrays(
+        [_for_every_line(c.chunk(0) if c.num_chunks else c, codes) for c in table.columns],
+        names=table.column_names,
+    )
 
 
 def _joined(values: pa.Array) -> pa.Buffer:
     """The values of a ``large_binary`` array one after another, as one buffer (no copy)."""
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64, count=len(values) + 1,
-                            offset=values.offset * 8)
+    offsets = np.frombuffer(
+        values.buffers()[1], dtype=np.int64, count=len(values) + 1, offset=values.offset * 8
+    )
     return values.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
 
 

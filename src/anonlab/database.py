@@ -45,8 +45,13 @@ INSERT_ROWS = 10_000  # rows sent to the database per INSERT batch
 TRANSACTIONAL_DDL = frozenset({"sqlite", "postgresql", "mssql"})  # DROP/CREATE roll back
 _SWAP_PREFIX = "anonlab_"  # staged tables: anonlab_new_<hex>_<i>, anonlab_old_<hex>_<i>
 _PACKAGES = {  # driver module -> the package that installs it
-    "psycopg": "'psycopg[binary]'", "psycopg2": "psycopg2-binary", "MySQLdb": "mysqlclient",
-    "pymysql": "PyMySQL", "pyodbc": "pyodbc", "oracledb": "oracledb", "pymssql": "pymssql",
+    "psycopg": "'psycopg[binary]'",
+    "psycopg2": "psycopg2-binary",
+    "MySQLdb": "mysqlclient",
+    "pymysql": "PyMySQL",
+    "pyodbc": "pyodbc",
+    "oracledb": "oracledb",
+    "pymssql": "pymssql",
 }
 
 
@@ -93,14 +98,19 @@ def parse_url(url: str, name: str) -> URL:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
-        raise AnonlabError(f"{name} '{_masked_text(url)}' is not a valid database URL "
-                           f"({first_line(exc)}): write it as "
-                           "dialect://user:password@host/database, e.g. sqlite:///data.db",
-                           parameter=name) from None
+        raise AnonlabError(
+            f"{name} '{_masked_text(url)}' is not a valid database URL "
+            f"({first_line(exc)}): write it as "
+            "dialect://user:password@host/database, e.g. sqlite:///data.db",
+            parameter=name,
+        ) from None
     if parsed.port is not None and not 0 < parsed.port < 65536:
-        raise AnonlabError(f"{name} '{parsed.render_as_string(hide_password=True)}' is not a "
-                           f"valid database URL: port {parsed.port} is not a port number (1 "
-                           "to 65535)", parameter=name)
+        raise AnonlabError(
+            f"{name} '{parsed.render_as_string(hide_password=True)}' is not a "
+            f"valid database URL: port {parsed.port} is not a port number (1 "
+            "to 65535)",
+            parameter=name,
+        )
     return parsed
 
 
@@ -138,8 +148,11 @@ def open_engine(url: str, name: str, *, must_exist: bool) -> Engine:
     if path is not None and must_exist and not path.is_file():
         engine.dispose()
         what = "is a folder" if path.is_dir() else "does not exist"
-        raise AnonlabError(f"{name} '{shown}': the SQLite file '{path}' {what}: check the path "
-                           "(sqlite:///relative.db or sqlite:////absolute.db)", parameter=name)
+        raise AnonlabError(
+            f"{name} '{shown}': the SQLite file '{path}' {what}: check the path "
+            "(sqlite:///relative.db or sqlite:////absolute.db)",
+            parameter=name,
+        )
     return engine
 
 
@@ -153,49 +166,66 @@ def _create_engine(parsed: URL, name: str, shown: str) -> Engine:
             warnings.simplefilter("error", SAWarning)
             return create_engine(parsed)
     except NoSuchModuleError:
-        raise AnonlabError(f"{name} '{shown}': SQLAlchemy has no dialect "
-                           f"'{parsed.drivername}': check the URL's scheme (e.g. sqlite, "
-                           "postgresql, mysql)", parameter=name) from None
+        raise AnonlabError(
+            f"{name} '{shown}': SQLAlchemy has no dialect "
+            f"'{parsed.drivername}': check the URL's scheme (e.g. sqlite, "
+            "postgresql, mysql)",
+            parameter=name,
+        ) from None
     except ImportError as exc:
         module = getattr(exc, "name", None) or first_line(exc)
         package = _PACKAGES.get(module.split(".")[0], module)
-        raise AnonlabError(f"{name} '{shown}': the database driver '{module}' is not "
-                           f"installed: install it (pip install {package}) or name another "
-                           "driver in the URL (dialect+driver://...)", parameter=name) from None
+        raise AnonlabError(
+            f"{name} '{shown}': the database driver '{module}' is not "
+            f"installed: install it (pip install {package}) or name another "
+            "driver in the URL (dialect+driver://...)",
+            parameter=name,
+        ) from None
     except (ArgumentError, SAWarning, TypeError, ValueError) as exc:
-        if parsed.get_backend_name() == "sqlite" and (parsed.username or parsed.password
-                                                      or parsed.host or parsed.port):
+        if parsed.get_backend_name() == "sqlite" and (
+            parsed.username or parsed.password or parsed.host or parsed.port
+        ):
             reason = "a SQLite URL names a file only, with no user, password, host or port"
         else:
             reason = _cause(exc, parsed)
-        raise AnonlabError(f"{name} '{shown}' is not a URL the {parsed.drivername} driver "
-                           f"accepts ({reason}): write it as sqlite:///relative.db, "
-                           "sqlite:////absolute.db or dialect://user:password@host/database",
-                           parameter=name) from None
+        raise AnonlabError(
+            f"{name} '{shown}' is not a URL the {parsed.drivername} driver "
+            f"accepts ({reason}): write it as sqlite:///relative.db, "
+            "sqlite:////absolute.db or dialect://user:password@host/database",
+            parameter=name,
+        ) from None
 
 
 def check_target(name: str, target: DatabaseTarget) -> None:
     """Check a database output before any work: URL, driver, table name, SQLite folder."""
     if not target.table.strip():
-        raise AnonlabError(f"{name} {target}: the table name is empty: name the table to "
-                           "write", parameter=name)
+        raise AnonlabError(
+            f"{name} {target}: the table name is empty: name the table to write", parameter=name
+        )
     engine = open_engine(target.url, name, must_exist=False)
     engine.dispose()
     path = sqlite_file(engine.url)
     if path is None:
         if engine.dialect.name == "sqlite" and engine.url.database in (None, "", ":memory:"):
-            raise AnonlabError(f"{name} {target} is an in-memory SQLite database, gone when "
-                               "the run ends: name a file (sqlite:///out.db)", parameter=name)
+            raise AnonlabError(
+                f"{name} {target} is an in-memory SQLite database, gone when "
+                "the run ends: name a file (sqlite:///out.db)",
+                parameter=name,
+            )
         return
     if path.is_dir():
-        raise AnonlabError(f"{name} {target}: '{path}' is a folder: give a database file",
-                           parameter=name)
+        raise AnonlabError(
+            f"{name} {target}: '{path}' is a folder: give a database file", parameter=name
+        )
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise AnonlabError(f"{name} {target}: folder '{folder}' is not a writable folder: "
-                           "choose another database path", parameter=name)
+        raise AnonlabError(
+            f"{name} {target}: folder '{folder}' is not a writable folder: "
+            "choose another database path",
+            parameter=name,
+        )
 
 
 def _split_table(table: str) -> tuple[str | None, str]:
@@ -218,23 +248,32 @@ def _find_table(conn: Connection, table: str, shown: str) -> tuple[str | None, s
         return schema, name
     names = inspector.get_table_names()
     listed = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
-    raise AnonlabError(f"table '{table}' does not exist in '{shown}': it has "
-                       f"{listed or 'no tables'}", parameter="table")
+    raise AnonlabError(
+        f"table '{table}' does not exist in '{shown}': it has {listed or 'no tables'}",
+        parameter="table",
+    )
 
 
-def fetch(url: str, *, table: str | None, query: str | None
-          ) -> tuple[list[str], list[tuple[Any, ...]]]:
+def fetch(
+    url: str, *, table: str | None, query: str | None
+) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The column names and rows of a database ``table`` or ``query`` (exactly one given)."""
     from sqlalchemy import literal_column, select
     from sqlalchemy import table as table_clause
     from sqlalchemy.exc import SQLAlchemyError
 
     if table is None and query is None:
-        raise AnonlabError(f"table (or query) is needed to read the database '{masked(url)}': "
-                           "give a table name or an SQL query", parameter="table")
+        raise AnonlabError(
+            f"table (or query) is needed to read the database '{masked(url)}': "
+            "give a table name or an SQL query",
+            parameter="table",
+        )
     if table is not None and query is not None:
-        raise AnonlabError(f"table and query are both given for the database '{masked(url)}': "
-                           "give only one of them", parameter="table")
+        raise AnonlabError(
+            f"table and query are both given for the database '{masked(url)}': "
+            "give only one of them",
+            parameter="table",
+        )
     engine = open_engine(url, "input", must_exist=True)
     shown = engine.url.render_as_string(hide_password=True)
     _read_only(engine)
@@ -244,25 +283,36 @@ def fetch(url: str, *, table: str | None, query: str | None
                 schema, name = _find_table(conn, table, shown)
                 # SELECT * FROM "name": no reflection of column types (nothing to warn about)
                 statement: Any = select(literal_column("*")).select_from(
-                    table_clause(name, schema=schema))
+                    table_clause(name, schema=schema)
+                )
                 result = conn.execute(statement)
             else:  # the user's SQL as written: ':word' in it is text, not a bind parameter
                 result = conn.exec_driver_sql(query or "")
             if not result.returns_rows:
-                raise AnonlabError(f"query on '{shown}' returns no rows: give a SELECT "
-                                   "statement", parameter="query")
+                raise AnonlabError(
+                    f"query on '{shown}' returns no rows: give a SELECT statement",
+                    parameter="query",
+                )
             names = [str(k) for k in result.keys()]  # noqa: SIM118 (a Result, not a dict)
             rows = [tuple(r) for r in result]
     except SQLAlchemyError as exc:
         if query is not None and _refused_write(engine, getattr(exc, "orig", None) or exc):
-            raise AnonlabError(f"query on '{shown}' would change the database, but a query is "
-                               f"read-only: an input is never changed ({_cause(exc, engine.url)}"
-                               "); give a single SELECT statement", parameter="query") from None
+            raise AnonlabError(
+                f"query on '{shown}' would change the database, but a query is "
+                f"read-only: an input is never changed ({_cause(exc, engine.url)}"
+                "); give a single SELECT statement",
+                parameter="query",
+            ) from None
         if table is not None:
-            raise AnonlabError(f"table '{table}' cannot be read from '{shown}': "
-                               f"{_cause(exc, engine.url)}", parameter="table") from None
-        raise AnonlabError(f"query cannot be run on '{shown}': {_cause(exc, engine.url)}; give "
-                           "a single SELECT statement", parameter="query") from None
+            raise AnonlabError(
+                f"table '{table}' cannot be read from '{shown}': {_cause(exc, engine.url)}",
+                parameter="table",
+            ) from None
+        raise AnonlabError(
+            f"query cannot be run on '{shown}': {_cause(exc, engine.url)}; give "
+            "a single SELECT statement",
+            parameter="query",
+        ) from None
     finally:
         engine.dispose()
     return names, rows
@@ -279,6 +329,7 @@ def _read_only(engine: Engine) -> None:
     from sqlalchemy import event
 
     if engine.dialect.name == "sqlite":
+
         @event.listens_for(engine, "connect")
         def _query_only(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
@@ -333,8 +384,12 @@ def _rows(table: pa.Table, names: Sequence[str]) -> Iterator[list[dict[str, Any]
         columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
         rows = []
         for values in zip(*columns, strict=True):
-            rows.append({n: None if isinstance(v, float) and math.isnan(v) else v
-                         for n, v in zip(names, values, strict=True)})
+            rows.append(
+                {
+                    n: None if isinstance(v, float) and math.isnan(v) else v
+                    for n, v in zip(names, values, strict=True)
+                }
+            )
         yield rows
 
 
@@ -400,12 +455,20 @@ def _listed(tables: Sequence[tuple[str, pa.Table]]) -> str:
     return f"table{'s' if len(tables) > 1 else ''} {names}"
 
 
-def _failed(engine: Engine, tables: Sequence[tuple[str, pa.Table]], exc: BaseException,
-            outcome: str, name: str) -> AnonlabError:
+def _failed(
+    engine: Engine,
+    tables: Sequence[tuple[str, pa.Table]],
+    exc: BaseException,
+    outcome: str,
+    name: str,
+) -> AnonlabError:
     """The one-line error of a failed write: what failed, why, and what the database holds."""
     shown = engine.url.render_as_string(hide_password=True)
-    return AnonlabError(f"{name}: writing {_listed(tables)} to '{shown}' failed "
-                        f"({_cause(exc, engine.url)}): {outcome}", parameter=name)
+    return AnonlabError(
+        f"{name}: writing {_listed(tables)} to '{shown}' failed "
+        f"({_cause(exc, engine.url)}): {outcome}",
+        parameter=name,
+    )
 
 
 def _target(conn: Connection, table_name: str) -> tuple[str | None, str]:
@@ -422,8 +485,10 @@ def _sql_table(name: str, schema: str | None, data: pa.Table) -> Any:
     """The SQLAlchemy ``Table`` that holds ``data`` (column keys ``c0``, ``c1``...)."""
     from sqlalchemy import Column, MetaData, Table
 
-    columns = [Column(n, _column_type(data.schema.field(i).type), key=f"c{i}")
-               for i, n in enumerate(data.column_names)]
+    columns = [
+        Column(n, _column_type(data.schema.field(i).type), key=f"c{i}")
+        for i, n in enumerate(data.column_names)
+    ]
     return Table(name, MetaData(), *columns, schema=schema)
 
 
@@ -434,8 +499,9 @@ def _insert(conn: Connection, sql_table: Any, data: pa.Table) -> None:
         conn.execute(sql_table.insert(), rows)
 
 
-def _replace_in_transaction(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
-                            name: str) -> None:
+def _replace_in_transaction(
+    engine: Engine, tables: Sequence[tuple[str, pa.Table]], name: str
+) -> None:
     """``DROP``, ``CREATE`` and ``INSERT`` every table in one transaction (rolled back on
     any error, and by the database itself when the writer dies)."""
     try:
@@ -447,8 +513,14 @@ def _replace_in_transaction(engine: Engine, tables: Sequence[tuple[str, pa.Table
                 sql_table.create(conn)
                 _insert(conn, sql_table, data)
     except _write_errors() as exc:
-        raise _failed(engine, tables, exc, "the write was rolled back, nothing was changed "
-                      f"(any previous {_listed(tables)} is as it was)", name) from None
+        raise _failed(
+            engine,
+            tables,
+            exc,
+            "the write was rolled back, nothing was changed "
+            f"(any previous {_listed(tables)} is as it was)",
+            name,
+        ) from None
 
 
 @dataclass
@@ -463,8 +535,7 @@ class _Swap:
     placed: bool = False  # the staged copy now has the name ``table``
 
 
-def _replace_by_rename(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
-                       name: str) -> None:
+def _replace_by_rename(engine: Engine, tables: Sequence[tuple[str, pa.Table]], name: str) -> None:
     """Fill each table under a new unique name, then rename it onto the old table.
 
     For databases whose DDL commits by itself (MySQL, MariaDB, Oracle...): the
@@ -479,8 +550,12 @@ def _replace_by_rename(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
         for i, (table_name, data) in enumerate(tables):
             with engine.begin() as conn:
                 schema, plain = _target(conn, table_name)
-                swap = _Swap(schema, plain, f"{_SWAP_PREFIX}new_{token}_{i}",
-                             f"{_SWAP_PREFIX}old_{token}_{i}")
+                swap = _Swap(
+                    schema,
+                    plain,
+                    f"{_SWAP_PREFIX}new_{token}_{i}",
+                    f"{_SWAP_PREFIX}old_{token}_{i}",
+                )
                 swaps.append(swap)
                 sql_table = _sql_table(swap.new, schema, data)
                 sql_table.create(conn)
@@ -491,8 +566,9 @@ def _replace_by_rename(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
     try:
         _rename_all(engine, swaps)
     except _write_errors() as exc:
-        raise _failed(engine, tables, exc, _after_rename_failure(engine, tables, swaps),
-                      name) from None
+        raise _failed(
+            engine, tables, exc, _after_rename_failure(engine, tables, swaps), name
+        ) from None
     _drop_quietly(engine, [(s.schema, s.old) for s in swaps if s.moved_old])
 
 
@@ -500,8 +576,10 @@ def _untouched(tables: Sequence[tuple[str, pa.Table]], left: list[str]) -> str:
     """The outcome of a failure before any rename: the old tables were never touched."""
     if not left:
         return f"nothing was changed (any previous {_listed(tables)} is as it was)"
-    return (f"any previous {_listed(tables)} is as it was, but the partly filled new table "
-            f"{', '.join(left)} could not be dropped: drop it by hand")
+    return (
+        f"any previous {_listed(tables)} is as it was, but the partly filled new table "
+        f"{', '.join(left)} could not be dropped: drop it by hand"
+    )
 
 
 def _qualified(engine: Engine, schema: str | None, table: str) -> str:
@@ -519,10 +597,14 @@ def _rename_all(engine: Engine, swaps: list[_Swap]) -> None:
         inspector = inspect(conn)
         existing = [s for s in swaps if inspector.has_table(s.table, schema=s.schema)]
     if engine.dialect.name in ("mysql", "mariadb"):  # one statement, atomic
-        pairs = [(_qualified(engine, s.schema, s.table), _qualified(engine, s.schema, s.old))
-                 for s in existing]
-        pairs += [(_qualified(engine, s.schema, s.new), _qualified(engine, s.schema, s.table))
-                  for s in swaps]
+        pairs = [
+            (_qualified(engine, s.schema, s.table), _qualified(engine, s.schema, s.old))
+            for s in existing
+        ]
+        pairs += [
+            (_qualified(engine, s.schema, s.new), _qualified(engine, s.schema, s.table))
+            for s in swaps
+        ]
         with engine.begin() as conn:
             conn.exec_driver_sql("RENAME TABLE " + ", ".join(f"{a} TO {b}" for a, b in pairs))
         for s in swaps:
@@ -540,12 +622,12 @@ def _rename(engine: Engine, schema: str | None, table: str, to: str) -> None:
     """``ALTER TABLE schema.table RENAME TO to``, committed."""
     to_name = engine.dialect.identifier_preparer.quote(to)
     with engine.begin() as conn:
-        conn.exec_driver_sql(f"ALTER TABLE {_qualified(engine, schema, table)} RENAME TO "
-                             f"{to_name}")
+        conn.exec_driver_sql(f"ALTER TABLE {_qualified(engine, schema, table)} RENAME TO {to_name}")
 
 
-def _after_rename_failure(engine: Engine, tables: Sequence[tuple[str, pa.Table]],
-                          swaps: list[_Swap]) -> str:
+def _after_rename_failure(
+    engine: Engine, tables: Sequence[tuple[str, pa.Table]], swaps: list[_Swap]
+) -> str:
     """Undo the renames done so far and drop the staged tables; the outcome, as it is."""
     broken: list[_Swap] = []
     for s in reversed(swaps):
@@ -568,9 +650,12 @@ def _where(s: _Swap) -> str:
     """Where the old and the new rows of one half-renamed table are."""
     if s.placed:
         return f"table '{s.table}' holds the new rows" + (
-            f" and the previous one is now '{s.old}'" if s.moved_old else "")
-    return (f"there is no table '{s.table}': the previous one is now '{s.old}' and the new "
-            f"rows are in '{s.new}'")
+            f" and the previous one is now '{s.old}'" if s.moved_old else ""
+        )
+    return (
+        f"there is no table '{s.table}': the previous one is now '{s.old}' and the new "
+        f"rows are in '{s.new}'"
+    )
 
 
 def _drop_quietly(engine: Engine, names: Sequence[tuple[str | None, str]]) -> list[str]:

@@ -80,8 +80,11 @@ def encode_sensitive(name: str, column: pd.Series) -> EncodedSensitive:
     codes, uniques = pd.factorize(as_text(column), sort=False)
     values = tuple(str(u) for u in uniques)
     return EncodedSensitive(
-        name=name, values=values, codes=codes.astype(np.int32),
-        frequencies=np.bincount(codes, minlength=len(values)).astype(np.int64))
+        name=name,
+        values=values,
+        codes=codes.astype(np.int32),
+        frequencies=np.bincount(codes, minlength=len(values)).astype(np.int64),
+    )
 
 
 def as_text(column: pd.Series) -> pd.Series:
@@ -93,8 +96,11 @@ def as_text(column: pd.Series) -> pd.Series:
     on its codes.
     """
     dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype) and not column.isna().any() and \
-            pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string":
+    if (
+        isinstance(dtype, pd.CategoricalDtype)
+        and not column.isna().any()
+        and pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
+    ):
         return column
     return column.astype(str).where(column.notna(), "")
 
@@ -217,13 +223,17 @@ class RoleError(AnonlabError):
         them = "them" if plural else "it"
         if self.source is not None or not givers:
             verb = "are" if plural else "is"
-            return (f"column{'s' if plural else ''} {names} of the table {verb}"
-                    f" given no role by {self.source or 'the settings'}: give a table with the "
-                    f"columns it names, or pass {escape} to release {them} unchanged")
+            return (
+                f"column{'s' if plural else ''} {names} of the table {verb}"
+                f" given no role by {self.source or 'the settings'}: give a table with the "
+                f"columns it names, or pass {escape} to release {them} unchanged"
+            )
         listed = ", ".join(givers[:-1]) + " or " + givers[-1] if len(givers) > 1 else givers[0]
-        return (f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} given no "
-                f"role: name {'each' if plural else 'it'} in {listed}, or pass {escape} to "
-                f"release {them} unchanged")
+        return (
+            f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} given no "
+            f"role: name {'each' if plural else 'it'} in {listed}, or pass {escape} to "
+            f"release {them} unchanged"
+        )
 
     def for_flags(self, flags: dict[str, str] | None = None) -> str:
         """The message with the command's flags in place of the parameter names."""
@@ -234,8 +244,11 @@ class RoleError(AnonlabError):
 
 def _check_other(other: str | None) -> None:
     if other is not None and other not in OTHER_ROLES:
-        raise AnonlabError(f"other must be 'insensitive' or not given (got {other!r}): it "
-                           "releases the columns given no role unchanged", parameter="other")
+        raise AnonlabError(
+            f"other must be 'insensitive' or not given (got {other!r}): it "
+            "releases the columns given no role unchanged",
+            parameter="other",
+        )
 
 
 def assign_roles(
@@ -261,7 +274,9 @@ def assign_roles(
     table = [str(c) for c in columns]
     named: dict[str, Role] = {}
     groups: list[tuple[Role, Iterable[str]]] = [
-        (Role.QUASI, qi), (Role.IDENTIFYING, identifying), (Role.SENSITIVE, sensitive),
+        (Role.QUASI, qi),
+        (Role.IDENTIFYING, identifying),
+        (Role.SENSITIVE, sensitive),
         (Role.INSENSITIVE, insensitive),
     ]
     for role, names in groups:
@@ -357,8 +372,9 @@ class Dataset:
     def code_matrix(self) -> NDArray[Any]:
         """(n, m) int32 matrix of the quasi-identifiers' codes (a rowless dataset has none)."""
         if self.rowless:
-            raise RuntimeError("a rowless dataset holds no rows: its base frequency set "
-                               "stands for them")
+            raise RuntimeError(
+                "a rowless dataset holds no rows: its base frequency set stands for them"
+            )
         return np.column_stack([q.codes for q in self.qis]).astype(np.int32, copy=False)
 
     @classmethod
@@ -393,20 +409,30 @@ class Dataset:
         frame.columns = columns
         twice = [c for i, c in enumerate(columns) if c in columns[:i]]
         if twice:
-            raise AnonlabError(f"column '{twice[0]}' appears twice in the table: rename one of "
-                               "them")
+            raise AnonlabError(
+                f"column '{twice[0]}' appears twice in the table: rename one of them"
+            )
         if not hierarchies:
-            raise AnonlabError("hierarchies is empty: name at least one quasi-identifier and its "
-                               "hierarchy", parameter="hierarchies")
-        roles = assign_roles(columns, qi=hierarchies.keys(), identifying=identifying,
-                             sensitive=sensitive, insensitive=insensitive or (), other=other)
+            raise AnonlabError(
+                "hierarchies is empty: name at least one quasi-identifier and its hierarchy",
+                parameter="hierarchies",
+            )
+        roles = assign_roles(
+            columns,
+            qi=hierarchies.keys(),
+            identifying=identifying,
+            sensitive=sensitive,
+            insensitive=insensitive or (),
+            other=other,
+        )
         if population is not None:
             lacking = [str(c) for c in hierarchies if c not in population.columns]
             if lacking:
                 raise AnonlabError(
                     f"the population table lacks the quasi-identifier column(s) "
                     f"{', '.join(lacking)}: it needs at least every quasi-identifier",
-                    parameter="population")
+                    parameter="population",
+                )
             population = population.reset_index(drop=True)
         qis = []
         population_codes: list[NDArray[Any]] = []
@@ -424,10 +450,14 @@ class Dataset:
         sens = tuple(encode_sensitive(c, frame[c]) for c in columns if roles[c] == Role.SENSITIVE)
         pop = None
         if population is not None:
-            pop = (np.column_stack(population_codes).astype(np.int32, copy=False)
-                   if len(population) else np.zeros((0, len(qis)), dtype=np.int32))
-        return cls(frame=frame, roles=roles, qis=tuple(qis), source=source, sensitive=sens,
-                   population=pop)
+            pop = (
+                np.column_stack(population_codes).astype(np.int32, copy=False)
+                if len(population)
+                else np.zeros((0, len(qis)), dtype=np.int32)
+            )
+        return cls(
+            frame=frame, roles=roles, qis=tuple(qis), source=source, sensitive=sens, population=pop
+        )
 
     def sensitive_attribute(self, name: str) -> EncodedSensitive:
         """The encoded sensitive attribute ``name``; an error names the sensitive ones."""
@@ -435,9 +465,14 @@ class Dataset:
             if s.name == name:
                 return s
         if name in self.roles and self.roles[name] == Role.QUASI:
-            raise AnonlabError(f"attribute '{name}' of a privacy model is a quasi-identifier: "
-                               "a protected attribute must be sensitive, not generalized",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"attribute '{name}' of a privacy model is a quasi-identifier: "
+                "a protected attribute must be sensitive, not generalized",
+                parameter="criteria",
+            )
         names = ", ".join(s.name for s in self.sensitive) or "none"
-        raise AnonlabError(f"attribute '{name}' of a privacy model is not a sensitive column "
-                           f"(sensitive: {names}): name it in sensitive", parameter="criteria")
+        raise AnonlabError(
+            f"attribute '{name}' of a privacy model is not a sensitive column "
+            f"(sensitive: {names}): name it in sensitive",
+            parameter="criteria",
+        )

@@ -73,9 +73,7 @@ def check_present(frame: pd.DataFrame, names: Sequence[str], what: str = "table"
     have = [str(c) for c in frame.columns]
     for name in names:
         if name not in have:
-            raise AnonlabError(
-                f"unknown column '{name}': the {what} has {', '.join(have)}"
-            )
+            raise AnonlabError(f"unknown column '{name}': the {what} has {', '.join(have)}")
     seen: set[str] = set()
     for name in names:
         if name in seen:
@@ -98,12 +96,16 @@ def select_columns(
         if not chosen and not exclude:
             raise AnonlabError(
                 "no numeric column found for columns 'all-numeric': name the numeric "
-                "columns in columns", parameter="columns"
+                "columns in columns",
+                parameter="columns",
             )
         return chosen
     if ALL_NUMERIC in names:
-        raise AnonlabError("columns 'all-numeric' cannot be mixed with column names: give "
-                           "all-numeric alone or names only", parameter="columns")
+        raise AnonlabError(
+            "columns 'all-numeric' cannot be mixed with column names: give "
+            "all-numeric alone or names only",
+            parameter="columns",
+        )
     check_present(frame, names)
     return names
 
@@ -140,9 +142,9 @@ def numeric_matrix(
     return out
 
 
-def column_scale(x: NDArray[Any], columns: Sequence[str], what: str = "table") -> tuple[
-    NDArray[Any], NDArray[Any]
-]:
+def column_scale(
+    x: NDArray[Any], columns: Sequence[str], what: str = "table"
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Column means and population standard deviations (ddof=0) of ``x``.
 
     A constant column has S_j = 0 and cannot be standardized: it is refused by
@@ -155,14 +157,14 @@ def column_scale(x: NDArray[Any], columns: Sequence[str], what: str = "table") -
             raise AnonlabError(
                 f"column '{columns[j]}' of the {what} is constant (standard deviation "
                 "S_j = 0), so it cannot be standardized: leave it out of columns",
-                parameter="columns"
+                parameter="columns",
             )
     return mean, std
 
 
-def standardize(x: NDArray[Any], columns: Sequence[str], what: str = "table") -> tuple[
-    NDArray[Any], NDArray[Any], NDArray[Any]
-]:
+def standardize(
+    x: NDArray[Any], columns: Sequence[str], what: str = "table"
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """``(z, mean, std)`` with ``z = (x - mean) / std`` and population std (ddof=0)."""
     mean, std = column_scale(x, columns, what)
     return (x - mean) / std, mean, std
@@ -268,8 +270,11 @@ def encode_all(
     orders = orders or {}
     stray = [c for c in orders if c not in set(ordinal)]
     if stray:
-        raise AnonlabError(f"orders names column '{stray[0]}', which is not an ordinal "
-                           "column: list it in ordinal or drop its order", parameter="orders")
+        raise AnonlabError(
+            f"orders names column '{stray[0]}', which is not an ordinal "
+            "column: list it in ordinal or drop its order",
+            parameter="orders",
+        )
     out = [encode_categorical(frame, c, False, None, what) for c in nominal]
     out += [encode_categorical(frame, c, True, orders.get(c), what) for c in ordinal]
     return out

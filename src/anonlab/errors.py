@@ -52,7 +52,7 @@ def flag_message(message: str, parameter: str | None, flags: dict[str, str] | No
     if parameter is None or not message.startswith(parameter):
         return message
     flag = (flags or {}).get(parameter, "--" + parameter.replace("_", "-"))
-    return flag + message[len(parameter):]
+    return flag + message[len(parameter) :]
 
 
 class AnonlabWarning(UserWarning):

@@ -164,13 +164,17 @@ def resolve_criteria(
     model = objects + built
     k_models = [c for c in model if isinstance(c, KAnonymity)]
     if k is not None and k_models:
-        raise AnonlabError(f"k = {k} and a k-anonymity criterion with k = {k_models[0].k} are "
-                           "both given: give k or the criterion, not both", parameter="k")
+        raise AnonlabError(
+            f"k = {k} and a k-anonymity criterion with k = {k_models[0].k} are "
+            "both given: give k or the criterion, not both",
+            parameter="k",
+        )
     names = [c.name for c in model]
     for single in SINGLE_INSTANCE:
         if names.count(single) > 1:
-            raise AnonlabError(f"criteria: model '{single}' is given twice: give it once",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"criteria: model '{single}' is given twice: give it once", parameter="criteria"
+            )
     if k is not None:
         model.insert(0, KAnonymity(k))
     elif not model:
@@ -204,8 +208,13 @@ def model_dataset(
     (:func:`anonlab.lattice.pieces.engine_dataset`, which calls
     ``progress`` as it goes).
     """
-    roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
-                             "insensitive": insensitive, "other": other, "source": source}
+    roles: dict[str, Any] = {
+        "identifying": identifying,
+        "sensitive": sensitive,
+        "insensitive": insensitive,
+        "other": other,
+        "source": source,
+    }
     if engine is not None:
         from anonlab.lattice.pieces import check_engine_model, engine_dataset
 
@@ -215,8 +224,9 @@ def model_dataset(
         from anonlab.privacy.presence import population_dataset
 
         with criteria_errors():
-            return population_dataset(frame, hierarchies, list(criteria),
-                                      read_options=read_options, **roles)
+            return population_dataset(
+                frame, hierarchies, list(criteria), read_options=read_options, **roles
+            )
     return Dataset.from_frame(frame, hierarchies, **roles)
 
 
@@ -251,13 +261,17 @@ def criteria_report(
 
             for key, path in path_parameters({"model": model, **spec}).items():
                 spec[key] = report_paths(path)
-        entries.append({
-            "model": model,
-            "parameters": spec,
-            "satisfied": bool(criterion.holds(stats, outliers)
-                              and (not judged or criterion.acceptable(stats, outliers))),
-            "achieved": _plain(criterion.achieved(stats, outliers)),
-        })
+        entries.append(
+            {
+                "model": model,
+                "parameters": spec,
+                "satisfied": bool(
+                    criterion.holds(stats, outliers)
+                    and (not judged or criterion.acceptable(stats, outliers))
+                ),
+                "achieved": _plain(criterion.achieved(stats, outliers)),
+            }
+        )
     return entries
 
 
@@ -300,15 +314,26 @@ def make_metric(
     ``None`` is each metric's own ARX default.
     """
     if strict:
-        return metric_by_name(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
-                              weights=weights, targets=targets, static_loss=static_loss)
+        return metric_by_name(
+            name,
+            ctx,
+            gs_factor=gs_factor,
+            aggregate=aggregate,
+            weights=weights,
+            targets=targets,
+            static_loss=static_loss,
+        )
     cls = METRICS[name]
     return metric_by_name(
-        name, ctx, gs_factor=gs_factor if cls.takes_gs_factor else DEFAULT_GS_FACTOR,
+        name,
+        ctx,
+        gs_factor=gs_factor if cls.takes_gs_factor else DEFAULT_GS_FACTOR,
         aggregate=aggregate if cls.multi_dimensional else None,
-        weights=weights if cls.multi_dimensional else None, allow_undefined=True,
+        weights=weights if cls.multi_dimensional else None,
+        allow_undefined=True,
         targets=targets if "targets" in cls.options else None,
-        static_loss=static_loss if "static_loss" in cls.options else None)
+        static_loss=static_loss if "static_loss" in cls.options else None,
+    )
 
 
 def information_loss(
@@ -340,9 +365,16 @@ def information_loss(
         if any(not own.get(option) for option in METRICS[name].options):
             scalars[name] = None
             continue
-        metric = make_metric(name, ctx, gs_factor=gs_factor, aggregate=aggregate,
-                             weights=weights, strict=False, targets=targets,
-                             static_loss=static_loss)
+        metric = make_metric(
+            name,
+            ctx,
+            gs_factor=gs_factor,
+            aggregate=aggregate,
+            weights=weights,
+            strict=False,
+            targets=targets,
+            static_loss=static_loss,
+        )
         report = metric.report(classes)
         value = report.get("scalar", report["value"])
         number = float(value) if isinstance(value, int | float) else math.nan
@@ -364,11 +396,16 @@ def _check_weights(weights: Mapping[str, float] | None, dataset: Dataset) -> Non
     names = [q.name for q in dataset.qis]
     for column, weight in (weights or {}).items():
         if column not in names:
-            raise AnonlabError(f"weights names '{column}', which is not a quasi-identifier "
-                               f"(quasi-identifiers: {', '.join(names)})", parameter="weights")
+            raise AnonlabError(
+                f"weights names '{column}', which is not a quasi-identifier "
+                f"(quasi-identifiers: {', '.join(names)})",
+                parameter="weights",
+            )
         if not math.isfinite(float(weight)) or float(weight) < 0:
-            raise AnonlabError(f"weights gives '{column}' the weight {weight}: give a number "
-                               "of at least 0", parameter="weights")
+            raise AnonlabError(
+                f"weights gives '{column}' the weight {weight}: give a number of at least 0",
+                parameter="weights",
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -376,23 +413,31 @@ def _check_weights(weights: Mapping[str, float] | None, dataset: Dataset) -> Non
 # ---------------------------------------------------------------------------
 
 
-def _bound_levels(dataset: Dataset, given: Mapping[str, int] | None, parameter: str,
-                  default: Sequence[int]) -> list[int]:
+def _bound_levels(
+    dataset: Dataset, given: Mapping[str, int] | None, parameter: str, default: Sequence[int]
+) -> list[int]:
     """One bound per quasi-identifier: the given ones (each a level of its hierarchy,
     ``0 <= L <= height``), ``default`` for the others."""
     names = [q.name for q in dataset.qis]
     out = list(default)
     for column, value in (given or {}).items():
         if column not in names:
-            raise AnonlabError(f"{parameter} names '{column}', which is not a "
-                               f"quasi-identifier (quasi-identifiers: {', '.join(names)})",
-                               parameter=parameter)
+            raise AnonlabError(
+                f"{parameter} names '{column}', which is not a "
+                f"quasi-identifier (quasi-identifiers: {', '.join(names)})",
+                parameter=parameter,
+            )
         q = dataset.qis[names.index(column)]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) \
-                or not 0 <= int(value) <= q.height:
-            raise AnonlabError(f"{parameter} gives '{column}' the level {value}, outside its "
-                               f"hierarchy: give a level from 0 to {q.height}",
-                               parameter=parameter)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | np.integer)
+            or not 0 <= int(value) <= q.height
+        ):
+            raise AnonlabError(
+                f"{parameter} gives '{column}' the level {value}, outside its "
+                f"hierarchy: give a level from 0 to {q.height}",
+                parameter=parameter,
+            )
         out[names.index(column)] = int(value)
     return out
 
@@ -412,14 +457,19 @@ def level_bounds(
     highs = _bound_levels(dataset, max_levels, "max_level", heights)
     for q, low, high in zip(dataset.qis, lows, highs, strict=True):
         if low > high:
-            raise AnonlabError(f"min_level gives '{q.name}' the level {low}, above its "
-                               f"max_level {high}: give a minimum at most the maximum",
-                               parameter="min_level")
+            raise AnonlabError(
+                f"min_level gives '{q.name}' the level {low}, above its "
+                f"max_level {high}: give a minimum at most the maximum",
+                parameter="min_level",
+            )
     return lows, highs
 
 
-def check_within_bounds(transformation: Mapping[str, int], min_levels: Mapping[str, int] | None,
-                        max_levels: Mapping[str, int] | None) -> None:
+def check_within_bounds(
+    transformation: Mapping[str, int],
+    min_levels: Mapping[str, int] | None,
+    max_levels: Mapping[str, int] | None,
+) -> None:
     """Refuse a transformation with a level below its ``min_levels`` or above its
     ``max_levels`` entry (a chosen transformation must respect the run's bounds)."""
     for column, level in transformation.items():
@@ -427,9 +477,11 @@ def check_within_bounds(transformation: Mapping[str, int], min_levels: Mapping[s
         high = (max_levels or {}).get(column)
         if level < low or (high is not None and level > high):
             bound = f"below its min_level {low}" if level < low else f"above its max_level {high}"
-            raise AnonlabError(f"levels gives '{column}' the level {level}, {bound}: choose a "
-                               "transformation within the bounds the search had",
-                               parameter="levels")
+            raise AnonlabError(
+                f"levels gives '{column}' the level {level}, {bound}: choose a "
+                "transformation within the bounds the search had",
+                parameter="levels",
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -474,8 +526,9 @@ def _setup(
     bind_criteria(criteria, dataset)
     limit = max_suppressed(suppression, dataset.n)
     _check_weights(weights, dataset)
-    lows, highs = bounds if bounds is not None else ([0] * len(dataset.qis),
-                                                     [q.height for q in dataset.qis])
+    lows, highs = (
+        bounds if bounds is not None else ([0] * len(dataset.qis), [q.height for q in dataset.qis])
+    )
     lattice = Lattice(highs, lows)
     sparse = plan is not None and plan.heuristic(lattice.size)
     if lattice.size > MAX_LATTICE_SIZE and not sparse:
@@ -484,7 +537,8 @@ def _setup(
             f"the lattice has {lattice.size:,} nodes (hierarchy heights: {heights}), more than "
             f"the {MAX_LATTICE_SIZE:,} an optimal search keeps in memory: use a heuristic "
             "search (descent, lightning, top-down or genetic), fewer quasi-identifiers or "
-            "shorter hierarchies", parameter="search"
+            "shorter hierarchies",
+            parameter="search",
         )
     if dataset.rowless:
         from anonlab.lattice.pieces import BaseLossContext, check_engine_model, search_engine
@@ -494,15 +548,35 @@ def _setup(
         ctx_loss: LossContext = BaseLossContext(dataset, engine.base_tuples, engine.bottom.counts)
     else:
         engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
-        ctx_loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts,
-                               engine.row_index if dataset.population is None else None)
+        ctx_loss = LossContext(
+            dataset,
+            engine.base_tuples,
+            engine.bottom.counts,
+            engine.row_index if dataset.population is None else None,
+        )
     with criteria_errors():
         ctx_loss.cost_benefit = model_costs(criteria)
-    chosen = make_metric(metric, ctx_loss, gs_factor=gs_factor, aggregate=aggregate,
-                         weights=weights, targets=targets, static_loss=static_loss)
+    chosen = make_metric(
+        metric,
+        ctx_loss,
+        gs_factor=gs_factor,
+        aggregate=aggregate,
+        weights=weights,
+        targets=targets,
+        static_loss=static_loss,
+    )
     engine.keep_base_index = chosen.needs_base_index and limit > 0
-    ctx = SearchContext(lattice, engine, list(criteria), limit, chosen, cache_size, progress,
-                        practical_monotonicity=practical_monotonicity, sparse=sparse)
+    ctx = SearchContext(
+        lattice,
+        engine,
+        list(criteria),
+        limit,
+        chosen,
+        cache_size,
+        progress,
+        practical_monotonicity=practical_monotonicity,
+        sparse=sparse,
+    )
     return _Setup(lattice, engine, ctx_loss, ctx, limit)
 
 
@@ -575,30 +649,58 @@ def anonymize(
     (:class:`anonlab.lattice.genetic.GeneticSettings`; :mod:`anonlab.lattice.plan`).
     """
     model = resolve_criteria(criteria, k)
-    search_plan = plan_search(search, time_limit=time_limit, step_limit=step_limit,
-                              heuristic_threshold=heuristic_threshold, genetic=genetic)
+    search_plan = plan_search(
+        search,
+        time_limit=time_limit,
+        step_limit=step_limit,
+        heuristic_threshold=heuristic_threshold,
+        genetic=genetic,
+    )
     if metric not in METRICS:
-        raise AnonlabError(f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}",
-                           parameter="metric")
+        raise AnonlabError(
+            f"metric '{metric}' is unknown: choose one of {', '.join(METRICS)}", parameter="metric"
+        )
     if alternatives < 0:
-        raise AnonlabError(f"alternatives must be 0 or more (got {alternatives})",
-                           parameter="alternatives")
+        raise AnonlabError(
+            f"alternatives must be 0 or more (got {alternatives})", parameter="alternatives"
+        )
     bounds = level_bounds(dataset, min_levels, max_levels)
-    setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor, aggregate=aggregate,
-                   weights=weights, practical_monotonicity=practical_monotonicity,
-                   cache_size=cache_size, progress=progress, bounds=bounds, plan=search_plan,
-                   targets=targets, static_loss=static_loss)
+    setup = _setup(
+        dataset,
+        model,
+        suppression,
+        metric,
+        gs_factor=gs_factor,
+        aggregate=aggregate,
+        weights=weights,
+        practical_monotonicity=practical_monotonicity,
+        cache_size=cache_size,
+        progress=progress,
+        bounds=bounds,
+        plan=search_plan,
+        targets=targets,
+        static_loss=static_loss,
+    )
     if alternatives and setup.context.sparse:
-        raise AnonlabError("alternatives need an optimal search (a heuristic search does not "
-                           "know the next-best nodes): leave alternatives at 0 or choose an "
-                           "optimal search", parameter="alternatives")
+        raise AnonlabError(
+            "alternatives need an optimal search (a heuristic search does not "
+            "know the next-best nodes): leave alternatives at 0 or choose an "
+            "optimal search",
+            parameter="alternatives",
+        )
     result = search_plan.run(setup.context)
     listed = alternatives_report(setup, dataset, result, alternatives)
     final_fs, final, _ = _node(setup, result.levels)
     setup.context.cache = FrequencyCache(setup.engine, 1)  # the search's sets: not needed again
-    scalars, vectors, texts = information_loss(setup.loss, final, gs_factor=gs_factor,
-                                               aggregate=aggregate, weights=weights,
-                                               targets=targets, static_loss=static_loss)
+    scalars, vectors, texts = information_loss(
+        setup.loss,
+        final,
+        gs_factor=gs_factor,
+        aggregate=aggregate,
+        weights=weights,
+        targets=targets,
+        static_loss=static_loss,
+    )
     release, plan = _release_or_plan(setup, dataset, result.levels, final_fs, final.outliers)
     kept = final_fs.counts[~final.outliers & (final_fs.counts > 0)]
     sizes, freq = np.unique(kept, return_counts=True)
@@ -619,11 +721,13 @@ def anonymize(
         criteria=criteria_report(model, final),
         information_loss_per_attribute=vectors,
         information_loss_arx=texts,
-        metric_options={"gs_factor": gs_factor,
-                        "aggregate": getattr(setup.context.metric, "aggregate", aggregate),
-                        "attribute_weights": dict(weights or {}),
-                        "practical_monotonicity": practical_monotonicity,
-                        **metric_parameters(setup.context.metric)},
+        metric_options={
+            "gs_factor": gs_factor,
+            "aggregate": getattr(setup.context.metric, "aggregate", aggregate),
+            "attribute_weights": dict(weights or {}),
+            "practical_monotonicity": practical_monotonicity,
+            **metric_parameters(setup.context.metric),
+        },
         plan=plan,
         records=dataset.n,
         level_bounds={q.name: [lo, hi] for q, lo, hi in zip(dataset.qis, *bounds, strict=True)},
@@ -631,8 +735,9 @@ def anonymize(
     )
 
 
-def alternatives_report(setup: _Setup, dataset: Dataset, result: SearchResult,
-                        n: int) -> list[dict[str, Any]]:
+def alternatives_report(
+    setup: _Setup, dataset: Dataset, result: SearchResult, n: int
+) -> list[dict[str, Any]]:
     """The ``n`` best transformations that satisfy the model, numbered from 1 (the optimum):
     levels, loss, suppressed records and highest prosecutor risk of each
     (:mod:`anonlab.lattice.alternatives`)."""
@@ -642,16 +747,21 @@ def alternatives_report(setup: _Setup, dataset: Dataset, result: SearchResult,
     entries = []
     for number, node in enumerate(best_nodes(setup.context, result, n), start=1):
         facts = node_facts(setup.context, node)
-        entries.append({"node": number,
-                        "levels": dict(zip(names, facts.levels, strict=True)),
-                        "loss": _json_loss(facts.loss),
-                        "suppressed_records": facts.suppressed_records,
-                        "highest_prosecutor_risk": facts.highest_prosecutor_risk})
+        entries.append(
+            {
+                "node": number,
+                "levels": dict(zip(names, facts.levels, strict=True)),
+                "loss": _json_loss(facts.loss),
+                "suppressed_records": facts.suppressed_records,
+                "highest_prosecutor_risk": facts.highest_prosecutor_risk,
+            }
+        )
     return entries
 
 
-def _release_or_plan(setup: _Setup, dataset: Dataset, levels: Sequence[int], fs: FrequencySet,
-                     outliers: NDArray[Any]) -> tuple[pd.DataFrame | None, ReleasePlan | None]:
+def _release_or_plan(
+    setup: _Setup, dataset: Dataset, levels: Sequence[int], fs: FrequencySet, outliers: NDArray[Any]
+) -> tuple[pd.DataFrame | None, ReleasePlan | None]:
     """The release built here, or for a rowless dataset the plan the engine writes it by."""
     if dataset.rowless:
         from anonlab.lattice.pieces import release_plan
@@ -669,23 +779,32 @@ def lattice_summary(lattice: Lattice, result: SearchResult) -> list[dict[str, in
     visited = result.extra.get("visited")
     if isinstance(visited, dict):
         best = lattice.level_of(result.optimum)
-        return [{"level": level, "nodes": count, "checked": visited.get(level, (0, 0))[0],
-                 "anonymous": visited.get(level, (0, 0))[1], "k_minimal": 0,
-                 "optimum": int(level == best)}
-                for level, count in enumerate(lattice.level_counts(), start=lattice.min_level)]
+        return [
+            {
+                "level": level,
+                "nodes": count,
+                "checked": visited.get(level, (0, 0))[0],
+                "anonymous": visited.get(level, (0, 0))[1],
+                "k_minimal": 0,
+                "optimum": int(level == best),
+            }
+            for level, count in enumerate(lattice.level_counts(), start=lattice.min_level)
+        ]
     minimal = np.zeros(lattice.size, dtype=bool)
     minimal[result.k_minimal] = True
     rows = []
     for level in range(lattice.min_level, lattice.max_level + 1):
         at = lattice.level_sums == level
-        rows.append({
-            "level": level,
-            "nodes": int(at.sum()),
-            "checked": int((result.checked & at).sum()),
-            "anonymous": int(((result.tags == ANONYMOUS) & at).sum()),
-            "k_minimal": int((minimal & at).sum()),
-            "optimum": int(lattice.level_of(result.optimum) == level),
-        })
+        rows.append(
+            {
+                "level": level,
+                "nodes": int(at.sum()),
+                "checked": int((result.checked & at).sum()),
+                "anonymous": int(((result.tags == ANONYMOUS) & at).sum()),
+                "k_minimal": int((minimal & at).sum()),
+                "optimum": int(lattice.level_of(result.optimum) == level),
+            }
+        )
     return rows
 
 
@@ -701,8 +820,9 @@ def build_release(
     """
     levels = list(levels)
     if suppressed is None:
-        matrix = np.column_stack([q.level_codes[lv][q.codes]
-                                  for q, lv in zip(dataset.qis, levels, strict=True)])
+        matrix = np.column_stack(
+            [q.level_codes[lv][q.codes] for q, lv in zip(dataset.qis, levels, strict=True)]
+        )
         cards = [q.cardinality(lv) for q, lv in zip(dataset.qis, levels, strict=True)]
         inverse, _ = group_tuples(matrix.astype(np.int64), cards)
         del matrix
@@ -710,8 +830,11 @@ def build_release(
         suppressed = counts[inverse] < k
     release = dataset.frame.copy(deep=False)
     for q, lv in zip(dataset.qis, levels, strict=True):  # one column's codes at a time
-        release[q.name] = _labelled(np.asarray(q.level_codes[lv]).astype(np.int32)[q.codes],
-                                    list(q.level_labels[lv]), suppressed)
+        release[q.name] = _labelled(
+            np.asarray(q.level_codes[lv]).astype(np.int32)[q.codes],
+            list(q.level_labels[lv]),
+            suppressed,
+        )
     dropped = dataset.columns_with(Role.IDENTIFYING)
     return release.drop(columns=dropped), suppressed
 
@@ -806,8 +929,10 @@ class Generalizer:
         they are (:func:`anonlab.dataset.assign_roles`). A criterion on a
         sensitive attribute needs that column in ``sensitive``.
         """
-        hiers = {c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
-                 for c, h in hierarchies.items()}
+        hiers = {
+            c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
+            for c, h in hierarchies.items()
+        }
         self.identifying_ = list(identifying)
         self.sensitive_ = list(sensitive)
         self.insensitive_ = list(insensitive)
@@ -815,19 +940,39 @@ class Generalizer:
         self.hierarchies_ = hiers
         self.criteria_ = resolve_criteria(self.criteria, self.k)
         with _frame_engine(frame, self.engine) as engine:
-            dataset = model_dataset(frame, hiers, self.criteria_, identifying=self.identifying_,
-                                    sensitive=self.sensitive_, insensitive=self.insensitive_,
-                                    other=other, engine=engine)
-        self.result_ = anonymize(dataset, None, self.suppression, self.search, self.metric,
-                                 criteria=self.criteria_, min_levels=self.min_levels,
-                                 max_levels=self.max_levels, **self._metric_options())
+            dataset = model_dataset(
+                frame,
+                hiers,
+                self.criteria_,
+                identifying=self.identifying_,
+                sensitive=self.sensitive_,
+                insensitive=self.insensitive_,
+                other=other,
+                engine=engine,
+            )
+        self.result_ = anonymize(
+            dataset,
+            None,
+            self.suppression,
+            self.search,
+            self.metric,
+            criteria=self.criteria_,
+            min_levels=self.min_levels,
+            max_levels=self.max_levels,
+            **self._metric_options(),
+        )
         self.transformation_ = dict(self.result_.transformation)
         return self
 
     def _metric_options(self) -> dict[str, Any]:
-        return {"gs_factor": self.gs_factor, "aggregate": self.aggregate,
-                "weights": self.weights, "practical_monotonicity": self.practical_monotonicity,
-                "targets": self.targets, "static_loss": self.static_loss}
+        return {
+            "gs_factor": self.gs_factor,
+            "aggregate": self.aggregate,
+            "weights": self.weights,
+            "practical_monotonicity": self.practical_monotonicity,
+            "targets": self.targets,
+            "static_loss": self.static_loss,
+        }
 
     def fit_transform(
         self,
@@ -842,8 +987,14 @@ class Generalizer:
         """Fit and return the release (with ``frame``'s index; with delta-presence, the
         research subset's rows, indexed as in ``frame``; a lazy Dask DataFrame for a Dask
         one)."""
-        self.fit(frame, hierarchies, identifying=identifying, sensitive=sensitive,
-                 insensitive=insensitive, other=other)
+        self.fit(
+            frame,
+            hierarchies,
+            identifying=identifying,
+            sensitive=sensitive,
+            insensitive=insensitive,
+            other=other,
+        )
         return _release_of(frame, self.result_.release, self.result_.plan)
 
     def transform(self, frame: FrameLike) -> FrameLike:
@@ -856,10 +1007,18 @@ class Generalizer:
             raise AnonlabError("the Generalizer is not fitted: call fit() first")
         with _frame_engine(frame, self.engine) as engine:
             applied = apply_levels(
-                frame, self.hierarchies_, self.transformation_, self.criteria_,
-                self.suppression, identifying=self.identifying_, sensitive=self.sensitive_,
-                insensitive=self.insensitive_, other=self.other_, metric=self.metric,
-                engine=engine, **self._metric_options(),
+                frame,
+                self.hierarchies_,
+                self.transformation_,
+                self.criteria_,
+                self.suppression,
+                identifying=self.identifying_,
+                sensitive=self.sensitive_,
+                insensitive=self.insensitive_,
+                other=self.other_,
+                metric=self.metric,
+                engine=engine,
+                **self._metric_options(),
             )
         return _release_of(frame, applied.release, applied.plan)
 
@@ -872,8 +1031,11 @@ def _release_of(frame: Any, release: pd.DataFrame | None, plan: ReleasePlan | No
         from anonlab.lattice.pieces import lazy_release, release_partition
 
         counted = present(plan, "the release plan")
-        return (lazy_release(frame, counted) if is_dask_frame(frame)
-                else release_partition(frame, counted))
+        return (
+            lazy_release(frame, counted)
+            if is_dask_frame(frame)
+            else release_partition(frame, counted)
+        )
     index = frame.index if len(release) == len(frame) else pd.RangeIndex(len(release))
     return release.set_axis(index, axis=0)
 
@@ -979,9 +1141,16 @@ def apply_levels(
     check_within_bounds(transformation, min_levels, max_levels)
     model = resolve_criteria(criteria, k)
     dataset = model_dataset(
-        frame, {c: hierarchies[c] for c in transformation}, model,
-        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        read_options=read_options, engine=engine, progress=progress,
+        frame,
+        {c: hierarchies[c] for c in transformation},
+        model,
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        read_options=read_options,
+        engine=engine,
+        progress=progress,
     )
     levels = []
     for q in dataset.qis:
@@ -992,16 +1161,27 @@ def apply_levels(
                 "use the hierarchy the transformation was found with"
             )
         levels.append(lv)
-    setup = _setup(dataset, model, suppression, metric, gs_factor=gs_factor,
-                   aggregate=aggregate, weights=weights,
-                   practical_monotonicity=practical_monotonicity, cache_size=2, progress=None,
-                   targets=targets, static_loss=static_loss)
+    setup = _setup(
+        dataset,
+        model,
+        suppression,
+        metric,
+        gs_factor=gs_factor,
+        aggregate=aggregate,
+        weights=weights,
+        practical_monotonicity=practical_monotonicity,
+        cache_size=2,
+        progress=None,
+        targets=targets,
+        static_loss=static_loss,
+    )
     fs, classes, acceptable = _node(setup, levels)
     if not acceptable:
         raise AnonlabError(_refusal(model, classes, setup.limit))
     release, plan = _release_or_plan(setup, dataset, levels, fs, classes.outliers)
-    return AppliedTransformation(release, int(classes.suppressed),
-                                 criteria_report(model, classes), dataset, plan)
+    return AppliedTransformation(
+        release, int(classes.suppressed), criteria_report(model, classes), dataset, plan
+    )
 
 
 def _refusal(model: Sequence[Criterion], classes: Any, limit: int) -> str:
@@ -1009,15 +1189,21 @@ def _refusal(model: Sequence[Criterion], classes: Any, limit: int) -> str:
     names = ", ".join(describe(c)["model"] for c in model)
     if classes.suppressed > limit:
         if len(model) == 1 and isinstance(model[0], KAnonymity):
-            return (f"the table is not {model[0].k}-anonymous at this transformation: "
-                    f"{classes.suppressed} records would be suppressed but the limit allows "
-                    f"{limit}: generalize this table to find its own transformation")
-        return (f"the privacy model ({names}) does not hold at this transformation: "
-                f"{classes.suppressed} records would be suppressed but the limit allows {limit}: "
-                "generalize this table to find its own transformation")
-    return (f"the privacy model ({names}) does not hold at this transformation (a class that "
-            "cannot be suppressed fails it): generalize this table to find its own "
-            "transformation")
+            return (
+                f"the table is not {model[0].k}-anonymous at this transformation: "
+                f"{classes.suppressed} records would be suppressed but the limit allows "
+                f"{limit}: generalize this table to find its own transformation"
+            )
+        return (
+            f"the privacy model ({names}) does not hold at this transformation: "
+            f"{classes.suppressed} records would be suppressed but the limit allows {limit}: "
+            "generalize this table to find its own transformation"
+        )
+    return (
+        f"the privacy model ({names}) does not hold at this transformation (a class that "
+        "cannot be suppressed fails it): generalize this table to find its own "
+        "transformation"
+    )
 
 
 def apply_transformation(
@@ -1051,11 +1237,23 @@ def apply_transformation(
     counted there and released as a pandas frame.
     """
     with _frame_engine(frame, engine) as on:
-        applied = apply_levels(frame, hierarchies, transformation, criteria, suppression, k=k,
-                               identifying=identifying, sensitive=sensitive,
-                               insensitive=insensitive, other=other, metric=metric,
-                               gs_factor=gs_factor, aggregate=aggregate, weights=weights,
-                               engine=on)
+        applied = apply_levels(
+            frame,
+            hierarchies,
+            transformation,
+            criteria,
+            suppression,
+            k=k,
+            identifying=identifying,
+            sensitive=sensitive,
+            insensitive=insensitive,
+            other=other,
+            metric=metric,
+            gs_factor=gs_factor,
+            aggregate=aggregate,
+            weights=weights,
+            engine=on,
+        )
     if applied.release is not None:
         return applied.release, applied.suppressed_records
     return _release_of(frame, None, applied.plan), applied.suppressed_records

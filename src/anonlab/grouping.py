@@ -116,8 +116,10 @@ def _pandas_hash_table() -> Any:
         probe = np.array([5, -3, 5, 7, -3, 0], dtype=np.int64)
         uniques, inverse = table_class(8).factorize(probe)
         expected_inverse, expected_uniques = pd.factorize(probe)
-        if not (np.array_equal(np.asarray(inverse), expected_inverse)
-                and np.array_equal(np.asarray(uniques), expected_uniques)):
+        if not (
+            np.array_equal(np.asarray(inverse), expected_inverse)
+            and np.array_equal(np.asarray(uniques), expected_uniques)
+        ):
             return None  # pragma: no cover - another pandas' signature
     except Exception:  # pragma: no cover - a pandas that moved or changed its hash tables
         return None
@@ -127,8 +129,9 @@ def _pandas_hash_table() -> Any:
 _Int64HashTable: Any = _pandas_hash_table()
 
 
-def factorize_int64(values: NDArray[Any], size_hint: int | None = None
-                    ) -> tuple[NDArray[Any], NDArray[Any]]:
+def factorize_int64(
+    values: NDArray[Any], size_hint: int | None = None
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """``(inverse, uniques)`` of an int64 array, uniques in order of first appearance.
 
     What ``pd.factorize`` returns for int64 values (which have no missing

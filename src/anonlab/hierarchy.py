@@ -132,8 +132,9 @@ class Hierarchy:
         for level in range(self.height + 1):
             names = self.labels(values, level)
             ids: dict[str, int] = {}
-            arr = np.fromiter((ids.setdefault(n, len(ids)) for n in names), dtype=np.int32,
-                              count=len(names))
+            arr = np.fromiter(
+                (ids.setdefault(n, len(ids)) for n in names), dtype=np.int32, count=len(names)
+            )
             codes.append(arr)
             labels.append(list(ids))
         return codes, labels
@@ -170,9 +171,7 @@ def parse_rows(
     return tuple(rows)
 
 
-def validate_rows(
-    rows: Sequence[Sequence[str]], source: str, lines: Sequence[int] = ()
-) -> None:
+def validate_rows(rows: Sequence[Sequence[str]], source: str, lines: Sequence[int] = ()) -> None:
     """Check rectangular shape, unique level-0 values and nesting of levels.
 
     ``lines`` gives the file line of each row for the messages (default: 1, 2, ...).
@@ -269,7 +268,7 @@ def _find_cycle(edges: dict[str, dict[str, int]]) -> list[str] | None:
                 done.add(path[-1])
                 del on_path[path.pop()]
             elif nxt in on_path:
-                return [*path[on_path[nxt]:], nxt]
+                return [*path[on_path[nxt] :], nxt]
             elif nxt not in done:
                 on_path[nxt] = len(path)
                 path.append(nxt)

@@ -68,16 +68,22 @@ def parse_dates(texts: Sequence[str], date_format: str | None = None) -> list[pd
             parsed = pd.to_datetime(series, format=date_format or "mixed", errors="coerce")
     except (ValueError, TypeError, OverflowError) as exc:
         reason = " ".join(str(exc).split()).rstrip(".")
-        raise AnonlabError(f"date_format {date_format or 'not given'}: the values are not "
-                           f"dates of one kind ({reason}): give dates of one time zone, or "
-                           "the values' strftime pattern", parameter="date_format") from None
+        raise AnonlabError(
+            f"date_format {date_format or 'not given'}: the values are not "
+            f"dates of one kind ({reason}): give dates of one time zone, or "
+            "the values' strftime pattern",
+            parameter="date_format",
+        ) from None
     bad = [t for t, p in zip(texts, parsed, strict=True) if pd.isna(p)]
     if bad:
         how = f"'{date_format}'" if date_format else "not given"
         examples = ", ".join(f"'{t}'" for t in bad[:3])
-        raise AnonlabError(f"date_format {how}: {len(bad)} of {len(texts)} values do not parse "
-                           f"as dates: {examples}: fix them or give the values' strftime "
-                           "pattern, e.g. %d/%m/%Y", parameter="date_format")
+        raise AnonlabError(
+            f"date_format {how}: {len(bad)} of {len(texts)} values do not parse "
+            f"as dates: {examples}: fix them or give the values' strftime "
+            "pattern, e.g. %d/%m/%Y",
+            parameter="date_format",
+        )
     return list(parsed)
 
 
@@ -86,13 +92,17 @@ def check_levels(levels: Sequence[str]) -> list[str]:
     names = [str(x).strip().lower() for x in levels if str(x).strip()]
     unknown = [n for n in names if n not in DATE_LEVELS]
     if unknown or not names:
-        raise AnonlabError(f"levels take some of {','.join(DATE_LEVELS)} (got "
-                           f"'{','.join(levels)}')", parameter="levels")
+        raise AnonlabError(
+            f"levels take some of {','.join(DATE_LEVELS)} (got '{','.join(levels)}')",
+            parameter="levels",
+        )
     ranks = [DATE_LEVELS.index(n) for n in names]
     if any(b <= a for a, b in pairwise(ranks)):
-        raise AnonlabError(f"levels must go from finer to coarser without repeats, in the order "
-                           f"{','.join(DATE_LEVELS)} (got '{','.join(names)}')",
-                           parameter="levels")
+        raise AnonlabError(
+            f"levels must go from finer to coarser without repeats, in the order "
+            f"{','.join(DATE_LEVELS)} (got '{','.join(names)}')",
+            parameter="levels",
+        )
     return names
 
 

@@ -84,29 +84,35 @@ def check_taxonomy(
 ) -> list[Level]:
     """The taxonomy as clean lists (labels and members trimmed), refused when malformed."""
     if not levels:
-        raise AnonlabError("the taxonomy has no level: give at least one level of groups, "
-                           "e.g. --group 1:Married=Married-civ-spouse,Married-AF-spouse")
+        raise AnonlabError(
+            "the taxonomy has no level: give at least one level of groups, "
+            "e.g. --group 1:Married=Married-civ-spouse,Married-AF-spouse"
+        )
     clean: list[Level] = []
     for number, level in enumerate(levels, start=1):
         if not level:
             raise AnonlabError(f"level {number} of the taxonomy has no group: give its groups")
         clean.append({str(k).strip(): [str(m).strip() for m in v] for k, v in level.items()})
         for label, members in clean[-1].items():
-            _check_group(label, members, number, last=number == len(levels), top=top,
-                         alone=len(level) == 1)
+            _check_group(
+                label, members, number, last=number == len(levels), top=top, alone=len(level) == 1
+            )
     return clean
 
 
-def _check_group(label: str, members: list[str], number: int, *, last: bool, top: str,
-                 alone: bool) -> None:
+def _check_group(
+    label: str, members: list[str], number: int, *, last: bool, top: str, alone: bool
+) -> None:
     """One group: a label, at least one member, and ``top`` only as the single last group."""
     if not label:
         raise AnonlabError(f"a group of level {number} has no label: name every group")
     if not members:
         raise AnonlabError(f"group '{label}' of level {number} has no member: list its members")
     if label == top and not (last and alone):
-        raise AnonlabError(f"group '{top}' at level {number}: '{top}' is the top level, added "
-                           "automatically; give the group another label")
+        raise AnonlabError(
+            f"group '{top}' at level {number}: '{top}' is the top level, added "
+            "automatically; give the group another label"
+        )
 
 
 def _parents(level: Mapping[str, Sequence[str]], number: int) -> dict[str, str]:
@@ -117,23 +123,25 @@ def _parents(level: Mapping[str, Sequence[str]], number: int) -> dict[str, str]:
             if member in parent:
                 raise AnonlabError(
                     f"'{member}' is in group '{parent[member]}' and in group '{label}' of "
-                    f"level {number}: put each value in exactly one group of a level")
+                    f"level {number}: put each value in exactly one group of a level"
+                )
             parent[member] = label
     return parent
 
 
-def _check_covered(parent: Mapping[str, str], below: Sequence[str], number: int,
-                   what: str) -> None:
+def _check_covered(parent: Mapping[str, str], below: Sequence[str], number: int, what: str) -> None:
     """Refuse a level that leaves some of ``below`` in no group."""
     missing = [v for v in below if v not in parent]
     if missing:
         raise AnonlabError(
             f"level {number} of the taxonomy puts {len(missing)} of {what} in no group: "
-            f"{_some(missing)}: put each in exactly one group of level {number}")
+            f"{_some(missing)}: put each in exactly one group of level {number}"
+        )
 
 
-def _check_members_known(level: Mapping[str, Sequence[str]], below: Sequence[str],
-                         number: int) -> None:
+def _check_members_known(
+    level: Mapping[str, Sequence[str]], below: Sequence[str], number: int
+) -> None:
     """Refuse a member of level ``number >= 2`` that is no group of the level below."""
     known = set(below)
     for label, members in level.items():
@@ -142,7 +150,8 @@ def _check_members_known(level: Mapping[str, Sequence[str]], below: Sequence[str
             raise AnonlabError(
                 f"group '{label}' of level {number} lists {_some(unknown)}, which is no group "
                 f"of level {number - 1} ({_some(below)}): a level groups the groups of the "
-                "level below")
+                "level below"
+            )
 
 
 def _row(value: str, parents: Sequence[Mapping[str, str]], top: str) -> list[str]:
@@ -181,13 +190,19 @@ def parse_group_flags(items: Iterable[str]) -> list[Level]:
         number, label, members = _split_group(item)
         level = by_level.setdefault(number, {})
         if label in level:
-            raise AnonlabError(f"groups: group '{label}' of level {number} is given twice: "
-                               "give each group once, with all its members", parameter="groups")
+            raise AnonlabError(
+                f"groups: group '{label}' of level {number} is given twice: "
+                "give each group once, with all its members",
+                parameter="groups",
+            )
         level[label] = members
     gaps = [n for n in range(1, max(by_level, default=0) + 1) if n not in by_level]
     if gaps:
-        raise AnonlabError(f"groups: no group of level {gaps[0]}: number the levels 1, 2, ... "
-                           f"(got {', '.join(map(str, sorted(by_level)))})", parameter="groups")
+        raise AnonlabError(
+            f"groups: no group of level {gaps[0]}: number the levels 1, 2, ... "
+            f"(got {', '.join(map(str, sorted(by_level)))})",
+            parameter="groups",
+        )
     return [by_level[n] for n in sorted(by_level)]
 
 
@@ -197,12 +212,17 @@ def _split_group(item: str) -> tuple[int, str, list[str]]:
     label, equals, tail = rest.partition("=")
     members = [m.strip() for m in tail.split(",") if m.strip()]
     if not (colon and equals and head.strip().isdigit() and label.strip() and members):
-        raise AnonlabError(f"groups: each is LEVEL:LABEL=V1,V2,... (got '{item}'), e.g. "
-                           "1:Married=Married-civ-spouse,Married-AF-spouse", parameter="groups")
+        raise AnonlabError(
+            f"groups: each is LEVEL:LABEL=V1,V2,... (got '{item}'), e.g. "
+            "1:Married=Married-civ-spouse,Married-AF-spouse",
+            parameter="groups",
+        )
     number = int(head)
     if number < 1:
-        raise AnonlabError(f"groups: level {number} in '{item}' must be 1 or more (level 0 "
-                           "is the values)", parameter="groups")
+        raise AnonlabError(
+            f"groups: level {number} in '{item}' must be 1 or more (level 0 is the values)",
+            parameter="groups",
+        )
     return number, label.strip(), members
 
 
@@ -210,18 +230,22 @@ def read_taxonomy(path: PathLike) -> list[Level]:
     """A taxonomy from a ``.toml``, ``.json`` or ``.csv`` mapping file (by extension)."""
     p = Path(path)
     if not p.is_file():
-        raise AnonlabError(f"mapping file '{p}' does not exist: check the path",
-                           parameter="mapping")
+        raise AnonlabError(
+            f"mapping file '{p}' does not exist: check the path", parameter="mapping"
+        )
     readers = {".toml": _from_toml, ".json": _from_json, ".csv": _from_csv}
     reader = readers.get(p.suffix.lower())
     if reader is None:
-        raise AnonlabError(f"mapping '{p}' is not .toml, .json or .csv: name the format by "
-                           "the extension", parameter="mapping")
+        raise AnonlabError(
+            f"mapping '{p}' is not .toml, .json or .csv: name the format by the extension",
+            parameter="mapping",
+        )
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
-        raise AnonlabError(f"mapping '{p}' is not UTF-8 text: re-save it",
-                           parameter="mapping") from None
+        raise AnonlabError(
+            f"mapping '{p}' is not UTF-8 text: re-save it", parameter="mapping"
+        ) from None
     return reader(text, str(p))
 
 
@@ -245,32 +269,40 @@ def _levels(data: Any, source: str) -> list[Level]:
     """``{"levels": [{label: [members]}, ...]}`` (or the bare list) as checked levels."""
     levels = data.get("levels") if isinstance(data, dict) and set(data) == {"levels"} else data
     if not isinstance(levels, list) or not all(_is_level(x) for x in levels):
-        raise AnonlabError(f"mapping '{source}' is not a list of levels, each a table of "
-                           "LABEL = [VALUE, ...]: see docs/hierarchies.md")
+        raise AnonlabError(
+            f"mapping '{source}' is not a list of levels, each a table of "
+            "LABEL = [VALUE, ...]: see docs/hierarchies.md"
+        )
     return [{str(k): [str(m) for m in v] for k, v in level.items()} for level in levels]
 
 
 def _is_level(level: Any) -> bool:
     return isinstance(level, dict) and all(
         isinstance(v, list) and all(isinstance(m, str | int | float) for m in v)
-        for v in level.values())
+        for v in level.values()
+    )
 
 
 def _from_csv(text: str, source: str) -> list[Level]:
     """Rows ``level,group,member`` after that header; levels numbered 1, 2, ..."""
     rows = [r for r in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in r)]
     if not rows or tuple(c.strip().lower() for c in rows[0]) != CSV_HEADER:
-        raise AnonlabError(f"mapping '{source}' needs the header line "
-                           f"{','.join(CSV_HEADER)}: see docs/hierarchies.md")
+        raise AnonlabError(
+            f"mapping '{source}' needs the header line "
+            f"{','.join(CSV_HEADER)}: see docs/hierarchies.md"
+        )
     levels: dict[int, Level] = {}
     for lineno, row in enumerate(rows[1:], start=2):
         if len(row) != 3 or not row[0].strip().isdigit() or int(row[0]) < 1:
-            raise AnonlabError(f"mapping '{source}' row {lineno} is not LEVEL,GROUP,MEMBER "
-                               f"with a level of 1 or more (got {','.join(row)})")
+            raise AnonlabError(
+                f"mapping '{source}' row {lineno} is not LEVEL,GROUP,MEMBER "
+                f"with a level of 1 or more (got {','.join(row)})"
+            )
         level = levels.setdefault(int(row[0]), {})
         level.setdefault(row[1].strip(), []).append(row[2].strip())
     gaps = [n for n in range(1, max(levels, default=0) + 1) if n not in levels]
     if gaps or not levels:
-        raise AnonlabError(f"mapping '{source}' has no level {gaps[0] if gaps else 1}: number "
-                           "the levels 1, 2, ...")
+        raise AnonlabError(
+            f"mapping '{source}' has no level {gaps[0] if gaps else 1}: number the levels 1, 2, ..."
+        )
     return [levels[n] for n in sorted(levels)]

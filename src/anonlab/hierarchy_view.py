@@ -56,9 +56,14 @@ class HierarchyView:
         """The view as JSON-ready data (for a run's report)."""
         return {
             "counted": self.counted,
-            "levels": [{"level": lv.level, "groups": lv.groups,
-                        "largest": [{"group": g, "count": c} for g, c in lv.largest]}
-                       for lv in self.levels],
+            "levels": [
+                {
+                    "level": lv.level,
+                    "groups": lv.groups,
+                    "largest": [{"group": g, "count": c} for g, c in lv.largest],
+                }
+                for lv in self.levels
+            ],
             "uncovered": list(self.uncovered),
             "warnings": list(self.warnings),
         }
@@ -72,16 +77,21 @@ def view_hierarchy(
 ) -> HierarchyView:
     """The view of ``hierarchy``; ``counts`` maps each data value to its number of records."""
     weight = dict.fromkeys(hierarchy.values, 1) if counts is None else counts
-    levels = tuple(_level_view(hierarchy, level, weight, shown)
-                   for level in range(hierarchy.height + 1))
+    levels = tuple(
+        _level_view(hierarchy, level, weight, shown) for level in range(hierarchy.height + 1)
+    )
     uncovered = tuple(hierarchy.missing(counts)) if counts is not None else ()
-    return HierarchyView(levels=levels, counted="values" if counts is None else "records",
-                         uncovered=uncovered,
-                         warnings=(*extra_warnings, *repeated_levels(hierarchy)))
+    return HierarchyView(
+        levels=levels,
+        counted="values" if counts is None else "records",
+        uncovered=uncovered,
+        warnings=(*extra_warnings, *repeated_levels(hierarchy)),
+    )
 
 
-def _level_view(hierarchy: Hierarchy, level: int, weight: Mapping[str, int],
-                shown: int) -> LevelView:
+def _level_view(
+    hierarchy: Hierarchy, level: int, weight: Mapping[str, int], shown: int
+) -> LevelView:
     """Groups of one level, counted by ``weight`` (values not in ``weight`` count 0)."""
     totals: dict[str, int] = {}
     for row in hierarchy.rows:
@@ -113,9 +123,11 @@ def repeated_levels(hierarchy: Hierarchy) -> list[str]:
 
 def _repeat_message(first: int, last: int, groups: int) -> str:
     which = f"level {first} repeats" if first == last else f"levels {first} to {last} repeat"
-    return (f"{which} level {first - 1} ({groups} group{'' if groups == 1 else 's'} each): "
-            "it generalizes nothing; leave it out (e.g. a group size of 1, or a width below "
-            "the spacing of the values)")
+    return (
+        f"{which} level {first - 1} ({groups} group{'' if groups == 1 else 's'} each): "
+        "it generalizes nothing; leave it out (e.g. a group size of 1, or a width below "
+        "the spacing of the values)"
+    )
 
 
 def redaction_warnings(values: Sequence[str], hierarchy: Hierarchy, column: str) -> list[str]:
@@ -126,12 +138,16 @@ def redaction_warnings(values: Sequence[str], hierarchy: Hierarchy, column: str)
     out: list[str] = []
     shortest, longest = min(lengths), max(lengths)
     if longest >= 2 * shortest and longest > 2:
-        out.append(f"values of '{column}' have {shortest} to {longest} characters: redaction "
-                   "pads them to one length, so a level cuts different parts of different "
-                   "values; for nominal values use 'hierarchy taxonomy'")
+        out.append(
+            f"values of '{column}' have {shortest} to {longest} characters: redaction "
+            "pads them to one length, so a level cuts different parts of different "
+            "values; for nominal values use 'hierarchy taxonomy'"
+        )
     if hierarchy.height - 1 > MANY_REDACTION_LEVELS:
-        out.append(f"redaction of '{column}' made {hierarchy.height + 1} levels: is it a code "
-                   "column? for free text or nominal values use 'hierarchy taxonomy'")
+        out.append(
+            f"redaction of '{column}' made {hierarchy.height + 1} levels: is it a code "
+            "column? for free text or nominal values use 'hierarchy taxonomy'"
+        )
     return out
 
 

@@ -51,8 +51,15 @@ Source = PathLike | DatabaseTarget
 Strings = Literal["python", "arrow", "dictionary"]
 
 __all__ = [
-    "PathLike", "atomic_write", "file_sha256",
-    "read_json", "read_table", "sniff_delimiter", "to_json_text", "write_json", "write_table",
+    "PathLike",
+    "atomic_write",
+    "file_sha256",
+    "read_json",
+    "read_table",
+    "sniff_delimiter",
+    "to_json_text",
+    "write_json",
+    "write_table",
     "write_text",
 ]
 
@@ -141,11 +148,14 @@ def read_table(
     except MemoryError as exc:
         raise _memory_error(path, exc) from None
     except PermissionError:
-        raise AnonlabError(f"cannot read '{path}': permission denied: make it readable "
-                           "or copy it somewhere readable") from None
+        raise AnonlabError(
+            f"cannot read '{path}': permission denied: make it readable "
+            "or copy it somewhere readable"
+        ) from None
     except IsADirectoryError:
-        raise AnonlabError(f"input '{path}' holds a folder where a file was expected: name a "
-                           "file") from None
+        raise AnonlabError(
+            f"input '{path}' holds a folder where a file was expected: name a file"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -158,26 +168,34 @@ class _Text:
     repeated: bool = False  # records expected to repeat: a CSV's distinct lines parsed once
 
 
-def _text_options(strings: str, doubles: Sequence[str] | None, dtype: Any,
-                  repeated: bool = False) -> _Text:
+def _text_options(
+    strings: str, doubles: Sequence[str] | None, dtype: Any, repeated: bool = False
+) -> _Text:
     """``strings`` and ``doubles`` checked (they apply to ``dtype=str`` only)."""
     if strings not in ("python", "arrow", "dictionary"):
-        raise AnonlabError(f"strings '{strings}' is not a choice: give 'python' (str objects), "
-                           "'arrow' (Arrow-backed text columns) or 'dictionary' (categorical "
-                           "text columns)", parameter="strings")
+        raise AnonlabError(
+            f"strings '{strings}' is not a choice: give 'python' (str objects), "
+            "'arrow' (Arrow-backed text columns) or 'dictionary' (categorical "
+            "text columns)",
+            parameter="strings",
+        )
     if dtype is not str:
-        given = f"strings '{strings}'" if strings != "python" else \
-            "doubles" if doubles else None
+        given = f"strings '{strings}'" if strings != "python" else "doubles" if doubles else None
         if given is not None:
             name = given.split()[0]
-            raise AnonlabError(f"{given} applies to a table read as text, but dtype is "
-                               f"{dtype!r}: read with dtype=str, or leave {name} out",
-                               parameter=name)
+            raise AnonlabError(
+                f"{given} applies to a table read as text, but dtype is "
+                f"{dtype!r}: read with dtype=str, or leave {name} out",
+                parameter=name,
+            )
     if isinstance(doubles, str):
-        raise AnonlabError(f"doubles '{doubles}' must be a list of column names, e.g. "
-                           f"['{doubles}']", parameter="doubles")
-    return _Text(strings == "arrow", tuple(str(c) for c in doubles or ()),
-                 strings == "dictionary", repeated)
+        raise AnonlabError(
+            f"doubles '{doubles}' must be a list of column names, e.g. ['{doubles}']",
+            parameter="doubles",
+        )
+    return _Text(
+        strings == "arrow", tuple(str(c) for c in doubles or ()), strings == "dictionary", repeated
+    )
 
 
 def _written_delimiter(target: PathLike | DatabaseTarget) -> str | None:
@@ -189,16 +207,20 @@ def _written_delimiter(target: PathLike | DatabaseTarget) -> str | None:
 
 def _no_sheet(sheet: str | None, what: str) -> None:
     if sheet is not None:
-        raise AnonlabError(f"sheet '{sheet}' is given but {what} is not an Excel workbook: "
-                           "leave sheet out", parameter="sheet")
+        raise AnonlabError(
+            f"sheet '{sheet}' is given but {what} is not an Excel workbook: leave sheet out",
+            parameter="sheet",
+        )
 
 
 def _no_database_options(table: str | None, query: str | None, what: str) -> None:
     name = "table" if table is not None else "query" if query is not None else None
     if name is not None:
-        raise AnonlabError(f"{name} is given but the input {what} is not a database URL: "
-                           f"leave {name} out, or read from a URL such as sqlite:///data.db",
-                           parameter=name)
+        raise AnonlabError(
+            f"{name} is given but the input {what} is not a database URL: "
+            f"leave {name} out, or read from a URL such as sqlite:///data.db",
+            parameter=name,
+        )
 
 
 def _memory_error(path: Path, exc: BaseException) -> AnonlabError:
@@ -207,8 +229,10 @@ def _memory_error(path: Path, exc: BaseException) -> AnonlabError:
     except OSError:
         size = ""
     detail = str(exc).strip().splitlines()[:1] or ["out of memory"]
-    return AnonlabError(f"not enough memory to read '{path}'{size}: {detail[0]}; free memory, "
-                        "or read a smaller table (e.g. a Parquet folder's parts one by one)")
+    return AnonlabError(
+        f"not enough memory to read '{path}'{size}: {detail[0]}; free memory, "
+        "or read a smaller table (e.g. a Parquet folder's parts one by one)"
+    )
 
 
 def _size(path: Path) -> int:
@@ -217,8 +241,15 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
-def _from_path(path: Path, delimiter: str | None, sheet: str | None, header: bool,
-               quotechar: str, dtype: Any, text_options: _Text) -> pd.DataFrame:
+def _from_path(
+    path: Path,
+    delimiter: str | None,
+    sheet: str | None,
+    header: bool,
+    quotechar: str,
+    dtype: Any,
+    text_options: _Text,
+) -> pd.DataFrame:
     """A table file or Parquet folder: the format chosen, read, checked, converted."""
     from anonlab.sources import file_format, read_excel, read_parquet
 
@@ -227,22 +258,38 @@ def _from_path(path: Path, delimiter: str | None, sheet: str | None, header: boo
     text = dtype is str
     if path.is_dir():
         _no_sheet(sheet, f"folder '{path}'")
-        return _finish(read_parquet(path, text), f"folder '{path}'", dtype, header=False,
-                       text_options=text_options)
+        return _finish(
+            read_parquet(path, text),
+            f"folder '{path}'",
+            dtype,
+            header=False,
+            text_options=text_options,
+        )
     fmt = file_format(path)
     if fmt != "excel":
         _no_sheet(sheet, f"'{path}'")
     if fmt == "parquet":
-        return _finish(read_parquet(path, text), f"file '{path}'", dtype, header=False,
-                       text_options=text_options)
+        return _finish(
+            read_parquet(path, text),
+            f"file '{path}'",
+            dtype,
+            header=False,
+            text_options=text_options,
+        )
     if fmt == "excel":
-        return _finish(read_excel(path, sheet, header, text), f"file '{path}'", dtype, header,
-                       text_options=text_options)
+        return _finish(
+            read_excel(path, sheet, header, text),
+            f"file '{path}'",
+            dtype,
+            header,
+            text_options=text_options,
+        )
     return _read_csv(path, delimiter, header, quotechar, dtype, text_options)
 
 
-def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
-              dtype: Any, text_options: _Text) -> pd.DataFrame:
+def _read_csv(
+    path: Path, delimiter: str | None, header: bool, quotechar: str, dtype: Any, text_options: _Text
+) -> pd.DataFrame:
     from anonlab.sinks import check_delimiter
     from anonlab.sources import read_csv_text, read_csv_typed
 
@@ -251,16 +298,22 @@ def _read_csv(path: Path, delimiter: str | None, header: bool, quotechar: str,
     if delimiter is not None:
         check_delimiter(delimiter)
     if len(quotechar) != 1:
-        raise AnonlabError(f"quotechar {quotechar!r} must be one character",
-                           parameter="quotechar")
+        raise AnonlabError(f"quotechar {quotechar!r} must be one character", parameter="quotechar")
     sep = delimiter if delimiter is not None else sniff_delimiter(path)
     if dtype is not str:
         frame = read_csv_typed(path, sep, quotechar, header, dtype)
         if frame.shape[0] == 0:
             raise _no_rows(f"file '{path}'", header)
         return frame  # type: ignore[no-any-return]
-    data = read_csv_text(path, sep, quotechar, header, doubles=text_options.doubles,
-                         dictionary=text_options.dictionary, repeated=text_options.repeated)
+    data = read_csv_text(
+        path,
+        sep,
+        quotechar,
+        header,
+        doubles=text_options.doubles,
+        dictionary=text_options.dictionary,
+        repeated=text_options.repeated,
+    )
     return _finish(data, f"file '{path}'", dtype, header, text_options=text_options)
 
 
@@ -268,8 +321,11 @@ def _no_absent(doubles: Sequence[str], names: Sequence[str], where: str) -> None
     """Refuse a column named in ``doubles`` that the table does not have."""
     absent = [c for c in doubles if c not in names]
     if absent:
-        raise AnonlabError(f"doubles names the column '{absent[0]}', which {where} does not "
-                           f"have: it has {', '.join(names)}", parameter="doubles")
+        raise AnonlabError(
+            f"doubles names the column '{absent[0]}', which {where} does not "
+            f"have: it has {', '.join(names)}",
+            parameter="doubles",
+        )
 
 
 def _no_rows(where: str, header: bool) -> AnonlabError:
@@ -277,8 +333,9 @@ def _no_rows(where: str, header: bool) -> AnonlabError:
     return AnonlabError(f"{where} {has}: give at least one record")
 
 
-def _finish(data: pa.Table, where: str, dtype: Any, header: bool = True, *,
-            text_options: _Text = _Text()) -> pd.DataFrame:
+def _finish(
+    data: pa.Table, where: str, dtype: Any, header: bool = True, *, text_options: _Text = _Text()
+) -> pd.DataFrame:
     """Refuse repeated names and empty tables; text (``dtype=str``, as ``text_options``
     say) or typed DataFrame."""
     from anonlab.sources import check_names
@@ -294,8 +351,9 @@ def _finish(data: pa.Table, where: str, dtype: Any, header: bool = True, *,
             del data
             _return_arrow_memory()
             return frame
-        return to_frame(text_table(data, text_options.doubles, where),
-                        arrow_strings=text_options.arrow)
+        return to_frame(
+            text_table(data, text_options.doubles, where), arrow_strings=text_options.arrow
+        )
     frame = to_frame(data)
     return frame if dtype is None else frame.astype(dtype)
 
@@ -329,19 +387,24 @@ def _dictionary_table(data: pa.Table, doubles: Sequence[str], where: str) -> pa.
         if name in doubles:
             return double_array(column, name, where)
         kind = column.type
-        if pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type) \
-                and not column.null_count:
+        if (
+            pa.types.is_dictionary(kind)
+            and pa.types.is_string(kind.value_type)
+            and not column.null_count
+        ):
             return column
         return pc.dictionary_encode(text_array(column))
 
     table = pa.Table.from_arrays(
         [encoded(c, name) for name, c in zip(data.column_names, data.columns, strict=True)],
-        names=data.column_names)
+        names=data.column_names,
+    )
     return table.unify_dictionaries().combine_chunks()
 
 
-def _from_database(url: str, table: str | None, query: str | None, dtype: Any,
-                   text_options: _Text) -> pd.DataFrame:
+def _from_database(
+    url: str, table: str | None, query: str | None, dtype: Any, text_options: _Text
+) -> pd.DataFrame:
     """A database table or query result (values as text with ``dtype=str``)."""
     import pyarrow as pa
 
@@ -362,8 +425,10 @@ def _from_database(url: str, table: str | None, query: str | None, dtype: Any,
         data = pa.Table.from_arrays(arrays, names=names)
     except MemoryError as exc:
         detail = str(exc).strip().splitlines()[:1] or ["out of memory"]
-        raise AnonlabError(f"not enough memory to read '{masked(url)}': {detail[0]}; free "
-                           "memory or select fewer rows with query") from None
+        raise AnonlabError(
+            f"not enough memory to read '{masked(url)}': {detail[0]}; free "
+            "memory or select fewer rows with query"
+        ) from None
     return _finish(data, where, dtype, header=False, text_options=text_options)
 
 
@@ -375,8 +440,9 @@ def _from_frame(frame: pd.DataFrame, dtype: Any, text_options: _Text) -> pd.Data
         return frame.copy() if dtype is None else frame.astype(dtype)
     data = arrow_from_frame(frame)
     _no_absent(text_options.doubles, data.column_names, "the DataFrame")
-    text = to_frame(text_table(data, text_options.doubles, "the DataFrame"),
-                    arrow_strings=text_options.arrow)
+    text = to_frame(
+        text_table(data, text_options.doubles, "the DataFrame"), arrow_strings=text_options.arrow
+    )
     text.index = frame.index.copy()
     return text
 
@@ -484,22 +550,27 @@ def write_table(
         _write_database(to_arrow(frame), target)
         return
     if table is not None:
-        raise AnonlabError(f"table is given but the output '{path}' is not a database URL: "
-                           "leave table out, or write to a URL such as sqlite:///out.db",
-                           parameter="table")
+        raise AnonlabError(
+            f"table is given but the output '{path}' is not a database URL: "
+            "leave table out, or write to a URL such as sqlite:///out.db",
+            parameter="table",
+        )
     fmt = output_format(format_of if format_of is not None else path)
     if sheet is not None and fmt != "excel":
-        raise AnonlabError(f"sheet '{sheet}' is given but '{path}' is not an Excel workbook: "
-                           "leave sheet out", parameter="sheet")
+        raise AnonlabError(
+            f"sheet '{sheet}' is given but '{path}' is not an Excel workbook: leave sheet out",
+            parameter="sheet",
+        )
     data = to_arrow(frame)
-    atomic_write(path, lambda tmp: write_file(data, tmp, fmt, delimiter=delimiter,
-                                              sheet=sheet))
+    atomic_write(path, lambda tmp: write_file(data, tmp, fmt, delimiter=delimiter, sheet=sheet))
 
 
 def _named_table(url: str, table: str | None) -> DatabaseTarget:
     if table is None:
-        raise AnonlabError(f"table is needed to write to the database '{masked(url)}': name "
-                           "the table to write", parameter="table")
+        raise AnonlabError(
+            f"table is needed to write to the database '{masked(url)}': name the table to write",
+            parameter="table",
+        )
     return DatabaseTarget(url, table)
 
 
@@ -575,16 +646,18 @@ def read_json(path: PathLike) -> Any:
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise AnonlabError(f"file '{p}' is not valid JSON ({exc}): give a report or key "
-                           "written by anonlab") from exc
+        raise AnonlabError(
+            f"file '{p}' is not valid JSON ({exc}): give a report or key written by anonlab"
+        ) from exc
     except MemoryError as exc:
         raise _memory_error(p, exc) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise AnonlabError(f"file '{p}' is not valid JSON ({exc}): give a report or key "
-                           "written by anonlab") from exc
+        raise AnonlabError(
+            f"file '{p}' is not valid JSON ({exc}): give a report or key written by anonlab"
+        ) from exc
     except RecursionError:
-        raise AnonlabError(f"file '{p}' is JSON nested too deeply: give a report or key "
-                           "written by anonlab") from None
-
+        raise AnonlabError(
+            f"file '{p}' is JSON nested too deeply: give a report or key written by anonlab"
+        ) from None

@@ -68,8 +68,7 @@ def engine_run(args: Sequence[str]) -> bool:
         name, sep, value = arg.partition("=")
         if name in ("--engine", "--output"):
             found[name] = value if sep else (args[i + 1] if i + 1 < len(args) else "")
-    return (found.get("--engine") == "dask"
-            or found.get("--output", "").endswith(("/", os.sep)))
+    return found.get("--engine") == "dask" or found.get("--output", "").endswith(("/", os.sep))
 
 
 def fix_mmap_threshold() -> bool:

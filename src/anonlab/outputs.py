@@ -78,13 +78,15 @@ def _database_target(name: str, value: object) -> DatabaseTarget | None:
     if isinstance(value, DatabaseTarget):
         return value
     if is_database_url(value):
-        raise AnonlabError(f"{name} '{masked(str(value))}' is a database URL: name the table "
-                           "to write in it as well", parameter=name)
+        raise AnonlabError(
+            f"{name} '{masked(str(value))}' is a database URL: name the table "
+            "to write in it as well",
+            parameter=name,
+        )
     return None
 
 
-def output_target(value: PathLike | None, table: str | None, name: str = "output"
-                  ) -> Target | None:
+def output_target(value: PathLike | None, table: str | None, name: str = "output") -> Target | None:
     """An output setting as a target: a file path, or a database table for a URL.
 
     ``table`` names the table to write when ``value`` is a SQLAlchemy URL
@@ -94,13 +96,19 @@ def output_target(value: PathLike | None, table: str | None, name: str = "output
         return None
     if not is_database_url(value):
         if table is not None:
-            raise AnonlabError(f"{name}_table '{table}' is given but {name} '{value}' is not a "
-                               "database URL: leave the table out, or write to a URL such as "
-                               "sqlite:///out.db", parameter=f"{name}_table")
+            raise AnonlabError(
+                f"{name}_table '{table}' is given but {name} '{value}' is not a "
+                "database URL: leave the table out, or write to a URL such as "
+                "sqlite:///out.db",
+                parameter=f"{name}_table",
+            )
         return value
     if table is None or not table.strip():
-        raise AnonlabError(f"{name}_table is needed: {name} '{masked(str(value))}' is a "
-                           "database URL; name the table to write", parameter=f"{name}_table")
+        raise AnonlabError(
+            f"{name}_table is needed: {name} '{masked(str(value))}' is a "
+            "database URL; name the table to write",
+            parameter=f"{name}_table",
+        )
     return DatabaseTarget(str(value), table)
 
 
@@ -111,11 +119,15 @@ def _check_not_input(name: str, shown: str, resolved: Path, inputs: Iterable[Pat
         if where == resolved:
             raise AnonlabError(
                 f"{name} '{shown}' is also an input: choose another path (inputs are never "
-                "overwritten)", parameter=name)
+                "overwritten)",
+                parameter=name,
+            )
         if where.is_dir() and resolved.is_relative_to(where):
             raise AnonlabError(
                 f"{name} '{shown}' is inside the input folder '{item}': choose a path outside "
-                "it (inputs are never overwritten)", parameter=name)
+                "it (inputs are never overwritten)",
+                parameter=name,
+            )
 
 
 def database_key(url: str) -> tuple[str, ...]:
@@ -128,8 +140,12 @@ def database_key(url: str) -> tuple[str, ...]:
     path = sqlite_file(parsed)
     if path is not None:
         return ("sqlite", str(path.resolve()))
-    return (parsed.get_backend_name(), (parsed.host or "").lower(), str(parsed.port or ""),
-            parsed.database or "")
+    return (
+        parsed.get_backend_name(),
+        (parsed.host or "").lower(),
+        str(parsed.port or ""),
+        parsed.database or "",
+    )
 
 
 def _database_file(url: str) -> Path | None:
@@ -157,8 +173,9 @@ def check_output_path(name: str, path: Path, inputs: Iterable[Path]) -> None:
     under a file."""
     _check_not_input(name, str(path), path.resolve(), inputs)
     if path.is_dir():
-        raise AnonlabError(f"{name} '{path}' is a folder: give a file name inside it",
-                           parameter=name)
+        raise AnonlabError(
+            f"{name} '{path}' is a folder: give a file name inside it", parameter=name
+        )
     _check_writable_parent(name, path)
 
 
@@ -168,11 +185,15 @@ def _check_writable_parent(name: str, path: Path) -> None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
-        raise AnonlabError(f"{name} '{path}': '{folder}' is a file, not a folder: choose "
-                           "another path", parameter=name)
+        raise AnonlabError(
+            f"{name} '{path}': '{folder}' is a file, not a folder: choose another path",
+            parameter=name,
+        )
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise AnonlabError(f"{name} '{path}': folder '{folder}' is not writable: choose a "
-                           "writable path", parameter=name)
+        raise AnonlabError(
+            f"{name} '{path}': folder '{folder}' is not writable: choose a writable path",
+            parameter=name,
+        )
 
 
 def check_output_folder(name: str, path: Path, inputs: Iterable[Path]) -> None:
@@ -183,8 +204,11 @@ def check_output_folder(name: str, path: Path, inputs: Iterable[Path]) -> None:
     _check_not_input(name, str(path), path.resolve(), inputs)
     for item in inputs:  # an input inside the output folder would be replaced with it
         if item.resolve().is_relative_to(path.resolve()):
-            raise AnonlabError(f"{name} '{path}' holds the input '{item}': choose another "
-                               "folder (inputs are never overwritten)", parameter=name)
+            raise AnonlabError(
+                f"{name} '{path}' holds the input '{item}': choose another "
+                "folder (inputs are never overwritten)",
+                parameter=name,
+            )
     check_target(path)
     _check_writable_parent(name, path)
 
@@ -219,12 +243,15 @@ class Outputs:
     ) -> None:
         given = [p for p in inputs if p is not None]
         known = [p for p in given if isinstance(p, DatabaseTarget)] + list(input_tables)
-        urls = [os.fspath(p) for p in given
-                if not isinstance(p, DatabaseTarget) and is_database_url(p)]
-        input_paths = [Path(p) for p in given
-                       if not isinstance(p, DatabaseTarget) and not is_database_url(p)]
-        database_files = [f for f in map(_database_file, [*urls, *(t.url for t in known)])
-                          if f is not None]
+        urls = [
+            os.fspath(p) for p in given if not isinstance(p, DatabaseTarget) and is_database_url(p)
+        ]
+        input_paths = [
+            Path(p) for p in given if not isinstance(p, DatabaseTarget) and not is_database_url(p)
+        ]
+        database_files = [
+            f for f in map(_database_file, [*urls, *(t.url for t in known)]) if f is not None
+        ]
         protected = {_table_key(t) for t in known}
         whole = {database_key(u) for u in urls} - {database_key(t.url) for t in known}
         self._targets: dict[str, Path] = {}
@@ -240,13 +267,17 @@ class Outputs:
                 check_target(name, table)
                 key = _table_key(table)
                 if key in protected:
-                    raise AnonlabError(f"{name} {table} is also an input: choose another table "
-                                       "(inputs are never overwritten)", parameter=name)
+                    raise AnonlabError(
+                        f"{name} {table} is also an input: choose another table "
+                        "(inputs are never overwritten)",
+                        parameter=name,
+                    )
                 if key[0] in whole:
                     raise AnonlabError(
                         f"{name} {table} is in the input's database: write the release to "
                         "another database or give the input's table so they can be told apart",
-                        parameter=name)
+                        parameter=name,
+                    )
                 file = _database_file(table.url)
                 if file is not None:
                     _check_not_input(name, str(file), file, input_paths)
@@ -254,7 +285,9 @@ class Outputs:
                     if other is not None and other not in self._tables:
                         raise AnonlabError(
                             f"{name} {table} is in the file '{file}' given as {other}: give "
-                            "each output its own path", parameter=name)
+                            "each output its own path",
+                            parameter=name,
+                        )
                     files.setdefault(file, name)
                 where = key
                 self._tables[name] = table
@@ -267,13 +300,17 @@ class Outputs:
                 if other is not None and other in self._tables:
                     raise AnonlabError(
                         f"{name} '{value}' is the database file of {other}: give each output "
-                        "its own path", parameter=name)
+                        "its own path",
+                        parameter=name,
+                    )
                 files[where] = name
                 self._targets[name] = path
             if where in seen:
                 raise AnonlabError(
                     f"{name} '{value}' is given as both {seen[where]} and {name}: give each "
-                    "output its own path", parameter=name)
+                    "output its own path",
+                    parameter=name,
+                )
             seen[where] = name
         self._staged: dict[str, tuple[Path, bool]] = {}
         self._created: list[Path] = []  # folders this run made, removed again if it fails
@@ -327,9 +364,7 @@ class Outputs:
         entry = self._staged.get(name)
         return None if entry is None else entry[0]
 
-    def stage(
-        self, name: str, write: Callable[[Path], object], *, private: bool = False
-    ) -> None:
+    def stage(self, name: str, write: Callable[[Path], object], *, private: bool = False) -> None:
         """Write output ``name`` now, to a temporary file, with ``write(temporary_path)``.
 
         ``private`` outputs (secret keys) are readable by their owner only.
@@ -348,8 +383,9 @@ class Outputs:
         try:
             create_private(tmp)
             write(tmp)
-            os.chmod(tmp, 0o600 if private or isinstance(target, DatabaseTarget)
-                     else default_mode())
+            os.chmod(
+                tmp, 0o600 if private or isinstance(target, DatabaseTarget) else default_mode()
+            )
         except (OSError, MemoryError) as exc:
             tmp.unlink(missing_ok=True)
             raise write_error(target, exc) from None

@@ -15,5 +15,6 @@ def check_k(k: int, n: int | None = None) -> None:
     if k < 1:
         raise AnonlabError(f"k must be at least 1 (got {k}): choose e.g. 5", parameter="k")
     if n is not None and k > n:
-        raise AnonlabError(f"k = {k} is larger than the table's {n} records: choose k <= {n}",
-                           parameter="k")
+        raise AnonlabError(
+            f"k = {k} is larger than the table's {n} records: choose k <= {n}", parameter="k"
+        )

@@ -23,8 +23,7 @@ def input_description(path: PathLike | None) -> dict[str, Any] | None:
     if path is None:
         return None
     p = Path(path)
-    size = (sum(f.stat().st_size for _name, f in folder_files(p)) if p.is_dir()
-            else p.stat().st_size)
+    size = sum(f.stat().st_size for _name, f in folder_files(p)) if p.is_dir() else p.stat().st_size
     return {"name": p.name, "bytes": size, "sha256": file_sha256(p)}
 
 

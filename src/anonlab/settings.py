@@ -59,12 +59,24 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
     path_fields: ClassVar[tuple[str, ...]] = ()
     input_fields: ClassVar[tuple[str, ...]] = ("input", "table", "query", "sheet")
-    output_fields: ClassVar[tuple[str, ...]] = ("output", "output_table", "report", "html",
-                                                "plot", "key")
+    output_fields: ClassVar[tuple[str, ...]] = (
+        "output",
+        "output_table",
+        "report",
+        "html",
+        "plot",
+        "key",
+    )
     #: parameters that change neither the release nor a figure of its report: where and
     #: how many processes run the work, the independent check, the judgement of the risk
-    neutral_fields: ClassVar[tuple[str, ...]] = ("scheduler", "workers", "memory_limit",
-                                                 "verify", "max_risk", "fail_on_risk")
+    neutral_fields: ClassVar[tuple[str, ...]] = (
+        "scheduler",
+        "workers",
+        "memory_limit",
+        "verify",
+        "max_risk",
+        "fail_on_risk",
+    )
 
     def __init__(self, **values: Any) -> None:
         """Validate ``values``; the first problem becomes one :class:`AnonlabError`."""
@@ -74,8 +86,9 @@ class Settings(BaseModel):
             raise settings_error(exc) from None
 
     @classmethod
-    def load(cls, config: PathLike | None = None, /, *, overwrite: bool = False,
-             **overrides: Any) -> Self:
+    def load(
+        cls, config: PathLike | None = None, /, *, overwrite: bool = False, **overrides: Any
+    ) -> Self:
         """Settings from an optional TOML file, with ``overrides`` (not ``None``) on top.
 
         Giving another input than the file's while keeping the file's outputs
@@ -104,7 +117,9 @@ def check_input_override(
         raise AnonlabError(
             f"{changed} differs from the config file's, but its {', '.join(kept)} would be "
             f"written to the config's paths (over the other table's results): give "
-            f"{', '.join(kept)} for the new {changed} too", parameter=changed)
+            f"{', '.join(kept)} for the new {changed} too",
+            parameter=changed,
+        )
 
 
 S = TypeVar("S", bound=BaseModel)
@@ -123,24 +138,26 @@ class OverwriteError(AnonlabError):
     Python parameters; :meth:`for_flags` names them as the command's flags.
     """
 
-    def __init__(self, config: Path, changed: list[str], kept: list[str],
-                 paths: list[str]) -> None:
+    def __init__(self, config: Path, changed: list[str], kept: list[str], paths: list[str]) -> None:
         self.config, self.changed, self.kept, self.paths = config, changed, kept, paths
         super().__init__(self._line(str, "overwrite=True"), parameter=changed[0])
 
     def for_flags(self, flags: dict[str, str] | None = None) -> str:
         """The message with every parameter shown as the flag that sets it."""
         table = flags or {}
-        return self._line(lambda name: table.get(name, "--" + name.replace("_", "-")),
-                          "--overwrite")
+        return self._line(
+            lambda name: table.get(name, "--" + name.replace("_", "-")), "--overwrite"
+        )
 
     def _line(self, spell: Callable[[str], str], overwrite: str) -> str:
         changed = _and([spell(name) for name in self.changed])
         kept = _and([spell(name) for name in self.kept])
         verb = "differs" if len(self.changed) == 1 else "differ"
-        return (f"{changed} {verb} from config '{self.config}', but {kept} would still be "
-                f"written to the config's {', '.join(self.paths)}, over the results of its "
-                f"own parameters: give {kept} for this run, or {overwrite} to replace them")
+        return (
+            f"{changed} {verb} from config '{self.config}', but {kept} would still be "
+            f"written to the config's {', '.join(self.paths)}, over the results of its "
+            f"own parameters: give {kept} for this run, or {overwrite} to replace them"
+        )
 
 
 def _and(names: Sequence[str]) -> str:
@@ -167,8 +184,11 @@ def check_overwrite(
     """
     if overwrite:
         return
-    kept = [name for name in model.output_fields
-            if values.get(name) is not None and not _given(overrides.get(name))]
+    kept = [
+        name
+        for name in model.output_fields
+        if values.get(name) is not None and not _given(overrides.get(name))
+    ]
     if not kept:
         return
     changed = changed_parameters(model, values, overrides)
@@ -195,18 +215,26 @@ def changed_parameters(
     if not candidates:
         return []
     merged = merge_settings(dict(values), dict(given))
-    base_values = merge_settings(dict(values),
-                                 {k: v for k, v in given.items() if k not in candidates})
+    base_values = merge_settings(
+        dict(values), {k: v for k, v in given.items() if k not in candidates}
+    )
     new, base = _validated(model, merged), _validated(model, base_values)
     if new is None:
         return []
     paths = set(model.path_fields)
     if base is None:
-        return [key for key in candidates
-                if not _same_value(given[key], values.get(key), key in paths)]
-    return [key for key in candidates
-            if not _same_value(getattr(new, fields.get(key, key), None),
-                               getattr(base, fields.get(key, key), None), key in paths)]
+        return [
+            key for key in candidates if not _same_value(given[key], values.get(key), key in paths)
+        ]
+    return [
+        key
+        for key in candidates
+        if not _same_value(
+            getattr(new, fields.get(key, key), None),
+            getattr(base, fields.get(key, key), None),
+            key in paths,
+        )
+    ]
 
 
 def _given(value: Any) -> bool:
@@ -342,13 +370,23 @@ def outputs_taken_over(
     (paths compared once resolved); a kept output is one the config names and
     ``overrides`` does not. ``(None, [])`` when no input changes.
     """
-    changed = next((name for name in input_fields
-                    if overrides.get(name) is not None and config.get(name) is not None
-                    and not _same_source(overrides[name], config[name])), None)
+    changed = next(
+        (
+            name
+            for name in input_fields
+            if overrides.get(name) is not None
+            and config.get(name) is not None
+            and not _same_source(overrides[name], config[name])
+        ),
+        None,
+    )
     if changed is None:
         return None, []
-    return changed, [name for name in output_fields
-                     if config.get(name) is not None and overrides.get(name) is None]
+    return changed, [
+        name
+        for name in output_fields
+        if config.get(name) is not None and overrides.get(name) is None
+    ]
 
 
 def _same_source(a: Any, b: Any) -> bool:
@@ -390,8 +428,9 @@ def settings_error(exc: ValidationError) -> AnonlabError:
         return AnonlabError(f"{where}: {cause}", parameter=name)
     kind = err["type"]
     if kind == "missing":
-        return AnonlabError(f"{where} is missing: give it as an argument or in the TOML file",
-                            parameter=name)
+        return AnonlabError(
+            f"{where} is missing: give it as an argument or in the TOML file", parameter=name
+        )
     if kind == "extra_forbidden":
         return AnonlabError(f"{where} is not a known setting: check the spelling", parameter=name)
     message = str(err["msg"])

@@ -61,8 +61,10 @@ def output_format(target: str | os.PathLike[str] | DatabaseTarget) -> str:
     if suffix in EXCEL_SUFFIXES:
         return "excel"
     if suffix == ".xls":
-        raise AnonlabError(f"output '{target}': the old Excel format .xls cannot be written: "
-                           "name it .xlsx", parameter="output")
+        raise AnonlabError(
+            f"output '{target}': the old Excel format .xls cannot be written: name it .xlsx",
+            parameter="output",
+        )
     if suffix in {".tsv", ".tab"}:
         return "tsv"
     return "csv"
@@ -74,14 +76,17 @@ def to_arrow(frame: pd.DataFrame | pa.Table) -> pa.Table:
     seen: set[str] = set()
     for name in table.column_names:
         if name in seen:
-            raise AnonlabError(f"the table names the column '{name}' twice: give every column "
-                               "its own name before writing")
+            raise AnonlabError(
+                f"the table names the column '{name}' twice: give every column "
+                "its own name before writing"
+            )
         seen.add(name)
     return table
 
 
-def write_file(table: pa.Table, path: Path, fmt: str, *, delimiter: str | None = None,
-               sheet: str | None = None) -> None:
+def write_file(
+    table: pa.Table, path: Path, fmt: str, *, delimiter: str | None = None, sheet: str | None = None
+) -> None:
     """Write ``table`` to ``path`` in format ``fmt`` (a database target stages as Parquet)."""
     if fmt in {"csv", "tsv"}:
         write_csv(table, path, delimiter or ("\t" if fmt == "tsv" else ","))
@@ -110,9 +115,11 @@ def header_line(names: list[str], delimiter: str) -> bytes:
 def check_delimiter(delimiter: str) -> None:
     """A delimiter is one character other than a quote or a line break."""
     if len(delimiter) != 1 or delimiter in '"\r\n':
-        raise AnonlabError(f"delimiter {delimiter!r} must be one character other than a quote "
-                           "or a line break (for a tab, give a real tab character)",
-                           parameter="delimiter")
+        raise AnonlabError(
+            f"delimiter {delimiter!r} must be one character other than a quote "
+            "or a line break (for a tab, give a real tab character)",
+            parameter="delimiter",
+        )
 
 
 def _regex_class(chars: str) -> str:
@@ -138,9 +145,13 @@ def _never_quoted(kind: pa.DataType, delimiter: str) -> bool:
     Numbers, booleans, dates and times print with digits, signs, ``.``,
     ``e``, ``:``, ``-``, spaces and words such as ``nan``/``true``/``Z``.
     """
-    printable = (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                 or pa.types.is_decimal(kind) or pa.types.is_boolean(kind)
-                 or pa.types.is_temporal(kind))
+    printable = (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_temporal(kind)
+    )
     return printable and delimiter in SAFE_DELIMITERS
 
 
@@ -166,17 +177,23 @@ def _render_lines(batch: pa.RecordBatch, delimiter: str) -> pa.Array:
     pattern = _regex_class('"' + delimiter + "\r\n")
     alone = batch.num_columns == 1
     kind = pa.large_string()
-    columns = [_dictionary_fields(c, pattern, alone) if _plain_dictionary(c)
-               else text_array(c).cast(kind) if _never_quoted(c.type, delimiter) and not alone
-               else _quoted(text_array(c).cast(kind), pattern, alone) for c in batch.columns]
+    columns = [
+        _dictionary_fields(c, pattern, alone)
+        if _plain_dictionary(c)
+        else text_array(c).cast(kind)
+        if _never_quoted(c.type, delimiter) and not alone
+        else _quoted(text_array(c).cast(kind), pattern, alone)
+        for c in batch.columns
+    ]
     lines = pc.binary_join_element_wise(*columns, pa.scalar(delimiter, kind))
     return pc.binary_join_element_wise(lines, pa.scalar("", kind), pa.scalar("\n", kind))
 
 
 def _joined(lines: pa.Array) -> pa.Buffer:
     """The texts of a ``large_string`` array one after another, as one buffer (no copy)."""
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1,
-                            offset=lines.offset * 8)
+    offsets = np.frombuffer(
+        lines.buffers()[1], dtype=np.int64, count=len(lines) + 1, offset=lines.offset * 8
+    )
     data = lines.buffers()[2]
     return data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
 
@@ -217,9 +234,12 @@ def _distinct_rows(table: pa.Table) -> tuple[pa.RecordBatch, NDArray[np.int64]] 
     del key
     if len(uniques) > DISTINCT_SHARE * n:
         return None
-    codes = [pa.DictionaryArray.from_arrays(
-        pa.array(code.astype(column.indices.type.to_pandas_dtype())), column.dictionary)
-        for column, code in zip(columns, unpack_codes(uniques, sizes), strict=True)]
+    codes = [
+        pa.DictionaryArray.from_arrays(
+            pa.array(code.astype(column.indices.type.to_pandas_dtype())), column.dictionary
+        )
+        for column, code in zip(columns, unpack_codes(uniques, sizes), strict=True)
+    ]
     batch = pa.RecordBatch.from_arrays(codes, names=table.column_names)
     return batch, inverse
 
@@ -231,8 +251,9 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _in_order(render: Callable[[pa.RecordBatch], pa.Buffer], batches: Iterator[pa.RecordBatch],
-              workers: int) -> Iterator[pa.Buffer]:
+def _in_order(
+    render: Callable[[pa.RecordBatch], pa.Buffer], batches: Iterator[pa.RecordBatch], workers: int
+) -> Iterator[pa.Buffer]:
     """``render`` each batch on ``workers`` threads, yielding results in order.
 
     At most ``2 * workers`` batches are in flight, so memory stays bounded
@@ -269,7 +290,7 @@ def write_csv_rows(table: pa.Table, fh: BinaryIO, delimiter: str) -> None:
         rows, inverse = distinct
         lines = _render_lines(rows, delimiter)
         for start in range(0, len(inverse), CSV_BATCH_ROWS):
-            fh.write(_joined(lines.take(inverse[start:start + CSV_BATCH_ROWS])))
+            fh.write(_joined(lines.take(inverse[start : start + CSV_BATCH_ROWS])))
         return
     batches = iter(table.to_batches(max_chunksize=CSV_BATCH_ROWS))
     workers = min(_usable_cpus(), 4, -(-table.num_rows // CSV_BATCH_ROWS))
@@ -284,8 +305,11 @@ def write_csv_rows(table: pa.Table, fh: BinaryIO, delimiter: str) -> None:
 def _sheet_name(sheet: str | None) -> str:
     name = "Sheet1" if sheet is None else sheet
     if not name or len(name) > 31 or set(name) & _SHEET_FORBIDDEN:
-        raise AnonlabError(f"sheet name '{name}' is not allowed by Excel: use 1 to 31 "
-                           "characters without [ ] : * ? / \\", parameter="sheet")
+        raise AnonlabError(
+            f"sheet name '{name}' is not allowed by Excel: use 1 to 31 "
+            "characters without [ ] : * ? / \\",
+            parameter="sheet",
+        )
     return name
 
 
@@ -295,19 +319,25 @@ def _excel_values(column: pa.Array) -> list[Any]:
     if pa.types.is_dictionary(kind):
         column = column.cast(kind.value_type)
         kind = kind.value_type
-    plain = (pa.types.is_string(kind) or pa.types.is_large_string(kind)
-             or pa.types.is_boolean(kind) or pa.types.is_floating(kind)
-             or pa.types.is_decimal(kind) or pa.types.is_date(kind)
-             or (pa.types.is_timestamp(kind) and kind.tz is None))
+    plain = (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_date(kind)
+        or (pa.types.is_timestamp(kind) and kind.tz is None)
+    )
     if pa.types.is_integer(kind):
-        return [v if v is None or abs(v) < EXCEL_EXACT_INT else str(v)
-                for v in column.to_pylist()]
+        return [v if v is None or abs(v) < EXCEL_EXACT_INT else str(v) for v in column.to_pylist()]
     if not plain:
         return [v or None for v in text_array(column).to_pylist()]
     values: list[Any] = column.to_pylist()
     if pa.types.is_floating(kind):
-        return [None if v is None or math.isnan(v) else v if math.isfinite(v) else str(v)
-                for v in values]
+        return [
+            None if v is None or math.isnan(v) else v if math.isfinite(v) else str(v)
+            for v in values
+        ]
     return values
 
 
@@ -324,9 +354,11 @@ def write_excel(table: pa.Table, path: Path, sheet: str | None = None) -> None:
 
     name = _sheet_name(sheet)
     if table.num_rows + 1 > EXCEL_MAX_ROWS or table.num_columns > EXCEL_MAX_COLUMNS:
-        raise AnonlabError(f"the table has {table.num_rows} rows and {table.num_columns} "
-                           f"columns: an Excel sheet holds at most {EXCEL_MAX_ROWS - 1} rows "
-                           f"and {EXCEL_MAX_COLUMNS} columns; write CSV or Parquet instead")
+        raise AnonlabError(
+            f"the table has {table.num_rows} rows and {table.num_columns} "
+            f"columns: an Excel sheet holds at most {EXCEL_MAX_ROWS - 1} rows "
+            f"and {EXCEL_MAX_COLUMNS} columns; write CSV or Parquet instead"
+        )
     book = Workbook(write_only=True)
     ws = book.create_sheet(name)
 
@@ -334,8 +366,10 @@ def write_excel(table: pa.Table, path: Path, sheet: str | None = None) -> None:
         if not isinstance(value, str):
             return value
         if len(value) > EXCEL_MAX_TEXT:
-            raise AnonlabError(f"a value of {len(value)} characters is longer than an Excel "
-                               f"cell holds ({EXCEL_MAX_TEXT}): write CSV or Parquet instead")
+            raise AnonlabError(
+                f"a value of {len(value)} characters is longer than an Excel "
+                f"cell holds ({EXCEL_MAX_TEXT}): write CSV or Parquet instead"
+            )
         if value.startswith("="):
             text = WriteOnlyCell(ws, value=value)
             text.data_type = "s"  # text, not a formula
@@ -351,7 +385,9 @@ def write_excel(table: pa.Table, path: Path, sheet: str | None = None) -> None:
                 row_number += 1
                 ws.append([cell(v) for v in row])
     except IllegalCharacterError:
-        raise AnonlabError(f"row {row_number} of the table holds a control character that "
-                           "Excel cannot store: remove it or write CSV or Parquet "
-                           "instead") from None
+        raise AnonlabError(
+            f"row {row_number} of the table holds a control character that "
+            "Excel cannot store: remove it or write CSV or Parquet "
+            "instead"
+        ) from None
     book.save(path)

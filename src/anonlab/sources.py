@@ -45,8 +45,10 @@ def file_format(path: Path) -> str:
     if suffix in EXCEL_SUFFIXES:
         return "excel"
     if suffix == ".xls":
-        raise AnonlabError(f"file '{path}' is an old Excel 97-2003 workbook (.xls): open it in "
-                           "a spreadsheet program and save it as .xlsx or .csv")
+        raise AnonlabError(
+            f"file '{path}' is an old Excel 97-2003 workbook (.xls): open it in "
+            "a spreadsheet program and save it as .xlsx or .csv"
+        )
     with path.open("rb") as fh:
         magic = fh.read(4)
     if magic == b"PAR1":
@@ -104,13 +106,14 @@ def first_record(path: Path, sep: str, quotechar: str) -> list[str]:
     """The first non-blank record of a CSV file, as :mod:`csv` reads it (``[]``: none)."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            return next((r for r in csv.reader(fh, delimiter=sep, quotechar=quotechar) if r),
-                        [])
+            return next((r for r in csv.reader(fh, delimiter=sep, quotechar=quotechar) if r), [])
     except UnicodeDecodeError as exc:
         raise _not_utf8(path) from exc
     except csv.Error as exc:  # e.g. a header longer than csv's field limit
-        raise AnonlabError(f"file '{path}' has a malformed first line ({exc}): check the "
-                           f"delimiter (now '{sep}') and the quoting") from None
+        raise AnonlabError(
+            f"file '{path}' has a malformed first line ({exc}): check the "
+            f"delimiter (now '{sep}') and the quoting"
+        ) from None
 
 
 def check_names(names: Sequence[str], where: str) -> None:
@@ -118,14 +121,22 @@ def check_names(names: Sequence[str], where: str) -> None:
     seen: set[str] = set()
     for name in (n.strip() for n in names):
         if name in seen:
-            raise AnonlabError(f"{where} names the column '{name}' twice in its header: give "
-                               "every column its own name")
+            raise AnonlabError(
+                f"{where} names the column '{name}' twice in its header: give "
+                "every column its own name"
+            )
         seen.add(name)
 
 
-def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
-                  doubles: Collection[str] = (), dictionary: bool = False,
-                  repeated: bool = False) -> pa.Table:
+def read_csv_text(
+    path: Path,
+    sep: str,
+    quotechar: str,
+    header: bool,
+    doubles: Collection[str] = (),
+    dictionary: bool = False,
+    repeated: bool = False,
+) -> pa.Table:
     """A CSV file as an Arrow table of strings (empty fields are ``""``, never null).
 
     pyarrow parses the file in blocks on all cores. A record longer than a
@@ -152,16 +163,31 @@ def read_csv_text(path: Path, sep: str, quotechar: str, header: bool,
     names = record if header else [str(i) for i in range(len(record))]
     typed = [i for i, name in enumerate(names) if name in doubles]
     skipped = header and (bool(typed) or dictionary)
-    table = _parse_csv(path, sep, quotechar, names, typed, skip=skipped, dictionary=dictionary,
-                       repeated=repeated and not typed)
+    table = _parse_csv(
+        path,
+        sep,
+        quotechar,
+        names,
+        typed,
+        skip=skipped,
+        dictionary=dictionary,
+        repeated=repeated and not typed,
+    )
     if typed or dictionary:  # any header was skipped: its names are the ones csv read above
         return table.rename_columns(list(names))
     return _named(table, header)
 
 
-def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
-               typed: Sequence[int], skip: bool, dictionary: bool = False,
-               repeated: bool = False) -> pa.Table:
+def _parse_csv(
+    path: Path,
+    sep: str,
+    quotechar: str,
+    names: Sequence[str],
+    typed: Sequence[int],
+    skip: bool,
+    dictionary: bool = False,
+    repeated: bool = False,
+) -> pa.Table:
     """pyarrow's parse of the file: columns ``f0``, ``f1``..., text except ``typed`` (doubles).
 
     ``skip`` leaves out the first record (the header); otherwise it is row 0.
@@ -177,13 +203,21 @@ def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
 
     text = pa.dictionary(pa.int32(), pa.string()) if dictionary else pa.string()
     types = {f"f{i}": pa.float64() if i in typed else text for i in range(len(names))}
-    convert = pacsv.ConvertOptions(column_types=types, null_values=[],
-                                   strings_can_be_null=False, quoted_strings_can_be_null=False)
+    convert = pacsv.ConvertOptions(
+        column_types=types,
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
     if dictionary and repeated:
         once = read_repeated_csv(
-            path, skip, quotechar,
+            path,
+            skip,
+            quotechar,
             pacsv.ReadOptions(block_size=STREAM_BLOCK, autogenerate_column_names=True),
-            pacsv.ParseOptions(delimiter=sep, quote_char=quotechar), convert)
+            pacsv.ParseOptions(delimiter=sep, quote_char=quotechar),
+            convert,
+        )
         if once is not None:
             return once
     read = read_dictionary_csv if dictionary else pacsv.read_csv
@@ -192,10 +226,14 @@ def _parse_csv(path: Path, sep: str, quotechar: str, names: Sequence[str],
         try:
             return read(
                 path,
-                read_options=pacsv.ReadOptions(block_size=block, autogenerate_column_names=True,
-                                               skip_rows_after_names=int(skip)),
-                parse_options=pacsv.ParseOptions(delimiter=sep, quote_char=quotechar,
-                                                 newlines_in_values=newlines),
+                read_options=pacsv.ReadOptions(
+                    block_size=block,
+                    autogenerate_column_names=True,
+                    skip_rows_after_names=int(skip),
+                ),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=sep, quote_char=quotechar, newlines_in_values=newlines
+                ),
                 convert_options=convert,
             )
         except pa.ArrowInvalid as exc:
@@ -217,8 +255,10 @@ def _not_doubles(path: Path, names: Sequence[str], text: str) -> AnonlabError:
     index = int(column.group(1)) if column else -1
     which = f"column '{names[index]}'" if 0 <= index < len(names) else "a column"
     detail = text.strip().splitlines()[0].split(": ")[-1] if text.strip() else "no number"
-    return AnonlabError(f"{which} of file '{path}' is read as numbers but holds a field that "
-                        f"is not one ({detail}): read it as text")
+    return AnonlabError(
+        f"{which} of file '{path}' is read as numbers but holds a field that "
+        f"is not one ({detail}): read it as text"
+    )
 
 
 def _named(table: pa.Table, header: bool) -> pa.Table:
@@ -240,11 +280,15 @@ def _csv_error(path: Path, sep: str, exc: Exception) -> AnonlabError:
     if "empty" in low:
         return AnonlabError(f"file '{path}' is empty: give a table with a header row")
     if "straddl" in low:
-        return AnonlabError(f"file '{path}' has a record longer than {MAX_CSV_BLOCK >> 20} MiB "
-                            f"or an unclosed quote: check the quoting (now '{sep}' separates "
-                            "fields)")
-    return AnonlabError(f"file '{path}' is ragged or malformed ({msg}): every row needs the "
-                        f"same number of fields; check the delimiter (now '{sep}')")
+        return AnonlabError(
+            f"file '{path}' has a record longer than {MAX_CSV_BLOCK >> 20} MiB "
+            f"or an unclosed quote: check the quoting (now '{sep}' separates "
+            "fields)"
+        )
+    return AnonlabError(
+        f"file '{path}' is ragged or malformed ({msg}): every row needs the "
+        f"same number of fields; check the delimiter (now '{sep}')"
+    )
 
 
 def _nearest_double(pd: Any) -> dict[str, Any]:
@@ -265,8 +309,16 @@ def read_csv_typed(path: Path, sep: str, quotechar: str, header: bool, dtype: An
     if header and record:
         check_names(record, f"file '{path}'")
     try:
-        frame = pd.read_csv(path, sep=sep, header=0 if header else None, quotechar=quotechar,
-                            dtype=dtype, encoding="utf-8", engine="c", **_nearest_double(pd))
+        frame = pd.read_csv(
+            path,
+            sep=sep,
+            header=0 if header else None,
+            quotechar=quotechar,
+            dtype=dtype,
+            encoding="utf-8",
+            engine="c",
+            **_nearest_double(pd),
+        )
     except UnicodeDecodeError as exc:
         raise _not_utf8(path) from exc
     except pd.errors.EmptyDataError:
@@ -328,16 +380,25 @@ def read_parquet(path: Path, text: bool) -> pa.Table:
             raise AnonlabError(f"cannot read Parquet file '{path}': {exc}") from None
     parts = parquet_parts(path)
     if not parts:
-        raise AnonlabError(f"folder '{path}' holds no Parquet files: give a CSV, Parquet or "
-                           "Excel file, or a folder of Parquet parts")
+        raise AnonlabError(
+            f"folder '{path}' holds no Parquet files: give a CSV, Parquet or "
+            "Excel file, or a folder of Parquet parts"
+        )
     keys = _hive_keys(path, parts)
     partitioning: Any = None
     if keys:
-        partitioning = (ds.partitioning(pa.schema([(k, pa.string()) for k in keys]),
-                                        flavor="hive") if text else "hive")
+        partitioning = (
+            ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive")
+            if text
+            else "hive"
+        )
     try:
-        dataset = ds.dataset([str(p) for p in parts], format="parquet",
-                             partitioning=partitioning, partition_base_dir=str(path))
+        dataset = ds.dataset(
+            [str(p) for p in parts],
+            format="parquet",
+            partitioning=partitioning,
+            partition_base_dir=str(path),
+        )
         return dataset.to_table()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise AnonlabError(f"cannot read the Parquet folder '{path}': {exc}") from None
@@ -357,29 +418,41 @@ def _open_workbook(fh: BinaryIO, path: Path) -> Any:
     from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
 
     if fh.read(4) != b"PK\x03\x04":
-        raise AnonlabError(f"file '{path}' is not an Excel workbook (an .xlsx file is a zip "
-                           "archive): if it holds CSV text, name it .csv")
+        raise AnonlabError(
+            f"file '{path}' is not an Excel workbook (an .xlsx file is a zip "
+            "archive): if it holds CSV text, name it .csv"
+        )
     fh.seek(0)
     refuse_dtds(fh, path)
     fh.seek(0)
     try:
         return load_workbook(fh, read_only=True, data_only=True)
-    except (BadZipFile, InvalidFileException, KeyError, OSError, ValueError,
-            SyntaxError) as exc:  # SyntaxError: the XML parser's ParseError
+    except (
+        BadZipFile,
+        InvalidFileException,
+        KeyError,
+        OSError,
+        ValueError,
+        SyntaxError,
+    ) as exc:  # SyntaxError: the XML parser's ParseError
         raise _unreadable(path, exc) from None
 
 
 def _unreadable(path: Path, exc: BaseException) -> AnonlabError:
     """The one line for a workbook that is damaged or no workbook at all."""
-    return AnonlabError(f"file '{path}' is not a readable Excel workbook ({first_line(exc)}): "
-                        "save it again as .xlsx")
+    return AnonlabError(
+        f"file '{path}' is not a readable Excel workbook ({first_line(exc)}): "
+        "save it again as .xlsx"
+    )
 
 
 #: bytes of a part that are searched for a DTD when the XML parser cannot read its start
 DTD_SCAN_BYTES = 1 << 16
-_DTD_MARKS = tuple(mark.encode(codec) for mark in ("<!DOCTYPE", "<!ENTITY")
-                   for codec in ("ascii", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be",
-                                 "cp037", "cp500"))
+_DTD_MARKS = tuple(
+    mark.encode(codec)
+    for mark in ("<!DOCTYPE", "<!ENTITY")
+    for codec in ("ascii", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "cp037", "cp500")
+)
 
 
 class _PrologEndError(Exception):
@@ -406,14 +479,23 @@ def refuse_dtds(fh: BinaryIO, path: Path) -> None:
 
     try:
         part = _part_with_dtd(fh)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
-            RuntimeError, OSError, ValueError) as exc:  # RuntimeError: an encrypted part
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+        OSError,
+        ValueError,
+    ) as exc:  # RuntimeError: an encrypted part
         raise _unreadable(path, exc) from None
     if part is not None:
-        raise AnonlabError(f"file '{path}' declares a DTD or entities in its part '{part}': "
-                           "refused, as entity expansion can exhaust the memory (spreadsheet "
-                           "programs never write one); save the workbook again from a "
-                           "spreadsheet program")
+        raise AnonlabError(
+            f"file '{path}' declares a DTD or entities in its part '{part}': "
+            "refused, as entity expansion can exhaust the memory (spreadsheet "
+            "programs never write one); save the workbook again from a "
+            "spreadsheet program"
+        )
 
 
 def _part_with_dtd(fh: BinaryIO) -> str | None:
@@ -450,7 +532,7 @@ def _declares_dtd(part: IO[bytes]) -> bool:
     try:
         while chunk := part.read(8192):
             if len(head) < DTD_SCAN_BYTES:
-                head += chunk[:DTD_SCAN_BYTES - len(head)]
+                head += chunk[: DTD_SCAN_BYTES - len(head)]
             parser.Parse(chunk, False)
         parser.Parse(b"", True)
     except _PrologEndError as end:
@@ -481,8 +563,10 @@ def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Ta
             elif sheet in book.sheetnames:
                 worksheet = book[sheet]
             else:
-                raise AnonlabError(f"sheet '{sheet}' is not in '{path}': it has "
-                                   f"{', '.join(book.sheetnames)}", parameter="sheet")
+                raise AnonlabError(
+                    f"sheet '{sheet}' is not in '{path}': it has {', '.join(book.sheetnames)}",
+                    parameter="sheet",
+                )
             worksheet.reset_dimensions()  # rows as stored: no extra pass to measure the sheet
             rows = [list(r) for r in worksheet.iter_rows(values_only=True)]
         except (KeyError, OSError, SyntaxError) as exc:  # a damaged sheet, read only now
@@ -492,12 +576,15 @@ def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Ta
     while rows and all(v is None or v == "" for v in rows[-1]):
         rows.pop()
     if not rows:
-        raise AnonlabError(f"sheet '{worksheet.title}' of '{path}' is empty: give a table "
-                           "with a header row")
+        raise AnonlabError(
+            f"sheet '{worksheet.title}' of '{path}' is empty: give a table with a header row"
+        )
     width = _sheet_width(rows, header)
     if width == 0:
-        raise AnonlabError(f"the first row of sheet '{worksheet.title}' of '{path}' is empty: "
-                           "start the sheet with its header row")
+        raise AnonlabError(
+            f"the first row of sheet '{worksheet.title}' of '{path}' is empty: "
+            "start the sheet with its header row"
+        )
     from anonlab.tabletext import values_text
 
     names = values_text(rows[0][:width] + [None] * (width - len(rows[0])))
@@ -509,8 +596,10 @@ def read_excel(path: Path, sheet: str | None, header: bool, text: bool) -> pa.Ta
     for number, row in enumerate(rows, start=2 if header else 1):
         extra = row[width:]
         if any(v is not None and v != "" for v in extra):
-            raise AnonlabError(f"sheet '{worksheet.title}' of '{path}' is ragged: row {number} "
-                               f"has values beyond the {width} columns of the first row")
+            raise AnonlabError(
+                f"sheet '{worksheet.title}' of '{path}' is ragged: row {number} "
+                f"has values beyond the {width} columns of the first row"
+            )
         row[width:] = []
         row.extend([None] * (width - len(row)))
     columns = [_excel_column([r[j] for r in rows], text) for j in range(width)]

@@ -26,7 +26,7 @@ _PART = re.compile(r"^part-\d+\.parquet$")
 def _this_host() -> str:
     """This host's name as :func:`anonlab.tempfiles.temp_path_for` writes it."""
     name = temp_path_for(Path("x")).name
-    return name[len(".x.anonlab-"):name.rindex(f"-{os.getpid()}-")]
+    return name[len(".x.anonlab-") : name.rindex(f"-{os.getpid()}-")]
 
 
 _TEMP_FOLDER = re.compile(rf"^\..+\.anonlab-{re.escape(_this_host())}-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
@@ -65,12 +65,17 @@ def remove_stale_folders(folder: Path) -> None:
 def check_target(target: Path) -> None:
     """Refuse a target that exists and is not an earlier dataset of parts."""
     if target.is_file():
-        raise AnonlabError(f"output '{target}' is a file, but the engine writes a folder of "
-                           "Parquet parts: name a folder", parameter="output")
+        raise AnonlabError(
+            f"output '{target}' is a file, but the engine writes a folder of "
+            "Parquet parts: name a folder",
+            parameter="output",
+        )
     if target.is_dir() and not _replaceable(target):
-        raise AnonlabError(f"output '{target}' is a folder holding other files than Parquet "
-                           "parts: name a new folder (it is not emptied for you)",
-                           parameter="output")
+        raise AnonlabError(
+            f"output '{target}' is a folder holding other files than Parquet "
+            "parts: name a new folder (it is not emptied for you)",
+            parameter="output",
+        )
 
 
 class StagedFolder:
@@ -126,7 +131,8 @@ class StagedFolder:
     def __enter__(self) -> StagedFolder:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if kind is not None:
             self.discard()

@@ -182,17 +182,24 @@ class MicrodataTable:
         from anonlab.dataset import assign_roles, without_role
 
         if numbers not in NUMBER_RULES:
-            raise AnonlabError(f"numbers '{numbers}' is not a rule: give 'parsed' or 'exact'",
-                               parameter="numbers")
+            raise AnonlabError(
+                f"numbers '{numbers}' is not a rule: give 'parsed' or 'exact'", parameter="numbers"
+            )
         if frame.shape[0] == 0:
             raise AnonlabError(f"the {what} has no records: give at least one record")
         nom, ordl = split_names(nominal), split_names(ordinal)
         check_present(frame, [*nom, *ordl], what)
         others = [*identifying, *sensitive, *insensitive]
         names = _numeric_names(frame, columns, [*nom, *ordl], others, numbers, purpose)
-        roles = assign_roles(frame.columns, qi=[*names, *nom, *ordl], identifying=identifying,
-                             sensitive=sensitive, insensitive=insensitive, other=other,
-                             role_parameters=role_parameters)
+        roles = assign_roles(
+            frame.columns,
+            qi=[*names, *nom, *ordl],
+            identifying=identifying,
+            sensitive=sensitive,
+            insensitive=insensitive,
+            other=other,
+            role_parameters=role_parameters,
+        )
         by_other = tuple(without_role(frame.columns, names, [*nom, *ordl], others))
         numeric = read_numbers(frame, names, numbers, allow_constant=allow_constant, what=what)
         cats = tuple(encode_all(frame, nom, ordl, orders, what))
@@ -227,21 +234,22 @@ class MicrodataTable:
         from anonlab.dataset import Role
 
         if numbers not in NUMBER_RULES:
-            raise AnonlabError(f"numbers '{numbers}' is not a rule: give 'parsed' or 'exact'",
-                               parameter="numbers")
+            raise AnonlabError(
+                f"numbers '{numbers}' is not a rule: give 'parsed' or 'exact'", parameter="numbers"
+            )
         if frame.shape[0] == 0:
             raise AnonlabError(f"the {what} has no records: give at least one record")
         columns = [str(c) for c in frame.columns]
         given = {str(c): _role(Role, r) for c, r in roles.items()}
         _check_role_names(columns, given, what)
-        _check_typed(given, {"nominal": nominal, "ordinal": ordinal, "by_other": by_other},
-                     Role)
+        _check_typed(given, {"nominal": nominal, "ordinal": ordinal, "by_other": by_other}, Role)
         categorical = {*nominal, *ordinal}
         names = [c for c in columns if given[c] == Role.QUASI and c not in categorical]
         numeric = read_numbers(frame, names, numbers, allow_constant=allow_constant, what=what)
         cats = tuple(encode_all(frame, list(nominal), list(ordinal), orders, what))
-        return cls(frame, {c: given[c] for c in columns}, numeric, cats, tuple(by_other),
-                   numbers, what)
+        return cls(
+            frame, {c: given[c] for c in columns}, numeric, cats, tuple(by_other), numbers, what
+        )
 
     def encoded_like(self, frame: pd.DataFrame, what: str = "masked table") -> MicrodataTable:
         """Another table with the same records (e.g. a masked one), encoded as this one is.
@@ -251,8 +259,9 @@ class MicrodataTable:
         to the domain; :func:`anonlab.encoding.encode_like`). Roles are this
         table's for the columns it has.
         """
-        numeric = read_numbers(frame, self.numeric.names, self.numbers, allow_constant=True,
-                               what=what)
+        numeric = read_numbers(
+            frame, self.numeric.names, self.numbers, allow_constant=True, what=what
+        )
         cats = tuple(encode_like(c, frame, what) for c in self.categorical)
         roles = {c: r for c, r in self.roles.items() if c in set(map(str, frame.columns))}
         return MicrodataTable(frame, roles, numeric, cats, (), self.numbers, what)
@@ -264,40 +273,56 @@ def _role(kind: type[Role], value: Role | str) -> Role:
         return kind(value)
     except ValueError:
         known = ", ".join(r.value for r in kind)
-        raise AnonlabError(f"roles gives the role '{value}', which is not a role: give one of "
-                           f"{known}", parameter="roles") from None
+        raise AnonlabError(
+            f"roles gives the role '{value}', which is not a role: give one of {known}",
+            parameter="roles",
+        ) from None
 
 
 def _check_role_names(columns: list[str], roles: Mapping[str, Role], what: str) -> None:
     """``roles`` names every column of the table and nothing else."""
     missing = [c for c in columns if c not in roles]
     if missing:
-        raise AnonlabError(f"column '{missing[0]}' of the {what} has no role: give every column "
-                           "its role in roles", parameter="roles")
+        raise AnonlabError(
+            f"column '{missing[0]}' of the {what} has no role: give every column its role in roles",
+            parameter="roles",
+        )
     stray = [c for c in roles if c not in set(columns)]
     if stray:
-        raise AnonlabError(f"roles names column '{stray[0]}', which the {what} does not have "
-                           f"(its columns are {', '.join(columns)})", parameter="roles")
+        raise AnonlabError(
+            f"roles names column '{stray[0]}', which the {what} does not have "
+            f"(its columns are {', '.join(columns)})",
+            parameter="roles",
+        )
 
 
-def _check_typed(roles: Mapping[str, Role], lists: Mapping[str, Sequence[str]],
-                 kind: type[Role]) -> None:
+def _check_typed(
+    roles: Mapping[str, Role], lists: Mapping[str, Sequence[str]], kind: type[Role]
+) -> None:
     """Categorical columns are quasi-identifiers of one type; ``by_other`` ones insensitive."""
     both = sorted(set(lists["nominal"]) & set(lists["ordinal"]))
     if both:
-        raise AnonlabError(f"column '{both[0]}' is named both nominal and ordinal: give each "
-                           "column one type", parameter="ordinal")
+        raise AnonlabError(
+            f"column '{both[0]}' is named both nominal and ordinal: give each column one type",
+            parameter="ordinal",
+        )
     wanted = {"nominal": kind.QUASI, "ordinal": kind.QUASI, "by_other": kind.INSENSITIVE}
     for parameter, names in lists.items():
         for name in names:
             role = roles.get(name)
             if role is None:
-                raise AnonlabError(f"{parameter} names column '{name}', which the table does "
-                                   "not have: fix the name", parameter=parameter)
+                raise AnonlabError(
+                    f"{parameter} names column '{name}', which the table does "
+                    "not have: fix the name",
+                    parameter=parameter,
+                )
             if role != wanted[parameter]:
-                raise AnonlabError(f"{parameter} names column '{name}', whose role is "
-                                   f"{role.value}, not {wanted[parameter].value}: give it that "
-                                   "role in roles or leave it out", parameter=parameter)
+                raise AnonlabError(
+                    f"{parameter} names column '{name}', whose role is "
+                    f"{role.value}, not {wanted[parameter].value}: give it that "
+                    "role in roles or leave it out",
+                    parameter=parameter,
+                )
 
 
 def _numeric_names(
@@ -322,11 +347,16 @@ def _numeric_names(
         names = select_columns(frame, columns, exclude=[*categorical, *others])
     overlap = sorted(set(names) & set(categorical))
     if overlap:
-        raise AnonlabError(f"column '{overlap[0]}' is named both numeric and categorical: "
-                           "give each column one type")
+        raise AnonlabError(
+            f"column '{overlap[0]}' is named both numeric and categorical: "
+            "give each column one type"
+        )
     if not names and not categorical:
-        raise AnonlabError(f"no column to {purpose}: name numeric columns in columns or "
-                           "categorical ones in nominal or ordinal", parameter="columns")
+        raise AnonlabError(
+            f"no column to {purpose}: name numeric columns in columns or "
+            "categorical ones in nominal or ordinal",
+            parameter="columns",
+        )
     return names
 
 
@@ -372,15 +402,27 @@ def as_table(
     model the column settings come from it: giving them as well is refused.
     """
     if isinstance(data, MicrodataTable):
-        given = [name for name, value in (("nominal", nominal), ("ordinal", ordinal),
-                                          ("orders", orders)) if value]
+        given = [
+            name
+            for name, value in (("nominal", nominal), ("ordinal", ordinal), ("orders", orders))
+            if value
+        ]
         if columns != ALL_NUMERIC:
             given.insert(0, "columns")
         if given:
-            raise AnonlabError(f"{given[0]} is given with a MicrodataTable, which already "
-                               "holds the columns and their types: leave it out",
-                               parameter=given[0])
+            raise AnonlabError(
+                f"{given[0]} is given with a MicrodataTable, which already "
+                "holds the columns and their types: leave it out",
+                parameter=given[0],
+            )
         return data
-    return MicrodataTable.from_frame(data, columns, nominal=nominal, ordinal=ordinal,
-                                     orders=orders, other="insensitive", purpose=purpose,
-                                     what=what)
+    return MicrodataTable.from_frame(
+        data,
+        columns,
+        nominal=nominal,
+        ordinal=ordinal,
+        orders=orders,
+        other="insensitive",
+        purpose=purpose,
+        what=what,
+    )

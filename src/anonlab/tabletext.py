@@ -29,8 +29,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ArrowColumn: TypeAlias = Any  # a pyarrow Array or ChunkedArray (pyarrow has no type hints)
-_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
-                      OverflowError, TypeError)
+_CONVERSION_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    OverflowError,
+    TypeError,
+)
 _PER_SECOND = {"ms": 10**3, "us": 10**6, "ns": 10**9}
 
 
@@ -64,8 +69,9 @@ def text_array(column: ArrowColumn) -> ArrowColumn:
             column = column.cast(pa.string())
         except pa.ArrowInvalid as exc:
             if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-                raise AnonlabError(f"a column holds bytes that are not UTF-8 text ({exc}): "
-                                   "store text as UTF-8") from None
+                raise AnonlabError(
+                    f"a column holds bytes that are not UTF-8 text ({exc}): store text as UTF-8"
+                ) from None
             column = _python_text(column)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
             column = _python_text(column)
@@ -145,14 +151,18 @@ def arrow_from_frame(frame: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=[str(c) for c in frame.columns])
 
 
-def text_table(table: pa.Table, doubles: Collection[str] = (), where: str = "the table"
-               ) -> pa.Table:
+def text_table(
+    table: pa.Table, doubles: Collection[str] = (), where: str = "the table"
+) -> pa.Table:
     """Every column of ``table`` as text without nulls, those named in ``doubles`` as doubles
     (:func:`double_array`; ``where`` names the table in its errors)."""
     return pa.Table.from_arrays(
-        [double_array(c, name, where) if name in doubles else text_array(c)
-         for name, c in zip(table.column_names, table.columns, strict=True)],
-        names=table.column_names)
+        [
+            double_array(c, name, where) if name in doubles else text_array(c)
+            for name, c in zip(table.column_names, table.columns, strict=True)
+        ],
+        names=table.column_names,
+    )
 
 
 def double_array(column: ArrowColumn, name: str, where: str) -> ArrowColumn:
@@ -170,8 +180,10 @@ def double_array(column: ArrowColumn, name: str, where: str) -> ArrowColumn:
         return text_array(column).cast(pa.float64())
     except pa.ArrowInvalid as exc:
         detail = (str(exc).strip().splitlines() or ["no number"])[0]
-        raise AnonlabError(f"column '{name}' of {where} is read as numbers but holds a value "
-                           f"that is not one ({detail}): read it as text") from None
+        raise AnonlabError(
+            f"column '{name}' of {where} is read as numbers but holds a value "
+            f"that is not one ({detail}): read it as text"
+        ) from None
 
 
 def to_frame(table: pa.Table, *, arrow_strings: bool = False) -> pd.DataFrame:
@@ -191,8 +203,7 @@ def to_frame(table: pa.Table, *, arrow_strings: bool = False) -> pd.DataFrame:
     import pandas as pd
 
     def arrow_text(kind: pa.DataType) -> Any:
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or \
-                pa.types.is_float64(kind):
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_float64(kind):
             return pd.ArrowDtype(kind)
         return None
 

@@ -78,10 +78,12 @@ def process_started(pid: int) -> float | None:
     ``None`` where that is not known."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        ticks = int(fields[fields.rindex(")") + 2:].split()[19])  # field 22, starttime
-        boot = next(int(line.split()[1]) for line in
-                    Path("/proc/stat").read_text(encoding="ascii").splitlines()
-                    if line.startswith("btime "))
+        ticks = int(fields[fields.rindex(")") + 2 :].split()[19])  # field 22, starttime
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text(encoding="ascii").splitlines()
+            if line.startswith("btime ")
+        )
         return boot + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
@@ -142,8 +144,11 @@ _REASONS = {
     errno.EISDIR: "it is a folder: give a file name inside it",
 }
 _MESSAGES = {  # pyarrow's OSErrors often carry the reason in the text only
-    "no space left": errno.ENOSPC, "quota": errno.EDQUOT, "permission denied": errno.EACCES,
-    "read-only file system": errno.EROFS, "file name too long": errno.ENAMETOOLONG,
+    "no space left": errno.ENOSPC,
+    "quota": errno.EDQUOT,
+    "permission denied": errno.EACCES,
+    "read-only file system": errno.EROFS,
+    "file name too long": errno.ENAMETOOLONG,
 }
 
 
@@ -161,8 +166,10 @@ def write_error(target: object, exc: BaseException) -> WriteError:
     if isinstance(exc, WriteError):
         return exc
     if isinstance(exc, MemoryError):
-        return WriteError(f"cannot write '{target}': not enough memory: free memory or "
-                          "write a smaller table", errno.ENOMEM)
+        return WriteError(
+            f"cannot write '{target}': not enough memory: free memory or write a smaller table",
+            errno.ENOMEM,
+        )
     code: int | None = getattr(exc, "errno", None)
     if code not in _REASONS:
         text = str(exc).lower()

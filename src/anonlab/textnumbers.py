@@ -50,10 +50,29 @@ HEAD_ROWS = 1024  # values matched first when telling integer columns from fract
 NUMBER_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?$|^[+-]?(inf|infinity|nan)$"
 # Text read as "no value" (the null spellings of Arrow's CSV reader, and how
 # pandas prints a missing value as text: 'nan', 'None', '<NA>').
-MISSING_TEXT = frozenset({
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-    "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-})
+MISSING_TEXT = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
 
 
 def frame_labels(frame: pd.DataFrame) -> dict[str, Any]:
@@ -61,8 +80,9 @@ def frame_labels(frame: pd.DataFrame) -> dict[str, Any]:
     return {str(c): c for c in frame.columns}
 
 
-def exact_matrix(frame: pd.DataFrame, names: Sequence[str], *, allow_constant: bool = False
-                 ) -> tuple[FloatArray, list[bool]]:
+def exact_matrix(
+    frame: pd.DataFrame, names: Sequence[str], *, allow_constant: bool = False
+) -> tuple[FloatArray, list[bool]]:
     """The named columns as an ``N x d`` Fortran-ordered float64 array, and which hold integers.
 
     Refuses a table without records, a missing, infinite or non-numeric value
@@ -83,14 +103,17 @@ def exact_matrix(frame: pd.DataFrame, names: Sequence[str], *, allow_constant: b
 def not_numeric(name: str, row: int | None = None, text: str | None = None) -> AnonlabError:
     """The error for a value of column ``name`` that is not a number (record 1-based)."""
     where = "" if row is None else f" (record {row + 1}: {text!r})"
-    return AnonlabError(f"column '{name}' is not numeric{where}: choose numeric columns "
-                        "(z-scores need numbers)")
+    return AnonlabError(
+        f"column '{name}' is not numeric{where}: choose numeric columns (z-scores need numbers)"
+    )
 
 
 def missing_value(name: str, row: int) -> AnonlabError:
     """The error for a missing or infinite value of column ``name`` (record 1-based)."""
-    return AnonlabError(f"column '{name}' has a missing or infinite value (record "
-                        f"{row + 1}): fill or drop such records first")
+    return AnonlabError(
+        f"column '{name}' has a missing or infinite value (record "
+        f"{row + 1}): fill or drop such records first"
+    )
 
 
 def _fill_column(target: FloatArray, column: pd.Series[Any], name: str) -> bool:
@@ -215,8 +238,10 @@ def check_values(names: Sequence[str], values: FloatArray, allow_constant: bool)
         spread = values.max(axis=0) - values.min(axis=0)
         if np.any(spread == 0):
             col = int(np.argmax(spread == 0))
-            raise AnonlabError(f"column '{names[col]}' is constant: a z-score is impossible; "
-                               "leave it out of columns")
+            raise AnonlabError(
+                f"column '{names[col]}' is constant: a z-score is impossible; "
+                "leave it out of columns"
+            )
 
 
 def parse_numbers(series: pd.Series) -> pd.Series:

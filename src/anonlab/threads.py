@@ -19,10 +19,14 @@ from anonlab.errors import AnonlabError
 
 def check_workers(workers: object) -> int:
     """``workers`` as given, refused unless it is -1 (every CPU) or a whole number >= 1."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or not (
-            workers == -1 or workers >= 1):
-        raise AnonlabError(f"workers must be -1 (every CPU) or at least 1, got {workers}",
-                           parameter="workers")
+    if (
+        isinstance(workers, bool)
+        or not isinstance(workers, int)
+        or not (workers == -1 or workers >= 1)
+    ):
+        raise AnonlabError(
+            f"workers must be -1 (every CPU) or at least 1, got {workers}", parameter="workers"
+        )
     return workers
 
 

@@ -85,12 +85,19 @@ COMMAND_MODULES = (
 )
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
-    "generalize": "anonlab.cli.generalize", "apply": "anonlab.cli.generalize",
-    "hierarchy": "anonlab.cli.hierarchy", "microaggregate": "anonlab.cli.microaggregate",
-    "evaluate": "anonlab.cli.microaggregate", "tradeoff": "anonlab.cli.microaggregate",
-    "fuse": "anonlab.cli.fusion", "party": "anonlab.cli.party", "perturb": "anonlab.cli.perturb",
-    "attack": "anonlab.cli.perturb", "report": "anonlab.cli.report",
-    "verify": "anonlab.cli.verify", "risk": "anonlab.cli.risk",
+    "generalize": "anonlab.cli.generalize",
+    "apply": "anonlab.cli.generalize",
+    "hierarchy": "anonlab.cli.hierarchy",
+    "microaggregate": "anonlab.cli.microaggregate",
+    "evaluate": "anonlab.cli.microaggregate",
+    "tradeoff": "anonlab.cli.microaggregate",
+    "fuse": "anonlab.cli.fusion",
+    "party": "anonlab.cli.party",
+    "perturb": "anonlab.cli.perturb",
+    "attack": "anonlab.cli.perturb",
+    "report": "anonlab.cli.report",
+    "verify": "anonlab.cli.verify",
+    "risk": "anonlab.cli.risk",
 }
 
 app: typer.Typer  # every command; made on first use (see __getattr__)
@@ -131,8 +138,10 @@ def _split_example(line: str, width: int = HELP_WIDTH) -> list[str]:
         current = command.rstrip()
     while len(current) > width:
         # before a flag if one fits (a flag stays with its value), else between any words
-        cut = max(current.rfind(" --", len(indent) + 8, width - 1),
-                  current.rfind(" -", len(indent) + 8, width - 1))
+        cut = max(
+            current.rfind(" --", len(indent) + 8, width - 1),
+            current.rfind(" -", len(indent) + 8, width - 1),
+        )
         if cut < 0:
             cut = current.rfind(" ", len(indent) + 8, width - 1)
         if cut < 0:
@@ -156,8 +165,7 @@ def _example_commands(paragraph: str) -> list[str]:
 
 def _example_block(paragraph: str) -> str:
     """An example paragraph kept as written (Click's ``\\b``), each line fitted to the width."""
-    lines = [part for command in _example_commands(paragraph)
-             for part in _split_example(command)]
+    lines = [part for command in _example_commands(paragraph) for part in _split_example(command)]
     return "\b\n" + "\n".join(lines)
 
 
@@ -167,8 +175,9 @@ def fit_help(text: str | None) -> str | None:
     if not text:
         return text
     paragraphs = text.split("\n\n")
-    return "\n\n".join(_example_block(p) if p.lstrip().startswith("anonlab ") else p
-                       for p in paragraphs)
+    return "\n\n".join(
+        _example_block(p) if p.lstrip().startswith("anonlab ") else p for p in paragraphs
+    )
 
 
 def first_sentence(text: str | None) -> str | None:
@@ -186,8 +195,11 @@ def first_sentence(text: str | None) -> str | None:
 def _fit_commands(app: typer.Typer) -> None:
     """Fit the help of every command of ``app`` and of its groups, recursively."""
     for info in app.registered_commands:
-        text = info.help if isinstance(info.help, str) else (
-            info.callback.__doc__ if info.callback is not None else None)
+        text = (
+            info.help
+            if isinstance(info.help, str)
+            else (info.callback.__doc__ if info.callback is not None else None)
+        )
         info.help = fit_help(text)
         info.short_help = info.short_help or first_sentence(text)
     for group in app.registered_groups:

@@ -41,9 +41,7 @@ def fail(message: str) -> typer.Exit:
 
 
 @overload
-def user_errors(
-    func: Callable[P, R], *, flags: dict[str, str] | None = None
-) -> Callable[P, R]: ...
+def user_errors(func: Callable[P, R], *, flags: dict[str, str] | None = None) -> Callable[P, R]: ...
 
 
 @overload
@@ -82,13 +80,16 @@ def _wrap_errors(func: Callable[P, R], flags: dict[str, str] | None) -> Callable
         except OSError as exc:
             raise fail(_os_error_line(exc)) from None
         except MemoryError:
-            raise fail("not enough memory for this run, nothing was written: use a smaller "
-                       "table, fewer columns, or a machine with more memory") from None
+            raise fail(
+                "not enough memory for this run, nothing was written: use a smaller "
+                "table, fewer columns, or a machine with more memory"
+            ) from None
         except UnicodeDecodeError as exc:
             raise fail(f"input is not UTF-8 text ({exc.reason}): re-save it as UTF-8") from None
         except RecursionError:
-            raise fail("an input is nested too deeply to read: give a file written by "
-                       "anonlab") from None
+            raise fail(
+                "an input is nested too deeply to read: give a file written by anonlab"
+            ) from None
         except KeyboardInterrupt:
             raise fail("interrupted: nothing was written") from None
 
@@ -121,8 +122,14 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    display = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), console=console, transient=True)
+    display = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
     tasks: dict[str, TaskID] = {}
 
     def update(step: str, done: int, total: int | None) -> None:
@@ -134,8 +141,10 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
         yield update
 
 
-OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
-                     "the release to, replaced in one transaction (default: none).")
+OUTPUT_TABLE_HELP = (
+    "With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
+    "the release to, replaced in one transaction (default: none)."
+)
 
 # ---------------------------------------------------------------------------
 # Options that several commands share, each defined once. A command takes one
@@ -144,22 +153,27 @@ OUTPUT_TABLE_HELP = ("With --output a SQLAlchemy URL (e.g. sqlite:///out.db): th
 # ---------------------------------------------------------------------------
 
 #: the TOML settings file of a run
-CONFIG = typer.Option(None, "--config", help="TOML settings (paths relative to its folder); "
-                      "flags override it.")
+CONFIG = typer.Option(
+    None, "--config", help="TOML settings (paths relative to its folder); flags override it."
+)
 #: a run whose flags change the config's parameters may write to the config's outputs
 OVERWRITE = typer.Option(
-    False, "--overwrite/--no-overwrite", help="With --config and a flag that changes its "
+    False,
+    "--overwrite/--no-overwrite",
+    help="With --config and a flag that changes its "
     "parameters, write to the config's outputs anyway (default: refused; name --output, "
-    "--report... instead).")
+    "--report... instead).",
+)
 
 # how an input table is read (anonlab.runs.common.ReadSettings)
-DELIMITER = typer.Option(None, "--delimiter", help="CSV delimiter (default: sniffed from the "
-                         "header: ',', ';' or tab).")
+DELIMITER = typer.Option(
+    None, "--delimiter", help="CSV delimiter (default: sniffed from the header: ',', ';' or tab)."
+)
 SHEET = typer.Option(None, "--sheet", help="Excel sheet to read (default: the first).")
-TABLE = typer.Option(None, "--table", help="Database table to read when an input is a "
-                     "SQLAlchemy URL.")
-QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy "
-                     "URL.")
+TABLE = typer.Option(
+    None, "--table", help="Database table to read when an input is a SQLAlchemy URL."
+)
+QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy URL.")
 
 # the files a run writes besides its release, and what it prints
 REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
@@ -168,56 +182,93 @@ QUIET = typer.Option(False, "--quiet", help="No progress display or summary.")
 
 # where a Dask engine runs (docs/engine.md); each command says what --engine does for it
 SCHEDULER = typer.Option(
-    None, "--scheduler", help="Dask scheduler to join, tcp://host:port (default: start a local "
-    "cluster).")
+    None,
+    "--scheduler",
+    help="Dask scheduler to join, tcp://host:port (default: start a local cluster).",
+)
 DASK_WORKERS = typer.Option(
-    None, "--workers", help="Worker processes of the local Dask cluster (default: one per "
-    "core).")
+    None, "--workers", help="Worker processes of the local Dask cluster (default: one per core)."
+)
 MEMORY_LIMIT = typer.Option(
-    None, "--memory-limit", help="Memory of each Dask worker, e.g. 4GB (default: Dask's share "
-    "of this machine's memory).")
-VERIFY = typer.Option(None, "--verify/--no-verify", help="Re-read the release and check it with "
-                      "the independent checker before anything is written (default: on).")
+    None,
+    "--memory-limit",
+    help="Memory of each Dask worker, e.g. 4GB (default: Dask's share of this machine's memory).",
+)
+VERIFY = typer.Option(
+    None,
+    "--verify/--no-verify",
+    help="Re-read the release and check it with "
+    "the independent checker before anything is written (default: on).",
+)
 
 # the roles of the columns a method does not mask (anonlab.runs.common.RoleSettings)
-IDENTIFYING = typer.Option(None, "--identifying", help="Identifying column(s), dropped from "
-                           "the release (comma-separated or repeated; default: none).")
-SENSITIVE = typer.Option(None, "--sensitive", help="Sensitive column(s), released as they are; "
-                         "the risk section gives their l and t (comma-separated or repeated; "
-                         "default: none).")
+IDENTIFYING = typer.Option(
+    None,
+    "--identifying",
+    help="Identifying column(s), dropped from "
+    "the release (comma-separated or repeated; default: none).",
+)
+SENSITIVE = typer.Option(
+    None,
+    "--sensitive",
+    help="Sensitive column(s), released as they are; "
+    "the risk section gives their l and t (comma-separated or repeated; "
+    "default: none).",
+)
 INSENSITIVE = typer.Option(
-    None, "--insensitive", help="Column(s) released as they are, by choice (comma-separated "
-    "or repeated; default: none).")
+    None,
+    "--insensitive",
+    help="Column(s) released as they are, by choice (comma-separated or repeated; default: none).",
+)
 OTHER = typer.Option(
-    None, "--other", help="Role of every column given no other role: only 'insensitive' "
-    "(released unchanged and listed in the report). Default: such a column is refused.")
+    None,
+    "--other",
+    help="Role of every column given no other role: only 'insensitive' "
+    "(released unchanged and listed in the report). Default: such a column is refused.",
+)
 
 # the release's risk (anonlab.risk.release.ReleaseRiskSettings)
 ATTACKER_COLUMNS = typer.Option(
-    None, "--attacker-columns", help="Columns the attacker is assumed to know, "
+    None,
+    "--attacker-columns",
+    help="Columns the attacker is assumed to know, "
     "comma-separated (default: the --qi columns; a command without --qi: every released "
-    "column that is not sensitive and not the weights).")
+    "column that is not sensitive and not the weights).",
+)
 MAX_RISK = typer.Option(
-    None, "--max-risk", help="Warn when the highest prosecutor risk of the release is above "
-    "this (default: 0.2).")
+    None,
+    "--max-risk",
+    help="Warn when the highest prosecutor risk of the release is above this (default: 0.2).",
+)
 FAIL_ON_RISK = typer.Option(
-    None, "--fail-on-risk/--no-fail-on-risk", help="Refuse a release that draws a risk "
-    "warning: exit code 3, nothing written (default: off).")
+    None,
+    "--fail-on-risk/--no-fail-on-risk",
+    help="Refuse a release that draws a risk warning: exit code 3, nothing written (default: off).",
+)
 RISK_THRESHOLD = typer.Option(
-    None, "--risk-threshold", help="Extra threshold for records at risk (repeat; 0.2, 0.1 and "
-    "0.05 always).")
+    None,
+    "--risk-threshold",
+    help="Extra threshold for records at risk (repeat; 0.2, 0.1 and 0.05 always).",
+)
 POPULATION = typer.Option(
-    None, "--population", help="Size of the population the table was sampled from "
-    "(default: none).")
+    None, "--population", help="Size of the population the table was sampled from (default: none)."
+)
 SAMPLING_FRACTION = typer.Option(
-    None, "--sampling-fraction", help="Share of the population in the table, e.g. 0.01 "
-    "(default: none).")
+    None,
+    "--sampling-fraction",
+    help="Share of the population in the table, e.g. 0.01 (default: none).",
+)
 WEIGHTS = typer.Option(
-    None, "--weights", help="Column of sampling weights, for sdcMicro's individual risk "
-    "(default: none).")
+    None,
+    "--weights",
+    help="Column of sampling weights, for sdcMicro's individual risk (default: none).",
+)
 SENSITIVE_HIERARCHY = typer.Option(
-    None, "--sensitive-hierarchy", help="COLUMN=FILE: hierarchy of a sensitive attribute, for "
-    "t-closeness with hierarchical distance (repeat).")
+    None,
+    "--sensitive-hierarchy",
+    help="COLUMN=FILE: hierarchy of a sensitive attribute, for "
+    "t-closeness with hierarchical distance (repeat).",
+)
 
 
 def as_text(value: Path | str | None) -> str | None:

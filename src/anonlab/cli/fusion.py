@@ -64,20 +64,29 @@ def fuse_command(
     report: Path | None = REPORT,
     html: Path | None = HTML,
     score: str | None = typer.Option(
-        None, "--score", metavar="sensitivity|tds",
+        None,
+        "--score",
+        metavar="sensitivity|tds",
         help="Score of a specialization (default: the config's fusion.score).",
     ),
     keep_id: bool | None = typer.Option(
-        None, "--keep-id/--drop-id",
+        None,
+        "--keep-id/--drop-id",
         help="Keep the record-id column in the fused table, as an insensitive column "
         "(default: the config's keep_id).",
     ),
     identifying: list[str] | None = typer.Option(
-        None, "--identifying", help="Column(s) in no template that never leave their provider, "
-        "added to the config's (comma-separated or repeated; default: none)."),
+        None,
+        "--identifying",
+        help="Column(s) in no template that never leave their provider, "
+        "added to the config's (comma-separated or repeated; default: none).",
+    ),
     sensitive: list[str] | None = typer.Option(
-        None, "--sensitive", help="Column(s) released as they are whose l and t the risk "
-        "section gives, added to the config's (default: none; the class is sensitive)."),
+        None,
+        "--sensitive",
+        help="Column(s) released as they are whose l and t the risk "
+        "section gives, added to the config's (default: none; the class is sensitive).",
+    ),
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     attacker_columns: str | None = ATTACKER_COLUMNS,
@@ -89,7 +98,8 @@ def fuse_command(
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     verify: bool | None = typer.Option(
-        None, "--verify/--no-verify",
+        None,
+        "--verify/--no-verify",
         help="Re-read the fused table and check every template independently (default: on).",
     ),
     quiet: bool = QUIET,
@@ -98,14 +108,29 @@ def fuse_command(
     from anonlab.runs.fusion import FuseSettings, run_fuse
 
     settings = FuseSettings.load(
-        None, config=str(config), output=as_text(output), report=as_text(report),
+        None,
+        config=str(config),
+        output=as_text(output),
+        report=as_text(report),
         html=as_text(html),
-        score=score, keep_id=keep_id, identifying=identifying, sensitive=sensitive,
-        insensitive=insensitive, other=other, verify=verify,
-        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                         population=population, sampling_fraction=sampling_fraction,
-                         weights=weights, sensitive_hierarchy=sensitive_hierarchy))
+        score=score,
+        keep_id=keep_id,
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        verify=verify,
+        **risk_overrides(
+            attacker_columns=attacker_columns,
+            max_risk=max_risk,
+            fail_on_risk=fail_on_risk,
+            risk_threshold=risk_threshold,
+            population=population,
+            sampling_fraction=sampling_fraction,
+            weights=weights,
+            sensitive_hierarchy=sensitive_hierarchy,
+        ),
+    )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_fuse(settings, progress=progress)
     if not quiet:
@@ -122,15 +147,22 @@ def risk_rows(table: Any, report: dict[str, Any]) -> None:
     risk = report.get("risk") or {}
     prosecutor = risk.get("prosecutor") or {}
     if prosecutor:
-        table.add_row("prosecutor risk", f"highest {_figure(prosecutor['highest'])}, average "
-                      f"{_figure(prosecutor['average'])}")
+        table.add_row(
+            "prosecutor risk",
+            f"highest {_figure(prosecutor['highest'])}, average {_figure(prosecutor['average'])}",
+        )
     sizes = (risk.get("classes") or {}).get("sizes") or {}
     if risk:
-        table.add_row("unique records", f"{int(sizes.get('1', sizes.get(1, 0))):,} of "
-                      f"{int(risk['records']):,} on {', '.join(risk['attacker_columns'])}")
+        table.add_row(
+            "unique records",
+            f"{int(sizes.get('1', sizes.get(1, 0))):,} of "
+            f"{int(risk['records']):,} on {', '.join(risk['attacker_columns'])}",
+        )
     for column, figures in (risk.get("sensitive") or {}).items():
-        table.add_row(f"sensitive '{column}'", f"distinct l {_figure(figures['distinct_l'])}, "
-                      f"t {_figure(figures['t_equal'])}")
+        table.add_row(
+            f"sensitive '{column}'",
+            f"distinct l {_figure(figures['distinct_l'])}, t {_figure(figures['t_equal'])}",
+        )
     unchanged = report.get("released_unchanged")
     if unchanged:
         table.add_row("released unchanged", ", ".join(unchanged))
@@ -146,8 +178,9 @@ def _print_summary(report: dict[str, Any]) -> None:
     table.add_row("score", report["score"])
     table.add_row("rounds", f"{report['rounds']} ({report['rounds_per_second']:.0f}/s)")
     for t in report["templates"]:
-        table.add_row(f"template k={t['k']}",
-                      f"{', '.join(t['qid'])}: smallest group {t['smallest_group']}")
+        table.add_row(
+            f"template k={t['k']}", f"{', '.join(t['qid'])}: smallest group {t['smallest_group']}"
+        )
     for note in report["dropped_templates"]:
         table.add_row("dropped", note)
     risk_rows(table, report)

@@ -111,16 +111,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: how the library's parameters are spelled on these commands
-FLAGS = {"input": "the INPUT argument", "report_in": "the REPORT argument",
-         "hierarchies": "--qi", "criteria": "--criterion", "attribute_weights": "--weight",
-         "targets": "--target",
-         **RISK_FLAGS}
+FLAGS = {
+    "input": "the INPUT argument",
+    "report_in": "the REPORT argument",
+    "hierarchies": "--qi",
+    "criteria": "--criterion",
+    "attribute_weights": "--weight",
+    "targets": "--target",
+    **RISK_FLAGS,
+}
 
 
 ENGINE = typer.Option(
-    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
+    None,
+    "--engine",
+    help="Where the passes over the rows run: numpy (this process) | dask (a "
     "Dask cluster; --output must be a folder, ending in /) (default: numpy; see "
-    "docs/engine.md).")
+    "docs/engine.md).",
+)
 
 
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -131,8 +139,9 @@ def _errors(func: Callable[P, R]) -> Callable[P, R]:
 
 def _apply_errors(func: Callable[P, R]) -> Callable[P, R]:
     """:func:`user_errors` for ``apply``, whose privacy model comes from the report."""
-    wrapped: Callable[P, R] = user_errors(func, flags={**FLAGS,
-                                                       "criteria": "the REPORT's criteria"})
+    wrapped: Callable[P, R] = user_errors(
+        func, flags={**FLAGS, "criteria": "the REPORT's criteria"}
+    )
     return wrapped
 
 
@@ -143,8 +152,10 @@ def _flag(name: str) -> str:
 @_errors
 def generalize_command(
     input: str | None = typer.Argument(
-        None, help="Table to anonymize: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
-        "config's input)."),
+        None,
+        help="Table to anonymize: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
+        "config's input).",
+    ),
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
@@ -159,34 +170,52 @@ def generalize_command(
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     k: int | None = typer.Option(
-        None, "--k", help="Every class has at least k records: a shorthand for "
-        "--criterion k-anonymity:k=K (default: 2 when no --criterion is given)."),
+        None,
+        "--k",
+        help="Every class has at least k records: a shorthand for "
+        "--criterion k-anonymity:k=K (default: 2 when no --criterion is given).",
+    ),
     criterion: list[str] | None = typer.Option(
-        None, "--criterion", help="A privacy model, MODEL[:ATTRIBUTE][:KEY=VALUE,...], e.g. "
+        None,
+        "--criterion",
+        help="A privacy model, MODEL[:ATTRIBUTE][:KEY=VALUE,...], e.g. "
         "distinct-l-diversity:occupation:l=3 or k-anonymity:k=5 (repeat; all must hold; "
-        "replaces the config's criteria; see docs/privacy_models.md) (default: none)."),
+        "replaces the config's criteria; see docs/privacy_models.md) (default: none).",
+    ),
     suppression: str | None = typer.Option(
-        None, "--suppression",
+        None,
+        "--suppression",
         help="Largest share of records that may be suppressed: a fraction below 1 (0.01) or a "
-        "percentage (1%) (default: 0)."
+        "percentage (1%) (default: 0).",
     ),
     search: str | None = typer.Option(
-        None, "--search", help="Optimal: exhaustive | ola | degree | flash; heuristic, for "
+        None,
+        "--search",
+        help="Optimal: exhaustive | ola | degree | flash; heuristic, for "
         "lattices of any size, not proven optimal: lightning | top-down | genetic (ARX's) | "
         "descent; auto: flash "
-        "up to --heuristic-threshold nodes, lightning above (default: flash)."
+        "up to --heuristic-threshold nodes, lightning above (default: flash).",
     ),
     time_limit: float | None = typer.Option(
-        None, "--time-limit", help="A heuristic search stops after this many seconds (inf: "
-        "no limit) (default: 30, ARX's)."),
+        None,
+        "--time-limit",
+        help="A heuristic search stops after this many seconds (inf: "
+        "no limit) (default: 30, ARX's).",
+    ),
     step_limit: int | None = typer.Option(
-        None, "--step-limit", help="A heuristic search stops after checking this many nodes "
-        "(default: no limit)."),
+        None,
+        "--step-limit",
+        help="A heuristic search stops after checking this many nodes (default: no limit).",
+    ),
     heuristic_threshold: int | None = typer.Option(
-        None, "--heuristic-threshold", help="With --search auto: the largest lattice searched "
-        "optimally, in nodes (default: 100000, ARX's)."),
+        None,
+        "--heuristic-threshold",
+        help="With --search auto: the largest lattice searched "
+        "optimally, in nodes (default: 100000, ARX's).",
+    ),
     metric: str | None = typer.Option(
-        None, "--metric",
+        None,
+        "--metric",
         help="loss | precision | precision_with_suppression | height | discernibility | "
         "discernibility_with_suppression | aecs | entropy | entropy_with_suppression | "
         "normalized_entropy | ambiguity | kl_divergence | entropy_information_loss | "
@@ -195,36 +224,62 @@ def generalize_command(
         "records; else precision).",
     ),
     gs_factor: float | None = typer.Option(
-        None, "--gs-factor", help="ARX's generalization/suppression factor from 0 to 1, for "
-        "the metrics that take it (default: 0.5)."),
+        None,
+        "--gs-factor",
+        help="ARX's generalization/suppression factor from 0 to 1, for "
+        "the metrics that take it (default: 0.5).",
+    ),
     aggregate: str | None = typer.Option(
-        None, "--aggregate", help="How a multi-dimensional metric (loss, precision, height, "
+        None,
+        "--aggregate",
+        help="How a multi-dimensional metric (loss, precision, height, "
         "the entropies) combines its attributes: arithmetic_mean | geometric_mean | sum | max "
-        "| rank (default: the metric's ARX default, geometric_mean for loss)."),
+        "| rank (default: the metric's ARX default, geometric_mean for loss).",
+    ),
     weight: list[str] | None = typer.Option(
-        None, "--weight", help="Weight of a quasi-identifier in the metric: COLUMN=NUMBER, "
-        "e.g. age=2 (repeat; default: 1 each)."),
+        None,
+        "--weight",
+        help="Weight of a quasi-identifier in the metric: COLUMN=NUMBER, "
+        "e.g. age=2 (repeat; default: 1 each).",
+    ),
     target: list[str] | None = typer.Option(
-        None, "--target", help="A column the classification metric judges the release by "
+        None,
+        "--target",
+        help="A column the classification metric judges the release by "
         "(ARX's response variable): a majority vote per class should still predict it "
-        "(repeat; needed by --metric classification)."),
+        "(repeat; needed by --metric classification).",
+    ),
     static_loss: list[str] | None = typer.Option(
-        None, "--static-loss", help="The static metric's loss of a quasi-identifier at each "
+        None,
+        "--static-loss",
+        help="The static metric's loss of a quasi-identifier at each "
         "level, level 0 first: COLUMN=NUMBER,NUMBER,..., e.g. sex=0,1 (repeat for every "
-        "quasi-identifier; needed by --metric static)."),
+        "quasi-identifier; needed by --metric static).",
+    ),
     practical_monotonicity: bool | None = typer.Option(
-        None, "--practical-monotonicity/--no-practical-monotonicity",
+        None,
+        "--practical-monotonicity/--no-practical-monotonicity",
         help="Treat every privacy model as monotone, as ARX's option does: fewer nodes "
-        "checked, but the optimum may be missed (default: off)."),
+        "checked, but the optimum may be missed (default: off).",
+    ),
     min_level: list[str] | None = typer.Option(
-        None, "--min-level", help="Lowest level the search may give a quasi-identifier: "
-        "COLUMN=LEVEL, e.g. sex=1 (repeat; default: 0)."),
+        None,
+        "--min-level",
+        help="Lowest level the search may give a quasi-identifier: "
+        "COLUMN=LEVEL, e.g. sex=1 (repeat; default: 0).",
+    ),
     max_level: list[str] | None = typer.Option(
-        None, "--max-level", help="Highest level the search may give a quasi-identifier: "
-        "COLUMN=LEVEL, e.g. age=2 (repeat; default: its hierarchy's height)."),
+        None,
+        "--max-level",
+        help="Highest level the search may give a quasi-identifier: "
+        "COLUMN=LEVEL, e.g. age=2 (repeat; default: its hierarchy's height).",
+    ),
     alternatives: int | None = typer.Option(
-        None, "--alternatives", help="List the N best transformations that satisfy the "
-        "models, numbered for `anonlab apply --node` (default: 0, none)."),
+        None,
+        "--alternatives",
+        help="List the N best transformations that satisfy the "
+        "models, numbered for `anonlab apply --node` (default: 0, none).",
+    ),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -234,10 +289,12 @@ def generalize_command(
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     output: str | None = typer.Option(
-        None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
-        "else CSV (default: none)."),
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
+        None,
+        "--output",
+        help="Release; its format follows the extension: .parquet, .xlsx, "
+        "else CSV (default: none).",
+    ),
+    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
     report: Path | None = REPORT,
     html: Path | None = HTML,
     plot: Path | None = typer.Option(
@@ -262,33 +319,61 @@ def generalize_command(
     )
 
     overrides: dict[str, Any] = {
-        "input": input, "delimiter": delimiter, "sheet": sheet, "table": table, "query": query,
-        "qi": parse_qi_flags(qi) if qi else None, "identifying": identifying,
-        "sensitive": sensitive, "insensitive": insensitive, "other": other, "k": k,
-        "suppression": suppression, "search": search, "metric": metric,
-        "time_limit": time_limit, "step_limit": step_limit,
+        "input": input,
+        "delimiter": delimiter,
+        "sheet": sheet,
+        "table": table,
+        "query": query,
+        "qi": parse_qi_flags(qi) if qi else None,
+        "identifying": identifying,
+        "sensitive": sensitive,
+        "insensitive": insensitive,
+        "other": other,
+        "k": k,
+        "suppression": suppression,
+        "search": search,
+        "metric": metric,
+        "time_limit": time_limit,
+        "step_limit": step_limit,
         "heuristic_threshold": heuristic_threshold,
-        "criteria": criterion, "gs_factor": gs_factor, "aggregate": aggregate,
+        "criteria": criterion,
+        "gs_factor": gs_factor,
+        "aggregate": aggregate,
         "attribute_weights": parse_weight_flags(weight) if weight else None,
         "targets": target or None,
         "static_loss": parse_static_loss_flags(static_loss) if static_loss else None,
         "practical_monotonicity": practical_monotonicity,
         "min_level": parse_level_flags(min_level, "min_level") if min_level else None,
         "max_level": parse_level_flags(max_level, "max_level") if max_level else None,
-        "alternatives": alternatives, "output": output,
-        "output_table": output_table, "report": as_text(report), "html": as_text(html),
-        "plot": as_text(plot), "verify": verify, "engine": engine, "scheduler": scheduler,
-        "workers": workers, "memory_limit": memory_limit,
-        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                         population=population, sampling_fraction=sampling_fraction,
-                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
+        "alternatives": alternatives,
+        "output": output,
+        "output_table": output_table,
+        "report": as_text(report),
+        "html": as_text(html),
+        "plot": as_text(plot),
+        "verify": verify,
+        "engine": engine,
+        "scheduler": scheduler,
+        "workers": workers,
+        "memory_limit": memory_limit,
+        **risk_overrides(
+            attacker_columns=attacker_columns,
+            max_risk=max_risk,
+            fail_on_risk=fail_on_risk,
+            risk_threshold=risk_threshold,
+            population=population,
+            sampling_fraction=sampling_fraction,
+            weights=weights,
+            sensitive_hierarchy=sensitive_hierarchy,
+        ),
     }
     stale = [] if config is None else stale_outputs(config, overrides)
     if stale:
-        raise fail(f"input '{input}' replaces the input of config '{config}', whose "
-                   f"{' and '.join(stale)} are named for that input: give "
-                   f"{' and '.join(_flag(n) for n in stale)} for the new input")
+        raise fail(
+            f"input '{input}' replaces the input of config '{config}', whose "
+            f"{' and '.join(stale)} are named for that input: give "
+            f"{' and '.join(_flag(n) for n in stale)} for the new input"
+        )
     settings = GeneralizeSettings.load(config, overwrite=overwrite, **overrides)
     if not any((settings.output, settings.report, settings.html, settings.plot)):
         raise fail("nothing to write: give --output, --report, --html and/or --plot")
@@ -313,12 +398,16 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     bounded = _bounded(report)
     if bounded:
         table.add_row("level bounds", bounded)
-    table.add_row("search", f"{report['search']}: {report['nodes_checked']} of "
-                  f"{report['lattice_size']} nodes checked")
+    table.add_row(
+        "search",
+        f"{report['search']}: {report['nodes_checked']} of {report['lattice_size']} nodes checked",
+    )
     heuristic = report.get("heuristic")
     if isinstance(heuristic, dict):
-        table.add_row("heuristic search", f"best node found, not proven optimal: stopped by "
-                      f"{heuristic['stopped_by']}")
+        table.add_row(
+            "heuristic search",
+            f"best node found, not proven optimal: stopped by {heuristic['stopped_by']}",
+        )
     from anonlab.risk.figures import release_classes, release_suppressed
 
     table.add_row("suppressed records", str(release_suppressed(report)))
@@ -326,8 +415,11 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     for entry in report.get("criteria") or []:
         params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
         table.add_row(entry["model"], f"{params}: {'holds' if entry['satisfied'] else 'FAILS'}")
-    table.add_row(report["metric"], report.get("information_loss_arx", {}).get(
-        report["metric"]) or _figure(report["optimum_loss"]))
+    table.add_row(
+        report["metric"],
+        report.get("information_loss_arx", {}).get(report["metric"])
+        or _figure(report["optimum_loss"]),
+    )
     _risk_rows(table, report)
     table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
     table.add_row("wrote", ", ".join(str(p) for p in written))
@@ -339,8 +431,11 @@ def _bounded(report: dict[str, Any]) -> str:
     """The level bounds the run was given, ``age 0..2, sex 1..1`` ('' for none)."""
     params = report.get("parameters") or {}
     named = {*(params.get("min_level") or {}), *(params.get("max_level") or {})}
-    return ", ".join(f"{c} {lo}..{hi}" for c, (lo, hi) in
-                     (report.get("level_bounds") or {}).items() if c in named)
+    return ", ".join(
+        f"{c} {lo}..{hi}"
+        for c, (lo, hi) in (report.get("level_bounds") or {}).items()
+        if c in named
+    )
 
 
 def _print_alternatives(report: dict[str, Any]) -> None:
@@ -353,15 +448,21 @@ def _print_alternatives(report: dict[str, Any]) -> None:
     if not listed:
         return
     names = list(listed[0]["levels"])
-    table = Table(title=f"{len(listed)} best transformations (anonlab apply --node N)",
-                  caption=f"levels: {', '.join(names)}; loss: {report['metric']}")
+    table = Table(
+        title=f"{len(listed)} best transformations (anonlab apply --node N)",
+        caption=f"levels: {', '.join(names)}; loss: {report['metric']}",
+    )
     for header in ("node", "levels", "loss", "suppressed", "highest risk"):
         table.add_column(header, justify="left" if header == "levels" else "right")
     for entry in listed:
         vector = ",".join(str(entry["levels"][c]) for c in names)
-        table.add_row(str(entry["node"]), f"({vector})", _loss_figure(entry["loss"]),
-                      str(entry["suppressed_records"]),
-                      _figure(entry["highest_prosecutor_risk"]))
+        table.add_row(
+            str(entry["node"]),
+            f"({vector})",
+            _loss_figure(entry["loss"]),
+            str(entry["suppressed_records"]),
+            _figure(entry["highest_prosecutor_risk"]),
+        )
     Console().print(table)
 
 
@@ -385,12 +486,17 @@ def _risk_rows(table: Any, report: dict[str, Any]) -> None:
     risk = report.get("risk") or {}
     prosecutor = risk.get("prosecutor") or {}
     if prosecutor:
-        table.add_row("prosecutor risk", f"highest {_figure(prosecutor['highest'])}, average "
-                      f"{_figure(prosecutor['average'])} (attacker knows "
-                      f"{', '.join(risk['attacker_columns'])})")
+        table.add_row(
+            "prosecutor risk",
+            f"highest {_figure(prosecutor['highest'])}, average "
+            f"{_figure(prosecutor['average'])} (attacker knows "
+            f"{', '.join(risk['attacker_columns'])})",
+        )
     for column, figures in (risk.get("sensitive") or {}).items():
-        table.add_row(f"sensitive '{column}'", f"distinct l {_figure(figures['distinct_l'])}, "
-                      f"t {_figure(figures['t_equal'])}")
+        table.add_row(
+            f"sensitive '{column}'",
+            f"distinct l {_figure(figures['distinct_l'])}, t {_figure(figures['t_equal'])}",
+        )
     if report.get("insensitive_by_other"):
         table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
 
@@ -399,21 +505,26 @@ def _risk_rows(table: Any, report: dict[str, Any]) -> None:
 def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
     input: str = typer.Argument(
-        ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."),
+        ..., help="Table with the same columns: CSV, Parquet, Excel or a SQLAlchemy URL."
+    ),
     output: str | None = typer.Option(
-        None, "--output", help="Release; its format follows the extension: .parquet, .xlsx, "
+        None,
+        "--output",
+        help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV; a folder ending in / receives partitioned Parquet written by the engine "
-        "(default: none)."),
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
+        "(default: none).",
+    ),
+    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
     report: Path | None = typer.Option(
-        None, "--report", help="JSON report of this run (default: none)."),
+        None, "--report", help="JSON report of this run (default: none)."
+    ),
     html: Path | None = typer.Option(
-        None, "--html", help="Shareable HTML report of this run (default: none)."),
+        None, "--html", help="Shareable HTML report of this run (default: none)."
+    ),
     verify: bool | None = VERIFY,
     other: str | None = OTHER,
     attacker_columns: str | None = ATTACKER_COLUMNS,
@@ -425,12 +536,18 @@ def apply_command(
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     levels: list[str] | None = typer.Option(
-        None, "--levels", help="Release these levels instead of the report's: "
+        None,
+        "--levels",
+        help="Release these levels instead of the report's: "
         "COLUMN=LEVEL,... (the columns not named keep the report's levels) (default: the "
-        "report's transformation)."),
+        "report's transformation).",
+    ),
     node: int | None = typer.Option(
-        None, "--node", help="Release transformation N of the report's alternatives list "
-        "(generalize --alternatives) (default: the report's transformation)."),
+        None,
+        "--node",
+        help="Release transformation N of the report's alternatives list "
+        "(generalize --alternatives) (default: the report's transformation).",
+    ),
     engine: str | None = ENGINE,
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
@@ -444,16 +561,35 @@ def apply_command(
     if output is None and report is None and html is None:
         raise fail("nothing to write: give --output, --report and/or --html")
     settings = ApplySettings.load(
-        None, report_in=str(report_in), input=input, output=output, output_table=output_table,
-        delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report),
-        html=as_text(html), verify=verify, other=other, node=node,
+        None,
+        report_in=str(report_in),
+        input=input,
+        output=output,
+        output_table=output_table,
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+        html=as_text(html),
+        verify=verify,
+        other=other,
+        node=node,
         levels=parse_level_flags(levels, "levels") if levels else None,
-        engine=engine, scheduler=scheduler,
-        workers=workers, memory_limit=memory_limit,
-        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                         population=population, sampling_fraction=sampling_fraction,
-                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
+        engine=engine,
+        scheduler=scheduler,
+        workers=workers,
+        memory_limit=memory_limit,
+        **risk_overrides(
+            attacker_columns=attacker_columns,
+            max_risk=max_risk,
+            fail_on_risk=fail_on_risk,
+            risk_threshold=risk_threshold,
+            population=population,
+            sampling_fraction=sampling_fraction,
+            weights=weights,
+            sensitive_hierarchy=sensitive_hierarchy,
+        ),
     )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_apply(settings, progress=progress)

@@ -26,25 +26,39 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: how the library's parameters are spelled on these commands
-FLAGS = {"input": "the INPUT argument", "groups": "--group", "date_format": "--format",
-         "hierarchy": "the FILE argument"}
+FLAGS = {
+    "input": "the INPUT argument",
+    "groups": "--group",
+    "date_format": "--format",
+    "hierarchy": "the FILE argument",
+}
 
-hierarchy_app = typer.Typer(help="Build hierarchy files in the ARX CSV layout, or show one.",
-                            no_args_is_help=True)
+hierarchy_app = typer.Typer(
+    help="Build hierarchy files in the ARX CSV layout, or show one.", no_args_is_help=True
+)
 
 COLUMN_INPUT = typer.Argument(
-    ..., help="Table holding the column: CSV, Parquet, Excel or a SQLAlchemy URL.")
+    ..., help="Table holding the column: CSV, Parquet, Excel or a SQLAlchemy URL."
+)
 HIERARCHY_OUTPUT = typer.Option(..., "--output", help="Hierarchy CSV to write.")
-HIERARCHY_QUIET = typer.Option(False, "--quiet", help="Do not print what was written (warnings "
-                               "are still printed).")
+HIERARCHY_QUIET = typer.Option(
+    False, "--quiet", help="Do not print what was written (warnings are still printed)."
+)
 HIERARCHY_REPORT = typer.Option(
-    None, "--report", help="JSON report of what was built: files, levels with their groups "
-    "and the largest, warnings (default: none).")
+    None,
+    "--report",
+    help="JSON report of what was built: files, levels with their groups "
+    "and the largest, warnings (default: none).",
+)
 SHOW_REPORT = typer.Option(
-    None, "--report", help="JSON report of the view: levels with their groups and the "
-    "largest, warnings, values of --column not covered (default: none).")
-SHOW_QUIET = typer.Option(False, "--quiet", help="Do not print the view (warnings are still "
-                          "printed).")
+    None,
+    "--report",
+    help="JSON report of the view: levels with their groups and the "
+    "largest, warnings, values of --column not covered (default: none).",
+)
+SHOW_QUIET = typer.Option(
+    False, "--quiet", help="Do not print the view (warnings are still printed)."
+)
 
 
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -63,9 +77,11 @@ def _build(kind: str, quiet: bool, **values: Any) -> None:
         result = run_hierarchy(settings)
         if not quiet:
             out = result.report
-            print(f"wrote {shown_path(settings.output)}: {kind} hierarchy of '{out['column']}', "
-                  f"{out['values']} values, {out['levels']} levels (0 = the values, "
-                  f"{out['levels'] - 1} = the top)")
+            print(
+                f"wrote {shown_path(settings.output)}: {kind} hierarchy of '{out['column']}', "
+                f"{out['values']} values, {out['levels']} levels (0 = the values, "
+                f"{out['levels'] - 1} = the top)"
+            )
             _print_view(out["view"])
 
 
@@ -79,8 +95,9 @@ def _print_view(view: dict[str, Any]) -> None:
     table.add_column("groups", justify="right")
     table.add_column(f"largest groups ({view['counted']})")
     for level in view["levels"]:
-        largest = ", ".join(f"{g['group'] or '(missing)'}: {g['count']:,}"
-                            for g in level["largest"])
+        largest = ", ".join(
+            f"{g['group'] or '(missing)'}: {g['count']:,}" for g in level["largest"]
+        )
         table.add_row(str(level["level"]), f"{level['groups']:,}", largest)
     Console().print(table)
 
@@ -90,8 +107,9 @@ def _print_view(view: dict[str, Any]) -> None:
 def hierarchy_interval(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Numeric column."),
-    widths: str = typer.Option(..., "--widths", help="Interval widths, e.g. 5,10,20 (each a "
-                               "multiple of the one before)."),
+    widths: str = typer.Option(
+        ..., "--widths", help="Interval widths, e.g. 5,10,20 (each a multiple of the one before)."
+    ),
     output: Path = HIERARCHY_OUTPUT,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
@@ -105,8 +123,19 @@ def hierarchy_interval(
     Example: anonlab hierarchy interval data/adult/adult.csv --delimiter ';'
     --column age --widths 5,10,20 --output out/hierarchy_age.csv
     """
-    _build("interval", quiet, input=input, column=column, widths=widths, output=str(output),
-           delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report))
+    _build(
+        "interval",
+        quiet,
+        input=input,
+        column=column,
+        widths=widths,
+        output=str(output),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
 
 
 @hierarchy_app.command("redaction")
@@ -128,8 +157,18 @@ def hierarchy_redaction(
     11 levels). Example: anonlab hierarchy redaction examples/census/wage.csv
     --column zip --output out/hierarchy_zip.csv
     """
-    _build("redaction", quiet, input=input, column=column, output=str(output),
-           delimiter=delimiter, sheet=sheet, table=table, query=query, report=as_text(report))
+    _build(
+        "redaction",
+        quiet,
+        input=input,
+        column=column,
+        output=str(output),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
 
 
 @hierarchy_app.command("grouping")
@@ -137,11 +176,13 @@ def hierarchy_redaction(
 def hierarchy_grouping(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Numeric or ordinal column."),
-    sizes: str = typer.Option(..., "--sizes", help="Group sizes per level, e.g. 2,4 (each a "
-                              "multiple of the one before)."),
+    sizes: str = typer.Option(
+        ..., "--sizes", help="Group sizes per level, e.g. 2,4 (each a multiple of the one before)."
+    ),
     output: Path = HIERARCHY_OUTPUT,
     order: str | None = typer.Option(
-        None, "--order",
+        None,
+        "--order",
         help="Comma-separated order of the values; needed for text (default: numbers in "
         "numeric order; nominal text: use 'hierarchy taxonomy').",
     ),
@@ -158,9 +199,20 @@ def hierarchy_grouping(
     education --order '1. < HS Grad,2. HS Grad,3. Some College,4. College
     Grad,5. Advanced Degree' --sizes 1,5 --output out/hierarchy_education.csv
     """
-    _build("grouping", quiet, input=input, column=column, sizes=sizes, order=order,
-           output=str(output), delimiter=delimiter, sheet=sheet, table=table, query=query,
-           report=as_text(report))
+    _build(
+        "grouping",
+        quiet,
+        input=input,
+        column=column,
+        sizes=sizes,
+        order=order,
+        output=str(output),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
 
 
 @hierarchy_app.command("taxonomy")
@@ -170,11 +222,17 @@ def hierarchy_taxonomy(
     column: str = typer.Option(..., "--column", help="Nominal column."),
     output: Path = HIERARCHY_OUTPUT,
     mapping: Path | None = typer.Option(
-        None, "--mapping", help="Groups of every level in a .toml, .json or .csv file (see "
-        "docs/hierarchies.md) (default: none; then give --group)."),
+        None,
+        "--mapping",
+        help="Groups of every level in a .toml, .json or .csv file (see "
+        "docs/hierarchies.md) (default: none; then give --group).",
+    ),
     group: list[str] | None = typer.Option(
-        None, "--group", help="A group of one level: LEVEL:LABEL=V1,V2,... Level 1 groups the "
-        "values, level 2 the groups of level 1, ... (repeat; default: none)."),
+        None,
+        "--group",
+        help="A group of one level: LEVEL:LABEL=V1,V2,... Level 1 groups the "
+        "values, level 2 the groups of level 1, ... (repeat; default: none).",
+    ),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -192,11 +250,24 @@ def hierarchy_taxonomy(
     --output out/hierarchy_race.csv
     """
     if (mapping is None) == (not group):
-        raise fail("give the taxonomy as --mapping FILE or as --group LEVEL:LABEL=V1,V2,... "
-                   "(repeated), not both")
-    _build("taxonomy", quiet, input=input, column=column, output=str(output),
-           mapping=as_text(mapping), groups=group or None, delimiter=delimiter, sheet=sheet,
-           table=table, query=query, report=as_text(report))
+        raise fail(
+            "give the taxonomy as --mapping FILE or as --group LEVEL:LABEL=V1,V2,... "
+            "(repeated), not both"
+        )
+    _build(
+        "taxonomy",
+        quiet,
+        input=input,
+        column=column,
+        output=str(output),
+        mapping=as_text(mapping),
+        groups=group or None,
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
 
 
 @hierarchy_app.command("date")
@@ -206,11 +277,17 @@ def hierarchy_date(
     column: str = typer.Option(..., "--column", help="Date or date-and-time column."),
     output: Path = HIERARCHY_OUTPUT,
     levels: str | None = typer.Option(
-        None, "--levels", help="Some of day,month,quarter,year,decade, finest first (default: "
-        "month,quarter,year,decade; day first when a value has a time of day)."),
+        None,
+        "--levels",
+        help="Some of day,month,quarter,year,decade, finest first (default: "
+        "month,quarter,year,decade; day first when a value has a time of day).",
+    ),
     date_format: str | None = typer.Option(
-        None, "--format", help="strftime pattern of the values, e.g. %d/%m/%Y (default: each "
-        "value parsed on its own, ISO 8601 and the like; 01/02/2003 is read month first)."),
+        None,
+        "--format",
+        help="strftime pattern of the values, e.g. %d/%m/%Y (default: each "
+        "value parsed on its own, ISO 8601 and the like; 01/02/2003 is read month first).",
+    ),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -223,9 +300,20 @@ def hierarchy_date(
     Example: anonlab hierarchy date examples/census/wage.csv --column interviewed
     --levels month,year,decade --output out/hierarchy_interviewed.csv
     """
-    _build("date", quiet, input=input, column=column, output=str(output), levels=levels,
-           date_format=date_format, delimiter=delimiter, sheet=sheet, table=table, query=query,
-           report=as_text(report))
+    _build(
+        "date",
+        quiet,
+        input=input,
+        column=column,
+        output=str(output),
+        levels=levels,
+        date_format=date_format,
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
 
 
 @hierarchy_app.command("show")
@@ -233,11 +321,15 @@ def hierarchy_date(
 def hierarchy_show(
     file: Path = typer.Argument(..., help="Hierarchy CSV in the ARX layout."),
     data: str | None = typer.Option(
-        None, "--data", help="Table whose --column is counted per group and checked for "
-        "values the hierarchy lacks (default: none; groups count values)."),
+        None,
+        "--data",
+        help="Table whose --column is counted per group and checked for "
+        "values the hierarchy lacks (default: none; groups count values).",
+    ),
     column: str | None = typer.Option(None, "--column", help="Column of --data."),
     hierarchy_delimiter: str = typer.Option(
-        ";", "--hierarchy-delimiter", help="Delimiter of the hierarchy file."),
+        ";", "--hierarchy-delimiter", help="Delimiter of the hierarchy file."
+    ),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -254,15 +346,25 @@ def hierarchy_show(
     from anonlab.runs.hierarchy import ShowHierarchySettings, run_show
 
     settings = ShowHierarchySettings.load(
-        None, hierarchy=str(file), hierarchy_delimiter=hierarchy_delimiter, data=data,
-        column=column, delimiter=delimiter, sheet=sheet, table=table, query=query,
-        report=as_text(report))
+        None,
+        hierarchy=str(file),
+        hierarchy_delimiter=hierarchy_delimiter,
+        data=data,
+        column=column,
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+    )
     with warning_lines(FLAGS):
         out = run_show(settings).report
         if quiet:
             return
-        print(f"{shown_path(file)}: {out['values']} values, {out['levels']} levels (0 = the "
-              f"values, {out['levels'] - 1} = the top)")
+        print(
+            f"{shown_path(file)}: {out['values']} values, {out['levels']} levels (0 = the "
+            f"values, {out['levels'] - 1} = the top)"
+        )
         _print_view(out["view"])
         if out["column"] is not None:
             print(_uncovered_line(out["column"], out["view"]["uncovered"]))
@@ -274,8 +376,10 @@ def _uncovered_line(column: str, uncovered: list[str]) -> str:
         return f"every value of '{column}' is in the hierarchy"
     shown = ", ".join(f"'{v}'" for v in uncovered[:10])
     more = f" and {len(uncovered) - 10} more" if len(uncovered) > 10 else ""
-    return (f"{len(uncovered)} values of '{column}' are not in the hierarchy (generalize would "
-            f"refuse them): {shown}{more}")
+    return (
+        f"{len(uncovered)} values of '{column}' are not in the hierarchy (generalize would "
+        f"refuse them): {shown}{more}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -91,53 +91,97 @@ lowest score. Columns need roles as in microaggregate. Example:
 """
 
 # library parameters whose flag is not "--" + the name with dashes
-FLAGS = {"input": "INPUT", "original": "ORIGINAL", "masked": "MASKED", "orders": "--order",
-         "interval_p": "--p", "lambdas": "--lambda", "lambda_": "--lambda", **RISK_FLAGS}
+FLAGS = {
+    "input": "INPUT",
+    "original": "ORIGINAL",
+    "masked": "MASKED",
+    "orders": "--order",
+    "interval_p": "--p",
+    "lambdas": "--lambda",
+    "lambda_": "--lambda",
+    **RISK_FLAGS,
+}
 
 # this family's own options, shared by its commands
-COLUMNS = typer.Option(None, "--columns", help="Numeric columns: comma-separated names or "
-                       "all-numeric (default: all-numeric).")
-NOMINAL = typer.Option(None, "--nominal", help="Nominal column(s), comma-separated or repeated "
-                       "(default: none).")
-ORDINAL = typer.Option(None, "--ordinal", help="Ordinal column(s), comma-separated or repeated "
-                       "(default: none).")
-ORDER = typer.Option(None, "--order", help="Order of an ordinal column's values: "
-                     "COLUMN=v1,v2,... (default: numbers ascending if all values are numbers, "
-                     "else text order).")
-VARIANT = typer.Option(None, "--variant", help="exact or scalable (k-d blocks, numeric columns "
-                       "only) (default: exact).")
-BLOCK_SIZE = typer.Option(None, "--block-size", help="Largest block of the scalable variant "
-                          "(default: 16384).")
-LAMBDA = typer.Option(None, "--lambda", help="ILs weights l1,l2,l3 of IL1, IL2, IL3 (default: "
-                      "1/3 each; the paper 0.5,0,0.5).")
+COLUMNS = typer.Option(
+    None,
+    "--columns",
+    help="Numeric columns: comma-separated names or all-numeric (default: all-numeric).",
+)
+NOMINAL = typer.Option(
+    None, "--nominal", help="Nominal column(s), comma-separated or repeated (default: none)."
+)
+ORDINAL = typer.Option(
+    None, "--ordinal", help="Ordinal column(s), comma-separated or repeated (default: none)."
+)
+ORDER = typer.Option(
+    None,
+    "--order",
+    help="Order of an ordinal column's values: "
+    "COLUMN=v1,v2,... (default: numbers ascending if all values are numbers, "
+    "else text order).",
+)
+VARIANT = typer.Option(
+    None, "--variant", help="exact or scalable (k-d blocks, numeric columns only) (default: exact)."
+)
+BLOCK_SIZE = typer.Option(
+    None, "--block-size", help="Largest block of the scalable variant (default: 16384)."
+)
+LAMBDA = typer.Option(
+    None,
+    "--lambda",
+    help="ILs weights l1,l2,l3 of IL1, IL2, IL3 (default: 1/3 each; the paper 0.5,0,0.5).",
+)
 TAU = typer.Option(None, "--tau", help="DR weights of DLD and ID (default: 0.5,0.5).")
 GAMMA = typer.Option(None, "--gamma", help="Score weights of IL and DR (default: 0.5,0.5).")
-P_VALUES = typer.Option(None, "--p", help="ID interval size(s) in percent: 5, 1,5,10 or 1-10 "
-                        "(default: the mean over 1-10).")
+P_VALUES = typer.Option(
+    None,
+    "--p",
+    help="ID interval size(s) in percent: 5, 1,5,10 or 1-10 (default: the mean over 1-10).",
+)
 WORKERS_HELP = "Threads of MDAV and DLD; -1 for every CPU (default: 1)."
-MDAV_WORKERS_HELP = ("BLAS threads of MDAV; -1 for every CPU (default: 1). With --engine dask: "
-                     "the worker processes of the local Dask cluster (default: one per core).")
+MDAV_WORKERS_HELP = (
+    "BLAS threads of MDAV; -1 for every CPU (default: 1). With --engine dask: "
+    "the worker processes of the local Dask cluster (default: one per core)."
+)
 MICRO_ENGINE = typer.Option(
-    None, "--engine", help="Where MDAV runs: numpy (this process) | dask (a Dask cluster; "
+    None,
+    "--engine",
+    help="Where MDAV runs: numpy (this process) | dask (a Dask cluster; "
     "--variant scalable, numeric columns, the release a folder of Parquet parts, one per "
-    "region; see docs/engine.md). A folder --output ending in / runs on the numpy engine.")
+    "region; see docs/engine.md). A folder --output ending in / runs on the numpy engine.",
+)
 REGION_ROWS = typer.Option(
-    None, "--region-rows", help="On an engine: the table is cut into regions of about this "
-    "many records, each microaggregated apart (default: 200000).")
-DLD_WORKERS_HELP = ("Threads for DLD; -1 for every CPU (default: 1). With --engine dask: the "
-                    "worker processes of the local Dask cluster (default: one per core).")
+    None,
+    "--region-rows",
+    help="On an engine: the table is cut into regions of about this "
+    "many records, each microaggregated apart (default: 200000).",
+)
+DLD_WORKERS_HELP = (
+    "Threads for DLD; -1 for every CPU (default: 1). With --engine dask: the "
+    "worker processes of the local Dask cluster (default: one per core)."
+)
 EVALUATE_ENGINE = typer.Option(
-    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
+    None,
+    "--engine",
+    help="Where the passes over the rows run: numpy (this process) | dask (a "
     "Dask cluster). On an engine both tables are read in pieces; DLD and ID run within blocks "
-    "of --block-rows records (see docs/engine.md). Default: numpy, in memory.")
+    "of --block-rows records (see docs/engine.md). Default: numpy, in memory.",
+)
 BLOCK_ROWS = typer.Option(
-    None, "--block-rows", help="Records per block of DLD and ID on an engine; giving it runs "
-    "the numpy engine (default: 20000).")
+    None,
+    "--block-rows",
+    help="Records per block of DLD and ID on an engine; giving it runs "
+    "the numpy engine (default: 20000).",
+)
 
 EVALUATE_OTHER = typer.Option(
-    None, "--other", help="Role of every column given no other role: only 'insensitive' "
+    None,
+    "--other",
+    help="Role of every column given no other role: only 'insensitive' "
     "(not measured; the report lists them). Default: insensitive, as evaluate releases "
-    "nothing.")
+    "nothing.",
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -157,8 +201,9 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
     for item in items:
         col, sep, values = item.partition("=")
         if not sep or not col.strip() or not values.strip():
-            raise AnonlabError(f"--order '{item}' is not COLUMN=v1,v2,...: e.g. "
-                               "--order education=low,middle,high")
+            raise AnonlabError(
+                f"--order '{item}' is not COLUMN=v1,v2,...: e.g. --order education=low,middle,high"
+            )
         out[col.strip()] = [v.strip() for v in values.split(",") if v.strip()]
     return out
 
@@ -189,11 +234,12 @@ def microaggregate_command(
     memory_limit: str | None = MEMORY_LIMIT,
     region_rows: int | None = REGION_ROWS,
     output: str | None = typer.Option(
-        None, "--output", help="Masked table, format by extension; a folder of Parquet parts "
-        "when it ends in / (default: none)."
+        None,
+        "--output",
+        help="Masked table, format by extension; a folder of Parquet parts "
+        "when it ends in / (default: none).",
     ),
-    output_table: str | None = typer.Option(
-        None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
     report: Path | None = REPORT,
     html: Path | None = HTML,
     verify: bool | None = VERIFY,
@@ -211,18 +257,44 @@ def microaggregate_command(
     from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 
     s = MicroaggregateSettings.load(
-        config, overwrite=overwrite,
-        input=as_text(input), delimiter=delimiter, sheet=sheet, table=table, query=query,
-        columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
-        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        k=k, variant=variant, block_size=block_size, workers=workers, engine=engine,
-        scheduler=scheduler, memory_limit=memory_limit, region_rows=region_rows, output=output,
+        config,
+        overwrite=overwrite,
+        input=as_text(input),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        columns=columns,
+        nominal=nominal,
+        ordinal=ordinal,
+        orders=_orders(order),
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        k=k,
+        variant=variant,
+        block_size=block_size,
+        workers=workers,
+        engine=engine,
+        scheduler=scheduler,
+        memory_limit=memory_limit,
+        region_rows=region_rows,
+        output=output,
         output_table=output_table,
-        report=as_text(report), html=as_text(html), verify=verify,
-        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                         population=population, sampling_fraction=sampling_fraction,
-                         weights=weights, sensitive_hierarchy=sensitive_hierarchy),
+        report=as_text(report),
+        html=as_text(html),
+        verify=verify,
+        **risk_overrides(
+            attacker_columns=attacker_columns,
+            max_risk=max_risk,
+            fail_on_risk=fail_on_risk,
+            risk_threshold=risk_threshold,
+            population=population,
+            sampling_fraction=sampling_fraction,
+            weights=weights,
+            sensitive_hierarchy=sensitive_hierarchy,
+        ),
     )
     if s.output is None and s.report is None and s.html is None:
         raise AnonlabError("nothing to write: give --output, --report and/or --html")
@@ -232,18 +304,25 @@ def microaggregate_command(
         sizes = out["group_sizes"]
         ilh = out["measures"].get("ILh")
         prosecutor = out["risk"]["prosecutor"]
-        print(f"MDAV ({s.variant}) k={s.k}: {out['records']} records in {out['groups']} groups "
-              f"of {sizes['min']}..{sizes['max']}"
-              + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
-              + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
-              f"{prosecutor['average']:.4g}"
-              + ("; release verified" if out.get("verified") else "")
-              + (f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"
-                 if "engine" in out else "")
-              + f"; {out['runtime_seconds']:.2f} s")
+        print(
+            f"MDAV ({s.variant}) k={s.k}: {out['records']} records in {out['groups']} groups "
+            f"of {sizes['min']}..{sizes['max']}"
+            + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
+            + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
+            f"{prosecutor['average']:.4g}"
+            + ("; release verified" if out.get("verified") else "")
+            + (
+                f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"
+                if "engine" in out
+                else ""
+            )
+            + f"; {out['runtime_seconds']:.2f} s"
+        )
         if out.get("insensitive_by_other"):
-            print(f"released unchanged (--other insensitive): "
-                  f"{', '.join(out['insensitive_by_other'])}")
+            print(
+                f"released unchanged (--other insensitive): "
+                f"{', '.join(out['insensitive_by_other'])}"
+            )
 
 
 @_one_line_errors
@@ -281,13 +360,33 @@ def evaluate_command(
     from anonlab.runs.microaggregate import EvaluateSettings, run_evaluate
 
     s = EvaluateSettings.load(
-        config, overwrite=overwrite,
-        original=as_text(original), masked=as_text(masked), delimiter=delimiter,
-        sheet=sheet, table=table, query=query, columns=columns, nominal=nominal,
-        ordinal=ordinal, orders=_orders(order), identifying=identifying, sensitive=sensitive,
-        insensitive=insensitive, other=other, tau=tau, gamma=gamma, p=p, workers=workers,
-        engine=engine, scheduler=scheduler, memory_limit=memory_limit, block_rows=block_rows,
-        report=as_text(report), html=as_text(html), **{"lambda": lambda_},
+        config,
+        overwrite=overwrite,
+        original=as_text(original),
+        masked=as_text(masked),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        columns=columns,
+        nominal=nominal,
+        ordinal=ordinal,
+        orders=_orders(order),
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        tau=tau,
+        gamma=gamma,
+        p=p,
+        workers=workers,
+        engine=engine,
+        scheduler=scheduler,
+        memory_limit=memory_limit,
+        block_rows=block_rows,
+        report=as_text(report),
+        html=as_text(html),
+        **{"lambda": lambda_},
     )
     with progress_display(quiet) as progress:
         out = run_evaluate(s, progress=progress).report
@@ -334,8 +433,10 @@ def tradeoff_command(
     p: str | None = P_VALUES,
     workers: int | None = typer.Option(None, "--workers", help=WORKERS_HELP),
     plot: Path | None = typer.Option(
-        None, "--plot", help="R-U maps as PNG: DR and the prosecutor risk against IL "
-        "(default: none)."),
+        None,
+        "--plot",
+        help="R-U maps as PNG: DR and the prosecutor risk against IL (default: none).",
+    ),
     report: Path | None = REPORT,
     html: Path | None = HTML,
     attacker_columns: str | None = ATTACKER_COLUMNS,
@@ -349,18 +450,44 @@ def tradeoff_command(
     """Pick k by the IL/DR trade-off and the R-U map (see --help for an example)."""
     from anonlab.runs.microaggregate import TradeoffSettings, run_tradeoff
 
-    risk = risk_overrides(attacker_columns=attacker_columns, max_risk=None, fail_on_risk=None,
-                          risk_threshold=risk_threshold, population=population,
-                          sampling_fraction=sampling_fraction, weights=weights,
-                          sensitive_hierarchy=sensitive_hierarchy)
+    risk = risk_overrides(
+        attacker_columns=attacker_columns,
+        max_risk=None,
+        fail_on_risk=None,
+        risk_threshold=risk_threshold,
+        population=population,
+        sampling_fraction=sampling_fraction,
+        weights=weights,
+        sensitive_hierarchy=sensitive_hierarchy,
+    )
     s = TradeoffSettings.load(
-        config, overwrite=overwrite,
-        input=as_text(input), delimiter=delimiter, sheet=sheet, table=table,
-        query=query, columns=columns, nominal=nominal, ordinal=ordinal, orders=_orders(order),
-        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other,
-        k=k, variant=variant, block_size=block_size, tau=tau, gamma=gamma, p=p,
-        workers=workers, plot=as_text(plot), report=as_text(report), html=as_text(html),
-        **{"lambda": lambda_}, **risk,
+        config,
+        overwrite=overwrite,
+        input=as_text(input),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        columns=columns,
+        nominal=nominal,
+        ordinal=ordinal,
+        orders=_orders(order),
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        k=k,
+        variant=variant,
+        block_size=block_size,
+        tau=tau,
+        gamma=gamma,
+        p=p,
+        workers=workers,
+        plot=as_text(plot),
+        report=as_text(report),
+        html=as_text(html),
+        **{"lambda": lambda_},
+        **risk,
     )
     with progress_display(quiet) as progress:
         out = run_tradeoff(s, progress=progress).report
@@ -384,8 +511,9 @@ def _print_points(result: dict[str, Any]) -> None:
     table.add_column("")
     for row in result["points"]:
         mark = "◀ best" if row["k"] == result.get("best_k") else ""
-        cells = [f"{row[c]:.6g}" if isinstance(row.get(c), float) else str(row.get(c))
-                 for c in shown]
+        cells = [
+            f"{row[c]:.6g}" if isinstance(row.get(c), float) else str(row.get(c)) for c in shown
+        ]
         table.add_row(str(row["k"]), *cells, mark)
     Console().print(table)
 

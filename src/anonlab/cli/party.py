@@ -33,13 +33,13 @@ PARTY_HELP = (
     "with the same fusion.toml.\n\n"
     "Every provider reads only its own file; each round's winner is picked by an MPyC secure "
     "max and its instructions travel over TLS. At the end every provider writes the same fused "
-    "table; a helper (role = \"helper\") writes only its report. At least 3 parties are "
+    'table; a helper (role = "helper") writes only its report. At least 3 parties are '
     "needed (with two providers add a helper). A connection to a party's port that fails its "
     "TLS handshake (a port scan, a certificate of another CA) is dropped with a warning, and "
     "the party keeps waiting for its peers. See docs/fusion-protocol.md.\n\n"
     "Every column needs a role, given in the config (the same for every party): a template "
     "column is a quasi-identifier; every other one is named identifying, sensitive or "
-    "insensitive in its fusion table or the provider's parties entry, or other = \"insensitive\" "
+    'insensitive in its fusion table or the provider\'s parties entry, or other = "insensitive" '
     "releases the columns given no role unchanged. A column without a role stops the party "
     "before it connects. A provider measures the fused table's re-identification risk into "
     "its report; a risky release draws a warning (--fail-on-risk: exit code 3, this party "
@@ -69,16 +69,21 @@ def party_command(
     ),
     html: Path | None = HTML,
     timeout: float | None = typer.Option(
-        None, "--timeout", metavar="SECONDS",
+        None,
+        "--timeout",
+        metavar="SECONDS",
         help="Seconds to wait for another party at any step of the run (default: 120).",
     ),
     connect_timeout: float | None = typer.Option(
-        None, "--connect-timeout", metavar="SECONDS",
+        None,
+        "--connect-timeout",
+        metavar="SECONDS",
         help="Seconds to wait for the other parties to start, connect and read their data "
-             "(default: 300).",
+        "(default: 300).",
     ),
     verify: bool | None = typer.Option(
-        None, "--verify/--no-verify",
+        None,
+        "--verify/--no-verify",
         help="Re-read the fused table and check every template independently (default: on).",
     ),
     attacker_columns: str | None = ATTACKER_COLUMNS,
@@ -90,12 +95,15 @@ def party_command(
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
     make_certs: Path | None = typer.Option(
-        None, "--make-certs",
+        None,
+        "--make-certs",
         help="Write a test CA and a certificate + key per party into this folder, then exit.",
     ),
     quiet: bool = typer.Option(
-        False, "--quiet", help="No progress, no summary and no connection warnings (errors "
-        "and risk warnings still print)."
+        False,
+        "--quiet",
+        help="No progress, no summary and no connection warnings (errors "
+        "and risk warnings still print).",
     ),
 ) -> None:
     """Run one party of a networked fusion (see --help for an example)."""
@@ -107,12 +115,26 @@ def party_command(
     from anonlab.runs.fusion import PartySettings, run_party
 
     settings = PartySettings.load(
-        None, config=str(config), party=party, output=as_text(output), report=as_text(report),
-        html=as_text(html), timeout=timeout, connect_timeout=connect_timeout, verify=verify,
-        **risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                         fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                         population=population, sampling_fraction=sampling_fraction,
-                         weights=weights, sensitive_hierarchy=sensitive_hierarchy))
+        None,
+        config=str(config),
+        party=party,
+        output=as_text(output),
+        report=as_text(report),
+        html=as_text(html),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        verify=verify,
+        **risk_overrides(
+            attacker_columns=attacker_columns,
+            max_risk=max_risk,
+            fail_on_risk=fail_on_risk,
+            risk_threshold=risk_threshold,
+            population=population,
+            sampling_fraction=sampling_fraction,
+            weights=weights,
+            sensitive_hierarchy=sensitive_hierarchy,
+        ),
+    )
     with risk_guard(FLAGS), _warnings_to_stderr(quiet), progress_display(quiet) as progress:
         result = run_party(settings, progress=progress)
     if not quiet:
@@ -161,8 +183,9 @@ def _print_summary(report: dict[str, Any]) -> None:
     table.add_row("rounds", str(report["rounds"]))
     table.add_row("secure max", f"{report['secure_max_ms_per_call']:.1f} ms per call")
     for row in report.get("templates", []):
-        table.add_row(f"<{', '.join(row['qid'])}; k={row['k']}>",
-                      f"smallest group {row['smallest_group']}")
+        table.add_row(
+            f"<{', '.join(row['qid'])}; k={row['k']}>", f"smallest group {row['smallest_group']}"
+        )
     table.add_row("bytes sent", ", ".join(f"{p} {b}" for p, b in report["bytes_sent"].items()))
     risk_rows(table, report)
     table.add_row("verified", "yes" if report["verified"] else "no")

@@ -97,20 +97,32 @@ Example:
 """
 
 #: how the library's parameters are spelled on these commands
-FLAGS = {"input": "the INPUT argument", "original": "the ORIGINAL argument",
-         "released": "the RELEASED argument", **RISK_FLAGS}
+FLAGS = {
+    "input": "the INPUT argument",
+    "original": "the ORIGINAL argument",
+    "released": "the RELEASED argument",
+    **RISK_FLAGS,
+}
 
 # where the passes over the rows run (docs/perturbation.md, "On Dask")
 ENGINE = typer.Option(
-    None, "--engine", help="Where the passes over the rows run: numpy (this process) | dask (a "
-    "Dask cluster; obt and rotation; --output must be a folder, ending in /) (default: numpy).")
+    None,
+    "--engine",
+    help="Where the passes over the rows run: numpy (this process) | dask (a "
+    "Dask cluster; obt and rotation; --output must be a folder, ending in /) (default: numpy).",
+)
 
 # this family's own options, shared by its commands
-COLUMNS = typer.Option(None, "--columns", help="Numeric columns to perturb, a,b,c, or "
-                       "all-numeric: every numeric column given no other role (default: every "
-                       "column given no other role).")
-KNOWN = typer.Option(None, "--known", help="Numbers of known records the attacks try "
-                     "(default: 2,5,10).")
+COLUMNS = typer.Option(
+    None,
+    "--columns",
+    help="Numeric columns to perturb, a,b,c, or "
+    "all-numeric: every numeric column given no other role (default: every "
+    "column given no other role).",
+)
+KNOWN = typer.Option(
+    None, "--known", help="Numbers of known records the attacks try (default: 2,5,10)."
+)
 
 
 def _errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -126,8 +138,10 @@ def _flag(name: str) -> str:
 @_errors
 def perturb_command(
     input: str | None = typer.Argument(
-        None, help="Table to perturb: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
-        "config's input); with --invert, the release to restore."),
+        None,
+        help="Table to perturb: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
+        "config's input); with --invert, the release to restore.",
+    ),
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     columns: list[str] | None = COLUMNS,
@@ -136,53 +150,80 @@ def perturb_command(
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     method: str | None = typer.Option(
-        None, "--method", help="obt | rbt | rotation | gdp (default: obt). Only gdp's "
-        "noise hides tied values; see docs/perturbation.md, Ties."),
+        None,
+        "--method",
+        help="obt | rbt | rotation | gdp (default: obt). Only gdp's "
+        "noise hides tied values; see docs/perturbation.md, Ties.",
+    ),
     min_privacy: float | None = typer.Option(
-        None, "--min-privacy", help="obt: least P = R x S of every library matrix "
-        "(default: 0.5)."),
+        None, "--min-privacy", help="obt: least P = R x S of every library matrix (default: 0.5)."
+    ),
     rho: str | None = typer.Option(
-        None, "--rho", help="rbt: least Var(A - A') of the two columns of a pair, r1,r2 or r "
-        "(default: 0.5)."),
+        None,
+        "--rho",
+        help="rbt: least Var(A - A') of the two columns of a pair, r1,r2 or r (default: 0.5).",
+    ),
     noise: float | None = typer.Option(
-        None, "--noise", help="gdp: deviation of the Gaussian noise on z-scores "
-        "(default: 0.1)."),
+        None, "--noise", help="gdp: deviation of the Gaussian noise on z-scores (default: 0.1)."
+    ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Random seed (default: fresh from the operating system). It "
-        "regenerates the transform: a given seed is as secret as the key."),
+        None,
+        "--seed",
+        help="Random seed (default: fresh from the operating system). It "
+        "regenerates the transform: a given seed is as secret as the key.",
+    ),
     library: Path | None = typer.Option(
-        None, "--library", help="obt: matrix library JSON, reused when it exists, else built "
-        "from --seed and written there (default: none)."),
+        None,
+        "--library",
+        help="obt: matrix library JSON, reused when it exists, else built "
+        "from --seed and written there (default: none).",
+    ),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
     output: str | None = typer.Option(
-        None, "--output", help="Release: CSV, or Parquet/Excel by extension (default: none); "
-        "with --invert, the restored table."),
+        None,
+        "--output",
+        help="Release: CSV, or Parquet/Excel by extension (default: none); "
+        "with --invert, the restored table.",
+    ),
     key: Path | None = typer.Option(
-        None, "--key", help="Secret key JSON, owner-only (written; read with --invert; "
-        "default: none)."),
+        None,
+        "--key",
+        help="Secret key JSON, owner-only (written; read with --invert; default: none).",
+    ),
     invert: bool = typer.Option(
-        False, "--invert/--no-invert", help="Restore the original from a release and its --key "
-        "(default: off)."),
+        False,
+        "--invert/--no-invert",
+        help="Restore the original from a release and its --key (default: off).",
+    ),
     report: Path | None = REPORT,
     html: Path | None = HTML,
     known: str | None = KNOWN,
     clusters: int | None = typer.Option(
-        None, "--clusters", help="k of k-means and Ward in the report (default: 3)."),
+        None, "--clusters", help="k of k-means and Ward in the report (default: 3)."
+    ),
     attack_records: int | None = typer.Option(
-        None, "--attack-records", help="Attacks and checks run on at most this many random "
-        "records (default: 10000)."),
+        None,
+        "--attack-records",
+        help="Attacks and checks run on at most this many random records (default: 10000).",
+    ),
     verify: bool | None = typer.Option(
-        None, "--verify/--no-verify", help="Re-read the release and check it with the "
+        None,
+        "--verify/--no-verify",
+        help="Re-read the release and check it with the "
         "independent checker (distances, and inverting with the key) before anything is "
-        "written (default: on)."),
+        "written (default: on).",
+    ),
     internal: bool | None = typer.Option(
-        None, "--internal/--shareable", help="Make --report and --html the custodian's "
+        None,
+        "--internal/--shareable",
+        help="Make --report and --html the custodian's "
         "SECRET copy: they add each block's column pairing and S, R, P (which undo the "
         "release with it), are marked secret and readable by their owner only (default: "
-        "shareable)."),
+        "shareable).",
+    ),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -198,36 +239,90 @@ def perturb_command(
     quiet: bool = QUIET,
 ) -> None:
     """Perturb numeric columns for clustering (see --help for an example)."""
-    risk = risk_overrides(attacker_columns=attacker_columns, max_risk=max_risk,
-                          fail_on_risk=fail_on_risk, risk_threshold=risk_threshold,
-                          population=population, sampling_fraction=sampling_fraction,
-                          weights=weights, sensitive_hierarchy=sensitive_hierarchy)
+    risk = risk_overrides(
+        attacker_columns=attacker_columns,
+        max_risk=max_risk,
+        fail_on_risk=fail_on_risk,
+        risk_threshold=risk_threshold,
+        population=population,
+        sampling_fraction=sampling_fraction,
+        weights=weights,
+        sensitive_hierarchy=sensitive_hierarchy,
+    )
     if invert:
-        given = {"--method": method, "--min-privacy": min_privacy, "--rho": rho,
-                 "--noise": noise, "--seed": seed, "--library": library, "--report": report,
-                 "--html": html, "--known": known, "--clusters": clusters,
-                 "--attack-records": attack_records, "--columns": columns or None,
-                 "--identifying": identifying or None, "--sensitive": sensitive or None,
-                 "--insensitive": insensitive or None, "--other": other,
-                 "--internal": internal,
-                 **{_flag(name): value for name, value in risk.items()}}
-        _invert(input, config, key, output, delimiter, sheet, table, query, verify, quiet,
-                [flag for flag, value in given.items() if value is not None],
-                {"engine": engine, "scheduler": scheduler, "workers": workers,
-                 "memory_limit": memory_limit})
+        given = {
+            "--method": method,
+            "--min-privacy": min_privacy,
+            "--rho": rho,
+            "--noise": noise,
+            "--seed": seed,
+            "--library": library,
+            "--report": report,
+            "--html": html,
+            "--known": known,
+            "--clusters": clusters,
+            "--attack-records": attack_records,
+            "--columns": columns or None,
+            "--identifying": identifying or None,
+            "--sensitive": sensitive or None,
+            "--insensitive": insensitive or None,
+            "--other": other,
+            "--internal": internal,
+            **{_flag(name): value for name, value in risk.items()},
+        }
+        _invert(
+            input,
+            config,
+            key,
+            output,
+            delimiter,
+            sheet,
+            table,
+            query,
+            verify,
+            quiet,
+            [flag for flag, value in given.items() if value is not None],
+            {
+                "engine": engine,
+                "scheduler": scheduler,
+                "workers": workers,
+                "memory_limit": memory_limit,
+            },
+        )
         return
     from anonlab.runs.perturb import PerturbSettings, check_input_override, run_perturb
 
     overrides: dict[str, Any] = {
-        "input": input, "columns": columns, "method": method, "min_privacy": min_privacy,
-        "rho": rho, "noise": noise, "seed": seed, "library": as_text(library),
-        "delimiter": delimiter, "sheet": sheet, "table": table, "query": query,
-        "output": as_text(output), "key": as_text(key), "report": as_text(report),
-        "html": as_text(html), "known": known, "clusters": clusters,
-        "attack_records": attack_records, "verify": verify, "identifying": identifying,
-        "sensitive": sensitive, "insensitive": insensitive, "other": other,
-        "internal": internal, "engine": engine, "scheduler": scheduler, "workers": workers,
-        "memory_limit": memory_limit, **risk,
+        "input": input,
+        "columns": columns,
+        "method": method,
+        "min_privacy": min_privacy,
+        "rho": rho,
+        "noise": noise,
+        "seed": seed,
+        "library": as_text(library),
+        "delimiter": delimiter,
+        "sheet": sheet,
+        "table": table,
+        "query": query,
+        "output": as_text(output),
+        "key": as_text(key),
+        "report": as_text(report),
+        "html": as_text(html),
+        "known": known,
+        "clusters": clusters,
+        "attack_records": attack_records,
+        "verify": verify,
+        "identifying": identifying,
+        "sensitive": sensitive,
+        "insensitive": insensitive,
+        "other": other,
+        "internal": internal,
+        "engine": engine,
+        "scheduler": scheduler,
+        "workers": workers,
+        "memory_limit": memory_limit,
+        **risk,
     }
     if config is not None:
         check_input_override(config, overrides, _flag)
@@ -240,33 +335,60 @@ def perturb_command(
         _print_perturb(result.report, result.written)
 
 
-def _invert(input: str | None, config: Path | None, key: Path | None, output: str | None,
-            delimiter: str | None, sheet: str | None, table: str | None, query: str | None,
-            verify: bool | None, quiet: bool, unused: list[str],
-            engine: dict[str, Any]) -> None:
+def _invert(
+    input: str | None,
+    config: Path | None,
+    key: Path | None,
+    output: str | None,
+    delimiter: str | None,
+    sheet: str | None,
+    table: str | None,
+    query: str | None,
+    verify: bool | None,
+    quiet: bool,
+    unused: list[str],
+    engine: dict[str, Any],
+) -> None:
     """``perturb --invert``: restore a release with its key."""
     from anonlab.runs.perturb import InvertSettings, run_invert
 
     if unused:
-        raise fail(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not used "
-                   "with --invert: drop them")
+        raise fail(
+            f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not used "
+            "with --invert: drop them"
+        )
     if config is not None:  # a perturb config names the original as input: not invert's
-        raise fail("--config describes a perturbation, not its inversion: with --invert give "
-                   "the release, --key and --output")
+        raise fail(
+            "--config describes a perturbation, not its inversion: with --invert give "
+            "the release, --key and --output"
+        )
     if key is None or output is None:
         raise fail("--invert needs --key (the key file) and --output (the restored table)")
-    settings = InvertSettings.load(None, input=input, key=as_text(key), output=as_text(output),
-                                   delimiter=delimiter, sheet=sheet, table=table, query=query,
-                                   verify=verify, **engine)
+    settings = InvertSettings.load(
+        None,
+        input=input,
+        key=as_text(key),
+        output=as_text(output),
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        verify=verify,
+        **engine,
+    )
     with progress_display(quiet) as progress:
         result = run_invert(settings, progress=progress)
     if not quiet:
         report = result.report
-        print(f"restored {len(report['columns'])} columns of {report['records']} records; "
-              f"wrote {settings.output} ({report['runtime_seconds']:.2f} s)")
+        print(
+            f"restored {len(report['columns'])} columns of {report['records']} records; "
+            f"wrote {settings.output} ({report['runtime_seconds']:.2f} s)"
+        )
         if report["not_restored"]:
-            print(f"not restored: {', '.join(report['not_restored'])} (dropped as identifying "
-                  "when perturbing: in no release, so no key brings them back)")
+            print(
+                f"not restored: {', '.join(report['not_restored'])} (dropped as identifying "
+                "when perturbing: in no release, so no key brings them back)"
+            )
 
 
 def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
@@ -279,35 +401,49 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
     table.add_row("records", str(report["records"]))
     summary = report.get("privacy_summary")
     if summary and summary["min_P"] is not None:
-        table.add_row("S, P per block", f"smallest S {summary['min_S']:.4g}, smallest P "
-                      f"{summary['min_P']:.4g}")
+        table.add_row(
+            "S, P per block",
+            f"smallest S {summary['min_S']:.4g}, smallest P {summary['min_P']:.4g}",
+        )
     if "attacks" in report:
         best = max(report["attacks"], key=lambda r: r["within_10"])
-        table.add_row("strongest attack", f"{best['attack']} (known {best['known']}): "
-                      f"{best['within_10']:.0%} of records within 10%")
+        table.add_row(
+            "strongest attack",
+            f"{best['attack']} (known {best['known']}): "
+            f"{best['within_10']:.0%} of records within 10%",
+        )
         cols = max(report["attacks"], key=lambda r: r.get("columns_recovered", 0))
         if cols.get("columns_recovered"):
-            table.add_row("columns recovered", f"{cols['columns_recovered']} of "
-                          f"{len(report['columns'])} within 10% ({cols['attack']}, known "
-                          f"{cols['known']})")
+            table.add_row(
+                "columns recovered",
+                f"{cols['columns_recovered']} of "
+                f"{len(report['columns'])} within 10% ({cols['attack']}, known "
+                f"{cols['known']})",
+            )
         cl = report["clustering"]
-        table.add_row("clustering ARI", f"k-means {cl['kmeans']:.4g}, DBSCAN {cl['dbscan']:.4g}, "
-                      f"Ward {cl['ward']:.4g}")
+        table.add_row(
+            "clustering ARI",
+            f"k-means {cl['kmeans']:.4g}, DBSCAN {cl['dbscan']:.4g}, Ward {cl['ward']:.4g}",
+        )
     table.add_row("verified", "yes" if report.get("verified") else "no")
     risk = report["risk"]["prosecutor"]
-    table.add_row("risk (all released columns known)",
-                  f"prosecutor highest {risk['highest']:.4g}, average {risk['average']:.4g}")
+    table.add_row(
+        "risk (all released columns known)",
+        f"prosecutor highest {risk['highest']:.4g}, average {risk['average']:.4g}",
+    )
     unchanged = report.get("risk_of_unchanged")
     if unchanged is not None:
-        table.add_row("risk (columns released unchanged)",
-                      f"prosecutor highest {unchanged['prosecutor']['highest']:.4g}; "
-                      f"{', '.join(unchanged['attacker_columns'])}")
+        table.add_row(
+            "risk (columns released unchanged)",
+            f"prosecutor highest {unchanged['prosecutor']['highest']:.4g}; "
+            f"{', '.join(unchanged['attacker_columns'])}",
+        )
     if report.get("insensitive_by_other"):
-        table.add_row("released unchanged (--other insensitive)",
-                      ", ".join(report["insensitive_by_other"]))
+        table.add_row(
+            "released unchanged (--other insensitive)", ", ".join(report["insensitive_by_other"])
+        )
     if report.get("secret"):
-        table.add_row("SECRET", "the report/page hold each block's pairing: keep them with the "
-                      "key")
+        table.add_row("SECRET", "the report/page hold each block's pairing: keep them with the key")
     table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
@@ -316,11 +452,12 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
 @_errors
 def attack_command(
     original: str | None = typer.Argument(
-        None, help="Original table: CSV, Parquet, Excel or a SQLAlchemy URL (default: the "
-        "config's)."),
+        None,
+        help="Original table: CSV, Parquet, Excel or a SQLAlchemy URL (default: the config's).",
+    ),
     released: str | None = typer.Argument(
-        None, help="Its perturbed release, same records in the same order (default: the "
-        "config's)."),
+        None, help="Its perturbed release, same records in the same order (default: the config's)."
+    ),
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     columns: list[str] | None = COLUMNS,
@@ -330,12 +467,16 @@ def attack_command(
     other: str | None = OTHER,
     known: str | None = KNOWN,
     sample: Path | None = typer.Option(
-        None, "--sample", help="Attacker's independent sample for PCA/ICA (default: a random "
-        "half of the original)."),
+        None,
+        "--sample",
+        help="Attacker's independent sample for PCA/ICA (default: a random half of the original).",
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Random seed (default: 0)."),
     max_records: int | None = typer.Option(
-        None, "--max-records", help="Attack a random subset of at most this many records "
-        "(default: all)."),
+        None,
+        "--max-records",
+        help="Attack a random subset of at most this many records (default: all).",
+    ),
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
@@ -348,11 +489,26 @@ def attack_command(
     from anonlab.runs.perturb import AttackSettings, run_attack
 
     settings = AttackSettings.load(
-        config, overwrite=overwrite,
-        original=original, released=released, columns=columns, known=known,
-        sample=as_text(sample), seed=seed, max_records=max_records, delimiter=delimiter,
-        sheet=sheet, table=table, query=query, report=as_text(report), html=as_text(html),
-        identifying=identifying, sensitive=sensitive, insensitive=insensitive, other=other)
+        config,
+        overwrite=overwrite,
+        original=original,
+        released=released,
+        columns=columns,
+        known=known,
+        sample=as_text(sample),
+        seed=seed,
+        max_records=max_records,
+        delimiter=delimiter,
+        sheet=sheet,
+        table=table,
+        query=query,
+        report=as_text(report),
+        html=as_text(html),
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+    )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_attack(settings, progress=progress)
     if not quiet:
@@ -364,13 +520,17 @@ def _print_attacks(rows: list[dict[str, Any]], seconds: float) -> None:
     from rich.table import Table
 
     table = Table(title=f"anonlab attack ({seconds:.2f} s)")
-    for col in ("attack", "known", "median rel. error", "within 10%", "within 25%",
-                "columns"):
+    for col in ("attack", "known", "median rel. error", "within 10%", "within 25%", "columns"):
         table.add_column(col, justify="left" if col == "attack" else "right")
     for r in rows:
-        table.add_row(r["attack"], str(r["known"]), f"{r['median_relative_error']:.4g}",
-                      f"{r['within_10']:.1%}", f"{r['within_25']:.1%}",
-                      str(r.get("columns_recovered", "")))
+        table.add_row(
+            r["attack"],
+            str(r["known"]),
+            f"{r['median_relative_error']:.4g}",
+            f"{r['within_10']:.1%}",
+            f"{r['within_25']:.1%}",
+            str(r.get("columns_recovered", "")),
+        )
     Console().print(table)
 
 

@@ -28,10 +28,13 @@ __all__ = ["EXIT_RELEASE_RISK", "RISK_FLAGS", "hierarchy_pairs", "risk_guard", "
 EXIT_RELEASE_RISK = 3
 
 #: library parameters of the risk settings whose flag is not "--" + the name with dashes
-RISK_FLAGS = {"population_size": "--population",
-              "sensitive_hierarchies": "--sensitive-hierarchy",
-              "hierarchies": "--sensitive-hierarchy",
-              "risk_threshold": "--risk-threshold"}
+RISK_FLAGS = {
+    "population_size": "--population",
+    "sensitive_hierarchies": "--sensitive-hierarchy",
+    "hierarchies": "--sensitive-hierarchy",
+    "risk_threshold": "--risk-threshold",
+}
+
 
 def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
     """``COLUMN=FILE`` items of ``--sensitive-hierarchy`` as a mapping (``None``: none given)."""
@@ -41,9 +44,11 @@ def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
     for item in items:
         column, sep, path = item.partition("=")
         if not sep or not column.strip() or not path.strip():
-            raise AnonlabError(f"sensitive_hierarchies takes COLUMN=FILE (got '{item}'), e.g. "
-                               "salary-class=hierarchy_salary.csv",
-                               parameter="sensitive_hierarchies")
+            raise AnonlabError(
+                f"sensitive_hierarchies takes COLUMN=FILE (got '{item}'), e.g. "
+                "salary-class=hierarchy_salary.csv",
+                parameter="sensitive_hierarchies",
+            )
         out[column.strip()] = path.strip()
     return out
 
@@ -61,16 +66,20 @@ def risk_overrides(
 ) -> dict[str, Any]:
     """The risk settings the flags give (``None``: not given, the config's value is kept)."""
     return {
-        "attacker_columns": attacker_columns, "max_risk": max_risk,
-        "fail_on_risk": fail_on_risk, "risk_threshold": risk_threshold or None,
-        "population_size": population, "sampling_fraction": sampling_fraction,
+        "attacker_columns": attacker_columns,
+        "max_risk": max_risk,
+        "fail_on_risk": fail_on_risk,
+        "risk_threshold": risk_threshold or None,
+        "population_size": population,
+        "sampling_fraction": sampling_fraction,
         "weights": weights,
         "sensitive_hierarchies": hierarchy_pairs(sensitive_hierarchy),
     }
 
 
-def _print_warnings(caught: list[warnings.WarningMessage],
-                    flags: dict[str, str] | None = None) -> None:
+def _print_warnings(
+    caught: list[warnings.WarningMessage], flags: dict[str, str] | None = None
+) -> None:
     """One ``Warning: ...`` line per anonlab warning (a risk warning, a release that can never
     be inverted...); any other warning is shown as usual."""
     for item in caught:

@@ -31,8 +31,10 @@ def report_command(
     report_in: Path = typer.Argument(..., help="JSON report written by an anonlab command."),
     html: Path | None = typer.Option(None, "--html", help="HTML page to write."),
     internal: bool = typer.Option(
-        False, "--internal/--shareable", help="The custodian's copy, which may show original "
-        "values, or the shareable page (default: shareable)."
+        False,
+        "--internal/--shareable",
+        help="The custodian's copy, which may show original "
+        "values, or the shareable page (default: shareable).",
     ),
     plot: Path | None = typer.Option(
         None, "--plot", help="Also write the command's main figure as PNG."
@@ -57,9 +59,12 @@ def report_command(
         report = load_report(report_in)
         if html is not None:
             # files the report names (hierarchies) are relative to its folder; then as given
-            page = render_html(report, internal,
-                               base_dirs=[report_in.resolve().parent, Path.cwd()],
-                               source=str(report_in))
+            page = render_html(
+                report,
+                internal,
+                base_dirs=[report_in.resolve().parent, Path.cwd()],
+                source=str(report_in),
+            )
             outputs.stage("html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
         if plot is not None:
             data = png_bytes(main_figure(report))

@@ -67,8 +67,7 @@ FLAGS = {
     "thresholds": "--risk-threshold",
     "hierarchies": "--hierarchy",
 }
-QI = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated: the attacker's "
-                  "knowledge.")
+QI = typer.Option(..., "--qi", help="Quasi-identifiers, comma-separated: the attacker's knowledge.")
 
 
 def _names(text: str | None, flag: str) -> list[str]:
@@ -87,8 +86,10 @@ def _hierarchies(items: list[str]) -> dict[str, Path]:
     for item in items:
         column, sep, path = item.partition("=")
         if not sep or not column.strip() or not path.strip():
-            raise AnonlabError(f"--hierarchy takes COLUMN=FILE (got '{item}'), e.g. "
-                               "--hierarchy salary-class=hierarchy_salary.csv")
+            raise AnonlabError(
+                f"--hierarchy takes COLUMN=FILE (got '{item}'), e.g. "
+                "--hierarchy salary-class=hierarchy_salary.csv"
+            )
         out[column.strip()] = Path(path.strip())
     return out
 
@@ -104,8 +105,10 @@ def _summary(report: dict[str, Any]) -> None:
 
     risk = report["risk"]
     console = Console()
-    table = Table(title=f"Re-identification risk ({risk['records']} records, "
-                        f"{risk['suppressed']} suppressed, {risk['classes']['count']} classes)")
+    table = Table(
+        title=f"Re-identification risk ({risk['records']} records, "
+        f"{risk['suppressed']} suppressed, {risk['classes']['count']} classes)"
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     pros, jour = risk["prosecutor"], risk["journalist"]
@@ -118,11 +121,14 @@ def _summary(report: dict[str, Any]) -> None:
     table.add_row("sample uniques", _percent(risk["sample_uniques"]))
     population = risk.get("population_uniques")
     if population is not None:
-        table.add_row(f"population uniques (Dankar: {population['dankar_model']})",
-                      _percent(population["dankar"]))
+        table.add_row(
+            f"population uniques (Dankar: {population['dankar_model']})",
+            _percent(population["dankar"]),
+        )
     individual = risk["individual_risk"]
-    table.add_row("expected re-identifications (sdcMicro)",
-                  f"{individual['expected_reidentifications']:.2f}")
+    table.add_row(
+        "expected re-identifications (sdcMicro)", f"{individual['expected_reidentifications']:.2f}"
+    )
     table.add_row("smallest class", str(risk["classes"]["smallest"]))
     console.print(table)
     if risk["sensitive"]:
@@ -133,18 +139,23 @@ def _summary(report: dict[str, Any]) -> None:
             cells = [fig["distinct_l"], fig["entropy_l"], fig["t_equal"], fig["t_hierarchical"]]
             sens.add_row(column, *("-" if v is None else f"{v:.4g}" for v in cells))
         console.print(sens)
-    console.print(f"attacker knows: {', '.join(risk['attacker_columns'])} "
-                  f"({report['attacker_knowledge']})")
+    console.print(
+        f"attacker knows: {', '.join(risk['attacker_columns'])} ({report['attacker_knowledge']})"
+    )
 
 
 def risk_command(
     table: str = typer.Argument(
-        ..., help="Table to measure: CSV, Parquet, Excel or a SQLAlchemy URL with --table or "
-        "--query (with --engine dask also a Parquet folder or glob)."),
+        ...,
+        help="Table to measure: CSV, Parquet, Excel or a SQLAlchemy URL with --table or "
+        "--query (with --engine dask also a Parquet folder or glob).",
+    ),
     qi: str = QI,
     attacker_columns: str | None = typer.Option(
-        None, "--attacker-columns", help="Columns the attacker knows, comma-separated "
-        "(default: the --qi columns)."),
+        None,
+        "--attacker-columns",
+        help="Columns the attacker knows, comma-separated (default: the --qi columns).",
+    ),
     sensitive: list[str] | None = SENSITIVE,
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
@@ -153,9 +164,11 @@ def risk_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     risk_threshold: list[float] | None = RISK_THRESHOLD,
     hierarchy: list[str] = typer.Option(
-        [], "--hierarchy",
+        [],
+        "--hierarchy",
         help="COLUMN=FILE: hierarchy of a sensitive attribute, for t with hierarchical "
-             "distance (repeatable)."),
+        "distance (repeatable).",
+    ),
     max_risk: float | None = MAX_RISK,
     delimiter: str | None = DELIMITER,
     sheet: str | None = SHEET,
@@ -163,8 +176,11 @@ def risk_command(
     query: str | None = QUERY,
     report: Path | None = REPORT,
     engine: str = typer.Option(
-        "numpy", "--engine", help="Where the rows are read: numpy (this process, the whole "
-        "table) | dask (a Dask cluster counts the frequency set; docs/risk.md, 'On Dask')."),
+        "numpy",
+        "--engine",
+        help="Where the rows are read: numpy (this process, the whole "
+        "table) | dask (a Dask cluster counts the frequency set; docs/risk.md, 'On Dask').",
+    ),
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
     memory_limit: str | None = MEMORY_LIMIT,
@@ -178,17 +194,28 @@ def risk_command(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ReleaseRiskWarning)
         result = run_risk(
-            table, _names(qi, "--qi"),
+            table,
+            _names(qi, "--qi"),
             attacker_columns=_names(attacker_columns, "--attacker-columns") or None,
             sensitive=_names(",".join(sensitive or []), "--sensitive"),
-            insensitive=_names(",".join(insensitive or []), "--insensitive"), other=other,
+            insensitive=_names(",".join(insensitive or []), "--insensitive"),
+            other=other,
             weights=weights,
-            population_size=population, sampling_fraction=sampling_fraction,
-            thresholds=risk_threshold or [], hierarchies=_hierarchies(hierarchy),
+            population_size=population,
+            sampling_fraction=sampling_fraction,
+            thresholds=risk_threshold or [],
+            hierarchies=_hierarchies(hierarchy),
             max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,
-            delimiter=delimiter, sheet=sheet, table_name=table_name, query=query,
-            report=report, engine=engine, scheduler=scheduler, workers=workers,
-            memory_limit=memory_limit)
+            delimiter=delimiter,
+            sheet=sheet,
+            table_name=table_name,
+            query=query,
+            report=report,
+            engine=engine,
+            scheduler=scheduler,
+            workers=workers,
+            memory_limit=memory_limit,
+        )
     if not quiet:
         _summary(result.report)
         if result.written:
@@ -198,8 +225,11 @@ def risk_command(
     errors = Console(stderr=True)
     for item in caught:
         if issubclass(item.category, ReleaseRiskWarning):
-            errors.print(f"[bold yellow]ReleaseRiskWarning:[/] {item.message}", highlight=False,
-                         soft_wrap=True)
+            errors.print(
+                f"[bold yellow]ReleaseRiskWarning:[/] {item.message}",
+                highlight=False,
+                soft_wrap=True,
+            )
         else:
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 

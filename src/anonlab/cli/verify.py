@@ -50,22 +50,30 @@ def verify_command(
         None, "--release", help="The release to check (default: the report's output)."
     ),
     input: str | None = typer.Option(
-        None, "--input", help="The original table, a file or database URL (default: the "
-        "report's input)."
+        None,
+        "--input",
+        help="The original table, a file or database URL (default: the report's input).",
     ),
     key: Path | None = typer.Option(
         None, "--key", help="Perturbation key: also check that it undoes the release."
     ),
     findings: Path | None = typer.Option(
-        None, "--report", help="JSON report of the check: ok, findings, files checked "
-        "(default: none)."),
+        None,
+        "--report",
+        help="JSON report of the check: ok, findings, files checked (default: none).",
+    ),
     quiet: bool = QUIET,
 ) -> None:
     """Check a release against its report (see --help for examples)."""
     from anonlab.runs.verify import VerifySettings, run_verify
 
-    settings = VerifySettings(report_in=str(report), release=as_text(release), input=input,
-                              key=as_text(key), report=as_text(findings))
+    settings = VerifySettings(
+        report_in=str(report),
+        release=as_text(release),
+        input=input,
+        key=as_text(key),
+        report=as_text(findings),
+    )
     result = run_verify(settings)
     if not quiet:
         typer.echo(result.report["line"])

@@ -37,15 +37,32 @@ from anonlab.staging import StagedFolder
 ENGINES = ("numpy", "dask")
 
 __all__ = [
-    "ENGINES", "AffineRows", "BaseFrequencySet", "DictionaryOrder", "Encoding", "Engine",
-    "Moments", "ReleasePlan", "SensitiveCounts", "StagedFolder", "Table", "WriteSummary",
-    "open_engine", "open_table",
+    "ENGINES",
+    "AffineRows",
+    "BaseFrequencySet",
+    "DictionaryOrder",
+    "Encoding",
+    "Engine",
+    "Moments",
+    "ReleasePlan",
+    "SensitiveCounts",
+    "StagedFolder",
+    "Table",
+    "WriteSummary",
+    "open_engine",
+    "open_table",
 ]
 
 
-def open_engine(engine: str = "numpy", *, scheduler: str | None = None,
-                workers: int | None = None, memory_limit: int | str | None = None,
-                batch_rows: int = BATCH_ROWS, **options: Any) -> Engine:
+def open_engine(
+    engine: str = "numpy",
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    memory_limit: int | str | None = None,
+    batch_rows: int = BATCH_ROWS,
+    **options: Any,
+) -> Engine:
     """The engine named ``engine``, ready to use (close it, or use it in a ``with``).
 
     ``numpy`` runs in this process, one piece after another (``memory_limit``,
@@ -58,11 +75,15 @@ def open_engine(engine: str = "numpy", *, scheduler: str | None = None,
     """
     if engine == "numpy":
         if scheduler is not None:
-            raise AnonlabError("scheduler applies to engine 'dask' only: leave it out or set "
-                               "engine = 'dask'", parameter="scheduler")
+            raise AnonlabError(
+                "scheduler applies to engine 'dask' only: leave it out or set engine = 'dask'",
+                parameter="scheduler",
+            )
         if options:
-            raise AnonlabError(f"{sorted(options)[0]} applies to engine 'dask' only: leave it "
-                               "out", parameter=sorted(options)[0])
+            raise AnonlabError(
+                f"{sorted(options)[0]} applies to engine 'dask' only: leave it out",
+                parameter=sorted(options)[0],
+            )
         from anonlab.engine.base import parse_memory_limit
         from anonlab.engine.numpy_backend import NumpyEngine
 
@@ -71,9 +92,16 @@ def open_engine(engine: str = "numpy", *, scheduler: str | None = None,
         try:
             from anonlab.engine.dask_backend import DaskEngine
         except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise AnonlabError(f"engine 'dask' needs Dask ({exc}): pip install "
-                               "'anonlab[dask]'", parameter="engine") from None
-        return DaskEngine(scheduler=scheduler, workers=workers, memory_limit=memory_limit,
-                          batch_rows=batch_rows, **options)
-    raise AnonlabError(f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}",
-                       parameter="engine")
+            raise AnonlabError(
+                f"engine 'dask' needs Dask ({exc}): pip install 'anonlab[dask]'", parameter="engine"
+            ) from None
+        return DaskEngine(
+            scheduler=scheduler,
+            workers=workers,
+            memory_limit=memory_limit,
+            batch_rows=batch_rows,
+            **options,
+        )
+    raise AnonlabError(
+        f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}", parameter="engine"
+    )

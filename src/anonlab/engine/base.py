@@ -135,11 +135,13 @@ class BaseFrequencySet:
 
     def value_frequencies(self, j: int) -> NDArray[np.int64]:
         """Rows per value of quasi-identifier ``j`` (``EncodedQI.frequencies``)."""
-        return np.bincount(self.tuples[:, j], weights=self.counts,
-                           minlength=len(self.dictionaries[j])).astype(np.int64)
+        return np.bincount(
+            self.tuples[:, j], weights=self.counts, minlength=len(self.dictionaries[j])
+        ).astype(np.int64)
 
-    def classes_at(self, groups: Sequence[NDArray[Any]], cardinalities: Sequence[int]
-                   ) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+    def classes_at(
+        self, groups: Sequence[NDArray[Any]], cardinalities: Sequence[int]
+    ) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         """The classes at a node: ``(class tuples, counts)``.
 
         ``groups[j]`` maps quasi-identifier ``j``'s codes to its group codes
@@ -147,8 +149,9 @@ class BaseFrequencySet:
         is the number of groups there. Classes come in order of first
         appearance.
         """
-        mapped = np.column_stack([np.asarray(g)[self.tuples[:, j]]
-                                  for j, g in enumerate(groups)]).astype(np.int32)
+        mapped = np.column_stack(
+            [np.asarray(g)[self.tuples[:, j]] for j, g in enumerate(groups)]
+        ).astype(np.int32)
         inverse, first = group_tuples(mapped, cardinalities)
         counts = np.bincount(inverse, weights=self.counts, minlength=len(first))
         return mapped[first], counts.astype(np.int64)
@@ -170,11 +173,15 @@ class Moments:
             raise AnonlabError("the table has no records: give at least one record")
         bad = ~(np.isfinite(self.mean) & np.isfinite(self.std))
         if bad.any():
-            raise AnonlabError(f"column '{self.columns[int(np.argmax(bad))]}' holds an infinite "
-                               "value: give finite numbers")
+            raise AnonlabError(
+                f"column '{self.columns[int(np.argmax(bad))]}' holds an infinite "
+                "value: give finite numbers"
+            )
         if np.any(self.std == 0):
-            raise AnonlabError(f"column '{self.columns[int(np.argmax(self.std == 0))]}' is "
-                               "constant: a z-score is impossible; leave it out of columns")
+            raise AnonlabError(
+                f"column '{self.columns[int(np.argmax(self.std == 0))]}' is "
+                "constant: a z-score is impossible; leave it out of columns"
+            )
 
 
 @dataclass(frozen=True)
@@ -227,8 +234,9 @@ class ReleasePlan:
         found: dict[str, int] = self._cache[key]
         return found
 
-    def groups_of(self, j: int, codes: NDArray[np.int32], values: Sequence[str], *,
-                  where: str) -> NDArray[np.int32]:
+    def groups_of(
+        self, j: int, codes: NDArray[np.int32], values: Sequence[str], *, where: str
+    ) -> NDArray[np.int32]:
         """Group codes of a batch's column ``j`` from its local codes and their texts."""
         lookup = self._lookup(j)
         mapped = np.empty(len(values), dtype=np.int32)
@@ -258,14 +266,12 @@ class ReleasePlan:
         distinct = groups[first]
         keys = self._suppressed_keys()
         if isinstance(keys, set):
-            flags = np.array([tuple(int(x) for x in row) in keys for row in distinct],
-                             dtype=bool)
+            flags = np.array([tuple(int(x) for x in row) in keys for row in distinct], dtype=bool)
         else:
             flags = np.isin(_pack(distinct, radix), keys)
         return np.asarray(flags[inverse], dtype=bool)
 
-    def label_array(self, j: int, groups: NDArray[np.int32], hidden: NDArray[np.bool_]
-                    ) -> pa.Array:
+    def label_array(self, j: int, groups: NDArray[np.int32], hidden: NDArray[np.bool_]) -> pa.Array:
         """The labels of column ``j``'s groups, ``*`` where ``hidden`` (a dictionary array:
         indices into the node's labels)."""
         import pyarrow as pa
@@ -322,33 +328,57 @@ class Engine(Protocol):
 
     name: str
 
-    def encode(self, table: TableLike, columns: Sequence[str], *,
-               order: DictionaryOrder = "first-seen", codes: bool = False,
-               progress: ProgressFn | None = None) -> Encoding:
+    def encode(
+        self,
+        table: TableLike,
+        columns: Sequence[str],
+        *,
+        order: DictionaryOrder = "first-seen",
+        codes: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> Encoding:
         """Dictionary-encode ``columns`` against one global dictionary each."""
         ...
 
-    def frequency_set(self, table: TableLike, qi: Sequence[str], sensitive: Sequence[str] = (),
-                      *, progress: ProgressFn | None = None, weights: str | None = None
-                      ) -> BaseFrequencySet:
+    def frequency_set(
+        self,
+        table: TableLike,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        *,
+        progress: ProgressFn | None = None,
+        weights: str | None = None,
+    ) -> BaseFrequencySet:
         """Distinct ``qi`` tuples with counts, per-tuple histograms of ``sensitive`` and,
         with ``weights``, per-tuple sums of that column."""
         ...
 
-    def write_release(self, table: TableLike, plan: ReleasePlan,
-                      output: PathLike | StagedFolder, *,
-                      progress: ProgressFn | None = None) -> WriteSummary:
+    def write_release(
+        self,
+        table: TableLike,
+        plan: ReleasePlan,
+        output: PathLike | StagedFolder,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> WriteSummary:
         """Apply ``plan`` to every row and write the release as partitioned Parquet."""
         ...
 
-    def moments(self, table: TableLike, columns: Sequence[str], *,
-                progress: ProgressFn | None = None) -> Moments:
+    def moments(
+        self, table: TableLike, columns: Sequence[str], *, progress: ProgressFn | None = None
+    ) -> Moments:
         """Count, mean and population deviation of numeric ``columns``."""
         ...
 
-    def transform_rows(self, table: TableLike, columns: Sequence[str],
-                       function: kernels.RowFunction, output: PathLike | StagedFolder, *,
-                       progress: ProgressFn | None = None) -> WriteSummary:
+    def transform_rows(
+        self,
+        table: TableLike,
+        columns: Sequence[str],
+        function: kernels.RowFunction,
+        output: PathLike | StagedFolder,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> WriteSummary:
         """Replace ``columns`` by a row-wise function of them; write partitioned Parquet."""
         ...
 
@@ -377,22 +407,33 @@ class EngineBase:
 
     def __init__(self, *, batch_rows: int = BATCH_ROWS, budget: int | None = None) -> None:
         if batch_rows < 1:
-            raise AnonlabError(f"batch_rows must be at least 1 (got {batch_rows})",
-                               parameter="batch_rows")
+            raise AnonlabError(
+                f"batch_rows must be at least 1 (got {batch_rows})", parameter="batch_rows"
+            )
         self.batch_rows = batch_rows
         self.budget = budget
 
     # backend primitives -------------------------------------------------------
 
-    def map_pieces(self, table: Table, kernel: Callable[..., Any], *args: Any,
-                   progress: ProgressFn | None = None, step: str = "reading pieces"
-                   ) -> list[Any]:
+    def map_pieces(
+        self,
+        table: Table,
+        kernel: Callable[..., Any],
+        *args: Any,
+        progress: ProgressFn | None = None,
+        step: str = "reading pieces",
+    ) -> list[Any]:
         """``kernel(piece, *args)`` for every piece of ``table``, in piece order."""
         raise NotImplementedError
 
-    def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None, weights: str | None = None
-                        ) -> kernels.PartialFrequencySet:
+    def reduce_partials(
+        self,
+        table: Table,
+        qi: Sequence[str],
+        sensitive: Sequence[str],
+        progress: ProgressFn | None,
+        weights: str | None = None,
+    ) -> kernels.PartialFrequencySet:
         """The partial frequency set of the whole table (with sums of ``weights``)."""
         raise NotImplementedError
 
@@ -407,18 +448,26 @@ class EngineBase:
 
     # operations -------------------------------------------------------------
 
-    def encode(self, table: TableLike, columns: Sequence[str], *,
-               order: DictionaryOrder = "first-seen", codes: bool = False,
-               progress: ProgressFn | None = None) -> Encoding:
+    def encode(
+        self,
+        table: TableLike,
+        columns: Sequence[str],
+        *,
+        order: DictionaryOrder = "first-seen",
+        codes: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> Encoding:
         """Dictionary-encode ``columns``: global dictionaries (first-seen or sorted), value
         counts and, with ``codes``, every row's codes (one block per piece)."""
         data = open_table(table)
         names = _columns(data, columns, "columns")
         if order not in ("first-seen", "sorted"):
-            raise AnonlabError(f"order '{order}' is not a choice: give 'first-seen' or "
-                               "'sorted'", parameter="order")
+            raise AnonlabError(
+                f"order '{order}' is not a choice: give 'first-seen' or 'sorted'", parameter="order"
+            )
         parts: list[kernels.PieceCodes] = self.map_pieces(
-            data, kernels.piece_codes, names, self.batch_rows, codes, progress=progress)
+            data, kernels.piece_codes, names, self.batch_rows, codes, progress=progress
+        )
         dictionaries, freqs, blocks = [], [], []
         maps: list[list[NDArray[np.int32]]] = []
         for j in range(len(names)):
@@ -442,12 +491,23 @@ class EngineBase:
                     if len(maps[j][i]):
                         piece_codes[:, j] = maps[j][i][piece_codes[:, j]]
                 blocks.append(piece_codes)
-        return Encoding(tuple(names), tuple(dictionaries), tuple(freqs),
-                        sum(p.rows for p in parts), tuple(blocks) if codes else None)
+        return Encoding(
+            tuple(names),
+            tuple(dictionaries),
+            tuple(freqs),
+            sum(p.rows for p in parts),
+            tuple(blocks) if codes else None,
+        )
 
-    def frequency_set(self, table: TableLike, qi: Sequence[str], sensitive: Sequence[str] = (),
-                      *, progress: ProgressFn | None = None, weights: str | None = None
-                      ) -> BaseFrequencySet:
+    def frequency_set(
+        self,
+        table: TableLike,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        *,
+        progress: ProgressFn | None = None,
+        weights: str | None = None,
+    ) -> BaseFrequencySet:
         """The base frequency set: distinct ``qi`` tuples in order of first appearance, their
         counts and first rows, and per-tuple histograms of each ``sensitive`` column.
 
@@ -460,33 +520,52 @@ class EngineBase:
         data = open_table(table)
         qi_names = _columns(data, qi, "qi")
         if not qi_names:
-            raise AnonlabError("qi is empty: name at least one quasi-identifier column",
-                               parameter="qi")
+            raise AnonlabError(
+                "qi is empty: name at least one quasi-identifier column", parameter="qi"
+            )
         sens = _columns(data, sensitive, "sensitive")
         both = sorted(set(qi_names) & set(sens))
         if both:
-            raise AnonlabError(f"sensitive names '{both[0]}', a quasi-identifier too: give "
-                               "each column one role", parameter="sensitive")
+            raise AnonlabError(
+                f"sensitive names '{both[0]}', a quasi-identifier too: give each column one role",
+                parameter="sensitive",
+            )
         if weights is not None:
             _columns(data, [weights], "weights")
             if weights in qi_names or weights in sens:
-                raise AnonlabError(f"weights names '{weights}', a quasi-identifier or "
-                                   "sensitive column too: give each column one role",
-                                   parameter="weights")
+                raise AnonlabError(
+                    f"weights names '{weights}', a quasi-identifier or "
+                    "sensitive column too: give each column one role",
+                    parameter="weights",
+                )
         part = self.reduce_partials(data, qi_names, sens, progress, weights)
         sensitive_counts = {}
         for name, h in zip(sens, part.histograms, strict=True):
-            freq = np.bincount(h.values, weights=h.counts,
-                               minlength=len(h.dictionary)).astype(np.int64)
-            sensitive_counts[name] = SensitiveCounts(name, tuple(h.dictionary), h.classes,
-                                                     h.values, h.counts, freq)
-        return BaseFrequencySet(tuple(qi_names), tuple(tuple(d) for d in part.dictionaries),
-                                part.tuples, part.counts, part.first_rows, sensitive_counts,
-                                part.rows, part.weights)
+            freq = np.bincount(h.values, weights=h.counts, minlength=len(h.dictionary)).astype(
+                np.int64
+            )
+            sensitive_counts[name] = SensitiveCounts(
+                name, tuple(h.dictionary), h.classes, h.values, h.counts, freq
+            )
+        return BaseFrequencySet(
+            tuple(qi_names),
+            tuple(tuple(d) for d in part.dictionaries),
+            part.tuples,
+            part.counts,
+            part.first_rows,
+            sensitive_counts,
+            part.rows,
+            part.weights,
+        )
 
-    def write_release(self, table: TableLike, plan: ReleasePlan,
-                      output: PathLike | StagedFolder, *,
-                      progress: ProgressFn | None = None) -> WriteSummary:
+    def write_release(
+        self,
+        table: TableLike,
+        plan: ReleasePlan,
+        output: PathLike | StagedFolder,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> WriteSummary:
         """Apply ``plan`` to every row and write one Parquet part per piece, atomically.
 
         ``output`` is the release folder (written to a temporary folder beside
@@ -499,33 +578,52 @@ class EngineBase:
         _columns(data, plan.drop, "drop")
         with _staging(output) as staged:
             results: list[kernels.ReleaseCounts] = self.map_pieces(
-                data, kernels.write_release_piece, plan, str(staged.path), self.batch_rows,
-                progress=progress, step="writing the release")
+                data,
+                kernels.write_release_piece,
+                plan,
+                str(staged.path),
+                self.batch_rows,
+                progress=progress,
+                step="writing the release",
+            )
             parts = sum(1 for r in results if r.rows)
-            summary = WriteSummary(staged.target, sum(r.rows for r in results), parts,
-                                   sum(r.suppressed for r in results))
+            summary = WriteSummary(
+                staged.target,
+                sum(r.rows for r in results),
+                parts,
+                sum(r.suppressed for r in results),
+            )
             _finish(staged, output)
         return summary
 
-    def moments(self, table: TableLike, columns: Sequence[str], *,
-                progress: ProgressFn | None = None) -> Moments:
+    def moments(
+        self, table: TableLike, columns: Sequence[str], *, progress: ProgressFn | None = None
+    ) -> Moments:
         """Count, mean and population deviation of ``columns`` (values parsed as doubles;
         pieces combined in order by Chan's update, :mod:`anonlab.engine.kernels`)."""
         data = open_table(table)
         names = _columns(data, columns, "columns")
         parts: list[kernels.PartialMoments] = self.map_pieces(
-            data, kernels.piece_moments, names, self.batch_rows, progress=progress)
+            data, kernels.piece_moments, names, self.batch_rows, progress=progress
+        )
         total = kernels.PartialMoments(0, np.zeros(len(names)), np.zeros(len(names)))
         for p in parts:
             total = kernels.combine_moments(total, p)
         if total.count == 0:
-            raise AnonlabError(f"input: {data.source} has no rows: give at least one record",
-                               parameter="input")
+            raise AnonlabError(
+                f"input: {data.source} has no rows: give at least one record", parameter="input"
+            )
         return Moments(tuple(names), total.count, total.mean, np.sqrt(total.m2 / total.count))
 
-    def transform_rows(self, table: TableLike, columns: Sequence[str],
-                       function: kernels.RowFunction, output: PathLike | StagedFolder, *,
-                       progress: ProgressFn | None = None) -> WriteSummary:
+    def transform_rows(
+        self,
+        table: TableLike,
+        columns: Sequence[str],
+        function: kernels.RowFunction,
+        output: PathLike | StagedFolder,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> WriteSummary:
         """Replace ``columns`` by ``function`` of each block of rows (a ``(rows, d)`` float64
         matrix in, the same shape out) and write one Parquet part per piece, atomically.
 
@@ -537,8 +635,15 @@ class EngineBase:
         names = _columns(data, columns, "columns")
         with _staging(output) as staged:
             rows: list[int] = self.map_pieces(
-                data, kernels.transform_piece, names, function, str(staged.path),
-                self.batch_rows, progress=progress, step="transforming rows")
+                data,
+                kernels.transform_piece,
+                names,
+                function,
+                str(staged.path),
+                self.batch_rows,
+                progress=progress,
+                step="transforming rows",
+            )
             summary = WriteSummary(staged.target, sum(rows), sum(1 for r in rows if r))
             _finish(staged, output)
         return summary
@@ -546,14 +651,17 @@ class EngineBase:
 
 def _columns(table: Table, columns: Sequence[str], parameter: str) -> list[str]:
     if isinstance(columns, str):
-        raise AnonlabError(f"{parameter} '{columns}' must be a list of column names, e.g. "
-                           f"['{columns}']", parameter=parameter)
+        raise AnonlabError(
+            f"{parameter} '{columns}' must be a list of column names, e.g. ['{columns}']",
+            parameter=parameter,
+        )
     names = [str(c) for c in columns]
     table.check_columns(names, parameter)
     twice = [c for i, c in enumerate(names) if c in names[:i]]
     if twice:
-        raise AnonlabError(f"{parameter} names the column '{twice[0]}' twice: name it once",
-                           parameter=parameter)
+        raise AnonlabError(
+            f"{parameter} names the column '{twice[0]}' twice: name it once", parameter=parameter
+        )
     return names
 
 
@@ -573,9 +681,22 @@ def _finish(staged: StagedFolder, output: object) -> None:
         staged.commit()
 
 
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
-          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
-          "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_memory_limit(memory_limit: int | float | str | None) -> int | None:
@@ -587,13 +708,17 @@ def parse_memory_limit(memory_limit: int | float | str | None) -> int | None:
     if isinstance(memory_limit, int | float) and not isinstance(memory_limit, bool):
         value = float(memory_limit)
     elif isinstance(memory_limit, str):
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*",
-                             memory_limit)
+        match = re.fullmatch(
+            r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", memory_limit
+        )
         if match and match[2].lower() in _UNITS:
             value = float(match[1]) * _UNITS[match[2].lower()]
     if value is None or not math.isfinite(value) or value <= 0:
-        raise AnonlabError(f"memory_limit {memory_limit!r} is not an amount of memory: give "
-                           "a number of bytes or a text such as '4GB'", parameter="memory_limit")
+        raise AnonlabError(
+            f"memory_limit {memory_limit!r} is not an amount of memory: give "
+            "a number of bytes or a text such as '4GB'",
+            parameter="memory_limit",
+        )
     return int(value)
 
 

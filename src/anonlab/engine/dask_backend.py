@@ -74,8 +74,17 @@ def on_worker(kernel: Callable[..., Any], *args: Any) -> Any:
 
 
 #: the errors of a file a worker cannot reach: missing, forbidden, read-only, full disk
-_FILE_ERRORS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC,
-                          errno.EISDIR, errno.ENOTDIR})
+_FILE_ERRORS = frozenset(
+    {
+        errno.ENOENT,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EISDIR,
+        errno.ENOTDIR,
+    }
+)
 
 
 def worker_os_error(piece: object, exc: OSError) -> RemoteError:
@@ -90,13 +99,19 @@ def worker_os_error(piece: object, exc: OSError) -> RemoteError:
     reason = getattr(exc, "strerror", None) or first_line(exc)
     path = getattr(piece, "path", None)
     if isinstance(path, str) and (exc.filename == path or path in str(exc)):
-        return RemoteError(f"input: worker {worker} cannot read piece "
-                           f"{getattr(piece, 'index', '?')} of '{path}' ({reason}): every "
-                           "worker needs the input at that path, on a file system all the "
-                           "machines share", "input")
-    return RemoteError(f"worker {worker} cannot write its part of the output ({reason}): "
-                       "every worker needs the output's folder at the same path, on a file "
-                       "system all the machines share", None)
+        return RemoteError(
+            f"input: worker {worker} cannot read piece "
+            f"{getattr(piece, 'index', '?')} of '{path}' ({reason}): every "
+            "worker needs the input at that path, on a file system all the "
+            "machines share",
+            "input",
+        )
+    return RemoteError(
+        f"worker {worker} cannot write its part of the output ({reason}): "
+        "every worker needs the output's folder at the same path, on a file "
+        "system all the machines share",
+        None,
+    )
 
 
 def frame_task(kernel: Callable[..., Any], index: int, frame: Any, *args: Any) -> Any:
@@ -114,8 +129,9 @@ def warm_worker() -> None:
     import anonlab.tabletext  # noqa: F401
 
 
-def merge_task(budget: int | None, *parts: kernels.PartialFrequencySet
-               ) -> kernels.PartialFrequencySet:
+def merge_task(
+    budget: int | None, *parts: kernels.PartialFrequencySet
+) -> kernels.PartialFrequencySet:
     """One node of the merge tree."""
     return kernels.merge_partials(parts, budget)
 
@@ -134,26 +150,37 @@ class DaskEngine(EngineBase):
 
     name = "dask"
 
-    def __init__(self, *, scheduler: str | None = None, workers: int | None = None,
-                 memory_limit: int | str | None = None, processes: bool = True,
-                 threads_per_worker: int = 1, batch_rows: int = BATCH_ROWS,
-                 split_every: int = SPLIT_EVERY, connect_timeout: float | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        *,
+        scheduler: str | None = None,
+        workers: int | None = None,
+        memory_limit: int | str | None = None,
+        processes: bool = True,
+        threads_per_worker: int = 1,
+        batch_rows: int = BATCH_ROWS,
+        split_every: int = SPLIT_EVERY,
+        connect_timeout: float | None = None,
+    ) -> None:
         limit = parse_memory_limit(memory_limit)
         if split_every < 2:
-            raise AnonlabError(f"split_every must be at least 2 (got {split_every})",
-                               parameter="split_every")
+            raise AnonlabError(
+                f"split_every must be at least 2 (got {split_every})", parameter="split_every"
+            )
         self.cluster: Any = None
         if scheduler is not None:
             if workers is not None:
-                raise AnonlabError("workers applies to a local cluster only: leave workers out "
-                                   "when joining a scheduler (its workers are its own)",
-                                   parameter="workers")
+                raise AnonlabError(
+                    "workers applies to a local cluster only: leave workers out "
+                    "when joining a scheduler (its workers are its own)",
+                    parameter="workers",
+                )
             timeout = CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
             self.client = _connect(scheduler, timeout)
         else:
-            self.cluster, self.client = _local_cluster(workers, limit, processes,
-                                                       threads_per_worker)
+            self.cluster, self.client = _local_cluster(
+                workers, limit, processes, threads_per_worker
+            )
         self.memory_limit = limit
         try:
             with self._worker_deaths():
@@ -162,8 +189,9 @@ class DaskEngine(EngineBase):
         except BaseException:
             self.close()
             raise
-        budget = (None if self.memory_limit is None
-                  else int(self.memory_limit * kernels.MEMORY_SHARE))
+        budget = (
+            None if self.memory_limit is None else int(self.memory_limit * kernels.MEMORY_SHARE)
+        )
         super().__init__(batch_rows=batch_rows, budget=budget)
         self.split_every = split_every
 
@@ -181,15 +209,24 @@ class DaskEngine(EngineBase):
         if table.dask_frame is not None:
             from dask.delayed import delayed
 
-            tasks = [delayed(frame_task, pure=False)(kernel, i, part, *args)
-                     for i, part in enumerate(table.dask_frame.to_delayed())]
+            tasks = [
+                delayed(frame_task, pure=False)(kernel, i, part, *args)
+                for i, part in enumerate(table.dask_frame.to_delayed())
+            ]
             return list(self.client.compute(tasks))
-        return [self.client.submit(on_worker, kernel, piece, *args, pure=False)
-                for piece in table.pieces]
+        return [
+            self.client.submit(on_worker, kernel, piece, *args, pure=False)
+            for piece in table.pieces
+        ]
 
-    def map_pieces(self, table: Table, kernel: Callable[..., Any], *args: Any,
-                   progress: ProgressFn | None = None, step: str = "reading pieces"
-                   ) -> list[Any]:
+    def map_pieces(
+        self,
+        table: Table,
+        kernel: Callable[..., Any],
+        *args: Any,
+        progress: ProgressFn | None = None,
+        step: str = "reading pieces",
+    ) -> list[Any]:
         """``kernel(piece, *args)`` for every piece as tasks; results in piece order."""
         futures = self._leaves(table, kernel, *args)
         try:
@@ -199,34 +236,48 @@ class DaskEngine(EngineBase):
             self._cancel(futures)  # nothing left running on a failed run
             raise
 
-    def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None, weights: str | None = None
-                        ) -> kernels.PartialFrequencySet:
+    def reduce_partials(
+        self,
+        table: Table,
+        qi: Sequence[str],
+        sensitive: Sequence[str],
+        progress: ProgressFn | None,
+        weights: str | None = None,
+    ) -> kernels.PartialFrequencySet:
         """Pieces' partial sets as tasks, united by a tree of merge tasks (the tree
         :func:`~anonlab.engine.kernels.tree_merge` makes, so weight sums are added in the
         NumPy engine's order when ``split_every`` is the default)."""
-        leaves = self._leaves(table, kernels.piece_partial, qi, sensitive, self.batch_rows,
-                              self.budget, weights)
+        leaves = self._leaves(
+            table, kernels.piece_partial, qi, sensitive, self.batch_rows, self.budget, weights
+        )
         if not leaves:
             return kernels.empty_partial(len(qi), len(sensitive), weighted=weights is not None)
         level = list(leaves)
         while len(level) > 1:
-            level = [self.client.submit(merge_task, self.budget,
-                                        *level[i:i + self.split_every], pure=False)
-                     for i in range(0, len(level), self.split_every)]
+            level = [
+                self.client.submit(
+                    merge_task, self.budget, *level[i : i + self.split_every], pure=False
+                )
+                for i in range(0, len(level), self.split_every)
+            ]
         final = level[0]
         del level
         try:
-            self._wait(leaves, progress, "counting the frequency set", keep=False,
-                       fail_fast=True)
+            self._wait(leaves, progress, "counting the frequency set", keep=False, fail_fast=True)
             result: kernels.PartialFrequencySet = self._run(final.result)
         except BaseException:
             self._cancel([final])  # its pending merges and pieces too
             raise
         return result
 
-    def _wait(self, futures: list[Any], progress: ProgressFn | None, step: str,
-              keep: bool = True, fail_fast: bool = False) -> None:
+    def _wait(
+        self,
+        futures: list[Any],
+        progress: ProgressFn | None,
+        step: str,
+        keep: bool = True,
+        fail_fast: bool = False,
+    ) -> None:
         """Report each finished task; ``keep=False`` lets go of the futures as they finish
         (so the cluster frees results once their merges used them); ``fail_fast`` raises
         the first task's error at once (writing passes wait for every task instead, so
@@ -273,22 +324,25 @@ class DaskEngine(EngineBase):
         try:
             yield
         except KilledWorker as exc:
-            raise worker_died(self.memory_limit, f"again and again running task {exc.task!r}"
-                              ) from None
+            raise worker_died(
+                self.memory_limit, f"again and again running task {exc.task!r}"
+            ) from None
         except (CommClosedError, StreamClosedError) as exc:
-            raise worker_died(self.memory_limit, f"while the run needed it "
-                              f"({type(exc).__name__})") from None
+            raise worker_died(
+                self.memory_limit, f"while the run needed it ({type(exc).__name__})"
+            ) from None
 
 
 def worker_died(memory_limit: int | None, when: str) -> AnonlabError:
     """The one line for a Dask worker that died or was killed ``when``."""
-    limit = ("Dask's default" if memory_limit is None
-             else f"{memory_limit / 2**20:,.0f} MiB")
+    limit = "Dask's default" if memory_limit is None else f"{memory_limit / 2**20:,.0f} MiB"
     return AnonlabError(
         f"memory_limit ({limit} a worker) may be too small: a Dask worker process died or was "
         f"killed {when}, most often for using more memory than its limit; raise memory_limit, "
         "use fewer workers (each then gets more memory), lower batch_rows, or check the "
-        "workers' logs", parameter="memory_limit")
+        "workers' logs",
+        parameter="memory_limit",
+    )
 
 
 def shown_address(scheduler: str) -> str:
@@ -318,20 +372,27 @@ def check_address(scheduler: str) -> str:
     if not address:
         raise AnonlabError(f"scheduler is empty: {usage}", parameter="scheduler")
     if "@" in address:
-        raise AnonlabError(f"scheduler '{shown}' holds a user name or password, which a Dask "
-                           f"address never has: {usage} (TLS certificates go in Dask's "
-                           "configuration)", parameter="scheduler")
+        raise AnonlabError(
+            f"scheduler '{shown}' holds a user name or password, which a Dask "
+            f"address never has: {usage} (TLS certificates go in Dask's "
+            "configuration)",
+            parameter="scheduler",
+        )
     try:
         host, port = get_address_host_port(address)
     except (ValueError, TypeError) as exc:
         detail = first_line(exc)
-        raise AnonlabError(f"scheduler '{shown}' is not a Dask scheduler address "
-                           f"({shown_address(detail)}): {usage}", parameter="scheduler"
-                           ) from None
+        raise AnonlabError(
+            f"scheduler '{shown}' is not a Dask scheduler address "
+            f"({shown_address(detail)}): {usage}",
+            parameter="scheduler",
+        ) from None
     if not host or not 1 <= port <= 65535:
-        raise AnonlabError(f"scheduler '{shown}' is not a Dask scheduler address (host "
-                           f"'{host}', port {port}; a port is 1 to 65535): {usage}",
-                           parameter="scheduler")
+        raise AnonlabError(
+            f"scheduler '{shown}' is not a Dask scheduler address (host "
+            f"'{host}', port {port}; a port is 1 to 65535): {usage}",
+            parameter="scheduler",
+        )
     return address
 
 
@@ -353,9 +414,12 @@ def _connect(scheduler: str, timeout: float) -> Any:
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
         _abandon(client)
         detail = first_line(exc)
-        raise AnonlabError(f"scheduler '{address}' cannot be reached within {timeout:g} s "
-                           f"({detail}): check the address (tcp://host:port) and that a Dask "
-                           "scheduler runs there", parameter="scheduler") from None
+        raise AnonlabError(
+            f"scheduler '{address}' cannot be reached within {timeout:g} s "
+            f"({detail}): check the address (tcp://host:port) and that a Dask "
+            "scheduler runs there",
+            parameter="scheduler",
+        ) from None
     except BaseException:
         _abandon(client)
         raise
@@ -363,9 +427,11 @@ def _connect(scheduler: str, timeout: float) -> Any:
         client.wait_for_workers(1, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         client.close()
-        raise AnonlabError(f"scheduler '{address}' has no workers (waited {timeout:g} s): "
-                           "start workers with dask worker " + address,
-                           parameter="scheduler") from exc
+        raise AnonlabError(
+            f"scheduler '{address}' has no workers (waited {timeout:g} s): "
+            "start workers with dask worker " + address,
+            parameter="scheduler",
+        ) from exc
     return client
 
 
@@ -389,8 +455,9 @@ def _abandon(client: Any) -> None:
             client._loop_runner.stop()
 
 
-def _local_cluster(workers: int | None, limit: int | None, processes: bool,
-                   threads: int) -> tuple[Any, Any]:
+def _local_cluster(
+    workers: int | None, limit: int | None, processes: bool, threads: int
+) -> tuple[Any, Any]:
     """Start a LocalCluster and its client."""
     import distributed
 
@@ -400,12 +467,16 @@ def _local_cluster(workers: int | None, limit: int | None, processes: bool,
     if count < 1:
         raise AnonlabError(f"workers must be at least 1 (got {count})", parameter="workers")
     if threads < 1:
-        raise AnonlabError(f"threads_per_worker must be at least 1 (got {threads})",
-                           parameter="threads_per_worker")
+        raise AnonlabError(
+            f"threads_per_worker must be at least 1 (got {threads})", parameter="threads_per_worker"
+        )
     if limit is not None and limit < MIN_WORKER_MEMORY:
-        raise AnonlabError(f"memory_limit {limit / 2**20:,.0f} MiB is too small: a Dask worker "
-                           f"needs at least {MIN_WORKER_MEMORY / 2**20:,.0f} MiB to start; give "
-                           "more", parameter="memory_limit")
+        raise AnonlabError(
+            f"memory_limit {limit / 2**20:,.0f} MiB is too small: a Dask worker "
+            f"needs at least {MIN_WORKER_MEMORY / 2**20:,.0f} MiB to start; give "
+            "more",
+            parameter="memory_limit",
+        )
     import dask
 
     # Dask sets MALLOC_TRIM_THRESHOLD_ in its workers to return freed memory at once; it
@@ -417,10 +488,14 @@ def _local_cluster(workers: int | None, limit: int | None, processes: bool,
     # dashboard on a free port: None means Dask's fixed 8787, so two local clusters on one
     # machine (two runs, two test processes) would collide
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        cluster = cluster_class(n_workers=count, threads_per_worker=threads,
-                               memory_limit=limit if limit is not None else "auto",
-                               processes=processes, dashboard_address=":0",
-                               silence_logs=logging.CRITICAL)
+        cluster = cluster_class(
+            n_workers=count,
+            threads_per_worker=threads,
+            memory_limit=limit if limit is not None else "auto",
+            processes=processes,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        )
     return cluster, client_class(cluster, set_as_default=False)
 
 

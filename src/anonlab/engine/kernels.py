@@ -116,9 +116,13 @@ def encode_text(column: Any) -> tuple[NDArray[np.int32], list[str]]:
     from anonlab.tabletext import text_array
 
     if isinstance(column, pa.ChunkedArray):
-        column = (column.chunk(0) if column.num_chunks == 1 else
-                  column.unify_dictionaries().combine_chunks()
-                  if pa.types.is_dictionary(column.type) else column.combine_chunks())
+        column = (
+            column.chunk(0)
+            if column.num_chunks == 1
+            else column.unify_dictionaries().combine_chunks()
+            if pa.types.is_dictionary(column.type)
+            else column.combine_chunks()
+        )
     if pa.types.is_dictionary(column.type):
         texts = [str(t) for t in text_array(column.dictionary).to_pylist()] + [""]
         indices = column.indices
@@ -165,14 +169,17 @@ def unite(dictionaries: Sequence[Sequence[str]]) -> tuple[list[str], list[NDArra
     index: dict[str, int] = {}
     maps = []
     for values in dictionaries:
-        maps.append(np.fromiter((index.setdefault(v, len(index)) for v in values),
-                                dtype=np.int32, count=len(values)))
+        maps.append(
+            np.fromiter(
+                (index.setdefault(v, len(index)) for v in values), dtype=np.int32, count=len(values)
+            )
+        )
     return list(index), maps
 
 
-def aggregate_pairs(classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None,
-                    n_values: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
-                                            NDArray[np.int64]]:
+def aggregate_pairs(
+    classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None, n_values: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Sum ``weights`` (1 each if ``None``) per ``(class, value)`` pair: the sparse triples
     sorted by class, then value.
 
@@ -239,13 +246,16 @@ class PartialFrequencySet:
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays (dictionaries aside)."""
-        return int(self.tuples.nbytes + self.counts.nbytes + self.first_rows.nbytes
-                   + sum(h.nbytes for h in self.histograms)
-                   + (0 if self.weights is None else self.weights.nbytes))
+        return int(
+            self.tuples.nbytes
+            + self.counts.nbytes
+            + self.first_rows.nbytes
+            + sum(h.nbytes for h in self.histograms)
+            + (0 if self.weights is None else self.weights.nbytes)
+        )
 
 
-def weight_values(column: Any, name: str, where: str, first_row: int = 0
-                  ) -> NDArray[np.float64]:
+def weight_values(column: Any, name: str, where: str, first_row: int = 0) -> NDArray[np.float64]:
     """A batch's sampling weights as float64; each must be a finite number above 0.
 
     A float64 column is taken as it is; other columns are read as text and
@@ -265,13 +275,18 @@ def weight_values(column: Any, name: str, where: str, first_row: int = 0
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
-        values = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False),
-                            dtype=np.float64)  # a null becomes NaN
+        values = np.asarray(
+            column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
+        )  # a null becomes NaN
         text = None
     else:
         try:  # every value a plain number: Arrow's parse, correctly rounded as in memory
-            values = np.asarray(pc.utf8_trim_whitespace(text_array(column)).cast(pa.float64())
-                                .to_numpy(zero_copy_only=False), dtype=np.float64)
+            values = np.asarray(
+                pc.utf8_trim_whitespace(text_array(column))
+                .cast(pa.float64())
+                .to_numpy(zero_copy_only=False),
+                dtype=np.float64,
+            )
             text = None
         except pa.ArrowInvalid:  # some value is not: pandas' reading, NaN where none parses
             text = pd.Series(text_array(column).to_pylist(), dtype=object)
@@ -279,23 +294,37 @@ def weight_values(column: Any, name: str, where: str, first_row: int = 0
     bad = ~np.isfinite(values) | (values <= 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        shown = (text.iloc[row] if text is not None else column[row].as_py()
-                 if pa.types.is_floating(column.type) or pa.types.is_integer(column.type)
-                 else str(text_array(column)[row].as_py()))
+        shown = (
+            text.iloc[row]
+            if text is not None
+            else column[row].as_py()
+            if pa.types.is_floating(column.type) or pa.types.is_integer(column.type)
+            else str(text_array(column)[row].as_py())
+        )
         raise AnonlabError(
             f"weights column '{name}' holds {shown!r} in data row {first_row + row + 1} of "
-            f"{where}: every sampling weight must be a number above 0", parameter="weights")
+            f"{where}: every sampling weight must be a number above 0",
+            parameter="weights",
+        )
     return values
 
 
-def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str],
-                  weights: str | None = None, where: str = "the table", first_row: int = 0
-                  ) -> PartialFrequencySet:
+def batch_partial(
+    batch: pa.Table,
+    qi: Sequence[str],
+    sensitive: Sequence[str],
+    weights: str | None = None,
+    where: str = "the table",
+    first_row: int = 0,
+) -> PartialFrequencySet:
     """The partial frequency set of one batch of rows; with ``weights`` (a column) each
     tuple's sum of it, in row order (:func:`weight_values` checks the values)."""
     encoded = [encode_text(batch.column(name)) for name in qi]
-    matrix = (np.column_stack([codes for codes, _ in encoded]) if encoded
-              else np.zeros((batch.num_rows, 0), dtype=np.int32))
+    matrix = (
+        np.column_stack([codes for codes, _ in encoded])
+        if encoded
+        else np.zeros((batch.num_rows, 0), dtype=np.int32)
+    )
     inverse, first = group_tuples(matrix, [len(d) for _, d in encoded])
     counts = np.bincount(inverse, minlength=len(first)).astype(np.int64)
     histograms = []
@@ -307,12 +336,20 @@ def batch_partial(batch: pa.Table, qi: Sequence[str], sensitive: Sequence[str],
     if weights is not None:
         w = weight_values(batch.column(weights), weights, where, first_row)
         sums = np.bincount(inverse, weights=w, minlength=len(first)).astype(np.float64)
-    return PartialFrequencySet(batch.num_rows, [d for _, d in encoded],
-                               matrix[first].astype(np.int32), counts, first, histograms, sums)
+    return PartialFrequencySet(
+        batch.num_rows,
+        [d for _, d in encoded],
+        matrix[first].astype(np.int32),
+        counts,
+        first,
+        histograms,
+        sums,
+    )
 
 
-def merge_partials(parts: Sequence[PartialFrequencySet], budget: int | None = None
-                   ) -> PartialFrequencySet:
+def merge_partials(
+    parts: Sequence[PartialFrequencySet], budget: int | None = None
+) -> PartialFrequencySet:
     """Unite consecutive runs of rows (in order); raise :class:`FrequencySetTooLarge` when
     the merge would need more than ``budget`` bytes."""
     parts = [p for p in parts if p.rows] or list(parts[:1])
@@ -325,24 +362,37 @@ def merge_partials(parts: Sequence[PartialFrequencySet], budget: int | None = No
     columns = [unite([p.dictionaries[j] for p in parts]) for j in range(m)]
     blocks, offsets, row_offsets = [], [0], [0]
     for i, p in enumerate(parts):
-        blocks.append(np.column_stack([columns[j][1][i][p.tuples[:, j]] for j in range(m)])
-                      if m else np.zeros((len(p.counts), 0), dtype=np.int32))
+        blocks.append(
+            np.column_stack([columns[j][1][i][p.tuples[:, j]] for j in range(m)])
+            if m
+            else np.zeros((len(p.counts), 0), dtype=np.int32)
+        )
         offsets.append(offsets[-1] + len(p.counts))
         row_offsets.append(row_offsets[-1] + p.rows)
     tuples = np.concatenate(blocks)
     inverse, first = group_tuples(tuples, [len(values) for values, _ in columns])
-    counts = np.bincount(inverse, weights=np.concatenate([p.counts for p in parts]),
-                         minlength=len(first)).astype(np.int64)
+    counts = np.bincount(
+        inverse, weights=np.concatenate([p.counts for p in parts]), minlength=len(first)
+    ).astype(np.int64)
     first_rows = np.concatenate([p.first_rows + row_offsets[i] for i, p in enumerate(parts)])
-    histograms = [_merge_histograms([p.histograms[s] for p in parts], inverse, offsets)
-                  for s in range(len(parts[0].histograms))]
+    histograms = [
+        _merge_histograms([p.histograms[s] for p in parts], inverse, offsets)
+        for s in range(len(parts[0].histograms))
+    ]
     sums: NDArray[np.float64] | None = None
     if parts[0].weights is not None:  # run after run, each tuple's sums added in run order
-        sums = np.bincount(inverse, weights=np.concatenate([_weights(p) for p in parts]),
-                           minlength=len(first)).astype(np.float64)
-    return PartialFrequencySet(row_offsets[-1], [values for values, _ in columns],
-                               tuples[first].astype(np.int32), counts, first_rows[first],
-                               histograms, sums)
+        sums = np.bincount(
+            inverse, weights=np.concatenate([_weights(p) for p in parts]), minlength=len(first)
+        ).astype(np.float64)
+    return PartialFrequencySet(
+        row_offsets[-1],
+        [values for values, _ in columns],
+        tuples[first].astype(np.int32),
+        counts,
+        first_rows[first],
+        histograms,
+        sums,
+    )
 
 
 def _weights(part: PartialFrequencySet) -> NDArray[np.float64]:
@@ -352,8 +402,11 @@ def _weights(part: PartialFrequencySet) -> NDArray[np.float64]:
     return part.weights
 
 
-def tree_merge(parts: Any, merge: Callable[[list[PartialFrequencySet]], PartialFrequencySet],
-               split_every: int = SPLIT_EVERY) -> PartialFrequencySet | None:
+def tree_merge(
+    parts: Any,
+    merge: Callable[[list[PartialFrequencySet]], PartialFrequencySet],
+    split_every: int = SPLIT_EVERY,
+) -> PartialFrequencySet | None:
     """Unite a stream of consecutive sets by the tree of Dask's merge tasks (``None``: none).
 
     Level 0 is the sets; level ``l + 1`` is ``merge`` of each ``split_every``
@@ -376,7 +429,7 @@ def tree_merge(parts: Any, merge: Callable[[list[PartialFrequencySet]], PartialF
     level = 0
     while level < len(levels):
         waiting = levels[level]
-        above = any(levels[level + 1:])
+        above = any(levels[level + 1 :])
         if len(waiting) == 1 and not above:
             return waiting[0]
         if waiting:
@@ -386,8 +439,9 @@ def tree_merge(parts: Any, merge: Callable[[list[PartialFrequencySet]], PartialF
     return None
 
 
-def _merge_histograms(hists: Sequence[Histogram], inverse: NDArray[np.int64],
-                      offsets: Sequence[int]) -> Histogram:
+def _merge_histograms(
+    hists: Sequence[Histogram], inverse: NDArray[np.int64], offsets: Sequence[int]
+) -> Histogram:
     """Histograms of consecutive runs at the merged tuples: classes through ``inverse``,
     values through the united dictionary, counts summed."""
     dictionary, maps = unite([h.dictionary for h in hists])
@@ -398,8 +452,14 @@ def _merge_histograms(hists: Sequence[Histogram], inverse: NDArray[np.int64],
     return Histogram(dictionary, c, v, n)
 
 
-def piece_partial(piece: Piece, qi: Sequence[str], sensitive: Sequence[str], batch_rows: int,
-                  budget: int | None = None, weights: str | None = None) -> PartialFrequencySet:
+def piece_partial(
+    piece: Piece,
+    qi: Sequence[str],
+    sensitive: Sequence[str],
+    batch_rows: int,
+    budget: int | None = None,
+    weights: str | None = None,
+) -> PartialFrequencySet:
     """The partial frequency set of one piece: its batches' sets merged as they come.
 
     Batches are merged lazily: pending batch sets are united with the running
@@ -426,10 +486,15 @@ def piece_partial(piece: Piece, qi: Sequence[str], sensitive: Sequence[str], bat
 def empty_partial(m: int, sensitive: int, weighted: bool = False) -> PartialFrequencySet:
     """The frequency set of no rows (with empty weight sums when ``weighted``)."""
     empty = np.zeros(0, dtype=np.int64)
-    return PartialFrequencySet(0, [[] for _ in range(m)], np.zeros((0, m), dtype=np.int32),
-                               empty, empty, [Histogram([], empty, empty, empty)
-                                              for _ in range(sensitive)],
-                               np.zeros(0) if weighted else None)
+    return PartialFrequencySet(
+        0,
+        [[] for _ in range(m)],
+        np.zeros((0, m), dtype=np.int32),
+        empty,
+        empty,
+        [Histogram([], empty, empty, empty) for _ in range(sensitive)],
+        np.zeros(0) if weighted else None,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -447,8 +512,7 @@ class PieceCodes:
     codes: NDArray[np.int32] | None  # (rows, m) local codes
 
 
-def piece_codes(piece: Piece, columns: Sequence[str], batch_rows: int, keep: bool
-                ) -> PieceCodes:
+def piece_codes(piece: Piece, columns: Sequence[str], batch_rows: int, keep: bool) -> PieceCodes:
     """Encode one piece's ``columns`` batch by batch against growing dictionaries."""
     index: list[dict[str, int]] = [{} for _ in columns]
     freqs: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64) for _ in columns]
@@ -458,8 +522,11 @@ def piece_codes(piece: Piece, columns: Sequence[str], batch_rows: int, keep: boo
         block = np.empty((batch.num_rows, len(columns)), dtype=np.int32)
         for j, name in enumerate(columns):
             local, values = encode_text(batch.column(name))
-            lookup = np.fromiter((index[j].setdefault(v, len(index[j])) for v in values),
-                                 dtype=np.int32, count=len(values))
+            lookup = np.fromiter(
+                (index[j].setdefault(v, len(index[j])) for v in values),
+                dtype=np.int32,
+                count=len(values),
+            )
             codes = lookup[local] if len(values) else local
             block[:, j] = codes
             counts = np.bincount(codes, minlength=len(index[j])).astype(np.int64)
@@ -470,8 +537,7 @@ def piece_codes(piece: Piece, columns: Sequence[str], batch_rows: int, keep: boo
             blocks.append(block)
     kept = None
     if keep:
-        kept = (np.concatenate(blocks) if blocks
-                else np.zeros((0, len(columns)), dtype=np.int32))
+        kept = np.concatenate(blocks) if blocks else np.zeros((0, len(columns)), dtype=np.int32)
     return PieceCodes(rows, [list(d) for d in index], freqs, kept)
 
 
@@ -549,8 +615,9 @@ def piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int) -> Pa
     """The co-moments of ``columns`` of one piece, batches combined in order."""
     total = empty_comoments(len(columns))
     for batch in piece.batches(list(columns), batch_rows):
-        total = combine_comoments(total, block_comoments(
-            numeric_block(batch, columns, piece.describe())))
+        total = combine_comoments(
+            total, block_comoments(numeric_block(batch, columns, piece.describe()))
+        )
     return total
 
 
@@ -643,9 +710,12 @@ def write_release_piece(piece: Piece, plan: Any, folder: str, batch_rows: int) -
 
     def tables() -> Any:
         for batch in piece.batches(keep, batch_rows):
-            groups = np.column_stack([plan.groups_of(j, *encode_text(batch.column(name)),
-                                                     where=piece.describe())
-                                      for j, name in enumerate(plan.columns)])
+            groups = np.column_stack(
+                [
+                    plan.groups_of(j, *encode_text(batch.column(name)), where=piece.describe())
+                    for j, name in enumerate(plan.columns)
+                ]
+            )
             hidden = plan.suppressed_rows(groups)
             suppressed[0] += int(hidden.sum())
             arrays = []
@@ -664,8 +734,9 @@ def write_release_piece(piece: Piece, plan: Any, folder: str, batch_rows: int) -
 RowFunction = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
 
-def transform_piece(piece: Piece, columns: Sequence[str], function: RowFunction, folder: str,
-                    batch_rows: int) -> int:
+def transform_piece(
+    piece: Piece, columns: Sequence[str], function: RowFunction, folder: str, batch_rows: int
+) -> int:
     """Replace ``columns`` of one piece by ``function`` of their ``(rows, d)`` float64 block
     and write it (the other columns as their text); returns the rows written."""
     import pyarrow as pa
@@ -677,10 +748,15 @@ def transform_piece(piece: Piece, columns: Sequence[str], function: RowFunction,
             x = numeric_block(batch, columns, piece.describe())
             y = np.asarray(function(x), dtype=np.float64)
             if y.shape != x.shape:
-                raise ValueError(f"the row function returned shape {y.shape} for a block of "
-                                 f"shape {x.shape}")
-            arrays = [pa.array(np.ascontiguousarray(y[:, columns.index(name)]))
-                      if name in columns else text_column(batch.column(name)) for name in names]
+                raise ValueError(
+                    f"the row function returned shape {y.shape} for a block of shape {x.shape}"
+                )
+            arrays = [
+                pa.array(np.ascontiguousarray(y[:, columns.index(name)]))
+                if name in columns
+                else text_column(batch.column(name))
+                for name in names
+            ]
             yield pa.Table.from_arrays(arrays, names=names)
 
     return write_batches(folder, piece.index, tables())

@@ -34,8 +34,7 @@ class NumpyEngine(EngineBase):
 
     name = "numpy"
 
-    def __init__(self, *, batch_rows: int = BATCH_ROWS, memory_limit: int | None = None
-                 ) -> None:
+    def __init__(self, *, batch_rows: int = BATCH_ROWS, memory_limit: int | None = None) -> None:
         budget = None if memory_limit is None else int(memory_limit * kernels.MEMORY_SHARE)
         super().__init__(batch_rows=batch_rows, budget=budget)
         self.memory_limit = memory_limit
@@ -49,12 +48,16 @@ class NumpyEngine(EngineBase):
             yield FramePiece(i, part.compute())
 
     def _count(self, table: Table) -> int:
-        return (len(table.pieces) if table.dask_frame is None
-                else int(table.dask_frame.npartitions))
+        return len(table.pieces) if table.dask_frame is None else int(table.dask_frame.npartitions)
 
-    def map_pieces(self, table: Table, kernel: Callable[..., Any], *args: Any,
-                   progress: ProgressFn | None = None, step: str = "reading pieces"
-                   ) -> list[Any]:
+    def map_pieces(
+        self,
+        table: Table,
+        kernel: Callable[..., Any],
+        *args: Any,
+        progress: ProgressFn | None = None,
+        step: str = "reading pieces",
+    ) -> list[Any]:
         """``kernel(piece, *args)`` for each piece in turn."""
         report = report_to(progress)
         total = self._count(table)
@@ -64,28 +67,45 @@ class NumpyEngine(EngineBase):
             report(step, i + 1, total)
         return out
 
-    def reduce_partials(self, table: Table, qi: Sequence[str], sensitive: Sequence[str],
-                        progress: ProgressFn | None, weights: str | None = None
-                        ) -> kernels.PartialFrequencySet:
+    def reduce_partials(
+        self,
+        table: Table,
+        qi: Sequence[str],
+        sensitive: Sequence[str],
+        progress: ProgressFn | None,
+        weights: str | None = None,
+    ) -> kernels.PartialFrequencySet:
         """A lazy left fold of the pieces' partial frequency sets; with ``weights`` (a column
         whose sums they carry) the tree of the Dask engine's merges (module text)."""
         report = report_to(progress)
         total = self._count(table)
         if weights is not None:
+
             def parts() -> Any:
                 for i, piece in enumerate(self._pieces(table)):
-                    yield self._run(kernels.piece_partial, piece, qi, sensitive,
-                                    self.batch_rows, self.budget, weights)
+                    yield self._run(
+                        kernels.piece_partial,
+                        piece,
+                        qi,
+                        sensitive,
+                        self.batch_rows,
+                        self.budget,
+                        weights,
+                    )
                     report("counting the frequency set", i + 1, total)
 
             united = kernels.tree_merge(parts(), self._merge)
-            return (united if united is not None
-                    else kernels.empty_partial(len(qi), len(sensitive), weighted=True))
+            return (
+                united
+                if united is not None
+                else kernels.empty_partial(len(qi), len(sensitive), weighted=True)
+            )
         done: kernels.PartialFrequencySet | None = None
         pending: list[kernels.PartialFrequencySet] = []
         for i, piece in enumerate(self._pieces(table)):
-            pending.append(self._run(kernels.piece_partial, piece, qi, sensitive,
-                                     self.batch_rows, self.budget))
+            pending.append(
+                self._run(kernels.piece_partial, piece, qi, sensitive, self.batch_rows, self.budget)
+            )
             if done is None or sum(len(p.counts) for p in pending) >= len(done.counts):
                 done = self._merge([*([done] if done else []), *pending])
                 pending = []
@@ -108,8 +128,11 @@ class NumpyEngine(EngineBase):
         except kernels.UnknownValue as exc:
             raise unknown_value(exc) from None
         except MemoryError:
-            raise AnonlabError(f"input: not enough memory to process {piece.describe()}: "
-                               "free memory, or lower batch_rows", parameter="input") from None
+            raise AnonlabError(
+                f"input: not enough memory to process {piece.describe()}: "
+                "free memory, or lower batch_rows",
+                parameter="input",
+            ) from None
 
 
 def too_large(exc: kernels.FrequencySetTooLarge, memory_limit: int | None) -> AnonlabError:
@@ -119,7 +142,9 @@ def too_large(exc: kernels.FrequencySetTooLarge, memory_limit: int | None) -> An
         f"memory_limit {limit} is too small for the frequency set: merging "
         f"{exc.tuples:,} distinct quasi-identifier tuples needs about "
         f"{exc.needed / 2**20:,.0f} MiB, more than the {exc.budget / 2**20:,.0f} MiB a merge may "
-        "use; raise memory_limit (or use fewer quasi-identifiers)", parameter="memory_limit")
+        "use; raise memory_limit (or use fewer quasi-identifiers)",
+        parameter="memory_limit",
+    )
 
 
 def unknown_value(exc: kernels.UnknownValue) -> AnonlabError:
@@ -127,4 +152,6 @@ def unknown_value(exc: kernels.UnknownValue) -> AnonlabError:
     return AnonlabError(
         f"input: column '{exc.column}' of {exc.where} holds the value '{exc.value}', which "
         "the transformation's dictionary lacks: the table changed since its frequency set was "
-        "computed; compute it again", parameter="input")
+        "computed; compute it again",
+        parameter="input",
+    )

@@ -94,16 +94,17 @@ class ParquetPiece(Piece):
         handle = pq.ParquetFile(self.path, read_dictionary=_text_columns(self.path, own))
         try:
             if not own:  # only partition keys asked for: count rows from the footer
-                yield from _constant_batches(handle.metadata.num_rows, columns, keys,
-                                             batch_rows)
+                yield from _constant_batches(handle.metadata.num_rows, columns, keys, batch_rows)
                 return
-            for batch in handle.iter_batches(batch_size=batch_rows, row_groups=self.row_groups,
-                                             columns=own, use_threads=False):
+            for batch in handle.iter_batches(
+                batch_size=batch_rows, row_groups=self.row_groups, columns=own, use_threads=False
+            ):
                 table = pa.Table.from_batches([batch])
                 for name in columns:
                     if name in keys:
                         table = table.append_column(
-                            name, pa.array([keys[name]] * table.num_rows, pa.string()))
+                            name, pa.array([keys[name]] * table.num_rows, pa.string())
+                        )
                 yield table.select(list(columns))
         finally:
             handle.close()
@@ -119,13 +120,20 @@ def _text_columns(path: str, columns: Sequence[str]) -> list[str]:
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
-    return [c for c in columns if c in schema.names
-            and (pa.types.is_string(schema.field(c).type)
-                 or pa.types.is_large_string(schema.field(c).type))]
+    return [
+        c
+        for c in columns
+        if c in schema.names
+        and (
+            pa.types.is_string(schema.field(c).type)
+            or pa.types.is_large_string(schema.field(c).type)
+        )
+    ]
 
 
-def _constant_batches(rows: int, columns: Sequence[str], keys: dict[str, str],
-                      batch_rows: int) -> Iterator[pa.Table]:
+def _constant_batches(
+    rows: int, columns: Sequence[str], keys: dict[str, str], batch_rows: int
+) -> Iterator[pa.Table]:
     import pyarrow as pa
 
     for start in range(0, rows, batch_rows):
@@ -178,14 +186,22 @@ class CsvPiece(Piece):
         try:
             reader = pacsv.open_csv(
                 io.BytesIO(data),
-                read_options=pacsv.ReadOptions(column_names=list(self.names),
-                                               skip_rows=int(self.skip_header),
-                                               block_size=1 << 24),
-                parse_options=pacsv.ParseOptions(delimiter=self.delimiter,
-                                                 quote_char=self.quotechar),
+                read_options=pacsv.ReadOptions(
+                    column_names=list(self.names),
+                    skip_rows=int(self.skip_header),
+                    block_size=1 << 24,
+                ),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=self.delimiter, quote_char=self.quotechar
+                ),
                 convert_options=pacsv.ConvertOptions(
-                    column_types=types, include_columns=list(columns), null_values=[],
-                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+                    column_types=types,
+                    include_columns=list(columns),
+                    null_values=[],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
             pending: list[pa.RecordBatch] = []
             rows = 0
             for batch in reader:
@@ -204,7 +220,8 @@ class CsvPiece(Piece):
                 f"input: file '{self.path}' is malformed near byte {self.start} ({detail}): "
                 "every row needs the same number of fields; a quoted value holding a line "
                 "break cannot be split, so convert the file to Parquet or read it as one piece",
-                parameter="input") from None
+                parameter="input",
+            ) from None
 
     def describe(self) -> str:
         return f"bytes {self.start}-{self.end} of CSV file '{self.path}'"
@@ -228,9 +245,10 @@ class FramePiece(Piece):
         names = [str(c) for c in self.frame.columns]
         where = [names.index(c) for c in columns]
         for start in range(0, self.frame.shape[0], batch_rows):
-            part = self.frame.iloc[start:start + batch_rows]
-            yield pa.Table.from_arrays([column_from_pandas(part.iloc[:, i]) for i in where],
-                                       names=list(columns))
+            part = self.frame.iloc[start : start + batch_rows]
+            yield pa.Table.from_arrays(
+                [column_from_pandas(part.iloc[:, i]) for i in where], names=list(columns)
+            )
 
     def describe(self) -> str:
         return f"slice {self.index} of the DataFrame"
@@ -253,16 +271,24 @@ class Table:
         """Refuse a column the table does not have, naming ``parameter``."""
         for name in columns:
             if name not in self.column_names:
-                raise AnonlabError(f"{parameter} names the column '{name}', which {self.source} "
-                                   f"does not have: it has {', '.join(self.column_names)}",
-                                   parameter=parameter)
+                raise AnonlabError(
+                    f"{parameter} names the column '{name}', which {self.source} "
+                    f"does not have: it has {', '.join(self.column_names)}",
+                    parameter=parameter,
+                )
 
 
 TableLike = Any  # a path, a glob, a pandas or Dask DataFrame, or a Table
 
 
-def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: str = '"',
-               piece_rows: int = PIECE_ROWS, csv_block: int | None = CSV_BLOCK) -> Table:
+def open_table(
+    source: TableLike,
+    *,
+    delimiter: str | None = None,
+    quotechar: str = '"',
+    piece_rows: int = PIECE_ROWS,
+    csv_block: int | None = CSV_BLOCK,
+) -> Table:
     """The pieces of ``source``: a Parquet file, folder or glob, a CSV file, a DataFrame.
 
     Problems with the input are one-line :class:`AnonlabError` naming
@@ -272,19 +298,23 @@ def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: st
     if isinstance(source, Table):
         return source
     if is_dask_frame(source):
-        return Table("the Dask DataFrame", tuple(str(c) for c in source.columns), (),
-                     dask_frame=source)
+        return Table(
+            "the Dask DataFrame", tuple(str(c) for c in source.columns), (), dask_frame=source
+        )
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
         return _frame_table(source, piece_rows)
     text = os.fspath(source)
     if any(ch in _GLOB_CHARS for ch in text) and not Path(text).exists():
-        files = sorted((Path(p) for p in globbing.glob(text, recursive=True)
-                        if Path(p).is_file()), key=_natural)
+        files = sorted(
+            (Path(p) for p in globbing.glob(text, recursive=True) if Path(p).is_file()),
+            key=_natural,
+        )
         if not files:
-            raise AnonlabError(f"input: the pattern '{text}' matches no file: check the path",
-                               parameter="input")
+            raise AnonlabError(
+                f"input: the pattern '{text}' matches no file: check the path", parameter="input"
+            )
         return _parquet_table(f"the files matching '{text}'", files, None, piece_rows)
     path = Path(text)
     if not path.exists():
@@ -294,9 +324,11 @@ def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: st
 
         parts = parquet_parts(path)
         if not parts:
-            raise AnonlabError(f"input: folder '{path}' holds no Parquet files: give a folder "
-                               "of Parquet parts, a Parquet file or a CSV file",
-                               parameter="input")
+            raise AnonlabError(
+                f"input: folder '{path}' holds no Parquet files: give a folder "
+                "of Parquet parts, a Parquet file or a CSV file",
+                parameter="input",
+            )
         return _parquet_table(f"folder '{path}'", parts, path, piece_rows)
     from anonlab.sources import file_format
 
@@ -304,8 +336,11 @@ def open_table(source: TableLike, *, delimiter: str | None = None, quotechar: st
     if fmt == "parquet":
         return _parquet_table(f"file '{path}'", [path], None, piece_rows)
     if fmt == "excel":
-        raise AnonlabError(f"input: '{path}' is an Excel workbook: the engines read Parquet "
-                           "and CSV; save the sheet as CSV or Parquet", parameter="input")
+        raise AnonlabError(
+            f"input: '{path}' is an Excel workbook: the engines read Parquet "
+            "and CSV; save the sheet as CSV or Parquet",
+            parameter="input",
+        )
     return _csv_table(path, delimiter, quotechar, csv_block)
 
 
@@ -319,8 +354,10 @@ def _frame_table(frame: pd.DataFrame, piece_rows: int) -> Table:
     names = tuple(str(c) for c in frame.columns)
     _no_repeats(names, "the DataFrame")
     frame = frame.reset_index(drop=True)
-    pieces = tuple(FramePiece(i, frame.iloc[start:start + piece_rows])
-                   for i, start in enumerate(range(0, max(frame.shape[0], 1), piece_rows)))
+    pieces = tuple(
+        FramePiece(i, frame.iloc[start : start + piece_rows])
+        for i, start in enumerate(range(0, max(frame.shape[0], 1), piece_rows))
+    )
     return Table("the DataFrame", names, pieces)
 
 
@@ -328,8 +365,10 @@ def _no_repeats(names: Sequence[str], where: str) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise AnonlabError(f"input: {where} names the column '{name}' twice: give every "
-                               "column its own name", parameter="input")
+            raise AnonlabError(
+                f"input: {where} names the column '{name}' twice: give every column its own name",
+                parameter="input",
+            )
         seen.add(name)
 
 
@@ -358,8 +397,9 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
     return bool(norm(a).equals(norm(b)))
 
 
-def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
-                   piece_rows: int) -> Table:
+def _parquet_table(
+    where: str, files: Sequence[Path], folder: Path | None, piece_rows: int
+) -> Table:
     """Pieces of Parquet files, their schemas checked against the first file's."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -372,8 +412,10 @@ def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
             meta = pq.read_metadata(path)
             schema = meta.schema.to_arrow_schema()
         except (pa.ArrowInvalid, OSError) as exc:
-            raise AnonlabError(f"input: cannot read Parquet part '{path}' ({exc}): is it a "
-                               "Parquet file?", parameter="input") from None
+            raise AnonlabError(
+                f"input: cannot read Parquet part '{path}' ({exc}): is it a Parquet file?",
+                parameter="input",
+            ) from None
         keys = _hive(folder, path)
         if first is None:
             first, first_keys = schema, tuple(k for k, _ in keys)
@@ -387,23 +429,39 @@ def _parquet_table(where: str, files: Sequence[Path], folder: Path | None,
     return Table(where, names + first_keys, tuple(pieces))
 
 
-def _check_schema(path: Path, first_path: Path, schema: pa.Schema, first: pa.Schema,
-                  keys: tuple[str, ...], first_keys: tuple[str, ...]) -> None:
+def _check_schema(
+    path: Path,
+    first_path: Path,
+    schema: pa.Schema,
+    first: pa.Schema,
+    keys: tuple[str, ...],
+    first_keys: tuple[str, ...],
+) -> None:
     """Refuse a part whose columns or types differ from the first part's."""
     if sorted(schema.names) != sorted(first.names) or keys != first_keys:
         extra = sorted(set(schema.names) - set(first.names))
         lacking = sorted(set(first.names) - set(schema.names))
-        what = (f"has the column '{extra[0]}' that" if extra else
-                f"lacks the column '{lacking[0]}' that" if lacking else
-                "has other hive partition keys than")
-        raise AnonlabError(f"input: Parquet part '{path}' {what} part '{first_path}' has: "
-                           "write every part with the same schema", parameter="input")
+        what = (
+            f"has the column '{extra[0]}' that"
+            if extra
+            else f"lacks the column '{lacking[0]}' that"
+            if lacking
+            else "has other hive partition keys than"
+        )
+        raise AnonlabError(
+            f"input: Parquet part '{path}' {what} part '{first_path}' has: "
+            "write every part with the same schema",
+            parameter="input",
+        )
     for name in first.names:
         a, b = first.field(name).type, schema.field(name).type
         if not _same_kind(a, b):
-            raise AnonlabError(f"input: Parquet part '{path}' stores column '{name}' as {b} "
-                               f"but part '{first_path}' as {a}: write every part with the "
-                               "same schema", parameter="input")
+            raise AnonlabError(
+                f"input: Parquet part '{path}' stores column '{name}' as {b} "
+                f"but part '{first_path}' as {a}: write every part with the "
+                "same schema",
+                parameter="input",
+            )
 
 
 def _row_group_runs(meta: Any, piece_rows: int) -> list[tuple[int, ...] | None]:
@@ -425,21 +483,31 @@ def _row_group_runs(meta: Any, piece_rows: int) -> list[tuple[int, ...] | None]:
     return runs
 
 
-def _csv_table(path: Path, delimiter: str | None, quotechar: str,
-               csv_block: int | None) -> Table:
+def _csv_table(path: Path, delimiter: str | None, quotechar: str, csv_block: int | None) -> Table:
     """Byte-range pieces of a CSV file (one piece when ``csv_block`` is ``None``)."""
     from anonlab.sources import check_names, first_record, sniff_delimiter
 
     sep = "\t" if delimiter == "\\t" else delimiter or sniff_delimiter(path)
     names = tuple(first_record(path, sep, quotechar))
     if not names:
-        raise AnonlabError(f"input: file '{path}' is empty: give a table with a header row",
-                           parameter="input")
+        raise AnonlabError(
+            f"input: file '{path}' is empty: give a table with a header row", parameter="input"
+        )
     check_names(names, f"file '{path}'")
     size = path.stat().st_size
     block = size if csv_block is None else max(1, csv_block)
     absolute = str(path.absolute())  # as typed in messages; absolute for the workers
-    pieces = tuple(CsvPiece(i, absolute, names, start, min(size, start + block), sep,
-                            quotechar, skip_header=(i == 0))
-                   for i, start in enumerate(range(0, max(size, 1), block)))
+    pieces = tuple(
+        CsvPiece(
+            i,
+            absolute,
+            names,
+            start,
+            min(size, start + block),
+            sep,
+            quotechar,
+            skip_header=(i == 0),
+        )
+        for i, start in enumerate(range(0, max(size, 1), block))
+    )
     return Table(f"file '{path}'", names, pieces)

@@ -81,8 +81,10 @@ def plain_argmax(scores: Mapping[int, int]) -> int | None:
         if value == NO_CANDIDATE:
             continue
         if value < 0 or value > SCORE_SCALE:
-            raise AnonlabError(f"provider {index} entered score {value}, outside 0..{SCORE_SCALE}"
-                               f" and not the sentinel {NO_CANDIDATE}: a party misbehaves")
+            raise AnonlabError(
+                f"provider {index} entered score {value}, outside 0..{SCORE_SCALE}"
+                f" and not the sentinel {NO_CANDIDATE}: a party misbehaves"
+            )
         if best is None or value > scores[best]:
             best = index
     return best
@@ -149,8 +151,9 @@ class LocalNetwork:
 
     def receive(self, sender: int) -> bytes:
         """Never needed: every provider is local, so nothing arrives from outside."""
-        raise AnonlabError(f"provider {sender} is local: the in-process network has nothing "
-                           "to receive")
+        raise AnonlabError(
+            f"provider {sender} is local: the in-process network has nothing to receive"
+        )
 
     def bytes_sent(self) -> dict[str, int]:
         """Bytes the run would send per party."""

@@ -65,8 +65,10 @@ def encode_frame(kind: int, payload: bytes, max_frame: int = MAX_FRAME) -> bytes
         raise ValueError(f"unknown frame kind {kind}")
     limit = frame_limit(kind, max_frame)
     if len(payload) > limit:
-        raise ProtocolError(f"a {KIND_NAMES[kind]} message of {len(payload)} bytes exceeds the "
-                            f"{limit}-byte limit of the fusion channel")
+        raise ProtocolError(
+            f"a {KIND_NAMES[kind]} message of {len(payload)} bytes exceeds the "
+            f"{limit}-byte limit of the fusion channel"
+        )
     return HEADER.pack(kind, len(payload)) + bytes(payload)
 
 
@@ -76,8 +78,10 @@ def check_header(kind: int, length: int, max_frame: int = MAX_FRAME) -> None:
         raise ProtocolError(f"malformed frame: unknown kind {kind} (length {length})")
     limit = frame_limit(kind, max_frame)
     if length > limit:
-        raise ProtocolError(f"malformed frame: a {KIND_NAMES[kind]} frame of {length} bytes, "
-                            f"over the {limit}-byte limit (kind {kind}, length {length})")
+        raise ProtocolError(
+            f"malformed frame: a {KIND_NAMES[kind]} frame of {length} bytes, "
+            f"over the {limit}-byte limit (kind {kind}, length {length})"
+        )
 
 
 class FrameDecoder:
@@ -152,9 +156,11 @@ class FrameDecoder:
             raise self._failed
         if self._need is not None or self._buffer:
             have = len(self._buffer)
-            what = (f"{have} of the {self._need} payload bytes of a "
-                    f"{KIND_NAMES[self._kind]} frame" if self._need is not None
-                    else f"{have} of the {HEADER.size} header bytes of a frame")
+            what = (
+                f"{have} of the {self._need} payload bytes of a {KIND_NAMES[self._kind]} frame"
+                if self._need is not None
+                else f"{have} of the {HEADER.size} header bytes of a frame"
+            )
             raise ProtocolError(f"malformed frame: the stream ended inside a frame (got {what})")
 
 
@@ -195,8 +201,13 @@ def decode_json(payload: bytes, kind: int, sender: str = "a party") -> dict[str,
 
 def hello_message(party: str, digest: str, anonlab_version: str) -> dict[str, Any]:
     """What a party announces in its HELLO: protocol, version, id, shared digest."""
-    return {"protocol": PROTOCOL_NAME, "version": PROTOCOL_VERSION, "party": party,
-            "digest": digest, "anonlab": anonlab_version}
+    return {
+        "protocol": PROTOCOL_NAME,
+        "version": PROTOCOL_VERSION,
+        "party": party,
+        "digest": digest,
+        "anonlab": anonlab_version,
+    }
 
 
 def check_hello(hello: Mapping[str, Any], sender: str, anonlab_version: str) -> None:

@@ -104,8 +104,11 @@ class RoleLists(BaseModel):
 
     def named(self) -> dict[str, list[str]]:
         """The role lists by role name."""
-        return {"identifying": self.identifying, "sensitive": self.sensitive,
-                "insensitive": self.insensitive}
+        return {
+            "identifying": self.identifying,
+            "sensitive": self.sensitive,
+            "insensitive": self.insensitive,
+        }
 
 
 class FusionSettings(RoleLists):
@@ -184,8 +187,12 @@ class PartyConfig(RoleLists):
     def read_options(self) -> dict[str, Any]:
         """The reading options given for ``file`` (delimiter, sheet, table, query), as keywords
         of :func:`anonlab.io.read_table`."""
-        given = {"delimiter": self.delimiter, "sheet": self.sheet, "table": self.table,
-                 "query": self.query}
+        given = {
+            "delimiter": self.delimiter,
+            "sheet": self.sheet,
+            "table": self.table,
+            "query": self.query,
+        }
         return {k: v for k, v in given.items() if v is not None}
 
 
@@ -245,8 +252,9 @@ class FusionConfig(BaseModel):
         for i, p in enumerate(self.providers):
             if attribute in p.columns:
                 return i
-        raise AnonlabError(f"no provider lists column '{attribute}': add it to one provider's "
-                           "columns")
+        raise AnonlabError(
+            f"no provider lists column '{attribute}': add it to one provider's columns"
+        )
 
     def party(self, party_id: str) -> PartyConfig:
         """The party named ``party_id``."""
@@ -287,8 +295,10 @@ class FusionConfig(BaseModel):
                 kept.append(t)
             else:
                 u = self.templates[cover]
-                notes.append(f"template {i + 1} <{', '.join(t.qid)}; k={t.k}> is covered by "
-                             f"template {cover + 1} <{', '.join(u.qid)}; k={u.k}> and dropped")
+                notes.append(
+                    f"template {i + 1} <{', '.join(t.qid)}; k={t.k}> is covered by "
+                    f"template {cover + 1} <{', '.join(u.qid)}; k={u.k}> and dropped"
+                )
         return kept, notes
 
     def taxonomy_text(self, attribute: str) -> str:
@@ -298,8 +308,10 @@ class FusionConfig(BaseModel):
             return CONTINUOUS
         path = Path(entry)
         if not path.exists():
-            raise AnonlabError(f"taxonomy file '{path}' for '{attribute}' does not exist: "
-                               "check the path in [taxonomies]")
+            raise AnonlabError(
+                f"taxonomy file '{path}' for '{attribute}' does not exist: "
+                "check the path in [taxonomies]"
+            )
         return path.read_text(encoding="utf-8")
 
     def shared_digest(self) -> str:
@@ -313,13 +325,25 @@ class FusionConfig(BaseModel):
         shared = {
             "fusion": self.fusion.model_dump(by_alias=True),
             "templates": [t.model_dump() for t in self.templates],
-            "taxonomies": {a: hashlib.sha256(self.taxonomy_text(a).encode()).hexdigest()
-                           for a in sorted(self.taxonomies)},
+            "taxonomies": {
+                a: hashlib.sha256(self.taxonomy_text(a).encode()).hexdigest()
+                for a in sorted(self.taxonomies)
+            },
             "sensitivity": self.sensitivity.model_dump(),
-            "parties": [{"id": p.id, "role": p.role, "host": p.host, "port": p.port,
-                         "mpc_port": p.mpc_port, "columns": p.columns, "factor": p.factor,
-                         **p.named(), "other": p.other}
-                        for p in self.parties],
+            "parties": [
+                {
+                    "id": p.id,
+                    "role": p.role,
+                    "host": p.host,
+                    "port": p.port,
+                    "mpc_port": p.mpc_port,
+                    "columns": p.columns,
+                    "factor": p.factor,
+                    **p.named(),
+                    "other": p.other,
+                }
+                for p in self.parties
+            ],
         }
         text = json.dumps(shared, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -330,12 +354,14 @@ class FusionConfig(BaseModel):
         if len(providers) < min_providers:
             raise AnonlabError(
                 f"{self.source} has {len(providers)} provider(s): fusion needs at least "
-                f"{min_providers}; add [[parties]] entries with role = \"provider\""
+                f'{min_providers}; add [[parties]] entries with role = "provider"'
             )
         if self.fusion.id == self.class_column:
-            raise AnonlabError(f"fusion.id and fusion.class both name column '{self.fusion.id}':"
-                               " the record id needs its own column (or id = \"\" for row "
-                               "numbers)")
+            raise AnonlabError(
+                f"fusion.id and fusion.class both name column '{self.fusion.id}':"
+                ' the record id needs its own column (or id = "" for row '
+                "numbers)"
+            )
         self._check_party_ids()
         self._check_ports()
         owners = self._column_owners()
@@ -359,8 +385,10 @@ class FusionConfig(BaseModel):
             for field in ("port", "mpc_port"):
                 value = getattr(p, field)
                 if value is not None and not MIN_PORT <= value <= MAX_PORT:
-                    raise AnonlabError(f"party '{p.id}': {field} = {value} is not a TCP port: "
-                                       f"give a free port from {MIN_PORT} to {MAX_PORT}")
+                    raise AnonlabError(
+                        f"party '{p.id}': {field} = {value} is not a TCP port: "
+                        f"give a free port from {MIN_PORT} to {MAX_PORT}"
+                    )
 
     def _column_owners(self) -> dict[str, str]:
         """Column -> the provider listing it; every provider has a file and distinct columns."""
@@ -372,61 +400,81 @@ class FusionConfig(BaseModel):
                 raise AnonlabError(f"provider '{p.id}' lists no columns: give columns = [...]")
             if len(set(p.columns)) != len(p.columns):
                 twice = next(c for c in p.columns if p.columns.count(c) > 1)
-                raise AnonlabError(f"provider '{p.id}' lists column '{twice}' twice: list it "
-                                   "once")
+                raise AnonlabError(f"provider '{p.id}' lists column '{twice}' twice: list it once")
             for c in p.columns:
                 if c in owners:
-                    raise AnonlabError(f"column '{c}' is owned by two providers ('{owners[c]}' "
-                                       f"and '{p.id}'): list it under one provider only")
+                    raise AnonlabError(
+                        f"column '{c}' is owned by two providers ('{owners[c]}' "
+                        f"and '{p.id}'): list it under one provider only"
+                    )
                 if c in (self.class_column, self.fusion.id):
-                    raise AnonlabError(f"provider '{p.id}' lists '{c}', the shared class/id "
-                                       "column: leave it out of columns (every file has it)")
+                    raise AnonlabError(
+                        f"provider '{p.id}' lists '{c}', the shared class/id "
+                        "column: leave it out of columns (every file has it)"
+                    )
                 owners[c] = p.id
         return owners
 
     def _check_helpers(self) -> None:
         for h in self.helpers:
             if h.columns or h.file:
-                raise AnonlabError(f"helper '{h.id}' has a file or columns: helpers hold no "
-                                   "data; make it role = \"provider\" or remove them")
+                raise AnonlabError(
+                    f"helper '{h.id}' has a file or columns: helpers hold no "
+                    'data; make it role = "provider" or remove them'
+                )
 
     def _check_templates(self, owners: Mapping[str, str]) -> None:
         for i, t in enumerate(self.templates, start=1):
             for a in t.qid:
                 if a not in owners:
-                    raise AnonlabError(f"template {i} names column '{a}' that no provider "
-                                       "lists: add it to a provider's columns or fix the name")
+                    raise AnonlabError(
+                        f"template {i} names column '{a}' that no provider "
+                        "lists: add it to a provider's columns or fix the name"
+                    )
                 if a not in self.taxonomies:
-                    raise AnonlabError(f"quasi-identifier '{a}' has no taxonomy: add "
-                                       f"{a} = \"hierarchy.csv\" (or \"continuous\") to "
-                                       "[taxonomies]")
+                    raise AnonlabError(
+                        f"quasi-identifier '{a}' has no taxonomy: add "
+                        f'{a} = "hierarchy.csv" (or "continuous") to '
+                        "[taxonomies]"
+                    )
             if len(set(t.qid)) != len(t.qid):
                 raise AnonlabError(f"template {i} names a column twice: list each once")
 
     def _check_taxonomies(self, owners: Mapping[str, str]) -> None:
         for a, entry in self.taxonomies.items():
             if a not in owners:
-                raise AnonlabError(f"taxonomy given for '{a}', which no provider lists: "
-                                   "remove it or add the column to a provider")
+                raise AnonlabError(
+                    f"taxonomy given for '{a}', which no provider lists: "
+                    "remove it or add the column to a provider"
+                )
             if entry != CONTINUOUS and not Path(entry).exists():
-                raise AnonlabError(f"taxonomy file '{entry}' for '{a}' does not exist: "
-                                   "check the path in [taxonomies]")
+                raise AnonlabError(
+                    f"taxonomy file '{entry}' for '{a}' does not exist: "
+                    "check the path in [taxonomies]"
+                )
 
     def _check_sensitivity(self, owners: Mapping[str, str]) -> None:
         for where, lvl in self.sensitivity.all_levels():
             if lvl not in SENSITIVITY_LEVELS:
-                raise AnonlabError(f"{where} = {lvl}: sensitivity levels are 1 (most severe) "
-                                   "to 5 (ordinary)")
-        for table, names in (("attributes", self.sensitivity.attributes),
-                             ("values", self.sensitivity.values)):
+                raise AnonlabError(
+                    f"{where} = {lvl}: sensitivity levels are 1 (most severe) to 5 (ordinary)"
+                )
+        for table, names in (
+            ("attributes", self.sensitivity.attributes),
+            ("values", self.sensitivity.values),
+        ):
             for a in names:
                 if a not in owners:
-                    raise AnonlabError(f"sensitivity.{table} names column '{a}' that no "
-                                       "provider lists: fix the name or remove it")
+                    raise AnonlabError(
+                        f"sensitivity.{table} names column '{a}' that no "
+                        "provider lists: fix the name or remove it"
+                    )
         for a in self.sensitivity.values:
             if self.taxonomies.get(a, CONTINUOUS) == CONTINUOUS:
-                raise AnonlabError(f"sensitivity.values.{a}: '{a}' has no taxonomy file, so "
-                                   "per-value levels cannot apply; use sensitivity.attributes")
+                raise AnonlabError(
+                    f"sensitivity.values.{a}: '{a}' has no taxonomy file, so "
+                    "per-value levels cannot apply; use sensitivity.attributes"
+                )
 
     def _check_factors(self) -> None:
         """score = "sensitivity": every provider has a factor in (0, 1], summing to 1."""
@@ -435,16 +483,19 @@ class FusionConfig(BaseModel):
         providers = self.providers
         missing = [p.id for p in providers if p.factor is None]
         if missing:
-            raise AnonlabError(f"provider '{missing[0]}' has no factor: score = "
-                               "\"sensitivity\" needs factor = ... per provider "
-                               "(summing to 1)")
+            raise AnonlabError(
+                f"provider '{missing[0]}' has no factor: score = "
+                '"sensitivity" needs factor = ... per provider '
+                "(summing to 1)"
+            )
         factors = [p.factor for p in providers if p.factor is not None]
         if any(not 0 < f <= 1 for f in factors):
             raise AnonlabError("provider factors must lie in (0, 1]: fix the factor values")
         total = math.fsum(factors)
         if abs(total - 1.0) > 1e-9:
-            raise AnonlabError(f"provider factors sum to {total:g}, not 1: adjust them "
-                               "so they sum to 1")
+            raise AnonlabError(
+                f"provider factors sum to {total:g}, not 1: adjust them so they sum to 1"
+            )
 
 
 def _resolve_table(table: Mapping[str, Any], base: Path) -> dict[str, Any]:
@@ -467,15 +518,18 @@ def resolve_config_paths(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
         files = [a for a, v in taxonomies.items() if v != CONTINUOUS]
         out["taxonomies"] = resolve_paths(taxonomies, base, files)
     if isinstance(out.get("parties"), list):
-        out["parties"] = [_resolve_table(p, base) if isinstance(p, Mapping) else p
-                          for p in out["parties"]]
+        out["parties"] = [
+            _resolve_table(p, base) if isinstance(p, Mapping) else p for p in out["parties"]
+        ]
     if isinstance(out.get("tls"), Mapping):
         out["tls"] = _resolve_table(out["tls"], base)
     return out
 
 
 def config_from_dict(
-    data: Mapping[str, Any], base: PathLike = ".", source: str = "<memory>",
+    data: Mapping[str, Any],
+    base: PathLike = ".",
+    source: str = "<memory>",
     min_providers: int = 2,
 ) -> FusionConfig:
     """Validate a raw config (as read from TOML); relative paths resolve against ``base``.
@@ -493,8 +547,12 @@ def config_from_dict(
     return config
 
 
-def load_config(path: PathLike, *, overrides: Mapping[str, Any] | None = None,
-                roles: Mapping[str, Sequence[str]] | None = None) -> FusionConfig:
+def load_config(
+    path: PathLike,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    roles: Mapping[str, Sequence[str]] | None = None,
+) -> FusionConfig:
     """Read and validate ``fusion.toml``; paths in it are relative to its folder.
 
     ``overrides`` replace entries of its ``[fusion]`` table (e.g. ``score``,
@@ -520,8 +578,7 @@ def _added_roles(fusion: Any, roles: Mapping[str, Sequence[str]]) -> dict[str, A
     table = fusion if isinstance(fusion, Mapping) else {}
     for name, extra in roles.items():
         if name not in ROLE_LISTS:
-            raise AnonlabError(f"roles: '{name}' is not a role list: use "
-                               f"{', '.join(ROLE_LISTS)}")
+            raise AnonlabError(f"roles: '{name}' is not a role list: use {', '.join(ROLE_LISTS)}")
         if not extra:
             continue
         have = table.get(name, [])

@@ -93,12 +93,17 @@ class FusionResult:
 
 def _new_cut(state: ProviderState) -> SharedCut:
     config = state.config
-    return SharedCut(n=state.n, attributes=tuple(config.qid_attributes),
-                     templates=state.templates, root_labels=root_labels(config))
+    return SharedCut(
+        n=state.n,
+        attributes=tuple(config.qid_attributes),
+        templates=state.templates,
+        root_labels=root_labels(config),
+    )
 
 
-def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
-                      config: FusionConfig, n: int) -> dict[str, Any]:
+def _exchange_columns(
+    states: Mapping[int, ProviderState], network: Network, config: FusionConfig, n: int
+) -> dict[str, Any]:
     columns: dict[str, Any] = {}
     for i, party in enumerate(config.providers):
         part: Mapping[str, Any]
@@ -107,10 +112,15 @@ def _exchange_columns(states: Mapping[int, ProviderState], network: Network,
             network.send(i, encode_columns(Columns(i, part)))
         else:
             msg = decode_columns(network.receive(i))
-            if msg.provider != i or list(msg.columns) != config.released_columns(party) or any(
-                    len(v) != n for v in msg.columns.values()):
-                raise AnonlabError(f"provider '{party.id}' sent a table part that does not "
-                                   "match its configured columns: the parties' configs differ")
+            if (
+                msg.provider != i
+                or list(msg.columns) != config.released_columns(party)
+                or any(len(v) != n for v in msg.columns.values())
+            ):
+                raise AnonlabError(
+                    f"provider '{party.id}' sent a table part that does not "
+                    "match its configured columns: the parties' configs differ"
+                )
             part = msg.columns
         columns.update(part)
     return columns
@@ -120,17 +130,20 @@ def _attach(states: Sequence[ProviderState], cut: SharedCut) -> None:
     """Start every local provider from the root cut (and its g factors, score = sensitivity)."""
     for s in states:
         if s.n != cut.n:
-            raise AnonlabError(f"provider '{s.party_id}' has {s.n} records where "
-                               f"'{states[0].party_id}' has {cut.n}: every provider needs the "
-                               "same record ids")
+            raise AnonlabError(
+                f"provider '{s.party_id}' has {s.n} records where "
+                f"'{states[0].party_id}' has {cut.n}: every provider needs the "
+                "same record ids"
+            )
         s.attach(cut)
     if states[0].config.fusion.score == "sensitivity":
         for s in states:
             s.set_attribute_factors()
 
 
-def _winning_instructions(local: Mapping[int, ProviderState], network: Network, winner: int,
-                          owners: Mapping[str, int]) -> tuple[Instructions, float | None]:
+def _winning_instructions(
+    local: Mapping[int, ProviderState], network: Network, winner: int, owners: Mapping[str, int]
+) -> tuple[Instructions, float | None]:
     """The round winner's instructions: made and sent here, or received; with its score
     when the winner is local."""
     if winner in local:
@@ -139,13 +152,16 @@ def _winning_instructions(local: Mapping[int, ProviderState], network: Network, 
         return instr, local[winner].best_score
     instr = decode_instructions(network.receive(winner))
     if owners.get(instr.attribute) != winner:
-        raise AnonlabError(f"provider {winner} sent instructions for '{instr.attribute}',"
-                           " which it does not own: the parties are out of step")
+        raise AnonlabError(
+            f"provider {winner} sent instructions for '{instr.attribute}',"
+            " which it does not own: the parties are out of step"
+        )
     return instr, None
 
 
-def _rounds(states: Sequence[ProviderState], network: Network, cut: SharedCut,
-            tell: ProgressFn) -> list[dict[str, Any]]:
+def _rounds(
+    states: Sequence[ProviderState], network: Network, cut: SharedCut, tell: ProgressFn
+) -> list[dict[str, Any]]:
     """Specialize round by round until the secure (or plain) max says stop; the history."""
     config = states[0].config
     local = {s.index: s for s in states}
@@ -161,8 +177,10 @@ def _rounds(states: Sequence[ProviderState], network: Network, cut: SharedCut,
         for s in states:
             s.after_apply(instr, new_ids)
         entry: dict[str, Any] = {
-            "round": len(history) + 1, "party": config.providers[winner].id,
-            "attribute": instr.attribute, "value": instr.parent_label,
+            "round": len(history) + 1,
+            "party": config.providers[winner].id,
+            "attribute": instr.attribute,
+            "value": instr.parent_label,
             "children": list(instr.children),
             "records": int(sum(r.size for r in instr.records)),
         }
@@ -172,8 +190,9 @@ def _rounds(states: Sequence[ProviderState], network: Network, cut: SharedCut,
         tell(ROUNDS_STEP, len(history), None)
 
 
-def run_parties(states: Sequence[ProviderState], network: Network, *,
-                progress: ProgressFn | None = None) -> FusionResult:
+def run_parties(
+    states: Sequence[ProviderState], network: Network, *, progress: ProgressFn | None = None
+) -> FusionResult:
     """Run the fusion loop for the local providers ``states`` over ``network``.
 
     ``progress`` hears ``("fusion rounds", rounds done, None)`` after every round
@@ -194,14 +213,25 @@ def run_parties(states: Sequence[ProviderState], network: Network, *,
     table = _assemble(states[0], columns)
     _, dropped = config.effective_templates()
     specs = {a: s.cut_spec(a) for s in states for a in s.qid}
-    final_cut = {a: sorted({str(cut.labels[a][v]) for v in np.unique(cut.cur[a])})
-                 for a in config.qid_attributes}
+    final_cut = {
+        a: sorted({str(cut.labels[a][v]) for v in np.unique(cut.cur[a])})
+        for a in config.qid_attributes
+    }
     return FusionResult(
-        table=table, rounds=len(history), specializations=history,
-        templates=template_summary(cut), dropped_templates=dropped, time_seconds=elapsed,
-        bytes_sent=network.bytes_sent(), private=network.private, score=config.fusion.score,
-        providers=[p.id for p in config.providers], cut=final_cut, cut_specs=specs,
-        columns=fused_columns(config, final_cut))
+        table=table,
+        rounds=len(history),
+        specializations=history,
+        templates=template_summary(cut),
+        dropped_templates=dropped,
+        time_seconds=elapsed,
+        bytes_sent=network.bytes_sent(),
+        private=network.private,
+        score=config.fusion.score,
+        providers=[p.id for p in config.providers],
+        cut=final_cut,
+        cut_specs=specs,
+        columns=fused_columns(config, final_cut),
+    )
 
 
 def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
@@ -220,16 +250,27 @@ def fused_columns(config: FusionConfig, cut: Mapping[str, Sequence[str]]) -> lis
     everyone = [p.id for p in config.providers]
     out: list[dict[str, Any]] = []
     if config.fusion.id:
-        out.append({"name": config.fusion.id, "held_by": everyone,
-                    "released": "id kept" if config.fusion.keep_id else "id dropped"})
+        out.append(
+            {
+                "name": config.fusion.id,
+                "held_by": everyone,
+                "released": "id kept" if config.fusion.keep_id else "id dropped",
+            }
+        )
     for party in config.providers:
         dropped = config.identifying(party)
         for column in party.columns:
             if column in dropped:
                 out.append({"name": column, "held_by": [party.id], "released": "dropped"})
             elif column in cut:
-                out.append({"name": column, "held_by": [party.id], "released": "generalized",
-                            "cut_values": len(cut[column])})
+                out.append(
+                    {
+                        "name": column,
+                        "held_by": [party.id],
+                        "released": "generalized",
+                        "cut_values": len(cut[column]),
+                    }
+                )
             else:
                 out.append({"name": column, "held_by": [party.id], "released": "as is"})
     out.append({"name": config.class_column, "held_by": everyone, "released": "class"})
@@ -262,18 +303,24 @@ def _check_aligned(states: Sequence[ProviderState]) -> None:
     first = states[0]
     for s in states[1:]:
         if s.n != first.n or not np.array_equal(s.ids, first.ids):
-            raise AnonlabError(f"{s.source} and {first.source} hold different record ids: "
-                               "every provider needs the same ids")
-        if s.class_labels != first.class_labels or not np.array_equal(s.classes,
-                                                                       first.classes):
-            raise AnonlabError(f"{s.source} and {first.source} disagree on the class column "
-                               f"'{first.config.class_column}': give every provider the same "
-                               "class values")
+            raise AnonlabError(
+                f"{s.source} and {first.source} hold different record ids: "
+                "every provider needs the same ids"
+            )
+        if s.class_labels != first.class_labels or not np.array_equal(s.classes, first.classes):
+            raise AnonlabError(
+                f"{s.source} and {first.source} disagree on the class column "
+                f"'{first.config.class_column}': give every provider the same "
+                "class values"
+            )
 
 
-def fuse(config: FusionConfig,
-         frames: Mapping[str, pd.DataFrame | MicrodataTable] | None = None, *,
-         progress: ProgressFn | None = None) -> FusionResult:
+def fuse(
+    config: FusionConfig,
+    frames: Mapping[str, pd.DataFrame | MicrodataTable] | None = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> FusionResult:
     """All providers in this process (plain max, labelled not private).
 
     ``frames`` may give a provider's part by party id instead of its file: a
@@ -285,8 +332,10 @@ def fuse(config: FusionConfig,
     after every round.
     """
     frames = frames or {}
-    states = [load_provider(config, i, frames.get(p.id), parameter="frames")
-              for i, p in enumerate(config.providers)]
+    states = [
+        load_provider(config, i, frames.get(p.id), parameter="frames")
+        for i, p in enumerate(config.providers)
+    ]
     _check_aligned(states)
     ids = [p.id for p in config.providers] + [h.id for h in config.helpers]
     network = LocalNetwork(ids, n_providers=len(config.providers))
@@ -296,8 +345,9 @@ def fuse(config: FusionConfig,
         network.close()
 
 
-def specialize_table(frame: pd.DataFrame | MicrodataTable, settings: Mapping[str, Any],
-                     base: str = ".") -> FusionResult:
+def specialize_table(
+    frame: pd.DataFrame | MicrodataTable, settings: Mapping[str, Any], base: str = "."
+) -> FusionResult:
     """Single-party TDS on one joined table: one provider holding every column.
 
     ``settings`` is a fusion config without ``parties`` (its ``[fusion]``,
@@ -309,8 +359,13 @@ def specialize_table(frame: pd.DataFrame | MicrodataTable, settings: Mapping[str
     columns = frame.frame.columns if isinstance(frame, MicrodataTable) else frame.columns
     fusion = dict(settings.get("fusion", {}))
     skip = {fusion.get("class"), fusion.get("id")}
-    party = {"id": "single", "role": "provider", "file": "<frame>",
-             "columns": [c for c in columns if c not in skip], "factor": 1.0}
+    party = {
+        "id": "single",
+        "role": "provider",
+        "file": "<frame>",
+        "columns": [c for c in columns if c not in skip],
+        "factor": 1.0,
+    }
     data = {**settings, "parties": [party]}
     config = config_from_dict(data, base, source="<single table>", min_providers=1)
     return fuse(config, {"single": frame})

@@ -72,9 +72,13 @@ def _pack(kind: int, header: dict[str, Any], body: bytes = b"") -> bytes:
 def encode_instructions(instr: Instructions) -> bytes:
     """Encode one round's instructions."""
     arrays = [np.ascontiguousarray(r, dtype="<i4") for r in instr.records]
-    header = {"attribute": instr.attribute, "parent": int(instr.parent),
-              "parent_label": instr.parent_label, "children": list(instr.children),
-              "counts": [int(a.size) for a in arrays]}
+    header = {
+        "attribute": instr.attribute,
+        "parent": int(instr.parent),
+        "parent_label": instr.parent_label,
+        "children": list(instr.children),
+        "counts": [int(a.size) for a in arrays],
+    }
     return _pack(KIND_INSTRUCTIONS, header, b"".join(a.tobytes() for a in arrays))
 
 
@@ -89,14 +93,20 @@ def encode_columns(cols: Columns) -> bytes:
         codes, uniques = pd.factorize(np.asarray(values, dtype=object))
         labels.append([str(u) for u in uniques])
         bodies.append(codes.astype("<i4").tobytes())
-    header = {"provider": cols.provider, "columns": list(cols.columns), "rows": rows,
-              "labels": labels}
+    header = {
+        "provider": cols.provider,
+        "columns": list(cols.columns),
+        "rows": rows,
+        "labels": labels,
+    }
     return _pack(KIND_COLUMNS, header, b"".join(bodies))
 
 
 def _bad(what: str) -> ProtocolError:
-    return ProtocolError(f"malformed fusion message: {what}: the sending party is not a "
-                         "compatible anonlab party or the message was corrupted")
+    return ProtocolError(
+        f"malformed fusion message: {what}: the sending party is not a "
+        "compatible anonlab party or the message was corrupted"
+    )
 
 
 def _split(data: bytes) -> tuple[int, dict[str, Any], bytes]:
@@ -109,17 +119,19 @@ def _split(data: bytes) -> tuple[int, dict[str, Any], bytes]:
     if magic != MAGIC:
         raise _bad(f"foreign magic {magic!r}")
     if version != VERSION:
-        raise ProtocolError(f"fusion message version {version}, this anonlab speaks version "
-                            f"{VERSION}: run the same anonlab version at every party")
+        raise ProtocolError(
+            f"fusion message version {version}, this anonlab speaks version "
+            f"{VERSION}: run the same anonlab version at every party"
+        )
     if head_len > MAX_HEADER or _PREFIX.size + head_len > len(data):
         raise _bad(f"header length {head_len} exceeds the message")
     try:
-        header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len].decode("utf-8"))
+        header = json.loads(data[_PREFIX.size : _PREFIX.size + head_len].decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
         raise _bad(f"header is not UTF-8 JSON ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise _bad("header is not a JSON object")
-    return int(kind), header, data[_PREFIX.size + head_len:]
+    return int(kind), header, data[_PREFIX.size + head_len :]
 
 
 def _field(header: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
@@ -152,8 +164,9 @@ def decode_instructions(data: bytes) -> Instructions:
         raise _bad("children and counts differ in length or are empty")
     if not all(isinstance(c, str) for c in children) or len(set(children)) != len(children):
         raise _bad("child labels are not distinct strings")
-    if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_INDEX
-               for c in counts):
+    if not all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_INDEX for c in counts
+    ):
         raise _bad(f"counts are not integers in 0..{MAX_INDEX}")
     if len(body) != 4 * sum(counts):
         raise _bad(f"body has {len(body)} bytes for {sum(counts)} record ids")
@@ -171,8 +184,11 @@ def decode_columns(data: bytes) -> Columns:
     names = _field(header, "columns", list)
     rows = _field(header, "rows", int)
     labels = _field(header, "labels", list)
-    if not all(isinstance(n, str) for n in names) or len(set(names)) != len(names) \
-            or len(labels) != len(names):
+    if (
+        not all(isinstance(n, str) for n in names)
+        or len(set(names)) != len(names)
+        or len(labels) != len(names)
+    ):
         raise _bad("column names and labels do not match")
     if len(body) != 4 * rows * len(names):
         raise _bad(f"body has {len(body)} bytes for {len(names)} columns of {rows} rows")
@@ -183,6 +199,5 @@ def decode_columns(data: bytes) -> Columns:
             raise _bad(f"labels of column '{name}' are not strings")
         if rows and (col.min() < 0 or col.max() >= len(table)):
             raise _bad(f"column '{name}' refers to a label it does not have")
-        out[name] = np.asarray(table, dtype=object)[col] if table else \
-            np.zeros(0, dtype=object)
+        out[name] = np.asarray(table, dtype=object)[col] if table else np.zeros(0, dtype=object)
     return Columns(provider, out)

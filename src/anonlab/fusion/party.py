@@ -59,7 +59,7 @@ def check_party_setup(config: FusionConfig, party_id: str) -> None:
         raise AnonlabError(
             f"{config.source} lists {len(config.parties)} parties: the secure max needs at least "
             f"{MIN_PARTIES} (MPyC with 2 parties gives no secrecy, a share equals the secret); "
-            "add an input-less [[parties]] entry with role = \"helper\" (e.g. the data recipient)"
+            'add an input-less [[parties]] entry with role = "helper" (e.g. the data recipient)'
         )
     for p in config.parties:
         if p.port is None or p.mpc_port is None:
@@ -86,7 +86,7 @@ def tls_files(config: FusionConfig, party_id: str) -> TlsFiles:
     if not tls:
         raise AnonlabError(
             f"{config.source} has no [tls] table: give ca, cert and key (e.g. ca = "
-            "\"certs/ca.crt\", cert = \"certs/{party}.crt\", key = \"certs/{party}.key\"); "
+            '"certs/ca.crt", cert = "certs/{party}.crt", key = "certs/{party}.key"); '
             "anonlab.fusion.certs.make_certificates creates test certificates"
         )
     unknown = sorted(set(tls) - {"ca", "cert", "key"})
@@ -127,7 +127,11 @@ class PartyNetwork:
     private = True
 
     def __init__(
-        self, config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
+        self,
+        config: FusionConfig,
+        party_id: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         timeout = check_timeout(timeout, "timeout")
@@ -147,8 +151,14 @@ class PartyNetwork:
         self.loop.set_exception_handler(lambda loop, context: None)
         self.channel = Channel(self.loop, channel_ends, party_id, tls, timeout, connect_timeout)
         self.secure_max = SecureMax(
-            mpc_ends, party_id, self.provider_ids, tls=tls, timeout=timeout,
-            connect_timeout=connect_timeout, loop=self.loop, watch=self.channel.check,
+            mpc_ends,
+            party_id,
+            self.provider_ids,
+            tls=tls,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            loop=self.loop,
+            watch=self.channel.check,
         )
         self.stats = PartyStats()
         self.winners: list[str | None] = []
@@ -183,8 +193,11 @@ class PartyNetwork:
         for party, other in theirs.items():
             if other.get("records") is None:  # a helper
                 continue
-            for key, what in (("records", "record count"), ("ids", "record ids"),
-                              ("classes", f"class column '{self.config.class_column}'")):
+            for key, what in (
+                ("records", "record count"),
+                ("ids", "record ids"),
+                ("classes", f"class column '{self.config.class_column}'"),
+            ):
                 if other.get(key) != mine[key]:
                     raise AnonlabError(
                         f"party '{party}' holds a different {what} than '{self.me}' (records: "
@@ -251,8 +264,9 @@ class PartyNetwork:
         self.stats.rounds = self.secure_max.rounds
         self.stats.mpc_seconds = self.secure_max.seconds
         own = self.own_bytes()
-        done = self.channel.finish({"party": self.me, "bytes_sent": own,
-                                    "rounds": self.secure_max.rounds})
+        done = self.channel.finish(
+            {"party": self.me, "bytes_sent": own, "rounds": self.secure_max.rounds}
+        )
         rounds = {party: info.get("rounds") for party, info in done.items()}
         if any(r != self.secure_max.rounds for r in rounds.values()):
             raise AnonlabError(
@@ -327,26 +341,33 @@ class PartyOutcome:
         out: dict[str, Any] = {"party": self.party, "role": self.role}
         if self.result is not None:
             out.update(self.result.report())
-        out.update({
-            "private": True,
-            "rounds": self.rounds,
-            "time_seconds": round(self.time_seconds, 4),
-            "rounds_per_second": round(self.rounds / self.time_seconds, 2)
-            if self.time_seconds > 0 else None,
-            "connect_seconds": round(self.connect_seconds, 4),
-            "total_seconds": round(self.total_seconds, 4),
-            "secure_max_calls": self.rounds + 1,
-            "secure_max_ms_per_call": round(1000 * self.mpc_seconds / (self.rounds + 1), 3),
-            "winners": self.winners,
-            "bytes_sent": {p: c.get("total", 0) for p, c in self.bytes_sent.items()},
-            "bytes_sent_detail": self.bytes_sent,
-        })
+        out.update(
+            {
+                "private": True,
+                "rounds": self.rounds,
+                "time_seconds": round(self.time_seconds, 4),
+                "rounds_per_second": round(self.rounds / self.time_seconds, 2)
+                if self.time_seconds > 0
+                else None,
+                "connect_seconds": round(self.connect_seconds, 4),
+                "total_seconds": round(self.total_seconds, 4),
+                "secure_max_calls": self.rounds + 1,
+                "secure_max_ms_per_call": round(1000 * self.mpc_seconds / (self.rounds + 1), 3),
+                "winners": self.winners,
+                "bytes_sent": {p: c.get("total", 0) for p, c in self.bytes_sent.items()},
+                "bytes_sent_detail": self.bytes_sent,
+            }
+        )
         return out
 
 
 def run_party(
-    config: FusionConfig, party_id: str, *, timeout: float = DEFAULT_TIMEOUT,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, progress: ProgressFn | None = None,
+    config: FusionConfig,
+    party_id: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    progress: ProgressFn | None = None,
 ) -> PartyOutcome:
     """Run one party of a networked fusion to the end (see the module docstring).
 
@@ -385,11 +406,16 @@ def run_party(
         result.bytes_sent = network.bytes_sent()
     stats = network.stats
     return PartyOutcome(
-        party=party_id, role="provider" if index is not None else "helper", result=result,
-        rounds=max(stats.rounds - 1, 0), winners=[w for w in network.winners if w is not None],
-        time_seconds=loop_seconds, total_seconds=time.perf_counter() - began,
+        party=party_id,
+        role="provider" if index is not None else "helper",
+        result=result,
+        rounds=max(stats.rounds - 1, 0),
+        winners=[w for w in network.winners if w is not None],
+        time_seconds=loop_seconds,
+        total_seconds=time.perf_counter() - began,
         connect_seconds=stats.connect_seconds,
-        mpc_seconds=stats.mpc_seconds, bytes_sent=stats.bytes_sent,
+        mpc_seconds=stats.mpc_seconds,
+        bytes_sent=stats.bytes_sent,
     )
 
 

@@ -157,11 +157,13 @@ class ProviderState:
         else:
             lo, hi, closed = info
             distinct, value_code = self.domains[a]
-            if records.size >= distinct.size // 8:    # count over the attribute's domain
-                flat = np.bincount(value_code[records] * n_classes + self.classes[records],
-                                   minlength=distinct.size * n_classes)
+            if records.size >= distinct.size // 8:  # count over the attribute's domain
+                flat = np.bincount(
+                    value_code[records] * n_classes + self.classes[records],
+                    minlength=distinct.size * n_classes,
+                )
                 per_value = flat.reshape(distinct.size, n_classes)
-            else:                                     # few records: sort them instead
+            else:  # few records: sort them instead
                 distinct, inverse = np.unique(self.codes[a][records], return_inverse=True)
                 per_value = np.zeros((distinct.size, n_classes), dtype=np.int64)
                 np.add.at(per_value, (inverse.reshape(-1), self.classes[records]), 1)
@@ -177,8 +179,16 @@ class ProviderState:
         counts = np.zeros((len(labels), n_classes), dtype=np.int64)
         np.add.at(counts, (child_index, self.classes[records]), 1)
         self.candidates[(a, node)] = Candidate(
-            a, node, records, child_index, labels, child_info,
-            scores.info_gain(counts), scores.gain_ratio(counts), s)
+            a,
+            node,
+            records,
+            child_index,
+            labels,
+            child_info,
+            scores.info_gain(counts),
+            scores.gain_ratio(counts),
+            s,
+        )
 
     def _minima(self, cand: Candidate) -> dict[int, int]:
         cut = present(self.cut, "the shared cut")
@@ -222,8 +232,7 @@ class ProviderState:
                 loss = float(np.mean(losses)) if losses else 0.0
                 raw = scores.tds_score(cand.gain, loss)
             else:
-                raw = scores.sensitivity_score(cand.ratio, self.factor, self.g.get(a, 1.0),
-                                               cand.s)
+                raw = scores.sensitivity_score(cand.ratio, self.factor, self.g.get(a, 1.0), cand.s)
             normalized = raw / self.bound
             q = quantize(normalized)
             if q > best_q:
@@ -236,14 +245,22 @@ class ProviderState:
         """The instructions of this round's best candidate."""
         cand = self.best
         if cand is None:
-            raise AnonlabError(f"provider '{self.party_id}' won a round without a candidate: "
-                               "the parties are out of step")
+            raise AnonlabError(
+                f"provider '{self.party_id}' won a round without a candidate: "
+                "the parties are out of step"
+            )
         cut = present(self.cut, "the shared cut")
-        records = tuple(cand.records[cand.child_index == c].astype(np.int64)
-                        for c in range(len(cand.child_labels)))
-        return Instructions(cand.attribute, cand.node,
-                            cut.labels[cand.attribute][cand.node], cand.child_labels,
-                            records)
+        records = tuple(
+            cand.records[cand.child_index == c].astype(np.int64)
+            for c in range(len(cand.child_labels))
+        )
+        return Instructions(
+            cand.attribute,
+            cand.node,
+            cut.labels[cand.attribute][cand.node],
+            cand.child_labels,
+            records,
+        )
 
     def after_apply(self, instr: Instructions, new_ids: list[int]) -> None:
         """Update candidates after the shared cut applied ``instr``."""
@@ -252,8 +269,10 @@ class ProviderState:
         if a in self.qid:
             cand = self.candidates.pop((a, instr.parent), None)
             if cand is None:
-                raise AnonlabError(f"instructions specialize '{a}' = '{instr.parent_label}', "
-                                   "not a candidate of its owner: the parties are out of step")
+                raise AnonlabError(
+                    f"instructions specialize '{a}' = '{instr.parent_label}', "
+                    "not a candidate of its owner: the parties are out of step"
+                )
             for c, node in enumerate(new_ids):
                 self.node_info[a][node] = cand.child_info[c]
                 self._add_candidate(a, node, cand.records[cand.child_index == c])
@@ -310,15 +329,19 @@ class CutSpec:
         if self.taxonomy is not None:
             leaves = self.taxonomy.leaf_codes(column.to_numpy(), f"column '{self.attribute}'")
             nodes = self.taxonomy.node_of(set(self.nodes), leaves)
-            table = np.asarray([self.nodes.get(int(v), SUPPRESSED) for v in
-                                range(len(self.taxonomy.labels))], dtype=object)
+            table = np.asarray(
+                [self.nodes.get(int(v), SUPPRESSED) for v in range(len(self.taxonomy.labels))],
+                dtype=object,
+            )
             out: NDArray[Any] = table[nodes]
             return out
         intervals = present(self.intervals, f"the intervals of '{self.attribute}'")
         x = as_numbers(column)
         if x is None:
-            raise AnonlabError(f"column '{self.attribute}' has a value that is not a number: "
-                               "give numbers, as in the fused data")
+            raise AnonlabError(
+                f"column '{self.attribute}' has a value that is not a number: "
+                "give numbers, as in the fused data"
+            )
         if len(intervals) == 1:
             return np.full(x.size, intervals[0][1], dtype=object)
         los = np.array([lo for lo, _ in intervals])
@@ -347,7 +370,7 @@ def _sorted_ids(values: pd.Series) -> NDArray[Any]:
         order: NDArray[Any] = np.argsort(numeric, kind="stable")
         return order
     text = values.astype(str).to_numpy(dtype=object)
-    if numeric is not None:          # equal numbers written differently ("1", "01")
+    if numeric is not None:  # equal numbers written differently ("1", "01")
         by_number: NDArray[Any] = np.lexsort((text, numeric))
         return by_number
     return np.argsort(text, kind="stable")
@@ -371,8 +394,9 @@ def root_labels(config: FusionConfig) -> dict[str, str]:
 
 def max_leaves(config: FusionConfig) -> int:
     """The largest leaf count of the configured taxonomy files."""
-    counts = [len(Hierarchy.from_csv(e).rows) for e in config.taxonomies.values()
-              if e != CONTINUOUS]
+    counts = [
+        len(Hierarchy.from_csv(e).rows) for e in config.taxonomies.values() if e != CONTINUOUS
+    ]
     return max(counts, default=1)
 
 
@@ -398,9 +422,12 @@ def provider_roles(config: FusionConfig, index: int) -> tuple[dict[str, Role], l
     """
     party = config.providers[index]
     qid = set(config.qid_attributes)
-    named = {name: {*(c for c in shared if c in party.columns), *own}
-             for (name, shared), own in zip(config.fusion.named().items(),
-                                            party.named().values(), strict=True)}
+    named = {
+        name: {*(c for c in shared if c in party.columns), *own}
+        for (name, shared), own in zip(
+            config.fusion.named().items(), party.named().values(), strict=True
+        )
+    }
     roles: dict[str, Role] = {}
     unnamed: list[str] = []
     for column in party.columns:
@@ -439,13 +466,17 @@ def _check_part(frame: pd.DataFrame, config: FusionConfig, index: int, source: s
     needed = [class_col, *party.columns] + ([id_col] if id_col else [])
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise AnonlabError(f"{source} has no column '{missing[0]}': its file has "
-                           f"{', '.join(map(str, frame.columns))}; fix columns or the file")
+        raise AnonlabError(
+            f"{source} has no column '{missing[0]}': its file has "
+            f"{', '.join(map(str, frame.columns))}; fix columns or the file"
+        )
     if id_col:
         dup = frame[id_col].duplicated()
         if dup.any():
-            raise AnonlabError(f"{source}: record id '{frame[id_col][dup].iloc[0]}' appears "
-                               f"twice in column '{id_col}': ids must be unique")
+            raise AnonlabError(
+                f"{source}: record id '{frame[id_col][dup].iloc[0]}' appears "
+                f"twice in column '{id_col}': ids must be unique"
+            )
 
 
 def _kinds(config: FusionConfig, index: int) -> tuple[list[str], list[str]]:
@@ -456,8 +487,11 @@ def _kinds(config: FusionConfig, index: int) -> tuple[list[str], list[str]]:
     return [c for c in qid if c not in continuous], continuous
 
 
-def provider_table(config: FusionConfig, index: int, frame: pd.DataFrame | None = None,
-                   ) -> MicrodataTable:
+def provider_table(
+    config: FusionConfig,
+    index: int,
+    frame: pd.DataFrame | None = None,
+) -> MicrodataTable:
     """Provider ``index``'s part of the data as the one table model.
 
     Reads the provider's ``file`` (with its reading options), or takes
@@ -475,8 +509,7 @@ def provider_table(config: FusionConfig, index: int, frame: pd.DataFrame | None 
     source = _source(config, index, frame is not None)
     if frame is None:
         party = config.providers[index]
-        frame = read_table(present(party.file, f"provider {index}'s file"),
-                           **party.read_options())
+        frame = read_table(present(party.file, f"provider {index}'s file"), **party.read_options())
     else:
         frame = frame.astype(str)
     _check_part(frame, config, index, source)
@@ -485,8 +518,15 @@ def provider_table(config: FusionConfig, index: int, frame: pd.DataFrame | None 
     nominal, continuous = _kinds(config, index)
 
     def build(data: pd.DataFrame) -> MicrodataTable:
-        return MicrodataTable.from_roles(data, roles, nominal=nominal, by_other=unnamed,
-                                         numbers="exact", allow_constant=True, what=source)
+        return MicrodataTable.from_roles(
+            data,
+            roles,
+            nominal=nominal,
+            by_other=unnamed,
+            numbers="exact",
+            allow_constant=True,
+            what=source,
+        )
 
     try:
         return build(part)
@@ -508,16 +548,19 @@ def _python_numbers(frame: pd.DataFrame, columns: list[str], source: str) -> pd.
         if numbers is None:
             numeric = pd.to_numeric(frame[a], errors="coerce")
             bad = frame[a][numeric.isna() | ~np.isfinite(numeric)].iloc[0]
-            raise AnonlabError(f"{source}: continuous column '{a}' has the non-numeric "
-                               f"value '{bad}': give numbers or a taxonomy file")
+            raise AnonlabError(
+                f"{source}: continuous column '{a}' has the non-numeric "
+                f"value '{bad}': give numbers or a taxonomy file"
+            )
         if out is frame:
             out = frame.copy()
         out[a] = numbers
     return out
 
 
-def check_provider_table(config: FusionConfig, index: int, table: MicrodataTable,
-                         parameter: str = "frame") -> None:
+def check_provider_table(
+    config: FusionConfig, index: int, table: MicrodataTable, parameter: str = "frame"
+) -> None:
     """Refuse a table that says something else of provider ``index``'s part than the config.
 
     Its frame must hold the part (:func:`provider_table`); each column of the
@@ -536,26 +579,39 @@ def check_provider_table(config: FusionConfig, index: int, table: MicrodataTable
             raise AnonlabError(
                 f"{source}: the table gives column '{column}' {shown}, the fusion config "
                 f"{role.value}: build the table with provider_table(config, {index}, frame)",
-                parameter=parameter)
+                parameter=parameter,
+            )
     nominal, continuous = _kinds(config, index)
     if continuous and table.numbers != "exact":
-        raise AnonlabError(f"{source}: the table read its numbers by rule '{table.numbers}', "
-                           "fusion by rule 'exact': build it with numbers='exact'",
-                           parameter=parameter)
+        raise AnonlabError(
+            f"{source}: the table read its numbers by rule '{table.numbers}', "
+            "fusion by rule 'exact': build it with numbers='exact'",
+            parameter=parameter,
+        )
     for column in continuous:
         if column not in table.numeric.names:
-            raise AnonlabError(f"{source}: continuous column '{column}' is not numeric in the "
-                               "table: make it a numeric quasi-identifier", parameter=parameter)
+            raise AnonlabError(
+                f"{source}: continuous column '{column}' is not numeric in the "
+                "table: make it a numeric quasi-identifier",
+                parameter=parameter,
+            )
     categorical = {*table.nominal, *table.ordinal}
     for column in nominal:
         if column not in categorical:
-            raise AnonlabError(f"{source}: column '{column}' has a taxonomy file but is not "
-                               "categorical in the table: make it nominal", parameter=parameter)
+            raise AnonlabError(
+                f"{source}: column '{column}' has a taxonomy file but is not "
+                "categorical in the table: make it nominal",
+                parameter=parameter,
+            )
 
 
-def load_provider(config: FusionConfig, index: int,
-                  frame: pd.DataFrame | MicrodataTable | None = None, *,
-                  parameter: str = "frame") -> ProviderState:
+def load_provider(
+    config: FusionConfig,
+    index: int,
+    frame: pd.DataFrame | MicrodataTable | None = None,
+    *,
+    parameter: str = "frame",
+) -> ProviderState:
     """Load provider ``index``'s part into its state: from its file, ``frame``, or a table.
 
     Without ``frame`` the provider's file is read; a DataFrame is taken as
@@ -574,8 +630,7 @@ def load_provider(config: FusionConfig, index: int,
     return _state(config, index, table, _source(config, index, frame is not None))
 
 
-def _state(config: FusionConfig, index: int, table: MicrodataTable, source: str
-           ) -> ProviderState:
+def _state(config: FusionConfig, index: int, table: MicrodataTable, source: str) -> ProviderState:
     """The provider's state of ``table``: records in id order, codes per template column."""
     party = config.providers[index]
     id_col, class_col = config.fusion.id, config.class_column
@@ -597,16 +652,33 @@ def _state(config: FusionConfig, index: int, table: MicrodataTable, source: str
         if a in taxonomies:
             codes[a] = taxonomies[a].leaf_codes(text[a], source)
         else:
-            numbers = np.ascontiguousarray(table.numeric.values[order,
-                                                                table.numeric.names.index(a)])
+            numbers = np.ascontiguousarray(
+                table.numeric.values[order, table.numeric.names.index(a)]
+            )
             codes[a] = numbers
             distinct, inverse = np.unique(numbers, return_inverse=True)
             domains[a] = (distinct, inverse.reshape(-1).astype(np.int64))
-    bound = scores.score_bound(config.fusion.score, config.fusion.s_aggregate, table.n,
-                               len(class_labels), max_leaves(config))
+    bound = scores.score_bound(
+        config.fusion.score,
+        config.fusion.s_aggregate,
+        table.n,
+        len(class_labels),
+        max_leaves(config),
+    )
     return ProviderState(
-        index=index, party_id=party.id, config=config,
+        index=index,
+        party_id=party.id,
+        config=config,
         templates=tuple(Template(tuple(t.qid), t.k) for t in templates),
-        ids=ids, classes=classes.astype(np.int64), class_labels=tuple(map(str, class_labels)),
-        raw=text, qid=qid, codes=codes, taxonomies=taxonomies, domains=domains, bound=bound,
-        source=source, table=table)
+        ids=ids,
+        classes=classes.astype(np.int64),
+        class_labels=tuple(map(str, class_labels)),
+        raw=text,
+        qid=qid,
+        codes=codes,
+        taxonomies=taxonomies,
+        domains=domains,
+        bound=bound,
+        source=source,
+        table=table,
+    )

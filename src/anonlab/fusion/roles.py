@@ -52,11 +52,13 @@ class FusionRoleError(RoleError):
         plural = len(self.columns) != 1
         names = ", ".join(f"{c} ({self.owners.get(c, '?')})" for c in self.columns)
         them = "them" if plural else "it"
-        return (f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} given no "
-                f"role: put {them} in a template's qid (quasi-identifier) or name "
-                f"{'each' if plural else 'it'} in identifying, sensitive or insensitive (under "
-                f"[fusion] or the provider's [[parties]] entry), or set other = \"insensitive\" "
-                f"to release {them} unchanged")
+        return (
+            f"column{'s' if plural else ''} {names} {'are' if plural else 'is'} given no "
+            f"role: put {them} in a template's qid (quasi-identifier) or name "
+            f"{'each' if plural else 'it'} in identifying, sensitive or insensitive (under "
+            f'[fusion] or the provider\'s [[parties]] entry), or set other = "insensitive" '
+            f"to release {them} unchanged"
+        )
 
     def for_flags(self, flags: dict[str, str] | None = None) -> str:
         """The same message: the roles of a fusion live in its configuration file."""
@@ -132,13 +134,22 @@ def _provider_roles(config: FusionConfig, party: PartyConfig) -> tuple[dict[str,
     """
     columns = party.columns
     qid = [c for c in config.qid_attributes if c in columns]
-    lists = {name: [*(c for c in shared if c in columns), *own]
-             for (name, shared), own in zip(config.fusion.named().items(),
-                                            party.named().values(), strict=True)}
+    lists = {
+        name: [*(c for c in shared if c in columns), *own]
+        for (name, shared), own in zip(
+            config.fusion.named().items(), party.named().values(), strict=True
+        )
+    }
     _check_own_lists(party, config)
-    roles = assign_roles(columns, qi=qid, identifying=lists["identifying"],
-                         sensitive=lists["sensitive"], insensitive=lists["insensitive"],
-                         other="insensitive", role_parameters=("templates", *ROLE_PARAMETERS))
+    roles = assign_roles(
+        columns,
+        qi=qid,
+        identifying=lists["identifying"],
+        sensitive=lists["sensitive"],
+        insensitive=lists["insensitive"],
+        other="insensitive",
+        role_parameters=("templates", *ROLE_PARAMETERS),
+    )
     return roles, without_role(columns, qid, *lists.values())
 
 
@@ -146,17 +157,21 @@ def _check_helpers(config: FusionConfig) -> None:
     """A helper holds no data, so it gives no roles."""
     for helper in config.helpers:
         if any(helper.named().values()) or helper.other is not None:
-            raise AnonlabError(f"helper '{helper.id}' gives column roles: a helper holds no "
-                               "columns; move its identifying, sensitive, insensitive or other "
-                               "to [fusion] or a provider")
+            raise AnonlabError(
+                f"helper '{helper.id}' gives column roles: a helper holds no "
+                "columns; move its identifying, sensitive, insensitive or other "
+                "to [fusion] or a provider"
+            )
 
 
 def _check_shared_columns(config: FusionConfig) -> None:
     """The record id takes its role from ``keep_id``; the class is released, by every fusion."""
     ident, target = config.fusion.id, config.class_column
     if target in config.fusion.sensitive and target in config.fusion.insensitive:
-        raise AnonlabError(f"[fusion] names the class attribute '{target}' in sensitive and in "
-                           "insensitive: give it one role")
+        raise AnonlabError(
+            f"[fusion] names the class attribute '{target}' in sensitive and in "
+            "insensitive: give it one role"
+        )
     for party in [None, *config.providers]:
         lists = (config.fusion if party is None else party).named()
         where = "[fusion]" if party is None else f"party '{party.id}'"
@@ -165,12 +180,14 @@ def _check_shared_columns(config: FusionConfig) -> None:
                 raise AnonlabError(
                     f"{where} names the record id '{ident}' in {name}: its role follows keep_id "
                     "(false: identifying, dropped; true: released, insensitive); remove it "
-                    f"from {name}")
+                    f"from {name}"
+                )
             if target in columns and (party is not None or name == "identifying"):
                 raise AnonlabError(
                     f"{where} names the class attribute '{target}' in {name}: every fusion "
                     "releases the class (the score needs it); it is sensitive unless named in "
-                    "insensitive under [fusion]")
+                    "insensitive under [fusion]"
+                )
 
 
 def _check_fusion_lists(config: FusionConfig) -> None:
@@ -188,15 +205,18 @@ def _check_own_lists(party: PartyConfig, config: FusionConfig) -> None:
             if column not in party.columns and column in owners:
                 raise AnonlabError(
                     f"party '{party.id}' names column '{column}' in {name}, a column of "
-                    f"provider '{owners[column]}': give it its role there or under [fusion]")
-        _refuse_unknown(columns, set(party.columns), f"party '{party.id}' {name}",
-                        party.columns)
+                    f"provider '{owners[column]}': give it its role there or under [fusion]"
+                )
+        _refuse_unknown(columns, set(party.columns), f"party '{party.id}' {name}", party.columns)
 
 
-def _refuse_unknown(names: Iterable[str], known: set[str], where: str,
-                    listed: Sequence[str]) -> None:
+def _refuse_unknown(
+    names: Iterable[str], known: set[str], where: str, listed: Sequence[str]
+) -> None:
     """Refuse the first of ``names`` that is not ``known``."""
     for column in names:
         if column not in known:
-            raise AnonlabError(f"{where} names column '{column}', which no provider lists: fix "
-                               f"the name (the columns are {', '.join(listed)})")
+            raise AnonlabError(
+                f"{where} names column '{column}', which no provider lists: fix "
+                f"the name (the columns are {', '.join(listed)})"
+            )

@@ -92,7 +92,7 @@ def best_split(distinct: NDArray[Any], counts: NDArray[Any]) -> tuple[float, flo
     x, counts = distinct[present], counts[present]
     if x.size < 2:
         return None
-    left = np.cumsum(counts, axis=0)[:-1]          # class counts of x[:i+1]
+    left = np.cumsum(counts, axis=0)[:-1]  # class counts of x[:i+1]
     total = counts.sum(axis=0)
     right = total - left
     n_left = left.sum(axis=1).astype(np.float64)
@@ -138,8 +138,9 @@ def sensitivity_score(ratio: float, factor: float, g: float, s: float) -> float:
     return ratio * factor * g * s
 
 
-def score_bound(score: str, s_aggregate: str, n_records: int, n_classes: int,
-                max_leaves: int) -> float:
+def score_bound(
+    score: str, s_aggregate: str, n_records: int, n_classes: int, max_leaves: int
+) -> float:
     """An upper bound of the raw score every party derives alike (for normalizing).
 
     TDS: InfoGain <= log2(#classes). Sensitivity: GainRatio <= 1, f <= 1,

@@ -139,8 +139,9 @@ class PartyLoop(asyncio.SelectorEventLoop):
             return await super().create_server(protocol_factory, host, port, **kwargs)
         if kwargs.get("ssl") is None and self.server_tls is not None:
             kwargs["ssl"] = self.server_tls
-        return await super().create_server(self._recording(protocol_factory), self.bind_host,
-                                           port, **kwargs)
+        return await super().create_server(
+            self._recording(protocol_factory), self.bind_host, port, **kwargs
+        )
 
     async def create_connection(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
@@ -148,8 +149,9 @@ class PartyLoop(asyncio.SelectorEventLoop):
         if kwargs.get("ssl") is None and self.client_tls is not None:
             kwargs["ssl"] = self.client_tls
             kwargs["server_hostname"] = self.names.get((host, port), host)
-        return await super().create_connection(self._recording(protocol_factory), host, port,
-                                               **kwargs)
+        return await super().create_connection(
+            self._recording(protocol_factory), host, port, **kwargs
+        )
 
 
 def party_loop(parties: Sequence[Endpoint], me: str, tls: TlsFiles | None) -> PartyLoop:
@@ -185,7 +187,7 @@ class SecureMax:
             raise AnonlabError(
                 f"secure max needs at least {MIN_PARTIES} parties, got {len(parties)}: MPyC with "
                 "2 parties gives no secrecy (a share equals the secret); add an input-less party "
-                "with role = \"helper\" (for example the data recipient)"
+                'with role = "helper" (for example the data recipient)'
             )
         names = [p.party for p in parties]
         if me not in names:
@@ -201,7 +203,8 @@ class SecureMax:
         self.is_provider = me in providers
         self.timeout = check_timeout(timeout, "timeout")
         self.connect_timeout = check_timeout(
-            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout")
+            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout"
+        )
         self.bits = bits
         self.tls = tls
         self.rounds = 0
@@ -238,8 +241,9 @@ class SecureMax:
         self._rt = rt
         self._secint = rt.SecInt(self.bits)
         try:
-            self._wait(rt.start(), "connecting the secure-max runtime (MPyC)", watch=False,
-                       starting=True)
+            self._wait(
+                rt.start(), "connecting the secure-max runtime (MPyC)", watch=False, starting=True
+            )
         except BaseException:
             self.abort()
             raise

@@ -55,13 +55,18 @@ class Taxonomy:
     def leaf_codes(self, column: pd.Series | NDArray[Any], source: str) -> NDArray[Any]:
         """Leaf indices of raw values; unknown values are an error naming them."""
         index = {v: i for i, v in enumerate(self.values)}
-        codes, uniq = pd.factorize(pd.Series(column, dtype=object).astype(str)
-                                   if isinstance(column, np.ndarray) else column.astype(str))
+        codes, uniq = pd.factorize(
+            pd.Series(column, dtype=object).astype(str)
+            if isinstance(column, np.ndarray)
+            else column.astype(str)
+        )
         missing = [str(u) for u in uniq if str(u) not in index]
         if missing:
             shown = ", ".join(f"'{m}'" for m in missing[:5])
-            raise AnonlabError(f"{source}: column '{self.attribute}' has values the taxonomy "
-                               f"does not list ({shown}): add them to the hierarchy file")
+            raise AnonlabError(
+                f"{source}: column '{self.attribute}' has values the taxonomy "
+                f"does not list ({shown}): add them to the hierarchy file"
+            )
         lookup = np.array([index[str(u)] for u in uniq], dtype=np.int64)
         out: NDArray[Any] = lookup[codes]
         return out
@@ -96,8 +101,9 @@ Key = tuple[int, str]
 """A hierarchy node before collapsing: (level, label)."""
 
 
-def build_taxonomy(hierarchy: Hierarchy, attribute: str,
-                   sensitivity: SensitivityConfig | None = None) -> Taxonomy:
+def build_taxonomy(
+    hierarchy: Hierarchy, attribute: str, sensitivity: SensitivityConfig | None = None
+) -> Taxonomy:
     """Build the collapsed tree of ``hierarchy`` (see the module docstring)."""
     raw_children, root_key = _raw_tree(hierarchy)
 
@@ -112,12 +118,21 @@ def build_taxonomy(hierarchy: Hierarchy, attribute: str,
     sensitivity = sensitivity or SensitivityConfig()
     unknown = [v for v in sensitivity.values.get(attribute, {}) if v not in leaf_node]
     if unknown:
-        raise AnonlabError(f"sensitivity.values.{attribute} names '{unknown[0]}', which the "
-                           f"taxonomy of '{attribute}' does not list: fix the value")
+        raise AnonlabError(
+            f"sensitivity.values.{attribute} names '{unknown[0]}', which the "
+            f"taxonomy of '{attribute}' does not list: fix the value"
+        )
     levels = np.array([sensitivity.level(attribute, v) for v in values], dtype=np.int64)
-    return Taxonomy(attribute, values, tuple(labels), tuple(tuple(c) for c in children),
-                    np.array(depth, dtype=np.int64), ancestors,
-                    np.array([leaf_node[v] for v in values], dtype=np.int64), levels)
+    return Taxonomy(
+        attribute,
+        values,
+        tuple(labels),
+        tuple(tuple(c) for c in children),
+        np.array(depth, dtype=np.int64),
+        ancestors,
+        np.array([leaf_node[v] for v in values], dtype=np.int64),
+        levels,
+    )
 
 
 def _raw_tree(hierarchy: Hierarchy) -> tuple[dict[Key, list[Key]], Key]:
@@ -143,7 +158,9 @@ def _raw_tree(hierarchy: Hierarchy) -> tuple[dict[Key, list[Key]], Key]:
 
 
 def _number_nodes(
-    raw_children: dict[Key, list[Key]], root_key: Key, collapse: Callable[[Key], Key],
+    raw_children: dict[Key, list[Key]],
+    root_key: Key,
+    collapse: Callable[[Key], Key],
 ) -> tuple[list[str], list[list[int]], list[int], dict[str, int]]:
     """Node ids in breadth-first order of the collapsed tree: labels, children, depths and
     the node of each leaf value."""
@@ -165,15 +182,18 @@ def _number_nodes(
         if key[0] == 0:
             leaf_node[key[1]] = node
         kids = raw_children.get(key, [])
-        queue += [(collapse(kid), d + 1, lab)
-                  for kid, lab in zip(kids, _child_labels(kids, collapse), strict=True)]
+        queue += [
+            (collapse(kid), d + 1, lab)
+            for kid, lab in zip(kids, _child_labels(kids, collapse), strict=True)
+        ]
     for key, node in ids.items():
         children[node].extend(ids[collapse(kid)] for kid in raw_children.get(key, []))
     return labels, children, depth, leaf_node
 
 
-def _ancestor_table(values: tuple[str, ...], leaf_node: dict[str, int], depth: list[int],
-                    children: list[list[int]]) -> NDArray[np.int64]:
+def _ancestor_table(
+    values: tuple[str, ...], leaf_node: dict[str, int], depth: list[int], children: list[list[int]]
+) -> NDArray[np.int64]:
     """(values x depth) node ids: the ancestor of each leaf value at each depth (-1 below it)."""
     parent_of = {child: node for node, kids in enumerate(children) for child in kids}
     ancestors = np.full((len(values), max(depth) + 1), -1, dtype=np.int64)
@@ -187,8 +207,9 @@ def _ancestor_table(values: tuple[str, ...], leaf_node: dict[str, int], depth: l
     return ancestors
 
 
-def _child_labels(kids: list[tuple[int, str]],
-                  collapse: Callable[[tuple[int, str]], tuple[int, str]]) -> list[str]:
+def _child_labels(
+    kids: list[tuple[int, str]], collapse: Callable[[tuple[int, str]], tuple[int, str]]
+) -> list[str]:
     """Labels of sibling nodes: each collapsed chain's lowest label, kept distinct.
 
     Siblings come from one hierarchy level, so their own labels differ; a
@@ -196,8 +217,9 @@ def _child_labels(kids: list[tuple[int, str]],
     elsewhere), and such a chain keeps the label of its top instead.
     """
     lowest = [collapse(k)[1] for k in kids]
-    return [low if lowest.count(low) == 1 else kid[1]
-            for kid, low in zip(kids, lowest, strict=True)]
+    return [
+        low if lowest.count(low) == 1 else kid[1] for kid, low in zip(kids, lowest, strict=True)
+    ]
 
 
 def format_number(x: float) -> str:

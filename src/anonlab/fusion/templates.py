@@ -55,7 +55,8 @@ class SharedCut:
             if self.n < t.k:
                 raise AnonlabError(
                     f"the table has {self.n} records, fewer than k = {t.k} of template "
-                    f"<{', '.join(t.qid)}>: no generalization can satisfy it; lower k")
+                    f"<{', '.join(t.qid)}>: no generalization can satisfy it; lower k"
+                )
             self.gid.append(np.zeros(self.n, dtype=np.int64))
             self.gsize.append(np.array([self.n], dtype=np.int64))
             self.gvalue.append({a: np.zeros(1, dtype=np.int64) for a in t.qid})
@@ -84,25 +85,35 @@ class SharedCut:
         """Check instructions against the cut; returns the parent's record ids, sorted."""
         a = instr.attribute
         if a not in self.cur:
-            raise AnonlabError(f"instructions name attribute '{a}', which is not a "
-                               "quasi-identifier of this fusion: the parties' configs differ")
+            raise AnonlabError(
+                f"instructions name attribute '{a}', which is not a "
+                "quasi-identifier of this fusion: the parties' configs differ"
+            )
         if not 0 <= instr.parent < len(self.labels[a]):
-            raise AnonlabError(f"instructions name unknown value id {instr.parent} of '{a}': "
-                               "the parties are out of step")
+            raise AnonlabError(
+                f"instructions name unknown value id {instr.parent} of '{a}': "
+                "the parties are out of step"
+            )
         if self.labels[a][instr.parent] != instr.parent_label:
-            raise AnonlabError(f"instructions name value '{instr.parent_label}' of '{a}' where "
-                               f"this party has '{self.labels[a][instr.parent]}': the parties "
-                               "are out of step")
+            raise AnonlabError(
+                f"instructions name value '{instr.parent_label}' of '{a}' where "
+                f"this party has '{self.labels[a][instr.parent]}': the parties "
+                "are out of step"
+            )
         ids = np.concatenate(instr.records) if instr.records else np.zeros(0, np.int64)
         expected = self.counts[a][instr.parent]
         if ids.size != expected or (ids.size and (ids.min() < 0 or ids.max() >= self.n)):
-            raise AnonlabError(f"instructions move {ids.size} records of '{a}' = "
-                               f"'{instr.parent_label}', which has {expected}: the parties "
-                               "are out of step")
+            raise AnonlabError(
+                f"instructions move {ids.size} records of '{a}' = "
+                f"'{instr.parent_label}', which has {expected}: the parties "
+                "are out of step"
+            )
         ids = np.sort(ids)
         if ids.size and (np.any(ids[1:] == ids[:-1]) or np.any(self.cur[a][ids] != instr.parent)):
-            raise AnonlabError(f"instructions move records that do not hold '{a}' = "
-                               f"'{instr.parent_label}': the parties are out of step")
+            raise AnonlabError(
+                f"instructions move records that do not hold '{a}' = "
+                f"'{instr.parent_label}': the parties are out of step"
+            )
         if len(instr.children) < 1:
             raise AnonlabError("instructions have no child value: the parties are out of step")
         return ids
@@ -133,7 +144,7 @@ class SharedCut:
         width = len(self.labels[attribute])
         combo = old * width + self.cur[attribute][moved]
         span = self.gsize[j].size * width
-        if span <= 4 * moved.size + 4096:       # dense keys: count without sorting
+        if span <= 4 * moved.size + 4096:  # dense keys: count without sorting
             counts = np.bincount(combo, minlength=span)
             present = np.flatnonzero(counts)
             remap = np.zeros(span, dtype=np.int64)
@@ -143,8 +154,9 @@ class SharedCut:
             first = np.zeros(present.size, dtype=np.int64)
             first[inverse] = np.arange(moved.size)
         else:
-            _, first, inverse, sizes = np.unique(combo, return_index=True,
-                                                 return_inverse=True, return_counts=True)
+            _, first, inverse, sizes = np.unique(
+                combo, return_index=True, return_inverse=True, return_counts=True
+            )
         start = self.gsize[j].size
         self.gsize[j][old] = 0
         self.gsize[j] = np.concatenate([self.gsize[j], sizes.astype(np.int64)])
@@ -160,7 +172,12 @@ class SharedCut:
 
 def template_summary(cut: SharedCut) -> list[dict[str, object]]:
     """Each template's QID, k and smallest group on the current cut."""
-    return [{"qid": list(t.qid), "k": t.k, "smallest_group": cut.smallest(j),
-             "groups": int((cut.gsize[j] > 0).sum())}
-            for j, t in enumerate(cut.templates)]
-
+    return [
+        {
+            "qid": list(t.qid),
+            "k": t.k,
+            "smallest_group": cut.smallest(j),
+            "groups": int((cut.gsize[j] > 0).sum()),
+        }
+        for j, t in enumerate(cut.templates)
+    ]

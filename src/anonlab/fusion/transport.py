@@ -80,8 +80,20 @@ from anonlab.fusion.codec import (
 )
 
 __all__ = [
-    "ABORT", "DATA", "DONE", "HELLO", "KIND_NAMES", "PROTOCOL_NAME", "PROTOCOL_VERSION", "READY",
-    "Channel", "Endpoint", "FrameProtocol", "TlsFiles", "check_timeout", "client_context",
+    "ABORT",
+    "DATA",
+    "DONE",
+    "HELLO",
+    "KIND_NAMES",
+    "PROTOCOL_NAME",
+    "PROTOCOL_VERSION",
+    "READY",
+    "Channel",
+    "Endpoint",
+    "FrameProtocol",
+    "TlsFiles",
+    "check_timeout",
+    "client_context",
     "server_context",
 ]
 
@@ -99,8 +111,12 @@ TIMEOUT_RULE = "must be a finite number of seconds above 0"
 
 def check_timeout(value: float, name: str) -> float:
     """``value`` as a float when it is a finite, positive number of seconds; else one error."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise AnonlabError(f"{name} {TIMEOUT_RULE} (got {value!r})", parameter=name)
     return float(value)
 
@@ -130,8 +146,11 @@ class TlsFiles:
             Path(str(cert).replace("{party}", party)),
             Path(str(key).replace("{party}", party)),
         )
-        for label, path in (("CA certificate", files.ca), ("certificate", files.cert),
-                            ("private key", files.key)):
+        for label, path in (
+            ("CA certificate", files.ca),
+            ("certificate", files.cert),
+            ("private key", files.key),
+        ):
             if not path.is_file():
                 raise AnonlabError(
                     f"TLS {label} '{path}' for party '{party}' does not exist: fix [tls] in the "
@@ -313,7 +332,8 @@ class Channel:
         self.tls = tls
         self.timeout = check_timeout(timeout, "timeout")
         self.connect_timeout = check_timeout(
-            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout")
+            self.timeout if connect_timeout is None else connect_timeout, "connect_timeout"
+        )
         self.links: dict[str, FrameProtocol] = {}
         self.queues: dict[str, collections.deque[tuple[int, bytes]]] = {
             n: collections.deque() for n in self.peers
@@ -340,18 +360,30 @@ class Channel:
         candidates = [n for n in self.before if n in names and n not in self.links]
         if len(candidates) != 1:  # not one of the parties that should call us: say why
             with contextlib.suppress(AnonlabError):
-                protocol.send(ABORT, encode_json({"error": (
-                    f"party '{self.me}' expects a call from "
-                    + (", ".join(f"'{n}'" for n in self.before if n not in self.links) or "nobody")
-                    + f", not from a certificate naming {sorted(names)}: check that every party "
-                    "uses the same party list and the certificate of its own id"
-                )}))
+                protocol.send(
+                    ABORT,
+                    encode_json(
+                        {
+                            "error": (
+                                f"party '{self.me}' expects a call from "
+                                + (
+                                    ", ".join(f"'{n}'" for n in self.before if n not in self.links)
+                                    or "nobody"
+                                )
+                                + f", not from a certificate naming {sorted(names)}: check "
+                                "that every party uses the same party list and the certificate "
+                                "of its own id"
+                            )
+                        }
+                    ),
+                )
             address = "?"
             if protocol.transport is not None:
                 address = _address(protocol.transport.get_extra_info("peername"))
                 protocol.transport.close()
-            self.drop_call(address, f"its certificate names {sorted(names)}, not a party "
-                                    "expected to call here")
+            self.drop_call(
+                address, f"its certificate names {sorted(names)}, not a party expected to call here"
+            )
             return
         protocol.party = candidates[0]
         self.register(candidates[0], protocol)
@@ -401,7 +433,10 @@ class Channel:
         logger.warning(
             "party '%s' dropped a connection from %s: %s; it keeps listening for %s (a stray "
             "connection, or a party whose certificate is not from the configured CA)",
-            self.me, address, reason, waiting,
+            self.me,
+            address,
+            reason,
+            waiting,
         )
         self._changed.set()
 
@@ -513,7 +548,9 @@ class Channel:
         try:
             self._server = self.loop.run_until_complete(
                 self.loop.create_server(
-                    lambda: _Acceptor(self, accept_context), me.host, me.port,
+                    lambda: _Acceptor(self, accept_context),
+                    me.host,
+                    me.port,
                 )
             )
         except OSError as exc:
@@ -587,7 +624,10 @@ class Channel:
         protocol = FrameProtocol(self, None)
         try:
             tls = await self.loop.start_tls(
-                transport, protocol, context, server_side=True,
+                transport,
+                protocol,
+                context,
+                server_side=True,
                 ssl_handshake_timeout=min(HANDSHAKE_LIMIT, self.connect_timeout),
             )
         except (OSError, EOFError) as exc:  # ssl.SSLError is an OSError
@@ -622,8 +662,11 @@ class Channel:
         while True:
             try:
                 await self.loop.create_connection(
-                    lambda: FrameProtocol(self, peer.party), peer.host, peer.port,
-                    ssl=context, server_hostname=peer.party,
+                    lambda: FrameProtocol(self, peer.party),
+                    peer.host,
+                    peer.port,
+                    ssl=context,
+                    server_hostname=peer.party,
                 )
                 return
             except ssl.SSLCertVerificationError as exc:
@@ -648,8 +691,9 @@ class Channel:
     def receive(self, party: str, what: str, *, starting: bool = False) -> tuple[int, bytes]:
         """The next HELLO, READY or DATA frame from ``party`` (waits up to the timeout)."""
         queue = self.queues[party]
-        self.wait_until(lambda: bool(queue), f"{what}: a message from party '{party}'",
-                        starting=starting)
+        self.wait_until(
+            lambda: bool(queue), f"{what}: a message from party '{party}'", starting=starting
+        )
         return queue.popleft()
 
     def finish(self, summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -666,7 +710,8 @@ class Channel:
 
         async def drain() -> None:
             while self.loop.time() < deadline and any(
-                p.transport is not None and not p.transport.is_closing()
+                p.transport is not None
+                and not p.transport.is_closing()
                 and p.transport.get_write_buffer_size() > 0
                 for p in self.links.values()
             ):

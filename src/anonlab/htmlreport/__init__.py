@@ -13,5 +13,11 @@ from __future__ import annotations
 from anonlab.htmlreport.render import main_figure, render_html, write_html, write_plot
 from anonlab.htmlreport.validate import load_report, validate_report
 
-__all__ = ["load_report", "main_figure", "render_html", "validate_report", "write_html",
-           "write_plot"]
+__all__ = [
+    "load_report",
+    "main_figure",
+    "render_html",
+    "validate_report",
+    "write_html",
+    "write_plot",
+]

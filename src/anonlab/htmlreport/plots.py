@@ -149,8 +149,11 @@ def drawn_tick_labels(axis: Any) -> list[Any]:
     labels = []
     for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
         for label in (tick.label1, tick.label2):
-            if (label.get_visible() and label.get_text().strip()
-                    and lo - slack <= float(tick.get_loc()) <= hi + slack):
+            if (
+                label.get_visible()
+                and label.get_text().strip()
+                and lo - slack <= float(tick.get_loc()) <= hi + slack
+            ):
                 labels.append(label)
     return labels
 
@@ -258,8 +261,10 @@ def _thin(axis: Any) -> None:
     """
     formatter = axis.get_major_formatter()
     major = {id(tick.label1) for tick in axis.get_major_ticks()}
-    shown = sorted((t for t in drawn_tick_labels(axis) if id(t) in major),
-                   key=lambda t: t.get_position()[0 if axis.axis_name == "x" else 1])
+    shown = sorted(
+        (t for t in drawn_tick_labels(axis) if id(t) in major),
+        key=lambda t: t.get_position()[0 if axis.axis_name == "x" else 1],
+    )
     step = _round_step(_step_needed(shown))
     if getattr(formatter, "anonlab_thinned", False):
         formatter, step = formatter.inner, formatter.step * step
@@ -284,8 +289,12 @@ def _relieve(axis: Any) -> None:
 
 def crowded_axes(fig: Any) -> list[Any]:
     """The axes (x or y) of a drawn ``fig`` that have overlapping tick labels."""
-    return [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
-            if overlapping_labels(drawn_tick_labels(axis))]
+    return [
+        axis
+        for ax in fig.axes
+        for axis in (ax.xaxis, ax.yaxis)
+        if overlapping_labels(drawn_tick_labels(axis))
+    ]
 
 
 def save_uncluttered(fig: Any, rounds: int = 6, **savefig: Any) -> bytes:
@@ -353,8 +362,14 @@ def class_size_figure(class_sizes: Mapping[int, int], k: int | None) -> Any:
         (axes[0], counts, "equivalence classes"),
         (axes[1], counts * sizes, "records in these classes"),
     ):
-        ax.hist(sizes, bins=edges, weights=weights, color=COLORS["bar"], edgecolor="white",
-                linewidth=0.5)
+        ax.hist(
+            sizes,
+            bins=edges,
+            weights=weights,
+            color=COLORS["bar"],
+            edgecolor="white",
+            linewidth=0.5,
+        )
         if log:
             ax.set_xscale("log")
             plain_log_axis(ax.xaxis)
@@ -363,9 +378,16 @@ def class_size_figure(class_sizes: Mapping[int, int], k: int | None) -> Any:
         plain_count_axis(ax.yaxis)
         if k is not None:
             ax.axvline(k, color=COLORS["accent"], linestyle="--", linewidth=1)
-            ax.annotate(f"k = {k}", (k, 1), xycoords=("data", "axes fraction"),
-                        xytext=(2, 2), textcoords="offset points", fontsize=8,
-                        color=COLORS["accent"], va="bottom")
+            ax.annotate(
+                f"k = {k}",
+                (k, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(2, 2),
+                textcoords="offset points",
+                fontsize=8,
+                color=COLORS["accent"],
+                va="bottom",
+            )
         ax.set_xlabel("class size (records sharing one combination)")
         ax.set_ylabel(ylabel)
         _style(ax)
@@ -397,12 +419,20 @@ def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
     for j, (key, label, color) in enumerate(present):
         values = np.array([float(r[key]) for r in levels])
         top = max(top, float(values.max()) if values.size else 1.0)
-        ax.bar(lv + (j - (len(present) - 1) / 2) * width, values, width=width, label=label,
-               color=color)
+        ax.bar(
+            lv + (j - (len(present) - 1) / 2) * width, values, width=width, label=label, color=color
+        )
     optimum = [_level(r, i) for i, r in enumerate(levels) if r.get("optimum")]
     if optimum:
-        ax.plot(optimum, [top * 1.8] * len(optimum), marker="*", markersize=12, linestyle="",
-                color=COLORS["optimum"], label="optimum's level")
+        ax.plot(
+            optimum,
+            [top * 1.8] * len(optimum),
+            marker="*",
+            markersize=12,
+            linestyle="",
+            color=COLORS["optimum"],
+            label="optimum's level",
+        )
     ax.set_yscale("symlog", linthresh=1)
     plain_log_axis(ax.yaxis)
     ax.set_ylim(0, top * 3)
@@ -410,8 +440,7 @@ def lattice_figure(levels: Sequence[Mapping[str, Any]]) -> Any:
     ax.set_ylabel("nodes")
     ax.set_xticks(lv)
     if present or optimum:
-        fig.legend(fontsize=8, frameon=False, ncols=len(present) + 1,
-                   loc="outside upper center")
+        fig.legend(fontsize=8, frameon=False, ncols=len(present) + 1, loc="outside upper center")
     _style(ax)
     return fig
 
@@ -446,9 +475,17 @@ def ru_maps_figure(panels: Sequence[Mapping[str, Any]]) -> Any:
     fig = new_figure(3.8 * len(panels), 3.6)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
-        _draw_ru(ax, panel["points"], panel["x_key"], panel["y_key"], panel["label_key"],
-                 panel.get("chosen"), panel.get("x_label"), panel.get("y_label"),
-                 panel.get("title"))
+        _draw_ru(
+            ax,
+            panel["points"],
+            panel["x_key"],
+            panel["y_key"],
+            panel["label_key"],
+            panel.get("chosen"),
+            panel.get("x_label"),
+            panel.get("y_label"),
+            panel.get("title"),
+        )
     return fig
 
 
@@ -468,12 +505,20 @@ def _draw_ru(
     ys = [float(p[y_key]) for p in points]
     ax.plot(xs, ys, marker="o", color=COLORS["bar"], linewidth=1, markersize=5)
     for p, x, y in zip(points, xs, ys, strict=True):
-        ax.annotate(str(p.get(label_key, "")), (x, y), xytext=(4, 4), textcoords="offset points",
-                    fontsize=7)
+        ax.annotate(
+            str(p.get(label_key, "")), (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7
+        )
         if chosen is not None and p.get(label_key) == chosen:
-            ax.plot([x], [y], marker="o", markersize=13, markerfacecolor="none",
-                    markeredgecolor=COLORS["accent"], markeredgewidth=2,
-                    label=f"chosen {label_key} = {chosen}")
+            ax.plot(
+                [x],
+                [y],
+                marker="o",
+                markersize=13,
+                markerfacecolor="none",
+                markeredgecolor=COLORS["accent"],
+                markeredgewidth=2,
+                label=f"chosen {label_key} = {chosen}",
+            )
     if chosen is not None:
         ax.legend(fontsize=8, frameon=False)
     ax.set_xlabel(x_label or x_key)
@@ -485,8 +530,9 @@ def _draw_ru(
     _style(ax)
 
 
-def bar_figure(labels: Sequence[str], values: Sequence[float], ylabel: str,
-               title: str | None = None) -> Any:
+def bar_figure(
+    labels: Sequence[str], values: Sequence[float], ylabel: str, title: str | None = None
+) -> Any:
     """A plain bar chart (one bar per label)."""
     fig = new_figure(6.4, 2.8)
     ax = fig.subplots()
@@ -499,12 +545,26 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], ylabel: str,
     return fig
 
 
-PALETTE = ("#4c78a8", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
-           "#ff9da7", "#9c755f", "#bab0ac")
+PALETTE = (
+    "#4c78a8",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 
 
-def stacked_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]],
-                       xlabel: str, legend_title: str | None = None) -> Any:
+def stacked_bar_figure(
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    xlabel: str,
+    legend_title: str | None = None,
+) -> Any:
     """Horizontal bars per label, stacked by series (e.g. specializations by party)."""
     import numpy as np
 
@@ -514,8 +574,7 @@ def stacked_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
     left = np.zeros(len(labels))
     for i, (name, values) in enumerate(series.items()):
         widths = np.array([float(v) for v in values])
-        ax.barh(y, widths, left=left, label=str(name), color=PALETTE[i % len(PALETTE)],
-                height=0.6)
+        ax.barh(y, widths, left=left, label=str(name), color=PALETTE[i % len(PALETTE)], height=0.6)
         left += widths
     from matplotlib.ticker import MaxNLocator
 
@@ -523,14 +582,14 @@ def stacked_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
-    ax.legend(fontsize=8, frameon=False, title=legend_title, title_fontsize=8,
-              loc="lower right")
+    ax.legend(fontsize=8, frameon=False, title=legend_title, title_fontsize=8, loc="lower right")
     _style(ax)
     return fig
 
 
-def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[float]],
-                       ylabel: str) -> Any:
+def grouped_bar_figure(
+    labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str
+) -> Any:
     """Bars per label, one beside the other for each series (e.g. within 10 % and 25 %)."""
     import numpy as np
 
@@ -539,8 +598,13 @@ def grouped_bar_figure(labels: Sequence[str], series: Mapping[str, Sequence[floa
     x = np.arange(len(labels))
     width = 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, [float(v) for v in values],
-               width=width, label=str(name), color=PALETTE[i % len(PALETTE)])
+        ax.bar(
+            x + (i - (len(series) - 1) / 2) * width,
+            [float(v) for v in values],
+            width=width,
+            label=str(name),
+            color=PALETTE[i % len(PALETTE)],
+        )
     ax.set_xticks(x, [str(s) for s in labels], rotation=35, ha="right")
     ax.set_ylabel(ylabel)
     if len(series) > 1:
@@ -553,5 +617,13 @@ def add_hline(fig: Any, y: float, label: str) -> None:
     """A dashed horizontal reference line on the figure's first axes."""
     ax = fig.axes[0]
     ax.axhline(y, color=COLORS["accent"], linestyle="--", linewidth=1)
-    ax.annotate(label, (0, y), xycoords=("axes fraction", "data"), xytext=(2, 2),
-                textcoords="offset points", fontsize=8, color=COLORS["accent"], va="bottom")
+    ax.annotate(
+        label,
+        (0, y),
+        xycoords=("axes fraction", "data"),
+        xytext=(2, 2),
+        textcoords="offset points",
+        fontsize=8,
+        color=COLORS["accent"],
+        va="bottom",
+    )

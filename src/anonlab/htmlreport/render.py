@@ -67,18 +67,20 @@ def render_html(
     sections = build_sections(ctx)
     command = ctx.command
     env = environment()
-    return str(env.get_template("report.html").render(
-        title=TITLES.get(command, f"anonlab {command}"),
-        command=command,
-        family=FAMILY.get(command, command),
-        internal=internal,
-        summary=plain_summary(checked),
-        warnings=risk_warnings(checked),
-        sections=sections,
-        created=str(checked.get("created", "")).replace("+00:00", " UTC"),
-        version=str(checked.get("anonlab_version", "")),
-        css=env.loader.get_source(env, "report.css")[0],
-    ))
+    return str(
+        env.get_template("report.html").render(
+            title=TITLES.get(command, f"anonlab {command}"),
+            command=command,
+            family=FAMILY.get(command, command),
+            internal=internal,
+            summary=plain_summary(checked),
+            warnings=risk_warnings(checked),
+            sections=sections,
+            created=str(checked.get("created", "")).replace("+00:00", " UTC"),
+            version=str(checked.get("anonlab_version", "")),
+            css=env.loader.get_source(env, "report.css")[0],
+        )
+    )
 
 
 def main_figure(report: Mapping[str, Any]) -> Any:
@@ -93,8 +95,10 @@ def main_figure(report: Mapping[str, Any]) -> Any:
     make = FIGURES.get(str(checked["command"]))
     fig = make(checked) if make is not None else None
     if fig is None:
-        raise AnonlabError(f"a '{checked['command']}' report has no plot to draw: leave out "
-                           "--plot (the HTML report shows every figure the report holds)")
+        raise AnonlabError(
+            f"a '{checked['command']}' report has no plot to draw: leave out "
+            "--plot (the HTML report shows every figure the report holds)"
+        )
     return fig
 
 

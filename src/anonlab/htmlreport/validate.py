@@ -35,8 +35,12 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
 
 # the release keys every family with roles and a risk section writes (docs/risk.md)
 RELEASE_KEYS: dict[str, type | tuple[type, ...]] = {
-    "roles": dict, "released_unchanged": list, "insensitive_by_other": list, "risk": dict,
-    "risk_warnings": list, "attacker_knowledge": str,
+    "roles": dict,
+    "released_unchanged": list,
+    "insensitive_by_other": list,
+    "risk": dict,
+    "risk_warnings": list,
+    "attacker_knowledge": str,
 }
 
 # optional keys that, when present, must have this shape
@@ -53,23 +57,55 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "apply": {"distinct_values": dict, "criteria": list, **RELEASE_KEYS},
     "microaggregate": dict(RELEASE_KEYS),
-    "tradeoff": {"roles": dict, "released_unchanged": list, "insensitive_by_other": list,
-                 "risk_by_k": dict, "attacker_knowledge": str},
-    "fuse": {"providers": list, "records": int, "specializations": list, "bytes_sent": dict,
-             "dropped_templates": list, **RELEASE_KEYS},
-    "party": {"providers": list, "records": int, "templates": list, "cut": dict,
-              "specializations": list, "bytes_sent": dict, "bytes_sent_detail": dict,
-              "winners": list, **RELEASE_KEYS},
-    "perturb": {"columns": list, "blocks": list, "overall": dict, "attacks": list,
-                "clustering": dict, "warnings": list, "privacy_summary": dict,
-                "risk_of_unchanged": dict, **RELEASE_KEYS},
+    "tradeoff": {
+        "roles": dict,
+        "released_unchanged": list,
+        "insensitive_by_other": list,
+        "risk_by_k": dict,
+        "attacker_knowledge": str,
+    },
+    "fuse": {
+        "providers": list,
+        "records": int,
+        "specializations": list,
+        "bytes_sent": dict,
+        "dropped_templates": list,
+        **RELEASE_KEYS,
+    },
+    "party": {
+        "providers": list,
+        "records": int,
+        "templates": list,
+        "cut": dict,
+        "specializations": list,
+        "bytes_sent": dict,
+        "bytes_sent_detail": dict,
+        "winners": list,
+        **RELEASE_KEYS,
+    },
+    "perturb": {
+        "columns": list,
+        "blocks": list,
+        "overall": dict,
+        "attacks": list,
+        "clustering": dict,
+        "warnings": list,
+        "privacy_summary": dict,
+        "risk_of_unchanged": dict,
+        **RELEASE_KEYS,
+    },
     "attack": {"columns": list, "records": int, "warnings": list},
 }
 
 LATTICE_COUNTS = ("level", "nodes", "checked", "anonymous", "k_minimal")
 
-_TYPE_NAMES = {int: "an integer", dict: "an object", list: "a list", float: "a number",
-               str: "a string"}
+_TYPE_NAMES = {
+    int: "an integer",
+    dict: "an object",
+    list: "a list",
+    float: "a number",
+    str: "a string",
+}
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
@@ -131,8 +167,9 @@ def _check_header(report: Any, source: str) -> None:
         raise AnonlabError(f"'{source}': key 'inputs' must be an object")
 
 
-def _check_type(report: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
-                source: str, command: str) -> None:
+def _check_type(
+    report: Mapping[str, Any], key: str, kind: type | tuple[type, ...], source: str, command: str
+) -> None:
     """One key of the JSON type ``kind``, else an error naming the key and both types."""
     if not _is(report[key], kind):
         raise AnonlabError(
@@ -156,23 +193,32 @@ def _check_generalization(report: Mapping[str, Any], source: str, command: str) 
     where = f"'{source}' ({command} report)"
     for column, level in report["transformation"].items():
         if not _int_like(level) or isinstance(level, str) or level < 0:
-            raise AnonlabError(f"{where}: transformation of '{column}' must be a whole "
-                               f"number >= 0 (a hierarchy level), got {level!r}")
+            raise AnonlabError(
+                f"{where}: transformation of '{column}' must be a whole "
+                f"number >= 0 (a hierarchy level), got {level!r}"
+            )
     sizes = report.get("class_sizes") or {}
     for size, count in sizes.items():
-        if (not _int_like(size) or not _int_like(count) or isinstance(count, str)
-                or int(size) < 1 or count < 0):
-            raise AnonlabError(f"{where}: class_sizes must map a size (>= 1) to a count of "
-                               f"classes (>= 0), got {size!r}: {count!r}")
+        if (
+            not _int_like(size)
+            or not _int_like(count)
+            or isinstance(count, str)
+            or int(size) < 1
+            or count < 0
+        ):
+            raise AnonlabError(
+                f"{where}: class_sizes must map a size (>= 1) to a count of "
+                f"classes (>= 0), got {size!r}: {count!r}"
+            )
     for i, row in enumerate(report.get("lattice_levels") or []):
         if not isinstance(row, Mapping):
             raise AnonlabError(f"{where}: lattice_levels[{i}] must be an object")
         for key in LATTICE_COUNTS:
             value = row.get(key)
-            if value is not None and (not _int_like(value) or isinstance(value, str)
-                                      or value < 0):
-                raise AnonlabError(f"{where}: lattice_levels[{i}].{key} must be a whole "
-                                   f"number >= 0, got {value!r}")
+            if value is not None and (not _int_like(value) or isinstance(value, str) or value < 0):
+                raise AnonlabError(
+                    f"{where}: lattice_levels[{i}].{key} must be a whole number >= 0, got {value!r}"
+                )
 
 
 def load_report(path: Path) -> dict[str, Any]:

@@ -31,5 +31,12 @@ HEURISTICS: dict[str, Callable[[SearchContext, HeuristicLimits, GeneticSettings]
     "descent": lambda ctx, limits, _: descent_search(ctx, limits),
 }
 
-__all__ = ["HEURISTICS", "STRATEGIES", "GeneticSettings", "HeuristicLimits", "SearchContext",
-           "SearchResult", "sensitive_attributes"]
+__all__ = [
+    "HEURISTICS",
+    "STRATEGIES",
+    "GeneticSettings",
+    "HeuristicLimits",
+    "SearchContext",
+    "SearchResult",
+    "sensitive_attributes",
+]

@@ -53,8 +53,7 @@ def _loss_of(ctx: SearchContext, node: int) -> Loss | None:
     return ctx.losses[node] if ctx.verdict(node).acceptable else None
 
 
-def _out_of_reach(ctx: SearchContext, node: int, found: list[tuple[Any, int]],
-                  wanted: int) -> bool:
+def _out_of_reach(ctx: SearchContext, node: int, found: list[tuple[Any, int]], wanted: int) -> bool:
     """With ``wanted`` nodes found: the node's bound exceeds the largest of their losses."""
     if ctx.bounds is None or len(found) < wanted:
         return False
@@ -86,5 +85,9 @@ def node_facts(ctx: SearchContext, node: int) -> NodeFacts:
     counts = classes.fs.counts
     kept = counts[~classes.outliers & (counts > 0)]
     risk = float(1.0 / kept.min()) if kept.size else None
-    return NodeFacts(levels=ctx.lattice.levels(node), loss=ctx.losses[node],
-                     suppressed_records=int(classes.suppressed), highest_prosecutor_risk=risk)
+    return NodeFacts(
+        levels=ctx.lattice.levels(node),
+        loss=ctx.losses[node],
+        suppressed_records=int(classes.suppressed),
+        highest_prosecutor_risk=risk,
+    )

@@ -24,8 +24,9 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 
 
-def encoded_qis(result: BaseFrequencySet | Encoding, hierarchies: Mapping[str, Hierarchy]
-                ) -> tuple[EncodedQI, ...]:
+def encoded_qis(
+    result: BaseFrequencySet | Encoding, hierarchies: Mapping[str, Hierarchy]
+) -> tuple[EncodedQI, ...]:
     """Each quasi-identifier of ``result`` with its hierarchy's level maps over its dictionary.
 
     ``hierarchies`` maps every column of ``result`` to its hierarchy. Value
@@ -36,23 +37,36 @@ def encoded_qis(result: BaseFrequencySet | Encoding, hierarchies: Mapping[str, H
     out = []
     for j, name in enumerate(result.columns):
         if name not in hierarchies:
-            raise AnonlabError(f"hierarchies lacks the quasi-identifier '{name}': give its "
-                               "hierarchy", parameter="hierarchies")
+            raise AnonlabError(
+                f"hierarchies lacks the quasi-identifier '{name}': give its hierarchy",
+                parameter="hierarchies",
+            )
         hierarchy = hierarchies[name]
         values = result.dictionaries[j]
         missing = hierarchy.missing(values)
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise AnonlabError(f"column '{name}': value '{missing[0]}'{more} is not in "
-                               f"hierarchy '{hierarchy.source}': add it to the hierarchy file")
+            raise AnonlabError(
+                f"column '{name}': value '{missing[0]}'{more} is not in "
+                f"hierarchy '{hierarchy.source}': add it to the hierarchy file"
+            )
         level_codes, level_labels = hierarchy.level_maps(values)
-        freqs = (result.value_frequencies(j) if isinstance(result, BaseFrequencySet)
-                 else result.frequencies[j])
-        out.append(EncodedQI(name=name, hierarchy=hierarchy, values=tuple(values),
-                             codes=np.zeros(0, dtype=np.int32),
-                             level_codes=tuple(level_codes),
-                             level_labels=tuple(tuple(x) for x in level_labels),
-                             frequencies=np.asarray(freqs, dtype=np.int64)))
+        freqs = (
+            result.value_frequencies(j)
+            if isinstance(result, BaseFrequencySet)
+            else result.frequencies[j]
+        )
+        out.append(
+            EncodedQI(
+                name=name,
+                hierarchy=hierarchy,
+                values=tuple(values),
+                codes=np.zeros(0, dtype=np.int32),
+                level_codes=tuple(level_codes),
+                level_labels=tuple(tuple(x) for x in level_labels),
+                frequencies=np.asarray(freqs, dtype=np.int64),
+            )
+        )
     return tuple(out)
 
 
@@ -60,24 +74,37 @@ def encoded_sensitive(base: BaseFrequencySet) -> tuple[EncodedSensitive, ...]:
     """The sensitive columns of ``base`` as :class:`EncodedSensitive` (dictionary in
     first-seen order and value counts, as :func:`anonlab.dataset.encode_sensitive` makes
     them; ``codes`` empty)."""
-    return tuple(EncodedSensitive(name=s.name, values=tuple(s.dictionary),
-                                  codes=np.zeros(0, dtype=np.int32),
-                                  frequencies=np.asarray(s.frequencies, dtype=np.int64))
-                 for s in base.sensitive.values())
+    return tuple(
+        EncodedSensitive(
+            name=s.name,
+            values=tuple(s.dictionary),
+            codes=np.zeros(0, dtype=np.int32),
+            frequencies=np.asarray(s.frequencies, dtype=np.int64),
+        )
+        for s in base.sensitive.values()
+    )
 
 
-def plan_at(qis: Sequence[EncodedQI], levels: Sequence[int],
-            suppressed: NDArray[Any] | None = None, drop: Sequence[str] = ()) -> ReleasePlan:
+def plan_at(
+    qis: Sequence[EncodedQI],
+    levels: Sequence[int],
+    suppressed: NDArray[Any] | None = None,
+    drop: Sequence[str] = (),
+) -> ReleasePlan:
     """The release plan of a node: each quasi-identifier's level maps and labels at ``levels``,
     the suppressed classes (rows of level codes) and the columns to ``drop``."""
     m = len(qis)
     return ReleasePlan(
         columns=tuple(q.name for q in qis),
         dictionaries=tuple(tuple(q.values) for q in qis),
-        groups=tuple(np.asarray(q.level_codes[lv], dtype=np.int32)
-                     for q, lv in zip(qis, levels, strict=True)),
+        groups=tuple(
+            np.asarray(q.level_codes[lv], dtype=np.int32) for q, lv in zip(qis, levels, strict=True)
+        ),
         labels=tuple(tuple(q.level_labels[lv]) for q, lv in zip(qis, levels, strict=True)),
-        suppressed=(np.zeros((0, m), dtype=np.int32) if suppressed is None
-                    else np.asarray(suppressed, dtype=np.int32).reshape(-1, m)),
+        suppressed=(
+            np.zeros((0, m), dtype=np.int32)
+            if suppressed is None
+            else np.asarray(suppressed, dtype=np.int32).reshape(-1, m)
+        ),
         drop=tuple(drop),
     )

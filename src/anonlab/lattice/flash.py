@@ -71,21 +71,24 @@ def node_order(ctx: SearchContext) -> NDArray[Any]:
         return order
     lat = ctx.lattice
     heights = lat.heights.astype(np.float64)
-    ratio = np.divide(lat.all_levels, heights, out=np.zeros(lat.all_levels.shape),
-                      where=heights > 0)
+    ratio = np.divide(
+        lat.all_levels, heights, out=np.zeros(lat.all_levels.shape), where=heights > 0
+    )
     return np.asarray(ratio.sum(axis=1))
 
 
-def _find_path(ctx: SearchContext, order: Sequence[float], truncate: bool, start: int
-               ) -> list[int]:
+def _find_path(ctx: SearchContext, order: Sequence[float], truncate: bool, start: int) -> list[int]:
     """The greedy path up from ``start``: always the unknown successor first in ``order`` (a
     list: its items are read one at a time)."""
     lat, tags = ctx.lattice, ctx.tags
     path = [start]
     current = start
     while True:
-        options = [s for s in lat.successors(current)
-                   if tags[s] == UNKNOWN and not (truncate and ctx.prunable(s))]
+        options = [
+            s
+            for s in lat.successors(current)
+            if tags[s] == UNKNOWN and not (truncate and ctx.prunable(s))
+        ]
         if not options:
             return path
         current = min(options, key=lambda s: (order[s], s))
@@ -129,8 +132,11 @@ def monotonicity_assumed(ctx: SearchContext) -> bool:
     if not ctx.practical_monotonicity:
         return False
     unmonotone: frozenset[int] = getattr(ctx, "_unmonotone", frozenset())
-    return not (model_monotone(list(ctx.criteria), ctx.suppression_allowed) and not unmonotone
-                and ctx.metric.monotone(ctx.suppression_allowed))
+    return not (
+        model_monotone(list(ctx.criteria), ctx.suppression_allowed)
+        and not unmonotone
+        and ctx.metric.monotone(ctx.suppression_allowed)
+    )
 
 
 def arx_strategy_order(ctx: SearchContext) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -155,8 +161,7 @@ def arx_strategy_order(ctx: SearchContext) -> tuple[NDArray[Any], NDArray[Any]]:
     kept = np.zeros(lat.size, dtype=np.float64)
     for dim, q in enumerate(ctx.engine.qis):
         prec += levels[:, dim] / heights[dim] if heights[dim] > 0 else 0.0
-        counts = np.array([q.cardinality(level) for level in range(q.height + 1)],
-                          dtype=np.float64)
+        counts = np.array([q.cardinality(level) for level in range(q.height + 1)], dtype=np.float64)
         kept += (counts / counts[0])[lat.all_levels[:, dim]]
     dims = max(levels.shape[1], 1)
     prec = np.zeros(lat.size) if np.any(heights == 0) else prec / dims

@@ -71,8 +71,9 @@ def roll_histograms(
     key *= n_values
     key += hist.values
     classes, values, counts = sum_pairs(key, hist.counts, n_classes, n_values)
-    return SensitiveHistograms(classes=classes, values=values, counts=counts,
-                               global_counts=hist.global_counts)
+    return SensitiveHistograms(
+        classes=classes, values=values, counts=counts, global_counts=hist.global_counts
+    )
 
 
 class RolledHistograms(Mapping[str, SensitiveHistograms]):
@@ -87,8 +88,9 @@ class RolledHistograms(Mapping[str, SensitiveHistograms]):
     for the cache's byte budget.
     """
 
-    def __init__(self, source: Mapping[str, SensitiveHistograms], inverse: NDArray[Any],
-                 n_classes: int) -> None:
+    def __init__(
+        self, source: Mapping[str, SensitiveHistograms], inverse: NDArray[Any], n_classes: int
+    ) -> None:
         self._names = tuple(source)
         self._source: Mapping[str, SensitiveHistograms] | None = source
         self._inverse: NDArray[Any] | None = inverse
@@ -198,8 +200,12 @@ class FrequencySet:
 
     def stats(self) -> ClassStats:
         """The classes as the privacy criteria see them."""
-        return ClassStats(levels=self.levels, counts=self.counts, sensitive=self.sensitive,
-                          population=self.population)
+        return ClassStats(
+            levels=self.levels,
+            counts=self.counts,
+            sensitive=self.sensitive,
+            population=self.population,
+        )
 
 
 class KeyLayout:
@@ -272,8 +278,9 @@ def group_keys(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     return inverse.astype(np.int64), keys[first]
 
 
-def group_columns(columns: Sequence[NDArray[Any]], cardinalities: Sequence[int]
-                  ) -> tuple[NDArray[Any], NDArray[Any]]:
+def group_columns(
+    columns: Sequence[NDArray[Any]], cardinalities: Sequence[int]
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """:func:`~anonlab.grouping.group_tuples` of the rows the code columns make, without
     their matrix: ``(inverse, first)``, groups numbered by first appearance.
 
@@ -328,8 +335,11 @@ def first_members(inverse: NDArray[Any], n_groups: int) -> NDArray[Any]:
 
 
 def aggregate_histograms(
-    classes: NDArray[Any], values: NDArray[Any], weights: NDArray[Any] | None,
-    n_classes: int, n_values: int,
+    classes: NDArray[Any],
+    values: NDArray[Any],
+    weights: NDArray[Any] | None,
+    n_classes: int,
+    n_values: int,
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Sum ``weights`` (1 each if ``None``) per (class, value) pair; drop zero sums.
 
@@ -344,7 +354,10 @@ def aggregate_histograms(
 
 
 def sum_pairs(
-    key: NDArray[Any], weights: NDArray[Any] | None, n_classes: int, n_values: int,
+    key: NDArray[Any],
+    weights: NDArray[Any] | None,
+    n_classes: int,
+    n_values: int,
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """:func:`aggregate_histograms` of the pair keys ``class * n_values + value``."""
     space = n_classes * n_values
@@ -375,7 +388,10 @@ class FrequencyEngine:
     """
 
     def __init__(
-        self, dataset: Dataset, keep_base_index: bool = False, sensitive: Sequence[str] = (),
+        self,
+        dataset: Dataset,
+        keep_base_index: bool = False,
+        sensitive: Sequence[str] = (),
         keep_representatives: bool = False,
     ) -> None:
         self.qis = dataset.qis
@@ -397,13 +413,14 @@ class FrequencyEngine:
             self.row_index = inverse
             #: (d, m) distinct code tuples of the data (bottom node)
             self.base_tuples = np.column_stack([c[first] for c in columns]).astype(
-                np.int32, copy=False)
+                np.int32, copy=False
+            )
         else:
             rows = dataset.code_matrix()
             rows = np.vstack([rows, np.asarray(population, dtype=rows.dtype)])
             inverse, first = group_tuples(rows, cards)
             self.row_index = inverse[: self.n]
-            pop_counts = np.bincount(inverse[self.n:], minlength=len(first)).astype(np.int64)
+            pop_counts = np.bincount(inverse[self.n :], minlength=len(first)).astype(np.int64)
             self.base_tuples = rows[first]
             del rows
         del inverse
@@ -415,10 +432,14 @@ class FrequencyEngine:
             attr = dataset.sensitive_attribute(name)
             n_values = len(attr.values)
             classes, values, hist = aggregate_histograms(
-                self.row_index, attr.codes, None, len(first), n_values)
+                self.row_index, attr.codes, None, len(first), n_values
+            )
             histograms[name] = SensitiveHistograms(
-                classes=classes, values=values, counts=hist,
-                global_counts=np.asarray(attr.frequencies, dtype=np.int64))
+                classes=classes,
+                values=values,
+                counts=hist,
+                global_counts=np.asarray(attr.frequencies, dtype=np.int64),
+            )
         self.bottom = FrequencySet(
             levels=(0,) * len(self.qis),
             keys=self.layout.pack(self.base_tuples),
@@ -458,8 +479,9 @@ class FrequencyEngine:
             self._deltas[key] = arr
         return arr
 
-    def _target_keys(self, source: FrequencySet, raised: list[tuple[int, int, int]]
-                     ) -> tuple[NDArray[Any], NDArray[Any]]:
+    def _target_keys(
+        self, source: FrequencySet, raised: list[tuple[int, int, int]]
+    ) -> tuple[NDArray[Any], NDArray[Any]]:
         """Group the source's classes by their keys at the target: ``(inverse, unique_keys)``,
         classes numbered in order of first appearance."""
         source_codes = source.codes
@@ -482,8 +504,9 @@ class FrequencyEngine:
             return source
         if len(target) != len(source.levels):
             raise ValueError(f"cannot roll up from {source.levels} to {target}")
-        raised = [(i, a, b) for i, (a, b) in enumerate(zip(source.levels, target, strict=True))
-                  if a != b]
+        raised = [
+            (i, a, b) for i, (a, b) in enumerate(zip(source.levels, target, strict=True)) if a != b
+        ]
         if any(b < a for _, a, b in raised):
             raise ValueError(f"cannot roll down from {source.levels} to {target}")
         inverse, uniques = self._target_keys(source, raised)
@@ -499,8 +522,9 @@ class FrequencyEngine:
             base_index = inverse[source.base_index]
         population = None
         if source.population is not None:
-            population = np.bincount(inverse, weights=source.population,
-                                     minlength=n_classes).astype(np.int64)
+            population = np.bincount(
+                inverse, weights=source.population, minlength=n_classes
+            ).astype(np.int64)
         representatives = None
         if self.keep_representatives and source.representatives is not None:
             representatives = np.full(n_classes, _INT64_MAX, dtype=np.int64)
@@ -510,8 +534,9 @@ class FrequencyEngine:
             keys=uniques,
             counts=counts.astype(np.int64),
             base_index=base_index,
-            sensitive=(RolledHistograms(source.sensitive, inverse, n_classes)
-                       if source.sensitive else {}),
+            sensitive=(
+                RolledHistograms(source.sensitive, inverse, n_classes) if source.sensitive else {}
+            ),
             population=population,
             layout=self.layout,
             representatives=representatives,
@@ -520,8 +545,13 @@ class FrequencyEngine:
 
     @classmethod
     def from_base(
-        cls, qis: Sequence[Any], rows: int, tuples: NDArray[Any], counts: NDArray[Any],
-        first_rows: NDArray[Any], sensitive: Mapping[str, SensitiveHistograms] | None = None,
+        cls,
+        qis: Sequence[Any],
+        rows: int,
+        tuples: NDArray[Any],
+        counts: NDArray[Any],
+        first_rows: NDArray[Any],
+        sensitive: Mapping[str, SensitiveHistograms] | None = None,
     ) -> FrequencyEngine:
         """The engine of a table known by its bottom frequency set only (no rows).
 
@@ -658,14 +688,16 @@ class FrequencyCache:
         self._clock = 0
         self._axes: dict[int, FrequencySet] = {}
         self._chain: dict[tuple[int, ...], FrequencySet] = {}
-        self._snapshots: tuple[list[FrequencySet], NDArray[Any], NDArray[Any],
-                               NDArray[Any]] | None = None
+        self._snapshots: (
+            tuple[list[FrequencySet], NDArray[Any], NDArray[Any], NDArray[Any]] | None
+        ) = None
         self._uses: dict[tuple[int, ...], int] = {}
         # quasi-identifiers in order of how much level 1 shrinks their domain
         qis = engine.qis
         shrink = [q.cardinality(0) / max(q.cardinality(min(1, q.height)), 1) for q in qis]
-        self._axis_order = sorted((i for i, q in enumerate(qis) if q.height >= 1),
-                                  key=lambda i: (-shrink[i], i))
+        self._axis_order = sorted(
+            (i for i, q in enumerate(qis) if q.height >= 1), key=lambda i: (-shrink[i], i)
+        )
 
     def get(self, levels: Sequence[int]) -> FrequencySet | None:
         """The cached frequency set of exactly this node, if any."""
@@ -697,8 +729,7 @@ class FrequencyCache:
         if fs.levels in self._slot:
             return
         size = fs.nbytes
-        while self._slot and (len(self._slot) >= self.capacity
-                              or self._bytes + size > self.budget):
+        while self._slot and (len(self._slot) >= self.capacity or self._bytes + size > self.budget):
             self._evict(int(np.argmin(self._used)))
         slot = heapq.heappop(self._free)
         self._entries[slot] = fs
@@ -752,8 +783,11 @@ class FrequencyCache:
         best: FrequencySet = self.engine.bottom
         packer = self._packer
         packed = packer.pack(target.tolist()) if packer.usable else 0
-        ok = (packer.below(self._packed, packed) if packer.usable
-              else (self._levels <= target).all(axis=1))
+        ok = (
+            packer.below(self._packed, packed)
+            if packer.usable
+            else (self._levels <= target).all(axis=1)
+        )
         if ok.any():
             slot = int(np.argmin(np.where(ok, self._classes, _INT64_MAX)))
             entry = self._entries[slot]
@@ -762,8 +796,11 @@ class FrequencyCache:
                 best = entry
         snapshots, levels, classes, snap_packed = self._snapshot_arrays()
         if snapshots and int(classes.min()) < best.classes:
-            at_or_below = (packer.below(snap_packed, packed) if packer.usable
-                           else (levels <= target).all(axis=1))
+            at_or_below = (
+                packer.below(snap_packed, packed)
+                if packer.usable
+                else (levels <= target).all(axis=1)
+            )
             below = at_or_below & (classes < best.classes)
             if below.any():
                 best = snapshots[int(np.argmin(np.where(below, classes, _INT64_MAX)))]
@@ -799,13 +836,15 @@ class FrequencyCache:
             m = len(self.engine.heights)
             levels = np.asarray([fs.levels for fs in snapshots], dtype=np.int16).reshape(-1, m)
             classes = np.asarray([fs.classes for fs in snapshots], dtype=np.int64)
-            packed = np.asarray([self._packer.pack(fs.levels) if self._packer.usable else 0
-                                 for fs in snapshots], dtype=np.int64)
+            packed = np.asarray(
+                [self._packer.pack(fs.levels) if self._packer.usable else 0 for fs in snapshots],
+                dtype=np.int64,
+            )
             self._snapshots = (snapshots, levels, classes, packed)
             if self._packer.usable:
                 start = self.capacity + 1
-                self._cand_packed[start:start + len(snapshots)] = packed
-                self._cand_classes[start:start + len(snapshots)] = classes
+                self._cand_packed[start : start + len(snapshots)] = packed
+                self._cand_classes[start : start + len(snapshots)] = classes
         return self._snapshots
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:
@@ -821,16 +860,19 @@ class FrequencyCache:
         chain = [i for i in self._axis_order if target[i] >= 1]
         m = len(self.engine.heights)
         for j in range(2, len(chain) + 1):
-            if (best.classes <= floor or len(self._chain) >= _CHAIN_MAX
-                    or self._uses.get(best.levels, 0) < _CHAIN_AFTER
-                    or self._snapshot_bytes + best.nbytes > self.budget // 2):
+            if (
+                best.classes <= floor
+                or len(self._chain) >= _CHAIN_MAX
+                or self._uses.get(best.levels, 0) < _CHAIN_AFTER
+                or self._snapshot_bytes + best.nbytes > self.budget // 2
+            ):
                 break
             key = tuple(1 if i in chain[:j] else 0 for i in range(m))
             if list(key) == wanted:
                 break
             snap = self._chain.get(key)
             if snap is None:
-                parent_key = tuple(1 if i in chain[:j - 1] else 0 for i in range(m))
+                parent_key = tuple(1 if i in chain[: j - 1] else 0 for i in range(m))
                 parent = self._chain.get(parent_key) if j > 2 else self._axes.get(chain[0])
                 if parent is None or parent is not best:
                     break

@@ -67,21 +67,31 @@ class GeneticSettings:
         for name in ("subpopulation_size", "iterations", "immigration_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AnonlabError(f"the genetic setting {name} must be a whole number of 1 "
-                                   f"or more (got {value})", parameter="genetic")
-        for name in ("immigration_fraction", "elite_fraction", "crossover_fraction",
-                     "mutation_probability", "production_fraction"):
+                raise AnonlabError(
+                    f"the genetic setting {name} must be a whole number of 1 or more (got {value})",
+                    parameter="genetic",
+                )
+        for name in (
+            "immigration_fraction",
+            "elite_fraction",
+            "crossover_fraction",
+            "mutation_probability",
+            "production_fraction",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
-                raise AnonlabError(f"the genetic setting {name} must be from 0 to 1 (got "
-                                   f"{value})", parameter="genetic")
+                raise AnonlabError(
+                    f"the genetic setting {name} must be from 0 to 1 (got {value})",
+                    parameter="genetic",
+                )
 
 
 class _Genetic:
     """One run of the genetic search."""
 
-    def __init__(self, ctx: SearchContext, limits: HeuristicLimits,
-                 settings: GeneticSettings) -> None:
+    def __init__(
+        self, ctx: SearchContext, limits: HeuristicLimits, settings: GeneticSettings
+    ) -> None:
         self.run = HeuristicRun(ctx, limits)
         self.lattice = ctx.lattice
         self.settings = settings
@@ -165,7 +175,7 @@ class _Genetic:
         first: list[int] = []
         for i in range(k):
             # the "triangle" first: the first i + 1 quasi-identifiers at their highest level
-            levels = self.highs[: i + 1] + self.lows[i + 1:] if i < m else self.random_levels()
+            levels = self.highs[: i + 1] + self.lows[i + 1 :] if i < m else self.random_levels()
             if run.must_stop():
                 return True
             first.append(self.individual(levels))
@@ -208,8 +218,9 @@ def _move(source: list[int], target: list[int], count: int) -> None:
         target.append(source.pop(0))
 
 
-def genetic_search(ctx: SearchContext, limits: HeuristicLimits,
-                   settings: GeneticSettings | None = None) -> SearchResult:
+def genetic_search(
+    ctx: SearchContext, limits: HeuristicLimits, settings: GeneticSettings | None = None
+) -> SearchResult:
     """ARX's genetic search; the best node found."""
     genetic = _Genetic(ctx, limits, settings or GeneticSettings())
     if not genetic.search():

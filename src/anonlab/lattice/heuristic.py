@@ -59,14 +59,21 @@ class HeuristicLimits:
     step_limit: int | None = None
 
     def __post_init__(self) -> None:
-        if self.time_limit is not None and not (self.time_limit > 0
-                                                and math.isfinite(self.time_limit)):
-            raise AnonlabError(f"time_limit must be a positive number of seconds (got "
-                               f"{self.time_limit})", parameter="time_limit")
-        if self.step_limit is not None and (isinstance(self.step_limit, bool)
-                                            or self.step_limit < 1):
-            raise AnonlabError(f"step_limit must be a whole number of node checks of 1 or more "
-                               f"(got {self.step_limit})", parameter="step_limit")
+        if self.time_limit is not None and not (
+            self.time_limit > 0 and math.isfinite(self.time_limit)
+        ):
+            raise AnonlabError(
+                f"time_limit must be a positive number of seconds (got {self.time_limit})",
+                parameter="time_limit",
+            )
+        if self.step_limit is not None and (
+            isinstance(self.step_limit, bool) or self.step_limit < 1
+        ):
+            raise AnonlabError(
+                f"step_limit must be a whole number of node checks of 1 or more "
+                f"(got {self.step_limit})",
+                parameter="step_limit",
+            )
 
 
 def compare_losses(a: Loss, b: Loss) -> int:
@@ -223,8 +230,7 @@ class HeuristicRun:
         if limits.step_limit is not None and self.checks >= limits.step_limit:
             self.stopped_by = STOP_STEPS
             return True
-        if limits.time_limit is not None and \
-                time.perf_counter() - self.started > limits.time_limit:
+        if limits.time_limit is not None and time.perf_counter() - self.started > limits.time_limit:
             self.stopped_by = STOP_TIME
             return True
         return False
@@ -253,11 +259,13 @@ class HeuristicRun:
 
     def report(self) -> dict[str, Any]:
         """What the reports say of the search: heuristic, its limits, why it stopped."""
-        return {"optimal": False,
-                "time_limit_seconds": self.limits.time_limit,
-                "step_limit": self.limits.step_limit,
-                "stopped_by": self.stopped_by,
-                "nodes_checked": self.checks}
+        return {
+            "optimal": False,
+            "time_limit_seconds": self.limits.time_limit,
+            "step_limit": self.limits.step_limit,
+            "stopped_by": self.stopped_by,
+            "nodes_checked": self.checks,
+        }
 
     def visited_levels(self) -> dict[int, tuple[int, int]]:
         """Per lattice level: nodes checked and how many of them were acceptable."""
@@ -270,9 +278,14 @@ class HeuristicRun:
 
     def nothing_found(self) -> AnonlabError:
         """No acceptable node among the nodes checked."""
-        why = ("every node it could reach was checked" if self.stopped_by == STOP_DONE
-               else f"it stopped at its {self.stopped_by} after {self.checks} checks")
+        why = (
+            "every node it could reach was checked"
+            if self.stopped_by == STOP_DONE
+            else f"it stopped at its {self.stopped_by} after {self.checks} checks"
+        )
         return AnonlabError(
             f"the heuristic search found no generalization that satisfies the privacy model "
             f"({why}): raise step_limit or time_limit, search optimally, relax the privacy "
-            "models (e.g. lower k) or raise the suppression limit", parameter="search")
+            "models (e.g. lower k) or raise the suppression limit",
+            parameter="search",
+        )

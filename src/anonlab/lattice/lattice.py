@@ -50,20 +50,28 @@ class Lattice:
     docstring.
     """
 
-    def __init__(self, heights: Sequence[int] | NDArray[Any],
-                 lows: Sequence[int] | NDArray[Any] | None = None) -> None:
+    def __init__(
+        self,
+        heights: Sequence[int] | NDArray[Any],
+        lows: Sequence[int] | NDArray[Any] | None = None,
+    ) -> None:
         self.heights = np.asarray(heights, dtype=np.int64)
         if self.heights.ndim != 1 or len(self.heights) == 0:
             raise ValueError("a lattice needs at least one dimension")
-        self.lows = (np.zeros_like(self.heights) if lows is None
-                     else np.asarray(lows, dtype=np.int64))
-        if self.lows.shape != self.heights.shape or np.any(self.lows > self.heights) \
-                or np.any(self.lows < 0):
+        self.lows = (
+            np.zeros_like(self.heights) if lows is None else np.asarray(lows, dtype=np.int64)
+        )
+        if (
+            self.lows.shape != self.heights.shape
+            or np.any(self.lows > self.heights)
+            or np.any(self.lows < 0)
+        ):
             raise ValueError("lower bounds must be one per dimension, from 0 to its height")
         self._height_list = [int(x) for x in self.heights]
         self._low_list = [int(x) for x in self.lows]
-        self._radix_list = [h - low + 1 for h, low in zip(self._height_list, self._low_list,
-                                                          strict=True)]
+        self._radix_list = [
+            h - low + 1 for h, low in zip(self._height_list, self._low_list, strict=True)
+        ]
         stride_list = [1] * len(self._radix_list)
         for i in range(len(stride_list) - 2, -1, -1):
             stride_list[i] = stride_list[i + 1] * self._radix_list[i + 1]
@@ -80,18 +88,24 @@ class Lattice:
         #: successors already listed (:meth:`successors`), on lattices of at most
         #: :data:`SUCCESSOR_CACHE_NODES` nodes
         self._successors: dict[int, list[int]] | None = (
-            {} if self.size <= SUCCESSOR_CACHE_NODES else None)
+            {} if self.size <= SUCCESSOR_CACHE_NODES else None
+        )
 
     def index(self, levels: Sequence[int]) -> int:
         """Node number of a level vector (within the bounds)."""
-        return sum((int(a) - low) * s for a, low, s in zip(levels, self._low_list,
-                                                            self._stride_list, strict=True))
+        return sum(
+            (int(a) - low) * s
+            for a, low, s in zip(levels, self._low_list, self._stride_list, strict=True)
+        )
 
     def contains(self, levels: Sequence[int]) -> bool:
         """Whether a level vector lies within the bounds."""
         vector = np.asarray(levels, dtype=np.int64)
-        return bool(vector.shape == self.heights.shape and np.all(vector >= self.lows)
-                    and np.all(vector <= self.heights))
+        return bool(
+            vector.shape == self.heights.shape
+            and np.all(vector >= self.lows)
+            and np.all(vector <= self.heights)
+        )
 
     def levels(self, node: int) -> tuple[int, ...]:
         """Level vector of a node number."""
@@ -102,8 +116,9 @@ class Lattice:
     def _levels_of(self, node: int) -> tuple[int, ...]:
         """Level vector of a node number by mixed-radix division (any lattice size)."""
         out = []
-        for stride, radix, low in zip(self._stride_list, self._radix_list, self._low_list,
-                                      strict=True):
+        for stride, radix, low in zip(
+            self._stride_list, self._radix_list, self._low_list, strict=True
+        ):
             out.append((node // stride) % radix + low)
         return tuple(out)
 
@@ -161,8 +176,11 @@ class Lattice:
             if hit is not None:
                 return hit
         lv = self.levels(node)
-        out = [node + s for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
-               if a < h]
+        out = [
+            node + s
+            for s, a, h in zip(self._stride_list, lv, self._height_list, strict=True)
+            if a < h
+        ]
         if known is not None:
             known[node] = out
         return out
@@ -170,8 +188,11 @@ class Lattice:
     def predecessors(self, node: int) -> list[int]:
         """Direct predecessors (one level down in one dimension)."""
         lv = self.levels(node)
-        return [node - s for s, a, low in zip(self._stride_list, lv, self._low_list, strict=True)
-                if a > low]
+        return [
+            node - s
+            for s, a, low in zip(self._stride_list, lv, self._low_list, strict=True)
+            if a > low
+        ]
 
     @cached_property
     def _packed(self) -> tuple[NDArray[Any], int] | None:

@@ -41,7 +41,8 @@ class _Walk:
         self.lattice = ctx.lattice
         run = self.run
         self.queue: JavaPriorityQueue[int] = JavaPriorityQueue(
-            lambda a, b: compare_losses(run.loss(a), run.loss(b)))
+            lambda a, b: compare_losses(run.loss(a), run.loss(b))
+        )
         self.expanded: set[int] = set()
         #: lower bound no better than the best loss, with all generalizations (bottom-up)
         self.pruned = UpwardMarks(len(self.lattice.heights))
@@ -60,8 +61,12 @@ class _Walk:
         if node in self.expanded or (up and self.is_pruned(node)):
             return True
         run = self.run
-        if (up and run.optimum is not None and run.optimum != node
-                and compare_losses(run.lower_bound(node), run.best_loss) >= 0):
+        if (
+            up
+            and run.optimum is not None
+            and run.optimum != node
+            and compare_losses(run.lower_bound(node), run.best_loss) >= 0
+        ):
             self.pruned.add(self.lattice.levels(node))
             return True
         return False

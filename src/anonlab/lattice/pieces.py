@@ -45,8 +45,13 @@ if TYPE_CHECKING:
     from anonlab.progress import ProgressFn
 
 
-def rowless_dataset(base: BaseFrequencySet, hierarchies: Mapping[str, Hierarchy],
-                    roles: Mapping[str, Role], *, source: str | None = None) -> Dataset:
+def rowless_dataset(
+    base: BaseFrequencySet,
+    hierarchies: Mapping[str, Hierarchy],
+    roles: Mapping[str, Role],
+    *,
+    source: str | None = None,
+) -> Dataset:
     """A dataset of the table ``base`` counts: roles, quasi-identifiers and sensitive
     attributes encoded as :meth:`anonlab.dataset.Dataset.from_frame` encodes them, no rows.
 
@@ -60,12 +65,20 @@ def rowless_dataset(base: BaseFrequencySet, hierarchies: Mapping[str, Hierarchy]
 
     qi_order = [c for c, r in roles.items() if r == Role.QUASI]
     if list(base.columns) != qi_order:
-        raise ValueError(f"the frequency set counts {list(base.columns)}, not the "
-                         f"quasi-identifiers {qi_order} in table order")
+        raise ValueError(
+            f"the frequency set counts {list(base.columns)}, not the "
+            f"quasi-identifiers {qi_order} in table order"
+        )
     frame = pd.DataFrame({c: pd.Series([], dtype=object) for c in roles})
-    return Dataset(frame=frame, roles=dict(roles), qis=encoded_qis(base, hierarchies),
-                   source=source, sensitive=encoded_sensitive(base), records=base.rows,
-                   base=base)
+    return Dataset(
+        frame=frame,
+        roles=dict(roles),
+        qis=encoded_qis(base, hierarchies),
+        source=source,
+        sensitive=encoded_sensitive(base),
+        records=base.rows,
+        base=base,
+    )
 
 
 def search_engine(dataset: Dataset, sensitive: Sequence[str] = ()) -> FrequencyEngine:
@@ -82,9 +95,11 @@ def search_engine(dataset: Dataset, sensitive: Sequence[str] = ()) -> FrequencyE
             classes=np.asarray(counts.classes, dtype=np.int64),
             values=np.asarray(counts.values, dtype=np.int64),
             counts=np.asarray(counts.counts, dtype=np.int64),
-            global_counts=np.asarray(counts.frequencies, dtype=np.int64))
-    return FrequencyEngine.from_base(dataset.qis, base.rows, base.tuples, base.counts,
-                                     base.first_rows, histograms)
+            global_counts=np.asarray(counts.frequencies, dtype=np.int64),
+        )
+    return FrequencyEngine.from_base(
+        dataset.qis, base.rows, base.tuples, base.counts, base.first_rows, histograms
+    )
 
 
 def _base(dataset: Dataset) -> BaseFrequencySet:
@@ -125,18 +140,22 @@ def suppressed_classes(fs: FrequencySet, outliers: NDArray[Any]) -> NDArray[np.i
     return np.asarray(codes[np.asarray(outliers, dtype=bool)], dtype=np.int32)
 
 
-def release_plan(dataset: Dataset, levels: Sequence[int], fs: FrequencySet,
-                 outliers: NDArray[Any]) -> ReleasePlan:
+def release_plan(
+    dataset: Dataset, levels: Sequence[int], fs: FrequencySet, outliers: NDArray[Any]
+) -> ReleasePlan:
     """What the engine applies to every row: ``levels`` and the classes of ``fs`` that
     ``outliers`` suppresses; identifying columns dropped."""
     from anonlab.dataset import Role
 
-    return plan_at(dataset.qis, levels, suppressed_classes(fs, outliers),
-                                   drop=dataset.columns_with(Role.IDENTIFYING))
+    return plan_at(
+        dataset.qis,
+        levels,
+        suppressed_classes(fs, outliers),
+        drop=dataset.columns_with(Role.IDENTIFYING),
+    )
 
 
-def released_classes(base: BaseFrequencySet, plan: ReleasePlan
-                     ) -> dict[tuple[str, ...], int]:
+def released_classes(base: BaseFrequencySet, plan: ReleasePlan) -> dict[tuple[str, ...], int]:
     """The release's classes as ``plan`` writes them: label tuple -> records (suppressed
     records under the tuple of ``*``), from the base frequency set alone."""
     cards = [max(len(labels), 1) for labels in plan.labels]
@@ -144,14 +163,18 @@ def released_classes(base: BaseFrequencySet, plan: ReleasePlan
     hidden = plan.suppressed_rows(tuples)
     out: dict[tuple[str, ...], int] = {}
     for row, count, star in zip(tuples.tolist(), counts.tolist(), hidden.tolist(), strict=True):
-        key = (tuple(kernels.SUPPRESSED for _ in row) if star
-               else tuple(plan.labels[j][g] for j, g in enumerate(row)))
+        key = (
+            tuple(kernels.SUPPRESSED for _ in row)
+            if star
+            else tuple(plan.labels[j][g] for j, g in enumerate(row))
+        )
         out[key] = out.get(key, 0) + int(count)
     return out
 
 
-def released_distinct(classes: Mapping[tuple[str, ...], int], columns: Sequence[str]
-                      ) -> dict[str, int]:
+def released_distinct(
+    classes: Mapping[tuple[str, ...], int], columns: Sequence[str]
+) -> dict[str, int]:
     """Per quasi-identifier, its distinct labels over the release's classes not ``*`` in
     every quasi-identifier (all classes when every one is), as
     :func:`anonlab.runs.generalize_steps.distinct_values` counts a release's records."""
@@ -160,8 +183,9 @@ def released_distinct(classes: Mapping[tuple[str, ...], int], columns: Sequence[
     return {name: len({key[j] for key in kept}) for j, name in enumerate(columns)}
 
 
-def release_problems(expected: Mapping[tuple[str, ...], int],
-                     written: BaseFrequencySet, k: int | None, limit: int) -> list[str]:
+def release_problems(
+    expected: Mapping[tuple[str, ...], int], written: BaseFrequencySet, k: int | None, limit: int
+) -> list[str]:
     """What is wrong with a written release, judged by its own frequency set (``written``,
     counted over the release's quasi-identifiers): its classes and their sizes must be
     ``expected`` (those of the search), every class but the suppressed one must have at least
@@ -174,13 +198,12 @@ def release_problems(expected: Mapping[tuple[str, ...], int],
     star = tuple(kernels.SUPPRESSED for _ in written.columns)
     if found != {key: n for key, n in expected.items() if n > 0}:
         extra = sorted(set(found) ^ set(expected))
-        what = (f"class {extra[0]}" if extra else "a class size")
+        what = f"class {extra[0]}" if extra else "a class size"
         problems.append(f"the release's classes differ from the search's ({what})")
     if k is not None:
         small = [key for key, n in found.items() if key != star and n < k]
         if small:
-            problems.append(f"class {small[0]} has {found[small[0]]} records, fewer than "
-                            f"k = {k}")
+            problems.append(f"class {small[0]} has {found[small[0]]} records, fewer than k = {k}")
     if found.get(star, 0) > limit:
         problems.append(f"{found[star]} records are suppressed, more than the limit {limit}")
     return problems
@@ -197,16 +220,23 @@ def release_partition(frame: pd.DataFrame, plan: ReleasePlan) -> pd.DataFrame:
     out = frame.drop(columns=[c for c in plan.drop if c in frame.columns])
     if not plan.columns:
         return out
-    groups = np.column_stack([
-        plan.groups_of(j, *kernels.encode_text(column_from_pandas(frame[name])),
-                       where="a partition of the DataFrame")
-        for j, name in enumerate(plan.columns)]).astype(np.int32)
+    groups = np.column_stack(
+        [
+            plan.groups_of(
+                j,
+                *kernels.encode_text(column_from_pandas(frame[name])),
+                where="a partition of the DataFrame",
+            )
+            for j, name in enumerate(plan.columns)
+        ]
+    ).astype(np.int32)
     hidden = plan.suppressed_rows(groups)
     for j, name in enumerate(plan.columns):
         labels = plan.label_array(j, groups[:, j], hidden)
         out[name] = pd.Categorical.from_codes(
             np.asarray(labels.indices.to_numpy(zero_copy_only=False)),
-            categories=pd.Index(labels.dictionary.to_pylist()))
+            categories=pd.Index(labels.dictionary.to_pylist()),
+        )
     return out
 
 
@@ -215,16 +245,26 @@ def check_engine_model(criteria: Sequence[Any]) -> None:
     table (delta-presence, k-map on a population table)."""
     for c in criteria:
         if c.needs_population:
-            raise AnonlabError(f"criteria: model '{c.name}' needs the population's records, "
-                               "which the engines do not count yet: use engine 'numpy' with "
-                               "a file output", parameter="engine")
+            raise AnonlabError(
+                f"criteria: model '{c.name}' needs the population's records, "
+                "which the engines do not count yet: use engine 'numpy' with "
+                "a file output",
+                parameter="engine",
+            )
 
 
-def engine_dataset(engine: Engine, table: TableLike,
-                   hierarchies: Mapping[str, Hierarchy | PathLike], *,
-                   identifying: Iterable[str] = (), sensitive: Iterable[str] = (),
-                   insensitive: Iterable[str] | None = (), other: str | None = None,
-                   source: str | None = None, progress: ProgressFn | None = None) -> Dataset:
+def engine_dataset(
+    engine: Engine,
+    table: TableLike,
+    hierarchies: Mapping[str, Hierarchy | PathLike],
+    *,
+    identifying: Iterable[str] = (),
+    sensitive: Iterable[str] = (),
+    insensitive: Iterable[str] | None = (),
+    other: str | None = None,
+    source: str | None = None,
+    progress: ProgressFn | None = None,
+) -> Dataset:
     """The rowless dataset of ``table`` (a path, a pandas or Dask DataFrame) on ``engine``.
 
     Roles are given as :meth:`anonlab.dataset.Dataset.from_frame` takes them
@@ -238,12 +278,21 @@ def engine_dataset(engine: Engine, table: TableLike,
 
     data = open_table(table)
     if not hierarchies:
-        raise AnonlabError("hierarchies is empty: name at least one quasi-identifier and its "
-                           "hierarchy", parameter="hierarchies")
-    roles = assign_roles(data.column_names, qi=hierarchies.keys(), identifying=identifying,
-                         sensitive=sensitive, insensitive=insensitive or (), other=other)
-    loaded = {c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
-              for c, h in hierarchies.items()}
+        raise AnonlabError(
+            "hierarchies is empty: name at least one quasi-identifier and its hierarchy",
+            parameter="hierarchies",
+        )
+    roles = assign_roles(
+        data.column_names,
+        qi=hierarchies.keys(),
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive or (),
+        other=other,
+    )
+    loaded = {
+        c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h) for c, h in hierarchies.items()
+    }
     qis = [c for c, r in roles.items() if r == Role.QUASI]
     sens = [c for c, r in roles.items() if r == Role.SENSITIVE]
     base = engine.frequency_set(data, qis, sens, progress=progress)

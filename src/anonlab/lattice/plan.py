@@ -57,9 +57,14 @@ class SearchPlan:
         return STRATEGIES[name](ctx)
 
 
-def plan_search(search: str = "flash", *, time_limit: float | None = None,
-                step_limit: int | None = None, heuristic_threshold: int | None = None,
-                genetic: GeneticSettings | Mapping[str, Any] | None = None) -> SearchPlan:
+def plan_search(
+    search: str = "flash",
+    *,
+    time_limit: float | None = None,
+    step_limit: int | None = None,
+    heuristic_threshold: int | None = None,
+    genetic: GeneticSettings | Mapping[str, Any] | None = None,
+) -> SearchPlan:
     """Check a search name and its options.
 
     ``time_limit`` (seconds, default ARX's 30; ``math.inf`` for none) and ``step_limit``
@@ -69,27 +74,38 @@ def plan_search(search: str = "flash", *, time_limit: float | None = None,
     its fields) to ``genetic``. An option given to a search it does not apply to is an error.
     """
     if search not in SEARCHES:
-        raise AnonlabError(f"search '{search}' is unknown: choose one of {', '.join(SEARCHES)}",
-                           parameter="search")
+        raise AnonlabError(
+            f"search '{search}' is unknown: choose one of {', '.join(SEARCHES)}", parameter="search"
+        )
     optimal = search in STRATEGIES
     for name, value in (("time_limit", time_limit), ("step_limit", step_limit)):
         if value is not None and optimal:
             raise AnonlabError(
                 f"{name} bounds the heuristic searches ({', '.join(HEURISTICS)}, or auto), not "
                 f"the optimal search '{search}', which always runs to the end: leave it out or "
-                "choose a heuristic search", parameter=name)
+                "choose a heuristic search",
+                parameter=name,
+            )
     if heuristic_threshold is not None and search != "auto":
         raise AnonlabError(
             f"heuristic_threshold chooses between the optimal and the heuristic search for "
             f"search 'auto', not for '{search}': leave it out or use search 'auto'",
-            parameter="heuristic_threshold")
+            parameter="heuristic_threshold",
+        )
     if genetic is not None and search != "genetic":
-        raise AnonlabError(f"the genetic settings apply to search 'genetic', not to '{search}': "
-                           "leave them out or use search 'genetic'", parameter="genetic")
-    if heuristic_threshold is not None and (isinstance(heuristic_threshold, bool)
-                                            or heuristic_threshold < 1):
-        raise AnonlabError(f"heuristic_threshold must be a number of nodes of 1 or more "
-                           f"(got {heuristic_threshold})", parameter="heuristic_threshold")
+        raise AnonlabError(
+            f"the genetic settings apply to search 'genetic', not to '{search}': "
+            "leave them out or use search 'genetic'",
+            parameter="genetic",
+        )
+    if heuristic_threshold is not None and (
+        isinstance(heuristic_threshold, bool) or heuristic_threshold < 1
+    ):
+        raise AnonlabError(
+            f"heuristic_threshold must be a number of nodes of 1 or more "
+            f"(got {heuristic_threshold})",
+            parameter="heuristic_threshold",
+        )
     if time_limit is not None and isinstance(time_limit, bool):
         raise AnonlabError("time_limit must be a number of seconds", parameter="time_limit")
     seconds: float | None = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
@@ -98,11 +114,15 @@ def plan_search(search: str = "flash", *, time_limit: float | None = None,
     if isinstance(genetic, Mapping):
         unknown = sorted(set(genetic) - set(GeneticSettings.__dataclass_fields__))
         if unknown:
-            raise AnonlabError(f"unknown genetic setting(s) {', '.join(unknown)}: use "
-                               f"{', '.join(GeneticSettings.__dataclass_fields__)}",
-                               parameter="genetic")
+            raise AnonlabError(
+                f"unknown genetic setting(s) {', '.join(unknown)}: use "
+                f"{', '.join(GeneticSettings.__dataclass_fields__)}",
+                parameter="genetic",
+            )
         genetic = GeneticSettings(**genetic)
-    return SearchPlan(search=search, limits=HeuristicLimits(seconds, step_limit),
-                      threshold=DEFAULT_THRESHOLD if heuristic_threshold is None
-                      else heuristic_threshold,
-                      genetic=genetic if genetic is not None else GeneticSettings())
+    return SearchPlan(
+        search=search,
+        limits=HeuristicLimits(seconds, step_limit),
+        threshold=DEFAULT_THRESHOLD if heuristic_threshold is None else heuristic_threshold,
+        genetic=genetic if genetic is not None else GeneticSettings(),
+    )

@@ -248,8 +248,9 @@ class SearchContext:
         self.best: tuple[tuple[Any, int, tuple[int, ...]], int] | None = None
         self.cpu_started = time.process_time()
         #: data-free bounds: (size,) floats, or (size, d) rows compared lexicographically
-        self.bounds: NDArray[Any] | None = (None if sparse else
-                                            metric.level_bounds(lattice.all_levels))
+        self.bounds: NDArray[Any] | None = (
+            None if sparse else metric.level_bounds(lattice.all_levels)
+        )
         self.suppression_allowed = max_suppressed > 0
         self._class_based = tuple(c for c in self.criteria if not c.sample_based)
         self._sample_based = tuple(c for c in self.criteria if c.sample_based)
@@ -261,19 +262,25 @@ class SearchContext:
         #: class is an outlier whatever the criteria say of it
         self.minimal_class_size = max((x for x in sizes if x is not None), default=0)
         k_values = [c.k for c in self._class_based if isinstance(c, KAnonymity)]
-        self._size_mask = (self.minimal_class_size
-                           if self.minimal_class_size > max(k_values, default=0) else 0)
+        self._size_mask = (
+            self.minimal_class_size if self.minimal_class_size > max(k_values, default=0) else 0
+        )
         # whole-node conditions (delta-presence): ARX meets them only for classes that pass
         # the minimal class size, which a class without records never does, so with a
         # minimal class size they never fail a node (as presence.model_acceptable says)
-        self._conditions = () if any(x is not None for x in sizes) else tuple(
-            c for c in self.criteria if _overrides(c, "acceptable"))
+        self._conditions = (
+            ()
+            if any(x is not None for x in sizes)
+            else tuple(c for c in self.criteria if _overrides(c, "acceptable"))
+        )
         #: criteria whose declared monotonicity needs their whole-node condition, which the
         #: minimal class size switches off: no longer monotone (e.g. delta-presence with
         #: k-anonymity: a population-only class ignored below joins a released one above)
         self._unmonotone = frozenset(
-            id(c) for c in self.criteria
-            if _overrides(c, "acceptable") and not any(c is x for x in self._conditions))
+            id(c)
+            for c in self.criteria
+            if _overrides(c, "acceptable") and not any(c is x for x in self._conditions)
+        )
         self._check_engine(engine)
         self._star: list[list[NDArray[Any]]] = []
         self._class_loss: Callable[[FrequencySet], Any] | None = None
@@ -282,16 +289,20 @@ class SearchContext:
             # each class, then the class's first record, and leaves out the classes that are
             # '*' in every quasi-identifier (HashGroupifyDistribution)
             engine.keep_representatives = True
-            self._star = [[np.asarray([label == SUPPRESSED for label in labels], dtype=bool)
-                           for labels in q.level_labels] for q in engine.qis]
+            self._star = [
+                [
+                    np.asarray([label == SUPPRESSED for label in labels], dtype=bool)
+                    for labels in q.level_labels
+                ]
+                for q in engine.qis
+            ]
             self._class_loss = getattr(metric, "class_loss", None)
         self.monotone_model = practical_monotonicity or (
-            model_monotone(list(self.criteria), self.suppression_allowed)
-            and not self._unmonotone)
+            model_monotone(list(self.criteria), self.suppression_allowed) and not self._unmonotone
+        )
         #: the metric is taken as monotone if it declares so, or with practical monotonicity
         #: (ARX's ``getMonotonicityOfUtility``)
-        self.monotone_metric = practical_monotonicity or metric.monotone(
-            self.suppression_allowed)
+        self.monotone_metric = practical_monotonicity or metric.monotone(self.suppression_allowed)
         #: tags of the property the strategies search: the model's if it is monotone,
         #: else its monotone sub-model's
         self.tags = np.zeros(0 if sparse else lattice.size, dtype=np.int8)
@@ -306,14 +317,18 @@ class SearchContext:
         self._sub_conditions: tuple[Criterion, ...] = ()
         if not self.monotone_model:
             self.model_tags = np.zeros(0 if sparse else lattice.size, dtype=np.int8)
-            self._sub = tuple(i for i, c in enumerate(self._class_based)
-                              if c.monotone(self.suppression_allowed)
-                              and id(c) not in self._unmonotone)
+            self._sub = tuple(
+                i
+                for i, c in enumerate(self._class_based)
+                if c.monotone(self.suppression_allowed) and id(c) not in self._unmonotone
+            )
             self._sub_min_size = max(self.minimal_class_size, self.implied_class_size())
             self._sub_parts = self.monotone_parts()
-            self._sub_conditions = tuple(c for c in self._conditions
-                                         if c.monotone(self.suppression_allowed)
-                                         or c.condition_monotone)
+            self._sub_conditions = tuple(
+                c
+                for c in self._conditions
+                if c.monotone(self.suppression_allowed) or c.condition_monotone
+            )
             if not self.has_sub_model:
                 self.tags[:] = ANONYMOUS  # an empty sub-model holds everywhere
 
@@ -328,20 +343,22 @@ class SearchContext:
         """The monotone parts of the model's criteria that are not monotone themselves
         (:meth:`~anonlab.privacy.base.Criterion.monotone_part`), for the sub-model."""
         bottom = self.engine.bottom.stats()
-        parts = (c.monotone_part(bottom) for i, c in enumerate(self._class_based)
-                 if i not in self._sub)
+        parts = (
+            c.monotone_part(bottom) for i, c in enumerate(self._class_based) if i not in self._sub
+        )
         return tuple(p for p in parts if p is not None)
 
     def _check_engine(self, engine: FrequencyEngine) -> None:
         """Refuse an engine that lacks what a criterion reads (a programming error)."""
         missing = [a for a in sensitive_attributes(self.criteria) if a not in engine.sensitive]
         if missing:
-            raise ValueError(f"the frequency engine does not carry sensitive attribute(s) "
-                             f"{', '.join(missing)}: build it with "
-                             "sensitive=sensitive_attributes(criteria)")
+            raise ValueError(
+                f"the frequency engine does not carry sensitive attribute(s) "
+                f"{', '.join(missing)}: build it with "
+                "sensitive=sensitive_attributes(criteria)"
+            )
         if any(c.needs_population for c in self.criteria) and engine.bottom.population is None:
-            raise ValueError("a criterion needs population counts: give the dataset its "
-                             "population")
+            raise ValueError("a criterion needs population counts: give the dataset its population")
 
     def stats(self, fs: FrequencySet) -> ClassStats:
         """What the criteria see of a node (with ARX's class order for sample-based ones)."""
@@ -364,8 +381,9 @@ class SearchContext:
         """A frequency set's classes with the whole model's outliers (no check counted)."""
         return self.evaluate(fs).classes
 
-    def evaluate(self, fs: FrequencySet, short_circuit: bool = False,
-                 enforce_limit: int | None = None) -> Verdict:
+    def evaluate(
+        self, fs: FrequencySet, short_circuit: bool = False, enforce_limit: int | None = None
+    ) -> Verdict:
         """Judge a node's classes by the whole model and by its monotone sub-model.
 
         With ``short_circuit``, a model that is not monotone has its sub-model's
@@ -390,10 +408,12 @@ class SearchContext:
         if short_circuit and has_sub:
             sub = self._sub_outliers(stats, early, stop_above_limit=True)
             if int(counts[sub].sum()) > self.max_suppressed or not all(
-                    c.acceptable(stats, sub) for c in self._sub_conditions):
+                c.acceptable(stats, sub) for c in self._sub_conditions
+            ):
                 return Verdict(NodeClasses(fs=fs, outliers=sub, stats=stats), False, False)
-        masks = [early[i] if i in early else c.outliers(stats)
-                 for i, c in enumerate(self._class_based)]
+        masks = [
+            early[i] if i in early else c.outliers(stats) for i, c in enumerate(self._class_based)
+        ]
         if len(masks) == 1:
             outliers = np.asarray(masks[0], dtype=bool)
         elif masks:
@@ -408,7 +428,8 @@ class SearchContext:
             early.update((i, masks[i]) for i in self._sub)
             sub = self._sub_outliers(stats, early, stop_above_limit=False)
             sub_ok = int(counts[sub].sum()) <= limit and all(
-                c.acceptable(stats, sub) for c in self._sub_conditions)
+                c.acceptable(stats, sub) for c in self._sub_conditions
+            )
         ok = int(counts[outliers].sum()) <= limit
         enforce = limit if enforce_limit is None else max(limit, enforce_limit)
         if ok or enforce > limit:
@@ -424,18 +445,21 @@ class SearchContext:
     @property
     def has_sub_model(self) -> bool:
         """Whether the monotone sub-model (of a model that is not monotone) holds anything."""
-        return bool(self._sub or self._sub_parts or self._sub_min_size > 1
-                    or self._sub_conditions)
+        return bool(self._sub or self._sub_parts or self._sub_min_size > 1 or self._sub_conditions)
 
-    def _sub_outliers(self, stats: ClassStats, early: dict[int, NDArray[Any]],
-                      stop_above_limit: bool) -> NDArray[Any]:
+    def _sub_outliers(
+        self, stats: ClassStats, early: dict[int, NDArray[Any]], stop_above_limit: bool
+    ) -> NDArray[Any]:
         """The monotone sub-model's outliers: the classes below its minimal size, then its
         criteria's outliers (kept in ``early`` by criterion index, negative for the models'
         monotone parts), cheapest first. With ``stop_above_limit`` it returns as soon as
         they hold more records than the suppression limit (the node then fails)."""
         counts = stats.counts
-        sub = (counts < self._sub_min_size if self._sub_min_size > 1
-               else np.zeros(stats.classes, dtype=bool))
+        sub = (
+            counts < self._sub_min_size
+            if self._sub_min_size > 1
+            else np.zeros(stats.classes, dtype=bool)
+        )
         judged = [(i, self._class_based[i]) for i in self._sub]
         judged += [(-1 - j, part) for j, part in enumerate(self._sub_parts)]
         for key, criterion in judged:
@@ -564,8 +588,7 @@ class SearchContext:
             return None
         if self.bounds.ndim == 1:
             return self.bounds
-        rows = np.lexsort(tuple(self.bounds[:, j] for j in range(self.bounds.shape[1] - 1, -1,
-                                                                  -1)))
+        rows = np.lexsort(tuple(self.bounds[:, j] for j in range(self.bounds.shape[1] - 1, -1, -1)))
         rank = np.empty(self.lattice.size, dtype=np.float64)
         rank[rows] = np.arange(self.lattice.size, dtype=np.float64)
         return rank
@@ -599,7 +622,8 @@ class SearchContext:
                 bad = first + int(np.flatnonzero(clash)[0])
                 raise RuntimeError(
                     f"node {self.lattice.levels(bad)} tagged both ways: a criterion declared "
-                    "monotone is not")
+                    "monotone is not"
+                )
             mask = mask & ~clash  # practical monotonicity: keep what checks found
         np.copyto(tags, tag, where=mask)
 
@@ -666,9 +690,11 @@ class SearchContext:
             result = self.verdict(node)
             if not result.acceptable:  # impossible for a monotone model
                 if not self.practical_monotonicity:
-                    raise RuntimeError(f"node {self.lattice.levels(node)} above an acceptable "
-                                       "node is not acceptable: a criterion declared monotone "
-                                       "is not")
+                    raise RuntimeError(
+                        f"node {self.lattice.levels(node)} above an acceptable "
+                        "node is not acceptable: a criterion declared monotone "
+                        "is not"
+                    )
                 self.tags[node] = NOT_ANONYMOUS
             elif self.tags[node] == UNKNOWN:
                 self.tag_anonymous(node)
@@ -738,16 +764,23 @@ class SearchContext:
     def no_solution(self) -> AnonlabError:
         """The error for a lattice with no acceptable node (not even the top one)."""
         models = " and ".join(criterion_text(c) for c in self.criteria)
-        found = ("no generalization satisfies" if not self.practical_monotonicity else
-                 "the search with practical monotonicity found no generalization that satisfies")
-        hint = ("" if not self.practical_monotonicity else
-                ", or turn practical monotonicity off (it may miss acceptable nodes)")
+        found = (
+            "no generalization satisfies"
+            if not self.practical_monotonicity
+            else "the search with practical monotonicity found no generalization that satisfies"
+        )
+        hint = (
+            ""
+            if not self.practical_monotonicity
+            else ", or turn practical monotonicity off (it may miss acceptable nodes)"
+        )
         heights = tuple(getattr(self.engine, "heights", ()))
         if self.lattice.min_level > 0 or heights != tuple(self._height_bounds()):
             return AnonlabError(
                 f"{found} {models} with at most {self.max_suppressed} suppressed records "
                 "within the level bounds, not even their highest node: raise max_level, relax "
-                f"the privacy models (e.g. lower k) or raise the suppression limit{hint}")
+                f"the privacy models (e.g. lower k) or raise the suppression limit{hint}"
+            )
         return AnonlabError(
             f"{found} {models} with at most {self.max_suppressed} suppressed records, not even "
             "the top node: relax the privacy models (e.g. lower k), raise the suppression limit "

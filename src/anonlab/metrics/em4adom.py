@@ -65,15 +65,19 @@ class MissingColumnError(AnonlabError):
         super().__init__(self._text(f"identifying=['{column}']", "columns"))
 
     def _text(self, leave_out: str, columns: str) -> str:
-        return (f"column '{self.column}' of the original is missing from the masked table: "
-                f"if the release dropped it, leave it out with {leave_out}, or name the "
-                f"measured columns with {columns}")
+        return (
+            f"column '{self.column}' of the original is missing from the masked table: "
+            f"if the release dropped it, leave it out with {leave_out}, or name the "
+            f"measured columns with {columns}"
+        )
 
     def for_flags(self, flags: dict[str, str] | None = None) -> str:
         """The message with both fixes spelled as flags (``--identifying``, ``--columns``)."""
         spell = flags or {}
-        return self._text(f"{spell.get('identifying', '--identifying')} {self.column}",
-                          spell.get("columns", "--columns"))
+        return self._text(
+            f"{spell.get('identifying', '--identifying')} {self.column}",
+            spell.get("columns", "--columns"),
+        )
 
 
 def check_pair(original: pd.DataFrame, masked: pd.DataFrame, names: Sequence[str]) -> None:
@@ -106,13 +110,15 @@ def parse_p_values(spec: str | Sequence[float] | float | None) -> tuple[float, .
         except ValueError:
             raise AnonlabError(
                 f"interval_p '{spec}' is not a percentage, a list (1,5,10) or a range (1-10)",
-                parameter="interval_p"
+                parameter="interval_p",
             ) from None
     else:
         values = [float(v) for v in spec]
     if not values or any(not (0 < v <= 100) for v in values):
-        raise AnonlabError(f"interval_p values must be percentages in (0, 100], got '{spec}'",
-                           parameter="interval_p")
+        raise AnonlabError(
+            f"interval_p values must be percentages in (0, 100], got '{spec}'",
+            parameter="interval_p",
+        )
     return tuple(values)
 
 
@@ -148,8 +154,13 @@ def measure_pair(
     cats, cats_m = list(table.categorical), list(masked.categorical)
     if cats:
         z_il = utility.zil(cats, cats_m)
-        measures.update({"ZIL": z_il, "ZIL_percent": 100.0 * z_il / (n * len(cats)),
-                         "ILR": utility.ilr(cats, cats_m)})
+        measures.update(
+            {
+                "ZIL": z_il,
+                "ZIL_percent": 100.0 * z_il / (n * len(cats)),
+                "ILR": utility.ilr(cats, cats_m),
+            }
+        )
     progress(STAGE_LOSS, 1, 1)
     progress(risk.LINK_STEP, 0, n)
     if cats:
@@ -163,8 +174,15 @@ def measure_pair(
         _disclosure(x, xm, weights, measures, progress)
     else:
         notes.append("no numeric column: ILh..IL, ID, DR and score need numeric attributes")
-    return Evaluation(measures, report_parameters(weights, bool(cats)), n, num, table.nominal,
-                      table.ordinal, notes)
+    return Evaluation(
+        measures,
+        report_parameters(weights, bool(cats)),
+        n,
+        num,
+        table.nominal,
+        table.ordinal,
+        notes,
+    )
 
 
 def _column_notes(original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:
@@ -172,29 +190,52 @@ def _column_notes(original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:
     only_original = [str(c) for c in original.columns if c not in set(masked.columns)]
     only_masked = [str(c) for c in masked.columns if c not in set(original.columns)]
     if only_original or only_masked:
-        return ["the tables' other columns differ (not evaluated): "
-                f"only in the original {only_original}, only in the masked {only_masked}"]
+        return [
+            "the tables' other columns differ (not evaluated): "
+            f"only in the original {only_original}, only in the masked {only_masked}"
+        ]
     return []
 
 
-def _numeric_loss(x: NDArray[Any], xm: NDArray[Any], z: NDArray[Any], zm: NDArray[Any],
-                  lam: tuple[float, ...], measures: dict[str, Any]) -> list[str]:
+def _numeric_loss(
+    x: NDArray[Any],
+    xm: NDArray[Any],
+    z: NDArray[Any],
+    zm: NDArray[Any],
+    lam: tuple[float, ...],
+    measures: dict[str, Any],
+) -> list[str]:
     """ILh, IL1, IL2, IL3, ILs and IL into ``measures``; returns notes."""
     stats = utility.il_2_3(x, xm)
     il1 = utility.il_1(x, xm)
     ils = utility.il_s(lam, il1, stats.il2, stats.il3)
     ilh = utility.il_h(z, zm)
-    measures.update({"ILh": ilh, "IL1": il1, "IL2": stats.il2, "IL3": stats.il3,
-                     "ILs": ils, "IL": (ilh + ils) / 2})
+    measures.update(
+        {
+            "ILh": ilh,
+            "IL1": il1,
+            "IL2": stats.il2,
+            "IL3": stats.il3,
+            "ILs": ils,
+            "IL": (ilh + ils) / 2,
+        }
+    )
     if stats.excluded_terms:
-        return [f"{stats.excluded_terms} relative term(s) of IL2/IL3 had an original "
-                "mean or covariance of 0 (up to rounding) and were left out of "
-                "their average"]
+        return [
+            f"{stats.excluded_terms} relative term(s) of IL2/IL3 had an original "
+            "mean or covariance of 0 (up to rounding) and were left out of "
+            "their average"
+        ]
     return []
 
 
-def _disclosure(x: NDArray[Any], xm: NDArray[Any], weights: Weights, measures: dict[str, Any],
-                progress: ProgressFn) -> None:
+def _disclosure(
+    x: NDArray[Any],
+    xm: NDArray[Any],
+    weights: Weights,
+    measures: dict[str, Any],
+    progress: ProgressFn,
+) -> None:
     """ID for each p, its mean, DR and the score into ``measures``."""
     progress(risk.ID_STEP, 0, x.shape[1])
     values = risk.interval_disclosures(x, xm, weights.p_values, progress)
@@ -214,11 +255,10 @@ def report_parameters(weights: Weights, categorical: bool) -> dict[str, Any]:
         "gamma": list(weights.gamma),
         "interval_p": list(weights.p_values),
         "standardization": "z = (x - mean) / S_j, S_j the population standard deviation "
-                           "(ddof=0) of the original; IL1 divides by the sample standard "
-                           "deviation (ddof=1), as sdcMicro's IL1s",
+        "(ddof=0) of the original; IL1 divides by the sample standard "
+        "deviation (ddof=1), as sdcMicro's IL1s",
         "distance": "Euclidean on standardized numeric values"
-                    + (" + 0/1 nominal + ordinal o_j, squared terms summed" if categorical
-                       else ""),
+        + (" + 0/1 nominal + ordinal o_j, squared terms summed" if categorical else ""),
         "ties": "DLD: originals at one distance form a set (DS1, DS2); DLD_expected shares "
-                "ties among two candidates",
+        "ties among two candidates",
     }

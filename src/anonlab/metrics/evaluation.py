@@ -58,20 +58,41 @@ def evaluate(
     if is_dask_frame(original) or is_dask_frame(masked):
         from anonlab.metrics.evaluate_pieces import evaluate_on_engine
 
-        return evaluate_on_engine(original, masked, columns, nominal=nominal, ordinal=ordinal,
-                                  orders=orders, lambdas=lambdas, tau=tau, gamma=gamma,
-                                  interval_p=interval_p, workers=workers, progress=progress)
-    weights = Weights(utility.weights(lambdas, "lambda", 3), utility.weights(tau, "tau", 2),
-                       utility.weights(gamma, "gamma", 2), parse_p_values(interval_p))
+        return evaluate_on_engine(
+            original,
+            masked,
+            columns,
+            nominal=nominal,
+            ordinal=ordinal,
+            orders=orders,
+            lambdas=lambdas,
+            tau=tau,
+            gamma=gamma,
+            interval_p=interval_p,
+            workers=workers,
+            progress=progress,
+        )
+    weights = Weights(
+        utility.weights(lambdas, "lambda", 3),
+        utility.weights(tau, "tau", 2),
+        utility.weights(gamma, "gamma", 2),
+        parse_p_values(interval_p),
+    )
     check_workers(workers)
-    table = as_table(original, columns, nominal=nominal, ordinal=ordinal, orders=orders,
-                     purpose="evaluate", what="original")
+    table = as_table(
+        original,
+        columns,
+        nominal=nominal,
+        ordinal=ordinal,
+        orders=orders,
+        purpose="evaluate",
+        what="original",
+    )
     masked_frame = masked.frame if isinstance(masked, MicrodataTable) else masked
-    check_pair(table.frame, masked_frame,
-               [*table.numeric_names, *(c.name for c in table.categorical)])
+    check_pair(
+        table.frame, masked_frame, [*table.numeric_names, *(c.name for c in table.categorical)]
+    )
     if not isinstance(masked, MicrodataTable):
         masked = table.encoded_like(masked)
     with blas_threads(workers):
         return measure_pair(table, masked, weights, workers, report_to(progress))
-
-

@@ -149,17 +149,23 @@ def _linkage_kdtree(
         linked[rows[~same]] = False
         check = rows[same]
         if check.size:
-            below = np.asarray(tree.query_ball_point(
-                z_masked[check], lo[check], return_length=True, workers=workers))
+            below = np.asarray(
+                tree.query_ball_point(
+                    z_masked[check], lo[check], return_length=True, workers=workers
+                )
+            )
             top = first[check] + REL_TOL * first[check] + ABS_TOL
-            at_first = np.asarray(tree.query_ball_point(
-                z_masked[check], top, return_length=True, workers=workers))
+            at_first = np.asarray(
+                tree.query_ball_point(z_masked[check], top, return_length=True, workers=workers)
+            )
             linked[check] = at_first >= below
     tied = np.flatnonzero(~closer2 & (second <= hi))
     if tied.size:
         a = (first[tied] < lo[tied]).astype(np.int64)
-        upto = np.asarray(tree.query_ball_point(
-            z_masked[tied], hi[tied], return_length=True, workers=workers), dtype=np.int64)
+        upto = np.asarray(
+            tree.query_ball_point(z_masked[tied], hi[tied], return_length=True, workers=workers),
+            dtype=np.int64,
+        )
         expected[tied] = _credit(a, upto - a)
     return Linkage(linked, expected)
 
@@ -181,8 +187,9 @@ class _Near:
     @classmethod
     def empty(cls, n: int) -> _Near:
         """No original seen yet."""
-        return cls(np.full(n, np.inf), np.full(n, np.inf), np.zeros(n, dtype=np.int64),
-                   np.full(n, -np.inf))
+        return cls(
+            np.full(n, np.inf), np.full(n, np.inf), np.zeros(n, dtype=np.int64), np.full(n, -np.inf)
+        )
 
     def add(self, rows: NDArray[Any], dist: NDArray[Any], lo: NDArray[Any]) -> None:
         """Merge the distances ``dist`` of some originals to masked records ``rows``."""
@@ -293,7 +300,7 @@ def _add_exact(
     """Exact distances of candidate pairs (as ``d_own`` is computed); keep those within hi."""
     chunk = max(1, GATHER_CELLS // max(z.shape[1], 1))
     for at in range(0, rows.size, chunk):
-        r, c = rows[at:at + chunk], cols[at:at + chunk]
+        r, c = rows[at : at + chunk], cols[at : at + chunk]
         dist = np.sqrt(np.sum((z[c] - z_masked[r]) ** 2, axis=1))
         keep = dist <= hi[r]
         near.add(r[keep], dist[keep], lo)
@@ -333,8 +340,11 @@ def linkage_mixed(
         block = max(8, BLOCK_CELLS // max(n, 1))
     z = z.reshape(n, -1)
     z_masked = z_masked.reshape(n, -1)
-    codes_m = (np.stack([c.codes for c in cats_masked], axis=1) if cats_masked
-               else np.zeros((n, 0), dtype=np.int64))
+    codes_m = (
+        np.stack([c.codes for c in cats_masked], axis=1)
+        if cats_masked
+        else np.zeros((n, 0), dtype=np.int64)
+    )
     linked = np.zeros(n, dtype=bool)
     expected = np.zeros(n)
     for start in range(0, n, block):

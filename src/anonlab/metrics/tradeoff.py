@@ -28,8 +28,9 @@ def score(il: float, dr: float, gamma: Sequence[float] = DEFAULT_GAMMA) -> float
 
 def best_point(points: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The row with the lowest finite score (the first such row among equals)."""
-    scored = [p for p in points if isinstance(p.get("score"), int | float)
-              and p["score"] == p["score"]]
+    scored = [
+        p for p in points if isinstance(p.get("score"), int | float) and p["score"] == p["score"]
+    ]
     if not scored:
         return None
     return min(scored, key=lambda p: float(p["score"]))

@@ -118,12 +118,24 @@ def il_2_3(x: NDArray[Any], x_masked: NDArray[Any]) -> StatisticalLoss:
     A half whose every term is undefined (e.g. the mean term of centred data)
     is left out: IL2 or IL3 is then the other half alone.
     """
-    return il_2_3_moments(x.shape[0], x.mean(axis=0), covariance(x), x_masked.mean(axis=0),
-                          covariance(x_masked), np.abs(x).max(axis=0))
+    return il_2_3_moments(
+        x.shape[0],
+        x.mean(axis=0),
+        covariance(x),
+        x_masked.mean(axis=0),
+        covariance(x_masked),
+        np.abs(x).max(axis=0),
+    )
 
 
-def il_2_3_moments(n: int, mean: NDArray[Any], v: NDArray[Any], mean_masked: NDArray[Any],
-                   vm: NDArray[Any], absmax: NDArray[Any]) -> StatisticalLoss:
+def il_2_3_moments(
+    n: int,
+    mean: NDArray[Any],
+    v: NDArray[Any],
+    mean_masked: NDArray[Any],
+    vm: NDArray[Any],
+    absmax: NDArray[Any],
+) -> StatisticalLoss:
     """IL2 and IL3 of :func:`il_2_3` from the tables' moments.
 
     ``mean``/``mean_masked`` are the column means, ``v``/``vm`` the
@@ -158,15 +170,17 @@ def weights(values: Sequence[float], name: str, count: int) -> tuple[float, ...]
 
     w = tuple(float(v) for v in values)
     if len(w) != count:
-        raise AnonlabError(f"{name} needs {count} weights, got {len(w)}: e.g. "
-                           f"{','.join(['0.5'] * 2) if count == 2 else '0.5,0,0.5'}",
-                           parameter=name)
+        raise AnonlabError(
+            f"{name} needs {count} weights, got {len(w)}: e.g. "
+            f"{','.join(['0.5'] * 2) if count == 2 else '0.5,0,0.5'}",
+            parameter=name,
+        )
     if any(not np.isfinite(v) or v < 0 for v in w):
-        raise AnonlabError(f"{name} weights must be non-negative numbers, got {w}",
-                           parameter=name)
+        raise AnonlabError(f"{name} weights must be non-negative numbers, got {w}", parameter=name)
     if abs(sum(w) - 1.0) > 1e-9:
-        raise AnonlabError(f"{name} weights must add up to 1, got {w} (sum {sum(w):g})",
-                           parameter=name)
+        raise AnonlabError(
+            f"{name} weights must add up to 1, got {w} (sum {sum(w):g})", parameter=name
+        )
     return w
 
 

@@ -48,8 +48,9 @@ class MicroaggregationResult:
     def summary(self) -> dict[str, Any]:
         """Report keys (no records): method, k, sizes, groups, SSE/SST."""
         sizes = np.bincount(self.labels)
-        size_counts = {str(int(s)): int(c) for s, c in zip(*np.unique(sizes, return_counts=True),
-                                                             strict=True)}
+        size_counts = {
+            str(int(s)): int(c) for s, c in zip(*np.unique(sizes, return_counts=True), strict=True)
+        }
         return {
             "method": "MDAV",
             "variant": self.variant,
@@ -59,8 +60,11 @@ class MicroaggregationResult:
             "nominal": self.nominal,
             "ordinal": self.ordinal,
             "groups": int(sizes.size),
-            "group_sizes": {"min": int(sizes.min()), "max": int(sizes.max()),
-                            "count_by_size": size_counts},
+            "group_sizes": {
+                "min": int(sizes.min()),
+                "max": int(sizes.max()),
+                "count_by_size": size_counts,
+            },
             "measures": {"ILh": self.sse_sst} if self.sse_sst is not None else {},
             "block_size": self.block_size,
         }
@@ -95,18 +99,25 @@ def microaggregate(
     check_workers(workers)
     if variant not in VARIANTS:
         raise AnonlabError(f"unknown variant '{variant}': choose exact or scalable")
-    table = as_table(data, columns, nominal=nominal, ordinal=ordinal, orders=orders,
-                     purpose="microaggregate")
+    table = as_table(
+        data, columns, nominal=nominal, ordinal=ordinal, orders=orders, purpose="microaggregate"
+    )
     check_k(k, table.n)
-    if variant == "scalable" and (isinstance(block_size, bool) or not isinstance(block_size, int)
-                                  or block_size < 2 * k):
-        raise AnonlabError(f"block_size must be a whole number of at least 2k = {2 * k}, "
-                           f"got {block_size!r}", parameter="block_size")
+    if variant == "scalable" and (
+        isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 2 * k
+    ):
+        raise AnonlabError(
+            f"block_size must be a whole number of at least 2k = {2 * k}, got {block_size!r}",
+            parameter="block_size",
+        )
     num, cats = table.numeric_names, table.categorical
     z, mean, std = table.standardized
     if variant == "scalable" and cats:
-        raise AnonlabError("variant 'scalable' takes numeric columns only: use variant "
-                           "'exact' with nominal or ordinal columns", parameter="variant")
+        raise AnonlabError(
+            "variant 'scalable' takes numeric columns only: use variant "
+            "'exact' with nominal or ordinal columns",
+            parameter="variant",
+        )
     with blas_threads(workers):
         labels = _partition(z, cats, k, variant, block_size, progress)
     masked = table.frame.copy()
@@ -117,11 +128,23 @@ def microaggregate(
             masked[name] = xm[:, j]
         sse = il_h(z, (xm - mean) / std)
     for col in cats:
-        codes = (group_lower_medians(col.codes, labels) if col.ordinal
-                 else group_modes(col.codes, labels, col.size))
+        codes = (
+            group_lower_medians(col.codes, labels)
+            if col.ordinal
+            else group_modes(col.codes, labels, col.size)
+        )
         masked[col.name] = np.asarray(col.domain, dtype=object)[codes]
-    return MicroaggregationResult(masked, labels, k, variant, num, table.nominal, table.ordinal,
-                                  sse, block_size if variant == "scalable" else None)
+    return MicroaggregationResult(
+        masked,
+        labels,
+        k,
+        variant,
+        num,
+        table.nominal,
+        table.ordinal,
+        sse,
+        block_size if variant == "scalable" else None,
+    )
 
 
 def _partition(

@@ -51,8 +51,9 @@ class MixedSpace:
         n = z.shape[0] if z.size else (cats[0].codes.size if cats else 0)
         self.zt = np.ascontiguousarray(np.asarray(z, dtype=np.float64).reshape(n, -1).T)
         self.cats = list(cats)
-        self.codes = (np.stack([c.codes for c in cats], axis=1) if cats
-                      else np.zeros((n, 0), dtype=np.int64))
+        self.codes = (
+            np.stack([c.codes for c in cats], axis=1) if cats else np.zeros((n, 0), dtype=np.int64)
+        )
         self.ids = np.arange(n)
         self.alive = np.ones(n, dtype=bool)
         self.total = self.zt.sum(axis=1)
@@ -68,8 +69,10 @@ class MixedSpace:
 
     def _centroid(self) -> tuple[NDArray[Any], list[int]]:
         num = self.total / self.count
-        codes = [lower_median_code(cnt) if col.ordinal else mode_code(cnt)
-                 for col, cnt in zip(self.cats, self.counts, strict=True)]
+        codes = [
+            lower_median_code(cnt) if col.ordinal else mode_code(cnt)
+            for col, cnt in zip(self.cats, self.counts, strict=True)
+        ]
         return num, codes
 
     def far_from_centroid(self) -> Distances:
@@ -79,8 +82,10 @@ class MixedSpace:
 
     def from_row(self, i: int) -> tuple[Distances, Distances]:
         d = self._distance(self.zt[:, i].copy(), [int(v) for v in self.codes[i]])
-        return (Distances(np.where(self.alive, d, -np.inf), 0.0, d.__getitem__),
-                Distances(np.where(self.alive, d, np.inf), 0.0, d.__getitem__))
+        return (
+            Distances(np.where(self.alive, d, -np.inf), 0.0, d.__getitem__),
+            Distances(np.where(self.alive, d, np.inf), 0.0, d.__getitem__),
+        )
 
     def near_row(self, i: int) -> Distances:
         return self.from_row(i)[1]
@@ -90,8 +95,7 @@ class MixedSpace:
         self.count -= rows.size
         self.total = self.total - self.zt[:, rows].sum(axis=1)
         for j, col in enumerate(self.cats):
-            self.counts[j] = self.counts[j] - np.bincount(self.codes[rows, j],
-                                                          minlength=col.size)
+            self.counts[j] = self.counts[j] - np.bincount(self.codes[rows, j], minlength=col.size)
 
     def compact(self) -> None:
         keep = self.alive

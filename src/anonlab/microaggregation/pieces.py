@@ -104,8 +104,7 @@ def _smallest(keys: FloatArray, size: int) -> NDArray[np.intp]:
     return np.argsort(keys, kind="stable")
 
 
-def piece_sample(piece: Piece, columns: Sequence[str], batch_rows: int, size: int
-                 ) -> PieceSample:
+def piece_sample(piece: Piece, columns: Sequence[str], batch_rows: int, size: int) -> PieceSample:
     """The ``size`` rows of a piece with the smallest keys of ``default_rng([SAMPLE_SEED,
     piece])`` (one key a row, in row order), kept as the batches stream by."""
     rng = np.random.default_rng([SAMPLE_SEED, piece.index])
@@ -194,9 +193,13 @@ def region_planes(z: FloatArray, regions: int) -> RegionPlanes:
         return i
 
     node(np.arange(z.shape[0]), max(regions, 1))
-    return RegionPlanes(np.asarray(axis, dtype=np.int64), np.asarray(threshold),
-                        np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64),
-                        np.asarray(leaf, dtype=np.int64))
+    return RegionPlanes(
+        np.asarray(axis, dtype=np.int64),
+        np.asarray(threshold),
+        np.asarray(left, dtype=np.int64),
+        np.asarray(right, dtype=np.int64),
+        np.asarray(leaf, dtype=np.int64),
+    )
 
 
 def _cut(part: FloatArray, r: int) -> tuple[int, float] | None:
@@ -232,8 +235,8 @@ def merge_small(counts: Sequence[int], least: int) -> list[list[int]]:
         else:
             j = i - 1 if sizes[i - 1] <= sizes[i + 1] else i + 1
         a, b = min(i, j), max(i, j)
-        regions[a:b + 1] = [regions[a] + regions[b]]
-        sizes[a:b + 1] = [sizes[a] + sizes[b]]
+        regions[a : b + 1] = [regions[a] + regions[b]]
+        sizes[a : b + 1] = [sizes[a] + sizes[b]]
     return regions
 
 
@@ -266,9 +269,16 @@ class PieceRouted:
     counts: IntArray
 
 
-def route_piece(piece: Piece, numeric: Sequence[str], keep: Sequence[str],
-                mean: FloatArray, std: FloatArray, planes: RegionPlanes, folder: str,
-                batch_rows: int) -> PieceRouted:
+def route_piece(
+    piece: Piece,
+    numeric: Sequence[str],
+    keep: Sequence[str],
+    mean: FloatArray,
+    std: FloatArray,
+    planes: RegionPlanes,
+    folder: str,
+    batch_rows: int,
+) -> PieceRouted:
     """Send each row of a piece to its leaf and write the piece's rows of each leaf as one
     shard: the ``keep`` columns (numeric ones as doubles, others as text) and :data:`ORDER`.
     Each shard is written under a temporary name and renamed when whole (a task run again
@@ -284,15 +294,21 @@ def route_piece(piece: Piece, numeric: Sequence[str], keep: Sequence[str],
             x = kernels.numeric_block(batch, numeric, piece.describe())
             leaf = planes.route((x - mean) / std)
             order = (np.int64(piece.index) << PIECE_SHIFT) + offset + np.arange(x.shape[0])
-            arrays = [pa.array(np.ascontiguousarray(x[:, numeric.index(name)]))
-                      if name in numeric else _plain(batch.column(name)) for name in keep]
+            arrays = [
+                pa.array(np.ascontiguousarray(x[:, numeric.index(name)]))
+                if name in numeric
+                else _plain(batch.column(name))
+                for name in keep
+            ]
             table = pa.Table.from_arrays([*arrays, pa.array(order)], names=[*keep, ORDER])
             for target in np.unique(leaf):
                 rows = np.flatnonzero(leaf == target)
                 counts[target] += rows.size
                 if int(target) not in writers:
-                    tmp = Path(folder) / f".{shard_name(int(target), piece.index)}." \
+                    tmp = (
+                        Path(folder) / f".{shard_name(int(target), piece.index)}."
                         f"{os.getpid()}-{secrets.token_hex(4)}.tmp"
+                    )
                     writers[int(target)] = (pq.ParquetWriter(tmp, table.schema), tmp)
                 writers[int(target)][0].write_table(table.take(pa.array(rows)))
             offset += x.shape[0]
@@ -354,9 +370,18 @@ class RegionDone:
     problems: tuple[str, ...]
 
 
-def microaggregate_region(region: RegionPiece, numeric: Sequence[str], mean: FloatArray,
-                          std: FloatArray, k: int, block_size: int, workers: int,
-                          folder: str, keep_order: bool, check: bool) -> RegionDone:
+def microaggregate_region(
+    region: RegionPiece,
+    numeric: Sequence[str],
+    mean: FloatArray,
+    std: FloatArray,
+    k: int,
+    block_size: int,
+    workers: int,
+    folder: str,
+    keep_order: bool,
+    check: bool,
+) -> RegionDone:
     """MDAV's scalable variant on one region; its release written as part ``region.index``.
 
     SSE = sum ||z - z'||^2 with z' the group means standardized by the
@@ -375,19 +400,32 @@ def microaggregate_region(region: RegionPiece, numeric: Sequence[str], mean: Flo
     xm = group_means(x, labels)
     sse = float(np.sum((z - (xm - mean) / std) ** 2))
     centre = z.mean(axis=0)
-    moments = kernels.PartialMoments(z.shape[0], centre,
-                                     np.einsum("ij,ij->j", z - centre, z - centre))
-    arrays = [pa.array(np.ascontiguousarray(xm[:, numeric.index(c)])) if c in numeric
-              else table.column(c) for c in names]
+    moments = kernels.PartialMoments(
+        z.shape[0], centre, np.einsum("ij,ij->j", z - centre, z - centre)
+    )
+    arrays = [
+        pa.array(np.ascontiguousarray(xm[:, numeric.index(c)])) if c in numeric else table.column(c)
+        for c in names
+    ]
     released = pa.Table.from_arrays(arrays, names=names)
     rows = kernels.write_batches(folder, region.index, [released])
     problems: tuple[str, ...] = ()
     if check:
-        problems = tuple(check_part(table.select(names),
-                                    Path(folder) / kernels.part_name(region.index), numeric, k))
+        problems = tuple(
+            check_part(
+                table.select(names), Path(folder) / kernels.part_name(region.index), numeric, k
+            )
+        )
     order = table.column(ORDER).to_numpy().astype(np.int64) if keep_order else None
-    return RegionDone(region.index, rows, np.bincount(np.bincount(labels)).astype(np.int64),
-                      sse, moments, order, problems)
+    return RegionDone(
+        region.index,
+        rows,
+        np.bincount(np.bincount(labels)).astype(np.int64),
+        sse,
+        moments,
+        order,
+        problems,
+    )
 
 
 def check_part(original: pa.Table, part: Path, numeric: Sequence[str], k: int) -> list[str]:
@@ -435,8 +473,9 @@ class RegionsResult:
         n = sum(self.piece_rows)
         return bool(places.size == n and np.all(np.bincount(places, minlength=n) == 1))
 
-    def report_keys(self, *, variant: str, k: int, block_size: int, numeric: Sequence[str]
-                    ) -> dict[str, Any]:
+    def report_keys(
+        self, *, variant: str, k: int, block_size: int, numeric: Sequence[str]
+    ) -> dict[str, Any]:
         """The report keys of :meth:`MicroaggregationResult.summary
         <anonlab.microaggregation.masking.MicroaggregationResult.summary>`, from the regions'
         figures: group sizes summed over the regions, ``ILh`` = SSE / SST."""
@@ -451,8 +490,11 @@ class RegionsResult:
             "nominal": [],
             "ordinal": [],
             "groups": int(counts.sum()),
-            "group_sizes": {"min": int(sizes.min()), "max": int(sizes.max()),
-                            "count_by_size": {str(int(c)): int(counts[c]) for c in sizes}},
+            "group_sizes": {
+                "min": int(sizes.min()),
+                "max": int(sizes.max()),
+                "count_by_size": {str(int(c)): int(counts[c]) for c in sizes},
+            },
             "measures": {"ILh": self.sse / self.sst},
             "block_size": block_size,
         }
@@ -480,12 +522,24 @@ def regions_for(rows: int, region_rows: int) -> int:
     return max(1, math.ceil(rows / region_rows))
 
 
-def microaggregate_regions(engine: Engine, table: Table, numeric: Sequence[str],
-                           keep: Sequence[str], *, rows: int, mean: FloatArray,
-                           std: FloatArray, k: int, block_size: int, region_rows: int,
-                           output: StagedFolder, workers: int = 1, keep_order: bool = False,
-                           check_regions: bool = False, progress: ProgressFn | None = None
-                           ) -> RegionsResult:
+def microaggregate_regions(
+    engine: Engine,
+    table: Table,
+    numeric: Sequence[str],
+    keep: Sequence[str],
+    *,
+    rows: int,
+    mean: FloatArray,
+    std: FloatArray,
+    k: int,
+    block_size: int,
+    region_rows: int,
+    output: StagedFolder,
+    workers: int = 1,
+    keep_order: bool = False,
+    check_regions: bool = False,
+    progress: ProgressFn | None = None,
+) -> RegionsResult:
     """Cut ``table`` into regions, microaggregate each and write the release into ``output``
     (the caller commits it); see the module text. ``rows``, ``mean`` and ``std`` are the
     table's moments of ``numeric``; ``keep`` the columns released (in order)."""
@@ -493,44 +547,82 @@ def microaggregate_regions(engine: Engine, table: Table, numeric: Sequence[str],
 
     runner = base_engine(engine)
     if region_rows < 2 * k:
-        raise AnonlabError(f"region_rows must be at least 2k = {2 * k} (got {region_rows})",
-                           parameter="region_rows")
+        raise AnonlabError(
+            f"region_rows must be at least 2k = {2 * k} (got {region_rows})",
+            parameter="region_rows",
+        )
     numeric, keep = list(numeric), list(keep)
     regions = regions_for(rows, region_rows)
     planes = region_planes(np.zeros((1, len(numeric))), 1)
     if regions > 1:
         parts: list[PieceSample] = runner.map_pieces(
-            table, piece_sample, numeric, runner.batch_rows, SAMPLE_ROWS, progress=progress,
-            step="sampling the regions' planes")
+            table,
+            piece_sample,
+            numeric,
+            runner.batch_rows,
+            SAMPLE_ROWS,
+            progress=progress,
+            step="sampling the regions' planes",
+        )
         planes = region_planes((table_sample(parts, SAMPLE_ROWS) - mean) / std, regions)
     scratch = temp_path_for(output.target)  # removed by a later run if this one is killed
     scratch.mkdir()
     try:
         routed: list[PieceRouted] = runner.map_pieces(
-            table, route_piece, numeric, keep, mean, std, planes, str(scratch),
-            runner.batch_rows, progress=progress, step="routing rows to regions")
+            table,
+            route_piece,
+            numeric,
+            keep,
+            mean,
+            std,
+            planes,
+            str(scratch),
+            runner.batch_rows,
+            progress=progress,
+            step="routing rows to regions",
+        )
         counts = np.sum([r.counts for r in routed], axis=0, dtype=np.int64).reshape(-1)
         pieces = []
         for i, leaves in enumerate(merge_small(list(counts), 2 * k)):
-            files = [str(scratch / shard_name(leaf, r.index)) for r in routed for leaf in leaves
-                     if r.counts[leaf]]
+            files = [
+                str(scratch / shard_name(leaf, r.index))
+                for r in routed
+                for leaf in leaves
+                if r.counts[leaf]
+            ]
             pieces.append(RegionPiece(i, tuple(files), tuple(keep)))
         done: list[RegionDone] = runner.map_pieces(
-            Table("the regions", tuple(keep), tuple(pieces)), microaggregate_region, numeric,
-            mean, std, k, block_size, workers, str(output.path), keep_order, check_regions,
-            progress=progress, step="microaggregating regions")
+            Table("the regions", tuple(keep), tuple(pieces)),
+            microaggregate_region,
+            numeric,
+            mean,
+            std,
+            k,
+            block_size,
+            workers,
+            str(output.path),
+            keep_order,
+            check_regions,
+            progress=progress,
+            step="microaggregating regions",
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     total = kernels.PartialMoments(0, np.zeros(len(numeric)), np.zeros(len(numeric)))
     for d in done:
         total = kernels.combine_moments(total, d.moments)
-    order = np.concatenate([d.order for d in done if d.order is not None]) if keep_order \
-        else None
+    order = np.concatenate([d.order for d in done if d.order is not None]) if keep_order else None
     summary = WriteSummary(output.target, sum(d.rows for d in done), len(done))
     size_counts = np.zeros(max(d.size_counts.size for d in done), dtype=np.int64)
     for d in done:
         size_counts[: d.size_counts.size] += d.size_counts
-    return RegionsResult(summary, tuple(d.rows for d in done), size_counts,
-                         sum(d.sse for d in done),
-                         float(total.m2.sum()), tuple(r.rows for r in routed), order,
-                         tuple(p for d in done for p in d.problems))
+    return RegionsResult(
+        summary,
+        tuple(d.rows for d in done),
+        size_counts,
+        sum(d.sse for d in done),
+        float(total.m2.sum()),
+        tuple(r.rows for r in routed),
+        order,
+        tuple(p for d in done for p in d.problems),
+    )

@@ -119,9 +119,7 @@ class HaloSpace(EuclideanSpace):
         self.total = self.zt[:, self.own].sum(axis=1)
 
 
-def group_block(
-    space: HaloSpace, k: int, emit: Callable[[NDArray[Any]], None]
-) -> NDArray[Any]:
+def group_block(space: HaloSpace, k: int, emit: Callable[[NDArray[Any]], None]) -> NDArray[Any]:
     """MDAV rounds on a block's own records; returns the ids of fewer than k left over."""
     since = space.alive.size
 
@@ -158,8 +156,11 @@ def _margin(z_own: NDArray[Any], k: int) -> float:
         return 0.0
     pick = np.linspace(0, m - 1, min(MARGIN_SAMPLE, m)).astype(np.int64)
     sample = z_own[pick]
-    d = (np.einsum("ij,ij->i", sample, sample)[:, None]
-         + np.einsum("ij,ij->i", z_own, z_own)[None, :] - 2.0 * sample @ z_own.T)
+    d = (
+        np.einsum("ij,ij->i", sample, sample)[:, None]
+        + np.einsum("ij,ij->i", z_own, z_own)[None, :]
+        - 2.0 * sample @ z_own.T
+    )
     kk = min(k, m - 1)
     kth = np.partition(np.maximum(d, 0.0), kk, axis=1)[:, kk]
     return HALO_FACTOR * float(np.sqrt(np.median(kth)))
@@ -249,9 +250,7 @@ class Groups:
         self.sums[gs] = np.where(mem[:, :, None] >= 0, self.z[np.maximum(mem, 0)], 0.0).sum(axis=1)
 
 
-def _neighbour_pairs(
-    c: NDArray[Any], focus: int, m: int
-) -> tuple[NDArray[Any], NDArray[Any]]:
+def _neighbour_pairs(c: NDArray[Any], focus: int, m: int) -> tuple[NDArray[Any], NDArray[Any]]:
     """Pairs (a < b) of rows of ``c``: each of the first ``focus`` rows and its ``m`` nearest.
 
     A row is ranked by ||b||^2 - 2 a.b (its squared distances less the
@@ -350,8 +349,10 @@ def _candidates(made: Groups, gs: NDArray[Any], pa: NDArray[Any], pb: NDArray[An
     """Improving exchanges and moves of every pair; pairs of two k-record groups on k x k arrays."""
     k = made.k
     small = np.maximum(made.sizes[gs[pa]], made.sizes[gs[pb]]) == k
-    parts = [_pair_gains(made, gs, pa[small], pb[small], k),
-             _pair_gains(made, gs, pa[~small], pb[~small], 2 * k - 1)]
+    parts = [
+        _pair_gains(made, gs, pa[small], pb[small], k),
+        _pair_gains(made, gs, pa[~small], pb[~small], 2 * k - 1),
+    ]
     return Moves(*(np.concatenate(x) for x in zip(*parts, strict=True)))
 
 
@@ -440,8 +441,9 @@ def _block_labels(z: NDArray[Any], k: int, block_size: int, tally: Tally) -> NDA
         z_own = z[own]
         margin = _margin(z_own, k)
         lo, hi = z_own.min(axis=0) - margin, z_own.max(axis=0) + margin
-        later = [j for j in range(b + 1, len(blocks))
-                 if np.all(lows[j] <= hi) and np.all(highs[j] >= lo)]
+        later = [
+            j for j in range(b + 1, len(blocks)) if np.all(lows[j] <= hi) and np.all(highs[j] >= lo)
+        ]
         halo = np.zeros(0, dtype=np.int64)
         if later:
             cand = np.concatenate([blocks[j] for j in later])

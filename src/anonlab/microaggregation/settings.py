@@ -24,8 +24,9 @@ def parse_k_range(spec: str | int | Sequence[int]) -> list[int]:
         else:
             values = [_whole(v) for v in spec]
     except (TypeError, ValueError):
-        raise AnonlabError(f"k '{spec}' is not a k, a list (3,5,10) or a range (3-10)",
-                           parameter="k") from None
+        raise AnonlabError(
+            f"k '{spec}' is not a k, a list (3,5,10) or a range (3-10)", parameter="k"
+        ) from None
     if not values:
         raise AnonlabError(f"k '{spec}' holds no value: give e.g. 3-10", parameter="k")
     return sorted(set(values))
@@ -59,5 +60,6 @@ def parse_weights(text: str | Sequence[float] | None) -> list[float] | None:
             return [float(v) for v in text.split(",") if v.strip()]
         return [float(v) for v in text]
     except (TypeError, ValueError):
-        raise AnonlabError(f"weights '{text}' are not comma-separated numbers: "
-                           "e.g. 0.5,0,0.5") from None
+        raise AnonlabError(
+            f"weights '{text}' are not comma-separated numbers: e.g. 0.5,0,0.5"
+        ) from None

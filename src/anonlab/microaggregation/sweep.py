@@ -22,8 +22,19 @@ from anonlab.microaggregation.settings import parse_k_range
 from anonlab.progress import ProgressFn, report_to
 from anonlab.table import MicrodataTable, as_table
 
-POINT_KEYS = ("ILh", "ILs", "IL", "ZIL", "ZIL_percent", "ILR", "DLD", "DLD_expected", "ID",
-              "DR", "score")
+POINT_KEYS = (
+    "ILh",
+    "ILs",
+    "IL",
+    "ZIL",
+    "ZIL_percent",
+    "ILR",
+    "DLD",
+    "DLD_expected",
+    "ID",
+    "DR",
+    "score",
+)
 #: the prosecutor risk figures a point carries when the sweep measures risk
 RISK_POINT_KEYS = {"prosecutor_highest": "highest", "prosecutor_average": "average"}
 
@@ -61,23 +72,24 @@ def run_tradeoff(
     ``prosecutor_highest`` and ``prosecutor_average``.
     """
     k_values = parse_k_range(ks if isinstance(ks, str | int) else list(ks))
-    table = as_table(data, columns, nominal=nominal, ordinal=ordinal, orders=orders,
-                     purpose="microaggregate")
+    table = as_table(
+        data, columns, nominal=nominal, ordinal=ordinal, orders=orders, purpose="microaggregate"
+    )
     tell = report_to(progress)
     points: list[dict[str, Any]] = []
     by_k: dict[str, Mapping[str, Any]] = {}
     parameters: dict[str, Any] = {}
     tell(SWEEP_STEP, 0, len(k_values))
     for done, k in enumerate(k_values, start=1):
-        masked = microaggregate(table, k=k, variant=variant, block_size=block_size,
-                                workers=workers, progress=progress)
+        masked = microaggregate(
+            table, k=k, variant=variant, block_size=block_size, workers=workers, progress=progress
+        )
         ev = evaluate(table, masked.masked, workers=workers, **measure_settings)
         row: dict[str, Any] = {"k": k, "groups": int(masked.labels.max()) + 1}
         row.update({key: ev.measures[key] for key in POINT_KEYS if key in ev.measures})
         if risk is not None:
             section = risk(masked.masked)
-            row.update({key: section["prosecutor"][name]
-                        for key, name in RISK_POINT_KEYS.items()})
+            row.update({key: section["prosecutor"][name] for key, name in RISK_POINT_KEYS.items()})
             by_k[str(k)] = section
         points.append(row)
         parameters = ev.parameters

@@ -83,15 +83,17 @@ def naive(released: FloatArray) -> FloatArray:
     return released.copy()
 
 
-def _centred(released: FloatArray, centre: FloatArray | None = None
-             ) -> tuple[FloatArray, FloatArray]:
+def _centred(
+    released: FloatArray, centre: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray]:
     """The release minus its centroid (``centre``: the whole release's, when given)."""
     c = released.mean(axis=0) if centre is None else centre
     return released - c, c
 
 
-def least_squares(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
-                  centre: FloatArray | None = None) -> FloatArray:
+def least_squares(
+    known_x: FloatArray, known_y: FloatArray, released: FloatArray, centre: FloatArray | None = None
+) -> FloatArray:
     """Minimum-norm least-squares linear map from released to original, fitted on known pairs."""
     y, centre = _centred(released, centre)
     b, *_ = np.linalg.lstsq(known_y - centre, known_x, rcond=None)
@@ -109,8 +111,9 @@ def procrustes_rotation(a: FloatArray, b: FloatArray) -> FloatArray:
     return np.asarray(u @ vt, dtype=np.float64)
 
 
-def procrustes(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
-               centre: FloatArray | None = None) -> FloatArray:
+def procrustes(
+    known_x: FloatArray, known_y: FloatArray, released: FloatArray, centre: FloatArray | None = None
+) -> FloatArray:
     """Orthogonal ``Q`` minimizing ``||(Y_k - c) Q - X_k||`` (Procrustes), applied to all."""
     y, centre = _centred(released, centre)
     q = procrustes_rotation(known_y - centre, known_x)
@@ -143,10 +146,10 @@ def method_aware_matrix(known_x: FloatArray, known_y: FloatArray) -> FloatArray:
     best_coef = np.zeros((d, size))
     step = max(1, METHOD_AWARE_CHUNK // (d * max(m, size)))
     for start in range(0, len(sets), step):
-        chunk = sets[start:start + step]
+        chunk = sets[start : start + step]
         sub = np.zeros((len(chunk), m, size))
         for i, s in enumerate(chunk):
-            sub[i, :, :len(s)] = known_x[:, s]
+            sub[i, :, : len(s)] = known_x[:, s]
         pinv = np.linalg.pinv(sub)  # (K, size, m)
         coef = np.einsum("kcm,mj->kjc", pinv, known_y)  # (K, d, size)
         fitted = np.einsum("kmc,kjc->kmj", sub, coef)  # (K, m, d)
@@ -163,12 +166,13 @@ def method_aware_matrix(known_x: FloatArray, known_y: FloatArray) -> FloatArray:
     matrix = np.zeros((d, d))
     for j in range(d):
         s = sets[int(best_set[j])]
-        matrix[j, list(s)] = best_coef[j, :len(s)]
+        matrix[j, list(s)] = best_coef[j, : len(s)]
     return matrix
 
 
-def method_aware(known_x: FloatArray, known_y: FloatArray, released: FloatArray,
-                 centre: FloatArray | None = None) -> FloatArray:
+def method_aware(
+    known_x: FloatArray, known_y: FloatArray, released: FloatArray, centre: FloatArray | None = None
+) -> FloatArray:
     """Recover records through the pair/triple matrix rebuilt by :func:`method_aware_matrix`."""
     y, centre = _centred(released, centre)
     matrix = method_aware_matrix(known_x, known_y - centre)
@@ -179,8 +183,9 @@ def _quantiles(values: FloatArray) -> FloatArray:
     return np.asarray(np.quantile(values, _QUANTILES, axis=0), dtype=np.float64)
 
 
-def known_sample(sample: FloatArray, released: FloatArray, centre: FloatArray | None = None
-                 ) -> FloatArray:
+def known_sample(
+    sample: FloatArray, released: FloatArray, centre: FloatArray | None = None
+) -> FloatArray:
     """PCA attack: align the release's principal axes with an independent sample's."""
     y, _ = _centred(released, centre)
     xs = sample - sample.mean(axis=0)
@@ -202,10 +207,19 @@ def ica(sample: FloatArray, released: FloatArray, seed: int = 0) -> FloatArray:
     y, _ = _centred(released)
     d = y.shape[1]
     rng = np.random.default_rng(seed)
-    fit_rows = y if y.shape[0] <= ICA_FIT_RECORDS else y[
-        rng.choice(y.shape[0], ICA_FIT_RECORDS, replace=False)]
-    model = FastICA(n_components=d, whiten="unit-variance", whiten_solver="eigh",
-                    random_state=seed, max_iter=200, tol=1e-3)
+    fit_rows = (
+        y
+        if y.shape[0] <= ICA_FIT_RECORDS
+        else y[rng.choice(y.shape[0], ICA_FIT_RECORDS, replace=False)]
+    )
+    model = FastICA(
+        n_components=d,
+        whiten="unit-variance",
+        whiten_solver="eigh",
+        random_state=seed,
+        max_iter=200,
+        tol=1e-3,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(fit_rows)
@@ -232,13 +246,16 @@ def score(estimate: FloatArray, truth: FloatArray) -> dict[str, float]:
     err = np.linalg.norm(estimate - truth, axis=1)
     size = np.linalg.norm(truth, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(size > 0, err / np.where(size > 0, size, 1.0),
-                       np.where(err > 0, np.inf, 0.0))
-    return {"median_relative_error": float(np.median(rel)),
-            "within_10": float(np.mean(rel <= 0.10)),
-            "within_25": float(np.mean(rel <= 0.25)),
-            "exact": float(np.mean(rel <= 1e-6)),
-            "columns_recovered": columns_recovered(estimate, truth)}
+        rel = np.where(
+            size > 0, err / np.where(size > 0, size, 1.0), np.where(err > 0, np.inf, 0.0)
+        )
+    return {
+        "median_relative_error": float(np.median(rel)),
+        "within_10": float(np.mean(rel <= 0.10)),
+        "within_25": float(np.mean(rel <= 0.25)),
+        "exact": float(np.mean(rel <= 1e-6)),
+        "columns_recovered": columns_recovered(estimate, truth),
+    }
 
 
 def columns_recovered(estimate: FloatArray, truth: FloatArray, within: float = 0.10) -> int:
@@ -262,8 +279,9 @@ def matched_estimate(candidates: FloatArray, truth: FloatArray) -> FloatArray:
     a = candidates - candidates.mean(axis=0)
     b = truth - truth.mean(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        corr = np.nan_to_num((a.T @ b) / np.outer(np.linalg.norm(a, axis=0),
-                                                  np.linalg.norm(b, axis=0)))
+        corr = np.nan_to_num(
+            (a.T @ b) / np.outer(np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0))
+        )
     strength = np.abs(corr)
     for _ in range(min(corr.shape)):
         r, c = np.unravel_index(int(np.argmax(strength)), strength.shape)
@@ -275,8 +293,9 @@ def matched_estimate(candidates: FloatArray, truth: FloatArray) -> FloatArray:
     return out
 
 
-def tie_attack(original: FloatArray, released: FloatArray,
-               centre: FloatArray | None = None, seed: int = 0) -> FloatArray:
+def tie_attack(
+    original: FloatArray, released: FloatArray, centre: FloatArray | None = None, seed: int = 0
+) -> FloatArray:
     """Estimates from the directions that tied values give away (release only).
 
     :func:`anonlab.perturbation.ties.find_ties` searches the release; each
@@ -288,14 +307,20 @@ def tie_attack(original: FloatArray, released: FloatArray,
     return matched_estimate(y @ found.directions.T, original)
 
 
-KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes,
-            "method_aware": method_aware}
+KNOWN_IO = {"least_squares": least_squares, "procrustes": procrustes, "method_aware": method_aware}
 
 
 def run_attacks(
-    original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
-    seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
-    centre: FloatArray | None = None, ties: bool = True, progress: ProgressFn | None = None,
+    original: FloatArray,
+    released: FloatArray,
+    known: Sequence[int] = (2, 5, 10),
+    *,
+    seed: int = 0,
+    sample: FloatArray | None = None,
+    sample_attacks: bool = True,
+    centre: FloatArray | None = None,
+    ties: bool = True,
+    progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The attack table on aligned standardized ``original`` and ``released`` records.
 
@@ -314,38 +339,63 @@ def run_attacks(
     records, or any column, within 10 % (:func:`recoverable`), a
     :class:`RecoverableReleaseWarning` is issued.
     """
-    rows = attack_table(original, released, known, seed=seed, sample=sample,
-                        sample_attacks=sample_attacks, centre=centre, ties=ties,
-                        progress=progress)
+    rows = attack_table(
+        original,
+        released,
+        known,
+        seed=seed,
+        sample=sample,
+        sample_attacks=sample_attacks,
+        centre=centre,
+        ties=ties,
+        progress=progress,
+    )
     warn_if_recoverable(rows)
     return rows
 
 
 def attack_table(
-    original: FloatArray, released: FloatArray, known: Sequence[int] = (2, 5, 10), *,
-    seed: int = 0, sample: FloatArray | None = None, sample_attacks: bool = True,
-    centre: FloatArray | None = None, ties: bool = True, progress: ProgressFn | None = None,
+    original: FloatArray,
+    released: FloatArray,
+    known: Sequence[int] = (2, 5, 10),
+    *,
+    seed: int = 0,
+    sample: FloatArray | None = None,
+    sample_attacks: bool = True,
+    centre: FloatArray | None = None,
+    ties: bool = True,
+    progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`run_attacks`, without the warning."""
     check_seed(seed)
     n, d = original.shape
     if released.shape != original.shape:
-        raise AnonlabError(f"the original has {n} records x {d} columns but the release "
-                           f"{released.shape[0]} x {released.shape[1]}: give aligned files")
+        raise AnonlabError(
+            f"the original has {n} records x {d} columns but the release "
+            f"{released.shape[0]} x {released.shape[1]}: give aligned files"
+        )
     bad = [m for m in known if m < 1 or m >= n]
     if bad:
-        raise AnonlabError(f"known {bad[0]} must be between 1 and the number of records "
-                           f"minus one ({n - 1})", parameter="known")
+        raise AnonlabError(
+            f"known {bad[0]} must be between 1 and the number of records minus one ({n - 1})",
+            parameter="known",
+        )
     counts = sorted(set(int(k) for k in known))
     total = 1 + int(ties) + len(KNOWN_IO) * len(counts) + (2 if sample_attacks else 0)
     report = report_to(progress)
     rng = np.random.default_rng(seed)
-    rows: list[dict[str, Any]] = [{"attack": "naive", "known": 0,
-                                   **score(naive(released), original)}]
+    rows: list[dict[str, Any]] = [
+        {"attack": "naive", "known": 0, **score(naive(released), original)}
+    ]
     report("attacks", len(rows), total)
     if ties:
-        rows.append({"attack": "ties", "known": 0,
-                     **score(tie_attack(original, released, centre, seed), original)})
+        rows.append(
+            {
+                "attack": "ties",
+                "known": 0,
+                **score(tie_attack(original, released, centre, seed), original),
+            }
+        )
         report("attacks", len(rows), total)
     for m in counts:
         pick = rng.choice(n, m, replace=False)
@@ -361,9 +411,14 @@ def attack_table(
     return rows
 
 
-def _sample_attacks(original: FloatArray, released: FloatArray, rng: np.random.Generator,
-                    seed: int, sample: FloatArray | None, centre: FloatArray | None
-                    ) -> list[dict[str, Any]]:
+def _sample_attacks(
+    original: FloatArray,
+    released: FloatArray,
+    rng: np.random.Generator,
+    seed: int,
+    sample: FloatArray | None,
+    centre: FloatArray | None,
+) -> list[dict[str, Any]]:
     """The PCA and ICA rows; without a ``sample`` a random half of ``original`` plays it."""
     n, d = original.shape
     if sample is None:
@@ -376,10 +431,18 @@ def _sample_attacks(original: FloatArray, released: FloatArray, rng: np.random.G
         scored = np.arange(n)
     if not (sample.shape[0] > d and sample.shape[1] == d):
         return []
-    return [{"attack": "known_sample", "known": int(sample.shape[0]),
-             **score(known_sample(sample, released, centre)[scored], original[scored])},
-            {"attack": "ica", "known": int(sample.shape[0]),
-             **score(ica(sample, released, seed)[scored], original[scored])}]
+    return [
+        {
+            "attack": "known_sample",
+            "known": int(sample.shape[0]),
+            **score(known_sample(sample, released, centre)[scored], original[scored]),
+        },
+        {
+            "attack": "ica",
+            "known": int(sample.shape[0]),
+            **score(ica(sample, released, seed)[scored], original[scored]),
+        },
+    ]
 
 
 SAMPLE_ATTACKS = ("known_sample", "ica")
@@ -388,10 +451,17 @@ SAMPLE_ATTACKS = ("known_sample", "ica")
 def recoverable(rows: Sequence[dict[str, Any]], share: float = 0.5) -> dict[str, Any] | None:
     """The attack needing the fewest known records that recovers ``share`` of the records
     within 10 %, or any column (``columns_recovered``); attacks with a sample excepted."""
-    hits = [r for r in rows if r["attack"] not in SAMPLE_ATTACKS
-            and (r["within_10"] >= share or r.get("columns_recovered", 0) > 0)]
-    return min(hits, key=lambda r: (r["known"], -r["within_10"],
-                                    -r.get("columns_recovered", 0))) if hits else None
+    hits = [
+        r
+        for r in rows
+        if r["attack"] not in SAMPLE_ATTACKS
+        and (r["within_10"] >= share or r.get("columns_recovered", 0) > 0)
+    ]
+    return (
+        min(hits, key=lambda r: (r["known"], -r["within_10"], -r.get("columns_recovered", 0)))
+        if hits
+        else None
+    )
 
 
 def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> str | None:
@@ -399,8 +469,11 @@ def recoverable_message(rows: Sequence[dict[str, Any]], share: float = 0.5) -> s
     hit = recoverable(rows, share)
     if hit is None:
         return None
-    how = (f"the {hit['attack']} attack from the release alone" if hit["known"] == 0
-           else f"the {hit['attack']} attack with {hit['known']} known record(s)")
+    how = (
+        f"the {hit['attack']} attack from the release alone"
+        if hit["known"] == 0
+        else f"the {hit['attack']} attack with {hit['known']} known record(s)"
+    )
     if hit["within_10"] >= share:
         what = f"{hit['within_10']:.0%} of the other records"
     else:

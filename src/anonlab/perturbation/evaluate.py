@@ -31,8 +31,9 @@ CLUSTERING_RECORDS = 2_000
 ATTACK_RECORDS = 10_000
 
 
-def privacy_measures(key: PerturbationKey, standardized: FloatArray, released: FloatArray
-                     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def privacy_measures(
+    key: PerturbationKey, standardized: FloatArray, released: FloatArray
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per-block and overall ``S``, ``S_trace``, ``R``, ``P`` (docs/formulas.md §4).
 
     ``S`` is measured on every record, from one pass of per-column variances
@@ -47,8 +48,9 @@ def privacy_measures(key: PerturbationKey, standardized: FloatArray, released: F
         measures = block_measures(b.matrix, grouped_privacy(var_x, var_diff, idx))
         ps.append(measures["P"])
         blocks.append({"columns": list(b.columns), **measures})
-    overall: dict[str, Any] = dict(block_measures(
-        key.full_matrix(), grouped_privacy(var_x, var_diff, range(len(key.columns)))))
+    overall: dict[str, Any] = dict(
+        block_measures(key.full_matrix(), grouped_privacy(var_x, var_diff, range(len(key.columns))))
+    )
     overall["min_block_P"] = float(min(ps))
     overall["mean_block_P"] = float(np.mean(ps))
     return blocks, overall
@@ -70,11 +72,18 @@ def privacy_summary(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for b in blocks:
         size = str(len(b["columns"]))
         sizes[size] = sizes.get(size, 0) + 1
-    summary: dict[str, Any] = {"blocks": len(blocks), "block_sizes": sizes,
-                               "min_S": None, "min_P": None, "withheld": None}
+    summary: dict[str, Any] = {
+        "blocks": len(blocks),
+        "block_sizes": sizes,
+        "min_S": None,
+        "min_P": None,
+        "withheld": None,
+    }
     if len(blocks) == 1 and len(blocks[0]["columns"]) == 2:
-        summary["withheld"] = ("a single pair of columns: its S gives its rotation angle, "
-                               "which with the release undoes it")
+        summary["withheld"] = (
+            "a single pair of columns: its S gives its rotation angle, "
+            "which with the release undoes it"
+        )
     elif blocks:
         summary["min_S"] = float(min(b["S"] for b in blocks))
         summary["min_P"] = float(min(b["P"] for b in blocks))
@@ -156,13 +165,15 @@ def ward_labels(points: FloatArray, n_clusters: int) -> NDArray[np.intp]:
     if n_clusters >= n:  # every record its own cluster (and no tree for fewer than 2)
         return np.arange(n, dtype=np.intp)
     tree = linkage(snapped_distances(points), method="ward")
-    labels: NDArray[np.intp] = np.asarray(cut_tree(tree, n_clusters=n_clusters),
-                                          dtype=np.intp).ravel()
+    labels: NDArray[np.intp] = np.asarray(
+        cut_tree(tree, n_clusters=n_clusters), dtype=np.intp
+    ).ravel()
     return labels
 
 
-def cluster_labels(points: FloatArray, n_clusters: int, eps: float, seed: int
-                   ) -> dict[str, NDArray[np.intp]]:
+def cluster_labels(
+    points: FloatArray, n_clusters: int, eps: float, seed: int
+) -> dict[str, NDArray[np.intp]]:
     """Labels of k-means (fixed seed), DBSCAN (``eps``, 5 samples) and Ward
     (:func:`ward_labels`, deterministic under ties)."""
     from sklearn.cluster import DBSCAN, KMeans
@@ -174,9 +185,14 @@ def cluster_labels(points: FloatArray, n_clusters: int, eps: float, seed: int
     }
 
 
-def clustering_agreement(standardized: FloatArray, released: FloatArray, *, seed: int = 0,
-                         n_clusters: int = 3, max_records: int = CLUSTERING_RECORDS
-                         ) -> dict[str, Any]:
+def clustering_agreement(
+    standardized: FloatArray,
+    released: FloatArray,
+    *,
+    seed: int = 0,
+    n_clusters: int = 3,
+    max_records: int = CLUSTERING_RECORDS,
+) -> dict[str, Any]:
     """Adjusted Rand index of each clusterer's labels before and after (1.0 = identical).
 
     On a seeded random subset of at most ``max_records`` records (Ward needs
@@ -186,8 +202,11 @@ def clustering_agreement(standardized: FloatArray, released: FloatArray, *, seed
     from sklearn.metrics import adjusted_rand_score
 
     n = standardized.shape[0]
-    rows = np.arange(n) if n <= max_records else np.sort(
-        np.random.default_rng(seed).choice(n, max_records, replace=False))
+    rows = (
+        np.arange(n)
+        if n <= max_records
+        else np.sort(np.random.default_rng(seed).choice(n, max_records, replace=False))
+    )
     before, after = standardized[rows], released[rows]
     k = max(1, min(n_clusters, rows.size))
     eps = dbscan_eps(before) if rows.size > 1 else 1.0
@@ -206,9 +225,15 @@ def attack_subset(n: int, limit: int, seed: int) -> NDArray[np.intp]:
 
 
 def perturbation_summary(
-    key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
-    known: Sequence[int] = (2, 5, 10), seed: int = 0, n_clusters: int = 3,
-    attack_records: int = ATTACK_RECORDS, clustering_records: int = CLUSTERING_RECORDS,
+    key: PerturbationKey,
+    standardized: FloatArray,
+    released: FloatArray,
+    *,
+    known: Sequence[int] = (2, 5, 10),
+    seed: int = 0,
+    n_clusters: int = 3,
+    attack_records: int = ATTACK_RECORDS,
+    clustering_records: int = CLUSTERING_RECORDS,
     progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
     """The method-specific part of a ``perturb`` report; warns when the release is recoverable.
@@ -222,25 +247,46 @@ def perturbation_summary(
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # with sklearn
 
     with threadpool_limits(limits=1):
-        summary = _summary(key, standardized, released, known=known, seed=seed,
-                           n_clusters=n_clusters, attack_records=attack_records,
-                           clustering_records=clustering_records, progress=progress)
+        summary = _summary(
+            key,
+            standardized,
+            released,
+            known=known,
+            seed=seed,
+            n_clusters=n_clusters,
+            attack_records=attack_records,
+            clustering_records=clustering_records,
+            progress=progress,
+        )
     message = warn_if_recoverable(summary["attacks"])
     summary["warnings"] = [message] if message else []
     return summary
 
 
 def _summary(
-    key: PerturbationKey, standardized: FloatArray, released: FloatArray, *,
-    known: Sequence[int], seed: int, n_clusters: int, attack_records: int,
-    clustering_records: int, progress: ProgressFn | None,
+    key: PerturbationKey,
+    standardized: FloatArray,
+    released: FloatArray,
+    *,
+    known: Sequence[int],
+    seed: int,
+    n_clusters: int,
+    attack_records: int,
+    clustering_records: int,
+    progress: ProgressFn | None,
 ) -> dict[str, Any]:
     blocks, overall = privacy_measures(key, standardized, released)
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
-    attacks = attack_table(standardized[rows], released[rows], usable, seed=seed,
-                           centre=released.mean(axis=0), ties=key.noise_scale == 0,
-                           progress=progress)
+    attacks = attack_table(
+        standardized[rows],
+        released[rows],
+        usable,
+        seed=seed,
+        centre=released.mean(axis=0),
+        ties=key.noise_scale == 0,
+        progress=progress,
+    )
     return {
         "method": key.method,
         "columns": list(key.columns),
@@ -250,17 +296,23 @@ def _summary(
         "overall": overall,
         "attacks": attacks,
         "attack_records": int(rows.size),
-        "clustering": clustering_agreement(standardized, released, seed=seed,
-                                           n_clusters=n_clusters,
-                                           max_records=clustering_records),
+        "clustering": clustering_agreement(
+            standardized, released, seed=seed, n_clusters=n_clusters, max_records=clustering_records
+        ),
         "warnings": [],
     }
 
 
-def recoverability_check(standardized: FloatArray, released: FloatArray, *,
-                         known: Sequence[int] = (2, 5, 10), seed: int = 0,
-                         attack_records: int = ATTACK_RECORDS, ties: bool = True,
-                         progress: ProgressFn | None = None) -> str | None:
+def recoverability_check(
+    standardized: FloatArray,
+    released: FloatArray,
+    *,
+    known: Sequence[int] = (2, 5, 10),
+    seed: int = 0,
+    attack_records: int = ATTACK_RECORDS,
+    ties: bool = True,
+    progress: ProgressFn | None = None,
+) -> str | None:
     """The attacks that need no sample (naive, ties, known input-output), for the warning
     when no report is made; ``ties=False`` for a release with noise (no exact tie).
 
@@ -269,7 +321,14 @@ def recoverability_check(standardized: FloatArray, released: FloatArray, *,
     """
     rows = attack_subset(standardized.shape[0], attack_records, seed)
     usable = [m for m in known if m < rows.size]
-    table = attack_table(standardized[rows], released[rows], usable, seed=seed,
-                         sample_attacks=False, centre=released.mean(axis=0), ties=ties,
-                         progress=progress)
+    table = attack_table(
+        standardized[rows],
+        released[rows],
+        usable,
+        seed=seed,
+        sample_attacks=False,
+        centre=released.mean(axis=0),
+        ties=ties,
+        progress=progress,
+    )
     return warn_if_recoverable(table)

@@ -40,9 +40,11 @@ from anonlab.errors import AnonlabError, AnonlabWarning
 FloatArray = NDArray[np.float64]
 
 #: what a release written without its key is told (``perturb`` without ``key``)
-NO_KEY_MESSAGE = ("key is not given: this release can never be inverted, not even by its "
-                  "custodian: only a key file holds the means, deviations and transform that "
-                  "undo it")
+NO_KEY_MESSAGE = (
+    "key is not given: this release can never be inverted, not even by its "
+    "custodian: only a key file holds the means, deviations and transform that "
+    "undo it"
+)
 
 
 class IrreversibleReleaseWarning(AnonlabWarning):
@@ -51,6 +53,8 @@ class IrreversibleReleaseWarning(AnonlabWarning):
     Not a risk warning (``fail_on_risk`` does not refuse it): the release is
     as protected as with a key, only its custodian cannot restore the original.
     """
+
+
 KEY_FORMAT = "anonlab-perturbation-key"
 #: 3: gdp noise in row blocks (``noise.stream = "blocked"``), which an anonlab that reads
 #: only versions 1 and 2 must refuse rather than invert with the single stream;
@@ -108,8 +112,9 @@ class PerturbationKey:
         if self.noise_seed is None or self.noise_scale == 0.0:
             return None
         out = np.empty((self.records, len(self.columns)))
-        add_noise(out, self.noise_seed, self.noise_scale, sign=0.0,
-                  blocked=self.noise_stream == "blocked")
+        add_noise(
+            out, self.noise_seed, self.noise_scale, sign=0.0, blocked=self.noise_stream == "blocked"
+        )
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,18 +123,25 @@ class PerturbationKey:
             "format": KEY_FORMAT,
             "version": KEY_VERSION if self.noise_stream == "blocked" else PLAIN_KEY_VERSION,
             "method": self.method,
-            "columns": list(self.columns), "integer": list(self.integer),
-            "means": self.means.tolist(), "stds": self.stds.tolist(),
-            "blocks": [{"columns": list(b.columns), "matrix": b.matrix.tolist()}
-                       for b in self.blocks],
+            "columns": list(self.columns),
+            "integer": list(self.integer),
+            "means": self.means.tolist(),
+            "stds": self.stds.tolist(),
+            "blocks": [
+                {"columns": list(b.columns), "matrix": b.matrix.tolist()} for b in self.blocks
+            ],
             "translation": None if self.translation is None else self.translation.tolist(),
-            "noise": {"scale": self.noise_scale, "seed": self.noise_seed,
-                      # absent for the single stream, so keys written before are as they were
-                      **({"stream": self.noise_stream} if self.noise_stream != "single"
-                         else {})},
+            "noise": {
+                "scale": self.noise_scale,
+                "seed": self.noise_seed,
+                # absent for the single stream, so keys written before are as they were
+                **({"stream": self.noise_stream} if self.noise_stream != "single" else {}),
+            },
             "records": self.records,
-            "release_fingerprint": {"means": self.release_means.tolist(),
-                                    "stds": self.release_stds.tolist()},
+            "release_fingerprint": {
+                "means": self.release_means.tolist(),
+                "stds": self.release_stds.tolist(),
+            },
         }
         if self.identifying:  # absent when none, so keys without dropped columns are as before
             content["identifying"] = list(self.identifying)
@@ -152,41 +164,57 @@ class PerturbationKey:
     def from_dict(cls, data: Any, where: str = "key") -> PerturbationKey:
         """Validate a key's dict: shapes agree, the blocks partition the columns, orthogonal."""
         if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
-            raise AnonlabError(f"'{where}' is not a perturbation key: give the key file "
-                               "written by 'anonlab perturb'")
+            raise AnonlabError(
+                f"'{where}' is not a perturbation key: give the key file "
+                "written by 'anonlab perturb'"
+            )
         if data.get("version") not in (1, PLAIN_KEY_VERSION, KEY_VERSION):
-            raise AnonlabError(f"perturbation key '{where}' has format version "
-                               f"{data.get('version')!r}, which this anonlab does not know: "
-                               "use the anonlab version that wrote it")
+            raise AnonlabError(
+                f"perturbation key '{where}' has format version "
+                f"{data.get('version')!r}, which this anonlab does not know: "
+                "use the anonlab version that wrote it"
+            )
         try:
             columns = tuple(str(c) for c in data["columns"])
             d = len(columns)
             noise = data.get("noise") or {}
             fp = data["release_fingerprint"]
             key = cls(
-                method=str(data["method"]), columns=columns,
+                method=str(data["method"]),
+                columns=columns,
                 integer=tuple(bool(x) for x in data["integer"]),
-                means=_vector(data["means"], d), stds=_vector(data["stds"], d),
-                blocks=tuple(Block(tuple(str(c) for c in b["columns"]),
-                                   np.asarray(b["matrix"], dtype=np.float64))
-                             for b in data["blocks"]),
-                translation=None if data.get("translation") is None
+                means=_vector(data["means"], d),
+                stds=_vector(data["stds"], d),
+                blocks=tuple(
+                    Block(
+                        tuple(str(c) for c in b["columns"]),
+                        np.asarray(b["matrix"], dtype=np.float64),
+                    )
+                    for b in data["blocks"]
+                ),
+                translation=None
+                if data.get("translation") is None
                 else _vector(data["translation"], d),
                 noise_scale=float(noise.get("scale") or 0.0),
                 noise_seed=None if noise.get("seed") is None else int(noise["seed"]),
                 records=int(data["records"]),
-                release_means=_vector(fp["means"], d), release_stds=_vector(fp["stds"], d),
+                release_means=_vector(fp["means"], d),
+                release_stds=_vector(fp["stds"], d),
                 identifying=tuple(str(c) for c in data.get("identifying") or ()),
                 noise_stream=str(noise.get("stream") or "single"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise AnonlabError(f"perturbation key '{where}' is damaged ({exc!s}): use the "
-                               "key file exactly as 'anonlab perturb' wrote it") from None
+            raise AnonlabError(
+                f"perturbation key '{where}' is damaged ({exc!s}): use the "
+                "key file exactly as 'anonlab perturb' wrote it"
+            ) from None
         key.validate(where)
         if (data["version"] == KEY_VERSION) != (key.noise_stream == "blocked"):
-            raise AnonlabError(f"perturbation key '{where}' is inconsistent: version "
-                               f"{data['version']} with noise stream '{key.noise_stream}'; use "
-                               "the key file exactly as 'anonlab perturb' wrote it")
+            raise AnonlabError(
+                f"perturbation key '{where}' is inconsistent: version "
+                f"{data['version']} with noise stream '{key.noise_stream}'; use "
+                "the key file exactly as 'anonlab perturb' wrote it"
+            )
         check_digest(data, where)
         return key
 
@@ -194,15 +222,20 @@ class PerturbationKey:
         """Refuse an inconsistent key (shapes, partition, orthogonality, method)."""
         problem = self._problem()
         if problem:
-            raise AnonlabError(f"perturbation key '{where}' is inconsistent: {problem}; use "
-                               "the key file exactly as 'anonlab perturb' wrote it")
+            raise AnonlabError(
+                f"perturbation key '{where}' is inconsistent: {problem}; use "
+                "the key file exactly as 'anonlab perturb' wrote it"
+            )
 
     def _problem(self) -> str | None:
         """The first inconsistency of the key, or None."""
         if self.method not in METHODS:
             return f"unknown method '{self.method}'"
-        if (len(self.columns) < 2 or len(self.integer) != len(self.columns)
-                or len(set(self.columns)) != len(self.columns)):
+        if (
+            len(self.columns) < 2
+            or len(self.integer) != len(self.columns)
+            or len(set(self.columns)) != len(self.columns)
+        ):
             return "column list is malformed"
         seen: list[str] = [c for b in self.blocks for c in b.columns]
         if sorted(seen) != sorted(self.columns):
@@ -238,28 +271,40 @@ class PerturbationKey:
         """Refuse a release that lacks one of the key's columns."""
         missing = [c for c in self.columns if c not in names]
         if missing:
-            raise AnonlabError(f"the key does not match '{where}': it has no column "
-                               f"'{missing[0]}'; give the release this key was written with")
+            raise AnonlabError(
+                f"the key does not match '{where}': it has no column "
+                f"'{missing[0]}'; give the release this key was written with"
+            )
 
     def check_release(self, values: FloatArray, where: str) -> None:
         """Refuse released values this key was not made for (records, fingerprint)."""
         means, stds = fingerprint(values)
         self.check_fingerprint(values.shape[0], means, stds, where)
 
-    def check_fingerprint(self, records: int, means: FloatArray, stds: FloatArray,
-                          where: str) -> None:
+    def check_fingerprint(
+        self, records: int, means: FloatArray, stds: FloatArray, where: str
+    ) -> None:
         """Refuse a release of other ``records`` or whose column ``means`` and ``stds``
         (population deviations) are not the release fingerprint of this key."""
         if records != self.records:
-            raise AnonlabError(f"the key does not match '{where}': the key is for "
-                               f"{self.records} records, the file has {records}")
+            raise AnonlabError(
+                f"the key does not match '{where}': the key is for "
+                f"{self.records} records, the file has {records}"
+            )
         scale = np.maximum(self.release_stds, 1.0)
-        if not (np.allclose(means, self.release_means, rtol=0, atol=1e-6 * scale.max())
-                and np.allclose(stds, self.release_stds, rtol=1e-6, atol=1e-9)):
-            col = self.columns[int(np.argmax(np.abs(means - self.release_means)
-                                             + np.abs(stds - self.release_stds)))]
-            raise AnonlabError(f"the key does not match '{where}': column '{col}' differs "
-                               "from the release the key was written with")
+        if not (
+            np.allclose(means, self.release_means, rtol=0, atol=1e-6 * scale.max())
+            and np.allclose(stds, self.release_stds, rtol=1e-6, atol=1e-9)
+        ):
+            col = self.columns[
+                int(
+                    np.argmax(np.abs(means - self.release_means) + np.abs(stds - self.release_stds))
+                )
+            ]
+            raise AnonlabError(
+                f"the key does not match '{where}': column '{col}' differs "
+                "from the release the key was written with"
+            )
 
 
 def is_orthogonal(matrix: FloatArray, size: int) -> bool:
@@ -276,8 +321,9 @@ def content_digest(content: dict[str, Any]) -> str:
     a key read back from its JSON file equals the digest computed when it was
     written.
     """
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=_plain)
+    text = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -298,18 +344,23 @@ def check_digest(data: dict[str, Any], where: str) -> None:
     if digest is None:
         if data.get("version") == 1:
             return
-        raise AnonlabError(f"perturbation key '{where}' has no integrity digest "
-                           f"('{DIGEST_KEY}'): use the key file exactly as 'anonlab perturb' "
-                           "wrote it")
+        raise AnonlabError(
+            f"perturbation key '{where}' has no integrity digest "
+            f"('{DIGEST_KEY}'): use the key file exactly as 'anonlab perturb' "
+            "wrote it"
+        )
     content = {k: v for k, v in data.items() if k != DIGEST_KEY}
     if not isinstance(digest, str) or digest != content_digest(content):
-        raise AnonlabError(f"perturbation key '{where}' was changed after it was written (its "
-                           "content does not match its SHA-256 digest): use the key file "
-                           "exactly as 'anonlab perturb' wrote it")
+        raise AnonlabError(
+            f"perturbation key '{where}' was changed after it was written (its "
+            "content does not match its SHA-256 digest): use the key file "
+            "exactly as 'anonlab perturb' wrote it"
+        )
 
 
-def centred_moments(values: FloatArray, overwrite: bool = False
-                    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+def centred_moments(
+    values: FloatArray, overwrite: bool = False
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Centred values, column means and population deviations, in one pass each.
 
     Faster than ``ndarray.std`` on the Fortran-ordered tables used here. With
@@ -331,8 +382,15 @@ NOISE_CHUNK = 65_536
 NOISE_BLOCK = 65_536
 
 
-def add_noise(values: FloatArray, seed: int, scale: float, sign: float = 1.0, *,
-              blocked: bool = False, first_row: int = 0) -> None:
+def add_noise(
+    values: FloatArray,
+    seed: int,
+    scale: float,
+    sign: float = 1.0,
+    *,
+    blocked: bool = False,
+    first_row: int = 0,
+) -> None:
     """Add ``sign * scale * N(0, 1)`` draws to ``values`` in place, record by record.
 
     ``blocked``: global row ``r = first_row + i`` of block ``j = r // NOISE_BLOCK``
@@ -356,12 +414,12 @@ def add_noise(values: FloatArray, seed: int, scale: float, sign: float = 1.0, *,
     gen = np.random.default_rng(seed)
     for start in range(0, n, NOISE_CHUNK):
         stop = min(n, start + NOISE_CHUNK)
-        _add_draw(values, slice(start, stop), gen.standard_normal((stop - start, d)), scale,
-                  sign)
+        _add_draw(values, slice(start, stop), gen.standard_normal((stop - start, d)), scale, sign)
 
 
-def _add_blocked_noise(values: FloatArray, seed: int, scale: float, sign: float,
-                       first_row: int) -> None:
+def _add_blocked_noise(
+    values: FloatArray, seed: int, scale: float, sign: float, first_row: int
+) -> None:
     """:func:`add_noise` of the blocked stream: each block's generator drawn up to the last
     row needed (the first rows of a longer draw are the same draws)."""
     n, d = values.shape
@@ -371,13 +429,13 @@ def _add_blocked_noise(values: FloatArray, seed: int, scale: float, sign: float,
         start = block * NOISE_BLOCK
         stop = min(first_row + n, start + NOISE_BLOCK)
         draw = np.random.default_rng([seed, block]).standard_normal((stop - start, d))
-        _add_draw(values, slice(row - first_row, stop - first_row), draw[row - start:], scale,
-                  sign)
+        _add_draw(
+            values, slice(row - first_row, stop - first_row), draw[row - start :], scale, sign
+        )
         row = stop
 
 
-def _add_draw(values: FloatArray, rows: slice, draw: FloatArray, scale: float,
-              sign: float) -> None:
+def _add_draw(values: FloatArray, rows: slice, draw: FloatArray, scale: float, sign: float) -> None:
     """``values[rows] += sign * scale * draw`` (``sign=0``: ``values[rows] = scale * draw``)."""
     draw *= scale
     if sign == 0.0:

@@ -44,8 +44,7 @@ def haar_orthogonal(rng: np.random.Generator, n: int, count: int) -> FloatArray:
     return np.asarray(q * signs[:, None, :], dtype=np.float64)
 
 
-def _draw_qualifying(rng: np.random.Generator, n: int, size: int, min_privacy: float
-                     ) -> FloatArray:
+def _draw_qualifying(rng: np.random.Generator, n: int, size: int, min_privacy: float) -> FloatArray:
     kept: list[FloatArray] = []
     found = drawn = 0
     while found < size:
@@ -54,7 +53,9 @@ def _draw_qualifying(rng: np.random.Generator, n: int, size: int, min_privacy: f
             raise AnonlabError(
                 f"min_privacy {min_privacy:g} is out of reach: no {n}x{n} orthogonal matrix "
                 f"reached it in {_MAX_DRAWS} draws (the best seen is about {best:.3f}); "
-                "lower it", parameter="min_privacy")
+                "lower it",
+                parameter="min_privacy",
+            )
         batch = haar_orthogonal(rng, n, _BATCH)
         drawn += _BATCH
         good = batch[privacy_level(batch) >= min_privacy]
@@ -96,9 +97,14 @@ class MatrixLibrary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (the matrices at full precision)."""
-        return {"format": LIBRARY_FORMAT, "version": 1, "min_privacy": self.min_privacy,
-                "seed": self.seed, "pairs": self.pairs.tolist(),
-                "triples": self.triples.tolist()}
+        return {
+            "format": LIBRARY_FORMAT,
+            "version": 1,
+            "min_privacy": self.min_privacy,
+            "seed": self.seed,
+            "pairs": self.pairs.tolist(),
+            "triples": self.triples.tolist(),
+        }
 
     def save(self, path: str | Path) -> None:
         """Store the library as JSON (atomic write)."""
@@ -113,26 +119,37 @@ class MatrixLibrary:
 
         data = read_json(path)
         if not isinstance(data, dict) or data.get("format") != LIBRARY_FORMAT:
-            raise AnonlabError(f"library '{path}' is not an OBT matrix library: give a library "
-                               "file that anonlab wrote", parameter="library")
+            raise AnonlabError(
+                f"library '{path}' is not an OBT matrix library: give a library "
+                "file that anonlab wrote",
+                parameter="library",
+            )
         try:
-            lib = cls(float(data["min_privacy"]), int(data["seed"]),
-                      np.asarray(data["pairs"], dtype=np.float64).reshape(-1, 2, 2),
-                      np.asarray(data["triples"], dtype=np.float64).reshape(-1, 3, 3))
+            lib = cls(
+                float(data["min_privacy"]),
+                int(data["seed"]),
+                np.asarray(data["pairs"], dtype=np.float64).reshape(-1, 2, 2),
+                np.asarray(data["triples"], dtype=np.float64).reshape(-1, 3, 3),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise AnonlabError(f"OBT library '{path}' is damaged ({exc}): rebuild it") from None
         if not (np.isfinite(lib.min_privacy) and 0.0 <= lib.min_privacy < 1.0):
-            raise AnonlabError(f"OBT library '{path}' is damaged (privacy level "
-                               f"{lib.min_privacy} is not in [0, 1)): rebuild it")
+            raise AnonlabError(
+                f"OBT library '{path}' is damaged (privacy level "
+                f"{lib.min_privacy} is not in [0, 1)): rebuild it"
+            )
         for stack in (lib.pairs, lib.triples):
             n = stack.shape[-1]
             if stack.shape[0] == 0 or not np.allclose(
-                    stack @ np.swapaxes(stack, 1, 2), np.eye(n), atol=1e-9):
-                raise AnonlabError(f"OBT library '{path}' holds a non-orthogonal or no "
-                                   f"{n}x{n} matrix: rebuild it")
+                stack @ np.swapaxes(stack, 1, 2), np.eye(n), atol=1e-9
+            ):
+                raise AnonlabError(
+                    f"OBT library '{path}' holds a non-orthogonal or no {n}x{n} matrix: rebuild it"
+                )
             if np.any(privacy_level(stack) < lib.min_privacy - 1e-12):
-                raise AnonlabError(f"OBT library '{path}' holds a matrix below its own "
-                                   "privacy level: rebuild it")
+                raise AnonlabError(
+                    f"OBT library '{path}' holds a matrix below its own privacy level: rebuild it"
+                )
         return lib
 
 
@@ -149,9 +166,11 @@ def _cached_build(min_privacy: float, seed: int, size: int) -> MatrixLibrary:
 def check_min_privacy(min_privacy: float) -> None:
     """Refuse a privacy level that is not a finite number in [0, 1)."""
     if not np.isfinite(min_privacy) or not 0.0 <= min_privacy < 1.0:
-        raise AnonlabError(f"min_privacy {min_privacy} must be in [0, 1) "
-                           "(P = R x S; 2x2 matrices reach about 0.87 at most)",
-                           parameter="min_privacy")
+        raise AnonlabError(
+            f"min_privacy {min_privacy} must be in [0, 1) "
+            "(P = R x S; 2x2 matrices reach about 0.87 at most)",
+            parameter="min_privacy",
+        )
 
 
 def check_seed(seed: int | None) -> None:

@@ -86,8 +86,7 @@ def block_measures(matrix: FloatArray, s: float) -> dict[str, float]:
     return {"S": s, "S_trace": s_trace, "R": r, "P": r * s, "P_trace": r * s_trace}
 
 
-def column_variances(original: FloatArray, released: FloatArray
-                     ) -> tuple[FloatArray, FloatArray]:
+def column_variances(original: FloatArray, released: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Per column ``j``: ``Var(x_j)`` and ``Var(x_j - x'_j)`` (population, two-pass).
 
     The variance of a point set is the sum of its columns' variances, so the

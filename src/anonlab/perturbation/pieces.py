@@ -160,13 +160,15 @@ def numbers(batch: pa.Table, columns: Sequence[str], piece: Piece, seen: int) ->
             return x
         engine_error = None
     try:
-        exact_matrix(to_frame(batch.select(list(columns)), arrow_strings=True), columns,
-                     allow_constant=True)
+        exact_matrix(
+            to_frame(batch.select(list(columns)), arrow_strings=True), columns, allow_constant=True
+        )
     except AnonlabError as exc:
         if piece.index == 0 and seen == 0:
             raise
-        raise AnonlabError(f"{exc} (records counted from row {seen + 1} of "
-                           f"{piece.describe()})") from None
+        raise AnonlabError(
+            f"{exc} (records counted from row {seen + 1} of {piece.describe()})"
+        ) from None
     if engine_error is not None:  # a spelling the in-memory reader takes but Arrow does not
         raise engine_error
     return x
@@ -210,8 +212,7 @@ class _Sampler:
         return self.positions[order], self.values[order]
 
 
-def _noisy(x: FloatArray, noise: RowNoise | None, sign: float, piece: int, seen: int
-           ) -> FloatArray:
+def _noisy(x: FloatArray, noise: RowNoise | None, sign: float, piece: int, seen: int) -> FloatArray:
     """``x`` with ``noise`` added (or removed) when its sign is ``sign``; the rows are the
     piece's rows from ``seen`` on."""
     from anonlab.perturbation.key import add_noise
@@ -219,14 +220,28 @@ def _noisy(x: FloatArray, noise: RowNoise | None, sign: float, piece: int, seen:
     if noise is None or noise.sign != sign or noise.scale == 0.0:
         return x
     out = np.array(x, dtype=np.float64, copy=True)
-    add_noise(out, noise.seed, noise.scale, sign=sign, blocked=True,
-              first_row=noise.first_rows[piece] + seen)
+    add_noise(
+        out,
+        noise.seed,
+        noise.scale,
+        sign=sign,
+        blocked=True,
+        first_row=noise.first_rows[piece] + seen,
+    )
     return out
 
 
-def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
-              function: AffineRows, integer_out: Sequence[bool] | None, folder: str,
-              batch_rows: int, sample_rows: int, noise: RowNoise | None = None) -> PieceMapped:
+def map_piece(
+    piece: Piece,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    function: AffineRows,
+    integer_out: Sequence[bool] | None,
+    folder: str,
+    batch_rows: int,
+    sample_rows: int,
+    noise: RowNoise | None = None,
+) -> PieceMapped:
     """Map ``columns`` of one piece by ``function`` (with ``noise`` removed before it or
     added after it) and write the ``keep`` columns.
 
@@ -251,14 +266,17 @@ def map_piece(piece: Piece, columns: Sequence[str], keep: Sequence[str],
             seen = sampler.seen
             x = numbers(batch, columns, piece, seen)
             sampler.add(x)
-            y = np.asarray(function(_noisy(x, noise, -1.0, piece.index, seen)),
-                           dtype=np.float64)
+            y = np.asarray(function(_noisy(x, noise, -1.0, piece.index, seen)), dtype=np.float64)
             y = _noisy(y, noise, 1.0, piece.index, seen)
             if x.shape[0]:
                 mean = y.mean(axis=0)
                 centred = y - mean
-                total = kernels.combine_moments(total, kernels.PartialMoments(
-                    x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)))
+                total = kernels.combine_moments(
+                    total,
+                    kernels.PartialMoments(
+                        x.shape[0], mean, np.einsum("ij,ij->j", centred, centred)
+                    ),
+                )
                 squares = squares + np.einsum("ij,ij->j", y, y)
             arrays: list[pa.Array] = []
             for name in keep:
@@ -285,8 +303,9 @@ def pieces_of(table: Table) -> int:
     return len(table.pieces)
 
 
-def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
-                     ) -> tuple[int, kernels.PartialMoments]:
+def _indexed_moments(
+    piece: Piece, columns: Sequence[str], batch_rows: int
+) -> tuple[int, kernels.PartialMoments]:
     """The piece's index and its moments, batch by batch (each batch: mean, then centred
     squares, as :func:`anonlab.engine.kernels.piece_moments`; values read by
     :func:`numbers`)."""
@@ -298,8 +317,7 @@ def _indexed_moments(piece: Piece, columns: Sequence[str], batch_rows: int
     return piece.index, total
 
 
-def _batch_moments(x: NDArray[np.float64]
-                   ) -> tuple[kernels.PartialMoments, NDArray[np.float64]]:
+def _batch_moments(x: NDArray[np.float64]) -> tuple[kernels.PartialMoments, NDArray[np.float64]]:
     """A batch's moments (its mean, then the sums of its centred squares by ``einsum``) and
     its centred values."""
     mean = x.mean(axis=0)
@@ -318,13 +336,15 @@ def _no_rows(table: Table) -> AnonlabError:
     return AnonlabError(f"{table.source} {has}: give at least one record")
 
 
-def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
-                 progress: ProgressFn | None = None) -> tuple[Moments, dict[int, int]]:
+def moments_pass(
+    engine: Engine, table: Table, columns: Sequence[str], *, progress: ProgressFn | None = None
+) -> tuple[Moments, dict[int, int]]:
     """:meth:`Engine.moments` (pieces combined in order by Chan's update), and the global row
     of each piece's first row (the counts before it), which the blocked noise needs."""
     runner = base_engine(engine)
     parts: list[tuple[int, kernels.PartialMoments]] = runner.map_pieces(
-        table, _indexed_moments, list(columns), runner.batch_rows, progress=progress)
+        table, _indexed_moments, list(columns), runner.batch_rows, progress=progress
+    )
     total = kernels.PartialMoments(0, np.zeros(len(columns)), np.zeros(len(columns)))
     first_rows: dict[int, int] = {}
     for index, part in parts:
@@ -332,12 +352,15 @@ def moments_pass(engine: Engine, table: Table, columns: Sequence[str], *,
         total = kernels.combine_moments(total, part)
     if total.count == 0:
         raise _no_rows(table)
-    return (Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / total.count)),
-            first_rows)
+    return (
+        Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / total.count)),
+        first_rows,
+    )
 
 
-def _piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int
-                     ) -> tuple[kernels.PartialMoments, kernels.PartialCoMoments]:
+def _piece_comoments(
+    piece: Piece, columns: Sequence[str], batch_rows: int
+) -> tuple[kernels.PartialMoments, kernels.PartialCoMoments]:
     """One piece's moments (centred squares by ``einsum``, as :func:`moments_pass` and the
     in-memory z-scores take them) and its co-moment matrix, batch by batch."""
     d = len(columns)
@@ -349,13 +372,15 @@ def _piece_comoments(piece: Piece, columns: Sequence[str], batch_rows: int
             continue
         part, centred = _batch_moments(x)
         moments = kernels.combine_moments(moments, part)
-        comoments = kernels.combine_comoments(comoments, kernels.PartialCoMoments(
-            x.shape[0], part.mean, centred.T @ centred))
+        comoments = kernels.combine_comoments(
+            comoments, kernels.PartialCoMoments(x.shape[0], part.mean, centred.T @ centred)
+        )
     return moments, comoments
 
 
-def covariance_pass(engine: Engine, table: Table, columns: Sequence[str], *,
-                    progress: ProgressFn | None = None) -> tuple[Moments, FloatArray]:
+def covariance_pass(
+    engine: Engine, table: Table, columns: Sequence[str], *, progress: ProgressFn | None = None
+) -> tuple[Moments, FloatArray]:
     """The moments of ``columns`` and the population covariance of their z-scores, in one
     pass: each piece's centred squares and co-moment matrix ``C``, combined in piece order
     by Chan's update; ``std = sqrt(M2 / n)`` (the doubles :func:`moments_pass` and the
@@ -364,8 +389,13 @@ def covariance_pass(engine: Engine, table: Table, columns: Sequence[str], *,
     (:meth:`Moments.check_z_scores`)."""
     runner = base_engine(engine)
     parts: list[tuple[kernels.PartialMoments, kernels.PartialCoMoments]] = runner.map_pieces(
-        table, _piece_comoments, list(columns), runner.batch_rows, progress=progress,
-        step="reading the covariances")
+        table,
+        _piece_comoments,
+        list(columns),
+        runner.batch_rows,
+        progress=progress,
+        step="reading the covariances",
+    )
     d = len(columns)
     moments = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
     total = kernels.empty_comoments(d)
@@ -379,39 +409,65 @@ def covariance_pass(engine: Engine, table: Table, columns: Sequence[str], *,
     return result, total.comoment / count / np.outer(scale, scale)
 
 
-def map_rows(engine: Engine, table: Table, columns: Sequence[str], keep: Sequence[str],
-             function: AffineRows, staged: StagedFolder, *,
-             integer_out: Sequence[bool] | None = None, sample_rows: int = SAMPLE_ROWS,
-             noise: RowNoise | None = None, progress: ProgressFn | None = None
-             ) -> MappedTable:
+def map_rows(
+    engine: Engine,
+    table: Table,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    function: AffineRows,
+    staged: StagedFolder,
+    *,
+    integer_out: Sequence[bool] | None = None,
+    sample_rows: int = SAMPLE_ROWS,
+    noise: RowNoise | None = None,
+    progress: ProgressFn | None = None,
+) -> MappedTable:
     """Map ``columns`` of every row by ``function`` (and ``noise``), write the ``keep``
     columns into ``staged`` (one part per non-empty piece), and sample about
     ``sample_rows`` input rows (module text). The caller commits ``staged``."""
     runner = base_engine(engine)
     per_piece = -(-sample_rows // max(1, pieces_of(table)))
     parts: list[PieceMapped] = runner.map_pieces(
-        table, map_piece, list(columns), list(keep), function, integer_out, str(staged.path),
-        runner.batch_rows, per_piece, noise, progress=progress, step="perturbing rows")
+        table,
+        map_piece,
+        list(columns),
+        list(keep),
+        function,
+        integer_out,
+        str(staged.path),
+        runner.batch_rows,
+        per_piece,
+        noise,
+        progress=progress,
+        step="perturbing rows",
+    )
     d = len(columns)
     total = kernels.PartialMoments(0, np.zeros(d), np.zeros(d))
     for p in parts:
         total = kernels.combine_moments(total, p.moments)
     integer = tuple(all(p.integer[j] for p in parts if p.rows) for j in range(d))
-    summary = WriteSummary(staged.target, sum(p.rows for p in parts),
-                           sum(1 for p in parts if p.rows))
+    summary = WriteSummary(
+        staged.target, sum(p.rows for p in parts), sum(1 for p in parts if p.rows)
+    )
     count = max(total.count, 1)
     moments = Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / count))
-    sample = (np.concatenate([p.sample for p in parts]) if parts else np.zeros((0, d)))
+    sample = np.concatenate([p.sample for p in parts]) if parts else np.zeros((0, d))
     squares = np.zeros(d)
     for p in parts:
         squares = squares + p.squares
-    return MappedTable(summary, moments, integer,
-                       {p.index: p.positions for p in parts if p.positions.size}, sample,
-                       squares)
+    return MappedTable(
+        summary,
+        moments,
+        integer,
+        {p.index: p.positions for p in parts if p.positions.size},
+        sample,
+        squares,
+    )
 
 
-def read_positions(piece: Piece, positions: Mapping[int, NDArray[np.int64]],
-                   batch_rows: int) -> pa.Table | None:
+def read_positions(
+    piece: Piece, positions: Mapping[int, NDArray[np.int64]], batch_rows: int
+) -> pa.Table | None:
     """The rows of one written part at ``positions[piece.index]``, every column as written."""
     import pyarrow as pa
 
@@ -428,14 +484,17 @@ def read_positions(piece: Piece, positions: Mapping[int, NDArray[np.int64]],
         if filled == wanted.size:
             break
     if filled != wanted.size:
-        raise AnonlabError(f"verification failed, nothing written: {piece.describe()} has "
-                           f"{start} rows, fewer than the input's piece it was written from",
-                           parameter="output")
+        raise AnonlabError(
+            f"verification failed, nothing written: {piece.describe()} has "
+            f"{start} rows, fewer than the input's piece it was written from",
+            parameter="output",
+        )
     return pa.concat_tables(found) if found else None
 
 
-def written_sample(engine: Engine, folder: Path, mapped: MappedTable, *,
-                   progress: ProgressFn | None = None) -> pd.DataFrame:
+def written_sample(
+    engine: Engine, folder: Path, mapped: MappedTable, *, progress: ProgressFn | None = None
+) -> pd.DataFrame:
     """The written rows at the sampled positions, read back from the parts in ``folder`` (one
     task per part: each part is read whole, whatever its row groups), as a DataFrame of the
     written columns (text as Arrow strings, numbers as numbers)."""
@@ -449,14 +508,19 @@ def written_sample(engine: Engine, folder: Path, mapped: MappedTable, *,
         path = folder / kernels.part_name(index)
         pieces.append(ParquetPiece(index, str(path), tuple(pq.read_schema(path).names)))
     if not pieces:
-        raise AnonlabError("verification failed, nothing written: the release has no rows",
-                           parameter="input")
+        raise AnonlabError(
+            "verification failed, nothing written: the release has no rows", parameter="input"
+        )
     table = Table(f"folder '{folder}'", pieces[0].names, tuple(pieces))
     blocks: list[pa.Table | None] = base_engine(engine).map_pieces(
-        table, read_positions, mapped.positions, base_engine(engine).batch_rows,
-        progress=progress, step="reading the sample back")
-    return to_frame(pa.concat_tables([b for b in blocks if b is not None]),
-                    arrow_strings=True)
+        table,
+        read_positions,
+        mapped.positions,
+        base_engine(engine).batch_rows,
+        progress=progress,
+        step="reading the sample back",
+    )
+    return to_frame(pa.concat_tables([b for b in blocks if b is not None]), arrow_strings=True)
 
 
 def sample_rows(mapped: MappedTable, first_rows: Mapping[int, int]) -> NDArray[np.int64]:
@@ -465,9 +529,14 @@ def sample_rows(mapped: MappedTable, first_rows: Mapping[int, int]) -> NDArray[n
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
-def sample_findings(x: FloatArray, y: FloatArray, std: FloatArray,
-                    key: Mapping[str, Any] | None, columns: Sequence[str],
-                    rows: NDArray[np.int64] | None = None) -> list[str]:
+def sample_findings(
+    x: FloatArray,
+    y: FloatArray,
+    std: FloatArray,
+    key: Mapping[str, Any] | None,
+    columns: Sequence[str],
+    rows: NDArray[np.int64] | None = None,
+) -> list[str]:
     """Problems of sampled rows ``x`` (input) and ``y`` (written), empty when they hold.
 
     Distances of every pair (``std``: the input's deviations) unless ``key``
@@ -479,8 +548,7 @@ def sample_findings(x: FloatArray, y: FloatArray, std: FloatArray,
 
     problems: list[str] = []
     if key is None or key.get("method") != "gdp":
-        problems = distance_findings(x, y, std,
-                                     all_pairs_limit=max(ALL_PAIRS_LIMIT, x.shape[0]))
+        problems = distance_findings(x, y, std, all_pairs_limit=max(ALL_PAIRS_LIMIT, x.shape[0]))
     if key is not None:
         problems += undo_findings(key, x, y, columns, rows)
     return problems
@@ -507,8 +575,13 @@ def key_noise(noise: Mapping[str, Any], rows: NDArray[np.int64], d: int) -> Floa
     return out
 
 
-def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
-                  columns: Sequence[str], rows: NDArray[np.int64] | None = None) -> list[str]:
+def undo_findings(
+    key: Mapping[str, Any],
+    x: FloatArray,
+    y: FloatArray,
+    columns: Sequence[str],
+    rows: NDArray[np.int64] | None = None,
+) -> list[str]:
     """``mean + std * ((y - t - e) A)`` from the key's plain JSON must be ``x`` to
     ``1e-9 (|x| + std)`` (``t`` the translation, if any; ``e`` the noise at global
     ``rows``, :func:`key_noise`)."""
@@ -524,8 +597,9 @@ def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
             idx = [names.index(str(c)) for c in block["columns"]]
             matrix[np.ix_(idx, idx)] = np.asarray(block["matrix"], dtype=np.float64)
         shift = np.asarray(key.get("translation") or np.zeros(len(names)), dtype=np.float64)
-        noise = key_noise(key.get("noise") or {},
-                          np.arange(x.shape[0]) if rows is None else rows, len(names))
+        noise = key_noise(
+            key.get("noise") or {}, np.arange(x.shape[0]) if rows is None else rows, len(names)
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [f"the key as written is damaged ({exc})"]
     xs, ys = x[:, pos], y[:, pos]
@@ -534,9 +608,11 @@ def undo_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
     if not wrong.any():
         return []
     i, j = (int(v[0]) for v in np.nonzero(wrong))
-    return [f"undoing the release with the key gives {restored[i, j]:.12g} for column "
-            f"'{names[j]}' of sampled record {i + 1}, but the input holds {xs[i, j]:.12g} "
-            f"({int(wrong.sum()):,} sampled values differ)"]
+    return [
+        f"undoing the release with the key gives {restored[i, j]:.12g} for column "
+        f"'{names[j]}' of sampled record {i + 1}, but the input holds {xs[i, j]:.12g} "
+        f"({int(wrong.sum()):,} sampled values differ)"
+    ]
 
 
 @dataclass(frozen=True)
@@ -553,10 +629,19 @@ class TransformPlan:
     first_rows: dict[int, int] = field(default_factory=dict)
 
 
-def plan_transform(engine: Engine, table: Table, names: list[str], method: str, seed: int, *,
-                   min_privacy: float, rho: tuple[float, float], noise: float,
-                   library: MatrixLibrary | None, progress: ProgressFn | None = None
-                   ) -> TransformPlan:
+def plan_transform(
+    engine: Engine,
+    table: Table,
+    names: list[str],
+    method: str,
+    seed: int,
+    *,
+    min_privacy: float,
+    rho: tuple[float, float],
+    noise: float,
+    library: MatrixLibrary | None,
+    progress: ProgressFn | None = None,
+) -> TransformPlan:
     """The column moments (one pass) and the transform, drawn from the seed as in memory
     (:func:`anonlab.perturbation.transforms.perturb_array`, in the same order of draws).
 
@@ -575,8 +660,9 @@ def plan_transform(engine: Engine, table: Table, names: list[str], method: str, 
         return TransformPlan(moments, rbt_blocks(names, cov, rng, rho))
     moments, first_rows = moments_pass(engine, table, names, progress=progress)
     moments.check_z_scores()
-    blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
-                              library=library)
+    blocks = data_free_blocks(
+        method, names, rng, seed=seed, min_privacy=min_privacy, library=library
+    )
     if method != "gdp":
         return TransformPlan(moments, blocks)
     translation = rng.uniform(-1.0, 1.0, len(names))
@@ -585,9 +671,16 @@ def plan_transform(engine: Engine, table: Table, names: list[str], method: str, 
     return TransformPlan(moments, blocks, translation, noise_seed, row_noise, first_rows)
 
 
-def check_sample(mapped: MappedTable, written: FloatArray, std: FloatArray,
-                 key: Mapping[str, Any], columns: Sequence[str],
-                 first_rows: Mapping[int, int] | None, *, restored: bool = False) -> None:
+def check_sample(
+    mapped: MappedTable,
+    written: FloatArray,
+    std: FloatArray,
+    key: Mapping[str, Any],
+    columns: Sequence[str],
+    first_rows: Mapping[int, int] | None,
+    *,
+    restored: bool = False,
+) -> None:
     """Refuse a written table whose sampled rows fail :func:`sample_findings` (nothing is
     written then).
 

@@ -26,12 +26,19 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["NumericColumns", "check_names", "frame_labels", "numeric_columns",
-           "replaced_columns", "with_columns"]
+__all__ = [
+    "NumericColumns",
+    "check_names",
+    "frame_labels",
+    "numeric_columns",
+    "replaced_columns",
+    "with_columns",
+]
 
 
-def numeric_columns(frame: pd.DataFrame, columns: Sequence[str] | None,
-                    *, allow_constant: bool = False) -> NumericColumns:
+def numeric_columns(
+    frame: pd.DataFrame, columns: Sequence[str] | None, *, allow_constant: bool = False
+) -> NumericColumns:
     """Check and convert the chosen columns: present, numeric, no gap, not constant, >= 2.
 
     ``columns=None`` chooses every column. Values come out in Fortran order
@@ -50,23 +57,28 @@ def check_names(names: list[str], available: list[str]) -> None:
         counts = Counter(available)
         repeated = [n for n in names if counts[n] > 1]
         if repeated:
-            raise AnonlabError(f"column '{repeated[0]}' appears twice in the header of the "
-                               "table: rename one of them")
+            raise AnonlabError(
+                f"column '{repeated[0]}' appears twice in the header of the "
+                "table: rename one of them"
+            )
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise AnonlabError(f"columns names '{dup}' twice: name each column once",
-                           parameter="columns")
+        raise AnonlabError(
+            f"columns names '{dup}' twice: name each column once", parameter="columns"
+        )
     if len(names) < 2:
-        raise AnonlabError(f"{len(names)} column(s) chosen: an orthogonal transform needs at "
-                           "least 2 numeric columns; choose more columns")
+        raise AnonlabError(
+            f"{len(names)} column(s) chosen: an orthogonal transform needs at "
+            "least 2 numeric columns; choose more columns"
+        )
     missing = [n for n in names if n not in available]
     if missing:
-        raise AnonlabError(f"unknown column '{missing[0]}': the table has "
-                           f"{', '.join(available)}")
+        raise AnonlabError(f"unknown column '{missing[0]}': the table has {', '.join(available)}")
 
 
-def replaced_columns(frame: pd.DataFrame, names: Sequence[str],
-                     columns: Sequence[NDArray[Any]]) -> pd.DataFrame:
+def replaced_columns(
+    frame: pd.DataFrame, names: Sequence[str], columns: Sequence[NDArray[Any]]
+) -> pd.DataFrame:
     """A new table: ``frame``'s columns and index, the named columns' values replaced.
 
     Nothing is copied: the new table holds ``frame``'s other columns and the
@@ -84,8 +96,9 @@ def replaced_columns(frame: pd.DataFrame, names: Sequence[str],
     return out
 
 
-def with_columns(frame: pd.DataFrame, names: Sequence[str],
-                 columns: Sequence[NDArray[Any]]) -> pd.DataFrame:
+def with_columns(
+    frame: pd.DataFrame, names: Sequence[str], columns: Sequence[NDArray[Any]]
+) -> pd.DataFrame:
     """``frame`` (changed in place) with the named columns replaced, same names and order."""
     labels = frame_labels(frame)
     for name, values in zip(names, columns, strict=True):

@@ -136,12 +136,16 @@ def angle_peaks(keys: FloatArray, window: float, top: int = 4) -> list[tuple[flo
     starts = np.flatnonzero(np.diff(s, prepend=-np.inf) > window)
     lengths = np.diff(np.append(starts, s.size))
     best = np.argsort(-lengths, kind="stable")[:top]
-    return [(float(s[starts[b] + lengths[b] // 2]), int(lengths[b]))
-            for b in best if lengths[b] >= MIN_PEAK]
+    return [
+        (float(s[starts[b] + lengths[b] // 2]), int(lengths[b]))
+        for b in best
+        if lengths[b] >= MIN_PEAK
+    ]
 
 
-def _couple_keys(columns: FloatArray, u: int, v: int, pairs: tuple[IntArray, IntArray],
-                 least: float) -> FloatArray:
+def _couple_keys(
+    columns: FloatArray, u: int, v: int, pairs: tuple[IntArray, IntArray], least: float
+) -> FloatArray:
     """Pseudo-angles of the pairs' differences in columns ``(u, v)`` (rows of
     ``columns``), off the axes (within rounding) and off pairs closer than ``least``."""
     i, k = pairs
@@ -165,8 +169,7 @@ def _frame(d: int, u: int, v: int, key: float) -> FloatArray:
     return out
 
 
-def _couple_frame(y: FloatArray, u: int, v: int, keys: FloatArray
-                  ) -> tuple[int, FloatArray] | None:
+def _couple_frame(y: FloatArray, u: int, v: int, keys: FloatArray) -> tuple[int, FloatArray] | None:
     """The frame of couple ``(u, v)`` that most lowers its distinct values, and by how much.
 
     ``None`` when no frame of a pile's direction holds :data:`MIN_PEAK` fewer
@@ -184,8 +187,9 @@ def _couple_frame(y: FloatArray, u: int, v: int, keys: FloatArray
     return best
 
 
-def pair_search(y: FloatArray, rng: np.random.Generator
-                ) -> list[tuple[tuple[int, int], FloatArray]]:
+def pair_search(
+    y: FloatArray, rng: np.random.Generator
+) -> list[tuple[tuple[int, int], FloatArray]]:
     """Frames of column couples, greedily: most evident first, each column in one couple."""
     n, d = y.shape
     couples = list(itertools.combinations(range(d), 2))
@@ -252,8 +256,9 @@ def _repeated(normals: FloatArray, grid: float = 1e-7) -> FloatArray:
     return out
 
 
-def hyperplane_search(y: FloatArray, columns: list[int], rng: np.random.Generator,
-                      budget: int = TUPLE_BUDGET) -> FloatArray:
+def hyperplane_search(
+    y: FloatArray, columns: list[int], rng: np.random.Generator, budget: int = TUPLE_BUDGET
+) -> FloatArray:
     """Mutually orthogonal tie normals (rows, ``d`` wide) in the subspace of ``columns``."""
     n, d = y.shape
     m = len(columns)

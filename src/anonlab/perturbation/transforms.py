@@ -72,8 +72,9 @@ class Perturbation:
     released: FloatArray
 
 
-def standardize(values: FloatArray, overwrite: bool = False
-                ) -> tuple[FloatArray, FloatArray, FloatArray]:
+def standardize(
+    values: FloatArray, overwrite: bool = False
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Z-scores ``(x - mean) / std`` per column (population std), with means and stds.
 
     With ``overwrite`` the z-scores replace ``values`` (no copy of the table).
@@ -86,17 +87,20 @@ def standardize(values: FloatArray, overwrite: bool = False
 def random_groups(count: int, rng: np.random.Generator) -> list[list[int]]:
     """Random pairs of ``range(count)``; the last three form a triple when ``count`` is odd."""
     order = [int(i) for i in rng.permutation(count)]
-    groups = [order[i:i + 2] for i in range(0, count - count % 2, 2)]
+    groups = [order[i : i + 2] for i in range(0, count - count % 2, 2)]
     if count % 2:
         groups[-1].append(order[-1])
     return groups
 
 
-def obt_blocks(names: Sequence[str], rng: np.random.Generator, library: MatrixLibrary
-               ) -> list[Block]:
+def obt_blocks(
+    names: Sequence[str], rng: np.random.Generator, library: MatrixLibrary
+) -> list[Block]:
     """OBT: random pairs (and a last triple), each with a matrix drawn from the library."""
-    return [Block(tuple(names[i] for i in g), library.draw(rng, len(g)))
-            for g in random_groups(len(names), rng)]
+    return [
+        Block(tuple(names[i] for i in g), library.draw(rng, len(g)))
+        for g in random_groups(len(names), rng)
+    ]
 
 
 def rotation_2d(angle: float) -> FloatArray:
@@ -120,15 +124,19 @@ def security_angles(cov: FloatArray, rho: tuple[float, float]) -> FloatArray:
     return np.asarray(t[(var_a >= rho[0]) & (var_b >= rho[1])], dtype=np.float64)
 
 
-def _rbt_angle(cov: FloatArray, rho: tuple[float, float], names: tuple[str, str],
-               rng: np.random.Generator) -> float:
+def _rbt_angle(
+    cov: FloatArray, rho: tuple[float, float], names: tuple[str, str], rng: np.random.Generator
+) -> float:
     """An angle drawn uniformly from the security range of a pair with 2 x 2 covariance
     ``cov`` (:func:`security_angles`)."""
     angles = security_angles(cov, rho)
     if angles.size == 0:
-        raise AnonlabError(f"rho ({rho[0]:g}, {rho[1]:g}) is out of reach for columns "
-                           f"'{names[0]}' and '{names[1]}': no rotation angle gives "
-                           "Var(A - A') that large; lower rho", parameter="rho")
+        raise AnonlabError(
+            f"rho ({rho[0]:g}, {rho[1]:g}) is out of reach for columns "
+            f"'{names[0]}' and '{names[1]}': no rotation angle gives "
+            "Var(A - A') that large; lower rho",
+            parameter="rho",
+        )
     return float(angles[int(rng.integers(angles.size))])
 
 
@@ -138,8 +146,9 @@ def z_covariance(z: FloatArray) -> FloatArray:
     return np.atleast_2d(np.asarray(np.cov(z, rowvar=False, bias=True), dtype=np.float64))
 
 
-def rbt_blocks(names: Sequence[str], cov: FloatArray, rng: np.random.Generator,
-               rho: tuple[float, float]) -> list[Block]:
+def rbt_blocks(
+    names: Sequence[str], cov: FloatArray, rng: np.random.Generator, rho: tuple[float, float]
+) -> list[Block]:
     """RBT: random pairs rotated by an angle from the security range; odd column rotated again.
 
     ``cov`` is the ``d x d`` population covariance of the z-scores
@@ -209,9 +218,15 @@ def assemble(names: Sequence[str], blocks: Sequence[Block]) -> FloatArray:
     return full
 
 
-def data_free_blocks(method: str, names: Sequence[str], rng: np.random.Generator, *, seed: int,
-                     min_privacy: float = 0.5, library: MatrixLibrary | None = None
-                     ) -> list[Block]:
+def data_free_blocks(
+    method: str,
+    names: Sequence[str],
+    rng: np.random.Generator,
+    *,
+    seed: int,
+    min_privacy: float = 0.5,
+    library: MatrixLibrary | None = None,
+) -> list[Block]:
     """The blocks of ``obt``, ``rotation`` or ``gdp``, drawn from ``rng`` and nothing else.
 
     ``obt``: :func:`obt_blocks` from ``library`` (built from ``seed`` when
@@ -220,24 +235,28 @@ def data_free_blocks(method: str, names: Sequence[str], rng: np.random.Generator
     of them: its angles depend on the data's covariances (:func:`rbt_blocks`).
     """
     if method == "obt":
-        lib = library if library is not None else MatrixLibrary.build(
-            min_privacy, library_seed(seed))
+        lib = (
+            library if library is not None else MatrixLibrary.build(min_privacy, library_seed(seed))
+        )
         if lib.min_privacy < min_privacy:
-            raise AnonlabError(f"min_privacy {min_privacy:g} is above the privacy level "
-                               f"{lib.min_privacy:g} the OBT library was built for: build a "
-                               "library at this level", parameter="min_privacy")
+            raise AnonlabError(
+                f"min_privacy {min_privacy:g} is above the privacy level "
+                f"{lib.min_privacy:g} the OBT library was built for: build a "
+                "library at this level",
+                parameter="min_privacy",
+            )
         return obt_blocks(names, rng, lib)
     if method in ("rotation", "gdp"):
         return [Block(tuple(names), haar_orthogonal(rng, len(names), 1)[0])]
     raise ValueError(f"method {method!r} draws its blocks from the data")
 
 
-def check_method(method: str, noise: float = 0.1,
-                 rho: Sequence[float] = (0.5, 0.5)) -> None:
+def check_method(method: str, noise: float = 0.1, rho: Sequence[float] = (0.5, 0.5)) -> None:
     """Refuse an unknown method, and a gdp noise or an rbt rho that is not a number >= 0."""
     if method not in METHODS:
-        raise AnonlabError(f"method '{method}' is unknown: choose one of {', '.join(METHODS)}",
-                           parameter="method")
+        raise AnonlabError(
+            f"method '{method}' is unknown: choose one of {', '.join(METHODS)}", parameter="method"
+        )
     if method == "gdp" and (not np.isfinite(noise) or noise < 0):
         raise AnonlabError(f"noise {noise} must be a finite number >= 0", parameter="noise")
     if method == "rbt" and (len(rho) != 2 or min(rho) < 0 or not np.all(np.isfinite(rho))):
@@ -245,9 +264,15 @@ def check_method(method: str, noise: float = 0.1,
 
 
 def perturb_array(
-    data: NumericColumns, method: str, *, seed: int | None, min_privacy: float = 0.5,
-    rho: tuple[float, float] = (0.5, 0.5), noise: float = 0.1,
-    library: MatrixLibrary | None = None, overwrite: bool = False,
+    data: NumericColumns,
+    method: str,
+    *,
+    seed: int | None,
+    min_privacy: float = 0.5,
+    rho: tuple[float, float] = (0.5, 0.5),
+    noise: float = 0.1,
+    library: MatrixLibrary | None = None,
+    overwrite: bool = False,
     progress: ProgressFn | None = None,
 ) -> tuple[FloatArray, FloatArray, PerturbationKey]:
     """Perturb checked numeric columns; returns (standardized, released, key).
@@ -268,8 +293,9 @@ def perturb_array(
     if method == "rbt":
         blocks = rbt_blocks(names, z_covariance(z), rng, rho)
     else:
-        blocks = data_free_blocks(method, names, rng, seed=seed, min_privacy=min_privacy,
-                                  library=library)
+        blocks = data_free_blocks(
+            method, names, rng, seed=seed, min_privacy=min_privacy, library=library
+        )
     released = _apply(z, assemble(names, blocks), progress)
     if method == "gdp":
         translation = rng.uniform(-1.0, 1.0, d)
@@ -279,20 +305,35 @@ def perturb_array(
             add_noise(released, noise_seed, noise, blocked=True)
     release_means, release_stds = fingerprint(released)
     key = PerturbationKey(
-        method=method, columns=tuple(names), integer=tuple(data.integer), means=means,
-        stds=stds, blocks=tuple(blocks), translation=translation,
-        noise_scale=float(noise) if method == "gdp" else 0.0, noise_seed=noise_seed,
-        records=z.shape[0], release_means=release_means, release_stds=release_stds,
+        method=method,
+        columns=tuple(names),
+        integer=tuple(data.integer),
+        means=means,
+        stds=stds,
+        blocks=tuple(blocks),
+        translation=translation,
+        noise_scale=float(noise) if method == "gdp" else 0.0,
+        noise_seed=noise_seed,
+        records=z.shape[0],
+        release_means=release_means,
+        release_stds=release_stds,
         noise_stream="blocked" if method == "gdp" else "single",
     )
     return z, released, key
 
 
 def perturb(
-    frame: pd.DataFrame, columns: Sequence[str] | None = None, method: str = "obt", *,
-    seed: int | None = None, min_privacy: float = 0.5, rho: tuple[float, float] = (0.5, 0.5),
-    noise: float = 0.1, library: MatrixLibrary | None = None,
-    known: Sequence[int] = (2, 5, 10), progress: ProgressFn | None = None,
+    frame: pd.DataFrame,
+    columns: Sequence[str] | None = None,
+    method: str = "obt",
+    *,
+    seed: int | None = None,
+    min_privacy: float = 0.5,
+    rho: tuple[float, float] = (0.5, 0.5),
+    noise: float = 0.1,
+    library: MatrixLibrary | None = None,
+    known: Sequence[int] = (2, 5, 10),
+    progress: ProgressFn | None = None,
 ) -> Perturbation:
     """Perturb ``columns`` of ``frame`` (all columns when ``None``); others pass through.
 
@@ -310,12 +351,22 @@ def perturb(
 
     seed = fresh_seed() if seed is None else seed
     data = numeric_columns(frame, columns)
-    z, released, key = perturb_array(data, method, seed=seed, min_privacy=min_privacy,
-                                     rho=rho, noise=noise, library=library, progress=progress)
-    recoverability_check(z, released, known=known, seed=seed % 2**32,
-                         ties=key.noise_scale == 0, progress=progress)
-    release = with_columns(frame.copy(), data.names,
-                           [released[:, j] for j in range(released.shape[1])])
+    z, released, key = perturb_array(
+        data,
+        method,
+        seed=seed,
+        min_privacy=min_privacy,
+        rho=rho,
+        noise=noise,
+        library=library,
+        progress=progress,
+    )
+    recoverability_check(
+        z, released, known=known, seed=seed % 2**32, ties=key.noise_scale == 0, progress=progress
+    )
+    release = with_columns(
+        frame.copy(), data.names, [released[:, j] for j in range(released.shape[1])]
+    )
     return Perturbation(release, key, z, released)
 
 
@@ -325,21 +376,25 @@ def invert_array(released: FloatArray, key: PerturbationKey) -> FloatArray:
     if key.translation is not None:
         y -= key.translation
     if key.noise_seed is not None and key.noise_scale > 0:
-        add_noise(y, key.noise_seed, key.noise_scale, sign=-1.0,
-                  blocked=key.noise_stream == "blocked")
+        add_noise(
+            y, key.noise_seed, key.noise_scale, sign=-1.0, blocked=key.noise_stream == "blocked"
+        )
     z = np.asarray((key.full_matrix().T @ y.T).T, dtype=np.float64)
     z *= key.stds
     z += key.means
     return z
 
 
-def restore_columns(released: FloatArray, key: PerturbationKey, where: str = "release"
-                    ) -> list[NDArray[np.float64] | NDArray[np.int64]]:
+def restore_columns(
+    released: FloatArray, key: PerturbationKey, where: str = "release"
+) -> list[NDArray[np.float64] | NDArray[np.int64]]:
     """Check the release against the key and restore each column (integers rounded back)."""
     key.check_release(released, where)
     restored = invert_array(released, key)
-    return [np.rint(restored[:, j]).astype(np.int64) if key.integer[j] else restored[:, j]
-            for j in range(restored.shape[1])]
+    return [
+        np.rint(restored[:, j]).astype(np.int64) if key.integer[j] else restored[:, j]
+        for j in range(restored.shape[1])
+    ]
 
 
 def invert(release: pd.DataFrame, key: PerturbationKey, where: str = "release") -> pd.DataFrame:
@@ -349,5 +404,4 @@ def invert(release: pd.DataFrame, key: PerturbationKey, where: str = "release") 
     """
     key.check_columns([str(c) for c in release.columns], where)
     data = numeric_columns(release, list(key.columns), allow_constant=True)
-    return with_columns(release.copy(), list(key.columns),
-                        restore_columns(data.values, key, where))
+    return with_columns(release.copy(), list(key.columns), restore_columns(data.values, key, where))

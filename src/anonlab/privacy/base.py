@@ -286,7 +286,9 @@ def check_suppression(limit: float) -> None:
     if not 0.0 <= limit <= 1.0 or math.isnan(limit):
         raise AnonlabError(
             f"suppression must be a fraction from 0 to 1 or a percentage such as '1%' (got "
-            f"{limit:g}): write 0.01 or 1%", parameter="suppression")
+            f"{limit:g}): write 0.01 or 1%",
+            parameter="suppression",
+        )
 
 
 def max_suppressed(limit: float, n: int) -> int:

@@ -152,8 +152,9 @@ class EqualDistanceTCloseness(TClosenessModel):
         """The first size whose least distance (the tree of height 1) is at most ``t``."""
         q = global_frequencies(h)
         root = [np.zeros(q.shape[0], dtype=np.int64)]
-        return closeness_size(lambda s: tree_minimum(s, q, root, [np.ones(1)]), self.t,
-                              lambda s: q.shape[0] * (s + 1))
+        return closeness_size(
+            lambda s: tree_minimum(s, q, root, [np.ones(1)]), self.t, lambda s: q.shape[0] * (s + 1)
+        )
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The values' shares missing from a class must not exceed ``t``."""
@@ -183,9 +184,11 @@ def natural_order(values: Sequence[str]) -> list[int]:
     """
     present = [v for v in values if not is_missing(v)]
     if present and all(_DECIMAL.fullmatch(v.strip()) for v in present):
+
         def numeric(i: int) -> tuple[int, float]:
             v = values[i]
             return (1, 0.0) if is_missing(v) else (0, float(v.strip()) + 0.0)
+
         return sorted(range(len(values)), key=numeric)
     return sorted(range(len(values)), key=lambda i: java_string_key(values[i]))
 
@@ -205,8 +208,9 @@ class OrderedDistanceTCloseness(TClosenessModel):
         super().__init__(attribute, t)
         if order is not None:
             if isinstance(order, str) or not all(isinstance(v, str) for v in order):
-                raise self.error(f"order must be a list of the attribute's values as text (got "
-                                 f"{order!r})")
+                raise self.error(
+                    f"order must be a list of the attribute's values as text (got {order!r})"
+                )
             twice = [v for i, v in enumerate(order) if v in order[:i]]
             if twice:
                 raise self.error(f"order lists '{twice[0]}' twice: list each value once")
@@ -230,8 +234,10 @@ class OrderedDistanceTCloseness(TClosenessModel):
             missing = [v for v in values if v not in where]
             if missing:
                 more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-                raise self.error(f"order does not list the value '{missing[0]}'{more} of "
-                                 f"'{self.attribute}': list every value of the table")
+                raise self.error(
+                    f"order does not list the value '{missing[0]}'{more} of "
+                    f"'{self.attribute}': list every value of the table"
+                )
             positions = sorted(range(len(values)), key=lambda i: where[values[i]])
         rank = np.empty(len(values), dtype=np.int64)
         rank[np.asarray(positions, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
@@ -240,9 +246,11 @@ class OrderedDistanceTCloseness(TClosenessModel):
     def bound_rank(self, h: SensitiveHistograms) -> NDArray[Any]:
         """The ranks of :meth:`bind`; an error if the criterion was not bound to the data."""
         if self._rank is None or self._rank.shape[0] != h.global_counts.shape[0]:
-            raise AnonlabError(f"{self.name} on '{self.attribute}' was not bound to the "
-                               "dataset: call bind(dataset) before checking classes",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} on '{self.attribute}' was not bound to the "
+                "dataset: call bind(dataset) before checking classes",
+                parameter="criteria",
+            )
         return self._rank
 
     def sums(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
@@ -252,8 +260,9 @@ class OrderedDistanceTCloseness(TClosenessModel):
             return self._dense_sums(stats, h, rank)
         return self._sparse_sums(stats, h, rank)
 
-    def _dense_sums(self, stats: ClassStats, h: SensitiveHistograms,
-                    rank: NDArray[Any]) -> NDArray[Any]:
+    def _dense_sums(
+        self, stats: ClassStats, h: SensitiveHistograms, rank: NDArray[Any]
+    ) -> NDArray[Any]:
         """Prefix sums along dense ``(classes, m)`` blocks (ARX's order of additions)."""
         m = rank.shape[0]
         q = np.empty(m, dtype=np.float64)
@@ -272,8 +281,9 @@ class OrderedDistanceTCloseness(TClosenessModel):
             out[first:last] = np.cumsum(np.abs(running), axis=1)[:, -1]
         return out
 
-    def _sparse_sums(self, stats: ClassStats, h: SensitiveHistograms,
-                     rank: NDArray[Any]) -> NDArray[Any]:
+    def _sparse_sums(
+        self, stats: ClassStats, h: SensitiveHistograms, rank: NDArray[Any]
+    ) -> NDArray[Any]:
         """``sum_k |P_k - Q_k|`` summed over the runs where the class's share ``P`` is constant.
 
         On a run ``[a, b)`` with share ``x``, ``Q`` nondecreasing passes ``x``
@@ -299,7 +309,7 @@ class OrderedDistanceTCloseness(TClosenessModel):
         last = np.append(classes[1:] != classes[:-1], True)
         b[last] = m
         s = np.clip(np.searchsorted(cq_running, x, side="left"), a, b)
-        runs = (x * (s - a) - (cq[s] - cq[a]) + (cq[b] - cq[s]) - x * (b - s))
+        runs = x * (s - a) - (cq[s] - cq[a]) + (cq[b] - cq[s]) - x * (b - s)
         out = np.bincount(classes, weights=runs, minlength=stats.classes)
         first = np.zeros(stats.classes, dtype=np.int64)
         has = starts[1:] > starts[:-1]
@@ -326,8 +336,9 @@ class OrderedDistanceTCloseness(TClosenessModel):
         q = np.empty(m, dtype=np.float64)
         q[rank] = global_frequencies(h)
         cumulative = np.cumsum(q)
-        return closeness_size(lambda s: ordered_minimum(s, cumulative), self.t * (m - 1.0),
-                              lambda s: m)
+        return closeness_size(
+            lambda s: ordered_minimum(s, cumulative), self.t * (m - 1.0), lambda s: m
+        )
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The values' shares missing from a class must not exceed ``t (m - 1)``."""
@@ -354,15 +365,17 @@ class Level:
     weight: NDArray[Any]
 
 
-def hierarchy_levels(values: Sequence[str], frequencies: NDArray[Any],
-                     hierarchy: Hierarchy) -> list[Level]:
+def hierarchy_levels(
+    values: Sequence[str], frequencies: NDArray[Any], hierarchy: Hierarchy
+) -> list[Level]:
     """The inner levels of ARX's tree (``DataManager.getTree``) for the table's values."""
     levels: list[Level] = []
     below = np.arange(len(values), dtype=np.int64)  # node of each value one level down
     weight = np.asarray(frequencies, dtype=np.int64)
     for number in range(1, hierarchy.height + 1):
-        codes, uniques = pd.factorize(pd.Series(hierarchy.labels(values, number), dtype=object),
-                                      sort=False)
+        codes, uniques = pd.factorize(
+            pd.Series(hierarchy.labels(values, number), dtype=object), sort=False
+        )
         nodes = np.asarray(codes, dtype=np.int64)
         parent = np.zeros(weight.shape[0], dtype=np.int64)
         parent[below] = nodes
@@ -405,8 +418,7 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
             self.hierarchy_source = str(hierarchy)
             self.hierarchy = Hierarchy.from_csv(hierarchy)
         else:
-            raise self.error(f"hierarchy must be a file path or a Hierarchy (got "
-                             f"{hierarchy!r})")
+            raise self.error(f"hierarchy must be a file path or a Hierarchy (got {hierarchy!r})")
         self._levels: list[Level] | None = None
         self._children: list[NDArray[Any]] | None = None
 
@@ -419,30 +431,34 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         missing = self.hierarchy.missing(encoded.values)
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise self.error(f"value '{missing[0]}'{more} of '{self.attribute}' is missing "
-                             f"from the hierarchy '{self.hierarchy_source}': add a row for it")
+            raise self.error(
+                f"value '{missing[0]}'{more} of '{self.attribute}' is missing "
+                f"from the hierarchy '{self.hierarchy_source}': add a row for it"
+            )
         self._levels = hierarchy_levels(encoded.values, encoded.frequencies, self.hierarchy)
         self._children = None
 
     def bound_levels(self) -> list[Level]:
         """The levels of :meth:`bind`; an error if the criterion was not bound."""
         if self._levels is None:
-            raise AnonlabError(f"{self.name} on '{self.attribute}' was not bound to the "
-                               "dataset: call bind(dataset) before checking classes",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} on '{self.attribute}' was not bound to the "
+                "dataset: call bind(dataset) before checking classes",
+                parameter="criteria",
+            )
         return self._levels
 
     def costs(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """Per class: ARX's ``sum_u (i / H) min(pos_u, neg_u)`` over the inner nodes."""
         levels = self.bound_levels()
         total = int(np.asarray(h.global_counts, dtype=np.int64).sum())
-        if (levels and levels[0].weight.shape[0] <= DENSE_MAX_VALUES
-                and total <= _DENSE_MAX_RECORDS):
+        if levels and levels[0].weight.shape[0] <= DENSE_MAX_VALUES and total <= _DENSE_MAX_RECORDS:
             return self._dense_costs(stats, h, levels, total)
         return self._sparse_costs(stats, h, levels, total)
 
-    def _dense_costs(self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level],
-                     total: int) -> NDArray[Any]:
+    def _dense_costs(
+        self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level], total: int
+    ) -> NDArray[Any]:
         """:meth:`costs` on dense ``(nodes, classes)`` blocks from level 1 up.
 
         A leaf ``v`` outside the class has ``e_v = N_v n > 0``, so a level-1
@@ -508,8 +524,9 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
             self._children = matrices
         return self._children
 
-    def _sparse_costs(self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level],
-                      total: int) -> NDArray[Any]:
+    def _sparse_costs(
+        self, stats: ClassStats, h: SensitiveHistograms, levels: list[Level], total: int
+    ) -> NDArray[Any]:
         """:meth:`costs` on the triples, for attributes with many values (see the module)."""
         size = np.bincount(h.classes, weights=h.counts, minlength=stats.classes).astype(np.int64)
         classes = np.asarray(h.classes, dtype=np.int64)
@@ -541,8 +558,9 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
             return np.zeros(stats.classes, dtype=np.float64)
         all_classes = np.concatenate(class_parts)
         order = np.lexsort((np.concatenate(rank_parts), all_classes))
-        return np.bincount(all_classes[order], weights=np.concatenate(cost_parts)[order],
-                           minlength=stats.classes).astype(np.float64)
+        return np.bincount(
+            all_classes[order], weights=np.concatenate(cost_parts)[order], minlength=stats.classes
+        ).astype(np.float64)
 
     def emd(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """The hierarchical EMD: the cost over ``N n``."""
@@ -560,8 +578,11 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         (what :meth:`smallest_class` and :meth:`coverage` need)."""
         levels = self.bound_levels()
         below = global_frequencies(h)
-        if (not levels or levels[-1].weight.shape[0] != 1
-                or levels[0].parent.shape[0] != below.shape[0]):
+        if (
+            not levels
+            or levels[-1].weight.shape[0] != 1
+            or levels[0].parent.shape[0] != below.shape[0]
+        ):
             return None
         shares = []
         for level in levels:
@@ -578,8 +599,9 @@ class HierarchicalDistanceTCloseness(TClosenessModel):
         q = global_frequencies(h)
         parents = [level.parent for level in self.bound_levels()]
         nodes = q.shape[0] + sum(share.shape[0] for share in shares)
-        return closeness_size(lambda s: tree_minimum(s, q, parents, shares), self.t,
-                              lambda s: nodes * (s + 1))
+        return closeness_size(
+            lambda s: tree_minimum(s, q, parents, shares), self.t, lambda s: nodes * (s + 1)
+        )
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The table's shares of the subtrees below the root that hold no value of a class,

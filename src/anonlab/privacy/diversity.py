@@ -81,21 +81,61 @@ if TYPE_CHECKING:
 ESTIMATORS = ("shannon", "grassberger")
 
 #: ARX's ``EntropyEstimator.G_PRECOMPUTED``: G_1, then G_{2m} for m = 1..50 (G_{2m+1} = G_{2m})
-G_PRECOMPUTED = np.array([
-    -1.2703628454614782, 0.7296371545385218, 1.3963038212051886, 1.7963038212051885,
-    2.0820181069194743, 2.3042403291416966, 2.4860585109598783, 2.639904664806032,
-    2.7732379981393653, 2.8908850569628948, 2.9961482148576315, 3.091386310095727,
-    3.178342831834857, 3.2583428318348573, 3.3324169059089312, 3.4013824231503107,
-    3.4658985521825687, 3.5265046127886293, 3.5836474699314866, 3.6377015239855406,
-    3.6889835752675917, 3.7377640630724698, 3.7842756909794466, 3.8287201354238913,
-    3.871273326913253, 3.912089653443865, 3.951305339718375, 3.9890411887749786,
-    4.025404825138615, 4.060492544436861, 4.094390849521607, 4.127177734767508,
-    4.1589237665135395, 4.18969299728277, 4.219543743551427, 4.248529250797804,
-    4.276698264882311, 4.304095525156284, 4.33076219182295, 4.356736217796977,
-    4.382052673493179, 4.40674403151787, 4.430840417060039, 4.454369828824745,
-    4.477358334571871, 4.49983024468423, 4.521808266662253, 4.543313643006339,
-    4.564366274585286, 4.5849848312863175, 4.605186851488337,
-])
+G_PRECOMPUTED = np.array(
+    [
+        -1.2703628454614782,
+        0.7296371545385218,
+        1.3963038212051886,
+        1.7963038212051885,
+        2.0820181069194743,
+        2.3042403291416966,
+        2.4860585109598783,
+        2.639904664806032,
+        2.7732379981393653,
+        2.8908850569628948,
+        2.9961482148576315,
+        3.091386310095727,
+        3.178342831834857,
+        3.2583428318348573,
+        3.3324169059089312,
+        3.4013824231503107,
+        3.4658985521825687,
+        3.5265046127886293,
+        3.5836474699314866,
+        3.6377015239855406,
+        3.6889835752675917,
+        3.7377640630724698,
+        3.7842756909794466,
+        3.8287201354238913,
+        3.871273326913253,
+        3.912089653443865,
+        3.951305339718375,
+        3.9890411887749786,
+        4.025404825138615,
+        4.060492544436861,
+        4.094390849521607,
+        4.127177734767508,
+        4.1589237665135395,
+        4.18969299728277,
+        4.219543743551427,
+        4.248529250797804,
+        4.276698264882311,
+        4.304095525156284,
+        4.33076219182295,
+        4.356736217796977,
+        4.382052673493179,
+        4.40674403151787,
+        4.430840417060039,
+        4.454369828824745,
+        4.477358334571871,
+        4.49983024468423,
+        4.521808266662253,
+        4.543313643006339,
+        4.564366274585286,
+        4.5849848312863175,
+        4.605186851488337,
+    ]
+)
 
 _S1 = 1.0 / 24
 _S2 = 7.0 / 960
@@ -148,8 +188,14 @@ def _threshold(cap: NDArray[Any]) -> NDArray[Any]:
     return (np.asarray(cap, dtype=np.int64) * 3) // 4
 
 
-def _insert(el: NDArray[Any], fr: NDArray[Any], cap: NDArray[Any], rows: NDArray[Any],
-            codes: NDArray[Any], freqs: NDArray[Any]) -> None:
+def _insert(
+    el: NDArray[Any],
+    fr: NDArray[Any],
+    cap: NDArray[Any],
+    rows: NDArray[Any],
+    codes: NDArray[Any],
+    freqs: NDArray[Any],
+) -> None:
     """Put one new value into each table of ``rows``: at ``code & (capacity - 1)``, or the
     next free bucket (``Distribution.add`` for a value not yet in the table)."""
     mask = cap[rows] - 1
@@ -179,8 +225,9 @@ def _rehash(el: NDArray[Any], fr: NDArray[Any], cap: NDArray[Any], rows: NDArray
         _insert(el, fr, cap, rows[act], old_el[act, col], old_fr[act, col])
 
 
-def snapshot_buckets(codes: NDArray[Any], freqs: NDArray[Any], n: NDArray[Any]
-                     ) -> tuple[NDArray[Any], NDArray[Any]]:
+def snapshot_buckets(
+    codes: NDArray[Any], freqs: NDArray[Any], n: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """ARX's bucket arrays for many classes at once, as ``Distribution(int[], int[])`` builds
     them from each class's values in the order given.
 
@@ -211,11 +258,11 @@ def _check_l(model: str, attribute: str, l: object, *, integral: bool) -> float:
     """``l >= 1`` (an integer where ARX takes an ``int``)."""
     value = check_number(model, attribute, "l", l)
     if integral and value != math.floor(value):
-        raise model_error(model, attribute, f"l must be a whole number (got {l!r}): choose e.g. "
-                          "l = 3")
+        raise model_error(
+            model, attribute, f"l must be a whole number (got {l!r}): choose e.g. l = 3"
+        )
     if value < 1:
-        raise model_error(model, attribute, f"l must be at least 1 (got {l!r}): choose e.g. "
-                          "l = 3")
+        raise model_error(model, attribute, f"l must be at least 1 (got {l!r}): choose e.g. l = 3")
     return value
 
 
@@ -233,8 +280,10 @@ class LDiversityModel(SensitiveCriterion):
         """Refuse an ``l`` that no class can reach: more than the attribute's distinct values."""
         distinct = int(np.count_nonzero(np.asarray(encoded.frequencies) > 0))
         if math.ceil(self.l) > distinct:
-            raise self.error(f"l = {self.l:g} is larger than the {distinct} distinct values of "
-                             f"'{self.attribute}' in the table: choose l <= {distinct}")
+            raise self.error(
+                f"l = {self.l:g} is larger than the {distinct} distinct values of "
+                f"'{self.attribute}' in the table: choose l <= {distinct}"
+            )
 
     def distinct_values(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
         """Number of distinct sensitive values of each class."""
@@ -288,13 +337,18 @@ class EntropyLDiversity(LDiversityModel):
     monotone_with_generalization = True
     monotone_with_suppression = False
 
-    def __init__(self, attribute: str, l: float,  # noqa: E741
-                 estimator: str = "shannon") -> None:
+    def __init__(
+        self,
+        attribute: str,
+        l: float,  # noqa: E741
+        estimator: str = "shannon",
+    ) -> None:
         super().__init__(attribute)
         self.l = _check_l(self.name, self.attribute, l, integral=False)
         if not isinstance(estimator, str) or estimator.lower() not in ESTIMATORS:
-            raise self.error(f"estimator must be one of {', '.join(ESTIMATORS)} (got "
-                             f"{estimator!r})")
+            raise self.error(
+                f"estimator must be one of {', '.join(ESTIMATORS)} (got {estimator!r})"
+            )
         self.estimator = estimator.lower()
         # ARX declares both estimators monotone with generalization, but Grassberger's is
         # not: classes (3, 2) and (1, 7) each reach l = 1.948, their union (4, 9) only
@@ -329,8 +383,14 @@ class EntropyLDiversity(LDiversityModel):
             over = self._grassberger_over(stats, h, bound, sums, over & ~few)
         return np.asarray(few | over)
 
-    def _grassberger_over(self, stats: ClassStats, h: SensitiveHistograms, bound: NDArray[Any],
-                          sums: NDArray[Any], over: NDArray[Any]) -> NDArray[Any]:
+    def _grassberger_over(
+        self,
+        stats: ClassStats,
+        h: SensitiveHistograms,
+        bound: NDArray[Any],
+        sums: NDArray[Any],
+        over: NDArray[Any],
+    ) -> NDArray[Any]:
         """Whether ARX's running sum passes the bound, for the classes where the order matters.
 
         Whatever the order, the largest running sum lies between the full sum
@@ -346,8 +406,9 @@ class EntropyLDiversity(LDiversityModel):
         single = per_class_sum(h, (counts == 1).astype(np.float64), stats.classes) > 0
         margin = 1e-9 * (np.abs(bound) + 1.0)
         few = self.distinct_values(stats, h) < math.ceil(self.l)
-        ambiguous = np.flatnonzero(single & ~few & (sums <= bound + margin)
-                                   & (positive > bound - margin))
+        ambiguous = np.flatnonzero(
+            single & ~few & (sums <= bound + margin) & (positive > bound - margin)
+        )
         if ambiguous.size == 0:
             return over
         starts = class_starts(h, stats.classes)
@@ -359,8 +420,9 @@ class EntropyLDiversity(LDiversityModel):
         codes = np.where(valid, np.asarray(h.values, dtype=np.int64)[take], 0)
         freqs = np.where(valid, counts[take], 0)
         el, fr = snapshot_buckets(codes, freqs, n)
-        in_order = np.where(el != -1, fr.astype(np.float64) * psi(np.maximum(fr, 1),
-                                                                  self.estimator), 0.0)
+        in_order = np.where(
+            el != -1, fr.astype(np.float64) * psi(np.maximum(fr, 1), self.estimator), 0.0
+        )
         running = np.cumsum(in_order, axis=1)
         out = over.copy()
         out[ambiguous] = np.any((running > bound[ambiguous][:, None]) & (el != -1), axis=1)
@@ -373,14 +435,17 @@ class EntropyLDiversity(LDiversityModel):
         sums, npsi = self.terms(stats, h)
         n = np.maximum(np.asarray(stats.counts, dtype=np.float64), 1.0)
         entropy = (npsi - sums) / n
-        reached: NDArray[Any] = np.minimum(np.exp(entropy),
-                                           self.distinct_values(stats, h).astype(np.float64))
+        reached: NDArray[Any] = np.minimum(
+            np.exp(entropy), self.distinct_values(stats, h).astype(np.float64)
+        )
         return reached
 
     def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
         """The smallest entropy-l of a released class (its ``exp`` of estimated entropy)."""
-        return {"l": lowest(self.entropy_l(stats), released(stats, outliers)),
-                "estimator": self.estimator}
+        return {
+            "l": lowest(self.entropy_l(stats), released(stats, outliers)),
+            "estimator": self.estimator,
+        }
 
 
 class RecursiveCLDiversity(LDiversityModel):
@@ -426,8 +491,9 @@ class RecursiveCLDiversity(LDiversityModel):
         """Per class: ``r_1`` and ``r_l + ... + r_d`` (a sum of integers, exact in doubles)."""
         classes, counts, rank, top = self.ranked(stats, h)
         keep = rank >= int(self.l) - 1
-        tail = np.bincount(classes[keep], weights=counts[keep].astype(np.float64),
-                           minlength=stats.classes)
+        tail = np.bincount(
+            classes[keep], weights=counts[keep].astype(np.float64), minlength=stats.classes
+        )
         return top, tail
 
     def violations(self, stats: ClassStats, h: SensitiveHistograms) -> NDArray[Any]:
@@ -451,5 +517,7 @@ class RecursiveCLDiversity(LDiversityModel):
         holds = top[classes] < self.c * (after - beyond)  # r_1 < c (r_j + ... + r_d)
         largest_l = np.bincount(classes, weights=holds, minlength=stats.classes)
         l_reached = lowest(largest_l, mask)
-        return {"c": highest(np.nan_to_num(ratio, nan=np.inf), mask),
-                "l": None if l_reached is None else int(l_reached)}
+        return {
+            "c": highest(np.nan_to_num(ratio, nan=np.inf), mask),
+            "l": None if l_reached is None else int(l_reached),
+        }

@@ -70,8 +70,7 @@ class LikenessModel(SensitiveCriterion):
         super().__init__(attribute)
         self.beta = check_number(self.name, self.attribute, "beta", beta)
         if self.beta <= 0:
-            raise self.error(f"beta must be larger than 0 (got {beta!r}): choose e.g. "
-                             "beta = 1.0")
+            raise self.error(f"beta must be larger than 0 (got {beta!r}): choose e.g. beta = 1.0")
 
     def parameters(self) -> dict[str, Any]:
         """``{"beta": beta}``."""
@@ -156,8 +155,9 @@ class DeltaDisclosure(SensitiveCriterion):
         super().__init__(attribute)
         self.delta = check_number(self.name, self.attribute, "delta", delta)
         if self.delta <= 0:
-            raise self.error(f"delta must be larger than 0 (got {delta!r}): choose e.g. "
-                             "delta = 1.0")
+            raise self.error(
+                f"delta must be larger than 0 (got {delta!r}): choose e.g. delta = 1.0"
+            )
 
     def parameters(self) -> dict[str, Any]:
         """``{"delta": delta}``."""
@@ -179,11 +179,12 @@ class DeltaDisclosure(SensitiveCriterion):
         """
         p, q = shares(stats, h)
         ratio = p / q
-        hi = 2.0 ** self.delta if self.delta < 1000 else math.inf  # 2.0 ** 1024 overflows
-        lo = 2.0 ** -self.delta
+        hi = 2.0**self.delta if self.delta < 1000 else math.inf  # 2.0 ** 1024 overflows
+        lo = 2.0**-self.delta
         flags = (ratio >= hi * (1 + _MARGIN)) | (ratio <= lo * (1 - _MARGIN))
-        near = np.flatnonzero((np.abs(ratio - hi) <= hi * _MARGIN)
-                              | (np.abs(ratio - lo) <= lo * _MARGIN))
+        near = np.flatnonzero(
+            (np.abs(ratio - hi) <= hi * _MARGIN) | (np.abs(ratio - lo) <= lo * _MARGIN)
+        )
         if near.size:
             flags[near] = np.abs(np.log(ratio[near]) / _LOG2) >= self.delta
         return per_class_any(h, flags, stats.classes)
@@ -202,8 +203,9 @@ class DeltaDisclosure(SensitiveCriterion):
         factor = 2.0 ** min(self.delta, 1000.0)
         low = q / factor * (1.0 - MARGIN)
         high = q * factor * (1.0 + MARGIN)
-        return first_passing_size(lambda s: ranges_reach(s, low, high),
-                                  lambda s: q.shape[0] * (s + 1))
+        return first_passing_size(
+            lambda s: ranges_reach(s, low, high), lambda s: q.shape[0] * (s + 1)
+        )
 
     def coverage(self, h: SensitiveHistograms) -> Criterion | None:
         """The caps ``q_v 2^delta`` of the values a class holds must add up to more than 1."""

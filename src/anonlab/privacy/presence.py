@@ -88,9 +88,11 @@ def _released(stats: ClassStats, outliers: NDArray[Any]) -> NDArray[Any]:
 def _population(stats: ClassStats, model: str) -> NDArray[Any]:
     """The classes' population counts; an error when the search did not provide them."""
     if stats.population is None:
-        raise AnonlabError(f"{model} needs the population counts of each class: build the "
-                           "dataset with anonlab.privacy.presence.population_dataset",
-                           parameter="criteria")
+        raise AnonlabError(
+            f"{model} needs the population counts of each class: build the "
+            "dataset with anonlab.privacy.presence.population_dataset",
+            parameter="criteria",
+        )
     return stats.population
 
 
@@ -120,12 +122,17 @@ class DeltaPresence(Criterion):
     def __init__(self, dmin: float, dmax: float, subset: TableSource | None = None) -> None:
         for label, value in (("dmin", dmin), ("dmax", dmax)):
             if not 0.0 <= float(value) <= 1.0:  # also refuses NaN
-                raise AnonlabError(f"delta-presence {label} must be from 0 to 1 (got {value}): "
-                                   "it bounds the probability that a population record is in "
-                                   "the research subset", parameter="criteria")
+                raise AnonlabError(
+                    f"delta-presence {label} must be from 0 to 1 (got {value}): "
+                    "it bounds the probability that a population record is in "
+                    "the research subset",
+                    parameter="criteria",
+                )
         if float(dmin) > float(dmax):
-            raise AnonlabError(f"delta-presence dmin = {dmin} is larger than dmax = {dmax}: "
-                               "give dmin <= dmax", parameter="criteria")
+            raise AnonlabError(
+                f"delta-presence dmin = {dmin} is larger than dmax = {dmax}: give dmin <= dmax",
+                parameter="criteria",
+            )
         self.dmin = float(dmin)
         self.dmax = float(dmax)
         self.subset = subset
@@ -140,9 +147,11 @@ class DeltaPresence(Criterion):
     def bind(self, dataset: Dataset) -> None:
         """Require a dataset built with the research subset and its population."""
         if dataset.population is None:
-            raise AnonlabError(f"{self.name} needs the research subset: give subset (the "
-                               "table is then the population it was drawn from)",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} needs the research subset: give subset (the "
+                "table is then the population it was drawn from)",
+                parameter="criteria",
+            )
 
     def delta(self, stats: ClassStats) -> NDArray[Any]:
         """``count / pcount`` of each class, 0 where ``count == 0`` (ARX ``isAnonymous``)."""
@@ -219,8 +228,10 @@ class Inclusion(DeltaPresence):
     def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
         """The research subset's records and those of them released (not suppressed)."""
         released = _released(stats, outliers)
-        return {"subset_records": int(stats.counts.sum()),
-                "released_records": int(stats.counts[released].sum())}
+        return {
+            "subset_records": int(stats.counts.sum()),
+            "released_records": int(stats.counts[released].sum()),
+        }
 
 
 def model_acceptable(
@@ -262,19 +273,37 @@ def whole_node_conditions_judged(criteria: Sequence[Criterion]) -> bool:
 #: ``z = 0, 0.5, ..., 15`` (C. Loader, "Fast and accurate computation of binomial
 #: probabilities", 2000), as Commons Math's ``SaddlePointExpansion`` tabulates them
 _STIRLING_ERRORS = (
-    0.0, 0.1534264097200273452913848, 0.0810614667953272582196702,
-    0.0548141210519176538961390, 0.0413406959554092940938221, 0.03316287351993628748511048,
-    0.02767792568499833914878929, 0.02374616365629749597132920, 0.02079067210376509311152277,
-    0.01848845053267318523077934, 0.01664469118982119216319487, 0.01513497322191737887351255,
-    0.01387612882307074799874573, 0.01281046524292022692424986, 0.01189670994589177009505572,
-    0.01110455975820691732662991, 0.010411265261972096497478567,
-    0.009799416126158803298389475, 0.009255462182712732917728637,
-    0.008768700134139385462952823, 0.008330563433362871256469318,
-    0.007934114564314020547248100, 0.007573675487951840794972024,
-    0.007244554301320383179543912, 0.006942840107209529865664152,
-    0.006665247032707682442354394, 0.006408994188004207068439631,
-    0.006171712263039457647532867, 0.005951370112758847735624416,
-    0.005746216513010115682023589, 0.005554733551962801371038690,
+    0.0,
+    0.1534264097200273452913848,
+    0.0810614667953272582196702,
+    0.0548141210519176538961390,
+    0.0413406959554092940938221,
+    0.03316287351993628748511048,
+    0.02767792568499833914878929,
+    0.02374616365629749597132920,
+    0.02079067210376509311152277,
+    0.01848845053267318523077934,
+    0.01664469118982119216319487,
+    0.01513497322191737887351255,
+    0.01387612882307074799874573,
+    0.01281046524292022692424986,
+    0.01189670994589177009505572,
+    0.01110455975820691732662991,
+    0.010411265261972096497478567,
+    0.009799416126158803298389475,
+    0.009255462182712732917728637,
+    0.008768700134139385462952823,
+    0.008330563433362871256469318,
+    0.007934114564314020547248100,
+    0.007573675487951840794972024,
+    0.007244554301320383179543912,
+    0.006942840107209529865664152,
+    0.006665247032707682442354394,
+    0.006408994188004207068439631,
+    0.006171712263039457647532867,
+    0.005951370112758847735624416,
+    0.005746216513010115682023589,
+    0.005554733551962801371038690,
 )
 
 
@@ -284,10 +313,18 @@ def _stirling_error(z: int) -> float:
     if z < 15:
         return _STIRLING_ERRORS[2 * z]
     z2 = float(z) * float(z)
-    return (0.083333333333333333333 - (0.00277777777777777777778 - (
-        0.00079365079365079365079365 - (0.000595238095238095238095238
-                                        - 0.0008417508417508417508417508 / z2) / z2)
-        / z2) / z2) / z
+    return (
+        0.083333333333333333333
+        - (
+            0.00277777777777777777778
+            - (
+                0.00079365079365079365079365
+                - (0.000595238095238095238095238 - 0.0008417508417508417508417508 / z2) / z2
+            )
+            / z2
+        )
+        / z2
+    ) / z
 
 
 def _deviance(x: float, mu: float) -> float:
@@ -320,8 +357,12 @@ def poisson_pmf(x: int, mean: float) -> float:
         return 0.0
     if x == 0:
         return math.exp(-mean)
-    return math.exp(-_stirling_error(x) - _deviance(float(x), mean)
-                    - 0.5 * math.log(2.0 * math.pi) - 0.5 * math.log(x))
+    return math.exp(
+        -_stirling_error(x)
+        - _deviance(float(x), mean)
+        - 0.5 * math.log(2.0 * math.pi)
+        - 0.5 * math.log(x)
+    )
 
 
 def poisson_cdf(x: int, mean: float) -> float:
@@ -361,9 +402,7 @@ def derived_k_poisson(k: int, mean: float, significance: float) -> tuple[int, fl
     return counter + 1, 1.0 - value
 
 
-def derived_k_zero_truncated_poisson(
-    k: int, mean: float, significance: float
-) -> tuple[int, float]:
+def derived_k_zero_truncated_poisson(k: int, mean: float, significance: float) -> tuple[int, float]:
     """ARX ``KMap.calculateKZeroPoisson``: k' under the zero-truncated Poisson distribution.
 
     Adds ``P(X = c) / (1 - P(X = 0))`` for ``c = 1, 2, ...`` until the sum
@@ -409,29 +448,43 @@ class KMap(Criterion):
         check_k(k)
         self.k = int(k)
         if (population is None) == (estimator is None):
-            raise AnonlabError("k-map needs either population (a table of the population) or "
-                               "estimator ('poisson' or 'zero-truncated-poisson', with "
-                               "significance and population_size), not both",
-                               parameter="criteria")
+            raise AnonlabError(
+                "k-map needs either population (a table of the population) or "
+                "estimator ('poisson' or 'zero-truncated-poisson', with "
+                "significance and population_size), not both",
+                parameter="criteria",
+            )
         if estimator is not None:
             if estimator not in ESTIMATORS:
-                raise AnonlabError(f"k-map estimator must be 'poisson' or "
-                                   f"'zero-truncated-poisson' (got {estimator!r})",
-                                   parameter="criteria")
+                raise AnonlabError(
+                    f"k-map estimator must be 'poisson' or "
+                    f"'zero-truncated-poisson' (got {estimator!r})",
+                    parameter="criteria",
+                )
             if significance is None or population_size is None:
-                raise AnonlabError("k-map with an estimator needs significance (e.g. 0.01) and "
-                                   "population_size (the size of the population the table "
-                                   "was drawn from)", parameter="criteria")
+                raise AnonlabError(
+                    "k-map with an estimator needs significance (e.g. 0.01) and "
+                    "population_size (the size of the population the table "
+                    "was drawn from)",
+                    parameter="criteria",
+                )
             if not 0.0 <= float(significance) <= 1.0:
-                raise AnonlabError(f"k-map significance must be from 0 to 1 (got "
-                                   f"{significance}): e.g. 0.01", parameter="criteria")
+                raise AnonlabError(
+                    f"k-map significance must be from 0 to 1 (got {significance}): e.g. 0.01",
+                    parameter="criteria",
+                )
             if int(population_size) < 1 or int(population_size) != population_size:
-                raise AnonlabError(f"k-map population_size must be a positive whole number (got "
-                                   f"{population_size})", parameter="criteria")
+                raise AnonlabError(
+                    f"k-map population_size must be a positive whole number (got "
+                    f"{population_size})",
+                    parameter="criteria",
+                )
         elif significance is not None or population_size is not None:
-            raise AnonlabError("k-map with a population table takes no significance or "
-                               "population_size: they belong to an estimator",
-                               parameter="criteria")
+            raise AnonlabError(
+                "k-map with a population table takes no significance or "
+                "population_size: they belong to an estimator",
+                parameter="criteria",
+            )
         self.population = population
         self.estimator = estimator
         self.significance = None if significance is None else float(significance)
@@ -443,15 +496,21 @@ class KMap(Criterion):
     def __repr__(self) -> str:
         if self.estimator is None:
             return f"KMap(k={self.k}, population=...)"
-        return (f"KMap(k={self.k}, estimator={self.estimator!r}, "
-                f"significance={self.significance}, population_size={self.population_size})")
+        return (
+            f"KMap(k={self.k}, estimator={self.estimator!r}, "
+            f"significance={self.significance}, population_size={self.population_size})"
+        )
 
     def parameters(self) -> dict[str, Any]:
         """``k`` and either ``population`` or the estimator's settings."""
         if self.estimator is None:
             return {"k": self.k, "population": _source_text(self.population)}
-        return {"k": self.k, "estimator": self.estimator, "significance": self.significance,
-                "population_size": self.population_size}
+        return {
+            "k": self.k,
+            "estimator": self.estimator,
+            "significance": self.significance,
+            "population_size": self.population_size,
+        }
 
     def bind(self, dataset: Dataset) -> None:
         """Check the dataset; with an estimator, derive ``k'`` (ARX ``KMap.initialize``).
@@ -462,16 +521,21 @@ class KMap(Criterion):
         """
         if self.estimator is None:
             if dataset.population is None:
-                raise AnonlabError("k-map with a population needs the population table: give "
-                                   "population", parameter="criteria")
+                raise AnonlabError(
+                    "k-map with a population needs the population table: give population",
+                    parameter="criteria",
+                )
             return
         population_size = present(self.population_size, "k-map's population_size")
         significance = present(self.significance, "k-map's significance")
         rows = dataset.n if dataset.population is None else int(dataset.population.shape[0])
         if population_size < rows:
-            raise AnonlabError(f"k-map population_size {population_size} is smaller than "
-                               f"the table's {rows} records: give the size of the population "
-                               "the table was drawn from", parameter="criteria")
+            raise AnonlabError(
+                f"k-map population_size {population_size} is smaller than "
+                f"the table's {rows} records: give the size of the population "
+                "the table was drawn from",
+                parameter="criteria",
+            )
         mean = rows / population_size * self.k
         if self.estimator == "poisson":
             derived, error = derived_k_poisson(self.k, mean, significance)
@@ -482,8 +546,11 @@ class KMap(Criterion):
 
     def _threshold(self) -> int:
         if self.derived_k is None:
-            raise AnonlabError("k-map with an estimator must be bound to the dataset before "
-                               "the search (call bind)", parameter="criteria")
+            raise AnonlabError(
+                "k-map with an estimator must be bound to the dataset before "
+                "the search (call bind)",
+                parameter="criteria",
+            )
         return self.derived_k
 
     def outliers(self, stats: ClassStats) -> NDArray[Any]:
@@ -504,8 +571,11 @@ class KMap(Criterion):
             matched = _population(stats, self.name)[released]
             return {"k": int(matched.min()) if matched.size else None}
         sizes = stats.counts[released]
-        return {"smallest_class": int(sizes.min()) if sizes.size else None,
-                "derived_k": self.derived_k, "type_i_error": self.type_i_error}
+        return {
+            "smallest_class": int(sizes.min()) if sizes.size else None,
+            "derived_k": self.derived_k,
+            "type_i_error": self.type_i_error,
+        }
 
 
 # ---------------------------------------------------------------------------
@@ -531,7 +601,7 @@ def _occurrence_keys(
         key = np.zeros(len(both), dtype=np.int64)
     else:
         key = both.groupby(list(both.columns), sort=False).ngroup().to_numpy(dtype=np.int64)
-    lk, rk = key[: len(left)], key[len(left):]
+    lk, rk = key[: len(left)], key[len(left) :]
     lr = pd.Series(lk).groupby(lk).cumcount().to_numpy(dtype=np.int64)
     rr = pd.Series(rk).groupby(rk).cumcount().to_numpy(dtype=np.int64)
     return lk, lr, rk, rr
@@ -599,23 +669,37 @@ def presence_dataset(
     if sorted(subset.columns) != sorted(columns):
         lacking = [c for c in columns if c not in subset.columns]
         extra = [c for c in subset.columns if c not in columns]
-        what = (f"lacks {', '.join(lacking)}" if lacking else f"has columns the table does not: "
-                f"{', '.join(extra)}")
-        raise AnonlabError(f"the {model} subset must have the table's columns, but it "
-                           f"{what}: give the research subset's rows of the table",
-                           parameter="subset")
+        what = (
+            f"lacks {', '.join(lacking)}"
+            if lacking
+            else f"has columns the table does not: {', '.join(extra)}"
+        )
+        raise AnonlabError(
+            f"the {model} subset must have the table's columns, but it "
+            f"{what}: give the research subset's rows of the table",
+            parameter="subset",
+        )
     table = _renumbered(table)
     rows, bad = match_rows(table, subset, columns)
     if bad is not None:
-        raise AnonlabError(f"the {model} subset is not a subset of the table: row "
-                           f"{bad + 1} ({_describe_row(subset, bad, columns)}) has no record of "
-                           "the table left to match (each subset row must be a distinct row of "
-                           "the table): give the research subset's rows of the table",
-                           parameter="subset")
+        raise AnonlabError(
+            f"the {model} subset is not a subset of the table: row "
+            f"{bad + 1} ({_describe_row(subset, bad, columns)}) has no record of "
+            "the table left to match (each subset row must be a distinct row of "
+            "the table): give the research subset's rows of the table",
+            parameter="subset",
+        )
     frame = table.iloc[np.sort(rows)].reset_index(drop=True)
-    return Dataset.from_frame(frame, hierarchies, identifying=identifying, sensitive=sensitive,
-                              insensitive=insensitive, other=other, source=source,
-                              population=table)
+    return Dataset.from_frame(
+        frame,
+        hierarchies,
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        source=source,
+        population=table,
+    )
 
 
 def kmap_dataset(
@@ -639,31 +723,46 @@ def kmap_dataset(
     population = _renumbered(population)
     lacking = [c for c in qis if c not in population.columns]
     if lacking:
-        raise AnonlabError(f"the k-map population lacks the quasi-identifier column(s) "
-                           f"{', '.join(lacking)}: it needs at least every quasi-identifier",
-                           parameter="population")
+        raise AnonlabError(
+            f"the k-map population lacks the quasi-identifier column(s) "
+            f"{', '.join(lacking)}: it needs at least every quasi-identifier",
+            parameter="population",
+        )
     sample = _renumbered(sample)
     absent = [c for c in qis if c not in sample.columns]
     if absent:
-        raise AnonlabError(f"unknown column '{absent[0]}' (given as quasi-identifier): the table "
-                           f"has {', '.join(sample.columns)}")
+        raise AnonlabError(
+            f"unknown column '{absent[0]}' (given as quasi-identifier): the table "
+            f"has {', '.join(sample.columns)}"
+        )
     _, bad = match_rows(population, sample, qis)
     if bad is not None:
-        raise AnonlabError(f"the k-map population does not contain every record of the table: "
-                           f"row {bad + 1} ({_describe_row(sample, bad, qis)}) has no record of "
-                           "the population left to match: the table must be a sample of the "
-                           "population", parameter="population")
-    return Dataset.from_frame(sample, hierarchies, identifying=identifying, sensitive=sensitive,
-                              insensitive=insensitive, other=other, source=source,
-                              population=population[qis])
+        raise AnonlabError(
+            f"the k-map population does not contain every record of the table: "
+            f"row {bad + 1} ({_describe_row(sample, bad, qis)}) has no record of "
+            "the population left to match: the table must be a sample of the "
+            "population",
+            parameter="population",
+        )
+    return Dataset.from_frame(
+        sample,
+        hierarchies,
+        identifying=identifying,
+        sensitive=sensitive,
+        insensitive=insensitive,
+        other=other,
+        source=source,
+        population=population[qis],
+    )
 
 
 def _load(source: TableSource, read_options: Mapping[str, Any] | None) -> pd.DataFrame:
     """A table source as a DataFrame (files read as text by :func:`anonlab.io.read_table`)."""
     if isinstance(source, pd.DataFrame):
         return source.copy()
-    return read_table(Path(source) if not isinstance(source, Path) else source,
-                      **dict(read_options or {}))
+    return read_table(
+        Path(source) if not isinstance(source, Path) else source, **dict(read_options or {})
+    )
 
 
 def population_dataset(
@@ -688,30 +787,45 @@ def population_dataset(
     either, :meth:`Dataset.from_frame`. ``read_options`` are passed to
     :func:`anonlab.io.read_table` for files.
     """
-    roles: dict[str, Any] = {"identifying": identifying, "sensitive": sensitive,
-                             "insensitive": insensitive, "other": other, "source": source}
-    presence = [c for c in criteria
-                if isinstance(c, DeltaPresence) or getattr(c, "defines_subset", False)]
+    roles: dict[str, Any] = {
+        "identifying": identifying,
+        "sensitive": sensitive,
+        "insensitive": insensitive,
+        "other": other,
+        "source": source,
+    }
+    presence = [
+        c for c in criteria if isinstance(c, DeltaPresence) or getattr(c, "defines_subset", False)
+    ]
     kmaps = [c for c in criteria if isinstance(c, KMap) and c.population is not None]
     if len(presence) > 1:
-        raise AnonlabError(f"give one research subset: {' and '.join(c.name for c in presence)} "
-                           "each name one (ARX takes one of delta-presence and inclusion)",
-                           parameter="criteria")
+        raise AnonlabError(
+            f"give one research subset: {' and '.join(c.name for c in presence)} "
+            "each name one (ARX takes one of delta-presence and inclusion)",
+            parameter="criteria",
+        )
     if len(kmaps) > 1:
-        raise AnonlabError("give k-map with a population once: a table has one population",
-                           parameter="criteria")
+        raise AnonlabError(
+            "give k-map with a population once: a table has one population", parameter="criteria"
+        )
     if presence:
         name = presence[0].name
         if kmaps:
-            raise AnonlabError(f"with {name} the table is the population, so k-map takes no "
-                               "population of its own: drop k-map's population or use an "
-                               "estimator", parameter="criteria")
+            raise AnonlabError(
+                f"with {name} the table is the population, so k-map takes no "
+                "population of its own: drop k-map's population or use an "
+                "estimator",
+                parameter="criteria",
+            )
         subset = getattr(presence[0], "subset", None)
         if subset is None:
-            raise AnonlabError(f"{name} needs subset (the research subset's rows of the table)",
-                               parameter="criteria")
-        return presence_dataset(frame, _load(subset, read_options), hierarchies,
-                                model=name, **roles)
+            raise AnonlabError(
+                f"{name} needs subset (the research subset's rows of the table)",
+                parameter="criteria",
+            )
+        return presence_dataset(
+            frame, _load(subset, read_options), hierarchies, model=name, **roles
+        )
     if kmaps:
         population = kmaps[0].population
         if population is None:

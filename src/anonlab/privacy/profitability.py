@@ -82,11 +82,18 @@ class CostBenefit:
     def __post_init__(self) -> None:
         for key in COST_BENEFIT_KEYS:
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(float(value)) or float(value) < 0.0:
-                raise AnonlabError(f"{key} must be a finite number of at least 0 (got "
-                                   f"{value!r}): money per record, e.g. {key} = "
-                                   f"{getattr(CostBenefit, key):g}", parameter="criteria")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(float(value))
+                or float(value) < 0.0
+            ):
+                raise AnonlabError(
+                    f"{key} must be a finite number of at least 0 (got "
+                    f"{value!r}): money per record, e.g. {key} = "
+                    f"{getattr(CostBenefit, key):g}",
+                    parameter="criteria",
+                )
             object.__setattr__(self, key, float(value))
 
     def as_dict(self) -> dict[str, float]:
@@ -187,8 +194,9 @@ def _hits(keys: NDArray[Any], x: NDArray[Any]) -> NDArray[Any]:
     return np.asarray(keys[_where(keys, x)] == x)
 
 
-def _merged(keys: NDArray[Any], values: NDArray[Any], new: NDArray[Any],
-            logs: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+def _merged(
+    keys: NDArray[Any], values: NDArray[Any], new: NDArray[Any], logs: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """The table with the ``new`` values (not NaN) and their logarithms, sorted by value."""
     keep = ~np.isnan(new)
     merged = np.concatenate((keys, new[keep]))
@@ -228,7 +236,7 @@ def _log10_new(x: NDArray[Any]) -> NDArray[Any]:
         ulp = np.spacing(np.abs(out)).astype(np.longdouble)
         # long double's log10 errs by well under 2^-11 of a double's unit in the last place;
         # results within 2^-8 of a midpoint are recomputed exactly
-        risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
+        risky = (out != 0.0) & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0**-8))
     for i in np.flatnonzero(risky):
         out[i] = _log10_exact(float(x[i]))
     return out
@@ -244,8 +252,9 @@ def domain_shares(qi: EncodedQI, rows: Sequence[Sequence[str]]) -> list[NDArray[
     tables = []
     for level in range(qi.height + 1):
         counted = Counter(row[level] for row in rows)
-        tables.append(np.array([counted[label] / size for label in qi.level_labels[level]],
-                               dtype=np.float64))
+        tables.append(
+            np.array([counted[label] / size for label in qi.level_labels[level]], dtype=np.float64)
+        )
     return tables
 
 
@@ -258,8 +267,7 @@ def maximal_loss(domain_sizes: Sequence[float]) -> float:
     return _log10_exact(product) if product > 0.0 and math.isfinite(product) else math.nan
 
 
-def entropy_based_loss(shares: NDArray[Any], max_loss: float,
-                       exact: bool = True) -> NDArray[Any]:
+def entropy_based_loss(shares: NDArray[Any], max_loss: float, exact: bool = True) -> NDArray[Any]:
     """Each class's entropy-based information loss from its ``(classes, m)`` domain shares.
 
     ARX ``MetricSDNMEntropyBasedInformationLoss.getEntropyBasedInformationLoss``:
@@ -280,8 +288,9 @@ def entropy_based_loss(shares: NDArray[Any], max_loss: float,
     return np.asarray(np.clip(loss, 0.0, 1.0), dtype=np.float64)
 
 
-def success_probability(counts: NDArray[Any], population: NDArray[Any] | None,
-                        journalist: bool) -> NDArray[Any]:
+def success_probability(
+    counts: NDArray[Any], population: NDArray[Any] | None, journalist: bool
+) -> NDArray[Any]:
     """The adversary's success probability per class: ``1 / count``, or for the journalist
     ``1 / pcount`` where the class has population records (ARX ``getSuccessProbability``).
     Classes without records get 0 (they are not judged)."""
@@ -308,12 +317,21 @@ class _Profitability(Criterion):
     journalist = False
     needs_codes = False
 
-    def __init__(self, publisher_benefit: float | None = None,
-                 publisher_loss: float | None = None, adversary_gain: float | None = None,
-                 adversary_cost: float | None = None) -> None:
-        self.costs = _costs({"publisher_benefit": publisher_benefit,
-                             "publisher_loss": publisher_loss,
-                             "adversary_gain": adversary_gain, "adversary_cost": adversary_cost})
+    def __init__(
+        self,
+        publisher_benefit: float | None = None,
+        publisher_loss: float | None = None,
+        adversary_gain: float | None = None,
+        adversary_cost: float | None = None,
+    ) -> None:
+        self.costs = _costs(
+            {
+                "publisher_benefit": publisher_benefit,
+                "publisher_loss": publisher_loss,
+                "adversary_gain": adversary_gain,
+                "adversary_cost": adversary_cost,
+            }
+        )
 
     def __repr__(self) -> str:
         figures = ", ".join(f"{k}={v:g}" for k, v in self.costs.as_dict().items())
@@ -335,9 +353,11 @@ class _Journalist:
 
     def _bind_subset(self, dataset: Dataset) -> None:
         if dataset.population is None:
-            raise AnonlabError(f"{self.name} needs the research subset: give subset (the "
-                               "table is then the population it was drawn from)",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} needs the research subset: give subset (the "
+                "table is then the population it was drawn from)",
+                parameter="criteria",
+            )
 
 
 class ProfitabilityProsecutor(_Profitability):
@@ -355,9 +375,13 @@ class ProfitabilityProsecutor(_Profitability):
     monotone_with_suppression = False
     needs_codes = True
 
-    def __init__(self, publisher_benefit: float | None = None,
-                 publisher_loss: float | None = None, adversary_gain: float | None = None,
-                 adversary_cost: float | None = None) -> None:
+    def __init__(
+        self,
+        publisher_benefit: float | None = None,
+        publisher_loss: float | None = None,
+        adversary_gain: float | None = None,
+        adversary_cost: float | None = None,
+    ) -> None:
         super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
         self._shares: list[list[NDArray[Any]]] | None = None
         self._flat = np.zeros(0)
@@ -373,19 +397,23 @@ class ProfitabilityProsecutor(_Profitability):
         sizes = np.array([t.shape[0] for t in tables], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
         self._flat = np.concatenate(tables) if tables else np.zeros(0)
-        self._offsets = np.zeros((len(self._shares), max(map(len, self._shares), default=0)),
-                                 dtype=np.int64)
+        self._offsets = np.zeros(
+            (len(self._shares), max(map(len, self._shares), default=0)), dtype=np.int64
+        )
         position = 0
         for dim, per_dim in enumerate(self._shares):
-            self._offsets[dim, :len(per_dim)] = starts[position:position + len(per_dim)]
+            self._offsets[dim, : len(per_dim)] = starts[position : position + len(per_dim)]
             position += len(per_dim)
 
     def class_shares(self, stats: ClassStats, rows: NDArray[Any] | None = None) -> NDArray[Any]:
         """``(classes, m)``: each class's domain share in each quasi-identifier (of the
         classes ``rows`` only, when given)."""
         if self._shares is None or stats.codes is None:
-            raise AnonlabError(f"{self.name} needs the classes' values: bind it to the dataset "
-                               "and judge it through the lattice search", parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} needs the classes' values: bind it to the dataset "
+                "and judge it through the lattice search",
+                parameter="criteria",
+            )
         codes = stats.codes if rows is None else stats.codes[rows]
         if not stats.levels:
             return np.ones((codes.shape[0], 0))
@@ -408,12 +436,14 @@ class ProfitabilityProsecutor(_Profitability):
         success = success_probability(stats.counts, stats.population, self.journalist)[live]
         shares = self.class_shares(stats, live)
         payout = self.costs.publisher_payout(
-            entropy_based_loss(shares, self._max_loss, exact=False), success)
+            entropy_based_loss(shares, self._max_loss, exact=False), success
+        )
         scale = max(self.costs.publisher_benefit, self.costs.publisher_loss, 1.0)
         near = np.flatnonzero(np.abs(payout) <= 1e-9 * scale)
         if near.size:
             payout[near] = self.costs.publisher_payout(
-                entropy_based_loss(shares[near], self._max_loss), success[near])
+                entropy_based_loss(shares[near], self._max_loss), success[near]
+            )
         out = np.full(stats.classes, np.inf)
         out[live] = payout
         return out
@@ -429,8 +459,10 @@ class ProfitabilityProsecutor(_Profitability):
         payout = self.payout(stats)[released]
         success = success_probability(stats.counts, stats.population, self.journalist)[released]
         attacked = self.costs.adversary_payout(success) > 0.0
-        return {"lowest_payout": float(payout.min()) if payout.size else None,
-                "classes_attacked": int(np.count_nonzero(attacked))}
+        return {
+            "lowest_payout": float(payout.min()) if payout.size else None,
+            "classes_attacked": int(np.count_nonzero(attacked)),
+        }
 
 
 class ProfitabilityJournalist(_Journalist, ProfitabilityProsecutor):
@@ -440,9 +472,14 @@ class ProfitabilityJournalist(_Journalist, ProfitabilityProsecutor):
     name = "profitability-journalist"
     journalist = True
 
-    def __init__(self, subset: TableSource | None = None, publisher_benefit: float | None = None,
-                 publisher_loss: float | None = None, adversary_gain: float | None = None,
-                 adversary_cost: float | None = None) -> None:
+    def __init__(
+        self,
+        subset: TableSource | None = None,
+        publisher_benefit: float | None = None,
+        publisher_loss: float | None = None,
+        adversary_gain: float | None = None,
+        adversary_cost: float | None = None,
+    ) -> None:
         super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
         self.subset = subset
 
@@ -499,9 +536,14 @@ class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
     monotone_with_generalization = True
     monotone_with_suppression = True
 
-    def __init__(self, subset: TableSource | None = None, publisher_benefit: float | None = None,
-                 publisher_loss: float | None = None, adversary_gain: float | None = None,
-                 adversary_cost: float | None = None) -> None:
+    def __init__(
+        self,
+        subset: TableSource | None = None,
+        publisher_benefit: float | None = None,
+        publisher_loss: float | None = None,
+        adversary_gain: float | None = None,
+        adversary_cost: float | None = None,
+    ) -> None:
         super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
         self.subset = subset
 
@@ -522,9 +564,11 @@ class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
         """Classes with subset records and fewer than ``k`` population records."""
         population = stats.population
         if population is None:
-            raise AnonlabError(f"{self.name} needs the population counts of each class: build "
-                               "the dataset with anonlab.privacy.presence.population_dataset",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} needs the population counts of each class: build "
+                "the dataset with anonlab.privacy.presence.population_dataset",
+                parameter="criteria",
+            )
         return np.asarray((population < self.k) & (stats.counts > 0))
 
     def achieved(self, stats: ClassStats, outliers: NDArray[Any]) -> dict[str, Any]:
@@ -536,8 +580,12 @@ class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
 
 
 #: every profitability model by name
-PROFITABILITY_MODELS = (ProfitabilityProsecutor, ProfitabilityJournalist,
-                        ProfitabilityProsecutorNoAttack, ProfitabilityJournalistNoAttack)
+PROFITABILITY_MODELS = (
+    ProfitabilityProsecutor,
+    ProfitabilityJournalist,
+    ProfitabilityProsecutorNoAttack,
+    ProfitabilityJournalistNoAttack,
+)
 
 
 def model_costs(criteria: Sequence[Criterion]) -> CostBenefit | None:
@@ -548,8 +596,10 @@ def model_costs(criteria: Sequence[Criterion]) -> CostBenefit | None:
     """
     found = [c.costs for c in criteria if isinstance(c, _Profitability)]
     if any(f != found[0] for f in found[1:]):
-        raise AnonlabError("the profitability models give different cost-benefit figures: "
-                           "give the same publisher_benefit, publisher_loss, adversary_gain "
-                           "and adversary_cost to each (ARX keeps one set)",
-                           parameter="criteria")
+        raise AnonlabError(
+            "the profitability models give different cost-benefit figures: "
+            "give the same publisher_benefit, publisher_loss, adversary_gain "
+            "and adversary_cost to each (ARX keeps one set)",
+            parameter="criteria",
+        )
     return found[0] if found else None

@@ -103,9 +103,7 @@ def _counted_suppressed(stats: ClassStats, outliers: NDArray[Any]) -> int:
     return int(stats.counts[mask].sum())
 
 
-def suppression_prefix(
-    fulfilled: Any, suppressed: NDArray[Any], limit: int
-) -> int:
+def suppression_prefix(fulfilled: Any, suppressed: NDArray[Any], limit: int) -> int:
     """How many of the sorted classes ARX's binary search leaves suppressed.
 
     ``fulfilled(p)`` says whether the condition holds with the first ``p``
@@ -150,8 +148,9 @@ class RiskCriterion(Criterion):
 
     def __init__(self, threshold: float) -> None:
         if not 0.0 <= float(threshold) <= 1.0:  # also refuses NaN
-            raise AnonlabError(f"{self.name} threshold must be from 0 to 1 (got {threshold})",
-                               parameter="criteria")
+            raise AnonlabError(
+                f"{self.name} threshold must be from 0 to 1 (got {threshold})", parameter="criteria"
+            )
         self.threshold = float(threshold)
 
     def __repr__(self) -> str:
@@ -179,12 +178,16 @@ class RiskCriterion(Criterion):
         sizes = stats.counts[eligible].astype(np.int64)
         if self.fulfilled(SizeDistribution(sizes)) or eligible.size == 0:
             return outliers
-        rank = (np.arange(stats.classes, dtype=np.int64) if stats.order is None
-                else np.asarray(stats.order, dtype=np.int64))
+        rank = (
+            np.arange(stats.classes, dtype=np.int64)
+            if stats.order is None
+            else np.asarray(stats.order, dtype=np.int64)
+        )
         order = np.lexsort((rank[eligible], sizes))
         sorted_sizes = sizes[order]
         suppressed = _counted_suppressed(stats, outliers) + np.concatenate(
-            [[0], np.cumsum(sorted_sizes)])
+            [[0], np.cumsum(sorted_sizes)]
+        )
 
         def fulfilled(p: int) -> bool:
             return self.fulfilled(SizeDistribution(sorted_sizes[p:]))
@@ -276,21 +279,37 @@ class PopulationUniqueness(RiskCriterion):
     ) -> None:
         super().__init__(threshold)
         if estimator not in MODELS:
-            raise AnonlabError(f"population-uniqueness estimator must be one of "
-                               f"{', '.join(MODELS)} (got {estimator!r})", parameter="criteria")
+            raise AnonlabError(
+                f"population-uniqueness estimator must be one of "
+                f"{', '.join(MODELS)} (got {estimator!r})",
+                parameter="criteria",
+            )
         if (sampling_fraction is None) == (population_size is None):
-            raise AnonlabError("population-uniqueness needs either sampling_fraction or "
-                               "population_size (not both)", parameter="criteria")
+            raise AnonlabError(
+                "population-uniqueness needs either sampling_fraction or "
+                "population_size (not both)",
+                parameter="criteria",
+            )
         if sampling_fraction is not None and not 0.0 < float(sampling_fraction) <= 1.0:
-            raise AnonlabError(f"population-uniqueness sampling_fraction must be above 0 and at "
-                               f"most 1 (got {sampling_fraction})", parameter="criteria")
-        if population_size is not None and (int(population_size) < 1
-                                            or int(population_size) != population_size):
-            raise AnonlabError(f"population-uniqueness population_size must be a positive whole "
-                               f"number (got {population_size})", parameter="criteria")
+            raise AnonlabError(
+                f"population-uniqueness sampling_fraction must be above 0 and at "
+                f"most 1 (got {sampling_fraction})",
+                parameter="criteria",
+            )
+        if population_size is not None and (
+            int(population_size) < 1 or int(population_size) != population_size
+        ):
+            raise AnonlabError(
+                f"population-uniqueness population_size must be a positive whole "
+                f"number (got {population_size})",
+                parameter="criteria",
+            )
         if int(iterations_per_try) < 1:
-            raise AnonlabError(f"population-uniqueness iterations_per_try must be at least 1 "
-                               f"(got {iterations_per_try})", parameter="criteria")
+            raise AnonlabError(
+                f"population-uniqueness iterations_per_try must be at least 1 "
+                f"(got {iterations_per_try})",
+                parameter="criteria",
+            )
         self.estimator = estimator
         self.monotone_with_generalization = estimator == "zayatz"
         self.sampling_fraction = None if sampling_fraction is None else float(sampling_fraction)
@@ -299,7 +318,7 @@ class PopulationUniqueness(RiskCriterion):
         self.size: int | None = self.population_size
 
     def __repr__(self) -> str:
-        return (f"PopulationUniqueness(threshold={self.threshold}, estimator={self.estimator!r})")
+        return f"PopulationUniqueness(threshold={self.threshold}, estimator={self.estimator!r})"
 
     def parameters(self) -> dict[str, Any]:
         """Threshold, estimator and the population's size or sampling fraction."""
@@ -318,14 +337,20 @@ class PopulationUniqueness(RiskCriterion):
             self.size = java_round(dataset.n / self.sampling_fraction)
         self.size = present(self.size, "population-uniqueness population_size")
         if self.size < dataset.n:
-            raise AnonlabError(f"population-uniqueness population_size {self.size} is smaller "
-                               f"than the table's {dataset.n} records: give the size of the "
-                               "population the table was drawn from", parameter="criteria")
+            raise AnonlabError(
+                f"population-uniqueness population_size {self.size} is smaller "
+                f"than the table's {dataset.n} records: give the size of the "
+                "population the table was drawn from",
+                parameter="criteria",
+            )
 
     def _population_size(self) -> int:
         if self.size is None:
-            raise AnonlabError("population-uniqueness with a sampling fraction must be bound to "
-                               "the dataset before the search (call bind)", parameter="criteria")
+            raise AnonlabError(
+                "population-uniqueness with a sampling fraction must be bound to "
+                "the dataset before the search (call bind)",
+                parameter="criteria",
+            )
         return self.size
 
     def estimate(self, distribution: SizeDistribution) -> tuple[float, str]:
@@ -336,8 +361,9 @@ class PopulationUniqueness(RiskCriterion):
         condition fails.
         """
         size = self._population_size()
-        estimates = UniquenessEstimates(distribution.histogram(), size,
-                                        iterations_per_try=self.iterations_per_try)
+        estimates = UniquenessEstimates(
+            distribution.histogram(), size, iterations_per_try=self.iterations_per_try
+        )
         if self.estimator == "dankar":
             uniques, model = estimates.dankar(fallback=False)
         else:

@@ -51,8 +51,10 @@ def check_number(model: str, attribute: str, name: str, value: object) -> float:
 def check_attribute(model: str, attribute: object) -> str:
     """The sensitive attribute's name: a non-empty string."""
     if not isinstance(attribute, str) or not attribute:
-        raise AnonlabError(f"{model} needs the name of a sensitive attribute (got "
-                           f"{attribute!r}): give attribute", parameter="criteria")
+        raise AnonlabError(
+            f"{model} needs the name of a sensitive attribute (got {attribute!r}): give attribute",
+            parameter="criteria",
+        )
     return attribute
 
 
@@ -132,9 +134,12 @@ class SensitiveCriterion(Criterion):
         return f"{type(self).__name__}(attribute={self.attribute!r}, {args})"
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is type(self) and isinstance(other, SensitiveCriterion)
-                and other.attribute == self.attribute
-                and other.parameters() == self.parameters())
+        return (
+            type(other) is type(self)
+            and isinstance(other, SensitiveCriterion)
+            and other.attribute == self.attribute
+            and other.parameters() == self.parameters()
+        )
 
     def __hash__(self) -> int:
         return hash((self.name, self.attribute, repr(sorted(self.parameters().items()))))
@@ -166,7 +171,8 @@ class SensitiveCriterion(Criterion):
             raise AnonlabError(
                 f"{self.name} on '{self.attribute}': the node's classes carry no histogram of "
                 f"'{self.attribute}': give the column the sensitive role",
-                parameter="criteria") from None
+                parameter="criteria",
+            ) from None
 
     def implied_class_size(self, bottom: ClassStats) -> int:
         """The larger of the minimal class size and :meth:`smallest_class` for the table's

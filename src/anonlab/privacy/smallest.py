@@ -95,8 +95,9 @@ def _convex_costs(size: int, shares: NDArray[Any], weight: float) -> NDArray[Any
     """``(nodes, size + 1)``: ``weight |c / size - share|`` for each share and
     ``c = 0..size``."""
     grid = np.arange(size + 1, dtype=np.float64) / size
-    return np.asarray(weight * np.abs(grid[None, :] - np.asarray(shares)[:, None]),
-                      dtype=np.float64)
+    return np.asarray(
+        weight * np.abs(grid[None, :] - np.asarray(shares)[:, None]), dtype=np.float64
+    )
 
 
 def _min_plus(costs: NDArray[Any], parent: NDArray[Any], n_parents: int) -> NDArray[Any]:
@@ -117,8 +118,12 @@ def _min_plus(costs: NDArray[Any], parent: NDArray[Any], n_parents: int) -> NDAr
     return np.asarray(np.cumsum(out, axis=1), dtype=np.float64)
 
 
-def tree_minimum(size: int, leaf_share: NDArray[Any], parents: Sequence[NDArray[Any]],
-                 node_share: Sequence[NDArray[Any]]) -> float:
+def tree_minimum(
+    size: int,
+    leaf_share: NDArray[Any],
+    parents: Sequence[NDArray[Any]],
+    node_share: Sequence[NDArray[Any]],
+) -> float:
     """The least tree EMD of a class of ``size`` records to the table's distribution.
 
     ``leaf_share[v]`` is ``q_v``; ``parents[i][x]`` is the node one level up of
@@ -131,8 +136,7 @@ def tree_minimum(size: int, leaf_share: NDArray[Any], parents: Sequence[NDArray[
     weight = 1.0 / (2.0 * height)
     costs = _convex_costs(size, leaf_share, weight)
     for level, parent in enumerate(parents):
-        costs = _min_plus(costs, np.asarray(parent, dtype=np.int64),
-                          node_share[level].shape[0])
+        costs = _min_plus(costs, np.asarray(parent, dtype=np.int64), node_share[level].shape[0])
         if level < height - 1:  # the root has no edge of its own
             costs = costs + _convex_costs(size, node_share[level], weight)
     return float(costs[0, size])
@@ -177,8 +181,9 @@ def ranges_reach(size: int, low: NDArray[Any], high: NDArray[Any]) -> bool:
     return bool(reach[size])
 
 
-def closeness_size(minimum: Callable[[int], float], bound: float,
-                   cost: Callable[[int], int]) -> int:
+def closeness_size(
+    minimum: Callable[[int], float], bound: float, cost: Callable[[int], int]
+) -> int:
     """The implied size of a t-closeness model whose least distance at size ``s`` is
     ``minimum(s)`` (computed touching about ``cost(s)`` elements): the first size at
     which it is not above ``bound`` with the margin."""
@@ -214,8 +219,13 @@ class ValueCoverage(Criterion):
 
     name = "value-coverage"
 
-    def __init__(self, attribute: str, groups: Sequence[NDArray[Any] | None],
-                 weights: Sequence[NDArray[Any]], bound: float) -> None:
+    def __init__(
+        self,
+        attribute: str,
+        groups: Sequence[NDArray[Any] | None],
+        weights: Sequence[NDArray[Any]],
+        bound: float,
+    ) -> None:
         self.attribute: str = attribute
         self.groups = [None if g is None else np.asarray(g, dtype=np.int64) for g in groups]
         self.weights = [np.asarray(w, dtype=np.float64) for w in weights]
@@ -236,8 +246,7 @@ class ValueCoverage(Criterion):
         covered = np.zeros(n_classes, dtype=np.float64)
         for groups, weights in zip(self.groups, self.weights, strict=True):
             if groups is None:  # a class's triples hold distinct values
-                covered += np.bincount(h.classes, weights=weights[h.values],
-                                       minlength=n_classes)
+                covered += np.bincount(h.classes, weights=weights[h.values], minlength=n_classes)
                 continue
             n_groups = weights.shape[0]
             hit = np.zeros(n_classes * n_groups, dtype=bool)
@@ -251,8 +260,12 @@ class ValueCoverage(Criterion):
         return np.asarray((self.uncovered(stats) > slack) & (stats.counts > 0))
 
 
-def coverage(attribute: str, groups: Sequence[NDArray[Any] | None],
-             weights: Sequence[NDArray[Any]], bound: float) -> ValueCoverage | None:
+def coverage(
+    attribute: str,
+    groups: Sequence[NDArray[Any] | None],
+    weights: Sequence[NDArray[Any]],
+    bound: float,
+) -> ValueCoverage | None:
     """The :class:`ValueCoverage` of these layers, or ``None`` when no class can leave more
     than ``bound`` uncovered (the condition would never hold)."""
     criterion = ValueCoverage(attribute, groups, weights, bound)

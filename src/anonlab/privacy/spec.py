@@ -104,65 +104,126 @@ _T = Param(float, "0.2")
 _BETA = Param(float, "1.0")
 _THRESHOLD = Param(float, "0.05")
 #: the cost-benefit figures of the profitability models (ARX's defaults when left out)
-_COSTS = {"publisher_benefit": Param(float, "1200", False),
-          "publisher_loss": Param(float, "300", False),
-          "adversary_gain": Param(float, "300", False),
-          "adversary_cost": Param(float, "4", False)}
+_COSTS = {
+    "publisher_benefit": Param(float, "1200", False),
+    "publisher_loss": Param(float, "300", False),
+    "adversary_gain": Param(float, "300", False),
+    "adversary_cost": Param(float, "4", False),
+}
 
 #: every model a user can name, in the order of ARX 3.9's documentation
-MODELS: dict[str, Model] = {m.name: m for m in (
-    Model("k-anonymity", "base", False, {"k": Param(int, "5")}),
-    Model("distinct-l-diversity", "diversity", True, {"l": _INT_L}),
-    Model("entropy-l-diversity", "diversity", True, {
-        "l": Param(float, "3"),
-        "estimator": Param(str, '"shannon"', False, ("shannon", "grassberger"))}),
-    Model("recursive-cl-diversity", "diversity", True, {"c": Param(float, "4.0"), "l": _INT_L}),
-    Model("equal-distance-t-closeness", "closeness", True, {"t": _T}),
-    Model("hierarchical-distance-t-closeness", "closeness", True, {
-        "t": _T, "hierarchy": Param(str, '"hierarchy_occupation.csv"', path=True)}),
-    Model("ordered-distance-t-closeness", "closeness", True, {
-        "t": _T, "order": Param(list, '["low", "mid", "high"]', False)}),
-    Model("basic-beta-likeness", "likeness", True, {"beta": _BETA}),
-    Model("enhanced-beta-likeness", "likeness", True, {"beta": _BETA}),
-    Model("delta-disclosure", "likeness", True, {"delta": Param(float, "1.0")}),
-    Model("delta-presence", "presence", False, {
-        "dmin": Param(float, "0.0"), "dmax": Param(float, "0.5"),
-        "subset": Param(str, '"research_subset.csv"', path=True)}),
-    Model("inclusion", "presence", False, {
-        "subset": Param(str, '"research_subset.csv"', path=True)}),
-    Model("k-map", "presence", False, {
-        "k": Param(int, "5"),
-        "population": Param(str, '"population.csv"', False, path=True),
-        "estimator": Param(str, '"poisson"', False, ("poisson", "zero-truncated-poisson")),
-        "significance": Param(float, "0.01", False),
-        "population_size": Param(int, "1000000", False)},
-        one_of=(("population", "estimator"),),
-        needs={"estimator": ("significance", "population_size")},
-        excludes={"population": ("significance", "population_size")}),
-    Model("profitability-prosecutor", "profitability", False, dict(_COSTS)),
-    Model("profitability-prosecutor-no-attack", "profitability", False, dict(_COSTS)),
-    Model("profitability-journalist", "profitability", False, {
-        "subset": Param(str, '"research_subset.csv"', path=True), **_COSTS}),
-    Model("profitability-journalist-no-attack", "profitability", False, {
-        "subset": Param(str, '"research_subset.csv"', path=True), **_COSTS}),
-    Model("average-risk", "riskbased", False, {"threshold": _THRESHOLD}),
-    Model("sample-uniqueness", "riskbased", False, {"threshold": _THRESHOLD}),
-    Model("population-uniqueness", "riskbased", False, {
-        "threshold": _THRESHOLD,
-        "estimator": Param(str, '"dankar"', False, ("pitman", "zayatz", "snb", "dankar")),
-        "sampling_fraction": Param(float, "0.01", False),
-        "population_size": Param(int, "1000000", False),
-        "iterations_per_try": Param(int, "1000", False)},
-        one_of=(("sampling_fraction", "population_size"),)),
-)}
+MODELS: dict[str, Model] = {
+    m.name: m
+    for m in (
+        Model("k-anonymity", "base", False, {"k": Param(int, "5")}),
+        Model("distinct-l-diversity", "diversity", True, {"l": _INT_L}),
+        Model(
+            "entropy-l-diversity",
+            "diversity",
+            True,
+            {
+                "l": Param(float, "3"),
+                "estimator": Param(str, '"shannon"', False, ("shannon", "grassberger")),
+            },
+        ),
+        Model("recursive-cl-diversity", "diversity", True, {"c": Param(float, "4.0"), "l": _INT_L}),
+        Model("equal-distance-t-closeness", "closeness", True, {"t": _T}),
+        Model(
+            "hierarchical-distance-t-closeness",
+            "closeness",
+            True,
+            {"t": _T, "hierarchy": Param(str, '"hierarchy_occupation.csv"', path=True)},
+        ),
+        Model(
+            "ordered-distance-t-closeness",
+            "closeness",
+            True,
+            {"t": _T, "order": Param(list, '["low", "mid", "high"]', False)},
+        ),
+        Model("basic-beta-likeness", "likeness", True, {"beta": _BETA}),
+        Model("enhanced-beta-likeness", "likeness", True, {"beta": _BETA}),
+        Model("delta-disclosure", "likeness", True, {"delta": Param(float, "1.0")}),
+        Model(
+            "delta-presence",
+            "presence",
+            False,
+            {
+                "dmin": Param(float, "0.0"),
+                "dmax": Param(float, "0.5"),
+                "subset": Param(str, '"research_subset.csv"', path=True),
+            },
+        ),
+        Model(
+            "inclusion",
+            "presence",
+            False,
+            {"subset": Param(str, '"research_subset.csv"', path=True)},
+        ),
+        Model(
+            "k-map",
+            "presence",
+            False,
+            {
+                "k": Param(int, "5"),
+                "population": Param(str, '"population.csv"', False, path=True),
+                "estimator": Param(str, '"poisson"', False, ("poisson", "zero-truncated-poisson")),
+                "significance": Param(float, "0.01", False),
+                "population_size": Param(int, "1000000", False),
+            },
+            one_of=(("population", "estimator"),),
+            needs={"estimator": ("significance", "population_size")},
+            excludes={"population": ("significance", "population_size")},
+        ),
+        Model("profitability-prosecutor", "profitability", False, dict(_COSTS)),
+        Model("profitability-prosecutor-no-attack", "profitability", False, dict(_COSTS)),
+        Model(
+            "profitability-journalist",
+            "profitability",
+            False,
+            {"subset": Param(str, '"research_subset.csv"', path=True), **_COSTS},
+        ),
+        Model(
+            "profitability-journalist-no-attack",
+            "profitability",
+            False,
+            {"subset": Param(str, '"research_subset.csv"', path=True), **_COSTS},
+        ),
+        Model("average-risk", "riskbased", False, {"threshold": _THRESHOLD}),
+        Model("sample-uniqueness", "riskbased", False, {"threshold": _THRESHOLD}),
+        Model(
+            "population-uniqueness",
+            "riskbased",
+            False,
+            {
+                "threshold": _THRESHOLD,
+                "estimator": Param(str, '"dankar"', False, ("pitman", "zayatz", "snb", "dankar")),
+                "sampling_fraction": Param(float, "0.01", False),
+                "population_size": Param(int, "1000000", False),
+                "iterations_per_try": Param(int, "1000", False),
+            },
+            one_of=(("sampling_fraction", "population_size"),),
+        ),
+    )
+}
 
 #: models of which ARX 3.9 takes one instance at most
-SINGLE_INSTANCE = ("k-anonymity", "k-map", "delta-presence", "inclusion",
-                   "profitability-prosecutor", "profitability-prosecutor-no-attack",
-                   "profitability-journalist", "profitability-journalist-no-attack")
+SINGLE_INSTANCE = (
+    "k-anonymity",
+    "k-map",
+    "delta-presence",
+    "inclusion",
+    "profitability-prosecutor",
+    "profitability-prosecutor-no-attack",
+    "profitability-journalist",
+    "profitability-journalist-no-attack",
+)
 #: models that name the research subset (the table is then its population)
-SUBSET_MODELS = ("delta-presence", "inclusion", "profitability-journalist",
-                 "profitability-journalist-no-attack")
+SUBSET_MODELS = (
+    "delta-presence",
+    "inclusion",
+    "profitability-journalist",
+    "profitability-journalist-no-attack",
+)
 
 
 def _fail(message: str) -> AnonlabError:
@@ -217,9 +278,9 @@ def _convert(model: Model, attribute: str | None, key: str, value: Any) -> Any:
         return float(_as_number(value, what, key, hint))
     if param.kind is list:
         items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not all(isinstance(v, str | int | float)
-                                                          and not isinstance(v, bool)
-                                                          for v in items):
+        if not isinstance(items, list | tuple) or not all(
+            isinstance(v, str | int | float) and not isinstance(v, bool) for v in items
+        ):
             raise _fail(f"{what}: {key} must be a list of values (got {value!r}): {hint}")
         return [str(v).strip() if isinstance(value, str) else str(v) for v in items]
     if isinstance(value, Path):
@@ -230,8 +291,9 @@ def _convert(model: Model, attribute: str | None, key: str, value: Any) -> Any:
     if param.choices:
         text = text.lower()
         if text not in param.choices:
-            raise _fail(f"{what}: {key} {value!r} is unknown: choose one of "
-                        f"{', '.join(param.choices)}")
+            raise _fail(
+                f"{what}: {key} {value!r} is unknown: choose one of {', '.join(param.choices)}"
+            )
     return text
 
 
@@ -280,8 +342,10 @@ def parse_criterion_flag(text: str) -> dict[str, Any]:
         key, eq, value = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not eq or not key:
-            raise _fail(f"'{text}' is not MODEL[:ATTRIBUTE][:KEY=VALUE,...]: e.g. "
-                        "distinct-l-diversity:occupation:l=3")
+            raise _fail(
+                f"'{text}' is not MODEL[:ATTRIBUTE][:KEY=VALUE,...]: e.g. "
+                "distinct-l-diversity:occupation:l=3"
+            )
         if key in out:
             raise _fail(f"'{text}' gives {key} twice: give it once")
         out[key] = value.strip()
@@ -297,12 +361,15 @@ def normalize_criterion(spec: Mapping[str, Any] | str) -> dict[str, Any]:
     """
     raw = parse_criterion_flag(spec) if isinstance(spec, str) else spec
     if not isinstance(raw, Mapping):
-        raise _fail(f"each criterion is a table with a model (got {raw!r}): e.g. "
-                    'model = "k-anonymity", k = 5')
+        raise _fail(
+            f"each criterion is a table with a model (got {raw!r}): e.g. "
+            'model = "k-anonymity", k = 5'
+        )
     values = {str(k).replace("-", "_"): v for k, v in raw.items()}
     if "model" not in values:
-        raise _fail(f"a criterion names no model (got {dict(raw)!r}): add e.g. "
-                    'model = "k-anonymity"')
+        raise _fail(
+            f'a criterion names no model (got {dict(raw)!r}): add e.g. model = "k-anonymity"'
+        )
     model = _model(values.pop("model"))
     attribute = _attribute(model, values.pop("attribute", None))
     what = _what(model, attribute)
@@ -310,8 +377,11 @@ def normalize_criterion(spec: Mapping[str, Any] | str) -> dict[str, Any]:
     if unknown:
         known = ", ".join(["attribute", *model.params] if model.sensitive else model.params)
         raise _fail(f"{what} takes no parameter {unknown[0]}: its parameters are {known}")
-    given = {k: _convert(model, attribute, k, values[k])
-             for k in model.params if values.get(k) is not None}
+    given = {
+        k: _convert(model, attribute, k, values[k])
+        for k in model.params
+        if values.get(k) is not None
+    }
     _check_combination(model, attribute, given)
     out: dict[str, Any] = {"model": model.name}
     if attribute is not None:
@@ -324,12 +394,15 @@ def _attribute(model: Model, value: Any) -> str | None:
     """The protected attribute: required by the sensitive models, refused by the others."""
     if not model.sensitive:
         if value is not None:
-            raise _fail(f"model '{model.name}' protects no single attribute: remove "
-                        f"attribute = {value!r}")
+            raise _fail(
+                f"model '{model.name}' protects no single attribute: remove attribute = {value!r}"
+            )
         return None
     if not isinstance(value, str) or not value.strip():
-        raise _fail(f"model '{model.name}' needs attribute, the sensitive column it "
-                    'protects: add attribute = "occupation" (or MODEL:COLUMN:... as a flag)')
+        raise _fail(
+            f"model '{model.name}' needs attribute, the sensitive column it "
+            'protects: add attribute = "occupation" (or MODEL:COLUMN:... as a flag)'
+        )
     return value.strip()
 
 
@@ -353,8 +426,10 @@ def _check_pairs(model: Model, what: str, given: Mapping[str, Any]) -> None:
     for key, needed in model.needs.items():
         missing = [other for other in needed if key in given and other not in given]
         if missing:
-            raise _fail(f"{what} with {key} needs {missing[0]}: add "
-                        f"{missing[0]} = {model.params[missing[0]].example}")
+            raise _fail(
+                f"{what} with {key} needs {missing[0]}: add "
+                f"{missing[0]} = {model.params[missing[0]].example}"
+            )
     for key, refused in model.excludes.items():
         extra = [other for other in refused if key in given and other in given]
         if extra:
@@ -372,8 +447,7 @@ def normalize_criteria(specs: Iterable[Mapping[str, Any] | str] | None) -> list[
     _check_one_subset(out)
     seen: set[tuple[str, str | None]] = set()
     for item in out:
-        key = (item["model"], None if item["model"] in SINGLE_INSTANCE
-               else item.get("attribute"))
+        key = (item["model"], None if item["model"] in SINGLE_INSTANCE else item.get("attribute"))
         if key in seen:
             on = f" on '{key[1]}'" if key[1] else ""
             raise _fail(f"model '{key[0]}'{on} is given twice: give it once")
@@ -386,12 +460,16 @@ def _check_one_subset(items: Sequence[Mapping[str, Any]]) -> None:
     (``Inclusion`` is a ``DPresence``, of which ``addPrivacyModel`` takes one)."""
     models = {str(item["model"]) for item in items}
     if {"delta-presence", "inclusion"} <= models:
-        raise _fail("delta-presence and inclusion each name the research subset: give one "
-                    "(delta-presence alone, to bound delta)")
+        raise _fail(
+            "delta-presence and inclusion each name the research subset: give one "
+            "(delta-presence alone, to bound delta)"
+        )
     named = sorted(models & set(SUBSET_MODELS))
     if len(named) > 1:
-        raise _fail(f"{' and '.join(named)} each name the research subset: give one of them "
-                    "(a release has one research subset)")
+        raise _fail(
+            f"{' and '.join(named)} each name the research subset: give one of them "
+            "(a release has one research subset)"
+        )
 
 
 def criteria_with_k(
@@ -407,8 +485,11 @@ def criteria_with_k(
     has_k = any(s["model"] == "k-anonymity" for s in items)
     if k is not None and has_k:
         other = next(s["k"] for s in items if s["model"] == "k-anonymity")
-        raise AnonlabError(f"k = {k} and a k-anonymity criterion with k = {other} are both "
-                           "given: give k or the criterion, not both", parameter="k")
+        raise AnonlabError(
+            f"k = {k} and a k-anonymity criterion with k = {other} are both "
+            "given: give k or the criterion, not both",
+            parameter="k",
+        )
     if k is not None:
         return [normalize_criterion({"model": "k-anonymity", "k": k}), *items]
     if not items:
@@ -426,7 +507,7 @@ def resolve_criteria_paths(specs: Any, base: Path) -> Any:
         if isinstance(spec, Mapping):
             model = MODELS.get(str(spec.get("model", "")).strip().lower())
             spec = dict(spec)
-            for key, param in (model.params.items() if model else ()):
+            for key, param in model.params.items() if model else ():
                 value = spec.get(key)
                 if param.path and isinstance(value, str) and value and "://" not in value:
                     spec[key] = str(base / value)
@@ -457,8 +538,10 @@ def criterion_class(model_name: str) -> type[Criterion]:
     for _, cls in inspect.getmembers(module, inspect.isclass) if module else ():
         if issubclass(cls, Criterion) and not inspect.isabstract(cls) and cls.name == model.name:
             return cls
-    raise _fail(f"model '{model.name}' is not available in this installation "
-                f"(anonlab.privacy.{model.module} has no class for it)")
+    raise _fail(
+        f"model '{model.name}' is not available in this installation "
+        f"(anonlab.privacy.{model.module} has no class for it)"
+    )
 
 
 def build_criterion(spec: Mapping[str, Any] | str) -> Criterion:

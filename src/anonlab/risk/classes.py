@@ -106,22 +106,32 @@ class Classes:
 
     def extra_index(self, column: str) -> int:
         """Position of an extra (sensitive) column in the cell tuples."""
-        return self.attacker + self.encoded.columns[self.attacker:].index(column)
+        return self.attacker + self.encoded.columns[self.attacker :].index(column)
 
     def class_sums(self, values: Array) -> Array:
         """Per-class sums of a per-row array (e.g. sampling weights: sdcMicro's ``Fk``)."""
         if self.row_class.shape[0] != values.shape[0]:
-            raise ValueError(f"{values.shape[0]} values for {self.row_class.shape[0]} rows: "
-                             "classes made from a frequency set have no rows")
+            raise ValueError(
+                f"{values.shape[0]} values for {self.row_class.shape[0]} rows: "
+                "classes made from a frequency set have no rows"
+            )
         kept = self.kept
         return np.bincount(self.row_class[kept], weights=values[kept], minlength=self.count)
 
 
 #: how messages call a column of each role, and the columns of each role
-ROLE_TEXT = {Role.QUASI: "a quasi-identifier", Role.IDENTIFYING: "identifying",
-             Role.SENSITIVE: "sensitive", Role.INSENSITIVE: "insensitive"}
-ROLE_PLURAL = {Role.QUASI: "quasi-identifiers", Role.IDENTIFYING: "identifying columns",
-               Role.SENSITIVE: "sensitive columns", Role.INSENSITIVE: "insensitive columns"}
+ROLE_TEXT = {
+    Role.QUASI: "a quasi-identifier",
+    Role.IDENTIFYING: "identifying",
+    Role.SENSITIVE: "sensitive",
+    Role.INSENSITIVE: "insensitive",
+}
+ROLE_PLURAL = {
+    Role.QUASI: "quasi-identifiers",
+    Role.IDENTIFYING: "identifying columns",
+    Role.SENSITIVE: "sensitive columns",
+    Role.INSENSITIVE: "insensitive columns",
+}
 
 
 def frame_of(data: pd.DataFrame | MicrodataTable) -> pd.DataFrame:
@@ -129,8 +139,9 @@ def frame_of(data: pd.DataFrame | MicrodataTable) -> pd.DataFrame:
     return data.frame if isinstance(data, MicrodataTable) else data
 
 
-def table_roles(table: MicrodataTable, given: Sequence[str] | None, role: Role,
-                parameter: str) -> list[str]:
+def table_roles(
+    table: MicrodataTable, given: Sequence[str] | None, role: Role, parameter: str
+) -> list[str]:
     """The columns that play ``role``: ``given``, or by default every column the table gives it.
 
     Given names must agree with the table's roles: a column the table gives
@@ -149,12 +160,14 @@ def table_roles(table: MicrodataTable, given: Sequence[str] | None, role: Role,
                 f"{parameter} names '{name}', which the MicrodataTable makes "
                 f"{ROLE_TEXT[other]}: name only its {ROLE_PLURAL[role]} "
                 f"({', '.join(have) or 'none'}), or leave {parameter} out to take them all",
-                parameter=parameter)
+                parameter=parameter,
+            )
     return names
 
 
-def check_columns(frame: pd.DataFrame | Sequence[str], columns: Sequence[str], parameter: str
-                  ) -> None:
+def check_columns(
+    frame: pd.DataFrame | Sequence[str], columns: Sequence[str], parameter: str
+) -> None:
     """Refuse column names the table (a frame, or its column names) does not have, naming the
     parameter that gave them."""
     have = list(frame.columns) if isinstance(frame, pd.DataFrame) else list(frame)
@@ -162,11 +175,12 @@ def check_columns(frame: pd.DataFrame | Sequence[str], columns: Sequence[str], p
     if missing:
         raise AnonlabError(
             f"{parameter} names columns the table does not have: {', '.join(missing)} "
-            f"(its columns are: {', '.join(map(str, have))})", parameter=parameter)
+            f"(its columns are: {', '.join(map(str, have))})",
+            parameter=parameter,
+        )
 
 
-def encode_columns(data: pd.DataFrame | MicrodataTable, columns: Sequence[str]
-                   ) -> EncodedColumns:
+def encode_columns(data: pd.DataFrame | MicrodataTable, columns: Sequence[str]) -> EncodedColumns:
     """Dictionary-encode ``columns`` with :func:`pandas.factorize` (one pass over the rows).
 
     A table model's frame is encoded as read (its own codes merge values the
@@ -222,8 +236,9 @@ def _factorize(column: pd.Series) -> tuple[Array, Any]:
     """
     dtype = column.dtype
     if isinstance(dtype, pd.StringDtype) or (
-            isinstance(dtype, pd.CategoricalDtype)
-            and pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"):
+        isinstance(dtype, pd.CategoricalDtype)
+        and pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
+    ):
         return pd.factorize(column)
     return pd.factorize(column.to_numpy())
 
@@ -297,7 +312,10 @@ def size_distribution(sizes: Array) -> dict[int, int]:
 
 
 def frequency_classes(
-    columns: Sequence[str], values: Sequence[Sequence[str]], tuples: Array, sizes: Array,
+    columns: Sequence[str],
+    values: Sequence[Sequence[str]],
+    tuples: Array,
+    sizes: Array,
     suppressed: int,
 ) -> Classes:
     """The classes of a table known only by its frequency set on the attacker's columns.
@@ -316,8 +334,9 @@ def frequency_classes(
     arrays = tuple(np.asarray(list(v), dtype=object) for v in values)
     class_tuples = np.asarray(tuples, dtype=np.int64).reshape(-1, m)
     class_sizes = np.asarray(sizes, dtype=np.int64)
-    encoded = EncodedColumns(tuple(columns), np.zeros((0, m), dtype=np.int64), arrays,
-                             tuple(len(v) for v in arrays))
+    encoded = EncodedColumns(
+        tuple(columns), np.zeros((0, m), dtype=np.int64), arrays, tuple(len(v) for v in arrays)
+    )
     return Classes(
         encoded=encoded,
         attacker=m,

@@ -27,8 +27,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["JUDGED_RISK_KEY", "judged_risk", "release_classes", "release_suppressed",
-           "single_value_records"]
+__all__ = [
+    "JUDGED_RISK_KEY",
+    "judged_risk",
+    "release_classes",
+    "release_suppressed",
+    "single_value_records",
+]
 
 #: the report key of the section a perturbation's warnings judge (docs/perturbation.md)
 JUDGED_RISK_KEY = "risk_of_unchanged"

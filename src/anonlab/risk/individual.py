@@ -46,12 +46,15 @@ def sampling_weights(frame: pd.DataFrame, column: str) -> Array:
         row = int(np.flatnonzero(bad)[0])
         raise AnonlabError(
             f"weights column '{column}' holds {frame[column].iloc[row]!r} in data row {row + 1}: "
-            "every sampling weight must be a number above 0", parameter="weights")
+            "every sampling weight must be a number above 0",
+            parameter="weights",
+        )
     return values
 
 
-def frequencies(classes: Classes, weights: Array | None, class_weights: Array | None = None
-                ) -> tuple[Array, Array]:
+def frequencies(
+    classes: Classes, weights: Array | None, class_weights: Array | None = None
+) -> tuple[Array, Array]:
     """Per-class ``(fk, Fk)``: class sizes and their sums of sampling weights (freqCalc).
 
     ``weights`` are per record; ``class_weights``, when given, are the
@@ -65,9 +68,7 @@ def frequencies(classes: Classes, weights: Array | None, class_weights: Array | 
     return fk, classes.class_sums(weights)
 
 
-def record_frequencies(
-    classes: Classes, weights: Array | None
-) -> tuple[Array, Array]:
+def record_frequencies(classes: Classes, weights: Array | None) -> tuple[Array, Array]:
     """Per-record ``(fk, Fk)`` as freqCalc returns them; NaN for suppressed records."""
     fk, big_fk = frequencies(classes, weights)
     row_fk = np.full(classes.row_class.shape[0], np.nan)
@@ -97,8 +98,9 @@ def individual_risk(fk: Array, big_fk: Array, weighted: bool) -> Array:
     return risk
 
 
-def global_risk(classes: Classes, weights: Array | None, class_weights: Array | None = None
-                ) -> dict[str, float | int | bool]:
+def global_risk(
+    classes: Classes, weights: Array | None, class_weights: Array | None = None
+) -> dict[str, float | int | bool]:
     """sdcMicro's ``measure_risk`` summary: global risk, expected re-identifications, highest risk.
 
     Also ``fk_1`` and ``fk_2``: the records whose key is shared by no other
@@ -109,8 +111,14 @@ def global_risk(classes: Classes, weights: Array | None, class_weights: Array | 
     fk, big_fk = frequencies(classes, weights, class_weights)
     weighted = weights is not None or class_weights is not None
     if fk.size == 0:
-        return {"global_risk": 0.0, "expected_reidentifications": 0.0, "highest": 0.0,
-                "weighted": weighted, "fk_1": 0, "fk_2": 0}
+        return {
+            "global_risk": 0.0,
+            "expected_reidentifications": 0.0,
+            "highest": 0.0,
+            "weighted": weighted,
+            "fk_1": 0,
+            "fk_2": 0,
+        }
     risk = individual_risk(fk, big_fk, weighted)
     expected = float((risk * fk).sum())
     return {

@@ -56,39 +56,52 @@ def _check_thresholds(thresholds: Sequence[float]) -> list[float]:
     for t in thresholds:
         value = float(t)
         if not math.isfinite(value) or not 0.0 < value <= 1.0:
-            raise AnonlabError(f"thresholds must lie in (0, 1] (got {t}): e.g. 0.09 for a 9 % "
-                               "risk", parameter="thresholds")
+            raise AnonlabError(
+                f"thresholds must lie in (0, 1] (got {t}): e.g. 0.09 for a 9 % risk",
+                parameter="thresholds",
+            )
         if value not in out:
             out.append(value)
     return out
 
 
 def _check_roles(
-    frame: pd.DataFrame | Sequence[str], attacker_columns: Sequence[str],
-    sensitive: Sequence[str], weights: str | None,
+    frame: pd.DataFrame | Sequence[str],
+    attacker_columns: Sequence[str],
+    sensitive: Sequence[str],
+    weights: str | None,
 ) -> None:
     """Attacker, sensitive and weights columns exist and do not overlap."""
     if not attacker_columns:
-        raise AnonlabError("attacker_columns is empty: name the columns an attacker may know",
-                           parameter="attacker_columns")
+        raise AnonlabError(
+            "attacker_columns is empty: name the columns an attacker may know",
+            parameter="attacker_columns",
+        )
     check_columns(frame, attacker_columns, "attacker_columns")
     check_columns(frame, sensitive, "sensitive")
     both = [c for c in sensitive if c in attacker_columns]
     if both:
-        raise AnonlabError(f"sensitive columns {', '.join(both)} are also attacker columns: a "
-                           "column is either known to the attacker or sensitive",
-                           parameter="sensitive")
+        raise AnonlabError(
+            f"sensitive columns {', '.join(both)} are also attacker columns: a "
+            "column is either known to the attacker or sensitive",
+            parameter="sensitive",
+        )
     if weights is not None:
         check_columns(frame, [weights], "weights")
         if weights in attacker_columns or weights in sensitive:
-            raise AnonlabError(f"weights column '{weights}' is also an attacker or sensitive "
-                               "column: give the sampling weights their own column",
-                               parameter="weights")
+            raise AnonlabError(
+                f"weights column '{weights}' is also an attacker or sensitive "
+                "column: give the sampling weights their own column",
+                parameter="weights",
+            )
 
 
 def _population(
-    n_rows: int, records: int, total_weight: float | None,
-    population_size: float | None, sampling_fraction: float | None,
+    n_rows: int,
+    records: int,
+    total_weight: float | None,
+    population_size: float | None,
+    sampling_fraction: float | None,
 ) -> tuple[float, str] | None:
     """The population size the models use and where it came from (``None``: no population).
 
@@ -97,19 +110,27 @@ def _population(
     sum of the sampling weights (``total_weight``), when there are weights.
     """
     if population_size is not None and sampling_fraction is not None:
-        raise AnonlabError("population_size and sampling_fraction are both given: give one of "
-                           "them", parameter="population_size")
+        raise AnonlabError(
+            "population_size and sampling_fraction are both given: give one of them",
+            parameter="population_size",
+        )
     if population_size is not None:
         size = float(population_size)
         if not math.isfinite(size) or size < max(records, 1):
-            raise AnonlabError(f"population_size must be at least the table's {records} records "
-                               f"(got {population_size})", parameter="population_size")
+            raise AnonlabError(
+                f"population_size must be at least the table's {records} records "
+                f"(got {population_size})",
+                parameter="population_size",
+            )
         return size, "population_size"
     if sampling_fraction is not None:
         f = float(sampling_fraction)
         if not math.isfinite(f) or not 0.0 < f <= 1.0:
-            raise AnonlabError(f"sampling_fraction must lie in (0, 1] (got {sampling_fraction}):"
-                               " e.g. 0.01 for a 1 % sample", parameter="sampling_fraction")
+            raise AnonlabError(
+                f"sampling_fraction must lie in (0, 1] (got {sampling_fraction}):"
+                " e.g. 0.01 for a 1 % sample",
+                parameter="sampling_fraction",
+            )
         return float(round(n_rows / f)), "sampling_fraction"
     if total_weight is not None:
         return float(round(total_weight)), "weights"
@@ -123,9 +144,11 @@ def _load_hierarchies(
     out: dict[str, Hierarchy] = {}
     for column, source in (hierarchies or {}).items():
         if column not in sensitive:
-            raise AnonlabError(f"hierarchies names '{column}', which is not a sensitive column: "
-                               "hierarchies here serve t-closeness of sensitive attributes",
-                               parameter="hierarchies")
+            raise AnonlabError(
+                f"hierarchies names '{column}', which is not a sensitive column: "
+                "hierarchies here serve t-closeness of sensitive attributes",
+                parameter="hierarchies",
+            )
         out[column] = source if isinstance(source, Hierarchy) else Hierarchy.from_csv(source)
     return out
 
@@ -174,13 +197,18 @@ def measured_roles(
     DataFrame needs ``attacker_columns``; ``sensitive`` defaults to none.
     """
     if isinstance(data, MicrodataTable):
-        return (data.frame,
-                table_roles(data, attacker_columns, Role.QUASI, "attacker_columns"),
-                table_roles(data, sensitive, Role.SENSITIVE, "sensitive"))
+        return (
+            data.frame,
+            table_roles(data, attacker_columns, Role.QUASI, "attacker_columns"),
+            table_roles(data, sensitive, Role.SENSITIVE, "sensitive"),
+        )
     if attacker_columns is None:
-        raise AnonlabError("attacker_columns is not given: name the columns an attacker may "
-                           "know, or pass a MicrodataTable (its quasi-identifiers are the "
-                           "default)", parameter="attacker_columns")
+        raise AnonlabError(
+            "attacker_columns is not given: name the columns an attacker may "
+            "know, or pass a MicrodataTable (its quasi-identifiers are the "
+            "default)",
+            parameter="attacker_columns",
+        )
     return data, [str(c) for c in attacker_columns], [str(c) for c in sensitive or ()]
 
 
@@ -238,10 +266,17 @@ def measure_risk(
     """
     if not _in_memory(frame, engine):
         return _measure_on_engine(
-            frame, attacker_columns, sensitive=sensitive, weights=weights,
-            population_size=population_size, sampling_fraction=sampling_fraction,
-            thresholds=thresholds, hierarchies=hierarchies, suda_budget=suda_budget,
-            engine=engine)
+            frame,
+            attacker_columns,
+            sensitive=sensitive,
+            weights=weights,
+            population_size=population_size,
+            sampling_fraction=sampling_fraction,
+            thresholds=thresholds,
+            hierarchies=hierarchies,
+            suda_budget=suda_budget,
+            engine=engine,
+        )
     if not isinstance(frame, pd.DataFrame | MicrodataTable):
         from anonlab.io import read_table
 
@@ -252,12 +287,24 @@ def measure_risk(
     trees = _load_hierarchies(hierarchies, sensitive_columns)
     classes = equivalence_classes(frame, attacker, sensitive_columns)
     w = sampling_weights(frame, weights) if weights is not None else None
-    population = _population(len(frame), classes.records,
-                             None if w is None else float(w.sum()), population_size,
-                             sampling_fraction)
+    population = _population(
+        len(frame),
+        classes.records,
+        None if w is None else float(w.sum()),
+        population_size,
+        sampling_fraction,
+    )
     pairs = {c: class_values(classes, c) if classes.count else None for c in sensitive_columns}
-    return _section(classes, attacker, pairs, trees, levels, population,
-                    None if w is None else classes.class_sums(w), suda_budget)
+    return _section(
+        classes,
+        attacker,
+        pairs,
+        trees,
+        levels,
+        population,
+        None if w is None else classes.class_sums(w),
+        suda_budget,
+    )
 
 
 def _in_memory(frame: Any, engine: object) -> bool:
@@ -267,16 +314,24 @@ def _in_memory(frame: Any, engine: object) -> bool:
     if isinstance(engine, str) and engine != "dask":
         from anonlab.engine import ENGINES
 
-        raise AnonlabError(f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}",
-                           parameter="engine")
+        raise AnonlabError(
+            f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}", parameter="engine"
+        )
     return False
 
 
 def _measure_on_engine(
-    frame: Any, attacker_columns: Sequence[str] | None, *, sensitive: Sequence[str] | None,
-    weights: str | None, population_size: float | None, sampling_fraction: float | None,
-    thresholds: Sequence[float], hierarchies: Mapping[str, HierarchySource] | None,
-    suda_budget: int | None, engine: str | Engine | None,
+    frame: Any,
+    attacker_columns: Sequence[str] | None,
+    *,
+    sensitive: Sequence[str] | None,
+    weights: str | None,
+    population_size: float | None,
+    sampling_fraction: float | None,
+    thresholds: Sequence[float],
+    hierarchies: Mapping[str, HierarchySource] | None,
+    suda_budget: int | None,
+    engine: str | Engine | None,
 ) -> dict[str, Any]:
     """:func:`measure_risk` from an engine's frequency set (:mod:`anonlab.risk.pieces`)."""
     from anonlab.engine import open_engine, open_table
@@ -287,8 +342,7 @@ def _measure_on_engine(
         table = open_table(source)
     else:
         table = open_table(frame)
-        _, attacker, sensitive_columns = measured_roles(pd.DataFrame(), attacker_columns,
-                                                        sensitive)
+        _, attacker, sensitive_columns = measured_roles(pd.DataFrame(), attacker_columns, sensitive)
     _check_roles(list(table.column_names), attacker, sensitive_columns, weights)
     levels = _check_thresholds(thresholds)
     trees = _load_hierarchies(hierarchies, sensitive_columns)
@@ -298,18 +352,26 @@ def _measure_on_engine(
             stack.callback(engine.close)
         found = risk_frequencies(engine, table, attacker, sensitive_columns, weights=weights)
     classes = found.classes
-    population = _population(found.rows, classes.records, found.total_weight, population_size,
-                             sampling_fraction)
+    population = _population(
+        found.rows, classes.records, found.total_weight, population_size, sampling_fraction
+    )
     pairs: dict[str, ClassValues | None] = {
-        c: found.sensitive[c] if classes.count else None for c in sensitive_columns}
-    return _section(classes, attacker, pairs, trees, levels, population, found.class_weights,
-                    suda_budget)
+        c: found.sensitive[c] if classes.count else None for c in sensitive_columns
+    }
+    return _section(
+        classes, attacker, pairs, trees, levels, population, found.class_weights, suda_budget
+    )
 
 
 def _section(
-    classes: Classes, attacker: list[str], pairs: Mapping[str, ClassValues | None],
-    trees: Mapping[str, Hierarchy], levels: list[float], population: tuple[float, str] | None,
-    class_weights: Array | None, suda_budget: int | None,
+    classes: Classes,
+    attacker: list[str],
+    pairs: Mapping[str, ClassValues | None],
+    trees: Mapping[str, Hierarchy],
+    levels: list[float],
+    population: tuple[float, str] | None,
+    class_weights: Array | None,
+    suda_budget: int | None,
 ) -> dict[str, Any]:
     """The ``risk`` section from the classes, each sensitive attribute's (class, value) pairs
     and each class's sum of sampling weights (``Fk``; ``None`` without weights)."""
@@ -355,24 +417,29 @@ def risk_warnings(section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK
     columns = ", ".join(section.get("attacker_columns", []))
     highest = float(section.get("prosecutor", {}).get("highest", 0.0))
     if highest > max_risk:
-        out.append(f"highest prosecutor re-identification risk is {highest:.4g}, above the "
-                   f"maximum {max_risk:g}, for an attacker who knows {columns}")
+        out.append(
+            f"highest prosecutor re-identification risk is {highest:.4g}, above the "
+            f"maximum {max_risk:g}, for an attacker who knows {columns}"
+        )
     uniques = float(section.get("sample_uniques", 0.0)) * float(section.get("records", 0))
     if round(uniques) > 0:
         out.append(f"{round(uniques)} record(s) are unique on the attacker's columns ({columns})")
     for column, figures in (section.get("sensitive") or {}).items():
         if figures.get("distinct_l") is not None and float(figures["distinct_l"]) <= 1.0:
             classes = figures.get("single_value_classes")
-            where = (f"{classes} class(es), {figures.get('single_value_records')} records,"
-                     if classes else "a class")
-            out.append(f"sensitive attribute '{column}': in {where} every record has the same "
-                       "value (distinct l = 1), so the attacker learns it")
+            where = (
+                f"{classes} class(es), {figures.get('single_value_records')} records,"
+                if classes
+                else "a class"
+            )
+            out.append(
+                f"sensitive attribute '{column}': in {where} every record has the same "
+                "value (distinct l = 1), so the attacker learns it"
+            )
     return out
 
 
-def warn_release_risk(
-    section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK
-) -> list[str]:
+def warn_release_risk(section: Mapping[str, Any], max_risk: float = DEFAULT_MAX_RISK) -> list[str]:
     """Issue each of :func:`risk_warnings` as a :class:`~anonlab.errors.ReleaseRiskWarning`,
     at the caller's line (the first outside anonlab: :func:`anonlab.userwarn.warn_user`)."""
     from anonlab.userwarn import warn_user

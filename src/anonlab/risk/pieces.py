@@ -65,15 +65,15 @@ def suppressed_tuples(base: BaseFrequencySet) -> NDArray[np.bool_]:
     return np.asarray((base.tuples == np.asarray(stars, dtype=base.tuples.dtype)).all(axis=1))
 
 
-def _pairs(counts: SensitiveCounts, renumber: NDArray[np.int64], sizes: NDArray[np.int64]
-           ) -> ClassValues:
+def _pairs(
+    counts: SensitiveCounts, renumber: NDArray[np.int64], sizes: NDArray[np.int64]
+) -> ClassValues:
     """One sensitive attribute's pairs over the classes kept (``renumber[t]``: class of base
     tuple ``t``, ``-1`` when suppressed)."""
     classes = renumber[counts.classes]
     kept = classes >= 0
     values = np.asarray(list(counts.dictionary), dtype=object)
-    return pairs_of_counts(classes[kept], counts.values[kept], counts.counts[kept], values,
-                           sizes)
+    return pairs_of_counts(classes[kept], counts.values[kept], counts.counts[kept], values, sizes)
 
 
 def risk_frequencies_of(base: BaseFrequencySet) -> RiskFrequencies:
@@ -82,22 +82,38 @@ def risk_frequencies_of(base: BaseFrequencySet) -> RiskFrequencies:
     kept = ~suppressed
     renumber = np.where(kept, np.cumsum(kept) - 1, -1).astype(np.int64)
     sizes = base.counts[kept].astype(np.int64)
-    classes = frequency_classes(base.columns, base.dictionaries, base.tuples[kept], sizes,
-                                int(base.counts[suppressed].sum()))
+    classes = frequency_classes(
+        base.columns,
+        base.dictionaries,
+        base.tuples[kept],
+        sizes,
+        int(base.counts[suppressed].sum()),
+    )
     pairs = {name: _pairs(counts, renumber, sizes) for name, counts in base.sensitive.items()}
     if base.weights is None:
         return RiskFrequencies(classes, pairs, int(base.rows))
-    return RiskFrequencies(classes, pairs, int(base.rows),
-                           np.asarray(base.weights[kept], dtype=np.float64),
-                           math.fsum(base.weights.tolist()))
+    return RiskFrequencies(
+        classes,
+        pairs,
+        int(base.rows),
+        np.asarray(base.weights[kept], dtype=np.float64),
+        math.fsum(base.weights.tolist()),
+    )
 
 
-def risk_frequencies(engine: Engine, table: TableLike, attacker: Sequence[str],
-                     sensitive: Sequence[str] = (), *, weights: str | None = None,
-                     progress: ProgressFn | None = None) -> RiskFrequencies:
+def risk_frequencies(
+    engine: Engine,
+    table: TableLike,
+    attacker: Sequence[str],
+    sensitive: Sequence[str] = (),
+    *,
+    weights: str | None = None,
+    progress: ProgressFn | None = None,
+) -> RiskFrequencies:
     """One pass of ``engine`` over ``table``: the base frequency set on the ``attacker``
     columns with histograms of the ``sensitive`` ones and, with ``weights`` (a column of
     sampling weights), each tuple's sum of it, made into classes and pairs."""
-    base = engine.frequency_set(table, list(attacker), list(sensitive), progress=progress,
-                                weights=weights)
+    base = engine.frequency_set(
+        table, list(attacker), list(sensitive), progress=progress, weights=weights
+    )
     return risk_frequencies_of(base)

@@ -257,12 +257,17 @@ def _gamma_pair_regular(
             final[index] = raised[taken.sum(axis=0), np.arange(index.size)]
         if trigamma:
             tri[index] = _trigamma_loop(raised)
-    return (_digamma_series(dig, final) if digamma else dig,
-            _trigamma_tail(tri, x) if trigamma else tri)
+    return (
+        _digamma_series(dig, final) if digamma else dig,
+        _trigamma_tail(tri, x) if trigamma else tri,
+    )
 
 
 def _gamma_array(
-    x: FloatArray, small: float, regular: ArrayFunction, tiny: ArrayFunction,
+    x: FloatArray,
+    small: float,
+    regular: ArrayFunction,
+    tiny: ArrayFunction,
     scalar: Callable[[float], float],
 ) -> FloatArray:
     """Apply the scalar function's cases element-wise: NaN for inf and NaN, ``-inf`` at 0,
@@ -390,8 +395,10 @@ class FrequencyTable:
     def from_mapping(cls, distribution: Mapping[int, int]) -> FrequencyTable:
         """From ``{size: classes}``."""
         items = sorted((int(s), int(c)) for s, c in distribution.items() if int(c) > 0)
-        return cls(np.array([s for s, _ in items], dtype=np.int64),
-                   np.array([c for _, c in items], dtype=np.int64))
+        return cls(
+            np.array([s for s, _ in items], dtype=np.int64),
+            np.array([c for _, c in items], dtype=np.int64),
+        )
 
     @property
     def classes(self) -> int:
@@ -427,7 +434,9 @@ def pitman_start(table: FrequencyTable) -> Vector:
 
 
 def _pitman_equations(
-    table: FrequencyTable, digamma: Callable[[float], float], trigamma: Callable[[float], float],
+    table: FrequencyTable,
+    digamma: Callable[[float], float],
+    trigamma: Callable[[float], float],
     pair: PairFunction | None = None,
 ) -> Callable[[Vector], tuple[Vector, Matrix]]:
     """The Pitman likelihood equations and their Jacobian in closed form (ARX ``ModelPitman``).
@@ -472,8 +481,9 @@ def _pitman_equations(
         a2 = a * a
         d1 = _div(v3 - v2, a2)
         d5 = _div((a * v1 + t * v2) - a * v4 - t * v3, a2 * a)
-        d3 = _div(((a2 * v0 - t * t * v2) + t * t * v3 - 2.0 * a * t * v1) + 2.0 * a * t * v4,
-                  a2 * a2)
+        d3 = _div(
+            ((a2 * v0 - t * t * v2) + t * t * v3 - 2.0 * a * t * v1) + 2.0 * a * t * v4, a2 * a2
+        )
         o1 = _div(v1 - v4, a)
         o3 = _div(-t * v1 + a * v0 + t * v4, a2)
         o2 = digamma(n + t) - digamma(t + 1.0)
@@ -566,16 +576,19 @@ def pitman(
         return point[0] >= 0.0
 
     equations = _pitman_equations(table, arx_digamma, arx_trigamma, arx_gamma_pair_array)
-    result = newton_raphson(equations, start, theta_non_negative,
-                            iterations_per_try=iterations_per_try)
+    result = newton_raphson(
+        equations, start, theta_non_negative, iterations_per_try=iterations_per_try
+    )
     if math.isnan(result[0]) or math.isnan(result[1]):
-        result = newton_raphson(exact, start, theta_non_negative,
-                                iterations_per_try=iterations_per_try)
+        result = newton_raphson(
+            exact, start, theta_non_negative, iterations_per_try=iterations_per_try
+        )
     else:
         (o1, o2), _ = exact(result)
-        if (math.isnan(o1) or math.isnan(o2) or abs(o1) > ACCURACY or abs(o2) > ACCURACY):
-            result = newton_raphson(exact, start, theta_non_negative,
-                                    iterations_per_try=iterations_per_try)
+        if math.isnan(o1) or math.isnan(o2) or abs(o1) > ACCURACY or abs(o2) > ACCURACY:
+            result = newton_raphson(
+                exact, start, theta_non_negative, iterations_per_try=iterations_per_try
+            )
     return _pitman_uniques(result[0], result[1], population)
 
 
@@ -643,8 +656,17 @@ def _snb_equations(
             pw = np.power
             d = (1.0 - f) * (1.0 - b)
             e1 = k * f * float(pw(_div(b, 1.0 - d), a)) * (_div(a * d, 1.0 - d) + 1.0) - c1
-            e2 = (k * a * float(pw(b, a)) * (f * f) * (1.0 - b) / 2.0
-                  * float(pw(1.0 - d, a + 2.0)) * (2.0 - (1.0 - a) * d) - c2)
+            e2 = (
+                k
+                * a
+                * float(pw(b, a))
+                * (f * f)
+                * (1.0 - b)
+                / 2.0
+                * float(pw(1.0 - d, a + 2.0))
+                * (2.0 - (1.0 - a) * d)
+                - c2
+            )
             v0 = (b - 1.0) * (f - 1.0)
             v1 = v0 - 1.0
             v2 = 1.0 - v0
@@ -666,15 +688,21 @@ def _snb_equations(
             v20 = v18 * v19
             log_nb = float(np.log(_div(-b, v1)))
             x1 = -v13 * log_nb * v3 * v4 - _div(v13 * v4 * v0, v1)
-            x2 = (a * v13 * (_div(1.0, v1) - _div(b * v14, v11)) * v3
-                  * float(pw(_div(-b, v1), v15))
-                  - v13 * v4 * (_div(a * v14, v1) - _div(a * v16 * v14 * v14, v11)))
-            y1 = (_div(v9 * float(np.log(v2)) * v19 * v16, v10) - _div(v9 * v16 * v16 * v14, v10)
-                  - _div(v7 * v20 * v16, v10)
-                  - _div(a * v7 * v18 * float(np.log(b)) * v19 * v16, v10))
-            y2 = (-_div(v9 * v19, v10) - _div(a * a * float(pw(b, v15)) * v20 * v16, v10)
-                  - _div(a * v7 * v18 * v17, v10)
-                  - _div(a * v7 * v20 * (a + 2.0) * v0, 2.0 * float(pw(v2, a + 3.0))))
+            x2 = a * v13 * (_div(1.0, v1) - _div(b * v14, v11)) * v3 * float(
+                pw(_div(-b, v1), v15)
+            ) - v13 * v4 * (_div(a * v14, v1) - _div(a * v16 * v14 * v14, v11))
+            y1 = (
+                _div(v9 * float(np.log(v2)) * v19 * v16, v10)
+                - _div(v9 * v16 * v16 * v14, v10)
+                - _div(v7 * v20 * v16, v10)
+                - _div(a * v7 * v18 * float(np.log(b)) * v19 * v16, v10)
+            )
+            y2 = (
+                -_div(v9 * v19, v10)
+                - _div(a * a * float(pw(b, v15)) * v20 * v16, v10)
+                - _div(a * v7 * v18 * v17, v10)
+                - _div(a * v7 * v20 * (a + 2.0) * v0, 2.0 * float(pw(v2, a + 3.0)))
+            )
         return (e1, e2), (x1, x2, y1, y2)
 
     return evaluate
@@ -686,8 +714,11 @@ def snb(
     """Population uniques under the SNB model (ARX ``ModelSNB``): ``K * beta^alpha``."""
     f = table.records / population
     k = _snb_classes(table, f)
-    a, b = newton_raphson(_snb_equations(k, f, float(table.of_size(1)), float(table.of_size(2))),
-                          (1.0, 1.0), iterations_per_try=iterations_per_try)
+    a, b = newton_raphson(
+        _snb_equations(k, f, float(table.of_size(1)), float(table.of_size(2))),
+        (1.0, 1.0),
+        iterations_per_try=iterations_per_try,
+    )
     with np.errstate(all="ignore"):
         return k * float(np.power(np.float64(b), a))
 
@@ -722,7 +753,9 @@ class UniquenessEstimates:
             raise AnonlabError(
                 f"population_size {population:g} is smaller than the table's "
                 f"{self.table.records} records: give the size of the population the table was "
-                "sampled from", parameter="population_size")
+                "sampled from",
+                parameter="population_size",
+            )
         self.population = float(population)
         self.iterations_per_try = int(iterations_per_try)
         self._values: dict[str, float] = {}
@@ -745,11 +778,13 @@ class UniquenessEstimates:
             elif model == "zayatz":
                 self._values[model] = zayatz(self.table, self.population)
             elif model == "pitman":
-                self._values[model] = pitman(self.table, self.population,
-                                             iterations_per_try=self.iterations_per_try)
+                self._values[model] = pitman(
+                    self.table, self.population, iterations_per_try=self.iterations_per_try
+                )
             elif model == "snb":
-                self._values[model] = snb(self.table, self.population,
-                                          iterations_per_try=self.iterations_per_try)
+                self._values[model] = snb(
+                    self.table, self.population, iterations_per_try=self.iterations_per_try
+                )
             else:
                 raise ValueError(f"unknown population-uniqueness model {model!r}")
         return self._values[model]

@@ -52,8 +52,11 @@ def records_at_risk(
 def prosecutor_risk(sizes: Array, thresholds: Sequence[float]) -> dict[str, object]:
     """ARX's prosecutor risk: highest ``1/min f_c``, average ``C/n``, records at risk."""
     if sizes.size == 0:
-        return {"highest": 0.0, "average": 0.0,
-                "records_at_risk": {threshold_key(t): 0.0 for t in thresholds}}
+        return {
+            "highest": 0.0,
+            "average": 0.0,
+            "records_at_risk": {threshold_key(t): 0.0 for t in thresholds},
+        }
     sizes_f = sizes.astype(np.float64)
     return {
         "highest": 1.0 / float(sizes_f.min()),
@@ -70,8 +73,11 @@ def journalist_risk(
     Average: ``max(C / sum F_c, sum(f_c / F_c) / n)`` (ARX ``rC = max(rC1, rC2)``).
     """
     if sample_sizes.size == 0:
-        return {"highest": 0.0, "average": 0.0,
-                "records_at_risk": {threshold_key(t): 0.0 for t in thresholds}}
+        return {
+            "highest": 0.0,
+            "average": 0.0,
+            "records_at_risk": {threshold_key(t): 0.0 for t in thresholds},
+        }
     f = sample_sizes.astype(np.float64)
     big_f = population_sizes.astype(np.float64)
     n = float(f.sum())

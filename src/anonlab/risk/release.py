@@ -134,12 +134,16 @@ class ReleaseRiskSettings(RiskSettings):
 def risk_last(parameters: dict[str, Any]) -> dict[str, Any]:
     """A report's parameters with the risk settings moved after the method's own ones."""
     risk = set(ReleaseRiskSettings.model_fields)
-    return {**{k: v for k, v in parameters.items() if k not in risk},
-            **{k: v for k, v in parameters.items() if k in risk}}
+    return {
+        **{k: v for k, v in parameters.items() if k not in risk},
+        **{k: v for k, v in parameters.items() if k in risk},
+    }
 
 
 def attacker_columns(
-    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings,
+    released: Sequence[str],
+    sensitive: Sequence[str],
+    settings: RiskSettings,
     qi: Sequence[str] | None = None,
 ) -> tuple[list[str], str]:
     """The attacker's columns and the rule that chose them (the report's ``attacker_knowledge``).
@@ -159,39 +163,53 @@ def attacker_columns(
             raise AnonlabError(
                 f"attacker_columns names columns the release does not have: "
                 f"{', '.join(absent)} (it has {', '.join(columns)})",
-                parameter="attacker_columns")
+                parameter="attacker_columns",
+            )
         return list(given), KNOWLEDGE_GIVEN
     if qi:  # in the release's column order, whatever order the run listed them in
         known = {str(c) for c in qi}
         return [c for c in columns if c in known], KNOWLEDGE_QI
     chosen = [c for c in columns if c not in sensitive and c != settings.weights]
     if not chosen:
-        raise AnonlabError("the release has no column an attacker could know (all are "
-                           "sensitive): name attacker_columns", parameter="attacker_columns")
+        raise AnonlabError(
+            "the release has no column an attacker could know (all are "
+            "sensitive): name attacker_columns",
+            parameter="attacker_columns",
+        )
     return chosen, KNOWLEDGE_DEFAULT
 
 
 def check_risk_columns(
-    released: Sequence[str], sensitive: Sequence[str], settings: RiskSettings,
+    released: Sequence[str],
+    sensitive: Sequence[str],
+    settings: RiskSettings,
     qi: Sequence[str] | None = None,
 ) -> None:
     """Refuse, before any work, risk settings that name columns the release will not have."""
     attacker_columns(released, sensitive, settings, qi)
     columns = [str(c) for c in released]
     if settings.weights is not None and settings.weights not in columns:
-        raise AnonlabError(f"weights column '{settings.weights}' is not released (the release "
-                           f"has {', '.join(columns)}): name a released column",
-                           parameter="weights")
+        raise AnonlabError(
+            f"weights column '{settings.weights}' is not released (the release "
+            f"has {', '.join(columns)}): name a released column",
+            parameter="weights",
+        )
     odd = [c for c in settings.sensitive_hierarchies if c not in sensitive]
     if odd:
-        raise AnonlabError(f"sensitive_hierarchies names {', '.join(odd)}, not a sensitive "
-                           "column: give hierarchies of sensitive attributes only",
-                           parameter="sensitive_hierarchies")
+        raise AnonlabError(
+            f"sensitive_hierarchies names {', '.join(odd)}, not a sensitive "
+            "column: give hierarchies of sensitive attributes only",
+            parameter="sensitive_hierarchies",
+        )
 
 
 def measure_release(
-    release: Any, sensitive: Sequence[str], settings: RiskSettings, *,
-    engine: Engine | None = None, columns: Sequence[str] | None = None,
+    release: Any,
+    sensitive: Sequence[str],
+    settings: RiskSettings,
+    *,
+    engine: Engine | None = None,
+    columns: Sequence[str] | None = None,
     qi: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The ``risk`` section of ``release`` and the ``attacker_knowledge`` it assumed.
@@ -205,8 +223,13 @@ def measure_release(
     present = [c for c in sensitive if c in names]
     attacker, knowledge = attacker_columns(names, present, settings, qi)
     section = measure_risk(
-        release, attacker, sensitive=present, weights=settings.weights, engine=engine,
-        population_size=settings.population_size, sampling_fraction=settings.sampling_fraction,
+        release,
+        attacker,
+        sensitive=present,
+        weights=settings.weights,
+        engine=engine,
+        population_size=settings.population_size,
+        sampling_fraction=settings.sampling_fraction,
         thresholds=[*DEFAULT_THRESHOLDS, *settings.risk_threshold],
         hierarchies=settings.sensitive_hierarchies or None,
         suda_budget=RELEASE_SUDA_BUDGET,
@@ -214,9 +237,7 @@ def measure_release(
     return section, knowledge
 
 
-def judge_release(
-    section: dict[str, Any], settings: ReleaseRiskSettings
-) -> list[str]:
+def judge_release(section: dict[str, Any], settings: ReleaseRiskSettings) -> list[str]:
     """Issue each risk warning; with ``fail_on_risk``, refuse the release instead.
 
     The refusal is a :class:`~anonlab.errors.ReleaseRiskError`, raised after
@@ -225,12 +246,14 @@ def judge_release(
     """
     messages = warn_release_risk(section, settings.max_risk)
     if messages and settings.fail_on_risk:
-        count = f"{len(messages)} risk warnings, the first" if len(messages) > 1 \
-            else "a risk warning"
+        count = (
+            f"{len(messages)} risk warnings, the first" if len(messages) > 1 else "a risk warning"
+        )
         raise ReleaseRiskError(
             f"fail_on_risk is set and the release drew {count}: {messages[0]}; nothing was "
             "written: protect it further (e.g. a larger k) or declare fewer attacker columns",
-            parameter="fail_on_risk")
+            parameter="fail_on_risk",
+        )
     return messages
 
 
@@ -252,7 +275,8 @@ def release_risk_report(
     instead of returning; each warning names the caller's line.
     ``engine``, ``columns`` and ``qi`` as in :func:`measure_release`.
     """
-    section, knowledge = measure_release(release, sensitive, settings, engine=engine,
-                                         columns=columns, qi=qi)
+    section, knowledge = measure_release(
+        release, sensitive, settings, engine=engine, columns=columns, qi=qi
+    )
     messages = judge_release(section, settings)
     return {"risk": section, "attacker_knowledge": knowledge, "risk_warnings": messages}

@@ -86,8 +86,9 @@ def class_values(classes: Classes, attribute: str) -> ClassValues:
     )
 
 
-def pairs_of_counts(pair_class: Array, pair_value: Array, counts: Array, values: Array,
-                    sizes: Array) -> ClassValues:
+def pairs_of_counts(
+    pair_class: Array, pair_value: Array, counts: Array, values: Array, sizes: Array
+) -> ClassValues:
     """The (class, value) pairs of one sensitive attribute from a frequency set's counts.
 
     ``counts[i]`` records of class ``pair_class[i]`` hold value
@@ -152,7 +153,8 @@ def hierarchy_levels(hierarchy: Hierarchy, values: Array, attribute: str) -> lis
         raise AnonlabError(
             f"hierarchies: the hierarchy of '{attribute}' lacks values of the table: {shown}"
             f"{' ...' if len(missing) > 3 else ''}: add them to its first column",
-            parameter="hierarchies")
+            parameter="hierarchies",
+        )
     levels: list[Array] = []
     for level in range(hierarchy.height + 1):
         labels = hierarchy.labels(texts, level)
@@ -180,8 +182,14 @@ def value_figures(
     classes whose records all share one value and their records, from the (class, value)
     pairs (``None``: no class at all)."""
     if cv is None or cv.sizes.size == 0:
-        return {"distinct_l": None, "entropy_l": None, "t_equal": None, "t_hierarchical": None,
-                "single_value_classes": 0, "single_value_records": 0}
+        return {
+            "distinct_l": None,
+            "entropy_l": None,
+            "t_equal": None,
+            "t_hierarchical": None,
+            "single_value_classes": 0,
+            "single_value_records": 0,
+        }
     t_hier: float | None = None
     if hierarchy is not None:
         t_hier = float(t_hierarchical(cv, hierarchy_levels(hierarchy, cv.values, attribute)).max())

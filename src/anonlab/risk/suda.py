@@ -63,6 +63,8 @@ RELEASE_SUDA_BUDGET = 2_000_000
 
 class SudaBudgetExceededError(Exception):
     """The MSU search would group more combinations than its budget allows."""
+
+
 #: key spaces up to 4 * rows + this are counted densely (see ``_refine``)
 _DENSE_SLACK = 4096
 _DIS_BREAKS = tuple(round(0.1 * i, 1) for i in range(8))
@@ -120,8 +122,9 @@ def _refine(
         groups = parent.groups * card + column[rows]
         records = np.bincount(groups, weights=weights, minlength=space)[groups]
     else:
-        groups, first = group_tuples(np.column_stack([parent.groups, column[rows]]),
-                                     [parent.bound, card])
+        groups, first = group_tuples(
+            np.column_stack([parent.groups, column[rows]]), [parent.bound, card]
+        )
         space = int(first.size)
         records = np.bincount(groups, weights=weights, minlength=space)[groups]
     shared = records > 1
@@ -161,7 +164,7 @@ def minimal_sample_uniques(
                 search.spend(1)  # before the level's work, not after
         for subset, alive in tried:
             drop = _smallest_parent(subset, search.groups)
-            parent = search.groups[subset[:drop] + subset[drop + 1:]]
+            parent = search.groups[subset[:drop] + subset[drop + 1 :]]
             search.examine(subset, parent, subset[drop], alive, counts)
     return counts
 
@@ -175,8 +178,9 @@ class _Search:
     combinations sharing their values on those subsets, with their groups.
     """
 
-    def __init__(self, tuples: Array, cards: Sequence[int], sizes: Array, unique: Array,
-                 budget: int | None) -> None:
+    def __init__(
+        self, tuples: Array, cards: Sequence[int], sizes: Array, unique: Array, budget: int | None
+    ) -> None:
         self.tuples, self.cards, self.sizes, self.unique = tuples, cards, sizes, unique
         self.budget = budget
         self.spent = 0
@@ -200,11 +204,16 @@ class _Search:
         self.level += 1
         self.ahead = 0
 
-    def examine(self, subset: tuple[int, ...], parent: _SharedGroups, column: int,
-                alive: Array, counts: Array) -> None:
+    def examine(
+        self,
+        subset: tuple[int, ...],
+        parent: _SharedGroups,
+        column: int,
+        alive: Array,
+        counts: Array,
+    ) -> None:
         """Group ``subset`` (``parent`` refined by ``column``); count the MSUs it gives."""
-        records, shared = _refine(parent, self.tuples[:, column], self.cards[column],
-                                  self.sizes)
+        records, shared = _refine(parent, self.tuples[:, column], self.cards[column], self.sizes)
         rows = np.flatnonzero(alive)
         # the alive records share their values on every immediate subset: among parent.rows
         wanted = self.unique[rows]
@@ -232,18 +241,21 @@ class _Search:
         """
         for a in range(subset[0]):
             candidate = (a, *subset)
-            if (all(candidate[:i] + candidate[i + 1:] in self.kept
-                    for i in range(1, len(candidate)))
-                    and _alive(candidate, self.kept).any()):
+            if (
+                all(
+                    candidate[:i] + candidate[i + 1 :] in self.kept
+                    for i in range(1, len(candidate))
+                )
+                and _alive(candidate, self.kept).any()
+            ):
                 self.ahead += 1
                 if self.spent + self.ahead * self.tuples.shape[0] > budget:
                     raise SudaBudgetExceededError
 
 
-def _smallest_parent(subset: tuple[int, ...], groups: dict[tuple[int, ...], _SharedGroups]
-                     ) -> int:
+def _smallest_parent(subset: tuple[int, ...], groups: dict[tuple[int, ...], _SharedGroups]) -> int:
     """Which column to drop from ``subset`` for the immediate subset with fewest shared rows."""
-    sizes = [groups[subset[:i] + subset[i + 1:]].rows.size for i in range(len(subset))]
+    sizes = [groups[subset[:i] + subset[i + 1 :]].rows.size for i in range(len(subset))]
     return sizes.index(min(sizes))
 
 
@@ -254,7 +266,7 @@ def _alive(subset: tuple[int, ...], not_unique: dict[tuple[int, ...], Array]) ->
     """
     alive = not_unique[subset[1:]] & not_unique[subset[:-1]]
     for drop in range(1, len(subset) - 1):
-        alive &= not_unique[subset[:drop] + subset[drop + 1:]]
+        alive &= not_unique[subset[:drop] + subset[drop + 1 :]]
     return alive
 
 
@@ -266,8 +278,9 @@ def _candidates(previous: dict[tuple[int, ...], Array], m: int) -> Iterator[tupl
     for subset in sorted(previous):
         for j in range(subset[-1] + 1, m):
             candidate = (*subset, j)
-            if all(candidate[:i] + candidate[i + 1:] in previous
-                   for i in range(len(candidate) - 1)):
+            if all(
+                candidate[:i] + candidate[i + 1 :] in previous for i in range(len(candidate) - 1)
+            ):
                 yield candidate
 
 
@@ -315,8 +328,9 @@ def counted_uniques(classes: Classes) -> int:
     return int(((classes.sizes == 1) & (bucket[h] == 1)).sum())
 
 
-def dis_scores(scores: Array, sizes: Array, uniques: int, columns: int,
-               dis_fraction: float = DIS_FRACTION) -> Array:
+def dis_scores(
+    scores: Array, sizes: Array, uniques: int, columns: int, dis_fraction: float = DIS_FRACTION
+) -> Array:
     """DIS-SUDA scores per class from SUDA scores, with sdcMicro's single-precision steps."""
     f32 = np.float32
     d = f32(dis_fraction)
@@ -343,8 +357,9 @@ def suda2_scores(
     msu = minimal_sample_uniques(classes.tuples, classes.cardinalities, classes.sizes, budget)
     scores = (msu * _weights(m)[None, :]).sum(axis=1) if m else np.zeros(classes.count)
     uniques = counted_uniques(classes)
-    return SudaScores(msu, scores, dis_scores(scores, classes.sizes, uniques, m, dis_fraction),
-                      uniques)
+    return SudaScores(
+        msu, scores, dis_scores(scores, classes.sizes, uniques, m, dis_fraction), uniques
+    )
 
 
 def suda2_summary(
@@ -379,4 +394,3 @@ def suda2_summary(
         "dis_intervals": intervals,
         "dis_fraction": dis_fraction,
     }
-

@@ -37,8 +37,10 @@ _RUNS: dict[str, tuple[str, str]] = {
     "VerifySettings": ("anonlab.runs.verify", "run_verify"),
 }
 #: settings classes defined apart from their run's module
-_SETTINGS_HOME = {"GeneralizeSettings": "anonlab.runs.generalize_settings",
-                  "ApplySettings": "anonlab.runs.generalize_settings"}
+_SETTINGS_HOME = {
+    "GeneralizeSettings": "anonlab.runs.generalize_settings",
+    "ApplySettings": "anonlab.runs.generalize_settings",
+}
 
 
 def run(settings: Settings, *, progress: ProgressFn | None = None) -> RunResult:
@@ -52,5 +54,8 @@ def run(settings: Settings, *, progress: ProgressFn | None = None) -> RunResult:
             function = getattr(importlib.import_module(target[0]), target[1])
             result: RunResult = function(settings, progress=progress)
             return result
-    raise AnonlabError(f"settings of type {type(settings).__name__} name no run: give the "
-                       "settings of a family, e.g. GeneralizeSettings", parameter="settings")
+    raise AnonlabError(
+        f"settings of type {type(settings).__name__} name no run: give the "
+        "settings of a family, e.g. GeneralizeSettings",
+        parameter="settings",
+    )

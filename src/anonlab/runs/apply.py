@@ -81,8 +81,9 @@ class FoundTransformation:
     alternatives: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
-                 report_in: Path) -> dict[str, str]:
+def _found_roles(
+    old: Mapping[str, Any], params: Mapping[str, Any], report_in: Path
+) -> dict[str, str]:
     """The role of every column the earlier report names.
 
     A report records ``roles``; one of an earlier version did not, and then
@@ -101,14 +102,17 @@ def _found_roles(old: Mapping[str, Any], params: Mapping[str, Any],
     known = {r.value for r in Role}
     odd = [c for c, r in roles.items() if r not in known]
     if odd:
-        raise AnonlabError(f"report '{report_in}' gives column '{odd[0]}' the unknown role "
-                           f"'{roles[odd[0]]}': give a report written by anonlab generalize",
-                           parameter="report_in")
+        raise AnonlabError(
+            f"report '{report_in}' gives column '{odd[0]}' the unknown role "
+            f"'{roles[odd[0]]}': give a report written by anonlab generalize",
+            parameter="report_in",
+        )
     return roles
 
 
-def _found_criteria(old: Mapping[str, Any], params: Mapping[str, Any], report_in: Path,
-                    paths: Any) -> list[dict[str, Any]]:
+def _found_criteria(
+    old: Mapping[str, Any], params: Mapping[str, Any], report_in: Path, paths: Any
+) -> list[dict[str, Any]]:
     """The privacy model of an earlier report, as settings dicts with usable file paths.
 
     A report lists its ``criteria`` (each ``{"model", "parameters", ...}``);
@@ -126,9 +130,12 @@ def _found_criteria(old: Mapping[str, Any], params: Mapping[str, Any], report_in
         for key, path in path_parameters(spec).items():
             found = resolve_stored_path(path, report_in, paths)
             if not found.exists():
-                raise AnonlabError(f"file '{path}' of model '{spec['model']}', named in report "
-                                   f"'{report_in}', is not at '{found}': put the files where "
-                                   "the report says", parameter="report_in")
+                raise AnonlabError(
+                    f"file '{path}' of model '{spec['model']}', named in report "
+                    f"'{report_in}', is not at '{found}': put the files where "
+                    "the report says",
+                    parameter="report_in",
+                )
             spec[key] = str(found)
         specs.append(spec)
     return specs
@@ -152,45 +159,64 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
         inputs = old.get("inputs") or {}
         paths = old.get("paths")
         criteria = _found_criteria(old, params, report_in, paths)
-        metric = {"metric": str(old.get("metric") or params.get("metric") or "precision"),
-                  "gs_factor": float(params.get("gs_factor", DEFAULT_GS_FACTOR)),
-                  "aggregate": params.get("aggregate"),
-                  "weights": {str(c): float(w)
-                              for c, w in dict(params.get("attribute_weights") or {}).items()},
-                  "practical_monotonicity": bool(params.get("practical_monotonicity", False)),
-                  **found_metric_parameters(params)}
-        bounds = {name: {str(c): int(v) for c, v in dict(params.get(name) or {}).items()}
-                  for name in ("min_level", "max_level")}
-        alternatives = [{"node": int(a["node"]),
-                         "levels": {str(c): int(v) for c, v in dict(a["levels"]).items()}}
-                        for a in old.get("alternatives") or []]
+        metric = {
+            "metric": str(old.get("metric") or params.get("metric") or "precision"),
+            "gs_factor": float(params.get("gs_factor", DEFAULT_GS_FACTOR)),
+            "aggregate": params.get("aggregate"),
+            "weights": {
+                str(c): float(w) for c, w in dict(params.get("attribute_weights") or {}).items()
+            },
+            "practical_monotonicity": bool(params.get("practical_monotonicity", False)),
+            **found_metric_parameters(params),
+        }
+        bounds = {
+            name: {str(c): int(v) for c, v in dict(params.get(name) or {}).items()}
+            for name in ("min_level", "max_level")
+        }
+        alternatives = [
+            {
+                "node": int(a["node"]),
+                "levels": {str(c): int(v) for c, v in dict(a["levels"]).items()},
+            }
+            for a in old.get("alternatives") or []
+        ]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnonlabError(
             f"'{report_in}' is not a generalize report (missing {exc}): give the JSON report "
-            "of a generalize run", parameter="report_in") from None
+            "of a generalize run",
+            parameter="report_in",
+        ) from None
     hierarchies: dict[str, Path] = {}
     for column, path in stored.items():
         found = resolve_stored_path(path, report_in, paths)
         if not found.is_file():
             raise AnonlabError(
                 f"hierarchy '{path}' of '{column}', named in report '{report_in}', is not at "
-                f"'{found}': put the hierarchy files where the report says")
+                f"'{found}': put the hierarchy files where the report says"
+            )
         hierarchies[column] = found
     digests = {c: (inputs.get(f"hierarchy:{c}") or {}).get("sha256") for c in stored}
     k_models = [int(c["k"]) for c in criteria if c["model"] == "k-anonymity"]
     return FoundTransformation(
-        transformation=transformation, hierarchies=hierarchies, sha256=digests,
+        transformation=transformation,
+        hierarchies=hierarchies,
+        sha256=digests,
         k=k_models[0] if k_models else None,
-        suppression=suppression, identifying=list(params.get("identifying") or []),
+        suppression=suppression,
+        identifying=list(params.get("identifying") or []),
         sensitive=list(params.get("sensitive") or []),
-        roles=_found_roles(old, params, report_in), criteria=criteria, metric=metric,
-        min_levels=bounds["min_level"], max_levels=bounds["max_level"],
+        roles=_found_roles(old, params, report_in),
+        criteria=criteria,
+        metric=metric,
+        min_levels=bounds["min_level"],
+        max_levels=bounds["max_level"],
         alternatives=alternatives,
     )
 
 
-def choose_transformation(settings: ApplySettings, found: FoundTransformation
-                          ) -> FoundTransformation:
+def choose_transformation(
+    settings: ApplySettings, found: FoundTransformation
+) -> FoundTransformation:
     """The transformation an apply run releases: the report's, or the one ``levels`` or
     ``node`` chooses (:class:`ApplySettings`), checked against the report's quasi-identifiers
     and level bounds."""
@@ -202,20 +228,28 @@ def choose_transformation(settings: ApplySettings, found: FoundTransformation
     if settings.node is not None:
         listed = {a["node"]: a["levels"] for a in found.alternatives}
         if settings.node not in listed:
-            numbers = (f"it lists 1 to {max(listed)}" if listed else
-                       "it lists none: run generalize with alternatives")
-            raise AnonlabError(f"node {settings.node} is not in the alternatives of report "
-                               f"'{settings.report_in}' ({numbers})", parameter="node")
+            numbers = (
+                f"it lists 1 to {max(listed)}"
+                if listed
+                else "it lists none: run generalize with alternatives"
+            )
+            raise AnonlabError(
+                f"node {settings.node} is not in the alternatives of report "
+                f"'{settings.report_in}' ({numbers})",
+                parameter="node",
+            )
         chosen = dict(listed[settings.node])
     for column, level in (settings.levels or {}).items():
         if column not in chosen:
-            raise AnonlabError(f"levels names '{column}', which is not a quasi-identifier of "
-                               f"report '{settings.report_in}' (quasi-identifiers: "
-                               f"{', '.join(chosen)})", parameter="levels")
+            raise AnonlabError(
+                f"levels names '{column}', which is not a quasi-identifier of "
+                f"report '{settings.report_in}' (quasi-identifiers: "
+                f"{', '.join(chosen)})",
+                parameter="levels",
+            )
         chosen[column] = level
     check_within_bounds(chosen, found.min_levels, found.max_levels)
     return dataclasses.replace(found, transformation=chosen)
-
 
 
 def apply_roles(
@@ -236,7 +270,9 @@ def apply_roles(
         raise AnonlabError(
             f"input lacks column{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}, "
             f"which report '{report_in}' gives a role: apply takes a table with the columns "
-            "of the generalized one", parameter="input")
+            "of the generalized one",
+            parameter="input",
+        )
     new = [c for c in table if c not in found.roles]
     if new and other is None:
         raise RoleError(new, (), source=f"report '{report_in}'")
@@ -251,8 +287,10 @@ def load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
     for column, path in found.hierarchies.items():
         expected = found.sha256.get(column)
         if expected and file_sha256(path) != expected:
-            raise AnonlabError(f"hierarchy '{path}' of '{column}' changed since the report was "
-                               "made: use the same hierarchy file")
+            raise AnonlabError(
+                f"hierarchy '{path}' of '{column}' changed since the report was "
+                "made: use the same hierarchy file"
+            )
     return load_hierarchies(found.hierarchies)
 
 
@@ -279,13 +317,22 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     report_in = Path(settings.report_in)
     found = choose_transformation(settings, read_found_transformation(report_in))
     on_engine = uses_engine(settings)
-    outputs = Outputs({"output": output_target(settings.output, settings.output_table),
-                       "report": settings.report, "html": settings.html},
-                      inputs=[settings.input, report_in, *found.hierarchies.values(),
-                              *settings.sensitive_hierarchies.values(),
-                              *criteria_files(found.criteria).values()],
-                      input_tables=input_tables(settings.input, settings.table),
-                      folders=("output",) if on_engine else ())
+    outputs = Outputs(
+        {
+            "output": output_target(settings.output, settings.output_table),
+            "report": settings.report,
+            "html": settings.html,
+        },
+        inputs=[
+            settings.input,
+            report_in,
+            *found.hierarchies.values(),
+            *settings.sensitive_hierarchies.values(),
+            *criteria_files(found.criteria).values(),
+        ],
+        input_tables=input_tables(settings.input, settings.table),
+        folders=("output",) if on_engine else (),
+    )
     if on_engine:
         return apply_on_engine(settings, found, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
@@ -294,35 +341,61 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
         frame = read_input(settings)
         roles, by_other = apply_roles(frame.columns, found, settings.other, report_in)
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
-        check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
-                           named[Role.SENSITIVE], settings, named[Role.QUASI])
+        check_risk_columns(
+            [c for c, r in roles.items() if r != Role.IDENTIFYING],
+            named[Role.SENSITIVE],
+            settings,
+            named[Role.QUASI],
+        )
         criteria = resolve_criteria(found.criteria)
         options = dict(found.metric)
         applied = apply_levels(
-            frame, hierarchies, found.transformation, criteria, found.suppression,
-            identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
-            insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
-            read_options=read_options, min_levels=found.min_levels,
-            max_levels=found.max_levels, **options,
+            frame,
+            hierarchies,
+            found.transformation,
+            criteria,
+            found.suppression,
+            identifying=named[Role.IDENTIFYING],
+            sensitive=named[Role.SENSITIVE],
+            insensitive=named[Role.INSENSITIVE],
+            metric=str(options.pop("metric")),
+            read_options=read_options,
+            min_levels=found.min_levels,
+            max_levels=found.max_levels,
+            **options,
         )
         release = present(applied.release, "the release built in memory")
         original = applied.dataset.frame
-        model = ModelCheck(found.criteria, max_suppressed(found.suppression, len(original)),
-                           population_table(criteria, frame, read_options),
-                           found.min_levels, found.max_levels)
+        model = ModelCheck(
+            found.criteria,
+            max_suppressed(found.suppression, len(original)),
+            population_table(criteria, frame, read_options),
+            found.min_levels,
+            found.max_levels,
+        )
 
         def check(written: pd.DataFrame) -> None:
-            verify_release(original, written, hierarchies, found.transformation,
-                    named[Role.IDENTIFYING], model)
+            verify_release(
+                original, written, hierarchies, found.transformation, named[Role.IDENTIFYING], model
+            )
 
-        as_written = stage_release(outputs, release, check if settings.verify else None,
-                                   categorical=True)
-        risk = release_risk_report(as_written, named[Role.SENSITIVE], settings,
-                                   qi=named[Role.QUASI])
+        as_written = stage_release(
+            outputs, release, check if settings.verify else None, categorical=True
+        )
+        risk = release_risk_report(
+            as_written, named[Role.SENSITIVE], settings, qi=named[Role.QUASI]
+        )
         report = finish_apply_report(
-            settings, found, applied, roles, by_other,
-            distinct_values(original, release, found.transformation), risk,
-            int(release.shape[0]), started)
+            settings,
+            found,
+            applied,
+            roles,
+            by_other,
+            distinct_values(original, release, found.transformation),
+            risk,
+            int(release.shape[0]),
+            started,
+        )
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
@@ -342,10 +415,10 @@ def finish_apply_report(
     """The whole report of an apply run, in memory or on an engine: :func:`apply_report`,
     the criteria as they hold on the new table, the roles, the distinct values per
     quasi-identifier, the risk keys and the run time since ``started``."""
-    report = apply_report(settings, found, applied.suppressed_records, records,
-                          settings.verify)
-    report["criteria"] = stored_criteria(applied.criteria, report_path(settings.report),
-                                          nested=True)
+    report = apply_report(settings, found, applied.suppressed_records, records, settings.verify)
+    report["criteria"] = stored_criteria(
+        applied.criteria, report_path(settings.report), nested=True
+    )
     report.update(roles_report(roles, settings.other, by_other))
     report["distinct_values"] = {c: dict(v) for c, v in distinct.items()}
     report.update(risk)
@@ -368,32 +441,54 @@ def apply_report(
     dumped = settings.model_dump(exclude={"report_in"})
     for name in ("input", "output", "report", "html"):
         dumped[name] = stored(dumped[name], where)
-    dumped["sensitive_hierarchies"] = {c: stored(p, where)
-                                       for c, p in settings.sensitive_hierarchies.items()}
+    dumped["sensitive_hierarchies"] = {
+        c: stored(p, where) for c, p in settings.sensitive_hierarchies.items()
+    }
     params.update(dumped)
-    params.update({"k": found.k, "suppression": found.suppression,
-                   "qi": {c: stored(str(p), where) for c, p in found.hierarchies.items()},
-                   "identifying": found.identifying, "sensitive": found.sensitive,
-                   "criteria": stored_criteria(found.criteria, where, nested=False),
-                   **{k: v for k, v in found.metric.items() if k != "weights"},
-                   "attribute_weights": found.metric.get("weights", {}),
-                   "min_level": found.min_levels, "max_level": found.max_levels})
+    params.update(
+        {
+            "k": found.k,
+            "suppression": found.suppression,
+            "qi": {c: stored(str(p), where) for c, p in found.hierarchies.items()},
+            "identifying": found.identifying,
+            "sensitive": found.sensitive,
+            "criteria": stored_criteria(found.criteria, where, nested=False),
+            **{k: v for k, v in found.metric.items() if k != "weights"},
+            "attribute_weights": found.metric.get("weights", {}),
+            "min_level": found.min_levels,
+            "max_level": found.max_levels,
+        }
+    )
     inputs: dict[str, PathLike | None] = {
-        "data": file_or_none(settings.input), "from_report": settings.report_in,
+        "data": file_or_none(settings.input),
+        "from_report": settings.report_in,
         **{f"hierarchy:{c}": p for c, p in found.hierarchies.items()},
         **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
-        **criteria_files(found.criteria)}
+        **criteria_files(found.criteria),
+    }
     report = report_header("apply", risk_last(params), inputs)
     report["paths"] = paths_convention(where)
-    report.update({"transformation": found.transformation, "k": found.k,
-                   "suppression_limit": found.suppression, "suppressed_records": suppressed,
-                   "records": records, "verified": verified})
+    report.update(
+        {
+            "transformation": found.transformation,
+            "k": found.k,
+            "suppression_limit": found.suppression,
+            "suppressed_records": suppressed,
+            "records": records,
+            "verified": verified,
+        }
+    )
     return report
 
 
-def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs: Outputs, *,
-                    progress: ProgressFn | None = None, started: float | None = None
-                    ) -> RunResult:
+def apply_on_engine(
+    settings: ApplySettings,
+    found: FoundTransformation,
+    outputs: Outputs,
+    *,
+    progress: ProgressFn | None = None,
+    started: float | None = None,
+) -> RunResult:
     """Apply an earlier report's transformation on the settings' engine; write everything
     or nothing.
 
@@ -412,6 +507,7 @@ def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs
     from anonlab.lattice.pieces import check_engine_model
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import check_risk_columns
+
     started = time.perf_counter() if started is None else started
     check_engine_settings(settings)
     criteria = resolve_criteria(found.criteria)
@@ -422,30 +518,60 @@ def apply_on_engine(settings: ApplySettings, found: FoundTransformation, outputs
         table = open_table(settings.input, delimiter=settings.delimiter)
         roles, by_other = apply_roles(table.column_names, found, settings.other, report_in)
         named = {role: [c for c, r in roles.items() if r == role] for role in Role}
-        check_risk_columns([c for c, r in roles.items() if r != Role.IDENTIFYING],
-                           named[Role.SENSITIVE], settings, named[Role.QUASI])
+        check_risk_columns(
+            [c for c, r in roles.items() if r != Role.IDENTIFYING],
+            named[Role.SENSITIVE],
+            settings,
+            named[Role.QUASI],
+        )
         options = dict(found.metric)
         with closing(open_run_engine(settings)) as engine:
             applied = apply_levels(
-                table, hierarchies, found.transformation, criteria, found.suppression,
-                identifying=named[Role.IDENTIFYING], sensitive=named[Role.SENSITIVE],
-                insensitive=named[Role.INSENSITIVE], metric=str(options.pop("metric")),
-                engine=engine, progress=progress, min_levels=found.min_levels,
-                max_levels=found.max_levels, **options)
+                table,
+                hierarchies,
+                found.transformation,
+                criteria,
+                found.suppression,
+                identifying=named[Role.IDENTIFYING],
+                sensitive=named[Role.SENSITIVE],
+                insensitive=named[Role.INSENSITIVE],
+                metric=str(options.pop("metric")),
+                engine=engine,
+                progress=progress,
+                min_levels=found.min_levels,
+                max_levels=found.max_levels,
+                **options,
+            )
             records = applied.dataset.n
             expected = ReleaseCheck(
                 plan=present(applied.plan, "the release plan counted on the engine"),
-                transformation=found.transformation, records=records,
-                k=found.k, limit=max_suppressed(found.suppression, records),
-                criteria=found.criteria, dropped=named[Role.IDENTIFYING],
-                sensitive=named[Role.SENSITIVE], min_levels=found.min_levels,
-                max_levels=found.max_levels)
-            checked = write_and_check(engine, table, settings, outputs, expected,
-                                      applied.dataset.base, hierarchies, progress)
-        distinct = {q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
-                    for q in applied.dataset.qis}
-        report = finish_apply_report(settings, found, applied, roles, by_other, distinct,
-                                     checked.risk, records, started)
+                transformation=found.transformation,
+                records=records,
+                k=found.k,
+                limit=max_suppressed(found.suppression, records),
+                criteria=found.criteria,
+                dropped=named[Role.IDENTIFYING],
+                sensitive=named[Role.SENSITIVE],
+                min_levels=found.min_levels,
+                max_levels=found.max_levels,
+            )
+            checked = write_and_check(
+                engine,
+                table,
+                settings,
+                outputs,
+                expected,
+                applied.dataset.base,
+                hierarchies,
+                progress,
+            )
+        distinct = {
+            q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
+            for q in applied.dataset.qis
+        }
+        report = finish_apply_report(
+            settings, found, applied, roles, by_other, distinct, checked.risk, records, started
+        )
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=checked.release, written=written)

@@ -63,7 +63,7 @@ def _absolute_sqlite(url: str) -> str:
     prefix = "sqlite:///"
     if not url.startswith(prefix) or url.startswith(prefix + "/"):
         return url
-    file, sep, query = url[len(prefix):].partition("?")
+    file, sep, query = url[len(prefix) :].partition("?")
     if not file or file == ":memory:":
         return url
     return f"{prefix}{Path(file).resolve()}{sep}{query}"
@@ -167,9 +167,12 @@ def stage_release(
 
     def write(tmp: Path) -> None:
         write_table(release, tmp, format_of=target)
-        back = read_table(tmp, format_of=target,
-                          strings="dictionary" if categorical else "python",
-                          repeated=categorical)
+        back = read_table(
+            tmp,
+            format_of=target,
+            strings="dictionary" if categorical else "python",
+            repeated=categorical,
+        )
         if check is not None:
             check(back)
         written.append(back)
@@ -263,8 +266,11 @@ class EngineSettings(ReadSettings):
         """``scheduler`` and ``workers`` say where Dask runs: refused with engine numpy."""
         for name in ("scheduler", "workers"):
             if self.engine != "dask" and getattr(self, name) is not None:
-                raise AnonlabError(f"{name} applies to engine 'dask' only: set engine = "
-                                   f"'dask' or leave {name} out", parameter=name)
+                raise AnonlabError(
+                    f"{name} applies to engine 'dask' only: set engine = "
+                    f"'dask' or leave {name} out",
+                    parameter=name,
+                )
         return self
 
 
@@ -273,9 +279,12 @@ def open_run_engine(settings: EngineSettings) -> Engine:
     cluster's worker processes, so it is passed on with engine ``"dask"`` only."""
     from anonlab.engine import open_engine
 
-    return open_engine(settings.engine, scheduler=settings.scheduler,
-                       workers=settings.workers if settings.engine == "dask" else None,
-                       memory_limit=settings.memory_limit)
+    return open_engine(
+        settings.engine,
+        scheduler=settings.scheduler,
+        workers=settings.workers if settings.engine == "dask" else None,
+        memory_limit=settings.memory_limit,
+    )
 
 
 class RoleSettings(Settings):

@@ -96,8 +96,9 @@ class FuseSettings(ReleaseRiskSettings):
     @classmethod
     def _known_score(cls, score: str | None) -> str | None:
         if score is not None and score not in SCORES:
-            raise ValueError("must be 'sensitivity' or 'tds' (it replaces fusion.score of the "
-                             "config)")
+            raise ValueError(
+                "must be 'sensitivity' or 'tds' (it replaces fusion.score of the config)"
+            )
         return score
 
     @field_validator("identifying", "sensitive", "insensitive", mode="before")
@@ -162,8 +163,9 @@ def _verify(table: pd.DataFrame, templates: Templates, records: int) -> None:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _stage_checked(outputs: Outputs, table: pd.DataFrame | None, templates: Templates,
-                   verify: bool) -> tuple[pd.DataFrame | None, bool]:
+def _stage_checked(
+    outputs: Outputs, table: pd.DataFrame | None, templates: Templates, verify: bool
+) -> tuple[pd.DataFrame | None, bool]:
     """Stage the fused table (verified when asked); return it as written and whether it was
     verified.
 
@@ -190,8 +192,11 @@ def _roles(config: FusionConfig, settings: ReleaseRiskSettings) -> FusionRoles:
     return roles
 
 
-def _risk(written: pd.DataFrame | None, roles: FusionRoles, settings: ReleaseRiskSettings,
-          ) -> dict[str, Any]:
+def _risk(
+    written: pd.DataFrame | None,
+    roles: FusionRoles,
+    settings: ReleaseRiskSettings,
+) -> dict[str, Any]:
     """The report's risk keys of the fused table as written (none without a table).
 
     :func:`anonlab.risk.release.release_risk_report` measures it (the class
@@ -212,7 +217,8 @@ def _risk_parameters(settings: ReleaseRiskSettings, report_path: Path | None) ->
     values = {name: getattr(settings, name) for name in ReleaseRiskSettings.model_fields}
     values["sensitive_hierarchies"] = {
         column: stored_path(path, report_path)
-        for column, path in settings.sensitive_hierarchies.items()}
+        for column, path in settings.sensitive_hierarchies.items()
+    }
     return values
 
 
@@ -226,16 +232,17 @@ def _hierarchies(settings: ReleaseRiskSettings) -> dict[str, str]:
     return {f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}
 
 
-def _header(command: str, params: dict[str, Any], inputs: Mapping[str, str | None]
-            ) -> dict[str, Any]:
+def _header(
+    command: str, params: dict[str, Any], inputs: Mapping[str, str | None]
+) -> dict[str, Any]:
     """The report's common header; a database input is described by its URL (password
     hidden), a Parquet folder by its name, a file by name, size and SHA-256."""
     from anonlab.database import is_database_url, masked
     from anonlab.report import report_header
 
     files: dict[str, PathLike | None] = {
-        k: v for k, v in inputs.items()
-        if v is None or not (is_database_url(v) or Path(v).is_dir())}
+        k: v for k, v in inputs.items() if v is None or not (is_database_url(v) or Path(v).is_dir())
+    }
     header = report_header(command, params, files)
     described = {}
     for name, value in inputs.items():
@@ -271,24 +278,33 @@ def load_fuse_config(settings: FuseSettings) -> FusionConfig:
     return load_config(
         settings.config,
         overrides={"score": settings.score, "keep_id": settings.keep_id, "other": settings.other},
-        roles={"identifying": settings.identifying, "sensitive": settings.sensitive,
-               "insensitive": settings.insensitive})
+        roles={
+            "identifying": settings.identifying,
+            "sensitive": settings.sensitive,
+            "insensitive": settings.insensitive,
+        },
+    )
 
 
-def _fuse_parameters(settings: FuseSettings, config: FusionConfig, report_path: Path | None
-                     ) -> dict[str, Any]:
+def _fuse_parameters(
+    settings: FuseSettings, config: FusionConfig, report_path: Path | None
+) -> dict[str, Any]:
     """The report's ``parameters`` of a ``fuse`` run (the risk settings last)."""
-    return risk_last({
-        "config": stored_path(settings.config, report_path),
-        "score": config.fusion.score, "s_aggregate": config.fusion.s_aggregate,
-        "keep_id": config.fusion.keep_id, "class": config.class_column,
-        "templates": [{"qid": t.qid, "k": t.k} for t in config.templates],
-        **_role_parameters(config),
-        "output": stored_path(settings.output, report_path),
-        "report": stored_path(settings.report, report_path),
-        "verify": settings.verify,
-        **_risk_parameters(settings, report_path),
-    })
+    return risk_last(
+        {
+            "config": stored_path(settings.config, report_path),
+            "score": config.fusion.score,
+            "s_aggregate": config.fusion.s_aggregate,
+            "keep_id": config.fusion.keep_id,
+            "class": config.class_column,
+            "templates": [{"qid": t.qid, "k": t.k} for t in config.templates],
+            **_role_parameters(config),
+            "output": stored_path(settings.output, report_path),
+            "report": stored_path(settings.report, report_path),
+            "verify": settings.verify,
+            **_risk_parameters(settings, report_path),
+        }
+    )
 
 
 def run_fuse(settings: FuseSettings, *, progress: ProgressFn | None = None) -> RunResult:
@@ -312,8 +328,9 @@ def run_fuse(settings: FuseSettings, *, progress: ProgressFn | None = None) -> R
     inputs = {**fuse_inputs(settings.config, config), **_hierarchies(settings)}
     with Outputs(_targets(settings), inputs=inputs.values()) as outputs:
         result = fuse(config, progress=progress)
-        written, verified = _stage_checked(outputs, result.table, _templates(config),
-                                           settings.verify)
+        written, verified = _stage_checked(
+            outputs, result.table, _templates(config), settings.verify
+        )
         report_path = outputs.path("report")
         report = _header("fuse", _fuse_parameters(settings, config, report_path), inputs)
         report.update(result.report())
@@ -337,33 +354,46 @@ def _check_party_outputs(settings: PartySettings, me: PartyConfig) -> None:
         if settings.output is not None:
             raise AnonlabError(
                 f"output is not for party '{me.id}': it is a helper, holds no data and writes "
-                "no table; leave output out (give report)", parameter="output")
+                "no table; leave output out (give report)",
+                parameter="output",
+            )
         _nothing_to_write(settings, ("report", "html"))
     else:
         _nothing_to_write(settings, ("output", "report", "html"))
 
 
-def party_inputs(config: FusionConfig, me: PartyConfig,
-                 settings: ReleaseRiskSettings | None = None) -> list[str]:
+def party_inputs(
+    config: FusionConfig, me: PartyConfig, settings: ReleaseRiskSettings | None = None
+) -> list[str]:
     """Files a party reads (its own data, the config, taxonomies, TLS files and the sensitive
     attributes' hierarchies): never outputs."""
     hierarchies = [] if settings is None else list(settings.sensitive_hierarchies.values())
-    candidates = [me.file, config.source, *config.taxonomies.values(), *config.tls.values(),
-                  *hierarchies]
+    candidates = [
+        me.file,
+        config.source,
+        *config.taxonomies.values(),
+        *config.tls.values(),
+        *hierarchies,
+    ]
     return [p for p in candidates if isinstance(p, str) and p != CONTINUOUS]
 
 
-def _party_parameters(settings: PartySettings, config: FusionConfig, report_path: Path | None
-                      ) -> dict[str, Any]:
+def _party_parameters(
+    settings: PartySettings, config: FusionConfig, report_path: Path | None
+) -> dict[str, Any]:
     """The report's ``parameters`` of a ``party`` run (the risk settings last)."""
-    return risk_last({
-        "config": stored_path(config.source, report_path), "party": settings.party,
-        "timeout": settings.timeout, "connect_timeout": settings.connect_timeout,
-        **_role_parameters(config),
-        "output": stored_path(settings.output, report_path),
-        "verify": settings.verify,
-        **_risk_parameters(settings, report_path),
-    })
+    return risk_last(
+        {
+            "config": stored_path(config.source, report_path),
+            "party": settings.party,
+            "timeout": settings.timeout,
+            "connect_timeout": settings.connect_timeout,
+            **_role_parameters(config),
+            "output": stored_path(settings.output, report_path),
+            "verify": settings.verify,
+            **_risk_parameters(settings, report_path),
+        }
+    )
 
 
 def run_party(settings: PartySettings, *, progress: ProgressFn | None = None) -> RunResult:
@@ -386,8 +416,13 @@ def run_party(settings: PartySettings, *, progress: ProgressFn | None = None) ->
     inputs = {"data": me.file, "config": config.source, **_hierarchies(settings)}
     with Outputs(_targets(settings), inputs=party_inputs(config, me, settings)) as outputs:
         check_party_setup(config, settings.party)
-        outcome = run_party_process(config, settings.party, timeout=settings.timeout,
-                                    connect_timeout=settings.connect_timeout, progress=progress)
+        outcome = run_party_process(
+            config,
+            settings.party,
+            timeout=settings.timeout,
+            connect_timeout=settings.connect_timeout,
+            progress=progress,
+        )
         table = outcome.result.table if outcome.result is not None else None
         written, verified = _stage_checked(outputs, table, _templates(config), settings.verify)
         report_path = outputs.path("report")

@@ -64,9 +64,12 @@ if TYPE_CHECKING:
     from anonlab.privacy import Criterion
 
 
-def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
-                   criteria: Sequence[Criterion], progress: ProgressFn | None
-                   ) -> tuple[GeneralizationResult, list[str]]:
+def search_dataset(
+    dataset: Dataset,
+    settings: GeneralizeSettings,
+    criteria: Sequence[Criterion],
+    progress: ProgressFn | None,
+) -> tuple[GeneralizationResult, list[str]]:
     """The search the settings ask for on ``dataset`` (rows here or in an engine), and the
     identifying columns the release drops; the risk section's columns are checked first."""
     from anonlab.dataset import Role
@@ -74,19 +77,34 @@ def search_dataset(dataset: Dataset, settings: GeneralizeSettings,
     from anonlab.risk.release import check_risk_columns
 
     dropped = dataset.columns_with(Role.IDENTIFYING)
-    check_risk_columns([c for c in dataset.frame.columns if c not in dropped],
-                       settings.sensitive, settings, list(settings.qi))
-    result = anonymize(dataset, None, settings.suppression, settings.search,
-                       str(settings.metric), progress=progress, criteria=criteria,
-                       gs_factor=settings.gs_factor, aggregate=settings.aggregate,
-                       weights=settings.attribute_weights, targets=settings.targets,
-                       static_loss=settings.static_loss,
-                       practical_monotonicity=settings.practical_monotonicity,
-                       min_levels=settings.min_level, max_levels=settings.max_level,
-                       alternatives=settings.alternatives, time_limit=settings.time_limit,
-                       step_limit=settings.step_limit,
-                       heuristic_threshold=settings.heuristic_threshold,
-                       genetic=settings.genetic)
+    check_risk_columns(
+        [c for c in dataset.frame.columns if c not in dropped],
+        settings.sensitive,
+        settings,
+        list(settings.qi),
+    )
+    result = anonymize(
+        dataset,
+        None,
+        settings.suppression,
+        settings.search,
+        str(settings.metric),
+        progress=progress,
+        criteria=criteria,
+        gs_factor=settings.gs_factor,
+        aggregate=settings.aggregate,
+        weights=settings.attribute_weights,
+        targets=settings.targets,
+        static_loss=settings.static_loss,
+        practical_monotonicity=settings.practical_monotonicity,
+        min_levels=settings.min_level,
+        max_levels=settings.max_level,
+        alternatives=settings.alternatives,
+        time_limit=settings.time_limit,
+        step_limit=settings.step_limit,
+        heuristic_threshold=settings.heuristic_threshold,
+        genetic=settings.genetic,
+    )
     return result, dropped
 
 
@@ -120,11 +138,17 @@ def run_generalize(
     targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
     targets["output"] = output_target(settings.output, settings.output_table)
     on_engine = uses_engine(settings)
-    outputs = Outputs(targets,
-                      inputs=[settings.input, *settings.qi.values(),
-                              *settings.sensitive_hierarchies.values(), *files.values()],
-                      input_tables=input_tables(settings.input, settings.table),
-                      folders=("output",) if on_engine else ())
+    outputs = Outputs(
+        targets,
+        inputs=[
+            settings.input,
+            *settings.qi.values(),
+            *settings.sensitive_hierarchies.values(),
+            *files.values(),
+        ],
+        input_tables=input_tables(settings.input, settings.table),
+        folders=("output",) if on_engine else (),
+    )
     if settings.k is not None:
         check_k(settings.k)
     check_suppression(settings.suppression)
@@ -138,34 +162,48 @@ def run_generalize(
         frame = read_input(settings, categorical=True)
         return_free_memory()
         dataset = model_dataset(
-            frame, hierarchies, criteria, identifying=settings.identifying,
-            sensitive=settings.sensitive, insensitive=settings.insensitive,
-            other=settings.other, source=masked(settings.input), read_options=read_options,
+            frame,
+            hierarchies,
+            criteria,
+            identifying=settings.identifying,
+            sensitive=settings.sensitive,
+            insensitive=settings.insensitive,
+            other=settings.other,
+            source=masked(settings.input),
+            read_options=read_options,
         )
         result, dropped = search_dataset(dataset, settings, criteria, progress)
         original, roles, records = dataset.frame, dataset.roles, dataset.n
         del dataset  # the search's codes of the rows are not needed again: freed here
         return_free_memory()
-        model = ModelCheck(specs, max_suppressed(settings.suppression, records),
-                           population_table(criteria, frame, read_options),
-                           settings.min_level, settings.max_level)
+        model = ModelCheck(
+            specs,
+            max_suppressed(settings.suppression, records),
+            population_table(criteria, frame, read_options),
+            settings.min_level,
+            settings.max_level,
+        )
 
         def check(release: pd.DataFrame) -> None:
             verify_release(original, release, hierarchies, result.transformation, dropped, model)
 
         release = present(result.release, "the release built in memory")
-        as_written = stage_release(outputs, release,
-                                   check if settings.verify else None, categorical=True)
+        as_written = stage_release(
+            outputs, release, check if settings.verify else None, categorical=True
+        )
         return_free_memory()
         verified = settings.verify
-        risk = release_risk_report(as_written, settings.sensitive, settings,
-                                   qi=list(settings.qi))
-        by_other = without_role(original.columns, settings.qi, settings.identifying,
-                                settings.sensitive, settings.insensitive)
+        risk = release_risk_report(as_written, settings.sensitive, settings, qi=list(settings.qi))
+        by_other = without_role(
+            original.columns,
+            settings.qi,
+            settings.identifying,
+            settings.sensitive,
+            settings.insensitive,
+        )
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
-        report["distinct_values"] = distinct_values(original, release,
-                                                    result.transformation)
+        report["distinct_values"] = distinct_values(original, release, result.transformation)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
@@ -213,14 +251,16 @@ def generalize_report(
     for name in ("input", *GENERALIZE_OUTPUTS):
         params[name] = stored(params[name], where)
     params["qi"] = {c: stored(p, where) for c, p in settings.qi.items()}
-    params["sensitive_hierarchies"] = {c: stored(p, where)
-                                       for c, p in settings.sensitive_hierarchies.items()}
+    params["sensitive_hierarchies"] = {
+        c: stored(p, where) for c, p in settings.sensitive_hierarchies.items()
+    }
     params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
     inputs: dict[str, PathLike | None] = {
         "data": file_or_none(settings.input),
         **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
         **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
-        **criteria_files(settings.model_criteria())}
+        **criteria_files(settings.model_criteria()),
+    }
     report = report_header("generalize", risk_last(params), inputs)
     report["paths"] = paths_convention(where)
     report.update(result.summary())
@@ -230,11 +270,14 @@ def generalize_report(
     return report
 
 
-
-
-def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
-                  outputs: Outputs, *, progress: ProgressFn | None = None,
-                  started: float | None = None) -> RunResult:
+def run_on_engine(
+    settings: GeneralizeSettings,
+    criteria: Sequence[Criterion],
+    outputs: Outputs,
+    *,
+    progress: ProgressFn | None = None,
+    started: float | None = None,
+) -> RunResult:
     """Generalize on the settings' engine and write everything or nothing (module text)."""
     from anonlab.dataset import without_role
     from anonlab.engine.table import open_table
@@ -249,26 +292,45 @@ def run_on_engine(settings: GeneralizeSettings, criteria: Sequence[Criterion],
         table = open_table(settings.input, delimiter=settings.delimiter)
         with closing(open_run_engine(settings)) as engine:
             dataset = engine_dataset(
-                engine, table, hierarchies, identifying=settings.identifying,
-                sensitive=settings.sensitive, insensitive=settings.insensitive,
-                other=settings.other, source=masked(settings.input), progress=progress)
+                engine,
+                table,
+                hierarchies,
+                identifying=settings.identifying,
+                sensitive=settings.sensitive,
+                insensitive=settings.insensitive,
+                other=settings.other,
+                source=masked(settings.input),
+                progress=progress,
+            )
             result, dropped = search_dataset(dataset, settings, criteria, progress)
             expected = ReleaseCheck(
                 plan=present(result.plan, "the release plan counted on the engine"),
-                transformation=result.transformation, records=result.records,
-                k=result.k, limit=max_suppressed(settings.suppression, result.records),
-                criteria=settings.model_criteria(), dropped=dropped,
-                sensitive=settings.sensitive, min_levels=settings.min_level,
-                max_levels=settings.max_level)
-            checked = write_and_check(engine, table, settings, outputs, expected, dataset.base,
-                                      hierarchies, progress)
-        by_other = without_role(dataset.frame.columns, settings.qi, settings.identifying,
-                                settings.sensitive, settings.insensitive)
+                transformation=result.transformation,
+                records=result.records,
+                k=result.k,
+                limit=max_suppressed(settings.suppression, result.records),
+                criteria=settings.model_criteria(),
+                dropped=dropped,
+                sensitive=settings.sensitive,
+                min_levels=settings.min_level,
+                max_levels=settings.max_level,
+            )
+            checked = write_and_check(
+                engine, table, settings, outputs, expected, dataset.base, hierarchies, progress
+            )
+        by_other = without_role(
+            dataset.frame.columns,
+            settings.qi,
+            settings.identifying,
+            settings.sensitive,
+            settings.insensitive,
+        )
         report = generalize_report(settings, result, dataset.roles, settings.verify)
         report.update(roles_report(dataset.roles, settings.other, by_other))
         report["distinct_values"] = {
             q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
-            for q in dataset.qis}
+            for q in dataset.qis
+        }
         report.update(checked.risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)

@@ -20,8 +20,9 @@ from anonlab.runs.common import (
 )
 from anonlab.settings import outputs_taken_over, read_toml, resolve_paths, split_names
 
-SearchName = Literal["exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic",
-                     "descent", "auto"]
+SearchName = Literal[
+    "exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic", "descent", "auto"
+]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
 
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
@@ -80,17 +81,24 @@ def parse_suppression(value: Any) -> float:
             raise ValueError(text)
         number = float(text[:-1].strip() if percent else text)
     except (TypeError, ValueError):
-        raise AnonlabError(f"suppression {value!r} is not a fraction or a percentage: write "
-                           "0.01 or 1%", parameter="suppression") from None
+        raise AnonlabError(
+            f"suppression {value!r} is not a fraction or a percentage: write 0.01 or 1%",
+            parameter="suppression",
+        ) from None
     fraction = number / 100.0 if percent else number
     if not math.isfinite(fraction) or not 0.0 <= fraction <= 1.0:
-        raise AnonlabError(f"suppression must be a fraction from 0 to 1 or a percentage up to "
-                           f"100% (got {str(value).strip()}): write 0.01 or 1%",
-                           parameter="suppression")
+        raise AnonlabError(
+            f"suppression must be a fraction from 0 to 1 or a percentage up to "
+            f"100% (got {str(value).strip()}): write 0.01 or 1%",
+            parameter="suppression",
+        )
     if fraction == 1.0 and not percent and not isinstance(text, float):
-        raise AnonlabError(f"suppression {str(value).strip()} is ambiguous (1% or 100%?): "
-                           "write 0.01 or 1% for one percent, or 100% to let every record be "
-                           "suppressed", parameter="suppression")
+        raise AnonlabError(
+            f"suppression {str(value).strip()} is ambiguous (1% or 100%?): "
+            "write 0.01 or 1% for one percent, or 100% to let every record be "
+            "suppressed",
+            parameter="suppression",
+        )
     return fraction
 
 
@@ -106,8 +114,9 @@ def default_metric(suppression: float) -> str:
 
 def _role_names(value: Any) -> Any:
     """``"a,b"`` or ``["a", "b,c"]`` give the column names one by one."""
-    if isinstance(value, str) or (isinstance(value, list)
-                                  and all(isinstance(v, str) for v in value)):
+    if isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
         return split_names(value)
     return value
 
@@ -120,8 +129,11 @@ def weights_table(values: Any) -> Any:
         out = dict(values)
         table = out.pop("weights")
         if out.get("attribute_weights"):
-            raise AnonlabError("weights (a table) and attribute_weights are both given: "
-                               "give the attribute weights once", parameter="weights")
+            raise AnonlabError(
+                "weights (a table) and attribute_weights are both given: "
+                "give the attribute weights once",
+                parameter="weights",
+            )
         out["attribute_weights"] = table
         return out
     return values
@@ -182,8 +194,12 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     rows never held here; with ``engine = "dask"`` it must be one.
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "qi", "sensitive_hierarchies",
-                                              *GENERALIZE_OUTPUTS)
+    path_fields: ClassVar[tuple[str, ...]] = (
+        "input",
+        "qi",
+        "sensitive_hierarchies",
+        *GENERALIZE_OUTPUTS,
+    )
     #: listing the next-best transformations changes neither the release nor its figures
     neutral_fields: ClassVar[tuple[str, ...]] = (*TableSettings.neutral_fields, "alternatives")
 
@@ -218,8 +234,9 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     verify: bool = True
 
     @classmethod
-    def load(cls, config: PathLike | None = None, /, *, overwrite: bool = False,
-             **overrides: Any) -> GeneralizeSettings:
+    def load(
+        cls, config: PathLike | None = None, /, *, overwrite: bool = False, **overrides: Any
+    ) -> GeneralizeSettings:
         """:meth:`Settings.load`, with the file parameters of ``criteria`` (``hierarchy``,
         ``subset``, ``population``) resolved against the TOML file's folder too."""
         from anonlab.privacy.spec import resolve_criteria_paths
@@ -233,8 +250,7 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         values: dict[str, Any] = {}
         if config is not None:
             path = Path(config)
-            values = weights_table(resolve_paths(read_toml(path), path.parent,
-                                                 cls.path_fields))
+            values = weights_table(resolve_paths(read_toml(path), path.parent, cls.path_fields))
             if "criteria" in values:
                 values["criteria"] = resolve_criteria_paths(values["criteria"], path.parent)
             check_input_override(values, overrides, cls.input_fields, cls.output_fields)
@@ -269,8 +285,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         if isinstance(value, str | Mapping):
             value = [value]
         if not isinstance(value, list | tuple):
-            raise AnonlabError(f"criteria must be a list of models (got {value!r}): e.g. "
-                               '[[criteria]] model = "k-anonymity" k = 5', parameter="criteria")
+            raise AnonlabError(
+                f"criteria must be a list of models (got {value!r}): e.g. "
+                '[[criteria]] model = "k-anonymity" k = 5',
+                parameter="criteria",
+            )
         return normalize_criteria(value)
 
     @field_validator("metric")
@@ -279,8 +298,10 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         from anonlab.lattice.metrics import METRICS
 
         if value is not None and value not in METRICS:
-            raise AnonlabError(f"metric '{value}' is unknown: choose one of "
-                               f"{', '.join(METRICS)}", parameter="metric")
+            raise AnonlabError(
+                f"metric '{value}' is unknown: choose one of {', '.join(METRICS)}",
+                parameter="metric",
+            )
         return value
 
     @field_validator("targets", mode="before")
@@ -292,8 +313,9 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     @classmethod
     def _gs_factor(cls, value: float) -> float:
         if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise ValueError("must lie in [0, 1] (0.5 weighs generalization and suppression "
-                             "alike), e.g. 0.5")
+            raise ValueError(
+                "must lie in [0, 1] (0.5 weighs generalization and suppression alike), e.g. 0.5"
+            )
         return value
 
     @field_validator("attribute_weights")
@@ -332,12 +354,16 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         for name in ("min_level", "max_level"):
             for column, level in getattr(self, name).items():
                 if column not in self.qi:
-                    raise AnonlabError(f"{name} names '{column}', which is not a "
-                                       f"quasi-identifier (qi: {', '.join(self.qi)})",
-                                       parameter=name)
+                    raise AnonlabError(
+                        f"{name} names '{column}', which is not a "
+                        f"quasi-identifier (qi: {', '.join(self.qi)})",
+                        parameter=name,
+                    )
                 if level < 0:
-                    raise AnonlabError(f"{name} gives '{column}' the level {level}: give a "
-                                       "level of at least 0", parameter=name)
+                    raise AnonlabError(
+                        f"{name} gives '{column}' the level {level}: give a level of at least 0",
+                        parameter=name,
+                    )
         return self
 
 
@@ -364,8 +390,14 @@ class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     partitioned Parquet.
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("report_in", "input", "sensitive_hierarchies",
-                                              "output", "report", "html")
+    path_fields: ClassVar[tuple[str, ...]] = (
+        "report_in",
+        "input",
+        "sensitive_hierarchies",
+        "output",
+        "report",
+        "html",
+    )
 
     report_in: str
     other: Literal["insensitive"] | None = None
@@ -381,8 +413,9 @@ class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     def _one_choice(self) -> ApplySettings:
         """``levels`` and ``node`` choose the transformation two ways: give one."""
         if self.levels is not None and self.node is not None:
-            raise AnonlabError("levels and node both choose the transformation: give one",
-                               parameter="levels")
+            raise AnonlabError(
+                "levels and node both choose the transformation: give one", parameter="levels"
+            )
         return self
 
 
@@ -393,11 +426,14 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
         col, sep, path = item.partition("=")
         if not sep or not col or not path:
             raise AnonlabError(
-                f"qi '{item}' is not COLUMN=FILE: e.g. age=hierarchy_age.csv", parameter="qi")
+                f"qi '{item}' is not COLUMN=FILE: e.g. age=hierarchy_age.csv", parameter="qi"
+            )
         if col in out and out[col] != path:
             raise AnonlabError(
                 f"qi names column '{col}' twice ('{out[col]}' and '{path}'): give one hierarchy "
-                "per column", parameter="qi")
+                "per column",
+                parameter="qi",
+            )
         out[col] = path
     return out
 
@@ -405,8 +441,9 @@ def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
 T = TypeVar("T")
 
 
-def _column_assignments(items: Iterable[str], parameter: str, parse: Callable[[str], T | None],
-                        form: str, unit: str) -> dict[str, T]:
+def _column_assignments(
+    items: Iterable[str], parameter: str, parse: Callable[[str], T | None], form: str, unit: str
+) -> dict[str, T]:
     """``COLUMN=VALUE`` texts as a mapping: ``parse`` turns a value's text into the value
     (``None`` where it is not one); a malformed item or a column named twice is refused with
     one message naming ``parameter``, the expected ``form`` (with an example) and the
@@ -418,8 +455,10 @@ def _column_assignments(items: Iterable[str], parameter: str, parse: Callable[[s
         if value is None or not col.strip():
             raise AnonlabError(f"{parameter} '{item}' is not {form}", parameter=parameter)
         if col.strip() in out:
-            raise AnonlabError(f"{parameter} names column '{col.strip()}' twice: give one "
-                               f"{unit} per column", parameter=parameter)
+            raise AnonlabError(
+                f"{parameter} names column '{col.strip()}' twice: give one {unit} per column",
+                parameter=parameter,
+            )
         out[col.strip()] = value
     return out
 
@@ -448,23 +487,32 @@ def parse_level_flags(items: Iterable[str], parameter: str) -> dict[str, int]:
     """Levels from ``COLUMN=LEVEL`` texts (``--min-level``, ``--max-level``; ``--levels``
     takes them comma-separated too: ``age=1,sex=0``)."""
     parts = (part for text in items for part in text.split(","))
-    return _column_assignments(parts, parameter, _level,
-                               "COLUMN=LEVEL with a whole level of at least 0: e.g. age=2",
-                               "level")
+    return _column_assignments(
+        parts,
+        parameter,
+        _level,
+        "COLUMN=LEVEL with a whole level of at least 0: e.g. age=2",
+        "level",
+    )
 
 
 def parse_weight_flags(items: Iterable[str]) -> dict[str, float]:
     """Attribute weights from ``COLUMN=NUMBER`` texts (the ``--weight`` flags)."""
-    return _column_assignments(items, "attribute_weights", _finite,
-                               "COLUMN=NUMBER: e.g. age=2", "weight")
+    return _column_assignments(
+        items, "attribute_weights", _finite, "COLUMN=NUMBER: e.g. age=2", "weight"
+    )
 
 
 def parse_static_loss_flags(items: Iterable[str]) -> dict[str, list[float]]:
     """Per-level losses of the ``static`` metric from ``COLUMN=V0,V1,...`` texts (the
     ``--static-loss`` flags; one number per level of the column's hierarchy, level 0 first)."""
-    return _column_assignments(items, "static_loss", _finite_list,
-                               "COLUMN=NUMBER,NUMBER,...: e.g. sex=0,1 (one number per level, "
-                               "level 0 first)", "list")
+    return _column_assignments(
+        items,
+        "static_loss",
+        _finite_list,
+        "COLUMN=NUMBER,NUMBER,...: e.g. sex=0,1 (one number per level, level 0 first)",
+        "list",
+    )
 
 
 def stale_outputs(config: PathLike, overrides: Mapping[str, Any]) -> list[str]:

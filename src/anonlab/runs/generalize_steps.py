@@ -103,19 +103,27 @@ def verify_release(
 
     qis = list(levels)
     problems = checker.check_level_bounds(levels, model.min_levels, model.max_levels)
-    problems += checker.check_generalization(original, release, hierarchies, levels,
-                                              list(dropped), max_suppressed=model.limit)
-    problems += check_criteria(original, release, model.criteria, qis, model.limit,
-                               expected_star=checker.expected_stars(original, hierarchies,
-                                                                    levels),
-                               population=model.population, hierarchies=hierarchies,
-                               levels=levels)
+    problems += checker.check_generalization(
+        original, release, hierarchies, levels, list(dropped), max_suppressed=model.limit
+    )
+    problems += check_criteria(
+        original,
+        release,
+        model.criteria,
+        qis,
+        model.limit,
+        expected_star=checker.expected_stars(original, hierarchies, levels),
+        population=model.population,
+        hierarchies=hierarchies,
+        levels=levels,
+    )
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def population_table(criteria: Iterable[Any], frame: pd.DataFrame,
-                      read_options: Mapping[str, Any]) -> pd.DataFrame | None:
+def population_table(
+    criteria: Iterable[Any], frame: pd.DataFrame, read_options: Mapping[str, Any]
+) -> pd.DataFrame | None:
     """The population the checker compares with: the table itself with delta-presence,
     inclusion or a journalist profitability model, the k-map population table, or none."""
     import pandas as pd
@@ -153,8 +161,9 @@ def found_metric_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
     if params.get("targets"):
         out["targets"] = [str(t) for t in params["targets"]]
     if params.get("static_loss"):
-        out["static_loss"] = {str(c): [float(v) for v in values]
-                              for c, values in dict(params["static_loss"]).items()}
+        out["static_loss"] = {
+            str(c): [float(v) for v in values] for c, values in dict(params["static_loss"]).items()
+        }
     return out
 
 
@@ -162,9 +171,11 @@ def check_weights(settings: GeneralizeSettings) -> None:
     """Attribute weights name quasi-identifiers."""
     unknown = [c for c in settings.attribute_weights if c not in settings.qi]
     if unknown:
-        raise AnonlabError(f"attribute_weights names '{unknown[0]}', which is not a "
-                           f"quasi-identifier (qi: {', '.join(settings.qi)})",
-                           parameter="attribute_weights")
+        raise AnonlabError(
+            f"attribute_weights names '{unknown[0]}', which is not a "
+            f"quasi-identifier (qi: {', '.join(settings.qi)})",
+            parameter="attribute_weights",
+        )
 
 
 def file_or_none(source: str) -> str | None:
@@ -180,8 +191,6 @@ def report_path(report: str | None) -> Path | None:
     return None if report is None else Path(report)
 
 
-
-
 #: releases up to this many records are read back whole and checked as in memory
 IN_MEMORY_ROWS = 2_000_000
 
@@ -191,23 +200,34 @@ def check_engine_settings(settings: EngineRun) -> None:
     sheet, a query; on Dask, a release that is not a folder."""
     engine = f"engine '{settings.engine}'"
     if is_database_url(settings.input):
-        raise AnonlabError(f"input '{masked(settings.input)}' is a database: {engine} reads "
-                           "Parquet files, folders and globs and CSV files; export the table "
-                           "to Parquet, or use engine 'numpy' with a file output",
-                           parameter="input")
+        raise AnonlabError(
+            f"input '{masked(settings.input)}' is a database: {engine} reads "
+            "Parquet files, folders and globs and CSV files; export the table "
+            "to Parquet, or use engine 'numpy' with a file output",
+            parameter="input",
+        )
     for name in ("sheet", "table", "query"):
         if getattr(settings, name, None) is not None:
-            raise AnonlabError(f"{name} applies to Excel and database inputs, which {engine} "
-                               "does not read: leave it out", parameter=name)
-    if settings.output_table is not None or (settings.output is not None
-                                             and is_database_url(settings.output)):
-        raise AnonlabError(f"{engine} writes the release as a folder of Parquet parts, not a "
-                           "database table: give a folder as output", parameter="output")
+            raise AnonlabError(
+                f"{name} applies to Excel and database inputs, which {engine} "
+                "does not read: leave it out",
+                parameter=name,
+            )
+    if settings.output_table is not None or (
+        settings.output is not None and is_database_url(settings.output)
+    ):
+        raise AnonlabError(
+            f"{engine} writes the release as a folder of Parquet parts, not a "
+            "database table: give a folder as output",
+            parameter="output",
+        )
     if settings.output is not None and not is_folder_output(settings.output):
-        raise AnonlabError(f"output '{settings.output}' is a file, but {engine} writes the "
-                           "release as a folder of Parquet parts: end output with '/' "
-                           f"(e.g. '{Path(settings.output).with_suffix('')}/')",
-                           parameter="output")
+        raise AnonlabError(
+            f"output '{settings.output}' is a file, but {engine} writes the "
+            "release as a folder of Parquet parts: end output with '/' "
+            f"(e.g. '{Path(settings.output).with_suffix('')}/')",
+            parameter="output",
+        )
 
 
 @dataclass(frozen=True)
@@ -240,16 +260,24 @@ class Checked:
     """What the written release gave: the risk keys, the distinct released values, and the
     release read back when it is small."""
 
-    def __init__(self, risk: dict[str, Any], distinct: dict[str, int],
-                 release: pd.DataFrame | None) -> None:
+    def __init__(
+        self, risk: dict[str, Any], distinct: dict[str, int], release: pd.DataFrame | None
+    ) -> None:
         self.risk = risk
         self.distinct = distinct
         self.release = release
 
 
-def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Outputs,
-                    expected: ReleaseCheck, base: Any, hierarchies: Mapping[str, Hierarchy],
-                    progress: ProgressFn | None) -> Checked:
+def write_and_check(
+    engine: Engine,
+    table: Any,
+    settings: EngineRun,
+    outputs: Outputs,
+    expected: ReleaseCheck,
+    base: Any,
+    hierarchies: Mapping[str, Hierarchy],
+    progress: ProgressFn | None,
+) -> Checked:
     """Write the release by ``expected.plan`` into its staged folder (a scratch folder
     without ``output``), verify it and measure its risk (module text)."""
     from anonlab.lattice.pieces import released_classes, released_distinct
@@ -271,37 +299,49 @@ def write_and_check(engine: Engine, table: Any, settings: EngineRun, outputs: Ou
             return Checked(_risk(release, settings, expected), distinct, release)
         if settings.verify:
             _check_by_frequencies(engine, staged.path, expected, classes)
-        return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct,
-                       None)
+        return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct, None)
     finally:
         if scratch is not None:
             staged.discard()
             scratch.cleanup()
 
 
-def _risk(release: pd.DataFrame, settings: EngineRun, expected: ReleaseCheck
-          ) -> dict[str, Any]:
+def _risk(release: pd.DataFrame, settings: EngineRun, expected: ReleaseCheck) -> dict[str, Any]:
     from anonlab.risk.release import release_risk_report
 
-    return release_risk_report(release, expected.sensitive, settings,
-                               qi=list(expected.transformation))
+    return release_risk_report(
+        release, expected.sensitive, settings, qi=list(expected.transformation)
+    )
 
 
-def _check_in_memory(folder: Path, settings: EngineRun, expected: ReleaseCheck,
-                     hierarchies: Mapping[str, Hierarchy]) -> pd.DataFrame:
+def _check_in_memory(
+    folder: Path, settings: EngineRun, expected: ReleaseCheck, hierarchies: Mapping[str, Hierarchy]
+) -> pd.DataFrame:
     """The release read back; with ``verify``, checked against the input read whole."""
     from anonlab.io import read_table
+
     release = read_table(folder)
     if settings.verify:
         original = read_input(settings)
-        verify_release(original, release, hierarchies, expected.transformation, expected.dropped,
-                ModelCheck(expected.criteria, expected.limit,
-                           min_levels=expected.min_levels, max_levels=expected.max_levels))
+        verify_release(
+            original,
+            release,
+            hierarchies,
+            expected.transformation,
+            expected.dropped,
+            ModelCheck(
+                expected.criteria,
+                expected.limit,
+                min_levels=expected.min_levels,
+                max_levels=expected.max_levels,
+            ),
+        )
     return release
 
 
-def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
-                          classes: Mapping[tuple[str, ...], int]) -> None:
+def _check_by_frequencies(
+    engine: Engine, folder: Path, expected: ReleaseCheck, classes: Mapping[tuple[str, ...], int]
+) -> None:
     """Check a large release by the engine's frequency set of what was written: its
     classes those of ``classes``, every class but the suppressed one of at least ``k``
     records, at most ``limit`` records suppressed, the levels within the run's bounds."""
@@ -309,18 +349,17 @@ def _check_by_frequencies(engine: Engine, folder: Path, expected: ReleaseCheck,
     from anonlab.verify.generalization import check_level_bounds
 
     written = engine.frequency_set(folder, list(expected.plan.columns))
-    problems = check_level_bounds(expected.transformation, expected.min_levels,
-                                  expected.max_levels)
+    problems = check_level_bounds(expected.transformation, expected.min_levels, expected.max_levels)
     if written.rows != expected.records:
-        problems.append(f"the release has {written.rows} records, the input "
-                        f"{expected.records}")
+        problems.append(f"the release has {written.rows} records, the input {expected.records}")
     problems += release_problems(classes, written, expected.k, expected.limit)
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
 
-def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
-                    expected: ReleaseCheck) -> dict[str, Any]:
+def _risk_of_folder(
+    engine: Engine, folder: Path, settings: EngineRun, expected: ReleaseCheck
+) -> dict[str, Any]:
     """The risk keys of a written release too large to read back: from the engine's frequency
     set of the attacker's and the sensitive columns, with each class's sum of the sampling
     weights when there are some (the same figures as in memory, the weighted ones to
@@ -329,8 +368,14 @@ def _risk_of_folder(engine: Engine, folder: Path, settings: EngineRun,
     from anonlab.risk.release import release_risk_report
 
     names = [c for c in open_table(folder).column_names if c not in expected.dropped]
-    return release_risk_report(folder, expected.sensitive, settings,
-                               engine=engine, columns=names, qi=list(expected.transformation))
+    return release_risk_report(
+        folder,
+        expected.sensitive,
+        settings,
+        engine=engine,
+        columns=names,
+        qi=list(expected.transformation),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -372,12 +417,15 @@ def distinct_values(
 
     qis = list(transformation)
     suppressed = np.logical_and.reduce(
-        [(release[c] == SUPPRESSED).to_numpy(dtype=bool, na_value=False) for c in qis])
+        [(release[c] == SUPPRESSED).to_numpy(dtype=bool, na_value=False) for c in qis]
+    )
     kept = ~suppressed if not suppressed.all() else np.ones(len(release), dtype=bool)
     out: dict[str, dict[str, int]] = {}
     for column in qis:
-        out[column] = {"original": len(pd.unique(as_text(original[column]))),
-                       "released": _distinct_kept(release[column], kept)}
+        out[column] = {
+            "original": len(pd.unique(as_text(original[column]))),
+            "released": _distinct_kept(release[column], kept),
+        }
     return out
 
 
@@ -397,8 +445,9 @@ def _distinct_kept(column: pd.Series, kept: NDArray[np.bool_]) -> int:
     return len(pd.unique(column[kept]))
 
 
-def stored_criteria(entries: Iterable[Mapping[str, Any]], where: Path | None,
-                     nested: bool) -> list[dict[str, Any]]:
+def stored_criteria(
+    entries: Iterable[Mapping[str, Any]], where: Path | None, nested: bool
+) -> list[dict[str, Any]]:
     """Criteria with their file parameters stored as the report stores paths.
 
     ``nested``: report entries (``{"model", "parameters", ...}``); otherwise
@@ -411,11 +460,9 @@ def stored_criteria(entries: Iterable[Mapping[str, Any]], where: Path | None,
         item = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in entry.items()}
         params = item["parameters"] if nested else item
         model = MODELS.get(str(item.get("model")))
-        for key, param in (model.params.items() if model else ()):
+        for key, param in model.params.items() if model else ():
             value = params.get(key)
             if param.path and isinstance(value, str):
                 params[key] = stored(value, where)
         out.append(item)
     return out
-
-

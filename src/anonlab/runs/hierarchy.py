@@ -129,8 +129,11 @@ class TaxonomyHierarchySettings(HierarchySettings):
     @model_validator(mode="after")
     def _one_source(self) -> TaxonomyHierarchySettings:
         if (self.mapping is None) == (self.groups is None):
-            raise AnonlabError("mapping or groups: give exactly one of them, a mapping file or "
-                               "the groups of each level", parameter="mapping")
+            raise AnonlabError(
+                "mapping or groups: give exactly one of them, a mapping file or "
+                "the groups of each level",
+                parameter="mapping",
+            )
         return self
 
 
@@ -160,8 +163,13 @@ class DateHierarchySettings(HierarchySettings):
 #: each hierarchy builder's settings, by the builder's name
 HIERARCHY_BUILDERS: dict[str, type[HierarchySettings]] = {
     cls.builder: cls
-    for cls in (IntervalHierarchySettings, RedactionHierarchySettings, GroupingHierarchySettings,
-                TaxonomyHierarchySettings, DateHierarchySettings)
+    for cls in (
+        IntervalHierarchySettings,
+        RedactionHierarchySettings,
+        GroupingHierarchySettings,
+        TaxonomyHierarchySettings,
+        DateHierarchySettings,
+    )
 }
 
 
@@ -189,8 +197,10 @@ class ShowHierarchySettings(ReadSettings):
     @model_validator(mode="after")
     def _data_and_column(self) -> ShowHierarchySettings:
         if (self.data is None) != (self.column is None):
-            raise AnonlabError("column and data go together: give the data table and its "
-                               "column, or neither", parameter="column")
+            raise AnonlabError(
+                "column and data go together: give the data table and its column, or neither",
+                parameter="column",
+            )
         return self
 
 
@@ -212,8 +222,11 @@ def _number_list(value: Any, kind: type[float] | type[int], example: str) -> Any
 def column_values(frame: pd.DataFrame, column: str) -> list[str]:
     """The distinct values of one column as text (a missing value as ``''``), first seen first."""
     if column not in frame.columns:
-        raise AnonlabError(f"column '{column}' is not in the table, which has "
-                           f"{', '.join(map(str, frame.columns))}", parameter="column")
+        raise AnonlabError(
+            f"column '{column}' is not in the table, which has "
+            f"{', '.join(map(str, frame.columns))}",
+            parameter="column",
+        )
     col = frame[column]
     return [str(v) for v in col.astype(str).where(col.notna(), "").unique()]
 
@@ -240,13 +253,17 @@ def grouping_order(values: list[str], order: list[str] | None, column: str) -> l
             raise AnonlabError(
                 f"order is needed: column '{column}' holds text ({shown}), whose sort order "
                 "means nothing; for nominal values build 'hierarchy taxonomy', for ordered "
-                "text list its order", parameter="order")
+                "text list its order",
+                parameter="order",
+            )
         return sorted(values, key=natural_key)
     ordered = [*order, ""] if "" in values and "" not in order else list(order)
     absent = sorted(set(values) - set(ordered))
     if absent:
-        raise AnonlabError(f"order does not list value '{absent[0]}' of '{column}': list every "
-                           "value", parameter="order")
+        raise AnonlabError(
+            f"order does not list value '{absent[0]}' of '{column}': list every value",
+            parameter="order",
+        )
     return ordered
 
 
@@ -280,8 +297,9 @@ def _taxonomy(settings: TaxonomyHierarchySettings, values: list[str]) -> Hierarc
         raise AnonlabError(f"column '{settings.column}': {exc}") from None
 
 
-def builder_warnings(settings: HierarchySettings, values: list[str],
-                     hierarchy: Hierarchy) -> list[str]:
+def builder_warnings(
+    settings: HierarchySettings, values: list[str], hierarchy: Hierarchy
+) -> list[str]:
     """The builder's own warnings (beyond repeated levels): redaction of free text."""
     if isinstance(settings, RedactionHierarchySettings):
         return redaction_warnings(values, hierarchy, settings.column)
@@ -307,11 +325,18 @@ def hierarchy_report(
     for name in settings.path_fields:
         params[name] = stored_path(params.get(name), where)
     files: dict[str, str | os.PathLike[str] | None] = {
-        name: None if path is None or "://" in path else path for name, path in inputs.items()}
+        name: None if path is None or "://" in path else path for name, path in inputs.items()
+    }
     report = report_header(command, params, files)
     report["paths"] = paths_convention(where)
-    report.update({"column": settings.column, "values": len(hierarchy.values),
-                   "levels": hierarchy.height + 1, "view": view.to_dict()})
+    report.update(
+        {
+            "column": settings.column,
+            "values": len(hierarchy.values),
+            "levels": hierarchy.height + 1,
+            "view": view.to_dict(),
+        }
+    )
     return report
 
 
@@ -334,18 +359,23 @@ def run_hierarchy(settings: HierarchySettings, *, progress: ProgressFn | None = 
     written. ``progress`` is accepted for a uniform signature and not called.
     """
     inputs = _builder_inputs(settings)
-    outputs = Outputs({"output": settings.output, "report": settings.report},
-                      inputs=inputs.values())
+    outputs = Outputs(
+        {"output": settings.output, "report": settings.report}, inputs=inputs.values()
+    )
     with outputs:
         frame = read_input(settings)
         values = column_values(frame, settings.column)
         hierarchy = build_hierarchy(settings, values)
-        view = view_hierarchy(hierarchy, value_counts(frame, settings.column),
-                              builder_warnings(settings, values, hierarchy))
+        view = view_hierarchy(
+            hierarchy,
+            value_counts(frame, settings.column),
+            builder_warnings(settings, values, hierarchy),
+        )
         text = hierarchy.to_csv_text()
         outputs.stage("output", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        report = hierarchy_report(f"hierarchy {settings.builder}", settings, inputs, hierarchy,
-                                  view)
+        report = hierarchy_report(
+            f"hierarchy {settings.builder}", settings, inputs, hierarchy, view
+        )
         report.update({"builder": settings.builder, "output": report["parameters"]["output"]})
         stage_report(outputs, report)
         written = outputs.commit()

@@ -189,8 +189,7 @@ class _Measures(Settings):
 
     def measure_arguments(self) -> dict[str, Any]:
         """Keyword arguments of :func:`anonlab.metrics.evaluate` (the threads apart)."""
-        return {"lambdas": self.lambda_, "tau": self.tau, "gamma": self.gamma,
-                "interval_p": self.p}
+        return {"lambdas": self.lambda_, "tau": self.tau, "gamma": self.gamma, "interval_p": self.p}
 
 
 class _EngineWorkers(EngineSettings):
@@ -211,12 +210,17 @@ class _EngineWorkers(EngineSettings):
     def _dask_options(self) -> Self:
         """``scheduler`` is Dask's only; ``workers`` -1 is this process's only."""
         if self.engine != "dask" and self.scheduler is not None:
-            raise AnonlabError("scheduler applies to engine 'dask' only: set engine = 'dask' "
-                               "or leave scheduler out", parameter="scheduler")
+            raise AnonlabError(
+                "scheduler applies to engine 'dask' only: set engine = 'dask' "
+                "or leave scheduler out",
+                parameter="scheduler",
+            )
         if self.engine == "dask" and self.workers == -1:
-            raise AnonlabError("workers -1 (every CPU) applies in this process only: with "
-                               "engine 'dask' give a number of worker processes",
-                               parameter="workers")
+            raise AnonlabError(
+                "workers -1 (every CPU) applies in this process only: with "
+                "engine 'dask' give a number of worker processes",
+                parameter="workers",
+            )
         return self
 
     def threads(self) -> int:
@@ -241,8 +245,13 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     CPU), or with engine ``"dask"`` the local cluster's worker processes.
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "sensitive_hierarchies", "output",
-                                              "report", "html")
+    path_fields: ClassVar[tuple[str, ...]] = (
+        "input",
+        "sensitive_hierarchies",
+        "output",
+        "report",
+        "html",
+    )
 
     input: Any
     k: int = Field(default=3, ge=2)
@@ -300,8 +309,13 @@ class TradeoffSettings(_Columns, _Measures, _Workers, RoleSettings, RiskSettings
     trade-off releases nothing).
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "sensitive_hierarchies", "report",
-                                              "html", "plot")
+    path_fields: ClassVar[tuple[str, ...]] = (
+        "input",
+        "sensitive_hierarchies",
+        "report",
+        "html",
+        "plot",
+    )
 
     input: str
     k: str | int | list[int] = "3-10"
@@ -336,10 +350,11 @@ def run_microaggregate(
     started = time.perf_counter()
     if _microaggregate_on_engine(s):
         return _run_microaggregate_on_engine(s, progress=progress, started=started)
-    with Outputs({"output": output_target(s.output, s.output_table), "report": s.report,
-                  "html": s.html},
-                 inputs=[s.input, *s.sensitive_hierarchies.values()],
-                 input_tables=input_tables(s.input, s.table)) as outputs:
+    with Outputs(
+        {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
+        inputs=[s.input, *s.sensitive_hierarchies.values()],
+        input_tables=input_tables(s.input, s.table),
+    ) as outputs:
         table = masked_table(_read(s.input, s), s)
         dropped = table.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
@@ -347,8 +362,14 @@ def run_microaggregate(
         if _by_regions(s, table):
             release, summary, regions = _release_by_regions(s, table, dropped, progress)
         else:
-            result = microaggregate(table, k=s.k, variant=s.variant, block_size=s.block_size,
-                                    workers=s.threads(), progress=progress)
+            result = microaggregate(
+                table,
+                k=s.k,
+                variant=s.variant,
+                block_size=s.block_size,
+                workers=s.threads(),
+                progress=progress,
+            )
             release, summary = result.masked.drop(columns=dropped), result.summary()
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
         report.update(summary)
@@ -366,9 +387,7 @@ def run_microaggregate(
     return RunResult(report, release, written)
 
 
-def run_evaluate(
-    settings: EvaluateSettings, *, progress: ProgressFn | None = None
-) -> RunResult:
+def run_evaluate(settings: EvaluateSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """The EM4ADOM measures of ``settings.masked`` against ``settings.original``.
 
     ``progress`` hears of the evaluation's stages (information loss, record
@@ -380,14 +399,15 @@ def run_evaluate(
     started = time.perf_counter()
     if _evaluate_on_engine(s):
         return _run_evaluate_on_engine(s, progress=progress, started=started)
-    with Outputs({"report": s.report, "html": s.html},
-                 inputs=[s.original, s.masked]) as outputs:
+    with Outputs({"report": s.report, "html": s.html}, inputs=[s.original, s.masked]) as outputs:
         table = evaluated_table(_read(s.original, s), s)
         masked = _read(s.masked, s)
-        result = evaluate(table, masked, progress=progress, workers=s.threads(),
-                          **s.measure_arguments())
-        report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
-                         outputs.path("report"))
+        result = evaluate(
+            table, masked, progress=progress, workers=s.threads(), **s.measure_arguments()
+        )
+        report = _header(
+            "evaluate", s, {"original": s.original, "masked": s.masked}, outputs.path("report")
+        )
         report.update(result.summary())
         report.update(evaluate_roles(table.roles, s.other, table.by_other))
         report["runtime_seconds"] = time.perf_counter() - started
@@ -396,9 +416,7 @@ def run_evaluate(
     return RunResult(report, None, written)
 
 
-def run_tradeoff(
-    settings: TradeoffSettings, *, progress: ProgressFn | None = None
-) -> RunResult:
+def run_tradeoff(settings: TradeoffSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """MDAV, EM4ADOM and the risk for each k; report, HTML and the R-U map (PNG), or nothing.
 
     Every column needs a role, as in :func:`run_microaggregate`; each k's
@@ -414,8 +432,10 @@ def run_tradeoff(
     s = settings
     started = time.perf_counter()
     k_values = parse_k_range(s.k)  # a bad k is refused before anything is read
-    with Outputs({"report": s.report, "html": s.html, "plot": s.plot},
-                 inputs=[s.input, *s.sensitive_hierarchies.values()]) as outputs:
+    with Outputs(
+        {"report": s.report, "html": s.html, "plot": s.plot},
+        inputs=[s.input, *s.sensitive_hierarchies.values()],
+    ) as outputs:
         table = masked_table(_read(s.input, s), s)
         dropped = table.columns_with(Role.IDENTIFYING)
         check_risk_columns([c for c in table.roles if c not in dropped], s.sensitive, s)
@@ -426,9 +446,16 @@ def run_tradeoff(
             knowledge[:] = [rule]
             return section
 
-        result = sweep(table, k_values, variant=s.variant, block_size=s.block_size,
-                       progress=progress, risk=risk, workers=s.workers,
-                       **s.measure_arguments())
+        result = sweep(
+            table,
+            k_values,
+            variant=s.variant,
+            block_size=s.block_size,
+            progress=progress,
+            risk=risk,
+            workers=s.workers,
+            **s.measure_arguments(),
+        )
         report = _header("tradeoff", s, _inputs(s), outputs.path("report"))
         report.update(result)
         report.update(roles_report(table.roles, s.other, table.by_other))
@@ -460,9 +487,17 @@ def masked_table(
 
     s = settings
     return MicrodataTable.from_frame(
-        frame, s.columns, nominal=s.nominal, ordinal=s.ordinal, orders=s.orders,
-        identifying=s.identifying, sensitive=s.sensitive, insensitive=s.insensitive,
-        other=s.other, role_parameters=ROLE_PARAMETERS)
+        frame,
+        s.columns,
+        nominal=s.nominal,
+        ordinal=s.ordinal,
+        orders=s.orders,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=s.other,
+        role_parameters=ROLE_PARAMETERS,
+    )
 
 
 def evaluated_table(frame: pd.DataFrame, settings: EvaluateSettings) -> MicrodataTable:
@@ -476,13 +511,24 @@ def evaluated_table(frame: pd.DataFrame, settings: EvaluateSettings) -> Microdat
 
     s = settings
     return MicrodataTable.from_frame(
-        frame, s.columns, nominal=s.nominal, ordinal=s.ordinal, orders=s.orders,
-        identifying=s.identifying, sensitive=s.sensitive, insensitive=s.insensitive,
-        other=s.other, role_parameters=ROLE_PARAMETERS, purpose="evaluate", what="original")
+        frame,
+        s.columns,
+        nominal=s.nominal,
+        ordinal=s.ordinal,
+        orders=s.orders,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=s.other,
+        role_parameters=ROLE_PARAMETERS,
+        purpose="evaluate",
+        what="original",
+    )
 
 
-def evaluate_roles(roles: Mapping[str, Any], other: str | None,
-                   by_other: Sequence[str]) -> dict[str, Any]:
+def evaluate_roles(
+    roles: Mapping[str, Any], other: str | None, by_other: Sequence[str]
+) -> dict[str, Any]:
     """The report's role keys of an evaluation: ``roles``, ``other``, ``insensitive_by_other``
     (:func:`anonlab.dataset.roles_report` without ``released_unchanged``: nothing is released).
     """
@@ -495,8 +541,10 @@ def evaluate_roles(roles: Mapping[str, Any], other: str | None,
 
 def _inputs(settings: MicroaggregateSettings | TradeoffSettings) -> dict[str, str]:
     """The input files a report describes: the data and any sensitive attribute's hierarchy."""
-    return {"data": settings.input,
-            **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()}}
+    return {
+        "data": settings.input,
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
+    }
 
 
 def _read(source: str, settings: ReadSettings) -> pd.DataFrame:
@@ -538,8 +586,12 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
     from anonlab.verify.microaggregation import check_microaggregation
 
     problems = check_microaggregation(
-        original, release, int(report["k"]), numeric=report["columns"],
-        nominal=report["nominal"], ordinal=report["ordinal"],
+        original,
+        release,
+        int(report["k"]),
+        numeric=report["columns"],
+        nominal=report["nominal"],
+        ordinal=report["ordinal"],
         orders=report["parameters"]["orders"],
     )
     if problems:
@@ -565,8 +617,9 @@ def _engine_reads(source: Any, s: ReadSettings) -> bool:
 
     if not isinstance(source, str):
         return True
-    if is_database_url(source) or any(getattr(s, name) is not None
-                                      for name in ("sheet", "table", "query")):
+    if is_database_url(source) or any(
+        getattr(s, name) is not None for name in ("sheet", "table", "query")
+    ):
         return False
     path = Path(source)
     return not path.is_file() or file_format(path) != "excel"  # a missing path: its message
@@ -578,9 +631,12 @@ def _engine_source(source: Any, s: ReadSettings) -> Any:
     return source if _engine_reads(source, s) else _read(source, s)
 
 
-def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, dropped: list[str],
-                        progress: ProgressFn | None
-                        ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+def _release_by_regions(
+    s: MicroaggregateSettings,
+    table: MicrodataTable,
+    dropped: list[str],
+    progress: ProgressFn | None,
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
     """The release of an in-memory run by regions (:func:`_by_regions`): the NumPy engine
     reads the input as a folder output's run does, so that it cuts the same regions and
     makes the same groups (a database or workbook table, which the engine does not read, is
@@ -599,73 +655,115 @@ def _release_by_regions(s: MicroaggregateSettings, table: MicrodataTable, droppe
 
     numeric = list(table.numeric_names)
     _check_block_size(s)
-    with tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch, blas_threads(1), \
-            closing(open_run_engine(s)) as engine:
-        pieces = open_table(s.input if _engine_reads(s.input, s) else table.frame,
-                            delimiter=s.delimiter)
+    with (
+        tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch,
+        blas_threads(1),
+        closing(open_run_engine(s)) as engine,
+    ):
+        pieces = open_table(
+            s.input if _engine_reads(s.input, s) else table.frame, delimiter=s.delimiter
+        )
         keep = [c for c in pieces.column_names if c not in dropped]
         moments = engine.moments(pieces, numeric, progress=progress)
         folder = StagedFolder(Path(scratch) / "release")
         result = microaggregate_regions(
-            engine, pieces, numeric, keep, rows=moments.count, mean=moments.mean,
-            std=moments.std, k=s.k, block_size=s.block_size, region_rows=s.region_rows,
-            output=folder, workers=s.threads(), keep_order=True, progress=progress)
-        released: pd.DataFrame = read_table(folder.path, dtype=str, strings="arrow",
-                                            doubles=numeric)
+            engine,
+            pieces,
+            numeric,
+            keep,
+            rows=moments.count,
+            mean=moments.mean,
+            std=moments.std,
+            k=s.k,
+            block_size=s.block_size,
+            region_rows=s.region_rows,
+            output=folder,
+            workers=s.threads(),
+            keep_order=True,
+            progress=progress,
+        )
+        released: pd.DataFrame = read_table(
+            folder.path, dtype=str, strings="arrow", doubles=numeric
+        )
     if not result.holds_every_row_once():
-        raise AnonlabError("verification failed, nothing written: the release does not hold "
-                           "every record of the input once")
+        raise AnonlabError(
+            "verification failed, nothing written: the release does not hold "
+            "every record of the input once"
+        )
     release = released.iloc[np.argsort(result.table_rows())].reset_index(drop=True)
-    summary = result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size,
-                                 numeric=numeric)
+    summary = result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size, numeric=numeric)
     return release, summary, _regions_section(engine.name, s, result, "whole release")
 
 
-def _regions_section(engine: str, s: MicroaggregateSettings, result: RegionsResult,
-                     checked: str) -> dict[str, Any]:
+def _regions_section(
+    engine: str, s: MicroaggregateSettings, result: RegionsResult, checked: str
+) -> dict[str, Any]:
     """The report's ``engine`` section of a run by regions: the engine, how the table was
     cut, and how the release was checked (``None`` without ``verify``)."""
-    return {"name": engine, "regions": len(result.region_rows), "region_rows": s.region_rows,
-            "rows_by_region": list(result.region_rows), "parts": result.summary.parts,
-            "checked": checked if s.verify else None}
+    return {
+        "name": engine,
+        "regions": len(result.region_rows),
+        "region_rows": s.region_rows,
+        "rows_by_region": list(result.region_rows),
+        "parts": result.summary.parts,
+        "checked": checked if s.verify else None,
+    }
 
 
 def _check_block_size(s: MicroaggregateSettings) -> None:
     """A block of MDAV's scalable variant holds at least two groups of k."""
     if s.block_size < 2 * s.k:
-        raise AnonlabError(f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",
-                           parameter="block_size")
+        raise AnonlabError(
+            f"block_size must be at least 2k = {2 * s.k}, got {s.block_size}",
+            parameter="block_size",
+        )
 
 
 def _microaggregate_on_engine(settings: MicroaggregateSettings) -> bool:
     """Whether ``microaggregate`` goes through an engine: on Dask, with a folder ``output``,
     or with a Dask DataFrame as ``input`` (the settings take a path or a Dask DataFrame)."""
-    return (settings.engine != "numpy" or not isinstance(settings.input, str)
-            or is_folder_output(settings.output))
+    return (
+        settings.engine != "numpy"
+        or not isinstance(settings.input, str)
+        or is_folder_output(settings.output)
+    )
 
 
 def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
     """Refuse, before any work, what ``microaggregate`` does not do on an engine."""
     engine = f"engine '{s.engine}'"
     if s.variant != "scalable":
-        raise AnonlabError(f"variant '{s.variant}' runs in memory only (exact MDAV compares "
-                           f"every record with every other): use variant 'scalable' on "
-                           f"{engine}, or a file output in memory", parameter="variant")
+        raise AnonlabError(
+            f"variant '{s.variant}' runs in memory only (exact MDAV compares "
+            f"every record with every other): use variant 'scalable' on "
+            f"{engine}, or a file output in memory",
+            parameter="variant",
+        )
     for name in ("nominal", "ordinal"):
         if getattr(s, name):
-            raise AnonlabError(f"{name} columns are masked in memory only: {engine} masks "
-                               f"numeric columns; leave {name} out or use a file output",
-                               parameter=name)
+            raise AnonlabError(
+                f"{name} columns are masked in memory only: {engine} masks "
+                f"numeric columns; leave {name} out or use a file output",
+                parameter=name,
+            )
     if s.output_table is not None:
-        raise AnonlabError(f"output_table applies to a database output, which {engine} does "
-                           "not write (it writes a folder of Parquet parts): leave "
-                           "output_table out", parameter="output_table")
+        raise AnonlabError(
+            f"output_table applies to a database output, which {engine} does "
+            "not write (it writes a folder of Parquet parts): leave "
+            "output_table out",
+            parameter="output_table",
+        )
     if s.region_rows < 2 * s.k:
-        raise AnonlabError(f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
-                           parameter="region_rows")
+        raise AnonlabError(
+            f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
+            parameter="region_rows",
+        )
     if not is_folder_output(s.output):
-        raise AnonlabError(f"output: {engine} writes the release as a folder of Parquet parts: "
-                           "give output as a folder path ending in '/'", parameter="output")
+        raise AnonlabError(
+            f"output: {engine} writes the release as a folder of Parquet parts: "
+            "give output as a folder path ending in '/'",
+            parameter="output",
+        )
 
 
 def _head_table(frame: pd.DataFrame, s: MicroaggregateSettings) -> MicrodataTable:
@@ -674,13 +772,20 @@ def _head_table(frame: pd.DataFrame, s: MicroaggregateSettings) -> MicrodataTabl
     from anonlab.table import ROLE_PARAMETERS, MicrodataTable
 
     return MicrodataTable.from_frame(
-        frame, s.columns, identifying=s.identifying, sensitive=s.sensitive,
-        insensitive=s.insensitive, other=s.other, role_parameters=ROLE_PARAMETERS,
-        allow_constant=True)
+        frame,
+        s.columns,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=s.other,
+        role_parameters=ROLE_PARAMETERS,
+        allow_constant=True,
+    )
 
 
-def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: ProgressFn | None,
-                                  started: float) -> RunResult:
+def _run_microaggregate_on_engine(
+    s: MicroaggregateSettings, *, progress: ProgressFn | None, started: float
+) -> RunResult:
     """:func:`run_microaggregate` on an engine (module text, "On an engine")."""
     from anonlab.dataset import Role, roles_report
     from anonlab.engine.table import open_table
@@ -691,10 +796,15 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
 
     _check_microaggregate_engine(s)
     source = file_of(s.input)
-    with Outputs({"output": s.output, "report": s.report, "html": s.html},
-                 inputs=[source, *s.sensitive_hierarchies.values()],
-                 folders=("output",)) as outputs, blas_threads(1), \
-            closing(open_run_engine(s)) as engine:
+    with (
+        Outputs(
+            {"output": s.output, "report": s.report, "html": s.html},
+            inputs=[source, *s.sensitive_hierarchies.values()],
+            folders=("output",),
+        ) as outputs,
+        blas_threads(1),
+        closing(open_run_engine(s)) as engine,
+    ):
         table = open_table(_engine_source(s.input, s), delimiter=s.delimiter)
         head = _head_table(head_frame(table, HEAD_ROWS), s)
         numeric = list(head.numeric_names)
@@ -707,42 +817,62 @@ def _run_microaggregate_on_engine(s: MicroaggregateSettings, *, progress: Progre
         _check_block_size(s)
         small = moments.count <= IN_MEMORY_ROWS
         result = microaggregate_regions(
-            engine, table, numeric, keep, rows=moments.count, mean=moments.mean,
-            std=moments.std, k=s.k, block_size=s.block_size, region_rows=s.region_rows,
-            output=outputs.stage_folder("output"), workers=s.threads(),
-            keep_order=small and s.verify, check_regions=not small and s.verify,
-            progress=progress)
+            engine,
+            table,
+            numeric,
+            keep,
+            rows=moments.count,
+            mean=moments.mean,
+            std=moments.std,
+            k=s.k,
+            block_size=s.block_size,
+            region_rows=s.region_rows,
+            output=outputs.stage_folder("output"),
+            workers=s.threads(),
+            keep_order=small and s.verify,
+            check_regions=not small and s.verify,
+            progress=progress,
+        )
         folder = outputs.staged_folder("output")
         if folder is None:
             raise RuntimeError("the release folder was not staged")
-        inputs = _inputs(s) if isinstance(s.input, str) else \
-            {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
+        inputs = (
+            _inputs(s)
+            if isinstance(s.input, str)
+            else {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
+        )
         report = _header("microaggregate", s, inputs, outputs.path("report"))
         if is_dask_frame(s.input):  # recorded by what it is, not by its value
             report["parameters"]["input"] = "a Dask DataFrame"
-        report.update(result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size,
-                                         numeric=numeric))
+        report.update(
+            result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size, numeric=numeric)
+        )
         released = _read_back(s, folder, result, numeric, dropped, report) if small else None
         if result.problems:
             raise AnonlabError(f"verification failed, nothing written: {result.problems[0]}")
         report["verified"] = s.verify
-        report["engine"] = _regions_section(engine.name, s, result,
-                                            "whole release" if small else "region by region")
+        report["engine"] = _regions_section(
+            engine.name, s, result, "whole release" if small else "region by region"
+        )
         report.update(roles_report(head.roles, s.other, head.by_other))
         if released is not None:
             report.update(release_risk_report(released, s.sensitive, s))
         else:
-            report.update(release_risk_report(folder, s.sensitive, s, engine=engine,
-                                              columns=keep))
+            report.update(release_risk_report(folder, s.sensitive, s, engine=engine, columns=keep))
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, None, written)
 
 
-def _read_back(s: MicroaggregateSettings, folder: Path, result: RegionsResult,
-               numeric: list[str], dropped: list[str], report: Mapping[str, Any]
-               ) -> pd.DataFrame:
+def _read_back(
+    s: MicroaggregateSettings,
+    folder: Path,
+    result: RegionsResult,
+    numeric: list[str],
+    dropped: list[str],
+    report: Mapping[str, Any],
+) -> pd.DataFrame:
     """The release as written, read back whole; with ``verify``, checked against the input
     in the input's order by the independent checker (:func:`_verify`: refused, nothing
     written, when a check fails)."""
@@ -752,8 +882,10 @@ def _read_back(s: MicroaggregateSettings, folder: Path, result: RegionsResult,
     if not s.verify:
         return released
     if not result.holds_every_row_once():
-        raise AnonlabError("verification failed, nothing written: the release does not hold "
-                           "every record of the input once")
+        raise AnonlabError(
+            "verification failed, nothing written: the release does not hold "
+            "every record of the input once"
+        )
     original = s.input.compute() if is_dask_frame(s.input) else _read(s.input, s)
     original = original.drop(columns=[c for c in original.columns if str(c) in dropped])
     _verify(original.iloc[result.table_rows()].reset_index(drop=True), released, report)
@@ -765,19 +897,28 @@ def _evaluate_on_engine(settings: EvaluateSettings) -> bool:
     return settings.engine != "numpy" or settings.block_rows is not None
 
 
-def _evaluated_roles(columns: Sequence[str], s: EvaluateSettings, measured: Sequence[str],
-                     other: str | None) -> dict[str, Role]:
+def _evaluated_roles(
+    columns: Sequence[str], s: EvaluateSettings, measured: Sequence[str], other: str | None
+) -> dict[str, Role]:
     """Every column's role on an engine: ``measured`` are the quasi-identifiers, the role
     settings give the rest (:func:`anonlab.dataset.assign_roles`; ``other`` as given)."""
     from anonlab.dataset import assign_roles
     from anonlab.table import ROLE_PARAMETERS
 
-    return assign_roles(columns, qi=measured, identifying=s.identifying, sensitive=s.sensitive,
-                        insensitive=s.insensitive, other=other, role_parameters=ROLE_PARAMETERS)
+    return assign_roles(
+        columns,
+        qi=measured,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=other,
+        role_parameters=ROLE_PARAMETERS,
+    )
 
 
-def _run_evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
-                            started: float) -> RunResult:
+def _run_evaluate_on_engine(
+    s: EvaluateSettings, *, progress: ProgressFn | None, started: float
+) -> RunResult:
     """:func:`run_evaluate` on an engine (module text, "On an engine"): the names the role
     settings give are checked against the original's columns before any pass, the columns
     they name are left out of ``all-numeric``, and every column's role is settled once the
@@ -789,25 +930,44 @@ def _run_evaluate_on_engine(s: EvaluateSettings, *, progress: ProgressFn | None,
 
     block_rows = s.block_rows if s.block_rows is not None else evaluate_pieces.DEFAULT_BLOCK_ROWS
     others = [*s.identifying, *s.sensitive, *s.insensitive]
-    with Outputs({"report": s.report, "html": s.html},
-                 inputs=[s.original, s.masked]) as outputs, blas_threads(1), \
-            closing(open_run_engine(s)) as engine:
+    with (
+        Outputs({"report": s.report, "html": s.html}, inputs=[s.original, s.masked]) as outputs,
+        blas_threads(1),
+        closing(open_run_engine(s)) as engine,
+    ):
         original, masked = _engine_source(s.original, s), _engine_source(s.masked, s)
         columns = open_table(original, delimiter=s.delimiter).column_names
         _evaluated_roles(columns, s, [], "insensitive")  # the names alone, before any pass
         result = evaluate_pieces.evaluate_on_engine(
-            original, masked, s.columns, engine=engine, nominal=s.nominal,
-            ordinal=s.ordinal, orders=s.orders, lambdas=s.lambda_, tau=s.tau, gamma=s.gamma,
-            interval_p=s.p, block_rows=block_rows, workers=s.threads(), delimiter=s.delimiter,
-            progress=progress, exclude=others)
+            original,
+            masked,
+            s.columns,
+            engine=engine,
+            nominal=s.nominal,
+            ordinal=s.ordinal,
+            orders=s.orders,
+            lambdas=s.lambda_,
+            tau=s.tau,
+            gamma=s.gamma,
+            interval_p=s.p,
+            block_rows=block_rows,
+            workers=s.threads(),
+            delimiter=s.delimiter,
+            progress=progress,
+            exclude=others,
+        )
         measured = [*result.columns, *result.nominal, *result.ordinal]
         roles = _evaluated_roles(columns, s, measured, s.other)
-        report = _header("evaluate", s, {"original": s.original, "masked": s.masked},
-                         outputs.path("report"))
+        report = _header(
+            "evaluate", s, {"original": s.original, "masked": s.masked}, outputs.path("report")
+        )
         report.update(result.summary())
         report.update(evaluate_roles(roles, s.other, without_role(columns, measured, others)))
-        report["engine"] = {"name": engine.name, "block_rows": block_rows,
-                            "blocks": result.parameters["blocks"]["count"]}
+        report["engine"] = {
+            "name": engine.name,
+            "block_rows": block_rows,
+            "blocks": result.parameters["blocks"]["count"],
+        }
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()

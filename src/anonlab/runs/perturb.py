@@ -130,8 +130,10 @@ def _number_list(value: Any, kind: type[int] | type[float]) -> Any:
     try:
         return [kind(x) for x in value.split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"'{value}' is not a comma-separated list of "
-                         f"{'whole numbers' if kind is int else 'numbers'}") from None
+        raise ValueError(
+            f"'{value}' is not a comma-separated list of "
+            f"{'whole numbers' if kind is int else 'numbers'}"
+        ) from None
 
 
 class _Chosen(ReadSettings):
@@ -180,8 +182,12 @@ class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings
     (every method; the release a folder: :func:`uses_engine`).
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("input", "library", "sensitive_hierarchies",
-                                              *PERTURB_OUTPUTS)
+    path_fields: ClassVar[tuple[str, ...]] = (
+        "input",
+        "library",
+        "sensitive_hierarchies",
+        *PERTURB_OUTPUTS,
+    )
 
     input: Any
     method: Method = "obt"
@@ -214,8 +220,9 @@ class PerturbSettings(_Chosen, EngineSettings, RoleSettings, ReleaseRiskSettings
         return value
 
     @classmethod
-    def load(cls, config: PathLike | None = None, /, *, overwrite: bool = False,
-             **overrides: Any) -> Self:
+    def load(
+        cls, config: PathLike | None = None, /, *, overwrite: bool = False, **overrides: Any
+    ) -> Self:
         """Settings from an optional TOML file with ``overrides`` on top.
 
         A new ``input`` with a config that names outputs for its own input is
@@ -260,8 +267,7 @@ class AttackSettings(_Chosen, RoleSettings):
     original); ``max_records`` limits the attack to a seeded random subset.
     """
 
-    path_fields: ClassVar[tuple[str, ...]] = ("original", "released", "sample", "report",
-                                              "html")
+    path_fields: ClassVar[tuple[str, ...]] = ("original", "released", "sample", "report", "html")
 
     original: Any
     released: Any
@@ -296,7 +302,8 @@ def check_input_override(
         raise AnonlabError(
             f"the input '{new}' replaces the one config '{config}' names, whose "
             f"{' and '.join(names)} would then be written for another table: give "
-            f"{' and '.join(spell(n) for n in names)} for the new input")
+            f"{' and '.join(spell(n) for n in names)} for the new input"
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -306,18 +313,24 @@ def check_input_override(
 
 def _check_reading(s: ReadSettings) -> None:
     if s.delimiter is not None and len(s.delimiter) != 1:
-        raise AnonlabError(f"delimiter '{s.delimiter}' must be one character (for a tab, "
-                           "give a real tab, e.g. $'\\t' in bash)", parameter="delimiter")
+        raise AnonlabError(
+            f"delimiter '{s.delimiter}' must be one character (for a tab, "
+            "give a real tab, e.g. $'\\t' in bash)",
+            parameter="delimiter",
+        )
 
 
 def _check_known(known: Sequence[int]) -> None:
     if not known or min(known) < 1:
-        raise AnonlabError(f"known {list(known)} must list positive record counts, e.g. "
-                           "[2, 5, 10]", parameter="known")
+        raise AnonlabError(
+            f"known {list(known)} must list positive record counts, e.g. [2, 5, 10]",
+            parameter="known",
+        )
 
 
-def check_known_records(known: Sequence[int], records: int, attack_records: int,
-                        limit: str = "attack_records") -> None:
+def check_known_records(
+    known: Sequence[int], records: int, attack_records: int, limit: str = "attack_records"
+) -> None:
     """Refuse a ``known`` count that is not below the records the attacks run on.
 
     The attacks run on ``min(records, attack_records)`` records (``limit`` names
@@ -328,11 +341,12 @@ def check_known_records(known: Sequence[int], records: int, attack_records: int,
     scope = min(records, attack_records)
     too_many = [m for m in known if m >= scope]
     if too_many:
-        cap = ("the whole table" if records <= attack_records
-               else f"{limit} is {attack_records:,}")
-        raise AnonlabError(f"known {_counts(too_many)} is not below the {scope:,} records the "
-                           f"attacks run on ({cap}): give known counts below {scope:,}",
-                           parameter="known")
+        cap = "the whole table" if records <= attack_records else f"{limit} is {attack_records:,}"
+        raise AnonlabError(
+            f"known {_counts(too_many)} is not below the {scope:,} records the "
+            f"attacks run on ({cap}): give known counts below {scope:,}",
+            parameter="known",
+        )
 
 
 def _counts(values: Sequence[int]) -> str:
@@ -352,16 +366,21 @@ def _check_perturb(s: PerturbSettings) -> None:
         check_min_privacy(s.min_privacy)
     _check_known(s.known)
     if s.library is not None and s.method != "obt":
-        raise AnonlabError(f"library applies to method obt only, not {s.method}: drop it",
-                           parameter="library")
+        raise AnonlabError(
+            f"library applies to method obt only, not {s.method}: drop it", parameter="library"
+        )
     if s.internal and s.report is None and s.html is None:
-        raise AnonlabError("internal makes the report and page the secret copy: give report "
-                           "and/or html, or drop internal", parameter="internal")
+        raise AnonlabError(
+            "internal makes the report and page the secret copy: give report "
+            "and/or html, or drop internal",
+            parameter="internal",
+        )
     for name in ("library", "key"):
         value = getattr(s, name)
         if value is not None and Path(value).is_dir():
-            raise AnonlabError(f"{name} '{value}' is a folder: give a file name inside it",
-                               parameter=name)
+            raise AnonlabError(
+                f"{name} '{value}' is a folder: give a file name inside it", parameter=name
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -412,8 +431,16 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         check_risk_columns([str(c) for c in frame.columns], s.sensitive, s)
         library = _library(s, seed, outputs)
         z, released, key = perturb_array(
-            data, s.method, seed=seed, min_privacy=s.min_privacy, rho=(s.rho[0], s.rho[1]),
-            noise=s.noise, library=library, overwrite=True, progress=progress)
+            data,
+            s.method,
+            seed=seed,
+            min_privacy=s.min_privacy,
+            rho=(s.rho[0], s.rho[1]),
+            noise=s.noise,
+            library=library,
+            overwrite=True,
+            progress=progress,
+        )
         key = replace(key, identifying=tuple(dropped))
         report = _perturb_report(s, outputs, key, z, released, seed, progress)
         names = data.names
@@ -421,14 +448,23 @@ def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None
         release = _release(frame, names, [released[:, j] for j in range(len(names))])
         release_file = _stage_table(outputs, release)
         key_file = _stage_key(outputs, key)
-        as_written = reread_table(release_file[0], outputs.path("output"), names) \
-            if release_file else release
+        as_written = (
+            reread_table(release_file[0], outputs.path("output"), names)
+            if release_file
+            else release
+        )
         report["verified"] = s.verify  # the release as staged, else the one in memory
         if report["verified"]:  # with the key as staged; the one in memory when none is written
-            _verify(frame, as_written, names, s.method,
-                    _reread_key(key_file) if key_file else key.to_dict())
-        written = finish_perturb(outputs, report, s, library, roles, by_other, as_written,
-                                 names, started)
+            _verify(
+                frame,
+                as_written,
+                names,
+                s.method,
+                _reread_key(key_file) if key_file else key.to_dict(),
+            )
+        written = finish_perturb(
+            outputs, report, s, library, roles, by_other, as_written, names, started
+        )
     return RunResult(report, release, written)
 
 
@@ -438,15 +474,25 @@ def perturb_files(s: PerturbSettings) -> tuple[dict[str, str | None], list[str |
     library_exists = s.library is not None and Path(s.library).exists()
     targets = {name: getattr(s, name) for name in PERTURB_OUTPUTS}
     targets["library"] = None if library_exists else s.library
-    inputs = [file_of(s.input), s.library if library_exists else None,
-              *s.sensitive_hierarchies.values()]
+    inputs = [
+        file_of(s.input),
+        s.library if library_exists else None,
+        *s.sensitive_hierarchies.values(),
+    ]
     return targets, inputs
 
 
-def finish_perturb(outputs: Outputs, report: dict[str, Any], s: PerturbSettings,
-                   library: MatrixLibrary | None, roles: Mapping[str, Any], by_other: Any,
-                   as_written: pd.DataFrame, names: Sequence[str], started: float
-                   ) -> list[Path]:
+def finish_perturb(
+    outputs: Outputs,
+    report: dict[str, Any],
+    s: PerturbSettings,
+    library: MatrixLibrary | None,
+    roles: Mapping[str, Any],
+    by_other: Any,
+    as_written: pd.DataFrame,
+    names: Sequence[str],
+    started: float,
+) -> list[Path]:
     """The last steps of a perturb run, in memory or on an engine: stage a new library,
     add the roles and the release's risk to the report, stage it and commit every output."""
     from anonlab.dataset import roles_report
@@ -479,12 +525,15 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
     started = time.perf_counter()
     _check_reading(s)
     if Path(s.key).is_dir():
-        raise AnonlabError(f"key '{s.key}' is a folder: give a file name inside it",
-                           parameter="key")
+        raise AnonlabError(
+            f"key '{s.key}' is a folder: give a file name inside it", parameter="key"
+        )
     if uses_engine(s):
         return _invert_on_engine(s, progress, started)
-    with Outputs({"output": s.output}, inputs=[file_of(s.input), s.key]) as outputs, \
-            blas_threads(1):
+    with (
+        Outputs({"output": s.output}, inputs=[file_of(s.input), s.key]) as outputs,
+        blas_threads(1),
+    ):
         key = PerturbationKey.load(s.key)
         frame = _read(s.input, s)
         where = _label(s.input)
@@ -495,12 +544,22 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
         restored_file = _stage_table(outputs, restored)
         verified = bool(s.verify and restored_file)
         if verified:
-            _verify(reread_table(restored_file[0], outputs.path("output"), key.columns), frame,
-                    list(key.columns), key.method, _reread_key([Path(s.key)]))
+            _verify(
+                reread_table(restored_file[0], outputs.path("output"), key.columns),
+                frame,
+                list(key.columns),
+                key.method,
+                _reread_key([Path(s.key)]),
+            )
         written = outputs.commit()
-    report = {"command": "invert", "columns": list(key.columns), "records": len(frame),
-              "not_restored": list(key.identifying), "verified": verified,
-              "runtime_seconds": time.perf_counter() - started}
+    report = {
+        "command": "invert",
+        "columns": list(key.columns),
+        "records": len(frame),
+        "not_restored": list(key.identifying),
+        "verified": verified,
+        "runtime_seconds": time.perf_counter() - started,
+    }
     return RunResult(report, restored, written)
 
 
@@ -526,17 +585,35 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
     inputs = [file_of(s.original), file_of(s.released), file_of(s.sample)]
     with Outputs({"report": s.report, "html": s.html}, inputs=inputs) as outputs:
         names, z, released, sample, roles = _attack_data(s)
-        check_known_records(s.known, int(z.shape[0]), s.max_records or int(z.shape[0]),
-                            limit="max_records")
+        check_known_records(
+            s.known, int(z.shape[0]), s.max_records or int(z.shape[0]), limit="max_records"
+        )
         rows = attack_subset(z.shape[0], s.max_records or z.shape[0], s.seed)
-        table = attack_table(z[rows], released[rows], s.known, seed=s.seed, sample=sample,
-                             centre=released.mean(axis=0), progress=progress)
+        table = attack_table(
+            z[rows],
+            released[rows],
+            s.known,
+            seed=s.seed,
+            sample=sample,
+            centre=released.mean(axis=0),
+            progress=progress,
+        )
         message = warn_if_recoverable(table)
-        report = _header("attack", s, {"original": s.original, "released": s.released,
-                                       "sample": s.sample}, outputs.path("report"))
-        report.update({"columns": names, "records": int(z.shape[0]),
-                       "attack_records": int(rows.size), "attacks": table,
-                       "warnings": [message] if message else []})
+        report = _header(
+            "attack",
+            s,
+            {"original": s.original, "released": s.released, "sample": s.sample},
+            outputs.path("report"),
+        )
+        report.update(
+            {
+                "columns": names,
+                "records": int(z.shape[0]),
+                "attack_records": int(rows.size),
+                "attacks": table,
+                "warnings": [message] if message else [],
+            }
+        )
         report.update(roles)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
@@ -552,16 +629,20 @@ def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) 
 def uses_engine(settings: PerturbSettings | InvertSettings) -> bool:
     """Whether the run goes over an engine's pieces (:func:`_perturb_on_engine`): on Dask,
     with a folder ``output``, or with a Dask DataFrame as ``input``."""
-    return (settings.engine != "numpy" or is_folder_output(settings.output)
-            or is_dask_frame(settings.input))
+    return (
+        settings.engine != "numpy"
+        or is_folder_output(settings.output)
+        or is_dask_frame(settings.input)
+    )
 
 
 #: how the perturbation family names the parameters that give roles
 ROLE_PARAMETERS = ("columns", "identifying", "sensitive", "insensitive")
 
 
-def perturbed_table(frame: pd.DataFrame, settings: PerturbSettings | AttackSettings
-                    ) -> MicrodataTable:
+def perturbed_table(
+    frame: pd.DataFrame, settings: PerturbSettings | AttackSettings
+) -> MicrodataTable:
     """The table model of a run: every column's role, the perturbed columns as numbers.
 
     The perturbed columns (:func:`chosen_columns`) are the quasi-identifiers,
@@ -575,17 +656,27 @@ def perturbed_table(frame: pd.DataFrame, settings: PerturbSettings | AttackSetti
 
     s = settings
     table = [str(c) for c in frame.columns]
-    names = chosen_columns(table, s, lambda exclude: select_columns(
-        frame, ALL_NUMERIC, exclude=exclude))
+    names = chosen_columns(
+        table, s, lambda exclude: select_columns(frame, ALL_NUMERIC, exclude=exclude)
+    )
     check_names(names, table)
     return MicrodataTable.from_frame(
-        frame, names, identifying=s.identifying, sensitive=s.sensitive,
-        insensitive=s.insensitive, other=s.other, role_parameters=ROLE_PARAMETERS,
-        numbers="exact")
+        frame,
+        names,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=s.other,
+        role_parameters=ROLE_PARAMETERS,
+        numbers="exact",
+    )
 
 
-def chosen_columns(table: Sequence[str], settings: PerturbSettings | AttackSettings,
-                   all_numeric: Callable[[list[str]], list[str]]) -> list[str]:
+def chosen_columns(
+    table: Sequence[str],
+    settings: PerturbSettings | AttackSettings,
+    all_numeric: Callable[[list[str]], list[str]],
+) -> list[str]:
     """The perturbed columns: ``columns`` as named; ``None``: every column no other role
     names; ``"all-numeric"``: the numeric ones among those.
 
@@ -601,13 +692,17 @@ def chosen_columns(table: Sequence[str], settings: PerturbSettings | AttackSetti
     if ALL_NUMERIC not in settings.columns:
         return list(settings.columns)
     if settings.columns != [ALL_NUMERIC]:
-        raise AnonlabError("columns 'all-numeric' cannot be mixed with column names: give "
-                           "all-numeric alone or names only", parameter="columns")
+        raise AnonlabError(
+            "columns 'all-numeric' cannot be mixed with column names: give "
+            "all-numeric alone or names only",
+            parameter="columns",
+        )
     return all_numeric(others)
 
 
-def _without_identifying(frame: pd.DataFrame, roles: Mapping[str, Role]
-                         ) -> tuple[pd.DataFrame, list[str]]:
+def _without_identifying(
+    frame: pd.DataFrame, roles: Mapping[str, Role]
+) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` without its identifying columns (no copy when there are none), and their names."""
     from anonlab.dataset import Role
     from anonlab.perturbation.table import frame_labels
@@ -619,8 +714,12 @@ def _without_identifying(frame: pd.DataFrame, roles: Mapping[str, Role]
     return frame.drop(columns=[labels[c] for c in dropped]), dropped
 
 
-def release_risk(release: pd.DataFrame, perturbed: Sequence[str], settings: PerturbSettings,
-                 recoverable: Sequence[str] = ()) -> dict[str, Any]:
+def release_risk(
+    release: pd.DataFrame,
+    perturbed: Sequence[str],
+    settings: PerturbSettings,
+    recoverable: Sequence[str] = (),
+) -> dict[str, Any]:
     """The report keys ``risk``, ``attacker_knowledge``, ``risk_of_unchanged``, ``risk_warnings``.
 
     ``risk`` is measured on ``release`` (as written) for the attacker
@@ -642,19 +741,25 @@ def release_risk(release: pd.DataFrame, perturbed: Sequence[str], settings: Pert
     judged = None
     messages: list[str] = []
     if unchanged:
-        judged, _ = measure_release(release, s.sensitive,
-                                    s.model_copy(update={"attacker_columns": unchanged}))
+        judged, _ = measure_release(
+            release, s.sensitive, s.model_copy(update={"attacker_columns": unchanged})
+        )
         messages = warn_release_risk(judged, s.max_risk)
     refused = [*recoverable, *messages]
     if refused and s.fail_on_risk:
-        count = (f"{len(refused)} risk warnings, the first" if len(refused) > 1
-                 else "a risk warning")
+        count = f"{len(refused)} risk warnings, the first" if len(refused) > 1 else "a risk warning"
         raise ReleaseRiskError(
             f"fail_on_risk is set and the release drew {count}: {refused[0]}; nothing was "
             "written: drop or protect the columns released unchanged, or use a method the "
-            "attacks do not undo (docs/perturbation.md)", parameter="fail_on_risk")
-    return {"risk": section, "attacker_knowledge": knowledge, "risk_of_unchanged": judged,
-            "risk_warnings": messages}
+            "attacks do not undo (docs/perturbation.md)",
+            parameter="fail_on_risk",
+        )
+    return {
+        "risk": section,
+        "attacker_knowledge": knowledge,
+        "risk_of_unchanged": judged,
+        "risk_warnings": messages,
+    }
 
 
 def _stage_report(outputs: Outputs, report: dict[str, Any], internal: bool) -> None:
@@ -702,8 +807,7 @@ def _library(s: PerturbSettings, seed: int, outputs: Outputs) -> MatrixLibrary |
     return MatrixLibrary.build(s.min_privacy, library_seed(seed))
 
 
-def _release(frame: pd.DataFrame, names: Sequence[str],
-             columns: Sequence[Any]) -> pd.DataFrame:
+def _release(frame: pd.DataFrame, names: Sequence[str], columns: Sequence[Any]) -> pd.DataFrame:
     """A new table: ``frame``'s columns, the named ones replaced (``frame`` is kept).
 
     The new table holds ``columns`` without a copy.
@@ -713,9 +817,15 @@ def _release(frame: pd.DataFrame, names: Sequence[str],
     return replaced_columns(frame, names, columns)
 
 
-def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
-                    z: Any, released: Any, seed: int,
-                    progress: ProgressFn | None) -> dict[str, Any]:
+def _perturb_report(
+    s: PerturbSettings,
+    outputs: Outputs,
+    key: PerturbationKey,
+    z: Any,
+    released: Any,
+    seed: int,
+    progress: ProgressFn | None,
+) -> dict[str, Any]:
     """The report: header, then the full evaluation or only the recoverability check.
 
     The evaluation's per-block figures (``blocks``, ``overall``) undo the
@@ -731,29 +841,52 @@ def _perturb_report(s: PerturbSettings, outputs: Outputs, key: PerturbationKey,
 
     check_known_records(s.known, int(z.shape[0]), s.attack_records)  # engine runs: a sample
     # the seed regenerates the transform (pairing, matrices, noise): key material
-    report = _header("perturb", s, {"data": s.input}, outputs.path("report"),
-                     exclude={"key", "seed"})
+    report = _header(
+        "perturb", s, {"data": s.input}, outputs.path("report"), exclude={"key", "seed"}
+    )
     report["parameters"]["key_written"] = s.key is not None
     report["parameters"]["seed_given"] = s.seed is not None
     report["key_warning"] = warn_without_key(s)
-    full = "report" in outputs or "html" in outputs or not any(
-        name in outputs for name in ("output", "key", "library"))
+    full = (
+        "report" in outputs
+        or "html" in outputs
+        or not any(name in outputs for name in ("output", "key", "library"))
+    )
     if s.internal:
         report["secret"] = True
     if full:
         summary = perturbation_summary(
-            key, z, released, known=s.known, seed=seed % 2**32, n_clusters=s.clusters,
-            attack_records=s.attack_records, progress=progress)
+            key,
+            z,
+            released,
+            known=s.known,
+            seed=seed % 2**32,
+            n_clusters=s.clusters,
+            attack_records=s.attack_records,
+            progress=progress,
+        )
         if s.internal:
             summary["privacy_summary"] = privacy_summary(summary["blocks"])
         report.update(summary if s.internal else shareable(summary))
     else:
-        message = recoverability_check(z, released, known=s.known, seed=seed % 2**32,
-                                       attack_records=s.attack_records,
-                                       ties=key.noise_scale == 0, progress=progress)
-        report.update({"method": key.method, "columns": list(key.columns),
-                       "records": int(z.shape[0]), "blocks_count": len(key.blocks),
-                       "warnings": [message] if message else []})
+        message = recoverability_check(
+            z,
+            released,
+            known=s.known,
+            seed=seed % 2**32,
+            attack_records=s.attack_records,
+            ties=key.noise_scale == 0,
+            progress=progress,
+        )
+        report.update(
+            {
+                "method": key.method,
+                "columns": list(key.columns),
+                "records": int(z.shape[0]),
+                "blocks_count": len(key.blocks),
+                "warnings": [message] if message else [],
+            }
+        )
     return report
 
 
@@ -776,8 +909,13 @@ def warn_without_key(s: PerturbSettings) -> str | None:
     return NO_KEY_MESSAGE
 
 
-def _header(command: str, s: Settings, inputs: Mapping[str, Any], report_path: Path | None,
-            exclude: set[str] | None = None) -> dict[str, Any]:
+def _header(
+    command: str,
+    s: Settings,
+    inputs: Mapping[str, Any],
+    report_path: Path | None,
+    exclude: set[str] | None = None,
+) -> dict[str, Any]:
     """The report's common fields; every path stored as ``paths`` says, no DataFrame."""
     from anonlab.report import report_header
 
@@ -861,13 +999,21 @@ def _reread_key(key_file: list[Path]) -> dict[str, Any]:
 
     data = read_json(key_file[-1])
     if not isinstance(data, dict):
-        raise AnonlabError(f"key '{key_file[-1]}' is not a perturbation key: give the key "
-                           "file that anonlab perturb wrote", parameter="key")
+        raise AnonlabError(
+            f"key '{key_file[-1]}' is not a perturbation key: give the key "
+            "file that anonlab perturb wrote",
+            parameter="key",
+        )
     return data
 
 
-def _verify(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[str],
-            method: str, key: dict[str, Any] | None) -> None:
+def _verify(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    columns: Sequence[str],
+    method: str,
+    key: dict[str, Any] | None,
+) -> None:
     """Check a release with the independent perturbation checker; refuse it if it fails.
 
     The checker shares no code with the method: the released distances must
@@ -894,13 +1040,17 @@ def _attack_data(s: AttackSettings) -> tuple[list[str], Any, Any, Any, dict[str,
     rel_frame = _read(s.released, s)
     missing = [c for c in orig.names if c not in {str(n) for n in rel_frame.columns}]
     if missing:
-        raise AnonlabError(f"the release '{_label(s.released)}' has no column '{missing[0]}': "
-                           "give the release of this table (or choose columns)")
+        raise AnonlabError(
+            f"the release '{_label(s.released)}' has no column '{missing[0]}': "
+            "give the release of this table (or choose columns)"
+        )
     rel = numeric_columns(rel_frame, orig.names, allow_constant=True)
     if rel.values.shape[0] != orig.values.shape[0]:
-        raise AnonlabError(f"the original has {orig.values.shape[0]} records but the release "
-                           f"{rel.values.shape[0]}: give the release of this table, records "
-                           "in the same order")
+        raise AnonlabError(
+            f"the original has {orig.values.shape[0]} records but the release "
+            f"{rel.values.shape[0]}: give the release of this table, records "
+            "in the same order"
+        )
     means, stds = orig.values.mean(axis=0), orig.values.std(axis=0)
     z = (orig.values - means) / stds
     sample = None
@@ -944,9 +1094,11 @@ def _check_engine_settings(settings: PerturbSettings | InvertSettings) -> None:
     (every method and every input runs; ``method`` is checked by
     :func:`anonlab.perturbation.transforms.check_method`)."""
     if not is_folder_output(settings.output):
-        raise AnonlabError(f"output: engine '{settings.engine}' writes the release as a folder "
-                           "of Parquet parts: give output as a folder path ending in '/'",
-                           parameter="output")
+        raise AnonlabError(
+            f"output: engine '{settings.engine}' writes the release as a folder "
+            "of Parquet parts: give output as a folder path ending in '/'",
+            parameter="output",
+        )
 
 
 def _read_first(settings: PerturbSettings | InvertSettings) -> bool:
@@ -959,8 +1111,9 @@ def _read_first(settings: PerturbSettings | InvertSettings) -> bool:
     source = settings.input
     if not isinstance(source, str):
         return False
-    if is_database_url(source) or any(getattr(settings, name) is not None
-                                      for name in ("sheet", "table", "query")):
+    if is_database_url(source) or any(
+        getattr(settings, name) is not None for name in ("sheet", "table", "query")
+    ):
         return True
     path = Path(source)
     return path.is_file() and file_format(path) == "excel"
@@ -988,9 +1141,9 @@ def _engine_input(s: PerturbSettings | InvertSettings) -> _EngineInput:
     return _EngineInput(replace(open_table(frame), source=f"'{_label(s.input)}'"), frame)
 
 
-def _engine_roles(engine: Engine, table: Table, s: PerturbSettings,
-                  progress: ProgressFn | None
-                  ) -> tuple[list[str], dict[str, Role], list[str], list[str]]:
+def _engine_roles(
+    engine: Engine, table: Table, s: PerturbSettings, progress: ProgressFn | None
+) -> tuple[list[str], dict[str, Role], list[str], list[str]]:
     """Perturbed columns (``all-numeric`` found by a pass over the pieces), every column's
     role, those insensitive by ``other``, the dropped."""
     from anonlab.dataset import Role, assign_roles, without_role
@@ -1000,19 +1153,29 @@ def _engine_roles(engine: Engine, table: Table, s: PerturbSettings,
 
     columns = list(table.column_names)
     others = [*s.identifying, *s.sensitive, *s.insensitive]
-    names = chosen_columns(columns, s, lambda exclude: all_numeric_names(
-        base_engine(engine), table, exclude, progress, "perturb: finding the numeric columns"))
+    names = chosen_columns(
+        columns,
+        s,
+        lambda exclude: all_numeric_names(
+            base_engine(engine), table, exclude, progress, "perturb: finding the numeric columns"
+        ),
+    )
     check_names(names, columns)
-    roles = assign_roles(columns, qi=names, identifying=s.identifying, sensitive=s.sensitive,
-                         insensitive=s.insensitive, other=s.other,
-                         role_parameters=ROLE_PARAMETERS)
+    roles = assign_roles(
+        columns,
+        qi=names,
+        identifying=s.identifying,
+        sensitive=s.sensitive,
+        insensitive=s.insensitive,
+        other=s.other,
+        role_parameters=ROLE_PARAMETERS,
+    )
     by_other = without_role(columns, names, others)
     dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
     return names, roles, by_other, dropped
 
 
-def _source_frame(source: _EngineInput, s: PerturbSettings | InvertSettings
-                  ) -> pd.DataFrame:
+def _source_frame(source: _EngineInput, s: PerturbSettings | InvertSettings) -> pd.DataFrame:
     """The input read whole through the one reader (a Dask DataFrame computed first; the
     table the reader read first as it is)."""
     if source.frame is not None:
@@ -1035,8 +1198,9 @@ def _staged_folder(outputs: Outputs) -> Path:
     return folder
 
 
-def _perturb_on_engine(s: PerturbSettings, progress: ProgressFn | None,
-                       started: float) -> RunResult:
+def _perturb_on_engine(
+    s: PerturbSettings, progress: ProgressFn | None, started: float
+) -> RunResult:
     """:func:`run_perturb` over an engine's pieces (section text)."""
     from contextlib import closing
 
@@ -1050,8 +1214,11 @@ def _perturb_on_engine(s: PerturbSettings, progress: ProgressFn | None,
 
     _check_engine_settings(s)
     targets, inputs = perturb_files(s)
-    with Outputs(targets, inputs=inputs, folders=("output",)) as outputs, blas_threads(1), \
-            closing(open_run_engine(s)) as engine:
+    with (
+        Outputs(targets, inputs=inputs, folders=("output",)) as outputs,
+        blas_threads(1),
+        closing(open_run_engine(s)) as engine,
+    ):
         seed = s.seed if s.seed is not None else fresh_seed()
         source = _engine_input(s)
         table = source.table
@@ -1059,46 +1226,93 @@ def _perturb_on_engine(s: PerturbSettings, progress: ProgressFn | None,
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
         library = _library(s, seed, outputs)
-        plan = plan_transform(engine, table, names, s.method, seed, min_privacy=s.min_privacy,
-                              rho=(s.rho[0], s.rho[1]), noise=s.noise, library=library,
-                              progress=progress)
+        plan = plan_transform(
+            engine,
+            table,
+            names,
+            s.method,
+            seed,
+            min_privacy=s.min_privacy,
+            rho=(s.rho[0], s.rho[1]),
+            noise=s.noise,
+            library=library,
+            progress=progress,
+        )
         moments = plan.moments
-        rows = AffineRows(moments.mean, moments.std, assemble(names, plan.blocks),
-                          out_mean=plan.translation)
-        mapped = map_rows(engine, table, names, keep, rows, outputs.stage_folder("output"),
-                          sample_rows=max(SAMPLE_ROWS, s.attack_records), noise=plan.noise,
-                          progress=progress)
+        rows = AffineRows(
+            moments.mean, moments.std, assemble(names, plan.blocks), out_mean=plan.translation
+        )
+        mapped = map_rows(
+            engine,
+            table,
+            names,
+            keep,
+            rows,
+            outputs.stage_folder("output"),
+            sample_rows=max(SAMPLE_ROWS, s.attack_records),
+            noise=plan.noise,
+            progress=progress,
+        )
         gdp = s.method == "gdp"
         release_means, release_stds = mapped.fingerprint()
         key = PerturbationKey(
-            method=s.method, columns=tuple(names), integer=mapped.integer, means=moments.mean,
-            stds=moments.std, blocks=tuple(plan.blocks), translation=plan.translation,
-            noise_scale=float(s.noise) if gdp else 0.0, noise_seed=plan.noise_seed,
-            records=mapped.moments.count, release_means=release_means,
-            release_stds=release_stds, identifying=tuple(dropped),
-            noise_stream="blocked" if gdp else "single")
+            method=s.method,
+            columns=tuple(names),
+            integer=mapped.integer,
+            means=moments.mean,
+            stds=moments.std,
+            blocks=tuple(plan.blocks),
+            translation=plan.translation,
+            noise_scale=float(s.noise) if gdp else 0.0,
+            noise_seed=plan.noise_seed,
+            records=mapped.moments.count,
+            release_means=release_means,
+            release_stds=release_stds,
+            identifying=tuple(dropped),
+            noise_stream="blocked" if gdp else "single",
+        )
         key_file = _stage_key(outputs, key)
         key_json = _reread_key(key_file) if key_file else key.to_dict()
-        z, released, as_written, scope = _released(engine, s, source, _staged_folder(outputs),
-                                                    mapped, names, dropped, key_json,
-                                                    plan.first_rows, progress)
+        z, released, as_written, scope = _released(
+            engine,
+            s,
+            source,
+            _staged_folder(outputs),
+            mapped,
+            names,
+            dropped,
+            key_json,
+            plan.first_rows,
+            progress,
+        )
         report = _perturb_report(s, outputs, key, z, released, seed, progress)
         if scope < mapped.summary.rows:
             report["records"] = mapped.summary.rows
             report["sample_records"] = scope
         report["verified"] = s.verify
-        report["engine"] = {"name": engine.name, "parts": mapped.summary.parts,
-                            "checked_records": scope}
-        written = finish_perturb(outputs, report, s, library, roles, by_other, as_written,
-                                 names, started)
+        report["engine"] = {
+            "name": engine.name,
+            "parts": mapped.summary.parts,
+            "checked_records": scope,
+        }
+        written = finish_perturb(
+            outputs, report, s, library, roles, by_other, as_written, names, started
+        )
     return RunResult(report, None, written)
 
 
-def _released(engine: Engine, s: PerturbSettings, source: _EngineInput, folder: Path,
-              mapped: MappedTable,
-              names: list[str], dropped: list[str], key_json: dict[str, Any],
-              first_rows: dict[int, int], progress: ProgressFn | None
-              ) -> tuple[Any, Any, pd.DataFrame, int]:
+def _released(
+    engine: Engine,
+    s: PerturbSettings,
+    source: _EngineInput,
+    folder: Path,
+    mapped: MappedTable,
+    names: list[str],
+    dropped: list[str],
+    key_json: dict[str, Any],
+    first_rows: dict[int, int],
+    progress: ProgressFn | None,
+) -> tuple[Any, Any, pd.DataFrame, int]:
     """Standardized and released values, the release as written, and how many records they
     hold: all, read back and checked whole, up to :data:`IN_MEMORY_ROWS`; else the sample,
     checked pair by pair (refused, nothing written, when a check fails)."""
@@ -1127,8 +1341,7 @@ def _released(engine: Engine, s: PerturbSettings, source: _EngineInput, folder: 
     return z, y, sample, int(y.shape[0])
 
 
-def _invert_on_engine(s: InvertSettings, progress: ProgressFn | None,
-                      started: float) -> RunResult:
+def _invert_on_engine(s: InvertSettings, progress: ProgressFn | None, started: float) -> RunResult:
     """:func:`run_invert` over an engine's pieces: a partitioned release restored into a
     folder (section text)."""
     from contextlib import closing
@@ -1137,22 +1350,42 @@ def _invert_on_engine(s: InvertSettings, progress: ProgressFn | None,
     from anonlab.runs.common import open_run_engine
 
     _check_engine_settings(s)
-    with Outputs({"output": s.output}, inputs=[file_of(s.input), s.key],
-                 folders=("output",)) as outputs, blas_threads(1), \
-            closing(open_run_engine(s)) as engine:
+    with (
+        Outputs(
+            {"output": s.output}, inputs=[file_of(s.input), s.key], folders=("output",)
+        ) as outputs,
+        blas_threads(1),
+        closing(open_run_engine(s)) as engine,
+    ):
         inverse = _inverse_map(engine, s, progress)
         table = inverse.source.table
-        mapped = map_rows(engine, table, inverse.columns, list(table.column_names), inverse.rows,
-                          outputs.stage_folder("output"), integer_out=inverse.key.integer,
-                          sample_rows=SAMPLE_ROWS, noise=inverse.noise, progress=progress)
-        checked = _check_restored(engine, s, _staged_folder(outputs), mapped, inverse,
-                                  progress) if s.verify else 0
+        mapped = map_rows(
+            engine,
+            table,
+            inverse.columns,
+            list(table.column_names),
+            inverse.rows,
+            outputs.stage_folder("output"),
+            integer_out=inverse.key.integer,
+            sample_rows=SAMPLE_ROWS,
+            noise=inverse.noise,
+            progress=progress,
+        )
+        checked = (
+            _check_restored(engine, s, _staged_folder(outputs), mapped, inverse, progress)
+            if s.verify
+            else 0
+        )
         written = outputs.commit()
-    report = {"command": "invert", "columns": inverse.columns, "records": mapped.summary.rows,
-              "not_restored": list(inverse.key.identifying), "verified": bool(s.verify),
-              "engine": {"name": engine.name, "parts": mapped.summary.parts,
-                         "checked_records": checked},
-              "runtime_seconds": time.perf_counter() - started}
+    report = {
+        "command": "invert",
+        "columns": inverse.columns,
+        "records": mapped.summary.rows,
+        "not_restored": list(inverse.key.identifying),
+        "verified": bool(s.verify),
+        "engine": {"name": engine.name, "parts": mapped.summary.parts, "checked_records": checked},
+        "runtime_seconds": time.perf_counter() - started,
+    }
     return RunResult(report, None, written)
 
 
@@ -1182,10 +1415,13 @@ def _inverse_map(engine: Engine, s: InvertSettings, progress: ProgressFn | None)
     key = PerturbationKey.load(s.key)
     noisy = key.noise_seed is not None and key.noise_scale > 0
     if noisy and key.noise_stream != "blocked":
-        raise AnonlabError("key: this gdp key's noise is one stream over all records (a key "
-                           "written before the noise was drawn per block of rows), which "
-                           "is restored in memory only: use engine 'numpy' with a file "
-                           "output", parameter="key")
+        raise AnonlabError(
+            "key: this gdp key's noise is one stream over all records (a key "
+            "written before the noise was drawn per block of rows), which "
+            "is restored in memory only: use engine 'numpy' with a file "
+            "output",
+            parameter="key",
+        )
     source = _engine_input(s)
     table = source.table
     where = _label(s.input)
@@ -1193,17 +1429,25 @@ def _inverse_map(engine: Engine, s: InvertSettings, progress: ProgressFn | None)
     columns = list(key.columns)
     fingerprint, first_rows = moments_pass(engine, table, columns, progress=progress)
     key.check_fingerprint(fingerprint.count, fingerprint.mean, fingerprint.std, where)
-    noise = (RowNoise(key.noise_seed, key.noise_scale, -1.0, first_rows)
-             if noisy and key.noise_seed is not None else None)
+    noise = (
+        RowNoise(key.noise_seed, key.noise_scale, -1.0, first_rows)
+        if noisy and key.noise_seed is not None
+        else None
+    )
     d = len(columns)
     shift = key.translation if key.translation is not None else np.zeros(d)
-    rows = AffineRows(shift, np.ones(d), key.full_matrix().T, out_mean=key.means,
-                      out_std=key.stds)
+    rows = AffineRows(shift, np.ones(d), key.full_matrix().T, out_mean=key.means, out_std=key.stds)
     return _Inverse(key, source, columns, rows, noise, first_rows)
 
 
-def _check_restored(engine: Engine, s: InvertSettings, folder: Path, mapped: MappedTable,
-                    inverse: _Inverse, progress: ProgressFn | None) -> int:
+def _check_restored(
+    engine: Engine,
+    s: InvertSettings,
+    folder: Path,
+    mapped: MappedTable,
+    inverse: _Inverse,
+    progress: ProgressFn | None,
+) -> int:
     """Check the restored table as written with the key as written: whole, by the independent
     checker, up to :data:`IN_MEMORY_ROWS` records, else on the sample; the records checked."""
     from anonlab.perturbation.pieces import check_sample, written_sample
@@ -1211,11 +1455,26 @@ def _check_restored(engine: Engine, s: InvertSettings, folder: Path, mapped: Map
 
     key_json = _reread_key([Path(s.key)])
     if mapped.summary.rows <= IN_MEMORY_ROWS:
-        _verify(_read_folder(folder, inverse.columns), _source_frame(inverse.source, s),
-                inverse.columns, inverse.key.method, key_json)
+        _verify(
+            _read_folder(folder, inverse.columns),
+            _source_frame(inverse.source, s),
+            inverse.columns,
+            inverse.key.method,
+            key_json,
+        )
         return mapped.summary.rows
-    restored = numeric_columns(written_sample(engine, folder, mapped, progress=progress),
-                               inverse.columns, allow_constant=True).values
-    check_sample(mapped, restored, inverse.key.stds, key_json, inverse.columns,
-                 inverse.first_rows, restored=True)
+    restored = numeric_columns(
+        written_sample(engine, folder, mapped, progress=progress),
+        inverse.columns,
+        allow_constant=True,
+    ).values
+    check_sample(
+        mapped,
+        restored,
+        inverse.key.stds,
+        key_json,
+        inverse.columns,
+        inverse.first_rows,
+        restored=True,
+    )
     return int(restored.shape[0])

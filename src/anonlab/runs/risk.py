@@ -56,26 +56,37 @@ class UnroledColumnsError(RoleError):
     def _text(self, givers: list[str], escape: str) -> str:
         plural = len(self.columns) != 1
         listed = ", ".join(givers[:-1]) + " or " + givers[-1]
-        return (f"column{'s' if plural else ''} {', '.join(self.columns)} "
-                f"{'are' if plural else 'is'} given no role: name {'each' if plural else 'it'} "
-                f"in {listed}, or pass {escape} (known to no attacker, not measured)")
+        return (
+            f"column{'s' if plural else ''} {', '.join(self.columns)} "
+            f"{'are' if plural else 'is'} given no role: name {'each' if plural else 'it'} "
+            f"in {listed}, or pass {escape} (known to no attacker, not measured)"
+        )
 
 
-def _check_insensitive(columns: Sequence[str], insensitive: Sequence[str],
-                       named: Sequence[str], other: str | None) -> None:
+def _check_insensitive(
+    columns: Sequence[str], insensitive: Sequence[str], named: Sequence[str], other: str | None
+) -> None:
     """Insensitive columns exist and have no other role; ``other`` is a known role."""
     if other is not None and other not in OTHER_ROLES:
-        raise AnonlabError(f"other must be 'insensitive' or not given (got {other!r}): it "
-                           "makes the columns given no role insensitive", parameter="other")
+        raise AnonlabError(
+            f"other must be 'insensitive' or not given (got {other!r}): it "
+            "makes the columns given no role insensitive",
+            parameter="other",
+        )
     missing = [c for c in insensitive if c not in columns]
     if missing:
-        raise AnonlabError(f"insensitive names columns the table does not have: "
-                           f"{', '.join(missing)} (its columns are: {', '.join(columns)})",
-                           parameter="insensitive")
+        raise AnonlabError(
+            f"insensitive names columns the table does not have: "
+            f"{', '.join(missing)} (its columns are: {', '.join(columns)})",
+            parameter="insensitive",
+        )
     both = [c for c in insensitive if c in named]
     if both:
-        raise AnonlabError(f"insensitive names {', '.join(both)}, given another role too: give "
-                           "each column one role", parameter="insensitive")
+        raise AnonlabError(
+            f"insensitive names {', '.join(both)}, given another role too: give "
+            "each column one role",
+            parameter="insensitive",
+        )
 
 
 def unroled_columns(columns: Sequence[str], *named: Sequence[str] | str | None) -> list[str]:
@@ -86,8 +97,12 @@ def unroled_columns(columns: Sequence[str], *named: Sequence[str] | str | None) 
     return [c for c in columns if c not in given]
 
 
-def _insensitive(table: object, columns: Sequence[str], insensitive: Sequence[str] | None,
-                 *named: Sequence[str] | str | None) -> list[str]:
+def _insensitive(
+    table: object,
+    columns: Sequence[str],
+    insensitive: Sequence[str] | None,
+    *named: Sequence[str] | str | None,
+) -> list[str]:
     """The insensitive columns: as given; for a table model by default every column the
     other roles leave (its identifying and insensitive ones, and quasi-identifiers this
     attacker does not know), since a table model gives every column a role."""
@@ -96,8 +111,9 @@ def _insensitive(table: object, columns: Sequence[str], insensitive: Sequence[st
     return [str(c) for c in insensitive or ()]
 
 
-def _check_every_role(columns: Sequence[str], other: str | None,
-                      *named: Sequence[str] | str | None) -> list[str]:
+def _check_every_role(
+    columns: Sequence[str], other: str | None, *named: Sequence[str] | str | None
+) -> list[str]:
     """The columns given no role, made insensitive by ``other='insensitive'``; without it
     they are refused with one :class:`~anonlab.dataset.RoleError` naming them all."""
     missing = unroled_columns(columns, *named)
@@ -109,20 +125,29 @@ def _check_every_role(columns: Sequence[str], other: str | None,
 def _check_qi(columns: Sequence[str], qi: Sequence[str], sensitive: Sequence[str]) -> None:
     """Quasi-identifiers exist, are named once, and are not sensitive."""
     if not qi:
-        raise AnonlabError("qi is empty: name the quasi-identifiers, e.g. qi=['age', 'sex']",
-                           parameter="qi")
+        raise AnonlabError(
+            "qi is empty: name the quasi-identifiers, e.g. qi=['age', 'sex']", parameter="qi"
+        )
     missing = [c for c in qi if c not in columns]
     if missing:
-        raise AnonlabError(f"qi names columns the table does not have: {', '.join(missing)} "
-                           f"(its columns are: {', '.join(columns)})", parameter="qi")
+        raise AnonlabError(
+            f"qi names columns the table does not have: {', '.join(missing)} "
+            f"(its columns are: {', '.join(columns)})",
+            parameter="qi",
+        )
     both = [c for c in qi if c in sensitive]
     if both:
-        raise AnonlabError(f"qi and sensitive both name {', '.join(both)}: give each column one "
-                           "role", parameter="qi")
+        raise AnonlabError(
+            f"qi and sensitive both name {', '.join(both)}: give each column one role",
+            parameter="qi",
+        )
 
 
-def _read(table: PathLike | pd.DataFrame | MicrodataTable, delimiter: str | None,
-          read: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+def _read(
+    table: PathLike | pd.DataFrame | MicrodataTable,
+    delimiter: str | None,
+    read: Mapping[str, str | None] | None = None,
+) -> pd.DataFrame:
     """The table as text, by the one reader (a table model's frame as a DataFrame is read);
     ``read`` holds the reader's ``sheet``, ``table`` and ``query`` (those given)."""
     from anonlab.io import read_table
@@ -132,37 +157,58 @@ def _read(table: PathLike | pd.DataFrame | MicrodataTable, delimiter: str | None
     return read_table(source, delimiter=delimiter, **options)
 
 
-def _roles(table: PathLike | pd.DataFrame | MicrodataTable, qi: Sequence[str] | None,
-           sensitive: Sequence[str] | None) -> tuple[list[str], list[str]]:
+def _roles(
+    table: PathLike | pd.DataFrame | MicrodataTable,
+    qi: Sequence[str] | None,
+    sensitive: Sequence[str] | None,
+) -> tuple[list[str], list[str]]:
     """The quasi-identifiers and the sensitive columns: as given, or a table model's."""
     if isinstance(table, MicrodataTable):
-        return (table_roles(table, qi, Role.QUASI, "qi"),
-                table_roles(table, sensitive, Role.SENSITIVE, "sensitive"))
+        return (
+            table_roles(table, qi, Role.QUASI, "qi"),
+            table_roles(table, sensitive, Role.SENSITIVE, "sensitive"),
+        )
     if qi is None:
-        raise AnonlabError("qi is not given: name the quasi-identifiers, e.g. qi=['age', "
-                           "'sex'], or pass a MicrodataTable (its quasi-identifiers are the "
-                           "default)", parameter="qi")
+        raise AnonlabError(
+            "qi is not given: name the quasi-identifiers, e.g. qi=['age', "
+            "'sex'], or pass a MicrodataTable (its quasi-identifiers are the "
+            "default)",
+            parameter="qi",
+        )
     return [str(c) for c in qi], [str(c) for c in sensitive or ()]
 
 
-def _check_engine(table: object, engine: str, scheduler: str | None, workers: int | None,
-                  memory_limit: int | str | None) -> bool:
+def _check_engine(
+    table: object,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    memory_limit: int | str | None,
+) -> bool:
     """Whether the table is measured by an engine's passes; refuses the Dask settings with
     engine 'numpy' (which reads the table whole, in this process)."""
     from anonlab.engine import ENGINES
 
     if engine not in ENGINES:
-        raise AnonlabError(f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}",
-                           parameter="engine")
+        raise AnonlabError(
+            f"engine '{engine}' is unknown: choose one of {', '.join(ENGINES)}", parameter="engine"
+        )
     if engine == "numpy":
-        for name, value in (("scheduler", scheduler), ("workers", workers),
-                            ("memory_limit", memory_limit)):
+        for name, value in (
+            ("scheduler", scheduler),
+            ("workers", workers),
+            ("memory_limit", memory_limit),
+        ):
             if value is not None:
-                raise AnonlabError(f"{name} applies to engine 'dask' only: leave it out or set "
-                                   "engine = 'dask'", parameter=name)
+                raise AnonlabError(
+                    f"{name} applies to engine 'dask' only: leave it out or set engine = 'dask'",
+                    parameter=name,
+                )
     if isinstance(table, MicrodataTable) and engine != "numpy":
-        raise AnonlabError(f"a MicrodataTable is in memory: measure it with engine 'numpy', "
-                           f"not '{engine}'", parameter="engine")
+        raise AnonlabError(
+            f"a MicrodataTable is in memory: measure it with engine 'numpy', not '{engine}'",
+            parameter="engine",
+        )
     return engine != "numpy" or type(table).__module__.startswith("dask.")
 
 
@@ -178,8 +224,9 @@ def _open(table: object, delimiter: str | None, read: Mapping[str, str | None]) 
     return open_table(table, delimiter=delimiter)
 
 
-def _open_engine(engine: str, scheduler: str | None, workers: int | None,
-                 memory_limit: int | str | None) -> Engine:
+def _open_engine(
+    engine: str, scheduler: str | None, workers: int | None, memory_limit: int | str | None
+) -> Engine:
     """The engine named ``engine`` with the run's settings, opened."""
     from anonlab.engine import open_engine
 
@@ -255,8 +302,10 @@ def run_risk(
     read = {"sheet": sheet, "table": table_name, "query": query}
     path = table if isinstance(table, str | os.PathLike) else None
     qi, sensitive = _roles(table, qi, sensitive)
-    with Outputs({"report": report_path}, inputs=[p for p in (path, *trees.values())
-                                                  if p is None or Path(p).exists()]) as outputs:
+    with Outputs(
+        {"report": report_path},
+        inputs=[p for p in (path, *trees.values()) if p is None or Path(p).exists()],
+    ) as outputs:
         data: Table | pd.DataFrame
         if on_engine:
             data = _open(table, delimiter, read)
@@ -265,11 +314,11 @@ def run_risk(
             data = _read(table, delimiter, read)
             columns = [str(c) for c in data.columns]
         _check_qi(columns, qi, sensitive)
-        named = _insensitive(table, columns, insensitive, qi, sensitive, weights,
-                             attacker_columns)
+        named = _insensitive(table, columns, insensitive, qi, sensitive, weights, attacker_columns)
         _check_insensitive(columns, named, [*qi, *sensitive], other)
-        by_other = _check_every_role(columns, other, qi, sensitive, named, weights,
-                                     attacker_columns)
+        by_other = _check_every_role(
+            columns, other, qi, sensitive, named, weights, attacker_columns
+        )
         given = bool(attacker_columns)
         attacker = list(attacker_columns or ()) if given else list(qi)
         levels = [*DEFAULT_THRESHOLDS, *thresholds]
@@ -278,10 +327,17 @@ def run_risk(
             if on_engine:
                 runner = _open_engine(engine, scheduler, workers, memory_limit)
                 stack.callback(runner.close)
-            section = measure_risk(data, attacker, sensitive=sensitive, weights=weights,
-                                   population_size=population_size,
-                                   sampling_fraction=sampling_fraction, thresholds=levels,
-                                   hierarchies=trees, engine=runner)
+            section = measure_risk(
+                data,
+                attacker,
+                sensitive=sensitive,
+                weights=weights,
+                population_size=population_size,
+                sampling_fraction=sampling_fraction,
+                thresholds=levels,
+                hierarchies=trees,
+                engine=runner,
+            )
         messages = warn_release_risk(section, max_risk)
         params: dict[str, Any] = {
             "table": stored_path(path, report_path),
@@ -307,8 +363,10 @@ def run_risk(
             "memory_limit": memory_limit,
         }
         described = path if path is not None and Path(path).exists() else None
-        inputs: dict[str, PathLike | None] = {"data": described,
-                                              **{f"hierarchy:{c}": p for c, p in trees.items()}}
+        inputs: dict[str, PathLike | None] = {
+            "data": described,
+            **{f"hierarchy:{c}": p for c, p in trees.items()},
+        }
         result = report_header("risk", params, inputs)
         result["paths"] = paths_convention(report_path)
         result["roles"] = {

@@ -54,8 +54,9 @@ def _checked_files(settings: VerifySettings, result: VerifyResult) -> dict[str, 
     return files
 
 
-def verify_report_dict(settings: VerifySettings, result: VerifyResult, seconds: float,
-                       report: Path | None) -> dict[str, Any]:
+def verify_report_dict(
+    settings: VerifySettings, result: VerifyResult, seconds: float, report: Path | None
+) -> dict[str, Any]:
     """The JSON report of one check: header, ``ok``, ``findings``, ``line`` and run time."""
     from anonlab.report import report_header
 
@@ -92,8 +93,9 @@ def run_verify(settings: VerifySettings, *, progress: ProgressFn | None = None) 
     target = Path(settings.report) if settings.report is not None else None
     inputs = [p for p in (settings.report_in, settings.release, settings.key) if p is not None]
     with Outputs({"report": target}, inputs=inputs) as outputs:
-        result = verify_report(settings.report_in, release=settings.release,
-                               input=settings.input, key=settings.key)
+        result = verify_report(
+            settings.report_in, release=settings.release, input=settings.input, key=settings.key
+        )
         report = verify_report_dict(settings, result, time.perf_counter() - started, target)
         stage_report(outputs, report)
         written = outputs.commit()

@@ -139,8 +139,7 @@ def released_classes(
     sizes = np.bincount(class_of[~suppressed], minlength=int(kept_codes.max(initial=-1)) + 1)
     top_rows = np.flatnonzero(all_star & expected)
     top = int(class_of[top_rows[0]]) if top_rows.size else -1
-    return Released(release, cols, class_of, sizes.astype(np.int64), top,
-                    int(suppressed.sum()))
+    return Released(release, cols, class_of, sizes.astype(np.int64), top, int(suppressed.sum()))
 
 
 def _text_codes(column: pd.Series) -> tuple[NDArray[np.integer], Sequence[str]]:
@@ -177,8 +176,9 @@ def histograms(released: Released, original: pd.Series, column: pd.Series) -> Hi
     names = [str(v) for v in pd.unique(_text(original).to_numpy())]
     known = len(names)
     index = {v: i for i, v in enumerate(names)}
-    global_counts = np.bincount(_text(original).map(index).to_numpy(dtype=np.int64),
-                                minlength=len(names))
+    global_counts = np.bincount(
+        _text(original).map(index).to_numpy(dtype=np.int64), minlength=len(names)
+    )
     released_values = _text(column).to_numpy()
     for v in pd.unique(released_values):
         if v not in index:
@@ -190,15 +190,15 @@ def histograms(released: Released, original: pd.Series, column: pd.Series) -> Hi
     keys = released.class_of[rows] * width + codes[rows]
     pairs, counts = np.unique(keys, return_counts=True)
     p = np.zeros(width)
-    p[:global_counts.shape[0]] = global_counts / max(int(global_counts.sum()), 1)
-    return Histograms(pairs // width, pairs % width, counts.astype(np.int64),
-                      released.sizes, p, names, known)
+    p[: global_counts.shape[0]] = global_counts / max(int(global_counts.sum()), 1)
+    return Histograms(
+        pairs // width, pairs % width, counts.astype(np.int64), released.sizes, p, names, known
+    )
 
 
 def _per_class(h: Histograms, weights: NDArray[Any]) -> FloatArray:
     """Sum of ``weights`` (one per triple) over each class's triples."""
-    return np.bincount(h.classes, weights=weights,
-                       minlength=h.sizes.shape[0]).astype(np.float64)
+    return np.bincount(h.classes, weights=weights, minlength=h.sizes.shape[0]).astype(np.float64)
 
 
 # ---------------------------------------------------------------------------
@@ -238,8 +238,9 @@ def grassberger(n: IntArray | FloatArray) -> FloatArray:
     square = (half * half + 2**31) % 2**32 - 2**31  # Java's int multiplication
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         m = 1.0 / square.astype(np.float64)
-        out[~small] = (np.log(even[~small].astype(np.float64))
-                       + m * (1.0 / 24 - m * (7.0 / 960 - m * 31.0 / 8064)))
+        out[~small] = np.log(even[~small].astype(np.float64)) + m * (
+            1.0 / 24 - m * (7.0 / 960 - m * 31.0 / 8064)
+        )
     return out
 
 
@@ -248,8 +249,10 @@ def _entropy_l(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
     ``psi = ln`` (Shannon) or Grassberger's ``G``, and at least ``ceil(l)`` values."""
     l_value = float(spec["l"])
     psi: Callable[[Any], FloatArray] = (
-        grassberger if spec.get("estimator", "shannon") == "grassberger"
-        else (lambda x: np.log(np.asarray(x, dtype=np.float64))))
+        grassberger
+        if spec.get("estimator", "shannon") == "grassberger"
+        else (lambda x: np.log(np.asarray(x, dtype=np.float64)))
+    )
     n = h.sizes
     total = _per_class(h, h.counts * psi(h.counts))
     bound = n * (psi(n) - math.log(l_value))
@@ -268,8 +271,9 @@ def _recursive_cl(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
     rank = np.arange(cls.shape[0]) - starts[cls]
     r1 = np.zeros(h.sizes.shape[0])
     r1[cls[rank == 0]] = cnt[rank == 0]
-    tail = np.bincount(cls[rank >= l_value - 1], weights=cnt[rank >= l_value - 1],
-                       minlength=h.sizes.shape[0])
+    tail = np.bincount(
+        cls[rank >= l_value - 1], weights=cnt[rank >= l_value - 1], minlength=h.sizes.shape[0]
+    )
     fails = (_distinct(h) < l_value) | ~(r1 < tail * c)
     ratio = np.divide(r1, tail, out=np.full_like(r1, np.inf), where=tail > 0)
     return fails, ratio, f"r1 not below c = {c:g} times r_{l_value} + ... + r_m"
@@ -283,8 +287,9 @@ def _equal_t(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
     return distance > float(spec["t"]) + TOL, distance, f"distance above t = {spec['t']}"
 
 
-def _dense_chunks(h: Histograms, width: int, columns: IntArray,
-                  rows: int = 4_000_000) -> list[tuple[int, FloatArray]]:
+def _dense_chunks(
+    h: Histograms, width: int, columns: IntArray, rows: int = 4_000_000
+) -> list[tuple[int, FloatArray]]:
     """The class distributions ``q`` as dense (classes, width) blocks of bounded size;
     ``columns`` maps each value code to its column."""
     step = max(1, rows // max(width, 1))
@@ -294,7 +299,8 @@ def _dense_chunks(h: Histograms, width: int, columns: IntArray,
         inside = (h.classes >= start) & (h.classes < stop)
         block = np.zeros((stop - start, width))
         block[h.classes[inside] - start, columns[h.values[inside]]] = (
-            h.counts[inside] / h.sizes[h.classes[inside]])
+            h.counts[inside] / h.sizes[h.classes[inside]]
+        )
         blocks.append((start, block))
     return blocks
 
@@ -310,6 +316,7 @@ def natural_order(values: Sequence[str]) -> list[str]:
     in the given order; otherwise the order of Java's ``String.compareTo``
     (UTF-16 code units), which ARX uses for an attribute of type string.
     """
+
     def missing(v: str) -> bool:
         return v == "" or v.upper() == "NULL"
 
@@ -323,11 +330,10 @@ def _ordered_t(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
     """Ordered-distance t-closeness: ``sum_i |sum_{j<=i} (q_j - p_j)| / (m - 1) <= t`` over
     the ``m`` values of the table in their order (``order`` restricted to them, else
     :func:`natural_order`)."""
-    data_values = h.names[:h.known]
+    data_values = h.names[: h.known]
     given = spec.get("order")
     present = set(data_values)
-    order = ([str(v) for v in given if str(v) in present] if given
-             else natural_order(data_values))
+    order = [str(v) for v in given if str(v) in present] if given else natural_order(data_values)
     position = {v: i for i, v in enumerate(order)}
     for v in h.names:  # values the order lacks: reported apart, placed last here
         position.setdefault(v, len(position))
@@ -338,7 +344,7 @@ def _ordered_t(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
     distance = np.zeros(h.sizes.shape[0])
     for start, q in _dense_chunks(h, m, columns):
         cumulative = np.cumsum(q - p[None, :], axis=1)
-        distance[start:start + q.shape[0]] = np.abs(cumulative).sum(axis=1) / max(m - 1, 1)
+        distance[start : start + q.shape[0]] = np.abs(cumulative).sum(axis=1) / max(m - 1, 1)
     return distance > float(spec["t"]) + TOL, distance, f"distance above t = {spec['t']}"
 
 
@@ -365,7 +371,7 @@ def _hierarchical_t(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
             neg = _sum_columns(np.maximum(-extra, 0.0), parent)
             cost += level / height * np.minimum(pos, neg).sum(axis=1)
             extra = pos - neg
-        distance[start:start + q.shape[0]] = cost
+        distance[start : start + q.shape[0]] = cost
     return distance > float(spec["t"]) + TOL, distance, f"distance above t = {spec['t']}"
 
 
@@ -399,14 +405,18 @@ def _likeness(h: Histograms, spec: Mapping[str, Any], enhanced: bool) -> Verdict
     q = h.counts / h.sizes[h.classes]
     p = h.p[h.values]
     gain = np.divide(q - p, p, out=np.full_like(q, np.inf), where=p > 0)
-    limit = (np.minimum(beta, -np.log(np.where(p > 0, p, 1.0))) if enhanced
-             else np.full_like(q, beta))
+    limit = (
+        np.minimum(beta, -np.log(np.where(p > 0, p, 1.0))) if enhanced else np.full_like(q, beta)
+    )
     over = gain > limit + TOL
     worst = np.full(h.sizes.shape[0], -np.inf)
     np.maximum.at(worst, h.classes, gain)
     fails = np.bincount(h.classes, weights=over, minlength=h.sizes.shape[0]) > 0
-    return fails, worst, f"a value's relative gain above beta = {beta:g}" + (
-        " or -ln p" if enhanced else "")
+    return (
+        fails,
+        worst,
+        f"a value's relative gain above beta = {beta:g}" + (" or -ln p" if enhanced else ""),
+    )
 
 
 def _delta_disclosure(h: Histograms, spec: Mapping[str, Any]) -> Verdict:
@@ -555,31 +565,45 @@ def _risk_finding(spec: Mapping[str, Any], sizes: IntArray, n_table: int) -> str
     model = spec["model"]
     if model == "average-risk":
         risk = sizes.shape[0] / records
-        return None if risk <= threshold + TOL else (
-            f"average re-identification risk {risk:.6g} (released classes / records) is "
-            f"above threshold {threshold:g}")
+        return (
+            None
+            if risk <= threshold + TOL
+            else (
+                f"average re-identification risk {risk:.6g} (released classes / records) is "
+                f"above threshold {threshold:g}"
+            )
+        )
     uniques = float(np.count_nonzero(sizes == 1))
     if model == "sample-uniqueness":
         share = uniques / records
-        return None if share <= threshold + TOL else (
-            f"{share:.6g} of the released records are unique, above threshold {threshold:g}")
+        return (
+            None
+            if share <= threshold + TOL
+            else (f"{share:.6g} of the released records are unique, above threshold {threshold:g}")
+        )
     from anonlab.risk.population import UniquenessEstimates
 
     size = spec.get("population_size")
-    population = (int(size) if size is not None
-                  else math.floor(n_table / float(spec["sampling_fraction"]) + 0.5))
-    histogram = {int(s): int(c) for s, c in zip(*np.unique(sizes, return_counts=True),
-                                                strict=True)}
+    population = (
+        int(size)
+        if size is not None
+        else math.floor(n_table / float(spec["sampling_fraction"]) + 0.5)
+    )
+    histogram = {int(s): int(c) for s, c in zip(*np.unique(sizes, return_counts=True), strict=True)}
     estimator = str(spec.get("estimator", "dankar"))
-    estimates = UniquenessEstimates(histogram, population,
-                                    iterations_per_try=int(spec.get("iterations_per_try", 1000)))
-    estimate = (estimates.dankar(fallback=False)[0] if estimator == "dankar"
-                else estimates.value(estimator))
+    estimates = UniquenessEstimates(
+        histogram, population, iterations_per_try=int(spec.get("iterations_per_try", 1000))
+    )
+    estimate = (
+        estimates.dankar(fallback=False)[0] if estimator == "dankar" else estimates.value(estimator)
+    )
     share = float(estimate) / population
     if (0.0 < share <= threshold + TOL) or (share == 0.0 and uniques == 0):
         return None
-    return (f"estimated population uniqueness {share:.6g} ({estimator}) is above threshold "
-            f"{threshold:g}, or the estimate failed while records are sample-unique")
+    return (
+        f"estimated population uniqueness {share:.6g} ({estimator}) is above threshold "
+        f"{threshold:g}, or the estimate failed while records are sample-unique"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -609,8 +633,15 @@ def check_criteria(
     original's for delta-presence, as in ARX's research subset).
     """
     released = released_classes(release, qi_columns, expected_star)
-    context = _Context(original, release, released, population, hierarchies, levels,
-                       any(declares_minimal_class_size(spec) for spec in criteria))
+    context = _Context(
+        original,
+        release,
+        released,
+        population,
+        hierarchies,
+        levels,
+        any(declares_minimal_class_size(spec) for spec in criteria),
+    )
     problems: list[str] = []
     failing_top = False
     for spec in criteria:
@@ -625,8 +656,7 @@ def check_criteria(
         bad = np.flatnonzero(fails)
         if bad.size:
             more = f" (and {bad.size - 1} more classes)" if bad.size > 1 else ""
-            problems.append(f"{_name(spec)}: {released.describe(int(bad[0]))} has "
-                            f"{reason}{more}")
+            problems.append(f"{_name(spec)}: {released.describe(int(bad[0]))} has {reason}{more}")
     problems += _suppression_findings(released, failing_top, max_suppressed)
     return problems
 
@@ -649,21 +679,25 @@ class _Context:
 #: the models ARX 3.9 gives a minimal class size whatever their parameters
 #: (``isMinimalClassSizeAvailable``: ``KAnonymity``, ``LDiversity``); k-map has one only with an
 #: estimator (``KMap``: its derived ``k'``)
-MINIMAL_CLASS_SIZE_MODELS = frozenset({"k-anonymity", "distinct-l-diversity",
-                                       "entropy-l-diversity", "recursive-cl-diversity",
-                                       "profitability-prosecutor-no-attack"})
+MINIMAL_CLASS_SIZE_MODELS = frozenset(
+    {
+        "k-anonymity",
+        "distinct-l-diversity",
+        "entropy-l-diversity",
+        "recursive-cl-diversity",
+        "profitability-prosecutor-no-attack",
+    }
+)
 
 
 def declares_minimal_class_size(spec: Mapping[str, Any]) -> bool:
     """Whether ARX 3.9 gives the model a minimal class size (``k``, ``ceil(l)``, k-map's
     ``k'``), which ``HashGroupify.isPrivacyModelFulfilled`` checks before every model."""
     model = str(spec["model"])
-    return model in MINIMAL_CLASS_SIZE_MODELS or (model == "k-map"
-                                                  and bool(spec.get("estimator")))
+    return model in MINIMAL_CLASS_SIZE_MODELS or (model == "k-map" and bool(spec.get("estimator")))
 
 
-def _verdict(spec: Mapping[str, Any],
-             ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
+def _verdict(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
     """One model: its failing classes (None for a model judged as a whole), what fails,
     and findings of its own."""
     model = str(spec["model"])
@@ -674,8 +708,11 @@ def _verdict(spec: Mapping[str, Any],
     if model in SENSITIVE_CHECKS:
         attribute = str(spec["attribute"])
         if attribute not in ctx.release.columns or attribute not in ctx.original.columns:
-            return None, "", [f"{name}: attribute '{attribute}' is missing from the release "
-                              "or the original"]
+            return (
+                None,
+                "",
+                [f"{name}: attribute '{attribute}' is missing from the release or the original"],
+            )
         h = histograms(released, ctx.original[attribute], ctx.release[attribute])
         fails, _, reason = SENSITIVE_CHECKS[model](h, spec)
         return fails, reason, _unknown_values(name, h, spec)
@@ -696,12 +733,13 @@ def _suppression_findings(released: Released, failing_top: bool, limit: int) -> 
         top = int(released.sizes[released.top])
         total = released.suppressed + top
         if total > limit:
-            problems.append(f"the all-'*' class ({top} records) fails a privacy model, so it "
-                            f"must be suppressed, but with it {total} records are suppressed "
-                            f"and the limit is {limit}")
+            problems.append(
+                f"the all-'*' class ({top} records) fails a privacy model, so it "
+                f"must be suppressed, but with it {total} records are suppressed "
+                f"and the limit is {limit}"
+            )
     if released.suppressed > limit:
-        problems.append(f"{released.suppressed} records are suppressed but the limit is "
-                        f"{limit}")
+        problems.append(f"{released.suppressed} records are suppressed but the limit is {limit}")
     return problems
 
 
@@ -720,8 +758,14 @@ def _unknown_values(name: str, h: Histograms, spec: Mapping[str, Any]) -> list[s
     if listed is None:
         return []
     absent = sorted(set(h.names) - set(listed))
-    return [f"{name}: value '{absent[0]}' is not in its "
-            f"{'order' if spec.get('order') else 'hierarchy'}"] if absent else []
+    return (
+        [
+            f"{name}: value '{absent[0]}' is not in its "
+            f"{'order' if spec.get('order') else 'hierarchy'}"
+        ]
+        if absent
+        else []
+    )
 
 
 def _presence(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
@@ -731,10 +775,20 @@ def _presence(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None,
     n_table = len(ctx.original)
     if spec["model"] == "k-map" and spec.get("estimator"):
         lam = n_table / float(spec["population_size"]) * int(spec["k"])
-        needed = min(poisson_k(int(spec["k"]), float(spec["significance"]), lam,
-                               spec["estimator"] == "zero-truncated-poisson"), n_table)
-        return (released.sizes < needed,
-                f"fewer than the {needed} records k-map's estimate needs", [])
+        needed = min(
+            poisson_k(
+                int(spec["k"]),
+                float(spec["significance"]),
+                lam,
+                spec["estimator"] == "zero-truncated-poisson",
+            ),
+            n_table,
+        )
+        return (
+            released.sizes < needed,
+            f"fewer than the {needed} records k-map's estimate needs",
+            [],
+        )
     if ctx.population is None or ctx.hierarchies is None or ctx.levels is None:
         return None, "", [f"{name}: the population table is not available to the checker"]
     keys = generalized_keys(ctx.population, ctx.hierarchies, ctx.levels)
@@ -748,43 +802,57 @@ def _presence(spec: Mapping[str, Any], ctx: _Context) -> tuple[BoolArray | None,
     return _delta_presence(spec, ctx, keys, subset, counts)
 
 
-def _delta_presence(spec: Mapping[str, Any], ctx: _Context, keys: pd.Series,
-                    subset: pd.Series, counts: FloatArray) -> tuple[BoolArray, str, list[str]]:
+def _delta_presence(
+    spec: Mapping[str, Any], ctx: _Context, keys: pd.Series, subset: pd.Series, counts: FloatArray
+) -> tuple[BoolArray, str, list[str]]:
     """delta-presence as ARX 3.9 judges it (:func:`population_only`): the released classes'
     ``delta`` (released records / population records ``counts``), and the population's
     classes without any record of the research subset (``keys``, ``subset``: the
     population's and the subset's generalized quasi-identifiers)."""
     released = ctx.released
     dmin, dmax = float(spec["dmin"]), float(spec["dmax"])
-    delta = np.divide(released.sizes, counts, out=np.full(released.classes, np.inf),
-                      where=counts > 0)
+    delta = np.divide(
+        released.sizes, counts, out=np.full(released.classes, np.inf), where=counts > 0
+    )
     fails = (delta < dmin - TOL) | (delta > dmax + TOL)
     extra = []
     if dmin > TOL and not ctx.minimal_class_size:
         empty = population_only(keys, subset)
         if len(empty):
-            extra.append(f"{_name(spec)}: population records with generalized values "
-                         f"{empty.iloc[0].replace(chr(31), ', ')} hold no record of the "
-                         f"research subset, so their delta is 0, below dmin = {dmin:g}")
+            extra.append(
+                f"{_name(spec)}: population records with generalized values "
+                f"{empty.iloc[0].replace(chr(31), ', ')} hold no record of the "
+                f"research subset, so their delta is 0, below dmin = {dmin:g}"
+            )
     return fails, f"delta outside [{dmin:g}, {dmax:g}]", extra
 
 
-def _profitability(spec: Mapping[str, Any],
-                   ctx: _Context) -> tuple[BoolArray | None, str, list[str]]:
+def _profitability(
+    spec: Mapping[str, Any], ctx: _Context
+) -> tuple[BoolArray | None, str, list[str]]:
     """The profitability models (:mod:`anonlab.verify.profitability`) on the released classes:
     their labels, sizes and, for the journalist models, population sizes."""
     released = ctx.released
     rows = released.class_of >= 0
-    first = pd.Series(np.arange(len(released.class_of)))[rows].groupby(
-        released.class_of[rows]).first().to_numpy()
+    first = (
+        pd.Series(np.arange(len(released.class_of)))[rows]
+        .groupby(released.class_of[rows])
+        .first()
+        .to_numpy()
+    )
     labels = {c: _text(ctx.release[c]).iloc[first].tolist() for c in released.qi_columns}
     population = None
-    if str(spec["model"]).startswith("profitability-journalist") and ctx.population is not None \
-            and ctx.hierarchies is not None and ctx.levels is not None:
+    if (
+        str(spec["model"]).startswith("profitability-journalist")
+        and ctx.population is not None
+        and ctx.hierarchies is not None
+        and ctx.levels is not None
+    ):
         keys = generalized_keys(ctx.population, ctx.hierarchies, ctx.levels)
         population = _presence_counts(released, keys)
-    fails, reason, finding = failing_classes(spec, released.sizes, population, labels,
-                                             ctx.hierarchies, ctx.levels)
+    fails, reason, finding = failing_classes(
+        spec, released.sizes, population, labels, ctx.hierarchies, ctx.levels
+    )
     return fails, reason, [f"{_name(spec)}: {finding}"] if finding else []
 
 
@@ -793,9 +861,12 @@ def _inclusion(released: Released, counts: FloatArray) -> tuple[BoolArray, str, 
     research-subset records only. The release is checked row by row against the subset
     (:mod:`anonlab.verify.generalization`); here each released class must have no more
     records than the population (``counts``) has at these levels."""
-    return (np.asarray(released.sizes > counts),
-            "more records than the population has with these values (a record that is "
-            "not of the research subset)", [])
+    return (
+        np.asarray(released.sizes > counts),
+        "more records than the population has with these values (a record that is "
+        "not of the research subset)",
+        [],
+    )
 
 
 def population_only(population_keys: pd.Series, subset_keys: pd.Series) -> pd.Series:

@@ -12,8 +12,11 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 
-def check_fusion(release: pd.DataFrame, templates: Iterable[tuple[Sequence[str], int]],
-                 records: int | None = None) -> list[str]:
+def check_fusion(
+    release: pd.DataFrame,
+    templates: Iterable[tuple[Sequence[str], int]],
+    records: int | None = None,
+) -> list[str]:
     """Problems with a fused table (empty list: every template <QID, k> holds).
 
     ``records``, when given, is the number of records the fusion released.
@@ -24,19 +27,23 @@ def check_fusion(release: pd.DataFrame, templates: Iterable[tuple[Sequence[str],
     return problems + check_templates(release, templates)
 
 
-def check_templates(table: pd.DataFrame, templates: Iterable[tuple[Sequence[str], int]]
-                    ) -> list[str]:
+def check_templates(
+    table: pd.DataFrame, templates: Iterable[tuple[Sequence[str], int]]
+) -> list[str]:
     """Problems with the templates <QID, k> on ``table`` (empty list: all hold)."""
     problems = []
     for qid, k in templates:
         cols = list(qid)
         missing = [c for c in cols if c not in table.columns]
         if missing:
-            problems.append(f"the table has no column '{missing[0]}' of template "
-                            f"<{', '.join(cols)}>")
+            problems.append(
+                f"the table has no column '{missing[0]}' of template <{', '.join(cols)}>"
+            )
             continue
         sizes = table[cols].astype(str).value_counts()
         if len(sizes) and int(sizes.min()) < k:
-            problems.append(f"template <{', '.join(cols)}; k={k}>: {int((sizes < k).sum())} "
-                            f"groups have fewer than {k} records (smallest {int(sizes.min())})")
+            problems.append(
+                f"template <{', '.join(cols)}; k={k}>: {int((sizes < k).sum())} "
+                f"groups have fewer than {k} records (smallest {int(sizes.min())})"
+            )
     return problems

@@ -24,8 +24,13 @@ from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
 from anonlab.verify.tables import category_codes, plain_text
 
-__all__ = ["check_criteria", "check_generalization", "check_k_anonymity",
-           "check_level_bounds", "expected_stars"]
+__all__ = [
+    "check_criteria",
+    "check_generalization",
+    "check_k_anonymity",
+    "check_level_bounds",
+    "expected_stars",
+]
 
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
@@ -40,16 +45,21 @@ def check_level_bounds(
     max_level`` where the run gives a bound; a bound naming a column that is
     not released as a quasi-identifier is a problem too.
     """
-    problems = [f"a level bound names '{c}', which is not a released quasi-identifier"
-                for c in [*min_levels, *max_levels] if c not in levels]
+    problems = [
+        f"a level bound names '{c}', which is not a released quasi-identifier"
+        for c in [*min_levels, *max_levels]
+        if c not in levels
+    ]
     for column, level in levels.items():
         low, high = min_levels.get(column), max_levels.get(column)
         if low is not None and level < low:
-            problems.append(f"column '{column}' is released at level {level}, below its "
-                            f"min_level {low}")
+            problems.append(
+                f"column '{column}' is released at level {level}, below its min_level {low}"
+            )
         if high is not None and level > high:
-            problems.append(f"column '{column}' is released at level {level}, above its "
-                            f"max_level {high}")
+            problems.append(
+                f"column '{column}' is released at level {level}, above its max_level {high}"
+            )
     return problems
 
 
@@ -177,11 +187,13 @@ def expected_stars(
     return stars
 
 
-def _other_column_findings(original: pd.DataFrame, release: pd.DataFrame, qis: list[str],
-                           dropped: list[str]) -> list[str]:
+def _other_column_findings(
+    original: pd.DataFrame, release: pd.DataFrame, qis: list[str], dropped: list[str]
+) -> list[str]:
     """Identifying columns must be gone; every other non-QI column unchanged."""
-    problems = [f"identifying column '{col}' is in the release" for col in dropped
-                if col in release.columns]
+    problems = [
+        f"identifying column '{col}' is in the release" for col in dropped if col in release.columns
+    ]
     for col in original.columns:
         if col in qis or col in dropped:
             continue
@@ -229,14 +241,18 @@ def _position(values: list[str], value: str) -> int:
 def _check_covered(hier: Hierarchy, values: list[str], col: str, level: int) -> None:
     """Refuse an original value the hierarchy lacks, or a level above its height."""
     if not 0 <= level <= hier.height:
-        raise AnonlabError(f"level {level} of column '{col}' is not a level of its hierarchy "
-                           f"(height {hier.height}): give the hierarchy the release was made "
-                           "with")
+        raise AnonlabError(
+            f"level {level} of column '{col}' is not a level of its hierarchy "
+            f"(height {hier.height}): give the hierarchy the release was made "
+            "with"
+        )
     missing = hier.missing(values)
     if missing:
-        raise AnonlabError(f"value '{missing[0]}' of column '{col}' in the original is not in "
-                           "its hierarchy: give the original and hierarchy the release was "
-                           "made with")
+        raise AnonlabError(
+            f"value '{missing[0]}' of column '{col}' in the original is not in "
+            "its hierarchy: give the original and hierarchy the release was "
+            "made with"
+        )
 
 
 def _text(column: pd.Series) -> pd.Series:

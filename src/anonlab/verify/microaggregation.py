@@ -87,20 +87,20 @@ def check_microaggregation(
     groups = released_groups(release, released, categorical)
     sizes = np.bincount(groups)
     problems += size_findings(groups, sizes, k)
-    problems += mean_findings(original_matrix(original, numeric), released, groups, sizes,
-                              numeric)
+    problems += mean_findings(original_matrix(original, numeric), released, groups, sizes, numeric)
     for name in nominal:
-        problems += mode_findings(stripped(original[name]), stripped(release[name]), groups,
-                                  name)
+        problems += mode_findings(stripped(original[name]), stripped(release[name]), groups, name)
     for name in ordinal:
         order = ordinal_order(stripped(original[name]), name, (orders or {}).get(name))
-        problems += median_findings(stripped(original[name]), stripped(release[name]), groups,
-                                    sizes, name, order)
+        problems += median_findings(
+            stripped(original[name]), stripped(release[name]), groups, sizes, name, order
+        )
     return problems
 
 
-def released_groups(release: pd.DataFrame, numeric: FloatArray,
-                    categorical: Sequence[str]) -> IntArray:
+def released_groups(
+    release: pd.DataFrame, numeric: FloatArray, categorical: Sequence[str]
+) -> IntArray:
     """Group id (0, 1, ... in order of first row) of each record by its released values.
 
     Numeric values are compared as doubles (``-0.0`` equals ``0.0``),
@@ -122,9 +122,11 @@ def size_findings(groups: IntArray, sizes: IntArray, k: int) -> list[str]:
     if not small.size:
         return []
     worst = int(small[np.argmin(sizes[small])])
-    return [f"{small.size} group(s) of identical released values have fewer than k = {k} "
-            f"records: e.g. the group of {rows_of(groups, worst)} has {int(sizes[worst])} "
-            f"record{'s' if sizes[worst] > 1 else ''}"]
+    return [
+        f"{small.size} group(s) of identical released values have fewer than k = {k} "
+        f"records: e.g. the group of {rows_of(groups, worst)} has {int(sizes[worst])} "
+        f"record{'s' if sizes[worst] > 1 else ''}"
+    ]
 
 
 def _first_rows(groups: IntArray, count: int) -> IntArray:
@@ -135,8 +137,9 @@ def _first_rows(groups: IntArray, count: int) -> IntArray:
     return first
 
 
-def mean_findings(x: FloatArray, y: FloatArray, groups: IntArray, sizes: IntArray,
-                  names: Sequence[str]) -> list[str]:
+def mean_findings(
+    x: FloatArray, y: FloatArray, groups: IntArray, sizes: IntArray, names: Sequence[str]
+) -> list[str]:
     """Findings for numeric columns whose released value is not the group mean.
 
     Mean ``sum_g x / m_g``; tolerance ``1e-9 * max(|mean|, mean |x|) + 1e-12 *
@@ -155,12 +158,14 @@ def mean_findings(x: FloatArray, y: FloatArray, groups: IntArray, sizes: IntArra
             problems.append(
                 f"column '{name}': the group of {rows_of(groups, g)} releases {float(got[g])!r}, "
                 f"but the mean of its {int(sizes[g])} original values is {float(means[g])!r}"
-                + (f" ({bad.size} groups differ)" if bad.size > 1 else ""))
+                + (f" ({bad.size} groups differ)" if bad.size > 1 else "")
+            )
     return problems
 
 
-def mode_findings(before: ObjectArray, after: ObjectArray, groups: IntArray,
-                  name: str) -> list[str]:
+def mode_findings(
+    before: ObjectArray, after: ObjectArray, groups: IntArray, name: str
+) -> list[str]:
     """A finding when a group's released nominal value is not a mode of its originals."""
     n = before.size
     codes, uniques = pd.factorize(np.concatenate([before, after]))
@@ -178,9 +183,11 @@ def mode_findings(before: ObjectArray, after: ObjectArray, groups: IntArray,
     mine = pairs // size == g
     mode = uniques[int(pairs[mine][np.argmax(pair_counts[mine])] % size)]
     value = after[int(np.argmax(groups == g))]
-    return [f"column '{name}': the group of {rows_of(groups, g)} releases '{value}', held by "
-            f"{int(held[g])} of its originals, but '{mode}' is held by {int(best[g])}: not a "
-            "mode" + (f" ({bad.size} groups differ)" if bad.size > 1 else "")]
+    return [
+        f"column '{name}': the group of {rows_of(groups, g)} releases '{value}', held by "
+        f"{int(held[g])} of its originals, but '{mode}' is held by {int(best[g])}: not a "
+        "mode" + (f" ({bad.size} groups differ)" if bad.size > 1 else "")
+    ]
 
 
 def _number(value: str) -> float | None:
@@ -203,16 +210,24 @@ def ordinal_order(before: ObjectArray, name: str, given: Sequence[str] | None) -
         order = [str(v).strip() for v in given]
         outside = [v for v in present if v not in set(order)]
         if outside:
-            raise AnonlabError(f"value '{outside[0]}' of ordinal column '{name}' in the input "
-                               "is not in its order: give the order the release was made with")
+            raise AnonlabError(
+                f"value '{outside[0]}' of ordinal column '{name}' in the input "
+                "is not in its order: give the order the release was made with"
+            )
         return order
     if all(_number(v) is not None for v in present):
         return sorted(present, key=float)
     return sorted(present)
 
 
-def median_findings(before: ObjectArray, after: ObjectArray, groups: IntArray, sizes: IntArray,
-                    name: str, order: Sequence[str]) -> list[str]:
+def median_findings(
+    before: ObjectArray,
+    after: ObjectArray,
+    groups: IntArray,
+    sizes: IntArray,
+    name: str,
+    order: Sequence[str],
+) -> list[str]:
     """Findings when a group's released ordinal value is not its lower median.
 
     ``c`` is the lower median of ``m`` values when ``#{x < c} < ceil(m / 2) <=
@@ -222,8 +237,10 @@ def median_findings(before: ObjectArray, after: ObjectArray, groups: IntArray, s
     unknown = [i for i, v in enumerate(after) if v not in rank]
     if unknown:
         row = unknown[0]
-        return [f"column '{name}' row {row + 1} releases '{after[row]}', which is not a value "
-                "of the input's ordinal domain"]
+        return [
+            f"column '{name}' row {row + 1} releases '{after[row]}', which is not a value "
+            "of the input's ordinal domain"
+        ]
     orig = np.fromiter((rank[v] for v in before), dtype=np.int64, count=before.size)
     rel = np.fromiter((rank[v] for v in after), dtype=np.int64, count=after.size)
     half = (sizes + 1) // 2
@@ -236,6 +253,8 @@ def median_findings(before: ObjectArray, after: ObjectArray, groups: IntArray, s
     mine = np.sort(orig[groups == g])
     median = order[int(mine[(mine.size - 1) // 2])]
     value = after[int(np.argmax(groups == g))]
-    return [f"column '{name}': the group of {rows_of(groups, g)} releases '{value}', but the "
-            f"lower median of its {int(sizes[g])} originals is '{median}'"
-            + (f" ({bad.size} groups differ)" if bad.size > 1 else "")]
+    return [
+        f"column '{name}': the group of {rows_of(groups, g)} releases '{value}', but the "
+        f"lower median of its {int(sizes[g])} originals is '{median}'"
+        + (f" ({bad.size} groups differ)" if bad.size > 1 else "")
+    ]

@@ -98,9 +98,11 @@ def check_perturbation(
     if method not in METHODS:
         raise AnonlabError(f"method '{method}' is not a perturbation: one of {', '.join(METHODS)}")
     if method not in ORTHOGONAL and key is None:
-        raise AnonlabError("key is needed: a gdp release adds noise, so its distances cannot "
-                           "check it; give its key file to check that it inverts to the input",
-                           parameter="key")
+        raise AnonlabError(
+            "key is needed: a gdp release adds noise, so its distances cannot "
+            "check it; give its key file to check that it inverts to the input",
+            parameter="key",
+        )
     check_present(original, columns, "input")
     problems = shape_findings(original, release)
     if problems:
@@ -109,9 +111,16 @@ def check_perturbation(
         return _findings(original, release, columns, method, key, pairs, all_pairs_limit, seed)
 
 
-def _findings(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[str],
-              method: str, key: Mapping[str, Any] | None, pairs: int, all_pairs_limit: int,
-              seed: int) -> list[str]:
+def _findings(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    columns: Sequence[str],
+    method: str,
+    key: Mapping[str, Any] | None,
+    pairs: int,
+    all_pairs_limit: int,
+    seed: int,
+) -> list[str]:
     """The findings of :func:`check_perturbation` once the tables have the same shape."""
     problems = unchanged_findings(original, release, columns)
     x = input_matrix(original, columns)
@@ -120,8 +129,9 @@ def _findings(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[s
         return [*problems, problem]
     std = _deviations(x, columns)
     if method in ORTHOGONAL:
-        problems += distance_findings(x, y, std, pairs=pairs, all_pairs_limit=all_pairs_limit,
-                                      seed=seed)
+        problems += distance_findings(
+            x, y, std, pairs=pairs, all_pairs_limit=all_pairs_limit, seed=seed
+        )
     if key is not None:
         problems += key_findings(key, x, y, columns, method)
     return problems
@@ -130,8 +140,9 @@ def _findings(original: pd.DataFrame, release: pd.DataFrame, columns: Sequence[s
 # -------------------------------------------------------------------------------- parsing
 
 
-def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str
-                   ) -> tuple[FloatArray, str | None]:
+def numeric_matrix(
+    frame: pd.DataFrame, columns: Sequence[str], what: str
+) -> tuple[FloatArray, str | None]:
     """The ``n x d`` doubles of ``columns`` and a finding if a value is not a finite number.
 
     Text columns are cast by Arrow (see the module docstring); a column Arrow
@@ -151,9 +162,11 @@ def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str
         elif not finite[j]:
             bad = int(np.flatnonzero(~np.isfinite(out[:, j]))[0])
         if bad is not None:
-            shown = text(column.iloc[bad:bad + 1])[0]
-            return out, (f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
-                         "not a finite number")
+            shown = text(column.iloc[bad : bad + 1])[0]
+            return out, (
+                f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
+                "not a finite number"
+            )
     return out, None
 
 
@@ -223,8 +236,9 @@ def _arrow_text(column: pd.Series) -> Any:
     return arr
 
 
-def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
-                       masked: Sequence[str]) -> list[str]:
+def unchanged_findings(
+    original: pd.DataFrame, release: pd.DataFrame, masked: Sequence[str]
+) -> list[str]:
     """Findings for every column outside ``masked`` whose text differs from the original.
 
     Two text columns without missing values are compared by Arrow; others as
@@ -238,8 +252,10 @@ def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
         change = _first_change(original[name], release[name])
         if change is not None:
             row, before, after = change
-            problems.append(f"column '{name}' is not masked but changed: row {row + 1} holds "
-                            f"'{after}', the input '{before}'")
+            problems.append(
+                f"column '{name}' is not masked but changed: row {row + 1} holds "
+                f"'{after}', the input '{before}'"
+            )
     return problems
 
 
@@ -262,8 +278,9 @@ def _first_change(before: pd.Series, after: pd.Series) -> tuple[int, str, str] |
     return row, str(old_text[row]), str(new_text[row])
 
 
-def pairs_description(n: int, pairs: int = SAMPLED_PAIRS,
-                      all_pairs_limit: int = ALL_PAIRS_LIMIT) -> str:
+def pairs_description(
+    n: int, pairs: int = SAMPLED_PAIRS, all_pairs_limit: int = ALL_PAIRS_LIMIT
+) -> str:
     """Which pairs :func:`distance_findings` checks for ``n`` records, in words."""
     if n <= all_pairs_limit:
         return f"all {n * (n - 1) // 2:,} pairs"
@@ -275,9 +292,11 @@ def _deviations(x: FloatArray, columns: Sequence[str]) -> FloatArray:
     _, std = moments(x)
     flat = np.flatnonzero(~(std > 0))
     if flat.size:
-        raise AnonlabError(f"column '{columns[int(flat[0])]}' of the input is constant, so no "
-                           "perturbation can have used it: give the input the release was "
-                           "made from")
+        raise AnonlabError(
+            f"column '{columns[int(flat[0])]}' of the input is constant, so no "
+            "perturbation can have used it: give the input the release was "
+            "made from"
+        )
     return std
 
 
@@ -291,7 +310,7 @@ def moments(x: FloatArray) -> tuple[FloatArray, FloatArray]:
     mean = np.asarray(x.mean(axis=0), dtype=np.float64)
     squares = np.zeros(x.shape[1])
     for start in range(0, n, BLOCK_ROWS):
-        centred = x[start:start + BLOCK_ROWS] - mean
+        centred = x[start : start + BLOCK_ROWS] - mean
         squares += np.einsum("ij,ij->j", centred, centred)
     return mean, np.sqrt(squares / n)
 
@@ -299,9 +318,15 @@ def moments(x: FloatArray) -> tuple[FloatArray, FloatArray]:
 # ------------------------------------------------------------------------------- distances
 
 
-def distance_findings(x: FloatArray, y: FloatArray, std: FloatArray | None = None, *,
-                      pairs: int = SAMPLED_PAIRS, all_pairs_limit: int = ALL_PAIRS_LIMIT,
-                      seed: int = 0) -> list[str]:
+def distance_findings(
+    x: FloatArray,
+    y: FloatArray,
+    std: FloatArray | None = None,
+    *,
+    pairs: int = SAMPLED_PAIRS,
+    all_pairs_limit: int = ALL_PAIRS_LIMIT,
+    seed: int = 0,
+) -> list[str]:
     """A finding when released distances differ from the z-score distances.
 
     ``x`` holds the input's values and ``std`` their deviations: the z-score
@@ -322,9 +347,11 @@ def distance_findings(x: FloatArray, y: FloatArray, std: FloatArray | None = Non
     if bad is None:
         return []
     i, j, dz, dy = bad
-    return [f"the distance between records {i + 1} and {j + 1} is {dy:.12g} in the release "
-            f"but {dz:.12g} between their z-scores ({count:,} of {total:,} pairs checked "
-            "differ by more than 1e-9 relative)"]
+    return [
+        f"the distance between records {i + 1} and {j + 1} is {dy:.12g} in the release "
+        f"but {dz:.12g} between their z-scores ({count:,} of {total:,} pairs checked "
+        "differ by more than 1e-9 relative)"
+    ]
 
 
 Bad = tuple[int, int, float, float] | None
@@ -360,8 +387,9 @@ def _block_distances(values: FloatArray, start: int, stop: int) -> FloatArray:
     return np.asarray(np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)), dtype=np.float64)
 
 
-def _sampled_pairs(x: FloatArray, scale: FloatArray, pairs: int, seed: int
-                   ) -> tuple[IntArray, IntArray, IntArray]:
+def _sampled_pairs(
+    x: FloatArray, scale: FloatArray, pairs: int, seed: int
+) -> tuple[IntArray, IntArray, IntArray]:
     """``pairs`` seeded random pairs of distinct records, and an order of the records that
     pairs each with a near one (the next in the order).
 
@@ -386,13 +414,14 @@ def _sampled_pairs(x: FloatArray, scale: FloatArray, pairs: int, seed: int
     return first.astype(np.int64), second.astype(np.int64), order.astype(np.int64)
 
 
-def _listed_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, first: IntArray,
-                  second: IntArray) -> tuple[Bad, int]:
+def _listed_pairs(
+    x: FloatArray, scale: FloatArray, y: FloatArray, first: IntArray, second: IntArray
+) -> tuple[Bad, int]:
     """The listed pairs, a block at a time: (first bad pair, bad count)."""
     bad: Bad = None
     count = 0
     for start in range(0, first.size, BLOCK_ROWS):
-        i, j = first[start:start + BLOCK_ROWS], second[start:start + BLOCK_ROWS]
+        i, j = first[start : start + BLOCK_ROWS], second[start : start + BLOCK_ROWS]
         dz = _norms((x[i] - x[j]) / scale)
         dy = _norms(y[i] - y[j])
         wrong = np.flatnonzero(_differ(dz, dy))
@@ -403,8 +432,9 @@ def _listed_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, first: IntArr
     return bad, count
 
 
-def _neighbour_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, order: IntArray
-                     ) -> tuple[Bad, int]:
+def _neighbour_pairs(
+    x: FloatArray, scale: FloatArray, y: FloatArray, order: IntArray
+) -> tuple[Bad, int]:
     """Every record with the next one in ``order``: (first bad pair, bad count).
 
     A block of the order at a time, each record's row gathered once per block.
@@ -412,7 +442,7 @@ def _neighbour_pairs(x: FloatArray, scale: FloatArray, y: FloatArray, order: Int
     bad: Bad = None
     count = 0
     for start in range(0, order.size - 1, BLOCK_ROWS):
-        rows = order[start:start + BLOCK_ROWS + 1]
+        rows = order[start : start + BLOCK_ROWS + 1]
         xs, ys = x[rows], y[rows]
         dz = _norms((xs[:-1] - xs[1:]) / scale)
         dy = _norms(ys[:-1] - ys[1:])
@@ -436,12 +466,15 @@ class _DamagedKeyError(Exception):
     """A key whose content cannot be read as a key (the message says what is wrong)."""
 
 
-def key_findings(key: Mapping[str, Any], x: FloatArray, y: FloatArray,
-                 columns: Sequence[str], method: str) -> list[str]:
+def key_findings(
+    key: Mapping[str, Any], x: FloatArray, y: FloatArray, columns: Sequence[str], method: str
+) -> list[str]:
     """Findings about the key and about undoing the release with it (see the module docstring)."""
     if not isinstance(key, Mapping) or key.get("format") != KEY_FORMAT:
-        raise AnonlabError("key is not a perturbation key: give the key file written with "
-                           "the release", parameter="key")
+        raise AnonlabError(
+            "key is not a perturbation key: give the key file written with the release",
+            parameter="key",
+        )
     sealed = _digest_findings(key)
     try:
         means, stds, matrix, translation, noise = _key_parts(key, len(columns))
@@ -475,11 +508,15 @@ def _digest_findings(key: Mapping[str, Any]) -> list[str]:
     if digest is None:
         if key.get("version") == 1:
             return []  # written before keys were sealed: checked by content alone
-        return ["the key has no integrity digest ('sha256'): it is not the file that was "
-                "written with the release"]
+        return [
+            "the key has no integrity digest ('sha256'): it is not the file that was "
+            "written with the release"
+        ]
     if digest != key_digest(key):
-        return ["the key file was changed after it was written: its content does not match "
-                "its SHA-256 digest"]
+        return [
+            "the key file was changed after it was written: its content does not match "
+            "its SHA-256 digest"
+        ]
     return []
 
 
@@ -493,19 +530,22 @@ def _vector(value: Any, d: int, what: str) -> FloatArray:
     return arr
 
 
-def _key_parts(key: Mapping[str, Any], d: int
-               ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray,
-                          tuple[int, float, bool] | None]:
+def _key_parts(
+    key: Mapping[str, Any], d: int
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, tuple[int, float, bool] | None]:
     """Means, deviations, the full ``d x d`` matrix (key column order), translation, noise."""
     try:
         names = [str(c) for c in key["columns"]]
         means = _vector(key["means"], len(names), "means")
         stds = _vector(key["stds"], len(names), "deviations")
-        blocks = [([str(c) for c in b["columns"]], np.asarray(b["matrix"], dtype=np.float64))
-                  for b in key["blocks"]]
+        blocks = [
+            ([str(c) for c in b["columns"]], np.asarray(b["matrix"], dtype=np.float64))
+            for b in key["blocks"]
+        ]
         raw_t = key.get("translation")
-        translation = (np.zeros(len(names)) if raw_t is None
-                       else _vector(raw_t, len(names), "translation"))
+        translation = (
+            np.zeros(len(names)) if raw_t is None else _vector(raw_t, len(names), "translation")
+        )
         noise_part = key.get("noise") or {}
         scale = float(noise_part.get("scale") or 0.0)
         seed = noise_part.get("seed")
@@ -529,22 +569,22 @@ def _key_parts(key: Mapping[str, Any], d: int
     return means, stds, matrix, translation, noise
 
 
-def _match_findings(key: Mapping[str, Any], columns: Sequence[str], method: str,
-                    records: int) -> list[str]:
+def _match_findings(
+    key: Mapping[str, Any], columns: Sequence[str], method: str, records: int
+) -> list[str]:
     """The key must be the release's: same method, columns and record count."""
     if key.get("method") != method:
-        return [f"the key is for method '{key.get('method')}', the report's release for "
-                f"'{method}'"]
+        return [f"the key is for method '{key.get('method')}', the report's release for '{method}'"]
     if sorted(str(c) for c in key["columns"]) != sorted(columns):
-        return [f"the key's columns {list(key['columns'])} are not the release's "
-                f"{list(columns)}"]
+        return [f"the key's columns {list(key['columns'])} are not the release's {list(columns)}"]
     if key.get("records") != records:
         return [f"the key is for {key.get('records')} records, the release has {records}"]
     return []
 
 
-def _moment_findings(x: FloatArray, pos: Sequence[int], means: FloatArray, stds: FloatArray,
-                     columns: Sequence[str]) -> list[str]:
+def _moment_findings(
+    x: FloatArray, pos: Sequence[int], means: FloatArray, stds: FloatArray, columns: Sequence[str]
+) -> list[str]:
     """The key's means and deviations must be the input's (population deviation, to 1e-9).
 
     ``pos`` lists the input's column of each of the key's ``columns``.
@@ -557,8 +597,10 @@ def _moment_findings(x: FloatArray, pos: Sequence[int], means: FloatArray, stds:
         wrong = np.flatnonzero(np.abs(got - want) > tol)
         if wrong.size:
             j = int(wrong[0])
-            return [f"the key's {what} of column '{columns[j]}' is {got[j]:.12g}, but the "
-                    f"input's is {want[j]:.12g}"]
+            return [
+                f"the key's {what} of column '{columns[j]}' is {got[j]:.12g}, but the "
+                f"input's is {want[j]:.12g}"
+            ]
     return []
 
 
@@ -569,10 +611,13 @@ def _block_findings(key: Mapping[str, Any], columns: Sequence[str]) -> list[str]
         return ["the key's blocks do not cover each column exactly once"]
     for block in key["blocks"]:
         a = np.asarray(block["matrix"], dtype=np.float64)
-        if not np.all(np.isfinite(a)) or np.max(np.abs(a @ a.T - np.eye(a.shape[0]))) > \
-                ORTHOGONAL_TOL:
-            return [f"the key's matrix of block {list(block['columns'])} is not orthogonal "
-                    "(to 1e-9)"]
+        if (
+            not np.all(np.isfinite(a))
+            or np.max(np.abs(a @ a.T - np.eye(a.shape[0]))) > ORTHOGONAL_TOL
+        ):
+            return [
+                f"the key's matrix of block {list(block['columns'])} is not orthogonal (to 1e-9)"
+            ]
     return []
 
 
@@ -597,7 +642,7 @@ class _NoiseRows:
                 self.block = row // NOISE_BLOCK_ROWS
                 self.gen = np.random.default_rng([self.seed, self.block])
             take = min(shape[0] - done, (self.block + 1) * NOISE_BLOCK_ROWS - row)
-            out[done:done + take] = self.gen.standard_normal((take, shape[1]))
+            out[done : done + take] = self.gen.standard_normal((take, shape[1]))
             done += take
         return out
 
@@ -612,8 +657,9 @@ class _Undo:
     translation: FloatArray
     noise: tuple[int, float, bool] | None  # (seed, scale, blocked) of the gdp noise ``e``
 
-    def findings(self, x: FloatArray, y: FloatArray, pos: Sequence[int],
-                 columns: Sequence[str]) -> list[str]:
+    def findings(
+        self, x: FloatArray, y: FloatArray, pos: Sequence[int], columns: Sequence[str]
+    ) -> list[str]:
         """Undoing the release must give the input: ``|x' - x| <= 1e-9 (|x| + std)``.
 
         A block of :data:`NOISE_ROWS` rows at a time, the noise drawn row by
@@ -642,6 +688,8 @@ class _Undo:
         if first is None:
             return []
         i, j, got, want = first
-        return [f"undoing the release with the key gives {got:.12g} for column "
-                f"'{columns[j]}' of record {i + 1}, but the input holds {want:.12g} "
-                f"({count:,} values differ)"]
+        return [
+            f"undoing the release with the key gives {got:.12g} for column "
+            f"'{columns[j]}' of record {i + 1}, but the input holds {want:.12g} "
+            f"({count:,} values differ)"
+        ]

@@ -33,19 +33,29 @@ from numpy.typing import NDArray
 from anonlab.hierarchy import Hierarchy
 
 #: the models this module checks
-PROFITABILITY = ("profitability-prosecutor", "profitability-prosecutor-no-attack",
-                 "profitability-journalist", "profitability-journalist-no-attack")
+PROFITABILITY = (
+    "profitability-prosecutor",
+    "profitability-prosecutor-no-attack",
+    "profitability-journalist",
+    "profitability-journalist-no-attack",
+)
 #: ARX's cost-benefit defaults (``ARXCostBenefitConfiguration``)
-DEFAULTS = {"publisher_benefit": 1200.0, "publisher_loss": 300.0, "adversary_gain": 300.0,
-            "adversary_cost": 4.0}
+DEFAULTS = {
+    "publisher_benefit": 1200.0,
+    "publisher_loss": 300.0,
+    "adversary_gain": 300.0,
+    "adversary_cost": 4.0,
+}
 #: slack in favour of the release on the payout's sign (rounding of another summation order)
 TOL = 1e-9
 
 
 def figures(spec: Mapping[str, Any]) -> dict[str, float]:
     """The model's cost-benefit figures, ARX's defaults where the report gives none."""
-    return {key: float(spec[key]) if spec.get(key) is not None else value
-            for key, value in DEFAULTS.items()}
+    return {
+        key: float(spec[key]) if spec.get(key) is not None else value
+        for key, value in DEFAULTS.items()
+    }
 
 
 def smallest_safe_size(gain: float, cost: float) -> float:
@@ -66,8 +76,11 @@ def _share_of(hierarchy: Hierarchy, level: int) -> dict[str, float]:
     return {label: count / len(rows) for label, count in counted.items()}
 
 
-def information_loss(labels: Mapping[str, Sequence[str]], hierarchies: Mapping[str, Hierarchy],
-                     levels: Mapping[str, int]) -> NDArray[Any]:
+def information_loss(
+    labels: Mapping[str, Sequence[str]],
+    hierarchies: Mapping[str, Hierarchy],
+    levels: Mapping[str, int],
+) -> NDArray[Any]:
     """Each class's entropy-based information loss from its labels (column -> one label per
     class), the hierarchies and the transformation's levels."""
     columns = list(labels)
@@ -85,11 +98,14 @@ def information_loss(labels: Mapping[str, Sequence[str]], hierarchies: Mapping[s
     return np.asarray(np.clip(loss, 0.0, 1.0))
 
 
-def failing_classes(spec: Mapping[str, Any], sizes: NDArray[Any],
-                    population: NDArray[Any] | None,
-                    labels: Mapping[str, Sequence[str]] | None,
-                    hierarchies: Mapping[str, Hierarchy] | None,
-                    levels: Mapping[str, int] | None) -> tuple[NDArray[Any] | None, str, str]:
+def failing_classes(
+    spec: Mapping[str, Any],
+    sizes: NDArray[Any],
+    population: NDArray[Any] | None,
+    labels: Mapping[str, Sequence[str]] | None,
+    hierarchies: Mapping[str, Hierarchy] | None,
+    levels: Mapping[str, int] | None,
+) -> tuple[NDArray[Any] | None, str, str]:
     """The released classes a profitability model fails (``None`` and a finding when what
     it needs is missing), the reason, and a finding of the whole model."""
     model = str(spec["model"])
@@ -98,22 +114,30 @@ def failing_classes(spec: Mapping[str, Any], sizes: NDArray[Any],
     if journalist and population is None:
         return None, "", "the research subset's population is not available to the checker"
     sizes = np.asarray(sizes, dtype=np.float64)
-    judged = (np.where(np.asarray(population) > 0, population, sizes).astype(np.float64)
-              if journalist and population is not None else sizes)
+    judged = (
+        np.where(np.asarray(population) > 0, population, sizes).astype(np.float64)
+        if journalist and population is not None
+        else sizes
+    )
     if model.endswith("no-attack"):
         need = smallest_safe_size(money["adversary_gain"], money["adversary_cost"])
         where = "in the population " if journalist else ""
-        return (np.asarray(judged < need),
-                f"fewer than the {need:g} records {where}from which an attack does not pay",
-                "")
+        return (
+            np.asarray(judged < need),
+            f"fewer than the {need:g} records {where}from which an attack does not pay",
+            "",
+        )
     if labels is None or hierarchies is None or levels is None:
         return None, "", "the hierarchies and transformation are not available to the checker"
     loss = information_loss(labels, hierarchies, levels)
     success = 1.0 / judged
     attacked = money["adversary_gain"] * success - money["adversary_cost"] > 0.0
     payout = money["publisher_benefit"] * (1.0 - loss) - np.where(
-        attacked, money["publisher_loss"] * success, 0.0)
+        attacked, money["publisher_loss"] * success, 0.0
+    )
     slack = TOL * max(money["publisher_benefit"], money["publisher_loss"], 1.0)
-    return (np.asarray(~(payout > -slack)),
-            "a publisher payout per record that is not positive (publishing it does not pay)",
-            "")
+    return (
+        np.asarray(~(payout > -slack)),
+        "a publisher payout per record that is not positive (publishing it does not pay)",
+        "",
+    )

@@ -46,8 +46,9 @@ class VerifyResult:
         if self.ok:
             return self.summary
         more = len(self.findings) - 1
-        return (f"{self.command} release '{self.release}' does not hold: {self.findings[0]}"
-                + (f" (and {more} more finding{'s' if more > 1 else ''})" if more else ""))
+        return f"{self.command} release '{self.release}' does not hold: {self.findings[0]}" + (
+            f" (and {more} more finding{'s' if more > 1 else ''})" if more else ""
+        )
 
 
 @dataclass
@@ -67,11 +68,13 @@ class _Context:
 
     def value(self, name: str, *, where: Mapping[str, Any] | None = None) -> Any:
         """A key of the report (top level first, then its parameters); missing is an error."""
-        for scope in ((where,) if where is not None else (self.report, self.params)):
+        for scope in (where,) if where is not None else (self.report, self.params):
             if name in scope and scope[name] is not None:
                 return scope[name]
-        raise AnonlabError(f"the report '{self.report_path}' has no '{name}': give the JSON "
-                           "report written by the run that made the release")
+        raise AnonlabError(
+            f"the report '{self.report_path}' has no '{name}': give the JSON "
+            "report written by the run that made the release"
+        )
 
     def stored(self, stored: str, what: str, base: Path | None = None) -> Path:
         """A path from a report: absolute, else beside the report (``base``), else from here."""
@@ -84,8 +87,11 @@ class _Context:
             if candidate.exists():
                 return shown_path(candidate)  # as messages print it: out/a.csv
         tried = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
-        raise AnonlabError(f"{what} is needed: the report names '{stored}', which is not at "
-                           f"{tried}; give its path", parameter=what)
+        raise AnonlabError(
+            f"{what} is needed: the report names '{stored}', which is not at "
+            f"{tried}; give its path",
+            parameter=what,
+        )
 
     def release_path(self) -> Path:
         """The release: as given, else the report's ``output``."""
@@ -93,12 +99,16 @@ class _Context:
             return _existing(self.release, "release")
         stored = self.params.get("output") or self.report.get("output")
         if not stored:
-            raise AnonlabError("release is needed: the report names no release file; give "
-                               "its path", parameter="release")
+            raise AnonlabError(
+                "release is needed: the report names no release file; give its path",
+                parameter="release",
+            )
         if _is_url(str(stored)):
-            raise AnonlabError(f"release is needed as a file: the report's release is in the "
-                               f"database '{stored}'; export the table and give its path",
-                               parameter="release")
+            raise AnonlabError(
+                f"release is needed as a file: the report's release is in the "
+                f"database '{stored}'; export the table and give its path",
+                parameter="release",
+            )
         return self.stored(str(stored), "release")
 
     def input_source(self, sha_of: Mapping[str, Any] | None = None) -> Path | str:
@@ -113,8 +123,10 @@ class _Context:
         else:
             stored = self.params.get("input")
             if not stored:
-                raise AnonlabError("input is needed: the report names no input file; give "
-                                   "its path", parameter="input")
+                raise AnonlabError(
+                    "input is needed: the report names no input file; give its path",
+                    parameter="input",
+                )
             if _is_url(str(stored)):
                 return str(stored)
             path = self.stored(str(stored), "input")
@@ -125,8 +137,9 @@ class _Context:
         """The original table, read as the run read it (delimiter, sheet, table or query)."""
         source = self.input_source()
         if isinstance(source, str):
-            return read_table(source, table=self.params.get("table"),
-                              query=self.params.get("query"))
+            return read_table(
+                source, table=self.params.get("table"), query=self.params.get("query")
+            )
         delimiter = self.params.get("delimiter") or None
         sheet = self.params.get("sheet") if source.suffix.lower() in (".xlsx", ".xlsm") else None
         return read_table(source, delimiter=delimiter, sheet=sheet)
@@ -150,8 +163,9 @@ def _is_url(text: str) -> bool:
     return "://" in text
 
 
-def _without_identifying(ctx: _Context, original: pd.DataFrame, release: pd.DataFrame
-                         ) -> tuple[pd.DataFrame, list[str]]:
+def _without_identifying(
+    ctx: _Context, original: pd.DataFrame, release: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str]]:
     """The input without the columns the run dropped as identifying, and findings if present.
 
     Identifying columns are those the report's ``roles`` call so, else its
@@ -162,8 +176,9 @@ def _without_identifying(ctx: _Context, original: pd.DataFrame, release: pd.Data
         dropped = [str(c) for c, r in roles.items() if r == "identifying"]
     else:
         dropped = [str(c) for c in ctx.params.get("identifying") or []]
-    findings = [f"identifying column '{c}' is in the release" for c in dropped
-                if c in release.columns]
+    findings = [
+        f"identifying column '{c}' is in the release" for c in dropped if c in release.columns
+    ]
     kept = original.drop(columns=[c for c in dropped if c in original.columns])
     return kept, findings
 
@@ -178,9 +193,11 @@ def _same_file(path: Path, recorded: Any, what: str) -> None:
     """Refuse a file whose SHA-256 differs from the one the report recorded for it."""
     expected = recorded.get("sha256") if isinstance(recorded, dict) else None
     if expected and path.is_file() and file_sha256(path) != expected:
-        raise AnonlabError(f"{what} '{path}' is not the file the report was made from (its "
-                           "SHA-256 differs): give the file the release was made with",
-                           parameter=what)
+        raise AnonlabError(
+            f"{what} '{path}' is not the file the report was made from (its "
+            "SHA-256 differs): give the file the release was made with",
+            parameter=what,
+        )
 
 
 def verify_report(
@@ -199,13 +216,16 @@ def verify_report(
     path = Path(report_path)
     report = read_json(path)
     if not isinstance(report, dict) or not isinstance(report.get("command"), str):
-        raise AnonlabError(f"'{path}' is not an anonlab report: give the JSON report written "
-                           "with the release")
+        raise AnonlabError(
+            f"'{path}' is not an anonlab report: give the JSON report written with the release"
+        )
     command = report["command"]
     handler = _HANDLERS.get(command)
     if handler is None:
-        raise AnonlabError(f"report '{path}' is of '{command}', which makes no release: give "
-                           f"the report of one of {', '.join(RELEASING)}")
+        raise AnonlabError(
+            f"report '{path}' is of '{command}', which makes no release: give "
+            f"the report of one of {', '.join(RELEASING)}"
+        )
     source = str(input) if input is not None and _is_url(str(input)) else _path(input)
     ctx = _Context(report, path, _path(release), source, _path(key))
     return handler(ctx)
@@ -222,8 +242,10 @@ def _parsed(ctx: _Context, read: Callable[[], T]) -> T:
     except AnonlabError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise AnonlabError(f"the report '{ctx.report_path}' is malformed ({type(exc).__name__}: "
-                           f"{exc}): give the JSON report written with the release") from None
+        raise AnonlabError(
+            f"the report '{ctx.report_path}' is malformed ({type(exc).__name__}: "
+            f"{exc}): give the JSON report written with the release"
+        ) from None
 
 
 # --------------------------------------------------------------------------- families
@@ -242,8 +264,7 @@ def _report_criteria(ctx: _Context, base: Path | None) -> list[dict[str, Any]]:
         spec = {"model": str(entry["model"]), **dict(entry["parameters"])}
         for key in ("hierarchy", "subset", "population"):
             if isinstance(spec.get(key), str):
-                spec[key] = str(ctx.stored(spec[key], f"{key} of model '{spec['model']}'",
-                                           base))
+                spec[key] = str(ctx.stored(spec[key], f"{key} of model '{spec['model']}'", base))
         specs.append(spec)
     return specs
 
@@ -258,13 +279,20 @@ def _model_tables(
 
     sep = delimiter if isinstance(delimiter, str) and delimiter else None
     for spec in specs:
-        if spec["model"] in ("delta-presence", "inclusion", "profitability-journalist",
-                             "profitability-journalist-no-attack"):
+        if spec["model"] in (
+            "delta-presence",
+            "inclusion",
+            "profitability-journalist",
+            "profitability-journalist-no-attack",
+        ):
             rows = research_rows(original, read_table(spec["subset"], delimiter=sep))
             if rows is None:
-                raise AnonlabError(f"the research subset '{spec['subset']}' is not a subset of "
-                                   "the input: give the input and subset the release was "
-                                   "made from", parameter="input")
+                raise AnonlabError(
+                    f"the research subset '{spec['subset']}' is not a subset of "
+                    "the input: give the input and subset the release was "
+                    "made from",
+                    parameter="input",
+                )
             return original.iloc[rows].reset_index(drop=True), original
     for spec in specs:
         if spec["model"] == "k-map" and spec.get("population"):
@@ -288,17 +316,33 @@ def _generalization(ctx: _Context) -> VerifyResult:
         first = ctx.stored(str(ctx.value("from_report", where=ctx.params)), "from_report")
         earlier = read_json(first)
         if not isinstance(earlier, dict) or not isinstance(earlier.get("parameters"), dict):
-            raise AnonlabError(f"'{first}' is not the generalize report the apply report was "
-                               "made from: give the JSON report written by 'anonlab generalize'")
+            raise AnonlabError(
+                f"'{first}' is not the generalize report the apply report was "
+                "made from: give the JSON report written by 'anonlab generalize'"
+            )
         source, inputs = earlier["parameters"], earlier.get("inputs") or {}
         base = first.resolve().parent
-    qi_paths, levels, specs, suppression = _parsed(ctx, lambda: (
-        {str(c): str(p) for c, p in dict(ctx.value("qi", where=source)).items()},
-        {str(c): int(v) for c, v in dict(ctx.value("transformation")).items()},
-        _report_criteria(ctx, None),
-        float(next((v for v in (ctx.params.get("suppression"),
-                                ctx.report.get("suppression_limit")) if v is not None), 0.0)),
-    ))
+    qi_paths, levels, specs, suppression = _parsed(
+        ctx,
+        lambda: (
+            {str(c): str(p) for c, p in dict(ctx.value("qi", where=source)).items()},
+            {str(c): int(v) for c, v in dict(ctx.value("transformation")).items()},
+            _report_criteria(ctx, None),
+            float(
+                next(
+                    (
+                        v
+                        for v in (
+                            ctx.params.get("suppression"),
+                            ctx.report.get("suppression_limit"),
+                        )
+                        if v is not None
+                    ),
+                    0.0,
+                )
+            ),
+        ),
+    )
     identifying = _parsed(ctx, lambda: [str(c) for c in source.get("identifying") or []])
     hierarchies = {}
     for col, stored in qi_paths.items():
@@ -309,24 +353,35 @@ def _generalization(ctx: _Context) -> VerifyResult:
     original, population = _model_tables(specs, table, ctx.params.get("delimiter"))
     limit = math.floor(suppression * len(original) + 1e-9)
     qis = list(levels)
-    findings = check_generalization(original, release, hierarchies, levels, identifying,
-                                     max_suppressed=limit)
+    findings = check_generalization(
+        original, release, hierarchies, levels, identifying, max_suppressed=limit
+    )
     if set(qis) <= set(release.columns) and len(release) == len(original):
         # the models are judged on a release of the right shape
-        findings += check_criteria(original, release, specs, qis, limit,
-                                   expected_star=expected_stars(original, hierarchies, levels),
-                                   population=population, hierarchies=hierarchies,
-                                   levels=levels)
+        findings += check_criteria(
+            original,
+            release,
+            specs,
+            qis,
+            limit,
+            expected_star=expected_stars(original, hierarchies, levels),
+            population=population,
+            hierarchies=hierarchies,
+            levels=levels,
+        )
     findings = list(dict.fromkeys(findings))  # both checks name a missing quasi-identifier
     summary = ""
     if not findings:
         stars = int((release[qis].astype(str) == "*").all(axis=1).sum())
-        models = ", ".join(s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "")
-                           for s in specs)
-        summary = (f"{ctx.report['command']} release '{release_path}' holds: {len(release)} "
-                   f"records, every class of the {len(qis)} QIs meets {models}, {stars} "
-                   f"suppressed (limit {limit}); every QI value is its hierarchy label at the "
-                   "levels " + ", ".join(f"{c}={v}" for c, v in levels.items()))
+        models = ", ".join(
+            s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
+        )
+        summary = (
+            f"{ctx.report['command']} release '{release_path}' holds: {len(release)} "
+            f"records, every class of the {len(qis)} QIs meets {models}, {stars} "
+            f"suppressed (limit {limit}); every QI value is its hierarchy label at the "
+            "levels " + ", ".join(f"{c}={v}" for c, v in levels.items())
+        )
     return VerifyResult(ctx.report["command"], str(release_path), tuple(findings), summary)
 
 
@@ -336,18 +391,25 @@ def _microaggregation(ctx: _Context) -> VerifyResult:
     from anonlab.verify.microaggregation import check_microaggregation, released_groups
     from anonlab.verify.tables import numeric_matrix
 
-    numeric, nominal, ordinal, orders, k = _parsed(ctx, lambda: (
-        [str(c) for c in ctx.value("columns")],
-        [str(c) for c in ctx.report.get("nominal") or []],
-        [str(c) for c in ctx.report.get("ordinal") or []],
-        {str(c): [str(v) for v in vs] for c, vs in dict(ctx.params.get("orders") or {}).items()},
-        int(ctx.value("k")),
-    ))
+    numeric, nominal, ordinal, orders, k = _parsed(
+        ctx,
+        lambda: (
+            [str(c) for c in ctx.value("columns")],
+            [str(c) for c in ctx.report.get("nominal") or []],
+            [str(c) for c in ctx.report.get("ordinal") or []],
+            {
+                str(c): [str(v) for v in vs]
+                for c, vs in dict(ctx.params.get("orders") or {}).items()
+            },
+            int(ctx.value("k")),
+        ),
+    )
     original, (release_path, release) = ctx.read_input(), ctx.read_release()
     original, findings = _without_identifying(ctx, original, release)
     if not findings:
-        findings = check_microaggregation(original, release, k, numeric=numeric,
-                                          nominal=nominal, ordinal=ordinal, orders=orders)
+        findings = check_microaggregation(
+            original, release, k, numeric=numeric, nominal=nominal, ordinal=ordinal, orders=orders
+        )
     summary = ""
     if not findings:
         values, _ = numeric_matrix(release, numeric, "release")
@@ -355,17 +417,20 @@ def _microaggregation(ctx: _Context) -> VerifyResult:
         kinds = [f"{len(numeric)} numeric column(s) the group means"] if numeric else []
         kinds += [f"{len(nominal)} nominal the group modes"] if nominal else []
         kinds += [f"{len(ordinal)} ordinal the lower medians"] if ordinal else []
-        summary = (f"microaggregate release '{release_path}' holds: {len(release)} records in "
-                   f"{sizes.size} groups of >= {k} (smallest {int(sizes.min())}); "
-                   f"{'; '.join(kinds)}; other columns unchanged")
+        summary = (
+            f"microaggregate release '{release_path}' holds: {len(release)} records in "
+            f"{sizes.size} groups of >= {k} (smallest {int(sizes.min())}); "
+            f"{'; '.join(kinds)}; other columns unchanged"
+        )
     return VerifyResult("microaggregate", str(release_path), tuple(findings), summary)
 
 
 def _perturbation(ctx: _Context) -> VerifyResult:
     from anonlab.verify.perturbation import ORTHOGONAL, check_perturbation, pairs_description
 
-    method, columns = _parsed(ctx, lambda: (str(ctx.value("method")),
-                                            [str(c) for c in ctx.value("columns")]))
+    method, columns = _parsed(
+        ctx, lambda: (str(ctx.value("method")), [str(c) for c in ctx.value("columns")])
+    )
     key_path = ctx.key
     if key_path is None and ctx.params.get("key"):
         key_path = ctx.stored(str(ctx.params["key"]), "key")
@@ -376,27 +441,38 @@ def _perturbation(ctx: _Context) -> VerifyResult:
         findings = check_perturbation(original, release, columns, method, key=key)
     parts = []
     if method in ORTHOGONAL:
-        parts.append(f"the distances of {pairs_description(len(release))} equal those of the "
-                     "input's z-scores to 1e-9")
-    parts.append("the key undoes it to the input" if key is not None
-                 else "not inverted (no key given)")
-    summary = (f"perturb ({method}) release '{release_path}' holds: {len(release)} records; "
-               + "; ".join(parts) + "; other columns unchanged")
+        parts.append(
+            f"the distances of {pairs_description(len(release))} equal those of the "
+            "input's z-scores to 1e-9"
+        )
+    parts.append(
+        "the key undoes it to the input" if key is not None else "not inverted (no key given)"
+    )
+    summary = (
+        f"perturb ({method}) release '{release_path}' holds: {len(release)} records; "
+        + "; ".join(parts)
+        + "; other columns unchanged"
+    )
     return VerifyResult("perturb", str(release_path), tuple(findings), summary)
 
 
 def _fusion(ctx: _Context) -> VerifyResult:
     from anonlab.verify.fusion import check_fusion
 
-    templates, records = _parsed(ctx, lambda: (
-        [([str(c) for c in t["qid"]], int(t["k"])) for t in ctx.value("templates")],
-        None if ctx.report.get("records") is None else int(ctx.report["records"]),
-    ))
+    templates, records = _parsed(
+        ctx,
+        lambda: (
+            [([str(c) for c in t["qid"]], int(t["k"])) for t in ctx.value("templates")],
+            None if ctx.report.get("records") is None else int(ctx.report["records"]),
+        ),
+    )
     release_path, release = ctx.read_release()
     findings = check_fusion(release, templates, records)
     shown = "; ".join(f"<{', '.join(q)}; k={k}>" for q, k in templates)
-    summary = (f"{ctx.report['command']} release '{release_path}' holds: {len(release)} records; "
-               f"every group of each template has >= k records: {shown}")
+    summary = (
+        f"{ctx.report['command']} release '{release_path}' holds: {len(release)} records; "
+        f"every group of each template has >= k records: {shown}"
+    )
     return VerifyResult(ctx.report["command"], str(release_path), tuple(findings), summary)
 
 

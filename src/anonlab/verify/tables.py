@@ -48,8 +48,10 @@ def plain_text(column: pd.Series) -> bool:
     """
     dtype = column.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        return bool(pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
-                    and not column.isna().any())
+        return bool(
+            pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
+            and not column.isna().any()
+        )
     return isinstance(dtype, pd.StringDtype) and not column.isna().any()
 
 
@@ -64,8 +66,9 @@ def category_codes(column: pd.Series) -> tuple[NDArray[np.integer], list[str]] |
         return None
     codes = column.cat.codes.to_numpy()
     categories = column.cat.categories
-    if len(codes) and np.count_nonzero(np.bincount(codes, minlength=len(categories))) \
-            < len(categories):
+    if len(codes) and np.count_nonzero(np.bincount(codes, minlength=len(categories))) < len(
+        categories
+    ):
         return None
     return codes, [str(v) for v in categories]
 
@@ -121,16 +124,19 @@ def _plain_doubles(raw: ObjectArray) -> FloatArray | None:
     return np.asarray(parsed.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], what: str
-                   ) -> tuple[FloatArray, str | None]:
+def numeric_matrix(
+    frame: pd.DataFrame, columns: Sequence[str], what: str
+) -> tuple[FloatArray, str | None]:
     """The ``n x d`` doubles of ``columns`` and a finding if a value is not a finite number."""
     out = np.empty((frame.shape[0], len(columns)), dtype=np.float64)
     for j, name in enumerate(columns):
         values, bad = floats(frame[name])
         if bad is not None:
             shown = text(frame[name])[bad]
-            return out, (f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
-                         "not a finite number")
+            return out, (
+                f"column '{name}' of the {what} holds '{shown}' at row {bad + 1}, "
+                "not a finite number"
+            )
         out[:, j] = values
     return out, None
 
@@ -160,8 +166,9 @@ def shape_findings(original: pd.DataFrame, release: pd.DataFrame) -> list[str]:
     return []
 
 
-def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
-                       masked: Sequence[str]) -> list[str]:
+def unchanged_findings(
+    original: pd.DataFrame, release: pd.DataFrame, masked: Sequence[str]
+) -> list[str]:
     """Findings for every column outside ``masked`` whose text differs from the original."""
     problems = []
     skip = set(masked)
@@ -172,8 +179,10 @@ def unchanged_findings(original: pd.DataFrame, release: pd.DataFrame,
         differ = np.flatnonzero(before != after)
         if differ.size:
             row = int(differ[0])
-            problems.append(f"column '{name}' is not masked but changed: row {row + 1} holds "
-                            f"'{after[row]}', the input '{before[row]}'")
+            problems.append(
+                f"column '{name}' is not masked but changed: row {row + 1} holds "
+                f"'{after[row]}', the input '{before[row]}'"
+            )
     return problems
 
 
@@ -182,8 +191,10 @@ def check_present(frame: pd.DataFrame, names: Sequence[str], what: str) -> None:
     have = {str(c) for c in frame.columns}
     for name in names:
         if name not in have:
-            raise AnonlabError(f"the {what} has no column '{name}', which the report names: "
-                               "give the files the report was made with")
+            raise AnonlabError(
+                f"the {what} has no column '{name}', which the report names: "
+                "give the files the report was made with"
+            )
 
 
 def rows_of(groups: IntArray, group: int) -> str:

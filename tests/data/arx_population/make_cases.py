@@ -32,7 +32,7 @@ def hierarchy_rows(values: list[str], height: int, fanout: int) -> list[list[str
     """Nested groups: level j groups value i as i // fanout**j; the top level is '*'."""
     rows = []
     for i, v in enumerate(values):
-        row = [v] + [f"{v[0]}g{j}_{i // fanout ** j}" for j in range(1, height)] + ["*"]
+        row = [v] + [f"{v[0]}g{j}_{i // fanout**j}" for j in range(1, height)] + ["*"]
         rows.append(row)
     return rows
 
@@ -41,8 +41,10 @@ def models_for(rng: np.random.Generator, kind: str, n: int) -> list[str]:
     """ARX model specs for NodeCheck."""
     if kind == "dpresencek":  # classes of population records only, hidden by k-anonymity
         dmin = float(rng.choice([0.1, 0.25, 0.4]))
-        return [f"dpresence:{dmin}:{float(rng.choice([0.7, 1.0]))}",
-                f"kanon:{int(rng.integers(1, 4))}"]
+        return [
+            f"dpresence:{dmin}:{float(rng.choice([0.7, 1.0]))}",
+            f"kanon:{int(rng.integers(1, 4))}",
+        ]
     if kind == "popuniqhard":  # chosen where the estimate is not monotone in the suppression
         model = str(rng.choice(["pitman", "dankar"]))
         size = int(n * float(rng.choice([1.5, 3.0, 10.0])))
@@ -88,8 +90,11 @@ def draw_case(seed: int, kind: str) -> dict[str, object]:
     rng = np.random.default_rng(seed)
     m = int(rng.integers(2, 4))
     hard = kind == "popuniqhard"
-    n = int(rng.integers(60, 200 if hard else 160)) if kind.startswith("popuniq") \
+    n = (
+        int(rng.integers(60, 200 if hard else 160))
+        if kind.startswith("popuniq")
         else int(rng.integers(15, 60))
+    )
     columns, hierarchies, data = [], {}, {}
     for j in range(m):
         name = f"q{j}"
@@ -113,9 +118,17 @@ def draw_case(seed: int, kind: str) -> dict[str, object]:
     if kind == "tightrisk":
         suppression = float(rng.choice([0.0, 0.1]))
     metric = str(rng.choice(["aecs", "height"]))
-    return {"seed": seed, "kind": kind, "columns": columns, "rows": rows, "subset": subset,
-            "hierarchies": hierarchies, "models": models, "suppression": suppression,
-            "metric": metric}
+    return {
+        "seed": seed,
+        "kind": kind,
+        "columns": columns,
+        "rows": rows,
+        "subset": subset,
+        "hierarchies": hierarchies,
+        "models": models,
+        "suppression": suppression,
+        "metric": metric,
+    }
 
 
 def arx_verdicts(case: dict[str, Any]) -> dict[str, Any]:
@@ -126,33 +139,54 @@ def arx_verdicts(case: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "data.csv").write_text(
-            "\n".join(";".join(r) for r in [columns, *rows]) + "\n", encoding="utf-8")
+            "\n".join(";".join(r) for r in [columns, *rows]) + "\n", encoding="utf-8"
+        )
         spec = [f"data={folder / 'data.csv'}"]
         for name, hrows in hierarchies.items():
             (folder / f"h_{name}.csv").write_text(
-                "\n".join(";".join(r) for r in hrows) + "\n", encoding="utf-8")
+                "\n".join(";".join(r) for r in hrows) + "\n", encoding="utf-8"
+            )
             spec.append(f"qi={name}:{folder / f'h_{name}.csv'}")
         if subset is not None:
             (folder / "subset.csv").write_text(
-                "\n".join(";".join(r) for r in [columns, *subset]) + "\n", encoding="utf-8")
+                "\n".join(";".join(r) for r in [columns, *subset]) + "\n", encoding="utf-8"
+            )
             spec.append(f"subset={folder / 'subset.csv'}")
         spec += [f"suppression={suppression}", f"metric={metric}"]
         spec += [f"model={x}" for x in models]
         (folder / "spec.txt").write_text("\n".join(spec) + "\n", encoding="utf-8")
         cp = (ARX / "cp.txt").read_text().strip()
         out = subprocess.run(
-            ["java", "-cp", f"{ARX / 'ref/population'}:{ARX / 'classes'}:{cp}", "NodeCheck",
-             str(folder / "spec.txt")], capture_output=True, text=True, check=True, cwd=ARX)
+            [
+                "java",
+                "-cp",
+                f"{ARX / 'ref/population'}:{ARX / 'classes'}:{cp}",
+                "NodeCheck",
+                str(folder / "spec.txt"),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ARX,
+        )
     lines = out.stdout.strip().splitlines()
     optimum = lines[0].split()[1]
     nodes = []
     for line in lines[1:]:
         parts = line.split(" ")
         suppressed = [int(x) for x in parts[2].split(",") if x] if len(parts) > 2 else []
-        nodes.append({"levels": [int(x) for x in parts[0].split(",")],
-                      "anonymous": parts[1] == "1", "suppressed": suppressed})
-    return {**case, "optimum": None if optimum == "none" else
-            [int(x) for x in optimum.split(",")], "nodes": nodes}
+        nodes.append(
+            {
+                "levels": [int(x) for x in parts[0].split(",")],
+                "anonymous": parts[1] == "1",
+                "suppressed": suppressed,
+            }
+        )
+    return {
+        **case,
+        "optimum": None if optimum == "none" else [int(x) for x in optimum.split(",")],
+        "nodes": nodes,
+    }
 
 
 def not_monotone(case: dict[str, Any]) -> bool:
@@ -176,12 +210,14 @@ def not_monotone(case: dict[str, Any]) -> bool:
     prefix = riskbased.suppression_prefix
 
     def smallest(fulfilled: Any, suppressed: Any, limit: int) -> int:
-        return next((p for p in range(suppressed.shape[0]) if fulfilled(p)),
-                    suppressed.shape[0] - 1)
+        return next(
+            (p for p in range(suppressed.shape[0]) if fulfilled(p)), suppressed.shape[0] - 1
+        )
 
     for levels in itertools.product(*[range(q.height + 1) for q in ds.qis]):
-        codes = np.column_stack([q.level_codes[lv][q.codes]
-                                 for q, lv in zip(ds.qis, levels, strict=True)])
+        codes = np.column_stack(
+            [q.level_codes[lv][q.codes] for q, lv in zip(ds.qis, levels, strict=True)]
+        )
         _, inverse = np.unique(codes, axis=0, return_inverse=True)
         counts = np.bincount(inverse.ravel())
         stats = ClassStats(levels=levels, counts=counts)
@@ -197,22 +233,33 @@ def not_monotone(case: dict[str, Any]) -> bool:
 
 
 def main() -> None:
-    kinds = ["dpresence", "dpresencek", "kmap", "kmapest", "avgrisk", "sampleuniq", "popuniq",
-             "tightrisk", "popuniqhard"]
+    kinds = [
+        "dpresence",
+        "dpresencek",
+        "kmap",
+        "kmapest",
+        "avgrisk",
+        "sampleuniq",
+        "popuniq",
+        "tightrisk",
+        "popuniqhard",
+    ]
     per_kind = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     for kind in sys.argv[2:] or kinds:
         if kind == "popuniqhard":
             drawn = (draw_case(9000 + i, kind) for i in range(10_000))
-            cases = [arx_verdicts(c) for c in itertools.islice(filter(not_monotone, drawn),
-                                                               per_kind)]
+            cases = [
+                arx_verdicts(c) for c in itertools.islice(filter(not_monotone, drawn), per_kind)
+            ]
         else:
-            cases = [make_case(1000 * (kinds.index(kind) + 1) + i, kind)
-                     for i in range(per_kind)]
-        payload = {"command": f"{COMMAND} {per_kind} {kind}",
-                   "arx": "ARX 3.9 compiled at /tmp/arx/classes",
-                   "program": "/tmp/arx/ref/population/NodeCheck.java", "cases": cases}
-        (OUT / f"{kind}.json").write_text(json.dumps(payload, indent=None) + "\n",
-                                          encoding="utf-8")
+            cases = [make_case(1000 * (kinds.index(kind) + 1) + i, kind) for i in range(per_kind)]
+        payload = {
+            "command": f"{COMMAND} {per_kind} {kind}",
+            "arx": "ARX 3.9 compiled at /tmp/arx/classes",
+            "program": "/tmp/arx/ref/population/NodeCheck.java",
+            "cases": cases,
+        }
+        (OUT / f"{kind}.json").write_text(json.dumps(payload, indent=None) + "\n", encoding="utf-8")
         print(kind, len(cases))
 
 

@@ -27,18 +27,40 @@ import numpy as np
 ARX = Path("/tmp/arx")
 HERE = Path(__file__).resolve().parent
 
-DIVERSITY = ["distinct:2", "distinct:3", "entropy:1.5:shannon", "entropy:2:shannon",
-             "entropy:2.5:shannon", "entropy:1.5:grassberger", "entropy:2:grassberger",
-             "entropy:3:grassberger", "recursive:1:2", "recursive:2:2", "recursive:3:3",
-             "recursive:0.5:1"]
-LIKENESS = ["equal:0.2", "equal:0.35", "basic:0.5", "basic:1", "basic:2", "enhanced:0.5",
-            "enhanced:1", "enhanced:3", "delta:0.5", "delta:1", "delta:2"]
+DIVERSITY = [
+    "distinct:2",
+    "distinct:3",
+    "entropy:1.5:shannon",
+    "entropy:2:shannon",
+    "entropy:2.5:shannon",
+    "entropy:1.5:grassberger",
+    "entropy:2:grassberger",
+    "entropy:3:grassberger",
+    "recursive:1:2",
+    "recursive:2:2",
+    "recursive:3:3",
+    "recursive:0.5:1",
+]
+LIKENESS = [
+    "equal:0.2",
+    "equal:0.35",
+    "basic:0.5",
+    "basic:1",
+    "basic:2",
+    "enhanced:0.5",
+    "enhanced:1",
+    "enhanced:3",
+    "delta:0.5",
+    "delta:1",
+    "delta:2",
+]
 ORDERED = ["ordered:0.05", "ordered:0.1", "ordered:0.2"]
 HIERARCHICAL = ["hierarchical:0.1", "hierarchical:0.2", "hierarchical:0.35"]
 
 
-def table(rng: np.random.Generator, values: list[str], classes: int, max_size: int,
-          concentration: float) -> tuple[list[str], list[str]]:
+def table(
+    rng: np.random.Generator, values: list[str], classes: int, max_size: int, concentration: float
+) -> tuple[list[str], list[str]]:
     """Random classes of 1..max_size records with Dirichlet-skewed value shares; rows shuffled."""
     cls: list[str] = []
     sens: list[str] = []
@@ -53,15 +75,25 @@ def table(rng: np.random.Generator, values: list[str], classes: int, max_size: i
     return [cls[i] for i in order], [sens[i] for i in order]
 
 
-def run(rows: tuple[list[str], list[str]], models: list[str], hierarchy: list[list[str]] | None,
-        decimal: bool) -> tuple[str, dict[str, list[str]]]:
+def run(
+    rows: tuple[list[str], list[str]],
+    models: list[str],
+    hierarchy: list[list[str]] | None,
+    decimal: bool,
+) -> tuple[str, dict[str, list[str]]]:
     """Run SensitiveRef on the rows; the command (with placeholder paths) and ARX's outliers."""
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data.csv"
-        data.write_text("cls;s\n" + "".join(f"{c};{s}\n" for c, s in zip(*rows, strict=True)),
-                        encoding="utf-8")
-        args = ["java", "-cp", f"classes:{(ARX / 'cp.txt').read_text().strip()}:ref/sensitive",
-                "SensitiveRef", str(data)]
+        data.write_text(
+            "cls;s\n" + "".join(f"{c};{s}\n" for c, s in zip(*rows, strict=True)), encoding="utf-8"
+        )
+        args = [
+            "java",
+            "-cp",
+            f"classes:{(ARX / 'cp.txt').read_text().strip()}:ref/sensitive",
+            "SensitiveRef",
+            str(data),
+        ]
         if hierarchy is not None:
             hfile = Path(tmp) / "hierarchy.csv"
             hfile.write_text("".join(";".join(r) + "\n" for r in hierarchy), encoding="utf-8")
@@ -80,14 +112,24 @@ def run(rows: tuple[list[str], list[str]], models: list[str], hierarchy: list[li
     return f"cd /tmp/arx && {command} {' '.join(models)}", results
 
 
-def write(name: str, rows: tuple[list[str], list[str]], models: list[str],
-          hierarchy: list[list[str]] | None = None, decimal: bool = False) -> None:
+def write(
+    name: str,
+    rows: tuple[list[str], list[str]],
+    models: list[str],
+    hierarchy: list[list[str]] | None = None,
+    decimal: bool = False,
+) -> None:
     """Run one case and store it as ``<name>.json``."""
     command, results = run(rows, models, hierarchy, decimal)
-    payload = {"generator": "tests/data/arx_sensitive/generate.py", "command": command,
-               "arx": "ARX 3.9 (compiled at /tmp/arx/classes), SensitiveRef.java",
-               "decimal": decimal, "hierarchy": hierarchy,
-               "rows": {"cls": rows[0], "s": rows[1]}, "suppressed": results}
+    payload = {
+        "generator": "tests/data/arx_sensitive/generate.py",
+        "command": command,
+        "arx": "ARX 3.9 (compiled at /tmp/arx/classes), SensitiveRef.java",
+        "decimal": decimal,
+        "hierarchy": hierarchy,
+        "rows": {"cls": rows[0], "s": rows[1]},
+        "suppressed": results,
+    }
     (HERE / f"{name}.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 
@@ -99,17 +141,27 @@ def buckets(rng: np.random.Generator, cases: int) -> None:
         codes = rng.choice(int(rng.integers(n, 3 * n + 2)), size=n, replace=False)
         lists.append(([int(c) for c in codes], [int(f) for f in rng.integers(1, 9, size=n)]))
     text = "".join(",".join(map(str, c)) + ";" + ",".join(map(str, f)) + "\n" for c, f in lists)
-    args = ["java", "-cp", f"classes:{(ARX / 'cp.txt').read_text().strip()}:ref/sensitive",
-            "BucketRef"]
+    args = [
+        "java",
+        "-cp",
+        f"classes:{(ARX / 'cp.txt').read_text().strip()}:ref/sensitive",
+        "BucketRef",
+    ]
     out = subprocess.run(args, cwd=ARX, check=True, capture_output=True, text=True, input=text)
-    tables = [[[int(x) for x in pair.split(":")] for pair in line.split(" ")]
-              for line in out.stdout.splitlines()]
-    payload = {"generator": "tests/data/arx_sensitive/generate.py",
-               "command": "cd /tmp/arx && " + " ".join(shlex.quote(a) for a in args[:3])
-               + " BucketRef < CASES (one 'codes;freqs' line per case)",
-               "arx": "ARX 3.9 Distribution(int[] elements, int[] frequencies).getBuckets()",
-               "cases": [{"codes": c, "freqs": f, "buckets": t}
-                         for (c, f), t in zip(lists, tables, strict=True)]}
+    tables = [
+        [[int(x) for x in pair.split(":")] for pair in line.split(" ")]
+        for line in out.stdout.splitlines()
+    ]
+    payload = {
+        "generator": "tests/data/arx_sensitive/generate.py",
+        "command": "cd /tmp/arx && "
+        + " ".join(shlex.quote(a) for a in args[:3])
+        + " BucketRef < CASES (one 'codes;freqs' line per case)",
+        "arx": "ARX 3.9 Distribution(int[] elements, int[] frequencies).getBuckets()",
+        "cases": [
+            {"codes": c, "freqs": f, "buckets": t} for (c, f), t in zip(lists, tables, strict=True)
+        ],
+    }
     (HERE / "buckets.json").write_text(json.dumps(payload) + "\n", encoding="utf-8")
 
 
@@ -117,8 +169,16 @@ def main() -> None:
     """All cases (fixed seeds)."""
     rng = np.random.default_rng(13)
     buckets(np.random.default_rng(7), 150)
-    words = ["Adm-clerical", "craft-repair", "Exec", "prof-specialty", "Sales", "tech",
-             "Zeta", "armed"]
+    words = [
+        "Adm-clerical",
+        "craft-repair",
+        "Exec",
+        "prof-specialty",
+        "Sales",
+        "tech",
+        "Zeta",
+        "armed",
+    ]
     rows = table(rng, words, classes=60, max_size=14, concentration=2.0)
     write("strings", rows, DIVERSITY + LIKENESS + ORDERED)
     many = [f"v{i:02d}" for i in range(24)]

@@ -45,11 +45,16 @@ MAX_CUT_VALUES = 60
 
 # (report key, label, how to show a number)
 OVERVIEW = [
-    ("party", "this party", None), ("role", "its role", None),
-    ("providers", "providers", None), ("records", "records", None),
-    ("score", "score", None), ("private", "secure maximum (private)", None),
-    ("protocol", "protocol", None), ("rounds", "rounds of specialization", None),
-    ("time_seconds", "fusion time", "s"), ("rounds_per_second", "rounds per second", None),
+    ("party", "this party", None),
+    ("role", "its role", None),
+    ("providers", "providers", None),
+    ("records", "records", None),
+    ("score", "score", None),
+    ("private", "secure maximum (private)", None),
+    ("protocol", "protocol", None),
+    ("rounds", "rounds of specialization", None),
+    ("time_seconds", "fusion time", "s"),
+    ("rounds_per_second", "rounds per second", None),
     ("connect_seconds", "time to connect", "s"),
     ("total_seconds", "total time (connecting, rounds, writing)", "s"),
     ("secure_max_calls", "secure max calls", None),
@@ -83,8 +88,14 @@ def _template_rows(report: Mapping[str, Any]) -> tuple[str, list[tuple[str, Mapp
 
 
 def _smallest_key(row: Mapping[str, Any]) -> str | None:
-    return next((str(k) for k, v in row.items()
-                 if any(w in str(k).lower() for w in SMALLEST_WORDS) and _is_count(v)), None)
+    return next(
+        (
+            str(k)
+            for k, v in row.items()
+            if any(w in str(k).lower() for w in SMALLEST_WORDS) and _is_count(v)
+        ),
+        None,
+    )
 
 
 def smallest_groups(report: Mapping[str, Any]) -> list[tuple[str, float, float | None]]:
@@ -131,8 +142,9 @@ def template_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
         return [], set()
     extra: list[str] = []
     for _, row in rows:
-        extra.extend(str(h) for h in row if str(h).lower() not in (*NAME_KEYS, "k")
-                     and str(h) not in extra)
+        extra.extend(
+            str(h) for h in row if str(h).lower() not in (*NAME_KEYS, "k") and str(h) not in extra
+        )
     body = []
     for part, row in rows:
         lowered = {str(k).lower(): k for k in row}
@@ -142,28 +154,56 @@ def template_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
         holds = "—"
         if small is not None and _is_count(k):
             holds = "yes" if row[small] >= k else "NO"
-        body.append([Cell(_name(row[qid_key]) if qid_key else part),
-                     cell(k, f"{key}.{part}.{lowered.get('k', 'k')}"),
-                     *[cell(row.get(h), f"{key}.{part}.{h}") if not isinstance(row.get(h), list)
-                       else Cell(show(row.get(h))) for h in extra],
-                     Cell(holds)])
-    headers = ["quasi-identifier (QID)", "k", *[h.replace("_", " ") for h in extra],
-               "holds (smallest group ≥ k)"]
-    blocks: list[Block] = [Table(headers, body, caption="Anonymity templates <QID, k>: every "
-                                 "combination of a QID's released values is shared by at least "
-                                 "k records")]
+        body.append(
+            [
+                Cell(_name(row[qid_key]) if qid_key else part),
+                cell(k, f"{key}.{part}.{lowered.get('k', 'k')}"),
+                *[
+                    cell(row.get(h), f"{key}.{part}.{h}")
+                    if not isinstance(row.get(h), list)
+                    else Cell(show(row.get(h)))
+                    for h in extra
+                ],
+                Cell(holds),
+            ]
+        )
+    headers = [
+        "quasi-identifier (QID)",
+        "k",
+        *[h.replace("_", " ") for h in extra],
+        "holds (smallest group ≥ k)",
+    ]
+    blocks: list[Block] = [
+        Table(
+            headers,
+            body,
+            caption="Anonymity templates <QID, k>: every "
+            "combination of a QID's released values is shared by at least "
+            "k records",
+        )
+    ]
     used = {key}
     dropped_key = find_key(report, "dropped_templates")
     if dropped_key is not None:
         used.add(dropped_key)
         dropped = report[dropped_key]
         if isinstance(dropped, list) and dropped:
-            blocks.append(Paragraph("Dropped as covered by a larger QID with a larger k: "
-                                    + "; ".join(_name(d.get("qid", d)) if isinstance(d, Mapping)
-                                                else _name(d) for d in dropped) + "."))
+            blocks.append(
+                Paragraph(
+                    "Dropped as covered by a larger QID with a larger k: "
+                    + "; ".join(
+                        _name(d.get("qid", d)) if isinstance(d, Mapping) else _name(d)
+                        for d in dropped
+                    )
+                    + "."
+                )
+            )
         elif isinstance(dropped, list):
-            blocks.append(Paragraph("No template was dropped (none is covered by a larger "
-                                    "QID with a larger k)."))
+            blocks.append(
+                Paragraph(
+                    "No template was dropped (none is covered by a larger QID with a larger k)."
+                )
+            )
     return blocks, used
 
 
@@ -184,8 +224,13 @@ def cut_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
             rows.append([Cell(str(attribute)), num(len(values)), Cell(state or text)])
         else:
             rows.append([Cell(str(attribute)), Cell("—"), Cell(show(values))])
-    return [Table(["attribute", "values released", "the cut: values released"], rows,
-                  caption="The fused table's quasi-identifiers and their final cut")], {key or ""}
+    return [
+        Table(
+            ["attribute", "values released", "the cut: values released"],
+            rows,
+            caption="The fused table's quasi-identifiers and their final cut",
+        )
+    ], {key or ""}
 
 
 def _config(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None]:
@@ -232,22 +277,30 @@ def _report_columns(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None
     columns = report.get("columns")
     if not isinstance(columns, list) or not columns:
         return None
-    if not all(isinstance(c, Mapping) and isinstance(c.get("name"), str)
-               and isinstance(c.get("released"), str) for c in columns):
+    if not all(
+        isinstance(c, Mapping)
+        and isinstance(c.get("name"), str)
+        and isinstance(c.get("released"), str)
+        for c in columns
+    ):
         return None
     return columns
 
 
 def _held_by(value: Any, providers: Any) -> str:
     parties = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    if len(parties) > 1 and isinstance(providers, list) and \
-            sorted(parties) == sorted(str(p) for p in providers):
+    if (
+        len(parties) > 1
+        and isinstance(providers, list)
+        and sorted(parties) == sorted(str(p) for p in providers)
+    ):
         return "all providers"
     return ", ".join(parties) or "?"
 
 
-def columns_rows(report: Mapping[str, Any], columns: list[Mapping[str, Any]],
-                 cut: Mapping[str, Any]) -> list[list[Cell]]:
+def columns_rows(
+    report: Mapping[str, Any], columns: list[Mapping[str, Any]], cut: Mapping[str, Any]
+) -> list[list[Cell]]:
     """One row per column of the report's ``columns`` key: name, holder, how it is released."""
     rows = []
     for column in columns:
@@ -256,8 +309,9 @@ def columns_rows(report: Mapping[str, Any], columns: list[Mapping[str, Any]],
             how = _released_as(cut[name]) if name in cut else "generalized to the final cut"
         else:
             how = RELEASED_AS.get(released, released)
-        rows.append([Cell(name), Cell(_held_by(column.get("held_by"), report.get("providers"))),
-                     Cell(how)])
+        rows.append(
+            [Cell(name), Cell(_held_by(column.get("held_by"), report.get("providers"))), Cell(how)]
+        )
     return rows
 
 
@@ -277,8 +331,11 @@ def attribute_block(ctx: RenderContext) -> list[Block]:
     headers = ["attribute", "held by", "released as"]
     own = _report_columns(ctx.report)
     if own is not None:
-        return [Table(headers, columns_rows(ctx.report, own, cut),
-                      caption="The fused table's attributes")]
+        return [
+            Table(
+                headers, columns_rows(ctx.report, own, cut), caption="The fused table's attributes"
+            )
+        ]
     config, reason = _config(ctx)
     if config is None:
         return [Note(f"The providers' columns are not listed: {reason}.")]
@@ -297,13 +354,22 @@ def attribute_block(ctx: RenderContext) -> list[Block]:
     ident = fusion.get("id")
     keep = ctx.parameters.get("keep_id", fusion.get("keep_id"))
     if isinstance(ident, str):
-        rows.append([Cell(ident), Cell("all providers"),
-                     Cell(RELEASED_AS["id kept" if keep is True else "id dropped"])])
+        rows.append(
+            [
+                Cell(ident),
+                Cell("all providers"),
+                Cell(RELEASED_AS["id kept" if keep is True else "id dropped"]),
+            ]
+        )
     if not rows:
         return []
-    return [Table(headers, rows,
-                  caption="The fused table's attributes (from the config file the report "
-                          "names)")]
+    return [
+        Table(
+            headers,
+            rows,
+            caption="The fused table's attributes (from the config file the report names)",
+        )
+    ]
 
 
 def specialization_figure(steps: list[Mapping[str, Any]]) -> Any:
@@ -312,10 +378,16 @@ def specialization_figure(steps: list[Mapping[str, Any]]) -> Any:
     parties = list(dict.fromkeys(str(s.get("party")) for s in steps))
     if not attributes:
         return None
-    counts = {p: [sum(1 for s in steps if str(s.get("party")) == p
-                      and str(s.get("attribute")) == a) for a in attributes] for p in parties}
-    return plots.stacked_bar_figure(attributes, counts, xlabel="specializations",
-                                    legend_title="party")
+    counts = {
+        p: [
+            sum(1 for s in steps if str(s.get("party")) == p and str(s.get("attribute")) == a)
+            for a in attributes
+        ]
+        for p in parties
+    }
+    return plots.stacked_bar_figure(
+        attributes, counts, xlabel="specializations", legend_title="party"
+    )
 
 
 def specialization_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
@@ -326,19 +398,29 @@ def specialization_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[s
         headers: list[str] = []
         for s in steps:
             headers.extend(str(h) for h in s if str(h) not in headers)
-        rows = [[cell(s.get(h), f"{key}.{i}.{h}") if not isinstance(s.get(h), list)
-                 else Cell(show(s.get(h))) for h in headers]
-                for i, s in enumerate(steps[:MAX_ROWS * 5])]
+        rows = [
+            [
+                cell(s.get(h), f"{key}.{i}.{h}")
+                if not isinstance(s.get(h), list)
+                else Cell(show(s.get(h)))
+                for h in headers
+            ]
+            for i, s in enumerate(steps[: MAX_ROWS * 5])
+        ]
         caption = "Specializations in order: the winning candidate of each round"
         if len(steps) > MAX_ROWS * 5:
             caption += f" (first {MAX_ROWS * 5} of {len(steps)})"
         blocks: list[Block] = []
         fig = specialization_figure(list(steps))
         if fig is not None:
-            blocks.append(Figure(plots.svg_data_uri(fig),
-                                 "Specializations per attribute, by the party that owns the "
-                                 "attribute and won the round.",
-                                 "Bar chart of specializations per attribute and party"))
+            blocks.append(
+                Figure(
+                    plots.svg_data_uri(fig),
+                    "Specializations per attribute, by the party that owns the "
+                    "attribute and won the round.",
+                    "Bar chart of specializations per attribute and party",
+                )
+            )
         blocks.append(Table(headers, rows, caption=caption))
         used = {key or ""}
         if "winners" in report:
@@ -349,8 +431,13 @@ def specialization_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[s
         counts: dict[str, int] = {}
         for w in winners:
             counts[str(w)] = counts.get(str(w), 0) + 1
-        return [Table(["party", "rounds won"], [[Cell(p), num(c)] for p, c in counts.items()],
-                      caption="Winner of each round (all a helper learns)")], {"winners"}
+        return [
+            Table(
+                ["party", "rounds won"],
+                [[Cell(p), num(c)] for p, c in counts.items()],
+                caption="Winner of each round (all a helper learns)",
+            )
+        ], {"winners"}
     return [], set()
 
 
@@ -378,8 +465,9 @@ def communication_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str
     return [Table(headers, rows, caption="Bytes sent per party")], used
 
 
-def _with_attributes(ctx: RenderContext,
-                     cut: tuple[list[Block], set[str]]) -> tuple[list[Block], set[str]]:
+def _with_attributes(
+    ctx: RenderContext, cut: tuple[list[Block], set[str]]
+) -> tuple[list[Block], set[str]]:
     blocks, used = cut
     if _report_columns(ctx.report) is not None:
         used = used | {"columns"}
@@ -397,8 +485,11 @@ def fusion_sections(ctx: RenderContext) -> Built:
         sections.append(Section("Fusion", "fusion", [first]))
     for title, anchor, build in (
         ("Anonymity templates", "templates", template_blocks),
-        ("The fused table: attributes and cut", "cut",
-         lambda r: _with_attributes(ctx, cut_block(r))),
+        (
+            "The fused table: attributes and cut",
+            "cut",
+            lambda r: _with_attributes(ctx, cut_block(r)),
+        ),
         ("Specializations in order", "specializations", specialization_blocks),
         ("Communication", "communication", communication_block),
     ):

@@ -16,8 +16,17 @@ from anonlab.htmlreport.sections.context import RenderContext
 
 HEADER_KEYS = ("command", "anonlab_version", "created", "python", "inputs", "parameters")
 
-RECORD_LEVEL_WORDS = ("sample", "example", "rows", "unique", "outlier", "records_list",
-                      "suppressed_records_list", "preview", "raw")
+RECORD_LEVEL_WORDS = (
+    "sample",
+    "example",
+    "rows",
+    "unique",
+    "outlier",
+    "records_list",
+    "suppressed_records_list",
+    "preview",
+    "raw",
+)
 SECRET_WORDS = ("secret", "password", "token", "private_key", "passphrase", "api_key")
 MAX_ROWS = 60
 
@@ -47,8 +56,9 @@ def value_blocks(key: str, value: Any, path: str, depth: int = 0) -> list[Block]
         more = f" (first {MAX_ROWS} of {len(value)})" if len(value) > MAX_ROWS else ""
         return [KeyValues([(key + more, Cell(show(shown)))])]
     if isinstance(value, Mapping) and all(_scalar(v) for v in value.values()):
-        return [KeyValues([(str(k), cell(v, f"{path}.{k}")) for k, v in value.items()],
-                          caption=key)]
+        return [
+            KeyValues([(str(k), cell(v, f"{path}.{k}")) for k, v in value.items()], caption=key)
+        ]
     rows: list[tuple[str, Mapping[str, Any]]] = []
     if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
         rows = [(str(i), v) for i, v in enumerate(value)]
@@ -60,8 +70,10 @@ def value_blocks(key: str, value: Any, path: str, depth: int = 0) -> list[Block]
         headers: list[str] = []
         for _, r in rows:
             headers.extend(h for h in r if h not in headers)
-        body = [[Cell(name), *[cell(r.get(h), f"{path}.{name}.{h}") for h in headers]]
-                for name, r in rows[:MAX_ROWS]]
+        body = [
+            [Cell(name), *[cell(r.get(h), f"{path}.{name}.{h}") for h in headers]]
+            for name, r in rows[:MAX_ROWS]
+        ]
         caption = key if len(rows) <= MAX_ROWS else f"{key} (first {MAX_ROWS} of {len(rows)})"
         return [Table([index_name, *headers], body, caption=caption)]
     if depth >= 2:
@@ -77,8 +89,13 @@ def _merge_scalars(blocks: list[Block]) -> list[Block]:
     """Join consecutive one-row key/value lists without caption into one list."""
     out: list[Block] = []
     for b in blocks:
-        if (isinstance(b, KeyValues) and b.caption is None and out
-                and isinstance(out[-1], KeyValues) and out[-1].caption is None):
+        if (
+            isinstance(b, KeyValues)
+            and b.caption is None
+            and out
+            and isinstance(out[-1], KeyValues)
+            and out[-1].caption is None
+        ):
             out[-1].rows.extend(b.rows)
         else:
             out.append(b)
@@ -101,8 +118,13 @@ def generic_section(ctx: RenderContext, used: set[str], title: str) -> Section |
             blocks.append(Note(f"Internal only: '{key}' holds record-level values."))
         blocks.extend(value_blocks(key, value, key))
     if hidden:
-        blocks.append(Note("Not shown in this shareable version (record-level): "
-                           + ", ".join(hidden) + ". Use --internal for the custodian's copy."))
+        blocks.append(
+            Note(
+                "Not shown in this shareable version (record-level): "
+                + ", ".join(hidden)
+                + ". Use --internal for the custodian's copy."
+            )
+        )
     if not blocks:
         return None
     return Section(title, "further", _merge_scalars(blocks))

@@ -38,14 +38,14 @@ MEASURES = {
     "ILs": "statistics-based loss: weighted IL1, IL2, IL3",
     "IL": "information loss: (ILh + ILs) / 2",
     "ZIL": "categorical loss: distance of masked to original records (nominal: changed "
-           "or not; ordinal: share of the domain between the two values)",
+    "or not; ordinal: share of the domain between the two values)",
     "ZIL_percent": "ZIL as a share of all categorical values of the table, in %",
     "ILR": "categorical loss: relative change of the entropy, in %",
     "DLD": "distance-based record linkage: share of masked records whose original is the "
-           "nearest or second-nearest original record",
+    "nearest or second-nearest original record",
     "DLD_expected": "DLD with tied candidates sharing the link (expected share re-linked)",
     "ID": "interval disclosure: share of records whose every original value lies in the "
-          "rank interval around its masked value",
+    "rank interval around its masked value",
     "DR": "disclosure risk: weighted DLD and ID",
     "score": "trade-off: weighted IL and DR (lower is better)",
 }
@@ -56,8 +56,6 @@ CHOSEN_KEYS = ("best_k", "chosen_k", "k_best", "best", "chosen", "recommended_k"
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
-
-
 
 
 def find_measures(report: Mapping[str, Any]) -> tuple[dict[str, Any], str, set[str]]:
@@ -97,8 +95,9 @@ def breakdown_tables(measures: Mapping[str, Any], prefix: str) -> list[Block]:
         if by == "p":
             headers[0] = "p (% of records in the rank interval)"
         rows = [[Cell(str(k)), cell(v, f"{prefix}{name}.{k}")] for k, v in value.items()]
-        blocks.append(Table(headers, rows, caption=f"{name}"
-                            + (f": {label} for each {by}" if by else "")))
+        blocks.append(
+            Table(headers, rows, caption=f"{name}" + (f": {label} for each {by}" if by else ""))
+        )
     return blocks
 
 
@@ -108,10 +107,18 @@ def find_points(report: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]
     for name in candidates:
         key = find_key(report, name) or name
         value = report.get(key)
-        if (isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value)
-                and all(find_key(v, "k") for v in value)
-                and all(find_key(v, "IL") or find_key(v, "DR")
-                        or (find_key(v, "ZIL") and find_key(v, "DLD")) for v in value)):
+        if (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, Mapping) for v in value)
+            and all(find_key(v, "k") for v in value)
+            and all(
+                find_key(v, "IL")
+                or find_key(v, "DR")
+                or (find_key(v, "ZIL") and find_key(v, "DLD"))
+                for v in value
+            )
+        ):
             return key, list(value)
     return None
 
@@ -126,8 +133,11 @@ def chosen_setting(report: Mapping[str, Any], points: list[Mapping[str, Any]]) -
                 return value[find_key(value, "k")]
             if _is_number(value):
                 return value
-    scored = [(float(p[s]), p) for p in points
-              if (s := find_key(p, "score")) is not None and _is_number(p[s])]
+    scored = [
+        (float(p[s]), p)
+        for p in points
+        if (s := find_key(p, "score")) is not None and _is_number(p[s])
+    ]
     if scored:
         best = min(scored, key=lambda pair: pair[0])[1]
         return best.get(find_key(best, "k") or "k")
@@ -136,8 +146,10 @@ def chosen_setting(report: Mapping[str, Any], points: list[Mapping[str, Any]]) -
 
 # the R-U map's axes: loss and risk keys with their labels; ZIL against DLD is
 # the map for categorical data (no numeric column: no IL, no DR)
-RU_AXES = (("IL", "DR", "information loss IL", "disclosure risk DR"),
-           ("ZIL", "DLD", "categorical loss ZIL", "record linkage DLD"))
+RU_AXES = (
+    ("IL", "DR", "information loss IL", "disclosure risk DR"),
+    ("ZIL", "DLD", "categorical loss ZIL", "record linkage DLD"),
+)
 
 
 def _plottable(p: Mapping[str, Any], key: str | None) -> bool:
@@ -147,8 +159,10 @@ def _plottable(p: Mapping[str, Any], key: str | None) -> bool:
 def ru_axes(points: list[Mapping[str, Any]]) -> tuple[str, str, str, str] | None:
     """The first pair of RU_AXES that some trade-off row holds as finite numbers."""
     for axes in RU_AXES:
-        if any(_plottable(p, find_key(p, axes[0])) and _plottable(p, find_key(p, axes[1]))
-               for p in points):
+        if any(
+            _plottable(p, find_key(p, axes[0])) and _plottable(p, find_key(p, axes[1]))
+            for p in points
+        ):
             return axes
     return None
 
@@ -159,12 +173,18 @@ def ru_map(points: list[Mapping[str, Any]], chosen: Any) -> Any:
     if axes is None:
         return None
     loss, risk, loss_label, risk_label = axes
-    rows = [{loss: float(p[find_key(p, loss) or loss]), risk: float(p[find_key(p, risk) or risk]),
-             "k": p[find_key(p, "k") or "k"]}
-            for p in points
-            if _plottable(p, find_key(p, loss)) and _plottable(p, find_key(p, risk))]
-    return plots.ru_map_figure(rows, loss, risk, "k", chosen,
-                               x_label=loss_label, y_label=risk_label)
+    rows = [
+        {
+            loss: float(p[find_key(p, loss) or loss]),
+            risk: float(p[find_key(p, risk) or risk]),
+            "k": p[find_key(p, "k") or "k"],
+        }
+        for p in points
+        if _plottable(p, find_key(p, loss)) and _plottable(p, find_key(p, risk))
+    ]
+    return plots.ru_map_figure(
+        rows, loss, risk, "k", chosen, x_label=loss_label, y_label=risk_label
+    )
 
 
 def _panel_rows(points: list[Mapping[str, Any]], x_key: str, y_key: str) -> list[dict[str, Any]]:
@@ -195,25 +215,44 @@ def tradeoff_plot(report: Mapping[str, Any]) -> Any:
     for y_key, y_label in ((risk, risk_label), ("prosecutor_highest", "highest prosecutor risk")):
         rows = _panel_rows(points, loss, y_key)
         if rows:
-            panels.append({"points": rows, "x_key": loss, "y_key": y_key, "label_key": "k",
-                           "chosen": chosen, "x_label": loss_label, "y_label": y_label})
+            panels.append(
+                {
+                    "points": rows,
+                    "x_key": loss,
+                    "y_key": y_key,
+                    "label_key": "k",
+                    "chosen": chosen,
+                    "x_label": loss_label,
+                    "y_label": y_label,
+                }
+            )
     if len(panels) == 1 and panels[0]["y_key"] == risk:
         return ru_map(points, chosen)
     return plots.ru_maps_figure(panels) if panels else None
 
 
 def overview(report: Mapping[str, Any], keys: list[tuple[str, str]]) -> KeyValues | None:
-    rows = [(label, cell(report[key], key)) for key, label in keys
-            if key in report and (_is_number(report[key]) or isinstance(report[key], str))]
+    rows = [
+        (label, cell(report[key], key))
+        for key, label in keys
+        if key in report and (_is_number(report[key]) or isinstance(report[key], str))
+    ]
     return KeyValues(rows) if rows else None
 
 
 OVERVIEW_KEYS = [
-    ("k", "k (smallest group size)"), ("records", "records"), ("groups", "groups"),
-    ("method", "method"), ("variant", "variant"), ("block_size", "largest block"),
+    ("k", "k (smallest group size)"),
+    ("records", "records"),
+    ("groups", "groups"),
+    ("method", "method"),
+    ("variant", "variant"),
+    ("block_size", "largest block"),
 ]
-COLUMN_KEYS = [("columns", "numeric columns"), ("nominal", "nominal columns"),
-               ("ordinal", "ordinal columns")]
+COLUMN_KEYS = [
+    ("columns", "numeric columns"),
+    ("nominal", "nominal columns"),
+    ("ordinal", "ordinal columns"),
+]
 PARAMETER_KEYS = ("measure_parameters", "measure_settings")
 
 
@@ -239,9 +278,13 @@ def group_size_block(report: Mapping[str, Any]) -> Table | None:
     rows = []
     for size, count in counts.items():
         records = int(size) * count if str(size).isdigit() and _is_number(count) else None
-        rows.append([num(int(size)) if str(size).isdigit() else Cell(str(size)),
-                     cell(count, f"group_sizes.count_by_size.{size}"),
-                     num(records) if records is not None else Cell("—")])
+        rows.append(
+            [
+                num(int(size)) if str(size).isdigit() else Cell(str(size)),
+                cell(count, f"group_sizes.count_by_size.{size}"),
+                num(records) if records is not None else Cell("—"),
+            ]
+        )
     return Table(["group size", "groups", "records"], rows, caption="Groups by size")
 
 
@@ -250,8 +293,10 @@ def parameter_block(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
     for key in PARAMETER_KEYS:
         value = report.get(key)
         if isinstance(value, Mapping) and value:
-            rows = [(str(k), cell(v, f"{key}.{k}") if not isinstance(v, list | dict)
-                     else Cell(show(v))) for k, v in value.items()]
+            rows = [
+                (str(k), cell(v, f"{key}.{k}") if not isinstance(v, list | dict) else Cell(show(v)))
+                for k, v in value.items()
+            ]
             return [KeyValues(rows, caption="How the measures were computed")], {key}
     return [], set()
 
@@ -264,8 +309,12 @@ def microaggregation_sections(ctx: RenderContext) -> Built:
     if first is not None:
         blocks.append(first)
     # scalars are shown above; a null (e.g. no block size for the exact variant) says nothing
-    used = {k for k, _ in OVERVIEW_KEYS if k in report
-            and (report[k] is None or _is_number(report[k]) or isinstance(report[k], str))}
+    used = {
+        k
+        for k, _ in OVERVIEW_KEYS
+        if k in report
+        and (report[k] is None or _is_number(report[k]) or isinstance(report[k], str))
+    }
     columns, shown = columns_block(report)
     used |= shown
     if columns is not None:
@@ -286,8 +335,9 @@ def microaggregation_sections(ctx: RenderContext) -> Built:
     if isinstance(notes, list) and all(isinstance(n, str) for n in notes):
         blocks.extend(Note(n) for n in notes)
         used.add("notes")
-    title = "Quality of the masked data (EM4ADOM)" if ctx.command == "evaluate" \
-        else "Microaggregation"
+    title = (
+        "Quality of the masked data (EM4ADOM)" if ctx.command == "evaluate" else "Microaggregation"
+    )
     return Built([Section(title, "microaggregation", blocks)] if blocks else [], used)
 
 
@@ -303,25 +353,35 @@ def tradeoff_sections(ctx: RenderContext) -> Built:
     for p in points:
         headers.extend(str(h) for h in p if str(h) not in headers)
     k_key = find_key(points[0], "k") or "k"
-    rows = [[cell(p.get(h), f"{key}.{i}.{h}") for h in headers]
-            + [Cell("◀ chosen" if p.get(k_key) == chosen else "")]
-            for i, p in enumerate(points)]
+    rows = [
+        [cell(p.get(h), f"{key}.{i}.{h}") for h in headers]
+        + [Cell("◀ chosen" if p.get(k_key) == chosen else "")]
+        for i, p in enumerate(points)
+    ]
     blocks: list[Block] = []
     if chosen is not None:
-        blocks.append(KeyValues([("chosen k", num(chosen) if _is_number(chosen)
-                                  else Cell(str(chosen)))]))
+        blocks.append(
+            KeyValues([("chosen k", num(chosen) if _is_number(chosen) else Cell(str(chosen)))])
+        )
     fig = ru_map(points, chosen)
     if fig is not None:
         _, _, loss_label, risk_label = ru_axes(points) or RU_AXES[0]
-        blocks.append(Figure(plots.svg_data_uri(fig),
-                             f"R-U map: {risk_label} against {loss_label} for each k; the "
-                             "circled point is the chosen k.",
-                             "R-U map of the trade-off runs"))
+        blocks.append(
+            Figure(
+                plots.svg_data_uri(fig),
+                f"R-U map: {risk_label} against {loss_label} for each k; the "
+                "circled point is the chosen k.",
+                "R-U map of the trade-off runs",
+            )
+        )
     blocks.append(Table([*headers, ""], rows, caption="Trade-off per k"))
     used = {key, *(k for k in CHOSEN_KEYS if k in report)}
     if report.get("k_values") == [p.get(k_key) for p in points]:
         used.add("k_values")  # the table's first column says the same
     sections = [Section("Risk-utility trade-off", "tradeoff", blocks)]
-    rest = microaggregation_sections(RenderContext(
-        {k: v for k, v in report.items() if k not in used}, ctx.internal, ctx.base_dirs))
+    rest = microaggregation_sections(
+        RenderContext(
+            {k: v for k, v in report.items() if k not in used}, ctx.internal, ctx.base_dirs
+        )
+    )
     return Built(sections + rest.sections, used | rest.used)

@@ -43,9 +43,17 @@ from anonlab.htmlreport.sections.keys import find_key
 BLOCK_KEYS = ("blocks", "per_block", "privacy")
 ATTACK_KEYS = ("attacks", "attack_table", "attack")
 CLUSTERING_KEYS = ("clustering", "clustering_agreement", "agreement", "ari")
-CLUSTERERS = {"kmeans": "k-means", "k_means": "k-means", "dbscan": "DBSCAN", "ward": "Ward",
-              "agglomerative": "agglomerative", "spectral": "spectral", "birch": "BIRCH",
-              "optics": "OPTICS", "gmm": "Gaussian mixture"}
+CLUSTERERS = {
+    "kmeans": "k-means",
+    "k_means": "k-means",
+    "dbscan": "DBSCAN",
+    "ward": "Ward",
+    "agglomerative": "agglomerative",
+    "spectral": "spectral",
+    "birch": "BIRCH",
+    "optics": "OPTICS",
+    "gmm": "Gaussian mixture",
+}
 MEASURES = {
     "S": "distance privacy Var(X − AX) / Var(X)",
     "S_trace": "S in its data-independent form tr((E − A)ᵀ(E − A)) / n",
@@ -55,30 +63,46 @@ MEASURES = {
     "min_block_P": "smallest P of a block",
     "mean_block_P": "mean P of the blocks",
 }
-ATTACK_HEADERS = {"median_relative_error": "median relative error ‖x̂ − x‖ / ‖x‖",
-                  "within_10": "recovered within 10 %", "within_25": "recovered within 25 %",
-                  "exact": "recovered exactly",
-                  "columns_recovered": "columns recovered within 10 % (of every record)",
-                  "known": "known records (PCA, ICA: size of the attacker's sample)"}
-ATTACK_NAMES = {"naive": "naive (released values read as the originals)",
-                "ties": "ties (tied values give the rotation away; release only)",
-                "least_squares": "least squares on known records",
-                "procrustes": "orthogonal Procrustes on known records",
-                "method_aware": "method-aware (pairs/triples of OBT) on known records",
-                "known_sample": "known sample (PCA) from the same distribution",
-                "ica": "independent component analysis (FastICA)"}
+ATTACK_HEADERS = {
+    "median_relative_error": "median relative error ‖x̂ − x‖ / ‖x‖",
+    "within_10": "recovered within 10 %",
+    "within_25": "recovered within 25 %",
+    "exact": "recovered exactly",
+    "columns_recovered": "columns recovered within 10 % (of every record)",
+    "known": "known records (PCA, ICA: size of the attacker's sample)",
+}
+ATTACK_NAMES = {
+    "naive": "naive (released values read as the originals)",
+    "ties": "ties (tied values give the rotation away; release only)",
+    "least_squares": "least squares on known records",
+    "procrustes": "orthogonal Procrustes on known records",
+    "method_aware": "method-aware (pairs/triples of OBT) on known records",
+    "known_sample": "known sample (PCA) from the same distribution",
+    "ica": "independent component analysis (FastICA)",
+}
 SAMPLE_ATTACKS = ("known_sample", "ica")
-SUMMARY = {"blocks": "blocks", "block_sizes": "blocks by number of columns",
-           "min_S": "smallest S of a block (distance privacy)",
-           "min_P": "smallest P of a block (privacy level R × S)",
-           "withheld": "withheld"}
-SECRET_NOTE = ("SECRET: this report lists each block's column pairing and its S, R and P; "
-               "with the release they recover the perturbed columns. Keep it with the key "
-               "and share only the report made without --internal.")
-HIDDEN_NOTE = ("This report is secret (made with --internal): each block's pairing and "
-               "figures are not shown on a shareable page. Render it with --internal.")
-OVERVIEW = [("method", "method"), ("records", "records"), ("blocks_count", "blocks"),
-            ("attack_records", "records attacked (a random subset when the table is large)")]
+SUMMARY = {
+    "blocks": "blocks",
+    "block_sizes": "blocks by number of columns",
+    "min_S": "smallest S of a block (distance privacy)",
+    "min_P": "smallest P of a block (privacy level R × S)",
+    "withheld": "withheld",
+}
+SECRET_NOTE = (
+    "SECRET: this report lists each block's column pairing and its S, R and P; "
+    "with the release they recover the perturbed columns. Keep it with the key "
+    "and share only the report made without --internal."
+)
+HIDDEN_NOTE = (
+    "This report is secret (made with --internal): each block's pairing and "
+    "figures are not shown on a shareable page. Render it with --internal."
+)
+OVERVIEW = [
+    ("method", "method"),
+    ("records", "records"),
+    ("blocks_count", "blocks"),
+    ("attack_records", "records attacked (a random subset when the table is large)"),
+]
 
 
 def _number(x: Any) -> TypeGuard[int | float]:
@@ -94,8 +118,7 @@ def _rows(value: Any, name: str = "name") -> list[dict[str, Any]]:
     """A list of objects, or an object of objects as rows named by their key."""
     if isinstance(value, list):
         return [dict(v) for v in value if isinstance(v, Mapping)]
-    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping)
-                                                    for v in value.values()):
+    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
         return [{name: k, **v} for k, v in value.items()]
     return []
 
@@ -144,8 +167,7 @@ def strongest_attack(report: Mapping[str, Any]) -> tuple[str, float, str] | None
         return None
     tight = next((c for c in columns if "10" in c), columns[0])
     loose = next((c for c in columns if "25" in c), tight)
-    scored = [(float(r[tight]), _as_float(r.get(loose)), r) for r in rows
-              if _number(r.get(tight))]
+    scored = [(float(r[tight]), _as_float(r.get(loose)), r) for r in rows if _number(r.get(tight))]
     if not scored:
         return None
     best = max(scored, key=lambda t: (t[0], t[1]))
@@ -169,8 +191,14 @@ def clustering_scores(report: Mapping[str, Any]) -> dict[str, float]:
             if _number(v) and (base in CLUSTERERS or "ari" in name or "rand" in name):
                 out[CLUSTERERS.get(base, str(k))] = float(v)
             elif isinstance(v, Mapping):
-                ari = next((x for n, x in v.items() if "ari" in str(n).lower()
-                            or "rand" in str(n).lower()), None)
+                ari = next(
+                    (
+                        x
+                        for n, x in v.items()
+                        if "ari" in str(n).lower() or "rand" in str(n).lower()
+                    ),
+                    None,
+                )
                 if _number(ari):
                     out[CLUSTERERS.get(base, str(k))] = float(ari)
     return out
@@ -216,16 +244,19 @@ def summary_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
     for k, v in summary.items():
         if v is None:
             continue
-        value = Cell(", ".join(f"{n}: {c}" for n, c in v.items())) if isinstance(v, Mapping) \
+        value = (
+            Cell(", ".join(f"{n}: {c}" for n, c in v.items()))
+            if isinstance(v, Mapping)
             else _measure_cell(v, f"privacy_summary.{k}")
+        )
         rows.append((SUMMARY.get(str(k), str(k)), value))
-    caption = ("Over all blocks, naming none (a block's pairing and S would undo the "
-               "release)")
+    caption = "Over all blocks, naming none (a block's pairing and S would undo the release)"
     return [KeyValues(rows, caption=caption)], {"privacy_summary"}
 
 
-def privacy_blocks(report: Mapping[str, Any], internal: bool = True
-                   ) -> tuple[list[Block], set[str]]:
+def privacy_blocks(
+    report: Mapping[str, Any], internal: bool = True
+) -> tuple[list[Block], set[str]]:
     """The figures over all blocks; S, R and P per block (table, bars of P) and overall.
 
     The per-block figures are shown when ``internal`` only; else a note says
@@ -244,10 +275,17 @@ def privacy_blocks(report: Mapping[str, Any], internal: bool = True
         headers: list[str] = []
         for r in rows:
             headers.extend(str(h) for h in r if str(h) not in headers)
-        body = [[Cell(str(i + 1)), *[_measure_cell(r.get(h), f"{key}.{i}.{h}") for h in headers]]
-                for i, r in enumerate(rows[:MAX_ROWS])]
-        blocks.append(Table(["block", *headers], body,
-                            caption="Privacy of each block (pair or triple of columns)"))
+        body = [
+            [Cell(str(i + 1)), *[_measure_cell(r.get(h), f"{key}.{i}.{h}") for h in headers]]
+            for i, r in enumerate(rows[:MAX_ROWS])
+        ]
+        blocks.append(
+            Table(
+                ["block", *headers],
+                body,
+                caption="Privacy of each block (pair or triple of columns)",
+            )
+        )
         ps = [float(r["P"]) if _number(r.get("P")) else 0.0 for r in rows]
         if any(_number(r.get("P")) for r in rows):
             labels = [f"block {i + 1}" for i in range(len(rows))]
@@ -257,19 +295,40 @@ def privacy_blocks(report: Mapping[str, Any], internal: bool = True
             if _number(least) and str(report.get("method", "")).lower() == "obt":
                 plots.add_hline(fig, float(least), f"min privacy {least}")
                 caption += f"; the line is the required minimum {least}"
-            blocks.append(Figure(plots.svg_data_uri(fig), caption + ".",
-                                 "Bar chart of the privacy level per block"))
-    meanings = [Paragraph("; ".join(f"{m}: {t}" for m, t in MEASURES.items()
-                                    if any(m in r for r in rows)) + ".")] if rows else []
+            blocks.append(
+                Figure(
+                    plots.svg_data_uri(fig),
+                    caption + ".",
+                    "Bar chart of the privacy level per block",
+                )
+            )
+    meanings = (
+        [
+            Paragraph(
+                "; ".join(f"{m}: {t}" for m, t in MEASURES.items() if any(m in r for r in rows))
+                + "."
+            )
+        ]
+        if rows
+        else []
+    )
     blocks.extend(meanings)
     overall = report.get(overall_key) if overall_key else None
     if isinstance(overall, Mapping) and overall:
         used.add(str(overall_key))
-        blocks.append(KeyValues([(f"{k} ({MEASURES[k]})" if k in MEASURES else str(k),
-                                  _measure_cell(v, f"{overall_key}.{k}"))
-                                 for k, v in overall.items()],
-                                caption="Over all columns (R and P of the whole matrix tend "
-                                        "to 0 as blocks multiply: judge P per block)"))
+        blocks.append(
+            KeyValues(
+                [
+                    (
+                        f"{k} ({MEASURES[k]})" if k in MEASURES else str(k),
+                        _measure_cell(v, f"{overall_key}.{k}"),
+                    )
+                    for k, v in overall.items()
+                ],
+                caption="Over all columns (R and P of the whole matrix tend "
+                "to 0 as blocks multiply: judge P per block)",
+            )
+        )
     return blocks, used
 
 
@@ -282,8 +341,10 @@ def attack_figure(value: Any) -> Any:
     if not columns:
         return None
     labels = [attack_label(r) for r in rows]
-    series = {("within " + ("10 %" if "10" in c else "25 %")): [
-        _as_float(r.get(c)) * 100 for r in rows] for c in columns}
+    series = {
+        ("within " + ("10 %" if "10" in c else "25 %")): [_as_float(r.get(c)) * 100 for r in rows]
+        for c in columns
+    }
     return plots.grouped_bar_figure(labels, series, ylabel="% of records recovered")
 
 
@@ -309,16 +370,25 @@ def attack_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
             else:
                 line.append(_measure_cell(v, f"{key}.{i}.{h}"))
         body.append(line)
-    blocks: list[Block] = [Table([ATTACK_HEADERS.get(h, h) for h in headers], body,
-                                 caption="What an attacker recovers: a record counts as "
-                                         "recovered when its estimate is within the stated "
-                                         "relative error of the original")]
+    blocks: list[Block] = [
+        Table(
+            [ATTACK_HEADERS.get(h, h) for h in headers],
+            body,
+            caption="What an attacker recovers: a record counts as "
+            "recovered when its estimate is within the stated "
+            "relative error of the original",
+        )
+    ]
     fig = attack_figure(rows)
     if fig is not None:
-        blocks.append(Figure(plots.svg_data_uri(fig),
-                             "Share of the records each attack recovers within 10 % and 25 % "
-                             "(higher = weaker protection).",
-                             "Bar chart of records recovered per attack"))
+        blocks.append(
+            Figure(
+                plots.svg_data_uri(fig),
+                "Share of the records each attack recovers within 10 % and 25 % "
+                "(higher = weaker protection).",
+                "Bar chart of records recovered per attack",
+            )
+        )
     return blocks, {key}
 
 
@@ -333,16 +403,22 @@ def clustering_blocks(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]
     if isinstance(value, Mapping):
         for k, v in value.items():
             base = str(k).lower().removesuffix("_ari")
-            label = (f"adjusted Rand index, {CLUSTERERS[base]}" if base in CLUSTERERS
-                     else str(k).replace("_", " "))
+            label = (
+                f"adjusted Rand index, {CLUSTERERS[base]}"
+                if base in CLUSTERERS
+                else str(k).replace("_", " ")
+            )
             rows.append((label, _measure_cell(v, f"{key}.{k}")))
     else:
         rows.append(("adjusted Rand index", cell(value, key)))
     same = all(s >= 1.0 - 1e-12 for s in scores.values())
-    text = ("Every clusterer finds the same clusters on the released data as on the original "
-            "(adjusted Rand index 1)." if same else
-            "Adjusted Rand index of each clusterer's labels on the released data against its "
-            "labels on the original (1 = the same clusters, 0 = chance agreement).")
+    text = (
+        "Every clusterer finds the same clusters on the released data as on the original "
+        "(adjusted Rand index 1)."
+        if same
+        else "Adjusted Rand index of each clusterer's labels on the released data against its "
+        "labels on the original (1 = the same clusters, 0 = chance agreement)."
+    )
     return [Paragraph(text), KeyValues(rows, caption="Clustering agreement")], {key}
 
 
@@ -352,6 +428,7 @@ def perturbation_sections(ctx: RenderContext) -> Built:
     used: set[str] = set()
     sections: list[Section] = []
     title = "Perturbation" if ctx.command != "attack" else "Attacked release"
+
     def privacy(report: Mapping[str, Any]) -> tuple[list[Block], set[str]]:
         return privacy_blocks(report, ctx.internal)
 

@@ -86,13 +86,17 @@ def _knowledge_rows(report: Mapping[str, Any], risk: Mapping[str, Any]) -> list[
         rows.append(("the attacker knows", Cell(show([str(c) for c in columns]))))
     if isinstance(report.get("attacker_knowledge"), str):
         rows.append(("chosen as", Cell(report["attacker_knowledge"])))
-    for key, label in (("records", "records measured"),
-                       ("suppressed", "suppressed records (left out, as ARX counts them)")):
+    for key, label in (
+        ("records", "records measured"),
+        ("suppressed", "suppressed records (left out, as ARX counts them)"),
+    ):
         if _number(risk.get(key)):
             rows.append((label, num(risk[key], _key("risk", key))))
     classes = _mapping(risk.get("classes"))
-    for key, label in (("count", "equivalence classes on those columns"),
-                       ("smallest", "smallest class")):
+    for key, label in (
+        ("count", "equivalence classes on those columns"),
+        ("smallest", "smallest class"),
+    ):
         if _number(classes.get(key)):
             rows.append((label, num(classes[key], _key("risk", "classes", key))))
     return rows
@@ -104,32 +108,53 @@ def _figure_rows(risk: Mapping[str, Any]) -> list[tuple[str, Cell]]:
     for model in ("prosecutor", "journalist"):
         figures = _mapping(risk.get(model))
         basis = figures.get("population")
-        label = model + (f" ({basis})" if isinstance(basis, str) and model == "journalist"
-                         else "")
+        label = model + (f" ({basis})" if isinstance(basis, str) and model == "journalist" else "")
         for key in ("highest", "average"):
             if _number(figures.get(key)):
                 rows.append((f"{label} risk, {key}", _share(figures[key], "risk", model, key)))
     marketer = _mapping(risk.get("marketer"))
     if _number(marketer.get("average")):
-        rows.append(("marketer risk (expected share re-identified)",
-                     _share(marketer["average"], "risk", "marketer", "average")))
+        rows.append(
+            (
+                "marketer risk (expected share re-identified)",
+                _share(marketer["average"], "risk", "marketer", "average"),
+            )
+        )
     if _number(risk.get("sample_uniques")):
-        rows.append(("sample uniques (records alone in their class)",
-                     _share(risk["sample_uniques"], "risk", "sample_uniques")))
+        rows.append(
+            (
+                "sample uniques (records alone in their class)",
+                _share(risk["sample_uniques"], "risk", "sample_uniques"),
+            )
+        )
     population = _mapping(risk.get("population_uniques"))
     for key in ("pitman", "zayatz", "snb", "dankar"):
         if _number(population.get(key)):
-            rows.append((f"population uniques ({key})",
-                         _share(population[key], "risk", "population_uniques", key)))
+            rows.append(
+                (
+                    f"population uniques ({key})",
+                    _share(population[key], "risk", "population_uniques", key),
+                )
+            )
     individual = _mapping(risk.get("individual_risk"))
     if _number(individual.get("expected_reidentifications")):
-        rows.append(("expected re-identifications (sdcMicro)",
-                     num(individual["expected_reidentifications"],
-                         _key("risk", "individual_risk", "expected_reidentifications"))))
+        rows.append(
+            (
+                "expected re-identifications (sdcMicro)",
+                num(
+                    individual["expected_reidentifications"],
+                    _key("risk", "individual_risk", "expected_reidentifications"),
+                ),
+            )
+        )
     suda = _mapping(risk.get("suda2"))
     if _number(suda.get("records_with_msu")):
-        rows.append(("records with a minimal sample unique (SUDA2)",
-                     num(suda["records_with_msu"], _key("risk", "suda2", "records_with_msu"))))
+        rows.append(
+            (
+                "records with a minimal sample unique (SUDA2)",
+                num(suda["records_with_msu"], _key("risk", "suda2", "records_with_msu")),
+            )
+        )
     return rows
 
 
@@ -151,12 +176,18 @@ def _class_figure(report: Mapping[str, Any], risk: Mapping[str, Any]) -> list[Bl
     if not sizes:
         return []
     k = report.get("k")
-    fig = plots.class_size_figure(sizes, k if isinstance(k, int) and not isinstance(k, bool)
-                                  else None)
-    return [Figure(plots.svg_data_uri(fig),
-                   "Classes on the attacker's columns by size: how many classes (left) and "
-                   "records (right) have each size. A record's prosecutor risk is 1 / its "
-                   "class size.", "Histogram of class sizes on the attacker's columns")]
+    fig = plots.class_size_figure(
+        sizes, k if isinstance(k, int) and not isinstance(k, bool) else None
+    )
+    return [
+        Figure(
+            plots.svg_data_uri(fig),
+            "Classes on the attacker's columns by size: how many classes (left) and "
+            "records (right) have each size. A record's prosecutor risk is 1 / its "
+            "class size.",
+            "Histogram of class sizes on the attacker's columns",
+        )
+    ]
 
 
 def _at_risk(risk: Mapping[str, Any]) -> tuple[list[str], dict[str, list[float]]]:
@@ -177,50 +208,98 @@ def _at_risk_blocks(risk: Mapping[str, Any]) -> list[Block]:
     thresholds, series = _at_risk(risk)
     if not series:
         return []
-    rows = [[Cell(t), *[_share(_mapping(_mapping(risk.get(m)).get("records_at_risk")).get(t),
-                               "risk", m, "records_at_risk", t) for m in series]]
-            for t in thresholds]
-    fig = plots.grouped_bar_figure([f"risk > {t}" for t in thresholds], series,
-                                   "share of records")
-    return [Figure(plots.svg_data_uri(fig),
-                   "Records at risk: the share of records whose re-identification risk is "
-                   "above each threshold.", "Bar chart of records at risk per threshold"),
-            Table(["threshold", *[f"{m} records at risk" for m in series]], rows,
-                  caption="Records above each risk threshold")]
+    rows = [
+        [
+            Cell(t),
+            *[
+                _share(
+                    _mapping(_mapping(risk.get(m)).get("records_at_risk")).get(t),
+                    "risk",
+                    m,
+                    "records_at_risk",
+                    t,
+                )
+                for m in series
+            ],
+        ]
+        for t in thresholds
+    ]
+    fig = plots.grouped_bar_figure([f"risk > {t}" for t in thresholds], series, "share of records")
+    return [
+        Figure(
+            plots.svg_data_uri(fig),
+            "Records at risk: the share of records whose re-identification risk is "
+            "above each threshold.",
+            "Bar chart of records at risk per threshold",
+        ),
+        Table(
+            ["threshold", *[f"{m} records at risk" for m in series]],
+            rows,
+            caption="Records above each risk threshold",
+        ),
+    ]
 
 
 def _sensitive_block(risk: Mapping[str, Any]) -> list[Block]:
     attributes = _mapping(risk.get("sensitive"))
-    columns = [("distinct_l", "distinct l"), ("entropy_l", "entropy l"),
-               ("t_equal", "t (equal distance)"), ("t_hierarchical", "t (hierarchical)"),
-               ("single_value_classes", "classes of one value"),
-               ("single_value_records", "records in them")]
+    columns = [
+        ("distinct_l", "distinct l"),
+        ("entropy_l", "entropy l"),
+        ("t_equal", "t (equal distance)"),
+        ("t_hierarchical", "t (hierarchical)"),
+        ("single_value_classes", "classes of one value"),
+        ("single_value_records", "records in them"),
+    ]
     rows: list[list[Cell]] = []
     for name, figures in attributes.items():
         values = _mapping(figures)
-        rows.append([Cell(str(name)), *[
-            num(values.get(key), _key("risk", "sensitive", name, key))
-            if _number(values.get(key)) else Cell(show(values.get(key)))
-            for key, _ in columns]])
+        rows.append(
+            [
+                Cell(str(name)),
+                *[
+                    num(values.get(key), _key("risk", "sensitive", name, key))
+                    if _number(values.get(key))
+                    else Cell(show(values.get(key)))
+                    for key, _ in columns
+                ],
+            ]
+        )
     if not rows:
         return []
-    return [Table(["attribute", *[label for _, label in columns]], rows,
-                  caption="What the release gives about each sensitive attribute (smallest l "
-                          "and largest t over the classes; no privacy model enforced them)")]
+    return [
+        Table(
+            ["attribute", *[label for _, label in columns]],
+            rows,
+            caption="What the release gives about each sensitive attribute (smallest l "
+            "and largest t over the classes; no privacy model enforced them)",
+        )
+    ]
 
 
 def _warning_blocks(report: Mapping[str, Any]) -> list[Block]:
     messages = risk_warnings(report)
-    limit = report.get("parameters", {}).get("max_risk") \
-        if isinstance(report.get("parameters"), Mapping) else None
+    limit = (
+        report.get("parameters", {}).get("max_risk")
+        if isinstance(report.get("parameters"), Mapping)
+        else None
+    )
     if messages:
-        return [Note(f"{len(messages)} risk warning{'s' if len(messages) > 1 else ''}: see "
-                     "the top of the summary.", warning=True)]
+        return [
+            Note(
+                f"{len(messages)} risk warning{'s' if len(messages) > 1 else ''}: see "
+                "the top of the summary.",
+                warning=True,
+            )
+        ]
     if "risk_warnings" in report:
         bound = f" {limit:g}" if _finite(limit) else ""
-        return [Note(f"No risk warning: the highest prosecutor risk is within the maximum"
-                     f"{bound}, no record is unique on the attacker's columns and no class "
-                     "has a single value of a sensitive attribute.")]
+        return [
+            Note(
+                f"No risk warning: the highest prosecutor risk is within the maximum"
+                f"{bound}, no record is unique on the attacker's columns and no class "
+                "has a single value of a sensitive attribute."
+            )
+        ]
     return []
 
 
@@ -234,13 +313,16 @@ def _judged_rows(key: str, section: Mapping[str, Any]) -> list[tuple[str, Cell]]
     if _number(highest):
         rows.append(("prosecutor risk, highest", _share(highest, key, "prosecutor", "highest")))
     if _number(section.get("sample_uniques")):
-        rows.append(("sample uniques", _share(section["sample_uniques"], key,
-                                              "sample_uniques")))
+        rows.append(("sample uniques", _share(section["sample_uniques"], key, "sample_uniques")))
     for name in _mapping(section.get("sensitive")):
         records = single_value_records(section, str(name))
         if records is not None:
-            rows.append((f"records in classes of one {name} value (distinct l = 1)",
-                         num(records, _key(key, "sensitive", name, "single_value_records"))))
+            rows.append(
+                (
+                    f"records in classes of one {name} value (distinct l = 1)",
+                    num(records, _key(key, "sensitive", name, "single_value_records")),
+                )
+            )
     return rows
 
 
@@ -251,12 +333,21 @@ def _judged_blocks(report: Mapping[str, Any]) -> list[Block]:
         return []
     judged = judged_risk(report)
     if judged is None:
-        return [Note("No column the attacker knows is released unchanged: the warnings judge "
-                     "nothing. The figures below assume the attacker knows the perturbed "
-                     "values too, which match no original record.")]
-    return [KeyValues(_judged_rows(*judged), caption="What the warnings judge: the attacker's "
-                      "columns released unchanged (the figures below assume the perturbed "
-                      "values known too)")]
+        return [
+            Note(
+                "No column the attacker knows is released unchanged: the warnings judge "
+                "nothing. The figures below assume the attacker knows the perturbed "
+                "values too, which match no original record."
+            )
+        ]
+    return [
+        KeyValues(
+            _judged_rows(*judged),
+            caption="What the warnings judge: the attacker's "
+            "columns released unchanged (the figures below assume the perturbed "
+            "values known too)",
+        )
+    ]
 
 
 def release_risk_section(report: Mapping[str, Any]) -> Section | None:
@@ -270,8 +361,12 @@ def release_risk_section(report: Mapping[str, Any]) -> Section | None:
         blocks.append(KeyValues(known, caption="Who the attacker is"))
     figures = _figure_rows(risk)
     if figures:
-        blocks.append(KeyValues(figures, caption="Re-identification risk (ARX 3.9, sdcMicro "
-                                                 "5.8 definitions; docs/risk.md)"))
+        blocks.append(
+            KeyValues(
+                figures,
+                caption="Re-identification risk (ARX 3.9, sdcMicro 5.8 definitions; docs/risk.md)",
+            )
+        )
     blocks += _class_figure(report, risk)
     blocks += _at_risk_blocks(risk)
     blocks += _sensitive_block(risk)
@@ -308,18 +403,33 @@ def _risk_ru_map(report: Mapping[str, Any]) -> list[Block]:
     rows = [p for p in points if isinstance(p, Mapping)]
     for loss, label in (("IL", "information loss IL"), ("ZIL", "categorical loss ZIL")):
         usable: list[dict[str, Any]] = [
-            {"k": p.get("k"), loss: float(p[loss]),
-             "prosecutor_highest": float(p["prosecutor_highest"])}
-            for p in rows if _finite(p.get(loss)) and _finite(p.get("prosecutor_highest"))]
+            {
+                "k": p.get("k"),
+                loss: float(p[loss]),
+                "prosecutor_highest": float(p["prosecutor_highest"]),
+            }
+            for p in rows
+            if _finite(p.get(loss)) and _finite(p.get("prosecutor_highest"))
+        ]
         if usable:
             best = report.get("best_k")
-            fig = plots.ru_map_figure(usable, loss, "prosecutor_highest", "k",
-                                      best if _number(best) else None, x_label=label,
-                                      y_label="highest prosecutor risk")
-            return [Figure(plots.svg_data_uri(fig),
-                           f"R-U map with the re-identification risk: the highest prosecutor "
-                           f"risk (1 / smallest class) against {label} for each k.",
-                           "R-U map of prosecutor risk against information loss")]
+            fig = plots.ru_map_figure(
+                usable,
+                loss,
+                "prosecutor_highest",
+                "k",
+                best if _number(best) else None,
+                x_label=label,
+                y_label="highest prosecutor risk",
+            )
+            return [
+                Figure(
+                    plots.svg_data_uri(fig),
+                    f"R-U map with the re-identification risk: the highest prosecutor "
+                    f"risk (1 / smallest class) against {label} for each k.",
+                    "R-U map of prosecutor risk against information loss",
+                )
+            ]
     return []
 
 
@@ -334,9 +444,20 @@ def tradeoff_risk_section(report: Mapping[str, Any]) -> Section | None:
     if known:
         blocks.append(KeyValues(known, caption="Who the attacker is"))
     blocks += _risk_ru_map(report)
-    blocks.append(Table(["k", "classes", "smallest class", "prosecutor highest",
-                         "prosecutor average", "sample uniques"], _per_k_rows(by_k),
-                        caption="Re-identification risk of each k's masked table"))
+    blocks.append(
+        Table(
+            [
+                "k",
+                "classes",
+                "smallest class",
+                "prosecutor highest",
+                "prosecutor average",
+                "sample uniques",
+            ],
+            _per_k_rows(by_k),
+            caption="Re-identification risk of each k's masked table",
+        )
+    )
     return Section("Re-identification risk per k", "risk", blocks)
 
 
@@ -349,13 +470,25 @@ def roles_section(report: Mapping[str, Any]) -> Section | None:
     blocks: list[Block] = []
     by_other = report.get("insensitive_by_other")
     if isinstance(by_other, list) and by_other:
-        blocks.append(Note(f"Released unchanged because other = 'insensitive' was given (no "
-                           f"role was named for them): {show([str(c) for c in by_other])}.",
-                           warning=True))
+        blocks.append(
+            Note(
+                f"Released unchanged because other = 'insensitive' was given (no "
+                f"role was named for them): {show([str(c) for c in by_other])}.",
+                warning=True,
+            )
+        )
     unchanged = report.get("released_unchanged")
     if isinstance(unchanged, list):
-        blocks.append(KeyValues([("columns released with their original values",
-                                  Cell(show([str(c) for c in unchanged])))]))
+        blocks.append(
+            KeyValues(
+                [
+                    (
+                        "columns released with their original values",
+                        Cell(show([str(c) for c in unchanged])),
+                    )
+                ]
+            )
+        )
     blocks.append(Table(["column", "role"], rows, caption="Role of every input column"))
     return Section("Columns and their roles", "roles", blocks)
 
@@ -364,8 +497,9 @@ def risk_sections(ctx: RenderContext) -> Built:
     """The roles and risk sections of any report that holds them."""
     report = ctx.report
     roles = roles_section(report)
-    risks = [s for s in (release_risk_section(report), tradeoff_risk_section(report))
-             if s is not None]
+    risks = [
+        s for s in (release_risk_section(report), tradeoff_risk_section(report)) if s is not None
+    ]
     used: set[str] = set()
     if roles is not None:
         used |= {k for k in ROLE_KEYS if k in report}

@@ -42,8 +42,9 @@ def parameter_cell(name: str, value: Any, internal: bool) -> Cell:
     if looks_like_path(value) and not internal:
         return Cell(PurePath(str(value).replace("\\", "/")).name)
     if isinstance(value, list) and not internal and any(looks_like_path(v) for v in value):
-        return Cell(", ".join(PurePath(str(v)).name if looks_like_path(v) else show(v)
-                              for v in value))
+        return Cell(
+            ", ".join(PurePath(str(v)).name if looks_like_path(v) else show(v) for v in value)
+        )
     return cell(value, f"parameters.{name}")
 
 
@@ -72,8 +73,16 @@ def _run_rows(ctx: RenderContext) -> list[tuple[str, Cell]]:
         head.append(("Python", Cell(show(report["python"]))))
     head.append(("random seed", _seed_cell(report, ctx.parameters)))
     if isinstance(report.get("runtime_seconds"), int | float):
-        head.append(("run time", num(report["runtime_seconds"], "runtime_seconds",
-                                     text=f"{report['runtime_seconds']:.2f} s")))
+        head.append(
+            (
+                "run time",
+                num(
+                    report["runtime_seconds"],
+                    "runtime_seconds",
+                    text=f"{report['runtime_seconds']:.2f} s",
+                ),
+            )
+        )
     return head
 
 
@@ -82,9 +91,14 @@ def _input_rows(report: Mapping[str, Any]) -> list[list[Cell]]:
     rows = []
     for role, desc in (report.get("inputs") or {}).items():
         if isinstance(desc, Mapping):
-            rows.append([Cell(str(role)), Cell(show(desc.get("name"))),
-                         cell(desc.get("bytes"), f"inputs.{role}.bytes"),
-                         Cell(show(desc.get("sha256")), style="hash")])
+            rows.append(
+                [
+                    Cell(str(role)),
+                    Cell(show(desc.get("name"))),
+                    cell(desc.get("bytes"), f"inputs.{role}.bytes"),
+                    Cell(show(desc.get("sha256")), style="hash"),
+                ]
+            )
         else:
             rows.append([Cell(str(role)), Cell("in memory"), Cell("—"), Cell("—")])
     return rows
@@ -98,9 +112,11 @@ def _roles_table(report: Mapping[str, Any]) -> Table | None:
     by_role: dict[str, list[str]] = {}
     for col, role in roles.items():
         by_role.setdefault(str(role), []).append(str(col))
-    return Table(["role", "columns"],
-                 [[Cell(r), Cell(", ".join(cols))] for r, cols in by_role.items()],
-                 caption="Column roles")
+    return Table(
+        ["role", "columns"],
+        [[Cell(r), Cell(", ".join(cols))] for r, cols in by_role.items()],
+        caption="Column roles",
+    )
 
 
 def settings_section(ctx: RenderContext) -> Section:
@@ -108,10 +124,17 @@ def settings_section(ctx: RenderContext) -> Section:
     blocks: list[Block] = [KeyValues(_run_rows(ctx))]
     rows = _input_rows(ctx.report)
     if rows:
-        blocks.append(Table(["input", "file", "bytes", "SHA-256"], rows,
-                            caption="Input files (the hash identifies the exact file used)"))
-    prow = [[Cell(name), parameter_cell(name, value, ctx.internal)]
-            for name, value in flatten(ctx.parameters)]
+        blocks.append(
+            Table(
+                ["input", "file", "bytes", "SHA-256"],
+                rows,
+                caption="Input files (the hash identifies the exact file used)",
+            )
+        )
+    prow = [
+        [Cell(name), parameter_cell(name, value, ctx.internal)]
+        for name, value in flatten(ctx.parameters)
+    ]
     if prow:
         blocks.append(Table(["parameter", "value"], prow, caption="Parameters"))
     roles = _roles_table(ctx.report)

@@ -81,15 +81,16 @@ def java_log_array(x: NDArray[Any]) -> NDArray[Any]:
     """
     x = np.asarray(x, dtype=np.float64)
     if not _LONG_DOUBLE_OK:
-        return np.fromiter((_decimal_log(float(v)) for v in x.reshape(-1)), dtype=np.float64,
-                           count=x.size).reshape(x.shape)
+        return np.fromiter(
+            (_decimal_log(float(v)) for v in x.reshape(-1)), dtype=np.float64, count=x.size
+        ).reshape(x.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         wide = np.log(x.astype(np.longdouble))
     out = wide.astype(np.float64)
     finite = np.isfinite(out) & (out != 0.0)
     gap = np.abs(wide - out.astype(np.longdouble))
     ulp = np.spacing(np.abs(out)).astype(np.longdouble)
-    risky = finite & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0 ** -8))
+    risky = finite & (np.abs(gap - ulp / 2) < ulp * np.longdouble(2.0**-8))
     for i in np.flatnonzero(risky.reshape(-1)):
         out.reshape(-1)[i] = _decimal_log(float(x.reshape(-1)[i]))
     return out
@@ -183,7 +184,7 @@ def java_str(x: float) -> str:
     if 1e-3 <= a < 1e7:
         if sci >= 0:
             whole = digits[: sci + 1].ljust(sci + 1, "0")
-            frac = digits[sci + 1:] or "0"
+            frac = digits[sci + 1 :] or "0"
             return f"{sign}{whole}.{frac}"
         return f"{sign}0.{'0' * (-sci - 1)}{digits}"
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{sci}"
@@ -198,11 +199,38 @@ def loss_text(value: LossValue) -> str:
 
 #: HPPC 0.6.0's ``HashContainerUtils.PERTURBATIONS`` (by leading zeros of the capacity)
 _HPPC_PERTURBATIONS = (
-    -657416472, -704359657, -504277740, -766834399, -367894171, 2018242870, -776455028,
-    -1144722961, 2138298170, -1177589347, 1159698088, 1116325088, 787152282, -381796403,
-    1257683291, -1437948040, -85127662, 44775438, -297881302, 1857804000, -1739192497,
-    1379613681, 2087190152, 1732903491, 1862275992, 142593372, -582727230, 2129619989,
-    -111286646, -1552844519, -470891926, -929850856,
+    -657416472,
+    -704359657,
+    -504277740,
+    -766834399,
+    -367894171,
+    2018242870,
+    -776455028,
+    -1144722961,
+    2138298170,
+    -1177589347,
+    1159698088,
+    1116325088,
+    787152282,
+    -381796403,
+    1257683291,
+    -1437948040,
+    -85127662,
+    44775438,
+    -297881302,
+    1857804000,
+    -1739192497,
+    1379613681,
+    2087190152,
+    1732903491,
+    1862275992,
+    142593372,
+    -582727230,
+    2129619989,
+    -111286646,
+    -1552844519,
+    -470891926,
+    -929850856,
 )
 _M32 = 0xFFFFFFFF
 
@@ -352,8 +380,9 @@ class LossContext:
                 for level in range(len(per_dim)):
                     offsets[dim, level] = starts[position]
                     position += 1
-            flat = (np.concatenate([t for per_dim in tables for t in per_dim])
-                    if sizes else np.zeros(0))
+            flat = (
+                np.concatenate([t for per_dim in tables for t in per_dim]) if sizes else np.zeros(0)
+            )
             self._flat_shares = (flat, offsets)
         flat, offsets = self._flat_shares
         codes = self.all_group_codes(fs)
@@ -407,8 +436,9 @@ class LossContext:
             if row[0] in in_data:
                 for label in row:
                     ids.setdefault(label, len(ids))
-        return [np.array([ids[label] for label in labels], dtype=np.int64)
-                for labels in q.level_labels]
+        return [
+            np.array([ids[label] for label in labels], dtype=np.int64) for labels in q.level_labels
+        ]
 
     # ---------------------------------------------------------------- entropy
     def entropy_raw(self, dim: int, level: int) -> float:
@@ -419,8 +449,10 @@ class LossContext:
         values in the order of their first appearance, ARX's dictionary order).
         """
         if self._entropy is None:
-            self._entropy = [[self._entropy_level(i, lv) for lv in range(q.height + 1)]
-                             for i, q in enumerate(self.qis)]
+            self._entropy = [
+                [self._entropy_level(i, lv) for lv in range(q.height + 1)]
+                for i, q in enumerate(self.qis)
+            ]
         return self._entropy[dim][level]
 
     def _entropy_level(self, dim: int, level: int) -> float:
@@ -475,7 +507,8 @@ class LossContext:
                 distinct = population[np.asarray(first)]
                 if base.shape[1] == distinct.shape[1]:
                     index = pd.MultiIndex.from_arrays(list(base.T)).get_indexer(
-                        pd.MultiIndex.from_arrays(list(distinct.T)))
+                        pd.MultiIndex.from_arrays(list(distinct.T))
+                    )
                     if index.shape[0] == 0 or index.min() >= 0:
                         found = np.asarray(index, dtype=np.int64)
             self._population_tuples = (found,)
@@ -484,15 +517,19 @@ class LossContext:
     def classes_of_codes(self, fs: FrequencySet, codes: NDArray[Any]) -> NDArray[Any]:
         """The class (index into ``fs``, -1 where it has none) of each row of bottom-level
         QI ``codes`` (rows x QIs), lifted to ``fs``'s node."""
-        lifted = np.column_stack([q.level_codes[lv][codes[:, i]]
-                                  for i, (q, lv) in enumerate(zip(self.qis, fs.levels,
-                                                                  strict=True))])
+        lifted = np.column_stack(
+            [
+                q.level_codes[lv][codes[:, i]]
+                for i, (q, lv) in enumerate(zip(self.qis, fs.levels, strict=True))
+            ]
+        )
         packed = self.layout.pack(lifted)
         if packed.shape[1] == 1:
             index = pd.Index(fs.keys[:, 0]).get_indexer(packed[:, 0])
         else:
             index = pd.MultiIndex.from_arrays(list(fs.keys.T)).get_indexer(
-                pd.MultiIndex.from_arrays(list(packed.T)))
+                pd.MultiIndex.from_arrays(list(packed.T))
+            )
         return np.asarray(index, dtype=np.int64)
 
 
@@ -501,12 +538,15 @@ def check_gs_factor(gs_factor: float) -> float:
     try:
         value = float(gs_factor)
     except (TypeError, ValueError):
-        raise AnonlabError(f"gs_factor must be a number from 0 to 1 (got {gs_factor!r})",
-                           parameter="gs_factor") from None
+        raise AnonlabError(
+            f"gs_factor must be a number from 0 to 1 (got {gs_factor!r})", parameter="gs_factor"
+        ) from None
     if not 0.0 <= value <= 1.0 or math.isnan(value):
-        raise AnonlabError(f"gs_factor must be from 0 to 1 (got {value:g}): 0 favours "
-                           "suppression, 1 generalization, 0.5 treats them alike",
-                           parameter="gs_factor")
+        raise AnonlabError(
+            f"gs_factor must be from 0 to 1 (got {value:g}): 0 favours "
+            "suppression, 1 generalization, 0.5 treats them alike",
+            parameter="gs_factor",
+        )
     return value
 
 
@@ -555,7 +595,8 @@ class Metric(ABC):
             raise AnonlabError(
                 f"gs_factor applies to the metrics {', '.join(metric_names('takes_gs_factor'))}, "
                 f"not to '{self.name}': leave it at 0.5 or choose one of them",
-                parameter="gs_factor")
+                parameter="gs_factor",
+            )
         self.set_dimensions(aggregate, weights)
         self.g_factor, self.s_factor = gs_factors(self.gs_factor)
 
@@ -570,12 +611,14 @@ class Metric(ABC):
             raise AnonlabError(
                 f"aggregate applies to the metrics {', '.join(metric_names('multi_dimensional'))}"
                 f", not to '{self.name}' (a single number in ARX): leave it out",
-                parameter="aggregate")
+                parameter="aggregate",
+            )
         if weights:
             raise AnonlabError(
                 f"weights apply to the metrics {', '.join(metric_names('multi_dimensional'))}, "
                 f"not to '{self.name}' (ARX does not weight it): leave them out",
-                parameter="weights")
+                parameter="weights",
+            )
 
     @classmethod
     def undefined_reason(cls, ctx: LossContext) -> str | None:
@@ -666,15 +709,19 @@ def weight_vector(ctx: LossContext, weights: Mapping[str, float] | None) -> list
         if key not in ctx.names:
             raise AnonlabError(
                 f"weights names '{key}', which is not a quasi-identifier (quasi-identifiers: "
-                f"{', '.join(ctx.names)}): weight only quasi-identifiers", parameter="weights")
+                f"{', '.join(ctx.names)}): weight only quasi-identifiers",
+                parameter="weights",
+            )
         try:
             value = float(w)
         except (TypeError, ValueError):
-            raise AnonlabError(f"weights of '{key}' must be a number (got {w!r})",
-                               parameter="weights") from None
+            raise AnonlabError(
+                f"weights of '{key}' must be a number (got {w!r})", parameter="weights"
+            ) from None
         if not math.isfinite(value) or value < 0.0:
-            raise AnonlabError(f"weights of '{key}' must be a number >= 0 (got {value:g})",
-                               parameter="weights")
+            raise AnonlabError(
+                f"weights of '{key}' must be a number >= 0 (got {value:g})", parameter="weights"
+            )
         raw[ctx.names.index(key)] = value
     top = max(raw) if raw else 0.0
     if top == 0.0:

@@ -56,7 +56,10 @@ from anonlab.lattice.metrics.order import arx_class_order
 
 
 def majority_stats(
-    groups: NDArray[Any], values: NDArray[Any], weights: NDArray[Any], n_groups: int,
+    groups: NDArray[Any],
+    values: NDArray[Any],
+    weights: NDArray[Any],
+    n_groups: int,
     n_values: int,
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Per group: its records, the largest and second largest count of one value.
@@ -123,8 +126,9 @@ class Classification(Metric):
         d0 = q.cardinality(0)
         if d0 == 1:
             return np.zeros(q.height + 1)
-        return np.array([1.0 - float(q.cardinality(lv) - 1) / float(d0 - 1)
-                         for lv in range(q.height + 1)])
+        return np.array(
+            [1.0 - float(q.cardinality(lv) - 1) / float(d0 - 1) for lv in range(q.height + 1)]
+        )
 
     def _tuple_histograms(self) -> list[tuple[NDArray[Any], NDArray[Any], NDArray[Any], int]]:
         """Per non-QI target: ``(tuple, value, count, values)`` over the table's distinct
@@ -135,8 +139,9 @@ class Classification(Metric):
             for name in self.other_targets:
                 codes, uniques = pd.factorize(as_text(self.ctx.dataset.frame[name]), sort=False)
                 v = max(len(uniques), 1)
-                t, val, cnt = aggregate_histograms(row_tuple, codes.astype(np.int64), None,
-                                                   int(tuple_codes.shape[0]), v)
+                t, val, cnt = aggregate_histograms(
+                    row_tuple, codes.astype(np.int64), None, int(tuple_codes.shape[0]), v
+                )
                 out.append((t, val, cnt, v))
             self._histograms = out
         return self._histograms
@@ -150,11 +155,15 @@ class Classification(Metric):
             return np.asarray(n * (self.p_max_scale / self.p_max))
         infrequent = self.p_infrequent * (1.0 - scale) + self.p_max_scale * scale
         no_majority = self.p_no_majority * (1.0 - scale) + self.p_max_scale * scale
-        return np.where(top1 != top2, (count - top1).astype(np.float64)
-                        * (infrequent / self.p_max), n * (no_majority / self.p_max))
+        return np.where(
+            top1 != top2,
+            (count - top1).astype(np.float64) * (infrequent / self.p_max),
+            n * (no_majority / self.p_max),
+        )
 
-    def _other_terms(self, node: NodeClasses, live: NDArray[Any], released: NDArray[Any],
-                     order: NDArray[Any]) -> NDArray[Any]:
+    def _other_terms(
+        self, node: NodeClasses, live: NDArray[Any], released: NDArray[Any], order: NDArray[Any]
+    ) -> NDArray[Any]:
         """Class by class: the suppressed class's one term or each non-QI target's term."""
         fs = node.fs
         counts = fs.counts.astype(np.int64)
@@ -171,8 +180,14 @@ class Classification(Metric):
         terms[~released, 1:] = 0.0
         return np.asarray(terms[order][live[order]].reshape(-1))
 
-    def _qi_terms(self, node: NodeClasses, dim: int, live: NDArray[Any],
-                  released: NDArray[Any], order: NDArray[Any]) -> NDArray[Any]:
+    def _qi_terms(
+        self,
+        node: NodeClasses,
+        dim: int,
+        live: NDArray[Any],
+        released: NDArray[Any],
+        order: NDArray[Any],
+    ) -> NDArray[Any]:
         """One quasi-identifier target: its suppressed classes, then its groups."""
         fs = node.fs
         counts = fs.counts.astype(np.int64)[order]
@@ -190,8 +205,12 @@ class Classification(Metric):
             group = np.zeros(codes.shape[0], dtype=np.int64)
         n_groups = int(group.max()) + 1
         count, top1, top2 = majority_stats(
-            group.astype(np.int64), codes[:, dim].astype(np.int64), counts[kept], n_groups,
-            self.ctx.qis[dim].cardinality(fs.levels[dim]))
+            group.astype(np.int64),
+            codes[:, dim].astype(np.int64),
+            counts[kept],
+            n_groups,
+            self.ctx.qis[dim].cardinality(fs.levels[dim]),
+        )
         scale = float(self.scale_factors(dim)[fs.levels[dim]])
         return np.concatenate((outlier, self._distribution_terms(count, top1, top2, scale)))
 
@@ -201,8 +220,7 @@ class Classification(Metric):
         released = ~np.asarray(node.outliers, dtype=bool)
         order = arx_class_order(self.ctx, node.fs)
         parts = [self._other_terms(node, live, released, order)]
-        parts.extend(self._qi_terms(node, dim, live, released, order)
-                     for dim in self.qi_targets)
+        parts.extend(self._qi_terms(node, dim, live, released, order) for dim in self.qi_targets)
         return sequential_sum(np.concatenate(parts))
 
     def class_loss(self, fs: FrequencySet) -> NDArray[Any]:
@@ -213,8 +231,7 @@ class Classification(Metric):
         if not self.other_targets:
             return np.zeros(fs.classes)
         t, val, cnt, v = self._tuple_histograms()[-1]
-        count, top1, top2 = majority_stats(self.ctx.class_of_tuples(fs)[t], val, cnt,
-                                           fs.classes, v)
+        count, top1, top2 = majority_stats(self.ctx.class_of_tuples(fs)[t], val, cnt, fs.classes, v)
         return self._distribution_terms(count, top1, top2, 0.0)
 
     def lower_bound(self, node: NodeClasses) -> float:
@@ -231,22 +248,34 @@ def check_targets(ctx: LossContext, targets: Sequence[str] | None) -> list[str]:
     """
     given = [str(t) for t in (targets or [])]
     if not given:
-        raise AnonlabError("metric 'classification' needs targets: name the column(s) whose "
-                           "values the release should still predict, e.g. salary-class",
-                           parameter="targets")
+        raise AnonlabError(
+            "metric 'classification' needs targets: name the column(s) whose "
+            "values the release should still predict, e.g. salary-class",
+            parameter="targets",
+        )
     columns = [str(c) for c in ctx.dataset.frame.columns]
     for name in given:
         if given.count(name) > 1:
-            raise AnonlabError(f"targets names '{name}' twice: name each column once",
-                               parameter="targets")
+            raise AnonlabError(
+                f"targets names '{name}' twice: name each column once", parameter="targets"
+            )
         if name not in columns:
-            raise AnonlabError(f"targets names '{name}', which is not a column of the table "
-                               f"(columns: {', '.join(columns)})", parameter="targets")
+            raise AnonlabError(
+                f"targets names '{name}', which is not a column of the table "
+                f"(columns: {', '.join(columns)})",
+                parameter="targets",
+            )
         if ctx.dataset.roles.get(name) == Role.IDENTIFYING:
-            raise AnonlabError(f"targets names '{name}', an identifying column the release "
-                               "drops: choose a column that is released", parameter="targets")
+            raise AnonlabError(
+                f"targets names '{name}', an identifying column the release "
+                "drops: choose a column that is released",
+                parameter="targets",
+            )
         if name not in ctx.names and ctx.dataset.rowless:
-            raise AnonlabError(f"targets names '{name}', which is not a quasi-identifier, but "
-                               "the table's rows stay in an engine (a rowless dataset), where "
-                               "only quasi-identifiers can be targets", parameter="targets")
+            raise AnonlabError(
+                f"targets names '{name}', which is not a quasi-identifier, but "
+                "the table's rows stay in an engine (a rowless dataset), where "
+                "only quasi-identifiers can be targets",
+                parameter="targets",
+            )
     return sorted(given, key=columns.index)

@@ -148,8 +148,10 @@ class MultiDimensionalMetric(Metric):
         attribute weights (default: 1 each)."""
         how = self.default_aggregate if aggregate is None else str(aggregate)
         if how not in AGGREGATES:
-            raise AnonlabError(f"aggregate '{how}' is unknown: choose one of "
-                               f"{', '.join(AGGREGATES)}", parameter="aggregate")
+            raise AnonlabError(
+                f"aggregate '{how}' is unknown: choose one of {', '.join(AGGREGATES)}",
+                parameter="aggregate",
+            )
         self.aggregate = how
         self.weights = weight_vector(self.ctx, weights)
 
@@ -282,17 +284,24 @@ class LossMetric(MultiDimensionalMetric):
         rows = counts.shape[0]
         released = ~np.asarray(node.outliers, dtype=bool)
         share = counts[:, None] * self.ctx.share_matrix(fs)
-        suppressed = (np.broadcast_to(counts[:, None], share.shape) if self.s_factor == 1.0
-                      else share + self.s_factor * (counts[:, None] - share))
+        suppressed = (
+            np.broadcast_to(counts[:, None], share.shape)
+            if self.s_factor == 1.0
+            else share + self.s_factor * (counts[:, None] - share)
+        )
         terms = np.where(released[:, None], share * self.g_factor, suppressed)
         each = summation_error(rows)  # both sums add the same rounded terms
         slack = sum_slack(each, each)
         values = []
         for dim, total in enumerate((np.ones(rows) @ terms).tolist()):
-            values.append(finished_sum(
-                total, 0.0 if self._exact_sums(dim, fs.levels[dim]) else slack,
-                functools.partial(self._normalize, dim=dim),
-                functools.partial(sequential_sum, terms[:, dim])))
+            values.append(
+                finished_sum(
+                    total,
+                    0.0 if self._exact_sums(dim, fs.levels[dim]) else slack,
+                    functools.partial(self._normalize, dim=dim),
+                    functools.partial(sequential_sum, terms[:, dim]),
+                )
+            )
         return values, bounds
 
     def _bounds(self, node: NodeClasses, counts: NDArray[Any]) -> list[float]:
@@ -314,10 +323,14 @@ class LossMetric(MultiDimensionalMetric):
                 out.append(fixed)
                 continue
             total, error = self._level_sum(node, dim)
-            out.append(finished_sum(
-                total, sum_slack(summation_error(rows, 2), error),
-                functools.partial(self._normalize, dim=dim),
-                functools.partial(self._class_order_sum, fs, counts, dim)))
+            out.append(
+                finished_sum(
+                    total,
+                    sum_slack(summation_error(rows, 2), error),
+                    functools.partial(self._normalize, dim=dim),
+                    functools.partial(self._class_order_sum, fs, counts, dim),
+                )
+            )
         return out
 
     def _class_order_sum(self, fs: FrequencySet, counts: NDArray[Any], dim: int) -> float:
@@ -336,8 +349,11 @@ class LossMetric(MultiDimensionalMetric):
         key = (dim, node.fs.levels[dim])
         if key not in self._fixed:
             total, error = self._level_sum(node, dim)
-            slack = (0.0 if self._exact_sums(*key)
-                     else sum_slack(summation_error(max(self.ctx.n, node.fs.classes), 2), error))
+            slack = (
+                0.0
+                if self._exact_sums(*key)
+                else sum_slack(summation_error(max(self.ctx.n, node.fs.classes), 2), error)
+            )
             low = self._normalize(total - slack * abs(total), dim)
             high = self._normalize(total + slack * abs(total), dim)
             self._fixed[key] = low if low == high else None
@@ -353,8 +369,9 @@ class LossMetric(MultiDimensionalMetric):
         fs = node.fs
         known = self._level_sums
         if (dim, fs.levels[dim]) not in known:
-            sums = ((fs.counts.astype(np.float64) @ self.ctx.share_matrix(fs))
-                    * self.g_factor).tolist()
+            sums = (
+                (fs.counts.astype(np.float64) @ self.ctx.share_matrix(fs)) * self.g_factor
+            ).tolist()
             error = summation_error(fs.classes, 2)
             for d, level in enumerate(fs.levels):
                 known.setdefault((d, level), (float(sums[d]), error))
@@ -373,11 +390,13 @@ class LossMetric(MultiDimensionalMetric):
         key = (dim, level)
         known = self._exact.get(key)
         if known is None:
-            values = np.concatenate((self.ctx.shares(dim)[level],
-                                     [self.g_factor, self.s_factor]))
+            values = np.concatenate((self.ctx.shares(dim)[level], [self.g_factor, self.s_factor]))
             scaled = np.ldexp(values, 11)
-            known = bool(np.all(np.isfinite(scaled)) and np.all(np.floor(scaled) == scaled)
-                         and self.ctx.n <= 2**31)
+            known = bool(
+                np.all(np.isfinite(scaled))
+                and np.all(np.floor(scaled) == scaled)
+                and self.ctx.n <= 2**31
+            )
             self._exact[key] = known
         return known
 
@@ -467,9 +486,12 @@ class PrecisionWithSuppression(Precision):
         released = float(int(counts.sum()) - int(suppressed))
         n = float(self.ctx.n)
         ratios = self._ratio_lists()
-        return [safe_div((released * ratios[dim][level]) * self.g_factor
-                         + suppressed * self.s_factor, n)
-                for dim, level in enumerate(node.levels)]
+        return [
+            safe_div(
+                (released * ratios[dim][level]) * self.g_factor + suppressed * self.s_factor, n
+            )
+            for dim, level in enumerate(node.levels)
+        ]
 
     def _ratio_lists(self) -> list[list[float]]:
         """:meth:`_ratio` of every quasi-identifier as Python floats (made once)."""
@@ -516,8 +538,9 @@ class NonUniformEntropy(LevelTableMetric):
     def level_table(self, dim: int) -> NDArray[Any]:
         """The entropy at each level."""
         h = int(self.ctx.heights[dim])
-        return np.array([_negated(self.ctx.entropy_raw(dim, lv) * self.g_factor)
-                         for lv in range(h + 1)])
+        return np.array(
+            [_negated(self.ctx.entropy_raw(dim, lv) * self.g_factor) for lv in range(h + 1)]
+        )
 
     def vector(self, node: NodeClasses) -> list[float]:
         """The entropy at the node's levels."""
@@ -601,9 +624,11 @@ class NormalizedEntropy(NonUniformEntropyWithSuppression):
         flat = [name for name, u in zip(ctx.names, _entropy_upper(ctx), strict=True) if u == 0.0]
         if not flat:
             return None
-        return (f"metric 'normalized_entropy' is not defined when a quasi-identifier has a "
-                f"single value in the table ({', '.join(flat)}): choose metric 'entropy' or "
-                "'entropy_with_suppression'")
+        return (
+            f"metric 'normalized_entropy' is not defined when a quasi-identifier has a "
+            f"single value in the table ({', '.join(flat)}): choose metric 'entropy' or "
+            "'entropy_with_suppression'"
+        )
 
     def level_table(self, dim: int) -> NDArray[Any]:
         """The monotonic entropy at each level over the attribute's upper bound."""

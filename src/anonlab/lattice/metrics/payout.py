@@ -91,8 +91,9 @@ class PublisherPayout(Metric):
         equal-size classes for the risk-based models)."""
         node = NodeClasses(fs, np.zeros(fs.classes, dtype=bool))
         counts = fs.counts.astype(np.float64)
-        return np.asarray(self.g_factor * counts
-                          * (self.costs.publisher_benefit - self.class_payout(node)))
+        return np.asarray(
+            self.g_factor * counts * (self.costs.publisher_benefit - self.class_payout(node))
+        )
 
     def arx_order(self, fs: FrequencySet) -> NDArray[Any]:
         """The node's classes in ARX's order: of first appearance in the table's rows, or with
@@ -128,8 +129,13 @@ class PublisherPayout(Metric):
         if parts is None:
             layout = self.ctx.layout
             distinct = population[self._population_first(population)]
-            parts = [[np.asarray(codes[distinct[:, dim]], dtype=np.int64) * layout.weight[dim]
-                      for codes in q.level_codes] for dim, q in enumerate(self.ctx.qis)]
+            parts = [
+                [
+                    np.asarray(codes[distinct[:, dim]], dtype=np.int64) * layout.weight[dim]
+                    for codes in q.level_codes
+                ]
+                for dim, q in enumerate(self.ctx.qis)
+            ]
             self._key_parts = parts
         return parts
 
@@ -139,8 +145,9 @@ class PublisherPayout(Metric):
         top = self.costs.publisher_benefit
         outliers = np.asarray(node.outliers, dtype=bool)
         payout = self.class_payout(node)
-        terms = np.where(outliers, self.s_factor * counts * top,
-                         self.g_factor * counts * (top - payout))
+        terms = np.where(
+            outliers, self.s_factor * counts * top, self.g_factor * counts * (top - payout)
+        )
         order = self.arx_order(node.fs)
         return sequential_sum(terms[order][counts[order] > 0])
 

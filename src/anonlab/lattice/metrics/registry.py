@@ -30,10 +30,23 @@ from anonlab.lattice.metrics.static import StaticLoss
 #: every metric by its name in settings and reports
 METRICS: dict[str, type[Metric]] = {
     m.name: m
-    for m in (LossMetric, Precision, PrecisionWithSuppression, Height, Discernibility,
-              DiscernibilityWithSuppression, AverageClassSize, NonUniformEntropy,
-              NonUniformEntropyWithSuppression, NormalizedEntropy, Ambiguity, KLDivergence,
-              EntropyInformationLoss, Classification, StaticLoss)
+    for m in (
+        LossMetric,
+        Precision,
+        PrecisionWithSuppression,
+        Height,
+        Discernibility,
+        DiscernibilityWithSuppression,
+        AverageClassSize,
+        NonUniformEntropy,
+        NonUniformEntropyWithSuppression,
+        NormalizedEntropy,
+        Ambiguity,
+        KLDivergence,
+        EntropyInformationLoss,
+        Classification,
+        StaticLoss,
+    )
 }
 #: ARX's publisher-payout metrics (they read the profitability models' cost-benefit figures)
 METRICS.update({m.name: m for m in (PublisherPayout, PublisherPayoutJournalist)})
@@ -66,8 +79,9 @@ def metric_by_name(
     """
     cls = METRICS.get(name)
     if cls is None:
-        raise AnonlabError(f"metric '{name}' is unknown: choose one of {', '.join(METRICS)}",
-                           parameter="metric")
+        raise AnonlabError(
+            f"metric '{name}' is unknown: choose one of {', '.join(METRICS)}", parameter="metric"
+        )
     reason = None if allow_undefined else cls.undefined_reason(ctx)
     if reason is not None:
         raise AnonlabError(reason, parameter="metric")
@@ -82,7 +96,9 @@ def metric_options(cls: type[Metric], **given: object) -> dict[str, object]:
     for key, value in given.items():
         if value and key not in cls.options:
             takers = [name for name, c in METRICS.items() if key in c.options]
-            raise AnonlabError(f"{key} applies to the metric {', '.join(takers)}, not to "
-                               f"'{cls.name}': leave it out or choose that metric",
-                               parameter=key)
+            raise AnonlabError(
+                f"{key} applies to the metric {', '.join(takers)}, not to "
+                f"'{cls.name}': leave it out or choose that metric",
+                parameter=key,
+            )
     return {key: given.get(key) for key in cls.options}

@@ -69,43 +69,62 @@ def check_static_loss(
     given = dict(static_loss or {})
     missing = [name for name in ctx.names if name not in given]
     if missing:
-        raise AnonlabError(f"metric 'static' needs static_loss for every quasi-identifier; "
-                           f"missing: {', '.join(missing)} (give one number per level, level 0 "
-                           "first)", parameter="static_loss")
+        raise AnonlabError(
+            f"metric 'static' needs static_loss for every quasi-identifier; "
+            f"missing: {', '.join(missing)} (give one number per level, level 0 "
+            "first)",
+            parameter="static_loss",
+        )
     unknown = [str(name) for name in given if name not in ctx.names]
     if unknown:
-        raise AnonlabError(f"static_loss names '{unknown[0]}', which is not a quasi-identifier "
-                           f"(quasi-identifiers: {', '.join(ctx.names)})",
-                           parameter="static_loss")
+        raise AnonlabError(
+            f"static_loss names '{unknown[0]}', which is not a quasi-identifier "
+            f"(quasi-identifiers: {', '.join(ctx.names)})",
+            parameter="static_loss",
+        )
     out: dict[str, list[float]] = {}
     for name, q in zip(ctx.names, ctx.qis, strict=True):
         raw = given[name]
         if isinstance(raw, str | bytes) or not isinstance(raw, Sequence):
-            raise AnonlabError(f"static_loss of '{name}' must be a list of numbers, one per "
-                               f"level (got {raw!r})", parameter="static_loss")
+            raise AnonlabError(
+                f"static_loss of '{name}' must be a list of numbers, one per level (got {raw!r})",
+                parameter="static_loss",
+            )
         values = []
         for item in raw:
             if isinstance(item, bool):
-                raise AnonlabError(f"static_loss of '{name}' must hold numbers (got {item!r})",
-                                   parameter="static_loss")
+                raise AnonlabError(
+                    f"static_loss of '{name}' must hold numbers (got {item!r})",
+                    parameter="static_loss",
+                )
             try:
                 number = float(item)
             except (TypeError, ValueError):
-                raise AnonlabError(f"static_loss of '{name}' must hold numbers (got {item!r})",
-                                   parameter="static_loss") from None
+                raise AnonlabError(
+                    f"static_loss of '{name}' must hold numbers (got {item!r})",
+                    parameter="static_loss",
+                ) from None
             if not math.isfinite(number):
-                raise AnonlabError(f"static_loss of '{name}' must hold finite numbers (got "
-                                   f"{number})", parameter="static_loss")
+                raise AnonlabError(
+                    f"static_loss of '{name}' must hold finite numbers (got {number})",
+                    parameter="static_loss",
+                )
             values.append(number)
         if len(values) != q.height + 1:
-            raise AnonlabError(f"static_loss of '{name}' has {len(values)} number(s), but its "
-                               f"hierarchy has {q.height + 1} levels: give one per level, "
-                               "level 0 first", parameter="static_loss")
+            raise AnonlabError(
+                f"static_loss of '{name}' has {len(values)} number(s), but its "
+                f"hierarchy has {q.height + 1} levels: give one per level, "
+                "level 0 first",
+                parameter="static_loss",
+            )
         for level in range(1, len(values)):
             if values[level] < values[level - 1]:
-                raise AnonlabError(f"static_loss of '{name}' decreases from level {level - 1} "
-                                   f"({values[level - 1]:g}) to level {level} "
-                                   f"({values[level]:g}): a higher level must lose at least as "
-                                   "much", parameter="static_loss")
+                raise AnonlabError(
+                    f"static_loss of '{name}' decreases from level {level - 1} "
+                    f"({values[level - 1]:g}) to level {level} "
+                    f"({values[level]:g}): a higher level must lose at least as "
+                    "much",
+                    parameter="static_loss",
+                )
         out[name] = values
     return out

@@ -5,6 +5,7 @@ ARX 3.9 in ``$ARX_HOME`` (default /tmp/arx: ``classes/``, ``cp.txt`` listing its
 with this folder's MetricsRef.java compiled into ``$ARX_HOME/ref/metrics``:
 ``javac -cp "classes:$(cat cp.txt)" -d ref/metrics MetricsRef.java``.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ REPO = Path(__file__).resolve().parents[4]
 OUT = REPO / "tests/data/arx_metrics"
 ARX = Path(os.environ.get("ARX_HOME", "/tmp/arx"))
 CP = f"{ARX}/ref/metrics:{ARX}/classes:" + ":".join(
-    str(ARX / p) for p in (ARX / "cp.txt").read_text().strip().split(":"))
-
+    str(ARX / p) for p in (ARX / "cp.txt").read_text().strip().split(":")
+)
 
 
 class Dataset(TypedDict):
@@ -37,15 +38,34 @@ class Dataset(TypedDict):
 Case = dict[str, Any]
 """One MetricsRef setting (metric, suppression, optional k, gs_factor, aggregate, weights)."""
 
-METRICS = ["loss", "precision", "precision_with_suppression", "height", "discernibility",
-           "discernibility_with_suppression", "aecs", "entropy", "entropy_with_suppression",
-           "normalized_entropy", "ambiguity", "kl_divergence"]
+METRICS = [
+    "loss",
+    "precision",
+    "precision_with_suppression",
+    "height",
+    "discernibility",
+    "discernibility_with_suppression",
+    "aecs",
+    "entropy",
+    "entropy_with_suppression",
+    "normalized_entropy",
+    "ambiguity",
+    "kl_divergence",
+]
 
 DATASETS: dict[str, Dataset] = {
     "adult": {
         "data": "data/adult/adult.csv",
-        "qis": ["sex", "age", "race", "marital-status", "education", "native-country",
-                "workclass", "salary-class"],
+        "qis": [
+            "sex",
+            "age",
+            "race",
+            "marital-status",
+            "education",
+            "native-country",
+            "workclass",
+            "salary-class",
+        ],
         "hierarchy": "data/adult/hierarchy_{}.csv",
         "heights": [1, 4, 1, 2, 3, 2, 2, 1],
         "k": 5,
@@ -53,8 +73,16 @@ DATASETS: dict[str, Dataset] = {
     "subset": {
         "data": "data/adult/adult.csv",
         "subset": "tests/data/arx_metrics/subset/adult_every_10th.csv",
-        "qis": ["sex", "age", "race", "marital-status", "education", "native-country",
-                "workclass", "salary-class"],
+        "qis": [
+            "sex",
+            "age",
+            "race",
+            "marital-status",
+            "education",
+            "native-country",
+            "workclass",
+            "salary-class",
+        ],
         "hierarchy": "data/adult/hierarchy_{}.csv",
         "heights": [1, 4, 1, 2, 3, 2, 2, 1],
         "k": 5,
@@ -75,8 +103,14 @@ DATASETS: dict[str, Dataset] = {
     },
 }
 
-ADULT_EXTRA = [[0, 3, 0, 1, 1, 1, 1, 0], [1, 0, 1, 1, 2, 2, 2, 1], [0, 3, 0, 0, 1, 1, 1, 0],
-               [1, 4, 0, 0, 3, 1, 2, 1], [0, 1, 0, 1, 1, 1, 1, 0], [1, 2, 0, 1, 2, 1, 1, 1]]
+ADULT_EXTRA = [
+    [0, 3, 0, 1, 1, 1, 1, 0],
+    [1, 0, 1, 1, 2, 2, 2, 1],
+    [0, 3, 0, 0, 1, 1, 1, 0],
+    [1, 4, 0, 0, 3, 1, 2, 1],
+    [0, 1, 0, 1, 1, 1, 1, 0],
+    [1, 2, 0, 1, 2, 1, 1, 1],
+]
 
 
 def nodes_for(name: str, spec: Dataset, count: int) -> tuple[str, list[list[int]] | None]:
@@ -97,10 +131,17 @@ def run(name: str, spec: Dataset, case: Case, count: int) -> Case:
     hier = ",".join(f"{q}={REPO / spec['hierarchy'].format(q)}" for q in spec["qis"])
     nodes, _ = nodes_for(name, spec, count)
     weights = case.get("weights")
-    args = [str(REPO / spec["data"]), hier, str(case.get("k", spec["k"])),
-            repr(case["suppression"]), case["metric"], repr(case.get("gs_factor", 0.5)),
-            case.get("aggregate") or "-",
-            ",".join(f"{q}:{w!r}" for q, w in weights.items()) if weights else "-", nodes]
+    args = [
+        str(REPO / spec["data"]),
+        hier,
+        str(case.get("k", spec["k"])),
+        repr(case["suppression"]),
+        case["metric"],
+        repr(case.get("gs_factor", 0.5)),
+        case.get("aggregate") or "-",
+        ",".join(f"{q}:{w!r}" for q, w in weights.items()) if weights else "-",
+        nodes,
+    ]
     if "subset" in spec:  # delta-presence with [0, 1]: only the research subset is released
         args += [str(REPO / spec["subset"]), "0.0:1.0"]
     cmd = ["java", "-cp", CP, "MetricsRef", *args]
@@ -112,10 +153,17 @@ def run(name: str, spec: Dataset, case: Case, count: int) -> Case:
         **case,
         "k": case.get("k", spec["k"]),
         "command": "java -cp 'ref/metrics:classes:$(cat cp.txt)' MetricsRef "
-                   + " ".join(f"'{a}'" for a in args).replace(str(REPO) + "/", ""),
+        + " ".join(f"'{a}'" for a in args).replace(str(REPO) + "/", ""),
         "arx_optimum": head["optimum"],
-        "nodes": [{"levels": json.loads(r["node"]), "anonymous": r["anonymous"],
-                   "loss": r["loss"], "values": r["values"]} for r in rows],
+        "nodes": [
+            {
+                "levels": json.loads(r["node"]),
+                "anonymous": r["anonymous"],
+                "loss": r["loss"],
+                "values": r["values"],
+            }
+            for r in rows
+        ],
     }
 
 
@@ -138,16 +186,30 @@ def cases(name: str) -> list[Case]:
     out.append({"metric": "loss", "suppression": 0.04, "weights": weights})
     out.append({"metric": "loss", "suppression": 0.04, "weights": weights, "aggregate": "rank"})
     out.append({"metric": "precision_with_suppression", "suppression": 0.04, "gs_factor": 0.2})
-    out.append({"metric": "precision_with_suppression", "suppression": 0.04, "gs_factor": 0.7,
-                "aggregate": "geometric_mean", "weights": weights})
-    out.append({"metric": "precision", "suppression": 0.04, "gs_factor": 0.8,
-                "aggregate": "max"})
+    out.append(
+        {
+            "metric": "precision_with_suppression",
+            "suppression": 0.04,
+            "gs_factor": 0.7,
+            "aggregate": "geometric_mean",
+            "weights": weights,
+        }
+    )
+    out.append({"metric": "precision", "suppression": 0.04, "gs_factor": 0.8, "aggregate": "max"})
     out.append({"metric": "height", "suppression": 0.04, "aggregate": "rank", "weights": weights})
-    out.append({"metric": "entropy", "suppression": 0.04, "gs_factor": 0.7,
-                "aggregate": "geometric_mean"})
+    out.append(
+        {"metric": "entropy", "suppression": 0.04, "gs_factor": 0.7, "aggregate": "geometric_mean"}
+    )
     out.append({"metric": "entropy_with_suppression", "suppression": 0.04, "gs_factor": 0.3})
-    out.append({"metric": "entropy_with_suppression", "suppression": 0.04, "gs_factor": 0.8,
-                "weights": weights, "aggregate": "arithmetic_mean"})
+    out.append(
+        {
+            "metric": "entropy_with_suppression",
+            "suppression": 0.04,
+            "gs_factor": 0.8,
+            "weights": weights,
+            "aggregate": "arithmetic_mean",
+        }
+    )
     out.append({"metric": "normalized_entropy", "suppression": 0.04, "aggregate": "rank"})
     out.append({"metric": "aecs", "suppression": 0.04, "gs_factor": 0.3})
     out.append({"metric": "aecs", "suppression": 0.04, "gs_factor": 0.8})
@@ -162,8 +224,14 @@ def dump(doc: dict[str, Any]) -> str:
     for i, case in enumerate(cases):
         meta = {k: v for k, v in case.items() if k != "nodes"}
         nodes = ",\n   ".join(json.dumps(n, separators=(",", ":")) for n in case["nodes"])
-        parts.append("  " + json.dumps(meta)[:-1] + ', "nodes": [\n   ' + nodes + "]}"
-                     + ("," if i + 1 < len(cases) else ""))
+        parts.append(
+            "  "
+            + json.dumps(meta)[:-1]
+            + ', "nodes": [\n   '
+            + nodes
+            + "]}"
+            + ("," if i + 1 < len(cases) else "")
+        )
     parts.append(" ]\n}\n")
     return "\n".join(parts)
 
@@ -179,14 +247,15 @@ def main() -> None:
             print(name, case, len(results[-1]["nodes"]), file=sys.stderr)
         doc = {
             "about": "Information loss printed by ARX 3.9 (ARXNode.getHighestScore() after "
-                     "ARXResult.getOutput(node), the node unchecked first so that ARX computes "
-                     "it) with k-anonymity marking the suppressed classes; made by "
-                     "tests/data/arx_metrics/tools/make_refs.py running MetricsRef.java; "
-                     "'command' is run in the ARX folder.",
+            "ARXResult.getOutput(node), the node unchecked first so that ARX computes "
+            "it) with k-anonymity marking the suppressed classes; made by "
+            "tests/data/arx_metrics/tools/make_refs.py running MetricsRef.java; "
+            "'command' is run in the ARX folder.",
             "dataset": name,
             "data": spec["data"],
-            **({"subset": spec["subset"], "delta_presence": [0.0, 1.0]} if "subset" in spec
-               else {}),
+            **(
+                {"subset": spec["subset"], "delta_presence": [0.0, 1.0]} if "subset" in spec else {}
+            ),
             "qis": spec["qis"],
             "hierarchies": {q: spec["hierarchy"].format(q) for q in spec["qis"]},
             "cases": results,

@@ -1,4 +1,5 @@
 """Writes the small random tables of tests/data/arx_metrics (seeded, reproducible)."""
+
 from __future__ import annotations
 
 import random
@@ -21,14 +22,32 @@ def small(rng: random.Random) -> None:
     zips = [f"1{a}{b}" for a in range(4) for b in range(4)]
     write(d / "hierarchy_zip.csv", [[z, z[:2] + "*", z[:1] + "**", "*"] for z in zips])
     # age 15..64 in the hierarchy, data 20..59
-    write(d / "hierarchy_age.csv",
-          [[a, f"{a // 5 * 5}-{a // 5 * 5 + 4}", f"{a // 10 * 10}-{a // 10 * 10 + 9}",
-            "<40" if a < 40 else ">=40", "*"] for a in range(15, 65)])
+    write(
+        d / "hierarchy_age.csv",
+        [
+            [
+                a,
+                f"{a // 5 * 5}-{a // 5 * 5 + 4}",
+                f"{a // 10 * 10}-{a // 10 * 10 + 9}",
+                "<40" if a < 40 else ">=40",
+                "*",
+            ]
+            for a in range(15, 65)
+        ],
+    )
     write(d / "hierarchy_sex.csv", [["F", "*"], ["M", "*"]])
     # job: a label repeated on two levels ("Private" and "Gov" groups of one value)
-    write(d / "hierarchy_job.csv", [["Private", "Private", "*"], ["Gov", "Gov", "*"],
-                                    ["Self-inc", "Self", "*"], ["Self-not-inc", "Self", "*"],
-                                    ["Never", "Other", "*"], ["Without-pay", "Other", "*"]])
+    write(
+        d / "hierarchy_job.csv",
+        [
+            ["Private", "Private", "*"],
+            ["Gov", "Gov", "*"],
+            ["Self-inc", "Self", "*"],
+            ["Self-not-inc", "Self", "*"],
+            ["Never", "Other", "*"],
+            ["Without-pay", "Other", "*"],
+        ],
+    )
     jobs = ["Private"] * 6 + ["Gov"] * 2 + ["Self-inc", "Self-not-inc", "Never", "Without-pay"]
     used = zips[:12]
     rows: list[list[object]] = [["zip", "age", "sex", "job", "note"]]
@@ -43,14 +62,21 @@ def tiny(rng: random.Random) -> None:
     """The 60-row table ``tiny`` with three small hierarchies."""
     d = OUT / "tiny"
     d.mkdir(parents=True, exist_ok=True)
-    write(d / "hierarchy_a.csv", [["a1", "A", "*"], ["a2", "A", "*"], ["a3", "B", "*"],
-                                  ["a4", "B", "*"], ["a5", "C", "*"]])
+    write(
+        d / "hierarchy_a.csv",
+        [["a1", "A", "*"], ["a2", "A", "*"], ["a3", "B", "*"], ["a4", "B", "*"], ["a5", "C", "*"]],
+    )
     write(d / "hierarchy_b.csv", [[str(v), f"{v // 2}x", f"{v // 4}xx", "*"] for v in range(8)])
     write(d / "hierarchy_c.csv", [["u", "*"], ["v", "*"], ["w", "*"]])
     rows: list[list[object]] = [["a", "b", "c"]]
     for _ in range(60):
-        rows.append([rng.choice(["a1", "a1", "a1", "a2", "a3", "a4"]), rng.randint(0, 6),
-                     rng.choice("uuvw")])
+        rows.append(
+            [
+                rng.choice(["a1", "a1", "a1", "a2", "a3", "a4"]),
+                rng.randint(0, 6),
+                rng.choice("uuvw"),
+            ]
+        )
     write(d / "tiny.csv", rows)
 
 
@@ -60,7 +86,8 @@ def subset() -> None:
     d.mkdir(parents=True, exist_ok=True)
     lines = (OUT.parents[2] / "data/adult/adult.csv").read_text(encoding="utf-8").splitlines()
     (d / "adult_every_10th.csv").write_text(
-        "\n".join([lines[0], *lines[1::10]]) + "\n", encoding="utf-8")
+        "\n".join([lines[0], *lines[1::10]]) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ jars), with this folder's MetricsMoreRef.java compiled into ``$ARX_HOME/ref/metr
 ``javac -cp "classes:$(cat cp.txt)" -d ref/metrics_more MetricsMoreRef.java``.
 Every node of every lattice is evaluated.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,8 @@ REPO = Path(__file__).resolve().parents[4]
 OUT = REPO / "tests/data/arx_metrics_more"
 ARX = Path(os.environ.get("ARX_HOME", "/tmp/arx"))
 CP = f"{ARX}/ref/metrics_more:{ARX}/classes:" + ":".join(
-    str(ARX / p) for p in (ARX / "cp.txt").read_text().strip().split(":"))
+    str(ARX / p) for p in (ARX / "cp.txt").read_text().strip().split(":")
+)
 
 
 class Dataset(TypedDict):
@@ -37,34 +39,72 @@ class Dataset(TypedDict):
 
 Case = dict[str, Any]
 
-ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country",
-             "workclass", "salary-class"]
+ADULT_QIS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+]
 DATASETS: dict[str, Dataset] = {
-    "tiny": {"data": "tests/data/arx_metrics/tiny/tiny.csv", "qis": ["a", "b", "c"],
-             "hierarchy": "tests/data/arx_metrics/tiny/hierarchy_{}.csv", "heights": [2, 3, 1],
-             "k": 2, "suppression": 0.1, "targets": [["c"], ["a", "c"]]},
-    "small": {"data": "tests/data/arx_metrics/small/small.csv",
-              "qis": ["zip", "age", "sex", "job"],
-              "hierarchy": "tests/data/arx_metrics/small/hierarchy_{}.csv",
-              "heights": [3, 4, 1, 2], "k": 3, "suppression": 0.1,
-              "targets": [["note"], ["job"], ["job", "note"], ["sex", "note"]]},
-    "random": {"data": "tests/data/arx_metrics_more/random/random.csv", "qis": ["p", "q", "r"],
-               "hierarchy": "tests/data/arx_metrics_more/random/hierarchy_{}.csv",
-               "heights": [3, 2, 2], "k": 3, "suppression": 0.1,
-               "targets": [["label"], ["label", "coin"], ["p", "label"], ["q"]]},
-    "random2": {"data": "tests/data/arx_metrics_more/random2/random2.csv",
-                "qis": ["p", "q", "r"],
-                "hierarchy": "tests/data/arx_metrics_more/random2/hierarchy_{}.csv",
-                "heights": [3, 2, 2], "k": 4, "suppression": 0.08,
-                "targets": [["label"], ["r", "coin"]]},
-    "adult": {"data": "data/adult/adult.csv", "qis": ADULT_QIS,
-              "hierarchy": "data/adult/hierarchy_{}.csv", "heights": [1, 4, 1, 2, 3, 2, 2, 1],
-              "k": 5, "suppression": 0.04,
-              "targets": [["salary-class"], ["occupation"], ["occupation", "salary-class"]]},
-    "subset": {"data": "data/adult/adult.csv",
-               "subset": "tests/data/arx_metrics/subset/adult_every_10th.csv", "qis": ADULT_QIS,
-               "hierarchy": "data/adult/hierarchy_{}.csv", "heights": [1, 4, 1, 2, 3, 2, 2, 1],
-               "k": 5, "suppression": 0.04, "targets": [["occupation", "salary-class"]]},
+    "tiny": {
+        "data": "tests/data/arx_metrics/tiny/tiny.csv",
+        "qis": ["a", "b", "c"],
+        "hierarchy": "tests/data/arx_metrics/tiny/hierarchy_{}.csv",
+        "heights": [2, 3, 1],
+        "k": 2,
+        "suppression": 0.1,
+        "targets": [["c"], ["a", "c"]],
+    },
+    "small": {
+        "data": "tests/data/arx_metrics/small/small.csv",
+        "qis": ["zip", "age", "sex", "job"],
+        "hierarchy": "tests/data/arx_metrics/small/hierarchy_{}.csv",
+        "heights": [3, 4, 1, 2],
+        "k": 3,
+        "suppression": 0.1,
+        "targets": [["note"], ["job"], ["job", "note"], ["sex", "note"]],
+    },
+    "random": {
+        "data": "tests/data/arx_metrics_more/random/random.csv",
+        "qis": ["p", "q", "r"],
+        "hierarchy": "tests/data/arx_metrics_more/random/hierarchy_{}.csv",
+        "heights": [3, 2, 2],
+        "k": 3,
+        "suppression": 0.1,
+        "targets": [["label"], ["label", "coin"], ["p", "label"], ["q"]],
+    },
+    "random2": {
+        "data": "tests/data/arx_metrics_more/random2/random2.csv",
+        "qis": ["p", "q", "r"],
+        "hierarchy": "tests/data/arx_metrics_more/random2/hierarchy_{}.csv",
+        "heights": [3, 2, 2],
+        "k": 4,
+        "suppression": 0.08,
+        "targets": [["label"], ["r", "coin"]],
+    },
+    "adult": {
+        "data": "data/adult/adult.csv",
+        "qis": ADULT_QIS,
+        "hierarchy": "data/adult/hierarchy_{}.csv",
+        "heights": [1, 4, 1, 2, 3, 2, 2, 1],
+        "k": 5,
+        "suppression": 0.04,
+        "targets": [["salary-class"], ["occupation"], ["occupation", "salary-class"]],
+    },
+    "subset": {
+        "data": "data/adult/adult.csv",
+        "subset": "tests/data/arx_metrics/subset/adult_every_10th.csv",
+        "qis": ADULT_QIS,
+        "hierarchy": "data/adult/hierarchy_{}.csv",
+        "heights": [1, 4, 1, 2, 3, 2, 2, 1],
+        "k": 5,
+        "suppression": 0.04,
+        "targets": [["occupation", "salary-class"]],
+    },
 }
 
 
@@ -87,20 +127,35 @@ def cases(name: str) -> list[Case]:
     first, second = spec["qis"][:2]
     weights = {first: 0.5, second: 2.0}
     if name == "subset":
-        return [{"metric": "entropy_information_loss", "suppression": s},
-                {"metric": "classification", "suppression": s, "targets": spec["targets"][0]}]
+        return [
+            {"metric": "entropy_information_loss", "suppression": s},
+            {"metric": "classification", "suppression": s, "targets": spec["targets"][0]},
+        ]
     if name == "adult":
-        return [{"metric": "entropy_information_loss", "suppression": s},
-                {"metric": "entropy_information_loss", "suppression": s, "gs_factor": 0.3},
-                {"metric": "entropy_information_loss", "suppression": 0.0},
-                *[{"metric": "classification", "suppression": s, "targets": t}
-                  for t in spec["targets"]],
-                {"metric": "classification", "suppression": s, "gs_factor": 0.8,
-                 "targets": spec["targets"][2]},
-                {"metric": "classification", "suppression": 0.0, "targets": spec["targets"][2]},
-                {"metric": "static", "suppression": s, "static_loss": static_table(spec, 0)},
-                {"metric": "static", "suppression": s, "static_loss": static_table(spec, 2),
-                 "aggregate": "geometric_mean", "weights": weights}]
+        return [
+            {"metric": "entropy_information_loss", "suppression": s},
+            {"metric": "entropy_information_loss", "suppression": s, "gs_factor": 0.3},
+            {"metric": "entropy_information_loss", "suppression": 0.0},
+            *[
+                {"metric": "classification", "suppression": s, "targets": t}
+                for t in spec["targets"]
+            ],
+            {
+                "metric": "classification",
+                "suppression": s,
+                "gs_factor": 0.8,
+                "targets": spec["targets"][2],
+            },
+            {"metric": "classification", "suppression": 0.0, "targets": spec["targets"][2]},
+            {"metric": "static", "suppression": s, "static_loss": static_table(spec, 0)},
+            {
+                "metric": "static",
+                "suppression": s,
+                "static_loss": static_table(spec, 2),
+                "aggregate": "geometric_mean",
+                "weights": weights,
+            },
+        ]
     out: list[Case] = []
     for supp in (s, 0.0):
         out.append({"metric": "entropy_information_loss", "suppression": supp})
@@ -108,13 +163,25 @@ def cases(name: str) -> list[Case]:
             out.append({"metric": "classification", "suppression": supp, "targets": t})
     for gs in (0.0, 0.3, 0.8, 1.0):
         out.append({"metric": "entropy_information_loss", "suppression": s, "gs_factor": gs})
-        out.append({"metric": "classification", "suppression": s, "gs_factor": gs,
-                    "targets": spec["targets"][-1]})
+        out.append(
+            {
+                "metric": "classification",
+                "suppression": s,
+                "gs_factor": gs,
+                "targets": spec["targets"][-1],
+            }
+        )
     out.append({"metric": "static", "suppression": s, "static_loss": static_table(spec, 0)})
     for i, agg in enumerate(("arithmetic_mean", "geometric_mean", "sum", "max", "rank")):
-        out.append({"metric": "static", "suppression": s, "aggregate": agg,
-                    "static_loss": static_table(spec, i + 1),
-                    **({"weights": weights} if i % 2 == 0 else {})})
+        out.append(
+            {
+                "metric": "static",
+                "suppression": s,
+                "aggregate": agg,
+                "static_loss": static_table(spec, i + 1),
+                **({"weights": weights} if i % 2 == 0 else {}),
+            }
+        )
     return out
 
 
@@ -123,13 +190,22 @@ def run(name: str, spec: Dataset, case: Case) -> Case:
     hier = ",".join(f"{q}={REPO / spec['hierarchy'].format(q)}" for q in spec["qis"])
     weights = case.get("weights")
     table = case.get("static_loss")
-    args = [str(REPO / spec["data"]), hier, str(spec["k"]), repr(case["suppression"]),
-            case["metric"], repr(case.get("gs_factor", 0.5)), case.get("aggregate") or "-",
-            ",".join(f"{q}:{w!r}" for q, w in weights.items()) if weights else "-", "all",
-            ",".join(case["targets"]) if case.get("targets") else "-",
-            ";".join(f"{q}:" + "/".join(repr(v) for v in vs) for q, vs in table.items())
-            if table else "-",
-            str(REPO / spec["subset"]) if "subset" in spec else "-"]
+    args = [
+        str(REPO / spec["data"]),
+        hier,
+        str(spec["k"]),
+        repr(case["suppression"]),
+        case["metric"],
+        repr(case.get("gs_factor", 0.5)),
+        case.get("aggregate") or "-",
+        ",".join(f"{q}:{w!r}" for q, w in weights.items()) if weights else "-",
+        "all",
+        ",".join(case["targets"]) if case.get("targets") else "-",
+        ";".join(f"{q}:" + "/".join(repr(v) for v in vs) for q, vs in table.items())
+        if table
+        else "-",
+        str(REPO / spec["subset"]) if "subset" in spec else "-",
+    ]
     cmd = ["java", "-cp", CP, "MetricsMoreRef", *args]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
     head = json.loads(out[0])
@@ -139,7 +215,7 @@ def run(name: str, spec: Dataset, case: Case) -> Case:
         **case,
         "k": spec["k"],
         "command": "java -cp 'ref/metrics_more:classes:$(cat cp.txt)' MetricsMoreRef "
-                   + " ".join(f"'{a}'" for a in args).replace(str(REPO) + "/", ""),
+        + " ".join(f"'{a}'" for a in args).replace(str(REPO) + "/", ""),
         "arx_optimum": None if head["optimum"] == "null" else json.loads(head["optimum"]),
         "arx_optimum_loss": head["optimum_loss"],
         "nodes": [[json.loads(r["node"]), r["loss"], r["values"]] for r in rows],
@@ -153,8 +229,14 @@ def dump(doc: dict[str, Any]) -> str:
     for i, case in enumerate(doc["cases"]):
         meta = {k: v for k, v in case.items() if k != "nodes"}
         nodes = ",\n   ".join(json.dumps(n, separators=(",", ":")) for n in case["nodes"])
-        parts.append("  " + json.dumps(meta)[:-1] + ', "nodes": [\n   ' + nodes + "]}"
-                     + ("," if i + 1 < len(doc["cases"]) else ""))
+        parts.append(
+            "  "
+            + json.dumps(meta)[:-1]
+            + ', "nodes": [\n   '
+            + nodes
+            + "]}"
+            + ("," if i + 1 < len(doc["cases"]) else "")
+        )
     parts.append(" ]\n}\n")
     return "\n".join(parts)
 
@@ -169,16 +251,17 @@ def main() -> None:
             print(name, case, len(results[-1]["nodes"]), file=sys.stderr)
         doc = {
             "about": "Entropy-based information loss, classification and static metric as ARX "
-                     "3.9 prints them (ARXNode.getHighestScore() after ARXResult.getOutput(node),"
-                     " the node unchecked first) at every node, with k-anonymity marking the "
-                     "suppressed classes, and ARX's global optimum; made by "
-                     "tests/data/arx_metrics_more/tools/make_refs.py running "
-                     "MetricsMoreRef.java; 'command' is run in the ARX folder. Each node is "
-                     "[levels, loss, per-attribute values or null].",
+            "3.9 prints them (ARXNode.getHighestScore() after ARXResult.getOutput(node),"
+            " the node unchecked first) at every node, with k-anonymity marking the "
+            "suppressed classes, and ARX's global optimum; made by "
+            "tests/data/arx_metrics_more/tools/make_refs.py running "
+            "MetricsMoreRef.java; 'command' is run in the ARX folder. Each node is "
+            "[levels, loss, per-attribute values or null].",
             "dataset": name,
             "data": spec["data"],
-            **({"subset": spec["subset"], "delta_presence": [0.0, 1.0]} if "subset" in spec
-               else {}),
+            **(
+                {"subset": spec["subset"], "delta_presence": [0.0, 1.0]} if "subset" in spec else {}
+            ),
             "qis": spec["qis"],
             "hierarchies": {q: spec["hierarchy"].format(q) for q in spec["qis"]},
             "cases": results,
