@@ -73,10 +73,9 @@ def test_through_anonlab_run_as_well(tarragona: Path, tmp_path: Path) -> None:
 
 def test_a_library_function_warns_at_its_caller(tarragona: Path) -> None:
     frame = pd.read_csv(tarragona)
+    warning = RecoverableReleaseWarning
     line = _next_line()
-    found = _caught(
-        lambda: anonlab.perturb(frame, method="obt", seed=1, known=[5]), RecoverableReleaseWarning
-    )
+    found = _caught(lambda: anonlab.perturb(frame, method="obt", seed=1, known=[5]), warning)
     _at_this_line(found, line)
 
 
