@@ -342,14 +342,27 @@ class _Profitability(Criterion):
         return dict(self.costs.as_dict())
 
 
-class _Journalist:
+class _Journalist(_Profitability):
     """The research subset of a journalist model (the table given is the population)."""
 
     needs_population = True
     #: the model names the research subset: the dataset is built as for delta-presence
     defines_subset = True
-    subset: TableSource | None
-    name: str
+
+    def __init__(
+        self,
+        subset: TableSource | None = None,
+        publisher_benefit: float | None = None,
+        publisher_loss: float | None = None,
+        adversary_gain: float | None = None,
+        adversary_cost: float | None = None,
+    ) -> None:
+        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
+        self.subset = subset
+
+    def parameters(self) -> dict[str, Any]:
+        """The subset and the four cost-benefit figures."""
+        return {"subset": _source_text(self.subset), **self.costs.as_dict()}
 
     def _bind_subset(self, dataset: Dataset) -> None:
         if dataset.population is None:
@@ -472,25 +485,10 @@ class ProfitabilityJournalist(_Journalist, ProfitabilityProsecutor):
     name = "profitability-journalist"
     journalist = True
 
-    def __init__(
-        self,
-        subset: TableSource | None = None,
-        publisher_benefit: float | None = None,
-        publisher_loss: float | None = None,
-        adversary_gain: float | None = None,
-        adversary_cost: float | None = None,
-    ) -> None:
-        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
-        self.subset = subset
-
     def bind(self, dataset: Dataset) -> None:
         """Require the research subset, then take the domain shares."""
         self._bind_subset(dataset)
         super().bind(dataset)
-
-    def parameters(self) -> dict[str, Any]:
-        """The subset and the four cost-benefit figures."""
-        return {"subset": _source_text(self.subset), **self.costs.as_dict()}
 
 
 class ProfitabilityProsecutorNoAttack(_Profitability):
@@ -524,7 +522,7 @@ class ProfitabilityProsecutorNoAttack(_Profitability):
         return {"k": self.k, "smallest_class": int(kept.min()) if kept.size else None}
 
 
-class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
+class ProfitabilityJournalistNoAttack(_Journalist):
     """ARX ``ProfitabilityJournalistNoAttack``: no attack pays on the population's classes.
 
     Every class with subset records needs at least ``k`` (:func:`no_attack_k`)
@@ -536,17 +534,6 @@ class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
     monotone_with_generalization = True
     monotone_with_suppression = True
 
-    def __init__(
-        self,
-        subset: TableSource | None = None,
-        publisher_benefit: float | None = None,
-        publisher_loss: float | None = None,
-        adversary_gain: float | None = None,
-        adversary_cost: float | None = None,
-    ) -> None:
-        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
-        self.subset = subset
-
     @property
     def k(self) -> int:
         """The population class size from which no attack pays."""
@@ -555,10 +542,6 @@ class ProfitabilityJournalistNoAttack(_Journalist, _Profitability):
     def bind(self, dataset: Dataset) -> None:
         """Require the research subset."""
         self._bind_subset(dataset)
-
-    def parameters(self) -> dict[str, Any]:
-        """The subset and the four cost-benefit figures."""
-        return {"subset": _source_text(self.subset), **self.costs.as_dict()}
 
     def outliers(self, stats: ClassStats) -> NDArray[Any]:
         """Classes with subset records and fewer than ``k`` population records."""
