@@ -22,12 +22,14 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
+    file_of,
     input_tables,
     open_run_engine,
     paths_convention,
     resolve_stored_path,
     stage_release,
     stage_report,
+    stored_path,
 )
 from anonlab.runs.generalize_settings import DEFAULT_GS_FACTOR, ApplySettings
 from anonlab.runs.generalize_steps import (
@@ -36,14 +38,12 @@ from anonlab.runs.generalize_steps import (
     check_engine_settings,
     criteria_files,
     distinct_values,
-    file_or_none,
     found_metric_parameters,
     load_hierarchies,
     population_table,
     read_input,
     report_path,
     roles_report,
-    stored,
     stored_criteria,
     uses_engine,
     verify_release,
@@ -437,19 +437,19 @@ def apply_report(
     from anonlab.report import report_header
 
     where = report_path(settings.report)
-    params: dict[str, Any] = {"from_report": stored(settings.report_in, where)}
+    params: dict[str, Any] = {"from_report": stored_path(settings.report_in, where)}
     dumped = settings.model_dump(exclude={"report_in"})
     for name in ("input", "output", "report", "html"):
-        dumped[name] = stored(dumped[name], where)
+        dumped[name] = stored_path(dumped[name], where)
     dumped["sensitive_hierarchies"] = {
-        c: stored(p, where) for c, p in settings.sensitive_hierarchies.items()
+        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
     }
     params.update(dumped)
     params.update(
         {
             "k": found.k,
             "suppression": found.suppression,
-            "qi": {c: stored(str(p), where) for c, p in found.hierarchies.items()},
+            "qi": {c: stored_path(str(p), where) for c, p in found.hierarchies.items()},
             "identifying": found.identifying,
             "sensitive": found.sensitive,
             "criteria": stored_criteria(found.criteria, where, nested=False),
@@ -460,7 +460,7 @@ def apply_report(
         }
     )
     inputs: dict[str, PathLike | None] = {
-        "data": file_or_none(settings.input),
+        "data": file_of(settings.input),
         "from_report": settings.report_in,
         **{f"hierarchy:{c}": p for c, p in found.hierarchies.items()},
         **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},

@@ -28,12 +28,14 @@ from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
+    file_of,
     input_tables,
     open_run_engine,
     paths_convention,
     stage_plot,
     stage_release,
     stage_report,
+    stored_path,
 )
 from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
 from anonlab.runs.generalize_steps import (
@@ -43,13 +45,11 @@ from anonlab.runs.generalize_steps import (
     check_weights,
     criteria_files,
     distinct_values,
-    file_or_none,
     load_hierarchies,
     population_table,
     read_input,
     report_path,
     roles_report,
-    stored,
     stored_criteria,
     uses_engine,
     verify_release,
@@ -249,14 +249,14 @@ def generalize_report(
     where = report_path(settings.report)
     params = settings.model_dump()
     for name in ("input", *GENERALIZE_OUTPUTS):
-        params[name] = stored(params[name], where)
-    params["qi"] = {c: stored(p, where) for c, p in settings.qi.items()}
+        params[name] = stored_path(params[name], where)
+    params["qi"] = {c: stored_path(p, where) for c, p in settings.qi.items()}
     params["sensitive_hierarchies"] = {
-        c: stored(p, where) for c, p in settings.sensitive_hierarchies.items()
+        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
     }
     params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
     inputs: dict[str, PathLike | None] = {
-        "data": file_or_none(settings.input),
+        "data": file_of(settings.input),
         **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
         **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
         **criteria_files(settings.model_criteria()),

@@ -178,15 +178,6 @@ def check_weights(settings: GeneralizeSettings) -> None:
         )
 
 
-def file_or_none(source: str) -> str | None:
-    """The source as an input file to describe, ``None`` for a database URL."""
-    return None if "://" in source else source
-
-
-def stored(value: str | None, report: Path | None) -> str | None:
-    return stored_path(value, report)  # a URL's password masked there
-
-
 def report_path(report: str | None) -> Path | None:
     return None if report is None else Path(report)
 
@@ -463,6 +454,6 @@ def stored_criteria(
         for key, param in model.params.items() if model else ():
             value = params.get(key)
             if param.path and isinstance(value, str):
-                params[key] = stored(value, where)
+                params[key] = stored_path(value, where)
         out.append(item)
     return out
