@@ -20,26 +20,28 @@ if TYPE_CHECKING:
 
 __all__ = ["RunResult", "run"]
 
-#: settings class name -> (module, run function); imported only when that family runs
+#: settings class (module and name) -> (the run's module, run function); imported only when
+#: that family runs
 _RUNS: dict[str, tuple[str, str]] = {
-    "GeneralizeSettings": ("anonlab.runs.generalize", "run_generalize"),
-    "ApplySettings": ("anonlab.runs.apply", "run_apply"),
-    "HierarchySettings": ("anonlab.runs.hierarchy", "run_hierarchy"),
-    "ShowHierarchySettings": ("anonlab.runs.hierarchy", "run_show"),
-    "MicroaggregateSettings": ("anonlab.runs.microaggregate", "run_microaggregate"),
-    "EvaluateSettings": ("anonlab.runs.microaggregate", "run_evaluate"),
-    "TradeoffSettings": ("anonlab.runs.microaggregate", "run_tradeoff"),
-    "FuseSettings": ("anonlab.runs.fusion", "run_fuse"),
-    "PartySettings": ("anonlab.runs.fusion", "run_party"),
-    "PerturbSettings": ("anonlab.runs.perturb", "run_perturb"),
-    "InvertSettings": ("anonlab.runs.perturb", "run_invert"),
-    "AttackSettings": ("anonlab.runs.perturb", "run_attack"),
-    "VerifySettings": ("anonlab.runs.verify", "run_verify"),
-}
-#: settings classes defined apart from their run's module
-_SETTINGS_HOME = {
-    "GeneralizeSettings": "anonlab.runs.generalize_settings",
-    "ApplySettings": "anonlab.runs.generalize_settings",
+    "anonlab.runs.generalize_settings.GeneralizeSettings": (
+        "anonlab.runs.generalize",
+        "run_generalize",
+    ),
+    "anonlab.runs.generalize_settings.ApplySettings": ("anonlab.runs.apply", "run_apply"),
+    "anonlab.runs.hierarchy.HierarchySettings": ("anonlab.runs.hierarchy", "run_hierarchy"),
+    "anonlab.runs.hierarchy.ShowHierarchySettings": ("anonlab.runs.hierarchy", "run_show"),
+    "anonlab.runs.microaggregate.MicroaggregateSettings": (
+        "anonlab.runs.microaggregate",
+        "run_microaggregate",
+    ),
+    "anonlab.runs.microaggregate.EvaluateSettings": ("anonlab.runs.microaggregate", "run_evaluate"),
+    "anonlab.runs.microaggregate.TradeoffSettings": ("anonlab.runs.microaggregate", "run_tradeoff"),
+    "anonlab.runs.fusion.FuseSettings": ("anonlab.runs.fusion", "run_fuse"),
+    "anonlab.runs.fusion.PartySettings": ("anonlab.runs.fusion", "run_party"),
+    "anonlab.runs.perturb.PerturbSettings": ("anonlab.runs.perturb", "run_perturb"),
+    "anonlab.runs.perturb.InvertSettings": ("anonlab.runs.perturb", "run_invert"),
+    "anonlab.runs.perturb.AttackSettings": ("anonlab.runs.perturb", "run_attack"),
+    "anonlab.runs.verify.VerifySettings": ("anonlab.runs.verify", "run_verify"),
 }
 
 
@@ -49,8 +51,8 @@ def run(settings: Settings, *, progress: ProgressFn | None = None) -> RunResult:
     Example: ``run(GeneralizeSettings.load("examples/adult.toml"))``.
     """
     for cls in type(settings).__mro__:
-        target = _RUNS.get(cls.__name__)
-        if target is not None and cls.__module__ == _SETTINGS_HOME.get(cls.__name__, target[0]):
+        target = _RUNS.get(f"{cls.__module__}.{cls.__qualname__}")
+        if target is not None:
             function = getattr(importlib.import_module(target[0]), target[1])
             result: RunResult = function(settings, progress=progress)
             return result
