@@ -9,7 +9,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from anonlab.errors import AnonlabError
 from anonlab.paths import PathLike
@@ -24,6 +30,12 @@ SearchName = Literal[
     "exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic", "descent", "auto"
 ]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
+#: how a release recodes its quasi-identifiers: one level per column for every record
+#: (full-domain generalization) or Mondrian's multidimensional partitions (docs/mondrian.md)
+RecodingName = Literal["full-domain", "mondrian"]
+#: the settings a full-domain run leaves out of its report when at their defaults, so that
+#: its report stays as it was before recoding was a choice
+RECODING_FIELDS = ("recoding", "relaxed", "numeric")
 
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
 DEFAULT_GS_FACTOR = 0.5
@@ -185,6 +197,13 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     ``output`` (release), ``report`` (JSON), ``html`` and ``plot`` (PNG of
     class sizes) are written when given.
 
+    ``recoding`` chooses the transformation: ``"full-domain"`` (the default, the lattice
+    search above) or ``"mondrian"`` (LeFevre, DeWitt and Ramakrishnan's multidimensional
+    partitioning, docs/mondrian.md; ``relaxed`` for its relaxed cuts). With Mondrian a
+    quasi-identifier may have no hierarchy (``qi = {age = ""}``, ``--qi age``) and is then
+    cut and released as a numeric range; ``numeric`` names quasi-identifiers (with or
+    without a hierarchy, in ``qi`` or not) to treat so.
+
     ``engine`` chooses where the passes over the rows run (docs/engine.md):
     ``"numpy"`` (the default) in this process, ``"dask"`` on a Dask cluster,
     joined at ``scheduler`` (``tcp://host:port``) or started locally with
@@ -232,6 +251,9 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     html: str | None = None
     plot: str | None = None
     verify: bool = True
+    recoding: RecodingName = "full-domain"
+    relaxed: bool = False
+    numeric: list[str] = Field(default_factory=list)
 
     @classmethod
     def load(
@@ -342,10 +364,44 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
 
         return criteria_with_k(self.criteria, self.k)
 
-    @field_validator("identifying", "sensitive", "insensitive", mode="before")
+    @field_validator("identifying", "sensitive", "insensitive", "numeric", mode="before")
     @classmethod
     def _names(cls, value: Any) -> Any:
         return _role_names(value)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings as a dict; a full-domain run's leaves out ``recoding``, ``relaxed``
+        and ``numeric`` while they keep their defaults, as its reports had them before."""
+        out: dict[str, Any] = handler(self)
+        if self.recoding == "full-domain" and not self.relaxed and not self.numeric:
+            for name in RECODING_FIELDS:
+                out.pop(name, None)
+        return out
+
+    @model_validator(mode="after")
+    def _recoding_inputs(self) -> GeneralizeSettings:
+        """A quasi-identifier without a hierarchy file, ``numeric`` and ``relaxed`` belong to
+        Mondrian (``recoding = "mondrian"``): full-domain generalization needs a hierarchy
+        for every quasi-identifier."""
+        if self.recoding == "mondrian":
+            return self
+        bare = [c for c, p in self.qi.items() if not p]
+        if bare:
+            raise AnonlabError(
+                f"qi '{bare[0]}' has no hierarchy file: full-domain generalization needs one "
+                "(e.g. age=hierarchy_age.csv), or choose recoding mondrian to cut it as a "
+                "numeric range",
+                parameter="qi",
+            )
+        for name in ("numeric", "relaxed"):
+            if getattr(self, name):
+                raise AnonlabError(
+                    f"{name} is a setting of Mondrian: choose recoding mondrian, or leave "
+                    f"{name} out",
+                    parameter=name,
+                )
+        return self
 
     @model_validator(mode="after")
     def _bounds_name_qis(self) -> GeneralizeSettings:
@@ -419,11 +475,22 @@ class ApplySettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         return self
 
 
-def parse_qi_flags(items: Iterable[str]) -> dict[str, str]:
-    """Quasi-identifiers from ``COLUMN=HIERARCHY_FILE`` texts (the ``--qi`` flags)."""
+def parse_qi_flags(items: Iterable[str], *, bare: bool = False) -> dict[str, str]:
+    """Quasi-identifiers from ``COLUMN=HIERARCHY_FILE`` texts (the ``--qi`` flags); with
+    ``bare`` (Mondrian) a ``COLUMN`` alone is a quasi-identifier without a hierarchy (its
+    file ``""``)."""
     out: dict[str, str] = {}
     for item in items:
         col, sep, path = item.partition("=")
+        if bare and not sep and col.strip():
+            col, sep, path = col.strip(), "=", ""
+            if out.get(col):
+                raise AnonlabError(
+                    f"qi names column '{col}' twice ('{out[col]}' and no hierarchy): give it once",
+                    parameter="qi",
+                )
+            out[col] = ""
+            continue
         if not sep or not col or not path:
             raise AnonlabError(
                 f"qi '{item}' is not COLUMN=FILE: e.g. age=hierarchy_age.csv", parameter="qi"
