@@ -31,11 +31,26 @@ SearchName = Literal[
 ]
 AggregateName = Literal["arithmetic_mean", "geometric_mean", "sum", "max", "rank"]
 #: how a release recodes its quasi-identifiers: one level per column for every record
-#: (full-domain generalization) or Mondrian's multidimensional partitions (docs/mondrian.md)
-RecodingName = Literal["full-domain", "mondrian"]
+#: (full-domain generalization), Mondrian's multidimensional partitions (docs/mondrian.md) or
+#: ARX's local recoding (full-domain searches repeated on the records still suppressed,
+#: docs/generalization.md "Local recoding")
+RecodingName = Literal["full-domain", "mondrian", "local"]
 #: the settings a full-domain run leaves out of its report when at their defaults, so that
 #: its report stays as it was before recoding was a choice
-RECODING_FIELDS = ("recoding", "relaxed", "numeric")
+RECODING_FIELDS = (
+    "recoding",
+    "relaxed",
+    "numeric",
+    "local_gs_factor",
+    "local_iterations",
+    "local_adaption",
+)
+#: ARX's defaults of local recoding (its GUI's, ``ARXResult.optimizeIterative``'s arguments):
+#: the generalization/suppression factor of each search, the most searches and the step the
+#: factor is raised by when a search releases no record
+LOCAL_GS_FACTOR = 0.05
+LOCAL_ITERATIONS = 100
+LOCAL_ADAPTION = 0.05
 
 #: ARX 3.9's generalization/suppression factor when none is given (``Metric``)
 DEFAULT_GS_FACTOR = 0.5
@@ -202,7 +217,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     partitioning, docs/mondrian.md; ``relaxed`` for its relaxed cuts). With Mondrian a
     quasi-identifier may have no hierarchy (``qi = {age = ""}``, ``--qi age``) and is then
     cut and released as a numeric range; ``numeric`` names quasi-identifiers (with or
-    without a hierarchy, in ``qi`` or not) to treat so.
+    without a hierarchy, in ``qi`` or not) to treat so. ``"local"`` is ARX's local recoding
+    (docs/generalization.md, "Local recoding"): the full-domain optimum, then the search again
+    on the records still suppressed, each search with the loss metric's generalization/
+    suppression factor ``local_gs_factor`` (raised by ``local_adaption`` whenever a search
+    releases no record), at most ``local_iterations`` searches.
 
     ``engine`` chooses where the passes over the rows run (docs/engine.md):
     ``"numpy"`` (the default) in this process, ``"dask"`` on a Dask cluster,
@@ -254,6 +273,9 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     recoding: RecodingName = "full-domain"
     relaxed: bool = False
     numeric: list[str] = Field(default_factory=list)
+    local_gs_factor: float = Field(default=LOCAL_GS_FACTOR, ge=0.0, le=1.0)
+    local_iterations: int = Field(default=LOCAL_ITERATIONS, gt=0)
+    local_adaption: float = Field(default=LOCAL_ADAPTION, ge=0.0, le=1.0)
 
     @classmethod
     def load(
@@ -377,13 +399,28 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         if self.recoding == "full-domain" and not self.relaxed and not self.numeric:
             for name in RECODING_FIELDS:
                 out.pop(name, None)
+        elif self.recoding != "local":
+            for name in RECODING_FIELDS[3:]:
+                out.pop(name, None)
         return out
 
     @model_validator(mode="after")
     def _recoding_inputs(self) -> GeneralizeSettings:
         """A quasi-identifier without a hierarchy file, ``numeric`` and ``relaxed`` belong to
         Mondrian (``recoding = "mondrian"``): full-domain generalization needs a hierarchy
-        for every quasi-identifier."""
+        for every quasi-identifier. ``local_gs_factor``, ``local_iterations`` and
+        ``local_adaption`` belong to local recoding (``recoding = "local"``)."""
+        for name, default in (
+            ("local_gs_factor", LOCAL_GS_FACTOR),
+            ("local_iterations", LOCAL_ITERATIONS),
+            ("local_adaption", LOCAL_ADAPTION),
+        ):
+            if self.recoding != "local" and getattr(self, name) != default:
+                raise AnonlabError(
+                    f"{name} is a setting of local recoding: choose recoding local, or leave "
+                    f"{name} out",
+                    parameter=name,
+                )
         if self.recoding == "mondrian":
             return self
         bare = [c for c, p in self.qi.items() if not p]
