@@ -81,7 +81,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hierarchy_view",
     ),  # core: the table model and hierarchies
     ("engine",),  # the engine protocol, its backends, pieces, merging
-    ("io", "outputs", "sinks", "sources", "database", "staging"),  # reading and writing
+    ("io", "outputs", "sinks", "sources", "database", "staging", "urls"),  # reading and writing
     (
         "tempfiles",
         "tabletext",

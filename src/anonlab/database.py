@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anonlab.errors import AnonlabError, first_line
+from anonlab.paths import is_url
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -56,12 +57,14 @@ _PACKAGES = {  # driver module -> the package that installs it
 
 
 def is_database_url(value: object) -> bool:
-    """Whether ``value`` is a string (or path-like) that looks like a SQLAlchemy URL."""
+    """Whether ``value`` is a string (or path-like) that looks like a SQLAlchemy URL (not a
+    file URL such as ``s3://...``: :func:`anonlab.paths.is_url`)."""
     if isinstance(value, DatabaseTarget):
         return True
     if not isinstance(value, str | os.PathLike):
         return False
-    return _URL.match(os.fspath(value)) is not None
+    text = os.fspath(value)
+    return _URL.match(text) is not None and not is_url(text)  # s3://, memory://: files
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def masked(url: str) -> str:
     """``url`` with its password replaced by ``***`` (messages, reports); a path as it is."""
     if "://" not in url:
         return url
+    if is_url(url):  # a file URL (s3://, https://): no SQLAlchemy URL to parse
+        return _masked_text(url)
     try:
         return parse_url(url, "url").render_as_string(hide_password=True)
     except AnonlabError:

@@ -33,7 +33,7 @@ import numpy as np
 
 from anonlab.database import DatabaseTarget, is_database_url, masked
 from anonlab.errors import AnonlabError
-from anonlab.paths import PathLike
+from anonlab.paths import PathLike, is_url
 from anonlab.sources import sniff_delimiter
 from anonlab.tempfiles import (
     create_private,
@@ -46,6 +46,8 @@ from anonlab.tempfiles import (
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
+    from anonlab.urls import StorageOptions
 
 Source = PathLike | DatabaseTarget
 Strings = Literal["python", "arrow", "dictionary"]
@@ -78,8 +80,9 @@ def read_table(
     strings: Strings = "python",
     doubles: Sequence[str] | None = None,
     repeated: bool = False,
+    storage_options: StorageOptions | None = None,
 ) -> pd.DataFrame:
-    """Read a table from a file, a folder, a database or a DataFrame.
+    """Read a table from a file, a folder, a URL, a database or a DataFrame.
 
     ``source`` is one of:
 
@@ -88,6 +91,11 @@ def read_table(
     * a Parquet file (``.parquet``/``.pq``) or a folder of Parquet parts
       (hive-style ``key=value/`` folders become columns);
     * an Excel workbook (``.xlsx``), its first sheet or the one named ``sheet``;
+    * any of these files or folders named by an fsspec URL (``s3://bucket/data.csv``,
+      ``gs://``, ``abfs://``, ``https://``, ``memory://``, ``file://``...), opened with
+      ``storage_options`` (default: those of :func:`anonlab.urls.using_storage_options`);
+      it is copied to this machine's temporary folder, read as a local file is, and the
+      copy removed (:func:`anonlab.urls.local_copy`);
     * a SQLAlchemy URL (``sqlite:///data.db``, ``postgresql://user@host/db``)
       with exactly one of ``table`` (a table name) or ``query`` (an SQL query);
     * a pandas DataFrame, copied.
@@ -142,6 +150,10 @@ def read_table(
     _no_database_options(table, query, f"'{source}'")
     if delimiter is None and format_of is not None:
         delimiter = _written_delimiter(format_of)
+    if is_url(source):
+        return _from_url(
+            os.fspath(source), storage_options, delimiter, sheet, header, quotechar, dtype, text
+        )
     path = Path(source)
     try:
         return _from_path(path, delimiter, sheet, header, quotechar, dtype, text)
@@ -156,6 +168,30 @@ def read_table(
         raise AnonlabError(
             f"input '{path}' holds a folder where a file was expected: name a file"
         ) from None
+
+
+def _from_url(
+    url: str,
+    options: StorageOptions | None,
+    delimiter: str | None,
+    sheet: str | None,
+    header: bool,
+    quotechar: str,
+    dtype: Any,
+    text_options: _Text,
+) -> pd.DataFrame:
+    """A file or Parquet folder named by URL: copied here, read as a local one, the copy's
+    name replaced by the URL in any message."""
+    from anonlab.urls import local_copy, shown_url
+
+    with local_copy(url, options) as local:
+        try:
+            return _from_path(local, delimiter, sheet, header, quotechar, dtype, text_options)
+        except AnonlabError as exc:
+            message = exc.message.replace(str(local), shown_url(url))
+            raise AnonlabError(message, parameter=exc.parameter) from None
+        except MemoryError as exc:
+            raise _memory_error(local, exc) from None
 
 
 @dataclass(frozen=True)

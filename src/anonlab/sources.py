@@ -20,10 +20,11 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Collection, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from anonlab.errors import AnonlabError, first_line
+from anonlab.paths import is_url
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,9 +38,21 @@ SNIFF_LINES = 50
 SNIFF_CHARS = 1 << 16
 
 
-def file_format(path: Path) -> str:
-    """``"parquet"``, ``"excel"`` or ``"csv"``: by extension, else by the file's first bytes."""
-    suffix = path.suffix.lower()
+def _opened(path: Path | str, text: bool) -> IO[Any]:
+    """A local file or a URL (:mod:`anonlab.urls`) opened for reading: UTF-8 text (a byte
+    order mark skipped, line ends kept) or bytes."""
+    if isinstance(path, str) and is_url(path):
+        from anonlab import urls
+
+        return urls.open_text(path) if text else urls.open_binary(path)
+    local = Path(path)
+    return local.open(encoding="utf-8-sig", newline="") if text else local.open("rb")
+
+
+def file_format(path: Path | str) -> str:
+    """``"parquet"``, ``"excel"`` or ``"csv"``: by extension, else by the file's first bytes
+    (``path`` a local file, or a URL)."""
+    suffix = PurePosixPath(str(path)).suffix.lower()
     if suffix in PARQUET_SUFFIXES:
         return "parquet"
     if suffix in EXCEL_SUFFIXES:
@@ -49,7 +62,7 @@ def file_format(path: Path) -> str:
             f"file '{path}' is an old Excel 97-2003 workbook (.xls): open it in "
             "a spreadsheet program and save it as .xlsx or .csv"
         )
-    with path.open("rb") as fh:
+    with _opened(path, text=False) as fh:
         magic = fh.read(4)
     if magic == b"PAR1":
         return "parquet"
@@ -58,16 +71,16 @@ def file_format(path: Path) -> str:
     return "csv"
 
 
-def _not_utf8(path: Path) -> AnonlabError:
+def _not_utf8(path: Path | str) -> AnonlabError:
     return AnonlabError(f"file '{path}' is not UTF-8 text: re-save it as UTF-8")
 
 
-def _head(path: Path) -> list[str]:
+def _head(path: Path | str) -> list[str]:
     """The first :data:`SNIFF_LINES` whole lines of a text file, within :data:`SNIFF_CHARS`."""
     lines: list[str] = []
     size = 0
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        with _opened(path, text=True) as fh:
             for line in fh:
                 if lines and size + len(line) > SNIFF_CHARS:
                     break
@@ -80,7 +93,7 @@ def _head(path: Path) -> list[str]:
     return lines
 
 
-def sniff_delimiter(path: Path) -> str:
+def sniff_delimiter(path: Path | str) -> str:
     """Guess the delimiter of a CSV file: ``,`` ``;`` tab or ``|``.
 
     :class:`csv.Sniffer` looks at the first lines (a delimiter that occurs
@@ -88,7 +101,7 @@ def sniff_delimiter(path: Path) -> str:
     character absent from the header, the character most frequent on the
     first line wins, and ``,`` when none occurs.
     """
-    lines = _head(Path(path))
+    lines = _head(path if isinstance(path, str) and is_url(path) else Path(path))
     first = lines[0] if lines else ""
     if len(first) <= SNIFF_CHARS:
         try:
@@ -102,10 +115,11 @@ def sniff_delimiter(path: Path) -> str:
     return best if counts[best] > 0 else ","
 
 
-def first_record(path: Path, sep: str, quotechar: str) -> list[str]:
-    """The first non-blank record of a CSV file, as :mod:`csv` reads it (``[]``: none)."""
+def first_record(path: Path | str, sep: str, quotechar: str) -> list[str]:
+    """The first non-blank record of a CSV file (or URL), as :mod:`csv` reads it (``[]``:
+    none)."""
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        with _opened(path, text=True) as fh:
             return next((r for r in csv.reader(fh, delimiter=sep, quotechar=quotechar) if r), [])
     except UnicodeDecodeError as exc:
         raise _not_utf8(path) from exc

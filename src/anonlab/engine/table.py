@@ -33,16 +33,19 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from pathlib import Path, PurePosixPath
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from anonlab.errors import AnonlabError, present
 from anonlab.frames import is_dask_frame
+from anonlab.paths import is_url
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
+    from anonlab.urls import StorageOptions
 
 #: rows per batch a task reads at a time
 BATCH_ROWS = 1 << 20
@@ -81,17 +84,37 @@ class ParquetPiece(Piece):
     names: tuple[str, ...]  # the file's own columns
     row_groups: tuple[int, ...] | None = None  # None: every row group
     partition: tuple[tuple[str, str], ...] = ()  # hive key -> value (text)
+    storage: tuple[tuple[str, Any], ...] = ()  # fsspec's options when ``path`` is a URL
 
     def columns(self) -> tuple[str, ...]:
         return self.names + tuple(k for k, _ in self.partition)
 
     def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pa.Table]:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         keys = dict(self.partition)
         own = [c for c in columns if c not in keys]
-        handle = pq.ParquetFile(self.path, read_dictionary=_text_columns(self.path, own))
+        if not is_url(self.path):
+            schema = pq.read_schema(self.path)
+            handle = pq.ParquetFile(self.path, read_dictionary=_text_columns(schema, own))
+            yield from self._read(handle, columns, keys, own, batch_rows)
+            return
+        with _open_bytes(self.path, self.storage) as source:  # the footer read, then the rows
+            schema = pq.read_schema(source)
+            source.seek(0)
+            handle = pq.ParquetFile(source, read_dictionary=_text_columns(schema, own))
+            yield from self._read(handle, columns, keys, own, batch_rows)
+
+    def _read(
+        self,
+        handle: Any,
+        columns: Sequence[str],
+        keys: dict[str, str],
+        own: list[str],
+        batch_rows: int,
+    ) -> Iterator[pa.Table]:
+        import pyarrow as pa
+
         try:
             if not own:  # only partition keys asked for: count rows from the footer
                 yield from _constant_batches(handle.metadata.num_rows, columns, keys, batch_rows)
@@ -113,13 +136,21 @@ class ParquetPiece(Piece):
         return f"Parquet part '{self.path}'"
 
 
-def _text_columns(path: str, columns: Sequence[str]) -> list[str]:
+def _open_bytes(path: str, storage: tuple[tuple[str, Any], ...]) -> IO[bytes]:
+    """A piece's file opened for reading bytes: a local file, or a URL through fsspec with the
+    storage options the piece carries."""
+    if is_url(path):
+        from anonlab.urls import open_binary
+
+        return open_binary(path, dict(storage))
+    return open(path, "rb")
+
+
+def _text_columns(schema: pa.Schema, columns: Sequence[str]) -> list[str]:
     """The ``columns`` stored as text: read as dictionaries (Parquet's own dictionary pages),
     which encodes them without making a string per value."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    schema = pq.read_schema(path)
     return [
         c
         for c in columns
@@ -153,6 +184,7 @@ class CsvPiece(Piece):
     delimiter: str
     quotechar: str = '"'
     skip_header: bool = False
+    storage: tuple[tuple[str, Any], ...] = ()  # fsspec's options when ``path`` is a URL
 
     def columns(self) -> tuple[str, ...]:
         return self.names
@@ -160,7 +192,7 @@ class CsvPiece(Piece):
     def _bytes(self) -> bytes:
         """The piece's records: from the first line start at or after ``start`` to the end of
         the line holding byte ``end - 1``."""
-        with open(self.path, "rb") as fh:
+        with _open_bytes(self.path, self.storage) as fh:
             if self.start > 0:
                 fh.seek(self.start - 1)
                 if fh.read(1) != b"\n":
@@ -288,8 +320,15 @@ def open_table(
     quotechar: str = '"',
     piece_rows: int = PIECE_ROWS,
     csv_block: int | None = CSV_BLOCK,
+    storage_options: StorageOptions | None = None,
 ) -> Table:
     """The pieces of ``source``: a Parquet file, folder or glob, a CSV file, a DataFrame.
+
+    A file, folder or glob named by an fsspec URL (``s3://bucket/data/``,
+    ``gs://b/*.parquet``, ``memory://``, ``file://``) is read in pieces from
+    there, each piece opening it with ``storage_options`` (default: those of
+    :func:`anonlab.urls.using_storage_options`), which it carries to the
+    engine's workers.
 
     Problems with the input are one-line :class:`AnonlabError` naming
     ``input``: a missing path, a folder with no Parquet parts, parts whose
@@ -306,6 +345,8 @@ def open_table(
     if isinstance(source, pd.DataFrame):
         return _frame_table(source, piece_rows)
     text = os.fspath(source)
+    if is_url(text):
+        return _url_table(text, storage_options, delimiter, quotechar, piece_rows, csv_block)
     if any(ch in _GLOB_CHARS for ch in text) and not Path(text).exists():
         files = sorted(
             (Path(p) for p in globbing.glob(text, recursive=True) if Path(p).is_file()),
@@ -315,7 +356,9 @@ def open_table(
             raise AnonlabError(
                 f"input: the pattern '{text}' matches no file: check the path", parameter="input"
             )
-        return _parquet_table(f"the files matching '{text}'", files, None, piece_rows)
+        return _parquet_table(
+            f"the files matching '{text}'", [(str(f), ()) for f in files], piece_rows
+        )
     path = Path(text)
     if not path.exists():
         raise AnonlabError(f"input: '{path}' does not exist: check the path", parameter="input")
@@ -329,12 +372,14 @@ def open_table(
                 "of Parquet parts, a Parquet file or a CSV file",
                 parameter="input",
             )
-        return _parquet_table(f"folder '{path}'", parts, path, piece_rows)
+        return _parquet_table(
+            f"folder '{path}'", [(str(p), _hive(path, p)) for p in parts], piece_rows
+        )
     from anonlab.sources import file_format
 
     fmt = file_format(path)
     if fmt == "parquet":
-        return _parquet_table(f"file '{path}'", [path], None, piece_rows)
+        return _parquet_table(f"file '{path}'", [(str(path), ())], piece_rows)
     if fmt == "excel":
         raise AnonlabError(
             f"input: '{path}' is an Excel workbook: the engines read Parquet "
@@ -372,17 +417,10 @@ def _no_repeats(names: Sequence[str], where: str) -> None:
         seen.add(name)
 
 
-def _hive(folder: Path | None, part: Path) -> tuple[tuple[str, str], ...]:
+def _hive(folder: Path, part: Path) -> tuple[tuple[str, str], ...]:
     """The ``key=value`` folder levels between ``folder`` and ``part`` (values URI-decoded,
     as pyarrow's hive partitioning reads them)."""
-    if folder is None:
-        return ()
-    pairs = []
-    for level in part.relative_to(folder).parts[:-1]:
-        key, eq, value = level.partition("=")
-        if eq:
-            pairs.append((key, unquote(value)))
-    return tuple(pairs)
+    return _hive_levels(part.relative_to(folder).parts[:-1])
 
 
 def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
@@ -397,41 +435,130 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
     return bool(norm(a).equals(norm(b)))
 
 
-def _parquet_table(
-    where: str, files: Sequence[Path], folder: Path | None, piece_rows: int
+def _url_table(
+    url: str,
+    options: StorageOptions | None,
+    delimiter: str | None,
+    quotechar: str,
+    piece_rows: int,
+    csv_block: int | None,
 ) -> Table:
-    """Pieces of Parquet files, their schemas checked against the first file's."""
-    import pyarrow as pa
+    """The pieces of a file, a folder of Parquet parts or a glob named by URL."""
+    from anonlab import urls
+    from anonlab.sources import PARQUET_SUFFIXES, file_format
+
+    storage = urls.storage_items(urls.current_storage_options() if options is None else options)
+    shown = urls.shown_url(url)
+    found = urls.kind(url, dict(storage))
+    if found is None and any(ch in _GLOB_CHARS for ch in url):
+        matched = sorted(urls.glob(url, dict(storage)), key=_natural_text)
+        if not matched:
+            raise AnonlabError(
+                f"input: the pattern '{shown}' matches no file: check the URL", parameter="input"
+            )
+        return _parquet_table(
+            f"the files matching '{shown}'", [(u, ()) for u in matched], piece_rows, storage
+        )
+    if found is None:
+        raise AnonlabError(f"input: '{shown}' does not exist: check the URL", parameter="input")
+    if found == "folder":
+        parts = []
+        for relative, part in urls.files_under(url, dict(storage)):
+            levels = relative.split("/")
+            if any(level.startswith((".", "_")) for level in levels):
+                continue
+            if PurePosixPath(relative).suffix.lower() in PARQUET_SUFFIXES or (
+                file_format(part) == "parquet"
+            ):
+                parts.append((relative, part))
+        if not parts:
+            raise AnonlabError(
+                f"input: folder '{shown}' holds no Parquet files: give a folder "
+                "of Parquet parts, a Parquet file or a CSV file",
+                parameter="input",
+            )
+        parts.sort(key=lambda entry: _natural_text(entry[0]))
+        files = [(part, _hive_levels(relative.split("/")[:-1])) for relative, part in parts]
+        return _parquet_table(f"folder '{shown}'", files, piece_rows, storage)
+    fmt = file_format(url)
+    if fmt == "parquet":
+        return _parquet_table(f"file '{shown}'", [(url, ())], piece_rows, storage)
+    if fmt == "excel":
+        raise AnonlabError(
+            f"input: '{shown}' is an Excel workbook: the engines read Parquet "
+            "and CSV; save the sheet as CSV or Parquet",
+            parameter="input",
+        )
+    with urls.using_storage_options(dict(storage)):
+        return _csv_table(url, delimiter, quotechar, csv_block, storage)
+
+
+def _natural_text(text: str) -> list[Any]:
+    """Sort key that orders ``part-2`` before ``part-10``."""
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
+
+
+def _hive_levels(levels: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The ``key=value`` levels among ``levels`` (values URI-decoded, as pyarrow's hive
+    partitioning reads them)."""
+    pairs = []
+    for level in levels:
+        key, eq, value = level.partition("=")
+        if eq:
+            pairs.append((key, unquote(value)))
+    return tuple(pairs)
+
+
+def _read_footer(path: str, storage: tuple[tuple[str, Any], ...]) -> Any:
+    """The Parquet metadata of a local file or a URL."""
     import pyarrow.parquet as pq
+
+    if not is_url(path):
+        return pq.read_metadata(path)
+    with _open_bytes(path, storage) as source:
+        return pq.read_metadata(source)
+
+
+def _parquet_table(
+    where: str,
+    files: Sequence[tuple[str, tuple[tuple[str, str], ...]]],
+    piece_rows: int,
+    storage: tuple[tuple[str, Any], ...] = (),
+) -> Table:
+    """Pieces of Parquet files (each with its hive ``key=value`` levels), their schemas
+    checked against the first file's; ``storage``: fsspec's options for URLs."""
+    import pyarrow as pa
 
     pieces: list[Piece] = []
     first: pa.Schema | None = None
     first_keys: tuple[str, ...] = ()
-    for path in files:
+    for path, keys in files:
         try:
-            meta = pq.read_metadata(path)
+            meta = _read_footer(path, storage)
             schema = meta.schema.to_arrow_schema()
         except (pa.ArrowInvalid, OSError) as exc:
             raise AnonlabError(
                 f"input: cannot read Parquet part '{path}' ({exc}): is it a Parquet file?",
                 parameter="input",
             ) from None
-        keys = _hive(folder, path)
         if first is None:
             first, first_keys = schema, tuple(k for k, _ in keys)
             _no_repeats(list(schema.names) + list(first_keys), where)
         else:
-            _check_schema(path, files[0], schema, first, tuple(k for k, _ in keys), first_keys)
+            _check_schema(path, files[0][0], schema, first, tuple(k for k, _ in keys), first_keys)
         names = tuple(schema.names)
+        stored = path if is_url(path) else str(Path(path).absolute())
         for groups in _row_group_runs(meta, piece_rows):
-            pieces.append(ParquetPiece(len(pieces), str(path.absolute()), names, groups, keys))
+            pieces.append(ParquetPiece(len(pieces), stored, names, groups, keys, storage))
     names = tuple(present(first, "the first Parquet part's schema").names)
     return Table(where, names + first_keys, tuple(pieces))
 
 
 def _check_schema(
-    path: Path,
-    first_path: Path,
+    path: str,
+    first_path: str,
     schema: pa.Schema,
     first: pa.Schema,
     keys: tuple[str, ...],
@@ -483,8 +610,14 @@ def _row_group_runs(meta: Any, piece_rows: int) -> list[tuple[int, ...] | None]:
     return runs
 
 
-def _csv_table(path: Path, delimiter: str | None, quotechar: str, csv_block: int | None) -> Table:
-    """Byte-range pieces of a CSV file (one piece when ``csv_block`` is ``None``)."""
+def _csv_table(
+    path: Path | str,
+    delimiter: str | None,
+    quotechar: str,
+    csv_block: int | None,
+    storage: tuple[tuple[str, Any], ...] = (),
+) -> Table:
+    """Byte-range pieces of a CSV file or URL (one piece when ``csv_block`` is ``None``)."""
     from anonlab.sources import check_names, first_record, sniff_delimiter
 
     sep = "\t" if delimiter == "\\t" else delimiter or sniff_delimiter(path)
@@ -494,9 +627,15 @@ def _csv_table(path: Path, delimiter: str | None, quotechar: str, csv_block: int
             f"input: file '{path}' is empty: give a table with a header row", parameter="input"
         )
     check_names(names, f"file '{path}'")
-    size = path.stat().st_size
+    if isinstance(path, str):  # a URL
+        from anonlab.urls import shown_url
+        from anonlab.urls import size as url_size
+
+        size, absolute, shown = url_size(path, dict(storage)), path, shown_url(path)
+    else:
+        size, shown = path.stat().st_size, str(path)
+        absolute = str(path.absolute())  # as typed in messages; absolute for the workers
     block = size if csv_block is None else max(1, csv_block)
-    absolute = str(path.absolute())  # as typed in messages; absolute for the workers
     pieces = tuple(
         CsvPiece(
             i,
@@ -507,7 +646,8 @@ def _csv_table(path: Path, delimiter: str | None, quotechar: str, csv_block: int
             sep,
             quotechar,
             skip_header=(i == 0),
+            storage=storage,
         )
         for i, start in enumerate(range(0, max(size, 1), block))
     )
-    return Table(f"file '{path}'", names, pieces)
+    return Table(f"file '{shown}'", names, pieces)
