@@ -38,7 +38,7 @@ The rules (docs/mondrian.md, "Cut rules"):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -338,6 +338,7 @@ def _partition(
         for _, j, level in widths:
             column = columns[j]
             codes = freq.codes[part.rows, j]
+            candidates: Iterable[tuple[Partition, Partition] | None]
             if isinstance(column, OrderedColumn):
                 candidates = [ordered_cut(column, part, codes, relaxed)]
             else:
