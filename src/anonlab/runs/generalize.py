@@ -45,6 +45,7 @@ from anonlab.runs.generalize_steps import (
     check_weights,
     criteria_files,
     distinct_values,
+    file_through_engine,
     load_hierarchies,
     population_table,
     read_input,
@@ -132,6 +133,10 @@ def run_generalize(
     from anonlab.privacy import check_k, check_suppression, max_suppressed
     from anonlab.risk.release import release_risk_report
 
+    if settings.recoding == "mondrian":  # docs/mondrian.md
+        from anonlab.runs.mondrian import run_mondrian
+
+        return run_mondrian(settings, progress=progress)
     started = time.perf_counter()
     specs = settings.model_criteria()
     files = criteria_files(specs)
@@ -154,7 +159,7 @@ def run_generalize(
     check_suppression(settings.suppression)
     check_weights(settings)
     criteria = resolve_criteria(specs)
-    if on_engine:
+    if on_engine or file_through_engine(settings, criteria):
         return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
@@ -285,7 +290,7 @@ def run_on_engine(
     from anonlab.privacy import max_suppressed
 
     started = time.perf_counter() if started is None else started
-    check_engine_settings(settings)
+    check_engine_settings(settings, file_output=not outputs.is_folder("output"))
     check_engine_model(criteria)
     with outputs:
         hierarchies = load_hierarchies(settings.qi)
