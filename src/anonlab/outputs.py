@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -55,7 +57,7 @@ from anonlab.database import (
     sqlite_file,
 )
 from anonlab.errors import AnonlabError
-from anonlab.paths import PathLike
+from anonlab.paths import PathLike, is_url
 from anonlab.tempfiles import (
     create_private,
     default_mode,
@@ -233,7 +235,7 @@ class Outputs:
     onto it at :meth:`commit`, before the files.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 - one check per kind of target, in one pass
         self,
         targets: Mapping[str, Target | None],
         inputs: Iterable[Target | None] = (),
@@ -243,12 +245,10 @@ class Outputs:
     ) -> None:
         given = [p for p in inputs if p is not None]
         known = [p for p in given if isinstance(p, DatabaseTarget)] + list(input_tables)
-        urls = [
-            os.fspath(p) for p in given if not isinstance(p, DatabaseTarget) and is_database_url(p)
-        ]
-        input_paths = [
-            Path(p) for p in given if not isinstance(p, DatabaseTarget) and not is_database_url(p)
-        ]
+        texts = [os.fspath(p) for p in given if not isinstance(p, DatabaseTarget)]
+        urls = [p for p in texts if is_database_url(p)]
+        input_urls = [p for p in texts if is_url(p)]
+        input_paths = [Path(p) for p in texts if not is_database_url(p) and not is_url(p)]
         database_files = [
             f for f in map(_database_file, [*urls, *(t.url for t in known)]) if f is not None
         ]
@@ -256,6 +256,7 @@ class Outputs:
         whole = {database_key(u) for u in urls} - {database_key(t.url) for t in known}
         self._targets: dict[str, Path] = {}
         self._tables: dict[str, DatabaseTarget] = {}
+        self._urls: dict[str, str] = {}  # outputs named by URL (s3://, memory://...)
         seen: dict[object, str] = {}
         files: dict[Path, str] = {}  # resolved file -> the output that writes it
         for name, value in targets.items():
@@ -291,6 +292,11 @@ class Outputs:
                     files.setdefault(file, name)
                 where = key
                 self._tables[name] = table
+            elif is_url(value) and not isinstance(value, DatabaseTarget):
+                url = os.fspath(value)
+                check_output_url(name, url, input_urls, folder=name in folders)
+                where = ("url", url.rstrip("/"))
+                self._urls[name] = url
             else:
                 path = _file_path(name, value)
                 check = check_output_folder if name in folders else check_output_path
@@ -314,8 +320,10 @@ class Outputs:
             seen[where] = name
         self._staged: dict[str, tuple[Path, bool]] = {}
         self._created: list[Path] = []  # folders this run made, removed again if it fails
-        self._folder_names = set(folders) & set(self._targets)
+        self._folder_names = set(folders) & (set(self._targets) | set(self._urls))
         self._staged_folders: dict[str, StagedFolder] = {}
+        self._scratch: dict[str, Path] = {}  # local folders staging the URL outputs
+        self._uploaded: dict[str, str] = {}  # URL output -> its uploaded temporary URL
         for parent in {p.parent for p in self._targets.values()}:
             remove_stale_temps(parent)
 
@@ -333,8 +341,11 @@ class Outputs:
         previous = self._staged_folders.pop(name, None)
         if previous is not None:
             previous.discard()
-        target = self._targets[name]
-        self._created += _make_folder(target)
+        if name in self._urls:  # staged here, uploaded at commit
+            target = self._scratch_for(name) / _url_name(self._urls[name])
+        else:
+            target = self._targets[name]
+            self._created += _make_folder(target)
         staged = StagedFolder(target)
         self._staged_folders[name] = staged
         return staged
@@ -344,20 +355,32 @@ class Outputs:
         staged = self._staged_folders.get(name)
         return None if staged is None else staged.path
 
+    def _scratch_for(self, name: str) -> Path:
+        """The private local folder where URL output ``name`` is staged before its upload."""
+        folder = self._scratch.get(name)
+        if folder is None:
+            try:
+                folder = Path(tempfile.mkdtemp(prefix=".anonlab-out-", dir=system_temp_folder()))
+            except OSError as exc:
+                raise write_error(self._urls[name], exc) from None
+            self._scratch[name] = folder
+        return folder
+
     def __contains__(self, name: str) -> bool:
-        return name in self._targets or name in self._tables
+        return name in self._targets or name in self._tables or name in self._urls
 
     def names(self) -> list[str]:
-        """The outputs asked for: the files, then the database tables."""
-        return [*self._targets, *self._tables]
+        """The outputs asked for: the files, the URLs, then the database tables."""
+        return [*self._targets, *self._urls, *self._tables]
 
     def path(self, name: str) -> Path | None:
-        """The target path of file output ``name`` (``None`` when not asked for or a database)."""
+        """The target path of file output ``name`` (``None`` when not asked for, a URL or a
+        database)."""
         return self._targets.get(name)
 
-    def target(self, name: str) -> Path | DatabaseTarget | None:
-        """Where output ``name`` goes: a file path, a database table, or ``None``."""
-        return self._targets.get(name) or self._tables.get(name)
+    def target(self, name: str) -> Path | str | DatabaseTarget | None:
+        """Where output ``name`` goes: a file path, a URL, a database table, or ``None``."""
+        return self._targets.get(name) or self._urls.get(name) or self._tables.get(name)
 
     def staged(self, name: str) -> Path | None:
         """The temporary file output ``name`` was staged to (``None`` before it is staged)."""
@@ -377,6 +400,8 @@ class Outputs:
             return
         if isinstance(target, DatabaseTarget):
             tmp = temp_path_for(system_temp_folder() / _safe_name(target.table))
+        elif isinstance(target, str):  # a URL: staged here, uploaded at commit
+            tmp = temp_path_for(self._scratch_for(name) / _url_name(target))
         else:
             self._created += _make_folder(target)
             tmp = temp_path_for(target)
@@ -384,7 +409,8 @@ class Outputs:
             create_private(tmp)
             write(tmp)
             os.chmod(
-                tmp, 0o600 if private or isinstance(target, DatabaseTarget) else default_mode()
+                tmp,
+                0o600 if private or not isinstance(target, Path) else default_mode(),
             )
         except (OSError, MemoryError) as exc:
             tmp.unlink(missing_ok=True)
@@ -405,11 +431,16 @@ class Outputs:
         staged files are renamed onto their targets.
         """
         self._commit_tables()
+        self._upload()
         written: list[Path] = []
         for name, staged in list(self._staged_folders.items()):
+            if name in self._urls:
+                continue
             written.append(staged.commit())
             del self._staged_folders[name]
         for name, (tmp, _private) in list(self._staged.items()):
+            if name in self._urls:
+                continue
             target = self._targets[name]
             try:
                 os.replace(tmp, target)
@@ -418,7 +449,60 @@ class Outputs:
             written.append(target)
             del self._staged[name]
         self._created.clear()  # the folders now hold the outputs: they stay
+        self._move_uploaded()
         return written
+
+    def _upload(self) -> None:
+        """Upload every staged URL output to a hidden temporary URL beside its target (the
+        slow part, done before any target is touched)."""
+        from anonlab import urls
+
+        for name, url in self._urls.items():
+            staged = self._staged_folders.get(name)
+            local = staged.path if staged is not None else self.staged(name)
+            if local is None:
+                continue
+            remote = urls.remote_temp(url)
+            self._uploaded[name] = remote
+            try:
+                urls.upload(local, remote)
+            except (OSError, ValueError) as exc:
+                raise write_error(urls.shown_url(url), exc) from None
+
+    def _move_uploaded(self) -> None:
+        """Move each uploaded URL output onto its target; an earlier folder release there is
+        moved aside first and removed after."""
+        from anonlab import urls
+
+        for name, remote in list(self._uploaded.items()):
+            url = self._urls[name]
+            old: str | None = None
+            try:
+                if name in self._folder_names:
+                    if urls.kind(url) == "folder":
+                        old = urls.remote_temp(url)
+                        urls.move(url, old)
+                    urls.move(remote, url.rstrip("/"))
+                else:
+                    urls.move(remote, url)
+            except (OSError, ValueError) as exc:
+                raise write_error(urls.shown_url(url), exc) from None
+            del self._uploaded[name]
+            if old is not None:
+                urls.remove(old)
+        self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        for name in list(self._urls):
+            staged = self._staged_folders.pop(name, None)
+            if staged is not None:
+                staged.discard()
+            entry = self._staged.pop(name, None)
+            if entry is not None:
+                entry[0].unlink(missing_ok=True)
+            folder = self._scratch.pop(name, None)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _commit_tables(self) -> None:
         from anonlab.database import write_tables
@@ -436,6 +520,16 @@ class Outputs:
     def discard(self) -> None:
         """Remove every staged temporary file, and the folders made for them; no target is
         touched."""
+        if self._uploaded:
+            from anonlab import urls
+
+            for remote in self._uploaded.values():
+                try:
+                    urls.remove(remote)
+                except (OSError, ValueError, AnonlabError):
+                    continue
+            self._uploaded.clear()
+        self._remove_scratch()
         for tmp, _private in self._staged.values():
             tmp.unlink(missing_ok=True)
         self._staged.clear()
@@ -459,6 +553,75 @@ class Outputs:
         tb: TracebackType | None,
     ) -> None:
         self.discard()
+
+
+def _url_name(url: str) -> str:
+    """The last component of a URL (its file or folder name)."""
+    return url.rstrip("/").rpartition("/")[2] or "output"
+
+
+def is_release_url(url: str) -> bool:
+    """Whether ``url`` names a folder holding an earlier release: Parquet parts and nothing
+    else (what :func:`anonlab.runs.common.is_folder_output` asks of a URL)."""
+    from anonlab import urls
+    from anonlab.staging import is_part_name
+
+    if urls.kind(url) != "folder":
+        return False
+    names = [relative for relative, _ in urls.files_under(url)]
+    return bool(names) and all(is_part_name(n) for n in names)
+
+
+def check_output_url(name: str, url: str, inputs: Iterable[str], *, folder: bool) -> None:
+    """Refuse an output URL that is an input, lies inside an input folder or holds one, whose
+    filesystem cannot be opened (its package missing), that is a folder where a file is
+    written (or a file where a folder of Parquet parts is), or a folder holding anything but
+    Parquet parts; a secret key (``key``) is never written to a URL."""
+    from anonlab import urls
+
+    shown = urls.shown_url(url)
+    if name == "key":
+        raise AnonlabError(
+            f"{name} '{shown}' is a URL: a secret key is written to a local file only "
+            "(owner-only permissions, which a URL cannot promise): give a local path",
+            parameter=name,
+        )
+    target = url.rstrip("/")
+    for item in inputs:
+        given = item.rstrip("/")
+        if given == target:
+            raise AnonlabError(
+                f"{name} '{shown}' is also an input: choose another URL (inputs are never "
+                "overwritten)",
+                parameter=name,
+            )
+        if target.startswith(given + "/") or given.startswith(target + "/"):
+            raise AnonlabError(
+                f"{name} '{shown}' lies inside the input '{urls.shown_url(item)}' or holds "
+                "it: choose another URL (inputs are never overwritten)",
+                parameter=name,
+            )
+    found = urls.kind(url)
+    if not folder and found == "folder":
+        raise AnonlabError(
+            f"{name} '{shown}' is a folder: give a file name inside it", parameter=name
+        )
+    if folder and found == "file":
+        raise AnonlabError(
+            f"{name} '{shown}' is a file, but the engine writes a folder of Parquet parts: "
+            "name a folder",
+            parameter=name,
+        )
+    if folder and found == "folder":
+        from anonlab.staging import is_part_name
+
+        names = [relative for relative, _ in urls.files_under(url)]
+        if not all(is_part_name(n) for n in names):
+            raise AnonlabError(
+                f"{name} '{shown}' is a folder holding other files than Parquet parts: name "
+                "a new folder (it is not emptied for you)",
+                parameter=name,
+            )
 
 
 def _make_folder(target: Path) -> list[Path]:

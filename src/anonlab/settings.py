@@ -76,6 +76,7 @@ class Settings(BaseModel):
         "verify",
         "max_risk",
         "fail_on_risk",
+        "storage_options",
     )
 
     def __init__(self, **values: Any) -> None:

@@ -32,6 +32,12 @@ def _this_host() -> str:
 _TEMP_FOLDER = re.compile(rf"^\..+\.anonlab-{re.escape(_this_host())}-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
 
 
+def is_part_name(name: str) -> bool:
+    """Whether ``name`` (a path relative to a release folder) names a Parquet part this module
+    writes (``part-00000.parquet``)."""
+    return _PART.match(name) is not None
+
+
 def _replaceable(folder: Path) -> bool:
     """Whether ``folder`` holds only Parquet parts this module writes."""
     return all(entry.is_file() and _PART.match(entry.name) for entry in folder.iterdir())

@@ -26,6 +26,7 @@ from anonlab.runs.common import (
     input_tables,
     open_run_engine,
     paths_convention,
+    reads_urls,
     resolve_stored_path,
     stage_release,
     stage_report,
@@ -294,6 +295,7 @@ def load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
     return load_hierarchies(found.hierarchies)
 
 
+@reads_urls
 def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Apply the transformation of an earlier generalize report to another table.
 

@@ -7,16 +7,18 @@ and writes release, JSON report and HTML through one
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
+from anonlab.paths import is_url
 from anonlab.settings import Settings, split_names
 
 if TYPE_CHECKING:
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
 
     from anonlab.database import DatabaseTarget
     from anonlab.engine.base import Engine
+
+P = ParamSpec("P")
+R = TypeVar("R")
+SettingsT = TypeVar("SettingsT")
 
 PATHS_RELATIVE = "relative to the report's folder"
 PATHS_ABSOLUTE = "absolute"
@@ -182,11 +188,28 @@ def stage_release(
 
 
 def file_of(source: Any) -> str | None:
-    """A run's input as a file path: ``None`` for a DataFrame, a database URL or nothing
-    (what :class:`~anonlab.outputs.Outputs` guards against being overwritten)."""
-    if isinstance(source, str) and "://" not in source:
+    """A run's input as a file path or a file URL (``s3://...``): ``None`` for a DataFrame, a
+    database URL or nothing (what :class:`~anonlab.outputs.Outputs` guards against being
+    overwritten)."""
+    if isinstance(source, str) and ("://" not in source or is_url(source)):
         return source
     return None
+
+
+def reads_urls(
+    run: Callable[Concatenate[SettingsT, P], R],
+) -> Callable[Concatenate[SettingsT, P], R]:
+    """A run function that opens the URLs it reads and writes with its settings'
+    ``storage_options`` (:func:`anonlab.urls.using_storage_options`)."""
+
+    @functools.wraps(run)
+    def with_options(settings: SettingsT, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        from anonlab.urls import using_storage_options
+
+        with using_storage_options(getattr(settings, "storage_options", None)):
+            return run(settings, *args, **kwargs)
+
+    return with_options
 
 
 def is_folder_output(output: str | None) -> bool:
@@ -197,6 +220,10 @@ def is_folder_output(output: str | None) -> bool:
         return False
     if output.endswith(("/", os.sep)):
         return True
+    if is_url(output):
+        from anonlab.outputs import is_release_url
+
+        return is_release_url(output)
     if not Path(output).is_dir():
         return False
     from anonlab.staging import holds_release
@@ -218,13 +245,19 @@ class ReadSettings(Settings):
 
     ``delimiter`` is the CSV delimiter (sniffed when not given), ``sheet`` an
     Excel sheet, ``table`` or ``query`` the database table or SQL query to read
-    when the source is a SQLAlchemy URL.
+    when the source is a SQLAlchemy URL. ``storage_options`` are fsspec's
+    options for the inputs and outputs named by URL (``s3://``, ``gs://``...;
+    :mod:`anonlab.urls`), e.g. ``{"anon": True}`` or ``{"key": ..., "secret": ...}``;
+    they are never written to a report.
     """
 
     delimiter: str | None = None
     sheet: str | None = None
     table: str | None = None
     query: str | None = None
+    #: fsspec's options for inputs and outputs named by URL (credentials, endpoint...): never
+    #: written to a report
+    storage_options: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     def read_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`anonlab.io.read_table`: the delimiter, and the others

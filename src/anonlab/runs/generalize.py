@@ -32,6 +32,7 @@ from anonlab.runs.common import (
     input_tables,
     open_run_engine,
     paths_convention,
+    reads_urls,
     stage_plot,
     stage_release,
     stage_report,
@@ -109,6 +110,7 @@ def search_dataset(
     return result, dropped
 
 
+@reads_urls
 def run_generalize(
     settings: GeneralizeSettings, *, progress: ProgressFn | None = None
 ) -> RunResult:

@@ -109,6 +109,7 @@ from anonlab.runs.common import (
     is_folder_output,
     open_run_engine,
     paths_convention,
+    reads_urls,
     stage_plot,
     stage_release,
     stage_report,
@@ -329,6 +330,7 @@ class TradeoffSettings(_Columns, _Measures, _Workers, RoleSettings, RiskSettings
 # ---------------------------------------------------------------------------
 
 
+@reads_urls
 def run_microaggregate(
     settings: MicroaggregateSettings, *, progress: ProgressFn | None = None
 ) -> RunResult:
@@ -387,6 +389,7 @@ def run_microaggregate(
     return RunResult(report, release, written)
 
 
+@reads_urls
 def run_evaluate(settings: EvaluateSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """The EM4ADOM measures of ``settings.masked`` against ``settings.original``.
 
@@ -416,6 +419,7 @@ def run_evaluate(settings: EvaluateSettings, *, progress: ProgressFn | None = No
     return RunResult(report, None, written)
 
 
+@reads_urls
 def run_tradeoff(settings: TradeoffSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """MDAV, EM4ADOM and the risk for each k; report, HTML and the R-U map (PNG), or nothing.
 

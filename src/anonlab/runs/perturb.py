@@ -74,6 +74,7 @@ from anonlab.runs.common import (
     file_of,
     is_folder_output,
     paths_convention,
+    reads_urls,
     stage_report,
     stored_path,
 )
@@ -388,6 +389,7 @@ def _check_perturb(s: PerturbSettings) -> None:
 # ---------------------------------------------------------------------------
 
 
+@reads_urls
 def run_perturb(settings: PerturbSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Perturb ``settings.input``; write release, key, library, report and HTML, or nothing.
 
@@ -506,6 +508,7 @@ def finish_perturb(
     return outputs.commit()
 
 
+@reads_urls
 def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Restore the original table from a release and its key; write it (or nothing).
 
@@ -563,6 +566,7 @@ def run_invert(settings: InvertSettings, *, progress: ProgressFn | None = None) 
     return RunResult(report, restored, written)
 
 
+@reads_urls
 def run_attack(settings: AttackSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """The attack table of ``settings.released`` against ``settings.original``; report and HTML.
 

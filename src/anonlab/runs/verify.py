@@ -14,8 +14,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import Field
+
 from anonlab.outputs import Outputs
-from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
+from anonlab.runs.common import (
+    RunResult,
+    paths_convention,
+    reads_urls,
+    stage_report,
+    stored_path,
+)
 from anonlab.settings import Settings
 
 if TYPE_CHECKING:
@@ -42,6 +50,8 @@ class VerifySettings(Settings):
     input: str | None = None
     key: str | None = None
     report: str | None = None
+    #: fsspec's options for a release, input or report named by URL: never written to a report
+    storage_options: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
 
 def _checked_files(settings: VerifySettings, result: VerifyResult) -> dict[str, str | None]:
@@ -78,6 +88,7 @@ def verify_report_dict(
     return out
 
 
+@reads_urls
 def run_verify(settings: VerifySettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Check the release ``settings.report_in`` describes; write the findings' report if asked.
 
