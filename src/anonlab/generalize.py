@@ -896,7 +896,18 @@ class Generalizer:
         max_levels: Mapping[str, int] | None = None,
         targets: Sequence[str] | None = None,
         static_loss: Mapping[str, Sequence[float]] | None = None,
+        recoding: str = "full-domain",
+        relaxed: bool = False,
+        numeric: Sequence[str] | None = None,
     ) -> None:
+        if recoding not in ("full-domain", "mondrian"):
+            raise AnonlabError(
+                f"recoding '{recoding}' is unknown: choose full-domain or mondrian",
+                parameter="recoding",
+            )
+        self.recoding = recoding
+        self.relaxed = relaxed
+        self.numeric = list(numeric or [])
         self.engine = engine
         self.min_levels = dict(min_levels or {})
         self.max_levels = dict(max_levels or {})
@@ -928,7 +939,15 @@ class Generalizer:
         or ``insensitive``), or ``other="insensitive"`` releases the rest as
         they are (:func:`anonlab.dataset.assign_roles`). A criterion on a
         sensitive attribute needs that column in ``sensitive``.
+
+        With ``recoding="mondrian"`` (docs/mondrian.md) a quasi-identifier may map to
+        ``None`` (no hierarchy: cut and released as a range, as the ``numeric`` ones are),
+        and :meth:`transform` is refused: Mondrian's partitions belong to their table.
         """
+        if self.recoding == "mondrian":
+            return self._fit_mondrian(
+                frame, hierarchies, identifying, sensitive, insensitive, other
+            )
         hiers = {
             c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
             for c, h in hierarchies.items()
@@ -964,6 +983,57 @@ class Generalizer:
         self.transformation_ = dict(self.result_.transformation)
         return self
 
+    def _fit_mondrian(
+        self,
+        frame: FrameLike,
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
+        identifying: Iterable[str],
+        sensitive: Iterable[str],
+        insensitive: Iterable[str],
+        other: str | None,
+    ) -> Generalizer:
+        """Mondrian's partitions of ``frame`` (:func:`anonlab.mondrian.method.mondrian`)."""
+        from anonlab.frames import is_dask_frame
+        from anonlab.mondrian.method import flat_hierarchies, mondrian, refuse_unjudgeable
+
+        if self.engine is not None or is_dask_frame(frame):
+            raise AnonlabError(
+                "recoding mondrian runs on a pandas DataFrame in memory: the engines do not "
+                "map Mondrian's partitions yet",
+                parameter="engine",
+            )
+        if self.suppression:
+            raise AnonlabError(
+                "recoding mondrian suppresses no record: leave suppression at 0",
+                parameter="suppression",
+            )
+        self.criteria_ = resolve_criteria(self.criteria, self.k)
+        refuse_unjudgeable(self.criteria_)
+        given = {
+            c: None
+            if h is None or h == ""
+            else h
+            if isinstance(h, Hierarchy)
+            else Hierarchy.from_csv(h)
+            for c, h in hierarchies.items()
+        }
+        ordered = [c for c, h in given.items() if h is None]
+        ordered += [c for c in self.numeric if c not in ordered]
+        known = {c: h for c, h in given.items() if h is not None}
+        table = frame.reset_index(drop=True)
+        every = flat_hierarchies(table, known, [c for c in ordered if c not in known])
+        dataset = model_dataset(
+            table,
+            every,
+            self.criteria_,
+            identifying=identifying,
+            sensitive=sensitive,
+            insensitive=insensitive,
+            other=other,
+        )
+        self.mondrian_ = mondrian(dataset, self.criteria_, ordered=ordered, relaxed=self.relaxed)
+        return self
+
     def _metric_options(self) -> dict[str, Any]:
         return {
             "gs_factor": self.gs_factor,
@@ -995,6 +1065,8 @@ class Generalizer:
             insensitive=insensitive,
             other=other,
         )
+        if self.recoding == "mondrian":
+            return self.mondrian_.release.set_axis(frame.index, axis=0)
         return _release_of(frame, self.result_.release, self.result_.plan)
 
     def transform(self, frame: FrameLike) -> FrameLike:
@@ -1003,6 +1075,11 @@ class Generalizer:
         Every criterion is re-checked on it (:func:`apply_levels`). The release
         keeps ``frame``'s index.
         """
+        if self.recoding == "mondrian":
+            raise AnonlabError(
+                "a Mondrian partitioning belongs to the table it was fitted on: call "
+                "fit_transform() on the other table"
+            )
         if not hasattr(self, "transformation_"):
             raise AnonlabError("the Generalizer is not fitted: call fit() first")
         with _frame_engine(frame, self.engine) as engine:
