@@ -498,6 +498,9 @@ def file_sha256(path: PathLike) -> str:
     their relative paths: each file's relative path, its size and its bytes.
     """
     digest = hashlib.sha256()
+    if is_url(path):
+        _digest_url(digest, os.fspath(path))
+        return digest.hexdigest()
     root = Path(path)
     if root.is_dir():
         for name, file in folder_files(root):
@@ -508,6 +511,25 @@ def file_sha256(path: PathLike) -> str:
         return digest.hexdigest()
     _digest_file(digest, root)
     return digest.hexdigest()
+
+
+def _digest_url(digest: hashlib._Hash, url: str) -> None:
+    """:func:`file_sha256` of a file or folder named by URL (the same digest as its local
+    copy's)."""
+    from anonlab import urls
+
+    if urls.kind(url) == "folder":
+        for name, file in urls.files_under(url):
+            encoded = name.encode("utf-8", "surrogateescape")
+            digest.update(len(encoded).to_bytes(8, "big") + encoded)
+            digest.update(urls.size(file).to_bytes(8, "big"))
+            with urls.open_binary(file) as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        return
+    with urls.open_binary(url) as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
 
 
 def _digest_file(digest: hashlib._Hash, path: Path) -> None:

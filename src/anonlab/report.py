@@ -8,13 +8,14 @@ adds its method's own keys. Reports never contain raw records.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 from pathlib import Path
 from typing import Any
 
 from anonlab import __version__
 from anonlab.io import file_sha256, folder_files
-from anonlab.paths import PathLike
+from anonlab.paths import PathLike, is_url
 
 
 def input_description(path: PathLike | None) -> dict[str, Any] | None:
@@ -22,6 +23,16 @@ def input_description(path: PathLike | None) -> dict[str, Any] | None:
     (a Parquet dataset) the size is its files' total."""
     if path is None:
         return None
+    if is_url(path):  # s3://, memory://...: the same description as its local copy's
+        from anonlab import urls
+
+        url = os.fspath(path)
+        if urls.kind(url) == "folder":
+            size = sum(urls.size(file) for _name, file in urls.files_under(url))
+        else:
+            size = urls.size(url)
+        name = url.rstrip("/").rpartition("/")[2]
+        return {"name": name, "bytes": size, "sha256": file_sha256(url)}
     p = Path(path)
     size = sum(f.stat().st_size for _name, f in folder_files(p)) if p.is_dir() else p.stat().st_size
     return {"name": p.name, "bytes": size, "sha256": file_sha256(p)}
