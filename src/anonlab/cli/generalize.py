@@ -280,6 +280,25 @@ def generalize_command(
         help="List the N best transformations that satisfy the "
         "models, numbered for `anonlab apply --node` (default: 0, none).",
     ),
+    recoding: str | None = typer.Option(
+        None,
+        "--recoding",
+        help="full-domain (one level per quasi-identifier for every record) or mondrian "
+        "(multidimensional partitions, docs/mondrian.md; a --qi COLUMN without a file is "
+        "then a numeric range) (default: full-domain).",
+    ),
+    relaxed: bool | None = typer.Option(
+        None,
+        "--relaxed/--strict",
+        help="Mondrian's relaxed cuts: records of the median value may go to both halves "
+        "(default: strict).",
+    ),
+    numeric: list[str] | None = typer.Option(
+        None,
+        "--numeric",
+        help="With --recoding mondrian: a quasi-identifier cut and released as a numeric "
+        "range [lo, hi], hierarchy or not (repeat, or COLUMN,COLUMN).",
+    ),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -324,7 +343,7 @@ def generalize_command(
         "sheet": sheet,
         "table": table,
         "query": query,
-        "qi": parse_qi_flags(qi) if qi else None,
+        "qi": parse_qi_flags(qi, bare=recoding == "mondrian") if qi else None,
         "identifying": identifying,
         "sensitive": sensitive,
         "insensitive": insensitive,
@@ -346,6 +365,9 @@ def generalize_command(
         "min_level": parse_level_flags(min_level, "min_level") if min_level else None,
         "max_level": parse_level_flags(max_level, "max_level") if max_level else None,
         "alternatives": alternatives,
+        "recoding": recoding,
+        "relaxed": relaxed,
+        "numeric": numeric or None,
         "output": output,
         "output_table": output_table,
         "report": as_text(report),
@@ -394,6 +416,14 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     from rich.table import Table
 
     table = Table(title="anonlab generalize", show_header=False)
+    if report["command"] == "mondrian":
+        _mondrian_rows(table, report)
+        _risk_rows(table, report)
+        table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
+        table.add_row("wrote", ", ".join(str(p) for p in written))
+        table.add_row("time", f"{report['runtime_seconds']:.2f} s")
+        Console().print(table)
+        return
     table.add_row("transformation", _levels_text(report["transformation"]))
     bounded = _bounded(report)
     if bounded:
@@ -425,6 +455,27 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
+
+
+def _mondrian_rows(table: Any, report: dict[str, Any]) -> None:
+    """The summary rows of a Mondrian release (docs/mondrian.md, "Report")."""
+    found, loss = report["mondrian"], report["loss"]
+    kind = "relaxed" if found["relaxed"] else "strict"
+    if found["relaxed"] and not found["relaxed_kept"]:
+        kind += " (the strict partitioning lost less and was kept)"
+    table.add_row("recoding", f"mondrian, {kind}: {found['cuts']} cuts")
+    table.add_row(
+        "partitions",
+        f"{found['partitions']} ({found['classes']} classes), sizes "
+        f"{found['smallest_class']} to {found['largest_class']}",
+    )
+    table.add_row("suppressed records", "0")
+    for entry in report.get("criteria") or []:
+        params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
+        table.add_row(entry["model"], f"{params}: holds")
+    table.add_row("GCP", f"{loss['gcp']:.4f}")
+    table.add_row("discernibility", str(loss["discernibility"]))
+    table.add_row("average class size", f"{loss['average_class_size']:.2f}")
 
 
 def _bounded(report: dict[str, Any]) -> str:
