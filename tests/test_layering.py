@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("runs",),
     ("report", "htmlreport"),  # the report's header and page
-    ("generalize", "fusion", "microaggregation", "perturbation"),  # method families
+    ("generalize", "fusion", "microaggregation", "perturbation", "mondrian"),  # method families
     ("lattice",),  # the lattice search of the generalization family
     ("privacy",),  # its privacy models
     ("checker", "verify", "metrics", "risk"),  # measures: they import no method family
