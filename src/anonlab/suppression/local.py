@@ -97,7 +97,7 @@ class _Patterns:
         self.kind[:n] = pattern_kinds(uniq)
         self.fk = np.zeros(capacity, dtype=np.float64)
         self.fk[:n] = wildcard_frequencies(uniq, self.count[:n], alpha)
-        self.n = n
+        self.n: int = int(n)
         self.total = float(counts.sum())
         self.index = {uniq[i].tobytes(): i for i in range(n)}
         self.group = inverse.ravel().astype(np.int64)

@@ -1,0 +1,200 @@
+"""Independent check of a cell-suppression release (``anonlab suppress``).
+
+Written apart from :mod:`anonlab.suppression` (it imports none of it): it reads the
+original and the released tables as text and checks that
+
+- both hold the same number of records, and every released column that is not a
+  key equals its original;
+- every key cell the release holds equals its original (a suppression only blanks);
+- every combination of keys the run had to protect is k-anonymous in every stratum,
+  counting frequencies as sdcMicro's ``freqCalc`` does with its ``alpha``
+  (docs/suppression.md, "Blanks": two records match when they agree wherever both
+  have a value; a record with blanks counts ``alpha`` towards another, except that
+  records without a blank count 1 towards one with blanks, a record of blanks only
+  counts 0 towards one without, and a record of blanks only has the stratum's size);
+- the blanked cells per key are as many as reported.
+
+The frequencies are counted per pair of blank classes (the sets of blank keys) by
+joining the distinct released key tuples on the keys both classes hold, with pandas.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: at most this many problems are listed
+MAX_PROBLEMS = 20
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """A column as text, missing values as ``None``; a number that is whole as an integer
+    (``3.0`` and ``3`` read from two files are the same value)."""
+
+    def one(value: Any) -> Any:
+        if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+            return None
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            return str(int(value))
+        if isinstance(value, np.integer):
+            return str(int(value))
+        text = str(value)
+        return None if text == "" else text
+
+    return pd.Series([one(v) for v in column.tolist()], index=column.index, dtype=object)
+
+
+def frequencies(
+    keys: pd.DataFrame, alpha: float, strata: pd.Series | None = None
+) -> np.ndarray[Any, Any]:
+    """Each record's frequency under sdcMicro's blank rule (module text), per stratum."""
+    n = len(keys)
+    out = np.zeros(n, dtype=np.float64)
+    if n == 0:
+        return out
+    groups = (
+        [np.arange(n)]
+        if strata is None
+        else [np.asarray(ix) for ix in strata.groupby(strata, dropna=False).indices.values()]
+    )
+    for rows in groups:
+        out[rows] = _stratum_frequencies(keys.iloc[rows].reset_index(drop=True), alpha)
+    return out
+
+
+def _stratum_frequencies(keys: pd.DataFrame, alpha: float) -> np.ndarray[Any, Any]:
+    names = list(keys.columns)
+    frame = keys.copy()
+    frame.columns = [f"c{i}" for i in range(len(names))]
+    cols = list(frame.columns)
+    blank = frame.isna()
+    frame["_class"] = blank.apply(lambda row: "".join("1" if b else "0" for b in row), axis=1)
+    filled = frame.fillna("\x00")
+    tuples = filled.groupby([*cols, "_class"], sort=False).size().rename("_n").reset_index()
+    tuples = tuples.replace({"\x00": None})
+    total = float(len(keys))
+    fk = pd.Series(0.0, index=tuples.index)
+    classes = tuples["_class"].unique()
+    none = "0" * len(cols)
+    every = "1" * len(cols)
+    for a in classes:
+        queries = tuples[tuples["_class"] == a]
+        if a == every:
+            fk[queries.index] = total
+            continue
+        for b in classes:
+            others = tuples[tuples["_class"] == b]
+            if a == none:
+                weight = 1.0 if b == none else (0.0 if b == every else alpha)
+            else:
+                weight = 1.0 if b == none else alpha
+            if weight == 0.0:
+                continue
+            on = [c for i, c in enumerate(cols) if a[i] == "0" and b[i] == "0"]
+            if on:
+                sums = others.groupby(on, sort=False)["_n"].sum().rename("_m").reset_index()
+                joined = queries[on].reset_index().merge(sums, on=on, how="left")
+                matched = joined.set_index("index")["_m"].fillna(0.0)
+            else:
+                matched = pd.Series(float(others["_n"].sum()), index=queries.index)
+            fk[queries.index] += weight * matched.reindex(queries.index).to_numpy()
+        if a != none:  # the tuple's own records counted alpha above; they count 1
+            fk[queries.index] += (1.0 - alpha) * queries["_n"].to_numpy()
+    tuples["_fk"] = fk
+    back = filled.merge(
+        tuples.fillna("\x00")[[*cols, "_class", "_fk"]], on=[*cols, "_class"], how="left"
+    )
+    return back["_fk"].to_numpy(dtype=np.float64)
+
+
+def check_suppression(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    keys: Sequence[str],
+    k: int,
+    *,
+    combs: Sequence[Sequence[int]] | None = None,
+    strata: Sequence[str] = (),
+    alpha: float = 1.0,
+    suppressed: Mapping[str, int] | None = None,
+    dropped: Sequence[str] = (),
+) -> list[str]:
+    """The problems of ``release`` as a suppression of ``original`` (module text); empty
+    when it passes. ``combs`` lists ``(size, k)`` pairs (default: all keys with ``k``);
+    ``dropped`` columns of the original are not expected in the release."""
+    problems = _shape_problems(original, release, dropped)
+    if problems:
+        return problems
+    texts: dict[str, pd.Series] = {}
+    for col in release.columns:
+        before, after = _text(original[col]), _text(release[col])
+        texts[col] = after
+        if col in keys:
+            problems.extend(_key_problems(str(col), before, after, suppressed))
+        else:
+            differs = (before.fillna("\x00") != after.fillna("\x00")).to_numpy()
+            if differs.any():
+                row = int(np.flatnonzero(differs)[0])
+                problems.append(f"column {col}, record {row}: not a key, yet changed")
+    if problems:
+        return problems[:MAX_PROBLEMS]
+    stratum = None
+    if strata:
+        parts = [_text(release[s]).fillna("") for s in strata]
+        stratum = pd.Series(["\x1f".join(row) for row in zip(*parts, strict=True)])
+    pairs = [(len(keys), k)] if not combs else [(int(s), int(kk)) for s, kk in combs]
+    for size, kk in pairs:
+        for combination in itertools.combinations(list(keys), size):
+            part = pd.DataFrame({c: texts[c] for c in combination})
+            fk = frequencies(part, alpha, stratum)
+            low = np.flatnonzero(fk < kk - 1e-9)
+            if low.size:
+                row = int(low[0])
+                problems.append(
+                    f"keys {', '.join(combination)}: record {row} has frequency "
+                    f"{fk[row]:g} < k = {kk} ({low.size} records below k)"
+                )
+                if len(problems) >= MAX_PROBLEMS:
+                    return problems
+    return problems
+
+
+def _shape_problems(
+    original: pd.DataFrame, release: pd.DataFrame, dropped: Sequence[str]
+) -> list[str]:
+    """Records and columns: the same, but for the dropped columns."""
+    if len(original) != len(release):
+        return [f"the release holds {len(release)} records, the original {len(original)}"]
+    problems = []
+    absent = [str(c) for c in original.columns if c not in release.columns and c not in dropped]
+    if absent:
+        problems.append(f"the release lacks column(s) {', '.join(absent)}")
+    extra = [str(c) for c in release.columns if c not in original.columns]
+    if extra:
+        problems.append(f"the release has column(s) not in the original: {', '.join(extra)}")
+    return problems
+
+
+def _key_problems(
+    col: str, before: pd.Series, after: pd.Series, suppressed: Mapping[str, int] | None
+) -> list[str]:
+    """A key column: every released value its original, the blanks as many as reported."""
+    problems = []
+    wrong = after.notna() & ((after != before) | before.isna())
+    if wrong.any():
+        row = int(np.flatnonzero(wrong.to_numpy())[0])
+        problems.append(
+            f"key {col}, record {row}: released {after.iloc[row]!r}, original "
+            f"{before.iloc[row]!r} (a suppression only blanks)"
+        )
+    if suppressed is not None:
+        blanked = int((after.isna() & before.notna()).sum())
+        if blanked != int(suppressed.get(col, -1)):
+            problems.append(
+                f"key {col}: {blanked} cells blanked, the report says {suppressed.get(col)}"
+            )
+    return problems
