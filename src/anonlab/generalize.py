@@ -566,6 +566,7 @@ def _setup(
         static_loss=static_loss,
     )
     engine.keep_base_index = chosen.needs_base_index and limit > 0
+    engine.keep_population_order = chosen.needs_population_order
     ctx = SearchContext(
         lattice,
         engine,

@@ -163,6 +163,10 @@ class FrequencySet:
     #: (classes, m) group codes when the roll-up that made the node knows them (else
     #: :attr:`codes` unpacks them from the keys on first use)
     known_codes: NDArray[Any] | None = field(default=None, repr=False, compare=False)
+    #: the classes holding population records in order of their first population row (ARX's
+    #: order of the classes on a research subset), when the engine keeps it
+    #: (:func:`roll_population_order`)
+    population_order: NDArray[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def classes(self) -> int:
@@ -173,7 +177,7 @@ class FrequencySet:
     def nbytes(self) -> int:
         """Memory held by the node's own arrays (not the shared global histograms)."""
         extra = 0 if self.base_index is None else self.base_index.nbytes
-        for arr in (self.population, self.representatives, self.known_codes):
+        for arr in (self.population, self.representatives, self.known_codes, self.population_order):
             if arr is not None:
                 extra += arr.nbytes
         extra += sensitive_bytes(self.sensitive)
@@ -374,6 +378,26 @@ def sum_pairs(
     return pair_class, nonzero - pair_class * n_values, counts.astype(np.int64)
 
 
+def roll_population_order(
+    order: NDArray[Any], inverse: NDArray[Any], n_classes: int, positions: NDArray[Any]
+) -> NDArray[Any]:
+    """A roll-up's :attr:`FrequencySet.population_order` from its source's.
+
+    ``order`` lists the source's classes by their first population row, ``inverse`` maps
+    each source class to its target class, ``positions`` is ``arange(len(order))``. A
+    target class's first population row is the earliest of its members', so walking the
+    source's classes in ``order`` meets each target class first at its own first row, and
+    meets the target classes in the order of those rows: the target's order is
+    ``inverse[order]`` with its repeats dropped (the first of each kept). The first
+    position of each class is found by a reversed scatter (the last write wins, as in
+    :func:`first_members`), so no sort is made.
+    """
+    seen = inverse.take(order)
+    first = np.empty(n_classes, dtype=np.int64)  # read only at the classes in seen
+    first[seen[::-1]] = positions[::-1]
+    return np.asarray(seen[first.take(seen) == positions])
+
+
 class FrequencyEngine:
     """Computes frequency sets in-process with NumPy (the embedded backend).
 
@@ -384,7 +408,9 @@ class FrequencyEngine:
     together (classes of population records only have ``counts == 0``) and
     every frequency set carries population counts. ``keep_representatives``
     rolls up each class's first row (what the sample-based criteria order
-    classes by); the bottom node always has them.
+    classes by); the bottom node always has them. ``keep_population_order`` rolls up
+    the order of the classes' first population rows
+    (:attr:`FrequencySet.population_order`, the bottom node has it with a population).
     """
 
     def __init__(
@@ -398,6 +424,7 @@ class FrequencyEngine:
         self.n = dataset.n
         self.keep_base_index = keep_base_index
         self.keep_representatives = keep_representatives
+        self.keep_population_order = False
         self.heights = tuple(q.height for q in self.qis)
         self._lifts: dict[tuple[int, int, int], NDArray[Any]] = {}
         self._deltas: dict[tuple[int, int, int], NDArray[Any]] = {}
@@ -406,6 +433,7 @@ class FrequencyEngine:
         cards = [q.cardinality(0) for q in self.qis]
         self.layout = KeyLayout(cards)
         pop_counts = None
+        pop_order = None
         if population is None:
             columns = [q.codes for q in self.qis]
             inverse, first = group_columns(columns, cards)
@@ -421,6 +449,8 @@ class FrequencyEngine:
             inverse, first = group_tuples(rows, cards)
             self.row_index = inverse[: self.n]
             pop_counts = np.bincount(inverse[self.n :], minlength=len(first)).astype(np.int64)
+            # the bottom's classes met by population rows, in order of their first row
+            pop_order = factorize_int64(np.asarray(inverse[self.n :], dtype=np.int64))[1]
             self.base_tuples = rows[first]
             del rows
         del inverse
@@ -450,6 +480,7 @@ class FrequencyEngine:
             layout=self.layout,
             representatives=first.astype(np.int64),
             known_codes=self.base_tuples,
+            population_order=pop_order,
         )
 
     def lift(self, dim: int, lower: int, upper: int) -> NDArray[Any]:
@@ -529,6 +560,12 @@ class FrequencyEngine:
         if self.keep_representatives and source.representatives is not None:
             representatives = np.full(n_classes, _INT64_MAX, dtype=np.int64)
             np.minimum.at(representatives, inverse, source.representatives)
+        population_order = None
+        if self.keep_population_order and source.population_order is not None:
+            order = source.population_order
+            population_order = roll_population_order(
+                order, inverse, n_classes, self._arange(order.shape[0])
+            )
         return FrequencySet(
             levels=target,
             keys=uniques,
@@ -541,6 +578,7 @@ class FrequencyEngine:
             layout=self.layout,
             representatives=representatives,
             known_codes=codes,
+            population_order=population_order,
         )
 
     @classmethod
@@ -568,6 +606,7 @@ class FrequencyEngine:
         engine.n = int(rows)
         engine.keep_base_index = False
         engine.keep_representatives = False
+        engine.keep_population_order = False
         engine.heights = tuple(q.height for q in engine.qis)
         engine._lifts = {}
         engine._deltas = {}

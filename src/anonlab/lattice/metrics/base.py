@@ -573,6 +573,9 @@ class Metric(ABC):
     multi_dimensional: ClassVar[bool] = False
     #: whether the search should keep the base index for the metric (``classification``)
     needs_base_index: ClassVar[bool] = False
+    #: whether the search should roll up the classes' population order for the metric (ARX's
+    #: class order on a research subset, :attr:`FrequencySet.population_order`)
+    needs_population_order: ClassVar[bool] = False
     #: the parameters the metric needs besides the common ones (keyword arguments of its class)
     options: ClassVar[tuple[str, ...]] = ()
 

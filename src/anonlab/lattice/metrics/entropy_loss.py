@@ -50,9 +50,9 @@ class EntropyInformationLoss(Metric):
     takes_gs_factor = True
     monotone_with_generalization = True
     monotone_with_suppression = False
-    #: the node's tuple-to-class map gives ARX's class order on a research subset cheaply
+    #: ARX's class order on a research subset, rolled up with the frequency sets
     #: (:func:`~anonlab.lattice.metrics.order.population_order`)
-    needs_base_index = True
+    needs_population_order = True
 
     def max_il(self) -> float:
         """``maxIL``: ``log10`` of the product of the hierarchies' rows (multiplied in order)."""

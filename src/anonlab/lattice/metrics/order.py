@@ -50,8 +50,11 @@ def population_order(ctx: LossContext, fs: FrequencySet) -> NDArray[Any] | None:
     (:meth:`LossContext.population_tuples`, found once) meet the classes in the
     order of their first rows, so each node works in the distinct tuples, not
     the population's rows: ``first[c]``, the earliest of them in class ``c``,
-    sorted (the positions are distinct).
+    sorted (the positions are distinct). A frequency set that carries the order
+    (:attr:`FrequencySet.population_order`, rolled up by the engine) gives it at once.
     """
+    if fs.population_order is not None:
+        return fs.population_order
     tuples = ctx.population_tuples()
     if fs.base_index is None or tuples is None:
         return None

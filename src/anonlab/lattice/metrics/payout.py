@@ -48,8 +48,8 @@ class PublisherPayout(Metric):
     takes_gs_factor = True
     monotone_with_generalization = False
     monotone_with_suppression = False
-    #: the node's tuple-to-class map gives ARX's class order on a research subset cheaply
-    needs_base_index = True
+    #: ARX's class order on a research subset, rolled up with the frequency sets
+    needs_population_order = True
     #: ARX's ``journalistAttackerModel``
     journalist = False
 
