@@ -246,16 +246,31 @@ def upload(local: Path, url: str, options: StorageOptions | None = None) -> None
     """Copy the local file or folder ``local`` to ``url`` (a folder's files below it)."""
     fs, path = filesystem(url, options)
     if local.is_dir():
-        for file in sorted(p for p in local.rglob("*") if p.is_file()):
-            fs.put_file(str(file), path.rstrip("/") + "/" + file.relative_to(local).as_posix())
+        files = [
+            (str(f), path.rstrip("/") + "/" + f.relative_to(local).as_posix())
+            for f in sorted(p for p in local.rglob("*") if p.is_file())
+        ]
     else:
-        fs.put_file(str(local), path)
+        files = [(str(local), path)]
+    for source, target in files:
+        _make_parent(fs, target)
+        fs.put_file(source, target)
+
+
+def _make_parent(fs: Any, path: str) -> None:
+    """Make the folder of ``path`` where the filesystem has folders (a local disk); an object
+    store, whose keys need none, may refuse or ignore it."""
+    try:
+        fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    except (OSError, NotImplementedError, ValueError):
+        return
 
 
 def move(source: str, target: str, options: StorageOptions | None = None) -> None:
     """Move ``source`` onto ``target`` on one filesystem (a folder with everything in it)."""
     fs, a = filesystem(source, options)
     _, b = filesystem(target, options)
+    _make_parent(fs, b.rstrip("/"))
     fs.mv(a, b, recursive=fs.isdir(a))
 
 

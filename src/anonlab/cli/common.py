@@ -17,7 +17,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 import typer
 
@@ -175,6 +175,16 @@ TABLE = typer.Option(
 )
 QUERY = typer.Option(None, "--query", help="SQL query to read when an input is a SQLAlchemy URL.")
 
+#: fsspec's options for inputs and outputs named by URL (anonlab.urls); parsed by
+#: :func:`storage_options_of`
+STORAGE_OPTION = typer.Option(
+    None,
+    "--storage-option",
+    help="KEY=VALUE: an fsspec option for the inputs and outputs named by URL (s3://, gs://, "
+    "abfs://, https://...), e.g. anon=true or endpoint_url=http://localhost:9000; the value "
+    "is read as a TOML value when it is one (true, 3), else as text (repeat).",
+)
+
 # the files a run writes besides its release, and what it prints
 REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
 HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
@@ -274,3 +284,30 @@ SENSITIVE_HIERARCHY = typer.Option(
 def as_text(value: Path | str | None) -> str | None:
     """A path or text flag as the text a settings model takes (``None`` stays ``None``)."""
     return None if value is None else str(value)
+
+
+def storage_options_of(items: list[str] | None) -> dict[str, Any] | None:
+    """``--storage-option KEY=VALUE`` flags as fsspec's options (``None``: none given).
+
+    A value that is a TOML value (``true``, ``3``, ``1.5``, ``"text"``) is that value, any
+    other is text, so ``anon=true`` gives ``{"anon": True}`` and
+    ``endpoint_url=http://host:9000`` the text.
+    """
+    if not items:
+        return None
+    import tomllib
+
+    options: dict[str, Any] = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise AnonlabError(
+                f"storage_option '{item}' is not KEY=VALUE: give e.g. anon=true",
+                parameter="storage_option",
+            )
+        try:
+            value: Any = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        options[key.strip()] = value
+    return options

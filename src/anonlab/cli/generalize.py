@@ -39,12 +39,14 @@ from anonlab.cli.common import (
     SENSITIVE,
     SENSITIVE_HIERARCHY,
     SHEET,
+    STORAGE_OPTION,
     TABLE,
     VERIFY,
     WEIGHTS,
     as_text,
     fail,
     progress_display,
+    storage_options_of,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -159,6 +161,7 @@ def generalize_command(
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
+    storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
@@ -314,9 +317,9 @@ def generalize_command(
         "else CSV (default: none).",
     ),
     output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
-    report: Path | None = REPORT,
-    html: Path | None = HTML,
-    plot: Path | None = typer.Option(
+    report: str | None = REPORT,
+    html: str | None = HTML,
+    plot: str | None = typer.Option(
         None, "--plot", help="PNG of the equivalence class sizes (default: none)."
     ),
     verify: bool | None = VERIFY,
@@ -340,6 +343,7 @@ def generalize_command(
     overrides: dict[str, Any] = {
         "input": input,
         "delimiter": delimiter,
+        "storage_options": storage_options_of(storage_option),
         "sheet": sheet,
         "table": table,
         "query": query,
@@ -567,13 +571,14 @@ def apply_command(
     ),
     output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
     delimiter: str | None = DELIMITER,
+    storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    report: Path | None = typer.Option(
+    report: str | None = typer.Option(
         None, "--report", help="JSON report of this run (default: none)."
     ),
-    html: Path | None = typer.Option(
+    html: str | None = typer.Option(
         None, "--html", help="Shareable HTML report of this run (default: none)."
     ),
     verify: bool | None = VERIFY,
@@ -618,6 +623,7 @@ def apply_command(
         output=output,
         output_table=output_table,
         delimiter=delimiter,
+        storage_options=storage_options_of(storage_option),
         sheet=sheet,
         table=table,
         query=query,

@@ -39,11 +39,13 @@ from anonlab.cli.common import (
     SENSITIVE,
     SENSITIVE_HIERARCHY,
     SHEET,
+    STORAGE_OPTION,
     TABLE,
     WEIGHTS,
     as_text,
     fail,
     progress_display,
+    storage_options_of,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -179,6 +181,7 @@ def perturb_command(
         "from --seed and written there (default: none).",
     ),
     delimiter: str | None = DELIMITER,
+    storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
@@ -198,8 +201,8 @@ def perturb_command(
         "--invert/--no-invert",
         help="Restore the original from a release and its --key (default: off).",
     ),
-    report: Path | None = REPORT,
-    html: Path | None = HTML,
+    report: str | None = REPORT,
+    html: str | None = HTML,
     known: str | None = KNOWN,
     clusters: int | None = typer.Option(
         None, "--clusters", help="k of k-means and Ward in the report (default: 3)."
@@ -287,6 +290,7 @@ def perturb_command(
                 "scheduler": scheduler,
                 "workers": workers,
                 "memory_limit": memory_limit,
+                "storage_options": storage_options_of(storage_option),
             },
         )
         return
@@ -302,6 +306,7 @@ def perturb_command(
         "seed": seed,
         "library": as_text(library),
         "delimiter": delimiter,
+        "storage_options": storage_options_of(storage_option),
         "sheet": sheet,
         "table": table,
         "query": query,
@@ -478,11 +483,12 @@ def attack_command(
         help="Attack a random subset of at most this many records (default: all).",
     ),
     delimiter: str | None = DELIMITER,
+    storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
     table: str | None = TABLE,
     query: str | None = QUERY,
-    report: Path | None = REPORT,
-    html: Path | None = HTML,
+    report: str | None = REPORT,
+    html: str | None = HTML,
     quiet: bool = QUIET,
 ) -> None:
     """Measure what an attacker recovers from a release (see --help for an example)."""
@@ -499,6 +505,7 @@ def attack_command(
         seed=seed,
         max_records=max_records,
         delimiter=delimiter,
+        storage_options=storage_options_of(storage_option),
         sheet=sheet,
         table=table,
         query=query,

@@ -25,8 +25,10 @@ from anonlab.cli.common import (
     SCHEDULER,
     SENSITIVE,
     SHEET,
+    STORAGE_OPTION,
     TABLE,
     WEIGHTS,
+    storage_options_of,
     user_errors,
 )
 from anonlab.errors import AnonlabError
@@ -171,10 +173,11 @@ def risk_command(
     ),
     max_risk: float | None = MAX_RISK,
     delimiter: str | None = DELIMITER,
+    storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
     table_name: str | None = TABLE,
     query: str | None = QUERY,
-    report: Path | None = REPORT,
+    report: str | None = REPORT,
     engine: str = typer.Option(
         "numpy",
         "--engine",
@@ -207,6 +210,7 @@ def risk_command(
             hierarchies=_hierarchies(hierarchy),
             max_risk=DEFAULT_MAX_RISK if max_risk is None else max_risk,
             delimiter=delimiter,
+            storage_options=storage_options_of(storage_option),
             sheet=sheet,
             table_name=table_name,
             query=query,

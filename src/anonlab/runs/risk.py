@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from anonlab.dataset import OTHER_ROLES, Role, RoleError
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
-from anonlab.paths import PathLike
+from anonlab.paths import PathLike, is_url
 from anonlab.risk.classes import table_roles
 from anonlab.risk.measure import (
     DEFAULT_MAX_RISK,
@@ -34,6 +34,7 @@ from anonlab.risk.measure import (
 from anonlab.risk.release import KNOWLEDGE_GIVEN, KNOWLEDGE_QI
 from anonlab.runs.common import RunResult, paths_convention, stage_report, stored_path
 from anonlab.table import MicrodataTable
+from anonlab.urls import using_storage_options
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -256,6 +257,7 @@ def run_risk(
     scheduler: str | None = None,
     workers: int | None = None,
     memory_limit: int | str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Measure the re-identification risk of ``table`` and write the JSON ``report`` if asked.
 
@@ -292,20 +294,30 @@ def run_risk(
     (:func:`~anonlab.risk.measure.measure_risk`; with ``weights``, summed per
     class in the same pass, to rounding). A Dask DataFrame with
     ``engine = "numpy"`` is read piece by piece in this process, the same way.
+
+    ``table`` and ``report`` may be URLs (``s3://``, ``gs://``, ``memory://``...; see
+    :mod:`anonlab.urls`), opened with fsspec's ``storage_options``, which the report
+    never holds; a report written to a URL records its paths as given (absolute).
     """
     from anonlab.report import report_header
 
     started = time.perf_counter()
-    report_path = Path(report) if report is not None else None
+    target: PathLike | None = report if report is None or is_url(report) else Path(report)
+    report_path = target if isinstance(target, Path) else None  # a URL's paths: absolute
     trees = {str(c): Path(p) for c, p in (hierarchies or {}).items()}
     on_engine = _check_engine(table, engine, scheduler, workers, memory_limit)
     read = {"sheet": sheet, "table": table_name, "query": query}
     path = table if isinstance(table, str | os.PathLike) else None
     qi, sensitive = _roles(table, qi, sensitive)
-    with Outputs(
-        {"report": report_path},
-        inputs=[p for p in (path, *trees.values()) if p is None or Path(p).exists()],
-    ) as outputs:
+    with (
+        using_storage_options(storage_options),
+        Outputs(
+            {"report": target},
+            inputs=[
+                p for p in (path, *trees.values()) if p is None or is_url(p) or Path(p).exists()
+            ],
+        ) as outputs,
+    ):
         data: Table | pd.DataFrame
         if on_engine:
             data = _open(table, delimiter, read)
@@ -356,13 +368,13 @@ def run_risk(
             "sheet": sheet,
             "table_name": table_name,
             "query": query,
-            "report": stored_path(report_path, report_path),
+            "report": stored_path(target, report_path),
             "engine": engine,
             "scheduler": scheduler,
             "workers": workers,
             "memory_limit": memory_limit,
         }
-        described = path if path is not None and Path(path).exists() else None
+        described = path if path is not None and (is_url(path) or Path(path).exists()) else None
         inputs: dict[str, PathLike | None] = {
             "data": described,
             **{f"hierarchy:{c}": p for c, p in trees.items()},
