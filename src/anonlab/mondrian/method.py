@@ -95,7 +95,7 @@ class MondrianResult:
         per_column: dict[str, float] = {}
         for j, column in enumerate(self.columns):
             total = sum(
-                p.n * cell_loss(column, self.freq.codes[p.rows, j], 0) for p in self.partitions
+                p.n * cell_loss(column, self.freq.codes[p.rows, j]) for p in self.partitions
             )
             per_column[column.name] = total / n if n else 0.0
         gcp = sum(per_column.values()) / len(per_column) if per_column else 0.0
@@ -208,7 +208,7 @@ def mondrian(
     columns = mondrian_columns(dataset, ordered)
     started = time.process_time()
     whole = Partition(
-        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [0] * len(columns)
+        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [None] * len(columns)
     )
     judge = Judge(criteria, freq, len(columns))
     if dataset.n == 0 or not judge.allowed([whole]):
@@ -252,7 +252,7 @@ def partition_labels(
             hi = int(codes[int(np.argmax(ranks))])
             labels.append(q.values[lo] if lo == hi else f"[{q.values[lo]}, {q.values[hi]}]")
         else:
-            level = width(column, codes, 0)[1]
+            level = width(column, codes)[1]
             group = int(column.level_codes[level][codes[0]])
             labels.append(q.values[int(codes[0])] if level == 0 else q.level_labels[level][group])
     return labels

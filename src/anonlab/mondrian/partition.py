@@ -25,13 +25,13 @@ The rules (docs/mondrian.md, "Cut rules"):
   vs ``>=``), so that no value lies on both sides.
 - *Relaxed cut* (ordered column): the records in value order, the first ``n // 2`` to
   the left; records of the median value may fall on both sides. Within one value,
-  records go in the frequency set's order (by code of every column). The relaxed
+  records go in the frequency set's order (tuples by first appearance). The relaxed
   partitioning is compared with the strict one on the same data and the one of smaller
   GCP is kept, so relaxed never loses more than strict (LeFevre et al.'s claim for the
   optimal partitions, which a greedy search alone does not guarantee).
 - *Hierarchy cut* (Basic Mondrian): the partition's lowest common ancestor at level
   ``L`` is split by its children (its groups at level ``L - 1``): children taken by
-  decreasing count (ties by first appearance), each to the half with fewer records so
+  decreasing count (ties: the child met first in the table), each to the half with fewer records so
   far (ties to the left). Relaxed cuts split hierarchy columns the same way.
 """
 
@@ -106,8 +106,9 @@ class Partition:
 
     rows: IntArray
     counts: IntArray
-    #: per hierarchy column, a level at or below the partition's lowest common ancestor
-    floor: list[int] = field(default_factory=list)
+    #: per hierarchy column, a level at or above the partition's lowest common ancestor
+    #: (the enclosing partition's; ``None``: not known)
+    ceiling: list[int | None] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -177,16 +178,17 @@ class Judge:
         return all(c.holds(stats, none) for c in self.criteria)
 
 
-def width(column: Column, codes: IntArray, floor: int) -> tuple[float, int]:
+def width(column: Column, codes: IntArray, ceiling: int | None = None) -> tuple[float, int]:
     """The normalised width of a partition's ``codes`` in ``column``, and (hierarchy
-    columns) the level of their lowest common ancestor, searched from ``floor`` up."""
+    columns) the level of their lowest common ancestor, searched from level 0 up to
+    ``ceiling`` (a level known to hold a common ancestor: the enclosing partition's)."""
     if isinstance(column, OrderedColumn):
         if column.span == 0:
             return 0.0, 0
         pos = column.position[column.rank[codes]]
         return float(pos.max() - pos.min()) / column.span, 0
-    level = floor
-    top = len(column.level_codes) - 1
+    level = 0
+    top = len(column.level_codes) - 1 if ceiling is None else ceiling
     while level < top:
         groups = column.level_codes[level][codes]
         if not np.any(groups != groups[0]):
@@ -230,8 +232,8 @@ def ordered_cut(
         left = (rows[:cut], counts[:cut])
         right = (rows[cut:], counts[cut:])
     return (
-        Partition(left[0], left[1], list(part.floor)),
-        Partition(right[0], right[1], list(part.floor)),
+        Partition(left[0], left[1], list(part.ceiling)),
+        Partition(right[0], right[1], list(part.ceiling)),
     )
 
 
@@ -256,8 +258,8 @@ def hierarchy_cuts(
     for child in np.argsort(-sizes, kind="stable"):
         alone = inverse == child
         yield (
-            Partition(part.rows[alone], part.counts[alone], list(part.floor)),
-            Partition(part.rows[~alone], part.counts[~alone], list(part.floor)),
+            Partition(part.rows[alone], part.counts[alone], list(part.ceiling)),
+            Partition(part.rows[~alone], part.counts[~alone], list(part.ceiling)),
         )
 
 
@@ -273,8 +275,8 @@ def hierarchy_cut(
     if found.shape[0] < 2:
         return None
     sizes = np.bincount(inverse, weights=part.counts).astype(np.int64)
-    first = np.full(found.shape[0], inverse.shape[0], dtype=np.int64)
-    np.minimum.at(first, inverse, np.arange(inverse.shape[0], dtype=np.int64))
+    first = np.full(found.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, inverse, part.rows)  # rows number tuples by first appearance
     side = np.zeros(found.shape[0], dtype=bool)  # True: right
     loads = [0, 0]
     for child in np.lexsort((first, -sizes)):
@@ -283,8 +285,8 @@ def hierarchy_cut(
         loads[goes] += int(sizes[child])
     right = side[inverse]
     return (
-        Partition(part.rows[~right], part.counts[~right], list(part.floor)),
-        Partition(part.rows[right], part.counts[right], list(part.floor)),
+        Partition(part.rows[~right], part.counts[~right], list(part.ceiling)),
+        Partition(part.rows[right], part.counts[right], list(part.ceiling)),
     )
 
 
@@ -319,7 +321,7 @@ def _partition(
 ) -> Partitioning:
     judge = Judge(criteria, freq, len(columns))
     start = Partition(
-        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [0] * len(columns)
+        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [None] * len(columns)
     )
     done: list[Partition] = []
     stack = [start]
@@ -329,8 +331,8 @@ def _partition(
         widths: list[tuple[float, int, int]] = []
         for j, column in enumerate(columns):
             codes = freq.codes[part.rows, j]
-            w, level = width(column, codes, part.floor[j])
-            part.floor[j] = level
+            w, level = width(column, codes, part.ceiling[j])
+            part.ceiling[j] = level
             if w > 0:
                 widths.append((-w, j, level))
         widths.sort()
@@ -355,11 +357,11 @@ def _partition(
     return Partitioning(done, cuts, relaxed, checks=judge.checks)
 
 
-def cell_loss(column: Column, codes: IntArray, level: int) -> float:
+def cell_loss(column: Column, codes: IntArray) -> float:
     """The normalised certainty penalty of one partition's cell in ``column`` (docs/mondrian.md,
     "Loss"): an ordered column's range over the column's range, a hierarchy column's
     ``(leaves - 1) / (domain - 1)`` at the lowest common ancestor; 0 for a single value."""
-    return width(column, codes, 0)[0]
+    return width(column, codes)[0]
 
 
 def gcp(parts: Sequence[Partition], freq: FrequencyRows, columns: Sequence[Column]) -> float:
@@ -371,7 +373,7 @@ def gcp(parts: Sequence[Partition], freq: FrequencyRows, columns: Sequence[Colum
     total = 0.0
     for p in parts:
         for j, column in enumerate(columns):
-            total += p.n * cell_loss(column, freq.codes[p.rows, j], 0)
+            total += p.n * cell_loss(column, freq.codes[p.rows, j])
     return total / (n * len(columns))
 
 
