@@ -32,6 +32,10 @@ from collections.abc import Sequence
 #: glibc's ``M_MMAP_THRESHOLD`` option of ``mallopt``, and the threshold set (bytes)
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 4 * 1024 * 1024
+#: glibc's largest dynamic mmap threshold on 64-bit machines (``DEFAULT_MMAP_THRESHOLD_MAX``)
+DYNAMIC_MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
+#: whether this process fixed the threshold at start (:func:`tune_allocators_at_start`)
+_tuned = [False]
 
 
 #: the commands whose runs are tuned so (measured on them: docs/benchmarks.md, round 5)
@@ -54,7 +58,7 @@ def tune_allocators_at_start(argv: Sequence[str]) -> None:
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        fix_mmap_threshold()
+        _tuned[0] = fix_mmap_threshold()
 
 
 def engine_run(args: Sequence[str]) -> bool:
@@ -71,8 +75,8 @@ def engine_run(args: Sequence[str]) -> bool:
     return found.get("--engine") == "dask" or found.get("--output", "").endswith(("/", os.sep))
 
 
-def fix_mmap_threshold() -> bool:
-    """``mallopt(M_MMAP_THRESHOLD, 4 MiB)``: whether the C library took it (glibc only)."""
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """``mallopt(M_MMAP_THRESHOLD, threshold)``: whether the C library took it (glibc only)."""
     import ctypes
     import ctypes.util
 
@@ -83,4 +87,15 @@ def fix_mmap_threshold() -> bool:
         mallopt = ctypes.CDLL(name).mallopt
     except (OSError, AttributeError):  # not glibc
         return False
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    return bool(mallopt(M_MMAP_THRESHOLD, threshold))
+
+
+def untune_for_pieces() -> None:
+    """Undo the mmap threshold of :func:`tune_allocators_at_start` for a run that turns out to
+    read its table in pieces (a large table with a file output): its arrays are made and
+    freed piece after piece, each mapped and zeroed again below a 4 MiB threshold (on 10M
+    rows about 4 s of system time, docs/benchmarks.md round 5). The threshold goes to glibc's
+    largest dynamic one, 32 MiB, unless the user set ``MALLOC_MMAP_THRESHOLD_``."""
+    if _tuned[0]:
+        fix_mmap_threshold(DYNAMIC_MMAP_THRESHOLD_MAX)
+        _tuned[0] = False

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
 from anonlab.errors import present
+from anonlab.memory import untune_for_pieces
 from anonlab.outputs import Outputs, output_target
 from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
@@ -161,7 +162,10 @@ def run_generalize(
     check_suppression(settings.suppression)
     check_weights(settings)
     criteria = resolve_criteria(specs)
-    if on_engine or file_through_engine(settings, criteria):
+    if on_engine:
+        return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
+    if file_through_engine(settings, criteria):
+        untune_for_pieces()
         return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:

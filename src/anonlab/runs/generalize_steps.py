@@ -186,9 +186,10 @@ def report_path(report: str | None) -> Path | None:
 IN_MEMORY_ROWS = 2_000_000
 
 
-def check_engine_settings(settings: EngineRun) -> None:
+def check_engine_settings(settings: EngineRun, *, file_output: bool = False) -> None:
     """Refuse, before any work, what the engines do not read or write: a database, an Excel
-    sheet, a query; on Dask, a release that is not a folder."""
+    sheet, a query; a release that is not a folder, unless ``file_output`` (a large table
+    on the NumPy engine: :func:`file_through_engine`)."""
     engine = f"engine '{settings.engine}'"
     if is_database_url(settings.input):
         raise AnonlabError(
@@ -212,6 +213,8 @@ def check_engine_settings(settings: EngineRun) -> None:
             "database table: give a folder as output",
             parameter="output",
         )
+    if file_output:
+        return
     if settings.output is not None and not is_folder_output(settings.output):
         raise AnonlabError(
             f"output '{settings.output}' is a file, but {engine} writes the "
@@ -269,8 +272,9 @@ def write_and_check(
     hierarchies: Mapping[str, Hierarchy],
     progress: ProgressFn | None,
 ) -> Checked:
-    """Write the release by ``expected.plan`` into its staged folder (a scratch folder
-    without ``output``), verify it and measure its risk (module text)."""
+    """Write the release by ``expected.plan`` into its staged folder (a scratch folder for
+    a file output or none), verify it and measure its risk (module text); a file output is
+    then staged from the checked parts (:func:`gather_parts`)."""
     from anonlab.lattice.pieces import released_classes, released_distinct
     from anonlab.staging import StagedFolder
 
@@ -287,10 +291,16 @@ def write_and_check(
         distinct = released_distinct(classes, plan.columns)
         if expected.records <= IN_MEMORY_ROWS:
             release = _check_in_memory(staged.path, settings, expected, hierarchies)
-            return Checked(_risk(release, settings, expected), distinct, release)
-        if settings.verify:
-            _check_by_frequencies(engine, staged.path, expected, classes)
-        return Checked(_risk_of_folder(engine, staged.path, settings, expected), distinct, None)
+            checked = Checked(_risk(release, settings, expected), distinct, release)
+        else:
+            if settings.verify:
+                _check_by_frequencies(engine, staged.path, expected, classes)
+            risk = _risk_of_folder(engine, staged.path, settings, expected)
+            checked = Checked(risk, distinct, None)
+        target = outputs.target("output")
+        if scratch is not None and target is not None:
+            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+        return checked
     finally:
         if scratch is not None:
             staged.discard()
@@ -457,3 +467,110 @@ def stored_criteria(
                 params[key] = stored_path(value, where)
         out.append(item)
     return out
+
+
+# ---------------------------------------------------------------------------
+# A large table with a file output: the NumPy engine's pieces, gathered into the file
+# ---------------------------------------------------------------------------
+
+#: input records above which a run with a file output goes over the NumPy engine's pieces
+#: (measured on 10M rows: docs/benchmarks.md, round 5; at 1M rows reading the table whole
+#: costs about half the CPU and a third of the memory of the engine run)
+ENGINE_FILE_ROWS = IN_MEMORY_ROWS
+
+#: the bytes of a CSV input whose lines give the mean line length of an estimate
+_SAMPLE_BYTES = 1 << 20
+
+
+def file_through_engine(settings: EngineRun, criteria: Iterable[Any]) -> bool:
+    """Whether a run with a file output (or none) on the NumPy engine reads its input in pieces.
+
+    So it does when the input is a CSV or Parquet file, folder or glob of more than
+    :data:`ENGINE_FILE_ROWS` records (:func:`estimated_rows`), the output (if any) a CSV or
+    Parquet file, and the privacy model one the engines count (no population table): the
+    release is then written as Parquet parts, checked as an engine run checks it, and
+    gathered into the one file (:func:`gather_parts`). Any other run reads its table whole.
+    """
+    from anonlab.sinks import output_format
+
+    if settings.engine != "numpy" or is_folder_output(settings.output):
+        return False
+    if any(getattr(c, "needs_population", False) for c in criteria):
+        return False
+    if getattr(settings, "sheet", None) is not None or settings.output_table is not None:
+        return False
+    if settings.output is not None and output_format(settings.output) not in (
+        "csv",
+        "tsv",
+        "parquet",
+    ):
+        return False
+    return estimated_rows(settings.input, settings.delimiter) > ENGINE_FILE_ROWS
+
+
+def estimated_rows(source: str, delimiter: str | None) -> int:
+    """The records of a CSV or Parquet input, ``0`` for any other (a database, a workbook).
+
+    Parquet: the footers' row counts. CSV: the file's bytes over the mean length of the
+    lines in its first MiB, an estimate within a few percent on tables whose line lengths
+    do not drift along the file (only compared with a threshold a factor away).
+    """
+    from anonlab.engine.table import CsvPiece, ParquetPiece, open_table
+
+    if is_database_url(source) or "://" in source:
+        return 0
+    try:
+        table = open_table(source, delimiter=delimiter, csv_block=None)
+    except AnonlabError:
+        return 0  # an Excel workbook, or an input the run's own reader will refuse
+    rows = 0
+    for piece in table.pieces:
+        if isinstance(piece, ParquetPiece):
+            rows += _parquet_rows(piece)
+        elif isinstance(piece, CsvPiece):
+            rows += _csv_rows(Path(piece.path))
+    return rows
+
+
+def _parquet_rows(piece: Any) -> int:
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(piece.path).metadata
+    groups = range(meta.num_row_groups) if piece.row_groups is None else piece.row_groups
+    return int(sum(meta.row_group(g).num_rows for g in groups))
+
+
+def _csv_rows(path: Path) -> int:
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        sample = fh.read(_SAMPLE_BYTES)
+    lines = sample.count(b"\n")
+    if lines == 0 or size <= len(sample):
+        return max(lines, 1)
+    return int(size * lines / len(sample))
+
+
+def gather_parts(folder: Path, tmp: Path, target: Any) -> None:
+    """Write the Parquet parts of ``folder``, in order, as one file ``tmp`` in the format of
+    ``target`` (CSV, TSV or Parquet), a part at a time: the CSV in the one dialect
+    (:func:`anonlab.sinks.write_csv_rows`), the Parquet with the first part's schema."""
+    import pyarrow.parquet as pq
+
+    from anonlab.sinks import header_line, output_format, write_csv_rows
+    from anonlab.sources import parquet_parts
+
+    fmt = output_format(target)
+    parts = parquet_parts(folder)
+    schema = pq.read_schema(parts[0])
+    if fmt == "parquet":
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for part in parts:
+                writer.write_table(pq.read_table(part, schema=schema))
+        return
+    delimiter = "\t" if fmt == "tsv" else ","
+    with tmp.open("wb") as fh:
+        fh.write(header_line(schema.names, delimiter))
+        for part in parts:
+            table = pq.read_table(part, schema=schema)
+            if table.num_rows:
+                write_csv_rows(table, fh, delimiter)
