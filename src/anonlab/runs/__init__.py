@@ -42,6 +42,7 @@ _RUNS: dict[str, tuple[str, str]] = {
     "anonlab.runs.perturb.InvertSettings": ("anonlab.runs.perturb", "run_invert"),
     "anonlab.runs.perturb.AttackSettings": ("anonlab.runs.perturb", "run_attack"),
     "anonlab.runs.verify.VerifySettings": ("anonlab.runs.verify", "run_verify"),
+    "anonlab.runs.suppress.SuppressSettings": ("anonlab.runs.suppress", "run_suppress"),
 }
 
 
