@@ -1,0 +1,127 @@
+"""Mondrian on Adult (8 QIs: age numeric, the other 7 with the bundled hierarchies), k = 10:
+GCP, classes, CPU of the partitioning and of the whole command, strict and relaxed.
+
+    python benchmarks/mondrian.py [--runs 3] [--k 10]
+
+Prints a table and writes benchmarks/results/mondrian.json. CPU times are medians of
+``--runs`` runs: the partitioning's ``time.process_time`` in this process, and the whole
+``anonlab generalize`` command's user + system CPU as a child process (release and report
+written, verified).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT / "data" / "adult"
+HIERARCHY_QIS = [
+    "sex",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+]
+
+
+def partitioning(k: int, relaxed: bool, runs: int) -> dict[str, float]:
+    """Median CPU of the partitioning in this process, with its GCP and classes."""
+    from anonlab.dataset import Dataset
+    from anonlab.mondrian.method import flat_hierarchies, mondrian
+    from anonlab.privacy import KAnonymity
+
+    frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str, keep_default_na=False)
+    qi = {c: str(ADULT / f"hierarchy_{c}.csv") for c in HIERARCHY_QIS}
+    dataset = Dataset.from_frame(
+        frame, flat_hierarchies(frame, qi, ["age"]), insensitive=["salary-class"]
+    )
+    seconds = []
+    for _ in range(runs):
+        result = mondrian(dataset, [KAnonymity(k)], ordered=["age"], relaxed=relaxed)
+        seconds.append(result.seconds)
+    summary = result.summary()
+    return {
+        "partitioning_cpu_s": statistics.median(seconds),
+        "gcp": summary["loss"]["gcp"],
+        "partitions": summary["mondrian"]["partitions"],
+        "smallest_class": summary["mondrian"]["smallest_class"],
+        "suppressed": summary["suppressed"],
+    }
+
+
+def command(k: int, relaxed: bool, runs: int) -> float:
+    """Median user + system CPU of the whole ``anonlab generalize`` command."""
+    flags = [f"--qi={c}={ADULT / f'hierarchy_{c}.csv'}" for c in HIERARCHY_QIS]
+    cpu = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(runs):
+            args = [
+                sys.executable,
+                "-m",
+                "anonlab",
+                "generalize",
+                str(ADULT / "adult.csv"),
+                "--recoding",
+                "mondrian",
+                *(["--relaxed"] if relaxed else []),
+                "--qi",
+                "age",
+                *flags,
+                "--insensitive",
+                "salary-class",
+                "--k",
+                str(k),
+                "--output",
+                os.path.join(tmp, f"out{i}.csv"),
+                "--report",
+                os.path.join(tmp, f"r{i}.json"),
+                "--quiet",
+            ]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(args, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--k", type=int, default=10)
+    args = parser.parse_args()
+    rows = []
+    for relaxed in (False, True):
+        row = {"variant": "relaxed" if relaxed else "strict", "k": args.k}
+        row.update(partitioning(args.k, relaxed, args.runs))
+        row["command_cpu_s"] = command(args.k, relaxed, args.runs)
+        rows.append(row)
+    print(f"{'variant':8} {'GCP':>7} {'parts':>6} {'min':>4} {'part CPU s':>11} {'cmd CPU s':>10}")
+    for r in rows:
+        print(
+            f"{r['variant']:8} {r['gcp']:7.4f} {r['partitions']:6d} {r['smallest_class']:4d} "
+            f"{r['partitioning_cpu_s']:11.3f} {r['command_cpu_s']:10.3f}"
+        )
+    out = ROOT / "benchmarks" / "results" / "mondrian.json"
+    out.write_text(
+        json.dumps(
+            {"date": time.strftime("%Y-%m-%d"), "runs": args.runs, "results": rows}, indent=2
+        )
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
