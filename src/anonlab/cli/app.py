@@ -82,6 +82,7 @@ COMMAND_MODULES = (
     "anonlab.cli.report",
     "anonlab.cli.verify",
     "anonlab.cli.risk",
+    "anonlab.cli.suppress",
 )
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
@@ -98,6 +99,7 @@ MODULE_OF = {
     "report": "anonlab.cli.report",
     "verify": "anonlab.cli.verify",
     "risk": "anonlab.cli.risk",
+    "suppress": "anonlab.cli.suppress",
 }
 
 app: typer.Typer  # every command; made on first use (see __getattr__)
