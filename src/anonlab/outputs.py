@@ -57,7 +57,7 @@ from anonlab.database import (
     sqlite_file,
 )
 from anonlab.errors import AnonlabError
-from anonlab.paths import PathLike, is_url
+from anonlab.paths import PathLike, is_url, lost_slash
 from anonlab.tempfiles import (
     create_private,
     default_mode,
@@ -167,6 +167,13 @@ def _file_path(name: str, value: Target) -> Path:
     """Output ``name``'s file: ``value``, which is no database table here."""
     if isinstance(value, DatabaseTarget):
         raise TypeError(f"output {name} is a database table, not a file")
+    meant = lost_slash(value)
+    if meant is not None:
+        raise AnonlabError(
+            f"{name} '{value}' reads as a URL that lost a '/': write it as '{meant}' "
+            "(a URL is never a local path)",
+            parameter=name,
+        )
     return Path(value)
 
 

@@ -69,3 +69,18 @@ def is_url(value: object) -> bool:
     except ImportError:  # pragma: no cover - fsspec comes with dask, a dependency
         return False
     return scheme in known_implementations or scheme in registry
+
+
+_LOST_SLASH = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
+
+
+def lost_slash(value: object) -> str | None:
+    """The URL a path was meant to be when it reads ``s3:/bucket/x``: a URL whose ``//`` a
+    path type collapsed (``Path("s3://b/x")`` is ``s3:/b/x``); ``None`` for any other."""
+    if not isinstance(value, str | os.PathLike):
+        return None
+    text = os.fspath(value)
+    match = _LOST_SLASH.match(text)
+    if match is None or match["scheme"].lower() not in FSSPEC_PROTOCOLS:
+        return None
+    return f"{match['scheme']}://{text[match.end() :]}"

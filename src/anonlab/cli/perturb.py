@@ -174,7 +174,7 @@ def perturb_command(
         help="Random seed (default: fresh from the operating system). It "
         "regenerates the transform: a given seed is as secret as the key.",
     ),
-    library: Path | None = typer.Option(
+    library: str | None = typer.Option(
         None,
         "--library",
         help="obt: matrix library JSON, reused when it exists, else built "
@@ -191,7 +191,7 @@ def perturb_command(
         help="Release: CSV, or Parquet/Excel by extension (default: none); "
         "with --invert, the restored table.",
     ),
-    key: Path | None = typer.Option(
+    key: str | None = typer.Option(
         None,
         "--key",
         help="Secret key JSON, owner-only (written; read with --invert; default: none).",
@@ -343,7 +343,7 @@ def perturb_command(
 def _invert(
     input: str | None,
     config: Path | None,
-    key: Path | None,
+    key: str | None,
     output: str | None,
     delimiter: str | None,
     sheet: str | None,
@@ -471,7 +471,7 @@ def attack_command(
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     known: str | None = KNOWN,
-    sample: Path | None = typer.Option(
+    sample: str | None = typer.Option(
         None,
         "--sample",
         help="Attacker's independent sample for PCA/ICA (default: a random half of the original).",

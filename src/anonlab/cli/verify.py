@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from anonlab.cli.common import QUIET, as_text, user_errors
@@ -45,8 +43,8 @@ Examples:
 
 @user_errors
 def verify_command(
-    report: Path = typer.Argument(..., help="JSON report written with the release."),
-    release: Path | None = typer.Option(
+    report: str = typer.Argument(..., help="JSON report written with the release."),
+    release: str | None = typer.Option(
         None, "--release", help="The release to check (default: the report's output)."
     ),
     input: str | None = typer.Option(
@@ -54,10 +52,10 @@ def verify_command(
         "--input",
         help="The original table, a file or database URL (default: the report's input).",
     ),
-    key: Path | None = typer.Option(
+    key: str | None = typer.Option(
         None, "--key", help="Perturbation key: also check that it undoes the release."
     ),
-    findings: Path | None = typer.Option(
+    findings: str | None = typer.Option(
         None,
         "--report",
         help="JSON report of the check: ok, findings, files checked (default: none).",
