@@ -66,7 +66,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("runs",),
     ("report", "htmlreport"),  # the report's header and page
-    ("generalize", "fusion", "microaggregation", "perturbation", "mondrian"),  # method families
+    (
+        "generalize",
+        "fusion",
+        "microaggregation",
+        "perturbation",
+        "mondrian",
+        "suppression",
+    ),  # method families
     ("lattice",),  # the lattice search of the generalization family
     ("privacy",),  # its privacy models
     ("checker", "verify", "metrics", "risk"),  # measures: they import no method family
