@@ -375,6 +375,28 @@ def test_parquet_outputs_to_a_url_are_written_whole(
     assert not [p for p in fs.find(root) if p.endswith(".tmp")]
 
 
+def test_verify_rechecks_a_release_written_to_a_url(
+    adult: Path, memfs: tuple[Any, str], tmp_path: Path
+) -> None:
+    """``verify`` reads the report, the release and the input from their URLs (the report's
+    paths absolute, as a report at a URL stores them) and writes its own report to one."""
+    fs, root = memfs
+    source = _put(fs, root, adult, "csv")
+    report = f"memory://{root}/out/report.json"
+    _generalize(source, f"memory://{root}/out/release.parquet", report=report)
+    stored = json.loads(fs.cat(report.removeprefix("memory://")))
+    assert stored["paths"] == "absolute"
+    assert stored["parameters"]["qi"]["age"] == str(ADULT / "hierarchy_age.csv")
+    result = CliRunner().invoke(
+        app, ["verify", report, "--report", f"memory://{root}/out/verify.json"]
+    )
+    assert result.exit_code == 0, result.output
+    checked = json.loads(fs.cat(f"{root}/out/verify.json"))
+    assert checked["ok"] is True
+    assert checked["checked_release"] == f"memory://{root}/out/release.parquet"
+    assert checked["inputs"]["release"]["name"] == "release.parquet"
+
+
 def test_a_folder_of_other_files_is_not_replaced(
     adult: Path, memfs: tuple[Any, str], tmp_path: Path
 ) -> None:

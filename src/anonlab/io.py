@@ -696,6 +696,11 @@ def read_json(path: PathLike) -> Any:
     A document nested too deeply for Python's parser (thousands of levels;
     no report or key is) is refused instead of ending in a ``RecursionError``.
     """
+    if is_url(path):  # s3://, memory://...: its text, then parsed as a file's
+        from anonlab.urls import open_binary
+
+        with open_binary(os.fspath(path)) as fh:
+            return _parsed_json(fh.read().decode("utf-8", errors="replace"), os.fspath(path))
     p = Path(path)
     if not p.exists():
         raise AnonlabError(f"JSON file '{p}' does not exist: check the path")
@@ -709,13 +714,18 @@ def read_json(path: PathLike) -> Any:
         ) from exc
     except MemoryError as exc:
         raise _memory_error(p, exc) from None
+    return _parsed_json(text, p)
+
+
+def _parsed_json(text: str, where: PathLike) -> Any:
+    """``text`` parsed as JSON; one line naming ``where`` when it is not."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise AnonlabError(
-            f"file '{p}' is not valid JSON ({exc}): give a report or key written by anonlab"
+            f"file '{where}' is not valid JSON ({exc}): give a report or key written by anonlab"
         ) from exc
     except RecursionError:
         raise AnonlabError(
-            f"file '{p}' is JSON nested too deeply: give a report or key written by anonlab"
+            f"file '{where}' is JSON nested too deeply: give a report or key written by anonlab"
         ) from None

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
-from anonlab.paths import is_url
+from anonlab.paths import is_url, lost_slash
 from anonlab.settings import Settings, split_names
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ def stored_path(path: str | os.PathLike[str] | None, report: Path | None) -> str
     """
     if path is None:
         return None
+    if report is not None and lost_slash(report) is not None:
+        report = None  # a report at a URL (s3:/b/r.json as a Path): its paths absolute
     text = str(path)
     if "://" in text:
         from anonlab.database import masked
@@ -77,7 +79,7 @@ def _absolute_sqlite(url: str) -> str:
 
 def paths_convention(report: Path | None) -> str:
     """The report's ``paths`` key: how the paths in it are to be read."""
-    return PATHS_RELATIVE if report is not None else PATHS_ABSOLUTE
+    return PATHS_RELATIVE if report is not None and lost_slash(report) is None else PATHS_ABSOLUTE
 
 
 def resolve_stored_path(stored: str, report_file: Path, paths: str | None) -> Path:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field
 
 from anonlab.outputs import Outputs
+from anonlab.paths import is_url
 from anonlab.runs.common import (
     RunResult,
     paths_convention,
@@ -57,8 +58,11 @@ class VerifySettings(Settings):
 def _checked_files(settings: VerifySettings, result: VerifyResult) -> dict[str, str | None]:
     """The files the check read, as the report describes its inputs (SHA-256 and size)."""
     files: dict[str, str | None] = {"report": settings.report_in}
-    release = Path(result.release)
-    files["release"] = str(release) if release.is_file() else None
+    if is_url(result.release):
+        files["release"] = str(result.release)
+    else:
+        release = Path(result.release)
+        files["release"] = str(release) if release.is_file() else None
     if settings.key is not None:
         files["key"] = settings.key
     return files
@@ -101,13 +105,16 @@ def run_verify(settings: VerifySettings, *, progress: ProgressFn | None = None) 
     from anonlab.verify import verify_report
 
     started = time.perf_counter()
-    target = Path(settings.report) if settings.report is not None else None
+    target: str | Path | None = settings.report
+    if target is not None and not is_url(target):
+        target = Path(target)
+    where = target if isinstance(target, Path) else None  # a URL report's paths: absolute
     inputs = [p for p in (settings.report_in, settings.release, settings.key) if p is not None]
     with Outputs({"report": target}, inputs=inputs) as outputs:
         result = verify_report(
             settings.report_in, release=settings.release, input=settings.input, key=settings.key
         )
-        report = verify_report_dict(settings, result, time.perf_counter() - started, target)
+        report = verify_report_dict(settings, result, time.perf_counter() - started, where)
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, written=written)

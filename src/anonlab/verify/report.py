@@ -12,6 +12,7 @@ The report keys each family relies on are listed in ``docs/verify.md``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import pandas as pd
 
 from anonlab.errors import AnonlabError
 from anonlab.io import file_sha256, read_json, read_table
-from anonlab.paths import PathLike, shown_path
+from anonlab.paths import PathLike, is_url, shown_path
 
 T = TypeVar("T")
 RELEASING = ("generalize", "mondrian", "apply", "microaggregate", "perturb", "fuse", "party")
@@ -56,8 +57,8 @@ class _Context:
     """The report and what was given, with path resolution and reading."""
 
     report: dict[str, Any]
-    report_path: Path
-    release: Path | None
+    report_path: Path | str  # str: a URL (s3://...)
+    release: Path | str | None  # str: a URL
     input: Path | str | None  # str: a database URL
     key: Path | None
     params: dict[str, Any] = field(init=False)
@@ -82,7 +83,12 @@ class _Context:
         if p.is_absolute():
             candidates = [p]
         else:
-            candidates = [(base or self.report_path.resolve().parent) / p, p]
+            beside = (
+                self.report_path.resolve().parent
+                if isinstance(self.report_path, Path)
+                else Path.cwd()  # a report at a URL stores its paths absolute
+            )
+            candidates = [(base or beside) / p, p]
         for candidate in candidates:
             if candidate.exists():
                 return shown_path(candidate)  # as messages print it: out/a.csv
@@ -95,7 +101,7 @@ class _Context:
 
     def release_path(self) -> Path:
         """The release: as given, else the report's ``output``."""
-        if self.release is not None:
+        if isinstance(self.release, Path):
             return _existing(self.release, "release")
         stored = self.params.get("output") or self.report.get("output")
         if not stored:
@@ -155,11 +161,16 @@ class _Context:
         table = self.params.get("output_table")
         if self.release is None and stored and _is_url(str(stored)) and table:
             return f"{stored}#{table}", read_table(str(stored), table=str(table))
+        if isinstance(self.release, str):  # given as a URL
+            return self.release, read_table(self.release)
+        if self.release is None and stored and is_url(str(stored)):  # written to a URL
+            return str(stored), read_table(str(stored))
         path = self.release_path()
         return path, read_table(path)
 
 
 def _is_url(text: str) -> bool:
+    """A database or file URL (``sqlite:///...``, ``s3://...``): never a local path."""
     return "://" in text
 
 
@@ -213,7 +224,7 @@ def verify_report(
     is a perturbation's key file (the report never names it), which adds the
     check that the key undoes the release.
     """
-    path = Path(report_path)
+    path: Path | str = os.fspath(report_path) if is_url(report_path) else Path(report_path)
     report = read_json(path)
     if not isinstance(report, dict) or not isinstance(report.get("command"), str):
         raise AnonlabError(
@@ -227,7 +238,8 @@ def verify_report(
             f"the report of one of {', '.join(RELEASING)}"
         )
     source = str(input) if input is not None and _is_url(str(input)) else _path(input)
-    ctx = _Context(report, path, _path(release), source, _path(key))
+    given = os.fspath(release) if release is not None and is_url(release) else _path(release)
+    ctx = _Context(report, path, given, source, _path(key))
     return handler(ctx)
 
 
