@@ -5,6 +5,7 @@ command line, TOML and Python faces."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -332,3 +333,21 @@ def test_cli_refusals(tmp_path: Path, extra: list[str], words: str) -> None:
     assert done.returncode != 0
     assert done.stderr.startswith("Error:") and words in done.stderr, done.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_documented_example_gives_the_documented_output(tmp_path: Path) -> None:
+    """docs/mondrian.md's first bash block, run on the bundled Adult, prints its text block."""
+    text = (ROOT / "docs" / "mondrian.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    shown = text.split("```text\n", 1)[1].split("```", 1)[0].strip()
+    script = block.replace("data/adult/", f"{ADULT}/").replace("anonlab ", "python -m anonlab ")
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == shown
