@@ -552,6 +552,9 @@ def atomic_write(
     umask), or owner-only 0o600 when ``private`` (secret keys). A full disk,
     a missing permission or a read-only file system is a one-line error.
     """
+    if is_url(path):
+        _write_url(os.fspath(path), writer, private)
+        return
     target = Path(path)
     if target.is_dir():
         raise AnonlabError(f"output '{target}' is a folder: give a file name inside it")
@@ -575,6 +578,42 @@ def atomic_write(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _write_url(url: str, writer: Callable[[Path], object], private: bool) -> None:
+    """:func:`atomic_write` to a URL: written here (the system's temporary folder), uploaded
+    to a hidden temporary name beside the target, then moved onto it (see
+    :mod:`anonlab.urls` for what a move is on an object store)."""
+    import tempfile
+
+    from anonlab import urls
+    from anonlab.tempfiles import system_temp_folder
+
+    shown = urls.shown_url(url)
+    if private:
+        raise AnonlabError(
+            f"output '{shown}' is a URL: a secret is written to a local file only "
+            "(owner-only permissions, which a URL cannot promise): give a local path"
+        )
+    if urls.kind(url) == "folder":
+        raise AnonlabError(f"output '{shown}' is a folder: give a file name inside it")
+    remote = urls.remote_temp(url)
+    with tempfile.TemporaryDirectory(prefix=".anonlab-out-", dir=system_temp_folder()) as work:
+        tmp = Path(work) / url.rstrip("/").rpartition("/")[2]
+        try:
+            create_private(tmp)
+            writer(tmp)
+            urls.upload(tmp, remote)
+            urls.move(remote, url)
+        except AnonlabError:
+            urls.remove(remote)
+            raise
+        except (OSError, MemoryError, ValueError) as exc:
+            urls.remove(remote)
+            raise write_error(shown, exc) from None
+        except BaseException:
+            urls.remove(remote)
+            raise
 
 
 def write_table(
