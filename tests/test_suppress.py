@@ -75,14 +75,14 @@ def test_random_tables_are_k_anonymous_by_brute_force(seed: int) -> None:
     assert np.array_equal(after[kept], before[kept])  # only blanks
     assert np.isnan(after[np.isnan(before)]).all()
     pd.testing.assert_series_equal(release["s"], table["s"])
-    pairs = [(m, k)] if combs is None else combs
+    pairs: list[tuple[int, int]] = [(m, k)] if combs is None else combs
     groups = [np.arange(n)] if strata is None else [np.flatnonzero(table["s"] == v) for v in (0, 1)]
     for size, kk in pairs:
         for combination in itertools.combinations(range(m), size):
             for rows in groups:
                 if rows.size == 0:
                     continue
-                fk = brute_frequencies(after[np.ix_(rows, list(combination))], alpha)
+                fk = brute_frequencies(after[np.ix_(rows, np.array(combination))], alpha)
                 assert fk.min() >= kk - 1e-9, (combination, fk.min())
     new = np.isnan(after) & ~np.isnan(before)
     assert result.cells_suppressed == int(new.sum())
@@ -186,7 +186,7 @@ def test_the_checker_catches_tampering() -> None:
     # a blank given back: a record below k
     back = release.copy()
     row = int(np.flatnonzero(back["relat"].isna())[0])
-    back.loc[row, "relat"] = table.loc[row, "relat"]
+    back.loc[row, "relat"] = int(table["relat"].iloc[row])
     assert any("< k = 3" in p for p in check_suppression(table, back, keys, 3))
     # a key value changed instead of blanked
     changed = release.copy()
