@@ -351,3 +351,17 @@ def test_the_documented_example_gives_the_documented_output(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == shown
+
+
+def test_a_hierarchy_without_a_single_top_is_cut_below_a_root() -> None:
+    """A hierarchy whose top level has two labels: a partition spanning both is released
+    as ``*`` and cut into the two top groups."""
+    two_tops = Hierarchy.from_rows([(v, "L" if v in "abcd" else "R") for v in LETTERS])
+    frame = random_table(11, n=80)
+    g = Generalizer(k=30, recoding="mondrian")
+    release = g.fit_transform(frame, {"age": None, "size": None, "kind": two_tops}, sensitive=["s"])  # type: ignore[dict-item]
+    assert set(release["kind"].astype(str)) <= {"L", "R", "*", *LETTERS}
+    assert not check_recoding(
+        frame, release, [{"model": "k-anonymity", "k": 30}], {"kind": two_tops}, ["age", "size"]
+    )
+    assert g.mondrian_.loss()["ncp"]["kind"] <= 1.0

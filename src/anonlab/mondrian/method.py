@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset, Role
+from anonlab.dataset import Dataset, EncodedQI, Role
 from anonlab.errors import AnonlabError
 from anonlab.grouping import group_tuples
+from anonlab.hierarchy import SUPPRESSED
 from anonlab.mondrian.partition import (
     Column,
     FrequencyRows,
@@ -29,12 +30,11 @@ from anonlab.mondrian.partition import (
     OrderedColumn,
     Partition,
     Partitioning,
-    cell_loss,
     discernibility,
     hierarchy_column,
     ordered_column,
     partition,
-    width,
+    summarize,
 )
 from anonlab.privacy import Criterion
 from anonlab.privacy.spec import bind_criteria
@@ -90,20 +90,18 @@ class MondrianResult:
     def loss(self) -> dict[str, Any]:
         """NCP per quasi-identifier, GCP, discernibility and the average class size
         (docs/mondrian.md, "Loss")."""
-        sizes = self.sizes()
-        n = int(sizes.sum())
-        per_column: dict[str, float] = {}
-        for j, column in enumerate(self.columns):
-            total = sum(
-                p.n * cell_loss(column, self.freq.codes[p.rows, j]) for p in self.partitions
-            )
-            per_column[column.name] = total / n if n else 0.0
+        found = summarize(self.partitions, self.freq, self.columns)
+        n = int(found.sizes.sum())
+        weighted = (found.ncp * found.sizes[:, None]).sum(axis=0)
+        per_column = {
+            c.name: float(weighted[j]) / n if n else 0.0 for j, c in enumerate(self.columns)
+        }
         gcp = sum(per_column.values()) / len(per_column) if per_column else 0.0
         return {
             "gcp": gcp,
             "ncp": per_column,
             "discernibility": discernibility(self.partitions),
-            "average_class_size": n / len(sizes) if len(sizes) else 0.0,
+            "average_class_size": n / len(found.sizes) if len(found.sizes) else 0.0,
         }
 
     def summary(self) -> dict[str, Any]:
@@ -239,23 +237,28 @@ def record_partitions(parts: Sequence[Partition], inverse: IntArray) -> IntArray
     return out
 
 
-def partition_labels(
-    dataset: Dataset, columns: Sequence[Column], freq: FrequencyRows, part: Partition
-) -> list[str]:
-    """The released value of each quasi-identifier for one partition."""
+def column_labels(
+    q: EncodedQI, column: Column, low: IntArray, high: IntArray
+) -> tuple[IntArray, list[str]]:
+    """Each partition's released value in one column, as codes into a list of labels: an
+    ordered column's ``[lo, hi]`` (the value itself when they are one), a hierarchy
+    column's lowest common ancestor's label (``*`` for a root above its top level)."""
+    pairs = np.stack([low, high], axis=1)
+    distinct, codes = np.unique(pairs, axis=0, return_inverse=True)
     labels: list[str] = []
-    for j, (q, column) in enumerate(zip(dataset.qis, columns, strict=True)):
-        codes = freq.codes[part.rows, j]
-        if isinstance(column, OrderedColumn):
-            ranks = column.rank[codes]
-            lo = int(codes[int(np.argmin(ranks))])
-            hi = int(codes[int(np.argmax(ranks))])
-            labels.append(q.values[lo] if lo == hi else f"[{q.values[lo]}, {q.values[hi]}]")
-        else:
-            level = width(column, codes)[1]
-            group = int(column.level_codes[level][codes[0]])
-            labels.append(q.values[int(codes[0])] if level == 0 else q.level_labels[level][group])
-    return labels
+    if isinstance(column, OrderedColumn):
+        value_of = np.empty(column.rank.shape[0], dtype=np.int64)
+        value_of[column.rank] = np.arange(column.rank.shape[0], dtype=np.int64)
+        for lo, hi in distinct:
+            first, last = q.values[int(value_of[lo])], q.values[int(value_of[hi])]
+            labels.append(first if lo == hi else f"[{first}, {last}]")
+    else:
+        for level, group in distinct:
+            if level >= len(q.level_labels):
+                labels.append(SUPPRESSED)
+            else:
+                labels.append(q.level_labels[int(level)][int(group)])
+    return codes.reshape(-1).astype(np.int64), labels
 
 
 def build_release(
@@ -265,15 +268,17 @@ def build_release(
     parts: Sequence[Partition],
     part_of: IntArray,
 ) -> pd.DataFrame:
-    """The table with each quasi-identifier replaced by its partition's label (categorical),
-    the identifying columns dropped, row order kept."""
-    labels = [partition_labels(dataset, columns, freq, p) for p in parts]
+    """The table with each quasi-identifier replaced by its partition's label (categorical,
+    categories in text order), the identifying columns dropped, row order kept."""
+    found = summarize(parts, freq, columns)
     release = dataset.frame.copy(deep=False)
-    for j, q in enumerate(dataset.qis):
-        texts = [row[j] for row in labels]
-        categories, codes = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    for j, (q, column) in enumerate(zip(dataset.qis, columns, strict=True)):
+        codes, labels = column_labels(q, column, found.low[:, j], found.high[:, j])
+        # labels of different partitions may be one text (a value that is also a label)
+        merged, back = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+        per_part = back.reshape(-1)[codes]
         release[q.name] = pd.Categorical.from_codes(
-            codes.astype(np.int32)[part_of], categories=pd.Index(list(categories))
+            per_part.astype(np.int32)[part_of], categories=pd.Index(list(merged))
         )
     return release.drop(columns=dataset.columns_with(Role.IDENTIFYING))
 

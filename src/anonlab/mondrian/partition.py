@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -109,11 +109,11 @@ class Partition:
     #: per hierarchy column, a level at or above the partition's lowest common ancestor
     #: (the enclosing partition's; ``None``: not known)
     ceiling: list[int | None] = field(default_factory=list)
+    #: records of the partition
+    n: int = field(init=False)
 
-    @property
-    def n(self) -> int:
-        """Records of the partition."""
-        return int(self.counts.sum())
+    def __post_init__(self) -> None:
+        self.n = int(self.counts.sum())
 
 
 @dataclass
@@ -188,7 +188,7 @@ def width(column: Column, codes: IntArray, ceiling: int | None = None) -> tuple[
         pos = column.position[column.rank[codes]]
         return float(pos.max() - pos.min()) / column.span, 0
     level = 0
-    top = len(column.level_codes) - 1 if ceiling is None else ceiling
+    top = len(column.level_codes) if ceiling is None else ceiling
     while level < top:
         groups = column.level_codes[level][codes]
         if not np.any(groups != groups[0]):
@@ -196,45 +196,75 @@ def width(column: Column, codes: IntArray, ceiling: int | None = None) -> tuple[
         level += 1
     if column.domain <= 1:
         return 0.0, level
+    if level == len(column.level_codes):  # no common label: the root above the top level
+        return 1.0, level
     group = int(column.level_codes[level][codes[0]])
     return (int(column.leaves[level][group]) - 1) / (column.domain - 1), level
 
 
+def _split(part: Partition, left: NDArray[np.bool_]) -> tuple[Partition, Partition]:
+    return (
+        Partition(part.rows[left], part.counts[left], list(part.ceiling)),
+        Partition(part.rows[~left], part.counts[~left], list(part.ceiling)),
+    )
+
+
+def _cumulative(ranks: IntArray, counts: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    """The distinct ranks of a partition in order and the records at or below each."""
+    if hi - lo <= 4 * ranks.shape[0]:
+        hist = np.bincount(ranks - lo, weights=counts, minlength=hi - lo + 1).astype(np.int64)
+        present = np.flatnonzero(hist)
+        return present + lo, np.cumsum(hist[present])
+    values, inverse = np.unique(ranks, return_inverse=True)
+    return values, np.cumsum(np.bincount(inverse, weights=counts).astype(np.int64))
+
+
 def ordered_cut(
-    column: OrderedColumn, part: Partition, codes: IntArray, relaxed: bool
+    ranks: IntArray, part: Partition, relaxed: bool, floor: int, lo: int, hi: int
 ) -> tuple[Partition, Partition] | None:
-    """The median cut of ``part`` in an ordered column (module text), or ``None``."""
-    ranks = column.rank[codes]
-    order = np.argsort(ranks, kind="stable")
-    ranks = ranks[order]
-    rows, counts = part.rows[order], part.counts[order]
-    cum = np.cumsum(counts)
-    n = int(cum[-1])
-    if ranks[0] == ranks[-1]:
+    """The median cut of ``part`` in an ordered column whose ranks over the partition's rows
+    are ``ranks`` (from ``lo`` to ``hi``), or ``None`` when a half would hold fewer than
+    ``floor`` records (module text)."""
+    if lo == hi:
         return None
+    values, cum = _cumulative(ranks, part.counts, lo, hi)
+    n = int(cum[-1])
     if relaxed:
         half = n // 2
-        i = int(np.searchsorted(cum, half, side="left"))  # row holding record number half-1
-        taken = half - (int(cum[i - 1]) if i > 0 else 0)
-        left_rows, left_counts = rows[: i + 1].copy(), counts[: i + 1].copy()
-        left_counts[-1] = taken
-        right_rows, right_counts = rows[i:].copy(), counts[i:].copy()
-        right_counts[0] -= taken
-        if right_counts[0] == 0:
-            right_rows, right_counts = right_rows[1:], right_counts[1:]
-        left, right = (left_rows, left_counts), (right_rows, right_counts)
-    else:
-        median = ranks[int(np.searchsorted(cum, (n - 1) // 2 + 1, side="left"))]
-        if median == ranks[-1]:
-            cut = int(np.searchsorted(ranks, median, side="left"))
-        else:
-            cut = int(np.searchsorted(ranks, median, side="right"))
-        left = (rows[:cut], counts[:cut])
-        right = (rows[cut:], counts[cut:])
-    return (
-        Partition(left[0], left[1], list(part.ceiling)),
-        Partition(right[0], right[1], list(part.ceiling)),
-    )
+        if half < floor or n - half < floor:
+            return None
+        i = int(np.searchsorted(cum, half, side="left"))  # the value of record number half-1
+        median = int(values[i])
+        need = half - (int(cum[i - 1]) if i > 0 else 0)
+        below = ranks < median
+        tied = np.flatnonzero(ranks == median)
+        tied = tied[np.argsort(part.rows[tied], kind="stable")]  # first appearance
+        taken = np.cumsum(part.counts[tied])
+        full = int(np.searchsorted(taken, need, side="left"))  # the tuple holding record need-1
+        left_mask = below.copy()
+        left_mask[tied[:full]] = True
+        rest = need - (int(taken[full - 1]) if full > 0 else 0)
+        split = int(tied[full])
+        left_rows = np.append(part.rows[left_mask], part.rows[split])
+        left_counts = np.append(part.counts[left_mask], rest)
+        right_mask = ~left_mask
+        right_mask[split] = False
+        left_over = int(part.counts[split]) - rest
+        right_rows, right_counts = part.rows[right_mask], part.counts[right_mask]
+        if left_over:
+            right_rows = np.append(right_rows, part.rows[split])
+            right_counts = np.append(right_counts, left_over)
+        return (
+            Partition(left_rows, left_counts, list(part.ceiling)),
+            Partition(right_rows, right_counts, list(part.ceiling)),
+        )
+    i = int(np.searchsorted(cum, (n - 1) // 2 + 1, side="left"))  # the median's value
+    if i == values.shape[0] - 1:
+        i -= 1  # the median is the largest value: cut below it
+    left_n = int(cum[i])
+    if left_n < floor or n - left_n < floor:
+        return None
+    return _split(part, ranks <= values[i])
 
 
 def hierarchy_cuts(
@@ -254,13 +284,9 @@ def hierarchy_cuts(
         yield balanced
     if found.shape[0] < 3:
         return
-    sizes = np.bincount(inverse, weights=part.counts).astype(np.int64)
-    for child in np.argsort(-sizes, kind="stable"):
-        alone = inverse == child
-        yield (
-            Partition(part.rows[alone], part.counts[alone], list(part.ceiling)),
-            Partition(part.rows[~alone], part.counts[~alone], list(part.ceiling)),
-        )
+    order = _children_order(part, inverse, found.shape[0])[1]
+    for child in order:
+        yield _split(part, inverse == child)
 
 
 def hierarchy_cut(
@@ -274,20 +300,23 @@ def hierarchy_cut(
     found, inverse = np.unique(children, return_inverse=True)
     if found.shape[0] < 2:
         return None
-    sizes = np.bincount(inverse, weights=part.counts).astype(np.int64)
-    first = np.full(found.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, inverse, part.rows)  # rows number tuples by first appearance
+    sizes, order = _children_order(part, inverse, found.shape[0])
     side = np.zeros(found.shape[0], dtype=bool)  # True: right
     loads = [0, 0]
-    for child in np.lexsort((first, -sizes)):
+    for child in order:
         goes = 1 if loads[1] < loads[0] else 0
         side[child] = bool(goes)
         loads[goes] += int(sizes[child])
-    right = side[inverse]
-    return (
-        Partition(part.rows[~right], part.counts[~right], list(part.ceiling)),
-        Partition(part.rows[right], part.counts[right], list(part.ceiling)),
-    )
+    return _split(part, ~side[inverse])
+
+
+def _children_order(part: Partition, inverse: IntArray, children: int) -> tuple[IntArray, IntArray]:
+    """Each child's records, and the children by decreasing records, ties by the child met
+    first in the table (frequency rows are numbered by first appearance)."""
+    sizes = np.bincount(inverse, weights=part.counts, minlength=children).astype(np.int64)
+    first = np.full(children, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, inverse, part.rows)
+    return sizes, np.lexsort((first, -sizes))
 
 
 def partition(
@@ -320,6 +349,20 @@ def _partition(
     freq: FrequencyRows, columns: Sequence[Column], criteria: Sequence[Criterion], *, relaxed: bool
 ) -> Partitioning:
     judge = Judge(criteria, freq, len(columns))
+    floor = judge.floor
+    ordered = [j for j, c in enumerate(columns) if isinstance(c, OrderedColumn)]
+    trees = [j for j, c in enumerate(columns) if isinstance(c, HierarchyColumn)]
+    ordered_columns = [cast(OrderedColumn, columns[j]) for j in ordered]
+    # every ordered column's rank on every frequency row, and its positions padded to a matrix
+    ranks = np.zeros((freq.codes.shape[0], len(ordered)), dtype=np.int64)
+    longest = max([c.position.shape[0] for c in ordered_columns] + [1])
+    positions = np.zeros((len(ordered), longest), dtype=np.float64)
+    spans = np.ones(len(ordered), dtype=np.float64)
+    for i, (j, c) in enumerate(zip(ordered, ordered_columns, strict=True)):
+        ranks[:, i] = c.rank[freq.codes[:, j]]
+        positions[i, : c.position.shape[0]] = c.position
+        spans[i] = c.span or 1.0
+    which = np.arange(len(ordered))
     start = Partition(
         np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [None] * len(columns)
     )
@@ -328,23 +371,35 @@ def _partition(
     cuts = 0
     while stack:
         part = stack.pop()
+        if part.n < 2 * floor:  # no cut can leave both halves the records a class needs
+            done.append(part)
+            continue
         widths: list[tuple[float, int, int]] = []
-        for j, column in enumerate(columns):
-            codes = freq.codes[part.rows, j]
-            w, level = width(column, codes, part.ceiling[j])
+        if ordered:
+            sub = ranks[part.rows]
+            lows, highs = sub.min(axis=0), sub.max(axis=0)
+            spread = (positions[which, highs] - positions[which, lows]) / spans
+            for wide in np.flatnonzero(spread > 0).tolist():
+                widths.append((-float(spread[wide]), ordered[wide], wide))
+        for j in trees:
+            tree = cast(HierarchyColumn, columns[j])
+            w, level = width(tree, freq.codes[part.rows, j], part.ceiling[j])
             part.ceiling[j] = level
             if w > 0:
                 widths.append((-w, j, level))
         widths.sort()
         halves = None
-        for _, j, level in widths:
+        for _, j, extra in widths:
             column = columns[j]
-            codes = freq.codes[part.rows, j]
             candidates: Iterable[tuple[Partition, Partition] | None]
             if isinstance(column, OrderedColumn):
-                candidates = [ordered_cut(column, part, codes, relaxed)]
+                candidates = [
+                    ordered_cut(
+                        sub[:, extra], part, relaxed, floor, int(lows[extra]), int(highs[extra])
+                    )
+                ]
             else:
-                candidates = hierarchy_cuts(column, part, codes, level)
+                candidates = hierarchy_cuts(column, part, freq.codes[part.rows, j], extra)
             halves = next((h for h in candidates if h is not None and judge.allowed(h)), None)
             if halves is not None:
                 break
@@ -357,24 +412,72 @@ def _partition(
     return Partitioning(done, cuts, relaxed, checks=judge.checks)
 
 
-def cell_loss(column: Column, codes: IntArray) -> float:
-    """The normalised certainty penalty of one partition's cell in ``column`` (docs/mondrian.md,
-    "Loss"): an ordered column's range over the column's range, a hierarchy column's
-    ``(leaves - 1) / (domain - 1)`` at the lowest common ancestor; 0 for a single value."""
-    return width(column, codes)[0]
+@dataclass(frozen=True)
+class Summaries:
+    """What each final partition releases and loses, per quasi-identifier (P partitions, m
+    columns): ``ncp`` the cell's normalised certainty penalty (docs/mondrian.md, "Loss"); for
+    an ordered column ``low``/``high`` the ranks of its smallest and largest value, for a
+    hierarchy column ``low`` the level of its lowest common ancestor (the height + 1 for a
+    root above the hierarchy's top) and ``high`` that ancestor's group at the level."""
+
+    ncp: NDArray[np.float64]
+    low: IntArray
+    high: IntArray
+    sizes: IntArray
+
+
+def summarize(
+    parts: Sequence[Partition], freq: FrequencyRows, columns: Sequence[Column]
+) -> Summaries:
+    """:class:`Summaries` of ``parts``, every partition at once (reductions over the
+    partitions' rows laid end to end)."""
+    count = len(parts)
+    m = len(columns)
+    ncp = np.zeros((count, m), dtype=np.float64)
+    low = np.zeros((count, m), dtype=np.int64)
+    high = np.zeros((count, m), dtype=np.int64)
+    sizes = np.array([p.n for p in parts], dtype=np.int64)
+    if not count:
+        return Summaries(ncp, low, high, sizes)
+    rows = np.concatenate([p.rows for p in parts])
+    starts = np.cumsum([0] + [p.rows.shape[0] for p in parts[:-1]])
+    for j, column in enumerate(columns):
+        codes = freq.codes[rows, j]
+        if isinstance(column, OrderedColumn):
+            ranks = column.rank[codes]
+            low[:, j] = np.minimum.reduceat(ranks, starts)
+            high[:, j] = np.maximum.reduceat(ranks, starts)
+            if column.span:
+                spread = column.position[high[:, j]] - column.position[low[:, j]]
+                ncp[:, j] = spread / column.span
+            continue
+        top = len(column.level_codes)
+        level = np.full(count, top, dtype=np.int64)  # top: above the hierarchy's top level
+        group = np.zeros(count, dtype=np.int64)
+        for at in range(top - 1, -1, -1):
+            groups = column.level_codes[at][codes]
+            least = np.minimum.reduceat(groups, starts)
+            common = least == np.maximum.reduceat(groups, starts)
+            level[common] = at
+            group[common] = least[common]
+        low[:, j], high[:, j] = level, group
+        if column.domain > 1:
+            leaves = np.full(count, column.domain, dtype=np.int64)
+            for at in range(top):
+                here = level == at
+                leaves[here] = column.leaves[at][group[here]]
+            ncp[:, j] = (leaves - 1) / (column.domain - 1)
+    return Summaries(ncp, low, high, sizes)
 
 
 def gcp(parts: Sequence[Partition], freq: FrequencyRows, columns: Sequence[Column]) -> float:
-    """The global certainty penalty: the mean of :func:`cell_loss` over every quasi-identifier
-    cell of every record (GCP of Ghinita et al. 2007, normalised by records and columns)."""
-    n = sum(p.n for p in parts)
+    """The global certainty penalty: the mean NCP over every quasi-identifier cell of every
+    record (GCP of Ghinita et al. 2007, normalised by records and columns)."""
+    found = summarize(parts, freq, columns)
+    n = int(found.sizes.sum())
     if n == 0 or not columns:
         return 0.0
-    total = 0.0
-    for p in parts:
-        for j, column in enumerate(columns):
-            total += p.n * cell_loss(column, freq.codes[p.rows, j])
-    return total / (n * len(columns))
+    return float((found.ncp * found.sizes[:, None]).sum()) / (n * len(columns))
 
 
 def discernibility(parts: Sequence[Partition]) -> int:

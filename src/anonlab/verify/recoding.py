@@ -7,8 +7,9 @@ every released quasi-identifier value *covers* the original one:
 - a column cut in order (no hierarchy, or named numeric): the released text is the
   original itself, or ``[lo, hi]`` with ``lo <= original <= hi`` (numbers by value when
   the three are numbers, otherwise in the order numbers first, then texts by character);
-- a column with a hierarchy: the released text is the original itself or the label of one
-  of the original's ancestors (its label at some level of the hierarchy);
+- a column with a hierarchy: the released text is the original itself, the label of one
+  of the original's ancestors (its label at some level of the hierarchy), or ``*`` (every
+  value: a root above a hierarchy whose top level has several labels);
 - any other column is released as it is, the identifying ones dropped, the records in
   order and none missing.
 
@@ -89,7 +90,11 @@ def check_coverage(
             bad = [p for p in pairs if not covers_in_order(p[0], p[1])]
         elif column in hierarchies:
             up = _ancestors(hierarchies[column])
-            bad = [p for p in pairs if p[1] != p[0] and p[1] not in up.get(p[0], set())]
+            bad = [
+                p
+                for p in pairs
+                if p[1] not in (p[0], SUPPRESSED) and p[1] not in up.get(p[0], set())
+            ]
         else:
             bad = [p for p in pairs if p[0] != p[1]]
         if bad:
