@@ -240,13 +240,9 @@ def test_risk_from_a_url_equals_the_local_run(
 ) -> None:
     fs, root = memfs
     options: dict[str, Any] = {"qi": list(QIS), "other": "insensitive"}
-    if mode != "memory":
-        options.update(engine="dask" if mode == "dask" else "numpy")
-        if mode == "dask":
-            options["scheduler"] = scheduler
+    if mode == "dask":  # the engine's passes over the pieces, on the workers
+        options.update(engine="dask", scheduler=scheduler)
     local = _local(adult, kind, tmp_path)
-    if mode == "numpy":  # the engine's passes over a Parquet or CSV in pieces
-        options["engine"] = "numpy"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
         expected = run_risk(str(local), **options).report
@@ -316,6 +312,23 @@ def test_urls_pass_through_settings_and_reports(tmp_path: Path) -> None:
     assert is_url("s3://bucket/x") and is_url("memory://x") and is_url("file:///tmp/x")
     assert not is_url("sqlite:///x.db") and not is_url("postgresql+psycopg://h/db")
     assert not is_url("data/x.csv")
+
+
+def test_a_toml_file_keeps_its_urls_and_storage_options(tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'input = "s3://bucket/adult.csv"\noutput = "out/release.csv"\nk = 5\n'
+        'report = "gs://bucket/report.json"\n'
+        "storage_options = { anon = true, endpoint_url = 'http://localhost:9000' }\n"
+        "[qi]\nage = 'hierarchy_age.csv'\n",
+        encoding="utf-8",
+    )
+    settings = GeneralizeSettings.load(config)
+    assert settings.input == "s3://bucket/adult.csv"
+    assert settings.report == "gs://bucket/report.json"
+    assert settings.output == str(tmp_path / "out" / "release.csv")
+    assert settings.storage_options == {"anon": True, "endpoint_url": "http://localhost:9000"}
+    assert "storage_options" not in settings.model_dump()
 
 
 def test_storage_options_reach_fsspec_and_never_the_report(
