@@ -414,6 +414,31 @@ def test_verify_rechecks_a_release_written_to_a_url(
     assert checked["inputs"]["release"]["name"] == "release.parquet"
 
 
+def test_an_excel_workbook_at_a_url_is_read_whole_on_an_engine(
+    memfs: tuple[Any, str], tmp_path: Path
+) -> None:
+    """As a local workbook: microaggregate and perturb read it whole, the engine cuts it."""
+    fs, root = memfs
+    frame = read_table(TARRAGONA)
+    with fs.open(f"{root}/t.xlsx", "wb") as fh:
+        frame.to_excel(fh, index=False)
+    local = tmp_path / "t.xlsx"
+    local.write_bytes(fs.cat(f"{root}/t.xlsx"))
+    expected = _microaggregate(str(local), f"{tmp_path / 'local'}/", engine="numpy")
+    got = _microaggregate(f"memory://{root}/t.xlsx", f"memory://{root}/out/", engine="numpy")
+    _same(read_table(f"memory://{root}/out/"), read_table(f"{tmp_path / 'local'}/"))
+    assert got.report["measures"] == expected.report["measures"]
+
+
+def test_an_output_may_not_be_its_input_url(memfs: tuple[Any, str]) -> None:
+    fs, root = memfs
+    source = _put(fs, root, TARRAGONA, "csv")
+    before = fs.cat(source.removeprefix("memory://"))
+    with pytest.raises(AnonlabError, match="is also an input"):
+        _microaggregate(source, source)
+    assert fs.cat(source.removeprefix("memory://")) == before
+
+
 def test_a_folder_of_other_files_is_not_replaced(
     adult: Path, memfs: tuple[Any, str], tmp_path: Path
 ) -> None:

@@ -616,7 +616,9 @@ def _by_regions(s: MicroaggregateSettings, table: MicrodataTable) -> bool:
 def _engine_reads(source: Any, s: ReadSettings) -> bool:
     """Whether the engine reads ``source`` itself: a Parquet or CSV file or folder, or a Dask
     DataFrame (not a database table or query, nor a workbook's sheet)."""
+    from anonlab import urls
     from anonlab.database import is_database_url
+    from anonlab.paths import is_url
     from anonlab.sources import file_format
 
     if not isinstance(source, str):
@@ -625,6 +627,8 @@ def _engine_reads(source: Any, s: ReadSettings) -> bool:
         getattr(s, name) is not None for name in ("sheet", "table", "query")
     ):
         return False
+    if is_url(source):  # a missing URL: the engine's message
+        return urls.kind(source) != "file" or file_format(source) != "excel"
     path = Path(source)
     return not path.is_file() or file_format(path) != "excel"  # a missing path: its message
 

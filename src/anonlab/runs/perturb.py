@@ -1109,7 +1109,9 @@ def _read_first(settings: PerturbSettings | InvertSettings) -> bool:
     """Whether the engine's pieces are cut from the table the one reader reads whole: a
     database table or query, an Excel sheet (the engines stream Parquet and CSV only), or
     any input with ``sheet``, ``table`` or ``query`` (refused by the reader as in memory)."""
+    from anonlab import urls
     from anonlab.database import is_database_url
+    from anonlab.paths import is_url
     from anonlab.sources import file_format
 
     source = settings.input
@@ -1119,6 +1121,8 @@ def _read_first(settings: PerturbSettings | InvertSettings) -> bool:
         getattr(settings, name) is not None for name in ("sheet", "table", "query")
     ):
         return True
+    if is_url(source):
+        return urls.kind(source) == "file" and file_format(source) == "excel"
     path = Path(source)
     return path.is_file() and file_format(path) == "excel"
 
