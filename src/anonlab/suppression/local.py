@@ -329,3 +329,60 @@ def _restore(
                 state.move(a, b, c, fk)
                 state.group[g] = b
                 released[g] = target
+
+
+def restore_across(
+    released: NDArray[np.int64],
+    original: NDArray[Any],
+    counts: NDArray[Any],
+    needs: Sequence[tuple[Sequence[int], float]],
+    alpha: float,
+    priority: Sequence[int],
+) -> int:
+    """Give back every blanked cell of ``released`` (groups x keys, in place) that leaves every
+    combination of ``needs`` (``(keys, k)`` pairs) k-anonymous; the number given back.
+
+    With combinations, a cell blanked for one of them may have been made needless by the
+    blanks of another run after it; each combination's patterns are kept as in
+    :func:`suppress_block`, and a cell is given back when the move keeps ``f_k >= k`` in
+    every combination that holds its key. Cells are tried the most important keys first,
+    the largest groups first.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    states = [_Patterns(released[:, list(cols)], counts, alpha) for cols, _ in needs]
+    position = [{key: i for i, key in enumerate(cols)} for cols, _ in needs]
+    most_important = sorted(range(released.shape[1]), key=lambda j: -priority[j])
+    changed = np.flatnonzero(((released < 0) & (original >= 0)).any(axis=1))
+    changed = changed[np.argsort(-counts[changed], kind="stable")]
+    given = 0
+    for g in changed:
+        for j in most_important:
+            if released[g, j] >= 0 or original[g, j] < 0:
+                continue
+            plans = []
+            ok = True
+            for r, (_, k) in enumerate(needs):
+                if j not in position[r]:
+                    continue
+                state = states[r]
+                a = int(state.group[g])
+                target = state.values[a].copy()
+                target[position[r][j]] = original[g, j]
+                b = state.find_or_add(target)
+                c = float(counts[g])
+                fk = state.moved_frequencies(a, b, c)
+                after = state.count[: state.n].copy()
+                after[a] -= c
+                after[b] += c
+                if not np.all(fk[after > 0] >= k - _EPS):
+                    ok = False
+                    break
+                plans.append((state, a, b, c, fk))
+            if not ok:
+                continue
+            for state, a, b, c, fk in plans:
+                state.move(a, b, c, fk)
+                state.group[g] = b
+            released[g, j] = original[g, j]
+            given += 1
+    return given

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
 from anonlab.grouping import group_tuples
-from anonlab.suppression.local import suppress_block
+from anonlab.suppression.local import restore_across, suppress_block
 from anonlab.suppression.patterns import pattern_kinds, wildcard_frequencies
 
 #: sdcMicro's default ``alpha``: a blank matches every value and counts fully
@@ -314,6 +314,7 @@ def _fixpoint(
     alpha: float,
 ) -> int:
     """Run every requirement on ``block`` (in place) until a round changes nothing."""
+    start = block.copy()
     rounds = 0
     while True:
         rounds += 1
@@ -326,8 +327,14 @@ def _fixpoint(
             if not np.array_equal(new, sub):
                 block[:, cols] = new
                 changed = True
-        if not changed or len(needs) == 1:
+        if len(needs) == 1:
             return rounds
+        if not changed:
+            break
+    # a cell blanked for one combination may have been made needless by a later one
+    pairs = [(need.keys, float(need.k)) for need in needs]
+    restore_across(block, start, counts, pairs, alpha, priority)
+    return rounds
 
 
 def _release_frame(
