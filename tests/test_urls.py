@@ -513,6 +513,18 @@ def test_an_output_url_without_its_package_writes_nothing(
     assert not [p for p in fs.find(root) if not p.endswith("adult.csv")]
 
 
+def test_an_http_output_is_refused_before_any_work(
+    adult: Path, memfs: tuple[Any, str], tmp_path: Path
+) -> None:
+    fs, root = memfs
+    source = _put(fs, root, adult, "csv")
+    _fails(
+        _generalize_args(source, "--output", "https://example.org/out.csv"),
+        "cannot write them",
+        tmp_path,
+    )
+
+
 def test_a_key_is_never_written_to_a_url(memfs: tuple[Any, str], tmp_path: Path) -> None:
     fs, root = memfs
     source = _put(fs, root, TARRAGONA, "csv")

@@ -587,6 +587,7 @@ def _write_url(url: str, writer: Callable[[Path], object], private: bool) -> Non
     import tempfile
 
     from anonlab import urls
+    from anonlab.outputs import check_output_url
     from anonlab.tempfiles import system_temp_folder
 
     shown = urls.shown_url(url)
@@ -595,8 +596,7 @@ def _write_url(url: str, writer: Callable[[Path], object], private: bool) -> Non
             f"output '{shown}' is a URL: a secret is written to a local file only "
             "(owner-only permissions, which a URL cannot promise): give a local path"
         )
-    if urls.kind(url) == "folder":
-        raise AnonlabError(f"output '{shown}' is a folder: give a file name inside it")
+    check_output_url("output", url, (), folder=False)
     remote = urls.remote_temp(url)
     with tempfile.TemporaryDirectory(prefix=".anonlab-out-", dir=system_temp_folder()) as work:
         tmp = Path(work) / url.rstrip("/").rpartition("/")[2]
@@ -608,7 +608,7 @@ def _write_url(url: str, writer: Callable[[Path], object], private: bool) -> Non
         except AnonlabError:
             urls.remove(remote)
             raise
-        except (OSError, MemoryError, ValueError) as exc:
+        except (OSError, MemoryError, ValueError, NotImplementedError) as exc:
             urls.remove(remote)
             raise write_error(shown, exc) from None
         except BaseException:

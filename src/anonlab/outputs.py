@@ -57,7 +57,7 @@ from anonlab.database import (
     sqlite_file,
 )
 from anonlab.errors import AnonlabError
-from anonlab.paths import PathLike, is_url, lost_slash
+from anonlab.paths import PathLike, is_url, lost_slash, url_scheme
 from anonlab.tempfiles import (
     create_private,
     default_mode,
@@ -473,7 +473,7 @@ class Outputs:
             self._uploaded[name] = remote
             try:
                 urls.upload(local, remote)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, NotImplementedError) as exc:
                 raise write_error(urls.shown_url(url), exc) from None
 
     def _move_uploaded(self) -> None:
@@ -492,7 +492,7 @@ class Outputs:
                     urls.move(remote, url.rstrip("/"))
                 else:
                     urls.move(remote, url)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, NotImplementedError) as exc:
                 raise write_error(urls.shown_url(url), exc) from None
             del self._uploaded[name]
             if old is not None:
@@ -567,13 +567,17 @@ def _url_name(url: str) -> str:
     return url.rstrip("/").rpartition("/")[2] or "output"
 
 
+#: fsspec protocols that read only (fsspec's HTTP filesystem has no writing)
+READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
+
+
 def is_release_url(url: str) -> bool:
     """Whether ``url`` names a folder holding an earlier release: Parquet parts and nothing
     else (what :func:`anonlab.runs.common.is_folder_output` asks of a URL)."""
     from anonlab import urls
     from anonlab.staging import is_part_name
 
-    if urls.kind(url) != "folder":
+    if url_scheme(url) in READ_ONLY_PROTOCOLS or urls.kind(url) != "folder":
         return False
     names = [relative for relative, _ in urls.files_under(url)]
     return bool(names) and all(is_part_name(n) for n in names)
@@ -591,6 +595,12 @@ def check_output_url(name: str, url: str, inputs: Iterable[str], *, folder: bool
         raise AnonlabError(
             f"{name} '{shown}' is a URL: a secret key is written to a local file only "
             "(owner-only permissions, which a URL cannot promise): give a local path",
+            parameter=name,
+        )
+    if url_scheme(url) in READ_ONLY_PROTOCOLS:
+        raise AnonlabError(
+            f"{name} '{shown}': fsspec reads {url_scheme(url)}:// URLs but cannot write them: "
+            "write to a store (s3://, gs://, abfs://...) or a local path",
             parameter=name,
         )
     target = url.rstrip("/")
