@@ -25,7 +25,16 @@ from anonlab.io import file_sha256, read_json, read_table
 from anonlab.paths import PathLike, is_url, shown_path
 
 T = TypeVar("T")
-RELEASING = ("generalize", "mondrian", "apply", "microaggregate", "perturb", "fuse", "party")
+RELEASING = (
+    "generalize",
+    "mondrian",
+    "apply",
+    "microaggregate",
+    "perturb",
+    "fuse",
+    "party",
+    "suppress",
+)
 
 
 @dataclass(frozen=True)
@@ -526,6 +535,44 @@ def _mondrian(ctx: _Context) -> VerifyResult:
     return VerifyResult("mondrian", str(release_path), tuple(findings), summary)
 
 
+def _suppression(ctx: _Context) -> VerifyResult:
+    from anonlab.verify.suppression import check_suppression
+
+    keys, k, combs, strata, alpha, suppressed = _parsed(
+        ctx,
+        lambda: (
+            [str(c) for c in ctx.value("keys")],
+            int(ctx.value("k")),
+            [(int(a), int(b)) for a, b in ctx.report.get("combs") or []],
+            [str(c) for c in ctx.report.get("strata") or []],
+            float(ctx.value("alpha")),
+            {str(c): int(n) for c, n in dict(ctx.value("suppressed_per_key")).items()},
+        ),
+    )
+    original, (release_path, release) = ctx.read_input(), ctx.read_release()
+    original, findings = _without_identifying(ctx, original, release)
+    if not findings:
+        findings = check_suppression(
+            original,
+            release,
+            keys,
+            k,
+            combs=combs or None,
+            strata=strata,
+            alpha=alpha,
+            suppressed=suppressed,
+        )
+    summary = ""
+    if not findings:
+        summary = (
+            f"suppress release '{release_path}' holds: {len(release)} records, "
+            f"{sum(suppressed.values())} key cells blanked, every other cell its original; "
+            f"{'every combination of ' + str(len(combs)) + ' size(s)' if combs else 'the keys'}"
+            f" k-anonymous (alpha {alpha:g})"
+        )
+    return VerifyResult("suppress", str(release_path), tuple(findings), summary)
+
+
 _HANDLERS: dict[str, Callable[[_Context], VerifyResult]] = {
     "generalize": _generalization,
     "mondrian": _mondrian,
@@ -534,4 +581,5 @@ _HANDLERS: dict[str, Callable[[_Context], VerifyResult]] = {
     "perturb": _perturbation,
     "fuse": _fusion,
     "party": _fusion,
+    "suppress": _suppression,
 }
