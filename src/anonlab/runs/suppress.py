@@ -37,7 +37,6 @@ from anonlab.runs.common import (
     EngineSettings,
     RoleSettings,
     RunResult,
-    file_of,
     input_tables,
     is_folder_output,
     paths_convention,
@@ -290,7 +289,11 @@ def _header(settings: Settings, report_path: Path | None) -> dict[str, Any]:
             parameters[name] = stored_path(value, report_path)
         elif isinstance(value, dict):
             parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
-    inputs = {"input": file_of(settings.input) if hasattr(settings, "input") else None}
+    source = getattr(settings, "input", None)
+    inputs = {
+        "data": source if isinstance(source, str) and "://" not in source else None,
+        **{f"hierarchy:{c}": p for c, p in getattr(settings, "sensitive_hierarchies", {}).items()},
+    }
     report = report_header("suppress", risk_last(parameters), dict(inputs))
     report["paths"] = paths_convention(report_path)
     return report
