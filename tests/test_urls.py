@@ -137,16 +137,14 @@ def scheduler(request: pytest.FixtureRequest) -> str | None:
 
 
 def _generalize(source: str, output: str | None, **extra: Any) -> Any:
-    settings = GeneralizeSettings(
-        input=source,
-        qi={q: str(ADULT / f"hierarchy_{q}.csv") for q in QIS},
-        sensitive=["salary-class"],
-        other="insensitive",
-        k=5,
-        suppression=0.02,
-        output=output,
-        **extra,
-    )
+    given: dict[str, Any] = {
+        "qi": {q: str(ADULT / f"hierarchy_{q}.csv") for q in QIS},
+        "sensitive": ["salary-class"],
+        "other": "insensitive",
+        "k": 5,
+        "suppression": 0.02,
+    }
+    settings = GeneralizeSettings(input=source, output=output, **{**given, **extra})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseRiskWarning)
         return run_generalize(settings)
@@ -437,6 +435,35 @@ def test_an_output_may_not_be_its_input_url(memfs: tuple[Any, str]) -> None:
     with pytest.raises(AnonlabError, match="is also an input"):
         _microaggregate(source, source)
     assert fs.cat(source.removeprefix("memory://")) == before
+
+
+def test_a_failed_move_keeps_the_earlier_release(
+    adult: Path, memfs: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new parts cannot be moved onto the target: the earlier release, moved aside,
+    comes back, and no temporary name is left."""
+    from anonlab import urls
+
+    fs, root = memfs
+    source = _put(fs, root, adult, "csv")
+    folder = f"memory://{root}/parts/"
+    _generalize(source, folder, engine="numpy")
+    before = {p: fs.cat(p) for p in fs.find(f"{root}/parts")}
+    real = urls.move
+    onto_target: list[str] = []
+
+    def failing(a: str, b: str, options: Any = None) -> None:
+        if ".tmp" in a and ".tmp" not in b:
+            onto_target.append(a)
+            if len(onto_target) == 1:  # the staged parts onto the target; not the way back
+                raise OSError(28, "No space left on device")
+        real(a, b, options)
+
+    monkeypatch.setattr(urls, "move", failing)
+    with pytest.raises(AnonlabError, match="no space left"):
+        _generalize(source, folder, engine="numpy", k=50)
+    assert {p: fs.cat(p) for p in fs.find(f"{root}/parts")} == before
+    assert not [p for p in fs.find(root) if p.endswith(".tmp") or ".tmp/" in p]
 
 
 def test_a_folder_of_other_files_is_not_replaced(

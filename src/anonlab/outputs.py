@@ -39,6 +39,7 @@ messages naming the output (:func:`write_error`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -493,6 +494,9 @@ class Outputs:
                 else:
                     urls.move(remote, url)
             except (OSError, ValueError, NotImplementedError) as exc:
+                if old is not None and urls.kind(url) is None:  # the earlier release back
+                    with contextlib.suppress(OSError, ValueError, NotImplementedError):
+                        urls.move(old, url.rstrip("/"))
                 raise write_error(urls.shown_url(url), exc) from None
             del self._uploaded[name]
             if old is not None:
