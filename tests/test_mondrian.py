@@ -365,3 +365,55 @@ def test_a_hierarchy_without_a_single_top_is_cut_below_a_root() -> None:
         frame, release, [{"model": "k-anonymity", "k": 30}], {"kind": two_tops}, ["age", "size"]
     )
     assert g.mondrian_.loss()["ncp"]["kind"] <= 1.0
+
+
+ACCEPTED = [
+    {"model": "distinct-l-diversity", "attribute": "s", "l": 2},
+    {"model": "entropy-l-diversity", "attribute": "s", "l": 1.5},
+    {"model": "recursive-cl-diversity", "attribute": "s", "c": 3.0, "l": 2},
+    {"model": "equal-distance-t-closeness", "attribute": "s", "t": 0.35},
+    {"model": "ordered-distance-t-closeness", "attribute": "s", "t": 0.35},
+    {"model": "basic-beta-likeness", "attribute": "s", "beta": 1.5},
+    {"model": "enhanced-beta-likeness", "attribute": "s", "beta": 1.5},
+    {"model": "delta-disclosure", "attribute": "s", "delta": 1.5},
+    {
+        "model": "k-map",
+        "k": 3,
+        "estimator": "poisson",
+        "significance": 0.1,
+        "population_size": 2000,
+    },
+]
+
+
+@pytest.mark.parametrize("spec", ACCEPTED, ids=lambda s: str(s["model"]))
+def test_every_class_based_model_is_accepted_and_holds(spec: dict[str, object]) -> None:
+    """Each model the cuts can judge: the release holds by the independent checker, and the
+    partitions are final (each one's cuts would break a model or the size floor)."""
+    frame = random_table(21, n=300)
+    g = Generalizer(k=2, recoding="mondrian", criteria=[spec])
+    release = g.fit_transform(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])  # type: ignore[dict-item]
+    problems = check_recoding(
+        frame,
+        release,
+        [{"model": "k-anonymity", "k": 2}, spec],
+        {"kind": TREE},
+        ["age", "size"],
+    )
+    assert not problems
+    assert len(g.mondrian_.partitions) > 1
+
+
+def test_population_models_are_refused(tmp_path: Path) -> None:
+    frame = random_table(4, n=60)
+    subset = tmp_path / "subset.csv"
+    frame.iloc[:30].to_csv(subset, index=False)
+    for spec in (
+        {"model": "delta-presence", "dmin": 0.0, "dmax": 0.9, "subset": str(subset)},
+        {"model": "inclusion", "subset": str(subset)},
+        {"model": "k-map", "k": 2, "population": str(subset)},
+        {"model": "profitability-prosecutor"},
+        {"model": "population-uniqueness", "threshold": 0.1, "population_size": 5000},
+    ):
+        with pytest.raises(AnonlabError, match="Mondrian cannot decide a cut"):
+            _fit(frame, 2, criteria=[spec])
