@@ -1,0 +1,417 @@
+"""Every node of a lattice judged at once, for the searches of local recoding.
+
+Local recoding (:mod:`anonlab.lattice.local`) searches the same lattice again and again on
+the records still suppressed, which soon are few: a few hundred, then a dozen. There the
+pruning of a Flash search saves little (ARX's loss metric with a low generalization/
+suppression factor bounds few nodes away) while each node check costs the same fixed time.
+:class:`LatticeClasses` instead judges every node of the lattice in a few array passes:
+
+* Nodes are taken level by level (the sum of their levels). The classes of a node are those
+  of one predecessor (the node with the first raised attribute one level lower) with that
+  attribute lifted one level and equal codes merged, all nodes of a level in one
+  factorization. Classes keep the order of their first record, as the frequency sets (and
+  ARX's hash groupify) number them: the predecessor's classes are in that order, and a
+  merged class's first record is its first part's.
+* The criteria judge all classes of a level in one call (they must be class-based: each
+  class judged alone, :func:`class_based`), with each class's histograms of the sensitive
+  attributes rolled up alongside and the reference distributions of the whole table.
+* ARX's loss metric (:class:`~anonlab.lattice.metrics.multidim.LossMetric`) is then a sum of
+  one term per class and attribute; :meth:`LatticeClasses.optimum` computes it for every
+  node for a given generalization/suppression factor, so the searches that only raise the
+  factor on the same records reuse the classes and verdicts.
+
+The sums follow ARX's arithmetic: each class's term ``|E| s G`` (released) or
+``|E| s + S (|E| - |E| s)`` (suppressed) is one product as ARX writes it, and a node's terms
+are added left to right in class order (``numpy.bincount`` with weights adds the weights of
+each bin in input order, one rounding per term); then ARX's normalization
+``(sum - G n / D) / (n - G n / D)``, floored at 0, rounded down to 10 decimals. The aggregate
+over attributes is computed for all nodes with ``numpy.power`` and recomputed with the
+metric's own :meth:`~anonlab.lattice.metrics.multidim.MultiDimensionalMetric.reduce` for the
+nodes near the least value, so the chosen node is the one a search would choose: least loss
+(ARX's ``compareTo``), then lowest level, then smallest level vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from anonlab.dataset import Dataset
+from anonlab.grouping import factorize_int64, group_tuples
+from anonlab.lattice.freqset import aggregate_histograms
+from anonlab.lattice.lattice import Lattice
+from anonlab.lattice.metrics.base import ROUND_FACTOR
+from anonlab.lattice.metrics.multidim import LossMetric
+from anonlab.lattice.search import ordered, sensitive_attributes
+from anonlab.privacy import ClassStats, Criterion, SensitiveHistograms
+
+#: the most pairs of (node, predecessor class) the roll-ups may hold over the whole lattice
+#: (above, the caller searches instead)
+MAX_PAIRS = 8_000_000
+
+#: relative margin within which the vectorized aggregate is recomputed node by node
+_MARGIN = 1e-9
+
+
+def class_based(criteria: Sequence[Criterion]) -> bool:
+    """Whether every criterion judges classes one by one: no whole-node condition, no
+    suppression of its own (sample-based), no population, no class values."""
+    for c in criteria:
+        kind = type(c)
+        if (
+            kind.enforce is not Criterion.enforce
+            or kind.acceptable is not Criterion.acceptable
+            or c.needs_population
+            or getattr(c, "needs_codes", False)
+        ):
+            return False
+    return True
+
+
+@dataclass
+class _Level:
+    """The classes of the nodes of one lattice level, node after node, each node's classes
+    in order of their first record."""
+
+    nodes: NDArray[Any]  # (k,) node numbers
+    starts: NDArray[Any]  # (k + 1,) where each node's classes start
+    codes: NDArray[Any]  # (C, m) int64 each class's code at its node's levels
+    counts: NDArray[Any]  # (C,) int64
+    #: per sensitive attribute: (class, value, count) triples sorted by class
+    pairs: dict[str, tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]
+
+
+def _ranges(starts: NDArray[Any], ends: NDArray[Any]) -> NDArray[Any]:
+    """The concatenation of ``arange(s, e)`` for each pair (vectorized)."""
+    sizes = ends - starts
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return np.asarray(np.arange(total, dtype=np.int64) + offsets, dtype=np.int64)
+
+
+class LatticeClasses:
+    """Every node's classes of a table, judged by class-based criteria (see the module
+    docstring). Build it with :meth:`build`, which returns ``None`` when the lattice's
+    roll-ups would hold more than ``max_pairs`` class entries."""
+
+    def __init__(self, dataset: Dataset, lattice: Lattice) -> None:
+        self.dataset = dataset
+        self.lattice = lattice
+        self.qis = dataset.qis
+        self.m = len(dataset.qis)
+        self.n = dataset.n
+        #: node number = levels @ strides (a lattice from level 0 in every attribute)
+        self.strides = np.array(
+            [lattice.index([1 if i == d else 0 for i in range(self.m)]) for d in range(self.m)],
+            dtype=np.int64,
+        )
+        codes = dataset.code_matrix()
+        #: each record's distinct tuple (first-appearance numbering) and the tuples' codes
+        self.inverse, first = group_tuples(codes, [q.cardinality(0) for q in self.qis])
+        self.tuples = codes[first].astype(np.int64)
+        self.distinct = int(first.shape[0])
+        self.tuple_counts = np.bincount(self.inverse, minlength=self.distinct).astype(np.int64)
+        #: every node's classes: node, count, verdict, domain-share row (filled by build)
+        self.node_of = np.zeros(0, dtype=np.int64)
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.outliers = np.zeros(0, dtype=bool)
+        #: (m, C) each class's domain share in each attribute at its node's level
+        self.shares = np.zeros((self.m, 0))
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(
+        cls,
+        dataset: Dataset,
+        lattice: Lattice,
+        criteria: Sequence[Criterion],
+        metric: LossMetric,
+        max_pairs: int = MAX_PAIRS,
+    ) -> LatticeClasses | None:
+        """Judge every node of ``lattice`` on ``dataset`` (``None`` if too large)."""
+        if dataset.n == 0 or not class_based(criteria):
+            return None
+        out = cls(dataset, lattice)
+        if out.distinct * lattice.size > 4 * max_pairs:
+            return None
+        return out if out._judge(criteria, metric, max_pairs) else None
+
+    def _lift_table(self) -> tuple[NDArray[Any], NDArray[Any]]:
+        """A flat table lifting a code of attribute ``d`` at level ``l`` to level ``l + 1``,
+        and the offset of each (attribute, level) in it."""
+        parts: list[NDArray[Any]] = []
+        offset = np.zeros((self.m, max(int(q.height) for q in self.qis) + 1), dtype=np.int64)
+        position = 0
+        for d, q in enumerate(self.qis):
+            for lv in range(q.height):
+                offset[d, lv] = position
+                lift = q.lift(lv, lv + 1).astype(np.int64)
+                parts.append(lift)
+                position += lift.shape[0]
+        flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return flat, offset
+
+    def _share_table(self, metric: LossMetric) -> tuple[NDArray[Any], NDArray[Any]]:
+        """ARX's domain share of each group, flat, and the offset of each (attribute, level)."""
+        parts: list[NDArray[Any]] = []
+        offset = np.zeros((self.m, max(int(q.height) for q in self.qis) + 1), dtype=np.int64)
+        position = 0
+        for d in range(self.m):
+            for lv, table in enumerate(metric.ctx.shares(d)):
+                offset[d, lv] = position
+                parts.append(np.asarray(table, dtype=np.float64))
+                position += table.shape[0]
+        return np.concatenate(parts), offset
+
+    def _bottom(self, names: Sequence[str]) -> _Level:
+        """The bottom node: one class per distinct tuple."""
+        pairs = {}
+        for name in names:
+            attr = self.dataset.sensitive_attribute(name)
+            c, v, k = aggregate_histograms(
+                self.inverse, attr.codes, None, self.distinct, len(attr.values)
+            )
+            pairs[name] = (c.astype(np.int64), v.astype(np.int64), np.rint(k).astype(np.int64))
+        return _Level(
+            nodes=np.array([self.lattice.index([0] * self.m)], dtype=np.int64),
+            starts=np.array([0, self.distinct], dtype=np.int64),
+            codes=self.tuples,
+            counts=self.tuple_counts,
+            pairs=pairs,
+        )
+
+    def _judge(self, criteria: Sequence[Criterion], metric: LossMetric, max_pairs: int) -> bool:
+        """Roll the classes up level by level, judge them, keep their shares."""
+        levels = np.asarray(self.lattice.all_levels, dtype=np.int64)
+        sums = levels.sum(axis=1)
+        names = sensitive_attributes(criteria)
+        globals_ = {
+            name: np.asarray(self.dataset.sensitive_attribute(name).frequencies, dtype=np.int64)
+            for name in names
+        }
+        n_values = {name: len(self.dataset.sensitive_attribute(name).values) for name in names}
+        lift, lift_at = self._lift_table()
+        share_flat, share_at = self._share_table(metric)
+        radix = [q.cardinality(0) for q in self.qis]
+        mult = np.ones(self.m, dtype=np.int64)
+        for d in range(self.m - 2, -1, -1):
+            mult[d] = mult[d + 1] * radix[d + 1]
+        space = int(mult[0]) * radix[0]
+        if space * self.lattice.size >= 2**62:
+            return False
+        order = np.argsort(sums, kind="stable")
+        by_level = np.split(order, np.flatnonzero(np.diff(sums[order])) + 1)
+        # node number -> (level list position, index within that level)
+        where = np.zeros(levels.shape[0], dtype=np.int64)
+        node_of: list[NDArray[Any]] = []
+        counts: list[NDArray[Any]] = []
+        outliers: list[NDArray[Any]] = []
+        shares: list[NDArray[Any]] = []
+        previous = self._bottom(names)
+        held = 0
+        for step, nodes in enumerate(by_level):
+            nodes = np.asarray(nodes, dtype=np.int64)
+            if step == 0:
+                current = previous
+                current.nodes = nodes
+            else:
+                current = self._roll_up(
+                    previous, nodes, levels, where, lift, lift_at, mult, space, n_values
+                )
+                held += int(current.codes.shape[0])
+                if held > max_pairs:
+                    return False
+            where[nodes] = np.arange(nodes.shape[0])
+            sizes = np.diff(current.starts)
+            of = np.repeat(nodes, sizes)
+            stats = ClassStats(
+                levels=tuple(int(v) for v in levels[nodes[0]]),
+                counts=current.counts,
+                sensitive={
+                    name: SensitiveHistograms(
+                        classes=c, values=v, counts=k, global_counts=globals_[name]
+                    )
+                    for name, (c, v, k) in current.pairs.items()
+                },
+            )
+            bad = np.zeros(current.counts.shape[0], dtype=bool)
+            for criterion in criteria:
+                bad |= np.asarray(criterion.outliers(stats), dtype=bool)
+            at = levels[of]
+            share = np.empty((self.m, of.shape[0]), dtype=np.float64)
+            for d in range(self.m):
+                share[d] = share_flat[share_at[d, at[:, d]] + current.codes[:, d]]
+            node_of.append(of)
+            counts.append(current.counts)
+            outliers.append(bad)
+            shares.append(share)
+            previous = current
+        self.node_of = np.concatenate(node_of)
+        self.counts = np.concatenate(counts)
+        self.outliers = np.concatenate(outliers)
+        self.shares = np.concatenate(shares, axis=1)
+        return True
+
+    def _roll_up(
+        self,
+        previous: _Level,
+        nodes: NDArray[Any],
+        levels: NDArray[Any],
+        where: NDArray[Any],
+        lift: NDArray[Any],
+        lift_at: NDArray[Any],
+        mult: NDArray[Any],
+        space: int,
+        n_values: dict[str, int],
+    ) -> _Level:
+        """The classes of ``nodes`` (one lattice level) from those of their predecessors on
+        ``previous`` (the level below): each node's first raised attribute lowered by one."""
+        lv = levels[nodes]
+        dim = np.argmax(lv > 0, axis=1)
+        parent_levels = lv.copy()
+        parent_levels[np.arange(nodes.shape[0]), dim] -= 1
+        parents = parent_levels @ self.strides
+        index = where[parents]
+        begin, end = previous.starts[index], previous.starts[index + 1]
+        take = _ranges(begin, end)
+        sizes = end - begin
+        block = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), sizes)
+        codes = previous.codes[take]
+        rows = np.arange(take.shape[0])
+        d_row = dim[block]
+        level_row = parent_levels[block, d_row]
+        codes[rows, d_row] = lift[lift_at[d_row, level_row] + codes[rows, d_row]]
+        key = codes @ mult + block * space
+        cls, _ = factorize_int64(key)
+        rises = np.diff(np.maximum.accumulate(cls), prepend=-1) > 0
+        first = np.flatnonzero(rises)
+        n_classes = int(first.shape[0])
+        counts = np.bincount(cls, weights=previous.counts[take], minlength=n_classes)
+        owner = block[first]
+        starts = np.searchsorted(owner, np.arange(nodes.shape[0] + 1))
+        pairs = {}
+        for name, (pc, pv, pk) in previous.pairs.items():
+            # each pair of a parent class goes, for every node rolled up from that parent, to
+            # the node's class that absorbs it: parent classes are contiguous, and so are
+            # their pairs (sorted by class)
+            pair_start = np.searchsorted(pc, previous.starts[:-1])
+            pair_end = np.searchsorted(pc, previous.starts[1:])
+            ps, pe = pair_start[index], pair_end[index]
+            ptake = _ranges(ps, pe)
+            pblock = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), pe - ps)
+            # position of the pair's class within the gathered classes of its node
+            gathered_start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            position = gathered_start[pblock] + (pc[ptake] - begin[pblock])
+            c, v, k = aggregate_histograms(
+                cls[position], pv[ptake], pk[ptake].astype(np.float64), n_classes, n_values[name]
+            )
+            pairs[name] = (c.astype(np.int64), v.astype(np.int64), np.rint(k).astype(np.int64))
+        return _Level(
+            nodes=nodes,
+            starts=starts.astype(np.int64),
+            codes=codes[first],
+            counts=np.rint(counts).astype(np.int64),
+            pairs=pairs,
+        )
+
+    # ---------------------------------------------------------------- optimum
+    def losses(self, metric: LossMetric) -> NDArray[Any]:
+        """(N, m) each node's per-attribute loss under ``metric`` (ARX's arithmetic)."""
+        g, s = metric.g_factor, metric.s_factor
+        size = self.counts.astype(np.float64)
+        nodes = self.lattice.size
+        n = float(self.n)
+        out = np.empty((nodes, self.m), dtype=np.float64)
+        for d in range(self.m):
+            share = size * self.shares[d]
+            if s == 1.0:
+                suppressed = size
+            else:
+                suppressed = size - share
+                suppressed *= s
+                suppressed += share
+            share *= g
+            terms = np.where(self.outliers, suppressed, share)
+            total = np.bincount(self.node_of, weights=terms, minlength=nodes)
+            low = g * n / metric.ctx.domain_size(d)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = (total - low) / (n - low)
+            ratio = np.where(ratio >= 0.0, ratio, 0.0)
+            out[:, d] = np.floor(ratio * ROUND_FACTOR) / ROUND_FACTOR
+        return out
+
+    def optimum(
+        self, metric: LossMetric, limit: int
+    ) -> tuple[tuple[int, ...], NDArray[Any]] | None:
+        """The optimal node among those suppressing at most ``limit`` records, and whether
+        each record is suppressed there; ``None`` if no node is acceptable."""
+        values = self.losses(metric)
+        nodes = self.lattice.size
+        dropped = np.bincount(
+            self.node_of, weights=np.where(self.outliers, self.counts, 0), minlength=nodes
+        )
+        acceptable = np.flatnonzero(dropped <= limit)
+        if acceptable.size == 0:
+            return None
+        levels = np.asarray(self.lattice.all_levels, dtype=np.int64)
+        if metric.aggregate == "rank":
+            candidates = acceptable
+        else:
+            approx = self._aggregate(values[acceptable], metric)
+            finite = np.isfinite(approx)
+            if finite.any():
+                best = float(approx[finite].min())
+                near = approx <= best + _MARGIN * max(abs(best), 1e-300)
+                candidates = acceptable[near]
+            else:
+                candidates = acceptable
+        chosen: tuple[Any, ...] | None = None
+        for node in candidates.tolist():
+            loss = metric.reduce(values[node].tolist())
+            row = tuple(int(v) for v in levels[node])
+            key = (ordered(loss), sum(row), row)
+            if chosen is None or key < chosen:
+                chosen = key
+        if chosen is None:
+            return None
+        best_levels: tuple[int, ...] = chosen[2]
+        return best_levels, self.suppressed_rows(best_levels)
+
+    def _aggregate(self, values: NDArray[Any], metric: LossMetric) -> NDArray[Any]:
+        """The metric's aggregate of each row of ``values`` (vectorized, close to exact)."""
+        weights = metric.weights
+        m = values.shape[1]
+        if metric.aggregate == "geometric_mean":
+            product = np.ones(values.shape[0])
+            for d in range(m):
+                product = product * np.power(values[:, d] * weights[d] + 1.0, 1.0 / m)
+            return np.asarray(product - 1.0)
+        if metric.aggregate == "max":
+            return np.asarray((values * np.asarray(weights)).max(axis=1))
+        if metric.aggregate == "arithmetic_mean":
+            return np.asarray(((values / m) * np.asarray(weights)).sum(axis=1))
+        return np.asarray((values * np.asarray(weights)).sum(axis=1))
+
+    def suppressed_rows(self, levels: Sequence[int]) -> NDArray[Any]:
+        """Whether each record is suppressed at the node ``levels``."""
+        node = self.lattice.index(levels)
+        mine = np.flatnonzero(self.node_of == node)
+        codes = np.column_stack(
+            [
+                np.asarray(q.level_codes[lv], dtype=np.int64)[self.tuples[:, d]]
+                for d, (q, lv) in enumerate(zip(self.qis, levels, strict=True))
+            ]
+        )
+        radix = [q.cardinality(0) for q in self.qis]
+        key = np.zeros(self.distinct, dtype=np.int64)
+        for d in range(self.m):
+            key = key * radix[d] + codes[:, d]
+        cls, _ = factorize_int64(key)
+        bad = self.outliers[mine][cls]
+        return np.asarray(bad[self.inverse], dtype=bool)
