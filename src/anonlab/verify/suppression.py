@@ -71,8 +71,8 @@ def _stratum_frequencies(keys: pd.DataFrame, alpha: float) -> np.ndarray[Any, An
     frame = keys.copy()
     frame.columns = [f"c{i}" for i in range(len(names))]
     cols = list(frame.columns)
-    blank = frame.isna()
-    frame["_class"] = blank.apply(lambda row: "".join("1" if b else "0" for b in row), axis=1)
+    blank = frame.isna().to_numpy()
+    frame["_class"] = ["".join(row) for row in np.where(blank, "1", "0").tolist()]
     filled = frame.fillna("\x00")
     tuples = filled.groupby([*cols, "_class"], sort=False).size().rename("_n").reset_index()
     tuples = tuples.replace({"\x00": None})
