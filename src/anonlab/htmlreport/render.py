@@ -29,6 +29,7 @@ TITLES = {
     "party": "Multi-party fusion (this party)",
     "perturb": "Perturbation for clustering",
     "attack": "Attacks on a perturbed release",
+    "suppress": "Cell suppression to k-anonymity",
 }
 
 

@@ -29,6 +29,7 @@ from anonlab.htmlreport.sections.microaggregation import (
 from anonlab.htmlreport.sections.perturbation import attack_plot, perturbation_sections
 from anonlab.htmlreport.sections.risk import risk_sections
 from anonlab.htmlreport.sections.settings import SETTINGS_KEYS, settings_section
+from anonlab.htmlreport.sections.suppression import suppression_sections
 
 Builder = Callable[[RenderContext], Built]
 
@@ -42,6 +43,7 @@ BUILDERS: dict[str, Builder] = {
     "party": fusion_sections,
     "perturb": perturbation_sections,
     "attack": perturbation_sections,
+    "suppress": suppression_sections,
 }
 
 # a command's natural picture for --plot (None when the report lacks its data)
@@ -64,6 +66,7 @@ FAMILY: dict[str, str] = {
     "party": "fusion",
     "perturb": "perturbation",
     "attack": "perturbation",
+    "suppress": "suppression",
 }
 
 
