@@ -204,194 +204,6 @@ class _Search:
 WHOLE_LATTICE_PAIRS = 4_000_000
 
 
-@dataclass
-class _Search:
-    """One optimal full-domain search: its optimum and each record's suppression there."""
-
-    levels: tuple[int, ...]
-    suppressed: NDArray[Any]
-
-
-#: the most (node, distinct tuple) pairs the whole-lattice evaluation takes on; above, the
-#: searches of :mod:`anonlab.lattice.flash` run (they prune; on small subsets they check
-#: nearly every node, one at a time)
-WHOLE_LATTICE_PAIRS = 4_000_000
-#: (node, distinct tuple) pairs per block of the whole-lattice evaluation
-_BLOCK_PAIRS = 1 << 17
-
-
-def _class_based(criteria: Sequence[Criterion]) -> bool:
-    """Whether every criterion judges classes one by one (no whole-node condition, no
-    suppression of its own, no population, no class values)."""
-    for c in criteria:
-        kind = type(c)
-        if (
-            kind.enforce is not Criterion.enforce
-            or kind.acceptable is not Criterion.acceptable
-            or c.needs_population
-            or getattr(c, "needs_codes", False)
-        ):
-            return False
-    return True
-
-
-def whole_lattice_search(
-    dataset: Dataset,
-    criteria: Sequence[Criterion],
-    suppression: float,
-    metric: LossMetric,
-    lattice: Lattice,
-) -> _Search | None:
-    """The optimum of ARX's loss metric over every node of ``lattice``, evaluated in blocks
-    of nodes at once (``None`` where this evaluation does not apply: see below).
-
-    For each node the distinct QI tuples of ``dataset`` (numbered by first appearance) are
-    grouped by their generalized codes; the classes of a block of nodes are numbered node by
-    node in order of first appearance, which is the class order of the frequency sets (and
-    of ARX's hash groupify), and the criteria judge all of them in one call (they are
-    class-based: :func:`_class_based`). Each class's term per attribute is the loss metric's
-    (:class:`~anonlab.lattice.metrics.multidim.LossMetric`: ``|E| s G`` released,
-    ``|E| s + S (|E| - |E| s)`` suppressed); the terms of each node are added left to right in
-    class order (``numpy.bincount`` with weights adds each bin's weights in input order, one
-    rounding per term, as ARX's loop does),
-    normalized and rounded as ARX does, and reduced by the metric's aggregate. A node is
-    acceptable when it suppresses at most ``floor(suppression * n)`` records. Among the
-    acceptable nodes the optimum is the least loss, then the lowest level, then the smallest
-    level vector (:meth:`SearchContext.sort_key`).
-    """
-    qis = dataset.qis
-    m = len(qis)
-    n = dataset.n
-    if n == 0 or not _class_based(criteria):
-        return None
-    if any(
-        metric.ctx.domain_size(i) == 0 or n - metric.g_factor * n / metric.ctx.domain_size(i) == 0
-        for i in range(m)
-    ):
-        return None
-    codes = dataset.code_matrix()
-    inverse, first = group_tuples(codes, [q.cardinality(0) for q in qis])
-    tuples = codes[first]
-    distinct = int(first.shape[0])
-    counts = np.bincount(inverse, minlength=distinct).astype(np.int64)
-    nodes = lattice.all_levels
-    if distinct * nodes.shape[0] > WHOLE_LATTICE_PAIRS:
-        return None
-    radix = [q.cardinality(0) for q in qis]
-    space = 1
-    for r in radix:
-        space *= r
-    block = max(1, _BLOCK_PAIRS // distinct)
-    if space * block >= 2**62:
-        return None
-    # per attribute and level: the generalized code of each distinct tuple, and the shares
-    mult = []
-    step = 1
-    for r in reversed(radix):
-        mult.append(step)
-        step *= r
-    mult.reverse()
-    general = [
-        np.stack([q.level_codes[lv][tuples[:, i]] for lv in range(q.height + 1)]).astype(np.int64)
-        for i, q in enumerate(qis)
-    ]
-    keyed = [g * mult[i] for i, g in enumerate(general)]
-    shares = [metric.ctx.shares(i) for i in range(m)]
-    flat_shares = [np.concatenate(t) for t in shares]
-    share_start = [
-        np.concatenate(([0], np.cumsum([t.shape[0] for t in per])[:-1])).astype(np.int64)
-        for per in shares
-    ]
-    names = sensitive_attributes(criteria)
-    pairs = {}
-    for name in names:
-        attr = dataset.sensitive_attribute(name)
-        pt, pv, pc = aggregate_histograms(inverse, attr.codes, None, distinct, len(attr.values))
-        pairs[name] = (
-            pt.astype(np.int64),
-            pv.astype(np.int64),
-            pc.astype(np.int64),
-            len(attr.values),
-            np.asarray(attr.frequencies, dtype=np.int64),
-        )
-    limit = max_suppressed(suppression, n)
-    g, s = metric.g_factor, metric.s_factor
-    lows = [g * n / metric.ctx.domain_size(i) for i in range(m)]
-    heights = nodes.sum(axis=1)
-    best: tuple[Any, ...] | None = None
-    best_out: NDArray[Any] | None = None
-    best_levels: tuple[int, ...] = ()
-    for start in range(0, nodes.shape[0], block):
-        lv = nodes[start : start + block]
-        c = lv.shape[0]
-        key = keyed[0][lv[:, 0]]
-        for i in range(1, m):
-            key = key + keyed[i][lv[:, i]]
-        key += (np.arange(c, dtype=np.int64) * space)[:, None]
-        cls, firsts = factorize_int64(key.ravel())
-        n_classes = int(firsts.shape[0])
-        # classes are numbered by first appearance, node by node: the first position of each
-        # is where the running maximum of the class numbers rises
-        flat = cls.ravel()
-        rises = np.diff(np.maximum.accumulate(flat), prepend=-1) > 0
-        first_pos = np.flatnonzero(rises)
-        cls = cls.reshape(c, distinct)
-        node_of = first_pos // distinct
-        rep = first_pos % distinct
-        class_counts = np.bincount(cls.ravel(), weights=np.tile(counts, c), minlength=n_classes)
-        class_counts = class_counts.astype(np.int64)
-        sensitive = {}
-        for name, (pt, pv, pc, n_values, global_counts) in pairs.items():
-            hc, hv, hn = aggregate_histograms(
-                cls[:, pt].ravel(), np.tile(pv, c), np.tile(pc, c), n_classes, n_values
-            )
-            sensitive[name] = SensitiveHistograms(
-                classes=hc.astype(np.int64),
-                values=hv.astype(np.int64),
-                counts=np.rint(hn).astype(np.int64),
-                global_counts=global_counts,
-            )
-        stats = ClassStats(
-            levels=tuple(int(v) for v in lv[0]), counts=class_counts, sensitive=sensitive
-        )
-        outliers = np.zeros(n_classes, dtype=bool)
-        for crit in criteria:
-            outliers |= np.asarray(crit.outliers(stats), dtype=bool)
-        level_of_class = lv[node_of]
-        share = np.empty((n_classes, m), dtype=np.float64)
-        for i in range(m):
-            li = level_of_class[:, i]
-            share[:, i] = flat_shares[i][share_start[i][li] + general[i][li, rep]]
-        size = class_counts.astype(np.float64)[:, None]
-        share = size * share
-        suppressed_term = (
-            np.broadcast_to(size, share.shape) if s == 1.0 else share + s * (size - share)
-        )
-        terms = np.where(outliers[:, None], suppressed_term, share * g)
-        # bincount adds each bin's weights in input order, one rounding per term: the
-        # sequential sum of each node's terms in class order
-        totals = np.column_stack(
-            [np.bincount(node_of, weights=terms[:, i], minlength=c) for i in range(m)]
-        )
-        values = np.empty_like(totals)
-        for i in range(m):
-            ratio = (totals[:, i] - lows[i]) / (n - lows[i])
-            ratio = np.where(ratio >= 0.0, ratio, 0.0)
-            values[:, i] = np.floor(ratio * ROUND_FACTOR) / ROUND_FACTOR
-        dropped = np.bincount(node_of, weights=np.where(outliers, class_counts, 0), minlength=c)
-        for j in np.flatnonzero(dropped <= limit).tolist():
-            loss = metric.reduce(values[j].tolist())
-            levels = tuple(int(v) for v in lv[j])
-            order = (ordered(loss), int(heights[start + j]), levels)
-            if best is None or order < best:
-                best = order
-                best_levels = levels
-                best_out = outliers[cls[j]]
-    if best_out is None:
-        return None
-    return _Search(best_levels, np.asarray(best_out[inverse], dtype=bool))
-
-
 def _judge_all(
     dataset: Dataset,
     criteria: Sequence[Criterion],
@@ -412,6 +224,69 @@ def _judge_all(
     bind_criteria(criteria, dataset)
     chosen = metric_by_name(metric, LossContext(dataset), aggregate=aggregate, weights=weights)
     return LatticeClasses.build(dataset, lattice, criteria, cast(LossMetric, chosen))
+
+
+class _Searcher:
+    """The searches on the suppressed records: every node judged at once where that applies
+    (:func:`_judge_all`, kept while the same records are searched with a raised factor),
+    else an optimal search (:func:`search_once`)."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        criteria: list[Criterion],
+        suppression: float,
+        metric: str,
+        *,
+        aggregate: str | None,
+        weights: Mapping[str, float] | None,
+        plan: SearchPlan,
+        cache_size: int,
+    ) -> None:
+        self.dataset = dataset
+        self.criteria = criteria
+        self.suppression = suppression
+        self.metric = metric
+        self.aggregate = aggregate
+        self.weights = weights
+        self.plan = plan
+        self.cache_size = cache_size
+        self._rows: NDArray[Any] | None = None
+        self._judged: LatticeClasses | None = None
+
+    def search(self, rows: NDArray[Any], factor: float) -> _Search | None:
+        """The optimum on the records ``rows`` with the factor ``factor`` (``None``: no
+        acceptable node)."""
+        sub = subset_dataset(self.dataset, rows)
+        if self._rows is None or not np.array_equal(self._rows, rows):
+            self._rows = rows
+            self._judged = _judge_all(sub, self.criteria, self.metric, self.aggregate, self.weights)
+        try:
+            if self._judged is None:
+                return search_once(
+                    sub,
+                    self.criteria,
+                    self.suppression,
+                    self.metric,
+                    gs_factor=factor,
+                    aggregate=self.aggregate,
+                    weights=self.weights,
+                    plan=self.plan,
+                    cache_size=self.cache_size,
+                )
+            chosen = metric_by_name(
+                self.metric,
+                LossContext(sub),
+                gs_factor=factor,
+                aggregate=self.aggregate,
+                weights=self.weights,
+            )
+            best = self._judged.optimum(
+                cast(LossMetric, chosen), max_suppressed(self.suppression, sub.n)
+            )
+        except AnonlabError:
+            return None
+        return None if best is None else _Search(best[0], best[1])
 
 
 def search_once(
@@ -496,49 +371,22 @@ def local_recoding(
     if out.refusal is not None:
         return out
     smallest = minimal_group_size(criteria)
-    model = subset_criteria(criteria)
+    searcher = _Searcher(
+        dataset,
+        subset_criteria(criteria),
+        suppression,
+        metric,
+        aggregate=aggregate,
+        weights=weights,
+        plan=plan,
+        cache_size=cache_size,
+    )
     factor = local_gs_factor
-    done = 0
-    judged: tuple[NDArray[Any], LatticeClasses] | None = None
-    while done < iterations:
+    while len(out.iterations) < iterations:
         rows = np.flatnonzero(out.step < 0)
         if rows.size == 0 or (smallest is not None and rows.size < smallest):
             break
-        sub = subset_dataset(dataset, rows)
-        found: _Search | None = None
-        if judged is None or not np.array_equal(judged[0], rows):
-            judged = None
-            classes = _judge_all(sub, model, metric, aggregate, weights)
-            if classes is not None:
-                judged = (rows, classes)
-        try:
-            if judged is not None:
-                chosen = metric_by_name(
-                    metric,
-                    LossContext(sub),
-                    gs_factor=factor,
-                    aggregate=aggregate,
-                    weights=weights,
-                )
-                best = judged[1].optimum(
-                    cast(LossMetric, chosen), max_suppressed(suppression, sub.n)
-                )
-                if best is not None:
-                    found = _Search(best[0], best[1])
-            else:
-                found = search_once(
-                    sub,
-                    model,
-                    suppression,
-                    metric,
-                    gs_factor=factor,
-                    aggregate=aggregate,
-                    weights=weights,
-                    plan=plan,
-                    cache_size=cache_size,
-                )
-        except AnonlabError:
-            found = None
+        found = searcher.search(rows, factor)
         released = 0
         levels: tuple[int, ...] | None = None
         if found is not None:
@@ -548,12 +396,10 @@ def local_recoding(
             out.step[kept] = len(out.levels) - 1
             released = int(kept.size)
         out.iterations.append(Iteration(levels, factor, int(rows.size), released))
-        done += 1
         if released == 0:
-            if adaption <= 0.0:
-                break
+            # ARX: raise the factor and search again while it stays at most 1
             factor += adaption
-            if not factor <= 1.0:
+            if adaption <= 0.0 or not factor <= 1.0:
                 break
     return out
 
