@@ -417,3 +417,56 @@ def test_population_models_are_refused(tmp_path: Path) -> None:
     ):
         with pytest.raises(AnonlabError, match="Mondrian cannot decide a cut"):
             _fit(frame, 2, criteria=[spec])
+
+
+def test_cli_numeric_with_a_hierarchy_and_diversity_verified(tmp_path: Path) -> None:
+    """``--numeric age`` cuts a column with a hierarchy in order; a sensitive model's report
+    entry carries its attribute, and ``anonlab verify`` re-checks the model."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "anonlab",
+            "generalize",
+            str(ADULT / "adult.csv"),
+            "--recoding",
+            "mondrian",
+            "--numeric",
+            "age",
+            f"--qi=age={ADULT / 'hierarchy_age.csv'}",
+            f"--qi=sex={ADULT / 'hierarchy_sex.csv'}",
+            f"--qi=education={ADULT / 'hierarchy_education.csv'}",
+            "--sensitive",
+            "occupation",
+            "--criterion",
+            "distinct-l-diversity:attribute=occupation,l=3",
+            "--k",
+            "5",
+            "--other",
+            "insensitive",
+            "--output",
+            "n.csv",
+            "--report",
+            "n.json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "n.json").read_text())
+    assert report["mondrian"]["columns"]["age"] == "numeric"
+    entry = report["criteria"][1]
+    assert entry["parameters"]["attribute"] == "occupation" and entry["satisfied"]
+    assert entry["achieved"]["l"] >= 3
+    verified = subprocess.run(
+        [sys.executable, "-m", "anonlab", "verify", "n.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert "distinct-l-diversity on 'occupation'" in verified.stdout

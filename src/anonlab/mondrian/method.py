@@ -135,8 +135,34 @@ class MondrianResult:
             "loss": self.loss(),
             "records": int(sizes.sum()),
             "suppressed": 0,
-            "criteria": [{"model": c.name, "parameters": c.parameters()} for c in self.criteria],
+            "criteria": self.criteria_report(),
         }
+
+    def criteria_report(self) -> list[dict[str, Any]]:
+        """One entry per model, as a full-domain report gives it: ``{"model", "parameters"
+        (the attribute included), "satisfied", "achieved"}`` on the final partitions."""
+        from anonlab.privacy.spec import describe
+
+        judge = Judge(self.criteria, self.freq, len(self.columns))
+        stats = judge.stats(self.partitions)
+        none = np.zeros(stats.classes, dtype=bool)
+        entries = []
+        for criterion in self.criteria:
+            spec = describe(criterion)
+            model = spec.pop("model")
+            achieved = {
+                k: (v.item() if isinstance(v, np.generic) else v)
+                for k, v in criterion.achieved(stats, none).items()
+            }
+            entries.append(
+                {
+                    "model": model,
+                    "parameters": spec,
+                    "satisfied": bool(criterion.holds(stats, none)),
+                    "achieved": achieved,
+                }
+            )
+        return entries
 
     def release_classes(self) -> int:
         """Equivalence classes of the release (partitions with the same labels make one)."""
