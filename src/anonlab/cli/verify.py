@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from anonlab.cli.common import QUIET, as_text, user_errors
+from anonlab.cli.common import QUIET, STORAGE_OPTION, as_text, storage_options_of, user_errors
 
 EXIT_FINDING = 1
 
@@ -60,6 +60,7 @@ def verify_command(
         "--report",
         help="JSON report of the check: ok, findings, files checked (default: none).",
     ),
+    storage_option: list[str] | None = STORAGE_OPTION,
     quiet: bool = QUIET,
 ) -> None:
     """Check a release against its report (see --help for examples)."""
@@ -71,6 +72,7 @@ def verify_command(
         input=input,
         key=as_text(key),
         report=as_text(findings),
+        storage_options=storage_options_of(storage_option) or {},
     )
     result = run_verify(settings)
     if not quiet:
