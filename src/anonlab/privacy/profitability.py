@@ -278,14 +278,100 @@ def entropy_based_loss(shares: NDArray[Any], max_loss: float, exact: bool = True
     that redo the borderline classes exactly.
     """
     shares = np.asarray(shares, dtype=np.float64)
-    if max_loss == 0.0 or not math.isfinite(max_loss):
-        return np.zeros(shares.shape[0], dtype=np.float64)
     product = np.ones(shares.shape[0], dtype=np.float64)
     for dim in range(shares.shape[1]):
         product = product * shares[:, dim]
+    return loss_of_products(product, max_loss, exact)
+
+
+def loss_of_products(product: NDArray[Any], max_loss: float, exact: bool = True) -> NDArray[Any]:
+    """:func:`entropy_based_loss` from each class's product of domain shares (multiplied in
+    attribute order from 1, e.g. by :meth:`ShareTables.products`)."""
+    if max_loss == 0.0 or not math.isfinite(max_loss):
+        return np.zeros(product.shape[0], dtype=np.float64)
     logs = log10_array(product) if exact else np.log10(product)
     loss = logs / max_loss + 1.0
     return np.asarray(np.clip(loss, 0.0, 1.0), dtype=np.float64)
+
+
+class ShareTables:
+    """The domain shares ``tables[dim][level][group]`` (:func:`domain_shares`), with each
+    table's one value where all its groups share it (the leaves: ``1 / rows``; a single
+    top group: 1), for :meth:`products`."""
+
+    def __init__(self, tables: Sequence[Sequence[NDArray[Any]]]) -> None:
+        self.tables = [list(per_dim) for per_dim in tables]
+        #: ``constant[dim][level]``: the table's value when every group has it, else None
+        self.constant: list[list[float | None]] = [
+            [float(t[0]) if t.shape[0] and bool(np.all(t == t[0])) else None for t in per_dim]
+            for per_dim in self.tables
+        ]
+
+    def products(self, codes: NDArray[Any], levels: Sequence[int]) -> NDArray[Any]:
+        """``(classes,)``: ``((1 * share_1) * share_2) ... * share_m`` of each class's group
+        ``codes[:, dim]`` at ``levels[dim]``, in attribute order (ARX's order).
+
+        A table of one value multiplies by that scalar: as one Python float while no other
+        table came (IEEE double arithmetic, the same roundings), not at all when it is 1
+        (``x * 1 == x``). Only the other tables are looked up class by class.
+        """
+        scalar = 1.0
+        product: NDArray[Any] | None = None
+        for dim, level in enumerate(levels):
+            value = self.constant[dim][level]
+            if value is None:
+                shares = self.tables[dim][level].take(codes[:, dim])
+                if product is None:
+                    product = np.multiply(shares, scalar, out=shares)
+                else:
+                    np.multiply(product, shares, out=product)
+            elif product is None:
+                scalar *= value
+            elif value != 1.0:
+                np.multiply(product, value, out=product)
+        if product is None:
+            return np.full(codes.shape[0], scalar, dtype=np.float64)
+        return product
+
+    def losses(
+        self, codes: NDArray[Any], levels: Sequence[int], max_loss: float, exact: bool = True
+    ) -> NDArray[Any]:
+        """``(classes,)``: each class's entropy-based information loss
+        (:func:`loss_of_products` of :meth:`products`).
+
+        The loss depends on a class's groups in the dimensions whose table is not one value
+        only. When those groups have no more combinations than there are classes, the loss
+        of every combination is computed once (its product with the same multiplications in
+        the same order as a class's, so the same value) and each class looks its own up by
+        the combination's number, ``(g_1 n_2 + g_2) n_3 + ...``; otherwise class by class.
+        """
+        varying = [d for d, level in enumerate(levels) if self.constant[d][level] is None]
+        sizes = [self.tables[d][levels[d]].shape[0] for d in varying]
+        if not varying or math.prod(sizes) > codes.shape[0]:
+            return loss_of_products(self.products(codes, levels), max_loss, exact)
+        grid = loss_of_products(self._grid_products(levels), max_loss, exact)
+        combination = codes[:, varying[0]].astype(np.int64)
+        for d, size in zip(varying[1:], sizes[1:], strict=True):
+            combination *= size
+            combination += codes[:, d]
+        return np.asarray(grid.take(combination))
+
+    def _grid_products(self, levels: Sequence[int]) -> NDArray[Any]:
+        """The product of every combination of groups of the varying tables at ``levels``
+        (the last varying dimension's group changing fastest), multiplied as
+        :meth:`products` multiplies a class's."""
+        scalar = 1.0
+        grid: NDArray[Any] | None = None
+        for dim, level in enumerate(levels):
+            value = self.constant[dim][level]
+            if value is None:
+                table = self.tables[dim][level]
+                grid = table * scalar if grid is None else np.multiply.outer(grid, table).ravel()
+            elif grid is None:
+                scalar *= value
+            elif value != 1.0:
+                grid = grid * value
+        return np.full(1, scalar) if grid is None else grid
 
 
 def success_probability(

@@ -39,6 +39,7 @@ from anonlab.dataset import Dataset
 from anonlab.errors import AnonlabError
 from anonlab.lattice.freqset import FrequencySet, KeyLayout, group_tuples
 from anonlab.privacy.base import ClassStats
+from anonlab.privacy.profitability import ShareTables
 
 #: a metric's value: a float, or for ARX's "rank" aggregate a tuple compared lexicographically
 LossValue = float | tuple[float, ...]
@@ -348,6 +349,7 @@ class LossContext:
             self._rows = (row_tuple, base_tuples, base_counts)
         self._arx_ids: list[list[NDArray[Any]]] | None = None
         self._flat_shares: tuple[NDArray[Any], NDArray[Any]] | None = None
+        self._share_products: ShareTables | None = None
         #: :meth:`population_tuples`, once made (a 1-tuple: its value may be ``None``)
         self._population_tuples: tuple[NDArray[Any] | None] | None = None
         #: the run's cost-benefit figures (the profitability models'), read by the
@@ -388,6 +390,14 @@ class LossContext:
         codes = self.all_group_codes(fs)
         base = offsets[np.arange(self.m), np.asarray(fs.levels, dtype=np.int64)]
         return np.asarray(flat.take(codes + base.astype(codes.dtype)))
+
+    def entropy_losses(self, fs: FrequencySet, max_loss: float, exact: bool = True) -> NDArray[Any]:
+        """(classes,): each class's entropy-based information loss at the node, from the
+        product of its domain shares (each row of :meth:`share_matrix` multiplied out in
+        attribute order; :meth:`ShareTables.losses`)."""
+        if self._share_products is None:
+            self._share_products = ShareTables([self.shares(i) for i in range(self.m)])
+        return self._share_products.losses(self.all_group_codes(fs), fs.levels, max_loss, exact)
 
     # ---------------------------------------------------------- domain shares
     def domain_size(self, dim: int) -> float:

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from anonlab.lattice.freqset import FrequencySet
 from anonlab.lattice.metrics.base import Metric, NodeClasses, sequential_sum
 from anonlab.lattice.metrics.order import arx_class_order
-from anonlab.privacy.profitability import entropy_based_loss, maximal_loss
+from anonlab.privacy.profitability import maximal_loss
 
 #: a relative margin under the bound: its sum runs over other classes than a node's value
 _BOUND_MARGIN = 1e-9
@@ -60,7 +60,7 @@ class EntropyInformationLoss(Metric):
 
     def record_loss(self, node: NodeClasses) -> NDArray[Any]:
         """``IL(E)`` of each class: one record's loss, from 0 to 1."""
-        return entropy_based_loss(self.ctx.share_matrix(node.fs), self.max_il())
+        return self.ctx.entropy_losses(node.fs, self.max_il())
 
     def value(self, node: NodeClasses) -> float:
         """``sum_E G |E| IL(E)`` over released classes plus ``S |E|`` over suppressed ones."""

@@ -34,7 +34,6 @@ from anonlab.lattice.metrics.base import Metric, NodeClasses, sequential_sum
 from anonlab.lattice.metrics.order import population_order
 from anonlab.privacy.profitability import (
     CostBenefit,
-    entropy_based_loss,
     maximal_loss,
     success_probability,
 )
@@ -74,7 +73,7 @@ class PublisherPayout(Metric):
         cached: tuple[FrequencySet, NDArray[Any]] | None = getattr(self, "_last_loss", None)
         if cached is not None and cached[0] is fs:
             return cached[1]
-        loss = entropy_based_loss(self.ctx.share_matrix(fs), self._max_loss(), exact)
+        loss = self.ctx.entropy_losses(fs, self._max_loss(), exact)
         if exact:
             self._last_loss = (fs, loss)
         return loss
