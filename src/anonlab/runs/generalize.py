@@ -51,6 +51,7 @@ from anonlab.runs.generalize_steps import (
     load_hierarchies,
     population_table,
     read_input,
+    release_loss,
     report_path,
     roles_report,
     stored_criteria,
@@ -215,6 +216,7 @@ def run_generalize(
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
         report["distinct_values"] = distinct_values(original, release, result.transformation)
+        report["loss"] = release_loss(as_written, original, hierarchies, result.transformation)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
@@ -293,6 +295,7 @@ def run_on_engine(
     from anonlab.dataset import without_role
     from anonlab.engine.table import open_table
     from anonlab.lattice.pieces import check_engine_model, engine_dataset
+    from anonlab.metrics.certainty import classes_loss
     from anonlab.privacy import max_suppressed
 
     started = time.perf_counter() if started is None else started
@@ -342,6 +345,13 @@ def run_on_engine(
             q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
             for q in dataset.qis
         }
+        report["loss"] = classes_loss(
+            checked.classes,
+            list(expected.plan.columns),
+            {q.name: [str(v) for v in q.values] for q in dataset.qis},
+            hierarchies,
+            result.transformation,
+        )
         report.update(checked.risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)

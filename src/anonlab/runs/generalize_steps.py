@@ -255,11 +255,16 @@ class Checked:
     release read back when it is small."""
 
     def __init__(
-        self, risk: dict[str, Any], distinct: dict[str, int], release: pd.DataFrame | None
+        self,
+        risk: dict[str, Any],
+        distinct: dict[str, int],
+        release: pd.DataFrame | None,
+        classes: Mapping[tuple[str, ...], int],
     ) -> None:
         self.risk = risk
         self.distinct = distinct
         self.release = release
+        self.classes = classes
 
 
 def write_and_check(
@@ -291,12 +296,12 @@ def write_and_check(
         distinct = released_distinct(classes, plan.columns)
         if expected.records <= IN_MEMORY_ROWS:
             release = _check_in_memory(staged.path, settings, expected, hierarchies)
-            checked = Checked(_risk(release, settings, expected), distinct, release)
+            checked = Checked(_risk(release, settings, expected), distinct, release, classes)
         else:
             if settings.verify:
                 _check_by_frequencies(engine, staged.path, expected, classes)
             risk = _risk_of_folder(engine, staged.path, settings, expected)
-            checked = Checked(risk, distinct, None)
+            checked = Checked(risk, distinct, None, classes)
         target = outputs.target("output")
         if scratch is not None and target is not None:
             outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
@@ -397,6 +402,23 @@ def roles_report(
     from anonlab.dataset import roles_report as keys
 
     return keys(roles, other, by_other)
+
+
+def release_loss(
+    release: pd.DataFrame,
+    original: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    transformation: Mapping[str, int],
+) -> dict[str, Any]:
+    """The report's ``loss`` section of a release held whole (:mod:`anonlab.metrics.certainty`):
+    each quasi-identifier's domain is its values in ``original``, its level the
+    transformation's."""
+    from anonlab.dataset import as_text
+    from anonlab.metrics.certainty import classes_loss, frame_classes
+
+    qis = list(transformation)
+    domains = {q: [str(v) for v in as_text(original[q]).unique()] for q in qis}
+    return classes_loss(frame_classes(release, qis), qis, domains, hierarchies, transformation)
 
 
 def distinct_values(
