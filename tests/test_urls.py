@@ -466,6 +466,22 @@ def test_a_failed_move_keeps_the_earlier_release(
     assert not [p for p in fs.find(root) if p.endswith(".tmp") or ".tmp/" in p]
 
 
+def test_a_killed_workers_half_part_is_not_uploaded(memfs: tuple[Any, str]) -> None:
+    """A staged folder's hidden ``.part-*.tmp`` (a killed worker's, its task run again) stays
+    behind: only whole parts reach the URL; nothing is left in the local staging."""
+    from anonlab.outputs import Outputs
+
+    fs, root = memfs
+    with Outputs({"output": f"memory://{root}/rel/"}, folders=("output",)) as outputs:
+        staged = outputs.stage_folder("output")
+        pd.DataFrame({"a": ["1"]}).to_parquet(staged.path / "part-00000.parquet")
+        (staged.path / ".part-00001.parquet.77-ab12cd34.tmp").write_bytes(b"half")
+        local = staged.path
+        outputs.commit()
+    assert fs.find(f"{root}/rel") == [f"{root}/rel/part-00000.parquet"]
+    assert not local.exists()
+
+
 def test_a_folder_of_other_files_is_not_replaced(
     adult: Path, memfs: tuple[Any, str], tmp_path: Path
 ) -> None:

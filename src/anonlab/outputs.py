@@ -467,6 +467,8 @@ class Outputs:
 
         for name, url in self._urls.items():
             staged = self._staged_folders.get(name)
+            if staged is not None:
+                staged.drop_partial()
             local = staged.path if staged is not None else self.staged(name)
             if local is None:
                 continue

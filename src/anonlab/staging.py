@@ -111,9 +111,7 @@ class StagedFolder:
         if self.committed:
             return self.target
         check_target(self.target)
-        for entry in self.path.iterdir():  # a part a killed worker was writing (it ran again)
-            if entry.name.startswith(".part-") and entry.name.endswith(".tmp"):
-                entry.unlink(missing_ok=True)
+        self.drop_partial()
         old: Path | None = None
         try:
             if self.target.exists():
@@ -128,6 +126,13 @@ class StagedFolder:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return self.target
+
+    def drop_partial(self) -> None:
+        """Remove the half-written parts of killed workers (hidden ``.part-*.tmp``: a task
+        that ran again wrote its part whole)."""
+        for entry in self.path.iterdir():
+            if entry.name.startswith(".part-") and entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove the staged folder (nothing is written)."""
