@@ -27,8 +27,9 @@ from anonlab.engine.table import ParquetPiece
 from anonlab.errors import AnonlabError, AnonlabWarning, ReleaseRiskWarning
 from anonlab.io import read_table
 from anonlab.paths import is_url
+from anonlab.runs.apply import run_apply
 from anonlab.runs.generalize import run_generalize
-from anonlab.runs.generalize_settings import GeneralizeSettings
+from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
 from anonlab.runs.microaggregate import MicroaggregateSettings, run_microaggregate
 from anonlab.runs.perturb import PerturbSettings, run_perturb
 from anonlab.runs.risk import run_risk
@@ -253,6 +254,70 @@ def test_risk_from_a_url_equals_the_local_run(
         written = json.loads(fs.cat(report.removeprefix("memory://")))
         assert written["risk"] == expected["risk"]
         assert written["parameters"]["report"] == report
+
+
+@pytest.mark.parametrize("mode", ["memory", "numpy"])
+def test_apply_to_a_url_equals_the_local_run(
+    mode: str, adult: Path, memfs: tuple[Any, str], tmp_path: Path
+) -> None:
+    """``apply`` of a local generalization report to a table at a URL, written to a URL."""
+    fs, root = memfs
+    report = tmp_path / "g.json"
+    _generalize(str(adult), None, report=str(report))
+    engine: dict[str, Any] = {"engine": "numpy"} if mode == "numpy" else {}
+    local_out = f"{tmp_path / 'local'}/" if mode == "numpy" else str(tmp_path / "a.csv")
+    url_out = f"memory://{root}/applied/" if mode == "numpy" else f"memory://{root}/a.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseRiskWarning)
+        run_apply(
+            ApplySettings(report_in=str(report), input=str(adult), output=local_out, **engine)
+        )
+        source = _put(fs, root, adult, "csv")
+        run_apply(ApplySettings(report_in=str(report), input=source, output=url_out, **engine))
+    _same(read_table(url_out), read_table(local_out))
+
+
+def test_evaluate_scores_tables_at_urls(memfs: tuple[Any, str], tmp_path: Path) -> None:
+    """``evaluate`` reads the original and the masked table from URLs, writes its report to
+    one, and gives the local run's measures."""
+    fs, root = memfs
+    masked = tmp_path / "masked.csv"
+    _microaggregate(str(TARRAGONA), str(masked))
+    original_url = _put(fs, root, TARRAGONA, "csv")
+    masked_url = _put(fs, root, masked, "csv")
+    runner = CliRunner()
+    local = runner.invoke(
+        app,
+        [
+            "evaluate",
+            str(TARRAGONA),
+            str(masked),
+            "--columns",
+            "all-numeric",
+            "--report",
+            str(tmp_path / "e.json"),
+            "--quiet",
+        ],
+    )
+    assert local.exit_code == 0, local.output
+    remote = runner.invoke(
+        app,
+        [
+            "evaluate",
+            original_url,
+            masked_url,
+            "--columns",
+            "all-numeric",
+            "--report",
+            f"memory://{root}/e.json",
+            "--quiet",
+        ],
+    )
+    assert remote.exit_code == 0, remote.output
+    expected = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
+    got = json.loads(fs.cat(f"{root}/e.json"))
+    assert got["measures"] == expected["measures"]
+    assert got["inputs"] == expected["inputs"]
 
 
 # ---------------------------------------------------------------------------
