@@ -231,22 +231,29 @@ def mondrian(
     freq, inverse = frequency_rows(dataset)
     columns = mondrian_columns(dataset, ordered)
     started = time.process_time()
-    whole = Partition(
-        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [None] * len(columns)
-    )
-    judge = Judge(criteria, freq, len(columns))
-    if dataset.n == 0 or not judge.allowed([whole]):
-        names = ", ".join(c.name for c in criteria)
-        raise AnonlabError(
-            f"the whole table ({dataset.n} records) does not satisfy the privacy model "
-            f"({names}): Mondrian suppresses no record, so no release can; relax the model",
-            parameter="criteria",
-        )
+    check_whole(dataset.n, freq, columns, criteria)
     found = partition(freq, columns, criteria, relaxed=relaxed)
     seconds = time.process_time() - started
     part_of = record_partitions(found.partitions, inverse)
     release = build_release(dataset, columns, freq, found.partitions, part_of)
     return MondrianResult(release, found, columns, freq, part_of, list(criteria), seconds)
+
+
+def check_whole(
+    n: int, freq: FrequencyRows, columns: Sequence[Column], criteria: Sequence[Criterion]
+) -> None:
+    """Refuse a table that does not satisfy the model as a whole: Mondrian suppresses no
+    record, so no cut can mend it."""
+    whole = Partition(
+        np.arange(freq.counts.shape[0], dtype=np.int64), freq.counts.copy(), [None] * len(columns)
+    )
+    if n == 0 or not Judge(criteria, freq, len(columns)).allowed([whole]):
+        names = ", ".join(c.name for c in criteria)
+        raise AnonlabError(
+            f"the whole table ({n} records) does not satisfy the privacy model "
+            f"({names}): Mondrian suppresses no record, so no release can; relax the model",
+            parameter="criteria",
+        )
 
 
 def record_partitions(parts: Sequence[Partition], inverse: IntArray) -> IntArray:

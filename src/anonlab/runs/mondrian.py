@@ -3,13 +3,15 @@ release verified by the independent checker (:mod:`anonlab.verify.recoding`), it
 every output written or none.
 
 The generalize run hands its settings here when ``recoding`` is ``"mondrian"``. The rows
-are read in memory; the engines (``engine = "dask"``, a folder output) are refused for
-now in one line.
+are read in memory, or, with an engine (``engine = "dask"``, a folder output), counted and
+written by it (strict cuts only: :mod:`anonlab.mondrian.pieces`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
@@ -21,6 +23,7 @@ from anonlab.runs.common import (
     RunResult,
     file_of,
     input_tables,
+    open_run_engine,
     paths_convention,
     stage_release,
     stage_report,
@@ -40,7 +43,12 @@ from anonlab.runs.generalize_steps import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonlab.dataset import Role
+    from anonlab.engine.base import Engine
     from anonlab.hierarchy import Hierarchy
+    from anonlab.mondrian.method import MondrianResult
+    from anonlab.mondrian.pieces import MondrianPlan
+    from anonlab.privacy import Criterion
 
 
 def ordered_columns(settings: GeneralizeSettings) -> list[str]:
@@ -53,11 +61,12 @@ def ordered_columns(settings: GeneralizeSettings) -> list[str]:
 def check_mondrian_settings(settings: GeneralizeSettings) -> None:
     """Refuse, in one line, what a Mondrian run does not do: the engines, suppression, and
     the full-domain search's own settings."""
-    if uses_engine(settings):
+    if settings.relaxed and uses_engine(settings):
         raise AnonlabError(
-            "recoding mondrian runs in memory: the engines (engine dask, a folder output) do "
-            "not map Mondrian's partitions yet; use engine numpy with a file output",
-            parameter="engine",
+            "relaxed Mondrian runs in memory: a relaxed cut splits a tuple's records by "
+            "their order in the table, which the engines' pieces do not share; use the "
+            "strict cuts or engine numpy with a file output",
+            parameter="relaxed",
         )
     if settings.suppression > 0:
         raise AnonlabError(
@@ -118,12 +127,15 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             *files.values(),
         ],
         input_tables=input_tables(settings.input, settings.table),
+        folders=("output",) if uses_engine(settings) else (),
     )
     if settings.k is not None:
         check_k(settings.k)
     criteria = resolve_criteria(specs)
     refuse_unjudgeable(criteria)
     ordered = ordered_columns(settings)
+    if uses_engine(settings):
+        return run_mondrian_on_engine(settings, criteria, outputs, progress, started)
     with outputs:
         hierarchies = load_hierarchies({c: p for c, p in settings.qi.items() if p})
         frame = read_input(settings, categorical=True)
@@ -169,22 +181,119 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             settings.insensitive,
             settings.numeric,
         )
-        report = mondrian_report(settings, result.summary(), hierarchies)
-        report["roles"] = {c: r.value for c, r in dataset.roles.items()}
-        report["verified"] = settings.verify
-        report.update(roles_report(dataset.roles, settings.other, by_other))
-        report["distinct_values"] = {
+        distinct = {
             c: {
                 "original": int(original[c].nunique(dropna=False)),
                 "released": int(result.release[c].nunique(dropna=False)),
             }
             for c in qi
         }
+        report = full_report(settings, result, hierarchies, dataset.roles, by_other, distinct)
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=result.release, written=written)
+
+
+def full_report(
+    settings: GeneralizeSettings,
+    result: MondrianResult,
+    hierarchies: dict[str, Hierarchy],
+    roles: Mapping[str, Role],
+    by_other: list[str],
+    distinct: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    """The report of a Mondrian run but its risk and runtime (docs/mondrian.md, "Report")."""
+    report = mondrian_report(settings, result.summary(), hierarchies)
+    report["roles"] = {c: r.value for c, r in roles.items()}
+    report["verified"] = settings.verify
+    report.update(roles_report(roles, settings.other, by_other))
+    report["distinct_values"] = distinct
+    return report
+
+
+def run_mondrian_on_engine(
+    settings: GeneralizeSettings,
+    criteria: list[Criterion],
+    outputs: Outputs,
+    progress: ProgressFn | None,
+    started: float,
+) -> RunResult:
+    """Strict Mondrian on the settings' engine (docs/mondrian.md, "Engines"): the engine counts
+    the base frequency set (and, for quasi-identifiers without a hierarchy, their values
+    first), the cuts run here, one pass over the pieces writes the release as Parquet parts
+    (:func:`anonlab.mondrian.pieces.write_piece`); the parts are read back and checked by
+    the independent checker against the input, and a file output is gathered from them."""
+    from anonlab.dataset import Role, without_role
+    from anonlab.engine.table import open_table
+    from anonlab.hierarchy import Hierarchy
+    from anonlab.lattice.pieces import check_engine_model, engine_dataset
+    from anonlab.mondrian.pieces import engine_mondrian
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.runs.generalize_steps import check_engine_settings
+
+    check_engine_settings(settings, file_output=not outputs.is_folder("output"))
+    check_engine_model(criteria)
+    ordered = ordered_columns(settings)
+    with outputs:
+        hierarchies = load_hierarchies({c: p for c, p in settings.qi.items() if p})
+        table = open_table(settings.input, delimiter=settings.delimiter)
+        with closing(open_run_engine(settings)) as engine:
+            every: dict[str, Hierarchy] = dict(hierarchies)
+            bare = [c for c in ordered if c not in hierarchies]
+            if bare:
+                encoding = engine.encode(table, bare, progress=progress)
+                for name, values in zip(encoding.columns, encoding.dictionaries, strict=True):
+                    every[name] = Hierarchy.from_rows(
+                        [(v, "*") for v in values], source=f"<{name}: no hierarchy>"
+                    )
+            dataset = engine_dataset(
+                engine,
+                table,
+                every,
+                identifying=settings.identifying,
+                sensitive=settings.sensitive,
+                insensitive=settings.insensitive,
+                other=settings.other,
+                source=masked(settings.input),
+                progress=progress,
+            )
+            dropped = dataset.columns_with(Role.IDENTIFYING)
+            qi = [q.name for q in dataset.qis]
+            check_risk_columns(
+                [c for c in dataset.frame.columns if c not in dropped],
+                settings.sensitive,
+                settings,
+                qi,
+            )
+            result, plan = engine_mondrian(dataset, criteria, ordered=ordered)
+            release = write_release(
+                engine, table, plan, outputs, settings, hierarchies, dropped, progress
+            )
+        result.release = release
+        risk = release_risk_report(release, settings.sensitive, settings, qi=qi)
+        by_other = without_role(
+            dataset.frame.columns,
+            settings.qi,
+            settings.identifying,
+            settings.sensitive,
+            settings.insensitive,
+            settings.numeric,
+        )
+        distinct = {
+            q.name: {
+                "original": len(q.values),
+                "released": int(release[q.name].nunique(dropna=False)),
+            }
+            for q in dataset.qis
+        }
+        report = full_report(settings, result, hierarchies, dataset.roles, by_other, distinct)
+        report.update(risk)
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report=report, release=release, written=written)
 
 
 def verify_recoding(
@@ -229,3 +338,50 @@ def mondrian_report(
     report.update(summary)
     report["criteria"] = stored_criteria(summary["criteria"], where, nested=True)
     return report
+
+
+def write_release(
+    engine: Engine,
+    table: Any,
+    plan: MondrianPlan,
+    outputs: Outputs,
+    settings: GeneralizeSettings,
+    hierarchies: dict[str, Hierarchy],
+    dropped: list[str],
+    progress: ProgressFn | None,
+) -> pd.DataFrame:
+    """Write the release by ``plan`` over the engine's pieces into its staged folder (a
+    scratch folder for a file output), read it back, check it with the independent checker
+    (``settings.verify``) and stage a file output gathered from the parts."""
+    import tempfile
+    from pathlib import Path
+
+    from anonlab.io import read_table
+    from anonlab.mondrian.pieces import write_parts
+    from anonlab.runs.generalize_steps import gather_parts
+    from anonlab.staging import StagedFolder
+
+    ordered = ordered_columns(settings)
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    if outputs.is_folder("output"):
+        staged = outputs.stage_folder("output")
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
+        staged = StagedFolder(Path(scratch.name) / "release")
+    try:
+        write_parts(engine, table, plan, staged.path, progress)
+        release = read_table(staged.path, strings="dictionary")
+        if settings.verify:
+            original = read_input(settings)
+            cut_along = {c: h for c, h in hierarchies.items() if c not in ordered}
+            verify_recoding(
+                original, release, settings.model_criteria(), cut_along, ordered, dropped
+            )
+        target = outputs.target("output")
+        if scratch is not None and target is not None:
+            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+        return release
+    finally:
+        if scratch is not None:
+            staged.discard()
+            scratch.cleanup()
