@@ -213,7 +213,8 @@ def files_under(url: str, options: StorageOptions | None = None) -> list[tuple[s
 def glob(pattern: str, options: StorageOptions | None = None) -> list[str]:
     """The URLs of the files matching ``pattern`` (``*``, ``?``, ``[...]``, ``**``)."""
     fs, path = filesystem(pattern, options)
-    return [str(fs.unstrip_protocol(p)) for p in fs.glob(path) if fs.isfile(p)]
+    found = fs.glob(path, detail=True)  # name -> info: no second request per file
+    return [str(fs.unstrip_protocol(p)) for p, info in found.items() if info["type"] == "file"]
 
 
 @contextmanager
