@@ -152,11 +152,6 @@ def _line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def join(url: str, name: str) -> str:
-    """``url`` with ``name`` appended as its last component."""
-    return url.rstrip("/") + "/" + name
-
-
 def remote_temp(url: str) -> str:
     """A fresh hidden temporary URL beside ``url`` (``.NAME.anonlab-HOST-PID-RANDOM.tmp``)."""
     head, _, name = url.rstrip("/").rpartition("/")
@@ -283,8 +278,3 @@ def remove(url: str, options: StorageOptions | None = None) -> None:
             fs.rm(path, recursive=fs.isdir(path))
     except FileNotFoundError:
         return
-
-
-def os_path(url: str) -> str:
-    """``url``'s path part (for names: extension, base name)."""
-    return url.partition("://")[2] if "://" in url else os.fspath(url)
