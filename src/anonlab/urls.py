@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextvars
 import io
-import os
 import posixpath
 import shutil
 import tempfile
