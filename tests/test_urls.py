@@ -505,8 +505,9 @@ def test_an_output_may_not_be_its_input_url(memfs: tuple[Any, str]) -> None:
 def test_a_failed_move_keeps_the_earlier_release(
     adult: Path, memfs: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The new parts cannot be moved onto the target: the earlier release, moved aside,
-    comes back, and no temporary name is left."""
+    """The new parts cannot be moved onto the target (one copied, then the store is full):
+    the half folder goes, the earlier release, moved aside, comes back, and no temporary
+    name is left."""
     from anonlab import urls
 
     fs, root = memfs
@@ -521,7 +522,10 @@ def test_a_failed_move_keeps_the_earlier_release(
         if ".tmp" in a and ".tmp" not in b:
             onto_target.append(a)
             if len(onto_target) == 1:  # the staged parts onto the target; not the way back
-                raise OSError(28, "No space left on device")
+                first = fs.cat(sorted(fs.find(a.removeprefix("memory://")))[0])
+                assert first not in before.values()  # another release than the first run's
+                fs.pipe(b.removeprefix("memory://") + "/part-00000.parquet", first)
+                raise OSError(28, "No space left on device")  # one part copied, then full
         real(a, b, options)
 
     monkeypatch.setattr(urls, "move", failing)

@@ -496,9 +496,11 @@ class Outputs:
                 else:
                     urls.move(remote, url)
             except (OSError, ValueError, NotImplementedError) as exc:
-                if old is not None and urls.kind(url) is None:  # the earlier release back
+                if name in self._folder_names:  # no half folder: the earlier release back
                     with contextlib.suppress(OSError, ValueError, NotImplementedError):
-                        urls.move(old, url.rstrip("/"))
+                        urls.remove(url.rstrip("/"))
+                        if old is not None:
+                            urls.move(old, url.rstrip("/"))
                 raise write_error(urls.shown_url(url), exc) from None
             del self._uploaded[name]
             if old is not None:

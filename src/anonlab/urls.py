@@ -19,7 +19,7 @@ uploaded at the end under a hidden temporary name beside the target
 uploaded. On an object store (S3, Google Cloud Storage, Azure Blob) a move is
 a copy and a delete, not an atomic rename: a reader may see the target being
 replaced for as long as the copy takes, and a folder's parts appear one by
-one, but a failed run never leaves a half-written target.
+one; a folder whose move fails is removed and the earlier release put back.
 """
 
 from __future__ import annotations
