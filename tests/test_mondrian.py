@@ -320,7 +320,10 @@ def test_cli_toml_and_verify(tmp_path: Path) -> None:
     "extra, words",
     [
         (["--qi", "age", "--k", "5"], "COLUMN=FILE"),
-        (["--recoding", "mondrian", "--qi", "age", "--k", "5", "--engine", "dask"], "in memory"),
+        (
+            ["--recoding", "mondrian", "--relaxed", "--qi", "age", "--k", "5", "--output", "f/"],
+            "in memory",
+        ),
         (["--recoding", "mondrian", "--qi", "age", "--suppression", "1%"], "suppresses no"),
         (
             ["--recoding", "mondrian", "--qi", "age", "--criterion", "average-risk:threshold=0.1"],
@@ -329,10 +332,11 @@ def test_cli_toml_and_verify(tmp_path: Path) -> None:
     ],
 )
 def test_cli_refusals(tmp_path: Path, extra: list[str], words: str) -> None:
-    done = _cli(tmp_path, *extra, "--other", "insensitive", "--output", "o.csv")
+    output = [] if "--output" in extra else ["--output", "o.csv"]
+    done = _cli(tmp_path, *extra, "--other", "insensitive", *output)
     assert done.returncode != 0
     assert done.stderr.startswith("Error:") and words in done.stderr, done.stderr
-    assert not (tmp_path / "o.csv").exists()
+    assert not (tmp_path / "o.csv").exists() and not (tmp_path / "f").exists()
 
 
 def test_the_documented_example_gives_the_documented_output(tmp_path: Path) -> None:
@@ -470,3 +474,90 @@ def test_cli_numeric_with_a_hierarchy_and_diversity_verified(tmp_path: Path) -> 
     )
     assert verified.returncode == 0, verified.stderr
     assert "distinct-l-diversity on 'occupation'" in verified.stdout
+
+
+ENGINE_QIS = ["sex", "race", "marital-status", "education", "native-country", "workclass"]
+
+
+def _engine_run(tmp: Path, name: str, *extra: str) -> dict[str, object]:
+    flags = [f"--qi={c}={ADULT / f'hierarchy_{c}.csv'}" for c in ENGINE_QIS]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "anonlab",
+            "generalize",
+            str(ADULT / "adult.csv"),
+            "--recoding",
+            "mondrian",
+            "--qi",
+            "age",
+            *flags,
+            "--sensitive",
+            "occupation",
+            "--criterion",
+            "distinct-l-diversity:attribute=occupation,l=3",
+            "--insensitive",
+            "salary-class",
+            "--k",
+            "10",
+            "--report",
+            f"{name}.json",
+            "--quiet",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads((tmp / f"{name}.json").read_text())
+    return report
+
+
+def test_the_engines_give_the_in_memory_release(tmp_path: Path) -> None:
+    """NumPy engine (a folder output) and Dask (two workers) write, part by part, the
+    release the in-memory run writes, with the same figures; anonlab verify accepts both."""
+    memory = _engine_run(tmp_path, "memory", "--output", "memory.csv")
+    numpy_run = _engine_run(tmp_path, "numpy", "--output", "numpy/")
+    dask_run = _engine_run(
+        tmp_path, "dask", "--output", "dask/", "--engine", "dask", "--workers", "2"
+    )
+    expected = pd.read_csv(tmp_path / "memory.csv", dtype=str, keep_default_na=False)
+    for name, report in (("numpy", numpy_run), ("dask", dask_run)):
+        got = pd.read_parquet(tmp_path / name).astype(str)
+        assert list(got.columns) == list(expected.columns)
+        assert (got.to_numpy() == expected.to_numpy()).all(), name
+        assert report["loss"] == memory["loss"]
+        assert report["mondrian"]["partitions"] == memory["mondrian"]["partitions"]  # type: ignore[index]
+        verified = subprocess.run(
+            [sys.executable, "-m", "anonlab", "verify", f"{name}.json"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert verified.returncode == 0, verified.stderr
+
+
+def test_two_protected_attributes_are_refused_on_the_engines(tmp_path: Path) -> None:
+    done = _cli(
+        tmp_path,
+        "--recoding",
+        "mondrian",
+        "--qi",
+        "age",
+        "--sensitive",
+        "occupation,salary-class",
+        "--criterion",
+        "distinct-l-diversity:attribute=occupation,l=2",
+        "--criterion",
+        "distinct-l-diversity:attribute=salary-class,l=2",
+        "--other",
+        "insensitive",
+        "--output",
+        "two/",
+    )
+    assert done.returncode != 0 and "one sensitive attribute" in done.stderr, done.stderr
+    assert not (tmp_path / "two").exists()
