@@ -19,6 +19,7 @@ import pytest
 
 import anonlab.runs.generalize_steps as steps
 from anonlab.errors import ReleaseRiskWarning
+from anonlab.runs.common import estimated_rows
 from anonlab.runs.generalize import run_generalize
 from anonlab.runs.generalize_settings import GeneralizeSettings
 
@@ -90,9 +91,9 @@ def test_route_needs_a_large_csv_or_parquet_table(
 
 
 def test_row_estimates(tmp_path: Path) -> None:
-    estimate = steps.estimated_rows(str(ADULT / "adult.csv"), ";")
+    estimate = estimated_rows(str(ADULT / "adult.csv"), ";")
     assert abs(estimate - 30_163) <= 0.05 * 30_163  # header line counted, a few % off at most
     frame = pd.DataFrame({"a": range(5_000), "b": ["x"] * 5_000})
     frame.to_parquet(tmp_path / "t.parquet", row_group_size=700)
-    assert steps.estimated_rows(str(tmp_path / "t.parquet"), None) == 5_000
-    assert steps.estimated_rows("sqlite:///nothing.db", None) == 0
+    assert estimated_rows(str(tmp_path / "t.parquet"), None) == 5_000
+    assert estimated_rows("sqlite:///nothing.db", None) == 0

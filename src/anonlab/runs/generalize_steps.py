@@ -26,7 +26,7 @@ from anonlab.database import is_database_url, masked
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.runs.common import is_folder_output, stored_path
+from anonlab.runs.common import estimated_rows, is_folder_output, stored_path
 from anonlab.runs.generalize_settings import TableSettings
 
 if TYPE_CHECKING:
@@ -500,9 +500,6 @@ def stored_criteria(
 #: costs about half the CPU and a third of the memory of the engine run)
 ENGINE_FILE_ROWS = IN_MEMORY_ROWS
 
-#: the bytes of a CSV input whose lines give the mean line length of an estimate
-_SAMPLE_BYTES = 1 << 20
-
 
 def file_through_engine(settings: EngineRun, criteria: Iterable[Any]) -> bool:
     """Whether a run with a file output (or none) on the NumPy engine reads its input in pieces.
@@ -528,48 +525,6 @@ def file_through_engine(settings: EngineRun, criteria: Iterable[Any]) -> bool:
     ):
         return False
     return estimated_rows(settings.input, settings.delimiter) > ENGINE_FILE_ROWS
-
-
-def estimated_rows(source: str, delimiter: str | None) -> int:
-    """The records of a CSV or Parquet input, ``0`` for any other (a database, a workbook).
-
-    Parquet: the footers' row counts. CSV: the file's bytes over the mean length of the
-    lines in its first MiB, an estimate within a few percent on tables whose line lengths
-    do not drift along the file (only compared with a threshold a factor away).
-    """
-    from anonlab.engine.table import CsvPiece, ParquetPiece, open_table
-
-    if is_database_url(source) or "://" in source:
-        return 0
-    try:
-        table = open_table(source, delimiter=delimiter, csv_block=None)
-    except AnonlabError:
-        return 0  # an Excel workbook, or an input the run's own reader will refuse
-    rows = 0
-    for piece in table.pieces:
-        if isinstance(piece, ParquetPiece):
-            rows += _parquet_rows(piece)
-        elif isinstance(piece, CsvPiece):
-            rows += _csv_rows(Path(piece.path))
-    return rows
-
-
-def _parquet_rows(piece: Any) -> int:
-    import pyarrow.parquet as pq
-
-    meta = pq.ParquetFile(piece.path).metadata
-    groups = range(meta.num_row_groups) if piece.row_groups is None else piece.row_groups
-    return int(sum(meta.row_group(g).num_rows for g in groups))
-
-
-def _csv_rows(path: Path) -> int:
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        sample = fh.read(_SAMPLE_BYTES)
-    lines = sample.count(b"\n")
-    if lines == 0 or size <= len(sample):
-        return max(lines, 1)
-    return int(size * lines / len(sample))
 
 
 def gather_parts(folder: Path, tmp: Path, target: Any) -> None:

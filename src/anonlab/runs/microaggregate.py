@@ -82,6 +82,7 @@ and cut into pieces by the engine.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import closing
@@ -104,6 +105,7 @@ from anonlab.runs.common import (
     ReadSettings,
     RoleSettings,
     RunResult,
+    estimated_rows,
     file_of,
     input_tables,
     is_folder_output,
@@ -350,7 +352,7 @@ def run_microaggregate(
 
     s = settings
     started = time.perf_counter()
-    if _microaggregate_on_engine(s):
+    if _microaggregate_on_engine(s) or _file_through_engine(s):
         return _run_microaggregate_on_engine(s, progress=progress, started=started)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
@@ -653,8 +655,6 @@ def _release_by_regions(
     ``engine`` section."""
     import tempfile
 
-    import numpy as np
-
     from anonlab.engine.table import open_table
     from anonlab.io import read_table
     from anonlab.microaggregation.pieces import microaggregate_regions
@@ -693,12 +693,7 @@ def _release_by_regions(
         released: pd.DataFrame = read_table(
             folder.path, dtype=str, strings="arrow", doubles=numeric
         )
-    if not result.holds_every_row_once():
-        raise AnonlabError(
-            "verification failed, nothing written: the release does not hold "
-            "every record of the input once"
-        )
-    release = released.iloc[np.argsort(result.table_rows())].reset_index(drop=True)
+    release = _in_input_order(released, result)
     summary = result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size, numeric=numeric)
     return release, summary, _regions_section(engine.name, s, result, "whole release")
 
@@ -737,7 +732,27 @@ def _microaggregate_on_engine(settings: MicroaggregateSettings) -> bool:
     )
 
 
-def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
+def _file_through_engine(s: MicroaggregateSettings) -> bool:
+    """Whether a run with a file output (or none) reads its input in pieces on the NumPy
+    engine, as a folder output's run does: the scalable variant on numeric columns of a CSV
+    or Parquet input of more than ``region_rows`` and at most :data:`IN_MEMORY_ROWS` records
+    (:func:`anonlab.runs.common.estimated_rows`), the output a CSV or Parquet file. The
+    columns' roles are then decided on the head, the release read back, put in the input's
+    order and written as the file (the in-memory run's regions gave the same release after
+    reading and modelling every row first)."""
+    from anonlab.sinks import output_format
+
+    if s.engine != "numpy" or s.variant != "scalable" or s.nominal or s.ordinal:
+        return False
+    if s.output_table is not None or not _engine_reads(s.input, s):
+        return False
+    if s.output is not None and output_format(s.output) not in ("csv", "tsv", "parquet"):
+        return False
+    rows = estimated_rows(s.input, s.delimiter)
+    return s.region_rows < rows <= IN_MEMORY_ROWS
+
+
+def _check_microaggregate_engine(s: MicroaggregateSettings, *, file_output: bool = False) -> None:
     """Refuse, before any work, what ``microaggregate`` does not do on an engine."""
     engine = f"engine '{s.engine}'"
     if s.variant != "scalable":
@@ -766,7 +781,7 @@ def _check_microaggregate_engine(s: MicroaggregateSettings) -> None:
             f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
             parameter="region_rows",
         )
-    if not is_folder_output(s.output):
+    if not file_output and not is_folder_output(s.output):
         raise AnonlabError(
             f"output: {engine} writes the release as a folder of Parquet parts: "
             "give output as a folder path ending in '/'",
@@ -800,16 +815,19 @@ def _run_microaggregate_on_engine(
     from anonlab.microaggregation.pieces import head_frame, microaggregate_regions
     from anonlab.parameters import check_k
     from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.staging import StagedFolder
     from anonlab.threads import blas_threads
 
-    _check_microaggregate_engine(s)
+    file_output = not _microaggregate_on_engine(s)
+    _check_microaggregate_engine(s, file_output=file_output)
     source = file_of(s.input)
     with (
         Outputs(
             {"output": s.output, "report": s.report, "html": s.html},
             inputs=[source, *s.sensitive_hierarchies.values()],
-            folders=("output",),
+            folders=() if file_output else ("output",),
         ) as outputs,
+        tempfile.TemporaryDirectory(prefix="anonlab-regions-") as scratch,
         blas_threads(1),
         closing(open_run_engine(s)) as engine,
     ):
@@ -824,6 +842,11 @@ def _run_microaggregate_on_engine(
         check_k(s.k, moments.count)
         _check_block_size(s)
         small = moments.count <= IN_MEMORY_ROWS
+        staged = (
+            StagedFolder(Path(scratch) / "release")
+            if file_output
+            else outputs.stage_folder("output")
+        )
         result = microaggregate_regions(
             engine,
             table,
@@ -835,15 +858,13 @@ def _run_microaggregate_on_engine(
             k=s.k,
             block_size=s.block_size,
             region_rows=s.region_rows,
-            output=outputs.stage_folder("output"),
+            output=staged,
             workers=s.threads(),
-            keep_order=small and s.verify,
+            keep_order=small and (s.verify or file_output),
             check_regions=not small and s.verify,
             progress=progress,
         )
-        folder = outputs.staged_folder("output")
-        if folder is None:
-            raise RuntimeError("the release folder was not staged")
+        folder = staged.path
         inputs = (
             _inputs(s)
             if isinstance(s.input, str)
@@ -867,10 +888,25 @@ def _run_microaggregate_on_engine(
             report.update(release_risk_report(released, s.sensitive, s))
         else:
             report.update(release_risk_report(folder, s.sensitive, s, engine=engine, columns=keep))
+        if file_output and released is not None:
+            released = stage_release(outputs, _in_input_order(released, result))
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
-    return RunResult(report, None, written)
+    return RunResult(report, released if file_output else None, written)
+
+
+def _in_input_order(released: pd.DataFrame, result: RegionsResult) -> pd.DataFrame:
+    """The regions' release with its rows in the input's order (each region returned its
+    rows' places: :meth:`RegionsResult.table_rows`)."""
+    import numpy as np
+
+    if not result.holds_every_row_once():
+        raise AnonlabError(
+            "verification failed, nothing written: the release does not hold "
+            "every record of the input once"
+        )
+    return released.iloc[np.argsort(result.table_rows())].reset_index(drop=True)
 
 
 def _read_back(
