@@ -73,6 +73,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "perturbation",
         "mondrian",
         "suppression",
+        "masking",
     ),  # method families
     ("lattice",),  # the lattice search of the generalization family
     ("privacy",),  # its privacy models
