@@ -83,6 +83,7 @@ COMMAND_MODULES = (
     "anonlab.cli.verify",
     "anonlab.cli.risk",
     "anonlab.cli.suppress",
+    "anonlab.cli.mask",
 )
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
@@ -100,6 +101,7 @@ MODULE_OF = {
     "verify": "anonlab.cli.verify",
     "risk": "anonlab.cli.risk",
     "suppress": "anonlab.cli.suppress",
+    "mask": "anonlab.cli.mask",
 }
 
 app: typer.Typer  # every command; made on first use (see __getattr__)
