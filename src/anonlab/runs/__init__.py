@@ -43,6 +43,7 @@ _RUNS: dict[str, tuple[str, str]] = {
     "anonlab.runs.perturb.AttackSettings": ("anonlab.runs.perturb", "run_attack"),
     "anonlab.runs.verify.VerifySettings": ("anonlab.runs.verify", "run_verify"),
     "anonlab.runs.suppress.SuppressSettings": ("anonlab.runs.suppress", "run_suppress"),
+    "anonlab.runs.mask.MaskSettings": ("anonlab.runs.mask", "run_mask"),
 }
 
 
