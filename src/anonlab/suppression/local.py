@@ -101,20 +101,20 @@ class _Patterns:
         self.total = float(counts.sum())
         self.index = {uniq[i].tobytes(): i for i in range(n)}
         self.group = inverse.ravel().astype(np.int64)
-        self.bits = [np.int64(1) << np.int64(j) for j in range(m)]
+        self.bit_values = np.left_shift(np.int64(1), np.arange(m, dtype=np.int64))
+        self.columns = np.ascontiguousarray(self.values.T)
+        self.present = self.columns >= 0
 
     # -- primitives -----------------------------------------------------------------
 
     def conflicts(self, x: NDArray[Any]) -> NDArray[np.int64]:
         """The conflict mask of ``x`` with every pattern: the keys where both hold
-        different values."""
+        different values (one comparison of the key-major copy, one product with the bits)."""
         n = self.n
-        out = np.zeros(n, dtype=np.int64)
-        for j in range(self.m):
-            if x[j] < 0:
-                continue
-            column = self.values[:n, j]
-            out |= ((column != x[j]) & (column >= 0)).astype(np.int64) << j
+        differ = self.columns[:, :n] != x[:, None]
+        differ &= self.present[:, :n]
+        differ[x < 0] = False
+        out: NDArray[np.int64] = self.bit_values @ differ
         return out
 
     def weights_to(self, kind: int) -> NDArray[np.float64]:
@@ -139,6 +139,8 @@ class _Patterns:
             self._grow()
         i = self.n
         self.values[i] = x
+        self.columns[:, i] = x
+        self.present[:, i] = x >= 0
         self.count[i] = 0.0
         self.kind[i] = pattern_kinds(x[None, :])[0]
         self.fk[i] = 0.0
@@ -151,6 +153,8 @@ class _Patterns:
         values = np.full((capacity, self.m), -1, dtype=np.int64)
         values[: self.n] = self.values[: self.n]
         self.values = values
+        self.columns = np.ascontiguousarray(values.T)
+        self.present = self.columns >= 0
         for name in ("count", "fk", "kind"):
             old = getattr(self, name)
             new = np.zeros(capacity, dtype=old.dtype)
