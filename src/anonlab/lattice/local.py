@@ -201,7 +201,7 @@ class _Search:
 #: Adult's 4,320 nodes, subsets of up to about 900 distinct tuples (measured on ARX's
 #: local-recoding cases: there one pass over the lattice, reused while the factor rises,
 #: costs less than the searches)
-WHOLE_LATTICE_PAIRS = 4_000_000
+WHOLE_LATTICE_PAIRS = 1_000_000_000
 
 
 def _judge_all(

@@ -7,11 +7,11 @@ suppression factor bounds few nodes away) while each node check costs the same f
 :class:`LatticeClasses` instead judges every node of the lattice in a few array passes:
 
 * Nodes are taken level by level (the sum of their levels). The classes of a node are those
-  of one predecessor (the node with the first raised attribute one level lower) with that
-  attribute lifted one level and equal codes merged, all nodes of a level in one
-  factorization. Classes keep the order of their first record, as the frequency sets (and
-  ARX's hash groupify) number them: the predecessor's classes are in that order, and a
-  merged class's first record is its first part's.
+  of one predecessor (of the nodes with one attribute one level lower, the one with the
+  fewest classes) with that attribute lifted one level and equal codes merged, all nodes of
+  a level in one factorization. Classes keep the order of their first record, as the
+  frequency sets (and ARX's hash groupify) number them: the predecessor's classes are in
+  that order, and a merged class's first record is its first part's.
 * The criteria judge all classes of a level in one call (they must be class-based: each
   class judged alone, :func:`class_based`), with each class's histograms of the sensitive
   attributes rolled up alongside and the reference distributions of the whole table.
@@ -44,17 +44,19 @@ from anonlab.dataset import Dataset
 from anonlab.grouping import factorize_int64, group_tuples
 from anonlab.lattice.freqset import aggregate_histograms
 from anonlab.lattice.lattice import Lattice
-from anonlab.lattice.metrics.base import ROUND_FACTOR
+from anonlab.lattice.metrics.base import ROUND_FACTOR, sequential_sum
 from anonlab.lattice.metrics.multidim import LossMetric
 from anonlab.lattice.search import ordered, sensitive_attributes
 from anonlab.privacy import ClassStats, Criterion, SensitiveHistograms
 
-#: the most pairs of (node, predecessor class) the roll-ups may hold over the whole lattice
-#: (above, the caller searches instead)
-MAX_PAIRS = 8_000_000
+#: the most classes the roll-ups of one lattice level may hold (above, the caller searches
+#: instead)
+MAX_PAIRS = 4_000_000
 
-#: relative margin within which the vectorized aggregate is recomputed node by node
-_MARGIN = 1e-9
+#: how far above the least approximate loss a node's loss is computed exactly: the
+#: approximation differs from ARX's sums by rounding (about 1e-15 relative) and by one step of
+#: ARX's rounding down to 10 decimals per attribute
+_MARGIN = 1e-8
 
 
 def class_based(criteria: Sequence[Criterion]) -> bool:
@@ -79,7 +81,7 @@ class _Level:
 
     nodes: NDArray[Any]  # (k,) node numbers
     starts: NDArray[Any]  # (k + 1,) where each node's classes start
-    codes: NDArray[Any]  # (C, m) int64 each class's code at its node's levels
+    keys: NDArray[Any]  # (C,) int64 each class's codes at its node's levels, packed
     counts: NDArray[Any]  # (C,) int64
     #: per sensitive attribute: (class, value, count) triples sorted by class
     pairs: dict[str, tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]
@@ -98,7 +100,7 @@ def _ranges(starts: NDArray[Any], ends: NDArray[Any]) -> NDArray[Any]:
 class LatticeClasses:
     """Every node's classes of a table, judged by class-based criteria (see the module
     docstring). Build it with :meth:`build`, which returns ``None`` when the lattice's
-    roll-ups would hold more than ``max_pairs`` class entries."""
+    roll-ups of one lattice level would hold more than ``max_pairs`` classes."""
 
     def __init__(self, dataset: Dataset, lattice: Lattice) -> None:
         self.dataset = dataset
@@ -117,12 +119,21 @@ class LatticeClasses:
         self.tuples = codes[first].astype(np.int64)
         self.distinct = int(first.shape[0])
         self.tuple_counts = np.bincount(self.inverse, minlength=self.distinct).astype(np.int64)
-        #: every node's classes: node, count, verdict, domain-share row (filled by build)
-        self.node_of = np.zeros(0, dtype=np.int64)
-        self.counts = np.zeros(0, dtype=np.int64)
-        self.outliers = np.zeros(0, dtype=bool)
-        #: (m, C) each class's domain share in each attribute at its node's level
-        self.shares = np.zeros((self.m, 0))
+        #: the packing of a class's codes into one int64 (mixed radix of the level-0
+        #: cardinalities, which bound every level's)
+        self.radix = np.array([q.cardinality(0) for q in self.qis], dtype=np.int64)
+        self.mult = np.ones(self.m, dtype=np.int64)
+        for d in range(self.m - 2, -1, -1):
+            self.mult[d] = self.mult[d + 1] * self.radix[d + 1]
+        #: per node (filled by build): records suppressed, and per attribute the sums of
+        #: ``|E| s`` over all classes and over the suppressed ones (the loss metric's sums
+        #: for any factor follow from them, up to rounding: :meth:`optimum`)
+        self.suppressed = np.zeros(lattice.size, dtype=np.int64)
+        self.all_shares = np.zeros((lattice.size, self.m))
+        self.suppressed_shares = np.zeros((lattice.size, self.m))
+        self.criteria: Sequence[Criterion] = ()
+        self.share_flat = np.zeros(0)
+        self.share_at = np.zeros((self.m, 1), dtype=np.int64)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -138,8 +149,6 @@ class LatticeClasses:
         if dataset.n == 0 or not class_based(criteria):
             return None
         out = cls(dataset, lattice)
-        if out.distinct * lattice.size > 4 * max_pairs:
-            return None
         return out if out._judge(criteria, metric, max_pairs) else None
 
     def _lift_table(self) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -181,13 +190,13 @@ class LatticeClasses:
         return _Level(
             nodes=np.array([self.lattice.index([0] * self.m)], dtype=np.int64),
             starts=np.array([0, self.distinct], dtype=np.int64),
-            codes=self.tuples,
+            keys=self.tuples @ self.mult,
             counts=self.tuple_counts,
             pairs=pairs,
         )
 
     def _judge(self, criteria: Sequence[Criterion], metric: LossMetric, max_pairs: int) -> bool:
-        """Roll the classes up level by level, judge them, keep their shares."""
+        """Roll the classes up level by level, judge them, keep each node's sums."""
         levels = np.asarray(self.lattice.all_levels, dtype=np.int64)
         sums = levels.sum(axis=1)
         names = sensitive_attributes(criteria)
@@ -198,21 +207,22 @@ class LatticeClasses:
         n_values = {name: len(self.dataset.sensitive_attribute(name).values) for name in names}
         lift, lift_at = self._lift_table()
         share_flat, share_at = self._share_table(metric)
-        radix = [q.cardinality(0) for q in self.qis]
-        mult = np.ones(self.m, dtype=np.int64)
-        for d in range(self.m - 2, -1, -1):
-            mult[d] = mult[d + 1] * radix[d + 1]
-        space = int(mult[0]) * radix[0]
+        space = int(self.mult[0] * self.radix[0])
         if space * self.lattice.size >= 2**62:
             return False
+        # every record's share at each level (ARX's bound, a node's sum over all its classes)
+        everything = np.zeros((self.m, levels.max(initial=0) + 1))
+        for d, q in enumerate(self.qis):
+            for lv in range(q.height + 1):
+                group = np.asarray(q.level_codes[lv], dtype=np.int64)[self.tuples[:, d]]
+                share = share_flat[share_at[d, lv] + group]
+                everything[d, lv] = float(np.dot(self.tuple_counts.astype(np.float64), share))
         order = np.argsort(sums, kind="stable")
         by_level = np.split(order, np.flatnonzero(np.diff(sums[order])) + 1)
         # node number -> (level list position, index within that level)
         where = np.zeros(levels.shape[0], dtype=np.int64)
-        node_of: list[NDArray[Any]] = []
-        counts: list[NDArray[Any]] = []
-        outliers: list[NDArray[Any]] = []
-        shares: list[NDArray[Any]] = []
+        self.criteria = criteria
+        self.share_flat, self.share_at = share_flat, share_at
         previous = self._bottom(names)
         held = 0
         for step, nodes in enumerate(by_level):
@@ -222,9 +232,9 @@ class LatticeClasses:
                 current.nodes = nodes
             else:
                 current = self._roll_up(
-                    previous, nodes, levels, where, lift, lift_at, mult, space, n_values
+                    previous, nodes, levels, where, lift, lift_at, space, n_values
                 )
-                held += int(current.codes.shape[0])
+                held = int(current.keys.shape[0])
                 if held > max_pairs:
                     return False
             where[nodes] = np.arange(nodes.shape[0])
@@ -243,19 +253,28 @@ class LatticeClasses:
             bad = np.zeros(current.counts.shape[0], dtype=bool)
             for criterion in criteria:
                 bad |= np.asarray(criterion.outliers(stats), dtype=bool)
-            at = levels[of]
-            share = np.empty((self.m, of.shape[0]), dtype=np.float64)
+            self.suppressed[nodes] = np.rint(
+                np.bincount(
+                    of, weights=np.where(bad, current.counts, 0), minlength=self.lattice.size
+                )[nodes]
+            ).astype(np.int64)
             for d in range(self.m):
-                share[d] = share_flat[share_at[d, at[:, d]] + current.codes[:, d]]
-            node_of.append(of)
-            counts.append(current.counts)
-            outliers.append(bad)
-            shares.append(share)
+                self.all_shares[nodes, d] = everything[d, levels[nodes, d]]
+            # the suppressed classes' shares, summed over the fewer of the suppressed and the
+            # released classes (the latter then taken from the node's total)
+            complement = 2 * int(np.count_nonzero(bad)) > bad.shape[0]
+            side = np.flatnonzero(~bad if complement else bad)
+            side_of = of[side]
+            size = current.counts[side].astype(np.float64)
+            keys = current.keys[side]
+            for d in range(self.m):
+                code = (keys // self.mult[d]) % self.radix[d]
+                share = size * share_flat[share_at[d, levels[side_of, d]] + code]
+                total = np.bincount(side_of, weights=share, minlength=self.lattice.size)[nodes]
+                self.suppressed_shares[nodes, d] = (
+                    self.all_shares[nodes, d] - total if complement else total
+                )
             previous = current
-        self.node_of = np.concatenate(node_of)
-        self.counts = np.concatenate(counts)
-        self.outliers = np.concatenate(outliers)
-        self.shares = np.concatenate(shares, axis=1)
         return True
 
     def _roll_up(
@@ -266,29 +285,36 @@ class LatticeClasses:
         where: NDArray[Any],
         lift: NDArray[Any],
         lift_at: NDArray[Any],
-        mult: NDArray[Any],
         space: int,
         n_values: dict[str, int],
     ) -> _Level:
         """The classes of ``nodes`` (one lattice level) from those of their predecessors on
-        ``previous`` (the level below): each node's first raised attribute lowered by one."""
+        ``previous`` (the level below): of its predecessors, the one with the fewest classes."""
         lv = levels[nodes]
-        dim = np.argmax(lv > 0, axis=1)
+        # the predecessor with the fewest classes: the fewest entries to merge
+        classes_of = np.diff(previous.starts)
+        candidates = nodes[:, None] - self.strides[None, :]
+        raised = lv > 0
+        held = np.where(
+            raised,
+            classes_of[where[np.where(raised, candidates, nodes[0])]],
+            np.iinfo(np.int64).max,
+        )
+        dim = np.argmin(held, axis=1)
         parent_levels = lv.copy()
         parent_levels[np.arange(nodes.shape[0]), dim] -= 1
-        parents = parent_levels @ self.strides
-        index = where[parents]
+        index = where[candidates[np.arange(nodes.shape[0]), dim]]
         begin, end = previous.starts[index], previous.starts[index + 1]
         take = _ranges(begin, end)
         sizes = end - begin
         block = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), sizes)
-        codes = previous.codes[take]
-        rows = np.arange(take.shape[0])
+        keys = previous.keys[take]
         d_row = dim[block]
         level_row = parent_levels[block, d_row]
-        codes[rows, d_row] = lift[lift_at[d_row, level_row] + codes[rows, d_row]]
-        key = codes @ mult + block * space
-        cls, _ = factorize_int64(key)
+        step = self.mult[d_row]
+        code = (keys // step) % self.radix[d_row]
+        keys += (lift[lift_at[d_row, level_row] + code] - code) * step
+        cls, _ = factorize_int64(keys + block * space)
         rises = np.diff(np.maximum.accumulate(cls), prepend=-1) > 0
         first = np.flatnonzero(rises)
         n_classes = int(first.shape[0])
@@ -315,73 +341,112 @@ class LatticeClasses:
         return _Level(
             nodes=nodes,
             starts=starts.astype(np.int64),
-            codes=codes[first],
+            keys=keys[first],
             counts=np.rint(counts).astype(np.int64),
             pairs=pairs,
         )
 
     # ---------------------------------------------------------------- optimum
-    def losses(self, metric: LossMetric) -> NDArray[Any]:
-        """(N, m) each node's per-attribute loss under ``metric`` (ARX's arithmetic)."""
+    def approximate_losses(self, metric: LossMetric) -> NDArray[Any]:
+        """(N, m) each node's per-attribute loss under ``metric``, from the node's sums: the
+        sum of ARX's terms is ``G (A - B) + B + S (R - B)`` (``A`` all classes' ``|E| s``,
+        ``B`` the suppressed classes', ``R`` the suppressed records; ``R`` alone if
+        ``S = 1``), which differs from ARX's sum in class order by rounding only."""
         g, s = metric.g_factor, metric.s_factor
-        size = self.counts.astype(np.float64)
-        nodes = self.lattice.size
+        a, b = self.all_shares, self.suppressed_shares
+        r = self.suppressed.astype(np.float64)[:, None]
+        total = g * (a - b) + (r if s == 1.0 else b + s * (r - b))
+        return self._normalized(total, metric)
+
+    def _normalized(self, total: NDArray[Any], metric: LossMetric) -> NDArray[Any]:
+        """ARX's ``normalizeGeneralized`` of (..., m) sums, floored at 0, rounded down to 10
+        decimals."""
         n = float(self.n)
-        out = np.empty((nodes, self.m), dtype=np.float64)
+        out = np.empty_like(total)
         for d in range(self.m):
-            share = size * self.shares[d]
-            if s == 1.0:
-                suppressed = size
-            else:
-                suppressed = size - share
-                suppressed *= s
-                suppressed += share
-            share *= g
-            terms = np.where(self.outliers, suppressed, share)
-            total = np.bincount(self.node_of, weights=terms, minlength=nodes)
-            low = g * n / metric.ctx.domain_size(d)
+            low = metric.g_factor * n / metric.ctx.domain_size(d)
             with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = (total - low) / (n - low)
+                ratio = (total[..., d] - low) / (n - low)
             ratio = np.where(ratio >= 0.0, ratio, 0.0)
-            out[:, d] = np.floor(ratio * ROUND_FACTOR) / ROUND_FACTOR
+            out[..., d] = np.floor(ratio * ROUND_FACTOR) / ROUND_FACTOR
         return out
+
+    def exact(self, levels: Sequence[int], metric: LossMetric) -> tuple[list[float], NDArray[Any]]:
+        """The node's per-attribute loss as ARX computes it (terms added in class order) and
+        whether each distinct tuple is suppressed there."""
+        key = np.zeros(self.distinct, dtype=np.int64)
+        codes = []
+        for d, (q, lv) in enumerate(zip(self.qis, levels, strict=True)):
+            column = np.asarray(q.level_codes[lv], dtype=np.int64)[self.tuples[:, d]]
+            codes.append(column)
+            key = key * q.cardinality(0) + column
+        cls, _ = factorize_int64(key)
+        rises = np.diff(np.maximum.accumulate(cls), prepend=-1) > 0
+        first = np.flatnonzero(rises)
+        n_classes = int(first.shape[0])
+        counts = np.bincount(cls, weights=self.tuple_counts, minlength=n_classes)
+        counts = np.rint(counts).astype(np.int64)
+        sensitive = {}
+        for name in sensitive_attributes(self.criteria):
+            attr = self.dataset.sensitive_attribute(name)
+            c, v, k = aggregate_histograms(
+                cls[self.inverse], attr.codes, None, n_classes, len(attr.values)
+            )
+            sensitive[name] = SensitiveHistograms(
+                classes=c.astype(np.int64),
+                values=v.astype(np.int64),
+                counts=np.rint(k).astype(np.int64),
+                global_counts=np.asarray(attr.frequencies, dtype=np.int64),
+            )
+        stats = ClassStats(levels=tuple(levels), counts=counts, sensitive=sensitive)
+        bad = np.zeros(n_classes, dtype=bool)
+        for criterion in self.criteria:
+            bad |= np.asarray(criterion.outliers(stats), dtype=bool)
+        size = counts.astype(np.float64)
+        g, s = metric.g_factor, metric.s_factor
+        totals = np.empty(self.m)
+        for d in range(self.m):
+            share = size * self.share_flat[self.share_at[d, levels[d]] + codes[d][first]]
+            suppressed = size if s == 1.0 else share + s * (size - share)
+            terms = np.where(bad, suppressed, share * g)
+            totals[d] = sequential_sum(terms)
+        values = self._normalized(totals[None, :], metric)[0]
+        return [float(v) for v in values], bad[cls]
 
     def optimum(
         self, metric: LossMetric, limit: int
     ) -> tuple[tuple[int, ...], NDArray[Any]] | None:
         """The optimal node among those suppressing at most ``limit`` records, and whether
-        each record is suppressed there; ``None`` if no node is acceptable."""
-        values = self.losses(metric)
-        nodes = self.lattice.size
-        dropped = np.bincount(
-            self.node_of, weights=np.where(self.outliers, self.counts, 0), minlength=nodes
-        )
-        acceptable = np.flatnonzero(dropped <= limit)
+        each record is suppressed there; ``None`` if no node is acceptable.
+
+        The loss of every node is approximated from its sums (:meth:`approximate_losses`,
+        aggregated with ``numpy.power``); the nodes within :data:`_MARGIN` of the least
+        approximation (an error far above rounding's) are computed exactly
+        (:meth:`exact`) and compared as a search compares them: least loss (ARX's
+        ``compareTo``), then lowest level, then smallest level vector.
+        """
+        acceptable = np.flatnonzero(self.suppressed <= limit)
         if acceptable.size == 0:
             return None
         levels = np.asarray(self.lattice.all_levels, dtype=np.int64)
-        if metric.aggregate == "rank":
-            candidates = acceptable
-        else:
-            approx = self._aggregate(values[acceptable], metric)
+        candidates = acceptable
+        if metric.aggregate != "rank":
+            approx = self._aggregate(self.approximate_losses(metric)[acceptable], metric)
             finite = np.isfinite(approx)
             if finite.any():
                 best = float(approx[finite].min())
-                near = approx <= best + _MARGIN * max(abs(best), 1e-300)
-                candidates = acceptable[near]
-            else:
-                candidates = acceptable
+                candidates = acceptable[approx <= best + _MARGIN]
         chosen: tuple[Any, ...] | None = None
+        tuples_out: NDArray[Any] | None = None
         for node in candidates.tolist():
-            loss = metric.reduce(values[node].tolist())
             row = tuple(int(v) for v in levels[node])
-            key = (ordered(loss), sum(row), row)
+            values, bad = self.exact(row, metric)
+            key = (ordered(metric.reduce(values)), sum(row), row)
             if chosen is None or key < chosen:
-                chosen = key
-        if chosen is None:
+                chosen, tuples_out = key, bad
+        if chosen is None or tuples_out is None:
             return None
-        best_levels: tuple[int, ...] = chosen[2]
-        return best_levels, self.suppressed_rows(best_levels)
+        return chosen[2], np.asarray(tuples_out[self.inverse], dtype=bool)
 
     def _aggregate(self, values: NDArray[Any], metric: LossMetric) -> NDArray[Any]:
         """The metric's aggregate of each row of ``values`` (vectorized, close to exact)."""
@@ -397,21 +462,3 @@ class LatticeClasses:
         if metric.aggregate == "arithmetic_mean":
             return np.asarray(((values / m) * np.asarray(weights)).sum(axis=1))
         return np.asarray((values * np.asarray(weights)).sum(axis=1))
-
-    def suppressed_rows(self, levels: Sequence[int]) -> NDArray[Any]:
-        """Whether each record is suppressed at the node ``levels``."""
-        node = self.lattice.index(levels)
-        mine = np.flatnonzero(self.node_of == node)
-        codes = np.column_stack(
-            [
-                np.asarray(q.level_codes[lv], dtype=np.int64)[self.tuples[:, d]]
-                for d, (q, lv) in enumerate(zip(self.qis, levels, strict=True))
-            ]
-        )
-        radix = [q.cardinality(0) for q in self.qis]
-        key = np.zeros(self.distinct, dtype=np.int64)
-        for d in range(self.m):
-            key = key * radix[d] + codes[:, d]
-        cls, _ = factorize_int64(key)
-        bad = self.outliers[mine][cls]
-        return np.asarray(bad[self.inverse], dtype=bool)
