@@ -34,6 +34,7 @@ RELEASING = (
     "fuse",
     "party",
     "suppress",
+    "mask",
 )
 
 
@@ -573,6 +574,25 @@ def _suppression(ctx: _Context) -> VerifyResult:
     return VerifyResult("suppress", str(release_path), tuple(findings), summary)
 
 
+def _masking(ctx: _Context) -> VerifyResult:
+    from anonlab.verify.masking import check_masking
+
+    columns = _parsed(ctx, lambda: [str(c) for c in ctx.value("masked_columns")])
+    original, (release_path, release) = ctx.read_input(), ctx.read_release()
+    original, findings = _without_identifying(ctx, original, release)
+    if not findings:
+        findings = check_masking(original, release, columns, ctx.report)
+    summary = ""
+    if not findings:
+        exact = " (redrawn from the seed)" if ctx.report.get("seed") is not None else ""
+        summary = (
+            f"mask release '{release_path}' holds: {len(release)} records, "
+            f"{ctx.report.get('method')} on {', '.join(columns)} as the report says{exact}; "
+            "every other column its original"
+        )
+    return VerifyResult("mask", str(release_path), tuple(findings), summary)
+
+
 _HANDLERS: dict[str, Callable[[_Context], VerifyResult]] = {
     "generalize": _generalization,
     "mondrian": _mondrian,
@@ -582,4 +602,5 @@ _HANDLERS: dict[str, Callable[[_Context], VerifyResult]] = {
     "fuse": _fusion,
     "party": _fusion,
     "suppress": _suppression,
+    "mask": _masking,
 }
