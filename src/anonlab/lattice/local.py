@@ -42,11 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset
+from anonlab.dataset import Dataset, Role
 from anonlab.errors import AnonlabError
 from anonlab.grouping import group_tuples
+from anonlab.hierarchy import SUPPRESSED
 from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.local_lattice import LatticeClasses, class_based
@@ -97,6 +99,42 @@ class LocalRecoding:
     def suppressed(self) -> int:
         """Records suppressed in the release."""
         return int(np.count_nonzero(self.step < 0))
+
+    def summary(self, names: Sequence[str]) -> dict[str, Any]:
+        """The report's ``local_recoding`` section: the full-domain optimum, each search on
+        the suppressed records (its factor, the records it searched and released, its
+        transformation or ``None``), the records each transformation released and the
+        records left suppressed."""
+        released = np.bincount(self.step[self.step >= 0], minlength=len(self.levels))
+        steps = []
+        for number, levels in enumerate(self.levels):
+            steps.append(
+                {
+                    "step": number,
+                    "transformation": dict(zip(names, levels, strict=True)),
+                    "records": int(released[number]),
+                }
+            )
+        searches = [
+            {
+                "iteration": number,
+                "gs_factor": it.gs_factor,
+                "records_searched": it.records,
+                "records_released": it.released,
+                "transformation": None
+                if it.levels is None
+                else dict(zip(names, it.levels, strict=True)),
+            }
+            for number, it in enumerate(self.iterations, start=1)
+        ]
+        return {
+            "recoding": "local",
+            "iterations": len(self.iterations),
+            "releases": steps,
+            "searches": searches,
+            "suppressed_records": self.suppressed,
+            "not_recoded_because": self.refusal,
+        }
 
     def row_levels(self) -> NDArray[Any]:
         """(n, m) each record's levels (a suppressed record: its last search's, irrelevant)."""
@@ -414,8 +452,29 @@ __all__ = [
     "LocalRecoding",
     "local_recoding",
     "local_recoding_refusal",
+    "local_release",
     "minimal_group_size",
     "search_once",
     "subset_criteria",
     "subset_dataset",
 ]
+
+
+def local_release(dataset: Dataset, result: LocalRecoding) -> pd.DataFrame:
+    """The release of a local recoding: each record's quasi-identifiers at the levels of the
+    search that released it (``*`` in every one for a record still suppressed), the
+    identifying columns dropped, every other column as it is, records in the table's order."""
+    drop = dataset.columns_with(Role.IDENTIFYING)
+    release = dataset.frame.drop(columns=drop).copy()
+    levels = result.row_levels()
+    suppressed = result.step < 0
+    for d, q in enumerate(dataset.qis):
+        labels = np.empty(dataset.n, dtype=object)
+        for lv in range(q.height + 1):
+            rows = np.flatnonzero(levels[:, d] == lv)
+            if rows.size:
+                names = np.asarray(q.level_labels[lv], dtype=object)
+                labels[rows] = names[np.asarray(q.level_codes[lv])[q.codes[rows]]]
+        labels[suppressed] = SUPPRESSED
+        release[q.name] = labels
+    return release
