@@ -141,6 +141,10 @@ def run_generalize(
         from anonlab.runs.mondrian import run_mondrian
 
         return run_mondrian(settings, progress=progress)
+    if settings.recoding == "local":  # docs/generalization.md, "Local recoding"
+        from anonlab.runs.local import run_local
+
+        return run_local(settings, progress=progress)
     started = time.perf_counter()
     specs = settings.model_criteria()
     files = criteria_files(specs)
