@@ -286,9 +286,28 @@ def generalize_command(
     recoding: str | None = typer.Option(
         None,
         "--recoding",
-        help="full-domain (one level per quasi-identifier for every record) or mondrian "
+        help="full-domain (one level per quasi-identifier for every record), mondrian "
         "(multidimensional partitions, docs/mondrian.md; a --qi COLUMN without a file is "
-        "then a numeric range) (default: full-domain).",
+        "then a numeric range) or local (ARX's local recoding: the search again on the "
+        "records still suppressed, docs/generalization.md) (default: full-domain).",
+    ),
+    local_gs_factor: float | None = typer.Option(
+        None,
+        "--local-gs-factor",
+        help="With --recoding local: the generalization/suppression factor of each search "
+        "on the suppressed records, in [0, 1] (default: ARX's 0.05).",
+    ),
+    local_iterations: int | None = typer.Option(
+        None,
+        "--local-iterations",
+        help="With --recoding local: the most searches on the suppressed records "
+        "(default: ARX's 100).",
+    ),
+    local_adaption: float | None = typer.Option(
+        None,
+        "--local-adaption",
+        help="With --recoding local: added to the factor when a search releases no record, "
+        "in [0, 1] (default: ARX's 0.05).",
     ),
     relaxed: bool | None = typer.Option(
         None,
@@ -372,6 +391,9 @@ def generalize_command(
         "recoding": recoding,
         "relaxed": relaxed,
         "numeric": numeric or None,
+        "local_gs_factor": local_gs_factor,
+        "local_iterations": local_iterations,
+        "local_adaption": local_adaption,
         "output": output,
         "output_table": output_table,
         "report": as_text(report),
@@ -428,6 +450,14 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
         table.add_row("time", f"{report['runtime_seconds']:.2f} s")
         Console().print(table)
         return
+    if report["command"] == "local-recoding":
+        _local_rows(table, report)
+        _risk_rows(table, report)
+        table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
+        table.add_row("wrote", ", ".join(str(p) for p in written))
+        table.add_row("time", f"{report['runtime_seconds']:.2f} s")
+        Console().print(table)
+        return
     table.add_row("transformation", _levels_text(report["transformation"]))
     bounded = _bounded(report)
     if bounded:
@@ -459,6 +489,22 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     table.add_row("wrote", ", ".join(str(p) for p in written))
     table.add_row("time", f"{report['runtime_seconds']:.2f} s")
     Console().print(table)
+
+
+def _local_rows(table: Any, report: dict[str, Any]) -> None:
+    """The summary rows of a local recoding (docs/generalization.md, "Local recoding"): the
+    transformations that released records, how many each, and the records left."""
+    table.add_row("recoding", f"local: {report['iterations']} searches after the first")
+    for entry in report["releases"]:
+        if entry["records"]:
+            table.add_row(
+                f"step {entry['step']}",
+                f"{_levels_text(entry['transformation'])}: {entry['records']} records",
+            )
+    table.add_row("suppressed records", str(report["suppressed_records"]))
+    if report.get("not_recoded_because"):
+        table.add_row("not recoded locally", str(report["not_recoded_because"]))
+    table.add_row("GCP", _figure(report["loss"]["gcp"]))
 
 
 def _mondrian_rows(table: Any, report: dict[str, Any]) -> None:
