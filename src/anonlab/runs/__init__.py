@@ -44,6 +44,7 @@ _RUNS: dict[str, tuple[str, str]] = {
     "anonlab.runs.verify.VerifySettings": ("anonlab.runs.verify", "run_verify"),
     "anonlab.runs.suppress.SuppressSettings": ("anonlab.runs.suppress", "run_suppress"),
     "anonlab.runs.mask.MaskSettings": ("anonlab.runs.mask", "run_mask"),
+    "anonlab.runs.compare.CompareSettings": ("anonlab.runs.compare", "run_compare"),
 }
 
 
