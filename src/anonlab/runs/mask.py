@@ -123,6 +123,10 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
             )
         if not self.columns:
             raise AnonlabError("columns: name the columns to mask", parameter="columns")
+        from anonlab.masking.registry import get_method, method_params
+
+        # the method's parameters as its model reads them (refused here, before any work)
+        self.parameters = method_params(get_method(self.method), self.parameters).model_dump()
         return self
 
     @classmethod
@@ -132,15 +136,20 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
         """Settings from an optional TOML file with ``overrides`` on top; the method's path
         parameters in the file's ``[parameters]`` are read relative to the file, and
         parameters given as overrides are merged into the file's."""
-        if config is not None:
+        if config is None:
+            return super().load(config, overwrite=overwrite, **overrides)
+        table = read_toml(config).get("parameters") or {}
+        given = dict(overrides.get("parameters") or {})
+        if isinstance(table, Mapping) and given:
+            overrides = {**overrides, "parameters": {**table, **given}}
+        settings = super().load(config, overwrite=overwrite, **overrides)
+        if isinstance(table, Mapping):
             base = Path(config).parent
-            table = read_toml(config).get("parameters") or {}
-            given = overrides.get("parameters")
-            if isinstance(table, Mapping):
-                merged = {k: _beside(k, v, base) for k, v in table.items()}
-                merged.update(given or {})
-                overrides = {**overrides, "parameters": merged}
-        return super().load(config, overwrite=overwrite, **overrides)
+            settings.parameters = {
+                k: v if k in given or k not in table else _beside(k, v, base)
+                for k, v in settings.parameters.items()
+            }
+        return settings
 
 
 def _beside(name: str, value: Any, base: Path) -> Any:
@@ -344,6 +353,16 @@ def _header(
             parameters[name] = stored_path(value, report_path)
         elif isinstance(value, dict):
             parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
+    method_parameters = dict(parameters.get("parameters") or {})
+    for name in method.params.path_parameters:
+        value = method_parameters.get(name)
+        if isinstance(value, str):
+            method_parameters[name] = stored_path(value, report_path)
+        elif isinstance(value, dict):
+            method_parameters[name] = {
+                k: stored_path(str(v), report_path) for k, v in value.items()
+            }
+    parameters["parameters"] = method_parameters
     source = getattr(settings, "input", None)
     inputs = {
         "data": source if isinstance(source, str) and "://" not in source else None,
