@@ -486,10 +486,12 @@ class ProfitabilityProsecutor(_Profitability):
         self._flat = np.zeros(0)
         self._offsets = np.zeros((0, 0), dtype=np.int64)
         self._max_loss = math.nan
+        self._tables: ShareTables | None = None
 
     def bind(self, dataset: Dataset) -> None:
         """Take the domain shares of every quasi-identifier and ARX's maximal loss."""
         self._shares = [domain_shares(q, q.hierarchy.rows) for q in dataset.qis]
+        self._tables = ShareTables(self._shares)
         self._max_loss = maximal_loss([len(q.hierarchy.rows) for q in dataset.qis])
         # one flat table: shares[dim][level][code] at flat[offsets[dim, level] + code]
         tables = [t for per_dim in self._shares for t in per_dim]
@@ -519,6 +521,18 @@ class ProfitabilityProsecutor(_Profitability):
         base = self._offsets[np.arange(len(stats.levels)), np.asarray(stats.levels)]
         return np.asarray(self._flat.take(codes.astype(np.int64, copy=False) + base))
 
+    def class_products(self, stats: ClassStats, rows: NDArray[Any]) -> NDArray[Any]:
+        """``(len(rows),)``: the product of the domain shares of each class of ``rows``, in
+        attribute order (each row of :meth:`class_shares` multiplied out,
+        :meth:`ShareTables.products`)."""
+        if self._tables is None or stats.codes is None:
+            raise AnonlabError(
+                f"{self.name} needs the classes' values: bind it to the dataset "
+                "and judge it through the lattice search",
+                parameter="criteria",
+            )
+        return self._tables.products(stats.codes[rows], stats.levels)
+
     def class_loss(self, stats: ClassStats) -> NDArray[Any]:
         """Each class's entropy-based information loss at the node."""
         return entropy_based_loss(self.class_shares(stats), self._max_loss)
@@ -533,15 +547,15 @@ class ProfitabilityProsecutor(_Profitability):
         """
         live = np.flatnonzero(stats.counts > 0)
         success = success_probability(stats.counts, stats.population, self.journalist)[live]
-        shares = self.class_shares(stats, live)
+        products = self.class_products(stats, live)
         payout = self.costs.publisher_payout(
-            entropy_based_loss(shares, self._max_loss, exact=False), success
+            loss_of_products(products, self._max_loss, exact=False), success
         )
         scale = max(self.costs.publisher_benefit, self.costs.publisher_loss, 1.0)
         near = np.flatnonzero(np.abs(payout) <= 1e-9 * scale)
         if near.size:
             payout[near] = self.costs.publisher_payout(
-                entropy_based_loss(shares[near], self._max_loss), success[near]
+                loss_of_products(products[near], self._max_loss), success[near]
             )
         out = np.full(stats.classes, np.inf)
         out[live] = payout
