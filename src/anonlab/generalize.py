@@ -32,7 +32,13 @@ from anonlab.dataset import Dataset, Role
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.lattice.alternatives import best_nodes, node_facts
-from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet, group_tuples
+from anonlab.lattice.freqset import (
+    CACHE_ENTRIES,
+    FrequencyCache,
+    FrequencyEngine,
+    FrequencySet,
+    group_tuples,
+)
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import METRICS, LossContext, Metric, metric_by_name
 from anonlab.lattice.plan import SearchPlan, plan_search
@@ -603,7 +609,7 @@ def anonymize(
     search: str = "flash",
     metric: str = "precision",
     progress: ProgressFn | None = None,
-    cache_size: int = 256,
+    cache_size: int = CACHE_ENTRIES,
     *,
     criteria: Iterable[CriterionLike] | None = None,
     gs_factor: float = DEFAULT_GS_FACTOR,

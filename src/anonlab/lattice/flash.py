@@ -216,7 +216,7 @@ def flash_search(ctx: SearchContext) -> SearchResult:
     truncate = not ctx.monotone_metric
     if monotonicity_assumed(ctx):
         return _flash_assumed(ctx, started)
-    ranks = [float(x) for x in order.tolist()]  # read node by node: a list is faster
+    ranks: list[float] = np.asarray(order, dtype=np.float64).tolist()  # read one by one
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)
         nodes = nodes[tags[nodes] == UNKNOWN]  # tags only grow: skip the decided ones at once
@@ -238,7 +238,7 @@ def _flash_assumed(ctx: SearchContext, started: float) -> SearchResult:
     lat, tags = ctx.lattice, ctx.tags
     order, key = arx_strategy_order(ctx)
     keys = key.tolist()
-    ranks = [float(x) for x in order.tolist()]  # read node by node: a list is faster
+    ranks: list[float] = np.asarray(order, dtype=np.float64).tolist()  # read one by one
     queue: JavaPriorityQueue[int] = JavaPriorityQueue(lambda a, b: keys[a] - keys[b])
     for level in range(lat.max_level + 1):
         nodes = lat.nodes_at_level(level)

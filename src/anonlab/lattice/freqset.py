@@ -52,6 +52,10 @@ CACHE_BUDGET = 16 * 2**20
 #: average with it, 5,500 with 16 MiB (docs/benchmarks.md, round 5)
 SMALL_TABLE_BUDGET = 64 * 2**20
 LARGE_TABLE_ROWS = 1 << 18
+#: the search's default number of cached frequency sets (the byte budget bounds their memory):
+#: ARX's profitability case 3 (3,016 rows, 4,301 nodes) rolls up from 2,240 source classes on
+#: average with 1,024 entries, 2,936 with 256 (docs/benchmarks.md, round 5)
+CACHE_ENTRIES = 1024
 _INT64_MAX = int(np.iinfo(np.int64).max)
 #: the level vector of an empty cache slot: never at or below a target
 _NEVER_BELOW = int(np.iinfo(np.int16).max)

@@ -90,7 +90,12 @@ from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED
-from anonlab.lattice.freqset import FrequencyCache, FrequencyEngine, FrequencySet
+from anonlab.lattice.freqset import (
+    CACHE_ENTRIES,
+    FrequencyCache,
+    FrequencyEngine,
+    FrequencySet,
+)
 from anonlab.lattice.lattice import Lattice
 from anonlab.lattice.metrics import Metric, NodeClasses
 from anonlab.privacy.base import (
@@ -225,7 +230,7 @@ class SearchContext:
         criteria: Sequence[Criterion],
         max_suppressed: int,
         metric: Metric,
-        cache_size: int = 256,
+        cache_size: int = CACHE_ENTRIES,
         progress: ProgressFn | None = None,
         practical_monotonicity: bool = False,
         sparse: bool = False,
@@ -554,7 +559,8 @@ class SearchContext:
     def _bound_list(self) -> list[float]:
         """The 1-D :attr:`bounds` as Python floats (:meth:`prunable` reads them one by one:
         the same comparisons, faster)."""
-        return [float(x) for x in present(self.bounds, "the bounds").tolist()]
+        floats: list[float] = np.asarray(present(self.bounds, "the bounds"), np.float64).tolist()
+        return floats
 
     def bound_of(self, node: int) -> Loss:
         """A node's data-free bound as a value comparable with losses (bounds must exist)."""
