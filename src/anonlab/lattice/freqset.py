@@ -667,6 +667,16 @@ class LevelPacker:
         return np.asarray((((target | guards) - packed) & guards) == guards)
 
 
+#: the kinds of roll-up sources, in the cache's order of preference among equal class counts
+_ENTRY, _BOTTOM, _SNAPSHOT = 0, 1, 2
+
+
+def _score(classes: Any, kind: int) -> Any:
+    """A roll-up source's rank in :meth:`FrequencyCache._smallest_candidate`: its classes,
+    then its kind (:data:`_ENTRY` before :data:`_BOTTOM` before :data:`_SNAPSHOT`)."""
+    return classes * 4 + kind
+
+
 def cache_budget(rows: int) -> int:
     """The frequency-set cache's byte budget for a table of ``rows`` records:
     :data:`SMALL_TABLE_BUDGET` up to :data:`LARGE_TABLE_ROWS` rows, :data:`CACHE_BUDGET`
@@ -715,14 +725,16 @@ class FrequencyCache:
         #: the level vectors of :attr:`_levels` packed (when the packer is usable)
         self._packed = np.full(self.capacity, self._packer.never, dtype=np.int64)
         self._classes = np.zeros(self.capacity, dtype=np.int64)
-        #: the lookup's one row of candidates (with a usable packer): the LRU slots, the bottom,
-        #: then the snapshots (:meth:`_smallest_cached_below`); packed level vectors and classes
-        #: (a candidate that is not there is never at or below a target)
-        spare = m + _CHAIN_MAX + 1
-        self._cand_packed = np.full(self.capacity + spare, self._packer.never, dtype=np.int64)
-        self._cand_classes = np.full(self.capacity + spare, _INT64_MAX, dtype=np.int64)
-        self._cand_packed[self.capacity] = 0  # the bottom, at or below every node
-        self._cand_classes[self.capacity] = engine.bottom.classes
+        #: the lookup's one row of candidates (with a usable packer): the bottom, the snapshots,
+        #: then the LRU slots from :attr:`_spare` on (:meth:`_smallest_candidate`); packed level
+        #: vectors and scores (a candidate that is not there is never at or below a target)
+        self._spare = m + _CHAIN_MAX + 1
+        self._cand_packed = np.full(self.capacity + self._spare, self._packer.never, np.int64)
+        self._cand_score = np.full(self.capacity + self._spare, _INT64_MAX, dtype=np.int64)
+        self._cand_packed[0] = 0  # the bottom, at or below every node
+        self._cand_score[0] = _score(engine.bottom.classes, _BOTTOM)
+        #: LRU slots ever used: the lookup reads the candidates up to ``_spare + _high_slot``
+        self._high_slot = 0
         #: last use of each slot; free slots hold the largest int64 (never the LRU entry)
         self._used = np.full(self.capacity, _INT64_MAX, dtype=np.int64)
         self._free = list(range(self.capacity))  # a heap: the lowest free slot first
@@ -780,8 +792,9 @@ class FrequencyCache:
         if self._packer.usable:
             self._packed[slot] = self._packer.pack(fs.levels)
         self._classes[slot] = fs.classes
-        self._cand_classes[slot] = fs.classes
-        self._cand_packed[slot] = self._packed[slot]
+        self._cand_score[self._spare + slot] = _score(fs.classes, _ENTRY)
+        self._cand_packed[self._spare + slot] = self._packed[slot]
+        self._high_slot = max(self._high_slot, slot + 1)
         self._slot[fs.levels] = slot
         self._bytes += size
         self._touch(slot)
@@ -797,8 +810,8 @@ class FrequencyCache:
         self._levels[slot] = _NEVER_BELOW  # never at or below a target
         self._packed[slot] = self._packer.never
         self._classes[slot] = 0
-        self._cand_packed[slot] = self._packer.never
-        self._cand_classes[slot] = _INT64_MAX
+        self._cand_packed[self._spare + slot] = self._packer.never
+        self._cand_score[self._spare + slot] = _INT64_MAX
         heapq.heappush(self._free, slot)
 
     def closest_below(self, levels: Sequence[int]) -> FrequencySet:
@@ -850,23 +863,25 @@ class FrequencyCache:
         return best
 
     def _smallest_candidate(self, target: NDArray[Any]) -> FrequencySet:
-        """:meth:`_smallest_cached_below` with a usable packer, in one pass over the candidates.
+        """:meth:`_smallest_cached_below` with a usable packer, in one pass over the candidates
+        (the LRU slots never used are left out).
 
-        The fewest classes win; among equals the first candidate: an LRU entry (the lowest
-        slot) before the bottom, the bottom before a snapshot (the first made), so a snapshot
-        is taken only with fewer classes than the best entry, as the two-step search did.
+        The fewest classes win; among equals an LRU entry (the lowest slot) before the bottom,
+        the bottom before a snapshot (the first made), so a snapshot is taken only with fewer
+        classes than the best entry, as the two-step search did (:func:`_score`).
         """
         snapshots = self._snapshot_arrays()[0]  # also lays the snapshots into the candidates
-        ok = self._packer.below(self._cand_packed, self._packer.pack(target.tolist()))
-        at = int(np.argmin(np.where(ok, self._cand_classes, _INT64_MAX)))
-        if at < self.capacity:
-            entry = self._entries[at]
+        used = self._spare + self._high_slot
+        ok = self._packer.below(self._cand_packed[:used], self._packer.pack(target.tolist()))
+        at = int(np.argmin(np.where(ok, self._cand_score[:used], _INT64_MAX)))
+        if at >= self._spare:
+            entry = self._entries[at - self._spare]
             if entry is not None:
-                self._touch(at)
+                self._touch(at - self._spare)
                 return entry
-        if at <= self.capacity:
+        if at == 0:
             return self.engine.bottom
-        return snapshots[at - self.capacity - 1]
+        return snapshots[at - 1]
 
     def _snapshot_arrays(
         self,
@@ -885,9 +900,8 @@ class FrequencyCache:
             )
             self._snapshots = (snapshots, levels, classes, packed)
             if self._packer.usable:
-                start = self.capacity + 1
-                self._cand_packed[start : start + len(snapshots)] = packed
-                self._cand_classes[start : start + len(snapshots)] = classes
+                self._cand_packed[1 : 1 + len(snapshots)] = packed
+                self._cand_score[1 : 1 + len(snapshots)] = _score(classes, _SNAPSHOT)
         return self._snapshots
 
     def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:
