@@ -36,12 +36,11 @@ def test_the_record_says_where_its_figures_come_from() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case["case"] for case in CASES])
 def test_never_more_cells_than_sdcmicro_and_every_combination_at_k(case: dict[str, Any]) -> None:
-    table = (
-        pd.read_csv(ROOT / case["file"]) if case["file"] else pd.DataFrame(case["table"])
-    )
+    table = pd.read_csv(ROOT / case["file"]) if case["file"] else pd.DataFrame(case["table"])
     keys: list[str] = case["keys"]
     combs = None if case["combs"] is None else [tuple(pair) for pair in case["combs"]]
-    importance = None if case["importance"] is None else dict(zip(keys, case["importance"]))
+    ranks = case["importance"]
+    importance = None if ranks is None else dict(zip(keys, ranks, strict=True))
     result = suppress(
         table,
         keys,
