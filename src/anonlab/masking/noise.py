@@ -262,7 +262,7 @@ def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.
 
     n, m = data.shape
     upper = np.quantile(data, 0.99, axis=0)
-    flagged: NDArray[np.bool_] = (data > upper).any(axis=1)
+    flagged: NDArray[np.bool_] = np.asarray((data > upper).any(axis=1))
     if n <= m + 1:
         return flagged
     seed = int(rng.integers(0, 2**31 - 1))
