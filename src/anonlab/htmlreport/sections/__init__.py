@@ -67,6 +67,7 @@ FAMILY: dict[str, str] = {
     "perturb": "perturbation",
     "attack": "perturbation",
     "suppress": "suppression",
+    "mask": "masking",
 }
 
 
