@@ -933,7 +933,7 @@ class Generalizer:
     def fit(
         self,
         frame: FrameLike,
-        hierarchies: Mapping[str, Hierarchy | PathLike],
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
@@ -955,9 +955,17 @@ class Generalizer:
             return self._fit_mondrian(
                 frame, hierarchies, identifying, sensitive, insensitive, other
             )
+        bare = [c for c, h in hierarchies.items() if h is None]
+        if bare:
+            raise AnonlabError(
+                f"quasi-identifier '{bare[0]}' has no hierarchy: full-domain generalization "
+                "needs one, or choose recoding='mondrian' to cut it as a range",
+                parameter="hierarchies",
+            )
         hiers = {
             c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
             for c, h in hierarchies.items()
+            if h is not None
         }
         self.identifying_ = list(identifying)
         self.sensitive_ = list(sensitive)
@@ -1054,7 +1062,7 @@ class Generalizer:
     def fit_transform(
         self,
         frame: FrameLike,
-        hierarchies: Mapping[str, Hierarchy | PathLike],
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
