@@ -46,7 +46,12 @@ ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("pram", "pram_matrix", "topbot", "recode")
 #: sdcMicro 5.8.1 (R 4.2.2, data.table) on this machine by ``--sdcmicro-r`` on the default
 #: tables (100,000 x 10, seed 25): method -> median CPU seconds of 3 runs
-RECORDED: dict[str, float] = {}
+RECORDED: dict[str, float] = {
+    "pram": 5.099,
+    "pram_matrix": 4.977,
+    "topbot": 0.019,
+    "recode": 0.08,
+}
 
 
 def make_tables(rows: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
