@@ -50,13 +50,18 @@ on average); give ``noise=150`` for sdcMicro's release.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Sequence
+from typing import Any, Final, Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
+from pydantic import field_validator
 from scipy import stats
 
 from anonlab.errors import AnonlabError
+from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
+from anonlab.masking.values import is_numeric, number_text, numbers_of
 from anonlab.threads import blas_threads
 
 NoiseMethod = Literal["additive", "correlated", "correlated2", "restr", "romm", "outdect"]
@@ -285,3 +290,97 @@ def outdect(
     out = data.copy()
     out[rows] += rng.standard_normal((rows.size, data.shape[1])) * scale
     return out
+
+
+# ---------------------------------------------------------------------------
+# The registered method (anonlab mask --method noise; docs/masking.md, Noise)
+# ---------------------------------------------------------------------------
+
+
+class NoiseParams(MethodParams):
+    """``noise`` (percent, anonlab default 50), ``noise_method`` (sdcMicro's ``method``;
+    ``ROMM`` may be spelled so), ``delta`` (``correlated2``), ``p`` (``romm``)."""
+
+    noise: float = DEFAULT_NOISE
+    noise_method: NoiseMethod = "additive"
+    delta: float = DEFAULT_DELTA
+    p: float = DEFAULT_P
+
+    @field_validator("noise_method", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+def numeric_block(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
+    """The ``columns`` of ``frame`` as one ``n x m`` float array (NaN where missing)."""
+    block = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        block[:, j] = numbers_of(frame[name], name)[0]
+    return block
+
+
+def released_columns(
+    frame: pd.DataFrame, columns: Sequence[str], block: NDArray[np.float64]
+) -> dict[str, pd.Series]:
+    """Released columns from ``block``: numbers where the frame held numbers, else text
+    (:func:`~anonlab.masking.values.number_text`; a missing value ``""``)."""
+    out: dict[str, pd.Series] = {}
+    for j, name in enumerate(columns):
+        values = block[:, j]
+        if is_numeric(frame[name]):
+            out[name] = pd.Series(values, index=frame.index, name=name)
+        else:
+            texts = np.asarray(
+                ["" if np.isnan(v) else number_text(float(v)) for v in values], dtype=object
+            )
+            out[name] = pd.Series(texts, index=frame.index, name=name, dtype=object)
+    return out
+
+
+def noise_rng(seed: int) -> np.random.Generator:
+    """The generator of a noise release: ``default_rng([seed, 0])`` (docs/masking.md)."""
+    return np.random.default_rng([seed, 0])
+
+
+def apply_noise(
+    frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None
+) -> Masked:
+    """:func:`add_noise` on ``columns``; every method but ``restr`` needs ``seed``."""
+    p: NoiseParams = params
+    if seed is None and p.noise_method != "restr":
+        raise AnonlabError("noise draws random numbers: give a seed", parameter="seed")
+    x = numeric_block(frame, columns)
+    rng = noise_rng(seed if seed is not None else 0)
+    y = add_noise(x, rng, method=p.noise_method, noise=p.noise, delta=p.delta, p=p.p)
+    sd = _column_sd(x) if len(x) else np.zeros(len(columns))
+    changed = ~np.isclose(y, x, rtol=0.0, atol=0.0) & ~np.isnan(x)
+    section: dict[str, Any] = {
+        "noise_method": p.noise_method,
+        "seed_layout": "default_rng([seed, 0])",
+        "records_changed": int(changed.any(axis=1).sum()),
+        "columns": {
+            name: {
+                "sd": float(sd[j]),
+                "noise_sd": float(np.nanstd(y[:, j] - x[:, j], ddof=1)) if len(x) > 1 else 0.0,
+                "changed": int(changed[:, j].sum()),
+            }
+            for j, name in enumerate(columns)
+        },
+    }
+    if p.noise_method == "restr":
+        section["restr_factor"] = restricted_factor(len(x), p.noise)
+    if p.noise_method == "romm":
+        section["romm_blocks"] = 1 if len(x) <= ROMM_BLOCK else -(-len(x) // ROMM_PIECE)
+    return Masked(released_columns(frame, columns, y), section)
+
+
+METHOD = MaskingMethod(
+    name="noise",
+    sdcmicro="addNoise",
+    params=NoiseParams,
+    apply=apply_noise,
+    randomized=True,
+    kind="numeric",
+    summary="noise addition (--noise-method additive|correlated|correlated2|restr|romm|outdect)",
+)

@@ -35,13 +35,17 @@ uniform among the values not yet swapped), about a microsecond a value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
+from pydantic import model_validator
 
 from anonlab.errors import AnonlabError
+from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
 
 Extremes = Literal["mean", "permute"]
 EXTREMES: Final[tuple[str, ...]] = ("mean", "permute")
@@ -250,3 +254,74 @@ def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np
         partner[j] = k
         partner[k] = j
     return np.asarray(partner, dtype=np.intp)
+
+
+# ---------------------------------------------------------------------------
+# The registered method (anonlab mask --method rankswap; docs/masking.md)
+# ---------------------------------------------------------------------------
+
+
+class RankSwapParams(MethodParams):
+    """sdcMicro's ``P`` (here percent: ``p``), ``R0`` (``r0``), ``K0`` (``k0``),
+    ``TopPercent`` and ``BottomPercent`` (``top_percent``, ``bottom_percent``), and
+    ``extremes`` (``permute``, anonlab's default, or sdcMicro's ``mean``)."""
+
+    p: float | None = None
+    r0: float | None = None
+    k0: float | None = None
+    top_percent: float = DEFAULT_TOP_PERCENT
+    bottom_percent: float = DEFAULT_BOTTOM_PERCENT
+    extremes: Extremes = "permute"
+
+    @model_validator(mode="after")
+    def _one_window(self) -> RankSwapParams:
+        _check(self.p, self.r0, self.k0, self.top_percent, self.bottom_percent, self.extremes)
+        return self
+
+
+def apply_rank_swap(
+    frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None
+) -> Masked:
+    """:func:`rank_swap` on each column with ``default_rng([seed, column position])``."""
+    from anonlab.masking.noise import numeric_block, released_columns
+
+    p: RankSwapParams = params
+    if seed is None:
+        raise AnonlabError("rankswap draws random numbers: give a seed", parameter="seed")
+    x = numeric_block(frame, columns)
+    y = np.empty_like(x)
+    entries: dict[str, Any] = {}
+    for c, name in enumerate(columns):
+        result = rank_swap(
+            x[:, c],
+            np.random.default_rng([seed, c]),
+            p=p.p,
+            r0=p.r0,
+            k0=p.k0,
+            top_percent=p.top_percent,
+            bottom_percent=p.bottom_percent,
+            extremes=p.extremes,
+        )
+        y[:, c] = result.released[:, 0]
+        entries[name] = asdict(result.columns[0])
+    window = "p" if p.p is not None else "k0" if p.k0 is not None else "r0"
+    section = {
+        "extremes": p.extremes,
+        "window_from": window,
+        "r0": DEFAULT_R0 if window == "r0" and p.r0 is None else p.r0,
+        "ties": "record order",
+        "seed_layout": "default_rng([seed, column position])",
+        "columns": entries,
+    }
+    return Masked(released_columns(frame, columns, y), section)
+
+
+METHOD = MaskingMethod(
+    name="rankswap",
+    sdcmicro="rankSwap",
+    params=RankSwapParams,
+    apply=apply_rank_swap,
+    randomized=True,
+    kind="numeric",
+    summary="rank swapping (Moore 1996): --p, --r0 or --k0; --top-percent, --bottom-percent",
+)

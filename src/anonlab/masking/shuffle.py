@@ -39,13 +39,18 @@ sdcMicro's.)
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Sequence
+from typing import Any, Final, Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
+from pydantic import field_validator
 from scipy import special, stats
 
 from anonlab.errors import AnonlabError
+from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
+from anonlab.settings import split_names
 
 ShuffleMethod = Literal["ds", "mvn", "mlm"]
 SHUFFLE_METHODS: Final[tuple[str, ...]] = ("ds", "mvn", "mlm")
@@ -194,3 +199,73 @@ def mvn_draw(
     joint = np.hstack([x, s])
     sample = _mvnormal(rng, x.shape[0], joint.mean(axis=0), _rank_cov(joint))
     return egadp(sample[:, :r], sample[:, r:], rng)
+
+
+# ---------------------------------------------------------------------------
+# The registered method (anonlab mask --method shuffle; docs/masking.md)
+# ---------------------------------------------------------------------------
+
+
+class ShuffleParams(MethodParams):
+    """``shuffle_method`` (sdcMicro's ``method``: ``ds``, ``mvn``, ``mlm``) and
+    ``predictors``: the non-confidential numeric columns (the right side of sdcMicro's
+    formula; the masked columns are its left side), released as they are."""
+
+    shuffle_method: ShuffleMethod = "ds"
+    predictors: list[str]
+
+    @field_validator("predictors", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+    def read_columns(self) -> list[str]:
+        return list(self.predictors)
+
+
+def apply_shuffle(
+    frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None
+) -> Masked:
+    """:func:`shuffle` of ``columns`` given the predictors, ``default_rng([seed, 0])``."""
+    from anonlab.masking.noise import numeric_block, released_columns
+
+    p: ShuffleParams = params
+    if seed is None and p.shuffle_method != "mlm":
+        raise AnonlabError("shuffle draws random numbers: give a seed", parameter="seed")
+    absent = [c for c in p.predictors if c not in frame.columns]
+    if absent:
+        raise AnonlabError(
+            f"predictors: unknown column {', '.join(absent)}", parameter="predictors"
+        )
+    both = [c for c in p.predictors if c in columns]
+    if both:
+        raise AnonlabError(
+            f"predictors: {', '.join(both)} is masked too: a predictor is released as it is",
+            parameter="predictors",
+        )
+    if not p.predictors:
+        raise AnonlabError("predictors: name at least one column", parameter="predictors")
+    x = numeric_block(frame, columns)
+    s = numeric_block(frame, p.predictors)
+    rng = np.random.default_rng([seed if seed is not None else 0, 0])
+    y = shuffle(x, s, rng, method=p.shuffle_method)
+    section = {
+        "shuffle_method": p.shuffle_method,
+        "predictors": list(p.predictors),
+        "seed_layout": "default_rng([seed, 0])",
+        "records_moved": {
+            name: int(np.count_nonzero(y[:, j] != x[:, j])) for j, name in enumerate(columns)
+        },
+    }
+    return Masked(released_columns(frame, columns, y), section)
+
+
+METHOD = MaskingMethod(
+    name="shuffle",
+    sdcmicro="shuffle",
+    params=ShuffleParams,
+    apply=apply_shuffle,
+    randomized=True,
+    kind="numeric",
+    summary="data shuffling (--shuffle-method ds|mvn|mlm) given --predictors",
+)
