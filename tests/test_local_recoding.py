@@ -294,3 +294,46 @@ def test_refused_models_keep_the_full_domain_release() -> None:
     assert "does not recode it locally" in str(
         result.summary(["a", "b", "c"])["not_recoded_because"]
     )
+
+
+def test_generalizer_and_run(tmp_path: Path) -> None:
+    """Generalizer(recoding="local") and `generalize --recoding local` give the release of
+    local_recoding; the run's report lists every search and the records of each step."""
+    from anonlab.generalize import Generalizer
+    from anonlab.runs.generalize import run_generalize
+
+    frame, hierarchies = _random_table(9)
+    _, expected, _, result = _local(9, 5)
+    generalizer = Generalizer(k=5, suppression=1.0, metric="loss", gs_factor=0.05, recoding="local")
+    release = generalizer.fit_transform(frame, hierarchies, insensitive=["s"])
+    pd.testing.assert_frame_equal(release, expected)
+    with pytest.raises(AnonlabError, match="belongs to the table"):
+        generalizer.transform(frame)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    files = {}
+    for name, h in hierarchies.items():
+        path = tmp_path / f"h_{name}.csv"
+        path.write_text("\n".join(";".join(row) for row in h.rows) + "\n")
+        files[name] = str(path)
+    settings = GeneralizeSettings(
+        input=str(tmp_path / "t.csv"),
+        qi=files,
+        insensitive=["s"],
+        k=5,
+        suppression=1.0,
+        metric="loss",
+        gs_factor=0.05,
+        recoding="local",
+        output=str(tmp_path / "out.csv"),
+        report=str(tmp_path / "r.json"),
+    )
+    run = run_generalize(settings)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["command"] == "local-recoding" and report["verified"]
+    assert report["iterations"] == len(result.iterations)
+    assert [s["records"] for s in report["releases"]] == [
+        int((result.step == i).sum()) for i in range(len(result.levels))
+    ]
+    written = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert written.equals(expected.astype(str))
+    assert run.report["suppressed_records"] == result.suppressed
