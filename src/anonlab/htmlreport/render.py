@@ -31,6 +31,7 @@ TITLES = {
     "attack": "Attacks on a perturbed release",
     "suppress": "Cell suppression to k-anonymity",
     "mask": "Masking by an sdcMicro method",
+    "compare": "Methods compared on one table",
 }
 
 
