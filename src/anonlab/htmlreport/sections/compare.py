@@ -36,13 +36,17 @@ def _points(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = report.get("comparison")
     if not isinstance(rows, list):
         return []
-    return [
-        {"loss": float(r["utility_loss"]), "risk": float(r["linkage_mean"]), "name": r["name"]}
-        for r in rows
-        if isinstance(r, Mapping)
-        and isinstance(r.get("utility_loss"), int | float)
-        and isinstance(r.get("linkage_mean"), int | float)
-    ]
+    found: dict[tuple[float, float], list[str]] = {}
+    for r in rows:
+        if (
+            isinstance(r, Mapping)
+            and isinstance(r.get("utility_loss"), int | float)
+            and isinstance(r.get("linkage_mean"), int | float)
+        ):
+            at = (round(float(r["utility_loss"]), 4), round(float(r["linkage_mean"]), 4))
+            found.setdefault(at, []).append(str(r["name"]))
+    # methods at the same place (to 4 decimals) share one point, labelled with every name
+    return [{"loss": x, "risk": y, "name": ", ".join(names)} for (x, y), names in found.items()]
 
 
 def compare_figure(points: Sequence[Mapping[str, Any]]) -> Any:
