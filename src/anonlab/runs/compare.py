@@ -135,7 +135,7 @@ class CompareSettings(ReadSettings, RoleSettings):
 
     input: str
     attacker: list[str]
-    methods: list[dict[str, Any]] = Field(alias="method")
+    methods: list[dict[str, Any]] = Field(default_factory=list, alias="method")
     threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0.0, le=1.0)
     sample: int = Field(default=DEFAULT_SAMPLE, ge=1)
     seed: int = Field(default=0, ge=0)
