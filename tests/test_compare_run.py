@@ -214,3 +214,21 @@ def test_the_adult_example_validates_with_its_hierarchies() -> None:
             assert path == "" or Path(path).is_file(), path
     frame = pd.read_csv(ROOT / "data" / "adult" / "adult.csv", sep=";", nrows=1)
     assert set(settings.attacker) <= set(frame.columns)
+
+
+def test_the_page_renders_an_edited_report_or_refuses_it_in_one_line(
+    tarragona_run: tuple[Path, str, int],
+) -> None:
+    from anonlab.errors import AnonlabError
+    from anonlab.htmlreport import render_html
+
+    out, _, _ = tarragona_run
+    report = json.loads((out / "cmp.json").read_text())
+    for odd in (3, "x", None, [1], {"overall": "?"}):
+        edited = json.loads(json.dumps(report))
+        edited["methods"][0].update(utility_loss=odd, linkage=odd, own=odd)
+        assert "Methods compared" in render_html(edited)
+    edited = json.loads(json.dumps(report))
+    edited["methods"] = "x"
+    with pytest.raises(AnonlabError, match="key 'methods' must be a list"):
+        render_html(edited)

@@ -98,7 +98,8 @@ def compare_sections(ctx: RenderContext) -> Built:
         overview.append(("linkage measured on", cell(f"a seeded sample of {report.get('sample')}")))
     if overview:
         blocks.append(KeyValues(overview, caption="Comparison"))
-    methods = [m for m in report.get("methods") or [] if isinstance(m, Mapping)]
+    found = report.get("methods")
+    methods = [m for m in (found if isinstance(found, list) else []) if isinstance(m, Mapping)]
     if methods:
         blocks.append(_table(methods))
     points = _points(report)
@@ -119,12 +120,22 @@ def compare_sections(ctx: RenderContext) -> Built:
     return Built([Section("Methods compared", "compare", blocks)] if blocks else [], set(USED))
 
 
+def _dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, or None where a level is missing or no object (a report edited
+    by hand renders all the same)."""
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
 def _table(methods: Sequence[Mapping[str, Any]]) -> Table:
     rows: list[list[Cell]] = []
     for i, m in enumerate(methods):
         ok = m.get("status") == "ok"
         linkage = m.get("linkage") if ok else {}
-        own = m.get("own") or {}
+        own = m.get("own")
         command = str(m.get("command")) + (f" ({m['recoding']})" if m.get("recoding") else "")
         at = f"methods.{i}"
         rows.append(
@@ -132,11 +143,11 @@ def _table(methods: Sequence[Mapping[str, Any]]) -> Table:
                 cell(m.get("name")),
                 cell(command),
                 cell(m.get("status")),
-                num((m.get("utility_loss") or {}).get("overall"), f"{at}.utility_loss.overall"),
-                num((linkage or {}).get("mean"), f"{at}.linkage.mean"),
-                num((linkage or {}).get("at_risk"), f"{at}.linkage.at_risk"),
-                num((linkage or {}).get("highest"), f"{at}.linkage.highest"),
-                num(own.get("prosecutor_highest"), f"{at}.own.prosecutor_highest"),
+                num(_dig(m, "utility_loss", "overall"), f"{at}.utility_loss.overall"),
+                num(_dig(linkage, "mean"), f"{at}.linkage.mean"),
+                num(_dig(linkage, "at_risk"), f"{at}.linkage.at_risk"),
+                num(_dig(linkage, "highest"), f"{at}.linkage.highest"),
+                num(_dig(own, "prosecutor_highest"), f"{at}.own.prosecutor_highest"),
                 num(m.get("suppressed_records"), f"{at}.suppressed_records"),
                 num(m.get("cpu_seconds"), f"{at}.cpu_seconds"),
             ]
@@ -165,12 +176,12 @@ def _columns(methods: Sequence[Mapping[str, Any]]) -> Table | None:
         return None
     names: list[str] = []
     for m in ran:
-        for c in (m.get("utility_loss") or {}).get("per_column") or {}:
-            if c not in names:
+        per = _dig(m, "utility_loss", "per_column")
+        for c in per if isinstance(per, Mapping) else ():
+            if str(c) not in names:
                 names.append(str(c))
     rows = [
-        [cell(m.get("name"))]
-        + [num(((m.get("utility_loss") or {}).get("per_column") or {}).get(c)) for c in names]
+        [cell(m.get("name"))] + [num(_dig(m, "utility_loss", "per_column", c)) for c in names]
         for m in ran
     ]
     return Table(["method", *names], rows, caption="Utility loss per attacker column")
