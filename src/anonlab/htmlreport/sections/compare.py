@@ -54,20 +54,21 @@ def compare_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     are no sequence)."""
     fig = plots.new_figure(7.2, 4.0)
     ax = fig.subplots()
+    places = _label_places(points)
     for i, p in enumerate(points):
         color = plots.PALETTE[i % len(plots.PALETTE)]
         ax.plot([p["loss"]], [p["risk"]], marker="o", linestyle="none", color=color, markersize=6)
+        (dx, dy), align = places[i]
         ax.annotate(
             str(p["name"]),
             (p["loss"], p["risk"]),
-            xytext=(4, 4),
+            xytext=(dx, dy),
             textcoords="offset points",
             fontsize=7,
+            ha=align,
         )
     ax.set_xlabel(X_LABEL)
     ax.set_ylabel(Y_LABEL)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
     ax.margins(0.1)
     ax.spines["top"].set_visible(False)
     ax.spines["right"].set_visible(False)
@@ -75,6 +76,30 @@ def compare_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     ax.xaxis.label.set_size(9)
     ax.yaxis.label.set_size(9)
     return fig
+
+
+#: where a point's label goes (offset in points, alignment): the first a near point has
+#: not taken, so the labels of neighbouring methods do not print over each other
+PLACES = (((4, 4), "left"), ((4, -10), "left"), ((-4, 4), "right"), ((-4, -10), "right"))
+#: two points are neighbours within this share of each axis's extent
+NEAR = 0.08
+
+
+def _label_places(points: Sequence[Mapping[str, Any]]) -> list[tuple[tuple[int, int], str]]:
+    """Each point's label place (:data:`PLACES`), chosen apart from its neighbours'."""
+    xs = [float(p["loss"]) for p in points]
+    ys = [float(p["risk"]) for p in points]
+    width = (max(xs) - min(xs)) or 1.0 if xs else 1.0
+    height = (max(ys) - min(ys)) or 1.0 if ys else 1.0
+    chosen: list[int] = []
+    for i in range(len(points)):
+        taken = {
+            chosen[j]
+            for j in range(i)
+            if abs(xs[i] - xs[j]) <= NEAR * width and abs(ys[i] - ys[j]) <= NEAR * height
+        }
+        chosen.append(next((k for k in range(len(PLACES)) if k not in taken), i % len(PLACES)))
+    return [PLACES[k] for k in chosen]
 
 
 def compare_plot(report: Mapping[str, Any]) -> Any:
