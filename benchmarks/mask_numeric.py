@@ -67,7 +67,10 @@ x <- as.matrix(read.csv(data))
 cpu <- function(f) {
   t0 <- proc.time(); f(); t <- proc.time() - t0; t[["user.self"]] + t[["sys.self"]]
 }
-med <- function(f) median(sapply(seq_len(reps), function(r) { set.seed(r); cpu(f) }))
+med <- function(f) {
+  tryCatch(median(sapply(seq_len(reps), function(r) { set.seed(r); cpu(f) })),
+           error = function(e) NA)  # sdcMicro's shuffle(method = "mlm") fails in R 4
+}
 out <- list()
 for (m in c("additive", "correlated", "correlated2", "restr", "outdect"))
   out[[paste("noise", m)]] <- med(function() addNoiseWORK(x, noise = 150, method = m))
@@ -148,11 +151,14 @@ def sdcmicro_times(
             capture_output=True,
             text=True,
             env=env,
-            check=True,
+            check=False,
         )
+    if done.returncode:
+        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
     return {
         name: float(value)
         for name, value in (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)
+        if value != "NA"
     }
 
 
