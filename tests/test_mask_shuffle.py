@@ -24,17 +24,18 @@ def figures() -> dict[str, dict[str, dict[str, float]]]:
 
 
 @pytest.mark.parametrize("data", ["Tarragona", "CASCrefmicrodata"])
-@pytest.mark.parametrize("method", ["ds", "mvn", "mlm"])
+@pytest.mark.parametrize("method", ["ds", "mvn"])
 def test_correlations_match_sdcmicro_over_seeds(figures, data, method) -> None:
     """sdcMicro's shuffle (three responses on three predictors) and anonlab's: the same
     mean rank correlations of the released responses with the predictors, among
-    themselves and with their originals, over many seeds (mlm: one, it draws nothing)."""
+    themselves and with their originals, over many seeds. (sdcMicro's mlm stops with an
+    error in R 4.2: ``predict`` is given a matrix, not a data frame.)"""
     x = table(data)
 
     def run(seed: int) -> np.ndarray:
         return shuffle.shuffle(x[:, :3], x[:, 3:6], np.random.default_rng(seed), method=method)
 
-    seeds = 2 if method == "mlm" else 60
+    seeds = 60
     key = f"shuffle/{'tarragona' if data == 'Tarragona' else 'casc'}/{method}"
     reference = figures[key]
     bad = agrees(
