@@ -78,10 +78,15 @@ def test_pram_from_the_command_line_writes_a_verified_release(tmp_path: Path) ->
         ]
     )  # fmt: skip
     assert code == 0, text
-    assert "mask pram (pram): roof, walls of 4580 records, seed 1; release verified" in text
+    assert (
+        "mask pram (pram): roof, walls of 4580 records, seed given (kept out of the report); "
+        "release verified" in text
+    )
     assert _sha(TESTDATA) == before
     report = json.loads(rep.read_text())
-    assert report["command"] == "mask" and report["verified"] is True and report["seed"] == 1
+    assert report["command"] == "mask" and report["verified"] is True
+    assert report["seed"] is None and report["seed_given"] is True  # the seed stays private
+    assert report["parameters"]["seed"] is None and '"seed": 1' not in rep.read_text()
     assert report["parameters"]["parameters"] == {
         "matrix": None, "pd": [0.7], "alpha": [0.6], "strata": ["urbrur"]
     }  # fmt: skip
@@ -100,7 +105,11 @@ def test_pram_from_the_command_line_writes_a_verified_release(tmp_path: Path) ->
         .all()
     )
     code, text = _run(["verify", str(rep)])
+    assert code == 0 and "redrawn from the seed" not in text, text
+    code, text = _run(["verify", str(rep), "--seed", "1"])
     assert code == 0 and "redrawn from the seed" in text, text
+    code, text = _run(["verify", str(rep), "--seed", "2"])  # another draw: refused
+    assert code != 0, text
 
 
 def test_toml_command_line_and_python_give_one_release(tmp_path: Path, frame: pd.DataFrame) -> None:

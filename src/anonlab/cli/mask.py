@@ -217,7 +217,7 @@ def mask_command(
         print(
             f"mask {out['method']} ({out['sdcmicro']}): {', '.join(out['masked_columns'])} "
             f"of {out['records']} records"
-            + (f", seed {out['seed']}" if out.get("seed") is not None else "")
+            + (", seed given (kept out of the report)" if out.get("seed_given") else "")
             + ("; release verified" if out.get("verified") else "")
             + f"; {out['runtime_seconds']:.2f} s"
         )

@@ -223,8 +223,9 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
         report.update(result.summary())
 
         def check(written: pd.DataFrame) -> None:
-            if s.verify:
-                _verify(frame.drop(columns=dropped), written, s.columns, report)
+            if s.verify:  # exactly, by drawing again from the seed the report does not hold
+                redraw = {**report, "seed": seed if method.randomized else None}
+                _verify(frame.drop(columns=dropped), written, s.columns, redraw)
 
         released = stage_release(outputs, release, check)
         report["verified"] = s.verify
@@ -364,11 +365,14 @@ def pram_risk(
 def _header(
     settings: MaskSettings, report_path: Path | None, method: MaskingMethod, seed: int | None
 ) -> dict[str, Any]:
-    """The report's common fields; every path stored as ``paths`` says; a seed drawn
-    here (none given) is not written."""
+    """The report's common fields; every path stored as ``paths`` says. The seed is never
+    written (with it and the release, the noise of a randomized method can be drawn again
+    and taken off): ``seed_given`` says whether one was, and ``anonlab verify --seed``
+    redraws the release exactly for the custodian who keeps it."""
     from anonlab.report import report_header
 
     parameters = settings.model_dump(by_alias=True)
+    parameters["seed"] = None
     for name in settings.path_fields:
         value = parameters.get(name)
         if isinstance(value, str):
@@ -394,5 +398,6 @@ def _header(
     report["paths"] = paths_convention(report_path)
     report["sdcmicro"] = method.sdcmicro
     report["randomized"] = method.randomized
-    report["seed"] = seed if method.randomized and settings.seed is not None else None
+    report["seed"] = None
+    report["seed_given"] = method.randomized and settings.seed is not None
     return report

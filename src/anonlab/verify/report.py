@@ -71,6 +71,7 @@ class _Context:
     release: Path | str | None  # str: a URL
     input: Path | str | None  # str: a database URL
     key: Path | None
+    seed: int | None = None  # a masking run's seed, which its report never holds
     params: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -226,13 +227,15 @@ def verify_report(
     release: PathLike | None = None,
     input: PathLike | None = None,
     key: PathLike | None = None,
+    seed: int | None = None,
 ) -> VerifyResult:
     """Check the release a JSON report describes against the report and the original input.
 
     ``release`` and ``input`` override the paths the report holds (``input``
     may be a database URL, read with the report's ``table`` or ``query``); ``key``
     is a perturbation's key file (the report never names it), which adds the
-    check that the key undoes the release.
+    check that the key undoes the release; ``seed`` a masking run's seed (its report
+    never holds it), with which the release is drawn again and compared.
     """
     path: Path | str = os.fspath(report_path) if is_url(report_path) else Path(report_path)
     report = read_json(path)
@@ -249,7 +252,7 @@ def verify_report(
         )
     source = str(input) if input is not None and _is_url(str(input)) else _path(input)
     given = os.fspath(release) if release is not None and is_url(release) else _path(release)
-    ctx = _Context(report, path, given, source, _path(key))
+    ctx = _Context(report, path, given, source, _path(key), seed)
     return handler(ctx)
 
 
@@ -580,11 +583,12 @@ def _masking(ctx: _Context) -> VerifyResult:
     columns = _parsed(ctx, lambda: [str(c) for c in ctx.value("masked_columns")])
     original, (release_path, release) = ctx.read_input(), ctx.read_release()
     original, findings = _without_identifying(ctx, original, release)
+    seeded = ctx.report if ctx.seed is None else {**ctx.report, "seed": ctx.seed}
     if not findings:
-        findings = check_masking(original, release, columns, ctx.report)
+        findings = check_masking(original, release, columns, seeded)
     summary = ""
     if not findings:
-        exact = " (redrawn from the seed)" if ctx.report.get("seed") is not None else ""
+        exact = " (redrawn from the seed)" if seeded.get("seed") is not None else ""
         summary = (
             f"mask release '{release_path}' holds: {len(release)} records, "
             f"{ctx.report.get('method')} on {', '.join(columns)} as the report says{exact}; "
