@@ -232,3 +232,39 @@ def test_the_page_renders_an_edited_report_or_refuses_it_in_one_line(
     edited["methods"] = "x"
     with pytest.raises(AnonlabError, match="key 'methods' must be a list"):
         render_html(edited)
+
+
+def test_pram_and_suppression_side_by_side_on_categorical_keys(tmp_path: Path) -> None:
+    from anonlab.io import read_table
+
+    data = ROOT / "data" / "sdc" / "testdata.csv"
+    keys = '["roof", "walls", "water"]'
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'input = "{data}"\nattacker = {keys}\nother = "insensitive"\nsample = 1000\n'
+        f"categorical = {keys}\n"
+        f'[[method]]\nname = "pram"\ncommand = "mask"\nmethod = "pram"\ncolumns = {keys}\n'
+        "seed = 3\n"
+        f'[[method]]\nname = "suppress"\ncommand = "suppress"\nqi = {keys}\nk = 5\n',
+        encoding="utf-8",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = compare(config)
+    pram, suppress = result.report["methods"]
+    assert pram["status"] == "ok" and suppress["status"] == "ok", result.report["failed"]
+    original = read_table(data)
+    settings = CompareSettings.load(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from anonlab.runs import run
+
+        released = run(settings.method_settings(settings.methods[0])).release
+    assert released is not None
+    for key in ("roof", "walls", "water"):  # a PRAMed cell loses 1 when it changed, else 0
+        changed = (original[key].astype(str) != released[key].astype(str)).mean()
+        assert pram["utility_loss"]["per_column"][key] == pytest.approx(changed)
+        assert set(pram["utility_loss"]["cells"][key]) == {"category"}
+    assert pram["linkage"]["sampled"] and pram["linkage"]["records_measured"] == 1000
+    assert suppress["suppressed_cells"] == suppress["own"]["cells_suppressed"]
+    assert pram["own"]["pram_prosecutor_highest"] is not None
