@@ -281,7 +281,12 @@ def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.
         fit = data[np.random.default_rng(seed).choice(n, MCD_ROWS, replace=False)]
     mcd = MinCovDet(support_fraction=0.5, random_state=seed).fit(fit)
     limit = stats.chi2.ppf(0.975, m)
-    far: NDArray[np.bool_] = np.asarray(mcd.mahalanobis(data) > limit)
+    # robustbase scales the reweighted covariance to be consistent at the normal (the
+    # share h/n of records kept: h/n / P(chi2_{m+2} <= chi2_{m, h/n}); Croux and
+    # Haesbroeck 1999); scikit-learn does not, so the distances are divided by it
+    share = float(np.mean(mcd.support_))
+    factor = share / float(stats.chi2.cdf(stats.chi2.ppf(share, m), m + 2))
+    far: NDArray[np.bool_] = np.asarray(mcd.mahalanobis(data) / factor > limit)
     return flagged | far
 
 
