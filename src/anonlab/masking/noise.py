@@ -80,7 +80,7 @@ DEFAULT_DELTA: Final = 0.1
 DEFAULT_P: Final = 0.001
 ROMM_BLOCK: Final = 1024
 """Largest number of records ``romm`` masks with one orthogonal matrix (as sdcMicro)."""
-MCD_ROWS: Final = 5000
+MCD_ROWS: Final = 2000
 """Records ``outdect`` fits its robust covariance on (a random subset beyond that)."""
 ROMM_PIECE: Final = 256
 """Records per block beyond :data:`ROMM_BLOCK`: the QR factors of one block cost ``b^3``."""
@@ -145,9 +145,19 @@ def _check_parameters(method: str, noise: float, delta: float, p: float, columns
 
 def _column_sd(data: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each column's sample SD (divisor n - 1) over its values present (R's ``sd``)."""
+    if not np.isnan(data).any():  # the common case: no missing value, no NaN-aware pass
+        return np.asarray(data.std(axis=0, ddof=1) if len(data) > 1 else np.zeros(data.shape[1]))
     counts = np.sum(~np.isnan(data), axis=0)
     sd = np.nanstd(data, axis=0, ddof=1) if np.all(counts > 1) else _sd_safe(data, counts)
     return np.asarray(sd, dtype=np.float64)
+
+
+def _column_mean(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column's mean over its values present."""
+    mean = data.mean(axis=0)
+    if np.isnan(mean).any():
+        mean = np.nanmean(data, axis=0)
+    return np.asarray(mean, dtype=np.float64)
 
 
 def _sd_safe(data: NDArray[np.float64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -162,7 +172,9 @@ def additive(
 ) -> NDArray[np.float64]:
     """``x_j + N(0, (noise/100 sd_j)^2)`` per value (sdcMicro ``addNoise_additive``)."""
     scale = noise / 100.0 * _column_sd(data)
-    out: NDArray[np.float64] = data + rng.standard_normal(data.shape) * scale
+    out: NDArray[np.float64] = rng.standard_normal(data.shape)
+    out *= scale
+    out += data
     return out
 
 
@@ -203,9 +215,10 @@ def correlated2(
     mean is ``mean_j`` and the expected variance ``sd_j^2``.
     """
     d1 = np.sqrt(1.0 - delta**2)
-    mean = np.nanmean(data, axis=0)
-    draws = rng.standard_normal(data.shape) * _column_sd(data) + (1.0 - d1) / delta * mean
-    out: NDArray[np.float64] = d1 * data + delta * draws
+    mean = _column_mean(data)
+    out: NDArray[np.float64] = rng.standard_normal(data.shape)
+    out *= delta * _column_sd(data)  # delta * (z sd + (1 - d1)/delta mean) + d1 x
+    out += (1.0 - d1) * mean + d1 * data
     return out
 
 
@@ -217,7 +230,8 @@ def restricted(data: NDArray[np.float64], *, noise: float) -> NDArray[np.float64
         c = np.sqrt((n - 1 - w) / ((n + 1) * (1 + w)))
     else:
         c = np.sqrt((n - 1) / (n + n * w - 1))
-    out: NDArray[np.float64] = c * data + (1.0 - c) * np.nanmean(data, axis=0)
+    out: NDArray[np.float64] = data * c
+    out += (1.0 - c) * _column_mean(data)
     return out
 
 
@@ -266,7 +280,7 @@ def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.
     ``covMcd(alpha = 1/2)`` that sdcMicro calls; its random subsets are seeded from ``rng``.
     Beyond :data:`MCD_ROWS` records the estimator is fitted on that many records drawn
     at random (scikit-learn's search costs about 1.5 ms a record; the estimate of a
-    centre and scatter from 5,000 records is as robust, its sampling error small).
+    centre and scatter from 2,000 records is as robust, its sampling error small).
     """
     from sklearn.covariance import MinCovDet
 
