@@ -25,10 +25,10 @@ def _run(args: list[str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _documented_rows() -> dict[str, list[str]]:
-    """The rows of the table docs/compare.md shows for the Tarragona example."""
+def _documented_rows(config: str = "compare_tarragona.toml") -> dict[str, list[str]]:
+    """The rows of the table docs/compare.md shows for an example config."""
     text = DOCS.read_text(encoding="utf-8")
-    block = text.split("<!-- compare-table: examples/compare_tarragona.toml -->", 1)[1]
+    block = text.split(f"<!-- compare-table: examples/{config} -->", 1)[1]
     rows: dict[str, list[str]] = {}
     for line in block.strip().splitlines():
         if not line.startswith("|"):
@@ -268,3 +268,26 @@ def test_pram_and_suppression_side_by_side_on_categorical_keys(tmp_path: Path) -
     assert pram["linkage"]["sampled"] and pram["linkage"]["records_measured"] == 1000
     assert suppress["suppressed_cells"] == suppress["own"]["cells_suppressed"]
     assert pram["own"]["pram_prosecutor_highest"] is not None
+
+
+@pytest.mark.slow
+def test_the_documented_adult_table_is_what_its_example_gives() -> None:
+    shown = _documented_rows("compare_adult.toml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = compare(
+            CompareSettings.load(ROOT / "examples" / "compare_adult.toml").model_copy(
+                update={"report": None}
+            )
+        ).report
+    assert [m["name"] for m in report["methods"]] == list(shown)
+    for m in report["methods"]:
+        command, loss, risk, at_risk, highest, suppressed, own, _ = shown[m["name"]]
+        assert m["status"] == "ok" and m["linkage"]["sampled"]
+        assert command == m["command"] + (f" ({m['recoding']})" if m.get("recoding") else "")
+        assert f"{m['utility_loss']['overall']:.4f}" == loss
+        assert f"{m['linkage']['mean']:.4f}" == risk
+        assert f"{m['linkage']['at_risk']:.4f}" == at_risk
+        assert f"{m['linkage']['highest']:.4f}" == highest
+        assert str(m["suppressed_records"]) == suppressed
+        assert f"{m['own']['prosecutor_highest']:.4f}" == own
