@@ -221,35 +221,41 @@ def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np
     ``j``, when not yet paired, pairs with a position drawn uniformly among those not yet
     paired in ``j + 1 .. min(size, j + width) - 1`` (sdcMicro's ``RankSwap`` loop).
     """
-    partner = list(range(size))
     if width < 2 or size < 2:
         return np.arange(size, dtype=np.intp)
+    positions = np.arange(size)
+    span_of = np.minimum(size, positions + width) - positions - 1
+    # every position's first draw at once; redraws (the draw fell on a paired value)
+    # come from the pool
+    first: list[int] = (
+        (positions + 1 + np.floor(rng.random(size) * span_of)).astype(np.intp).tolist()
+    )
+    spans: list[int] = span_of.tolist()
+    partner = list(range(size))
     taken = bytearray(size)
-    chunk = 2 * size + 64
+    chunk = size + 64
     pool: list[float] = rng.random(chunk).tolist()
     used = 0
     for j in range(size - 1):
-        if taken[j]:
+        if taken[j] or spans[j] <= 0:
             continue
-        hi = min(size, j + width)
-        span = hi - j - 1
-        if span <= 0:
-            continue
-        k = -1
-        for _ in range(_REDRAWS):
-            if used == chunk:
-                pool = rng.random(chunk).tolist()
-                used = 0
-            candidate = j + 1 + int(pool[used] * span)
-            used += 1
-            if not taken[candidate]:
-                k = candidate
-                break
-        if k < 0:
-            free = [c for c in range(j + 1, hi) if not taken[c]]
-            if not free:
-                continue
-            k = free[int(rng.integers(len(free)))]
+        k = first[j]
+        if taken[k]:
+            k = -1
+            for _ in range(_REDRAWS):
+                if used == chunk:
+                    pool = rng.random(chunk).tolist()
+                    used = 0
+                candidate = j + 1 + int(pool[used] * spans[j])
+                used += 1
+                if not taken[candidate]:
+                    k = candidate
+                    break
+            if k < 0:
+                free = [c for c in range(j + 1, j + 1 + spans[j]) if not taken[c]]
+                if not free:
+                    continue
+                k = free[int(rng.integers(len(free)))]
         taken[k] = 1
         partner[j] = k
         partner[k] = j
