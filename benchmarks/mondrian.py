@@ -2,6 +2,7 @@
 GCP, classes, CPU of the partitioning and of the whole command, strict and relaxed.
 
     python benchmarks/mondrian.py [--runs 3] [--k 10] [--wide-rows 1000000]
+        [--wide-engines 1000000]
 
 Prints a table and writes benchmarks/results/mondrian.json. CPU times are medians of
 ``--runs`` runs: the partitioning's ``time.process_time`` in this process, and the whole
@@ -94,6 +95,58 @@ def wide(rows: int, columns: int = 50, k: int = 5) -> dict[str, float]:
     }
 
 
+def wide_engines(rows: int, columns: int = 50, k: int = 5) -> list[dict[str, object]]:
+    """The whole command on a Parquet table of ``columns`` numeric QIs x ``rows`` records
+    (as :func:`wide`): in memory (a Parquet file output), on the NumPy engine (a folder
+    output) and on Dask with 2 workers; CPU (user + system of the command and its workers),
+    wall time, peak memory of the command, and the release's content hash, which must be
+    one."""
+    import hashlib
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        table = Path(tmp) / "wide.parquet"
+        pd.DataFrame({f"q{j}": rng.integers(0, 100, rows) for j in range(columns)}).to_parquet(
+            table
+        )
+        flags = [f"--qi=q{j}" for j in range(columns)]
+        for name, extra in (
+            ("memory", ["--output", f"{tmp}/memory.parquet"]),
+            ("numpy", ["--output", f"{tmp}/numpy/"]),
+            ("dask", ["--output", f"{tmp}/dask/", "--engine", "dask", "--workers", "2"]),
+        ):
+            args = [
+                sys.executable, "-m", "anonlab", "generalize", str(table),
+                "--recoding", "mondrian", *flags, "--k", str(k), "--quiet", *extra,
+            ]  # fmt: skip
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall = time.perf_counter()
+            subprocess.run(args, check=True)
+            wall = time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            release = pd.read_parquet(extra[1]).astype(str)
+            digest = hashlib.sha256(
+                pd.util.hash_pandas_object(release, index=False).to_numpy().tobytes()
+            ).hexdigest()
+            out.append(
+                {
+                    "run": name,
+                    "rows": rows,
+                    "columns": columns,
+                    "k": k,
+                    "cpu_s": (after.ru_utime - before.ru_utime)
+                    + (after.ru_stime - before.ru_stime),
+                    "wall_s": wall,
+                    "peak_rss_mib_largest_child": after.ru_maxrss / 1024,
+                    "release_sha256": digest,
+                }
+            )
+    return out
+
+
 def command(k: int, relaxed: bool, runs: int) -> float:
     """Median user + system CPU of the whole ``anonlab generalize`` command."""
     flags = [f"--qi={c}={ADULT / f'hierarchy_{c}.csv'}" for c in HIERARCHY_QIS]
@@ -136,6 +189,13 @@ def main() -> None:
     parser.add_argument(
         "--wide-rows", type=int, default=0, help="also a 50-QI table of this many rows (k = 5)"
     )
+    parser.add_argument(
+        "--wide-engines",
+        type=int,
+        default=0,
+        help="also the whole command on a 50-QI Parquet table of this many rows, in memory, "
+        "on NumPy and on Dask (2 workers)",
+    )
     args = parser.parse_args()
     rows = []
     for relaxed in (False, True):
@@ -163,6 +223,13 @@ def main() -> None:
             f"encoding {table['encode_cpu_s']:.1f} s; {table['partitions']} partitions, "
             f"GCP {table['gcp']:.3f}"
         )
+    if args.wide_engines:
+        found["wide_engines"] = runs = wide_engines(args.wide_engines)
+        for r in runs:
+            print(
+                f"{r['run']:7} {r['rows']} x {r['columns']}: {r['cpu_s']:.1f} s CPU, "
+                f"{r['wall_s']:.1f} s wall, release {str(r['release_sha256'])[:12]}"
+            )
     out = ROOT / "benchmarks" / "results" / "mondrian.json"
     out.write_text(json.dumps(found, indent=2) + "\n")
 

@@ -35,7 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
 #: sdcMicro 5.8.1 (localSuppression, R 4.2.2, data.table 1.14) on this machine, by
 #: ``--sdcmicro-r`` on the default table: rows -> k -> (cells, CPU seconds)
-RECORDED: dict[int, dict[int, tuple[int, float]]] = {}
+RECORDED: dict[int, dict[int, tuple[int, float]]] = {
+    100_000: {3: (1572, 12.131), 5: (2677, 22.428)},  # medians of 3, 2026-12-07, load 9 to 11
+}
 
 
 def make_table(rows: int, noise: float, seed: int) -> pd.DataFrame:
@@ -80,8 +82,17 @@ def main() -> None:
                 measured = []
                 for _ in range(args.repeats):
                     out = subprocess.run(
-                        ["Rscript", str(args.sdcmicro_r), str(csv), ",".join(KEYS), str(k)]
-                        + ["-", "-", "-", "1"],
+                        [
+                            "Rscript",
+                            str(args.sdcmicro_r),
+                            str(csv),
+                            ",".join(KEYS),
+                            str(k),
+                            "-",
+                            "-",
+                            "-",
+                            "1",
+                        ],
                         capture_output=True,
                         text=True,
                         check=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -348,3 +349,23 @@ def test_errors_are_one_line_and_write_nothing(
 
 def test_every_registered_method_is_a_choice() -> None:
     assert {"pram", "topbot", "recode"} <= set(method_names())
+
+
+def test_the_documented_example_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """docs/masking.md: the first command's line and the counts of its six intervals."""
+    page = (ROOT / "docs" / "masking.md").read_text()
+    shown_line = re.search(r"```text\n(mask recode[^\n]*)\n```", page)
+    shown_counts = re.search(r"```json\n(\{\"\[-1,15\][^\n]*)\n```", page)
+    assert shown_line is not None and shown_counts is not None
+    rep = tmp_path / "age6.json"
+    code, text = _run(
+        [
+            "mask", str(TESTDATA), "--method", "recode", "--columns", "age", "--breaks", "6",
+            "--other", "insensitive", "--output", str(tmp_path / "age6.csv"), "--report", str(rep),
+        ]
+    )  # fmt: skip
+    assert code == 0, text
+    line = next(x for x in text.splitlines() if x.startswith("mask recode"))
+    assert re.sub(r"; [0-9.]+ s$", "", line) == shown_line.group(1)
+    counts = json.loads(rep.read_text())["masking"]["columns"]["age"]["counts"]
+    assert counts == json.loads(shown_counts.group(1))

@@ -49,25 +49,30 @@ def random_table(seed: int, n: int = 60) -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 
 
+def _v(frame: pd.DataFrame, row: int, column: str) -> str:
+    """One cell as text."""
+    return str(frame.at[row, column])
+
+
 def _ref_width(frame: pd.DataFrame, rows: list[int], col: str, spans: dict[str, float]) -> float:
     if col == "kind":
-        values = {frame.at[r, col] for r in rows}
+        values = {_v(frame, r, col) for r in rows}
         level = next(lv for lv in range(4) if len({TREE.label(v, lv) for v in values}) == 1)
         node = TREE.label(next(iter(values)), level)
         present = set(frame[col])
         leaves = [v for v in present if TREE.label(v, level) == node]
         return (len(leaves) - 1) / (len(present) - 1)
-    numbers = [float(frame.at[r, col]) for r in rows]
+    numbers = [float(_v(frame, r, col)) for r in rows]
     return (max(numbers) - min(numbers)) / spans[col] if spans[col] else 0.0
 
 
 def _ref_cuts(frame: pd.DataFrame, rows: list[int], col: str) -> list[tuple[list[int], list[int]]]:
     if col == "kind":
-        values = {frame.at[r, col] for r in rows}
+        values = {_v(frame, r, col) for r in rows}
         level = next(lv for lv in range(4) if len({TREE.label(v, lv) for v in values}) == 1)
         if level == 0:
             return []
-        child = {r: TREE.label(frame.at[r, col], level - 1) for r in rows}
+        child = {r: TREE.label(_v(frame, r, col), level - 1) for r in rows}
         order: list[str] = []
         for r in sorted(rows):  # children by first appearance among the rows of the table
             if child[r] not in order:
@@ -87,21 +92,21 @@ def _ref_cuts(frame: pd.DataFrame, rows: list[int], col: str) -> list[tuple[list
                     ([r for r in rows if child[r] == c], [r for r in rows if child[r] != c])
                 )
         return cuts
-    numbers = sorted(float(frame.at[r, col]) for r in rows)
+    numbers = sorted(float(_v(frame, r, col)) for r in rows)
     if numbers[0] == numbers[-1]:
         return []
     median = numbers[(len(numbers) - 1) // 2]
     if median == numbers[-1]:
         return [
             (
-                [r for r in rows if float(frame.at[r, col]) < median],
-                [r for r in rows if float(frame.at[r, col]) >= median],
+                [r for r in rows if float(_v(frame, r, col)) < median],
+                [r for r in rows if float(_v(frame, r, col)) >= median],
             )
         ]
     return [
         (
-            [r for r in rows if float(frame.at[r, col]) <= median],
-            [r for r in rows if float(frame.at[r, col]) > median],
+            [r for r in rows if float(_v(frame, r, col)) <= median],
+            [r for r in rows if float(_v(frame, r, col)) > median],
         )
     ]
 
@@ -139,9 +144,17 @@ def _partitions_of(release: pd.DataFrame) -> set[frozenset[int]]:
     return {frozenset(np.flatnonzero(keys.to_numpy() == key).tolist()) for key in keys.unique()}
 
 
-def _fit(frame: pd.DataFrame, k: int, relaxed: bool = False, **kw: object) -> pd.DataFrame:
-    g = Generalizer(k=k, recoding="mondrian", relaxed=relaxed, **kw)  # type: ignore[arg-type]
-    return g.fit_transform(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])  # type: ignore[arg-type]
+def _fit(
+    frame: pd.DataFrame,
+    k: int,
+    relaxed: bool = False,
+    criteria: list[dict[str, object]] | None = None,
+) -> pd.DataFrame:
+    g = Generalizer(k=k, recoding="mondrian", relaxed=relaxed, criteria=criteria)
+    release: pd.DataFrame = g.fit_transform(
+        frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"]
+    )
+    return release
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -165,9 +178,9 @@ def test_relaxed_never_loses_more_than_strict(seed: int) -> None:
     k = 2 + seed % 4
     hier = {"age": None, "size": None, "kind": TREE}
     strict = Generalizer(k=k, recoding="mondrian")
-    strict.fit(frame, hier, sensitive=["s"])  # type: ignore[arg-type]
+    strict.fit(frame, hier, sensitive=["s"])
     relaxed = Generalizer(k=k, recoding="mondrian", relaxed=True)
-    release = relaxed.fit_transform(frame, hier, sensitive=["s"])  # type: ignore[arg-type]
+    release = relaxed.fit_transform(frame, hier, sensitive=["s"])
     assert _gcp(relaxed) <= _gcp(strict) + 1e-12
     sizes = relaxed.mondrian_.sizes()
     assert sizes.min() >= k and sizes.sum() == len(frame)
@@ -216,10 +229,10 @@ def test_checker_catches_tampering() -> None:
     assert not check_recoding(frame, release, spec, {"kind": TREE}, ["age", "size"])
     wrong = release.astype(str)
     row = int(np.flatnonzero(frame["age"].to_numpy() != "29")[0])
-    wrong.loc[row, "age"] = "[29, 29]" if frame.at[row, "age"] != "29" else "20"
+    wrong.loc[row, "age"] = "[29, 29]" if _v(frame, row, "age") != "29" else "20"
     assert check_coverage(frame, wrong, {"kind": TREE}, ["age", "size"])
     wrong = release.astype(str)
-    other = next(v for v in LETTERS if TREE.label(v, 2) != TREE.label(frame.at[0, "kind"], 2))
+    other = next(v for v in LETTERS if TREE.label(v, 2) != TREE.label(_v(frame, 0, "kind"), 2))
     wrong.loc[0, "kind"] = other
     assert check_coverage(frame, wrong, {"kind": TREE}, ["age", "size"])
     wrong = frame.astype(str).copy()  # the originals released as they are: classes below k
@@ -232,7 +245,7 @@ def test_checker_catches_tampering() -> None:
 def test_transform_refused_and_default_unchanged() -> None:
     frame = random_table(2)
     g = Generalizer(k=2, recoding="mondrian")
-    g.fit(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])  # type: ignore[dict-item]
+    g.fit(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])
     with pytest.raises(AnonlabError, match="fitted on"):
         g.transform(frame)
     with pytest.raises(AnonlabError, match="unknown"):
@@ -363,7 +376,7 @@ def test_a_hierarchy_without_a_single_top_is_cut_below_a_root() -> None:
     two_tops = Hierarchy.from_rows([(v, "L" if v in "abcd" else "R") for v in LETTERS])
     frame = random_table(11, n=80)
     g = Generalizer(k=30, recoding="mondrian")
-    release = g.fit_transform(frame, {"age": None, "size": None, "kind": two_tops}, sensitive=["s"])  # type: ignore[dict-item]
+    release = g.fit_transform(frame, {"age": None, "size": None, "kind": two_tops}, sensitive=["s"])
     assert set(release["kind"].astype(str)) <= {"L", "R", "*", *LETTERS}
     assert not check_recoding(
         frame, release, [{"model": "k-anonymity", "k": 30}], {"kind": two_tops}, ["age", "size"]
@@ -396,7 +409,7 @@ def test_every_class_based_model_is_accepted_and_holds(spec: dict[str, object]) 
     partitions are final (each one's cuts would break a model or the size floor)."""
     frame = random_table(21, n=300)
     g = Generalizer(k=2, recoding="mondrian", criteria=[spec])
-    release = g.fit_transform(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])  # type: ignore[dict-item]
+    release = g.fit_transform(frame, {"age": None, "size": None, "kind": TREE}, sensitive=["s"])
     problems = check_recoding(
         frame,
         release,
@@ -412,13 +425,14 @@ def test_population_models_are_refused(tmp_path: Path) -> None:
     frame = random_table(4, n=60)
     subset = tmp_path / "subset.csv"
     frame.iloc[:30].to_csv(subset, index=False)
-    for spec in (
+    specs: list[dict[str, object]] = [
         {"model": "delta-presence", "dmin": 0.0, "dmax": 0.9, "subset": str(subset)},
         {"model": "inclusion", "subset": str(subset)},
         {"model": "k-map", "k": 2, "population": str(subset)},
         {"model": "profitability-prosecutor"},
         {"model": "population-uniqueness", "threshold": 0.1, "population_size": 5000},
-    ):
+    ]
+    for spec in specs:
         with pytest.raises(AnonlabError, match="Mondrian cannot decide a cut"):
             _fit(frame, 2, criteria=[spec])
 

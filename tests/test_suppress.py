@@ -221,3 +221,17 @@ def test_errors_are_one_line() -> None:
             suppress(table, **kwargs)  # type: ignore[arg-type]
         assert text in str(info.value)
         assert "\n" not in str(info.value)
+
+
+def test_more_keys_than_the_subset_search_takes() -> None:
+    # above MAX_SUBSET_KEYS keys a pattern loses one cell at a time
+    from anonlab.suppression.local import MAX_SUBSET_KEYS
+
+    rng = np.random.default_rng(3)
+    m = MAX_SUBSET_KEYS + 2
+    table = pd.DataFrame({f"q{j}": rng.integers(0, 2, size=60) for j in range(m)})
+    keys = list(table.columns)
+    result = suppress(table, keys, 3)
+    after = result.release[keys].to_numpy(dtype=float)
+    assert brute_frequencies(after, 1.0).min() >= 3
+    assert check_suppression(table, result.release, keys, 3, suppressed=result.suppressed) == []

@@ -229,3 +229,42 @@ def test_a_folder_output_is_refused(testdata: Path, tmp_path: Path) -> None:
         anonlab.SuppressSettings(
             input=str(testdata), qi=["sex"], output=str(tmp_path / "parts") + "/"
         )
+
+
+def test_missing_cells_of_the_input_are_blanks_from_the_start(
+    testdata: Path, tmp_path: Path
+) -> None:
+    # the one reader gives a missing cell as an empty text: a blank, not a value
+    table = pd.read_csv(testdata)
+    table.loc[::50, "roof"] = None
+    table.loc[::70, "hhcivil"] = None
+    source = tmp_path / "holes.parquet"
+    table.to_parquet(source)
+    out, rep = tmp_path / "out.parquet", tmp_path / "out.json"
+    code, text = _run(
+        [
+            "suppress",
+            str(source),
+            "--qi",
+            KEYS,
+            "--k",
+            "3",
+            "--strata",
+            "hhcivil",
+            "--quiet",
+            "--other",
+            "insensitive",
+            "--output",
+            str(out),
+            "--report",
+            str(rep),
+        ]
+    )
+    assert code == 0, text
+    report = json.loads(rep.read_text())
+    assert report["blank_before_per_key"]["roof"] == 92
+    released = pd.read_parquet(out)
+    new = released["roof"].isna() & table["roof"].notna()
+    assert int(new.sum()) == report["suppressed_per_key"]["roof"]
+    code, text = _run(["verify", str(rep)])
+    assert code == 0, text

@@ -903,12 +903,18 @@ class Generalizer:
         recoding: str = "full-domain",
         relaxed: bool = False,
         numeric: Sequence[str] | None = None,
+        local_gs_factor: float = 0.05,
+        local_iterations: int = 100,
+        local_adaption: float = 0.05,
     ) -> None:
-        if recoding not in ("full-domain", "mondrian"):
+        if recoding not in ("full-domain", "mondrian", "local"):
             raise AnonlabError(
-                f"recoding '{recoding}' is unknown: choose full-domain or mondrian",
+                f"recoding '{recoding}' is unknown: choose full-domain, mondrian or local",
                 parameter="recoding",
             )
+        self.local_gs_factor = local_gs_factor
+        self.local_iterations = local_iterations
+        self.local_adaption = local_adaption
         self.recoding = recoding
         self.relaxed = relaxed
         self.numeric = list(numeric or [])
@@ -930,7 +936,7 @@ class Generalizer:
     def fit(
         self,
         frame: FrameLike,
-        hierarchies: Mapping[str, Hierarchy | PathLike],
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
@@ -951,9 +957,19 @@ class Generalizer:
         roles = Roles.of(identifying, sensitive, insensitive, other)
         if self.recoding == "mondrian":
             return self._fit_mondrian(frame, hierarchies, roles)
+        if self.recoding == "local":
+            return self._fit_local(frame, hierarchies, roles)
+        bare = [c for c, h in hierarchies.items() if h is None]
+        if bare:
+            raise AnonlabError(
+                f"quasi-identifier '{bare[0]}' has no hierarchy: full-domain generalization "
+                "needs one, or choose recoding='mondrian' to cut it as a range",
+                parameter="hierarchies",
+            )
         hiers = {
             c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
             for c, h in hierarchies.items()
+            if h is not None
         }
         self.roles_ = roles
         self.hierarchies_ = hiers
@@ -1020,6 +1036,58 @@ class Generalizer:
         self.mondrian_ = mondrian(dataset, self.criteria_, ordered=ordered, relaxed=self.relaxed)
         return self
 
+    def _fit_local(
+        self,
+        frame: FrameLike,
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
+        roles: Roles,
+    ) -> Generalizer:
+        """ARX's local recoding of ``frame`` (:func:`anonlab.lattice.local.local_recoding`;
+        docs/generalization.md, "Local recoding"): ``local_`` holds every search and
+        ``local_release_`` the release."""
+        from anonlab.frames import is_dask_frame
+        from anonlab.lattice.local import local_recoding, local_release
+
+        if self.engine is not None or is_dask_frame(frame):
+            raise AnonlabError(
+                "recoding local runs on a pandas DataFrame in memory: each search on the "
+                "suppressed records needs their rows",
+                parameter="engine",
+            )
+        missing = [c for c, h in hierarchies.items() if h is None or h == ""]
+        if missing:
+            raise AnonlabError(
+                f"quasi-identifier '{missing[0]}' has no hierarchy: local recoding needs one",
+                parameter="hierarchies",
+            )
+        hiers = {
+            c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(cast(PathLike, h))
+            for c, h in hierarchies.items()
+        }
+        self.hierarchies_ = hiers
+        self.criteria_ = resolve_criteria(self.criteria, self.k)
+        dataset = model_dataset(
+            frame.reset_index(drop=True),
+            hiers,
+            self.criteria_,
+            roles=roles,
+        )
+        self.local_ = local_recoding(
+            dataset,
+            self.criteria_,
+            self.suppression,
+            self.metric,
+            gs_factor=self.gs_factor,
+            aggregate=self.aggregate,
+            weights=self.weights or None,
+            search=self.search,
+            local_gs_factor=self.local_gs_factor,
+            iterations=self.local_iterations,
+            adaption=self.local_adaption,
+        )
+        self.local_release_ = local_release(dataset, self.local_)
+        return self
+
     def _metric_options(self) -> dict[str, Any]:
         return {
             "gs_factor": self.gs_factor,
@@ -1033,7 +1101,7 @@ class Generalizer:
     def fit_transform(
         self,
         frame: FrameLike,
-        hierarchies: Mapping[str, Hierarchy | PathLike],
+        hierarchies: Mapping[str, Hierarchy | PathLike | None],
         *,
         identifying: Iterable[str] = (),
         sensitive: Iterable[str] = (),
@@ -1053,6 +1121,8 @@ class Generalizer:
         )
         if self.recoding == "mondrian":
             return self.mondrian_.release.set_axis(frame.index, axis=0)
+        if self.recoding == "local":
+            return self.local_release_.set_axis(frame.index, axis=0)
         return _release_of(frame, self.result_.release, self.result_.plan)
 
     def transform(self, frame: FrameLike) -> FrameLike:
@@ -1061,9 +1131,9 @@ class Generalizer:
         Every criterion is re-checked on it (:func:`apply_levels`). The release
         keeps ``frame``'s index.
         """
-        if self.recoding == "mondrian":
+        if self.recoding in ("mondrian", "local"):
             raise AnonlabError(
-                "a Mondrian partitioning belongs to the table it was fitted on: call "
+                f"a {self.recoding} recoding belongs to the table it was fitted on: call "
                 "fit_transform() on the other table"
             )
         if not hasattr(self, "transformation_"):

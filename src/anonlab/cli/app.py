@@ -84,6 +84,7 @@ COMMAND_MODULES = (
     "anonlab.cli.risk",
     "anonlab.cli.suppress",
     "anonlab.cli.mask",
+    "anonlab.cli.compare",
 )
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
@@ -102,6 +103,7 @@ MODULE_OF = {
     "risk": "anonlab.cli.risk",
     "suppress": "anonlab.cli.suppress",
     "mask": "anonlab.cli.mask",
+    "compare": "anonlab.cli.compare",
 }
 
 app: typer.Typer  # every command; made on first use (see __getattr__)

@@ -49,25 +49,23 @@ from anonlab.errors import AnonlabError
 
 MASK_HELP = """Mask columns by one of sdcMicro's masking methods.
 
---method names the method, --columns the columns it masks; the method's
-parameters are flags named after sdcMicro's (docs/masking.md):
+--method names the method, --columns the columns it masks; the method's parameters
+are flags named after sdcMicro's (docs/masking.md).
 
-  pram    post-randomization (sdcMicro pram): --matrix FILE (CSV, levels naming
-          the first row and column, rows summing to 1; or COL=FILE), else
-          invariant PRAM with --pd (default 0.8) and --alpha (default 0.5);
-          --strata COL[,COL]; needs --seed S
+pram, post-randomization (sdcMicro pram): --matrix FILE (CSV, the levels naming the
+first row and column, rows summing to 1; or COL=FILE), else invariant PRAM with --pd
+(default 0.8) and --alpha (default 0.5); --strata COL[,COL]; --seed S.
 
-  topbot  top/bottom coding (sdcMicro topBotCoding): --top V [--top-replacement R]
-          --bottom V [--bottom-replacement R], or sdcMicro's --value V
-          --replacement R --kind top|bottom
+topbot, top/bottom coding (sdcMicro topBotCoding): --top V [--top-replacement R],
+--bottom V [--bottom-replacement R], or sdcMicro's --value V --replacement R --kind
+top|bottom.
 
-  recode  global recoding (sdcMicro globalRecode): --breaks B1,B2,... or a count
-          with --recode-method equidistant|logequidistant|equalamount;
-          --labels L1,L2,...
+recode, global recoding (sdcMicro globalRecode): --breaks B1,B2,... or a count with
+--recode-method equidistant|logequidistant|equalamount; --labels L1,L2,...
 
-Every other column needs a role, as in microaggregate (--other insensitive
-releases them as they are). The release is re-read and checked by an
-independent checker before anything is written. Example:
+Every other column needs a role, as in microaggregate (--other insensitive releases
+them as they are). The release is re-read and checked by an independent checker
+before anything is written. Example:
 
   anonlab mask data/sdc/testdata.csv --method pram --columns roof,walls
   --seed 1 --other insensitive --output t_pram.csv --report t_pram.json

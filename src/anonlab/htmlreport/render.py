@@ -30,6 +30,8 @@ TITLES = {
     "perturb": "Perturbation for clustering",
     "attack": "Attacks on a perturbed release",
     "suppress": "Cell suppression to k-anonymity",
+    "mask": "Masking by an sdcMicro method",
+    "compare": "Methods compared on one table",
 }
 
 

@@ -31,6 +31,7 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     "party": {"party": str, "role": str, "rounds": int},
     "perturb": {"method": str, "records": int},
     "attack": {"attacks": list},
+    "compare": {"methods": list, "comparison": list},
 }
 
 # the release keys every family with roles and a risk section writes (docs/risk.md)

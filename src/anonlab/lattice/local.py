@@ -37,6 +37,8 @@ the full-domain release as it is, as ARX does; :func:`local_recoding_refusal` sa
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -234,12 +236,23 @@ class _Search:
     suppressed: NDArray[Any]
 
 
-#: the most (node, distinct tuple) pairs for which every node is judged at once
-#: (:class:`~anonlab.lattice.local_lattice.LatticeClasses`) instead of a Flash search: on
-#: Adult's 4,320 nodes, subsets of up to about 900 distinct tuples (measured on ARX's
-#: local-recoding cases: there one pass over the lattice, reused while the factor rises,
-#: costs less than the searches)
-WHOLE_LATTICE_PAIRS = 1_000_000_000
+#: CPU seconds per (node, distinct tuple) pair of judging every node at once
+#: (:class:`~anonlab.lattice.local_lattice.LatticeClasses`; measured on Adult's 4,320 nodes,
+#: 60 ns on this project's 2-core machine): the estimate that chooses between that and the
+#: Flash search (whose cost is not known before it runs: its bounds prune well on many
+#: records and a low factor, hardly at all on few records or a high factor)
+PAIR_SECONDS = 6e-8
+#: a lattice judged at once for a subset whose estimate is below this many CPU seconds;
+#: above, the Flash search runs first, and the lattice is judged for the next search on the
+#: same records once the searches on them have cost half the estimate (a judged lattice
+#: serves every later search on the same records)
+JUDGE_AT_ONCE_SECONDS = 0.5
+#: from this factor on Flash's bounds prune little (suppression costs nearly as much as
+#: generalization, so the optimum lies high and most nodes' bounds are below it): the lattice
+#: is judged at once up to :data:`JUDGE_AT_HIGH_FACTOR_SECONDS` (measured on ARX's cases: a
+#: search on 3,439 records cost 1.3 s at 0.2, the whole lattice 0.6 s)
+HIGH_FACTOR = 0.15
+JUDGE_AT_HIGH_FACTOR_SECONDS = 3.0
 
 
 def _judge_all(
@@ -249,25 +262,21 @@ def _judge_all(
     aggregate: str | None,
     weights: Mapping[str, float] | None,
 ) -> LatticeClasses | None:
-    """Every node of the lattice judged at once (:class:`LatticeClasses`) where that
-    applies (ARX's loss metric, class-based criteria) and pays (:data:`WHOLE_LATTICE_PAIRS`);
-    else ``None``."""
+    """Every node of the lattice judged at once (:class:`LatticeClasses`); ``None`` where
+    that does not apply (ARX's loss metric and class-based criteria only) or would hold too
+    many classes."""
     if metric != "loss" or not class_based(criteria):
         return None
     lattice = Lattice([q.height for q in dataset.qis], [0] * len(dataset.qis))
-    codes = dataset.code_matrix()
-    distinct = int(group_tuples(codes, [q.cardinality(0) for q in dataset.qis])[1].shape[0])
-    if distinct * lattice.size > WHOLE_LATTICE_PAIRS:
-        return None
     bind_criteria(criteria, dataset)
     chosen = metric_by_name(metric, LossContext(dataset), aggregate=aggregate, weights=weights)
     return LatticeClasses.build(dataset, lattice, criteria, cast(LossMetric, chosen))
 
 
 class _Searcher:
-    """The searches on the suppressed records: every node judged at once where that applies
-    (:func:`_judge_all`, kept while the same records are searched with a raised factor),
-    else an optimal search (:func:`search_once`)."""
+    """The searches on the suppressed records: an optimal search (:func:`search_once`) or
+    every node judged at once (:func:`_judge_all`, kept while the same records are searched
+    with a raised factor), whichever :meth:`search` expects to cost less."""
 
     def __init__(
         self,
@@ -291,17 +300,38 @@ class _Searcher:
         self.cache_size = cache_size
         self._rows: NDArray[Any] | None = None
         self._judged: LatticeClasses | None = None
+        #: the estimated CPU of judging the current records' lattice, and whether the next
+        #: search on them judges it
+        self._estimate = math.inf
+        self._spent = 0.0
+        self._judge_next = False
 
     def search(self, rows: NDArray[Any], factor: float) -> _Search | None:
         """The optimum on the records ``rows`` with the factor ``factor`` (``None``: no
-        acceptable node)."""
+        acceptable node).
+
+        The two ways give the same optimum (tests/test_local_recoding.py); the choice is one
+        of cost: a new set of records is judged at once if :data:`PAIR_SECONDS` estimates
+        that below :data:`JUDGE_AT_ONCE_SECONDS` (or :data:`JUDGE_AT_HIGH_FACTOR_SECONDS` from
+        a factor of :data:`HIGH_FACTOR`), else searched; once the searches on the same
+        records have cost half the estimate, the next one judges the lattice instead.
+        """
         sub = subset_dataset(self.dataset, rows)
         if self._rows is None or not np.array_equal(self._rows, rows):
             self._rows = rows
+            self._judged = None
+            self._estimate = self._judge_estimate(sub)
+            self._spent = 0.0
+            self._judge_next = self._estimate <= JUDGE_AT_ONCE_SECONDS
+        if factor >= HIGH_FACTOR and self._estimate <= JUDGE_AT_HIGH_FACTOR_SECONDS:
+            self._judge_next = True
+        if self._judged is None and self._judge_next:
             self._judged = _judge_all(sub, self.criteria, self.metric, self.aggregate, self.weights)
+            self._judge_next = False
         try:
             if self._judged is None:
-                return search_once(
+                started = time.process_time()
+                found = search_once(
                     sub,
                     self.criteria,
                     self.suppression,
@@ -312,6 +342,9 @@ class _Searcher:
                     plan=self.plan,
                     cache_size=self.cache_size,
                 )
+                self._spent += time.process_time() - started
+                self._judge_next = self._spent > self._estimate / 2
+                return found
             chosen = metric_by_name(
                 self.metric,
                 LossContext(sub),
@@ -325,6 +358,17 @@ class _Searcher:
         except AnonlabError:
             return None
         return None if best is None else _Search(best[0], best[1])
+
+    def _judge_estimate(self, sub: Dataset) -> float:
+        """Estimated CPU seconds of judging every node for ``sub`` (infinite where that does
+        not apply)."""
+        if self.metric != "loss" or not class_based(self.criteria):
+            return math.inf
+        size = 1
+        for q in sub.qis:
+            size *= q.height + 1
+        distinct = group_tuples(sub.code_matrix(), [q.cardinality(0) for q in sub.qis])[1]
+        return PAIR_SECONDS * float(distinct.shape[0]) * size
 
 
 def search_once(

@@ -438,10 +438,22 @@ class LatticeClasses:
                 candidates = acceptable[approx <= best + _MARGIN]
         chosen: tuple[Any, ...] | None = None
         tuples_out: NDArray[Any] | None = None
+        if metric.s_factor == 1.0:
+            # a node suppressing every record costs each of them 1 (S = 1): its sums are the
+            # record count, exact in any order, so all such nodes tie; the lowest stands for
+            # them (they are often most of the lattice)
+            whole = self.suppressed[candidates] == self.n
+            if whole.any():
+                rows = [tuple(int(v) for v in levels[x]) for x in candidates[whole].tolist()]
+                row = min(rows, key=lambda r: (sum(r), r))
+                values = self._normalized(np.full((1, self.m), float(self.n)), metric)[0]
+                chosen = (ordered(metric.reduce(values.tolist())), sum(row), row)
+                tuples_out = np.ones(self.distinct, dtype=bool)
+                candidates = candidates[~whole]
         for node in candidates.tolist():
             row = tuple(int(v) for v in levels[node])
-            values, bad = self.exact(row, metric)
-            key = (ordered(metric.reduce(values)), sum(row), row)
+            values_, bad = self.exact(row, metric)
+            key = (ordered(metric.reduce(values_)), sum(row), row)
             if chosen is None or key < chosen:
                 chosen, tuples_out = key, bad
         if chosen is None or tuples_out is None:

@@ -52,8 +52,9 @@ def mask(
     with the method's ``params`` under sdcMicro's names (docs/masking.md); the other
     columns pass through.
 
-    ``table`` is a DataFrame or anything :func:`anonlab.io.read_table` reads (values are
-    read as text, as the run reads them). ``seed`` seeds a method that draws random
+    ``table`` is a DataFrame (used as it is: a numeric column stays numeric where the
+    method keeps numbers) or anything :func:`anonlab.io.read_table` reads (every value
+    text, as the run reads it). ``seed`` seeds a method that draws random
     numbers (required by those; ``numpy.random.default_rng`` streams, docs/masking.md).
     Example: ``mask(frame, "pram", "roof", seed=1, pd=0.8, alpha=0.5)``.
     """
@@ -62,7 +63,7 @@ def mask(
     chosen = get_method(method)
     values = method_params(chosen, params)
     names = split_names(columns)
-    frame = read_table(table)
+    frame = table if isinstance(table, pd.DataFrame) else read_table(table)
     if not names:
         raise AnonlabError("columns: name the columns to mask", parameter="columns")
     absent = [c for c in names if c not in frame.columns]
@@ -75,7 +76,7 @@ def mask(
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise AnonlabError(f"seed {seed!r} must be a whole number >= 0", parameter="seed")
     masked = chosen.apply(frame, names, values, seed if chosen.randomized else None)
-    release = frame.copy()
+    release = frame.copy(deep=False)  # the masked columns are replaced, never written into
     for name in names:
         release[name] = masked.columns[name]
     return MaskResult(

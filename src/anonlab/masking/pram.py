@@ -45,7 +45,7 @@ from pydantic import Field, field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
-from anonlab.masking.values import levels_of, text_of
+from anonlab.masking.values import is_numeric, levels_of, number_text, text_of
 from anonlab.settings import split_names
 
 #: how far a given matrix's row sums may be from 1 (CSV decimals rarely add up exactly)
@@ -229,6 +229,47 @@ def strata_of(
     ]
 
 
+class _ColumnLevels:
+    """A column's distinct values (one pass, :func:`pandas.factorize`), their texts (a
+    number as :func:`~anonlab.masking.values.number_text` spells it) and each record's."""
+
+    def __init__(self, column: pd.Series) -> None:
+        self.column = column
+        self.numeric = is_numeric(column)
+        raw, uniques = pd.factorize(column, use_na_sentinel=True)
+        self.raw = np.asarray(raw, dtype=np.int64)
+        self.uniques = list(uniques)
+        self.unique_texts = [
+            number_text(float(u)) if self.numeric else str(u) for u in self.uniques
+        ]
+        self.texts = [t for t in self.unique_texts if t != ""]
+
+    def codes(self, levels: list[str]) -> NDArray[np.int64]:
+        """Each record's level (``-1``: missing)."""
+        lookup = {level: i for i, level in enumerate(levels)}
+        of_unique = np.asarray(
+            [lookup.get(t, -1) for t in self.unique_texts] + [-1], dtype=np.int64
+        )
+        return of_unique[self.raw]  # raw -1 (a null) takes the last entry, -1
+
+    def released(self, levels: list[str], out: NDArray[np.int64], index: pd.Index) -> pd.Series:
+        """The released values: each level as the column holds it (a level of a matrix no
+        record holds as its text, or its number in a numeric column); a missing value as
+        it was."""
+        value_of: dict[str, Any] = dict(zip(self.unique_texts, self.uniques, strict=True))
+        objects = [value_of.get(lv, float(lv) if self.numeric else lv) for lv in levels]
+        values = np.asarray([*objects, None], dtype=object)[out]
+        missing = out < 0
+        values[missing] = self.column.to_numpy(dtype=object)[missing]
+        series = pd.Series(values, index=index, name=self.column.name)
+        if self.numeric:
+            try:
+                return series.astype(self.column.dtype)
+            except (TypeError, ValueError):
+                return series.astype(np.float64)
+        return series
+
+
 def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None) -> Masked:
     """PRAM ``columns`` of ``frame`` (module text); ``seed`` must be given."""
     p: PramParams = params
@@ -249,11 +290,12 @@ def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | N
     released: dict[str, pd.Series] = {}
     entries: dict[str, Any] = {}
     for c, name in enumerate(columns):
-        texts = text_of(frame[name])
+        column = frame[name]
+        present = _ColumnLevels(column)
         file = p.matrix_of(name)
         if file is not None:
             levels, given = read_matrix(file)
-            unknown = sorted({str(v) for v in texts if v != ""} - set(levels))
+            unknown = sorted(set(present.texts) - set(levels))
             if unknown:
                 raise AnonlabError(
                     f"matrix '{file}' lacks level(s) {', '.join(unknown[:5])} of column "
@@ -261,11 +303,10 @@ def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | N
                     parameter="matrix",
                 )
         else:
-            levels, given = levels_of(texts), None
-        lookup = {level: i for i, level in enumerate(levels)}
-        codes = np.fromiter((lookup.get(v, -1) for v in texts), dtype=np.int64, count=len(texts))
+            levels, given = levels_of(present.texts), None
+        codes = present.codes(levels)
         matrix_rng = np.random.default_rng([seed, c, 0])
-        u = np.random.default_rng([seed, c, 1]).random(len(texts))
+        u = np.random.default_rng([seed, c, 1]).random(len(codes))
         out = codes.copy()
         matrices = []
         for s, values in enumerate(strata_values):
@@ -284,8 +325,7 @@ def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | N
                     "matrix": matrix.tolist(),
                 }
             )
-        result = np.asarray([*levels, ""], dtype=object)[out]  # -1: missing, kept
-        released[name] = pd.Series(result, index=frame.index, name=name, dtype=object)
+        released[name] = present.released(levels, out, frame.index)
         entries[name] = _column_entry(levels, codes, out, matrices, file, pds[c], alphas[c])
     return Masked(
         released,

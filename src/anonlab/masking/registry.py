@@ -35,6 +35,9 @@ MODULES: dict[str, str] = {
     "pram": "anonlab.masking.pram",
     "topbot": "anonlab.masking.topbot",
     "recode": "anonlab.masking.recode",
+    "noise": "anonlab.masking.noise",
+    "rankswap": "anonlab.masking.rankswap",
+    "shuffle": "anonlab.masking.shuffle",
 }
 
 #: which columns a method's measures treat as numbers and which as categories

@@ -21,7 +21,7 @@ import pandas as pd
 from pydantic import model_validator
 
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
-from anonlab.masking.values import number_text, numbers_of, text_of
+from anonlab.masking.values import is_numeric, number_text, numbers_of
 
 
 class TopBotParams(MethodParams):
@@ -78,14 +78,26 @@ def topbot(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int |
     counts: dict[str, dict[str, int]] = {}
     for name in columns:
         x, _ = numbers_of(frame[name], name)
-        out = text_of(frame[name])
         above = (x > top) if top is not None else np.zeros(len(x), dtype=bool)
         below = (x < bottom) if bottom is not None else np.zeros(len(x), dtype=bool)
-        if top_to is not None:
-            out[above] = number_text(top_to)
-        if bottom_to is not None:
-            out[below] = number_text(bottom_to)
-        released[name] = pd.Series(out, index=frame.index, name=name, dtype=object)
+        if is_numeric(frame[name]):  # a DataFrame's numbers stay numbers
+            coded = x.copy()
+            if top_to is not None:
+                coded[above] = top_to
+            if bottom_to is not None:
+                coded[below] = bottom_to
+            series = pd.Series(coded, index=frame.index, name=name)
+            whole = all(v is None or float(v).is_integer() for v in (top_to, bottom_to))
+            if pd.api.types.is_integer_dtype(frame[name]) and whole:
+                series = series.astype(frame[name].dtype)  # whole numbers stay whole
+            released[name] = series
+        else:  # text: the values not coded keep their text
+            out = frame[name].copy()
+            if top_to is not None and above.any():
+                out[above] = number_text(top_to)
+            if bottom_to is not None and below.any():
+                out[below] = number_text(bottom_to)
+            released[name] = out
         counts[name] = {"top_coded": int(above.sum()), "bottom_coded": int(below.sum())}
     section = {
         "top": None if top is None else {"value": top, "replacement": top_to},

@@ -211,7 +211,7 @@ def _split(part: Partition, left: NDArray[np.bool_]) -> tuple[Partition, Partiti
 
 def _cumulative(ranks: IntArray, counts: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
     """The distinct ranks of a partition in order and the records at or below each."""
-    if hi - lo <= 4 * ranks.shape[0]:
+    if hi - lo <= max(4 * ranks.shape[0], 4096):  # a histogram of the ranks is cheap
         hist = np.bincount(ranks - lo, weights=counts, minlength=hi - lo + 1).astype(np.int64)
         present = np.flatnonzero(hist)
         return present + lo, np.cumsum(hist[present])

@@ -145,11 +145,15 @@ def requirements(m: int, k: int, combs: Sequence[tuple[int, int]] | None) -> lis
 
 
 def encode_keys(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[NDArray[np.int64], list[Any]]:
-    """The key columns as codes (-1 for a missing value) and each column's values."""
+    """The key columns as codes (-1 for a missing value or an empty text, which is how the
+    one reader gives a missing cell) and each column's values."""
     codes = np.empty((len(frame), len(keys)), dtype=np.int64)
     uniques: list[Any] = []
     for j, key in enumerate(keys):
         c, u = pd.factorize(frame[key], use_na_sentinel=True)
+        empty = [i for i, value in enumerate(u) if isinstance(value, str) and value == ""]
+        if empty:
+            c = np.where(c == empty[0], -1, c)
         codes[:, j] = c
         uniques.append(u)
     return codes, uniques
@@ -252,7 +256,9 @@ def _strata_codes(table: pd.DataFrame, strata: list[str]) -> NDArray[np.int64]:
         return np.zeros(len(table), dtype=np.int64)
     parts = np.empty((len(table), len(strata)), dtype=np.int64)
     for j, col in enumerate(strata):
-        parts[:, j] = pd.factorize(table[col], use_na_sentinel=False)[0]
+        # a missing value and an empty text are one stratum (the one reader's missing cell)
+        column = table[col].astype(object).where(table[col].notna(), "")
+        parts[:, j] = pd.factorize(column, use_na_sentinel=False)[0]
     cards = [int(parts[:, j].max()) + 1 if len(table) else 1 for j in range(len(strata))]
     inverse, _ = group_tuples(parts, cards)
     return inverse.astype(np.int64)

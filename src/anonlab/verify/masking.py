@@ -339,3 +339,297 @@ CHECKS: dict[str, Check] = {
     "topbot": _check_topbot,
     "recode": _check_recode,
 }
+
+
+# ---------------------------------------------------------------------------
+# noise, rankswap, shuffle (numeric masking)
+# ---------------------------------------------------------------------------
+
+
+def _numbers(column: pd.Series) -> NDArray[np.float64]:
+    """A column's values as doubles, NaN where missing (or no number)."""
+    texts = pd.Series(_text(column), dtype=object).replace("", None)
+    return np.asarray(pd.to_numeric(texts, errors="coerce"), dtype=np.float64)
+
+
+def _block(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
+    return np.column_stack([_numbers(frame[c]) for c in columns])
+
+
+def _sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column's SD (divisor n - 1) over its values present."""
+    out = np.zeros(x.shape[1])
+    for j in range(x.shape[1]):
+        present = x[~np.isnan(x[:, j]), j]
+        if present.size > 1:
+            out[j] = float(np.std(present, ddof=1))
+    return out
+
+
+def _close(a: NDArray[np.float64], b: NDArray[np.float64], what: str) -> list[str]:
+    scale = max(float(np.nanmax(np.abs(a))) if a.size else 0.0, 1.0)
+    gap = np.abs(np.nan_to_num(a - b)) > 1e-9 * scale
+    if gap.any():
+        r, c = np.argwhere(gap)[0]
+        return [f"{what}: record {r + 1} column {c + 1} is {a[r, c]!r}, expected {b[r, c]!r}"]
+    return []
+
+
+def _band(ratio: float, n: int) -> bool:
+    """Whether an SD ratio is within six standard errors of 1 (``se ~ 1/sqrt(2(n-1))``)."""
+    return abs(ratio - 1.0) <= 6.0 / math.sqrt(2.0 * max(n - 1, 1)) + 1e-9
+
+
+def _noise_moments(
+    method: str, x: NDArray[np.float64], y: NDArray[np.float64], p: Mapping[str, Any]
+) -> list[str]:
+    """Checks without the seed: the noise's size per column, within sampling error."""
+    n = int(np.sum(~np.isnan(x[:, 0])))
+    sd = _sd(x)
+    share = float(p.get("noise", 50.0)) / 100.0
+    if method == "correlated2":
+        delta = float(p.get("delta", 0.1))
+        d1 = math.sqrt(1.0 - delta**2)
+        e = (y - d1 * x) / delta
+        expected_sd = sd
+    else:
+        e = y - x
+        expected_sd = sd * (math.sqrt(share) if method == "correlated" else share)
+    for j in range(x.shape[1]):
+        if expected_sd[j] == 0:
+            continue
+        ratio = float(np.nanstd(e[:, j], ddof=1)) / expected_sd[j]
+        if not _band(ratio, n):
+            return [
+                f"noise: column {j + 1}: the noise's SD is {ratio:.3f} times the expected "
+                f"{expected_sd[j]:.6g}, beyond sampling error"
+            ]
+    return []
+
+
+def _gram_schmidt(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The orthonormal factor of ``matrix`` with positive ``R`` diagonal, via Cholesky:
+    ``Q = A R^-1`` where ``A^T A = R^T R``."""
+    upper = np.linalg.cholesky(matrix.T @ matrix).T
+    q: NDArray[np.float64] = np.linalg.solve(upper.T, matrix.T).T
+    return q
+
+
+def _romm_redrawn(
+    x: NDArray[np.float64], seed: int, p: float, section: Mapping[str, Any]
+) -> NDArray[np.float64]:
+    """ROMM's release drawn again (docs/masking.md, Noise: one matrix up to 1024 records,
+    else random blocks of about 256, ``p`` scaled by ``sqrt((n - 1) / (b - 1))``)."""
+    rng = np.random.default_rng([seed, 0])
+    n = x.shape[0]
+    blocks = int(section.get("romm_blocks", 1))
+    if blocks == 1:
+        return _gram_schmidt(np.eye(n) + p * rng.standard_normal((n, n))) @ x
+    order = rng.permutation(n)
+    out = np.empty_like(x)
+    for rows in np.array_split(order, blocks):
+        b = rows.size
+        scaled = p * math.sqrt((n - 1) / max(b - 1, 1))
+        out[rows] = _gram_schmidt(np.eye(b) + scaled * rng.standard_normal((b, b))) @ x[rows]
+    return out
+
+
+def _noise_redrawn(
+    method: str,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    seed: int,
+    p: Mapping[str, Any],
+    section: Mapping[str, Any],
+) -> list[str]:
+    """Checks with the seed: the noise drawn again (``default_rng([seed, 0])``)."""
+    share = float(p.get("noise", 50.0)) / 100.0
+    n, m = x.shape
+    rng = np.random.default_rng([seed, 0])
+    if method == "romm":
+        return _close(y, _romm_redrawn(x, seed, float(p.get("p", 0.001)), section), "romm")
+    if method == "outdect":
+        rows = np.flatnonzero(np.any(np.nan_to_num(y - x) != 0, axis=1))
+        rng.integers(0, 2**31 - 1)  # the MCD's seed, drawn first
+        z = rng.standard_normal((rows.size, m))
+        expected = x.copy()
+        expected[rows] += z * (1.96 * _sd(x) / math.sqrt(n) * share)
+        return _close(y, expected, "outdect")
+    z = rng.standard_normal((n, m))
+    if method == "additive":
+        return _close(y, x + z * (share * _sd(x)), "additive")
+    if method == "correlated2":
+        delta = float(p.get("delta", 0.1))
+        d1 = math.sqrt(1.0 - delta**2)
+        mean = np.nanmean(x, axis=0)
+        draws = z * _sd(x) + (1.0 - d1) / delta * mean
+        return _close(y, d1 * x + delta * draws, "correlated2")
+    # correlated: y - x = z B for some B with B^T B = share Cov(x)
+    d = y - x
+    complete = ~np.isnan(d).any(axis=1)
+    factor = np.linalg.lstsq(z[complete], d[complete], rcond=None)[0]
+    problems = _close(d[complete], z[complete] @ factor, "correlated")
+    cov = np.cov(x[~np.isnan(x).any(axis=1)], rowvar=False, ddof=1) * share
+    if not problems and not np.allclose(factor.T @ factor, cov, rtol=1e-6, atol=1e-9):
+        problems.append("correlated: the noise's covariance is not noise/100 times the data's")
+    return problems
+
+
+def _check_noise(
+    original: pd.DataFrame, release: pd.DataFrame, columns: list[str], report: Mapping[str, Any]
+) -> list[str]:
+    section = report["masking"]
+    method = str(section["noise_method"])
+    p = report["parameters"]["parameters"]
+    x, y = _block(original, columns), _block(release, columns)
+    if not np.array_equal(np.isnan(x), np.isnan(y)):
+        return ["noise: a missing value must stay missing, and only it"]
+    n = x.shape[0]
+    if n == 0:
+        return []
+    if method == "restr":  # deterministic: c x + (1 - c) mean
+        w = float(p.get("noise", 50.0)) / 100.0
+        c = (
+            math.sqrt((n - 1 - w) / ((n + 1) * (1 + w)))
+            if n < 500
+            else math.sqrt((n - 1) / (n + n * w - 1))
+        )
+        return _close(y, c * x + (1 - c) * np.nanmean(x, axis=0), "restr")
+    if method == "romm":  # orthogonal: x^T x kept
+        if not np.allclose(y.T @ y, x.T @ x, rtol=1e-8, atol=0.0):
+            return ["romm: the columns' sums of squares and cross products changed"]
+    elif method == "outdect":
+        above = np.any(x > np.quantile(x, 0.99, axis=0), axis=1)
+        unchanged = np.all(x == y, axis=1)
+        if float(p.get("noise", 50.0)) > 0 and np.any(above & unchanged):
+            r = int(np.flatnonzero(above & unchanged)[0])
+            return [f"outdect: record {r + 1} lies above a 99 % quantile but got no noise"]
+    else:
+        problems = _noise_moments(method, x, y, p)
+        if problems:
+            return problems
+    seed = report.get("seed")
+    return [] if seed is None else _noise_redrawn(method, x, y, int(seed), p, section)
+
+
+def _rank_range(sorted_desc: NDArray[np.float64], values: NDArray[np.float64]) -> Any:
+    """First and last position of each value in a column sorted from high to low."""
+    ascending = -sorted_desc
+    return (
+        np.searchsorted(ascending, -values, side="left"),
+        np.searchsorted(ascending, -values, side="right") - 1,
+    )
+
+
+def _swap_column(
+    name: str, x: NDArray[np.float64], y: NDArray[np.float64], entry: Mapping[str, Any], mode: str
+) -> list[str]:
+    present = np.flatnonzero(~np.isnan(x))
+    if not np.array_equal(np.isnan(x), np.isnan(y)):
+        return [f"rankswap: column '{name}': a missing value must stay missing, and only it"]
+    order = present[np.argsort(-x[present], kind="stable")]  # ties in record order
+    top, bottom = int(entry["top"]), int(entry["bottom"])
+    n = order.size
+    groups = {"top": order[:top], "bottom": order[n - bottom :]}
+    for kind, rows in groups.items():
+        if not rows.size:
+            continue
+        if mode == "mean":
+            mean = float(np.mean(x[rows]))
+            if not np.allclose(y[rows], mean, rtol=1e-12, atol=0.0):
+                return [f"rankswap: column '{name}': the {kind} group is not its mean {mean!r}"]
+        elif not np.array_equal(np.sort(y[rows]), np.sort(x[rows])):
+            return [f"rankswap: column '{name}': the {kind} group's values are not its own"]
+    middle = order[top : n - bottom]
+    ranked = x[middle]
+    if not np.array_equal(np.sort(y[middle]), np.sort(ranked)):
+        return [f"rankswap: column '{name}': the middle values are not the original's"]
+    share = float(entry["share"])
+    if int(entry["max_distance"]) != int(np.floor(middle.size * share + 1e-9)) - 1:
+        return [f"rankswap: column '{name}': max_distance does not match the window's share"]
+    lo_x, hi_x = _rank_range(ranked, x[middle])
+    lo_y, hi_y = _rank_range(ranked, y[middle])
+    distance = np.maximum(0, np.maximum(lo_y - hi_x, lo_x - hi_y))
+    worst = int(np.argmax(distance)) if distance.size else 0
+    allowed = max(int(entry["max_distance"]), 0)
+    if distance.size and distance[worst] > allowed:
+        return [
+            f"rankswap: column '{name}' record {int(middle[worst]) + 1} moved "
+            f"{int(distance[worst])} ranks, beyond the window's {allowed}"
+        ]
+    return []
+
+
+def _window_share(ranked: NDArray[np.float64], top: int, bottom: int, p: Mapping[str, Any]) -> Any:
+    n = ranked.size
+    if p.get("p") is not None:
+        return float(p["p"]) / 100.0
+    v_top = ranked[top - 1] if top else ranked[0]
+    v_bottom = ranked[n - bottom] if bottom else ranked[n - 1]
+    spread = abs(float(v_bottom) - float(v_top))
+    middle = ranked[top : n - bottom]
+    if spread == 0 or middle.size == 0:
+        return 0.0
+    if p.get("k0") is not None:
+        return math.sqrt(8.0 / 3.0) * float(p["k0"]) * abs(float(np.mean(middle))) / spread
+    r0 = 0.95 if p.get("r0") is None else float(p["r0"])
+    return math.sqrt(2.0 * float(np.var(middle)) * (1.0 - r0)) / spread
+
+
+def _check_rankswap(
+    original: pd.DataFrame, release: pd.DataFrame, columns: list[str], report: Mapping[str, Any]
+) -> list[str]:
+    section = report["masking"]
+    p = report["parameters"]["parameters"]
+    mode = str(section["extremes"])
+    for name in columns:
+        x, y = _numbers(original[name]), _numbers(release[name])
+        entry = section["columns"][name]
+        ranked = -np.sort(-x[~np.isnan(x)])
+        n = ranked.size
+        top = math.floor(n * float(p.get("top_percent", 5.0)) / 100.0 + 1e-9)
+        bottom = math.floor(n * float(p.get("bottom_percent", 5.0)) / 100.0 + 1e-9)
+        if (top, bottom) != (int(entry["top"]), int(entry["bottom"])):
+            return [f"rankswap: column '{name}': the top/bottom group sizes are not the percents'"]
+        if n and not math.isclose(
+            _window_share(ranked, top, bottom, p), float(entry["share"]), rel_tol=1e-9
+        ):
+            return [f"rankswap: column '{name}': the window does not follow p, r0 or k0"]
+        problems = _swap_column(name, x, y, entry, mode)
+        if problems:
+            return problems
+    return []
+
+
+def _check_shuffle(
+    original: pd.DataFrame, release: pd.DataFrame, columns: list[str], report: Mapping[str, Any]
+) -> list[str]:
+    for name in columns:
+        x, y = _numbers(original[name]), _numbers(release[name])
+        if not np.array_equal(np.sort(x), np.sort(y), equal_nan=True):
+            return [f"shuffle: column '{name}' is not a permutation of the original"]
+    section = report["masking"]
+    if section.get("shuffle_method") != "mlm":
+        return []
+    # mlm draws nothing: the release is the original sorted into the order of the fitted
+    # values of the least-squares regression on the predictors (ties in record order)
+    s = _block(original, section["predictors"])
+    x = _block(original, columns)
+    design = np.column_stack([np.ones(len(x)), s])
+    fitted = design @ np.linalg.lstsq(design, x, rcond=None)[0]
+    for j, name in enumerate(columns):
+        expected = np.empty(len(x))
+        expected[np.argsort(fitted[:, j], kind="stable")] = np.sort(x[:, j])
+        y = _numbers(release[name])
+        if not np.array_equal(expected, y):
+            return [f"shuffle: column '{name}' is not in the order of the regression's fit"]
+    return []
+
+
+CHECKS.update(
+    {
+        "noise": _check_noise,
+        "rankswap": _check_rankswap,
+        "shuffle": _check_shuffle,
+    }
+)

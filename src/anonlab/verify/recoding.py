@@ -25,16 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.verify.criteria import check_criteria
 
 __all__ = ["check_coverage", "check_recoding", "covers_in_order"]
-
-
-def _text(column: pd.Series) -> pd.Series:
-    """A column as text, a missing value as the empty string."""
-    return column.astype(str).where(column.notna(), "")
 
 
 def _order_key(text: str) -> tuple[int, float, str]:
@@ -83,28 +79,93 @@ def check_coverage(
     if len(release) != len(original):
         return [f"the release has {len(release)} records, the original {len(original)}"]
     for column in expected_columns:
-        before = _text(original[column]).to_numpy()
-        after = _text(release[column]).to_numpy()
-        pairs = pd.unique(pd.Series(list(zip(before, after, strict=True)), dtype=object))
+        was, was_text = _codes(original[column])
+        now, now_text = _codes(release[column])
+        # each distinct (original, released) pair once: the rows are compared by their codes
+        pair = was * max(len(now_text), 1) + now
+        seen, first = np.unique(pair, return_index=True)
+        old_codes, new_codes = seen // max(len(now_text), 1), seen % max(len(now_text), 1)
         if column in ordered:
-            bad = [p for p in pairs if not covers_in_order(p[0], p[1])]
+            fine = _covered_in_order(was_text, now_text, old_codes, new_codes)
         elif column in hierarchies:
             up = _ancestors(hierarchies[column])
-            bad = [
-                p
-                for p in pairs
-                if p[1] not in (p[0], SUPPRESSED) and p[1] not in up.get(p[0], set())
-            ]
+            olds = [was_text[int(c)] for c in old_codes]
+            news = [now_text[int(c)] for c in new_codes]
+            fine = np.array(
+                [
+                    n in (o, SUPPRESSED) or n in up.get(o, ())
+                    for o, n in zip(olds, news, strict=True)
+                ],
+                dtype=bool,
+            )
         else:
-            bad = [p for p in pairs if p[0] != p[1]]
-        if bad:
-            was, now = bad[0]
-            rows = np.flatnonzero((before == was) & (after == now))
+            same = {i: t for i, t in enumerate(now_text)}
+            fine = np.array(
+                [
+                    was_text[int(o)] == same[int(n)]
+                    for o, n in zip(old_codes, new_codes, strict=True)
+                ],
+                dtype=bool,
+            )
+        if not fine.all():
+            bad = int(np.flatnonzero(~fine)[np.argmin(first[~fine])])
             problems.append(
-                f"column '{column}': row {int(rows[0]) + 1} releases '{now}', which does not "
-                f"cover its original '{was}'"
+                f"column '{column}': row {int(first[bad]) + 1} releases "
+                f"'{now_text[int(new_codes[bad])]}', which does not cover its original "
+                f"'{was_text[int(old_codes[bad])]}'"
             )
     return problems
+
+
+def _codes(column: pd.Series) -> tuple[NDArray[np.int64], list[str]]:
+    """A column's rows as codes into its distinct texts (a missing value is the empty
+    string), the texts made once per distinct value."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    texts = [str(u) for u in uniques]
+    codes = np.asarray(codes, dtype=np.int64)
+    if (codes < 0).any():
+        if "" in texts:
+            codes[codes < 0] = texts.index("")
+        else:
+            codes[codes < 0] = len(texts)
+            texts.append("")
+    # two distinct values with one text (e.g. 1 and "1" in an object column) share a code
+    merged, back = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    return back.reshape(-1)[codes].astype(np.int64), [str(t) for t in merged]
+
+
+def _covered_in_order(
+    was_text: Sequence[str],
+    now_text: Sequence[str],
+    old_codes: NDArray[np.int64],
+    new_codes: NDArray[np.int64],
+) -> NDArray[np.bool_]:
+    """:func:`covers_in_order` of each (original, released) pair given by codes into
+    ``was_text`` and ``now_text``: each distinct text parsed once, the pairs compared as
+    ranks in the one order (docs/mondrian.md, "Release")."""
+    keys = {text: _order_key(text) for text in was_text}
+    spans: list[tuple[tuple[int, float, str], tuple[int, float, str]] | None] = []
+    for text in now_text:
+        span = None
+        if text.startswith("[") and text.endswith("]") and ", " in text:
+            lo, _, hi = text[1:-1].partition(", ")
+            low, high = _order_key(lo), _order_key(hi)
+            span = (low, high) if low < high else None
+        spans.append(span)
+        if span is not None:
+            keys.setdefault(lo, low)
+            keys.setdefault(hi, high)
+    order = sorted(set(keys.values()))
+    rank_of = {key: i for i, key in enumerate(order)}
+    was_rank = np.array([rank_of[keys[t]] for t in was_text], dtype=np.int64)
+    low_rank = np.array([rank_of[s[0]] if s else -1 for s in spans], dtype=np.int64)
+    high_rank = np.array([rank_of[s[1]] if s else -2 for s in spans], dtype=np.int64)
+    # the released text equal to the original: the same text
+    lookup = {text: i for i, text in enumerate(was_text)}
+    equal_to = np.array([lookup.get(text, -1) for text in now_text], dtype=np.int64)
+    rank = was_rank[old_codes]
+    inside = (low_rank[new_codes] <= rank) & (rank <= high_rank[new_codes])
+    return np.asarray(inside | (equal_to[new_codes] == old_codes), dtype=bool)
 
 
 def check_recoding(
@@ -123,5 +184,6 @@ def check_recoding(
     qi = [c for c in release.columns if c in hierarchies or c in ordered]
     top = np.ones(len(release), dtype=bool)
     for c in qi:
-        top &= _text(release[c]).to_numpy() == SUPPRESSED
+        codes, texts = _codes(release[c])
+        top &= codes == (texts.index(SUPPRESSED) if SUPPRESSED in texts else -1)
     return check_criteria(original, release, criteria, qi, 0, expected_star=top)

@@ -15,7 +15,8 @@ original and the released tables as text and checks that
 - the blanked cells per key are as many as reported.
 
 The frequencies are counted per pair of blank classes (the sets of blank keys) by
-joining the distinct released key tuples on the keys both classes hold, with pandas.
+matching the distinct released key tuples on the keys both classes hold (sorted keys
+and binary search).
 """
 
 from __future__ import annotations
@@ -67,48 +68,74 @@ def frequencies(
 
 
 def _stratum_frequencies(keys: pd.DataFrame, alpha: float) -> np.ndarray[Any, Any]:
-    names = list(keys.columns)
-    frame = keys.copy()
-    frame.columns = [f"c{i}" for i in range(len(names))]
-    cols = list(frame.columns)
-    blank = frame.isna().to_numpy()
-    frame["_class"] = ["".join(row) for row in np.where(blank, "1", "0").tolist()]
-    filled = frame.fillna("\x00")
-    tuples = filled.groupby([*cols, "_class"], sort=False).size().rename("_n").reset_index()
-    tuples = tuples.replace({"\x00": None})
-    total = float(len(keys))
-    fk = pd.Series(0.0, index=tuples.index)
-    classes = tuples["_class"].unique()
-    none = "0" * len(cols)
-    every = "1" * len(cols)
-    for a in classes:
-        queries = tuples[tuples["_class"] == a]
+    """The frequencies of one stratum's records: its distinct tuples (text, ``None`` a
+    blank) numbered column by column, then for each pair of blank classes the tuples'
+    numbers on the keys both classes hold, as one integer each, matched by sorting."""
+    n, m = keys.shape
+    codes = np.empty((n, m), dtype=np.int64)
+    for j in range(m):
+        column = keys.iloc[:, j]
+        numbers, _ = pd.factorize(column, use_na_sentinel=True)
+        codes[:, j] = numbers
+    tuples, inverse, sizes = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    blank = tuples < 0
+    classes = blank @ (1 << np.arange(m, dtype=np.int64))
+    radix = codes.max(axis=0) + 2 if n else np.ones(m, dtype=np.int64)
+    total = float(n)
+    every = (1 << m) - 1
+    fk = np.zeros(len(tuples), dtype=np.float64)
+    members = {int(c): np.flatnonzero(classes == c) for c in np.unique(classes)}
+    for a, queries in members.items():
         if a == every:
-            fk[queries.index] = total
+            fk[queries] = total
             continue
-        for b in classes:
-            others = tuples[tuples["_class"] == b]
-            if a == none:
-                weight = 1.0 if b == none else (0.0 if b == every else alpha)
+        for b, others in members.items():
+            if a == 0:
+                weight = 1.0 if b == 0 else (0.0 if b == every else alpha)
             else:
-                weight = 1.0 if b == none else alpha
+                weight = 1.0 if b == 0 else alpha
             if weight == 0.0:
                 continue
-            on = [c for i, c in enumerate(cols) if a[i] == "0" and b[i] == "0"]
-            if on:
-                sums = others.groupby(on, sort=False)["_n"].sum().rename("_m").reset_index()
-                joined = queries[on].reset_index().merge(sums, on=on, how="left")
-                matched = joined.set_index("index")["_m"].fillna(0.0)
-            else:
-                matched = pd.Series(float(others["_n"].sum()), index=queries.index)
-            fk[queries.index] += weight * matched.reindex(queries.index).to_numpy()
-        if a != none:  # the tuple's own records counted alpha above; they count 1
-            fk[queries.index] += (1.0 - alpha) * queries["_n"].to_numpy()
-    tuples["_fk"] = fk
-    back = filled.merge(
-        tuples.fillna("\x00")[[*cols, "_class", "_fk"]], on=[*cols, "_class"], how="left"
-    )
-    return back["_fk"].to_numpy(dtype=np.float64)
+            on = [j for j in range(m) if not (a | b) >> j & 1]
+            fk[queries] += weight * _summed_matches(tuples, sizes, queries, others, on, radix)
+        if a != 0:  # the tuple's own records counted alpha above; they count 1
+            fk[queries] += (1.0 - alpha) * sizes[queries]
+    out: np.ndarray[Any, Any] = fk[inverse]
+    return out
+
+
+def _summed_matches(
+    tuples: np.ndarray[Any, Any],
+    sizes: np.ndarray[Any, Any],
+    queries: np.ndarray[Any, Any],
+    others: np.ndarray[Any, Any],
+    on: list[int],
+    radix: np.ndarray[Any, Any],
+) -> np.ndarray[Any, Any]:
+    """For each query tuple, the records of the ``others`` tuples equal to it on ``on``."""
+    if not on:
+        return np.full(queries.size, float(sizes[others].sum()))
+    key_q = np.zeros(queries.size, dtype=object if _too_wide(radix, on) else np.int64)
+    key_o = np.zeros(others.size, dtype=key_q.dtype)
+    for j in on:
+        key_q = key_q * int(radix[j]) + tuples[queries, j]
+        key_o = key_o * int(radix[j]) + tuples[others, j]
+    order = np.argsort(key_o, kind="stable")
+    sorted_keys = key_o[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(sizes[others][order].astype(np.float64))])
+    left = np.searchsorted(sorted_keys, key_q, side="left")
+    right = np.searchsorted(sorted_keys, key_q, side="right")
+    out: np.ndarray[Any, Any] = cumulative[right] - cumulative[left]
+    return out
+
+
+def _too_wide(radix: np.ndarray[Any, Any], on: list[int]) -> bool:
+    """Whether the keys' product overflows int64 (then Python integers are used)."""
+    space = 1
+    for j in on:
+        space *= int(radix[j])
+    return space >= 2**62
 
 
 def check_suppression(

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anonlab.htmlreport.blocks import Section
+from anonlab.htmlreport.sections.compare import compare_plot, compare_sections
 from anonlab.htmlreport.sections.context import Built, RenderContext
 from anonlab.htmlreport.sections.fusion import fusion_plot, fusion_sections
 from anonlab.htmlreport.sections.generalization import (
@@ -44,6 +45,7 @@ BUILDERS: dict[str, Builder] = {
     "perturb": perturbation_sections,
     "attack": perturbation_sections,
     "suppress": suppression_sections,
+    "compare": compare_sections,
 }
 
 # a command's natural picture for --plot (None when the report lacks its data)
@@ -54,6 +56,7 @@ FIGURES: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "party": fusion_plot,
     "perturb": attack_plot,
     "attack": attack_plot,
+    "compare": compare_plot,
 }
 
 FAMILY: dict[str, str] = {
@@ -67,6 +70,8 @@ FAMILY: dict[str, str] = {
     "perturb": "perturbation",
     "attack": "perturbation",
     "suppress": "suppression",
+    "mask": "masking",
+    "compare": "comparison",
 }
 
 

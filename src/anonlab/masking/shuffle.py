@@ -1,0 +1,271 @@
+"""Data shuffling of numeric columns: sdcMicro's ``shuffle`` (docs/masking.md, Shuffling).
+
+Muralidhar and Sarathy (2006), "Data shuffling: a new masking approach for numerical data",
+Management Science 52(5), as sdcMicro 5.8.1 implements it (``R/shuffle.R``). The
+confidential columns (the *responses*, sdcMicro's formula's left side) are perturbed by a
+model of them given the non-confidential columns (the *predictors*, the right side); the
+perturbed values ``Y*`` only give an order: each response column's released values are its
+original values sorted and handed out in the order of ``Y*`` (the *reverse mapping*:
+record i gets the k-th smallest original value when its ``Y*`` is the k-th smallest, ties
+in ``Y*`` by record order). So every released column is a permutation of the original
+one and its marginal is kept exactly.
+
+Methods (``Y*``):
+
+- ``ds`` (sdcMicro's default; the normal-scores shuffling of Muralidhar and Sarathy): each
+  column of ``[X, S]`` to normal scores ``z = Phi^-1((rank - 0.5) / n)`` (average ranks for
+  ties); the rank correlations ``rho`` to product-moment ones ``2 sin(pi rho / 6)``
+  (Pearson 1907; Kruskal 1958), giving ``P_XX, P_XS, P_SS``; then
+  ``Y* = z_S (P_XS P_SS^-1)^T + e``, ``e ~ N(0, P_XX - P_XS P_SS^-1 P_SX)``: the conditional
+  normal distribution of the responses' scores given the predictors' (GADP on the normal
+  scores).
+- ``mvn``: ``Y*`` from the general additive perturbation (GADP, Muralidhar, Parsa and
+  Sarathy 1999, as sdcMicro's ``egadp``) of a sample drawn from the multivariate normal
+  with the table's means and its rank (Spearman) covariance. The draw does not use the
+  records, so the released responses keep (roughly) their joint rank correlations but no
+  link to the records' predictors: a random permutation in effect.
+- ``mlm``: ``Y*`` the fitted values of the multivariate linear regression of the responses
+  on the predictors (with intercept). It draws no random number: the same table gives the
+  same release.
+
+``egadp`` (sdcMicro): ``Y* = F + R_V C_V^-1 C_R^-1``, where ``F`` and ``R`` are the fitted
+values and residuals of the responses regressed on the predictors, ``V`` a draw from
+``N(mean(X), C_s(X))``, ``R_V`` the residuals of ``V`` regressed on the predictors and the
+responses, ``C_R``, ``C_V`` the rank covariances (covariance of the average ranks) of ``R``
+and ``R_V``, and ``C_s(X)`` that of the responses. (GADP proper scales the residuals by
+``C_V^-1/2 C_R^1/2``; anonlab follows sdcMicro so that its releases are distributed as
+sdcMicro's.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from pydantic import field_validator
+from scipy import special, stats
+
+from anonlab.errors import AnonlabError
+from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
+from anonlab.settings import split_names
+
+ShuffleMethod = Literal["ds", "mvn", "mlm"]
+SHUFFLE_METHODS: Final[tuple[str, ...]] = ("ds", "mvn", "mlm")
+
+
+def shuffle(
+    responses: NDArray[np.float64],
+    predictors: NDArray[np.float64],
+    rng: np.random.Generator,
+    *,
+    method: str = "ds",
+) -> NDArray[np.float64]:
+    """The responses (``n x r``) shuffled given the predictors (``n x s``) by ``method``.
+
+    Every released column is a permutation of the same response column (module docstring).
+    """
+    x = _matrix(responses, "responses")
+    s = _matrix(predictors, "predictors")
+    if method not in SHUFFLE_METHODS:
+        raise AnonlabError(
+            f"shuffle_method must be one of {', '.join(SHUFFLE_METHODS)} (got {method!r})",
+            parameter="shuffle_method",
+        )
+    if x.shape[0] != s.shape[0]:
+        raise AnonlabError("the responses and the predictors must have the same records")
+    if x.shape[1] == 0 or s.shape[1] == 0:
+        raise AnonlabError("shuffle needs at least one response and one predictor column")
+    if x.shape[0] < 3:
+        return x.copy()
+    if method == "ds":
+        ystar = normal_scores_draw(x, s, rng)
+    elif method == "mvn":
+        ystar = mvn_draw(x, s, rng)
+    else:
+        ystar = _regression(x, s)[0]
+    return reverse_map(x, ystar)
+
+
+def _matrix(values: NDArray[np.float64], what: str) -> NDArray[np.float64]:
+    data = np.asarray(values, dtype=np.float64)
+    if data.ndim == 1:
+        data = data[:, None]
+    if data.ndim != 2:
+        raise AnonlabError(f"shuffle's {what} must be a table of columns")
+    if not np.isfinite(data).all():
+        raise AnonlabError(f"shuffle's {what} must have no missing or infinite values")
+    return data
+
+
+def reverse_map(x: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column of ``x`` sorted and handed out in the order of ``ystar``'s column: the
+    record with the k-th smallest ``ystar`` (ties by record order) gets the k-th smallest
+    value of ``x``."""
+    out = np.empty_like(x)
+    order = np.argsort(ystar, axis=0, kind="stable")
+    ordered = np.sort(x, axis=0)
+    np.put_along_axis(out, order, ordered, axis=0)
+    return out
+
+
+def _ranks(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    ranked: NDArray[np.float64] = stats.rankdata(data, method="average", axis=0).astype(np.float64)
+    return ranked
+
+
+def _correlation(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Pearson correlation of the columns; a constant column correlates 0 (1 with itself)."""
+    centred = data - data.mean(axis=0)
+    norms = np.sqrt(np.einsum("ij,ij->j", centred, centred))
+    safe = np.where(norms > 0, norms, 1.0)
+    unit = centred / safe
+    corr: NDArray[np.float64] = unit.T @ unit
+    np.fill_diagonal(corr, 1.0)
+    return corr
+
+
+def _rank_cov(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Covariance (divisor n - 1) of the columns' average ranks (R's ``cov(method =
+    "spearman")``)."""
+    cov: NDArray[np.float64] = np.atleast_2d(np.cov(_ranks(data), rowvar=False, ddof=1))
+    return cov
+
+
+def _mvnormal(
+    rng: np.random.Generator, n: int, mean: NDArray[np.float64], cov: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``n`` draws of ``N(mean, cov)`` through ``cov``'s eigen decomposition (as
+    MASS::mvrnorm), so a singular ``cov`` is allowed."""
+    values, vectors = np.linalg.eigh(cov)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    draws: NDArray[np.float64] = mean + rng.standard_normal((n, cov.shape[0])) @ root.T
+    return draws
+
+
+def normal_scores_draw(
+    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """``Y*`` of method ``ds`` (module docstring)."""
+    n, r = x.shape
+    joint = np.hstack([x, s])
+    ranks = _ranks(joint)
+    scores = special.ndtri((ranks - 0.5) / n)
+    pmc = 2.0 * np.sin(np.pi * _correlation(ranks) / 6.0)
+    p_xs = pmc[:r, r:]
+    p_ss = pmc[r:, r:]
+    coef = np.linalg.lstsq(p_ss, p_xs.T, rcond=None)[0]  # P_SS^-1 P_SX
+    conditional = pmc[:r, :r] - p_xs @ coef
+    conditional = (conditional + conditional.T) / 2.0
+    mean = scores[:, r:] @ coef
+    draws: NDArray[np.float64] = mean + _mvnormal(rng, n, np.zeros(r), conditional)
+    return draws
+
+
+def _regression(
+    y: NDArray[np.float64], s: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Fitted values and residuals of the least-squares regression of ``y`` on ``s`` with
+    an intercept (R's ``lm``; a collinear predictor adds nothing, as ``lm``'s aliased
+    coefficient)."""
+    design = np.hstack([np.ones((s.shape[0], 1)), s])
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    fitted: NDArray[np.float64] = design @ coef
+    return fitted, y - fitted
+
+
+def egadp(
+    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """sdcMicro's ``egadp`` perturbation of ``x`` given ``s`` (module docstring)."""
+    fitted, residuals = _regression(x, s)
+    c_r = _rank_cov(residuals)
+    v = _mvnormal(rng, x.shape[0], x.mean(axis=0), _rank_cov(x))
+    v_residuals = _regression(v, np.hstack([s, x]))[1]
+    c_v = _rank_cov(v_residuals)
+    scaled = np.linalg.solve(c_v.T, v_residuals.T).T  # R_V C_V^-1
+    scaled = np.linalg.solve(c_r.T, scaled.T).T  # ... C_R^-1
+    out: NDArray[np.float64] = fitted + scaled
+    return out
+
+
+def mvn_draw(
+    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """``Y*`` of method ``mvn`` (module docstring)."""
+    r = x.shape[1]
+    joint = np.hstack([x, s])
+    sample = _mvnormal(rng, x.shape[0], joint.mean(axis=0), _rank_cov(joint))
+    return egadp(sample[:, :r], sample[:, r:], rng)
+
+
+# ---------------------------------------------------------------------------
+# The registered method (anonlab mask --method shuffle; docs/masking.md)
+# ---------------------------------------------------------------------------
+
+
+class ShuffleParams(MethodParams):
+    """``shuffle_method`` (sdcMicro's ``method``: ``ds``, ``mvn``, ``mlm``) and
+    ``predictors``: the non-confidential numeric columns (the right side of sdcMicro's
+    formula; the masked columns are its left side), released as they are."""
+
+    shuffle_method: ShuffleMethod = "ds"
+    predictors: list[str]
+
+    @field_validator("predictors", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return split_names(value) if isinstance(value, str | list | tuple) else value
+
+    def read_columns(self) -> list[str]:
+        return list(self.predictors)
+
+
+def apply_shuffle(
+    frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None
+) -> Masked:
+    """:func:`shuffle` of ``columns`` given the predictors, ``default_rng([seed, 0])``."""
+    from anonlab.masking.noise import numeric_block, released_columns
+
+    p: ShuffleParams = params
+    if seed is None and p.shuffle_method != "mlm":
+        raise AnonlabError("shuffle draws random numbers: give a seed", parameter="seed")
+    absent = [c for c in p.predictors if c not in frame.columns]
+    if absent:
+        raise AnonlabError(
+            f"predictors: unknown column {', '.join(absent)}", parameter="predictors"
+        )
+    both = [c for c in p.predictors if c in columns]
+    if both:
+        raise AnonlabError(
+            f"predictors: {', '.join(both)} is masked too: a predictor is released as it is",
+            parameter="predictors",
+        )
+    if not p.predictors:
+        raise AnonlabError("predictors: name at least one column", parameter="predictors")
+    x = numeric_block(frame, columns)
+    s = numeric_block(frame, p.predictors)
+    rng = np.random.default_rng([seed if seed is not None else 0, 0])
+    y = shuffle(x, s, rng, method=p.shuffle_method)
+    section = {
+        "shuffle_method": p.shuffle_method,
+        "predictors": list(p.predictors),
+        "seed_layout": "default_rng([seed, 0])",
+        "records_moved": {
+            name: int(np.count_nonzero(y[:, j] != x[:, j])) for j, name in enumerate(columns)
+        },
+    }
+    return Masked(released_columns(frame, columns, y), section)
+
+
+METHOD = MaskingMethod(
+    name="shuffle",
+    sdcmicro="shuffle",
+    params=ShuffleParams,
+    apply=apply_shuffle,
+    randomized=True,
+    kind="numeric",
+    summary="data shuffling (--shuffle-method ds|mvn|mlm) given --predictors",
+)
