@@ -124,5 +124,5 @@ def test_each_method_reports_what_the_release_loses(tmp_path: Path, recoding: Re
     loss = report["loss"]
     assert isinstance(loss, dict)
     assert loss["gcp"] == pytest.approx(measured["gcp"], abs=1e-12)
-    if recoding == "full-domain":  # Mondrian's own sums partitions, some of which merge
-        assert loss["discernibility"] == measured["discernibility"]
+    assert loss["discernibility"] == measured["discernibility"]
+    assert loss["average_class_size"] == pytest.approx(measured["average_class_size"])

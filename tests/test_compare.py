@@ -104,9 +104,12 @@ def _random_pair(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
             "grade": rng.choice(["a", "b", "c", "d", "e"], n),
         }
     )
-    colour, x, grade = [], [], []
+    colour: list[str] = []
+    x: list[str] = []
+    grade: list[str] = []
     for i in range(n):
-        c, v, g = original.loc[i, "colour"], int(original.loc[i, "x"]), original.loc[i, "grade"]
+        c, g = str(original["colour"].iloc[i]), str(original["grade"].iloc[i])
+        v = int(original["x"].iloc[i])
         pick = rng.integers(0, 4)
         colour.append(
             [c, COLOURS.label(c, 1), "*", str(rng.choice(["red", "orange", "blue", "green"]))][pick]

@@ -338,3 +338,40 @@ def test_generalizer_and_run(tmp_path: Path) -> None:
     written = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
     assert written.equals(expected.astype(str))
     assert run.report["suppressed_records"] == result.suppressed
+
+
+def test_anonlab_verify_rechecks_a_local_report(tmp_path: Path) -> None:
+    """`anonlab verify REPORT` re-checks a local-recoding release from its report and finds a
+    cell that no longer covers its original."""
+    from anonlab.runs.generalize import run_generalize
+    from anonlab.verify.report import verify_report
+
+    frame, hierarchies = _random_table(4)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    files = {}
+    for name, h in hierarchies.items():
+        path = tmp_path / f"h_{name}.csv"
+        path.write_text("\n".join(";".join(row) for row in h.rows) + "\n")
+        files[name] = str(path)
+    settings = GeneralizeSettings(
+        input=str(tmp_path / "t.csv"),
+        qi=files,
+        insensitive=["s"],
+        k=5,
+        suppression=1.0,
+        metric="loss",
+        gs_factor=0.05,
+        recoding="local",
+        output=str(tmp_path / "out.csv"),
+        report=str(tmp_path / "r.json"),
+    )
+    run_generalize(settings)
+    assert verify_report(tmp_path / "r.json").ok
+    release = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    row = int(np.flatnonzero((release["a"] != "*").to_numpy())[0])
+    values = release["a"].to_numpy(dtype=object).copy()
+    values[row] = "a7" if frame["a"].iat[row] != "a7" else "a0"
+    release["a"] = values
+    release.to_csv(tmp_path / "tampered.csv", index=False)
+    result = verify_report(tmp_path / "r.json", release=tmp_path / "tampered.csv")
+    assert not result.ok and "does not cover" in result.findings[0]

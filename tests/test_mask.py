@@ -78,10 +78,15 @@ def test_pram_from_the_command_line_writes_a_verified_release(tmp_path: Path) ->
         ]
     )  # fmt: skip
     assert code == 0, text
-    assert "mask pram (pram): roof, walls of 4580 records, seed 1; release verified" in text
+    assert (
+        "mask pram (pram): roof, walls of 4580 records, seed given (kept out of the report); "
+        "release verified" in text
+    )
     assert _sha(TESTDATA) == before
     report = json.loads(rep.read_text())
-    assert report["command"] == "mask" and report["verified"] is True and report["seed"] == 1
+    assert report["command"] == "mask" and report["verified"] is True
+    assert report["seed"] is None and report["seed_given"] is True  # the seed stays private
+    assert report["parameters"]["seed"] is None and '"seed": 1' not in rep.read_text()
     assert report["parameters"]["parameters"] == {
         "matrix": None, "pd": [0.7], "alpha": [0.6], "strata": ["urbrur"]
     }  # fmt: skip
@@ -100,7 +105,11 @@ def test_pram_from_the_command_line_writes_a_verified_release(tmp_path: Path) ->
         .all()
     )
     code, text = _run(["verify", str(rep)])
+    assert code == 0 and "redrawn from the seed" not in text, text
+    code, text = _run(["verify", str(rep), "--seed", "1"])
     assert code == 0 and "redrawn from the seed" in text, text
+    code, text = _run(["verify", str(rep), "--seed", "2"])  # another draw: refused
+    assert code != 0, text
 
 
 def test_toml_command_line_and_python_give_one_release(tmp_path: Path, frame: pd.DataFrame) -> None:
@@ -369,3 +378,31 @@ def test_the_documented_example_prints_what_the_page_shows(tmp_path: Path) -> No
     assert re.sub(r"; [0-9.]+ s$", "", line) == shown_line.group(1)
     counts = json.loads(rep.read_text())["masking"]["columns"]["age"]["counts"]
     assert counts == json.loads(shown_counts.group(1))
+
+
+def test_the_pram_risk_accounts_for_the_matrix(tmp_path: Path) -> None:
+    """risk_pram: each record's chance of keeping its value (the matrix diagonal at its
+    released value) over its released class size, computed here by hand."""
+    table = tmp_path / "t.csv"
+    table.write_text("k,x\n" + "".join(f"{v},{i}\n" for i, v in enumerate("aaabbc" * 5)))
+    matrix = _matrix_file(
+        tmp_path, [[0.8, 0.2, 0.0], [0.4, 0.6, 0.0], [0.0, 0.0, 1.0]], ["a", "b", "c"]
+    )
+    settings = MaskSettings(
+        input=str(table),
+        max_risk=1.0,
+        method="pram",
+        columns=["k"],
+        seed=3,
+        parameters={"matrix": str(matrix)},
+        other="insensitive",
+    )
+    result = run_mask(settings)
+    assert result.release is not None
+    released = result.release["k"].tolist()
+    diagonal = {"a": 0.8, "b": 0.6, "c": 1.0}
+    risks = [diagonal[y] / released.count(y) for y in released]
+    section = result.report["risk_pram"]
+    assert section["prosecutor_highest"] == pytest.approx(max(risks))
+    assert section["prosecutor_average"] == pytest.approx(sum(risks) / len(risks))
+    assert section["prosecutor_highest"] <= result.report["risk"]["prosecutor"]["highest"]

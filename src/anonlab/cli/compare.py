@@ -54,6 +54,11 @@ def compare_command(
         help="Columns the attacker knows, comma-separated or repeated (default: the "
         "config's attacker).",
     ),
+    categorical: list[str] | None = typer.Option(
+        None,
+        "--categorical",
+        help="Attacker columns whose numbers are category codes (default: none).",
+    ),
     threshold: float | None = typer.Option(
         None,
         "--threshold",
@@ -89,6 +94,7 @@ def compare_command(
         input=input,
         delimiter=delimiter,
         attacker=attacker,
+        categorical=categorical,
         threshold=threshold,
         sample=sample,
         seed=seed,

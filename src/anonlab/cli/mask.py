@@ -63,6 +63,17 @@ top|bottom.
 recode, global recoding (sdcMicro globalRecode): --breaks B1,B2,... or a count with
 --recode-method equidistant|logequidistant|equalamount; --labels L1,L2,...
 
+noise, noise addition (sdcMicro addNoise): --noise N (percent of each column's SD;
+default 50, sdcMicro's 150), --noise-method
+additive|correlated|correlated2|restr|romm|outdect, --delta, --p; --seed S.
+
+rankswap, rank swapping (sdcMicro rankSwap): --p (percent of the records), --r0 or
+--k0 (default --r0 0.95), --top-percent and --bottom-percent (default 5), --extremes
+permute|mean (mean: sdcMicro's top/bottom means); --seed S.
+
+shuffle, data shuffling (sdcMicro shuffle): --predictors COL[,COL] (the formula's
+right side), --shuffle-method ds|mvn|mlm; --seed S.
+
 Every other column needs a role, as in microaggregate (--other insensitive releases
 them as they are). The release is re-read and checked by an independent checker
 before anything is written. Example:
@@ -123,13 +134,17 @@ def mask_command(
     table: str | None = TABLE,
     query: str | None = QUERY,
     method: str | None = typer.Option(
-        None, "--method", help="Masking method: pram, topbot, recode (see above)."
+        None,
+        "--method",
+        help="Masking method: pram, topbot, recode, noise, rankswap, shuffle (see above).",
     ),
     columns: list[str] | None = typer.Option(
         None, "--columns", help="Columns to mask, comma-separated or repeated."
     ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Seed of a method that draws random numbers (pram)."
+        None,
+        "--seed",
+        help="Seed of a method that draws random numbers (pram, noise, rankswap, shuffle).",
     ),
     identifying: list[str] | None = IDENTIFYING,
     sensitive: list[str] | None = SENSITIVE,
@@ -202,7 +217,7 @@ def mask_command(
         print(
             f"mask {out['method']} ({out['sdcmicro']}): {', '.join(out['masked_columns'])} "
             f"of {out['records']} records"
-            + (f", seed {out['seed']}" if out.get("seed") is not None else "")
+            + (", seed given (kept out of the report)" if out.get("seed_given") else "")
             + ("; release verified" if out.get("verified") else "")
             + f"; {out['runtime_seconds']:.2f} s"
         )

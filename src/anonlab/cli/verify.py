@@ -55,6 +55,11 @@ def verify_command(
     key: str | None = typer.Option(
         None, "--key", help="Perturbation key: also check that it undoes the release."
     ),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="A mask run's seed (its report never holds it): also draw the release again.",
+    ),
     findings: str | None = typer.Option(
         None,
         "--report",
@@ -71,6 +76,7 @@ def verify_command(
         release=as_text(release),
         input=input,
         key=as_text(key),
+        seed=seed,
         report=as_text(findings),
         storage_options=storage_options_of(storage_option) or {},
     )

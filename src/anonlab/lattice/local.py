@@ -394,6 +394,7 @@ def search_once(
     loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts, engine.row_index)
     chosen = metric_by_name(metric, loss, gs_factor=gs_factor, aggregate=aggregate, weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
+    engine.keep_population_order = chosen.needs_population_order
     ctx = SearchContext(lattice, engine, list(criteria), limit, chosen, cache_size, None)
     result = plan.run(ctx)
     engine.keep_base_index = True

@@ -223,6 +223,10 @@ class SearchContext:
     docstring): only node checks are available then, not tagging.
     """
 
+    #: the best node's loss (:attr:`best_loss`) once one is found, read by :meth:`prunable`
+    #: node after node
+    _best_loss: Loss = math.nan
+
     def __init__(
         self,
         lattice: Lattice,
@@ -539,6 +543,7 @@ class SearchContext:
         key = self.sort_key(node, loss)
         if self.best is None or key < self.best[0]:
             self.best = (key, node)
+            self._best_loss = loss
         return loss
 
     @property
@@ -551,7 +556,7 @@ class SearchContext:
         if not self.prune or self.bounds is None or self.best is None:
             return False
         if self.bounds.ndim == 1:
-            best: Any = self.best_loss  # a float with 1-D bounds
+            best: Any = self._best_loss  # the best node's loss: a float with 1-D bounds
             return bool(self._bound_list[node] >= best)
         return bool(_key(self.bound_of(node)) >= _key(self.best_loss))
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,17 +206,26 @@ def _order_positions(
 
 
 def _column(
-    name: str, original: pd.Series, release: pd.Series, hierarchy: Hierarchy | None
+    name: str,
+    original: pd.Series,
+    release: pd.Series,
+    hierarchy: Hierarchy | None,
+    categorical: bool = False,
 ) -> _Column:
-    """One attacker column read for the measures (module text)."""
+    """One attacker column read for the measures (module text); ``categorical`` reads
+    numbers as category codes (a value released as another is a changed category)."""
     codes, values, numbers = _text(original)
-    if numbers is None:
+    if categorical:
+        numbers = None
+    elif numbers is None:
         parsed = [_parse(v) for v in values]
         if all(x is not None for v, x in zip(values, parsed, strict=True) if v != "") and any(
             v != "" for v in values
         ):
             numbers = np.asarray([np.nan if x is None else x for x in parsed], dtype=np.float64)
     r_codes, labels, r_numbers = _text(release)
+    if categorical:
+        r_numbers = None
     known = {v: i for i, v in enumerate(values)}
     domain = [v for v in values if v != ""]
     positions = _order_positions(values, numbers)
@@ -396,11 +405,13 @@ def read_columns(
     release: pd.DataFrame,
     columns: Sequence[str],
     hierarchies: Mapping[str, Hierarchy] | None = None,
+    categorical: Collection[str] = (),
 ) -> list[_Column]:
-    """Every attacker column read for the measures (module text)."""
+    """Every attacker column read for the measures (module text); the ``categorical`` ones
+    as categories even where their values are numbers (codes)."""
     left, right = attacker_frames(original, release, columns)
     found = hierarchies or {}
-    return [_column(c, left[c], right[c], found.get(c)) for c in columns]
+    return [_column(c, left[c], right[c], found.get(c), c in categorical) for c in columns]
 
 
 def utility_loss(columns: Sequence[_Column]) -> dict[str, Any]:
@@ -558,15 +569,17 @@ def measure_release(
     threshold: float = DEFAULT_THRESHOLD,
     sample: int = DEFAULT_SAMPLE,
     seed: int = 0,
+    categorical: Collection[str] = (),
 ) -> dict[str, Any]:
     """Every figure of one release against ``original`` over the attacker ``columns``:
     ``utility_loss``, ``linkage``, ``numeric`` and the suppressed cells and records
-    (module text). ``hierarchies`` read the labels of a generalization's release."""
+    (module text). ``hierarchies`` read the labels of a generalization's release;
+    ``categorical`` columns are read as categories even where their values are numbers."""
     if not 0.0 < threshold <= 1.0:
         raise AnonlabError(
             f"threshold must lie in (0, 1] (got {threshold}), e.g. 0.2", parameter="threshold"
         )
-    read = read_columns(original, release, columns, hierarchies)
+    read = read_columns(original, release, columns, hierarchies, categorical)
     return {
         "records": len(original),
         **suppression_counts(read),

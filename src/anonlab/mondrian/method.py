@@ -30,7 +30,6 @@ from anonlab.mondrian.partition import (
     OrderedColumn,
     Partition,
     Partitioning,
-    discernibility,
     hierarchy_column,
     ordered_column,
     partition,
@@ -89,7 +88,9 @@ class MondrianResult:
 
     def loss(self) -> dict[str, Any]:
         """NCP per quasi-identifier, GCP, discernibility and the average class size
-        (docs/mondrian.md, "Loss")."""
+        (docs/mondrian.md, "Loss"): the penalties from the partitions, the class figures
+        from the release's classes (partitions released with the same labels make one, as
+        :mod:`anonlab.metrics.certainty` counts any release)."""
         found = summarize(self.partitions, self.freq, self.columns)
         n = int(found.sizes.sum())
         weighted = (found.ncp * found.sizes[:, None]).sum(axis=0)
@@ -97,12 +98,21 @@ class MondrianResult:
             c.name: float(weighted[j]) / n if n else 0.0 for j, c in enumerate(self.columns)
         }
         gcp = sum(per_column.values()) / len(per_column) if per_column else 0.0
+        classes = self.class_sizes()
         return {
             "gcp": gcp,
             "ncp": per_column,
-            "discernibility": discernibility(self.partitions),
-            "average_class_size": n / len(found.sizes) if len(found.sizes) else 0.0,
+            "discernibility": int((classes * classes).sum()),
+            "average_class_size": n / len(classes) if len(classes) else 0.0,
         }
+
+    def class_sizes(self) -> IntArray:
+        """Records of each equivalence class of the release."""
+        qi = [c.name for c in self.columns]
+        if not len(self.release):
+            return np.zeros(0, dtype=np.int64)
+        counts = self.release[qi].astype("string").value_counts(sort=False, dropna=False)
+        return np.asarray(counts.to_numpy(), dtype=np.int64)
 
     def summary(self) -> dict[str, Any]:
         """The report's ``mondrian`` part: partitions, class sizes, loss and the search."""
@@ -166,10 +176,7 @@ class MondrianResult:
 
     def release_classes(self) -> int:
         """Equivalence classes of the release (partitions with the same labels make one)."""
-        qi = [c.name for c in self.columns]
-        if not len(self.release):
-            return 0
-        return int(self.release[qi].drop_duplicates().shape[0])
+        return len(self.class_sizes())
 
 
 def frequency_rows(dataset: Dataset) -> tuple[FrequencyRows, IntArray]:

@@ -480,11 +480,6 @@ def gcp(parts: Sequence[Partition], freq: FrequencyRows, columns: Sequence[Colum
     return float((found.ncp * found.sizes[:, None]).sum()) / (n * len(columns))
 
 
-def discernibility(parts: Sequence[Partition]) -> int:
-    """The discernibility metric (Bayardo and Agrawal 2005): the sum of squared class sizes."""
-    return sum(p.n * p.n for p in parts)
-
-
 def numeric_value(text: str) -> float | None:
     """``text`` as a finite number, or ``None``."""
     try:

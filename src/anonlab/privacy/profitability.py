@@ -383,8 +383,8 @@ def success_probability(
     size = np.asarray(counts, dtype=np.float64)
     if journalist and population is not None:
         size = np.where(population > 0, population.astype(np.float64), size)
-    with np.errstate(divide="ignore"):
-        return np.where(size > 0, 1.0 / np.maximum(size, 1.0), 0.0)
+    # no division by 0 to silence: the divisor is at least 1
+    return np.where(size > 0, 1.0 / np.maximum(size, 1.0), 0.0)
 
 
 # ---------------------------------------------------------------------------

@@ -123,6 +123,8 @@ def _resolve_method(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
 class CompareSettings(ReadSettings, RoleSettings):
     """Everything :func:`run_compare` needs (module text).
 
+    ``categorical`` names attacker columns whose numbers are category codes (measured as
+    categories: a code released as another is a changed category, not a gap).
     ``threshold`` is the re-identification probability a record counts as at risk from
     (default 0.2); ``sample`` the original records whose linkage is computed on a larger
     table (default 5,000), drawn with ``seed``. ``report`` (JSON), ``html``, ``plot``
@@ -135,10 +137,11 @@ class CompareSettings(ReadSettings, RoleSettings):
 
     input: str
     attacker: list[str]
-    methods: list[dict[str, Any]] = Field(alias="method")
+    methods: list[dict[str, Any]] = Field(default_factory=list, alias="method")
     threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0.0, le=1.0)
     sample: int = Field(default=DEFAULT_SAMPLE, ge=1)
     seed: int = Field(default=0, ge=0)
+    categorical: list[str] = Field(default_factory=list)
     report: str | None = None
     html: str | None = None
     plot: str | None = None
@@ -169,7 +172,7 @@ class CompareSettings(ReadSettings, RoleSettings):
             check_overwrite(cls, path, values, overrides, overwrite=overwrite)
         return validate_settings(cls, merge_settings(values, overrides))
 
-    @field_validator("attacker", mode="before")
+    @field_validator("attacker", "categorical", mode="before")
     @classmethod
     def _attacker(cls, value: Any) -> Any:
         return split_names(value) if isinstance(value, str | list | tuple) else value
@@ -182,6 +185,13 @@ class CompareSettings(ReadSettings, RoleSettings):
             raise AnonlabError(
                 "attacker: name the columns the attacker knows (the quasi-identifiers)",
                 parameter="attacker",
+            )
+        odd = [c for c in self.categorical if c not in self.attacker]
+        if odd:
+            raise AnonlabError(
+                f"categorical names {', '.join(odd)}, not an attacker column: name attacker "
+                "columns only",
+                parameter="categorical",
             )
         if not self.methods:
             raise AnonlabError(
@@ -348,6 +358,7 @@ def _run_method(
                 threshold=s.threshold,
                 sample=s.sample,
                 seed=s.seed,
+                categorical=s.categorical,
             )
         except Exception as exc:  # a failing method is reported; the others still run
             row.update(status="failed", error=_one_line(exc))

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 def check_local_settings(settings: GeneralizeSettings) -> None:
     """Refuse, in one line, what a local-recoding run does not do: the engines, level
-    bounds, alternatives, the plot, a heuristic search, models on a population."""
+    bounds, alternatives, the plot and HTML page, a heuristic search."""
     if uses_engine(settings):
         raise AnonlabError(
             "recoding local runs in memory: each search on the suppressed records needs "
@@ -70,6 +70,12 @@ def check_local_settings(settings: GeneralizeSettings) -> None:
             "plot draws the full-domain class sizes: a local-recoding report has no plot "
             "yet; leave plot out (the report lists the records of each search)",
             parameter="plot",
+        )
+    if settings.html:
+        raise AnonlabError(
+            "html: the HTML page has no local-recoding section yet; leave html out (the "
+            "JSON report lists every search)",
+            parameter="html",
         )
     if settings.search not in ("flash", "ola", "degree", "exhaustive"):
         raise AnonlabError(

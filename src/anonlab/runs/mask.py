@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from anonlab.masking.registry import MaskingMethod
 
 
+#: the most records the EM4ADOM measures compare pair by pair (a random sample above)
+MEASURE_RECORDS = 5_000
+
+
 class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_mask` needs (module text).
 
@@ -216,8 +220,9 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
         report.update(result.summary())
 
         def check(written: pd.DataFrame) -> None:
-            if s.verify:
-                _verify(frame.drop(columns=dropped), written, s.columns, report)
+            if s.verify:  # exactly, by drawing again from the seed the report does not hold
+                redraw = {**report, "seed": seed if method.randomized else None}
+                _verify(frame.drop(columns=dropped), written, s.columns, redraw)
 
         released = stage_release(outputs, release, check)
         report["verified"] = s.verify
@@ -263,17 +268,35 @@ def measures(
     """The EM4ADOM measures that apply to the masked columns (docs/em4adom.md): IL1, ILh,
     IL2/IL3, record linkage and interval disclosure of a numeric method's columns (its
     released values numbers); ZIL, ILR and DLD of a categorical method's, read as
-    nominal."""
+    nominal. Record linkage compares every pair of records, so a table of more than
+    :data:`MEASURE_RECORDS` records is measured on that many, drawn at random
+    (``default_rng(0)``, the same records of the original and of the release; the
+    section's ``sample_records`` says so)."""
     from anonlab.metrics import evaluate
 
     names = list(columns)
     left = original[names].reset_index(drop=True)
     right = released[names].reset_index(drop=True)
+    sampled = len(left) > MEASURE_RECORDS
+    if sampled:
+        rows = np.sort(np.random.default_rng(0).choice(len(left), MEASURE_RECORDS, replace=False))
+        left, right = (
+            left.iloc[rows].reset_index(drop=True),
+            right.iloc[rows].reset_index(drop=True),
+        )
     if method.kind == "numeric":
         result = evaluate(left, right, columns=names)
     else:
         result = evaluate(left, right, columns=[], nominal=names)
-    return result.summary()
+    section = result.summary()
+    if sampled:
+        section["sample_records"] = MEASURE_RECORDS
+        section["notes"] = [
+            *section.get("notes", []),
+            f"measured on {MEASURE_RECORDS:,} of {len(original):,} records drawn at random "
+            "(record linkage compares every pair)",
+        ]
+    return section
 
 
 def pram_risk(
@@ -339,11 +362,14 @@ def pram_risk(
 def _header(
     settings: MaskSettings, report_path: Path | None, method: MaskingMethod, seed: int | None
 ) -> dict[str, Any]:
-    """The report's common fields; every path stored as ``paths`` says; a seed drawn
-    here (none given) is not written."""
+    """The report's common fields; every path stored as ``paths`` says. The seed is never
+    written (with it and the release, the noise of a randomized method can be drawn again
+    and taken off): ``seed_given`` says whether one was, and ``anonlab verify --seed``
+    redraws the release exactly for the custodian who keeps it."""
     from anonlab.report import report_header
 
     parameters = settings.model_dump(by_alias=True)
+    parameters["seed"] = None
     for name in settings.path_fields:
         value = parameters.get(name)
         if isinstance(value, str):
@@ -369,5 +395,6 @@ def _header(
     report["paths"] = paths_convention(report_path)
     report["sdcmicro"] = method.sdcmicro
     report["randomized"] = method.randomized
-    report["seed"] = seed if method.randomized and settings.seed is not None else None
+    report["seed"] = None
+    report["seed_given"] = method.randomized and settings.seed is not None
     return report

@@ -50,6 +50,8 @@ class VerifySettings(Settings):
     release: str | None = None
     input: str | None = None
     key: str | None = None
+    #: a masking run's seed (never in its report): the release is drawn again and compared
+    seed: int | None = Field(default=None, ge=0, exclude=True)
     report: str | None = None
     #: fsspec's options for a release, input or report named by URL: never written to a report
     storage_options: dict[str, Any] = Field(default_factory=dict, exclude=True)
@@ -112,7 +114,11 @@ def run_verify(settings: VerifySettings, *, progress: ProgressFn | None = None) 
     inputs = [p for p in (settings.report_in, settings.release, settings.key) if p is not None]
     with Outputs({"report": target}, inputs=inputs) as outputs:
         result = verify_report(
-            settings.report_in, release=settings.release, input=settings.input, key=settings.key
+            settings.report_in,
+            release=settings.release,
+            input=settings.input,
+            key=settings.key,
+            seed=settings.seed,
         )
         report = verify_report_dict(settings, result, time.perf_counter() - started, where)
         stage_report(outputs, report)

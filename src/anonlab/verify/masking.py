@@ -38,8 +38,16 @@ TOLERANCE = 1e-9
 
 
 def _text(column: pd.Series) -> NDArray[np.object_]:
-    values = column.to_numpy(dtype=object)
-    return np.asarray(["" if v is None or pd.isna(v) else str(v) for v in values], dtype=object)
+    """The values as text, a missing one ``""``."""
+    missing = column.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        values = column.astype(str).to_numpy(dtype=object)
+    else:
+        values = column.to_numpy(dtype=object, copy=True)
+        odd = np.flatnonzero(~missing & np.asarray([not isinstance(v, str) for v in values]))
+        values[odd] = [str(values[i]) for i in odd]
+    values[missing] = ""
+    return values
 
 
 def _number(text: str) -> float | None:
@@ -145,7 +153,8 @@ def _check_pram(
         a = np.fromiter((index.get(v, -1) for v in before), dtype=np.int64, count=n)
         b = np.fromiter((index.get(v, -1) for v in after), dtype=np.int64, count=n)
         problems.extend(_pram_counts(name, entry, levels, a, b))
-        stratum_of = np.asarray([list(matrices).index(k) if k in matrices else -1 for k in keys])
+        order = {key: i for i, key in enumerate(matrices)}
+        stratum_of = np.fromiter((order.get(k, -1) for k in keys), dtype=np.int64, count=n)
         if np.any(stratum_of < 0):
             problems.append(f"pram: column '{name}': a stratum of the data has no matrix")
             continue
@@ -172,16 +181,20 @@ def _redrawn(
 ) -> list[str]:
     """Each record's level drawn again from the seed's uniforms and its stratum's matrix."""
     u = np.random.default_rng([seed, position, 1]).random(len(a))
-    for r in range(len(a)):
-        if a[r] < 0:
-            continue
-        row = np.cumsum(stack[stratum_of[r]][a[r]])
-        expected = min(int(np.searchsorted(row, u[r], side="right")), len(levels) - 1)
-        if expected != b[r]:
-            return [
-                f"pram: column '{name}' record {r + 1} is '{levels[b[r]]}', the seed's draw "
-                f"gives '{levels[expected]}'"
-            ]
+    expected = np.full(len(a), -1, dtype=np.int64)
+    for s, matrix in enumerate(stack):
+        cumulative = np.cumsum(matrix, axis=1)
+        for i in range(matrix.shape[0]):
+            rows = np.flatnonzero((stratum_of == s) & (a == i))
+            drawn = np.searchsorted(cumulative[i], u[rows], side="right")
+            expected[rows] = np.minimum(drawn, len(levels) - 1)
+    wrong = np.flatnonzero((a >= 0) & (expected != b))
+    if wrong.size:
+        r = int(wrong[0])
+        return [
+            f"pram: column '{name}' record {r + 1} is '{levels[b[r]]}', the seed's draw "
+            f"gives '{levels[expected[r]]}'"
+        ]
     return []
 
 

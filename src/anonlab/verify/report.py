@@ -28,6 +28,7 @@ T = TypeVar("T")
 RELEASING = (
     "generalize",
     "mondrian",
+    "local-recoding",
     "apply",
     "microaggregate",
     "perturb",
@@ -71,6 +72,7 @@ class _Context:
     release: Path | str | None  # str: a URL
     input: Path | str | None  # str: a database URL
     key: Path | None
+    seed: int | None = None  # a masking run's seed, which its report never holds
     params: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -226,13 +228,15 @@ def verify_report(
     release: PathLike | None = None,
     input: PathLike | None = None,
     key: PathLike | None = None,
+    seed: int | None = None,
 ) -> VerifyResult:
     """Check the release a JSON report describes against the report and the original input.
 
     ``release`` and ``input`` override the paths the report holds (``input``
     may be a database URL, read with the report's ``table`` or ``query``); ``key``
     is a perturbation's key file (the report never names it), which adds the
-    check that the key undoes the release.
+    check that the key undoes the release; ``seed`` a masking run's seed (its report
+    never holds it), with which the release is drawn again and compared.
     """
     path: Path | str = os.fspath(report_path) if is_url(report_path) else Path(report_path)
     report = read_json(path)
@@ -249,7 +253,7 @@ def verify_report(
         )
     source = str(input) if input is not None and _is_url(str(input)) else _path(input)
     given = os.fspath(release) if release is not None and is_url(release) else _path(release)
-    ctx = _Context(report, path, given, source, _path(key))
+    ctx = _Context(report, path, given, source, _path(key), seed)
     return handler(ctx)
 
 
@@ -536,6 +540,45 @@ def _mondrian(ctx: _Context) -> VerifyResult:
     return VerifyResult("mondrian", str(release_path), tuple(findings), summary)
 
 
+def _local_recoding(ctx: _Context) -> VerifyResult:
+    """A local-recoding release (``generalize --recoding local``): :mod:`anonlab.verify.local`,
+    at most ``floor(suppression * n)`` records with ``*`` in every quasi-identifier."""
+    import math
+
+    from anonlab.hierarchy import Hierarchy
+    from anonlab.verify.local import check_local_recoding
+
+    qi_paths, specs, suppression = _parsed(
+        ctx,
+        lambda: (
+            {str(c): str(p) for c, p in dict(ctx.value("qi")).items()},
+            _report_criteria(ctx, None),
+            float(ctx.params.get("suppression") or 0.0),
+        ),
+    )
+    identifying = _parsed(ctx, lambda: [str(c) for c in ctx.params.get("identifying") or []])
+    inputs = ctx.report.get("inputs") or {}
+    hierarchies = {}
+    for col, stored in qi_paths.items():
+        found = ctx.stored(stored, f"hierarchy of '{col}'")
+        _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
+        hierarchies[col] = Hierarchy.from_csv(found)
+    table, (release_path, release) = ctx.read_input(), ctx.read_release()
+    limit = math.floor(suppression * len(table))
+    findings = check_local_recoding(table, release, specs, hierarchies, limit, identifying)
+    summary = ""
+    if not findings:
+        models = ", ".join(
+            s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
+        )
+        summary = (
+            f"local-recoding release '{release_path}' holds: {len(release)} records, every "
+            f"quasi-identifier value covers its original, every class meets {models}, "
+            f"at most {limit} suppressed"
+        )
+    return VerifyResult("local-recoding", str(release_path), tuple(findings), summary)
+
+
 def _suppression(ctx: _Context) -> VerifyResult:
     from anonlab.verify.suppression import check_suppression
 
@@ -580,11 +623,12 @@ def _masking(ctx: _Context) -> VerifyResult:
     columns = _parsed(ctx, lambda: [str(c) for c in ctx.value("masked_columns")])
     original, (release_path, release) = ctx.read_input(), ctx.read_release()
     original, findings = _without_identifying(ctx, original, release)
+    seeded = ctx.report if ctx.seed is None else {**ctx.report, "seed": ctx.seed}
     if not findings:
-        findings = check_masking(original, release, columns, ctx.report)
+        findings = check_masking(original, release, columns, seeded)
     summary = ""
     if not findings:
-        exact = " (redrawn from the seed)" if ctx.report.get("seed") is not None else ""
+        exact = " (redrawn from the seed)" if seeded.get("seed") is not None else ""
         summary = (
             f"mask release '{release_path}' holds: {len(release)} records, "
             f"{ctx.report.get('method')} on {', '.join(columns)} as the report says{exact}; "
@@ -596,6 +640,7 @@ def _masking(ctx: _Context) -> VerifyResult:
 _HANDLERS: dict[str, Callable[[_Context], VerifyResult]] = {
     "generalize": _generalization,
     "mondrian": _mondrian,
+    "local-recoding": _local_recoding,
     "apply": _generalization,
     "microaggregate": _microaggregation,
     "perturb": _perturbation,

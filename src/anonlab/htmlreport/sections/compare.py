@@ -54,20 +54,21 @@ def compare_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     are no sequence)."""
     fig = plots.new_figure(7.2, 4.0)
     ax = fig.subplots()
+    places = _label_places(points)
     for i, p in enumerate(points):
         color = plots.PALETTE[i % len(plots.PALETTE)]
         ax.plot([p["loss"]], [p["risk"]], marker="o", linestyle="none", color=color, markersize=6)
+        (dx, dy), align = places[i]
         ax.annotate(
             str(p["name"]),
             (p["loss"], p["risk"]),
-            xytext=(4, 4),
+            xytext=(dx, dy),
             textcoords="offset points",
             fontsize=7,
+            ha=align,
         )
     ax.set_xlabel(X_LABEL)
     ax.set_ylabel(Y_LABEL)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
     ax.margins(0.1)
     ax.spines["top"].set_visible(False)
     ax.spines["right"].set_visible(False)
@@ -75,6 +76,30 @@ def compare_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     ax.xaxis.label.set_size(9)
     ax.yaxis.label.set_size(9)
     return fig
+
+
+#: where a point's label goes (offset in points, alignment): the first a near point has
+#: not taken, so the labels of neighbouring methods do not print over each other
+PLACES = (((4, 4), "left"), ((4, -10), "left"), ((-4, 4), "right"), ((-4, -10), "right"))
+#: two points are neighbours within this share of each axis's extent
+NEAR = 0.08
+
+
+def _label_places(points: Sequence[Mapping[str, Any]]) -> list[tuple[tuple[int, int], str]]:
+    """Each point's label place (:data:`PLACES`), chosen apart from its neighbours'."""
+    xs = [float(p["loss"]) for p in points]
+    ys = [float(p["risk"]) for p in points]
+    width = (max(xs) - min(xs)) or 1.0 if xs else 1.0
+    height = (max(ys) - min(ys)) or 1.0 if ys else 1.0
+    chosen: list[int] = []
+    for i in range(len(points)):
+        taken = {
+            chosen[j]
+            for j in range(i)
+            if abs(xs[i] - xs[j]) <= NEAR * width and abs(ys[i] - ys[j]) <= NEAR * height
+        }
+        chosen.append(next((k for k in range(len(PLACES)) if k not in taken), i % len(PLACES)))
+    return [PLACES[k] for k in chosen]
 
 
 def compare_plot(report: Mapping[str, Any]) -> Any:
@@ -98,7 +123,8 @@ def compare_sections(ctx: RenderContext) -> Built:
         overview.append(("linkage measured on", cell(f"a seeded sample of {report.get('sample')}")))
     if overview:
         blocks.append(KeyValues(overview, caption="Comparison"))
-    methods = [m for m in report.get("methods") or [] if isinstance(m, Mapping)]
+    found = report.get("methods")
+    methods = [m for m in (found if isinstance(found, list) else []) if isinstance(m, Mapping)]
     if methods:
         blocks.append(_table(methods))
     points = _points(report)
@@ -119,12 +145,22 @@ def compare_sections(ctx: RenderContext) -> Built:
     return Built([Section("Methods compared", "compare", blocks)] if blocks else [], set(USED))
 
 
+def _dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, or None where a level is missing or no object (a report edited
+    by hand renders all the same)."""
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
 def _table(methods: Sequence[Mapping[str, Any]]) -> Table:
     rows: list[list[Cell]] = []
     for i, m in enumerate(methods):
         ok = m.get("status") == "ok"
         linkage = m.get("linkage") if ok else {}
-        own = m.get("own") or {}
+        own = m.get("own")
         command = str(m.get("command")) + (f" ({m['recoding']})" if m.get("recoding") else "")
         at = f"methods.{i}"
         rows.append(
@@ -132,11 +168,11 @@ def _table(methods: Sequence[Mapping[str, Any]]) -> Table:
                 cell(m.get("name")),
                 cell(command),
                 cell(m.get("status")),
-                num((m.get("utility_loss") or {}).get("overall"), f"{at}.utility_loss.overall"),
-                num((linkage or {}).get("mean"), f"{at}.linkage.mean"),
-                num((linkage or {}).get("at_risk"), f"{at}.linkage.at_risk"),
-                num((linkage or {}).get("highest"), f"{at}.linkage.highest"),
-                num(own.get("prosecutor_highest"), f"{at}.own.prosecutor_highest"),
+                num(_dig(m, "utility_loss", "overall"), f"{at}.utility_loss.overall"),
+                num(_dig(linkage, "mean"), f"{at}.linkage.mean"),
+                num(_dig(linkage, "at_risk"), f"{at}.linkage.at_risk"),
+                num(_dig(linkage, "highest"), f"{at}.linkage.highest"),
+                num(_dig(own, "prosecutor_highest"), f"{at}.own.prosecutor_highest"),
                 num(m.get("suppressed_records"), f"{at}.suppressed_records"),
                 num(m.get("cpu_seconds"), f"{at}.cpu_seconds"),
             ]
@@ -165,12 +201,12 @@ def _columns(methods: Sequence[Mapping[str, Any]]) -> Table | None:
         return None
     names: list[str] = []
     for m in ran:
-        for c in (m.get("utility_loss") or {}).get("per_column") or {}:
-            if c not in names:
+        per = _dig(m, "utility_loss", "per_column")
+        for c in per if isinstance(per, Mapping) else ():
+            if str(c) not in names:
                 names.append(str(c))
     rows = [
-        [cell(m.get("name"))]
-        + [num(((m.get("utility_loss") or {}).get("per_column") or {}).get(c)) for c in names]
+        [cell(m.get("name"))] + [num(_dig(m, "utility_loss", "per_column", c)) for c in names]
         for m in ran
     ]
     return Table(["method", *names], rows, caption="Utility loss per attacker column")
