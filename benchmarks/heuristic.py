@@ -96,6 +96,7 @@ def build_hierarchies(rebuild: bool) -> None:
 
 def run_anonlab(search: str, seconds: float, seed: int = 1) -> dict[str, Any]:
     """One anonlab search with a time limit; the best node's loss and the counts."""
+    from anonlab.dataset import Roles
     from anonlab.errors import AnonlabError
     from anonlab.generalize import anonymize, model_dataset, resolve_criteria
     from anonlab.hierarchy import Hierarchy
@@ -105,7 +106,7 @@ def run_anonlab(search: str, seconds: float, seed: int = 1) -> dict[str, Any]:
     frame = frame.astype(str)
     hierarchies = {c: Hierarchy.from_csv(HIER / f"{c}.csv") for c in HIERARCHIES}
     criteria = resolve_criteria([{"model": "k-anonymity", "k": K}])
-    dataset = model_dataset(frame, hierarchies, criteria, other="insensitive")
+    dataset = model_dataset(frame, hierarchies, criteria, roles=Roles.of(other="insensitive"))
     cpu, wall = time.process_time(), time.perf_counter()
     options: dict[str, Any] = {"genetic": {"seed": seed}} if search == "genetic" else {}
     try:

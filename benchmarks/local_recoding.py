@@ -175,6 +175,7 @@ def run_arx(cases: list[int], warmups: int, repeats: int, out: Path) -> dict[int
 
 def anonlab_release(config: dict[str, Any], frame: pd.DataFrame, hierarchies: Any) -> Any:
     """Encode, recode locally and build the release (what the benchmark times)."""
+    from anonlab.dataset import Roles
     from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.lattice.local import local_recoding, local_release
 
@@ -183,9 +184,9 @@ def anonlab_release(config: dict[str, Any], frame: pd.DataFrame, hierarchies: An
         frame,
         hierarchies,
         criteria,
-        sensitive=config["sensitive"],
-        identifying=config["identifying"],
-        other="insensitive",
+        roles=Roles.of(
+            sensitive=config["sensitive"], identifying=config["identifying"], other="insensitive"
+        ),
     )
     result = local_recoding(
         dataset,

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from anonlab.dataset import Roles
 from anonlab.generalize import anonymize, model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
@@ -241,8 +242,7 @@ def run_anonlab(
         frame,
         hierarchies,
         model,
-        sensitive=sensitive_of(criteria),
-        other="insensitive",
+        roles=Roles.of(sensitive=sensitive_of(criteria), other="insensitive"),
         read_options={"delimiter": ";"},
     )
     options = {k: v for k, v in metric.items() if k != "metric"}

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from anonlab.dataset import Roles
 from anonlab.generalize import anonymize, model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
@@ -57,7 +58,7 @@ def setup() -> Any:
     frame = read_table(DATA)
     hierarchies = {q: Hierarchy.from_csv(HIERARCHIES / f"hierarchy_{q}.csv") for q in QIS}
     model = resolve_criteria([{"model": "k-anonymity", "k": 2}])
-    return model_dataset(frame, hierarchies, model, other="insensitive")
+    return model_dataset(frame, hierarchies, model, roles=Roles.of(other="insensitive"))
 
 
 def run_anonlab(

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from anonlab.dataset import Dataset
+from anonlab.dataset import Dataset, Roles
 from anonlab.errors import AnonlabError
 from anonlab.generalize import GeneralizationResult, anonymize, model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
@@ -117,8 +117,7 @@ def dataset_for(config: Mapping[str, Any], criteria: list[Criterion], table: str
         frame.copy(),
         hierarchies,
         criteria,
-        sensitive=config.get("sensitive", []),
-        other="insensitive",
+        roles=Roles.of(sensitive=config.get("sensitive", []), other="insensitive"),
         read_options={"delimiter": delimiter},
     )
 

@@ -28,7 +28,7 @@ import pytest
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
-from anonlab.dataset import Dataset
+from anonlab.dataset import Dataset, Roles
 from anonlab.errors import AnonlabError
 from anonlab.generalize import GeneralizationResult, anonymize, model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
@@ -61,7 +61,9 @@ def replay(case: dict[str, Any]) -> GeneralizationResult:
     """One of ARX's cases with its step limit and no time limit."""
     frame, hierarchies = _adult()
     criteria = resolve_criteria([{"model": "k-anonymity", "k": case["k"]}])
-    dataset = model_dataset(frame.copy(), hierarchies, criteria, other="insensitive")
+    dataset = model_dataset(
+        frame.copy(), hierarchies, criteria, roles=Roles.of(other="insensitive")
+    )
     options: dict[str, Any] = (
         {"gs_factor": case["gs_factor"]} if case["metric"] == "loss" else {"aggregate": "sum"}
     )
@@ -124,7 +126,9 @@ def test_genetic_runs_like_arx_over_seeds() -> None:
     for seed in (1, 2, 3):
         frame, hierarchies = _adult()
         criteria = resolve_criteria([{"model": "k-anonymity", "k": case["k"]}])
-        dataset = model_dataset(frame.copy(), hierarchies, criteria, other="insensitive")
+        dataset = model_dataset(
+            frame.copy(), hierarchies, criteria, roles=Roles.of(other="insensitive")
+        )
         result = anonymize(
             dataset,
             criteria=criteria,
@@ -182,7 +186,7 @@ def _random_dataset(seed: int, rows: int = 60, qis: int = 3) -> Dataset:
         frame,
         {f"q{i}": hierarchy for i in range(qis)},
         resolve_criteria([{"model": "k-anonymity", "k": 2}]),
-        sensitive=["s"],
+        roles=Roles.of(sensitive=["s"]),
     )
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonlab.dataset import Roles
 from anonlab.errors import AnonlabError
 from anonlab.generalize import model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
@@ -155,7 +156,7 @@ def test_whole_lattice_equals_search(seed: int) -> None:
     frame, hierarchies = _random_table(seed)
     specs = MODELS[seed % len(MODELS)]
     criteria = resolve_criteria(specs)
-    dataset = model_dataset(frame, hierarchies, criteria, sensitive=["s"])
+    dataset = model_dataset(frame, hierarchies, criteria, roles=Roles.of(sensitive=["s"]))
     rows = np.sort(rng.choice(dataset.n, size=max(5, dataset.n // 2), replace=False))
     sub = subset_dataset(dataset, rows)
     model = subset_criteria(criteria)
@@ -191,7 +192,7 @@ def test_searcher_reuses_judgement_for_same_records() -> None:
     """The same records searched with a raised factor reuse the judged lattice."""
     frame, hierarchies = _random_table(3)
     criteria = resolve_criteria([{"model": "k-anonymity", "k": 3}])
-    dataset = model_dataset(frame, hierarchies, criteria, sensitive=["s"])
+    dataset = model_dataset(frame, hierarchies, criteria, roles=Roles.of(sensitive=["s"]))
     searcher = _Searcher(
         dataset,
         criteria,
@@ -218,7 +219,7 @@ def test_searcher_reuses_judgement_for_same_records() -> None:
 def _local(seed: int, k: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Hierarchy], Any]:
     frame, hierarchies = _random_table(seed)
     criteria = resolve_criteria([{"model": "k-anonymity", "k": k}])
-    dataset = model_dataset(frame, hierarchies, criteria, insensitive=["s"])
+    dataset = model_dataset(frame, hierarchies, criteria, roles=Roles.of(insensitive=["s"]))
     result = local_recoding(dataset, criteria, 1.0, "loss", gs_factor=0.05)
     return frame, local_release(dataset, result), hierarchies, result
 
@@ -288,7 +289,7 @@ def test_refused_models_keep_the_full_domain_release() -> None:
     release, with the reason in the report section."""
     frame, hierarchies = _random_table(2)
     criteria = resolve_criteria([{"model": "sample-uniqueness", "threshold": 0.5}])
-    dataset = model_dataset(frame, hierarchies, criteria, insensitive=["s"])
+    dataset = model_dataset(frame, hierarchies, criteria, roles=Roles.of(insensitive=["s"]))
     result = local_recoding(dataset, criteria, 1.0, "loss", gs_factor=0.05)
     assert result.iterations == []
     assert "does not recode it locally" in str(

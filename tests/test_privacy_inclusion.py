@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app
+from anonlab.dataset import Roles
 from anonlab.errors import AnonlabError
 from anonlab.generalize import anonymize, model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
@@ -74,7 +75,7 @@ def test_inclusion_releases_the_subset_and_judges_nothing() -> None:
     two each, while in the whole population (480*, <40) holds one record. The optimum,
     loss and release equal delta-presence's with the bounds [0, 1]."""
     criteria: list[Criterion] = [Inclusion(SUBSET), KAnonymity(2)]
-    dataset = model_dataset(POPULATION, HIER, criteria, sensitive=["s"])
+    dataset = model_dataset(POPULATION, HIER, criteria, roles=Roles.of(sensitive=["s"]))
     result = anonymize(dataset, criteria=criteria, metric="loss")
     assert result.transformation == {"zip": 1, "age": 1}
     assert result.release is not None
@@ -84,18 +85,24 @@ def test_inclusion_releases_the_subset_and_judges_nothing() -> None:
     ).to_dict("records")
     plain = [KAnonymity(2)]
     whole = anonymize(
-        model_dataset(POPULATION, HIER, plain, sensitive=["s"]), criteria=plain, metric="loss"
+        model_dataset(POPULATION, HIER, plain, roles=Roles.of(sensitive=["s"])),
+        criteria=plain,
+        metric="loss",
     )
     assert whole.transformation != result.transformation
     bounds: list[Criterion] = [DeltaPresence(0.0, 1.0, SUBSET), KAnonymity(2)]
     same = anonymize(
-        model_dataset(POPULATION, HIER, bounds, sensitive=["s"]), criteria=bounds, metric="loss"
+        model_dataset(POPULATION, HIER, bounds, roles=Roles.of(sensitive=["s"])),
+        criteria=bounds,
+        metric="loss",
     )
     assert same.transformation == result.transformation
     assert same.information_loss == result.information_loss
     alone: list[Criterion] = [Inclusion(SUBSET)]
     bottom = anonymize(
-        model_dataset(POPULATION, HIER, alone, sensitive=["s"]), criteria=alone, metric="loss"
+        model_dataset(POPULATION, HIER, alone, roles=Roles.of(sensitive=["s"])),
+        criteria=alone,
+        metric="loss",
     )
     assert bottom.transformation == {"zip": 0, "age": 0}
 
@@ -104,7 +111,7 @@ def test_the_report_entry() -> None:
     """The report names the model and its subset, calls it satisfied, and counts the
     subset's records and those released."""
     criteria: list[Criterion] = [Inclusion(SUBSET), KAnonymity(2)]
-    dataset = model_dataset(POPULATION, HIER, criteria, sensitive=["s"])
+    dataset = model_dataset(POPULATION, HIER, criteria, roles=Roles.of(sensitive=["s"]))
     entry = anonymize(dataset, criteria=criteria, metric="loss").criteria[0]
     assert entry["model"] == "inclusion"
     assert entry["satisfied"] is True
@@ -128,9 +135,9 @@ def test_bad_input_is_one_error() -> None:
         )
     with pytest.raises(AnonlabError, match="the inclusion subset is not a subset of the table"):
         stranger = pd.DataFrame({"zip": ["4791"], "age": ["50"], "s": ["a"]})
-        model_dataset(POPULATION, HIER, [Inclusion(stranger)], sensitive=["s"])
+        model_dataset(POPULATION, HIER, [Inclusion(stranger)], roles=Roles.of(sensitive=["s"]))
     with pytest.raises(AnonlabError, match="inclusion needs subset"):
-        model_dataset(POPULATION, HIER, [Inclusion()], sensitive=["s"])
+        model_dataset(POPULATION, HIER, [Inclusion()], roles=Roles.of(sensitive=["s"]))
 
 
 def test_cli_without_a_subset_is_one_error_line(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset
+from anonlab.dataset import Dataset, Roles
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.privacy.base import ClassStats, Criterion, KAnonymity, suppression_order
@@ -329,7 +329,7 @@ def population_table() -> pd.DataFrame:
 def test_presence_dataset_matches_the_subset_as_a_multiset() -> None:
     table = population_table()
     subset = table.iloc[[6, 0, 2]].reset_index(drop=True)  # rows 0 and 2 are equal
-    ds = presence_dataset(table, subset, HIER, sensitive=["s"])
+    ds = presence_dataset(table, subset, HIER, roles=Roles(sensitive=("s",)))
     assert ds.frame.to_dict("records") == table.iloc[[0, 2, 6]].to_dict("records")
     assert ds.population is not None and ds.population.shape == (7, 2)
     for j, q in enumerate(ds.qis):  # the population's codes decode to its values
@@ -338,10 +338,10 @@ def test_presence_dataset_matches_the_subset_as_a_multiset() -> None:
         assert q.frequencies.sum() == 3
     assert ds.qis[0].values == ("4790", "4791", "4801", "4802")  # the population's order
     # a value of the table appearing three times may be in the subset three times, not four
-    ok = presence_dataset(table, table.iloc[[0, 2, 5]], HIER, sensitive=["s"])
+    ok = presence_dataset(table, table.iloc[[0, 2, 5]], HIER, roles=Roles(sensitive=("s",)))
     assert ok.n == 3
     with pytest.raises(AnonlabError, match=r"not a subset of the table: row 4 \(zip=4790"):
-        presence_dataset(table, table.iloc[[0, 2, 5, 0]], HIER, sensitive=["s"])
+        presence_dataset(table, table.iloc[[0, 2, 5, 0]], HIER, roles=Roles(sensitive=("s",)))
 
 
 def test_presence_dataset_errors() -> None:
@@ -352,22 +352,22 @@ def test_presence_dataset_errors() -> None:
         match=r"^the delta-presence subset is not a subset of "
         r"the table: row 2 \(zip=4802, age=20, s=a\)",
     ):
-        presence_dataset(table, stranger, HIER, sensitive=["s"])
+        presence_dataset(table, stranger, HIER, roles=Roles(sensitive=("s",)))
     with pytest.raises(AnonlabError, match="lacks s"):
-        presence_dataset(table, stranger[["zip", "age"]], HIER, sensitive=["s"])
+        presence_dataset(table, stranger[["zip", "age"]], HIER, roles=Roles(sensitive=("s",)))
     odd = table.assign(zip=["4790", "4791", "4790", "4801", "9999", "4790", "4801"])
     with pytest.raises(
         AnonlabError,
         match=r"value '9999' \(population row 5\) is not in "
         "hierarchy",
     ):
-        presence_dataset(odd, odd.iloc[[0]], HIER, sensitive=["s"])
+        presence_dataset(odd, odd.iloc[[0]], HIER, roles=Roles(sensitive=("s",)))
 
 
 def test_kmap_dataset() -> None:
     population = population_table()
     sample = population.iloc[[3, 0]].assign(s=["x", "y"])  # other values outside the QIs
-    ds = kmap_dataset(sample, population[["zip", "age"]], HIER, sensitive=["s"])
+    ds = kmap_dataset(sample, population[["zip", "age"]], HIER, roles=Roles(sensitive=("s",)))
     assert ds.n == 2 and ds.frame["s"].tolist() == ["x", "y"]
     assert ds.population is not None and ds.population.shape == (7, 2)
     with pytest.raises(
@@ -379,37 +379,46 @@ def test_kmap_dataset() -> None:
             pd.DataFrame({"zip": ["4790", "4802"], "age": ["20", "20"], "s": "a"}),
             population,
             HIER,
-            sensitive=["s"],
+            roles=Roles(sensitive=("s",)),
         )
     with pytest.raises(AnonlabError, match=r"lacks the quasi-identifier column\(s\) age"):
-        kmap_dataset(sample, population[["zip"]], HIER, sensitive=["s"])
+        kmap_dataset(sample, population[["zip"]], HIER, roles=Roles(sensitive=("s",)))
     many = population.iloc[[3, 3]]  # row 3's tuple appears once in the population
     with pytest.raises(AnonlabError, match="row 2"):
-        kmap_dataset(many, population, HIER, sensitive=["s"])
+        kmap_dataset(many, population, HIER, roles=Roles(sensitive=("s",)))
 
 
 def test_population_dataset_dispatches_on_the_criteria() -> None:
     table = population_table()
     subset = table.iloc[[1, 4]]
-    ds = population_dataset(table, HIER, [DeltaPresence(0, 0.5, subset)], sensitive=["s"])
+    ds = population_dataset(
+        table, HIER, [DeltaPresence(0, 0.5, subset)], roles=Roles(sensitive=("s",))
+    )
     assert ds.n == 2 and ds.population is not None and ds.population.shape[0] == 7
-    ds = population_dataset(subset, HIER, [KMap(2, population=table)], sensitive=["s"])
+    ds = population_dataset(
+        subset, HIER, [KMap(2, population=table)], roles=Roles(sensitive=("s",))
+    )
     assert ds.n == 2 and ds.population is not None
-    plain = population_dataset(table, HIER, [KAnonymity(2)], sensitive=["s"])
+    plain = population_dataset(table, HIER, [KAnonymity(2)], roles=Roles(sensitive=("s",)))
     assert plain.population is None and plain.n == 7
     with pytest.raises(AnonlabError, match="takes no population of its own"):
         population_dataset(
-            table, HIER, [DeltaPresence(0, 0.5, subset), KMap(2, population=table)], sensitive=["s"]
+            table,
+            HIER,
+            [DeltaPresence(0, 0.5, subset), KMap(2, population=table)],
+            roles=Roles.of(sensitive=["s"]),
         )
     with pytest.raises(AnonlabError, match="needs subset"):
-        population_dataset(table, HIER, [DeltaPresence(0, 0.5)], sensitive=["s"])
+        population_dataset(table, HIER, [DeltaPresence(0, 0.5)], roles=Roles(sensitive=("s",)))
 
 
 def test_population_dataset_reads_files(tmp_path: Path) -> None:
     table = population_table()
     path = tmp_path / "subset.csv"
     table.iloc[[0, 3]].to_csv(path, index=False)
-    ds = population_dataset(table, HIER, [DeltaPresence(0, 0.5, path)], sensitive=["s"])
+    ds = population_dataset(
+        table, HIER, [DeltaPresence(0, 0.5, path)], roles=Roles(sensitive=("s",))
+    )
     assert ds.frame["zip"].tolist() == ["4790", "4801"]
 
 
@@ -656,7 +665,11 @@ def random_dataset(
         return Dataset.from_frame(table, hierarchies, sensitive=["s"]), table, None
     picked = rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False)
     subset = table.iloc[picked].reset_index(drop=True)
-    return presence_dataset(table, subset, hierarchies, sensitive=["s"]), table, subset
+    return (
+        presence_dataset(table, subset, hierarchies, roles=Roles.of(sensitive=["s"])),
+        table,
+        subset,
+    )
 
 
 def plain_presence(
@@ -809,7 +822,7 @@ def bound_dataset(
     """
     sample = subset if any(isinstance(c, KMap) and c.needs_population for c in criteria) else table
     assert sample is not None
-    ds = population_dataset(sample, hierarchies, criteria, sensitive=sensitive)
+    ds = population_dataset(sample, hierarchies, criteria, roles=Roles.of(sensitive=sensitive))
     for c in criteria:
         c.bind(ds)
     return ds
@@ -946,7 +959,10 @@ def test_the_delta_presence_paper_example_as_arx_tests_it() -> None:
     subset = table.iloc[[1, 2, 5, 7, 8]]
     criteria: list[Criterion] = [KAnonymity(2), DeltaPresence(0.5, 2 / 3, subset)]
     ds = population_dataset(
-        table, hierarchies, criteria, identifying=["identifier", "name"], insensitive=["sen"]
+        table,
+        hierarchies,
+        criteria,
+        roles=Roles.of(identifying=["identifier", "name"], insensitive=["sen"]),
     )
     assert ds.frame["name"].tolist() == ["Bob", "Christine", "Frank", "Harry", "Iris"]
     stats, _ = node_stats(ds, [3, 3, 2])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from anonlab.dataset import EncodedSensitive
+from anonlab.dataset import EncodedSensitive, Roles
 from anonlab.generalize import model_dataset, resolve_criteria
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
@@ -260,8 +260,7 @@ def test_benchmark_models_imply_sizes_on_adult() -> None:
         frame,
         hierarchies,
         model,
-        sensitive=["occupation"],
-        other="insensitive",
+        roles=Roles.of(sensitive=["occupation"], other="insensitive"),
         read_options={"delimiter": ";"},
     )
     bind_criteria(model, ds)

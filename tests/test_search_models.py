@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset
+from anonlab.dataset import Dataset, Roles
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy
 from anonlab.lattice import STRATEGIES
@@ -498,7 +498,9 @@ def test_presence_models_reach_the_exhaustive_optimum(data: st.DataObject) -> No
     from anonlab.privacy.presence import presence_dataset
 
     table, subset, problem = data.draw(st.composite(_presence_problem)())
-    ds = presence_dataset(table, subset, problem.hierarchies, sensitive=problem.sensitive)
+    ds = presence_dataset(
+        table, subset, problem.hierarchies, roles=Roles.of(sensitive=problem.sensitive)
+    )
     dmin = data.draw(st.sampled_from([0.0, 0.0, 0.1, 0.3]))
     dmax = data.draw(st.sampled_from([0.5, 0.7, 0.9, 1.0]))
     presence: Any = criterion_class("delta-presence")
@@ -674,7 +676,7 @@ def test_presence_with_a_minimal_class_size_is_not_tagged() -> None:
         {"q0": ["v1", "v0", "v0", "v0", "v1", "v1"], "s0": ["x", "y", "y", "y", "x", "x"]}
     )
     hiers = {"q0": Hierarchy.from_rows([("v0", "*"), ("v1", "*")])}
-    ds = presence_dataset(table, table.iloc[[0]], hiers, sensitive=["s0"])
+    ds = presence_dataset(table, table.iloc[[0]], hiers, roles=Roles.of(sensitive=["s0"]))
     presence: Any = criterion_class("delta-presence")
     criteria = [presence(dmin=0.3, dmax=0.5), KAnonymity(1)]
     bind_criteria(criteria, ds)
@@ -700,7 +702,7 @@ def test_presence_condition_in_the_sub_model(suppression: float) -> None:
         {"q0": ["v0", "v0", "v1", "v1", "v2", "v2"], "s0": ["x", "y", "x", "y", "x", "y"]}
     )
     hiers = {"q0": Hierarchy.from_rows([("v0", "*"), ("v1", "*"), ("v2", "*")])}
-    ds = presence_dataset(table, table.iloc[[0, 3]], hiers, sensitive=["s0"])
+    ds = presence_dataset(table, table.iloc[[0, 3]], hiers, roles=Roles.of(sensitive=["s0"]))
     presence: Any = criterion_class("delta-presence")
     disclosure: Any = criterion_class("delta-disclosure")
     criteria = [presence(dmin=0.3, dmax=0.5), disclosure("s0", 1.0)]

@@ -251,6 +251,59 @@ def _check_other(other: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Roles:
+    """The roles a run gives the columns its method does not change (the method's own
+    columns, the quasi-identifiers, are given apart): ``identifying`` ones are dropped,
+    ``sensitive`` and ``insensitive`` ones released as they are; ``other="insensitive"``
+    releases every column named nowhere as it is, else such a column is refused
+    (:meth:`assign`). One value carries them from a run's settings to the table model."""
+
+    identifying: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    insensitive: tuple[str, ...] = ()
+    other: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_other(self.other)
+        for name in ("identifying", "sensitive", "insensitive"):
+            object.__setattr__(self, name, tuple(str(c) for c in getattr(self, name)))
+
+    @classmethod
+    def of(
+        cls,
+        identifying: Iterable[str] = (),
+        sensitive: Iterable[str] = (),
+        insensitive: Iterable[str] | None = (),
+        other: str | None = None,
+    ) -> Roles:
+        """The roles given as the public functions take them (``insensitive=None``: none)."""
+        return cls(tuple(identifying), tuple(sensitive), tuple(insensitive or ()), other)
+
+    def keywords(self) -> dict[str, Any]:
+        """The four keywords of the public constructors (``Dataset.from_frame``,
+        ``MicrodataTable.from_frame``)."""
+        return {
+            "identifying": self.identifying,
+            "sensitive": self.sensitive,
+            "insensitive": self.insensitive,
+            "other": self.other,
+        }
+
+    def assign(
+        self,
+        columns: Iterable[str],
+        qi: Iterable[str] = (),
+        role_parameters: tuple[str, ...] = ("qi", "identifying", "sensitive", "insensitive"),
+    ) -> dict[str, Role]:
+        """The role of every column, ``qi`` the method's own (:func:`assign_roles`)."""
+        return assign_roles(columns, qi=qi, **self.keywords(), role_parameters=role_parameters)
+
+
+#: no column named in any role (every column but the method's own then needs ``other``)
+NO_ROLES = Roles()
+
+
 def assign_roles(
     columns: Iterable[str],
     *,

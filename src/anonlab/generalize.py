@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset, Role
+from anonlab.dataset import NO_ROLES, Dataset, Role, Roles
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.lattice.alternatives import best_nodes, node_facts
@@ -193,16 +193,13 @@ def model_dataset(
     hierarchies: Mapping[str, Hierarchy | PathLike],
     criteria: Sequence[Criterion],
     *,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] | None = (),
-    other: str | None = None,
+    roles: Roles = NO_ROLES,
     source: str | None = None,
     read_options: Mapping[str, Any] | None = None,
     engine: Engine | None = None,
     progress: ProgressFn | None = None,
 ) -> Dataset:
-    """The dataset a privacy model needs from a table.
+    """The dataset a privacy model needs from a table, its other columns given ``roles``.
 
     Plainly the table; with delta-presence or inclusion the table is the
     population and the research subset (the criterion's ``subset``) is what
@@ -214,26 +211,26 @@ def model_dataset(
     (:func:`anonlab.lattice.pieces.engine_dataset`, which calls
     ``progress`` as it goes).
     """
-    roles: dict[str, Any] = {
-        "identifying": identifying,
-        "sensitive": sensitive,
-        "insensitive": insensitive,
-        "other": other,
-        "source": source,
-    }
     if engine is not None:
         from anonlab.lattice.pieces import check_engine_model, engine_dataset
 
         check_engine_model(criteria)
-        return engine_dataset(engine, frame, hierarchies, progress=progress, **roles)
+        return engine_dataset(
+            engine, frame, hierarchies, roles=roles, source=source, progress=progress
+        )
     if any(c.needs_population for c in criteria):
         from anonlab.privacy.presence import population_dataset
 
         with criteria_errors():
             return population_dataset(
-                frame, hierarchies, list(criteria), read_options=read_options, **roles
+                frame,
+                hierarchies,
+                list(criteria),
+                roles=roles,
+                source=source,
+                read_options=read_options,
             )
-    return Dataset.from_frame(frame, hierarchies, **roles)
+    return Dataset.from_frame(frame, hierarchies, **roles.keywords(), source=source)
 
 
 def criteria_report(
@@ -957,12 +954,11 @@ class Generalizer:
         ``None`` (no hierarchy: cut and released as a range, as the ``numeric`` ones are),
         and :meth:`transform` is refused: Mondrian's partitions belong to their table.
         """
+        roles = Roles.of(identifying, sensitive, insensitive, other)
         if self.recoding == "mondrian":
-            return self._fit_mondrian(
-                frame, hierarchies, identifying, sensitive, insensitive, other
-            )
+            return self._fit_mondrian(frame, hierarchies, roles)
         if self.recoding == "local":
-            return self._fit_local(frame, hierarchies, identifying, sensitive, insensitive, other)
+            return self._fit_local(frame, hierarchies, roles)
         bare = [c for c, h in hierarchies.items() if h is None]
         if bare:
             raise AnonlabError(
@@ -975,10 +971,7 @@ class Generalizer:
             for c, h in hierarchies.items()
             if h is not None
         }
-        self.identifying_ = list(identifying)
-        self.sensitive_ = list(sensitive)
-        self.insensitive_ = list(insensitive)
-        self.other_ = other
+        self.roles_ = roles
         self.hierarchies_ = hiers
         self.criteria_ = resolve_criteria(self.criteria, self.k)
         with _frame_engine(frame, self.engine) as engine:
@@ -986,10 +979,7 @@ class Generalizer:
                 frame,
                 hiers,
                 self.criteria_,
-                identifying=self.identifying_,
-                sensitive=self.sensitive_,
-                insensitive=self.insensitive_,
-                other=other,
+                roles=roles,
                 engine=engine,
             )
         self.result_ = anonymize(
@@ -1010,10 +1000,7 @@ class Generalizer:
         self,
         frame: FrameLike,
         hierarchies: Mapping[str, Hierarchy | PathLike | None],
-        identifying: Iterable[str],
-        sensitive: Iterable[str],
-        insensitive: Iterable[str],
-        other: str | None,
+        roles: Roles,
     ) -> Generalizer:
         """Mondrian's partitions of ``frame`` (:func:`anonlab.mondrian.method.mondrian`)."""
         from anonlab.frames import is_dask_frame
@@ -1045,15 +1032,7 @@ class Generalizer:
         known = {c: h for c, h in given.items() if h is not None}
         table = frame.reset_index(drop=True)
         every = flat_hierarchies(table, known, [c for c in ordered if c not in known])
-        dataset = model_dataset(
-            table,
-            every,
-            self.criteria_,
-            identifying=identifying,
-            sensitive=sensitive,
-            insensitive=insensitive,
-            other=other,
-        )
+        dataset = model_dataset(table, every, self.criteria_, roles=roles)
         self.mondrian_ = mondrian(dataset, self.criteria_, ordered=ordered, relaxed=self.relaxed)
         return self
 
@@ -1061,10 +1040,7 @@ class Generalizer:
         self,
         frame: FrameLike,
         hierarchies: Mapping[str, Hierarchy | PathLike | None],
-        identifying: Iterable[str],
-        sensitive: Iterable[str],
-        insensitive: Iterable[str],
-        other: str | None,
+        roles: Roles,
     ) -> Generalizer:
         """ARX's local recoding of ``frame`` (:func:`anonlab.lattice.local.local_recoding`;
         docs/generalization.md, "Local recoding"): ``local_`` holds every search and
@@ -1094,10 +1070,7 @@ class Generalizer:
             frame.reset_index(drop=True),
             hiers,
             self.criteria_,
-            identifying=identifying,
-            sensitive=sensitive,
-            insensitive=insensitive,
-            other=other,
+            roles=roles,
         )
         self.local_ = local_recoding(
             dataset,
@@ -1172,10 +1145,7 @@ class Generalizer:
                 self.transformation_,
                 self.criteria_,
                 self.suppression,
-                identifying=self.identifying_,
-                sensitive=self.sensitive_,
-                insensitive=self.insensitive_,
-                other=self.other_,
+                roles=self.roles_,
                 metric=self.metric,
                 engine=engine,
                 **self._metric_options(),
@@ -1266,10 +1236,7 @@ def apply_levels(
     suppression: float,
     *,
     k: int | None = None,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] = (),
-    other: str | None = None,
+    roles: Roles = NO_ROLES,
     metric: str = "precision",
     gs_factor: float = DEFAULT_GS_FACTOR,
     aggregate: str | None = None,
@@ -1304,10 +1271,7 @@ def apply_levels(
         frame,
         {c: hierarchies[c] for c in transformation},
         model,
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        roles=roles,
         read_options=read_options,
         engine=engine,
         progress=progress,
@@ -1404,10 +1368,7 @@ def apply_transformation(
             criteria,
             suppression,
             k=k,
-            identifying=identifying,
-            sensitive=sensitive,
-            insensitive=insensitive,
-            other=other,
+            roles=Roles.of(identifying, sensitive, insensitive, other),
             metric=metric,
             gs_factor=gs_factor,
             aggregate=aggregate,

@@ -20,7 +20,7 @@ the one the in-memory path finds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from anonlab.privacy.base import SensitiveHistograms
 if TYPE_CHECKING:
     import pandas as pd
 
-    from anonlab.dataset import Dataset, Role
+    from anonlab.dataset import Dataset, Role, Roles
     from anonlab.engine.base import Engine
     from anonlab.engine.table import TableLike
     from anonlab.hierarchy import Hierarchy
@@ -258,21 +258,18 @@ def engine_dataset(
     table: TableLike,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     *,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] | None = (),
-    other: str | None = None,
+    roles: Roles,
     source: str | None = None,
     progress: ProgressFn | None = None,
 ) -> Dataset:
     """The rowless dataset of ``table`` (a path, a pandas or Dask DataFrame) on ``engine``.
 
-    Roles are given as :meth:`anonlab.dataset.Dataset.from_frame` takes them
-    (:func:`anonlab.dataset.assign_roles`); the engine counts the base
+    ``roles`` give the other columns theirs (:meth:`anonlab.dataset.Roles.assign`, the
+    hierarchies' columns the quasi-identifiers); the engine counts the base
     frequency set of the quasi-identifiers (in table order) with the
     histograms of every sensitive column, in one pass over the rows.
     """
-    from anonlab.dataset import Role, assign_roles
+    from anonlab.dataset import Role
     from anonlab.engine.table import open_table
     from anonlab.hierarchy import Hierarchy
 
@@ -282,21 +279,14 @@ def engine_dataset(
             "hierarchies is empty: name at least one quasi-identifier and its hierarchy",
             parameter="hierarchies",
         )
-    roles = assign_roles(
-        data.column_names,
-        qi=hierarchies.keys(),
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive or (),
-        other=other,
-    )
+    assigned = roles.assign(data.column_names, qi=hierarchies.keys())
     loaded = {
         c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h) for c, h in hierarchies.items()
     }
-    qis = [c for c, r in roles.items() if r == Role.QUASI]
-    sens = [c for c, r in roles.items() if r == Role.SENSITIVE]
+    qis = [c for c, r in assigned.items() if r == Role.QUASI]
+    sens = [c for c, r in assigned.items() if r == Role.SENSITIVE]
     base = engine.frequency_set(data, qis, sens, progress=progress)
-    return rowless_dataset(base, loaded, roles, source=source)
+    return rowless_dataset(base, loaded, assigned, source=source)
 
 
 def lazy_release(frame: Any, plan: ReleasePlan) -> Any:

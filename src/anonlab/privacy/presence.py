@@ -49,7 +49,7 @@ counts subset records (ARX: ``floor(limit * |subset|)``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.dataset import Dataset, as_text
+from anonlab.dataset import NO_ROLES, Dataset, Roles, as_text
 from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import Hierarchy
 from anonlab.io import read_table
@@ -648,10 +648,7 @@ def presence_dataset(
     subset: pd.DataFrame,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     *,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] | None = None,
-    other: str | None = None,
+    roles: Roles = NO_ROLES,
     source: str | None = None,
     model: str = "delta-presence",
 ) -> Dataset:
@@ -693,10 +690,7 @@ def presence_dataset(
     return Dataset.from_frame(
         frame,
         hierarchies,
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **roles.keywords(),
         source=source,
         population=table,
     )
@@ -707,10 +701,7 @@ def kmap_dataset(
     population: pd.DataFrame,
     hierarchies: Mapping[str, Hierarchy | PathLike],
     *,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] | None = None,
-    other: str | None = None,
+    roles: Roles = NO_ROLES,
     source: str | None = None,
 ) -> Dataset:
     """A k-map dataset: ``sample`` is the table to release, ``population`` the population.
@@ -747,10 +738,7 @@ def kmap_dataset(
     return Dataset.from_frame(
         sample,
         hierarchies,
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **roles.keywords(),
         source=source,
         population=population[qis],
     )
@@ -770,10 +758,7 @@ def population_dataset(
     hierarchies: Mapping[str, Hierarchy | PathLike],
     criteria: Sequence[Criterion],
     *,
-    identifying: Iterable[str] = (),
-    sensitive: Iterable[str] = (),
-    insensitive: Iterable[str] | None = None,
-    other: str | None = None,
+    roles: Roles = NO_ROLES,
     source: str | None = None,
     read_options: Mapping[str, Any] | None = None,
 ) -> Dataset:
@@ -787,13 +772,6 @@ def population_dataset(
     either, :meth:`Dataset.from_frame`. ``read_options`` are passed to
     :func:`anonlab.io.read_table` for files.
     """
-    roles: dict[str, Any] = {
-        "identifying": identifying,
-        "sensitive": sensitive,
-        "insensitive": insensitive,
-        "other": other,
-        "source": source,
-    }
     presence = [
         c for c in criteria if isinstance(c, DeltaPresence) or getattr(c, "defines_subset", False)
     ]
@@ -824,11 +802,13 @@ def population_dataset(
                 parameter="criteria",
             )
         return presence_dataset(
-            frame, _load(subset, read_options), hierarchies, model=name, **roles
+            frame, _load(subset, read_options), hierarchies, roles=roles, source=source, model=name
         )
     if kmaps:
         population = kmaps[0].population
         if population is None:
             raise TypeError("k-map's population is not set")
-        return kmap_dataset(frame, _load(population, read_options), hierarchies, **roles)
-    return Dataset.from_frame(frame, hierarchies, **roles)
+        return kmap_dataset(
+            frame, _load(population, read_options), hierarchies, roles=roles, source=source
+        )
+    return Dataset.from_frame(frame, hierarchies, **roles.keywords(), source=source)

@@ -310,7 +310,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     (:func:`apply_on_engine`); ``progress`` is
     then called as the engine's passes go (``progress(step, done, total)``).
     """
-    from anonlab.dataset import Role
+    from anonlab.dataset import Role, Roles
     from anonlab.generalize import apply_levels, resolve_criteria
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import check_risk_columns, release_risk_report
@@ -357,9 +357,11 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             found.transformation,
             criteria,
             found.suppression,
-            identifying=named[Role.IDENTIFYING],
-            sensitive=named[Role.SENSITIVE],
-            insensitive=named[Role.INSENSITIVE],
+            roles=Roles.of(
+                identifying=named[Role.IDENTIFYING],
+                sensitive=named[Role.SENSITIVE],
+                insensitive=named[Role.INSENSITIVE],
+            ),
             metric=str(options.pop("metric")),
             read_options=read_options,
             min_levels=found.min_levels,
@@ -503,7 +505,7 @@ def apply_on_engine(
     says. A model the engines do not count (a population table) is refused
     before any work.
     """
-    from anonlab.dataset import Role
+    from anonlab.dataset import Role, Roles
     from anonlab.engine.table import open_table
     from anonlab.generalize import apply_levels, resolve_criteria
     from anonlab.lattice.pieces import check_engine_model
@@ -534,9 +536,11 @@ def apply_on_engine(
                 found.transformation,
                 criteria,
                 found.suppression,
-                identifying=named[Role.IDENTIFYING],
-                sensitive=named[Role.SENSITIVE],
-                insensitive=named[Role.INSENSITIVE],
+                roles=Roles.of(
+                    identifying=named[Role.IDENTIFYING],
+                    sensitive=named[Role.SENSITIVE],
+                    insensitive=named[Role.INSENSITIVE],
+                ),
                 metric=str(options.pop("metric")),
                 engine=engine,
                 progress=progress,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonlab.database import DatabaseTarget
+    from anonlab.dataset import Roles
     from anonlab.engine.base import Engine
 
 P = ParamSpec("P")
@@ -341,6 +342,18 @@ class RoleSettings(Settings):
     def _role_names(cls, value: Any) -> Any:
         """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
         return split_names(value) if isinstance(value, str | list | tuple) else value
+
+    @property
+    def roles(self) -> Roles:
+        """The four settings as one :class:`~anonlab.dataset.Roles`."""
+        return roles_of(self)
+
+
+def roles_of(settings: Any) -> Roles:
+    """The :class:`~anonlab.dataset.Roles` of settings with the four role fields."""
+    from anonlab.dataset import Roles
+
+    return Roles.of(settings.identifying, settings.sensitive, settings.insensitive, settings.other)
 
 
 def stage_plot(outputs: Outputs, report: Mapping[str, Any]) -> None:

@@ -44,7 +44,7 @@ from anonlab.runs.generalize_steps import (
     ModelCheck,
     ReleaseCheck,
     check_engine_settings,
-    check_weights,
+    check_parameters,
     criteria_files,
     distinct_values,
     file_through_engine,
@@ -134,7 +134,7 @@ def run_generalize(
     """
     from anonlab.dataset import without_role
     from anonlab.generalize import model_dataset, resolve_criteria
-    from anonlab.privacy import check_k, check_suppression, max_suppressed
+    from anonlab.privacy import max_suppressed
     from anonlab.risk.release import release_risk_report
 
     if settings.recoding == "mondrian":  # docs/mondrian.md
@@ -162,10 +162,7 @@ def run_generalize(
         input_tables=input_tables(settings.input, settings.table),
         folders=("output",) if on_engine else (),
     )
-    if settings.k is not None:
-        check_k(settings.k)
-    check_suppression(settings.suppression)
-    check_weights(settings)
+    check_parameters(settings)
     criteria = resolve_criteria(specs)
     if on_engine:
         return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
@@ -181,10 +178,7 @@ def run_generalize(
             frame,
             hierarchies,
             criteria,
-            identifying=settings.identifying,
-            sensitive=settings.sensitive,
-            insensitive=settings.insensitive,
-            other=settings.other,
+            roles=settings.roles,
             source=masked(settings.input),
             read_options=read_options,
         )
@@ -313,10 +307,7 @@ def run_on_engine(
                 engine,
                 table,
                 hierarchies,
-                identifying=settings.identifying,
-                sensitive=settings.sensitive,
-                insensitive=settings.insensitive,
-                other=settings.other,
+                roles=settings.roles,
                 source=masked(settings.input),
                 progress=progress,
             )

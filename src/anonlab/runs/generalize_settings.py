@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     Field,
@@ -23,8 +23,12 @@ from anonlab.risk.release import ReleaseRiskSettings
 from anonlab.runs.common import (
     EngineSettings,
     ReadSettings,
+    roles_of,
 )
 from anonlab.settings import outputs_taken_over, read_toml, resolve_paths, split_names
+
+if TYPE_CHECKING:
+    from anonlab.dataset import Roles
 
 SearchName = Literal[
     "exhaustive", "ola", "degree", "flash", "lightning", "top-down", "genetic", "descent", "auto"
@@ -378,6 +382,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
             self.metric = default_metric(self.suppression)
         self.model_criteria()
         return self
+
+    @property
+    def roles(self) -> Roles:
+        """The four role settings as one :class:`~anonlab.dataset.Roles`."""
+        return roles_of(self)
 
     def model_criteria(self) -> list[dict[str, Any]]:
         """The privacy model in full: ``criteria``, with ``k`` as a k-anonymity criterion

@@ -167,6 +167,16 @@ def found_metric_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_parameters(settings: GeneralizeSettings) -> None:
+    """k, the suppression limit and the attribute weights, before any work."""
+    from anonlab.privacy import check_k, check_suppression
+
+    if settings.k is not None:
+        check_k(settings.k)
+    check_suppression(settings.suppression)
+    check_weights(settings)
+
+
 def check_weights(settings: GeneralizeSettings) -> None:
     """Attribute weights name quasi-identifiers."""
     unknown = [c for c in settings.attribute_weights if c not in settings.qi]

@@ -27,7 +27,7 @@ from anonlab.runs.common import (
 )
 from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
 from anonlab.runs.generalize_steps import (
-    check_weights,
+    check_parameters,
     criteria_files,
     load_hierarchies,
     read_input,
@@ -99,7 +99,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
     from anonlab.dataset import Role, without_role
     from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.lattice.local import local_recoding, local_release
-    from anonlab.privacy import check_k, check_suppression, max_suppressed
+    from anonlab.privacy import max_suppressed
     from anonlab.risk.release import release_risk_report
 
     started = time.perf_counter()
@@ -118,10 +118,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
         ],
         input_tables=input_tables(settings.input, settings.table),
     )
-    if settings.k is not None:
-        check_k(settings.k)
-    check_suppression(settings.suppression)
-    check_weights(settings)
+    check_parameters(settings)
     criteria = resolve_criteria(specs)
     for criterion in criteria:
         if criterion.needs_population:
@@ -138,10 +135,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
             frame,
             hierarchies,
             criteria,
-            identifying=settings.identifying,
-            sensitive=settings.sensitive,
-            insensitive=settings.insensitive,
-            other=settings.other,
+            roles=settings.roles,
             source=masked(settings.input),
             read_options=read_options,
         )

@@ -174,7 +174,7 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
     Without any output path the release is only returned (:attr:`RunResult.release`),
     verified in memory. ``progress`` hears of the read and of the method.
     """
-    from anonlab.dataset import Role, assign_roles, roles_report
+    from anonlab.dataset import Role, Roles, roles_report
     from anonlab.io import read_table
     from anonlab.masking import mask
     from anonlab.masking.registry import get_method, method_params
@@ -197,14 +197,11 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
         frame = read_table(s.input, **s.read_options())
         named = {*s.columns, *s.identifying, *s.sensitive, *s.insensitive}
         extra = [c for c in params.read_columns() if c not in named]
-        roles = assign_roles(
+        given = Roles.of(s.identifying, s.sensitive, [*s.insensitive, *extra], s.other)
+        roles = given.assign(
             [str(c) for c in frame.columns],
-            qi=s.columns,
-            identifying=s.identifying,
-            sensitive=s.sensitive,
-            insensitive=[*s.insensitive, *extra],
-            other=s.other,
-            role_parameters=("columns", "identifying", "sensitive", "insensitive"),
+            s.columns,
+            ("columns", "identifying", "sensitive", "insensitive"),
         )
         dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
         lost = [c for c in params.read_columns() if c in dropped]

@@ -498,10 +498,7 @@ def masked_table(
         nominal=s.nominal,
         ordinal=s.ordinal,
         orders=s.orders,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=s.other,
+        **s.roles.keywords(),
         role_parameters=ROLE_PARAMETERS,
     )
 
@@ -522,10 +519,7 @@ def evaluated_table(frame: pd.DataFrame, settings: EvaluateSettings) -> Microdat
         nominal=s.nominal,
         ordinal=s.ordinal,
         orders=s.orders,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=s.other,
+        **s.roles.keywords(),
         role_parameters=ROLE_PARAMETERS,
         purpose="evaluate",
         what="original",
@@ -797,10 +791,7 @@ def _head_table(frame: pd.DataFrame, s: MicroaggregateSettings) -> MicrodataTabl
     return MicrodataTable.from_frame(
         frame,
         s.columns,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=s.other,
+        **s.roles.keywords(),
         role_parameters=ROLE_PARAMETERS,
         allow_constant=True,
     )
@@ -946,18 +937,11 @@ def _evaluated_roles(
 ) -> dict[str, Role]:
     """Every column's role on an engine: ``measured`` are the quasi-identifiers, the role
     settings give the rest (:func:`anonlab.dataset.assign_roles`; ``other`` as given)."""
-    from anonlab.dataset import assign_roles
+    from anonlab.dataset import Roles
     from anonlab.table import ROLE_PARAMETERS
 
-    return assign_roles(
-        columns,
-        qi=measured,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=other,
-        role_parameters=ROLE_PARAMETERS,
-    )
+    roles = Roles.of(s.identifying, s.sensitive, s.insensitive, other)
+    return roles.assign(columns, measured, ROLE_PARAMETERS)
 
 
 def _run_evaluate_on_engine(

@@ -145,10 +145,7 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             frame,
             every,
             criteria,
-            identifying=settings.identifying,
-            sensitive=settings.sensitive,
-            insensitive=settings.insensitive,
-            other=settings.other,
+            roles=settings.roles,
             source=masked(settings.input),
         )
         from anonlab.dataset import Role
@@ -252,10 +249,7 @@ def run_mondrian_on_engine(
                 engine,
                 table,
                 every,
-                identifying=settings.identifying,
-                sensitive=settings.sensitive,
-                insensitive=settings.insensitive,
-                other=settings.other,
+                roles=settings.roles,
                 source=masked(settings.input),
                 progress=progress,
             )

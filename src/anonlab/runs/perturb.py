@@ -667,10 +667,7 @@ def perturbed_table(
     return MicrodataTable.from_frame(
         frame,
         names,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=s.other,
+        **s.roles.keywords(),
         role_parameters=ROLE_PARAMETERS,
         numbers="exact",
     )
@@ -1154,7 +1151,7 @@ def _engine_roles(
 ) -> tuple[list[str], dict[str, Role], list[str], list[str]]:
     """Perturbed columns (``all-numeric`` found by a pass over the pieces), every column's
     role, those insensitive by ``other``, the dropped."""
-    from anonlab.dataset import Role, assign_roles, without_role
+    from anonlab.dataset import Role, without_role
     from anonlab.engine.base import base_engine
     from anonlab.metrics.evaluate_pieces import all_numeric_names
     from anonlab.perturbation.table import check_names
@@ -1169,15 +1166,7 @@ def _engine_roles(
         ),
     )
     check_names(names, columns)
-    roles = assign_roles(
-        columns,
-        qi=names,
-        identifying=s.identifying,
-        sensitive=s.sensitive,
-        insensitive=s.insensitive,
-        other=s.other,
-        role_parameters=ROLE_PARAMETERS,
-    )
+    roles = s.roles.assign(columns, names, ROLE_PARAMETERS)
     by_other = without_role(columns, names, others)
     dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
     return names, roles, by_other, dropped

@@ -186,7 +186,7 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
     Without any output path the release is only returned (:attr:`RunResult.release`),
     verified in memory. ``progress`` hears of the read and of the method.
     """
-    from anonlab.dataset import Role, assign_roles, roles_report
+    from anonlab.dataset import Role, Roles, roles_report
     from anonlab.io import read_table
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.suppression import suppress
@@ -203,15 +203,8 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
         frame = read_table(s.input, **s.read_options())
         named = {*s.qi, *s.identifying, *s.sensitive, *s.insensitive}
         insensitive = [*s.insensitive, *(c for c in s.strata if c not in named)]
-        roles = assign_roles(
-            [str(c) for c in frame.columns],
-            qi=s.qi,
-            identifying=s.identifying,
-            sensitive=s.sensitive,
-            insensitive=insensitive,
-            other=s.other,
-            role_parameters=("qi", "identifying", "sensitive", "insensitive"),
-        )
+        given = Roles.of(s.identifying, s.sensitive, insensitive, s.other)
+        roles = given.assign([str(c) for c in frame.columns], s.qi)
         dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
         lost = [c for c in s.strata if c in dropped]
         if lost:
