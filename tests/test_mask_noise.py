@@ -234,3 +234,47 @@ def noise_data() -> str:
     from mask_numeric_stats import DATA
 
     return str(DATA / "Tarragona.csv")
+
+
+def test_from_the_command_line_with_sdcmicros_flags(tmp_path) -> None:
+    """``anonlab mask --method noise --noise-method ROMM --p ...``: a verified release and
+    the report's section; a flag the method lacks is one line."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    runner = CliRunner()
+    out, report = tmp_path / "n.csv", tmp_path / "n.json"
+    args = [
+        "mask",
+        noise_data(),
+        "--method",
+        "noise",
+        "--noise-method",
+        "ROMM",
+        "--p",
+        "0.01",
+        "--columns",
+        "FIXED.ASSETS,SALES",
+        "--seed",
+        "4",
+        "--other",
+        "insensitive",
+        "--max-risk",
+        "1",
+        "--output",
+        str(out),
+        "--report",
+        str(report),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "release verified" in result.output
+    written = json.loads(report.read_text())
+    assert written["masking"]["noise_method"] == "romm"
+    released = pd.read_csv(out)[["FIXED.ASSETS", "SALES"]].to_numpy()
+    original = pd.read_csv(noise_data())[["FIXED.ASSETS", "SALES"]].to_numpy()
+    assert np.allclose(released.T @ released, original.T @ original, rtol=1e-9)
+    bad = runner.invoke(app, [*args[:-4], "--k0", "1"])
+    assert bad.exit_code != 0
+    assert "'k0' is not a parameter of method noise" in bad.output

@@ -160,3 +160,24 @@ def test_check_finds_a_value_moved_beyond_the_window() -> None:
     assert problems and "beyond the window" in problems[0]
     with pytest.raises(AnonlabError, match="give a seed"):
         anonlab.mask(frame, "rankswap", COLUMNS)
+
+
+def test_from_the_command_line_with_sdcmicros_flags(tmp_path) -> None:
+    """``anonlab mask --method rankswap --p 5 --top-percent 0 --bottom-percent 0``: every
+    value swapped within 5 % of the ranks, every released value an original one."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    out, report = tmp_path / "r.csv", tmp_path / "r.json"
+    args = ["mask", str(DATA / "Tarragona.csv"), "--method", "rankswap", "--p", "5"]
+    args += ["--top-percent", "0", "--bottom-percent", "0", "--columns", "SALES"]
+    args += ["--seed", "2", "--other", "insensitive", "--max-risk", "1"]
+    args += ["--output", str(out), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    entry = json.loads(report.read_text())["masking"]["columns"]["SALES"]
+    assert (entry["top"], entry["bottom"], entry["max_distance"]) == (0, 0, int(834 * 0.05) - 1)
+    released = pd.read_csv(out)["SALES"].to_numpy()
+    original = pd.read_csv(DATA / "Tarragona.csv")["SALES"].to_numpy()
+    assert np.array_equal(np.sort(released), np.sort(original))

@@ -125,3 +125,25 @@ def test_check_finds_an_mlm_release_out_of_the_fits_order() -> None:
     assert problems and "regression" in problems[0]
     with pytest.raises(AnonlabError, match="predictors"):
         anonlab.mask(frame, "shuffle", COLUMNS, seed=1, predictors="FIXED.ASSETS")
+
+
+def test_from_the_command_line_with_sdcmicros_flags(tmp_path) -> None:
+    """``anonlab mask --method shuffle --shuffle-method ds --predictors ...``."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    out, report = tmp_path / "s.csv", tmp_path / "s.json"
+    args = ["mask", str(DATA / "Tarragona.csv"), "--method", "shuffle"]
+    args += ["--shuffle-method", "ds", "--predictors", "SALES,LABOR.COSTS"]
+    args += ["--columns", "FIXED.ASSETS,CURRENT.ASSETS", "--seed", "8", "--other", "insensitive"]
+    args += ["--max-risk", "1", "--output", str(out), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    section = json.loads(report.read_text())["masking"]
+    assert section["predictors"] == ["SALES", "LABOR.COSTS"]
+    released = pd.read_csv(out)
+    original = pd.read_csv(DATA / "Tarragona.csv")
+    for name in COLUMNS:
+        assert np.array_equal(np.sort(released[name]), np.sort(original[name]))
+    assert released["SALES"].equals(original["SALES"])
