@@ -55,5 +55,29 @@ anonlab risk "$work/adult.csv" --delimiter ';' --qi sex,age,race,education \
   --report "$work/r.json" --quiet
 anonlab fuse "$here/examples/fusion/fusion.toml" --output "$work/f.csv" \
   --report "$work/f.json" --verify --quiet
+for recoding in mondrian local; do
+  anonlab generalize "$work/adult.csv" --delimiter ';' "${qis[@]}" "${other[@]}" \
+    --sensitive occupation --k 5 --recoding "$recoding" \
+    --output "$work/$recoding.csv" --report "$work/$recoding.json" --quiet
+  anonlab verify "$work/$recoding.json" --quiet
+done
+d="$here/data/sdc/testdata.csv"
+anonlab suppress "$d" --qi urbrur,roof,walls,water,sex --k 3 --other insensitive \
+  --output "$work/s.csv" --report "$work/s.json" --quiet
+anonlab verify "$work/s.json" --quiet
+anonlab mask "$d" --method pram --columns roof,walls --seed 1 --other insensitive \
+  --max-risk 1 --output "$work/k_pram.csv" --report "$work/k_pram.json" --quiet
+anonlab mask "$d" --method recode --columns age --breaks 6 --other insensitive \
+  --max-risk 1 --output "$work/k_recode.csv" --report "$work/k_recode.json" --quiet
+anonlab verify "$work/k_recode.json" --quiet
+for method in noise rankswap "shuffle --predictors FIXED.ASSETS"; do
+  name="${method%% *}"
+  # shellcheck disable=SC2086  # the shuffle's flag is meant to split
+  anonlab mask "$t" --method $method --columns SALES,LABOR.COSTS --seed 1 \
+    --other insensitive --max-risk 1 --output "$work/n_$name.csv" \
+    --report "$work/n_$name.json" --quiet
+  anonlab verify "$work/n_$name.json" --quiet
+done
+anonlab compare --config "$here/examples/compare_tarragona.toml" --report "$work/c.json" --quiet
 anonlab report "$work/g1.json" --html "$work/g1.html" --quiet
-echo "every family ran on the first line's packages: ${#models[@]} privacy models, microaggregate, evaluate, perturb, risk, fuse, report"
+echo "every family ran on the first line's packages: ${#models[@]} privacy models, mondrian, local recoding, suppress, mask, compare, microaggregate, evaluate, perturb, risk, fuse, report"
