@@ -126,3 +126,18 @@ def test_each_method_reports_what_the_release_loses(tmp_path: Path, recoding: Re
     assert loss["gcp"] == pytest.approx(measured["gcp"], abs=1e-12)
     assert loss["discernibility"] == measured["discernibility"]
     assert loss["average_class_size"] == pytest.approx(measured["average_class_size"])
+
+
+def test_cell_suppression_loses_its_blank_cells(tmp_path: Path) -> None:
+    """A suppress release's GCP is its blanked cells over its key cells (each blank 1)."""
+    from anonlab.runs.suppress import SuppressSettings, run_suppress
+
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    testdata = ADULT.parents[0] / "sdc" / "testdata.csv"
+    with pytest.warns(Warning):  # blanks count as values in the risk section
+        result = run_suppress(
+            SuppressSettings(input=str(testdata), qi=keys, k=3, other="insensitive")
+        )
+    report = result.report
+    blanks = report["cells_suppressed"]
+    assert report["loss"]["gcp"] == pytest.approx(blanks / (report["records"] * len(keys)))

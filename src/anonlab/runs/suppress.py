@@ -188,6 +188,7 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
     """
     from anonlab.dataset import Role, Roles, roles_report
     from anonlab.io import read_table
+    from anonlab.metrics.certainty import classes_loss, frame_classes
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.suppression import suppress
 
@@ -239,6 +240,12 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
         report.update(roles_report(roles, s.other, by_other))
         report.update(release_risk_report(released, s.sensitive, s, qi=s.qi))
         report["risk_blanks"] = RISK_BLANKS
+        report["loss"] = classes_loss(
+            frame_classes(released, s.qi),
+            s.qi,
+            {q: [str(v) for v in frame[q].astype("string").fillna("").unique()] for q in s.qi},
+            {},
+        )
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
