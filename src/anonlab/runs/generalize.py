@@ -214,7 +214,9 @@ def run_generalize(
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
         report["distinct_values"] = distinct_values(original, release, result.transformation)
-        report["loss"] = release_loss(as_written, original, hierarchies, result.transformation)
+        report["loss"] = release_loss(
+            as_written, original, hierarchies, list(result.transformation), result.transformation
+        )
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)

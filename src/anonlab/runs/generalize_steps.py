@@ -17,7 +17,7 @@ engine's frequency set of the released columns the attacker knows and the sensit
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -418,17 +418,18 @@ def release_loss(
     release: pd.DataFrame,
     original: pd.DataFrame,
     hierarchies: Mapping[str, Hierarchy],
-    transformation: Mapping[str, int],
+    qis: Sequence[str],
+    levels: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The report's ``loss`` section of a release held whole (:mod:`anonlab.metrics.certainty`):
-    each quasi-identifier's domain is its values in ``original``, its level the
-    transformation's."""
+    each quasi-identifier's domain is its values in ``original``; ``levels`` the one level
+    of each (full-domain), else a cell is costed by its label, whatever its level (local
+    recoding)."""
     from anonlab.dataset import as_text
     from anonlab.metrics.certainty import classes_loss, frame_classes
 
-    qis = list(transformation)
     domains = {q: [str(v) for v in as_text(original[q]).unique()] for q in qis}
-    return classes_loss(frame_classes(release, qis), qis, domains, hierarchies, transformation)
+    return classes_loss(frame_classes(release, qis), qis, domains, hierarchies, levels)
 
 
 def distinct_values(

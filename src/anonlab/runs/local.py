@@ -31,6 +31,7 @@ from anonlab.runs.generalize_steps import (
     criteria_files,
     load_hierarchies,
     read_input,
+    release_loss,
     report_path,
     roles_report,
     stored_criteria,
@@ -192,21 +193,6 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
-
-
-def release_loss(
-    release: pd.DataFrame,
-    original: pd.DataFrame,
-    hierarchies: dict[str, Hierarchy],
-    qis: list[str],
-) -> dict[str, Any]:
-    """The report's ``loss`` section (:mod:`anonlab.metrics.certainty`): a record's cell is
-    costed by the label it carries, whatever its level."""
-    from anonlab.dataset import as_text
-    from anonlab.metrics.certainty import classes_loss, frame_classes
-
-    domains = {q: [str(v) for v in as_text(original[q]).unique()] for q in qis}
-    return classes_loss(frame_classes(release, qis), qis, domains, hierarchies, None)
 
 
 def local_report(settings: GeneralizeSettings, hierarchies: dict[str, Hierarchy]) -> dict[str, Any]:
