@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any
 from anonlab.database import masked
 from anonlab.errors import present
 from anonlab.memory import untune_for_pieces
-from anonlab.outputs import Outputs, output_target
+from anonlab.outputs import Outputs
 from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
     file_of,
-    input_tables,
     open_run_engine,
     paths_convention,
     reads_urls,
@@ -48,6 +47,7 @@ from anonlab.runs.generalize_steps import (
     criteria_files,
     distinct_values,
     file_through_engine,
+    generalize_outputs,
     load_hierarchies,
     population_table,
     read_input,
@@ -148,20 +148,8 @@ def run_generalize(
     started = time.perf_counter()
     specs = settings.model_criteria()
     files = criteria_files(specs)
-    targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
-    targets["output"] = output_target(settings.output, settings.output_table)
     on_engine = uses_engine(settings)
-    outputs = Outputs(
-        targets,
-        inputs=[
-            settings.input,
-            *settings.qi.values(),
-            *settings.sensitive_hierarchies.values(),
-            *files.values(),
-        ],
-        input_tables=input_tables(settings.input, settings.table),
-        folders=("output",) if on_engine else (),
-    )
+    outputs = generalize_outputs(settings, files, folder=on_engine)
     check_parameters(settings)
     criteria = resolve_criteria(specs)
     if on_engine:

@@ -167,6 +167,31 @@ def found_metric_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def generalize_outputs(
+    settings: GeneralizeSettings, files: Mapping[str, Any], *, folder: bool
+) -> Outputs:
+    """The outputs of a generalization run (release, report, HTML page, plot), each path
+    checked against its inputs (the table, the hierarchies, the criteria's ``files``);
+    ``folder``: the release is a folder of Parquet parts."""
+    from anonlab.outputs import output_target
+    from anonlab.runs.common import input_tables
+    from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS
+
+    targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
+    targets["output"] = output_target(settings.output, settings.output_table)
+    return Outputs(
+        targets,
+        inputs=[
+            settings.input,
+            *[p for p in settings.qi.values() if p],
+            *settings.sensitive_hierarchies.values(),
+            *files.values(),
+        ],
+        input_tables=input_tables(settings.input, settings.table),
+        folders=("output",) if folder else (),
+    )
+
+
 def check_parameters(settings: GeneralizeSettings) -> None:
     """k, the suppression limit and the attribute weights, before any work."""
     from anonlab.privacy import check_k, check_suppression

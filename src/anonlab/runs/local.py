@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
 from anonlab.errors import AnonlabError
-from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
     file_of,
-    input_tables,
     paths_convention,
     stage_release,
     stage_report,
@@ -29,6 +27,7 @@ from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSetti
 from anonlab.runs.generalize_steps import (
     check_parameters,
     criteria_files,
+    generalize_outputs,
     load_hierarchies,
     read_input,
     release_loss,
@@ -107,18 +106,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
     check_local_settings(settings)
     specs = settings.model_criteria()
     files = criteria_files(specs)
-    targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
-    targets["output"] = output_target(settings.output, settings.output_table)
-    outputs = Outputs(
-        targets,
-        inputs=[
-            settings.input,
-            *settings.qi.values(),
-            *settings.sensitive_hierarchies.values(),
-            *files.values(),
-        ],
-        input_tables=input_tables(settings.input, settings.table),
-    )
+    outputs = generalize_outputs(settings, files, folder=False)
     check_parameters(settings)
     criteria = resolve_criteria(specs)
     for criterion in criteria:

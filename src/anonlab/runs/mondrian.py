@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from anonlab.database import masked
 from anonlab.errors import AnonlabError
-from anonlab.outputs import Outputs, output_target
+from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
     file_of,
-    input_tables,
     open_run_engine,
     paths_convention,
     stage_release,
@@ -32,6 +31,7 @@ from anonlab.runs.common import (
 from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
 from anonlab.runs.generalize_steps import (
     criteria_files,
+    generalize_outputs,
     load_hierarchies,
     read_input,
     report_path,
@@ -116,19 +116,7 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
     check_mondrian_settings(settings)
     specs = settings.model_criteria()
     files = criteria_files(specs)
-    targets = {name: getattr(settings, name) for name in GENERALIZE_OUTPUTS}
-    targets["output"] = output_target(settings.output, settings.output_table)
-    outputs = Outputs(
-        targets,
-        inputs=[
-            settings.input,
-            *[p for p in settings.qi.values() if p],
-            *settings.sensitive_hierarchies.values(),
-            *files.values(),
-        ],
-        input_tables=input_tables(settings.input, settings.table),
-        folders=("output",) if uses_engine(settings) else (),
-    )
+    outputs = generalize_outputs(settings, files, folder=uses_engine(settings))
     if settings.k is not None:
         check_k(settings.k)
     criteria = resolve_criteria(specs)
