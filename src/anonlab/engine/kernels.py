@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -703,32 +703,36 @@ def write_release_piece(piece: Piece, plan: Any, folder: str, batch_rows: int) -
     a release's categorical columns are: Parquet stores their dictionary
     pages as they are.
     """
+    suppressed = [0]
+    rows = write_batches(folder, piece.index, release_tables(piece, plan, batch_rows, suppressed))
+    return ReleaseCounts(rows, suppressed[0])
+
+
+def release_tables(
+    piece: Piece, plan: Any, batch_rows: int, suppressed: list[int]
+) -> Iterator[Any]:
+    """The release of one piece by ``plan``, an Arrow table per batch
+    (:func:`write_release_piece`); ``suppressed[0]`` counts the suppressed rows."""
     import pyarrow as pa
 
     keep = [c for c in piece.columns() if c not in plan.drop]
-    suppressed = [0]
-
-    def tables() -> Any:
-        for batch in piece.batches(keep, batch_rows):
-            groups = np.column_stack(
-                [
-                    plan.groups_of(j, *encode_text(batch.column(name)), where=piece.describe())
-                    for j, name in enumerate(plan.columns)
-                ]
-            )
-            hidden = plan.suppressed_rows(groups)
-            suppressed[0] += int(hidden.sum())
-            arrays = []
-            for name in keep:
-                if name in plan.columns:
-                    j = plan.columns.index(name)
-                    arrays.append(plan.label_array(j, groups[:, j], hidden))
-                else:
-                    arrays.append(text_column(batch.column(name)))
-            yield pa.Table.from_arrays(arrays, names=keep)
-
-    rows = write_batches(folder, piece.index, tables())
-    return ReleaseCounts(rows, suppressed[0])
+    for batch in piece.batches(keep, batch_rows):
+        groups = np.column_stack(
+            [
+                plan.groups_of(j, *encode_text(batch.column(name)), where=piece.describe())
+                for j, name in enumerate(plan.columns)
+            ]
+        )
+        hidden = plan.suppressed_rows(groups)
+        suppressed[0] += int(hidden.sum())
+        arrays = []
+        for name in keep:
+            if name in plan.columns:
+                j = plan.columns.index(name)
+                arrays.append(plan.label_array(j, groups[:, j], hidden))
+            else:
+                arrays.append(text_column(batch.column(name)))
+        yield pa.Table.from_arrays(arrays, names=keep)
 
 
 RowFunction = Callable[[NDArray[np.float64]], NDArray[np.float64]]

@@ -16,6 +16,7 @@ imported.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from anonlab.engine import kernels
@@ -46,6 +47,35 @@ class NumpyEngine(EngineBase):
             return
         for i, part in enumerate(table.dask_frame.to_delayed()):
             yield FramePiece(i, part.compute())
+
+    def write_release_file(
+        self, table: Table, plan: Any, path: Path, *, progress: ProgressFn | None = None
+    ) -> tuple[int, int]:
+        """Apply ``plan`` to every row and write the release as ONE Parquet file ``path``,
+        the pieces' batches in order as its row groups (the pieces are read one after
+        another here, so no part needs gathering afterwards); returns the rows written and
+        the suppressed ones. The caller stages ``path`` and renames it."""
+        import pyarrow.parquet as pq
+
+        report = report_to(progress)
+        total = self._count(table)
+        suppressed = [0]
+        rows = 0
+        writer: Any = None
+        try:
+            for i, piece in enumerate(self._pieces(table)):
+                for batch in kernels.release_tables(piece, plan, self.batch_rows, suppressed):
+                    if writer is None:
+                        writer = pq.ParquetWriter(path, batch.schema)
+                    elif not batch.schema.equals(writer.schema):
+                        batch = batch.cast(writer.schema)
+                    writer.write_table(batch)
+                    rows += batch.num_rows
+                report("writing the release", i + 1, total)
+        finally:
+            if writer is not None:
+                writer.close()
+        return rows, suppressed[0]
 
     def _count(self, table: Table) -> int:
         return len(table.pieces) if table.dask_frame is None else int(table.dask_frame.npartitions)

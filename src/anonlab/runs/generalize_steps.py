@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from anonlab.database import is_database_url, masked
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
 from anonlab.runs.common import estimated_rows, is_folder_output, stored_path
@@ -312,37 +312,52 @@ def write_and_check(
     hierarchies: Mapping[str, Hierarchy],
     progress: ProgressFn | None,
 ) -> Checked:
-    """Write the release by ``expected.plan`` into its staged folder (a scratch folder for
-    a file output or none), verify it and measure its risk (module text); a file output is
-    then staged from the checked parts (:func:`gather_parts`)."""
+    """Write the release by ``expected.plan``, verify it and measure its risk (module text):
+    a folder output into its staged folder; a Parquet file output on the NumPy engine
+    straight into its staged file (:meth:`NumpyEngine.write_release_file`); any other file
+    output (or none) into a scratch folder, the file then staged from the checked parts
+    (:func:`gather_parts`)."""
+    from anonlab.engine.numpy_backend import NumpyEngine
     from anonlab.lattice.pieces import released_classes, released_distinct
+    from anonlab.sinks import output_format
     from anonlab.staging import StagedFolder
 
     plan = expected.plan
+    target = outputs.target("output")
     scratch: tempfile.TemporaryDirectory[str] | None = None
+    staged: StagedFolder | None = None
     if outputs.is_folder("output"):
-        staged: StagedFolder = outputs.stage_folder("output")
+        staged = outputs.stage_folder("output")
+        written = staged.path
+    elif (
+        isinstance(engine, NumpyEngine)
+        and isinstance(target, Path)
+        and output_format(target) == "parquet"
+    ):
+        outputs.stage("output", lambda tmp: engine.write_release_file(table, plan, tmp))
+        written = present(outputs.staged("output"), "the staged release file")
     else:
         scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
         staged = StagedFolder(Path(scratch.name) / "release")
+        written = staged.path
     try:
-        engine.write_release(table, plan, staged, progress=progress)
+        if staged is not None:
+            engine.write_release(table, plan, staged, progress=progress)
         classes = released_classes(base, plan)
         distinct = released_distinct(classes, plan.columns)
         if expected.records <= IN_MEMORY_ROWS:
-            release = _check_in_memory(staged.path, settings, expected, hierarchies)
+            release = _check_in_memory(written, settings, expected, hierarchies)
             checked = Checked(_risk(release, settings, expected), distinct, release, classes)
         else:
             if settings.verify:
-                _check_by_frequencies(engine, staged.path, expected, classes)
-            risk = _risk_of_folder(engine, staged.path, settings, expected)
+                _check_by_frequencies(engine, written, expected, classes)
+            risk = _risk_of_folder(engine, written, settings, expected)
             checked = Checked(risk, distinct, None, classes)
-        target = outputs.target("output")
         if scratch is not None and target is not None:
-            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+            outputs.stage("output", lambda tmp: gather_parts(written, tmp, target))
         return checked
     finally:
-        if scratch is not None:
+        if scratch is not None and staged is not None:
             staged.discard()
             scratch.cleanup()
 
