@@ -27,7 +27,6 @@ is read relative to the TOML file, as the run's own paths are.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,11 +41,10 @@ from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
-    EngineSettings,
+    InMemoryRun,
     RoleSettings,
     RunResult,
     input_tables,
-    is_folder_output,
     paths_convention,
     stage_release,
     stage_report,
@@ -64,7 +62,7 @@ if TYPE_CHECKING:
 MEASURE_RECORDS = 5_000
 
 
-class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
+class MaskSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_mask` needs (module text).
 
     ``method`` names a masking method (:func:`anonlab.masking.registry.method_names`),
@@ -81,6 +79,7 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
         "report",
         "html",
     )
+    in_memory_only: ClassVar[str] = "mask runs in memory only"
 
     input: Any
     method: str
@@ -92,15 +91,6 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     report: str | None = None
     html: str | None = None
     verify: bool = True
-
-    @field_validator("input", mode="before")
-    @classmethod
-    def _source(cls, value: Any) -> Any:
-        if isinstance(value, os.PathLike):
-            return os.fspath(value)
-        if isinstance(value, str):
-            return value
-        raise ValueError("give a file path or a SQLAlchemy URL")
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -117,14 +107,8 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
         return value
 
     @model_validator(mode="after")
-    def _in_memory(self) -> Self:
-        """The methods run in memory: an engine run is refused (module text)."""
-        if self.engine == "dask" or is_folder_output(self.output):
-            raise AnonlabError(
-                "mask runs in memory only: give a file --output (not a folder ending in /) "
-                "and leave out --engine dask",
-                parameter="engine",
-            )
+    def _method_parameters(self) -> Self:
+        """The columns named, and the method's parameters as its model reads them."""
         if not self.columns:
             raise AnonlabError("columns: name the columns to mask", parameter="columns")
         from anonlab.masking.registry import get_method, method_params

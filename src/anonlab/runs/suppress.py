@@ -21,24 +21,22 @@ of key = rank, ``combs`` a list of sizes or of ``[size, k]`` pairs, or text
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
-    EngineSettings,
+    InMemoryRun,
     RoleSettings,
     RunResult,
     input_tables,
-    is_folder_output,
     paths_convention,
     stage_release,
     stage_report,
@@ -106,7 +104,7 @@ def parse_importance(value: Any) -> dict[str, int]:
     return out
 
 
-class SuppressSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
+class SuppressSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_suppress` needs (module text).
 
     ``qi`` are the key variables (sdcMicro's ``keyVars``); ``k`` the smallest
@@ -124,6 +122,7 @@ class SuppressSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
         "report",
         "html",
     )
+    in_memory_only: ClassVar[str] = "suppress runs in memory only, on the table's frequency set"
 
     input: Any
     qi: list[str]
@@ -137,15 +136,6 @@ class SuppressSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     report: str | None = None
     html: str | None = None
     verify: bool = True
-
-    @field_validator("input", mode="before")
-    @classmethod
-    def _source(cls, value: Any) -> Any:
-        if isinstance(value, os.PathLike):
-            return os.fspath(value)
-        if isinstance(value, str):
-            return value
-        raise ValueError("give a file path or a SQLAlchemy URL")
 
     @field_validator("qi", "strata", mode="before")
     @classmethod
@@ -161,17 +151,6 @@ class SuppressSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     @classmethod
     def _importance(cls, value: Any) -> Any:
         return None if value is None else parse_importance(value)
-
-    @model_validator(mode="after")
-    def _in_memory(self) -> SuppressSettings:
-        """The method runs in memory: an engine run is refused (module text)."""
-        if self.engine == "dask" or is_folder_output(self.output):
-            raise AnonlabError(
-                "suppress runs in memory only, on the table's frequency set: give a file "
-                "--output (not a folder ending in /) and leave out --engine dask",
-                parameter="engine",
-            )
-        return self
 
     def pairs(self) -> list[tuple[int, int]] | None:
         """``combs`` with every k given (``k`` where an item has none)."""
