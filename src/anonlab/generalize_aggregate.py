@@ -1,0 +1,333 @@
+"""Microaggregation of numeric quasi-identifiers inside the classes of a release
+(``generalize --aggregate-qi age=mean``; docs/generalization.md, "Aggregated
+quasi-identifiers").
+
+ARX 3.9 lets a quasi-identifier carry a microaggregation function
+(``DataDefinition.setMicroAggregationFunction(attribute, function, true)``, the function
+one of ``AttributeType.MicroAggregationFunction``): the column still takes part in the
+search through its hierarchy, and once the transformation is chosen every record of an
+equivalence class gets, in that column, one value computed from the class's original
+values instead of the hierarchy's label. The classes are those of the release *before*
+the replacement (the generalized values of every quasi-identifier, ARX's
+``HashGroupify.performMicroaggregation``); a suppressed record keeps ``*`` in the column
+as in every other quasi-identifier. Here the same runs after any recoding: full-domain,
+local recoding, Mondrian (whose numeric range of a partition is then replaced).
+
+The functions (``x_1 .. x_n`` the class's original values that are not missing):
+
+- ``mean``: the arithmetic mean ``m = sum(x_i) / n``, computed as Commons Math's ``Mean``
+  does (two passes: ``m + sum(x_i - m) / n``);
+- ``geometric``: ``exp(sum(log(x_i + 1)) / n) - 1`` (ARX shifts every value by 1 so that a
+  0 is allowed; values must be above -1);
+- ``median``: the middle value in numeric order, or the mean of the two middle ones when
+  ``n`` is even;
+- ``mode``: the most frequent value, released as written in the table; a tie goes to the
+  smallest value (ARX takes the first of them in its hash table's order, which depends on
+  its dictionary codes);
+- ``interval``: ``[min, max]``, also when ``min = max`` (as ARX writes it).
+
+A column whose values are all integers gets integer results, rounded half up as Java's
+``Math.round`` (ARX's ``ARXInteger.fromDouble``); any other numeric column decimal ones,
+written as Java's ``Double.toString`` writes them (``38.0``, ``1.5E-4``). A missing value
+(an empty cell) is left out of every function (ARX's ``ignoreMissingData``, its default);
+``missing="zero"`` counts it as 0 in ``mean`` and ``geometric`` (ARX's
+``ignoreMissingData = false``, which changes only those two: ARX's median, mode and
+interval read the values as they are). A class whose values are all missing is released
+missing (empty).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonlab.errors import AnonlabError
+from anonlab.hierarchy import SUPPRESSED
+
+__all__ = [
+    "AGGREGATE_FUNCTIONS",
+    "MISSING_RULES",
+    "aggregate_classes",
+    "check_aggregate_qi",
+    "java_double_text",
+]
+
+#: the aggregate functions by name, with ARX's name of each
+AGGREGATE_FUNCTIONS: dict[str, str] = {
+    "mean": "arithmetic mean",
+    "geometric": "geometric mean",
+    "median": "median",
+    "mode": "mode",
+    "interval": "interval",
+}
+#: how a missing value enters ``mean`` and ``geometric``: left out (ARX's default) or as 0
+MISSING_RULES = ("ignore", "zero")
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+
+def check_aggregate_qi(
+    aggregate_qi: Mapping[str, str], qis: Iterable[str], missing: str = "ignore"
+) -> dict[str, str]:
+    """``aggregate_qi`` checked: each key a quasi-identifier, each value a function name of
+    :data:`AGGREGATE_FUNCTIONS`; ``missing`` one of :data:`MISSING_RULES`."""
+    names = list(qis)
+    for column, function in aggregate_qi.items():
+        if column not in names:
+            raise AnonlabError(
+                f"aggregate_qi names '{column}', which is not a quasi-identifier "
+                f"(qi: {', '.join(names)})",
+                parameter="aggregate_qi",
+            )
+        if function not in AGGREGATE_FUNCTIONS:
+            raise AnonlabError(
+                f"aggregate_qi {column}={function}: choose one of "
+                f"{', '.join(AGGREGATE_FUNCTIONS)} (e.g. {column}=mean)",
+                parameter="aggregate_qi",
+            )
+    if missing not in MISSING_RULES:
+        raise AnonlabError(
+            f"aggregate_missing '{missing}' is unknown: choose ignore or zero",
+            parameter="aggregate_missing",
+        )
+    return dict(aggregate_qi)
+
+
+def aggregate_classes(
+    release: pd.DataFrame,
+    original: pd.DataFrame,
+    qis: Sequence[str],
+    aggregate_qi: Mapping[str, str],
+    *,
+    missing: str = "ignore",
+) -> pd.DataFrame:
+    """``release`` with each column of ``aggregate_qi`` replaced by its class's aggregate.
+
+    ``release`` holds the generalized labels of every quasi-identifier ``qis`` (a class is
+    one combination of them; a record with ``*`` in all of them is suppressed and keeps
+    ``*``); ``original`` the same records, in the same order, as the table held them.
+    The new columns are categoricals of texts (module text).
+    """
+    check_aggregate_qi(aggregate_qi, qis, missing)
+    if len(release) != len(original):
+        raise AnonlabError(
+            f"the release has {len(release)} records and the table {len(original)}: "
+            "they cannot be aggregated together"
+        )
+    classes, suppressed = release_classes(release, qis)
+    out = release.copy(deep=False)
+    for column, function in aggregate_qi.items():
+        out[column] = _aggregated(
+            _texts(original[column]), classes, suppressed, function, missing, column
+        )
+    return out
+
+
+def release_classes(release: pd.DataFrame, qis: Sequence[str]) -> tuple[IntArray, NDArray[Any]]:
+    """Each record's class (0, 1, ... in order of first record) and the suppressed records
+    (``*`` in every quasi-identifier)."""
+    group = np.zeros(len(release), dtype=np.int64)
+    suppressed = np.ones(len(release), dtype=bool)
+    for column in qis:
+        codes, uniques = pd.factorize(release[column].astype(str), use_na_sentinel=False)
+        star = np.flatnonzero(np.asarray(uniques) == SUPPRESSED)
+        suppressed &= np.isin(codes, star)
+        group, _ = pd.factorize(group * max(len(uniques), 1) + codes)
+    return np.asarray(group, dtype=np.int64), suppressed
+
+
+def _texts(column: pd.Series) -> NDArray[Any]:
+    """The column's values as texts, a missing value as ``''``."""
+    return np.asarray(column.astype(str).where(column.notna(), "").to_numpy(), dtype=object)
+
+
+def _aggregated(
+    texts: NDArray[Any],
+    classes: IntArray,
+    suppressed: NDArray[Any],
+    function: str,
+    missing: str,
+    column: str,
+) -> pd.Categorical:
+    """One released column: each class's aggregate on its records, ``*`` where suppressed."""
+    distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
+    present = np.array([t.strip() != "" for t in distinct], dtype=bool)
+    if function == "mode":
+        numbers = np.array([_number_or_nan(t) for t in distinct], dtype=np.float64)
+        integer = True
+    else:
+        numbers, integer = _numbers(distinct, present, column, function)
+    n_classes = int(classes.max()) + 1 if len(classes) else 0
+    keep = ~suppressed
+    rows_class = classes[keep]
+    rows_value = inverse[keep]
+    rows_present = present[rows_value]
+    if function in ("mean", "geometric") and missing == "zero":
+        values = np.where(rows_present, numbers[rows_value], 0.0)
+        counted = np.ones(len(rows_class), dtype=bool)
+    else:
+        values = numbers[rows_value]
+        counted = rows_present
+    texts_out = _per_class(
+        function,
+        rows_class[counted],
+        values[counted],
+        rows_value[counted],
+        distinct,
+        numbers,
+        n_classes,
+        integer,
+    )
+    labels = [*texts_out, SUPPRESSED]
+    codes = np.full(len(classes), len(texts_out), dtype=np.int64)
+    codes[keep] = rows_class
+    categories, remap = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    return pd.Categorical.from_codes(
+        remap[codes].astype(np.int32), categories=pd.Index(categories.tolist())
+    )
+
+
+def _per_class(
+    function: str,
+    cls: IntArray,
+    values: FloatArray,
+    value_codes: IntArray,
+    distinct: NDArray[Any],
+    numbers: FloatArray,
+    n_classes: int,
+    integer: bool,
+) -> list[str]:
+    """The aggregate of every class as text (``''`` for a class with no value counted)."""
+    counts = np.bincount(cls, minlength=n_classes)
+    out = [""] * n_classes
+    if function == "mean":
+        first = np.bincount(cls, weights=values, minlength=n_classes) / np.maximum(counts, 1)
+        correction = np.bincount(cls, weights=values - first[cls], minlength=n_classes)
+        mean = first + correction / np.maximum(counts, 1)
+        return [
+            _number_text(float(m), integer) if c else "" for m, c in zip(mean, counts, strict=True)
+        ]
+    if function == "geometric":
+        logs = np.log(values + 1.0)
+        sums = np.bincount(cls, weights=logs, minlength=n_classes)
+        geo = np.exp(sums / np.maximum(counts, 1)) - 1.0
+        return [
+            _number_text(float(g), integer) if c else "" for g, c in zip(geo, counts, strict=True)
+        ]
+    order = np.lexsort((values, cls))
+    cls_sorted, values_sorted = cls[order], values[order]
+    starts = np.searchsorted(cls_sorted, np.arange(n_classes), side="left")
+    if function == "interval":
+        for c in np.flatnonzero(counts):
+            lo = float(values_sorted[starts[c]])
+            hi = float(values_sorted[starts[c] + counts[c] - 1])
+            out[c] = f"[{_number_text(lo, integer)}, {_number_text(hi, integer)}]"
+        return out
+    if function == "median":
+        for c in np.flatnonzero(counts):
+            n, at = int(counts[c]), int(starts[c])
+            if n % 2:
+                out[c] = _number_text(float(values_sorted[at + n // 2]), integer)
+            else:
+                low, high = values_sorted[at + n // 2 - 1], values_sorted[at + n // 2]
+                out[c] = _number_text((float(low) + float(high)) / 2.0, integer)
+        return out
+    # mode: the most frequent text; a tie to the smallest value (numbers first by value,
+    # then texts in character order)
+    pairs, pair_counts = np.unique(np.stack([cls, value_codes]), axis=1, return_counts=True)
+    best: dict[int, tuple[int, tuple[int, float, str], str]] = {}
+    for c, code, count in zip(
+        pairs[0].tolist(), pairs[1].tolist(), pair_counts.tolist(), strict=True
+    ):
+        text = str(distinct[code])
+        number = numbers[code]
+        key = (0, float(number), text) if math.isfinite(number) else (1, 0.0, text)
+        held = best.get(int(c))
+        if held is None or count > held[0] or (count == held[0] and key < held[1]):
+            best[int(c)] = (int(count), key, text)
+    for index, (_, _, mode) in best.items():
+        out[index] = mode
+    return out
+
+
+def _number_or_nan(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+def _numbers(
+    distinct: NDArray[Any], present: NDArray[Any], column: str, function: str
+) -> tuple[FloatArray, bool]:
+    """The distinct texts as numbers (missing ones NaN), and whether all are integers."""
+    numbers = np.full(len(distinct), math.nan)
+    integer = True
+    for i, text in enumerate(distinct):
+        if not present[i]:
+            continue
+        number = _number_or_nan(str(text))
+        if math.isnan(number):
+            raise AnonlabError(
+                f"aggregate_qi {column}={function} needs numbers, but '{column}' holds "
+                f"'{text}': choose mode, or give the column's values as numbers",
+                parameter="aggregate_qi",
+            )
+        if function == "geometric" and number <= -1:
+            raise AnonlabError(
+                f"aggregate_qi {column}=geometric needs values above -1 (ARX's geometric "
+                f"mean of x + 1), but '{column}' holds {text}",
+                parameter="aggregate_qi",
+            )
+        numbers[i] = number
+        integer = integer and _is_integer_text(str(text))
+    return numbers, integer
+
+
+def _is_integer_text(text: str) -> bool:
+    try:
+        int(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def java_round(x: float) -> int:
+    """Java's ``Math.round``: the nearest integer, a half rounded up (``floor(x + 0.5)``)."""
+    return math.floor(x + 0.5)
+
+
+def _number_text(x: float, integer: bool) -> str:
+    return str(java_round(x)) if integer else java_double_text(x)
+
+
+def java_double_text(x: float) -> str:
+    """A double as Java's ``Double.toString`` writes it (ARX's decimal format when none is
+    set): the shortest digits, at least one after the point; from 10^-3 up to 10^7 as a
+    plain number (``38.0``), otherwise ``d.dddE<exponent>`` (``1.5E-4``, ``1.0E7``)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    sign = "-" if x < 0 else ""
+    digits = Decimal(repr(abs(x))).as_tuple()
+    text = "".join(str(d) for d in digits.digits).rstrip("0") or "0"
+    exponent = len(digits.digits) + int(digits.exponent) - 1  # of the first digit
+    if 1e-3 <= abs(x) < 1e7:
+        if exponent >= 0:
+            whole = text[: exponent + 1].ljust(exponent + 1, "0")
+            frac = text[exponent + 1 :] or "0"
+        else:
+            whole, frac = "0", "0" * (-exponent - 1) + text
+        return f"{sign}{whole}.{frac}"
+    return f"{sign}{text[0]}.{text[1:] or '0'}E{exponent}"
