@@ -85,6 +85,7 @@ COMMAND_MODULES = (
     "anonlab.cli.suppress",
     "anonlab.cli.mask",
     "anonlab.cli.compare",
+    "anonlab.cli.ui",
 )
 #: the module that registers each command (a command is the first word after ``anonlab``)
 MODULE_OF = {
@@ -104,6 +105,7 @@ MODULE_OF = {
     "suppress": "anonlab.cli.suppress",
     "mask": "anonlab.cli.mask",
     "compare": "anonlab.cli.compare",
+    "ui": "anonlab.cli.ui",
 }
 
 app: typer.Typer  # every command; made on first use (see __getattr__)

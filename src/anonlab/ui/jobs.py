@@ -1,0 +1,122 @@
+"""Runs started from the app: one settings model run in a thread, with progress and cancel.
+
+A job calls :func:`anonlab.runs.run` with the settings the form built, exactly
+as the CLI does, and a progress function that records the library's progress
+calls (:mod:`anonlab.progress`) and raises :class:`RunCancelled` at the next
+call once the user cancelled. Every run writes its outputs all or nothing
+(staged, then moved), so a cancelled run leaves no output behind. One job runs
+at a time: a run may use most of the machine's memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anonlab.errors import AnonlabError
+from anonlab.runs.common import RunResult
+from anonlab.settings import Settings
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+
+
+class RunCancelled(BaseException):
+    """Raised inside a run's progress call when the user cancelled it.
+
+    A ``BaseException``, so that no ``except Exception`` inside a run (a
+    comparison that keeps going after one method fails) swallows it.
+    """
+
+
+@dataclass
+class Job:
+    """One run: its settings (the form's values and the model), state, progress and result."""
+
+    id: str
+    command: str
+    values: dict[str, Any]
+    settings: Settings
+    folder: Path
+    status: str = QUEUED
+    step: str = ""
+    done: int = 0
+    total: int | None = None
+    error: str | None = None
+    trace: str | None = None
+    result: RunResult | None = None
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def progress(self, step: str, done: int, total: int | None) -> None:
+        """The run's progress function: records the call, or stops the run if cancelled."""
+        if self.cancel.is_set():
+            raise RunCancelled
+        self.step, self.done, self.total = step, done, total
+
+    def state(self) -> dict[str, Any]:
+        """What the progress display shows (JSON-ready; no record values)."""
+        end = self.finished if self.finished is not None else time.monotonic()
+        return {
+            "id": self.id,
+            "command": self.command,
+            "status": self.status,
+            "step": self.step,
+            "done": self.done,
+            "total": self.total,
+            "error": self.error,
+            "seconds": round(end - self.started, 1),
+        }
+
+
+class JobStore:
+    """The session's jobs, by id; at most one runs at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.jobs: dict[str, Job] = {}
+
+    def start(self, job: Job) -> Job:
+        """Run ``job`` in a thread; refused while another job runs."""
+        with self._lock:
+            if any(j.status in (QUEUED, RUNNING) for j in self.jobs.values()):
+                raise AnonlabError("a run is going on: wait for it or cancel it first")
+            self.jobs[job.id] = job
+        threading.Thread(target=_work, args=(job,), name=f"anonlab-{job.id}", daemon=True).start()
+        return job
+
+    def get(self, job_id: str) -> Job:
+        try:
+            return self.jobs[job_id]
+        except KeyError:
+            raise AnonlabError(f"no run '{job_id}'") from None
+
+    def cancel_all(self) -> None:
+        """Ask every running job to stop (at exit)."""
+        for job in self.jobs.values():
+            job.cancel.set()
+
+
+def _work(job: Job) -> None:
+    from anonlab.runs import run
+
+    job.status = RUNNING
+    try:
+        job.result = run(job.settings, progress=job.progress)
+        job.status = DONE
+    except RunCancelled:
+        job.status = CANCELLED
+    except AnonlabError as exc:
+        job.error, job.status = str(exc), FAILED
+    except (OSError, MemoryError) as exc:
+        job.error, job.status = f"{type(exc).__name__}: {exc}", FAILED
+    except Exception as exc:  # a bug: shown to the user in one line, kept for the log
+        job.error = f"internal error ({type(exc).__name__}): please report it"
+        job.status = FAILED
+        job.trace = traceback.format_exc()
+    finally:
+        job.finished = time.monotonic()
