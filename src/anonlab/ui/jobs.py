@@ -1,11 +1,12 @@
-"""Runs started from the app: one settings model run in a thread, with progress and cancel.
+"""Runs started from the app: one run in a thread, with progress and cancel.
 
-A job calls :func:`anonlab.runs.run` with the settings the form built, exactly
-as the CLI does, and a progress function that records the library's progress
-calls (:mod:`anonlab.progress`) and raises :class:`RunCancelled` at the next
-call once the user cancelled. Every run writes its outputs all or nothing
-(staged, then moved), so a cancelled run leaves no output behind. One job runs
-at a time: a run may use most of the machine's memory.
+A job calls its ``work`` (for a family's run: :func:`anonlab.runs.run` with the
+settings the form built, exactly as the CLI does) with a progress function that
+records the library's progress calls (:mod:`anonlab.progress`) and raises
+:class:`RunCancelled` at the next call once the user cancelled. Every run
+writes its outputs all or nothing (staged, then moved), so a cancelled run
+leaves no output behind. One job runs at a time: a run may use most of the
+machine's memory.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from anonlab.errors import AnonlabError
+from anonlab.progress import ProgressFn
 from anonlab.runs.common import RunResult
-from anonlab.settings import Settings
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
@@ -34,12 +36,17 @@ class RunCancelled(BaseException):
 
 @dataclass
 class Job:
-    """One run: its settings (the form's values and the model), state, progress and result."""
+    """One run: what it does, the settings values behind it, its state, progress and result.
+
+    ``values`` are the settings as a TOML file holds them (what the export offers,
+    so that ``anonlab COMMAND --config`` repeats the run); ``folder`` receives the
+    run's outputs.
+    """
 
     id: str
     command: str
     values: dict[str, Any]
-    settings: Settings
+    work: Callable[[ProgressFn], RunResult]
     folder: Path
     status: str = QUEUED
     step: str = ""
@@ -102,11 +109,9 @@ class JobStore:
 
 
 def _work(job: Job) -> None:
-    from anonlab.runs import run
-
     job.status = RUNNING
     try:
-        job.result = run(job.settings, progress=job.progress)
+        job.result = job.work(job.progress)
         job.status = DONE
     except RunCancelled:
         job.status = CANCELLED

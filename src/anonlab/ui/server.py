@@ -10,7 +10,12 @@ from collections.abc import Callable
 from anonlab.errors import AnonlabError
 
 #: packages of the optional ``ui`` extra (import name, distribution name)
-NEEDED = (("starlette", "starlette"), ("uvicorn", "uvicorn"), ("multipart", "python-multipart"))
+NEEDED = (
+    ("starlette", "starlette"),
+    ("uvicorn", "uvicorn"),
+    ("multipart", "python-multipart"),
+    ("tomli_w", "tomli-w"),
+)
 
 
 def check_extra() -> None:
