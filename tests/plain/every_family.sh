@@ -80,4 +80,13 @@ for method in noise rankswap "shuffle --predictors FIXED.ASSETS"; do
 done
 anonlab compare --config "$here/examples/compare_tarragona.toml" --report "$work/c.json" --quiet
 anonlab report "$work/g1.json" --html "$work/g1.html" --quiet
-echo "every family ran on the first line's packages: ${#models[@]} privacy models, mondrian, local recoding, suppress, mask, compare, microaggregate, evaluate, perturb, risk, fuse, report"
+# the web app needs its extra, which the first line does not install: one line, exit 2
+set +e
+ui_error="$(anonlab ui --port 0 2>&1)"
+ui_code=$?
+set -e
+if [ "$ui_code" -ne 2 ] || [[ "$ui_error" != "Error: the web app needs the 'ui' extra"* ]]; then
+  echo "anonlab ui without the ui extra: exit $ui_code, said: $ui_error" >&2
+  exit 1
+fi
+echo "every family ran on the first line's packages: ${#models[@]} privacy models, mondrian, local recoding, suppress, mask, compare, microaggregate, evaluate, perturb, risk, fuse, report; ui asks for its extra"
