@@ -21,9 +21,10 @@ The functions (``x_1 .. x_n`` the class's original values that are not missing):
   0 is allowed; values must be above -1);
 - ``median``: the middle value in numeric order, or the mean of the two middle ones when
   ``n`` is even;
-- ``mode``: the most frequent value, released as written in the table; a tie goes to the
-  smallest value (ARX takes the first of them in its hash table's order, which depends on
-  its dictionary codes);
+- ``mode``: the most frequent value, released as written in the table; of several, the one
+  ARX finds first: ARX numbers a column's values in the order they first appear in the
+  table and keeps a class's values in an open-addressing hash table of those numbers
+  (``Distribution``), which its mode scans slot by slot (:func:`arx_bucket_order`);
 - ``interval``: ``[min, max]``, also when ``min = max`` (as ARX writes it).
 
 A column whose values are all integers gets integer results, rounded half up as Java's
@@ -157,8 +158,10 @@ def _aggregated(
     column: str,
 ) -> pd.Categorical:
     """One released column: each class's aggregate on its records, ``*`` where suppressed."""
-    distinct, inverse = np.unique(texts.astype(str), return_inverse=True)
-    present = np.array([t.strip() != "" for t in distinct], dtype=bool)
+    inverse_codes, uniques = pd.factorize(texts.astype(str))  # numbered as they first appear
+    inverse = np.asarray(inverse_codes, dtype=np.int64)
+    distinct = np.asarray(uniques, dtype=object)
+    present = np.array([str(t).strip() != "" for t in distinct], dtype=bool)
     if function == "mode":
         numbers = np.array([_number_or_nan(t) for t in distinct], dtype=np.float64)
         integer = True
@@ -239,22 +242,60 @@ def _per_class(
                 low, high = values_sorted[at + n // 2 - 1], values_sorted[at + n // 2]
                 out[c] = _number_text((float(low) + float(high)) / 2.0, integer)
         return out
-    # mode: the most frequent text; a tie to the smallest value (numbers first by value,
-    # then texts in character order)
-    pairs, pair_counts = np.unique(np.stack([cls, value_codes]), axis=1, return_counts=True)
-    best: dict[int, tuple[int, tuple[int, float, str], str]] = {}
-    for c, code, count in zip(
-        pairs[0].tolist(), pairs[1].tolist(), pair_counts.tolist(), strict=True
-    ):
-        text = str(distinct[code])
-        number = numbers[code]
-        key = (0, float(number), text) if math.isfinite(number) else (1, 0.0, text)
-        held = best.get(int(c))
-        if held is None or count > held[0] or (count == held[0] and key < held[1]):
-            best[int(c)] = (int(count), key, text)
-    for index, (_, _, mode) in best.items():
-        out[index] = mode
+    # mode: the most frequent text; of several, the first in ARX's hash order
+    return _modes(cls, value_codes, distinct, n_classes)
+
+
+def _modes(
+    cls: IntArray, first_codes: IntArray, distinct: NDArray[Any], n_classes: int
+) -> list[str]:
+    """Each class's most frequent text (``first_codes``: each record's value numbered in the
+    order of first appearance in the table, ARX's dictionary codes); a tie goes to the value
+    ARX's ``DistributionAggregateFunctionMode`` finds first (:func:`arx_bucket_order`)."""
+    out = [""] * n_classes
+    if len(cls) == 0:
+        return out
+    width = int(first_codes.max()) + 1
+    pair = cls * width + first_codes
+    pairs, first_row, counts = np.unique(pair, return_index=True, return_counts=True)
+    order = np.argsort(first_row, kind="stable")  # each class's values as they first appear
+    per_class: dict[int, list[tuple[int, int]]] = {}
+    for p, n in zip(pairs[order].tolist(), counts[order].tolist(), strict=True):
+        per_class.setdefault(p // width, []).append((p % width, n))
+    for c, entries in per_class.items():
+        frequency = dict(entries)
+        best, top = -1, -1
+        for code in arx_bucket_order([code for code, _ in entries]):
+            if frequency[code] > top:
+                best, top = code, frequency[code]
+        out[c] = str(distinct[best])
     return out
+
+
+def arx_bucket_order(codes: Sequence[int]) -> list[int]:
+    """The order in which ARX's ``Distribution`` (an open-addressing hash table of a class's
+    value codes) lists ``codes`` inserted in this order: a table of 8 slots, a code's home
+    slot ``code mod slots``, the next free slot on a collision, the slots doubled and every
+    code reinserted in slot order once more than 3/4 of them are taken."""
+    slots = 8
+    table = [-1] * slots
+    for size, code in enumerate(codes, start=1):
+        _place(table, code)
+        if size > int(slots * 0.75):
+            slots *= 2
+            grown = [-1] * slots
+            for held in table:
+                if held != -1:
+                    _place(grown, held)
+            table = grown
+    return [code for code in table if code != -1]
+
+
+def _place(table: list[int], code: int) -> None:
+    at = code & (len(table) - 1)
+    while table[at] != -1:
+        at = (at + 1) & (len(table) - 1)
+    table[at] = code
 
 
 def _number_or_nan(text: str) -> float:

@@ -120,6 +120,8 @@ FLAGS = {
     "criteria": "--criterion",
     "attribute_weights": "--weight",
     "targets": "--target",
+    "aggregate_qi": "--aggregate-qi",
+    "aggregate_missing": "--aggregate-missing",
     **RISK_FLAGS,
 }
 
@@ -321,6 +323,21 @@ def generalize_command(
         help="With --recoding mondrian: a quasi-identifier cut and released as a numeric "
         "range [lo, hi], hierarchy or not (repeat, or COLUMN,COLUMN).",
     ),
+    aggregate_qi: list[str] | None = typer.Option(
+        None,
+        "--aggregate-qi",
+        help="Release a numeric quasi-identifier, in every class, as the aggregate of the "
+        "class's original values instead of its label (ARX's microaggregation): "
+        "COLUMN=mean|geometric|median|mode|interval, e.g. age=mean (repeat; any --recoding; "
+        "in memory; docs/generalization.md).",
+    ),
+    aggregate_missing: str | None = typer.Option(
+        None,
+        "--aggregate-missing",
+        help="With --aggregate-qi: a missing value is left out of the aggregate (ignore) or, "
+        "in mean and geometric, counted as 0 (zero, ARX's ignoreMissingData=false) "
+        "(default: ignore).",
+    ),
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -352,6 +369,7 @@ def generalize_command(
     from anonlab.runs.generalize import run_generalize
     from anonlab.runs.generalize_settings import (
         GeneralizeSettings,
+        parse_aggregate_flags,
         parse_level_flags,
         parse_qi_flags,
         parse_static_loss_flags,
@@ -394,6 +412,8 @@ def generalize_command(
         "local_gs_factor": local_gs_factor,
         "local_iterations": local_iterations,
         "local_adaption": local_adaption,
+        "aggregate_qi": parse_aggregate_flags(aggregate_qi) if aggregate_qi else None,
+        "aggregate_missing": aggregate_missing,
         "output": output,
         "output_table": output_table,
         "report": as_text(report),

@@ -42,6 +42,7 @@ from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSetti
 from anonlab.runs.generalize_steps import (
     ModelCheck,
     ReleaseCheck,
+    aggregated_release,
     check_engine_settings,
     check_parameters,
     criteria_files,
@@ -51,6 +52,7 @@ from anonlab.runs.generalize_steps import (
     load_hierarchies,
     population_table,
     read_input,
+    refuse_aggregate_on_engine,
     release_loss,
     report_path,
     roles_report,
@@ -151,6 +153,7 @@ def run_generalize(
     on_engine = uses_engine(settings)
     outputs = generalize_outputs(settings, files, folder=on_engine)
     check_parameters(settings)
+    refuse_aggregate_on_engine(settings)
     criteria = resolve_criteria(specs)
     if on_engine:
         return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
@@ -180,12 +183,15 @@ def run_generalize(
             population_table(criteria, frame, read_options),
             settings.min_level,
             settings.max_level,
+            settings.aggregate_qi,
+            settings.aggregate_missing,
         )
 
         def check(release: pd.DataFrame) -> None:
             verify_release(original, release, hierarchies, result.transformation, dropped, model)
 
-        release = present(result.release, "the release built in memory")
+        labelled = present(result.release, "the release built in memory")
+        release = aggregated_release(labelled, original, list(result.transformation), settings)
         as_written = stage_release(
             outputs, release, check if settings.verify else None, categorical=True
         )
@@ -202,15 +208,19 @@ def run_generalize(
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
         report["distinct_values"] = distinct_values(original, release, result.transformation)
-        report["loss"] = release_loss(
-            as_written, original, hierarchies, list(result.transformation), result.transformation
+        report["loss"] = release_loss(  # of the generalization, before any aggregate
+            labelled if settings.aggregate_qi else as_written,
+            original,
+            hierarchies,
+            list(result.transformation),
+            result.transformation,
         )
         report.update(risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         stage_plot(outputs, report)
         written = outputs.commit()
-    return RunResult(report=report, release=result.release, written=written)
+    return RunResult(report=report, release=release, written=written)
 
 
 def return_free_memory() -> None:

@@ -227,6 +227,13 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     suppression factor ``local_gs_factor`` (raised by ``local_adaption`` whenever a search
     releases no record), at most ``local_iterations`` searches.
 
+    ``aggregate_qi`` (quasi-identifier -> ``mean``, ``geometric``, ``median``, ``mode`` or
+    ``interval``; a TOML table ``aggregate_qi = {age = "mean"}``) releases that column, in
+    every class of the release, as the aggregate of the class's original values instead of
+    its label (ARX's microaggregation of a clustered quasi-identifier; docs/generalization.md,
+    "Aggregated quasi-identifiers"), with any recoding, in memory; ``aggregate_missing``
+    ``"zero"`` counts a missing value as 0 in a mean (ARX's ``ignoreMissingData = false``).
+
     ``engine`` chooses where the passes over the rows run (docs/engine.md):
     ``"numpy"`` (the default) in this process, ``"dask"`` on a Dask cluster,
     joined at ``scheduler`` (``tcp://host:port``) or started locally with
@@ -280,6 +287,8 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     local_gs_factor: float = Field(default=LOCAL_GS_FACTOR, ge=0.0, le=1.0)
     local_iterations: int = Field(default=LOCAL_ITERATIONS, gt=0)
     local_adaption: float = Field(default=LOCAL_ADAPTION, ge=0.0, le=1.0)
+    aggregate_qi: dict[str, str] = Field(default_factory=dict)
+    aggregate_missing: Literal["ignore", "zero"] = "ignore"
 
     @classmethod
     def load(
@@ -411,7 +420,19 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         elif self.recoding != "local":
             for name in RECODING_FIELDS[3:]:
                 out.pop(name, None)
+        if not self.aggregate_qi and self.aggregate_missing == "ignore":
+            out.pop("aggregate_qi", None)
+            out.pop("aggregate_missing", None)
         return out
+
+    @model_validator(mode="after")
+    def _aggregate_names_qis(self) -> GeneralizeSettings:
+        """``aggregate_qi`` names quasi-identifiers, each with a function of
+        :data:`anonlab.generalize_aggregate.AGGREGATE_FUNCTIONS`."""
+        from anonlab.generalize_aggregate import check_aggregate_qi
+
+        check_aggregate_qi(self.aggregate_qi, self.qi, self.aggregate_missing)
+        return self
 
     @model_validator(mode="after")
     def _recoding_inputs(self) -> GeneralizeSettings:
@@ -606,6 +627,20 @@ def parse_level_flags(items: Iterable[str], parameter: str) -> dict[str, int]:
         _level,
         "COLUMN=LEVEL with a whole level of at least 0: e.g. age=2",
         "level",
+    )
+
+
+def parse_aggregate_flags(items: Iterable[str]) -> dict[str, str]:
+    """Aggregate functions from ``COLUMN=FUNCTION`` texts (the ``--aggregate-qi`` flags, also
+    comma-separated: ``age=mean,hours=median``); the function names are checked by the
+    settings."""
+    parts = (part for text in items for part in text.split(","))
+    return _column_assignments(
+        parts,
+        "aggregate_qi",
+        lambda text: text.strip() or None,
+        "COLUMN=FUNCTION (mean, geometric, median, mode or interval): e.g. age=mean",
+        "function",
     )
 
 

@@ -80,6 +80,8 @@ class ModelCheck:
     population: pd.DataFrame | None = None
     min_levels: Mapping[str, int] = field(default_factory=dict)
     max_levels: Mapping[str, int] = field(default_factory=dict)
+    aggregate_qi: Mapping[str, str] = field(default_factory=dict)
+    aggregate_missing: str = "ignore"
 
 
 def verify_release(
@@ -96,13 +98,26 @@ def verify_release(
     within the run's level bounds, then every privacy model (k-anonymity too) on the
     released classes
     (:mod:`anonlab.verify.generalization` and :mod:`anonlab.verify.criteria`,
-    which share no code with the search).
+    which share no code with the search). With ``model.aggregate_qi`` each aggregated
+    column is first checked against its classes, rebuilt from the original and the levels
+    (:mod:`anonlab.verify.aggregation`), and the rest is checked on the release so labelled.
     """
     from anonlab.verify import generalization as checker
     from anonlab.verify.criteria import check_criteria
 
     qis = list(levels)
-    problems = checker.check_level_bounds(levels, model.min_levels, model.max_levels)
+    problems: list[str] = []
+    if model.aggregate_qi:
+        from anonlab.verify.aggregation import check_aggregates, relabel_full_domain
+
+        labelled = relabel_full_domain(
+            original, release, hierarchies, levels, list(model.aggregate_qi)
+        )
+        problems += check_aggregates(
+            original, release, labelled, qis, model.aggregate_qi, model.aggregate_missing
+        )
+        release = labelled
+    problems += checker.check_level_bounds(levels, model.min_levels, model.max_levels)
     problems += checker.check_generalization(
         original, release, hierarchies, levels, list(dropped), max_suppressed=model.limit
     )
@@ -189,6 +204,30 @@ def generalize_outputs(
         ],
         input_tables=input_tables(settings.input, settings.table),
         folders=("output",) if folder else (),
+    )
+
+
+def refuse_aggregate_on_engine(settings: GeneralizeSettings) -> None:
+    """``aggregate_qi`` runs in memory: refused, in one line, with an engine run."""
+    if settings.aggregate_qi and uses_engine(settings):
+        raise AnonlabError(
+            "aggregate_qi replaces a quasi-identifier by its classes' aggregates in memory: "
+            "the engines do not write them yet; use engine numpy with a file output",
+            parameter="aggregate_qi",
+        )
+
+
+def aggregated_release(
+    release: pd.DataFrame, original: pd.DataFrame, qis: Sequence[str], settings: GeneralizeSettings
+) -> pd.DataFrame:
+    """``release`` with the settings' ``aggregate_qi`` columns replaced by their classes'
+    aggregates (:func:`anonlab.generalize_aggregate.aggregate_classes`), or as it is."""
+    if not settings.aggregate_qi:
+        return release
+    from anonlab.generalize_aggregate import aggregate_classes
+
+    return aggregate_classes(
+        release, original, qis, settings.aggregate_qi, missing=settings.aggregate_missing
     )
 
 
@@ -559,11 +598,14 @@ def file_through_engine(settings: EngineRun, criteria: Iterable[Any]) -> bool:
     :data:`ENGINE_FILE_ROWS` records (:func:`estimated_rows`), the output (if any) a CSV or
     Parquet file, and the privacy model one the engines count (no population table): the
     release is then written as Parquet parts, checked as an engine run checks it, and
-    gathered into the one file (:func:`gather_parts`). Any other run reads its table whole.
+    gathered into the one file (:func:`gather_parts`). Any other run (one with
+    ``aggregate_qi`` too) reads its table whole.
     """
     from anonlab.sinks import output_format
 
     if settings.engine != "numpy" or is_folder_output(settings.output):
+        return False
+    if getattr(settings, "aggregate_qi", None):  # the classes' aggregates are made in memory
         return False
     if any(getattr(c, "needs_population", False) for c in criteria):
         return False

@@ -1,0 +1,218 @@
+"""An independent check of aggregated quasi-identifiers (``generalize --aggregate-qi``).
+
+Written apart from :mod:`anonlab.generalize_aggregate` (it imports none of it, and computes
+each aggregate again in exact arithmetic): a release whose column ``age`` was replaced, in
+every class, by an aggregate of the class's original values is checked in two steps.
+
+1. The classes. They are the release's classes *before* the replacement: the combination
+   of every quasi-identifier's generalized value. The checker takes them from a *labelled*
+   release, the same records with each aggregated column holding its generalized value
+   again: for full-domain generalization it rebuilds that column itself from the original
+   value and the stated level (:func:`relabel_full_domain`: the hierarchy's label, or
+   ``*`` where the record is suppressed); for Mondrian and local recoding, whose labels no
+   level describes, the run gives the release it built before the replacement, and the
+   checker first requires every other column of the two to be the same. The labelled
+   release then goes through the family's own checker (coverage, levels, every privacy
+   model).
+2. The values (:func:`check_aggregates`): a suppressed record (``*`` in every
+   quasi-identifier of the labelled release) holds ``*``; every other record holds the
+   aggregate of its class's original values, recomputed here from the texts:
+
+   - ``mean``: the exact mean (fractions); ``geometric``: ``exp(mean(log(x + 1))) - 1``;
+     ``median``: the middle value, or the mean of the two middle ones; ``interval``:
+     ``[min, max]``; on a column of integers rounded half up to an integer, which the
+     released value must equal (``mean`` exactly, ``geometric`` within 0.5 + 1e-9, as a
+     rounding of a float); on a decimal column equal within a relative 1e-9;
+   - ``mode``: the released text must be one of the class's most frequent texts;
+   - missing values (empty cells) are left out, or with ``missing="zero"`` count as 0 in
+     ``mean`` and ``geometric``; a class with no value left must be released empty.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from anonlab.hierarchy import SUPPRESSED, Hierarchy
+
+__all__ = ["check_aggregates", "relabel_full_domain", "same_other_columns"]
+
+#: relative slack when a decimal aggregate is compared (the method computes in floats)
+REL_TOL = 1e-9
+
+
+def _text(column: pd.Series) -> list[str]:
+    return [str(v) for v in column.astype(str).where(column.notna(), "").tolist()]
+
+
+def relabel_full_domain(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    levels: Mapping[str, int],
+    aggregated: Sequence[str],
+) -> pd.DataFrame:
+    """``release`` with each ``aggregated`` column holding the hierarchy label of the original
+    value at its stated level again, ``*`` where the release holds ``*``."""
+    out = release.copy()
+    for column in aggregated:
+        hierarchy, level = hierarchies[column], levels[column]
+        labels = {row[0]: row[min(level, len(row) - 1)] for row in hierarchy.rows}
+        before = _text(original[column])
+        after = _text(release[column])
+        out[column] = [
+            SUPPRESSED if got == SUPPRESSED else labels.get(value, f"<{value} not in hierarchy>")
+            for value, got in zip(before, after, strict=True)
+        ]
+    return out
+
+
+def same_other_columns(
+    release: pd.DataFrame, labelled: pd.DataFrame, aggregated: Sequence[str]
+) -> list[str]:
+    """Problems where ``release`` and the ``labelled`` release differ outside the aggregated
+    columns (empty: the same columns, records and texts)."""
+    if list(release.columns) != list(labelled.columns) or len(release) != len(labelled):
+        return ["the aggregated release's columns or records are not those of the generalized one"]
+    for column in release.columns:
+        if column in aggregated:
+            continue
+        if _text(release[column]) != _text(labelled[column]):
+            return [f"column '{column}' differs from the generalized release"]
+    return []
+
+
+def check_aggregates(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    labelled: pd.DataFrame,
+    qis: Sequence[str],
+    aggregate_qi: Mapping[str, str],
+    missing: str = "ignore",
+) -> list[str]:
+    """Problems with the aggregated cells of ``release`` (empty: each is its class's aggregate;
+    module text). ``labelled`` holds the generalized value of every quasi-identifier ``qis``
+    (the classes), ``original`` the same records as the table held them."""
+    if not len(release) == len(labelled) == len(original):
+        return ["the release, its generalized form and the original differ in records"]
+    keys = list(zip(*(_text(labelled[c]) for c in qis), strict=True))
+    suppressed = [all(v == SUPPRESSED for v in key) for key in keys]
+    members: dict[tuple[str, ...], list[int]] = {}
+    for row, key in enumerate(keys):
+        if not suppressed[row]:
+            members.setdefault(key, []).append(row)
+    problems: list[str] = []
+    for column, function in aggregate_qi.items():
+        released = _text(release[column])
+        values = _text(original[column])
+        integer = all(_is_integer(v) for v in values if v.strip())
+        for row in np.flatnonzero(np.asarray(suppressed, dtype=bool)).tolist():
+            if released[row] != SUPPRESSED:
+                problems.append(
+                    f"column '{column}' row {row + 1}: the record is suppressed but holds "
+                    f"'{released[row]}', not '*'"
+                )
+                break
+        for key, rows in members.items():
+            texts = [values[r] for r in rows]
+            got = {released[r] for r in rows}
+            if len(got) != 1:
+                problems.append(
+                    f"column '{column}': the class {key} holds several values {sorted(got)[:3]}"
+                )
+                break
+            value = got.pop()
+            finding = _judge(function, texts, value, integer, missing)
+            if finding is not None:
+                problems.append(
+                    f"column '{column}' ({function}) row {rows[0] + 1}: released '{value}', "
+                    f"{finding}"
+                )
+                break
+    return problems
+
+
+def _is_integer(text: str) -> bool:
+    try:
+        int(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _half_up(x: Fraction) -> int:
+    return math.floor(x + Fraction(1, 2))
+
+
+def _judge(function: str, texts: list[str], value: str, integer: bool, missing: str) -> str | None:
+    """Why ``value`` is not the aggregate of ``texts`` (``None``: it is)."""
+    if function == "mode":
+        counted = Counter(t for t in texts if t.strip())
+        if not counted:
+            return None if value == "" else "expected '' (every value missing)"
+        top = max(counted.values())
+        best = sorted(t for t, n in counted.items() if n == top)
+        return None if value in best else f"expected one of {best[:3]}"
+    numbers = [Fraction(t.strip()) for t in texts if t.strip()]
+    if missing == "zero" and function in ("mean", "geometric"):
+        numbers += [Fraction(0)] * sum(1 for t in texts if not t.strip())
+    if not numbers:
+        return None if value == "" else "expected '' (every value missing)"
+    numbers.sort()
+    n = len(numbers)
+    if function == "interval":
+        low, high = _shown(numbers[0], integer), _shown(numbers[-1], integer)
+        try:
+            inner = value[1:-1].split(", ")
+            same = (
+                value.startswith("[")
+                and value.endswith("]")
+                and len(inner) == 2
+                and all(
+                    _close(Fraction(a), b, integer) for a, b in zip(inner, (low, high), strict=True)
+                )
+            )
+        except (ValueError, ZeroDivisionError):
+            same = False
+        return None if same else f"expected [{low}, {high}]"
+    if function == "mean":
+        exact = sum(numbers, Fraction(0)) / n
+        return _compare(value, exact, integer, slack=Fraction(0))
+    if function == "median":
+        middle = numbers[n // 2] if n % 2 else (numbers[n // 2 - 1] + numbers[n // 2]) / 2
+        return _compare(value, middle, integer, slack=Fraction(0))
+    geometric = math.exp(math.fsum(math.log(float(x) + 1.0) for x in numbers) / n) - 1.0
+    return _compare(value, Fraction(geometric), integer, slack=Fraction(1, 10**9))
+
+
+def _shown(x: Fraction, integer: bool) -> Fraction:
+    return Fraction(_half_up(x)) if integer else x
+
+
+def _close(got: Fraction, want: Fraction, integer: bool) -> bool:
+    if integer:
+        return got == want
+    return abs(got - want) <= abs(want) * Fraction(REL_TOL) + Fraction(1, 10**12)
+
+
+def _compare(value: str, exact: Fraction, integer: bool, slack: Fraction) -> str | None:
+    """Whether ``value`` is ``exact`` as the column writes it (module text)."""
+    try:
+        got = Fraction(value.strip())
+    except (ValueError, ZeroDivisionError):
+        return f"expected a number near {float(exact):.6g}"
+    if integer:
+        if not _is_integer(value):
+            return f"expected the integer {_half_up(exact)}"
+        if got == _half_up(exact):
+            return None
+        # a float's rounding of a value at about a half may go either way
+        if slack and abs(got - exact) <= Fraction(1, 2) + slack:
+            return None
+        return f"expected {_half_up(exact)}"
+    return None if _close(got, exact, integer=False) else f"expected {float(exact)!r}"
