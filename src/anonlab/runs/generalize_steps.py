@@ -231,6 +231,27 @@ def aggregated_release(
     )
 
 
+def check_aggregated(
+    original: pd.DataFrame,
+    written: pd.DataFrame,
+    labelled: pd.DataFrame,
+    qis: Sequence[str],
+    settings: GeneralizeSettings,
+) -> None:
+    """Check a release whose ``aggregate_qi`` columns were aggregated against the release
+    ``labelled`` it was made from (Mondrian, local recoding: no level rebuilds the labels),
+    with the independent checker (:mod:`anonlab.verify.aggregation`): the other columns the
+    same, each aggregated cell its class's aggregate. The first problem is an error."""
+    from anonlab.verify.aggregation import check_aggregates, same_other_columns
+
+    aggregated = list(settings.aggregate_qi)
+    problems = same_other_columns(written, labelled, aggregated) or check_aggregates(
+        original, written, labelled, qis, settings.aggregate_qi, settings.aggregate_missing
+    )
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
 def check_parameters(settings: GeneralizeSettings) -> None:
     """k, the suppression limit and the attribute weights, before any work."""
     from anonlab.privacy import check_k, check_suppression

@@ -25,6 +25,8 @@ from anonlab.runs.common import (
 )
 from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
 from anonlab.runs.generalize_steps import (
+    aggregated_release,
+    check_aggregated,
     check_parameters,
     criteria_files,
     generalize_outputs,
@@ -143,20 +145,24 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
         )
         if progress is not None:
             progress("recoding locally", 1, 1)  # one step: the searches report nothing
-        release = local_release(dataset, result)
+        labelled = local_release(dataset, result)
         original = dataset.frame
         dropped = dataset.columns_with(Role.IDENTIFYING)
         limit = max_suppressed(settings.suppression, dataset.n)
+        qi = [q.name for q in dataset.qis]
+        release = aggregated_release(labelled, original, qi, settings)
 
         def check(written: pd.DataFrame) -> None:
             from anonlab.verify.local import check_local_recoding
 
+            if settings.aggregate_qi:  # the searches' labels, then each aggregate
+                check_aggregated(original, written, labelled, qi, settings)
+                written = labelled
             problems = check_local_recoding(original, written, specs, hierarchies, limit, dropped)
             if problems:
                 raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
 
         as_written = stage_release(outputs, release, check if settings.verify else None)
-        qi = [q.name for q in dataset.qis]
         risk = release_risk_report(as_written, settings.sensitive, settings, qi=qi)
         by_other = without_role(
             original.columns,
@@ -173,7 +179,9 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
             suppression_limit=settings.suppression,
             roles={c: r.value for c, r in dataset.roles.items()},
             verified=settings.verify,
-            loss=release_loss(as_written, original, hierarchies, qi),
+            loss=release_loss(  # of the recoding, before any aggregate
+                labelled if settings.aggregate_qi else as_written, original, hierarchies, qi
+            ),
         )
         report.update(roles_report(dataset.roles, settings.other, by_other))
         report.update(risk)

@@ -30,10 +30,13 @@ from anonlab.runs.common import (
 )
 from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
 from anonlab.runs.generalize_steps import (
+    aggregated_release,
+    check_aggregated,
     criteria_files,
     generalize_outputs,
     load_hierarchies,
     read_input,
+    refuse_aggregate_on_engine,
     report_path,
     roles_report,
     stored_criteria,
@@ -60,7 +63,8 @@ def ordered_columns(settings: GeneralizeSettings) -> list[str]:
 
 def check_mondrian_settings(settings: GeneralizeSettings) -> None:
     """Refuse, in one line, what a Mondrian run does not do: the engines, suppression, and
-    the full-domain search's own settings."""
+    the full-domain search's own settings, aggregated quasi-identifiers on an engine."""
+    refuse_aggregate_on_engine(settings)
     if settings.relaxed and uses_engine(settings):
         raise AnonlabError(
             "relaxed Mondrian runs in memory: a relaxed cut splits a tuple's records by "
@@ -150,12 +154,17 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             progress("partitioning", 1, 1)
         original = dataset.frame
         cut_along = {c: h for c, h in hierarchies.items() if c not in ordered}
+        labelled = result.release
+        release = aggregated_release(labelled, original, qi, settings)
 
-        def check(release: pd.DataFrame) -> None:
-            verify_recoding(original, release, specs, cut_along, ordered, dropped)
+        def check(written: pd.DataFrame) -> None:
+            if settings.aggregate_qi:  # the partitions' labels, then each aggregate
+                check_aggregated(original, written, labelled, qi, settings)
+                written = labelled
+            verify_recoding(original, written, specs, cut_along, ordered, dropped)
 
         as_written = stage_release(
-            outputs, result.release, check if settings.verify else None, categorical=True
+            outputs, release, check if settings.verify else None, categorical=True
         )
         risk = release_risk_report(as_written, settings.sensitive, settings, qi=qi)
         by_other = without_role(
@@ -169,7 +178,7 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
         distinct = {
             c: {
                 "original": int(original[c].nunique(dropna=False)),
-                "released": int(result.release[c].nunique(dropna=False)),
+                "released": int(release[c].nunique(dropna=False)),
             }
             for c in qi
         }
@@ -178,7 +187,7 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
-    return RunResult(report=report, release=result.release, written=written)
+    return RunResult(report=report, release=release, written=written)
 
 
 def full_report(
