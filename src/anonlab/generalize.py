@@ -881,6 +881,12 @@ class Generalizer:
     client in use, else on a local cluster started for the call) counts the
     base frequency set, the search runs here on it, and the release is a
     lazy Dask DataFrame (same rows, same labels as the pandas release).
+
+    ``aggregate_qi`` (quasi-identifier -> ``"mean"``, ``"geometric"``, ``"median"``,
+    ``"mode"`` or ``"interval"``) releases that column, in every class, as the aggregate of
+    the class's original values instead of its label, with any ``recoding``, on a pandas
+    DataFrame (:func:`anonlab.generalize_aggregate.aggregate_classes`; ``aggregate_missing``
+    ``"zero"`` counts a missing value as 0 in a mean).
     """
 
     def __init__(
@@ -906,12 +912,16 @@ class Generalizer:
         local_gs_factor: float = 0.05,
         local_iterations: int = 100,
         local_adaption: float = 0.05,
+        aggregate_qi: Mapping[str, str] | None = None,
+        aggregate_missing: str = "ignore",
     ) -> None:
         if recoding not in ("full-domain", "mondrian", "local"):
             raise AnonlabError(
                 f"recoding '{recoding}' is unknown: choose full-domain, mondrian or local",
                 parameter="recoding",
             )
+        self.aggregate_qi = dict(aggregate_qi or {})
+        self.aggregate_missing = aggregate_missing
         self.local_gs_factor = local_gs_factor
         self.local_iterations = local_iterations
         self.local_adaption = local_adaption
@@ -955,6 +965,18 @@ class Generalizer:
         and :meth:`transform` is refused: Mondrian's partitions belong to their table.
         """
         roles = Roles.of(identifying, sensitive, insensitive, other)
+        self.hierarchies_given_ = list(hierarchies)
+        if self.aggregate_qi:
+            from anonlab.frames import is_dask_frame
+            from anonlab.generalize_aggregate import check_aggregate_qi
+
+            check_aggregate_qi(self.aggregate_qi, hierarchies, self.aggregate_missing)
+            if self.engine is not None or is_dask_frame(frame):
+                raise AnonlabError(
+                    "aggregate_qi runs on a pandas DataFrame in memory: the engines do not "
+                    "write the classes' aggregates yet",
+                    parameter="aggregate_qi",
+                )
         if self.recoding == "mondrian":
             return self._fit_mondrian(frame, hierarchies, roles)
         if self.recoding == "local":
@@ -1120,10 +1142,31 @@ class Generalizer:
             other=other,
         )
         if self.recoding == "mondrian":
-            return self.mondrian_.release.set_axis(frame.index, axis=0)
+            return self._aggregated(self.mondrian_.release, frame).set_axis(frame.index, axis=0)
         if self.recoding == "local":
-            return self.local_release_.set_axis(frame.index, axis=0)
+            return self._aggregated(self.local_release_, frame).set_axis(frame.index, axis=0)
+        if self.result_.release is not None:
+            return _release_of(frame, self._aggregated(self.result_.release, frame), None)
         return _release_of(frame, self.result_.release, self.result_.plan)
+
+    def _aggregated(self, release: pd.DataFrame, frame: FrameLike) -> pd.DataFrame:
+        """``release`` with the ``aggregate_qi`` columns replaced by their classes' aggregates
+        of ``frame``'s values (its records in the release's order), or as it is."""
+        if not self.aggregate_qi:
+            return release
+        from anonlab.generalize_aggregate import aggregate_classes
+
+        qis = [c for c in self.hierarchies_given_ if c in release.columns]
+        original = frame.reset_index(drop=True)
+        if len(original) != len(release):  # a research subset was released
+            raise AnonlabError(
+                "aggregate_qi with a model that releases a research subset is not supported "
+                "from Python yet: use the generalize run",
+                parameter="aggregate_qi",
+            )
+        return aggregate_classes(
+            release, original, qis, self.aggregate_qi, missing=self.aggregate_missing
+        )
 
     def transform(self, frame: FrameLike) -> FrameLike:
         """Apply the fitted transformation to another table with the same schema.
@@ -1150,6 +1193,8 @@ class Generalizer:
                 engine=engine,
                 **self._metric_options(),
             )
+        if applied.release is not None and self.aggregate_qi:
+            return _release_of(frame, self._aggregated(applied.release, frame), None)
         return _release_of(frame, applied.release, applied.plan)
 
 
