@@ -26,6 +26,15 @@ m / 2 - p / 2 < ceil(m / 2)``, so it is the lower median of the union.
 
 The ordinal order is the one the report gives, or else the natural order the
 method uses: numeric when every value spells a finite number, else text order.
+
+The methods other than MDAV (sdcMicro's ``onedims``, ``pca``, ``rmd``, ``clustpca``,
+``influence``) are checked the same way with their aggregate (``aggr``: the group's mean,
+median, trimmed mean or one-step value of its originals, :mod:`anonlab.verify.aggregates`)
+and their strata: a group is then a set of records with identical released values and
+identical strata values (strata are released unchanged, so a group never crosses them).
+Individual ranking (``per_column``) forms groups in each column on its own: each column is
+grouped by its released value (and the strata) alone, and every such group must have at
+least ``k`` records and release the aggregate of its originals in that column.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
+from anonlab.verify.aggregates import AGGREGATES, group_aggregates, splits_into_runs, tolerance
 from anonlab.verify.tables import (
     FloatArray,
     IntArray,
@@ -65,18 +75,29 @@ def check_microaggregation(
     nominal: Sequence[str] = (),
     ordinal: Sequence[str] = (),
     orders: Mapping[str, Sequence[str]] | None = None,
+    aggr: str = "mean",
+    trim: float = 0.0,
+    per_column: bool = False,
+    strata: Sequence[str] = (),
 ) -> list[str]:
     """Problems with ``release`` as a microaggregation of ``original`` (empty list: it holds).
 
     ``numeric``, ``nominal`` and ``ordinal`` name the masked columns;
     ``orders`` gives an ordinal column's values in order (default: natural
-    order). See the module docstring for what is checked.
+    order). ``aggr`` (and ``trim``) is the numeric columns' aggregate, ``per_column``
+    says the groups are formed in each column on its own (individual ranking), ``strata``
+    names the columns within whose values the groups were formed. See the module
+    docstring for what is checked.
     """
     categorical = [*nominal, *ordinal]
     masked = [*numeric, *categorical]
     if not masked:
         raise AnonlabError("numeric, nominal and ordinal are all empty: name the masked columns")
-    check_present(original, masked, "input")
+    if aggr not in AGGREGATES:
+        raise AnonlabError(f"unknown aggregate '{aggr}': choose {', '.join(AGGREGATES)}")
+    if (aggr != "mean" or per_column) and categorical:
+        raise AnonlabError("nominal and ordinal columns are microaggregated by MDAV only")
+    check_present(original, [*masked, *strata], "input")
     problems = shape_findings(original, release)
     if problems:
         return problems
@@ -84,10 +105,23 @@ def check_microaggregation(
     released, problem = numeric_matrix(release, numeric, "release")
     if problem is not None:
         return [*problems, problem]
-    groups = released_groups(release, released, categorical)
+    x = original_matrix(original, numeric)
+    if per_column:
+        for j, name in enumerate(numeric):
+            groups = released_groups(release, released[:, [j]], strata)
+            sizes = np.bincount(groups)
+            problems += [f"column '{name}': {p}" for p in size_findings(groups, sizes, k)]
+            problems += aggregate_findings(
+                x[:, [j]], released[:, [j]], groups, sizes, [name], aggr, trim, split_k=k
+            )
+        return problems
+    groups = released_groups(release, released, [*categorical, *strata])
     sizes = np.bincount(groups)
     problems += size_findings(groups, sizes, k)
-    problems += mean_findings(original_matrix(original, numeric), released, groups, sizes, numeric)
+    if aggr == "mean":
+        problems += mean_findings(x, released, groups, sizes, numeric)
+    else:
+        problems += aggregate_findings(x, released, groups, sizes, numeric, aggr, trim)
     for name in nominal:
         problems += mode_findings(stripped(original[name]), stripped(release[name]), groups, name)
     for name in ordinal:
@@ -158,6 +192,50 @@ def mean_findings(
             problems.append(
                 f"column '{name}': the group of {rows_of(groups, g)} releases {float(got[g])!r}, "
                 f"but the mean of its {int(sizes[g])} original values is {float(means[g])!r}"
+                + (f" ({bad.size} groups differ)" if bad.size > 1 else "")
+            )
+    return problems
+
+
+def aggregate_findings(
+    x: FloatArray,
+    y: FloatArray,
+    groups: IntArray,
+    sizes: IntArray,
+    names: Sequence[str],
+    aggr: str,
+    trim: float,
+    *,
+    split_k: int | None = None,
+) -> list[str]:
+    """Findings for numeric columns whose released value is not the group's aggregate
+    (:func:`anonlab.verify.aggregates.group_aggregates`; the tolerance of
+    :func:`mean_findings`). With ``split_k`` (individual ranking) a group that fails gets
+    the second chance of :func:`anonlab.verify.aggregates.splits_into_runs`."""
+    problems = []
+    first = _first_rows(groups, sizes.size)
+    for j, name in enumerate(names):
+        wanted = group_aggregates(x[:, j], groups, sizes, aggr, trim)
+        scale = np.bincount(groups, weights=np.abs(x[:, j])) / sizes
+        tol = tolerance(wanted, scale, float(np.abs(x[:, j]).mean()))
+        got = y[first, j]
+        bad = np.flatnonzero(~(np.abs(got - wanted) <= tol))
+        if split_k is not None:
+            bad = np.asarray(
+                [
+                    g
+                    for g in bad
+                    if not splits_into_runs(
+                        x[groups == g, j], float(got[g]), split_k, aggr, trim, float(tol[g])
+                    )
+                ],
+                dtype=np.int64,
+            )
+        if bad.size:
+            g = int(bad[0])
+            problems.append(
+                f"column '{name}': the group of {rows_of(groups, g)} releases {float(got[g])!r}, "
+                f"but the {aggr} of its {int(sizes[g])} original values is {float(wanted[g])!r}"
                 + (f" ({bad.size} groups differ)" if bad.size > 1 else "")
             )
     return problems
