@@ -40,7 +40,13 @@ import pandas as pd
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 
-__all__ = ["check_aggregates", "relabel_full_domain", "same_other_columns"]
+__all__ = [
+    "check_aggregates",
+    "check_within_classes",
+    "relabel_full_domain",
+    "same_other_columns",
+    "with_originals",
+]
 
 #: relative slack when a decimal aggregate is compared (the method computes in floats)
 REL_TOL = 1e-9
@@ -216,3 +222,67 @@ def _compare(value: str, exact: Fraction, integer: bool, slack: Fraction) -> str
             return None
         return f"expected {_half_up(exact)}"
     return None if _close(got, exact, integer=False) else f"expected {float(exact)!r}"
+
+
+def check_within_classes(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    qis: Sequence[str],
+    aggregate_qi: Mapping[str, str],
+) -> list[str]:
+    """The check of aggregated cells from the files alone, when no level rebuilds the classes
+    (Mondrian, local recoding): each released class (one combination of the released
+    quasi-identifiers, aggregates included) is a union of the classes the aggregates were
+    made in, so every aggregate of it lies between the smallest and the largest original
+    value of its records (an ``[lo, hi]`` both ends), and a suppressed record holds ``*``.
+    Empty list: every cell passes. Weaker than :func:`check_aggregates`, which knows the
+    classes."""
+    if len(release) != len(original):
+        return [f"the release has {len(release)} records, the original {len(original)}"]
+    keys = list(zip(*(_text(release[c]) for c in qis), strict=True))
+    problems: list[str] = []
+    for column in aggregate_qi:
+        values = _text(original[column])
+        released = _text(release[column])
+        bounds: dict[tuple[str, ...], tuple[Fraction, Fraction]] = {}
+        for key, text in zip(keys, values, strict=True):
+            if not text.strip():
+                continue
+            try:
+                x = Fraction(text.strip())
+            except (ValueError, ZeroDivisionError):
+                continue  # a text value: only a mode, which is one of the class's texts
+            low, high = bounds.get(key, (x, x))
+            bounds[key] = (min(low, x), max(high, x))
+        for row, (key, got) in enumerate(zip(keys, released, strict=True)):
+            if all(v == SUPPRESSED for v in key) or got == "":
+                continue
+            ends = got[1:-1].split(", ") if got.startswith("[") and got.endswith("]") else [got]
+            span = bounds.get(key)
+            try:
+                size = Fraction(0) if span is None else abs(span[0]) + abs(span[1])
+                slack = size * Fraction(REL_TOL)
+                inside = span is not None and all(
+                    span[0] - slack <= Fraction(e) <= span[1] + slack for e in ends
+                )
+            except (ValueError, ZeroDivisionError):
+                inside = False
+            if not inside:
+                problems.append(
+                    f"column '{column}' row {row + 1}: released '{got}', outside the original "
+                    f"values of its class"
+                )
+                break
+    return problems
+
+
+def with_originals(
+    release: pd.DataFrame, original: pd.DataFrame, aggregated: Sequence[str]
+) -> pd.DataFrame:
+    """``release`` with each ``aggregated`` column holding the original values (so that a
+    coverage check passes it and judges the other columns)."""
+    out = release.copy()
+    for column in aggregated:
+        if column in out.columns and len(out) == len(original):
+            out[column] = _text(original[column])
+    return out

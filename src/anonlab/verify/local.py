@@ -36,14 +36,27 @@ def check_local_recoding(
     hierarchies: Mapping[str, Hierarchy],
     max_suppressed: int,
     dropped: Iterable[str] = (),
+    aggregated: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every problem of a local-recoding release (empty list: it holds; module text).
 
     ``criteria`` are the models as the settings spell them, ``hierarchies`` those of the
     quasi-identifiers, ``dropped`` the identifying columns the release leaves out.
+    ``aggregated`` (column -> function, ``generalize --aggregate-qi``): those columns hold
+    their classes' aggregates, checked from the files alone
+    (:func:`anonlab.verify.aggregation.check_within_classes`), the others as above, the
+    models on the release's classes as written.
     """
-    problems = check_coverage(original, release, hierarchies, (), dropped)
+    from anonlab.verify.aggregation import check_within_classes, with_originals
+
+    aggregated = dict(aggregated or {})
+    probe = with_originals(release, original, list(aggregated))
+    problems = check_coverage(original, probe, hierarchies, (), dropped)
     if problems:
         return problems
     qi = [c for c in release.columns if c in hierarchies]
+    if aggregated:
+        problems = check_within_classes(original, release, qi, aggregated)
+        if problems:
+            return problems
     return check_criteria(original, release, criteria, qi, max_suppressed)

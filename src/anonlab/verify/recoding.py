@@ -175,13 +175,25 @@ def check_recoding(
     hierarchies: Mapping[str, Hierarchy],
     ordered: Sequence[str],
     dropped: Iterable[str] = (),
+    aggregated: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every problem of a Mondrian release: coverage (:func:`check_coverage`) and every
-    privacy model on its classes, no record suppressed (empty list: it holds)."""
-    problems = check_coverage(original, release, hierarchies, ordered, dropped)
+    privacy model on its classes, no record suppressed (empty list: it holds).
+    ``aggregated`` (column -> function, ``generalize --aggregate-qi``): those columns hold
+    their classes' aggregates, checked from the files alone
+    (:func:`anonlab.verify.aggregation.check_within_classes`)."""
+    from anonlab.verify.aggregation import check_within_classes, with_originals
+
+    aggregated = dict(aggregated or {})
+    probe = with_originals(release, original, list(aggregated))
+    problems = check_coverage(original, probe, hierarchies, ordered, dropped)
     if problems:
         return problems
     qi = [c for c in release.columns if c in hierarchies or c in ordered]
+    if aggregated:
+        problems = check_within_classes(original, release, qi, aggregated)
+        if problems:
+            return problems
     top = np.ones(len(release), dtype=bool)
     for c in qi:
         codes, texts = _codes(release[c])

@@ -379,7 +379,16 @@ def _generalization(ctx: _Context) -> VerifyResult:
     original, population = _model_tables(specs, table, ctx.params.get("delimiter"))
     limit = math.floor(suppression * len(original) + 1e-9)
     qis = list(levels)
-    findings = check_generalization(
+    aggregated, missing = _aggregated(ctx)
+    findings: list[str] = []
+    if aggregated and set(aggregated) <= set(levels) and len(release) == len(original):
+        # each aggregate against its class, the classes rebuilt from the original and levels
+        from anonlab.verify.aggregation import check_aggregates, relabel_full_domain
+
+        labelled = relabel_full_domain(original, release, hierarchies, levels, list(aggregated))
+        findings += check_aggregates(original, release, labelled, qis, aggregated, missing)
+        release = labelled
+    findings += check_generalization(
         original, release, hierarchies, levels, identifying, max_suppressed=limit
     )
     if set(qis) <= set(release.columns) and len(release) == len(original):
@@ -408,7 +417,22 @@ def _generalization(ctx: _Context) -> VerifyResult:
             f"suppressed (limit {limit}); every QI value is its hierarchy label at the "
             "levels " + ", ".join(f"{c}={v}" for c, v in levels.items())
         )
+        if aggregated:
+            summary += " (" + ", ".join(f"{c}: its class's {f}" for c, f in aggregated.items())
+            summary += " instead)"
     return VerifyResult(ctx.report["command"], str(release_path), tuple(findings), summary)
+
+
+def _aggregated(ctx: _Context) -> tuple[dict[str, str], str]:
+    """A generalization report's aggregated quasi-identifiers (``aggregate_qi``, column ->
+    function) and its rule for missing values (``aggregate_missing``)."""
+    return _parsed(
+        ctx,
+        lambda: (
+            {str(c): str(f) for c, f in dict(ctx.params.get("aggregate_qi") or {}).items()},
+            str(ctx.params.get("aggregate_missing") or "ignore"),
+        ),
+    )
 
 
 def _microaggregation(ctx: _Context) -> VerifyResult:
@@ -526,7 +550,10 @@ def _mondrian(ctx: _Context) -> VerifyResult:
         _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
         hierarchies[col] = Hierarchy.from_csv(found)
     table, (release_path, release) = ctx.read_input(), ctx.read_release()
-    findings = check_recoding(table, release, specs, hierarchies, ordered, identifying)
+    aggregated, _ = _aggregated(ctx)
+    findings = check_recoding(
+        table, release, specs, hierarchies, ordered, identifying, aggregated=aggregated
+    )
     summary = ""
     if not findings:
         models = ", ".join(
@@ -565,7 +592,10 @@ def _local_recoding(ctx: _Context) -> VerifyResult:
         hierarchies[col] = Hierarchy.from_csv(found)
     table, (release_path, release) = ctx.read_input(), ctx.read_release()
     limit = math.floor(suppression * len(table))
-    findings = check_local_recoding(table, release, specs, hierarchies, limit, identifying)
+    aggregated, _ = _aggregated(ctx)
+    findings = check_local_recoding(
+        table, release, specs, hierarchies, limit, identifying, aggregated=aggregated
+    )
     summary = ""
     if not findings:
         models = ", ".join(
