@@ -20,7 +20,10 @@ from anonlab.ui.templating import render
 from anonlab.ui.workspace import Workspace
 
 #: the page modules, each with ``ROUTES``; the order is the workflow's
-PAGES: tuple[str, ...] = ()
+PAGES: tuple[str, ...] = (
+    "anonlab.ui.pages.load",
+    "anonlab.ui.pages.roles",
+)
 
 
 def create_app(workspace: Workspace, *, token: str, hosts: Iterable[str]) -> Starlette:
