@@ -97,7 +97,12 @@ def serve(
         webbrowser.open(url)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn stops cleanly on Ctrl+C or SIGTERM, then raises the signal again:
+        # stopping the app is the normal end of a session, not an interrupted run
+        pass
     finally:
         app.state.jobs.cancel_all()
         workspace.close()
         sock.close()
+    announce("anonlab web app stopped; its private folder was removed.")
