@@ -1,0 +1,190 @@
+"""The web app end to end in a real browser: ``anonlab ui`` driven by headless Chromium.
+
+The app is started as a user starts it (``python -m anonlab ui --port 0`` in a
+subprocess; the URL with the token is read from what it prints), and Debian's
+Chromium is driven over the DevTools protocol (tests/chromium_cdp.py): pages
+opened with ``Page.navigate``, forms filled and buttons clicked with
+``Runtime.evaluate``, files given to the upload field with
+``DOM.setFileInputFiles``, downloads saved by the browser. Every request the
+browser makes is recorded (``Network.requestWillBeSent``) and the tests fail
+on any that leaves the app's address, and on any console error or uncaught
+exception in a page.
+
+Set ANONLAB_UI_SCREENSHOTS=docs/ui to keep a screenshot of each step
+(docs/ui.md shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from chromium_cdp import DevTools, chromium_path, launch
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+
+@dataclass
+class AppServer:
+    """A running ``anonlab ui``: its process, the printed URL, and its temporary folder."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    tmp: Path
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:PORT`` (no trailing slash)."""
+        return self.url.split("/?", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.split("token=", 1)[1]
+
+    def stop(self) -> int:
+        """Stop the app as a user does (Ctrl+C: SIGINT); its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+
+def start_app(tmp: Path) -> AppServer:
+    """``python -m anonlab ui --port 0`` with ``TMPDIR=tmp``; waits for the URL it prints."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "anonlab", "ui", "--port", "0", "--no-open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    seen = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith("anonlab web app: "):
+            url = line.split(": ", 1)[1].strip()
+            assert url.startswith("http://127.0.0.1:") and "/?token=" in url, url
+            return AppServer(proc, url, tmp)
+    proc.kill()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    pytest.fail(f"anonlab ui printed no URL: {''.join(seen)}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    app = start_app(tmp_path_factory.mktemp("ui-tmp"))
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevTools]:
+    with launch(chromium_path(), tmp_path_factory.mktemp("chromium-profile")) as tools:
+        yield tools
+
+
+def screenshot(browser: DevTools, name: str) -> None:
+    """Keep a screenshot of the page as ``$ANONLAB_UI_SCREENSHOTS/name.png`` when asked."""
+    png = browser.screenshot()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    folder = os.environ.get("ANONLAB_UI_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{name}.png").write_bytes(png)
+
+
+def foreign_requests(browser: DevTools, server: AppServer) -> list[str]:
+    """Every request the browser made that did not go to the app's address."""
+    mine = (server.origin + "/", "data:", f"blob:{server.origin}/")
+    return [url for url in browser.requests if not url.startswith(mine)]
+
+
+def page_problems(browser: DevTools, server: AppServer) -> list[str]:
+    """Console errors, exceptions, failed loads, foreign requests since the last clear."""
+    return browser.problems(allowed=(server.origin + "/", "data:", f"blob:{server.origin}/"))
+
+
+def test_without_the_token_the_browser_gets_403_and_no_data(
+    server: AppServer, browser: DevTools
+) -> None:
+    browser.events.clear()
+    browser.navigate(server.origin + "/static/app.css")
+    body = browser.evaluate("document.body.innerText")
+    assert body.startswith("403 Forbidden")
+    assert "--accent" not in body
+    status = [
+        e["params"]["response"]["status"]
+        for e in browser.events
+        if e["method"] == "Network.responseReceived"
+    ]
+    assert status == [403]
+    assert foreign_requests(browser, server) == []
+
+
+def test_the_printed_url_sets_a_cookie_that_scripts_cannot_read(
+    server: AppServer, browser: DevTools
+) -> None:
+    browser.navigate(server.origin + "/static/app.css?token=" + server.token)
+    assert "--accent" in browser.evaluate("document.body.innerText")
+    # the cookie carries the token to later requests but is HttpOnly: no script sees it
+    assert browser.evaluate("document.cookie") == ""
+    browser.navigate(server.origin + "/static/app.js")
+    assert "followJob" in browser.evaluate("document.body.innerText")
+    assert foreign_requests(browser, server) == []
+
+
+def test_a_page_of_another_origin_cannot_read_the_app(server: AppServer, browser: DevTools) -> None:
+    """A page elsewhere (here a data: URL) that fetches the app gets nothing back."""
+    browser.navigate("data:text/html,<title>elsewhere</title>")
+    outcome = browser.evaluate(
+        f"fetch({server.origin + '/static/app.js'!r}, {{credentials: 'include'}})"
+        ".then(r => 'read ' + r.status, e => 'blocked: ' + e.name)"
+    )
+    # SameSite=Strict keeps the cookie off the cross-site request, and without CORS
+    # headers the browser refuses the page the answer either way
+    assert outcome.startswith("blocked"), outcome
+
+
+def test_stopping_the_app_removes_its_private_folder(tmp_path: Path) -> None:
+    app = start_app(tmp_path)
+    try:
+        folders = list(tmp_path.glob("anonlab-ui-*"))
+        assert len(folders) == 1
+        assert folders[0].stat().st_mode & 0o077 == 0
+        reply = urllib.request.urlopen(app.origin + "/static/app.css?token=" + app.token)
+        assert reply.status == 200
+        reply.close()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(app.origin + "/static/app.css")
+        assert refused.value.code == 403
+        refused.value.close()
+    finally:
+        code = app.stop()
+    assert code == 0
+    assert list(tmp_path.glob("anonlab-ui-*")) == []
