@@ -23,6 +23,7 @@ from anonlab.ui.workspace import Workspace
 PAGES: tuple[str, ...] = (
     "anonlab.ui.pages.load",
     "anonlab.ui.pages.roles",
+    "anonlab.ui.pages.hierarchies",
 )
 
 
