@@ -29,11 +29,16 @@ The functions (``x_1 .. x_n`` the class's original values that are not missing):
 
 A column whose values are all integers gets integer results, rounded half up as Java's
 ``Math.round`` (ARX's ``ARXInteger.fromDouble``); any other numeric column decimal ones,
-written as Java's ``Double.toString`` writes them (``38.0``, ``1.5E-4``). A missing value
-(an empty cell) is left out of every function (ARX's ``ignoreMissingData``, its default);
-``missing="zero"`` counts it as 0 in ``mean`` and ``geometric`` (ARX's
-``ignoreMissingData = false``, which changes only those two: ARX's median, mode and
-interval read the values as they are). A class whose values are all missing is released
+written as Java's ``Double.toString`` writes them (``38.0``, ``1.5E-4``).
+
+A missing value (an empty cell; ARX's ``NULL``) is treated as ARX 3.9.2 treats it, which
+was checked by running ARX on a small table: ``mean`` and ``geometric`` leave it out (ARX's
+``ignoreMissingData``, its default), or with ``missing="zero"`` count it as 0 (ARX's
+``ignoreMissingData = false``); the flag changes nothing else. ``median`` counts it as a
+value after every number, so a class whose middle value is missing is released missing
+(ARX stops with a ``NullPointerException`` when one of two middle values is missing; here
+the class is released missing too); ``mode`` counts it as a value like any other, so it
+may be the mode; ``interval`` leaves it out. A class with no value left is released
 missing (empty).
 """
 
@@ -175,6 +180,9 @@ def _aggregated(
     if function in ("mean", "geometric") and missing == "zero":
         values = np.where(rows_present, numbers[rows_value], 0.0)
         counted = np.ones(len(rows_class), dtype=bool)
+    elif function in ("median", "mode"):  # a missing value counts, after every number
+        values = np.where(rows_present, numbers[rows_value], math.inf)
+        counted = np.ones(len(rows_class), dtype=bool)
     else:
         values = numbers[rows_value]
         counted = rows_present
@@ -237,10 +245,11 @@ def _per_class(
         for c in np.flatnonzero(counts):
             n, at = int(counts[c]), int(starts[c])
             if n % 2:
-                out[c] = _number_text(float(values_sorted[at + n // 2]), integer)
+                middle = float(values_sorted[at + n // 2])
             else:
                 low, high = values_sorted[at + n // 2 - 1], values_sorted[at + n // 2]
-                out[c] = _number_text((float(low) + float(high)) / 2.0, integer)
+                middle = (float(low) + float(high)) / 2.0
+            out[c] = _number_text(middle, integer) if math.isfinite(middle) else ""
         return out
     # mode: the most frequent text; of several, the first in ARX's hash order
     return _modes(cls, value_codes, distinct, n_classes)

@@ -19,13 +19,15 @@ every class, by an aggregate of the class's original values is checked in two st
    aggregate of its class's original values, recomputed here from the texts:
 
    - ``mean``: the exact mean (fractions); ``geometric``: ``exp(mean(log(x + 1))) - 1``;
-     ``median``: the middle value, or the mean of the two middle ones; ``interval``:
+     ``median``: the middle value, or the mean of the two middle ones, a missing value
+     sorted after every number (a missing middle value: released missing); ``interval``:
      ``[min, max]``; on a column of integers rounded half up to an integer, which the
      released value must equal (``mean`` exactly, ``geometric`` within 0.5 + 1e-9, as a
      rounding of a float); on a decimal column equal within a relative 1e-9;
-   - ``mode``: the released text must be one of the class's most frequent texts;
-   - missing values (empty cells) are left out, or with ``missing="zero"`` count as 0 in
-     ``mean`` and ``geometric``; a class with no value left must be released empty.
+   - ``mode``: the released text must be one of the class's most frequent texts, a missing
+     value (released empty) counted as one;
+   - otherwise missing values (empty cells) are left out, or with ``missing="zero"`` count
+     as 0 in ``mean`` and ``geometric``; a class with no value left must be released empty.
 """
 
 from __future__ import annotations
@@ -157,14 +159,20 @@ def _half_up(x: Fraction) -> int:
 
 def _judge(function: str, texts: list[str], value: str, integer: bool, missing: str) -> str | None:
     """Why ``value`` is not the aggregate of ``texts`` (``None``: it is)."""
-    if function == "mode":
-        counted = Counter(t for t in texts if t.strip())
-        if not counted:
-            return None if value == "" else "expected '' (every value missing)"
+    if function == "mode":  # a missing value is a value here, as in ARX
+        counted = Counter(t if t.strip() else "" for t in texts)
         top = max(counted.values())
         best = sorted(t for t, n in counted.items() if n == top)
         return None if value in best else f"expected one of {best[:3]}"
     numbers = [Fraction(t.strip()) for t in texts if t.strip()]
+    if function == "median":  # missing values sort after every number, as in ARX
+        n = len(texts)
+        numbers.sort()
+        middle = [numbers[i] if i < len(numbers) else None for i in {(n - 1) // 2, n // 2}]
+        if any(m is None for m in middle):
+            return None if value == "" else "expected '' (a middle value is missing)"
+        exact = sum((m for m in middle if m is not None), Fraction(0)) / len(middle)
+        return _compare(value, exact, integer, slack=Fraction(0))
     if missing == "zero" and function in ("mean", "geometric"):
         numbers += [Fraction(0)] * sum(1 for t in texts if not t.strip())
     if not numbers:
@@ -189,9 +197,6 @@ def _judge(function: str, texts: list[str], value: str, integer: bool, missing: 
     if function == "mean":
         exact = sum(numbers, Fraction(0)) / n
         return _compare(value, exact, integer, slack=Fraction(0))
-    if function == "median":
-        middle = numbers[n // 2] if n % 2 else (numbers[n // 2 - 1] + numbers[n // 2]) / 2
-        return _compare(value, middle, integer, slack=Fraction(0))
     geometric = math.exp(math.fsum(math.log(float(x) + 1.0) for x in numbers) / n) - 1.0
     return _compare(value, Fraction(geometric), integer, slack=Fraction(1, 10**9))
 
