@@ -240,6 +240,19 @@ class DevTools:
                 raise TimeoutError(f"{what or expression}: not true within {timeout} s")
             self.drain(0.2)
 
+    def set_files(self, selector: str, paths: Sequence[Path]) -> None:
+        """Give the file input ``selector`` these files, as a user choosing them does."""
+        found = self.call(
+            "Runtime.evaluate", expression=f"document.querySelector({json.dumps(selector)})"
+        )["result"]
+        if found.get("subtype") == "null" or "objectId" not in found:
+            raise RuntimeError(f"no element {selector} in the page")
+        self.call(
+            "DOM.setFileInputFiles",
+            files=[str(Path(p).resolve()) for p in paths],
+            objectId=found["objectId"],
+        )
+
     def navigate(self, url: str, timeout: float = 60.0) -> None:
         """Open ``url`` and wait for its load event."""
         since = self.mark()

@@ -16,6 +16,7 @@ Set ANONLAB_UI_SCREENSHOTS=docs/ui to keep a screenshot of each step
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -33,6 +34,9 @@ from chromium_cdp import DevTools, chromium_path, launch
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
+
+REPO = Path(__file__).resolve().parents[1]
+ADULT = REPO / "data" / "adult"
 
 
 @dataclass
@@ -188,3 +192,142 @@ def test_stopping_the_app_removes_its_private_folder(tmp_path: Path) -> None:
         code = app.stop()
     assert code == 0
     assert list(tmp_path.glob("anonlab-ui-*")) == []
+
+
+# ---------------------------------------------------------------------------
+# driving the pages
+# ---------------------------------------------------------------------------
+
+
+def js(value: object) -> str:
+    """A Python value as a JavaScript literal."""
+    return json.dumps(value)
+
+
+def fill(browser: DevTools, selector: str, value: str) -> None:
+    """Type ``value`` into a field (text, textarea, select) and tell the page it changed."""
+    browser.evaluate(
+        f"""(() => {{
+        const el = document.querySelector({js(selector)});
+        if (!el) throw new Error("no field " + {js(selector)});
+        el.value = {js(value)};
+        if (el.value !== {js(value)}) throw new Error({js(selector)} + " refused " + {js(value)});
+        el.dispatchEvent(new Event("input", {{bubbles: true}}));
+        el.dispatchEvent(new Event("change", {{bubbles: true}}));
+        return true;
+        }})()"""
+    )
+
+
+def tick(browser: DevTools, selector: str, on: bool = True) -> None:
+    """Tick (or untick) a checkbox or choose a radio button."""
+    browser.evaluate(
+        f"""(() => {{
+        const el = document.querySelector({js(selector)});
+        if (!el) throw new Error("no box " + {js(selector)});
+        el.checked = {js(on)};
+        el.dispatchEvent(new Event("change", {{bubbles: true}}));
+        return true;
+        }})()"""
+    )
+
+
+def click(browser: DevTools, selector: str, timeout: float = 120.0) -> None:
+    """Click what ``selector`` names and wait for the page it leads to."""
+    since = browser.mark()
+    browser.evaluate(
+        f"""(() => {{
+        const el = document.querySelector({js(selector)});
+        if (!el) throw new Error("nothing to click at " + {js(selector)});
+        el.click();
+        return true;
+        }})()"""
+    )
+    browser.wait_for("Page.loadEventFired", timeout=timeout, since=since)
+
+
+def text_of(browser: DevTools, selector: str = "main") -> str:
+    value = browser.evaluate(f"(document.querySelector({js(selector)}) || document.body).innerText")
+    return str(value)
+
+
+def on_page(browser: DevTools, path: str) -> str:
+    """Check the browser shows the app's page ``path`` (answered 200); its main text."""
+    document = [
+        e["params"]["response"]
+        for e in browser.events
+        if e["method"] == "Network.responseReceived" and e["params"].get("type") == "Document"
+    ]
+    here = browser.evaluate("location.pathname")
+    status = document[-1]["status"] if document else None
+    if here != path or status != 200:
+        pytest.fail(f"expected page {path}, got {here} ({status}): {text_of(browser)[:800]}")
+    return text_of(browser)
+
+
+def upload(browser: DevTools, server: AppServer, table: Path) -> str:
+    """Load ``table`` on the Load page by the upload form; the loaded table's id."""
+    browser.navigate(server.url)
+    on_page(browser, "/")
+    screenshot(browser, "01-load")
+    browser.set_files("#upload-file", [table])
+    click(browser, "#upload-form button[type=submit]")
+    text = on_page(browser, "/")
+    assert f"Preview of {table.name}" in text
+    return str(browser.evaluate("new URLSearchParams(location.search).get('table')"))
+
+
+def set_roles(browser: DevTools, roles: dict[str, str], files: dict[str, Path]) -> None:
+    """On the Roles page: each column's role, the hierarchy files typed in for some QIs."""
+    for column, role in roles.items():
+        field = browser.evaluate(
+            f"""(() => {{
+            const label = [...document.querySelectorAll("label[for^=role_]")]
+              .find(l => l.textContent.trim() === {js(column)});
+            if (!label) throw new Error("no role field for " + {js(column)});
+            return label.htmlFor;
+            }})()"""
+        )
+        fill(browser, f"#{field}", role)
+        if column in files:
+            number = field.removeprefix("role_")
+            fill(browser, f"input[name=hierarchy_{number}]", str(files[column]))
+
+
+# ---------------------------------------------------------------------------
+# the workflow
+# ---------------------------------------------------------------------------
+
+#: the generalization scenario's roles on Adult: two hierarchies built in the app
+ADULT_ROLES = {
+    "sex": "qi",
+    "age": "qi",
+    "race": "qi",
+    "marital-status": "qi",
+    "education": "qi",
+    "native-country": "insensitive",
+    "workclass": "insensitive",
+    "occupation": "insensitive",
+    "salary-class": "sensitive",
+}
+ADULT_FILES = {c: ADULT / f"hierarchy_{c}.csv" for c in ("sex", "race", "education")}
+
+
+def test_generalization_from_upload_to_release(server: AppServer, browser: DevTools) -> None:
+    """Adult: upload, roles, two hierarchies built with preview, k = 5 with l-diversity,
+    the second-best node released, and the download equal to the CLI's release."""
+    browser.events.clear()
+    table = upload(browser, server, ADULT / "adult.csv")
+    text = text_of(browser)
+    assert "30162 rows, 9 columns" in text
+    screenshot(browser, "02-preview")
+
+    click(browser, f"a[href='/roles?table={table}']")
+    on_page(browser, "/roles")
+    set_roles(browser, ADULT_ROLES, ADULT_FILES)
+    screenshot(browser, "03-roles")
+    click(browser, "form[action='/roles'] button[type=submit]")
+    assert browser.evaluate("location.pathname") in ("/hierarchies", "/method")
+
+    assert page_problems(browser, server) == []
+    assert foreign_requests(browser, server) == []
