@@ -50,6 +50,10 @@ from anonlab.errors import AnonlabError
 
 MICRO_HELP = """Microaggregate a table with MDAV: groups of k..2k-1 records share their mean.
 
+--method onedims|pca|rmd|clustpca|influence runs sdcMicro's other methods on numeric
+columns, --aggr median|trim|onestep releases another aggregate than the mean, and
+--strata COL forms the groups within each stratum (in memory, a file output).
+
 Numeric columns get their group mean, --nominal columns the group mode, --ordinal
 columns the group median: these masked columns are the quasi-identifiers. Every
 other column needs a role: --identifying (dropped), --sensitive or --insensitive
@@ -64,6 +68,9 @@ re-identification risk goes into the report, and a risky release draws a warning
 
   anonlab microaggregate people.csv --columns age,income --nominal sex --identifying name
   --sensitive diagnosis --k 5 --output people_k5.parquet
+
+  anonlab microaggregate data/sdc/Tarragona.csv --method pca --aggr median --k 5
+  --output t_pca.csv --report t_pca.json
 """
 
 EVALUATE_HELP = """Score a masked table against its original with the EM4ADOM measures.
@@ -122,6 +129,34 @@ ORDER = typer.Option(
     help="Order of an ordinal column's values: "
     "COLUMN=v1,v2,... (default: numbers ascending if all values are numbers, "
     "else text order).",
+)
+METHOD = typer.Option(
+    None,
+    "--method",
+    help="mdav | onedims (each column ranked alone) | pca (first principal component) | "
+    "rmd (robust Mahalanobis distance, seeded) | clustpca | influence (CLARA clusters, "
+    "seeded); sdcMicro's methods, see docs/microaggregation.md (default: mdav).",
+)
+AGGR = typer.Option(
+    None,
+    "--aggr",
+    help="What a group releases: mean | median | trim (trimmed mean, --trim) | onestep; "
+    "sdcMicro's measure, for the methods other than mdav (default: mean).",
+)
+TRIM = typer.Option(
+    None, "--trim", help="Share cut off each end of a group for --aggr trim, 0..0.5 (default: 0)."
+)
+STRATA = typer.Option(
+    None,
+    "--strata",
+    help="Column(s): the groups are formed within each stratum, released as they are "
+    "(default: none).",
+)
+SEED = typer.Option(
+    None,
+    "--seed",
+    help="Seed of rmd's robust covariance and of the clusters of clustpca and influence "
+    "(default: drawn, and recorded in the report).",
 )
 VARIANT = typer.Option(
     None, "--variant", help="exact or scalable (k-d blocks, numeric columns only) (default: exact)."
@@ -229,6 +264,11 @@ def microaggregate_command(
     insensitive: list[str] | None = INSENSITIVE,
     other: str | None = OTHER,
     k: int | None = typer.Option(None, "--k", help="Smallest group size (default: 3)."),
+    method: str | None = METHOD,
+    aggr: str | None = AGGR,
+    trim: float | None = TRIM,
+    strata: list[str] | None = STRATA,
+    seed: int | None = SEED,
     variant: str | None = VARIANT,
     block_size: int | None = BLOCK_SIZE,
     workers: int | None = typer.Option(None, "--workers", help=MDAV_WORKERS_HELP),
@@ -277,6 +317,11 @@ def microaggregate_command(
         insensitive=insensitive,
         other=other,
         k=k,
+        method=method,
+        aggr=aggr,
+        trim=trim,
+        strata=strata,
+        seed=seed,
         variant=variant,
         block_size=block_size,
         workers=workers,
@@ -308,12 +353,18 @@ def microaggregate_command(
         sizes = out["group_sizes"]
         ilh = out["measures"].get("ILh")
         prosecutor = out["risk"]["prosecutor"]
+        name = f"MDAV ({s.variant})" if s.method == "mdav" else s.method
+        if "aggr" in out:
+            name += f", {out['aggr']}" + (f" {s.trim:g}" if out["aggr"] == "trim" else "")
+            name += f", strata {','.join(s.strata)}" if s.strata else ""
+            name += f", seed {out['seed']}" if out.get("seed") is not None else ""
         print(
-            f"MDAV ({s.variant}) k={s.k}: {out['records']} records in {out['groups']} groups "
+            f"{name} k={s.k}: {out['records']} records in {out['groups']} groups "
             f"of {sizes['min']}..{sizes['max']}"
             + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
             + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
             f"{prosecutor['average']:.4g}"
+            + (" per column" if out.get("per_column") else "")
             + ("; release verified" if out.get("verified") else "")
             + (
                 f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"

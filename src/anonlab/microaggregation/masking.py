@@ -4,12 +4,16 @@ Numeric columns are standardized (population S_j), partitioned by MDAV (exact,
 or the block variant for large tables) and replaced by their group means in
 original units; nominal columns by the group mode, ordinal ones by the group
 lower median. Columns not named pass through unchanged.
+
+``method`` other than ``"mdav"`` (sdcMicro's ``onedims``, ``pca``, ``rmd``, ``clustpca``,
+``influence``), an ``aggr`` other than the mean, or ``strata`` run
+:mod:`anonlab.microaggregation.methods` on the numeric columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -44,18 +48,42 @@ class MicroaggregationResult:
     ordinal: list[str]
     sse_sst: float | None  # ILh of the numeric columns (None without numeric columns)
     block_size: int | None
+    method: str = "mdav"
+    aggr: str = "mean"
+    trim: float = 0.0
+    strata: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+    @property
+    def per_column(self) -> bool:
+        """Whether each column has its own groups (individual ranking: ``labels`` is (n, p))."""
+        return self.labels.ndim == 2
 
     def summary(self) -> dict[str, Any]:
-        """Report keys (no records): method, k, sizes, groups, SSE/SST."""
-        sizes = np.bincount(self.labels)
+        """Report keys (no records): method, k, sizes, groups, SSE/SST; with another method
+        than MDAV, an aggregate or strata, also ``aggr``, ``trim``, ``strata``, ``seed`` and
+        ``per_column`` (the groups then are those of the first column, the same sizes in
+        every column)."""
+        labels = self.labels[:, 0] if self.per_column else self.labels
+        sizes = np.bincount(labels)
         size_counts = {
             str(int(s)): int(c) for s, c in zip(*np.unique(sizes, return_counts=True), strict=True)
         }
+        extra: dict[str, Any] = {}
+        if self.method != "mdav" or self.aggr != "mean" or self.strata:
+            extra = {
+                "aggr": self.aggr,
+                "trim": self.trim,
+                "strata": self.strata,
+                "seed": self.seed,
+                "per_column": self.per_column,
+            }
         return {
-            "method": "MDAV",
+            **extra,
+            "method": "MDAV" if self.method == "mdav" else self.method,
             "variant": self.variant,
             "k": self.k,
-            "records": int(self.labels.size),
+            "records": int(self.labels.shape[0]),
             "columns": self.columns,
             "nominal": self.nominal,
             "ordinal": self.ordinal,
@@ -82,8 +110,21 @@ def microaggregate(
     block_size: int = DEFAULT_BLOCK_SIZE,
     workers: int = 1,
     progress: ProgressFn | None = None,
+    method: str = "mdav",
+    aggr: str = "mean",
+    trim: float = 0.0,
+    strata: str | Sequence[str] | None = None,
+    seed: int | None = None,
 ) -> MicroaggregationResult:
     """Microaggregate ``data`` by MDAV with groups of k..2k-1 records.
+
+    ``method`` is one of sdcMicro's: ``"mdav"`` (default), ``"onedims"``, ``"pca"``,
+    ``"rmd"``, ``"clustpca"``, ``"influence"`` (:mod:`anonlab.microaggregation.methods`);
+    ``aggr`` the groups' aggregate (``"mean"``, ``"median"``, ``"trim"`` with ``trim`` the
+    share cut off each end, ``"onestep"``); ``strata`` columns within whose values the
+    groups are formed (not masked: ``all-numeric`` leaves them out); ``seed`` the seed of
+    rmd's MCD and of the clusters of clustpca and influence. Other methods than MDAV, an
+    aggregate other than the mean and strata take numeric columns and the exact variant.
 
     ``data`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and
     categorical quasi-identifiers are masked) or a DataFrame with the column
@@ -99,6 +140,23 @@ def microaggregate(
     check_workers(workers)
     if variant not in VARIANTS:
         raise AnonlabError(f"unknown variant '{variant}': choose exact or scalable")
+    if method != "mdav" or aggr != "mean" or strata:
+        return _by_method(
+            data,
+            columns,
+            k,
+            nominal=nominal,
+            ordinal=ordinal,
+            orders=orders,
+            variant=variant,
+            method=method,
+            aggr=aggr,
+            trim=trim,
+            strata=[strata] if isinstance(strata, str) else list(strata or []),
+            seed=seed,
+            workers=workers,
+            progress=progress,
+        )
     table = as_table(
         data, columns, nominal=nominal, ordinal=ordinal, orders=orders, purpose="microaggregate"
     )
@@ -162,3 +220,89 @@ def _partition(
     if cats:
         return mdav_partition(MixedSpace(z, cats), n, k, progress=progress)
     return mdav_partition(EuclideanSpace(z), n, k, progress=progress)
+
+
+def _by_method(
+    data: pd.DataFrame | MicrodataTable,
+    columns: str | Sequence[str] | None,
+    k: int,
+    *,
+    nominal: str | Sequence[str] | None,
+    ordinal: str | Sequence[str] | None,
+    orders: Mapping[str, Sequence[str]] | None,
+    variant: str,
+    method: str,
+    aggr: str,
+    trim: float,
+    strata: list[str],
+    seed: int | None,
+    workers: int,
+    progress: ProgressFn | None,
+) -> MicroaggregationResult:
+    """:func:`microaggregate` by :mod:`anonlab.microaggregation.methods` (numeric columns)."""
+    from anonlab.microaggregation.methods import check_method, microaggregate_strata, stratum_rows
+
+    check_method(method, aggr, trim)
+    if variant != "exact":
+        raise AnonlabError(
+            f"variant '{variant}' is MDAV's: method '{method}', aggr '{aggr}' and strata "
+            "run the exact variant",
+            parameter="variant",
+        )
+    if columns == ALL_NUMERIC and strata and isinstance(data, pd.DataFrame):
+        probe = as_table(
+            data, columns, nominal=nominal, ordinal=ordinal, orders=orders, purpose="microaggregate"
+        )
+        columns = [c for c in probe.numeric_names if c not in strata]
+    table = as_table(
+        data, columns, nominal=nominal, ordinal=ordinal, orders=orders, purpose="microaggregate"
+    )
+    if table.categorical:
+        raise AnonlabError(
+            "nominal and ordinal columns are microaggregated by MDAV with group means only: "
+            "leave them out, or use method 'mdav' without aggr and strata",
+            parameter="nominal" if table.nominal else "ordinal",
+        )
+    num = table.numeric_names
+    if not num:
+        raise AnonlabError("no numeric column to microaggregate", parameter="columns")
+    masked_strata = [c for c in strata if c in num]
+    if masked_strata:
+        raise AnonlabError(
+            f"strata column '{masked_strata[0]}' is also a masked column: a stratum is "
+            "released as it is",
+            parameter="strata",
+        )
+    check_k(k, table.n)
+    x = table.numeric.values
+    with blas_threads(workers):
+        released, labels = microaggregate_strata(
+            x,
+            stratum_rows(table.frame, strata),
+            k,
+            method=method,
+            aggr=aggr,
+            trim=trim,
+            seed=seed,
+            progress=progress,
+        )
+    masked = table.frame.copy()
+    for j, name in enumerate(num):
+        masked[name] = released[:, j]
+    z, mean, std = table.standardized
+    return MicroaggregationResult(
+        masked,
+        labels,
+        k,
+        variant,
+        list(num),
+        [],
+        [],
+        il_h(z, (released - mean) / std),
+        None,
+        method=method,
+        aggr=aggr,
+        trim=trim,
+        strata=strata,
+        seed=seed,
+    )

@@ -95,6 +95,8 @@ from anonlab.errors import AnonlabError
 from anonlab.frames import is_dask_frame
 from anonlab.metrics.tradeoff import DEFAULT_GAMMA, DEFAULT_TAU
 from anonlab.metrics.utility import DEFAULT_LAMBDA
+from anonlab.microaggregation.aggregates import Aggregate
+from anonlab.microaggregation.methods import RANDOMIZED, Method
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, DEFAULT_REGION_ROWS
 from anonlab.microaggregation.settings import parse_k_range, parse_weights
 from anonlab.outputs import Outputs, output_target
@@ -264,6 +266,17 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     output: str | None = None
     output_table: str | None = None
     verify: bool = True
+    method: Method = "mdav"
+    aggr: Aggregate = "mean"
+    trim: float = Field(default=0.0, ge=0.0, le=0.5)
+    strata: list[str] = Field(default_factory=list)
+    seed: int | None = Field(default=None, ge=0)
+
+    @field_validator("strata", mode="before")
+    @classmethod
+    def _strata(cls, value: Any) -> Any:
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
+        return split_names(value) if isinstance(value, str | list | tuple) else value
 
     @field_validator("input", mode="before")
     @classmethod
@@ -352,7 +365,12 @@ def run_microaggregate(
 
     s = settings
     started = time.perf_counter()
-    if _microaggregate_on_engine(s) or _file_through_engine(s):
+    seed = s.seed
+    if _by_method(s):
+        _check_by_method(s)
+        if s.method in RANDOMIZED and seed is None:
+            seed = _drawn_seed()
+    elif _microaggregate_on_engine(s) or _file_through_engine(s):
         return _run_microaggregate_on_engine(s, progress=progress, started=started)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
@@ -373,6 +391,11 @@ def run_microaggregate(
                 block_size=s.block_size,
                 workers=s.threads(),
                 progress=progress,
+                method=s.method,
+                aggr=s.aggr,
+                trim=s.trim,
+                strata=s.strata,
+                seed=seed,
             )
             release, summary = result.masked.drop(columns=dropped), result.summary()
         report = _header("microaggregate", s, _inputs(s), outputs.path("report"))
@@ -492,13 +515,24 @@ def masked_table(
     from anonlab.table import ROLE_PARAMETERS, MicrodataTable
 
     s = settings
+    roles = s.roles.keywords()
+    strata = getattr(s, "strata", [])
+    for name in strata:  # released as they are: insensitive unless given a role
+        if name in roles["identifying"]:
+            raise AnonlabError(
+                f"strata column '{name}' is identifying, so dropped from the release: a "
+                "stratum is released as it is",
+                parameter="strata",
+            )
+        if name not in [*roles["sensitive"], *roles["insensitive"]]:
+            roles["insensitive"] = [*roles["insensitive"], name]
     return MicrodataTable.from_frame(
         frame,
         s.columns,
         nominal=s.nominal,
         ordinal=s.ordinal,
         orders=s.orders,
-        **s.roles.keywords(),
+        **roles,
         role_parameters=ROLE_PARAMETERS,
     )
 
@@ -593,9 +627,47 @@ def _verify(original: pd.DataFrame, release: pd.DataFrame, report: Mapping[str, 
         nominal=report["nominal"],
         ordinal=report["ordinal"],
         orders=report["parameters"]["orders"],
+        aggr=report.get("aggr", "mean"),
+        trim=float(report.get("trim", 0.0)),
+        per_column=bool(report.get("per_column", False)),
+        strata=report.get("strata", []),
     )
     if problems:
         raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _by_method(s: MicroaggregateSettings) -> bool:
+    """Whether the run takes :mod:`anonlab.microaggregation.methods`: another method than
+    MDAV, an aggregate other than the mean, or strata."""
+    return s.method != "mdav" or s.aggr != "mean" or bool(s.strata)
+
+
+def _check_by_method(s: MicroaggregateSettings) -> None:
+    """Refuse, before any work, what the methods other than MDAV (and aggregates, strata) do
+    not do: an engine, a folder output or a Dask DataFrame input, the scalable variant."""
+    what = (
+        f"method '{s.method}'"
+        if s.method != "mdav"
+        else (f"aggr '{s.aggr}'" if s.aggr != "mean" else "MDAV within strata")
+    )
+    if s.engine != "numpy" or is_folder_output(s.output) or not isinstance(s.input, str):
+        raise AnonlabError(
+            f"{what} runs in memory only: leave engine out and give a file input and a "
+            "file output (not a folder)",
+            parameter="engine" if s.engine != "numpy" else "output",
+        )
+    if s.variant != "exact":
+        raise AnonlabError(
+            f"variant '{s.variant}' is MDAV's: {what} runs on the whole table (leave variant out)",
+            parameter="variant",
+        )
+
+
+def _drawn_seed() -> int:
+    """A fresh seed for a randomized method run without one (the report records it)."""
+    import numpy as np
+
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 # ---------------------------------------------------------------------------

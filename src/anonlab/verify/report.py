@@ -456,15 +456,32 @@ def _microaggregation(ctx: _Context) -> VerifyResult:
     )
     original, (release_path, release) = ctx.read_input(), ctx.read_release()
     original, findings = _without_identifying(ctx, original, release)
+    aggr = str(ctx.report.get("aggr", "mean"))
+    strata = [str(c) for c in ctx.report.get("strata") or []]
+    per_column = bool(ctx.report.get("per_column", False))
     if not findings:
         findings = check_microaggregation(
-            original, release, k, numeric=numeric, nominal=nominal, ordinal=ordinal, orders=orders
+            original,
+            release,
+            k,
+            numeric=numeric,
+            nominal=nominal,
+            ordinal=ordinal,
+            orders=orders,
+            aggr=aggr,
+            trim=float(ctx.report.get("trim", 0.0)),
+            per_column=per_column,
+            strata=strata,
         )
     summary = ""
     if not findings:
         values, _ = numeric_matrix(release, numeric, "release")
-        sizes = np.bincount(released_groups(release, values, [*nominal, *ordinal]))
-        kinds = [f"{len(numeric)} numeric column(s) the group means"] if numeric else []
+        first = values[:, :1] if per_column else values
+        sizes = np.bincount(released_groups(release, first, [*nominal, *ordinal, *strata]))
+        what = {"trim": "trimmed mean", "onestep": "one-step mean"}.get(aggr, aggr)
+        kinds = [f"{len(numeric)} numeric column(s) the group {what}s"] if numeric else []
+        kinds += ["groups formed in each column on its own"] if per_column else []
+        kinds += [f"within strata {', '.join(strata)}"] if strata else []
         kinds += [f"{len(nominal)} nominal the group modes"] if nominal else []
         kinds += [f"{len(ordinal)} ordinal the lower medians"] if ordinal else []
         summary = (
