@@ -16,6 +16,8 @@ Set ANONLAB_UI_SCREENSHOTS=docs/ui to keep a screenshot of each step
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import signal
@@ -294,6 +296,55 @@ def set_roles(browser: DevTools, roles: dict[str, str], files: dict[str, Path]) 
             fill(browser, f"input[name=hierarchy_{number}]", str(files[column]))
 
 
+def build_hierarchy(
+    browser: DevTools, table: str, column: str, builder: str, fields: dict[str, str], shot: str
+) -> str:
+    """On the Hierarchies page: choose ``builder``, fill its fields, wait for the live
+    preview, use the hierarchy and save it; the preview's SHA-256 of the ARX CSV text."""
+    click(browser, f"a[href='/hierarchies/{table}?column={column}']")
+    on_page(browser, f"/hierarchies/{table}")
+    tick(browser, f"#builder input[name=builder][value={builder}]")
+    for name, value in fields.items():
+        fill(browser, f"#builder fieldset[data-kind={builder}] [name={name}]", value)
+    # the preview follows the form (debounced): wait for the one of these settings
+    sha = browser.wait_until(
+        """(() => {
+        const box = document.getElementById("live-preview");
+        const pv = box.querySelector(".preview");
+        return !box.hasAttribute("aria-busy") && pv && pv.dataset.state === "ok"
+          && box.querySelector(".covered") ? pv.dataset.sha256 : null;
+        })()""",
+        what=f"the live preview of {column}'s {builder} hierarchy",
+    )
+    screenshot(browser, shot)
+    click(browser, "#builder button[type=submit]")
+    on_page(browser, f"/hierarchies/{table}")
+    assert browser.evaluate("document.querySelector('#draft .preview').dataset.sha256") == sha
+    click(browser, "form[action$='/save'] button[type=submit]")
+    on_page(browser, f"/hierarchies/{table}")
+    assert "Saved" in text_of(browser, "#saved")
+    return str(sha)
+
+
+def fetch_bytes(browser: DevTools, selector: str) -> bytes:
+    """The body of the link ``selector`` as the page's own script gets it (base64 over CDP)."""
+    encoded = browser.evaluate(
+        f"""(async () => {{
+        const link = document.querySelector({js(selector)});
+        if (!link) throw new Error("no link " + {js(selector)});
+        const reply = await fetch(link.href);
+        if (!reply.ok) throw new Error(link.href + ": " + reply.status);
+        const bytes = new Uint8Array(await reply.arrayBuffer());
+        let text = "";
+        for (let i = 0; i < bytes.length; i += 32768) {{
+          text += String.fromCharCode(...bytes.subarray(i, i + 32768));
+        }}
+        return btoa(text);
+        }})()"""
+    )
+    return base64.b64decode(encoded)
+
+
 # ---------------------------------------------------------------------------
 # the workflow
 # ---------------------------------------------------------------------------
@@ -311,6 +362,11 @@ ADULT_ROLES = {
     "salary-class": "sensitive",
 }
 ADULT_FILES = {c: ADULT / f"hierarchy_{c}.csv" for c in ("sex", "race", "education")}
+#: the taxonomy of marital status built in the app (as data/adult's file groups it)
+MARITAL_GROUPS = (
+    "1:spouse present=Married-civ-spouse,Married-AF-spouse\n"
+    "1:spouse not present=Divorced,Never-married,Separated,Widowed,Married-spouse-absent"
+)
 
 
 def test_generalization_from_upload_to_release(server: AppServer, browser: DevTools) -> None:
@@ -327,7 +383,31 @@ def test_generalization_from_upload_to_release(server: AppServer, browser: DevTo
     set_roles(browser, ADULT_ROLES, ADULT_FILES)
     screenshot(browser, "03-roles")
     click(browser, "form[action='/roles'] button[type=submit]")
-    assert browser.evaluate("location.pathname") in ("/hierarchies", "/method")
+    on_page(browser, "/hierarchies")
+    screenshot(browser, "04-hierarchies")
+
+    # an interval hierarchy for age, a taxonomy for marital status, each previewed live
+    # on the column's values; the saved file is the one the preview showed
+    age = build_hierarchy(
+        browser, table, "age", "interval", {"widths": "5,10,20"}, "05-hierarchy-interval"
+    )
+    saved = fetch_bytes(browser, "#saved a[href*='/download']")
+    assert hashlib.sha256(saved).hexdigest() == age
+    assert saved.startswith(b"17;15-19;10-19;0-19;*")
+    click(browser, "a[href='/hierarchies']")
+    marital = build_hierarchy(
+        browser,
+        table,
+        "marital-status",
+        "taxonomy",
+        {"groups": MARITAL_GROUPS},
+        "06-hierarchy-taxonomy",
+    )
+    saved = fetch_bytes(browser, "#saved a[href*='/download']")
+    assert hashlib.sha256(saved).hexdigest() == marital
+    assert b"Married-AF-spouse;spouse present;*" in saved
+    click(browser, "a[href='/hierarchies']")
+    on_page(browser, "/hierarchies")
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
