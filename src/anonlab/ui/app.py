@@ -24,6 +24,7 @@ PAGES: tuple[str, ...] = (
     "anonlab.ui.pages.load",
     "anonlab.ui.pages.roles",
     "anonlab.ui.pages.hierarchies",
+    "anonlab.ui.pages.families",
 )
 
 
