@@ -39,8 +39,15 @@ SETTINGS_OF: dict[str, tuple[str, str]] = {
     "compare": ("anonlab.runs.compare", "CompareSettings"),
 }
 
-#: the outputs a run from the app writes, by settings field (file names in the run's folder)
-OUTPUT_NAMES = {"output": "release.csv", "report": "report.json", "html": "report.html"}
+#: the outputs a run from the app writes, by settings field (file names in the run's folder):
+#: perturbation's secret key (the private folder is the custodian's) and compare's R-U map too
+OUTPUT_NAMES = {
+    "output": "release.csv",
+    "report": "report.json",
+    "html": "report.html",
+    "key": "key.json",
+    "plot": "plot.png",
+}
 
 
 def settings_model(command: str) -> type[Settings]:
