@@ -141,11 +141,12 @@ async def _column_data(request: Request, table: LoadedTable, column: str) -> Col
 
 
 async def overview(request: Request) -> Response:
-    """Every loaded table's columns with their role and attached hierarchy."""
-    tables = [
-        {"table": table, "columns": column_names(table)}
-        for table in _workspace(request).tables.values()
-    ]
+    """Every loaded table's columns with their role and attached hierarchy (only the table
+    ``?table=`` names, when it names one, as the Roles step's link does)."""
+    workspace = _workspace(request)
+    wanted = request.query_params.get("table")
+    chosen = [workspace.table(wanted)] if wanted else list(workspace.tables.values())
+    tables = [{"table": table, "columns": column_names(table)} for table in chosen]
     return render(request, "hierarchies.html", tables=tables, page_url=_page_url)
 
 
@@ -240,15 +241,17 @@ async def build_draft(request: Request) -> Response:
 
 async def load_draft(request: Request) -> Response:
     """An ARX CSV file (uploaded, or a path on this machine) becomes the column's draft."""
-    form = await request.form()
-    table, column = await _table_and_column(request, form)
-    delimiter = text(form, "hierarchy_delimiter") or ";"
-    upload = form.get("file")
-    if isinstance(upload, UploadFile) and upload.filename:
-        raw = await upload.read()
-        draft = _uploaded(table, column, upload.filename, raw, delimiter)
-    else:
+    async with request.form() as form:
+        table, column = await _table_and_column(request, form)
+        delimiter = text(form, "hierarchy_delimiter") or ";"
         path = text(form, "path")
+        upload = form.get("file")
+        name, raw = None, b""
+        if isinstance(upload, UploadFile) and upload.filename:
+            name, raw = upload.filename, await upload.read()
+    if name is not None:
+        draft = _uploaded(table, column, name, raw, delimiter)
+    else:
         if path is None:
             raise AnonlabError(
                 "file: choose a hierarchy file to upload, or type its path", parameter="file"
