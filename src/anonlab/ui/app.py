@@ -23,6 +23,10 @@ from anonlab.ui.workspace import Workspace
 PAGES: tuple[str, ...] = (
     "anonlab.ui.pages.load",
     "anonlab.ui.pages.roles",
+    "anonlab.ui.pages.method",
+    "anonlab.ui.pages.runs",
+    "anonlab.ui.pages.explore",
+    "anonlab.ui.pages.export",
     "anonlab.ui.pages.hierarchies",
     "anonlab.ui.pages.families",
 )

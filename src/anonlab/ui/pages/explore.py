@@ -1,0 +1,171 @@
+"""Step 6, Explore: generalization's solution space and what the release did to each QI.
+
+The solution space is the report's ``alternatives`` list
+(:attr:`GeneralizeSettings.alternatives`: the best transformations that satisfy
+the privacy models, the optimum as node 1, each with its loss, suppressed
+records and highest prosecutor risk). Releasing another node is an ``apply``
+run of that report with ``node`` (:class:`ApplySettings`), the same run as
+``anonlab apply REPORT INPUT --node N``. The distributions are each
+quasi-identifier's value counts in the input and in the release.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from anonlab.errors import AnonlabError
+from anonlab.ui.forms import OUTPUT_NAMES, number, start_run
+from anonlab.ui.jobs import DONE, Job, JobStore
+from anonlab.ui.pages.runs import job_of, jobs_of
+from anonlab.ui.templating import render
+
+#: the values shown per quasi-identifier's distribution (the most frequent; the rest summed)
+SHOWN_VALUES = 15
+#: the commands whose runs have a solution space
+GENERALIZATION = ("generalize", "apply")
+
+
+def finished(job: Job) -> Job:
+    """``job``, refused with one line unless it is a generalization run that is done."""
+    if job.command not in GENERALIZATION:
+        raise AnonlabError(f"run {job.id} is a {job.command} run: explore is for generalization")
+    if job.status != DONE or job.result is None:
+        raise AnonlabError(f"run {job.id} is {job.status}: explore a run that is done")
+    return job
+
+
+def source_job(jobs: JobStore, job: Job) -> tuple[Job | None, dict[str, Any]]:
+    """The generalize run whose report lists the alternatives of ``job``, and that report:
+    ``job`` itself for a generalize run; for an apply run, the run whose report it applied
+    (``None`` when that report was not made in this session)."""
+    from anonlab.io import read_json
+
+    if job.command == "generalize":
+        assert job.result is not None
+        return job, job.result.report
+    report_in = Path(job.values["report_in"])
+    for other in jobs.jobs.values():
+        if other.folder == report_in.parent and other.result is not None:
+            return other, other.result.report
+    report: dict[str, Any] = read_json(report_in)
+    return None, report
+
+
+def quasi_identifiers(report: dict[str, Any]) -> list[str]:
+    """The quasi-identifiers of a generalization report, in the table's order."""
+    return [c for c, role in (report.get("roles") or {}).items() if role == "quasi"]
+
+
+def released_node(job: Job) -> int | None:
+    """The node of the alternatives list ``job`` released: 1 (the optimum) for generalize."""
+    if job.command == "generalize":
+        return 1
+    node = job.values.get("node")
+    return int(node) if node is not None else None
+
+
+def read_pair(job: Job) -> tuple[Any, Any]:
+    """The input and the release of ``job`` as text tables, row for row."""
+    from anonlab.io import read_table
+
+    options: dict[str, Any] = {"delimiter": job.values.get("delimiter")}
+    for name in ("sheet", "table", "query"):
+        if job.values.get(name):
+            options[name] = job.values[name]
+    original = read_table(job.values["input"], strings="dictionary", **options)
+    release = read_table(job.folder / OUTPUT_NAMES["output"], strings="dictionary")
+    return original, release
+
+
+def distributions(job: Job, qis: list[str]) -> list[dict[str, Any]]:
+    """Per quasi-identifier, its values' counts before (input) and after (release): the
+    :data:`SHOWN_VALUES` most frequent of each, the others summed."""
+    original, release = read_pair(job)
+    out: list[dict[str, Any]] = []
+    for column in qis:
+        if column not in original.columns or column not in release.columns:
+            continue
+        sides = {}
+        for side, frame in (("before", original), ("after", release)):
+            counts = frame[column].value_counts(sort=True)
+            counts = counts[counts > 0]
+            top = [(str(v), int(n)) for v, n in counts.iloc[:SHOWN_VALUES].items()]
+            rest = int(counts.iloc[SHOWN_VALUES:].sum())
+            sides[side] = {
+                "values": top,
+                "distinct": len(counts),
+                "others": rest,
+                "most": max((n for _, n in top), default=1),
+            }
+        out.append({"column": column, **sides})
+    return out
+
+
+def _cache(request: Request) -> dict[str, list[dict[str, Any]]]:
+    state = request.app.state
+    if not hasattr(state, "distributions"):
+        state.distributions = {}
+    cache: dict[str, list[dict[str, Any]]] = state.distributions
+    return cache
+
+
+async def page(request: Request) -> Response:
+    job = finished(job_of(request))
+    source, report = source_job(jobs_of(request), job)
+    assert job.result is not None
+    qis = quasi_identifiers(job.result.report)
+    cache = _cache(request)
+    if job.id not in cache:
+        cache[job.id] = await run_in_threadpool(distributions, job, qis)
+    return render(
+        request,
+        "explore.html",
+        job=job,
+        source=source,
+        alternatives=report.get("alternatives") or [],
+        metric=report.get("metric"),
+        qis=list((report.get("transformation") or {}).keys()) or qis,
+        released=released_node(job),
+        distributions=cache[job.id],
+    )
+
+
+def apply_values(source: Job, node: int) -> dict[str, Any]:
+    """The settings values of an ``apply`` run releasing ``node`` of ``source``'s report: the
+    same input and read settings, risk settings and checks as ``source``."""
+    from anonlab.runs.generalize_settings import ApplySettings
+
+    skip = {*OUTPUT_NAMES, "output_table", "plot"}
+    values = {
+        k: v for k, v in source.values.items() if k in ApplySettings.model_fields and k not in skip
+    }
+    values["report_in"] = str(source.folder / OUTPUT_NAMES["report"])
+    values["node"] = node
+    return values
+
+
+async def choose(request: Request) -> Response:
+    """Release node N of the run's alternatives: an ``apply`` run of its report."""
+    job = finished(job_of(request))
+    if job.command != "generalize":
+        raise AnonlabError(f"run {job.id} is an apply run: choose a node from its generalize run")
+    form = await request.form()
+    node = number(form, "node", int)
+    listed = job.result.report.get("alternatives") or [] if job.result else []
+    if node is None or not 1 <= node <= len(listed):
+        raise AnonlabError(
+            f"node {node} is not in the list of run {job.id}: choose 1 to {len(listed)}"
+        )
+    return start_run(request, "apply", apply_values(job, node))
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/runs/{id}/explore", page, methods=["GET"]),
+    Route("/runs/{id}/explore", choose, methods=["POST"]),
+]

@@ -1,0 +1,237 @@
+"""Step 4, Method: the families a table can be released with, and generalization's form.
+
+``/method`` lists the method pages the app serves. ``/method/generalize`` is
+the form of :class:`~anonlab.runs.generalize_settings.GeneralizeSettings`:
+full-domain generalization, local recoding or Mondrian; the privacy models of
+:data:`anonlab.privacy.spec.MODELS` with their parameters, written as the
+CLI's ``--criterion`` spells them and checked by the same
+:func:`~anonlab.privacy.spec.normalize_criterion`; the metric, suppression
+limit, search, level bounds and the number of alternatives to list. The form
+gives the settings values under the names a TOML file uses, and
+:func:`anonlab.ui.forms.start_run` runs them as ``anonlab generalize
+--config`` would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from anonlab.errors import AnonlabError
+from anonlab.ui.current import columns_with, current_table, table_values
+from anonlab.ui.forms import number, start_run, text
+from anonlab.ui.templating import render
+from anonlab.ui.workspace import LoadedTable
+
+#: the method pages, in the order the index shows them: (path, name, what it does)
+FAMILIES: tuple[tuple[str, str, str], ...] = (
+    (
+        "/method/generalize",
+        "Generalization",
+        "Full-domain generalization with hierarchies (an optimal lattice search), ARX's local "
+        "recoding, or Mondrian's multidimensional partitions, under privacy models "
+        "(k-anonymity, l-diversity, t-closeness, delta-presence, ...).",
+    ),
+    (
+        "/method/suppress",
+        "Cell suppression",
+        "Blank the fewest key cells until every record is k-anonymous.",
+    ),
+    (
+        "/method/microaggregate",
+        "Microaggregation",
+        "Replace numeric values by the means of groups of at least k similar records (MDAV).",
+    ),
+    (
+        "/method/mask",
+        "Masking",
+        "sdcMicro's masking methods: PRAM, recoding, noise, rank swapping, shuffling.",
+    ),
+    ("/method/perturb", "Perturbation", "Keyed perturbation of numeric columns."),
+    ("/method/risk", "Risk", "The re-identification risk of a table as it is."),
+    ("/method/fuse", "Fusion", "Tables of several parties, fused under one privacy model."),
+    ("/compare", "Compare", "Several methods on one risk-utility map."),
+)
+
+#: rows of privacy models the form offers (k has its own field)
+CRITERIA_ROWS = 4
+#: alternatives listed by default, so that the Explore page has a solution space to show
+DEFAULT_ALTERNATIVES = 10
+
+
+def _last(request: Request) -> dict[tuple[str, str], dict[str, Any]]:
+    """The settings values each table's form was last run with, to fill the form again."""
+    state = request.app.state
+    if not hasattr(state, "last_values"):
+        state.last_values = {}
+    last: dict[tuple[str, str], dict[str, Any]] = state.last_values
+    return last
+
+
+async def index(request: Request) -> Response:
+    served = {getattr(route, "path", None) for route in request.app.routes}
+    families = [f for f in FAMILIES if f[0] in served]
+    workspace = request.app.state.workspace
+    table = current_table(request) if workspace.tables else None
+    return render(request, "method.html", families=families, table=table)
+
+
+def _models() -> list[dict[str, Any]]:
+    """The privacy models and their parameters, for the form's choices and its help."""
+    from anonlab.privacy.spec import MODELS
+
+    return [
+        {
+            "name": m.name,
+            "sensitive": m.sensitive,
+            "params": [
+                {"name": n, "example": p.example.strip('"'), "required": p.required}
+                for n, p in m.params.items()
+            ],
+        }
+        for m in MODELS.values()
+    ]
+
+
+def _choices() -> dict[str, list[str]]:
+    from anonlab.lattice.metrics import METRICS
+    from anonlab.runs.generalize_settings import AggregateName, RecodingName, SearchName
+
+    return {
+        "recoding": list(get_args(RecodingName)),
+        "search": list(get_args(SearchName)),
+        "aggregate": list(get_args(AggregateName)),
+        "metric": list(METRICS),
+    }
+
+
+async def generalize_form(request: Request) -> Response:
+    table = current_table(request)
+    last = _last(request).get((table.id, "generalize"), {})
+    return render(
+        request,
+        "generalize_form.html",
+        table=table,
+        qis=columns_with(table, "qi"),
+        sensitive=columns_with(table, "sensitive"),
+        models=_models(),
+        choices=_choices(),
+        rows=CRITERIA_ROWS,
+        last=last,
+        default_alternatives=DEFAULT_ALTERNATIVES,
+    )
+
+
+def criteria_of(form: FormData) -> list[dict[str, Any]]:
+    """The privacy models of the form's rows (model, attribute, ``KEY=VALUE,...``) and of its
+    text area (one ``--criterion`` text a line), each checked and spelled out as the settings
+    keep it."""
+    from anonlab.privacy.spec import normalize_criterion
+
+    flags: list[str] = []
+    for i in range(CRITERIA_ROWS):
+        model = text(form, f"model_{i}")
+        if model is None:
+            continue
+        parts = [model, text(form, f"attribute_{i}"), text(form, f"parameters_{i}")]
+        flags.append(":".join(p for p in parts if p))
+    more = text(form, "criteria_text")
+    if more is not None:
+        flags.extend(line.strip() for line in more.splitlines() if line.strip())
+    return [normalize_criterion(flag) for flag in flags]
+
+
+def _levels(form: FormData, prefix: str, qis: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i, column in enumerate(qis):
+        level = number(form, f"{prefix}_{i}", int)
+        if level is not None:
+            out[column] = level
+    return out
+
+
+def _recoding_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
+    """The recoding and the settings that belong to it (Mondrian's, local recoding's)."""
+    recoding = text(form, "recoding") or "full-domain"
+    if recoding not in _choices()["recoding"]:
+        raise AnonlabError(f"recoding '{recoding}' is unknown: full-domain, local or mondrian")
+    if recoding == "full-domain":
+        return {}
+    values: dict[str, Any] = {"recoding": recoding}
+    if recoding == "mondrian":
+        if table.numeric:
+            values["numeric"] = list(table.numeric)
+        if text(form, "relaxed") is not None:
+            values["relaxed"] = True
+        return values
+    for name, kind in (
+        ("local_gs_factor", float),
+        ("local_iterations", int),
+        ("local_adaption", float),
+    ):
+        given = number(form, name, kind)
+        if given is not None:
+            values[name] = given
+    return values
+
+
+def _search_values(form: FormData) -> dict[str, Any]:
+    """Suppression limit, metric, aggregate, search and its limits, as given."""
+    from anonlab.runs.generalize_settings import parse_suppression
+
+    values: dict[str, Any] = {}
+    suppression = text(form, "suppression")
+    if suppression is not None:
+        values["suppression"] = parse_suppression(suppression)
+    for name in ("metric", "search", "aggregate"):
+        chosen = text(form, name)
+        if chosen is not None and chosen not in _choices()[name]:
+            raise AnonlabError(f"{name} '{chosen}' is unknown: choose one of the list")
+        if chosen is not None:
+            values[name] = chosen
+    for name, kind in (("gs_factor", float), ("time_limit", float), ("step_limit", int)):
+        given = number(form, name, kind)
+        if given is not None:
+            values[name] = given
+    return values
+
+
+def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
+    """The settings values (TOML names) the generalization form gives for ``table``."""
+    values = table_values(table)
+    qis = list(values["qi"])
+    values.update(_recoding_values(form, table))
+    k = number(form, "k", int)
+    if k is not None:
+        values["k"] = k
+    criteria = criteria_of(form)
+    if criteria:
+        values["criteria"] = criteria
+    values.update(_search_values(form))
+    for name in ("min_level", "max_level"):
+        levels = _levels(form, name, qis)
+        if levels:
+            values[name] = levels
+    alternatives = number(form, "alternatives", int)
+    if alternatives and values.get("recoding", "full-domain") == "full-domain":
+        values["alternatives"] = alternatives
+    return values
+
+
+async def generalize_run(request: Request) -> Response:
+    form = await request.form()
+    table = current_table(request, text(form, "table"))
+    values = generalize_values(form, table)
+    _last(request)[(table.id, "generalize")] = {k: v for k, v in form.items() if v}
+    return start_run(request, "generalize", values)
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/method", index, methods=["GET"]),
+    Route("/method/generalize", generalize_form, methods=["GET"]),
+    Route("/method/generalize", generalize_run, methods=["POST"]),
+]
