@@ -367,3 +367,39 @@ def test_detach_forgets_the_hierarchy(client: TestClient, workspace: Workspace) 
     client.post("/hierarchies/t1/detach", data={"column": "age"})
     assert "age" not in workspace.tables["t1"].hierarchies
     assert 'id="draft"' not in client.get("/hierarchies/t1?column=age").text
+
+
+def test_the_edits_keep_levels_nested() -> None:
+    from anonlab.errors import AnonlabError
+    from anonlab.ui.hierarchy_preview import move_member, rename_group
+
+    rows = [
+        ["a", "A", "X", "*"],
+        ["b", "A", "X", "*"],
+        ["c", "B", "X", "*"],
+        ["d", "C", "Y", "*"],
+        ["e", "C", "Y", "*"],
+    ]
+    h = Hierarchy.from_rows(rows)
+    # into an existing group: the value takes that group's labels above it
+    moved = move_member(h, "col", 1, "c", "C")
+    assert moved.rows[2] == ("c", "C", "Y", "*")
+    # into a new group: a new group under the value's old parent
+    new = move_member(h, "col", 1, "b", "N")
+    assert new.rows[1] == ("b", "N", "X", "*") and new.rows[0] == ("a", "A", "X", "*")
+    # a group of level 1 into another group of level 2: all its values go
+    up = move_member(h, "col", 2, "A", "Y")
+    assert [r[2] for r in up.rows] == ["Y", "Y", "X", "Y", "Y"]
+    # renaming to a label of the same level merges two groups with the same parent
+    merged = rename_group(h, "col", 1, "B", "A")
+    assert {r[1] for r in merged.rows} == {"A", "C"}
+    with pytest.raises(AnonlabError, match="is not nested"):
+        rename_group(h, "col", 1, "B", "C")  # B is under X, C under Y
+    with pytest.raises(AnonlabError, match="already in group"):
+        move_member(h, "col", 1, "a", "A")
+    with pytest.raises(AnonlabError, match="levels 1 to 3"):
+        rename_group(h, "col", 0, "a", "z")
+    with pytest.raises(AnonlabError, match="no group 'Q'"):
+        rename_group(h, "col", 1, "Q", "z")
+    with pytest.raises(AnonlabError, match="'q' is no value"):
+        move_member(h, "col", 1, "q", "A")
