@@ -190,11 +190,12 @@ def clara_labels(
         if best is None:
             sample = np.sort(rng.choice(n, size, replace=False))
         else:
-            others = np.setdiff1d(np.arange(n), best)
-            extra = rng.choice(others, size - best.size, replace=False)
+            free = np.ones(n, dtype=bool)
+            free[best] = False
+            extra = rng.choice(np.flatnonzero(free), size - best.size, replace=False)
             sample = np.sort(np.concatenate([best, extra]))
         medoids = sample[_pam(x[sample], clusters)]
-        cost = float(np.mean(_nearest(x, medoids)[1]))
+        cost = float(np.mean(np.sqrt(_nearest(x, medoids)[1])))
         if cost < best_cost:
             best, best_cost = np.sort(medoids), cost
     assert best is not None
@@ -203,10 +204,16 @@ def clara_labels(
 
 
 def _nearest(x: NDArray[Any], medoids: NDArray[np.int64]) -> tuple[NDArray[np.int64], Any]:
-    """Each row's nearest medoid (ties: the first) and its distance."""
-    d = np.sqrt(((x[:, None, :] - x[medoids][None, :, :]) ** 2).sum(axis=2))
+    """Each row's nearest medoid and its squared Euclidean distance, by one matrix product:
+    ``||x||^2 - 2 x.m + ||m||^2`` (the rounding of the products may decide between two
+    medoids at equal distances: either is nearest)."""
+    centres = x[medoids]
+    d = (centres * centres).sum(axis=1) - 2.0 * (x @ centres.T)
     nearest = np.argmin(d, axis=1)
-    return np.asarray(nearest, dtype=np.int64), d[np.arange(x.shape[0]), nearest]
+    rows = np.arange(x.shape[0])
+    return np.asarray(nearest, dtype=np.int64), np.maximum(
+        d[rows, nearest] + (x * x).sum(axis=1), 0.0
+    )
 
 
 def _pam(x: NDArray[Any], clusters: int) -> NDArray[np.int64]:
@@ -260,22 +267,50 @@ def clustered_order(x: NDArray[Any], method: str, rng: np.random.Generator) -> N
 # ---------------------------------------------------------------------------
 
 
+def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Each row of ``xt`` (p, n) in ascending order, equal values by position (R's
+    ``order``): the argsort and the sorted values.
+
+    An introsort (about twice as fast as a stable sort on doubles) sorts; then, in each run
+    of equal values, the positions are put in ascending order (only the tied values are
+    sorted again).
+    """
+    order = np.argsort(xt, axis=1)
+    ordered = np.take_along_axis(xt, order, axis=1)
+    for j in range(xt.shape[0]):
+        ties = ordered[j, 1:] == ordered[j, :-1]
+        if not ties.any():
+            continue
+        in_run = np.zeros(xt.shape[1], dtype=bool)
+        in_run[1:] |= ties
+        in_run[:-1] |= ties
+        starts = in_run.copy()
+        starts[1:] &= ~ties
+        run = np.cumsum(starts)
+        tied = np.flatnonzero(in_run)
+        rows = order[j, tied]
+        order[j, tied] = rows[np.lexsort((rows, run[tied]))]
+    return np.asarray(order, dtype=np.int64), np.asarray(ordered, dtype=np.float64)
+
+
 def onedims_release(
     x: NDArray[Any], k: int, aggr: str, trim: float, *, refined: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Individual ranking: each column sorted (ties by row), cut into fixed groups and
-    aggregated on its own. Returns the release and each value's group (n, p)."""
-    order = np.argsort(x, axis=0, kind="stable")
-    ordered = np.take_along_axis(x, order, axis=0)
-    released = np.empty_like(ordered)
-    np.put_along_axis(
-        released, order, ordered_aggregates(ordered, k, aggr, trim, refined=refined), 0
-    )
-    labels = np.empty(x.shape, dtype=np.int64)
-    np.put_along_axis(
-        labels, order, np.repeat(fixed_labels(x.shape[0], k)[:, None], x.shape[1], 1), 0
-    )
-    return released, labels
+    aggregated on its own. Returns the release and each value's group (n, p).
+
+    The columns are sorted as the rows of the transposed table (contiguous in memory).
+    """
+    xt = np.ascontiguousarray(x.T)
+    order, ordered = ranked(xt)
+    values = ordered_aggregates(ordered.T, k, aggr, trim, refined=refined).T
+    released = np.empty_like(xt)
+    labels = np.empty(xt.shape, dtype=np.int64)
+    fixed = fixed_labels(x.shape[0], k)
+    for j in range(xt.shape[0]):
+        released[j, order[j]] = values[j]
+        labels[j, order[j]] = fixed
+    return np.ascontiguousarray(released.T), np.ascontiguousarray(labels.T)
 
 
 def ordered_release(
@@ -349,8 +384,12 @@ def microaggregate_strata(
     released = np.empty_like(x)
     per_column = method == "onedims" or x.shape[1] == 1
     labels = np.empty(x.shape if per_column else x.shape[0], dtype=np.int64)
-    offset = 0
     report = report_to(progress)
+    if len(strata) == 1:  # no strata: no gathering and scattering of rows
+        released, labels = stratum_release(x, k, method, aggr, trim, rng)
+        report(STEP, 1, 1)
+        return released, labels
+    offset = 0
     for done, rows in enumerate(strata, start=1):
         values, groups = stratum_release(x[rows], k, method, aggr, trim, rng)
         released[rows] = values
