@@ -294,6 +294,11 @@ def loss_of_products(product: NDArray[Any], max_loss: float, exact: bool = True)
     return np.asarray(np.clip(loss, 0.0, 1.0), dtype=np.float64)
 
 
+#: the combination grids a :class:`ShareTables` keeps (emptied when full): a search meets each
+#: node's level vector a few times in a row
+_GRIDS_KEPT = 4096
+
+
 class ShareTables:
     """The domain shares ``tables[dim][level][group]`` (:func:`domain_shares`), with each
     table's one value where all its groups share it (the leaves: ``1 / rows``; a single
@@ -306,6 +311,9 @@ class ShareTables:
             [float(t[0]) if t.shape[0] and bool(np.all(t == t[0])) else None for t in per_dim]
             for per_dim in self.tables
         ]
+        #: the losses of every combination (:meth:`loss_parts`) by level vector, bound and
+        #: rounding: a node's criterion, value and bound read the same ones
+        self._grids: dict[tuple[tuple[int, ...], float, bool], NDArray[Any]] = {}
 
     def products(self, codes: NDArray[Any], levels: Sequence[int]) -> NDArray[Any]:
         """``(classes,)``: ``((1 * share_1) * share_2) ... * share_m`` of each class's group
@@ -337,24 +345,41 @@ class ShareTables:
         self, codes: NDArray[Any], levels: Sequence[int], max_loss: float, exact: bool = True
     ) -> NDArray[Any]:
         """``(classes,)``: each class's entropy-based information loss
-        (:func:`loss_of_products` of :meth:`products`).
+        (:func:`loss_of_products` of :meth:`products`), :meth:`loss_parts` put together."""
+        values, index = self.loss_parts(codes, levels, max_loss, exact)
+        return values if index is None else np.asarray(values.take(index))
+
+    def loss_parts(
+        self, codes: NDArray[Any], levels: Sequence[int], max_loss: float, exact: bool = True
+    ) -> tuple[NDArray[Any], NDArray[Any] | None]:
+        """Each class's entropy-based information loss as ``(values, index)``: class ``c``'s
+        loss is ``values[index[c]]``, or ``values[c]`` when ``index`` is ``None``.
 
         The loss depends on a class's groups in the dimensions whose table is not one value
         only. When those groups have no more combinations than there are classes, the loss
         of every combination is computed once (its product with the same multiplications in
-        the same order as a class's, so the same value) and each class looks its own up by
-        the combination's number, ``(g_1 n_2 + g_2) n_3 + ...``; otherwise class by class.
+        the same order as a class's, so the same value; kept for the level vector, since a
+        node's criterion, value and bound all ask) and ``index`` is each class's
+        combination, ``(g_1 n_2 + g_2) n_3 + ...``: a caller that maps the losses element
+        by element (e.g. to payouts) maps the few combinations, then looks the classes up.
+        Otherwise the losses are computed class by class (``index`` is ``None``).
         """
         varying = [d for d, level in enumerate(levels) if self.constant[d][level] is None]
         sizes = [self.tables[d][levels[d]].shape[0] for d in varying]
         if not varying or math.prod(sizes) > codes.shape[0]:
-            return loss_of_products(self.products(codes, levels), max_loss, exact)
-        grid = loss_of_products(self._grid_products(levels), max_loss, exact)
+            return loss_of_products(self.products(codes, levels), max_loss, exact), None
+        key = (tuple(levels), max_loss, exact)
+        grid = self._grids.get(key)
+        if grid is None:
+            if len(self._grids) >= _GRIDS_KEPT:
+                self._grids.clear()
+            grid = loss_of_products(self._grid_products(levels), max_loss, exact)
+            self._grids[key] = grid
         combination = codes[:, varying[0]].astype(np.int64)
         for d, size in zip(varying[1:], sizes[1:], strict=True):
             combination *= size
             combination += codes[:, d]
-        return np.asarray(grid.take(combination))
+        return grid, combination
 
     def _grid_products(self, levels: Sequence[int]) -> NDArray[Any]:
         """The product of every combination of groups of the varying tables at ``levels``
@@ -385,6 +410,41 @@ def success_probability(
         size = np.where(population > 0, population.astype(np.float64), size)
     # no division by 0 to silence: the divisor is at least 1
     return np.where(size > 0, 1.0 / np.maximum(size, 1.0), 0.0)
+
+
+class SizeTables:
+    """The adversary's success probability and the publisher's loss from an attack, by class
+    size: what :func:`success_probability` and :meth:`CostBenefit.publisher_payout` compute
+    class by class, computed once for every size from 0 to ``largest`` with the same
+    operations on the same values (so the same doubles), then looked up by each class's size
+    (:func:`attack_sizes`).
+
+    ``success[s]`` is ``1 / s`` (0 for ``s = 0``); ``attack[s]`` is ``loss * success[s]``
+    where the adversary's payout ``gain * success[s] - cost`` is positive, else 0, so a
+    class's expected payout is ``benefit * (1 - IL) - attack[size]``.
+    """
+
+    def __init__(self, costs: CostBenefit, largest: int) -> None:
+        size = np.arange(largest + 1, dtype=np.float64)
+        self.success = success_probability(size, None, False)
+        attacked = costs.adversary_payout(self.success) > 0.0
+        self.attack = np.asarray(np.where(attacked, costs.publisher_loss * self.success, 0.0))
+
+
+#: the largest class size :class:`SizeTables` are made for (8 MiB a table); a larger table's
+#: figures are computed class by class
+SIZE_TABLE_LIMIT = 1 << 20
+
+
+def attack_sizes(
+    counts: NDArray[Any], population: NDArray[Any] | None, journalist: bool
+) -> NDArray[Any]:
+    """The size each class's success probability is ``1 / size`` of
+    (:func:`success_probability`): its records, or for the journalist its population records
+    where it has some."""
+    if journalist and population is not None:
+        return np.asarray(np.where(population > 0, population, counts))
+    return counts
 
 
 # ---------------------------------------------------------------------------

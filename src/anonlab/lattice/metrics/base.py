@@ -399,6 +399,16 @@ class LossContext:
             self._share_products = ShareTables([self.shares(i) for i in range(self.m)])
         return self._share_products.losses(self.all_group_codes(fs), fs.levels, max_loss, exact)
 
+    def entropy_loss_parts(
+        self, fs: FrequencySet, max_loss: float, exact: bool = True
+    ) -> tuple[NDArray[Any], NDArray[Any] | None]:
+        """:meth:`entropy_losses` as ``(values, index)`` (:meth:`ShareTables.loss_parts`):
+        class ``c``'s loss is ``values[index[c]]``, or ``values[c]`` without an index. The
+        values may be shared: read them, never write them."""
+        if self._share_products is None:
+            self._share_products = ShareTables([self.shares(i) for i in range(self.m)])
+        return self._share_products.loss_parts(self.all_group_codes(fs), fs.levels, max_loss, exact)
+
     # ---------------------------------------------------------- domain shares
     def domain_size(self, dim: int) -> float:
         """ARX's ``DomainShareMaterialized.getDomainSize``: rows of the hierarchy file."""

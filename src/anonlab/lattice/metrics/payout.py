@@ -33,7 +33,10 @@ from anonlab.lattice.freqset import FrequencySet
 from anonlab.lattice.metrics.base import Metric, NodeClasses, sequential_sum
 from anonlab.lattice.metrics.order import population_order
 from anonlab.privacy.profitability import (
+    SIZE_TABLE_LIMIT,
     CostBenefit,
+    SizeTables,
+    attack_sizes,
     maximal_loss,
     success_probability,
 )
@@ -140,15 +143,45 @@ class PublisherPayout(Metric):
 
     def value(self, node: NodeClasses) -> float:
         """ARX's ``getInformationLossInternal``: the shortfall from ``benefit`` per record."""
-        counts = node.fs.counts.astype(np.float64)
+        figures = self._figures(node.fs)
         top = self.costs.publisher_benefit
         outliers = np.asarray(node.outliers, dtype=bool)
-        payout = self.class_payout(node)
-        terms = np.where(
-            outliers, self.s_factor * counts * top, self.g_factor * counts * (top - payout)
-        )
+        if figures is None:
+            counts = node.fs.counts.astype(np.float64)
+            payout = self.class_payout(node)
+            terms = np.where(
+                outliers, self.s_factor * counts * top, self.g_factor * counts * (top - payout)
+            )
+        else:
+            payout = figures.benefit - figures.attack
+            terms = np.where(outliers, figures.suppressed, figures.weight * (top - payout))
         order = self.arx_order(node.fs)
-        return sequential_sum(terms[order][counts[order] > 0])
+        return sequential_sum(terms[order][node.fs.counts[order] > 0])
+
+    def _figures(self, fs: FrequencySet) -> _NodeFigures | None:
+        """The node's per-class figures from size tables (:class:`_NodeFigures`; ``None`` for a
+        table too large for them); those of the last frequency set are kept, since the
+        search asks for a node's value and bound in turn."""
+        cached: tuple[FrequencySet, _NodeFigures] | None = getattr(self, "_last_figures", None)
+        if cached is not None and cached[0] is fs:
+            return cached[1]
+        tables = self._tables()
+        if tables is None:
+            return None
+        figures = _NodeFigures(self, tables, fs)
+        self._last_figures = (fs, figures)
+        return figures
+
+    def _tables(self) -> _Tables | None:
+        """The metric's tables by class size (made once; ``None`` above
+        :data:`~anonlab.privacy.profitability.SIZE_TABLE_LIMIT` records)."""
+        made: tuple[_Tables | None] | None = getattr(self, "_size_tables", None)
+        if made is None:
+            population = getattr(self.ctx.dataset, "population", None)
+            largest = max(self.ctx.n, 0 if population is None else int(population.shape[0]))
+            made = (None if largest > SIZE_TABLE_LIMIT else _Tables(self, largest),)
+            self._size_tables = made
+        return made[0]
 
     def payout(self, node: NodeClasses) -> float:
         """ARX's "Publisher payout" figure: the released records' expected payout."""
@@ -166,10 +199,15 @@ class PublisherPayout(Metric):
         holds for every generalization too. With ``gs >= 0.5`` it is ARX's
         bound (``getLowerBoundInternal``), lowered by a relative ``1e-9``.
         """
-        counts = node.fs.counts.astype(np.float64)
-        top = self.costs.publisher_benefit
-        kept = self.g_factor * counts * (top - top * (1.0 - self.record_loss(node)))
-        terms = np.minimum(kept, self.s_factor * counts * top)
+        counts = node.fs.counts
+        figures = self._figures(node.fs)
+        if figures is None:
+            weights = counts.astype(np.float64)
+            top = self.costs.publisher_benefit
+            kept = self.g_factor * weights * (top - top * (1.0 - self.record_loss(node)))
+            terms = np.minimum(kept, self.s_factor * weights * top)
+        else:
+            terms = np.minimum(figures.weight * figures.shortfall(), figures.suppressed)
         # the sum's order is a few units in the last place off: lowered
         return sequential_sum(terms[counts > 0]) * (1.0 - 1e-9)
 
@@ -187,3 +225,43 @@ class PublisherPayoutJournalist(PublisherPayout):
 
     name = "publisher_payout_journalist"
     journalist = True
+
+
+class _Tables:
+    """A publisher-payout metric's figures by class size, each computed once for every size
+    with the operations :meth:`PublisherPayout.value` applies class by class (the same
+    doubles): the attack's cost (:class:`~anonlab.privacy.profitability.SizeTables`),
+    ``G |E|`` and ``S |E| benefit``."""
+
+    def __init__(self, metric: PublisherPayout, largest: int) -> None:
+        self.sizes = SizeTables(metric.costs, largest)
+        counts = np.arange(largest + 1, dtype=np.float64)
+        self.weight = metric.g_factor * counts
+        self.suppressed = metric.s_factor * counts * metric.costs.publisher_benefit
+
+
+class _NodeFigures:
+    """One node's per-class figures for :meth:`PublisherPayout.value` and
+    :meth:`~PublisherPayout.lower_bound`, looked up in the size tables and, through the
+    entropy-based losses' combinations (:meth:`~anonlab.privacy.profitability.ShareTables.
+    loss_parts`), mapped on the few combinations before each class looks its own up."""
+
+    def __init__(self, metric: PublisherPayout, tables: _Tables, fs: FrequencySet) -> None:
+        counts = fs.counts
+        self.weight = tables.weight.take(counts)  # G |E|
+        self.suppressed = tables.suppressed.take(counts)  # S |E| benefit
+        sizes = attack_sizes(counts, fs.population, metric.journalist)
+        self.attack = tables.sizes.attack.take(sizes)
+        self._top = metric.costs.publisher_benefit
+        self._losses, self._index = metric.ctx.entropy_loss_parts(fs, metric._max_loss())
+        self.benefit = self._classes(self._top * (1.0 - self._losses))  # benefit (1 - IL)
+
+    def _classes(self, values: NDArray[Any]) -> NDArray[Any]:
+        """Per-class values from values of the losses' parts."""
+        return values if self._index is None else np.asarray(values.take(self._index))
+
+    def shortfall(self) -> NDArray[Any]:
+        """Each class's ``benefit - benefit (1 - IL)`` (the bound's released cost per ``G``
+        and record)."""
+        top = self._top
+        return self._classes(top - top * (1.0 - self._losses))
