@@ -29,16 +29,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from numpy.typing import NDArray
 from pydantic import field_validator, model_validator
 
 from anonlab.errors import AnonlabError
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
-from anonlab.masking.values import is_numeric, numbers_of
+from anonlab.masking.values import finite_floats, is_numeric, numbers_of
 
 RecodeMethod = Literal["equidistant", "logequidistant", "equalamount"]
 #: sdcMicro's spellings of ``method``
@@ -185,23 +187,34 @@ def computed_breaks(
     return distinct, True, notes
 
 
-def _positions(breaks: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
-    """How many breaks lie below each value (``searchsorted(side="left")``): for a few
-    breaks one comparison pass per break, faster than a binary search per value."""
-    if len(breaks) > 32:
-        return np.searchsorted(breaks, x, side="left").astype(np.int64)
-    count = np.zeros(len(x), dtype=np.int16)
-    for b in breaks:
-        count += x > b
-    return count.astype(np.int64)
+def _intervals(
+    x: NDArray[np.float64], inner: NDArray[np.float64]
+) -> tuple[NDArray[np.signedinteger[Any]], NDArray[np.int64] | None]:
+    """Each value's interval: how many of the ``inner`` breaks lie strictly below it
+    (``searchsorted(inner, x, side="left")``; a missing value's is meaningless), and, for
+    a few breaks, how many values present lie above each inner break.
+
+    For a few breaks (32 or fewer) one comparison pass per break into one byte a value,
+    faster than a binary search per value; the passes count the values above each break
+    too, which gives the intervals' counts without another pass.
+    """
+    if len(inner) > 32:
+        return np.searchsorted(inner, x, side="left"), None
+    interval = np.zeros(len(x), dtype=np.int8)
+    above_counts = np.empty(len(inner), dtype=np.int64)
+    for k, b in enumerate(inner):
+        above = x > b  # False for a missing value (NaN)
+        above_counts[k] = np.count_nonzero(above)
+        interval += above
+    return interval, above_counts
 
 
 def recode_column(
-    x: NDArray[np.float64], missing: NDArray[np.bool_], params: RecodeParams, name: str
-) -> tuple[NDArray[np.int64], list[str], dict[str, Any]]:
+    x: NDArray[np.float64], missing: NDArray[np.bool_] | None, params: RecodeParams, name: str
+) -> tuple[NDArray[np.signedinteger[Any]], list[str], dict[str, Any]]:
     """One column's interval per record (``-1``: missing), the labels and its report entry
-    (module text)."""
-    present = x[~missing]
+    (module text). ``missing`` is ``None`` when no value is."""
+    present = x if missing is None else x[~missing]
     notes: list[str] = []
     if len(params.breaks) == 1:
         if present.size == 0:
@@ -214,22 +227,23 @@ def recode_column(
         )
     else:
         breaks, closed = np.sort(np.asarray(params.breaks, dtype=np.float64)), False
-    position = _positions(breaks, x)  # breaks[k-1] < x <= breaks[k]
-    outside = ~missing & ((position == 0) & (x < breaks[0]) | (position >= len(breaks)))
-    if outside.any():
-        row = int(np.flatnonzero(outside)[0])
-        raise AnonlabError(
-            f"column '{name}': value {x[row]:g} (record {row + 1}) lies outside the breaks "
-            f"[{breaks[0]:g}, {breaks[-1]:g}]: give breaks that cover every value",
-            parameter="breaks",
-        )
-    on_lowest = int((~missing & (x == breaks[0])).sum())
-    if on_lowest and not closed:
-        closed = True  # anonlab keeps them (module text); the label says so
-        notes.append(
-            f"{on_lowest} value(s) sit on the lowest break {breaks[0]:g}: kept in the first "
-            "interval, written closed '[', where sdcMicro releases them as missing"
-        )
+        if present.size and (present.min() < breaks[0] or present.max() > breaks[-1]):
+            outside = (x < breaks[0]) | (x > breaks[-1])  # False where missing
+            row = int(np.flatnonzero(outside)[0])
+            raise AnonlabError(
+                f"column '{name}': value {x[row]:g} (record {row + 1}) lies outside the "
+                f"breaks [{breaks[0]:g}, {breaks[-1]:g}]: give breaks that cover every value",
+                parameter="breaks",
+            )
+    # computed breaks cover every value; breaks given were checked above
+    if not closed:
+        on_lowest = int(np.count_nonzero(x == breaks[0]))
+        if on_lowest:
+            closed = True  # anonlab keeps them (module text); the label says so
+            notes.append(
+                f"{on_lowest} value(s) sit on the lowest break {breaks[0]:g}: kept in the "
+                "first interval, written closed '[', where sdcMicro releases them as missing"
+            )
     labels = interval_labels(breaks, closed)
     if params.labels is not None:
         if len(params.labels) != len(labels):
@@ -239,20 +253,49 @@ def recode_column(
                 parameter="labels",
             )
         labels = list(params.labels)
-    interval = np.maximum(position - 1, 0)  # the lowest break's values: the first interval
+    # breaks[k] < x <= breaks[k + 1] is interval k; the lowest break's values the first
+    interval, above_counts = _intervals(x, breaks[1:-1])
+    if above_counts is not None:
+        at_least = np.concatenate([[present.size], above_counts, [0]])
+        counts = at_least[:-1] - at_least[1:]
+    else:
+        counts = np.bincount(
+            interval if missing is None else interval[~missing], minlength=len(labels)
+        )
     entry = {
         "breaks": [float(b) for b in breaks],
         "closed_first": closed,
         "labels": labels,
-        "counts": {
-            label: int(n)
-            for label, n in zip(
-                labels, np.bincount(interval[~missing], minlength=len(labels)), strict=True
-            )
-        },
+        "counts": {label: int(n) for label, n in zip(labels, counts, strict=True)},
         "notes": notes,
     }
-    return np.where(missing, -1, interval), labels, entry
+    if missing is not None:
+        interval = np.where(missing, -1, interval).astype(interval.dtype, copy=False)
+    return interval, labels, entry
+
+
+@cache
+def _text_dtype() -> Any:
+    """The dtype pandas gives a Series of Python strings (``str``, Arrow-backed, from
+    pandas 3; ``object`` before)."""
+    return pd.Series(np.asarray(["a"], dtype=object)).dtype
+
+
+def _labels_text(
+    codes: NDArray[np.signedinteger[Any]], labels: list[str], index: pd.Index, name: str
+) -> pd.Series:
+    """The labels of ``codes`` as text, a missing value (``-1``) ``""``: an Arrow
+    dictionary decoded (no Python string per value) where pandas keeps text in Arrow,
+    else an object array."""
+    dtype = _text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        indices = np.where(codes < 0, len(labels), codes) if (codes < 0).any() else codes
+        decoded = pa.DictionaryArray.from_arrays(
+            pa.array(indices), pa.array([*labels, ""], type=pa.string())
+        ).dictionary_decode()
+        return pd.Series(decoded, index=index, name=name, dtype=dtype)
+    values = np.asarray([*labels, ""], dtype=object)[codes]
+    return pd.Series(values, index=index, name=name)
 
 
 def recode(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None) -> Masked:
@@ -261,13 +304,21 @@ def recode(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int |
     released: dict[str, pd.Series] = {}
     entries: dict[str, Any] = {}
     for name in columns:
-        x, missing = numbers_of(frame[name], name)
+        column = frame[name]
+        x = finite_floats(column)
+        missing: NDArray[np.bool_] | None = None
+        if x is None:
+            x, missing = numbers_of(column, name)
+            if not missing.any():
+                missing = None
         codes, labels, entries[name] = recode_column(x, missing, p, name)
-        if is_numeric(frame[name]):  # a DataFrame's numbers: the labels as a categorical
-            values: Any = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+        if is_numeric(column):  # a DataFrame's numbers: the labels as a categorical
+            values = pd.Categorical.from_codes(
+                codes, dtype=pd.CategoricalDtype(pd.Index(labels)), validate=False
+            )
+            released[name] = pd.Series(values, index=frame.index, name=name)
         else:  # text: the labels as text, a missing value ""
-            values = np.asarray([*labels, ""], dtype=object)[codes]
-        released[name] = pd.Series(values, index=frame.index, name=name)
+            released[name] = _labels_text(codes, labels, frame.index, name)
     return Masked(released, {"recode_method": p.recode_method, "columns": entries})
 
 

@@ -98,6 +98,17 @@ def numbers_of(column: pd.Series, name: str) -> tuple[NDArray[np.float64], NDArr
     return numbers, missing
 
 
+def finite_floats(column: pd.Series) -> NDArray[np.float64] | None:
+    """A ``float64`` column's values without a copy when none is missing or infinite, else
+    ``None`` (then :func:`numbers_of` reads it). One sum tells: it is finite only then
+    (or it overflows, and the general rule decides). The array is the column's own: read
+    it, never write into it."""
+    if column.dtype != np.float64:
+        return None
+    x: NDArray[np.float64] = column.to_numpy()
+    return x if np.isfinite(np.add.reduce(x)) else None
+
+
 def is_numeric(column: pd.Series) -> bool:
     """Whether a column holds numbers (a DataFrame's numeric dtype), not text."""
     return _numeric(column)
