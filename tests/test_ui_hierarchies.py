@@ -403,3 +403,29 @@ def test_the_edits_keep_levels_nested() -> None:
         rename_group(h, "col", 1, "Q", "z")
     with pytest.raises(AnonlabError, match="'q' is no value"):
         move_member(h, "col", 1, "q", "A")
+
+
+def test_a_run_from_the_app_uses_the_saved_files(
+    client: TestClient, workspace: Workspace, tmp_path: Path
+) -> None:
+    from anonlab.runs import run
+    from anonlab.runs.generalize_settings import GeneralizeSettings
+    from anonlab.settings import validate_settings
+    from anonlab.ui.current import table_values
+
+    table = workspace.tables["t1"]
+    table.roles = {c["name"]: "insensitive" for c in table.columns}
+    table.roles.update({"age": "qi", "marital-status": "qi"})
+    _build_and_save(client, "t1", {"column": "age", "builder": "interval", "widths": "5,10,20"})
+    groups = "\n".join(MARITAL_GROUPS)
+    form = {"column": "marital-status", "builder": "taxonomy", "groups": groups}
+    _build_and_save(client, "t1", form)
+    values = table_values(table)
+    assert values["qi"] == {c: table.hierarchies[c] for c in ("age", "marital-status")}
+    out = tmp_path / "release.csv"
+    settings = validate_settings(GeneralizeSettings, {**values, "k": 5, "output": str(out)})
+    run(settings)
+    release = pd.read_csv(out, sep=None, engine="python", dtype=str)
+    saved = Hierarchy.from_csv(table.hierarchies["marital-status"])
+    labels = {label for row in saved.rows for label in row}
+    assert set(release["marital-status"]) <= labels
