@@ -429,3 +429,21 @@ def test_a_run_from_the_app_uses_the_saved_files(
     saved = Hierarchy.from_csv(table.hierarchies["marital-status"])
     labels = {label for row in saved.rows for label in row}
     assert set(release["marital-status"]) <= labels
+
+
+def test_the_preview_is_the_hierarchy_a_run_reads_from_the_file(
+    client: TestClient, workspace: Workspace, tmp_path: Path
+) -> None:
+    data = tmp_path / "codes.csv"
+    data.write_text('code;n\n"ab ";1\ncd;2\nce;3\ncd;4\n', encoding="utf-8")
+    _table(workspace, "t3", data, ";")
+    form = {"column": "code", "builder": "redaction"}
+    html = client.post("/hierarchies/t3/preview", data=form).text
+    # the file holds 'ab' (cells are read stripped): the column's 'ab ' is not in it
+    assert "without the spaces around them" in html
+    assert "1 value of 'code' (1 of 4 records) is not in the hierarchy" in html
+    cli = _cli("redaction", data, ";", "code", tmp_path / "cli.csv")
+    _build_and_save(client, "t3", form)
+    saved = Path(workspace.tables["t3"].hierarchies["code"])
+    assert saved.read_bytes() == cli
+    assert Hierarchy.from_csv(saved).missing(["ab ", "cd", "ce"]) == ["ab "]

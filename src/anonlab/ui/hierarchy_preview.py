@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from anonlab.errors import AnonlabError
-from anonlab.hierarchy import Hierarchy
+from anonlab.hierarchy import Hierarchy, parse_rows
 from anonlab.hierarchy_view import repeated_levels, value_counts
 from anonlab.runs.generalize_settings import TableSettings
 from anonlab.runs.generalize_steps import read_input
@@ -380,18 +380,41 @@ class Preview:
         return hashlib.sha256(self.csv_text.encode("utf-8")).hexdigest()
 
 
+def as_read(hierarchy: Hierarchy, column: str) -> Hierarchy:
+    """The hierarchy as a run reads its saved file: its ARX CSV text parsed and validated
+    again (cells are read without the spaces around them, so a value ``'x '`` of the
+    column is not the file's ``'x'``)."""
+    lines: list[int] = []
+    source = f"the saved hierarchy of '{column}'"
+    rows = parse_rows(hierarchy.to_csv_text(), source, ";", lines)
+    return Hierarchy(rows, source=source, lines=tuple(lines))
+
+
 def preview(hierarchy: Hierarchy, data: ColumnData, warnings: Sequence[str] = ()) -> Preview:
     """The hierarchy level by level on the column's values (records counted per group) and
-    the column's values the hierarchy lacks (a run would refuse them)."""
+    the column's values the hierarchy lacks (a run would refuse them).
+
+    What is shown is :func:`as_read` of the hierarchy, the hierarchy a run gets from
+    the saved file, and ``csv_text`` is that file's text.
+    """
+    read = as_read(hierarchy, data.column)
     counts = data.counts
-    height = hierarchy.height
+    height = read.height
     rows = [
         ValueRow(value=row[0], count=counts.get(row[0], 0), labels=row[1:], covered=True)
-        for row in hierarchy.rows
+        for row in read.rows
     ]
-    missing = hierarchy.missing(data.values)
+    missing = read.missing(data.values)
     rows += [ValueRow(value=v, count=counts[v], labels=(), covered=False) for v in missing]
-    levels = tuple(_level_summary(hierarchy, level, counts) for level in range(1, height + 1))
+    levels = tuple(_level_summary(read, level, counts) for level in range(1, height + 1))
+    notes = list(warnings)
+    if read.rows != hierarchy.rows:
+        spaced = [v for row in hierarchy.rows for v in row if v != v.strip()]
+        notes.append(
+            f"a file's cells are read without the spaces around them, so the saved file "
+            f"holds {', '.join(repr(v.strip()) for v in spaced[:3])} where the column has "
+            f"{', '.join(repr(v) for v in spaced[:3])}"
+        )
     return Preview(
         column=data.column,
         height=height,
@@ -401,7 +424,7 @@ def preview(hierarchy: Hierarchy, data: ColumnData, warnings: Sequence[str] = ()
         uncovered=tuple((v, counts[v]) for v in missing),
         uncovered_records=sum(counts[v] for v in missing),
         records=data.records,
-        warnings=(*warnings, *repeated_levels(hierarchy)),
+        warnings=(*notes, *repeated_levels(read)),
         csv_text=hierarchy.to_csv_text(),
     )
 
@@ -438,6 +461,7 @@ def hierarchy_path(workspace: Workspace, table: LoadedTable, column: str) -> Pat
 def save_draft(workspace: Workspace, table: LoadedTable, draft: Draft) -> Path:
     """Write the draft's hierarchy as ARX CSV (atomically, the CLI's text) and attach it to
     the table's column, so a run's settings name it."""
+    as_read(draft.hierarchy, draft.column)  # a file the runs could not read is not written
     path = hierarchy_path(workspace, table, draft.column)
     draft.hierarchy.write(path)
     table.hierarchies[draft.column] = str(path)

@@ -177,7 +177,12 @@ def _column_context(
         from hashlib import sha256
 
         saved_sha = sha256(Path(attached).read_bytes()).hexdigest()
-    pv = preview(draft.hierarchy, data, draft.warnings) if draft is not None else None
+    pv, error = None, None
+    if draft is not None:
+        try:
+            pv = preview(draft.hierarchy, data, draft.warnings)
+        except AnonlabError as exc:  # a draft whose file a run could not read
+            error = str(exc)
     params = draft.params if draft is not None and draft.kind in HIERARCHY_BUILDERS else {}
     kind = draft.kind if draft is not None and draft.kind in HIERARCHY_BUILDERS else "interval"
     numeric = all(v == "" or _is_number(v) for v in data.values)
@@ -188,7 +193,7 @@ def _column_context(
         "data": data,
         "draft": draft,
         "pv": pv,
-        "error": None,
+        "error": error,
         "attached": attached,
         "saved": pv is not None and saved_sha == pv.sha256,
         "kind": kind if numeric or kind != "interval" else "taxonomy",
@@ -220,10 +225,10 @@ async def preview_fragment(request: Request) -> Response:
         kind, params = builder_params(form)
         output = hierarchy_path(_workspace(request), table, column)
         draft = await run_in_threadpool(build, table, data, kind, params, output)
+        pv = preview(draft.hierarchy, data, draft.warnings)
     except AnonlabError as exc:
         page = render_text("hierarchies_preview.html", pv=None, error=str(exc), data=data)
         return HTMLResponse(page, status_code=200)
-    pv = preview(draft.hierarchy, data, draft.warnings)
     return HTMLResponse(render_text("hierarchies_preview.html", pv=pv, error=None, data=data))
 
 
@@ -235,6 +240,7 @@ async def build_draft(request: Request) -> Response:
     kind, params = builder_params(form)
     output = hierarchy_path(_workspace(request), table, column)
     draft = await run_in_threadpool(build, table, data, kind, params, output)
+    preview(draft.hierarchy, data)  # refuses a hierarchy whose saved file a run misreads
     _store(request).put(draft)
     return RedirectResponse(_page_url(table, column) + "#draft", status_code=303)
 
