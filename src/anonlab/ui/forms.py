@@ -63,11 +63,12 @@ def settings_model(command: str) -> type[Settings]:
 def with_outputs(values: Mapping[str, Any], folder: Path, model: type[Settings]) -> dict[str, Any]:
     """``values`` with every output the model has (release, report, HTML) in ``folder``.
 
-    An output the values already name (a release as Parquet, say) is kept.
+    An output the values already name (a release as Parquet, say) is kept; one they give as
+    ``None`` is not written (a Mondrian run has no class-size plot).
     """
     out = dict(values)
     for field_name, file_name in OUTPUT_NAMES.items():
-        if field_name in model.model_fields and out.get(field_name) is None:
+        if field_name in model.model_fields and field_name not in out:
             out[field_name] = str(folder / file_name)
     return out
 
