@@ -74,6 +74,11 @@ class ColumnData:
     def records(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def sorted_values(self) -> list[str]:
+        """The values numbers first in numeric order, then text, the missing one last."""
+        return [*natural_order(self.values), *([""] if "" in self.counts else [])]
+
 
 def natural_order(values: Sequence[str]) -> list[str]:
     """The values (the missing one left out) numbers first in numeric order, then text: the

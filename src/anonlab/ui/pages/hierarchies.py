@@ -42,6 +42,7 @@ from anonlab.ui.hierarchy_preview import (
     ColumnData,
     Draft,
     HierarchyStore,
+    LevelSummary,
     build,
     cli_line,
     hierarchy_path,
@@ -204,8 +205,14 @@ def _column_context(
         "numeric": numeric,
         "cli": cli_line(table, draft, f"hierarchy_{column}.csv") if draft is not None else None,
         "page_url": _page_url(table, column),
+        "members_of": _members,
         "base": f"/hierarchies/{quote(table.id)}",
     }
+
+
+def _members(level: LevelSummary) -> list[str]:
+    """The members of a level's groups (labels one level down), sorted."""
+    return sorted({m for g in level.groups for m in g.members})
 
 
 def _is_number(value: str) -> bool:
