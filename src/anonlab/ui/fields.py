@@ -150,6 +150,30 @@ HELP: dict[str, str] = {
     "keep_id": "Keep the record-id column in the fused table (default: the config's).",
 }
 
+#: help of a parameter that means something else in one command, by command and TOML name
+COMMAND_HELP: dict[str, dict[str, str]] = {
+    "microaggregate": {
+        "method": "mdav, or sdcMicro's onedims (each column ranked alone), pca (first principal "
+        "component), rmd (robust Mahalanobis distance, seeded), clustpca, influence (CLARA "
+        "clusters, seeded).",
+        "aggr": "What a group releases: mean, median, trim (trimmed mean) or onestep; for the "
+        "methods other than mdav.",
+        "trim": "Share cut off each end of a group for aggr trim, 0..0.5.",
+        "strata": "Columns within each of whose values the groups are formed (released as "
+        "they are).",
+        "seed": "Seed of rmd's robust covariance and of clustpca's and influence's clusters "
+        "(empty: drawn, and recorded in the report).",
+    },
+    "perturb": {
+        "method": "obt (orthogonal), rbt (rotation of pairs), rotation, or gdp (Gaussian noise).",
+        "columns": "Numeric columns to perturb (none chosen: every column no role names).",
+        "seed": "Random seed: it regenerates the transform, so it is as secret as the key "
+        "(empty: a fresh one).",
+    },
+    "mask": {"method": "The masking method; its parameters are in its own set below."},
+    "compare": {"seed": "Seed of the sample of linked records."},
+}
+
 #: help of a masking method's parameter, by name (sdcMicro's names, docs/masking.md)
 MASK_HELP: dict[str, str] = {
     "matrix": "PRAM matrix CSV on this machine (levels naming the first row and column, rows "
@@ -251,11 +275,24 @@ def _number_text(value: Any) -> str:
 
 
 def toml_value(value: Any) -> str:
-    """``value`` as a TOML value (what a field of kind ``toml`` shows)."""
+    """``value`` as one TOML value, tables inline (what a field of kind ``toml`` shows); an
+    empty table or list shows as nothing."""
+    if isinstance(value, Mapping):
+        if not value:
+            return ""
+        return "{" + ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]" if value else ""
     import tomli_w
 
-    text = tomli_w.dumps({"v": value})
-    return text.split("=", 1)[1].strip() if text.startswith("v =") else text
+    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
+
+
+def _toml_key(key: Any) -> str:
+    text = str(key)
+    if text and all(c.isalnum() or c in "-_" for c in text) and text.isascii():
+        return text
+    return toml_value(text)
 
 
 def _plain(annotation: Any) -> tuple[list[Any], bool]:
@@ -314,11 +351,13 @@ def model_fields(
     prefix: str = "",
     values: Mapping[str, Any] | None = None,
     help_texts: Mapping[str, str] = HELP,
+    command: str = "",
 ) -> list[FormField]:
     """The form fields of ``model``'s parameters, its own first, the risk settings last
     (``group`` ``"risk"``); ``skip`` and :data:`SET_BY_APP` left out; ``values``
-    prefill them."""
+    prefill them; ``command``'s own help texts win (:data:`COMMAND_HELP`)."""
     omitted = set(skip) | (set(SET_BY_APP) if not prefix else set())
+    help_texts = {**help_texts, **COMMAND_HELP.get(command, {})}
     given = dict(values or {})
     ordered: list[str] = []
     for cls in model.__mro__:

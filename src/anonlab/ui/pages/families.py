@@ -155,16 +155,13 @@ def family_groups(command: str, table: LoadedTable | None) -> list[FieldGroup]:
             trees = {c: p for c, p in trees.items() if p}
             if trees:
                 prefill["sensitive_hierarchies"] = trees
-    fields = model_fields(model, skip=("parameters",), values=prefill)
+    fields = model_fields(model, skip=("parameters",), values=prefill, command=command)
     if command == "mask":
         from anonlab.masking.registry import method_names
 
         choices = tuple(method_names())
         fields = [
-            replace(f, kind="select", choices=choices, help="The masking method.")
-            if f.key == "method"
-            else f
-            for f in fields
+            replace(f, kind="select", choices=choices) if f.key == "method" else f for f in fields
         ]
     groups = [
         FieldGroup("method", "Parameters", [f for f in fields if f.group != "risk"]),
@@ -541,7 +538,7 @@ def compare_groups(table: LoadedTable | None) -> list[FieldGroup]:
         qi = current.columns_with(table, "qi")
         if qi:
             prefill["attacker"] = qi
-    fields = model_fields(model, skip=("methods", "method"), values=prefill)
+    fields = model_fields(model, skip=("methods", "method"), values=prefill, command="compare")
     return [FieldGroup("method", "Measures", fields)]
 
 
