@@ -6,7 +6,8 @@ CLI writes for the settings the app exports (issue 26).
 
 from __future__ import annotations
 
-import time
+import html
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,70 +19,14 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app as cli_app
-from anonlab.ui.app import create_app
-from anonlab.ui.security import allowed_hosts
-from anonlab.ui.workspace import Workspace
-
-TOKEN = "t0ken-for-tests"
-ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
-QIS = ("sex", "age", "race", "education")
-IDENTIFYING = ("marital-status", "native-country", "workclass", "occupation")
+from anonlab.ui.jobs import Job, JobStore
+from ui_flow import K5_L2, app_client, finish, generalize, load_adult, wait
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    (tmp_path / "workspace").mkdir()
-    workspace = Workspace(tmp_path / "workspace")
-    app = create_app(workspace, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8765))
-    with TestClient(app, base_url="http://127.0.0.1:8765", headers={"X-Anonlab-Token": TOKEN}) as c:
+    with app_client(tmp_path / "workspace") as c:
         yield c
-
-
-def load_adult(client: TestClient) -> str:
-    """Upload Adult and give its columns their roles and hierarchies; the table's id."""
-    body = (ADULT / "adult.csv").read_bytes()
-    reply = client.put("/upload?name=adult.csv&delimiter=;", content=body)
-    assert reply.status_code == 200, reply.text
-    table = str(reply.json()["table"])
-    page = client.get(f"/roles?table={table}")
-    assert page.status_code == 200
-    header = (ADULT / "adult.csv").read_text().splitlines()[0].split(";")
-    form = {"table": table}
-    for i, column in enumerate(header):
-        if column in QIS:
-            form[f"role_{i}"] = "qi"
-            form[f"hierarchy_{i}"] = str(ADULT / f"hierarchy_{column}.csv")
-        elif column in IDENTIFYING:
-            form[f"role_{i}"] = "identifying"
-        else:
-            form[f"role_{i}"] = "sensitive"
-    reply = client.post("/roles", data=form, follow_redirects=False)
-    assert reply.status_code == 303
-    return table
-
-
-def finish(client: TestClient, reply_location: str, timeout: float = 120.0) -> str:
-    """Wait for the run at ``reply_location`` (``/runs/ID``) to end; its id."""
-    run_id = reply_location.rsplit("/", 1)[-1]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = client.get(f"/runs/{run_id}/state").json()
-        if state["status"] not in ("queued", "running"):
-            assert state["status"] == "done", state
-            return run_id
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not end in {timeout} s")
-
-
-K5_L2 = {
-    "recoding": "full-domain",
-    "k": "5",
-    "model_0": "distinct-l-diversity",
-    "attribute_0": "salary-class",
-    "parameters_0": "l=2",
-    "suppression": "1%",
-    "alternatives": "5",
-}
 
 
 def run_cli(args: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,7 +79,7 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     first_values = tomllib.loads(client.get(f"/runs/{first}/files/settings.toml").text)
     applied = tmp_path / "applied"
     applied.mkdir()
-    report_in = tmp_path / "workspace" / "runs" / first / "report.json"
+    report_in = run_folder(client, first) / "report.json"
     run_cli(
         [
             "apply",
@@ -163,3 +108,114 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     assert (optimum / "release.csv").read_bytes() == client.get(
         f"/runs/{first}/files/release.csv"
     ).content
+
+
+def test_cancel_stops_the_run_and_writes_nothing(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = load_adult(client)
+    entered, gate = threading.Event(), threading.Event()
+    original = Job.progress
+
+    def gated(self: Job, step: str, done: int, total: int | None) -> None:
+        entered.set()
+        gate.wait(30)
+        original(self, step, done, total)
+
+    monkeypatch.setattr(Job, "progress", gated)
+    reply = client.post(
+        "/method/generalize", data={"table": table, **K5_L2}, follow_redirects=False
+    )
+    run_id = reply.headers["location"].rsplit("/", 1)[-1]
+    assert entered.wait(30)
+    page = client.get(f"/runs/{run_id}")
+    assert "Cancel the run" in page.text and f'data-job="/runs/{run_id}/state"' in page.text
+    assert client.get(f"/runs/{run_id}/state").json()["status"] == "running"
+    reply = client.post(f"/runs/{run_id}/cancel", follow_redirects=False)
+    assert reply.status_code == 303
+    gate.set()
+    assert wait(client, run_id) == "cancelled"
+    written = sorted(p.name for p in (run_folder(client, run_id)).iterdir())
+    assert written == ["settings.toml"]
+    assert "nothing was written" in client.get(f"/runs/{run_id}").text
+
+
+def run_folder(client: TestClient, run_id: str) -> Path:
+    """The folder of run ``run_id`` (where its outputs go)."""
+    jobs: JobStore = client.app.state.jobs  # type: ignore[attr-defined]
+    return jobs.get(run_id).folder
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("k", "five", "k: 'five' is not a number"),
+        ("parameters_0", "x=1", "criteria"),
+        ("suppression", "150%", "suppression must be a fraction"),
+        ("metric", "nonsense", "metric 'nonsense' is unknown"),
+        ("recoding", "global", "recoding 'global' is unknown"),
+    ],
+)
+def test_a_bad_parameter_is_one_line(
+    client: TestClient, field: str, value: str, message: str
+) -> None:
+    table = load_adult(client)
+    reply = client.post("/method/generalize", data={"table": table, **K5_L2, field: value})
+    assert reply.status_code == 400
+    assert message in html.unescape(reply.text) and 'role="alert"' in reply.text
+    assert reply.text.count("Error:") == 1
+    assert client.get("/runs").text.count("/runs/r") == 0  # no run started
+
+
+def test_a_model_the_settings_refuse_is_one_line(client: TestClient) -> None:
+    table = load_adult(client)
+    form = {**K5_L2, "model_0": "distinct-l-diversity", "attribute_0": "", "parameters_0": "l=2"}
+    reply = client.post("/method/generalize", data={"table": table, **form})
+    assert reply.status_code == 400 and "Error: " in reply.text
+
+
+def test_a_node_outside_the_list_is_refused(client: TestClient) -> None:
+    table = load_adult(client)
+    first = generalize(client, table)
+    for node in ("0", "6", "x"):
+        reply = client.post(f"/runs/{first}/explore", data={"node": node})
+        assert reply.status_code == 400, node
+        assert "Error: " in reply.text
+
+
+def test_explore_shows_the_alternatives_and_the_distributions(client: TestClient) -> None:
+    table = load_adult(client)
+    first = generalize(client, table)
+    page = client.get(f"/runs/{first}/explore").text
+    for node in range(1, 6):
+        assert f'aria-label="release node {node}"' in page or node == 1
+    assert "released by this run" in page
+    # age is generalized to '*' by the optimum (level 4): one value after, 72 before
+    assert "age: 72 values before, 1 after" in page
+    assert "0.33714" in page  # the optimum's loss (precision_with_suppression)
+
+
+def test_mondrian_and_local_recoding_run_from_the_form(client: TestClient) -> None:
+    table = load_adult(client)
+    for recoding, suppression in (("mondrian", ""), ("local", "1%")):
+        form = {**K5_L2, "recoding": recoding, "suppression": suppression}
+        run_id = generalize(client, table, form)
+        page = client.get(f"/runs/{run_id}").text
+        assert "Result" in page and "Generalization" in page
+        settings = tomllib.loads(client.get(f"/runs/{run_id}/files/settings.toml").text)
+        assert settings["recoding"] == recoding and "alternatives" not in settings
+
+
+def test_a_run_that_fails_shows_its_error(client: TestClient) -> None:
+    table = load_adult(client)
+    reply = client.post(
+        "/method/generalize",
+        data={"table": table, **K5_L2, "min_level_0": "9"},
+        follow_redirects=False,
+    )
+    if reply.status_code == 400:  # refused before the run
+        assert "Error: " in reply.text
+        return
+    run_id = reply.headers["location"].rsplit("/", 1)[-1]
+    assert wait(client, run_id) == "failed"
+    assert "Error: " in client.get(f"/runs/{run_id}").text

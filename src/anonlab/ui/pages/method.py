@@ -161,13 +161,16 @@ def _recoding_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
         raise AnonlabError(f"recoding '{recoding}' is unknown: full-domain, local or mondrian")
     if recoding == "full-domain":
         return {}
-    values: dict[str, Any] = {"recoding": recoding}
+    # the class-size plot is drawn for full-domain releases only
+    values: dict[str, Any] = {"recoding": recoding, "plot": None}
     if recoding == "mondrian":
         if table.numeric:
             values["numeric"] = list(table.numeric)
         if text(form, "relaxed") is not None:
             values["relaxed"] = True
         return values
+    # the HTML page has no local-recoding section (generalize refuses html for it)
+    values["html"] = None
     for name, kind in (
         ("local_gs_factor", float),
         ("local_iterations", int),
