@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 from starlette.concurrency import run_in_threadpool
@@ -141,6 +141,11 @@ def safe_name(name: str) -> str:
     return cleaned or "upload"
 
 
+def write_piece(fh: BinaryIO, data: bytes) -> None:
+    """One piece of an upload written to its file."""
+    fh.write(data)
+
+
 async def receive_upload(request: Request, target: Path) -> int:
     """Write the request body to ``target`` as it arrives, :data:`CHUNK` bytes at a time
     (in a worker thread, so the app keeps answering); the bytes written. A body cut short
@@ -153,12 +158,12 @@ async def receive_upload(request: Request, target: Path) -> int:
             pending = bytearray()
             async for piece in request.stream():
                 pending += piece
-                if len(pending) >= CHUNK:
-                    await anyio.to_thread.run_sync(fh.write, bytes(pending))
-                    size += len(pending)
-                    pending.clear()
+                while len(pending) >= CHUNK:
+                    await anyio.to_thread.run_sync(write_piece, fh, bytes(pending[:CHUNK]))
+                    del pending[:CHUNK]
+                    size += CHUNK
             if pending:
-                await anyio.to_thread.run_sync(fh.write, bytes(pending))
+                await anyio.to_thread.run_sync(write_piece, fh, bytes(pending))
                 size += len(pending)
         part.replace(target)
     except BaseException:

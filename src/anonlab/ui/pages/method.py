@@ -111,6 +111,7 @@ def _choices() -> dict[str, list[str]]:
 
 async def generalize_form(request: Request) -> Response:
     table = current_table(request)
+    table_values(table)  # every column has a role before anything runs
     last = _last(request).get((table.id, "generalize"), {})
     return render(
         request,
