@@ -172,6 +172,18 @@ COMMAND_HELP: dict[str, dict[str, str]] = {
     },
     "mask": {"method": "The masking method; its parameters are in its own set below."},
     "compare": {"seed": "Seed of the sample of linked records."},
+    "risk": {
+        "attacker_columns": "Columns the attacker is assumed to know instead (default: qi).",
+        "other": "'insensitive' counts every column given no role as insensitive (neither "
+        "known to the attacker nor measured).",
+    },
+    "fuse": {
+        "attacker_columns": "Columns of the fused table the attacker is assumed to know, "
+        "comma-separated (default: every released column but the sensitive ones).",
+        "weights": "Column of sampling weights of the fused table, for sdcMicro's individual risk.",
+        "verify": "Re-read the fused table and check every template independently before "
+        "anything is written.",
+    },
 }
 
 #: help of a masking method's parameter, by name (sdcMicro's names, docs/masking.md)
@@ -352,11 +364,12 @@ def model_fields(
     values: Mapping[str, Any] | None = None,
     help_texts: Mapping[str, str] = HELP,
     command: str = "",
+    app_set: Iterable[str] = SET_BY_APP,
 ) -> list[FormField]:
     """The form fields of ``model``'s parameters, its own first, the risk settings last
-    (``group`` ``"risk"``); ``skip`` and :data:`SET_BY_APP` left out; ``values``
+    (``group`` ``"risk"``); ``skip`` and ``app_set`` (those the app sets) left out; ``values``
     prefill them; ``command``'s own help texts win (:data:`COMMAND_HELP`)."""
-    omitted = set(skip) | (set(SET_BY_APP) if not prefix else set())
+    omitted = set(skip) | (set(app_set) if not prefix else set())
     help_texts = {**help_texts, **COMMAND_HELP.get(command, {})}
     given = dict(values or {})
     ordered: list[str] = []

@@ -331,10 +331,17 @@ def risk_groups(table: LoadedTable | None) -> list[FieldGroup]:
         required=True,
         help="The attacker's knowledge (sdcMicro's keyVars, ARX's quasi-identifiers).",
     )
-    fields = model_fields(ReleaseRiskSettings, skip=("fail_on_risk",))
-    other = model_fields(RoleSettings)
+    fields = model_fields(ReleaseRiskSettings, skip=("fail_on_risk",), command="risk")
+    other = model_fields(RoleSettings, command="risk")
     return [
-        FieldGroup("method", "What the attacker knows", [known, *other]),
+        FieldGroup(
+            "method",
+            "What the attacker knows",
+            [known, *other],
+            note="The table is measured as it is. Identifying columns are not measured (the "
+            "risk is that of the attacker's columns, as if they were dropped); sensitive "
+            "columns get their l and t.",
+        ),
         FieldGroup("risk", "Risk settings", [f for f in fields]),
     ]
 
@@ -446,8 +453,9 @@ def fuse_groups() -> list[FieldGroup]:
         help="The fusion configuration (fusion.toml) on this machine: parties, templates, "
         "taxonomies; its relative paths are read from its folder.",
     )
-    shown = set(SET_BY_APP) - set(ROLE_NAMES)
-    fields = model_fields(model, skip=(*shown, "config"))
+    fields = model_fields(
+        model, skip=("config",), app_set=set(SET_BY_APP) - set(ROLE_NAMES), command="fuse"
+    )
     from anonlab.runs.fusion import SCORES
 
     fields = [
@@ -455,6 +463,10 @@ def fuse_groups() -> list[FieldGroup]:
         if f.key in ROLE_NAMES
         else replace(f, kind="select", choices=tuple(SCORES))
         if f.key == "score"
+        else replace(f, kind="names")  # no table here: the fused columns typed
+        if f.kind == "columns"
+        else replace(f, kind="text")
+        if f.kind == "column"
         else f
         for f in fields
     ]
