@@ -143,27 +143,50 @@ def _check_parameters(method: str, noise: float, delta: float, p: float, columns
         raise AnonlabError("noise method correlated needs at least 2 columns")
 
 
+def _by_column(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``data`` as one contiguous row per column (a copy unless it is column-major).
+
+    Every column moment is taken on these rows, so each column's sum is NumPy's pairwise
+    sum of its values whatever the memory order of ``data`` (a row-major table reduced
+    down its columns would be summed one record after the other: slower, and rounded
+    differently from the same table column-major).
+    """
+    return np.ascontiguousarray(data.T)
+
+
 def _column_sd(data: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each column's sample SD (divisor n - 1) over its values present (R's ``sd``)."""
-    if not np.isnan(data).any():  # the common case: no missing value, no NaN-aware pass
-        return np.asarray(data.std(axis=0, ddof=1) if len(data) > 1 else np.zeros(data.shape[1]))
-    counts = np.sum(~np.isnan(data), axis=0)
-    sd = np.nanstd(data, axis=0, ddof=1) if np.all(counts > 1) else _sd_safe(data, counts)
-    return np.asarray(sd, dtype=np.float64)
+    return _column_moments(data)[1]
 
 
 def _column_mean(data: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each column's mean over its values present."""
-    mean = data.mean(axis=0)
+    columns = _by_column(data)
+    mean = columns.mean(axis=1)
     if np.isnan(mean).any():
-        mean = np.nanmean(data, axis=0)
+        mean = np.nanmean(columns, axis=1)
     return np.asarray(mean, dtype=np.float64)
 
 
-def _sd_safe(data: NDArray[np.float64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
-    out = np.zeros(data.shape[1])
+def _column_moments(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each column's mean and sample SD (divisor n - 1) over its values present."""
+    columns = _by_column(data)
+    if not np.isnan(columns).any():  # the common case: no missing value, no NaN-aware pass
+        mean = columns.mean(axis=1)
+        if len(data) < 2:
+            return np.asarray(mean, dtype=np.float64), np.zeros(data.shape[1])
+        return np.asarray(mean, dtype=np.float64), np.asarray(columns.std(axis=1, ddof=1))
+    counts = np.sum(~np.isnan(columns), axis=1)
+    mean = np.asarray(np.nanmean(columns, axis=1), dtype=np.float64)
+    sd = np.nanstd(columns, axis=1, ddof=1) if np.all(counts > 1) else _sd_safe(columns, counts)
+    return mean, np.asarray(sd, dtype=np.float64)
+
+
+def _sd_safe(columns: NDArray[np.float64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The SD of each row of ``columns`` with two values or more (0 for the others)."""
+    out = np.zeros(columns.shape[0])
     for j in np.flatnonzero(counts > 1):
-        out[j] = np.nanstd(data[:, j], ddof=1)
+        out[j] = np.nanstd(columns[j], ddof=1)
     return out
 
 
@@ -187,10 +210,12 @@ def correlated(
     drawn through a symmetric square root of it (eigen decomposition, as MASS::mvrnorm),
     so a singular covariance (a constant or collinear column) is allowed.
     """
-    complete = data[~np.isnan(data).any(axis=1)]
-    if complete.shape[0] < 2:
+    columns = _by_column(data)
+    if np.isnan(columns).any():
+        columns = columns[:, ~np.isnan(columns).any(axis=0)]
+    if columns.shape[1] < 2:
         raise AnonlabError("noise method correlated needs at least 2 complete records")
-    cov = np.cov(complete, rowvar=False, ddof=1) * (noise / 100.0)
+    cov = np.cov(columns, ddof=1) * (noise / 100.0)
     root = _psd_root(cov)
     out: NDArray[np.float64] = data + rng.standard_normal(data.shape) @ root.T
     return out
@@ -215,9 +240,9 @@ def correlated2(
     mean is ``mean_j`` and the expected variance ``sd_j^2``.
     """
     d1 = np.sqrt(1.0 - delta**2)
-    mean = _column_mean(data)
+    mean, sd = _column_moments(data)
     out: NDArray[np.float64] = rng.standard_normal(data.shape)
-    out *= delta * _column_sd(data)  # delta * (z sd + (1 - d1)/delta mean) + d1 x
+    out *= delta * sd  # delta * (z sd + (1 - d1)/delta mean) + d1 x
     out += (1.0 - d1) * mean + d1 * data
     return out
 
@@ -285,7 +310,7 @@ def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.
     from sklearn.covariance import MinCovDet
 
     n, m = data.shape
-    upper = np.quantile(data, 0.99, axis=0)
+    upper = np.quantile(_by_column(data), 0.99, axis=1)  # the same values, faster
     flagged: NDArray[np.bool_] = np.asarray((data > upper).any(axis=1))
     if n <= m + 1:
         return flagged
