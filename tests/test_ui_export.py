@@ -49,9 +49,9 @@ def test_the_page_offers_every_output(done: tuple[TestClient, str]) -> None:
         assert f"/runs/{run_id}/files/{name}" in page
     report = client.get(f"/runs/{run_id}/files/report.json").json()
     assert report["command"] == "generalize" and len(report["alternatives"]) == 5
-    page = client.get(f"/runs/{run_id}/files/report.html")
-    assert page.headers["content-type"].startswith("text/html")
-    assert "inline" in page.headers["content-disposition"]
+    shown = client.get(f"/runs/{run_id}/files/report.html")
+    assert shown.headers["content-type"].startswith("text/html")
+    assert "inline" in shown.headers["content-disposition"]
     assert "not a file a run writes" in one_line_error(
         client.get(f"/runs/{run_id}/files/settings.py")
     )
