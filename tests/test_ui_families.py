@@ -145,13 +145,15 @@ def test_the_microaggregation_page_is_built_from_the_settings_model(client: Test
     assert 'name="input"' not in page.text and 'name="output"' not in page.text
 
 
+@pytest.mark.parametrize("method", [{}, {"method": "onedims", "aggr": "median"}])
 def test_microaggregation_from_the_app_is_the_clis_release(
-    client: TestClient, tmp_path: Path
+    client: TestClient, tmp_path: Path, method: dict[str, str]
 ) -> None:
     table = tarragona(client)
-    form = {"table": table, "columns": header(TARRAGONA), "k": "5", "verify": "true"}
+    form = {"table": table, "columns": header(TARRAGONA), "k": "5", "verify": "true", **method}
     job = job_of(client, client.post("/method/microaggregate", data=form, follow_redirects=False))
     assert job.values["k"] == 5 and job.values["columns"] == header(TARRAGONA)
+    assert {k: job.values[k] for k in method} == method
     same_as_cli(job, "microaggregate", tmp_path)
     shown = results(client, job)
     report = json.loads((job.folder / "report.json").read_text(encoding="utf-8"))
