@@ -518,6 +518,12 @@ def masked_table(
     roles = s.roles.keywords()
     strata = getattr(s, "strata", [])
     for name in strata:  # released as they are: insensitive unless given a role
+        if name not in frame.columns:
+            raise AnonlabError(
+                f"strata column '{name}' is not in the table: it has "
+                + ", ".join(str(c) for c in frame.columns),
+                parameter="strata",
+            )
         if name in roles["identifying"]:
             raise AnonlabError(
                 f"strata column '{name}' is identifying, so dropped from the release: a "

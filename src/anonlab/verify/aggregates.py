@@ -13,15 +13,30 @@ groups alone (never the method's order or code), by column:
 - ``onestep``: the mean of the values clipped to ``median +- (3 / 1.486) * MAD``,
   ``MAD = 1.4826 * median |x - median|``.
 
-Two groups of one column that release the same value are one group to the checker. The
-union of groups with one mean has that mean, and so has the union of groups with one
-median, but a trimmed mean or a one-step value need not carry over to the union.
-:func:`split_findings` therefore gives such a group a second chance when the method ranks
-each column on its own (``onedims``): its groups are runs of consecutive values of the
-column sorted, so a union of them is the sorted values cut into consecutive runs of ``k``
-to ``2k - 1`` values; the union holds when such a cut exists whose every run has the
-released value as its aggregate (a search over the cut points, run only on the groups
-that fail).
+Two groups that release the same values are one group to the checker. The union of
+groups with one mean has that mean. The union of groups with one median ``c`` has median
+``c``: each part has at most half of its values below ``c`` and at most half above, so the
+union has too; when the union's count is even and no value equals ``c``, every part is even
+with ``c`` the mean of its two middles ``a_i <= c <= b_i``, ``a_i + b_i = 2c``, and the
+union's middles ``max a_i`` and ``min b_i`` again add up to ``2c``.
+
+For individual ranking (``onedims``) a union of groups of one column also keeps a trimmed
+mean or a one-step value. Every aggregate here lies between its group's smallest and
+largest value and the groups are runs of the sorted column, so groups that release one
+value ``c`` are consecutive runs: the first has ``c`` as its largest value, the last as its
+smallest, those between hold ``c`` alone. A trimmed mean equal to its group's largest value
+keeps only ``c``s, so the first group has at most ``floor(m_1 trim)`` values below ``c``
+and the last at most ``floor(m_2 trim)`` above; the union cuts ``floor(m trim) >=
+floor(m_1 trim) + floor(m_2 trim)`` values off each end and keeps only ``c``s. A one-step
+value equal to its group's largest value ``c`` has every clipped value at ``c``, so a value
+below ``c`` is clipped up to it: the median is ``c`` and the MAD 0, and more than half of
+the group is at ``c`` (likewise in the last group); the union then has more than half of
+its values at ``c``, MAD 0, and every value clipped to ``c``.
+
+Records of the methods that form groups on all columns at once (pca, rmd, clustpca,
+influence) release the same values in every column only by coincidence; then a trimmed
+mean or one-step value of the union may differ, and the checker reports it (a false
+alarm, never a false pass).
 """
 
 from __future__ import annotations
@@ -87,34 +102,6 @@ def group_aggregates(
     if aggr == "onestep":
         return group_onestep(x, groups, sizes)
     raise ValueError(f"unknown aggregate '{aggr}'")
-
-
-def _aggregate(values: FloatArray, aggr: str, trim: float) -> float:
-    """The aggregate of one run of values."""
-    groups = np.zeros(values.size, dtype=np.int64)
-    sizes = np.asarray([values.size], dtype=np.int64)
-    return float(group_aggregates(values, groups, sizes, aggr, trim)[0])
-
-
-def splits_into_runs(
-    values: FloatArray, target: float, k: int, aggr: str, trim: float, tol: float
-) -> bool:
-    """Whether the sorted ``values`` cut into consecutive runs of ``k``..``2k - 1`` values,
-    each with aggregate ``target`` (within ``tol``)."""
-    ordered = np.sort(values)
-    m = ordered.size
-    reachable = np.zeros(m + 1, dtype=bool)
-    reachable[0] = True
-    for start in range(m):
-        if not reachable[start]:
-            continue
-        for size in range(k, min(2 * k - 1, m - start) + 1):
-            end = start + size
-            if not reachable[end] and abs(_aggregate(ordered[start:end], aggr, trim) - target) <= (
-                tol
-            ):
-                reachable[end] = True
-    return bool(reachable[m])
 
 
 def tolerance(aggregates: FloatArray, scale: FloatArray, column_scale: float) -> FloatArray:

@@ -48,7 +48,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError
-from anonlab.verify.aggregates import AGGREGATES, group_aggregates, splits_into_runs, tolerance
+from anonlab.verify.aggregates import AGGREGATES, group_aggregates, tolerance
 from anonlab.verify.tables import (
     FloatArray,
     IntArray,
@@ -112,7 +112,7 @@ def check_microaggregation(
             sizes = np.bincount(groups)
             problems += [f"column '{name}': {p}" for p in size_findings(groups, sizes, k)]
             problems += aggregate_findings(
-                x[:, [j]], released[:, [j]], groups, sizes, [name], aggr, trim, split_k=k
+                x[:, [j]], released[:, [j]], groups, sizes, [name], aggr, trim
             )
         return problems
     groups = released_groups(release, released, [*categorical, *strata])
@@ -205,13 +205,10 @@ def aggregate_findings(
     names: Sequence[str],
     aggr: str,
     trim: float,
-    *,
-    split_k: int | None = None,
 ) -> list[str]:
     """Findings for numeric columns whose released value is not the group's aggregate
     (:func:`anonlab.verify.aggregates.group_aggregates`; the tolerance of
-    :func:`mean_findings`). With ``split_k`` (individual ranking) a group that fails gets
-    the second chance of :func:`anonlab.verify.aggregates.splits_into_runs`."""
+    :func:`mean_findings`)."""
     problems = []
     first = _first_rows(groups, sizes.size)
     for j, name in enumerate(names):
@@ -220,17 +217,6 @@ def aggregate_findings(
         tol = tolerance(wanted, scale, float(np.abs(x[:, j]).mean()))
         got = y[first, j]
         bad = np.flatnonzero(~(np.abs(got - wanted) <= tol))
-        if split_k is not None:
-            bad = np.asarray(
-                [
-                    g
-                    for g in bad
-                    if not splits_into_runs(
-                        x[groups == g, j], float(got[g]), split_k, aggr, trim, float(tol[g])
-                    )
-                ],
-                dtype=np.int64,
-            )
         if bad.size:
             g = int(bad[0])
             problems.append(
