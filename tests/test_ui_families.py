@@ -229,6 +229,7 @@ def test_the_settings_toml_download_is_what_the_cli_reads(
     assert "attachment" in reply.headers["content-disposition"]
     path = tmp_path / "mask.toml"
     path.write_text(reply.text, encoding="utf-8")
+    assert reply.text.startswith("# anonlab mask --config mask.toml")
     settings = MaskSettings.load(path)
     assert settings.method == "topbot" and settings.parameters["top"] == 1e8
     assert settings.output == str(tmp_path / "release.csv")
@@ -335,6 +336,7 @@ def test_the_risk_utility_map_compares_the_sessions_runs(client: TestClient) -> 
         ("/method/suppress", {"qi": ["roof"], "alpha": "2"}, "alpha"),
         ("/method/risk", {"qi": ["roof"], "risk_threshold": "3"}, "risk_threshold"),
         ("/method/fuse", {"config": "/no/such/fusion.toml"}, "config: no file"),
+        ("/method/fuse", {"config": str(ROOT / "examples" / "tarragona.toml")}, "fusion is"),
         ("/compare", {"attacker": ["roof"], "more": "[[method]\n"}, "not TOML"),
     ],
 )

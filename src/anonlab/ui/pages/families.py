@@ -283,7 +283,11 @@ def settings_download(command: str, values: Mapping[str, Any]) -> Response:
     model = settings_model(command)
     full = with_outputs(values, Path("."), model)
     validate_settings(model, full)
-    text = tomli_w.dumps({k: v for k, v in full.items() if v is not None})
+    lines = [f"# anonlab {command} --config {command}.toml   (settings from the web app)"]
+    if "/uploads/" in str(full.get("input", "")):
+        lines.append("# input is the app's copy of the upload, removed when the app stops:")
+        lines.append("# point it at your file")
+    text = "\n".join(lines) + "\n" + tomli_w.dumps({k: v for k, v in full.items() if v is not None})
     return Response(
         text,
         media_type="application/toml",
