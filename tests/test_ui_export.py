@@ -129,3 +129,13 @@ def test_bad_export_parameters_are_one_line(done: tuple[TestClient, str]) -> Non
         client.post(f"/runs/{run_id}/export", data={"format": "database", "url": "sqlite:///x.db"})
     )
     assert "no run 'r99'" in one_line_error(client.get("/runs/r99/export"))
+
+
+def test_an_exported_database_url_has_no_password() -> None:
+    from anonlab.ui.pages.export import _without_password
+
+    notes: list[str] = []
+    assert _without_password("postgresql://u:secret@h/db", notes) == "postgresql://u:***@h/db"
+    assert notes and "password" in notes[0]
+    assert _without_password("sqlite:///x.db", []) == "sqlite:///x.db"
+    assert _without_password("/data/a.csv", []) == "/data/a.csv"

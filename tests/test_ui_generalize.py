@@ -56,6 +56,8 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     assert reply.status_code == 303, reply.text
     second = finish(client, reply.headers["location"])
 
+    explored = client.get(f"/runs/{second}/explore").text
+    assert "released by this run" in explored and 'aria-label="release node 1"' in explored
     release = client.get(f"/runs/{second}/files/release.csv")
     assert release.status_code == 200
     settings = client.get(f"/runs/{second}/files/settings.toml")

@@ -102,8 +102,19 @@ def settings_text(request: Request, job: Job) -> str:
     if "/uploads/" in str(values.get("input", "")):
         lines.append("# input is the app's copy of the upload, removed when the app stops:")
         lines.append("# point it at your file")
+    values = {**values, "input": _without_password(values.get("input"), lines)}
     plain = {k: v for k, v in values.items() if v is not None}
     return "\n".join(lines) + "\n" + tomli_w.dumps(plain)
+
+
+def _without_password(source: Any, lines: list[str]) -> Any:
+    """A database URL with its password masked (a note added to ``lines``); else as it is."""
+    from anonlab.database import is_database_url, masked
+
+    if not isinstance(source, str) or not is_database_url(source) or masked(source) == source:
+        return source
+    lines.append("# the database password is masked: write it in (or use a URL without one)")
+    return masked(source)
 
 
 def apply_line(job: Job) -> str | None:
