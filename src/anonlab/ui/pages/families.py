@@ -50,6 +50,7 @@ from anonlab.ui.fields import (
     FormField,
     model_fields,
     parse_fields,
+    toml_value,
 )
 from anonlab.ui.forms import settings_model, start_run, with_outputs
 from anonlab.ui.jobs import DONE, Job, JobStore
@@ -584,6 +585,15 @@ def method_entry(job: Job) -> dict[str, Any]:
     return entry
 
 
+def entry_text(entry: Mapping[str, Any]) -> str:
+    """A method's own settings as TOML lines would give them, on one line."""
+    return "; ".join(
+        f"{k} = {toml_value(v) or ('{}' if isinstance(v, Mapping) else '[]')}"
+        for k, v in entry.items()
+        if k not in ("name", "command")
+    )
+
+
 def more_methods(text: str | None) -> list[dict[str, Any]]:
     """Further ``[[method]]`` tables, as TOML."""
     if not text:
@@ -633,6 +643,7 @@ async def compare_page(request: Request) -> Response:
         compare_groups(table),
         extra="compare_methods.html",
         runs=[(j, method_entry(j)) for j in runs],
+        shown={j.id: entry_text(method_entry(j)) for j in runs},
     )
 
 
