@@ -236,6 +236,28 @@ def test_the_settings_toml_download_is_what_the_cli_reads(
     assert client.app.state.jobs.jobs == {}  # type: ignore[attr-defined]
 
 
+def test_table_parameters_take_toml_or_the_command_lines_text(
+    client: TestClient, tmp_path: Path
+) -> None:
+    from anonlab.runs.suppress import SuppressSettings
+
+    table = load_testdata(client, ["roof", "walls"])
+    forms = [
+        {"combs": "2", "importance": "roof=2,walls=1"},
+        {"combs": "[[2, 3]]", "importance": "{roof = 2, walls = 1}"},
+    ]
+    got = []
+    for given in forms:
+        form = {"table": table, "qi": ["roof", "walls"], "verify": "true", "action": "toml"}
+        reply = client.post("/method/suppress", data={**form, **given})
+        assert reply.status_code == 200, reply.text
+        path = tmp_path / "suppress.toml"
+        path.write_text(reply.text, encoding="utf-8")
+        settings = SuppressSettings.load(path)
+        got.append((settings.combs, settings.importance))
+    assert got == [([(2, None)], {"roof": 2, "walls": 1}), ([(2, 3)], {"roof": 2, "walls": 1})]
+
+
 # ---------------------------------------------------------------------------
 # The other families run and show their measures
 # ---------------------------------------------------------------------------

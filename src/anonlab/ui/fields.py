@@ -453,12 +453,16 @@ def parse_field(form: FormData, f: FormField) -> Any:
 
 
 def _toml_or_text(text: str) -> Any:
-    """A TOML value (``{a = 1}``, ``[1, 2]``, ``"x"``, ``3``) or, when it is none, the text
-    as typed (which the model reads as the command line's text)."""
+    """A TOML table, array or quoted string (``{a = 1}``, ``[1, 2]``, ``"x"``) or else the
+    text as typed, which the model reads as the command line's text (``2,3=5``; a bare ``2``
+    stays the text ``"2"``, as the command line gives it)."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    if isinstance(value, dict | list) or text.startswith(('"', "'")):
+        return value
+    return text
 
 
 def parse_fields(form: FormData, fields: Sequence[FormField]) -> dict[str, Any]:
