@@ -447,3 +447,31 @@ def test_the_preview_is_the_hierarchy_a_run_reads_from_the_file(
     saved = Path(workspace.tables["t3"].hierarchies["code"])
     assert saved.read_bytes() == cli
     assert Hierarchy.from_csv(saved).missing(["ab ", "cd", "ce"]) == ["ab "]
+
+
+def test_missing_values_join_a_group_of_level_1(client: TestClient, workspace: Workspace) -> None:
+    text = "White;Majority;*\nBlack;Minority;*\nAsian-Pac-Islander;Minority;*\n"
+    base = {"column": "race"}
+    client.post(
+        "/hierarchies/t1/load", data=base, files={"file": ("race.csv", text.encode(), "text/csv")}
+    )
+    page = client.get("/hierarchies/t1?column=race").text
+    assert "move value" in page and '<option value="Other">' in page
+    client.post(
+        "/hierarchies/t1/move", data={**base, "level": "1", "member": "Other", "target": "Minority"}
+    )
+    page = client.get("/hierarchies/t1?column=race").text
+    assert "1 value of 'race'" in page and "added to group &#39;Minority&#39;" in page
+    refused = client.post(
+        "/hierarchies/t1/move",
+        data={**base, "level": "1", "member": "Amer-Indian-Eskimo", "target": "Nowhere"},
+    )
+    assert refused.status_code == 400 and "level 1 has no group" in refused.text
+    page = client.post(
+        "/hierarchies/t1/move",
+        data={**base, "level": "1", "member": "Amer-Indian-Eskimo", "target": "Minority"},
+    ).text
+    assert "Every value of 'race' is in the hierarchy" in page
+    client.post("/hierarchies/t1/save", data=base)
+    saved = Hierarchy.from_csv(workspace.tables["t1"].hierarchies["race"])
+    assert saved.rows[3:] == (("Other", "Minority", "*"), ("Amer-Indian-Eskimo", "Minority", "*"))

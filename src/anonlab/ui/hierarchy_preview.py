@@ -16,6 +16,8 @@ The edits act on one level ``l`` (1 up to the top):
 
 * rename: group ``g`` of level ``l`` becomes ``g'`` on every row (a label
   already used at level ``l`` merges the two groups, if their parents agree);
+* add: a value of the column that the hierarchy lacks joins a group ``g`` of
+  level 1, with ``g``'s labels above it;
 * move: member ``m`` of level ``l`` (a value at ``l = 1``, else a group of
   level ``l - 1``) goes to group ``g`` of level ``l``: every row with
   ``m`` at level ``l - 1`` takes ``g`` at level ``l`` and ``g``'s labels above
@@ -326,6 +328,23 @@ def move_member(
         else:
             rows.append([*row[:level], group, *row[level + 1 :]])
     return _edited(rows, column)
+
+
+def add_value(hierarchy: Hierarchy, column: str, value: str, group: str) -> Hierarchy:
+    """A value of the column that the hierarchy lacks, added to group ``group`` of level 1
+    (it takes that group's labels at every level), as the last row."""
+    if value in hierarchy:
+        raise AnonlabError(f"'{value}' is already in the hierarchy", parameter="member")
+    if hierarchy.height < 1:
+        raise AnonlabError("the hierarchy has no level above the values", parameter="level")
+    template = next((row for row in hierarchy.rows if row[1] == group.strip()), None)
+    if template is None:
+        raise AnonlabError(
+            f"level 1 has no group '{group.strip()}': a value the hierarchy lacks joins one "
+            "of its groups",
+            parameter="group",
+        )
+    return _edited([*map(list, hierarchy.rows), [value, *template[1:]]], column)
 
 
 # ---------------------------------------------------------------------------

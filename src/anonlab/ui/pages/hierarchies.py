@@ -43,6 +43,8 @@ from anonlab.ui.hierarchy_preview import (
     Draft,
     HierarchyStore,
     LevelSummary,
+    Preview,
+    add_value,
     build,
     cli_line,
     hierarchy_path,
@@ -195,6 +197,9 @@ def _column_context(
         "draft": draft,
         "pv": pv,
         "error": error,
+        "editable": draft is not None and draft.editable and pv is not None,
+        "edit_levels": _edit_levels(pv),
+        "taxonomy_example": _taxonomy_example(data),
         "attached": attached,
         "saved": pv is not None and saved_sha == pv.sha256,
         "kind": kind if numeric or kind != "interval" else "taxonomy",
@@ -208,6 +213,30 @@ def _column_context(
         "members_of": _members,
         "base": f"/hierarchies/{quote(table.id)}",
     }
+
+
+def _edit_levels(pv: Preview | None) -> list[LevelSummary]:
+    """The levels the page offers to edit: all but a top of one group (nothing to move or
+    merge there), and level 1 while values are missing (they can join its groups)."""
+    if pv is None:
+        return []
+    return [
+        lv
+        for lv in pv.levels
+        if not (lv.level == pv.height and lv.count == 1) or (lv.level == 1 and pv.uncovered)
+    ]
+
+
+def _taxonomy_example(data: ColumnData) -> str:
+    """An example of the taxonomy's lines with the column's own values."""
+    values = [v for v in data.sorted_values if v != "" and "," not in v][:5]
+    if len(values) < 2:
+        return "1:Group A=V1,V2\n1:Group B=V3\n2:Any=Group A,Group B"
+    half = (len(values) + 1) // 2
+    return (
+        f"1:Group A={','.join(values[:half])}\n1:Group B={','.join(values[half:])}, ...\n"
+        "2:Any=Group A,Group B"
+    )
 
 
 def _members(level: LevelSummary) -> list[str]:
@@ -234,9 +263,12 @@ async def preview_fragment(request: Request) -> Response:
         draft = await run_in_threadpool(build, table, data, kind, params, output)
         pv = preview(draft.hierarchy, data, draft.warnings)
     except AnonlabError as exc:
-        page = render_text("hierarchies_preview.html", pv=None, error=str(exc), data=data)
+        page = render_text(
+            "hierarchies_preview.html", pv=None, error=str(exc), data=data, editable=False
+        )
         return HTMLResponse(page, status_code=200)
-    return HTMLResponse(render_text("hierarchies_preview.html", pv=pv, error=None, data=data))
+    page = render_text("hierarchies_preview.html", pv=pv, error=None, data=data, editable=False)
+    return HTMLResponse(page)
 
 
 async def build_draft(request: Request) -> Response:
@@ -323,14 +355,21 @@ async def rename(request: Request) -> Response:
 
 
 async def move(request: Request) -> Response:
-    """Move a member (a value, or a group of the level below) to another group of a level."""
+    """Move a member (a value, or a group of the level below) to another group of a level;
+    at level 1 a value of the column that the hierarchy lacks is added to the group."""
     form, table, draft = await _editable_draft(request)
     _check_editable(draft)
     level = number(form, "level", int) or 0
     member, group = _raw(form, "member"), _raw(form, "target")
-    edited = move_member(draft.hierarchy, draft.column, level, member, group)
+    data = await _column_data(request, table, draft.column)
+    if level == 1 and member not in draft.hierarchy and member in data.counts:
+        edited = add_value(draft.hierarchy, draft.column, member, group)
+        done = f"level 1: '{member}' (not in the hierarchy) added to group '{group.strip()}'"
+    else:
+        edited = move_member(draft.hierarchy, draft.column, level, member, group)
+        done = f"level {level}: '{member}' moved to group '{group.strip()}'"
     draft.history.append(edited)
-    draft.edits.append(f"level {level}: '{member}' moved to group '{group.strip()}'")
+    draft.edits.append(done)
     return RedirectResponse(_page_url(table, draft.column) + "#draft", status_code=303)
 
 
