@@ -253,6 +253,43 @@ class DevTools:
             objectId=found["objectId"],
         )
 
+    def download(self, selector: str, folder: Path, timeout: float = 120.0) -> Path:
+        """Click the link ``selector`` and wait for the browser to save what it downloads
+        into ``folder`` (under the name the server suggests); the file's path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        self.call(
+            "Browser.setDownloadBehavior",
+            behavior="allow",
+            downloadPath=str(folder.resolve()),
+            eventsEnabled=True,
+        )
+        since = self.mark()
+        clicked = self.evaluate(
+            f"""(() => {{
+            const link = document.querySelector({json.dumps(selector)});
+            if (!link) return false;
+            link.click();
+            return true;
+            }})()"""
+        )
+        if not clicked:
+            raise RuntimeError(f"no link {selector} in the page")
+        begun = self.wait_for("Browser.downloadWillBegin", timeout=timeout, since=since)
+        guid = begun["params"]["guid"]
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            progress = [
+                e["params"]
+                for e in self.events[since:]
+                if e["method"] == "Browser.downloadProgress" and e["params"]["guid"] == guid
+            ]
+            if progress and progress[-1]["state"] == "completed":
+                return folder / str(begun["params"]["suggestedFilename"])
+            if progress and progress[-1]["state"] == "canceled":
+                raise RuntimeError(f"the download of {selector} was cancelled")
+            self.drain(0.1)
+        raise TimeoutError(f"the download of {selector} did not end within {timeout} s")
+
     def navigate(self, url: str, timeout: float = 60.0) -> None:
         """Open ``url`` and wait for its load event."""
         since = self.mark()

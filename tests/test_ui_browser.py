@@ -144,12 +144,14 @@ def test_without_the_token_the_browser_gets_403_and_no_data(
     body = browser.evaluate("document.body.innerText")
     assert body.startswith("403 Forbidden")
     assert "--accent" not in body
-    status = [
-        e["params"]["response"]["status"]
+    answers = [
+        (e["params"]["type"], e["params"]["response"]["status"])
         for e in browser.events
         if e["method"] == "Network.responseReceived"
     ]
-    assert status == [403]
+    # the page, and the icon the browser asks for beside it: both refused
+    assert ("Document", 403) in answers
+    assert {status for _, status in answers} == {403}
     assert foreign_requests(browser, server) == []
 
 
@@ -326,6 +328,11 @@ def build_hierarchy(
     return str(sha)
 
 
+def _previous_entry(browser: DevTools) -> int:
+    history = browser.call("Page.getNavigationHistory")
+    return int(history["entries"][history["currentIndex"] - 1]["id"])
+
+
 def fetch_bytes(browser: DevTools, selector: str) -> bytes:
     """The body of the link ``selector`` as the page's own script gets it (base64 over CDP)."""
     encoded = browser.evaluate(
@@ -343,6 +350,60 @@ def fetch_bytes(browser: DevTools, selector: str) -> bytes:
         }})()"""
     )
     return base64.b64decode(encoded)
+
+
+def finish_run(browser: DevTools, shot: str | None = None, timeout: float = 300.0) -> str:
+    """On a run's page: wait until the run ended (the page reloads itself), check it is
+    done; the run's id."""
+    here = str(browser.evaluate("location.pathname"))
+    assert here.startswith("/runs/"), here
+    if shot is not None and browser.evaluate("document.querySelector('[data-job]') !== null"):
+        screenshot(browser, shot)
+    try:
+        browser.wait_until(
+            """document.readyState === "complete" && document.querySelector("[data-job]") === null
+            && document.querySelector("main h2") !== null""",
+            timeout=timeout,
+            what=f"the end of run {here}",
+        )
+    except TimeoutError:
+        state = browser.evaluate(f"fetch({js(here + '/state')}).then(r => r.text())")
+        pytest.fail(f"run {here} did not end: {state}; the page: {text_of(browser)[:500]}")
+    result = text_of(browser)
+    if browser.evaluate("document.getElementById('h-result') === null"):
+        pytest.fail(f"run {here} did not end done: {result[:800]}")
+    return here.removeprefix("/runs/")
+
+
+def cli_release(settings: Path, command: str = "generalize") -> bytes:
+    """``anonlab COMMAND --config settings.toml`` run in the file's folder; the release."""
+    done = subprocess.run(
+        [sys.executable, "-m", "anonlab", command, "--config", settings.name, "--quiet"],
+        cwd=settings.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (settings.parent / "release.csv").read_bytes()
+
+
+def export_and_compare(browser: DevTools, run: str, folder: Path, command: str, shot: str) -> None:
+    """On run ``run``'s Export page: download the release and settings.toml as a user
+    does, run the CLI on that TOML, and check both releases are the same bytes."""
+    click(browser, f"a[href='/runs/{run}/export']")
+    on_page(browser, f"/runs/{run}/export")
+    screenshot(browser, shot)
+    downloads = folder / "downloads"
+    release = browser.download(f"a[href='/runs/{run}/files/release.csv']", downloads)
+    settings = browser.download(f"a[href='/runs/{run}/files/settings.toml']", downloads)
+    assert release.name == "release.csv" and settings.name == "settings.toml"
+    cli = folder / "cli"
+    cli.mkdir()
+    (cli / "settings.toml").write_bytes(settings.read_bytes())
+    assert f"anonlab {command} --config settings.toml" in settings.read_text()
+    assert cli_release(cli / "settings.toml", command) == release.read_bytes()
 
 
 # ---------------------------------------------------------------------------
@@ -369,13 +430,11 @@ MARITAL_GROUPS = (
 )
 
 
-def test_generalization_from_upload_to_release(server: AppServer, browser: DevTools) -> None:
-    """Adult: upload, roles, two hierarchies built with preview, k = 5 with l-diversity,
-    the second-best node released, and the download equal to the CLI's release."""
-    browser.events.clear()
+def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
+    """Adult uploaded, its roles given, age's intervals and marital status's taxonomy built
+    with their live preview and saved; the table's id."""
     table = upload(browser, server, ADULT / "adult.csv")
-    text = text_of(browser)
-    assert "30162 rows, 9 columns" in text
+    assert "30162 rows, 9 columns" in text_of(browser)
     screenshot(browser, "02-preview")
 
     click(browser, f"a[href='/roles?table={table}']")
@@ -386,8 +445,7 @@ def test_generalization_from_upload_to_release(server: AppServer, browser: DevTo
     on_page(browser, "/hierarchies")
     screenshot(browser, "04-hierarchies")
 
-    # an interval hierarchy for age, a taxonomy for marital status, each previewed live
-    # on the column's values; the saved file is the one the preview showed
+    # each saved file is the one the preview showed
     age = build_hierarchy(
         browser, table, "age", "interval", {"widths": "5,10,20"}, "05-hierarchy-interval"
     )
@@ -408,6 +466,57 @@ def test_generalization_from_upload_to_release(server: AppServer, browser: DevTo
     assert b"Married-AF-spouse;spouse present;*" in saved
     click(browser, "a[href='/hierarchies']")
     on_page(browser, "/hierarchies")
+    return table
+
+
+def generalize_k5_l2(browser: DevTools, server: AppServer, table: str) -> str:
+    """k = 5 with distinct 2-diversity of salary-class, 1 % suppression, five alternatives,
+    from the Method page; the run's id once done."""
+    browser.navigate(f"{server.origin}/method?table={table}")
+    on_page(browser, "/method")
+    screenshot(browser, "07-method")
+    click(browser, f"a[href='/method/generalize?table={table}']")
+    on_page(browser, "/method/generalize")
+    tick(browser, "input[name=recoding][value=full-domain]")
+    fill(browser, "#k", "5")
+    fill(browser, "select[name=model_0]", "distinct-l-diversity")
+    fill(browser, "select[name=attribute_0]", "salary-class")
+    fill(browser, "input[name=parameters_0]", "l=2")
+    fill(browser, "#suppression", "1%")
+    fill(browser, "#alternatives", "5")
+    screenshot(browser, "08-generalize-form")
+    click(browser, "form[action='/method/generalize'] button[type=submit]")
+    first = finish_run(browser, "09-run-progress")
+    screenshot(browser, "09-run-result")
+    return first
+
+
+def test_generalization_from_upload_to_release(
+    server: AppServer, browser: DevTools, tmp_path: Path
+) -> None:
+    """Adult: upload, roles, two hierarchies built with preview, k = 5 with l-diversity,
+    the second-best node released, and the download equal to the CLI's release."""
+    browser.events.clear()
+    table = adult_with_hierarchies(browser, server)
+    first = generalize_k5_l2(browser, server, table)
+
+    # the solution space: release the second-best node
+    click(browser, f"a[href='/runs/{first}/explore']")
+    on_page(browser, f"/runs/{first}/explore")
+    screenshot(browser, "10-explore")
+    click(browser, "button[aria-label='release node 2']")
+    second = finish_run(browser)
+    assert "apply" in text_of(browser, "h1")
+    screenshot(browser, "11-apply-result")
+
+    # the HTML report as the app serves it
+    click(browser, f"a[href='/runs/{second}/files/report.html']")
+    on_page(browser, f"/runs/{second}/files/report.html")
+    screenshot(browser, "12-report")
+    browser.call("Page.navigateToHistoryEntry", entryId=_previous_entry(browser))
+    browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
+
+    export_and_compare(browser, second, tmp_path, "generalize", "13-export")
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
