@@ -475,3 +475,17 @@ def test_missing_values_join_a_group_of_level_1(client: TestClient, workspace: W
     client.post("/hierarchies/t1/save", data=base)
     saved = Hierarchy.from_csv(workspace.tables["t1"].hierarchies["race"])
     assert saved.rows[3:] == (("Other", "Minority", "*"), ("Amer-Indian-Eskimo", "Minority", "*"))
+
+
+def test_a_broken_attached_file_is_reported_and_can_be_replaced(
+    client: TestClient, workspace: Workspace, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.csv"
+    broken.write_text("17;15-19;*\n18;*\n", encoding="utf-8")
+    workspace.tables["t1"].hierarchies["age"] = str(broken)
+    page = client.get("/hierarchies/t1?column=age")
+    assert page.status_code == 200
+    assert "cannot be used" in page.text and "every row needs one label per level" in page.text
+    _build_and_save(client, "t1", {"column": "age", "builder": "interval", "widths": "10"})
+    assert workspace.tables["t1"].hierarchies["age"] != str(broken)
+    assert "cannot be used" not in client.get("/hierarchies/t1?column=age").text

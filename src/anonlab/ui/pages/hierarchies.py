@@ -160,14 +160,18 @@ async def column_page(request: Request) -> Response:
     store = _store(request)
     draft = store.draft(table.id, column)
     attached = table.hierarchies.get(column)
+    problem = None
     if draft is None and attached is not None:
-        draft = await run_in_threadpool(
-            load_file, table, column, Path(attached), Path(attached).name, ";"
-        )
-        store.put(draft)
-    return render(
-        request, "hierarchies_column.html", **_column_context(request, table, data, draft)
-    )
+        try:
+            draft = await run_in_threadpool(
+                load_file, table, column, Path(attached), Path(attached).name, ";"
+            )
+        except AnonlabError as exc:  # the file the Roles step named cannot be used
+            problem = str(exc)
+        else:
+            store.put(draft)
+    context = _column_context(request, table, data, draft)
+    return render(request, "hierarchies_column.html", problem=problem, **context)
 
 
 def _column_context(
