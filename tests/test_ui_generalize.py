@@ -197,15 +197,24 @@ def test_explore_shows_the_alternatives_and_the_distributions(client: TestClient
     assert "0.33714" in page  # the optimum's loss (precision_with_suppression)
 
 
-def test_mondrian_and_local_recoding_run_from_the_form(client: TestClient) -> None:
+def test_mondrian_and_local_recoding_equal_the_cli(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = load_adult(client)
     for recoding, suppression in (("mondrian", ""), ("local", "1%")):
         form = {**K5_L2, "recoding": recoding, "suppression": suppression}
         run_id = generalize(client, table, form)
         page = client.get(f"/runs/{run_id}").text
         assert "Result" in page and "Generalization" in page
-        settings = tomllib.loads(client.get(f"/runs/{run_id}/files/settings.toml").text)
+        text = client.get(f"/runs/{run_id}/files/settings.toml").text
+        settings = tomllib.loads(text)
         assert settings["recoding"] == recoding and "alternatives" not in settings
+        cli = tmp_path / recoding
+        cli.mkdir()
+        (cli / "settings.toml").write_text(text, encoding="utf-8")
+        run_cli(["generalize", "--config", "settings.toml", "--quiet"], cli, monkeypatch)
+        release = client.get(f"/runs/{run_id}/files/release.csv").content
+        assert (cli / "release.csv").read_bytes() == release
 
 
 def test_a_run_that_fails_shows_its_error(client: TestClient) -> None:
