@@ -56,6 +56,8 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     assert reply.status_code == 303, reply.text
     second = finish(client, reply.headers["location"])
 
+    applied_page = client.get(f"/runs/{second}").text
+    assert "sex=0, age=4, race=0, education=2" in applied_page  # node 2's levels
     explored = client.get(f"/runs/{second}/explore").text
     assert "released by this run" in explored and 'aria-label="release node 1"' in explored
     release = client.get(f"/runs/{second}/files/release.csv")
