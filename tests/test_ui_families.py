@@ -354,8 +354,9 @@ def test_the_risk_utility_map_compares_the_sessions_runs(client: TestClient) -> 
     [
         ("/method/microaggregate", {"k": "1"}, "k"),
         ("/method/microaggregate", {"k": "three"}, "is not a whole number"),
-        ("/method/mask", {"method": "recode", "columns": ["expend"]}, "breaks"),
-        ("/method/suppress", {"qi": ["roof"], "alpha": "2"}, "alpha"),
+        ("/method/mask", {"method": "recode", "columns": ["roof", "expend"]}, "breaks"),
+        ("/method/mask", {"method": "pram", "columns": ["roof"]}, "expend: quasi-identifier"),
+        ("/method/suppress", {"qi": ["roof", "expend"], "alpha": "2"}, "alpha"),
         ("/method/risk", {"qi": ["roof"], "risk_threshold": "3"}, "risk_threshold"),
         ("/method/fuse", {"config": "/no/such/fusion.toml"}, "config: no file"),
         ("/method/fuse", {"config": str(ROOT / "examples" / "tarragona.toml")}, "fusion is"),

@@ -216,7 +216,38 @@ def family_values(
                 parameters = parse_fields(form, group.fields)
                 if parameters:
                     values["parameters"] = parameters
+    check_unmasked(command, values, table)
     return values
+
+
+#: the parameters whose columns a method masks or reads besides ``MASKED``'s
+READ_TOO = ("nominal", "ordinal", "strata")
+#: a masking method's parameters that name columns it reads (released as they are)
+READ_PARAMETERS = ("strata", "predictors")
+
+
+def check_unmasked(command: str, values: Mapping[str, Any], table: LoadedTable) -> None:
+    """Refuse, before the run, quasi-identifiers of the Roles page that the method neither
+    masks nor reads: the run would find them with no role (the command line's refusal), and
+    an attacker knows them. ``other = "insensitive"`` releases them as they are, as in the
+    CLI."""
+    masked = values.get(MASKED[command])
+    if values.get("other") is not None or not isinstance(masked, list):
+        return
+    named = {*masked, *(c for name in READ_TOO for c in values.get(name) or ())}
+    parameters = values.get("parameters") or {}
+    for name in READ_PARAMETERS:
+        given = parameters.get(name)
+        named.update([given] if isinstance(given, str) else given or ())
+    left = [c for c in current.columns_with(table, "qi") if c not in named]
+    if left:
+        raise AnonlabError(
+            f"{', '.join(left)}: quasi-identifier(s) on the Roles page that "
+            f"{MASKED[command]} does not mask: choose them in {MASKED[command]}, give them "
+            "another role on the Roles page, or set other to 'insensitive' (released as "
+            "they are)",
+            parameter=MASKED[command],
+        )
 
 
 async def _family_page(request: Request, command: str) -> Response:
