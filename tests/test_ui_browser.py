@@ -236,6 +236,22 @@ def tick(browser: DevTools, selector: str, on: bool = True) -> None:
     )
 
 
+def choose(browser: DevTools, selector: str, values: list[str]) -> None:
+    """Choose exactly ``values`` in a multiple select."""
+    browser.evaluate(
+        f"""(() => {{
+        const el = document.querySelector({js(selector)});
+        if (!el) throw new Error("no list " + {js(selector)});
+        const wanted = {js(values)};
+        const found = [...el.options].filter(o => wanted.includes(o.value)).length;
+        if (found !== wanted.length) throw new Error({js(selector)} + " lacks one of " + wanted);
+        for (const option of el.options) option.selected = wanted.includes(option.value);
+        el.dispatchEvent(new Event("change", {{bubbles: true}}));
+        return true;
+        }})()"""
+    )
+
+
 def click(browser: DevTools, selector: str, timeout: float = 120.0) -> None:
     """Click what ``selector`` names and wait for the page it leads to."""
     since = browser.mark()
@@ -267,6 +283,16 @@ def on_page(browser: DevTools, path: str) -> str:
     if here != path or status != 200:
         pytest.fail(f"expected page {path}, got {here} ({status}): {text_of(browser)[:800]}")
     return text_of(browser)
+
+
+def load_path(browser: DevTools, server: AppServer, table: Path) -> str:
+    """Load ``table`` on the Load page by typing its path on this machine; the table's id."""
+    browser.navigate(server.url)
+    on_page(browser, "/")
+    fill(browser, "#path", str(table))
+    click(browser, "form[action='/load/path'] button[type=submit]")
+    assert f"Preview of {table.name}" in on_page(browser, "/")
+    return str(browser.evaluate("new URLSearchParams(location.search).get('table')"))
 
 
 def upload(browser: DevTools, server: AppServer, table: Path) -> str:
@@ -517,6 +543,78 @@ def test_generalization_from_upload_to_release(
     browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
 
     export_and_compare(browser, second, tmp_path, "generalize", "13-export")
+
+    assert page_problems(browser, server) == []
+    assert foreign_requests(browser, server) == []
+
+
+SDC = REPO / "data" / "sdc"
+
+
+def method_page(browser: DevTools, server: AppServer, table: str, command: str) -> None:
+    """From the Method page to the family's form for ``table``."""
+    browser.navigate(f"{server.origin}/method?table={table}")
+    click(browser, f"a[href='/method/{command}?table={table}']")
+    on_page(browser, f"/method/{command}")
+    assert browser.evaluate("document.querySelector('#table').value") == table
+
+
+def test_microaggregation_from_a_path_to_release(
+    server: AppServer, browser: DevTools, tmp_path: Path
+) -> None:
+    """Tarragona read from its path, every column a quasi-identifier, MDAV with k = 5; the
+    release the browser downloads is the CLI's for the exported settings.toml."""
+    browser.events.clear()
+    tarragona = SDC / "Tarragona.csv"
+    table = load_path(browser, server, tarragona)
+    click(browser, f"a[href='/roles?table={table}']")
+    columns = tarragona.read_text(encoding="utf-8").splitlines()[0].split(",")
+    set_roles(browser, dict.fromkeys(columns, "qi"), {})
+    click(browser, "form[action='/roles'] button[type=submit]")
+
+    method_page(browser, server, table, "microaggregate")
+    fill(browser, "#f-method", "mdav")
+    fill(browser, "#f-k", "5")
+    screenshot(browser, "14-microaggregate-form")
+    click(browser, "form.family button[name=action][value=run]")
+    run = finish_run(browser)
+    assert "microaggregate" in text_of(browser, "h1")
+    screenshot(browser, "15-microaggregate-result")
+    export_and_compare(browser, run, tmp_path, "microaggregate", "16-microaggregate-export")
+
+    assert page_problems(browser, server) == []
+    assert foreign_requests(browser, server) == []
+
+
+def test_masking_from_upload_to_release(
+    server: AppServer, browser: DevTools, tmp_path: Path
+) -> None:
+    """sdcMicro's testdata uploaded, expend and income masked with additive noise (seed
+    11); the release the browser downloads is the CLI's for the exported settings.toml."""
+    browser.events.clear()
+    testdata = SDC / "testdata.csv"
+    table = upload(browser, server, testdata)
+    click(browser, f"a[href='/roles?table={table}']")
+    columns = testdata.read_text(encoding="utf-8").splitlines()[0].split(",")
+    roles = {c: "qi" if c in ("expend", "income") else "insensitive" for c in columns}
+    set_roles(browser, roles, {})
+    click(browser, "form[action='/roles'] button[type=submit]")
+
+    method_page(browser, server, table, "mask")
+    fill(browser, "#f-method", "noise")
+    # the page's script offers the chosen method's parameters only
+    assert browser.evaluate("document.getElementById('f-parameters.noise.noise').disabled") is False
+    assert browser.evaluate("document.getElementById('f-parameters.pram.pd').disabled") is True
+    choose(browser, "#f-columns", ["expend", "income"])
+    fill(browser, "#f-seed", "11")
+    fill(browser, "[id='f-parameters.noise.noise']", "30")
+    fill(browser, "[id='f-parameters.noise.noise_method']", "additive")
+    screenshot(browser, "17-mask-form")
+    click(browser, "form.family button[name=action][value=run]")
+    run = finish_run(browser)
+    assert "mask" in text_of(browser, "h1")
+    screenshot(browser, "18-mask-result")
+    export_and_compare(browser, run, tmp_path, "mask", "19-mask-export")
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
