@@ -232,3 +232,15 @@ def test_a_run_that_fails_shows_its_error(client: TestClient) -> None:
     run_id = reply.headers["location"].rsplit("/", 1)[-1]
     assert wait(client, run_id) == "failed"
     assert "Error: " in client.get(f"/runs/{run_id}").text
+
+
+def test_the_risk_settings_reach_the_run(client: TestClient) -> None:
+    table = load_adult(client)
+    form = {**K5_L2, "attacker_columns": "sex, age", "max_risk": "0.5", "min_level_1": "3"}
+    run_id = generalize(client, table, form)
+    values = tomllib.loads(client.get(f"/runs/{run_id}/files/settings.toml").text)
+    assert values["attacker_columns"] == ["sex", "age"] and values["max_risk"] == 0.5
+    assert values["min_level"] == {"age": 3}
+    report = client.get(f"/runs/{run_id}/files/report.json").json()
+    assert report["risk"]["attacker_columns"] == ["sex", "age"]
+    assert report["transformation"]["age"] >= 3

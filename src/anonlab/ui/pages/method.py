@@ -204,6 +204,21 @@ def _search_values(form: FormData) -> dict[str, Any]:
     return values
 
 
+def _risk_values(form: FormData) -> dict[str, Any]:
+    """How the release's risk is measured and judged (:class:`ReleaseRiskSettings`), as given."""
+    from anonlab.settings import split_names
+
+    values: dict[str, Any] = {}
+    attacker = split_names(text(form, "attacker_columns"))
+    if attacker:
+        values["attacker_columns"] = attacker
+    for name in ("max_risk", "population_size", "sampling_fraction"):
+        given = number(form, name, float)
+        if given is not None:
+            values[name] = given
+    return values
+
+
 def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
     """The settings values (TOML names) the generalization form gives for ``table``."""
     values = table_values(table)
@@ -216,6 +231,7 @@ def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
     if criteria:
         values["criteria"] = criteria
     values.update(_search_values(form))
+    values.update(_risk_values(form))
     for name in ("min_level", "max_level"):
         levels = _levels(form, name, qis)
         if levels:
