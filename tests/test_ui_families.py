@@ -358,6 +358,7 @@ def test_the_risk_utility_map_compares_the_sessions_runs(client: TestClient) -> 
         ("/method/mask", {"method": "pram", "columns": ["roof"]}, "expend: quasi-identifier"),
         ("/method/suppress", {"qi": ["roof", "expend"], "alpha": "2"}, "alpha"),
         ("/method/risk", {"qi": ["roof"], "risk_threshold": "3"}, "risk_threshold"),
+        ("/method/risk", {"qi": ["roof"]}, "expend: quasi-identifier(s) on the Roles page"),
         ("/method/fuse", {"config": "/no/such/fusion.toml"}, "config: no file"),
         ("/method/fuse", {"config": str(ROOT / "examples" / "tarragona.toml")}, "fusion is"),
         ("/compare", {"attacker": ["roof"], "more": "[[method]\n"}, "not TOML"),

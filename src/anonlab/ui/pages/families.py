@@ -395,6 +395,15 @@ def risk_values(form: FormData, table: LoadedTable, groups: Sequence[FieldGroup]
         raise AnonlabError("qi: name the columns the attacker knows", parameter="qi")
     other = given.pop("other", None)
     validate_settings(ReleaseRiskSettings, given)  # the one-line errors of every release's
+    known = {*qi, *(given.get("attacker_columns") or ())}
+    left = [c for c in current.columns_with(table, "qi") if c not in known]
+    if left and other is None:
+        raise AnonlabError(
+            f"{', '.join(left)}: quasi-identifier(s) on the Roles page that qi does not name: "
+            "choose them in qi, give them another role on the Roles page, or set other to "
+            "'insensitive' (not known to the attacker)",
+            parameter="qi",
+        )
     read = {k: v for k, v in table.read.items() if v is not None}
     values: dict[str, Any] = {"table": read.get("input"), "qi": list(qi)}
     for name, keyword in RISK_READ.items():
