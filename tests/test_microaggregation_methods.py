@@ -341,3 +341,40 @@ def test_command_refuses_in_one_line(
     assert code != 0 and message in text, text
     assert text.strip().startswith("Error:") and len(text.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def _documented(marker: str, fence: str) -> list[str]:
+    """The lines of the first ``fence`` block after ``marker`` (or after the section title)
+    in docs/em4adom.md."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "em4adom.md").read_text()
+    start = text.index(marker)
+    block = text[text.index(f"```{fence}\n", start) + len(fence) + 4 :]
+    return block[: block.index("```")].splitlines()
+
+
+def test_documented_output(tmp_path: Path, data_dir: Path, monkeypatch: Any) -> None:
+    """docs/em4adom.md, "Other methods": its commands print its lines (the seconds apart)."""
+    import re
+    import shlex
+
+    repo = data_dir.parent
+    commands = " ".join(
+        line.rstrip("\\").strip()
+        for line in _documented("## Other methods: onedims, pca, rmd", "bash")
+        if not line.startswith("t=")
+    ).split("anonlab ")[1:]
+    monkeypatch.chdir(tmp_path)
+    printed: list[str] = []
+    for command in commands:
+        args = [
+            str(repo / a) if a.startswith(("data/", "tests/")) else a
+            for a in shlex.split(command.replace("$t", "data/sdc/Tarragona.csv"))
+        ]
+        code, text = _cli(args)
+        assert code == 0, text
+        printed += [
+            re.sub(r"; [0-9.]+ s$", "", line)
+            for line in text.splitlines()
+            if line and not line.startswith(("Warning", "released unchanged"))
+        ]
+    assert printed == _documented("<!-- microaggregation-methods-output -->", "text")
