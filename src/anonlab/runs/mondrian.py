@@ -4,7 +4,7 @@ every output written or none.
 
 The generalize run hands its settings here when ``recoding`` is ``"mondrian"``. The rows
 are read in memory, or, with an engine (``engine = "dask"``, a folder output), counted and
-written by it (strict cuts only: :mod:`anonlab.mondrian.pieces`).
+written by it, strict or relaxed cuts (:mod:`anonlab.mondrian.pieces`).
 """
 
 from __future__ import annotations
@@ -62,16 +62,9 @@ def ordered_columns(settings: GeneralizeSettings) -> list[str]:
 
 
 def check_mondrian_settings(settings: GeneralizeSettings) -> None:
-    """Refuse, in one line, what a Mondrian run does not do: the engines, suppression, and
-    the full-domain search's own settings, aggregated quasi-identifiers on an engine."""
+    """Refuse, in one line, what a Mondrian run does not do: suppression, the full-domain
+    search's own settings, aggregated quasi-identifiers on an engine."""
     refuse_aggregate_on_engine(settings)
-    if settings.relaxed and uses_engine(settings):
-        raise AnonlabError(
-            "relaxed Mondrian runs in memory: a relaxed cut splits a tuple's records by "
-            "their order in the table, which the engines' pieces do not share; use the "
-            "strict cuts or engine numpy with a file output",
-            parameter="relaxed",
-        )
     if settings.suppression > 0:
         raise AnonlabError(
             "recoding mondrian suppresses no record: leave suppression at 0 (the whole "
@@ -214,7 +207,7 @@ def run_mondrian_on_engine(
     progress: ProgressFn | None,
     started: float,
 ) -> RunResult:
-    """Strict Mondrian on the settings' engine (docs/mondrian.md, "Engines"): the engine counts
+    """Mondrian on the settings' engine (docs/mondrian.md, "Engines"): the engine counts
     the base frequency set (and, for quasi-identifiers without a hierarchy, their values
     first), the cuts run here, one pass over the pieces writes the release as Parquet parts
     (:func:`anonlab.mondrian.pieces.write_piece`); the parts are read back and checked by
@@ -258,7 +251,9 @@ def run_mondrian_on_engine(
                 settings,
                 qi,
             )
-            result, plan = engine_mondrian(dataset, criteria, ordered=ordered)
+            result, plan = engine_mondrian(
+                dataset, criteria, ordered=ordered, relaxed=settings.relaxed
+            )
             release = write_release(
                 engine, table, plan, outputs, settings, hierarchies, dropped, progress
             )
