@@ -10,6 +10,7 @@ their measures; a bad parameter is the one-line error page; no token, no page.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -313,13 +314,25 @@ def test_the_risk_of_a_table_runs_as_a_job_and_shows_the_risk_section(client: Te
     assert "Sensitive attributes" in shown and "<td>relat</td>" in shown
 
 
-def test_fusion_runs_from_its_configuration_and_its_report_is_shown(client: TestClient) -> None:
+def test_fusion_runs_from_its_configuration_and_its_report_is_shown(
+    client: TestClient, tmp_path: Path
+) -> None:
     page = client.get("/method/fuse")
     assert page.status_code == 200 and 'name="config"' in page.text
-    form = {"config": str(FUSION), "verify": "true", "score": "sensitivity"}
+    form = {"config": str(FUSION), "verify": "true", "score": "tds", "max_risk": "0.5"}
     job = job_of(client, client.post("/method/fuse", data=form, follow_redirects=False))
     report = json.loads((job.folder / "report.json").read_text(encoding="utf-8"))
-    assert report["records"] == 30162
+    assert report["records"] == 30162 and report["score"] == "tds"
+    # the command line the run's folder holds writes the same fused table
+    words = shlex.split((job.folder / "command.sh").read_text(encoding="utf-8"))
+    assert words[:3] == ["anonlab", "fuse", str(FUSION)]
+    assert "--score" in words and "--max-risk" in words
+    for flag, name in (("--output", "fused.csv"), ("--report", "r.json"), ("--html", "r.html")):
+        words[words.index(flag) + 1] = str(tmp_path / name)
+    cli(*words[1:])
+    assert (tmp_path / "fused.csv").read_bytes() == (job.folder / "release.csv").read_bytes()
+    download = client.post("/method/fuse", data={**form, "action": "toml"})
+    assert download.text.startswith(f"anonlab fuse {FUSION} --output fused.csv")
     shown = results(client, job)
     assert "Anonymity templates" in shown and "provider-a" in shown
     again = client.get("/method/fuse/report", params={"path": str(job.folder / "report.json")})

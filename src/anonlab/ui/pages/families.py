@@ -13,9 +13,11 @@
   (:class:`~anonlab.risk.release.ReleaseRiskSettings`);
 - ``/method/fuse``: fusion's settings over a fusion configuration on this
   machine (``fusion.toml``, which names the providers' files): ``fuse`` runs
-  every provider in this process, so the app runs it as a job; a networked run
+  every provider in this process, so the app runs it as a job (``command.sh`` in
+  its folder: the ``anonlab fuse`` command line that repeats it, since ``fuse``
+  reads its configuration and flags, not a settings TOML); a networked run
   (``anonlab party``, one process per party on their own machines) cannot run
-  from here, so the page writes its settings TOML and shows a fusion report
+  from here, so the page gives the command line and shows a fusion report
   (``/method/fuse/report``) that such a run wrote;
 - ``/compare``: methods of several families on one table, measured alike: the
   runs of this session on the table and any further ``[[method]]`` tables in
@@ -52,7 +54,7 @@ from anonlab.ui.fields import (
     parse_fields,
     toml_value,
 )
-from anonlab.ui.forms import settings_model, start_run, with_outputs
+from anonlab.ui.forms import new_job, settings_model, start_run, with_outputs
 from anonlab.ui.jobs import DONE, Job, JobStore
 from anonlab.ui.templating import render
 from anonlab.ui.workspace import LoadedTable, Workspace
@@ -291,6 +293,7 @@ def _form_page(
         extra=extra,
         after=after,
         toml=command != "risk",
+        download="Download the command line" if command == "fuse" else "Download settings.toml",
         **context,
     )
 
@@ -539,14 +542,57 @@ def fuse_values(form: FormData, groups: Sequence[FieldGroup]) -> dict[str, Any]:
     return values
 
 
+#: FuseSettings' names that the ``fuse`` command spells otherwise
+FUSE_FLAGS = {"population_size": "--population", "sensitive_hierarchies": "--sensitive-hierarchy"}
+
+
+def fuse_command_line(values: Mapping[str, Any], outputs: Mapping[str, str]) -> str:
+    """The ``anonlab fuse`` command line of ``values`` with ``outputs`` (``fuse`` reads its
+    fusion configuration and flags, not a settings TOML)."""
+    words = ["anonlab", "fuse", str(values["config"])]
+    for name, path in outputs.items():
+        words += [f"--{name}", path]
+    for name, value in values.items():
+        flag = FUSE_FLAGS.get(name, "--" + name.replace("_", "-"))
+        if name in ("config", *outputs) or value is None:
+            continue
+        if name == "keep_id":
+            words.append("--keep-id" if value else "--drop-id")
+        elif isinstance(value, bool):
+            words.append(flag if value else f"--no-{flag[2:]}")
+        elif isinstance(value, Mapping):
+            words += [w for c, p in value.items() for w in (flag, f"{c}={p}")]
+        elif name == "risk_threshold":
+            words += [w for t in value for w in (flag, str(t))]
+        elif isinstance(value, list):
+            words += [flag, ",".join(str(v) for v in value)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
+#: the outputs of a fusion run from the app, in its folder
+FUSE_OUTPUTS = {"output": "fused.csv", "report": "report.json", "html": "report.html"}
+
+
 async def fuse_page(request: Request) -> Response:
     if request.method == "POST":
         form = await request.form()
         groups = fuse_groups()
         values = fuse_values(form, groups)
         if form.get("action") == "toml":
-            return settings_download("fuse", values)
-        return start_run(request, "fuse", values)
+            text = fuse_command_line(values, FUSE_OUTPUTS) + "\n"
+            return Response(
+                text,
+                media_type="text/x-shellscript",
+                headers={"Content-Disposition": 'attachment; filename="fuse.sh"'},
+            )
+        job = new_job(_workspace(request), "fuse", values)
+        outputs = {k: str(job.values[k]) for k in FUSE_OUTPUTS}
+        line = fuse_command_line(job.values, outputs)
+        (job.folder / "command.sh").write_text(line + "\n", encoding="utf-8")
+        _jobs(request).start(job)
+        return RedirectResponse(f"/runs/{job.id}", status_code=303)
     return _form_page(
         request,
         "fuse",
