@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -83,7 +83,7 @@ def _cli(kind: str, path: Path, delimiter: str, column: str, out: Path, *flags: 
     return out.read_bytes()
 
 
-def _build_and_save(client: TestClient, table: str, form: dict[str, object]) -> str:
+def _build_and_save(client: TestClient, table: str, form: Mapping[str, object]) -> str:
     """Preview the form, use it, save it; the preview's digest."""
     reply = client.post(f"/hierarchies/{table}/preview", data=form)
     assert reply.status_code == 200
