@@ -13,7 +13,8 @@ the form's ``column``, since a column's name may hold any character):
   an HTML fragment (``static/hierarchies.js`` asks for it as the form changes);
 * ``POST /hierarchies/{table}/build`` and ``/load``: the form's hierarchy or
   a file (uploaded, or a path on this machine) becomes the column's draft;
-* ``POST /hierarchies/{table}/rename``, ``/move``, ``/undo``: edits of the draft;
+* ``POST /hierarchies/{table}/rename``, ``/move``, ``/undo``: edits of the draft
+  (a move at level 1 of a value the draft lacks adds it to the group);
 * ``POST /hierarchies/{table}/save``: the draft written as ARX CSV into the
   workspace and attached to the column; ``/detach`` forgets the attachment;
 * ``GET /hierarchies/{table}/download?column=C``: the saved file.
