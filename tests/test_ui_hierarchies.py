@@ -489,3 +489,19 @@ def test_a_broken_attached_file_is_reported_and_can_be_replaced(
     _build_and_save(client, "t1", {"column": "age", "builder": "interval", "widths": "10"})
     assert workspace.tables["t1"].hierarchies["age"] != str(broken)
     assert "cannot be used" not in client.get("/hierarchies/t1?column=age").text
+
+
+def test_a_file_named_on_the_roles_step_is_shown_as_saved(
+    client: TestClient, workspace: Workspace
+) -> None:
+    source = REPO / "data" / "adult" / "hierarchy_age.csv"
+    workspace.tables["t1"].hierarchies["age"] = str(source)
+    page = client.get("/hierarchies/t1?column=age").text
+    assert "Saved" in page and "Unsaved" not in page
+    assert "From the file hierarchy_age.csv" in page
+    client.post(
+        "/hierarchies/t1/build", data={"column": "age", "builder": "interval", "widths": "10"}
+    )
+    page = client.get("/hierarchies/t1?column=age").text
+    assert "Unsaved changes" in page
+    assert workspace.tables["t1"].hierarchies["age"] == str(source)

@@ -46,6 +46,7 @@ from anonlab.ui.hierarchy_preview import (
     LevelSummary,
     Preview,
     add_value,
+    as_read,
     build,
     cli_line,
     hierarchy_path,
@@ -180,17 +181,15 @@ def _column_context(
 ) -> dict[str, Any]:
     column = data.column
     attached = table.hierarchies.get(column)
-    saved_sha = None
-    if attached is not None and Path(attached).is_file():
-        from hashlib import sha256
-
-        saved_sha = sha256(Path(attached).read_bytes()).hexdigest()
     pv, error = None, None
     if draft is not None:
         try:
             pv = preview(draft.hierarchy, data, draft.warnings)
         except AnonlabError as exc:  # a draft whose file a run could not read
             error = str(exc)
+    saved = False
+    if draft is not None and pv is not None and attached is not None:
+        saved = _same_as_file(draft, Path(attached))
     params = draft.params if draft is not None and draft.kind in HIERARCHY_BUILDERS else {}
     kind = draft.kind if draft is not None and draft.kind in HIERARCHY_BUILDERS else "interval"
     numeric = all(v == "" or _is_number(v) for v in data.values)
@@ -206,7 +205,7 @@ def _column_context(
         "edit_levels": _edit_levels(pv),
         "taxonomy_example": _taxonomy_example(data),
         "attached": attached,
-        "saved": pv is not None and saved_sha == pv.sha256,
+        "saved": saved,
         "kind": kind if numeric or kind != "interval" else "taxonomy",
         "params": params,
         "builders": list(HIERARCHY_BUILDERS),
@@ -218,6 +217,14 @@ def _column_context(
         "members_of": _members,
         "base": f"/hierarchies/{quote(table.id)}",
     }
+
+
+def _same_as_file(draft: Draft, path: Path) -> bool:
+    """Whether a run reading ``path`` gets the draft's hierarchy (the same rows as read)."""
+    try:
+        return Hierarchy.from_csv(path).rows == as_read(draft.hierarchy, draft.column).rows
+    except AnonlabError:
+        return False
 
 
 def _edit_levels(pv: Preview | None) -> list[LevelSummary]:
@@ -239,7 +246,7 @@ def _taxonomy_example(data: ColumnData) -> str:
         return "1:Group A=V1,V2\n1:Group B=V3\n2:Any=Group A,Group B"
     half = (len(values) + 1) // 2
     return (
-        f"1:Group A={','.join(values[:half])}\n1:Group B={','.join(values[half:])}, ...\n"
+        f"1:Group A={','.join(values[:half])}\n1:Group B={','.join(values[half:])}\n"
         "2:Any=Group A,Group B"
     )
 
