@@ -292,8 +292,9 @@ def _form_page(
         needs_table=needs_table,
         extra=extra,
         after=after,
-        toml=command != "risk",
-        download="Download the command line" if command == "fuse" else "Download settings.toml",
+        download=(
+            "Download the command line" if command in ("fuse", "risk") else "Download settings.toml"
+        ),
         **context,
     )
 
@@ -479,6 +480,12 @@ async def risk_page(request: Request) -> Response:
         form = await request.form()
         table = current.current_table(request, str(form.get("table") or "") or None)
         values = risk_values(form, table, risk_groups(table))
+        if form.get("action") == "toml":
+            return Response(
+                risk_command_line({**values, "report": "report.json"}) + "\n",
+                media_type="text/x-shellscript",
+                headers={"Content-Disposition": 'attachment; filename="risk.sh"'},
+            )
         job = _jobs(request).start(risk_job(workspace, values))
         return RedirectResponse(f"/runs/{job.id}", status_code=303)
     table = current.current_table(request)
