@@ -334,7 +334,18 @@ def test_cli_toml_and_verify(tmp_path: Path) -> None:
     [
         (["--qi", "age", "--k", "5"], "COLUMN=FILE"),
         (
-            ["--recoding", "mondrian", "--relaxed", "--qi", "age", "--k", "5", "--output", "f/"],
+            [
+                "--recoding",
+                "mondrian",
+                "--aggregate-qi",
+                "age=mean",
+                "--qi",
+                "age",
+                "--k",
+                "5",
+                "--output",
+                "f/",
+            ],
             "in memory",
         ),
         (["--recoding", "mondrian", "--qi", "age", "--suppression", "1%"], "suppresses no"),
