@@ -115,9 +115,10 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevTools]:
         yield tools
 
 
-def screenshot(browser: DevTools, name: str) -> None:
-    """Keep a screenshot of the page as ``$ANONLAB_UI_SCREENSHOTS/name.png`` when asked."""
-    png = browser.screenshot()
+def screenshot(browser: DevTools, name: str, max_height: float = 2400.0) -> None:
+    """Keep a screenshot of the page (its top ``max_height`` pixels) as
+    ``$ANONLAB_UI_SCREENSHOTS/name.png`` when asked."""
+    png = browser.screenshot(max_height=max_height)
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     folder = os.environ.get("ANONLAB_UI_SCREENSHOTS")
     if folder:
@@ -177,6 +178,23 @@ def test_a_page_of_another_origin_cannot_read_the_app(server: AppServer, browser
     # SameSite=Strict keeps the cookie off the cross-site request, and without CORS
     # headers the browser refuses the page the answer either way
     assert outcome.startswith("blocked"), outcome
+
+
+def test_the_recorder_catches_a_request_that_leaves_the_app(
+    server: AppServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The harness itself: an app page that asks another address is caught (a browser of
+    its own, so the module's record stays clean)."""
+    with launch(chromium_path(), tmp_path_factory.mktemp("chromium-check")) as browser:
+        browser.navigate(server.url)
+        assert foreign_requests(browser, server) == []
+        browser.evaluate(
+            "new Promise(done => { const i = new Image(); i.onload = i.onerror = done;"
+            " i.src = 'http://127.0.0.2:9/x.png'; })"
+        )
+        browser.drain(0.3)
+        assert foreign_requests(browser, server) == ["http://127.0.0.2:9/x.png"]
+        assert any("127.0.0.2:9" in p for p in page_problems(browser, server))
 
 
 def test_stopping_the_app_removes_its_private_folder(tmp_path: Path) -> None:
@@ -295,11 +313,12 @@ def load_path(browser: DevTools, server: AppServer, table: Path) -> str:
     return str(browser.evaluate("new URLSearchParams(location.search).get('table')"))
 
 
-def upload(browser: DevTools, server: AppServer, table: Path) -> str:
+def upload(browser: DevTools, server: AppServer, table: Path, shot: str | None = None) -> str:
     """Load ``table`` on the Load page by the upload form; the loaded table's id."""
     browser.navigate(server.url)
     on_page(browser, "/")
-    screenshot(browser, "01-load")
+    if shot is not None:
+        screenshot(browser, shot)
     browser.set_files("#upload-file", [table])
     click(browser, "#upload-form button[type=submit]")
     text = on_page(browser, "/")
@@ -415,12 +434,15 @@ def cli_release(settings: Path, command: str = "generalize") -> bytes:
     return (settings.parent / "release.csv").read_bytes()
 
 
-def export_and_compare(browser: DevTools, run: str, folder: Path, command: str, shot: str) -> None:
+def export_and_compare(
+    browser: DevTools, run: str, folder: Path, command: str, shot: str | None = None
+) -> None:
     """On run ``run``'s Export page: download the release and settings.toml as a user
     does, run the CLI on that TOML, and check both releases are the same bytes."""
     click(browser, f"a[href='/runs/{run}/export']")
     on_page(browser, f"/runs/{run}/export")
-    screenshot(browser, shot)
+    if shot is not None:
+        screenshot(browser, shot)
     downloads = folder / "downloads"
     release = browser.download(f"a[href='/runs/{run}/files/release.csv']", downloads)
     settings = browser.download(f"a[href='/runs/{run}/files/settings.toml']", downloads)
@@ -459,7 +481,7 @@ MARITAL_GROUPS = (
 def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
     """Adult uploaded, its roles given, age's intervals and marital status's taxonomy built
     with their live preview and saved; the table's id."""
-    table = upload(browser, server, ADULT / "adult.csv")
+    table = upload(browser, server, ADULT / "adult.csv", "01-load")
     assert "30162 rows, 9 columns" in text_of(browser)
     screenshot(browser, "02-preview")
 
@@ -538,7 +560,7 @@ def test_generalization_from_upload_to_release(
     # the HTML report as the app serves it
     click(browser, f"a[href='/runs/{second}/files/report.html']")
     on_page(browser, f"/runs/{second}/files/report.html")
-    screenshot(browser, "12-report")
+    screenshot(browser, "12-report", max_height=1600.0)
     browser.call("Page.navigateToHistoryEntry", entryId=_previous_entry(browser))
     browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
 
@@ -580,7 +602,7 @@ def test_microaggregation_from_a_path_to_release(
     run = finish_run(browser)
     assert "microaggregate" in text_of(browser, "h1")
     screenshot(browser, "15-microaggregate-result")
-    export_and_compare(browser, run, tmp_path, "microaggregate", "16-microaggregate-export")
+    export_and_compare(browser, run, tmp_path, "microaggregate")
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
@@ -609,12 +631,12 @@ def test_masking_from_upload_to_release(
     fill(browser, "#f-seed", "11")
     fill(browser, "[id='f-parameters.noise.noise']", "30")
     fill(browser, "[id='f-parameters.noise.noise_method']", "additive")
-    screenshot(browser, "17-mask-form")
+    screenshot(browser, "16-mask-form")
     click(browser, "form.family button[name=action][value=run]")
     run = finish_run(browser)
     assert "mask" in text_of(browser, "h1")
-    screenshot(browser, "18-mask-result")
-    export_and_compare(browser, run, tmp_path, "mask", "19-mask-export")
+    screenshot(browser, "17-mask-result")
+    export_and_compare(browser, run, tmp_path, "mask")
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
