@@ -37,7 +37,8 @@ parameter names and meanings:
   ``p sum_{j != i} ±m_ij x_j``, whose variance grows with the number of records mixed).
 - ``outdect``: noise on outliers only: a record is an outlier when one of its values lies
   above its column's 99 % quantile, or when its robust Mahalanobis distance (minimum
-  covariance determinant, half of the records: Rousseeuw and Van Driessen 1999) exceeds
+  covariance determinant, half of the records: Rousseeuw and Van Driessen 1999;
+  :mod:`anonlab.masking.mcd`) exceeds
   ``sqrt(chi2_{m, 0.975})`` (Templ and Meindl 2008); each outlier's value j gets
   ``N(0, (1.96 sd_j / sqrt(n) * noise/100)^2)``.
 
@@ -168,9 +169,12 @@ def _column_mean(data: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(mean, dtype=np.float64)
 
 
-def _column_moments(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each column's mean and sample SD (divisor n - 1) over its values present."""
-    columns = _by_column(data)
+def _column_moments(
+    data: NDArray[np.float64], columns: NDArray[np.float64] | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each column's mean and sample SD (divisor n - 1) over its values present;
+    ``columns`` is ``_by_column(data)`` when the caller has it."""
+    columns = _by_column(data) if columns is None else columns
     if not np.isnan(columns).any():  # the common case: no missing value, no NaN-aware pass
         mean = columns.mean(axis=1)
         if len(data) < 2:
@@ -296,35 +300,75 @@ def romm(data: NDArray[np.float64], rng: np.random.Generator, *, p: float) -> ND
     return out
 
 
+def quantile_linear(values: NDArray[np.float64], q: float) -> float:
+    """``numpy.quantile(values, q)`` (the linear method, R's type 7) of a column without
+    missing values, found without ordering the whole column when ``q`` is high.
+
+    The value at index ``i = (n - 1) q`` of the ordered values, moved by ``g = i -
+    floor(i)`` towards the next: NumPy's ``a + (b - a) g``, or ``b - (b - a) (1 - g)`` for
+    ``g >= 0.5``. The two order statistics come from the values above a threshold read
+    off every 64th value (a cheap lower bound, checked: when fewer values lie above it
+    than needed, the whole column is partitioned).
+    """
+    n = values.size
+    index = (n - 1) * q
+    low = int(np.floor(index))
+    high = min(low + 1, n - 1)
+    needed = n - low  # values at or above the order statistic ``low``
+    candidates = values
+    if needed * 8 < n:
+        sample = values[::64]
+        rank = max(sample.size - 2 * (needed // 64) - 16, 0)
+        threshold = np.partition(sample, rank)[rank]
+        above = values[values >= threshold]
+        if above.size >= needed:
+            candidates = above
+    shift = n - candidates.size
+    ordered = np.partition(candidates, [low - shift, high - shift])
+    a, b = ordered[low - shift], ordered[high - shift]
+    gamma = index - low
+    if gamma >= 0.5:
+        return float(b - (b - a) * (1 - gamma))
+    return float(a + (b - a) * gamma)
+
+
 def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.bool_]:
     """The records ``outdect`` perturbs: a value above its column's 99 % quantile (R's type 7
     quantile) or a robust Mahalanobis distance above ``sqrt(chi2_{m, 0.975})``.
 
-    The distance uses scikit-learn's minimum covariance determinant (FastMCD, half of the
-    records, reweighted: Rousseeuw and Van Driessen 1999), the estimator of robustbase's
-    ``covMcd(alpha = 1/2)`` that sdcMicro calls; its random subsets are seeded from ``rng``.
-    Beyond :data:`MCD_ROWS` records the estimator is fitted on that many records drawn
-    at random (scikit-learn's search costs about 1.5 ms a record; the estimate of a
-    centre and scatter from 2,000 records is as robust, its sampling error small).
+    The distance uses the minimum covariance determinant (half of the records, reweighted:
+    Rousseeuw and Van Driessen 1999), the estimator of robustbase's ``covMcd(alpha = 1/2)``
+    that sdcMicro calls, searched by :func:`anonlab.masking.mcd.fast_mcd` (FastMCD with
+    every start at once) with its random starts drawn from ``default_rng(s)``, ``s`` the
+    first number drawn from ``rng``. Beyond :data:`MCD_ROWS` records the estimator is fitted
+    on that many records drawn at random by the same generator (the search's cost grows
+    with the records; the estimate of a centre and scatter from 2,000 records is as
+    robust, its sampling error small).
     """
-    from sklearn.covariance import MinCovDet
+    return _outliers(data, _by_column(data), rng)
+
+
+def _outliers(
+    data: NDArray[np.float64], columns: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.bool_]:
+    from anonlab.masking.mcd import consistency, fast_mcd
 
     n, m = data.shape
-    upper = np.quantile(_by_column(data), 0.99, axis=1)  # the same values, faster
-    flagged: NDArray[np.bool_] = np.asarray((data > upper).any(axis=1))
+    flagged = np.zeros(n, dtype=bool)
+    for column in columns:  # a value above its column's 99 % quantile
+        flagged |= column > quantile_linear(column, 0.99)
     if n <= m + 1:
         return flagged
     seed = int(rng.integers(0, 2**31 - 1))
+    search = np.random.default_rng(seed)
     fit = data
     if n > MCD_ROWS:  # the estimate from a random subset: the search's cost grows with n
-        fit = data[np.random.default_rng(seed).choice(n, MCD_ROWS, replace=False)]
-    mcd = MinCovDet(support_fraction=0.5, random_state=seed).fit(fit)
+        fit = data[search.choice(n, MCD_ROWS, replace=False)]
+    mcd = fast_mcd(fit, search)
     limit = stats.chi2.ppf(0.975, m)
-    # robustbase scales the reweighted covariance to be consistent at the normal (the
-    # share h/n of records kept: h/n / P(chi2_{m+2} <= chi2_{m, h/n}); Croux and
-    # Haesbroeck 1999); scikit-learn does not, so the distances are divided by it
-    share = float(np.mean(mcd.support_))
-    factor = share / float(stats.chi2.cdf(stats.chi2.ppf(share, m), m + 2))
+    # robustbase scales the reweighted covariance to be consistent at the normal for the
+    # share of records kept (Croux and Haesbroeck 1999): the distances are divided by it
+    factor = consistency(m, float(np.mean(mcd.support)))
     far: NDArray[np.bool_] = np.asarray(mcd.mahalanobis(data) / factor > limit)
     return flagged | far
 
@@ -337,8 +381,9 @@ def outdect(
     if np.isnan(data).any():
         raise AnonlabError("noise method outdect needs columns without missing values")
     n = data.shape[0]
-    rows = np.flatnonzero(outliers(data, rng))
-    scale = 1.96 * _column_sd(data) / np.sqrt(n) * (noise / 100.0)
+    columns = _by_column(data)
+    rows = np.flatnonzero(_outliers(data, columns, rng))
+    scale = 1.96 * _column_moments(data, columns)[1] / np.sqrt(n) * (noise / 100.0)
     out = data.copy()
     out[rows] += rng.standard_normal((rows.size, data.shape[1])) * scale
     return out
