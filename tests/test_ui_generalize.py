@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette")
+from starlette.datastructures import FormData
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from anonlab.cli.app import app as cli_app
 from anonlab.ui.jobs import Job, JobStore
-from ui_flow import K5_L2, app_client, finish, generalize, load_adult, wait
+from ui_flow import ADULT, K5_L2, app_client, finish, generalize, load_adult, wait
 
 
 @pytest.fixture
@@ -244,3 +245,28 @@ def test_the_risk_settings_reach_the_run(client: TestClient) -> None:
     report = client.get(f"/runs/{run_id}/files/report.json").json()
     assert report["risk"]["attacker_columns"] == ["sex", "age"]
     assert report["transformation"]["age"] >= 3
+
+
+def test_a_relative_file_parameter_is_written_out_absolute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anonlab.ui.pages.method import criteria_of
+
+    monkeypatch.chdir(ADULT)
+    form = FormData(
+        [
+            ("model_0", "hierarchical-distance-t-closeness"),
+            ("attribute_0", "salary-class"),
+            ("parameters_0", "t=0.3,hierarchy=hierarchy_salary-class.csv"),
+            ("criteria_text", "distinct-l-diversity:salary-class:l=2"),
+        ]
+    )
+    assert criteria_of(form) == [
+        {
+            "model": "hierarchical-distance-t-closeness",
+            "attribute": "salary-class",
+            "t": 0.3,
+            "hierarchy": str(ADULT / "hierarchy_salary-class.csv"),
+        },
+        {"model": "distinct-l-diversity", "attribute": "salary-class", "l": 2},
+    ]

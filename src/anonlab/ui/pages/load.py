@@ -202,7 +202,7 @@ async def load_path(request: Request) -> Response:
     if path is None:
         raise AnonlabError("give the path of a table file (CSV, Parquet or Excel)")
     if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path):
-        path = str(Path(path).expanduser())
+        path = str(Path(path).expanduser().absolute())  # the settings file names it anywhere
     read = {"input": path, "delimiter": text(form, "delimiter"), "sheet": text(form, "sheet")}
     table = await load_table(request, Path(path).name or path, read)
     return RedirectResponse(f"/?table={table.id}", status_code=303)

@@ -14,6 +14,7 @@ gives the settings values under the names a TOML file uses, and
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, get_args
 
 from starlette.datastructures import FormData
@@ -130,8 +131,8 @@ async def generalize_form(request: Request) -> Response:
 def criteria_of(form: FormData) -> list[dict[str, Any]]:
     """The privacy models of the form's rows (model, attribute, ``KEY=VALUE,...``) and of its
     text area (one ``--criterion`` text a line), each checked and spelled out as the settings
-    keep it."""
-    from anonlab.privacy.spec import normalize_criterion
+    keep it, its file parameters absolute."""
+    from anonlab.privacy.spec import normalize_criterion, resolve_criteria_paths
 
     flags: list[str] = []
     for i in range(CRITERIA_ROWS):
@@ -143,7 +144,9 @@ def criteria_of(form: FormData) -> list[dict[str, Any]]:
     more = text(form, "criteria_text")
     if more is not None:
         flags.extend(line.strip() for line in more.splitlines() if line.strip())
-    return [normalize_criterion(flag) for flag in flags]
+    # a file parameter (subset, population, hierarchy) as the run reads it: from the app's
+    # folder, written out absolute so that the settings file reads the same file anywhere
+    return list(resolve_criteria_paths([normalize_criterion(f) for f in flags], Path.cwd()))
 
 
 def _levels(form: FormData, prefix: str, qis: list[str]) -> dict[str, int]:
