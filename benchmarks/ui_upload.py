@@ -21,15 +21,25 @@ preview page. Measured per repeat:
 * ``peak RSS``: the app process's resident-set high-water mark (``VmHWM`` of
   ``/proc/PID/status``), and its RSS before the upload (``VmRSS``).
 
+With ``--browser``, each repeat is instead the user's own path: headless
+Chromium (Debian's, driven over the DevTools protocol by tests/chromium_cdp.py)
+opens the app's URL, the file is given to the Load page's file field, and the
+Upload button is clicked; the page's script sends the file in one ``PUT`` and
+opens the preview when the app answers. ``preview`` is then the time from the
+click to the preview page's load event (``sent`` is not seen from outside the
+browser and is left out).
+
 Medians of ``--repeats`` (default 3) are printed and saved as JSON::
 
     python benchmarks/ui_upload.py --repeats 3
+    python benchmarks/ui_upload.py --repeats 3 --browser
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import importlib
 import json
 import os
 import platform
@@ -119,40 +129,95 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_upload(csv: Path, tmp: Path) -> dict[str, Any]:
-    """Upload ``csv`` to a fresh app and fetch the preview; the measures of that run."""
+def browser_upload(csv: Path, url: str, profile: Path) -> tuple[float, str]:
+    """Upload ``csv`` through the Load page in headless Chromium; seconds from the click to
+    the preview page's load event, and the preview's text."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    launch = importlib.import_module("chromium_cdp").launch  # the browser tests' client
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("--browser needs chromium (tests/setup_chromium.sh installs it)")
+    profile.mkdir(parents=True, exist_ok=True)
+    with launch(chromium, profile) as browser:
+        browser.navigate(url)
+        browser.set_files("#upload-file", [csv])
+        since = browser.mark()
+        started = time.perf_counter()
+        browser.evaluate("document.querySelector('#upload-form button[type=submit]').click()")
+        browser.wait_for("Page.loadEventFired", timeout=3600, since=since)
+        seconds = time.perf_counter() - started
+        text = str(browser.evaluate("document.querySelector('main').innerText"))
+        origin = url.split("/?", 1)[0] + "/"
+        foreign = [u for u in browser.requests if not u.startswith(origin)]
+        if foreign:
+            raise SystemExit(f"the page asked other addresses: {foreign}")
+    return seconds, text
+
+
+def http_upload(csv: Path, url: str, pid: int) -> dict[str, Any]:
+    """Upload ``csv`` by one raw ``PUT`` and fetch the preview page; the times and the
+    server's CPU (from the first byte sent) of that upload."""
+    origin, token = url.split("/?token=")
+    host, port = origin.removeprefix("http://").split(":")
+    cpu0 = cpu_seconds(pid)
+    conn = http.client.HTTPConnection(host, int(port), timeout=3600, blocksize=PIECE)
+    started = time.perf_counter()
+    conn.putrequest("PUT", f"/upload?name={csv.name}")
+    conn.putheader("X-Anonlab-Token", token)
+    conn.putheader("Content-Type", "application/octet-stream")
+    conn.putheader("Content-Length", str(csv.stat().st_size))
+    conn.endheaders()
+    with csv.open("rb") as fh:
+        while piece := fh.read(PIECE):
+            conn.send(piece)
+    sent = time.perf_counter() - started
+    cpu_sent = cpu_seconds(pid) - cpu0
+    reply = conn.getresponse()
+    body = json.loads(reply.read())
+    if reply.status != 200:
+        raise SystemExit(f"upload refused ({reply.status}): {body}")
+    uploaded = time.perf_counter() - started
+    conn.request("GET", body["location"], headers={"X-Anonlab-Token": token})
+    page = conn.getresponse()
+    html = page.read().decode()
+    previewed = time.perf_counter() - started
+    conn.close()
+    if page.status != 200 or "Preview of" not in html:
+        raise SystemExit(f"no preview ({page.status})")
+    return {
+        "bytes": body["bytes"],
+        "sent_s": round(sent, 2),
+        "uploaded_and_read_s": round(uploaded, 2),
+        "preview_s": round(previewed, 2),
+        "server_cpu_at_sent_s": round(cpu_sent, 2),
+        "server_cpu_s": round(cpu_seconds(pid) - cpu0, 2),
+    }
+
+
+def one_upload(csv: Path, tmp: Path, via_browser: bool = False) -> dict[str, Any]:
+    """Upload ``csv`` to a fresh app and get the preview; the measures of that run."""
+    import shutil
+
     proc, url = start_app(tmp)
     try:
-        origin, token = url.split("/?token=")
-        host, port = origin.removeprefix("http://").split(":")
         before_rss = status_kib(proc.pid, "VmRSS")
-        cpu0 = cpu_seconds(proc.pid)
-        conn = http.client.HTTPConnection(host, int(port), timeout=3600, blocksize=PIECE)
-        size = csv.stat().st_size
-        started = time.perf_counter()
-        conn.putrequest("PUT", f"/upload?name={csv.name}")
-        conn.putheader("X-Anonlab-Token", token)
-        conn.putheader("Content-Type", "application/octet-stream")
-        conn.putheader("Content-Length", str(size))
-        conn.endheaders()
-        with csv.open("rb") as fh:
-            while piece := fh.read(PIECE):
-                conn.send(piece)
-        sent = time.perf_counter() - started
-        cpu_sent = cpu_seconds(proc.pid) - cpu0
-        reply = conn.getresponse()
-        body = json.loads(reply.read())
-        if reply.status != 200:
-            raise SystemExit(f"upload refused ({reply.status}): {body}")
-        uploaded = time.perf_counter() - started
-        conn.request("GET", body["location"], headers={"X-Anonlab-Token": token})
-        page = conn.getresponse()
-        html = page.read().decode()
-        previewed = time.perf_counter() - started
-        conn.close()
-        if page.status != 200 or "Preview of" not in html:
-            raise SystemExit(f"no preview ({page.status})")
-        cpu = cpu_seconds(proc.pid) - cpu0
+        if via_browser:
+            profile = tmp / "chromium-profile"
+            shutil.rmtree(profile, ignore_errors=True)
+            cpu0 = cpu_seconds(proc.pid)
+            seconds, text = browser_upload(csv, url, profile)
+            if f"Preview of {csv.name}" not in text:
+                raise SystemExit(f"no preview: {text[:300]}")
+            run = {
+                "bytes": csv.stat().st_size,
+                "preview_s": round(seconds, 2),
+                "server_cpu_s": round(cpu_seconds(proc.pid) - cpu0, 2),
+            }
+        else:
+            run = http_upload(csv, url, proc.pid)
         peak = status_kib(proc.pid, "VmHWM")
     finally:
         stop_app(proc)
@@ -160,16 +225,24 @@ def one_upload(csv: Path, tmp: Path) -> dict[str, Any]:
     if left:
         raise SystemExit(f"the app left its private folder behind: {left}")
     return {
-        "bytes": body["bytes"],
-        "sent_s": round(sent, 2),
-        "uploaded_and_read_s": round(uploaded, 2),
-        "preview_s": round(previewed, 2),
-        "server_cpu_at_sent_s": round(cpu_sent, 2),
-        "server_cpu_s": round(cpu, 2),
+        **run,
         "rss_before_mib": round(before_rss / 1024, 1),
         "peak_rss_mib": round(peak / 1024, 1),
         "load_1min": round(os.getloadavg()[0], 1),
     }
+
+
+#: the printed table's rows: measure -> label
+LABELS = {
+    "sent_s": "body sent (s)",
+    "uploaded_and_read_s": "upload answered: written, read, summarized (s)",
+    "preview_s": "preview page loaded (s)",
+    "server_cpu_at_sent_s": "server CPU while the body came (s)",
+    "server_cpu_s": "server CPU to the preview (s)",
+    "rss_before_mib": "server RSS before the upload (MiB)",
+    "peak_rss_mib": "server peak RSS (MiB)",
+    "load_1min": "load average (1 min, 2 cores)",
+}
 
 
 def main() -> None:
@@ -177,48 +250,47 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--browser", action="store_true", help="upload from headless Chromium")
     parser.add_argument("--csv", type=Path, default=Path("/tmp/anonlab_ui_upload/adult_1g.csv"))
     parser.add_argument("--tmp", type=Path, default=Path("/tmp/anonlab_ui_upload/app"))
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ui_upload.json")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    out = args.out or ROOT / "benchmarks" / "results" / (
+        "ui_upload_browser.json" if args.browser else "ui_upload.json"
+    )
     made = time.perf_counter()
     table = make_csv(args.csv, args.gib, args.seed)
     print(
         f"table: {args.csv} ({table['bytes'] / GIB:.2f} GiB, {table['rows']:,} rows, "
-        f"{table['columns']} columns; ready in {time.perf_counter() - made:.1f} s)"
+        f"{table['columns']} columns; ready in {time.perf_counter() - made:.1f} s); "
+        f"upload {'from Chromium' if args.browser else 'by one HTTP PUT'}"
     )
     runs = []
     for i in range(args.repeats):
-        run = one_upload(args.csv, args.tmp)
+        run = one_upload(args.csv, args.tmp, args.browser)
         runs.append(run)
         print(f"  run {i + 1}: {run}")
-    keys = [k for k in runs[0] if k != "bytes"]
-    median = {k: round(statistics.median(r[k] for r in runs), 2) for k in keys}
-    mib_s = table["bytes"] / (1 << 20) / median["sent_s"]
+    median = {k: round(statistics.median(r[k] for r in runs), 2) for k in runs[0] if k != "bytes"}
     print()
     print("| measure | median |")
     print("|---|---:|")
     print(f"| file | {table['bytes'] / GIB:.2f} GiB, {table['rows']:,} rows |")
-    print(f"| body sent (s) | {median['sent_s']} ({mib_s:.0f} MiB/s) |")
-    print(f"| upload answered: written and read (s) | {median['uploaded_and_read_s']} |")
-    print(f"| preview page received (s) | {median['preview_s']} |")
-    print(f"| server CPU while the body came (s) | {median['server_cpu_at_sent_s']} |")
-    print(f"| server CPU to the preview (s) | {median['server_cpu_s']} |")
-    print(f"| server RSS before the upload (MiB) | {median['rss_before_mib']} |")
-    print(f"| server peak RSS (MiB) | {median['peak_rss_mib']} |")
-    print(f"| load average (1 min, 2 cores) | {median['load_1min']} |")
+    for key, label in LABELS.items():
+        if key in median:
+            print(f"| {label} | {median[key]} |")
     result = {
         "benchmark": "ui_upload",
         "command": "python benchmarks/ui_upload.py " + " ".join(sys.argv[1:]),
+        "via": "chromium" if args.browser else "http-put",
         "date": time.strftime("%Y-%m-%d"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "table": table,
         "repeats": runs,
         "median": median,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"saved {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {out}")
 
 
 if __name__ == "__main__":
