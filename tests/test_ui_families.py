@@ -259,6 +259,25 @@ def test_table_parameters_take_toml_or_the_command_lines_text(
     assert got == [([(2, None)], {"roof": 2, "walls": 1}), ([(2, 3)], {"roof": 2, "walls": 1})]
 
 
+def test_paths_typed_on_a_page_are_made_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anonlab.ui.pages.families import absolute_paths
+
+    monkeypatch.chdir(ROOT)
+    values = {
+        "input": "data/sdc/testdata.csv",
+        "library": "out/lib.json",
+        "sensitive_hierarchies": {"relat": "~/h.csv"},
+        "parameters": {"matrix": {"roof": "m.csv"}, "pd": [0.8]},
+        "seed": 3,
+    }
+    got = absolute_paths(values, ("input", "library", "sensitive_hierarchies"))
+    assert got["input"] == "data/sdc/testdata.csv"  # the loaded table's, as the Load page read it
+    assert got["library"] == str(ROOT / "out" / "lib.json")
+    assert got["sensitive_hierarchies"] == {"relat": str(Path.home() / "h.csv")}
+    assert got["parameters"] == {"matrix": {"roof": str(ROOT / "m.csv")}, "pd": [0.8]}
+    assert got["seed"] == 3
+
+
 # ---------------------------------------------------------------------------
 # The other families run and show their measures
 # ---------------------------------------------------------------------------

@@ -219,7 +219,30 @@ def family_values(
                 if parameters:
                     values["parameters"] = parameters
     check_unmasked(command, values, table)
-    return values
+    return absolute_paths(values, settings_model(command).path_fields)
+
+
+def _absolute(value: Any) -> Any:
+    """A path typed on a page (text, or a table of them) made absolute, ``~`` expanded: the
+    run reads it from the app's folder, and ``settings.toml`` must name the same file."""
+    if isinstance(value, str) and value and "://" not in value:
+        return str(Path(value).expanduser().resolve())
+    if isinstance(value, Mapping):
+        return {k: _absolute(v) for k, v in value.items()}
+    return value
+
+
+def absolute_paths(values: Mapping[str, Any], path_fields: Sequence[str]) -> dict[str, Any]:
+    """``values`` with the paths the user typed absolute: the model's path parameters
+    (``library``, ``sensitive_hierarchies``...) and a masking method's ``matrix``."""
+    out = dict(values)
+    for name in path_fields:
+        if name in out and name != "input":
+            out[name] = _absolute(out[name])
+    parameters = out.get("parameters")
+    if isinstance(parameters, Mapping) and "matrix" in parameters:
+        out["parameters"] = {**parameters, "matrix": _absolute(parameters["matrix"])}
+    return out
 
 
 #: the parameters whose columns a method masks or reads besides ``MASKED``'s
@@ -423,7 +446,7 @@ def risk_values(form: FormData, table: LoadedTable, groups: Sequence[FieldGroup]
         values["insensitive"] = insensitive
     if other is not None:
         values["other"] = other
-    for name, value in given.items():
+    for name, value in absolute_paths(given, ("sensitive_hierarchies",)).items():
         values[RISK_KEYWORDS.get(name, name)] = value
     return values
 
@@ -536,6 +559,7 @@ def fuse_values(form: FormData, groups: Sequence[FieldGroup]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for group in groups:
         values.update(parse_fields(form, group.fields))
+    values = absolute_paths(values, ("sensitive_hierarchies",))
     config = values.get("config")
     if not config:
         raise AnonlabError("config: give the path of the fusion configuration", parameter="config")
