@@ -237,6 +237,51 @@ def test_the_settings_toml_download_is_what_the_cli_reads(
     assert client.app.state.jobs.jobs == {}  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("method", "fields", "parameters"),
+    [
+        ("pram", {"pd": "0.8,0.7", "strata": ["urbrur"]}, {"pd": [0.8, 0.7], "strata": ["urbrur"]}),
+        ("topbot", {"top": "5e7", "kind": "top"}, {"top": 5e7}),
+        (
+            "recode",
+            {"breaks": "3", "recode_method": "equalamount", "labels": "low, mid, high"},
+            {"breaks": [3.0], "recode_method": "equalamount", "labels": ["low", "mid", "high"]},
+        ),
+        (
+            "noise",
+            {"noise_method": "correlated2", "delta": "0.2"},
+            {"noise_method": "correlated2", "delta": 0.2},
+        ),
+        ("rankswap", {"p": "5", "extremes": "mean"}, {"p": 5.0, "extremes": "mean"}),
+        (
+            "shuffle",
+            {"shuffle_method": "mvn", "predictors": ["savings"]},
+            {"shuffle_method": "mvn", "predictors": ["savings"]},
+        ),
+    ],
+)
+def test_each_masking_methods_parameters_are_sdcmicros_names_in_the_toml(
+    client: TestClient,
+    tmp_path: Path,
+    method: str,
+    fields: dict[str, Any],
+    parameters: dict[str, Any],
+) -> None:
+    from anonlab.runs.mask import MaskSettings
+
+    table = load_testdata(client, ["expend", "income"])
+    form = {"table": table, "method": method, "columns": ["expend", "income"], "seed": "1"}
+    form |= {f"parameters.{method}.{k}": v for k, v in fields.items()}
+    reply = client.post("/method/mask", data={**form, "verify": "true", "action": "toml"})
+    assert reply.status_code == 200, reply.text
+    written = tomllib.loads(reply.text)
+    assert written["method"] == method and written["parameters"] == parameters
+    path = tmp_path / "mask.toml"
+    path.write_text(reply.text, encoding="utf-8")
+    settings = MaskSettings.load(path)
+    assert {k: settings.parameters[k] for k in parameters} == parameters
+
+
 def test_table_parameters_take_toml_or_the_command_lines_text(
     client: TestClient, tmp_path: Path
 ) -> None:
