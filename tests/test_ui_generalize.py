@@ -49,6 +49,7 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     first = finish(client, reply.headers["location"])
     page = client.get(f"/runs/{first}")
     assert "k-anonymity" in page.text and "holds" in page.text
+    assert "Re-identification risk" in page.text and "records at risk above 0.05" in page.text
 
     explore = client.get(f"/runs/{first}/explore")
     assert explore.status_code == 200
