@@ -406,3 +406,44 @@ def test_the_pram_risk_accounts_for_the_matrix(tmp_path: Path) -> None:
     assert section["prosecutor_highest"] == pytest.approx(max(risks))
     assert section["prosecutor_average"] == pytest.approx(sum(risks) / len(risks))
     assert section["prosecutor_highest"] <= result.report["risk"]["prosecutor"]["highest"]
+
+
+def test_topbot_writes_no_input_and_shares_an_uncoded_column() -> None:
+    """Numbers coded into one array for all columns: the input frame stays as it was, a
+    column with nothing beyond the limit is released as it is, the others are coded."""
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({f"x{j}": rng.lognormal(5, 1, 2000).round(2) for j in range(3)})
+    frame["small"] = 1.5
+    frame["whole"] = (frame["x0"] * 10).round().astype("int64")
+    before = frame.copy(deep=True)
+    result = anonlab.mask(frame, "topbot", ["x0", "x1", "x2", "small", "whole"], top=400.0)
+    pd.testing.assert_frame_equal(frame, before)
+    for name in ("x0", "x1", "x2"):
+        expected = before[name].where(before[name] <= 400.0, 400.0)
+        pd.testing.assert_series_equal(result.release[name], expected)
+        assert result.section["coded"][name]["top_coded"] == int((before[name] > 400).sum())
+    pd.testing.assert_series_equal(result.release["small"], before["small"])
+    assert result.release["whole"].dtype == np.int64
+    assert result.release["whole"].max() == 400
+
+
+@pytest.mark.parametrize("breaks", [4, [0, 50, 200, 1e6], list(np.linspace(0, 1e6, 50))])
+def test_recode_labels_the_same_from_numbers_and_from_text(tmp_path: Path, breaks: Any) -> None:
+    """The intervals found by comparison passes (or a binary search for many breaks), as
+    a categorical from numbers and as text (an Arrow dictionary decoded) from the reader's
+    text: the same labels record by record, a missing value missing, the counts right."""
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"x": rng.lognormal(5, 1, 3000).round(2)})
+    frame.loc[::17, "x"] = np.nan
+    path = tmp_path / "x.csv"
+    frame.to_csv(path, index=False)
+    from_numbers = anonlab.mask(frame, "recode", "x", breaks=breaks)
+    from_text = anonlab.mask(read_table(path), "recode", "x", breaks=breaks)
+    numbers = from_numbers.release["x"].astype(object).where(frame["x"].notna(), "")
+    assert list(numbers) == list(from_text.release["x"])
+    entry = from_text.section["columns"]["x"]
+    counted = pd.Series(from_text.release["x"]).value_counts()
+    assert {k: v for k, v in entry["counts"].items() if v} == {
+        k: int(v) for k, v in counted.items() if k != ""
+    }
+    assert from_numbers.section == from_text.section

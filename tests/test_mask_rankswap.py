@@ -181,3 +181,28 @@ def test_from_the_command_line_with_sdcmicros_flags(tmp_path) -> None:
     released = pd.read_csv(out)["SALES"].to_numpy()
     original = pd.read_csv(DATA / "Tarragona.csv")["SALES"].to_numpy()
     assert np.array_equal(np.sort(released), np.sort(original))
+
+
+def test_descending_order_is_the_stable_order_with_and_without_ties() -> None:
+    """The ranking sorts unstably when no two values tie, else stably: either way the
+    positions from the highest value down, tied values in record order."""
+    rng = np.random.default_rng(2)
+    for values in (
+        rng.lognormal(0, 1, 5000),
+        np.round(rng.lognormal(0, 1, 5000), 1),
+        np.array([0.0, -0.0, 0.0, 1.0, -0.0]),
+        np.ones(7),
+        np.array([3.0]),
+    ):
+        expected = np.argsort(-values, kind="stable")
+        assert np.array_equal(rankswap.descending(values), expected)
+
+
+def test_swap_partners_walks_the_window_rule_on_a_wide_window() -> None:
+    """A window of thousands (the 100,000-record case's shape, smaller): an involution,
+    every pair within W - 1 ranks, nearly every position paired."""
+    partner = rankswap.swap_partners(20_000, 1500, np.random.default_rng(4))
+    positions = np.arange(partner.size)
+    assert np.array_equal(partner[partner], positions)
+    assert np.abs(partner - positions).max() <= 1499
+    assert np.mean(partner != positions) > 0.99
