@@ -98,7 +98,7 @@ def cli(*args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def same_as_cli(job: Job, command: str, tmp_path: Path) -> None:
+def same_as_cli(job: Job, command: str, tmp_path: Path, *more: str) -> None:
     """The CLI, given the run's settings.toml, writes the app's release byte for byte."""
     settings = job.folder / "settings.toml"
     assert tomllib.loads(settings.read_text(encoding="utf-8"))["output"] == str(
@@ -116,6 +116,7 @@ def same_as_cli(job: Job, command: str, tmp_path: Path) -> None:
         str(out / "report.json"),
         "--html",
         str(out / "report.html"),
+        *(str(out / m) if m.endswith(".json") else m for m in more),
     )
     app_release = (job.folder / "release.csv").read_bytes()
     assert app_release == (out / "release.csv").read_bytes()
@@ -328,19 +329,22 @@ def test_paths_typed_on_a_page_are_made_absolute(monkeypatch: pytest.MonkeyPatch
 # ---------------------------------------------------------------------------
 
 
-def test_cell_suppression_runs_and_shows_its_measures(client: TestClient) -> None:
+def test_cell_suppression_runs_and_shows_its_measures(client: TestClient, tmp_path: Path) -> None:
     keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
     table = load_testdata(client, keys)
     form = {"table": table, "qi": keys, "k": "3", "verify": "true"}
     job = job_of(client, client.post("/method/suppress", data=form, follow_redirects=False))
     report = job.result.report if job.result else {}
     assert report["k"] == 3 and report["cells_suppressed"] > 0
+    same_as_cli(job, "suppress", tmp_path)
     shown = results(client, job)
     assert f'<td class="num">{report["cells_suppressed"]}</td>' in shown
     assert "Per key" in shown and "GCP" in shown
 
 
-def test_perturbation_runs_writes_its_key_and_shows_the_attacks(client: TestClient) -> None:
+def test_perturbation_runs_writes_its_key_and_shows_the_attacks(
+    client: TestClient, tmp_path: Path
+) -> None:
     table = tarragona(client)
     form = {
         "table": table,
@@ -353,6 +357,7 @@ def test_perturbation_runs_writes_its_key_and_shows_the_attacks(client: TestClie
     job = job_of(client, client.post("/method/perturb", data=form, follow_redirects=False))
     assert (job.folder / "key.json").is_file()
     assert job.values["noise"] == 0.2 and job.values["method"] == "gdp"
+    same_as_cli(job, "perturb", tmp_path, "--key", "key.json")
     shown = results(client, job)
     assert "Attacks that would undo it" in shown and "least_squares" in shown
     assert "can never be inverted" not in shown
