@@ -1,10 +1,12 @@
 """The web app's method pages of every family but generalization, and the R-U map (issue 26).
 
-Each family runs from its page on sdcMicro's test data, Tarragona or Adult, loaded
-through the Load page and given roles on the Roles page. A microaggregation and a
-masking run from the app write, byte for byte, the release the CLI writes for the
-``settings.toml`` the app exports; the other families run and their pages show
-their measures; a bad parameter is the one-line error page; no token, no page.
+Each family runs from its page on sdcMicro's test data or Tarragona (the fusion
+example on Adult), loaded through the Load page and given roles on the Roles page.
+Microaggregation, masking, perturbation and cell suppression from the app write, byte
+for byte, the release the CLI writes for the run's ``settings.toml``; fusion's and
+risk's command lines (they read no settings file) and compare's settings give the
+CLI the same fused table, risk and comparison; each results page shows its family's
+measures; a bad parameter is the one-line error page; no token, no page.
 """
 
 from __future__ import annotations
@@ -415,7 +417,9 @@ def test_fusion_runs_from_its_configuration_and_its_report_is_shown(
     assert again.status_code == 200 and "Anonymity templates" in again.text
 
 
-def test_the_risk_utility_map_compares_the_sessions_runs(client: TestClient) -> None:
+def test_the_risk_utility_map_compares_the_sessions_runs(
+    client: TestClient, tmp_path: Path
+) -> None:
     table = tarragona(client)
     columns = header(TARRAGONA)
     form = {"table": table, "columns": columns, "k": "3", "verify": "true"}
@@ -431,6 +435,26 @@ def test_the_risk_utility_map_compares_the_sessions_runs(client: TestClient) -> 
     assert f"/compare/{job.id}/map.png" in shown and "utility loss" in shown
     image = client.get(f"/compare/{job.id}/map.png")
     assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
+    # the CLI, given the run's settings.toml, measures the same
+    out = tmp_path / "cli"
+    out.mkdir()
+    outputs = [
+        f"--{name}={out / name}.{ext}" for name, ext in (("report", "json"), ("html", "html"))
+    ]
+    cli(
+        "compare",
+        "--config",
+        str(job.folder / "settings.toml"),
+        *outputs,
+        f"--plot={out / 'p.png'}",
+    )
+    again = json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+    def figures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k != "cpu_seconds"} for row in rows]
+
+    assert job.result is not None
+    assert figures(again["comparison"]) == figures(job.result.report["comparison"])
 
 
 # ---------------------------------------------------------------------------
