@@ -10,7 +10,6 @@ refused.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -180,69 +179,23 @@ class MondrianResult:
         return len(self.class_sizes())
 
 
-def frequency_rows(
-    dataset: Dataset, criteria: Sequence[Criterion] = ()
-) -> tuple[FrequencyRows, IntArray]:
-    """The frequency set of ``dataset``'s quasi-identifier codes and the codes of the sensitive
-    attributes the ``criteria`` protect, and the row of it each record falls in.
-
-    The rows are in the one order the engines' base frequency set gives too
-    (:func:`anonlab.mondrian.pieces.base_rows`), which relaxed cuts read: by the first
-    appearance of their quasi-identifier tuple in the table, then by the protected
-    attributes' values in text order. A sensitive attribute no model protects does not
-    split a tuple.
-    """
-    used = {c.attribute for c in criteria if c.attribute is not None}
-    protected = [s for s in dataset.sensitive if s.name in used]
-    matrix = np.column_stack([np.asarray(q.codes, dtype=np.int64) for q in dataset.qis])
-    tuple_of, representatives = group_tuples(matrix, [len(q.values) for q in dataset.qis])
-    if not protected:  # the tuples, numbered by first appearance
-        counts = np.bincount(tuple_of, minlength=representatives.shape[0]).astype(np.int64)
-        return (
-            FrequencyRows(
-                codes=matrix[representatives],
-                counts=counts,
-                sensitive=np.zeros((representatives.shape[0], 0), dtype=np.int64),
-                sensitive_names=(),
-                global_counts=(),
-            ),
-            np.asarray(tuple_of, dtype=np.int64),
-        )
-    key = np.asarray(tuple_of, dtype=np.int64)
-    if protected:
-        ranked = [tuple_of]
-        for s in protected:
-            texts = np.asarray([str(v) for v in s.values], dtype=object)
-            rank = np.empty(len(texts), dtype=np.int64)
-            rank[np.argsort(texts, kind="stable")] = np.arange(len(texts), dtype=np.int64)
-            ranked.append(rank[np.asarray(s.codes, dtype=np.int64)])
-        widths = [int(tuple_of.max()) + 1 if len(tuple_of) else 1] + [
-            len(s.values) for s in protected
-        ]
-        if math.prod(widths) < np.iinfo(np.int64).max // 2:
-            key = np.zeros(len(tuple_of), dtype=np.int64)
-            for column, width in zip(ranked, widths, strict=True):
-                key = key * width + column
-        else:  # pragma: no cover - a key space beyond int64: sorted rows instead
-            _, key = np.unique(np.column_stack(ranked), axis=0, return_inverse=True)
-            key = key.reshape(-1).astype(np.int64)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    inverse = inverse.reshape(-1).astype(np.int64)
-    first = np.full(distinct.shape[0], inverse.shape[0], dtype=np.int64)
-    np.minimum.at(first, inverse, np.arange(inverse.shape[0], dtype=np.int64))
-    counts = np.bincount(inverse, minlength=distinct.shape[0]).astype(np.int64)
-    sensitive = (
-        np.column_stack([np.asarray(s.codes, dtype=np.int64)[first] for s in protected])
-        if protected
-        else np.zeros((distinct.shape[0], 0), dtype=np.int64)
-    )
+def frequency_rows(dataset: Dataset) -> tuple[FrequencyRows, IntArray]:
+    """The frequency set of ``dataset``'s quasi-identifier and sensitive codes, and the row of
+    it each record falls in."""
+    columns = [q.codes for q in dataset.qis] + [s.codes for s in dataset.sensitive]
+    cards = [len(q.values) for q in dataset.qis] + [len(s.values) for s in dataset.sensitive]
+    matrix = np.column_stack([np.asarray(c, dtype=np.int64) for c in columns])
+    inverse, first = group_tuples(matrix, cards)
+    counts = np.bincount(inverse, minlength=first.shape[0]).astype(np.int64)
+    rows = matrix[first]
+    m = len(dataset.qis)
     return (
         FrequencyRows(
-            codes=matrix[first],
+            codes=rows[:, :m],
             counts=counts,
-            sensitive=sensitive,
-            sensitive_names=tuple(s.name for s in protected),
-            global_counts=tuple(np.asarray(s.frequencies, np.int64) for s in protected),
+            sensitive=rows[:, m:],
+            sensitive_names=tuple(s.name for s in dataset.sensitive),
+            global_counts=tuple(np.asarray(s.frequencies, np.int64) for s in dataset.sensitive),
         ),
         inverse,
     )
@@ -282,7 +235,7 @@ def mondrian(
         )
     refuse_unjudgeable(criteria)
     bind_criteria(criteria, dataset)
-    freq, inverse = frequency_rows(dataset, criteria)
+    freq, inverse = frequency_rows(dataset)
     columns = mondrian_columns(dataset, ordered)
     started = time.process_time()
     check_whole(dataset.n, freq, columns, criteria)

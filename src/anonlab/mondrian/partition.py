@@ -25,8 +25,7 @@ The rules (docs/mondrian.md, "Cut rules"):
   vs ``>=``), so that no value lies on both sides.
 - *Relaxed cut* (ordered column): the records in value order, the first ``n // 2`` to
   the left; records of the median value may fall on both sides. Within one value,
-  records go in the frequency set's order (tuples by first appearance, a tuple's rows by
-  the protected sensitive attribute's value in text order). The relaxed
+  records go in the frequency set's order (tuples by first appearance). The relaxed
   partitioning is compared with the strict one on the same data and the one of smaller
   GCP is kept, so relaxed never loses more than strict (LeFevre et al.'s claim for the
   optimal partitions, which a greedy search alone does not guarantee).

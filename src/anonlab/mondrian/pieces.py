@@ -2,15 +2,16 @@
 pass (``map_pieces``) that writes each record with its partition's labels as Parquet parts.
 
 The base frequency set numbers the quasi-identifier tuples in order of first appearance, as
-the in-memory frequency set does, and, when a model protects a sensitive attribute, orders
-each tuple's values by their text as the in-memory rows are ordered
-(:func:`anonlab.mondrian.method.frequency_rows`), so the cuts, strict or relaxed, and so the
-release, are the ones the in-memory run finds (docs/mondrian.md, "Engines"). A relaxed cut
-may split the records of one frequency row over two partitions, the first ones in table
-order to the first partition: a pass over the pieces counts each split row's records in
-every piece (:func:`count_split_piece`), so that the writing pass knows, piece by piece,
-the place in the table of every record of a split row. The models may protect one
-sensitive attribute here (the base counts each sensitive column apart from the others).
+the in-memory frequency set does, so the strict cuts, and so the release, are the ones the
+in-memory run finds (docs/mondrian.md, "Engines"). Relaxed cuts read the order of the
+frequency rows, which in memory are the distinct tuples of the quasi-identifiers and every
+sensitive column: with sensitive columns a relaxed run has the engine count those tuples too
+(:func:`joint_rows`). A relaxed cut may split the records of one frequency row over two
+partitions, the first ones in table order to the first partition: a pass over the pieces
+counts each split row's records in every piece (:func:`count_split_piece`), so that the
+writing pass knows, piece by piece, the place in the table of every record of a split row.
+The models may protect one sensitive attribute here (the base counts each sensitive column
+apart from the others).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonlab.dataset import Role
 from anonlab.engine import kernels
 from anonlab.errors import AnonlabError
 from anonlab.mondrian.method import (
@@ -67,27 +69,71 @@ def base_rows(dataset: Dataset, criteria: Sequence[Criterion]) -> FrequencyRows:
             global_counts=(),
         )
     counts = base.sensitive[used[0]]
-    order = sensitive_order(dataset, used[0])
     return FrequencyRows(
-        codes=tuples[np.asarray(counts.classes, dtype=np.int64)[order]],
-        counts=np.asarray(counts.counts, dtype=np.int64)[order],
-        sensitive=np.asarray(counts.values, dtype=np.int64)[order][:, None],
+        codes=tuples[np.asarray(counts.classes, dtype=np.int64)],
+        counts=np.asarray(counts.counts, dtype=np.int64),
+        sensitive=np.asarray(counts.values, dtype=np.int64)[:, None],
         sensitive_names=(used[0],),
         global_counts=(np.asarray(counts.frequencies, dtype=np.int64),),
     )
 
 
-def sensitive_order(dataset: Dataset, name: str) -> IntArray:
-    """The base's ``(tuple, value)`` pairs of sensitive attribute ``name`` (sorted by tuple,
-    then value code) in the frequency rows' order: by tuple, then by the value's text."""
-    counts = dataset.base.sensitive[name]
-    texts = np.asarray([str(v) for v in counts.dictionary], dtype=object)
-    rank = np.empty(len(texts), dtype=np.int64)
-    rank[np.argsort(texts, kind="stable")] = np.arange(len(texts), dtype=np.int64)
-    values = np.asarray(counts.values, dtype=np.int64)
-    return np.asarray(
-        np.lexsort((rank[values], np.asarray(counts.classes, dtype=np.int64))), dtype=np.int64
+@dataclass(frozen=True)
+class JointRows:
+    """The frequency rows of a relaxed run with sensitive columns, counted by the engine over
+    the quasi-identifiers and every sensitive column together (as
+    :func:`anonlab.mondrian.method.frequency_rows` groups the rows in memory): ``freq`` with
+    the dataset's codes, ``keys`` each row's codes as the writing pass computes them (the
+    quasi-identifiers' codes in the dataset's dictionaries, then each sensitive column's in
+    ``dictionaries``)."""
+
+    freq: FrequencyRows
+    keys: NDArray[np.int32]
+    names: tuple[str, ...]
+    dictionaries: tuple[tuple[str, ...], ...]
+
+
+def joint_rows(engine: Engine, table: Any, dataset: Dataset) -> JointRows:
+    """The in-memory run's frequency rows, from the engine: the distinct tuples of the
+    quasi-identifiers and every sensitive column in order of first appearance, with their
+    counts (one more pass over the pieces, :meth:`Engine.frequency_set`)."""
+    from anonlab.dataset import Role
+
+    qi = [q.name for q in dataset.qis]
+    names = tuple(dataset.columns_with(Role.SENSITIVE))
+    joint = engine.frequency_set(table, [*qi, *names])
+    tuples = np.asarray(joint.tuples, dtype=np.int64)
+    keys = np.empty(tuples.shape, dtype=np.int32)
+    for j, q in enumerate(dataset.qis):  # the joint set's codes in the dataset's dictionaries
+        at = {v: i for i, v in enumerate(q.values)}
+        remap = np.array([at[v] for v in joint.dictionaries[j]], dtype=np.int64)
+        keys[:, j] = remap[tuples[:, j]]
+    m = len(qi)
+    sensitive = np.empty((tuples.shape[0], len(names)), dtype=np.int64)
+    global_counts = []
+    counts = np.asarray(joint.counts, dtype=np.int64)
+    for i, name in enumerate(names):
+        keys[:, m + i] = tuples[:, m + i]
+        held = dataset.base.sensitive.get(name)
+        own = joint.dictionaries[m + i]
+        if held is not None:  # the codes the criteria were bound to
+            at = {v: c for c, v in enumerate(held.dictionary)}
+            remap = np.array([at[v] for v in own], dtype=np.int64)
+            sensitive[:, i] = remap[tuples[:, m + i]]
+            global_counts.append(np.asarray(held.frequencies, dtype=np.int64))
+        else:
+            sensitive[:, i] = tuples[:, m + i]
+            global_counts.append(
+                np.bincount(tuples[:, m + i], weights=counts, minlength=len(own)).astype(np.int64)
+            )
+    freq = FrequencyRows(
+        codes=keys[:, :m].astype(np.int64),
+        counts=counts,
+        sensitive=sensitive,
+        sensitive_names=names,
+        global_counts=tuple(global_counts),
     )
+    return JointRows(freq, keys, names, tuple(tuple(d) for d in joint.dictionaries[m:]))
 
 
 @dataclass(frozen=True)
@@ -102,10 +148,10 @@ class MondrianPlan:
     label_codes: NDArray[np.int32]  # (partitions, m)
     labels: tuple[tuple[str, ...], ...]
     drop: tuple[str, ...]
-    #: relaxed cuts on a model's sensitive attribute: its name and dictionary, whose code
-    #: then ends each record's key (a frequency row is a (tuple, value) pair)
-    sensitive: str | None = None
-    sensitive_dictionary: tuple[str, ...] = ()
+    #: relaxed cuts with sensitive columns: their names and dictionaries, whose codes then
+    #: end each record's key (a frequency row is a tuple of them all, as in memory)
+    sensitive: tuple[str, ...] = ()
+    sensitive_dictionaries: tuple[tuple[str, ...], ...] = ()
     #: frequency rows split over partitions (relaxed cuts), by key: the partitions in order
     #: and the number of the row's records (in table order) that go to each and those before
     split: dict[bytes, tuple[IntArray, IntArray]] = field(default_factory=dict)
@@ -119,17 +165,27 @@ def engine_mondrian(
     *,
     ordered: Sequence[str] = (),
     relaxed: bool = False,
+    engine: Engine | None = None,
+    table: Any = None,
 ) -> tuple[MondrianResult, MondrianPlan]:
     """Mondrian on a rowless dataset (its engine's base frequency set), strict or ``relaxed``,
     and the plan that writes the release (:func:`write_piece`; with relaxed cuts,
-    :func:`write_parts` counts the split rows' records first)."""
+    :func:`write_parts` counts the split rows' records first). A relaxed run on a table with
+    sensitive columns counts its frequency rows over them too (:func:`joint_rows`, on
+    ``engine`` and ``table``), as the in-memory run groups its rows."""
     import time
 
     import pandas as pd
 
     refuse_unjudgeable(criteria)
     bind_criteria(criteria, dataset)
-    freq = base_rows(dataset, criteria)
+    freq = base_rows(dataset, criteria)  # refuses two protected attributes
+    joint: JointRows | None = None
+    if relaxed and dataset.columns_with(Role.SENSITIVE):
+        if engine is None:
+            raise AnonlabError("relaxed Mondrian with sensitive columns needs the engine's table")
+        joint = joint_rows(engine, table, dataset)
+        freq = joint.freq
     columns = mondrian_columns(dataset, ordered)
     started = time.process_time()
     check_whole(dataset.n, freq, columns, criteria)
@@ -152,22 +208,14 @@ def engine_mondrian(
     for row, held in shares.items():
         owner[row] = held[0][0]
     split_rows = [row for row, held in shares.items() if len(held) > 1]
-    sensitive: str | None = None
-    dictionary: tuple[str, ...] = ()
-    if freq.sensitive.shape[1]:  # rows are (tuple, value) pairs of the first attribute
-        name = freq.sensitive_names[0]
-        pairs = dataset.base.sensitive[name]
-        order = sensitive_order(dataset, name)
-        classes = np.asarray(pairs.classes, np.int64)[order]
-        if split_rows:  # a (tuple, value) pair may go to two partitions: key the pairs
-            sensitive, dictionary = name, tuple(str(v) for v in pairs.dictionary)
-            values = np.asarray(pairs.values, np.int64)[order]
-            keys = [_key(tuples[classes[r]], int(values[r])) for r in range(classes.shape[0])]
-        else:  # every pair of a tuple goes with the tuple
-            tuple_owner = np.empty(tuples.shape[0], dtype=np.int64)
-            tuple_owner[classes] = owner
-            keys = [tuples[i].tobytes() for i in range(tuples.shape[0])]
-            owner = tuple_owner
+    if joint is not None:  # rows of the quasi-identifiers and every sensitive column
+        keys = [joint.keys[r].tobytes() for r in range(joint.keys.shape[0])]
+    elif freq.sensitive.shape[1]:  # (tuple, value) pairs: a tuple's pairs go with it
+        classes = np.asarray(dataset.base.sensitive[freq.sensitive_names[0]].classes, np.int64)
+        tuple_owner = np.empty(tuples.shape[0], dtype=np.int64)
+        tuple_owner[classes] = owner
+        keys = [tuples[i].tobytes() for i in range(tuples.shape[0])]
+        owner = tuple_owner
     else:
         keys = [tuples[i].tobytes() for i in range(tuples.shape[0])]
     split = {
@@ -184,8 +232,8 @@ def engine_mondrian(
         label_codes=label_codes,
         labels=tuple(labels),
         drop=tuple(c for c, r in dataset.roles.items() if r.value == "identifying"),
-        sensitive=sensitive,
-        sensitive_dictionary=dictionary,
+        sensitive=joint.names if joint is not None else (),
+        sensitive_dictionaries=joint.dictionaries if joint is not None else (),
         split=split,
     )
     empty = pd.DataFrame()
@@ -195,20 +243,12 @@ def engine_mondrian(
     return result, plan
 
 
-def _key(codes: NDArray[np.int32], value: int | None = None) -> bytes:
-    """A frequency row's key: its quasi-identifier codes' bytes (int32), then, when the rows
-    are (tuple, value) pairs, the value's code."""
-    if value is None:
-        return codes.tobytes()
-    return np.append(codes.astype(np.int32), np.int32(value)).astype(np.int32).tobytes()
-
-
 def _batch_keys(
     batch: Any, plan: MondrianPlan, lookups: list[dict[str, int]], piece: Piece
 ) -> tuple[list[bytes], IntArray]:
     """The distinct frequency-row keys of a batch's records and each record's place among
     them (a value the base did not count is an error)."""
-    names = [*plan.columns, *([plan.sensitive] if plan.sensitive else [])]
+    names = [*plan.columns, *plan.sensitive]
     columns = []
     for j, name in enumerate(names):
         local, values = kernels.encode_text(batch.column(name))
@@ -226,17 +266,13 @@ def _batch_keys(
 
 
 def _lookups(plan: MondrianPlan) -> list[dict[str, int]]:
-    dictionaries = [*plan.dictionaries]
-    if plan.sensitive:
-        dictionaries.append(plan.sensitive_dictionary)
+    dictionaries = [*plan.dictionaries, *plan.sensitive_dictionaries]
     return [{v: i for i, v in enumerate(d)} for d in dictionaries]
 
 
 def _read_columns(piece: Piece, plan: MondrianPlan) -> list[str]:
     keep = [c for c in piece.columns() if c not in plan.drop]
-    if plan.sensitive and plan.sensitive not in keep:
-        keep.append(plan.sensitive)
-    return keep
+    return keep + [c for c in plan.sensitive if c not in keep]
 
 
 def count_split_piece(
@@ -245,7 +281,7 @@ def count_split_piece(
     """The piece's index and the records of each split frequency row (``plan.split``) in
     it."""
     lookups = _lookups(plan)
-    names = [*plan.columns, *([plan.sensitive] if plan.sensitive else [])]
+    names = [*plan.columns, *plan.sensitive]
     found: dict[bytes, int] = {}
     for batch in piece.batches(names, batch_rows):
         keys, inverse = _batch_keys(batch, plan, lookups, piece)

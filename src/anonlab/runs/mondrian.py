@@ -252,7 +252,12 @@ def run_mondrian_on_engine(
                 qi,
             )
             result, plan = engine_mondrian(
-                dataset, criteria, ordered=ordered, relaxed=settings.relaxed
+                dataset,
+                criteria,
+                ordered=ordered,
+                relaxed=settings.relaxed,
+                engine=engine,
+                table=table,
             )
             release = write_release(
                 engine, table, plan, outputs, settings, hierarchies, dropped, progress
