@@ -165,6 +165,26 @@ def test_microaggregation_from_the_app_is_the_clis_release(
     assert "ILh" in shown and "records at risk above 0.2" in shown
 
 
+def test_microaggregation_starts_from_the_numeric_and_the_text_quasi_identifiers(
+    client: TestClient,
+) -> None:
+    from anonlab.ui.pages.families import family_groups
+
+    table_id = load(
+        client, TESTDATA, {"sex": "qi", "age": "qi", "relat": "sensitive"}, "insensitive"
+    )
+    table = client.app.state.workspace.table(table_id)  # type: ignore[attr-defined]
+    for column in table.columns:  # the Load page's types: sex as text (a code list, say)
+        if column["name"] == "sex":
+            column["type"] = "text"
+    shown = {f.key: f.value for g in family_groups("microaggregate", table) for f in g.fields}
+    assert shown["columns"] == ["age"] and shown["nominal"] == ["sex"]
+    # a sensitive column without a hierarchy file (relat) leaves sensitive_hierarchies empty
+    assert shown["sensitive_hierarchies"] is None
+    for command in ("microaggregate", "perturb", "mask", "suppress"):
+        assert client.get(f"/method/{command}?table={table_id}").status_code == 200
+
+
 def test_microaggregation_offers_the_models_methods_when_it_has_them(client: TestClient) -> None:
     from anonlab.runs.microaggregate import MicroaggregateSettings
 

@@ -150,11 +150,10 @@ def family_groups(command: str, table: LoadedTable | None) -> list[FieldGroup]:
     prefill: dict[str, Any] = {}
     masked = MASKED.get(command)
     if masked is not None and table is not None:
-        qi = current.columns_with(table, "qi")
-        if qi:
-            prefill[masked] = qi
+        prefill.update(masked_prefill(command, table))
         if "sensitive_hierarchies" in model.model_fields:
-            trees = {c: table.hierarchies[c] for c in current.columns_with(table, "sensitive")}
+            sensitive = current.columns_with(table, "sensitive")
+            trees = {c: table.hierarchies.get(c) for c in sensitive}
             trees = {c: p for c, p in trees.items() if p}
             if trees:
                 prefill["sensitive_hierarchies"] = trees
@@ -179,6 +178,25 @@ def family_groups(command: str, table: LoadedTable | None) -> list[FieldGroup]:
     if command == "mask":
         groups[1:1] = mask_method_groups()
     return groups
+
+
+#: the column types of the Load page's preview that hold numbers
+NUMBER_TYPES = ("integer", "decimal")
+
+
+def masked_prefill(command: str, table: LoadedTable) -> dict[str, list[str]]:
+    """What the masked-columns fields show first: the table's quasi-identifiers; for
+    microaggregation the numeric ones as ``columns`` and the others as ``nominal`` (the
+    Load page's column types), for perturbation the numeric ones alone."""
+    qi = current.columns_with(table, "qi")
+    types = {str(c["name"]): c.get("type") for c in table.columns}
+    numeric = [c for c in qi if types.get(c) in NUMBER_TYPES]
+    if command == "microaggregate":
+        other = [c for c in qi if c not in numeric]
+        return {k: v for k, v in (("columns", numeric), ("nominal", other)) if v}
+    if command == "perturb":
+        return {"columns": numeric} if numeric else {}
+    return {MASKED[command]: qi} if qi else {}
 
 
 def mask_method_groups() -> list[FieldGroup]:
