@@ -7,6 +7,8 @@ CLI writes for the settings the app exports (issue 26).
 from __future__ import annotations
 
 import html
+import re
+import shlex
 import threading
 import tomllib
 from collections.abc import Iterator
@@ -82,26 +84,11 @@ def test_k5_l_diversity_second_node_equals_the_cli_byte_for_byte(
     # and the apply line the export page gives
     export = client.get(f"/runs/{second}/export")
     assert "anonlab apply" in export.text
-    first_values = tomllib.loads(client.get(f"/runs/{first}/files/settings.toml").text)
     applied = tmp_path / "applied"
     applied.mkdir()
-    report_in = run_folder(client, first) / "report.json"
-    run_cli(
-        [
-            "apply",
-            str(report_in),
-            first_values["input"],
-            "--delimiter",
-            ";",
-            "--node",
-            "2",
-            "--output",
-            "release.csv",
-            "--quiet",
-        ],
-        applied,
-        monkeypatch,
-    )
+    words = apply_line_of(client, second)
+    assert words[words.index("--node") + 1] == "2"
+    run_cli([*words[1:], "--quiet"], applied, monkeypatch)
     assert (applied / "release.csv").read_bytes() == release.content
 
     # the optimum too: its settings.toml repeats it
@@ -271,3 +258,44 @@ def test_a_relative_file_parameter_is_written_out_absolute(
         },
         {"model": "distinct-l-diversity", "attribute": "salary-class", "l": 2},
     ]
+
+
+def apply_line_of(client: TestClient, run_id: str) -> list[str]:
+    """The ``anonlab apply`` command line the export page of run ``run_id`` gives, as words."""
+    page = client.get(f"/runs/{run_id}/export").text
+    (line,) = re.findall(r"<pre>(anonlab apply .*?)</pre>", page)
+    return shlex.split(html.unescape(line))
+
+
+def test_other_levels_are_released_and_repeated_by_the_cli(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = load_adult(client)
+    first = generalize(client, table)
+    page = client.get(f"/runs/{first}/explore").text
+    assert "Release these levels" in page and 'max="3"' in page  # education's bound
+    reply = client.post(
+        f"/runs/{first}/explore",
+        data={"level_0": "1", "level_1": "4", "level_2": "1", "level_3": ""},
+        follow_redirects=False,
+    )
+    assert reply.status_code == 303, reply.text
+    run_id = finish(client, reply.headers["location"])
+    report = client.get(f"/runs/{run_id}/files/report.json").json()
+    assert report["transformation"] == {"sex": 1, "age": 4, "race": 1, "education": 1}
+    release = client.get(f"/runs/{run_id}/files/release.csv").content
+    text = client.get(f"/runs/{run_id}/files/settings.toml").text
+    cli = tmp_path / "pinned"
+    cli.mkdir()
+    (cli / "settings.toml").write_text(text, encoding="utf-8")
+    run_cli(["generalize", "--config", "settings.toml", "--quiet"], cli, monkeypatch)
+    assert (cli / "release.csv").read_bytes() == release
+    words = apply_line_of(client, run_id)
+    assert words[:2] == ["anonlab", "apply"] and "--levels" in words
+    line = tmp_path / "line"
+    line.mkdir()
+    run_cli([*words[1:], "--quiet"], line, monkeypatch)
+    assert (line / "release.csv").read_bytes() == release
+    assert "give a level" in html.unescape(
+        client.post(f"/runs/{first}/explore", data={"level_0": ""}).text
+    )

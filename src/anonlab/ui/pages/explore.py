@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from anonlab.errors import AnonlabError
-from anonlab.ui.forms import OUTPUT_NAMES, number, start_run
+from anonlab.ui.forms import OUTPUT_NAMES, number, start_run, text
 from anonlab.ui.jobs import DONE, Job, JobStore
 from anonlab.ui.pages.runs import job_of, jobs_of
 from anonlab.ui.templating import render
@@ -62,12 +63,11 @@ def quasi_identifiers(report: dict[str, Any]) -> list[str]:
     return [c for c, role in (report.get("roles") or {}).items() if role == "quasi"]
 
 
-def released_node(job: Job) -> int | None:
-    """The node of the alternatives list ``job`` released: 1 (the optimum) for generalize."""
-    if job.command == "generalize":
-        return 1
-    node = job.values.get("node")
-    return int(node) if node is not None else None
+def released_node(job: Job, alternatives: list[dict[str, Any]]) -> int | None:
+    """The node of ``alternatives`` whose levels ``job`` released (``None``: none of them)."""
+    assert job.result is not None
+    levels = job.result.report.get("transformation")
+    return next((a["node"] for a in alternatives if a["levels"] == levels), None)
 
 
 def read_pair(job: Job) -> tuple[Any, Any]:
@@ -123,15 +123,18 @@ async def page(request: Request) -> Response:
     cache = _cache(request)
     if job.id not in cache:
         cache[job.id] = await run_in_threadpool(distributions, job, qis)
+    alternatives = report.get("alternatives") or []
     return render(
         request,
         "explore.html",
         job=job,
         source=source,
-        alternatives=report.get("alternatives") or [],
+        alternatives=alternatives,
         metric=report.get("metric"),
         qis=list((report.get("transformation") or {}).keys()) or qis,
-        released=released_node(job),
+        released=released_node(job, alternatives),
+        levels=job.result.report.get("transformation") or {},
+        bounds=report.get("level_bounds") or {},
         distributions=cache[job.id],
     )
 
@@ -150,19 +153,43 @@ def apply_values(source: Job, node: int) -> dict[str, Any]:
     return values
 
 
+def chosen_levels(form: FormData, qis: list[str]) -> dict[str, int]:
+    """The levels the form's ``level_I`` fields give the quasi-identifiers (left empty: the
+    report's level)."""
+    levels: dict[str, int] = {}
+    for i, column in enumerate(qis):
+        level = number(form, f"level_{i}", int)
+        if level is not None:
+            levels[column] = level
+    return levels
+
+
 async def choose(request: Request) -> Response:
-    """Release node N of the run's alternatives: an ``apply`` run of its report."""
+    """Release node N of the run's alternatives, or the levels the form gives: an ``apply``
+    run of its report with ``node`` or ``levels``."""
     job = finished(job_of(request))
-    if job.command != "generalize":
-        raise AnonlabError(f"run {job.id} is an apply run: choose a node from its generalize run")
+    if job.command != "generalize" or job.result is None:
+        raise AnonlabError(f"run {job.id} is an apply run: choose from its generalize run")
+    report = job.result.report
+    if not report.get("transformation"):
+        raise AnonlabError(f"run {job.id} has no full-domain transformation to apply")
     form = await request.form()
+    values = apply_values(job, 1)
+    del values["node"]
+    if text(form, "node") is None:
+        levels = chosen_levels(form, list(report["transformation"]))
+        if not levels:
+            raise AnonlabError("give a level for at least one quasi-identifier")
+        values["levels"] = levels
+        return start_run(request, "apply", values)
     node = number(form, "node", int)
-    listed = job.result.report.get("alternatives") or [] if job.result else []
-    if node is None or not 1 <= node <= len(listed):
+    listed = report.get("alternatives") or []
+    if not 1 <= node <= len(listed):
         raise AnonlabError(
             f"node {node} is not in the list of run {job.id}: choose 1 to {len(listed)}"
         )
-    return start_run(request, "apply", apply_values(job, node))
+    values["node"] = node
+    return start_run(request, "apply", values)
 
 
 ROUTES: list[BaseRoute] = [

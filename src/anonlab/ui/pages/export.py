@@ -5,10 +5,11 @@ and the settings that repeat the run from the command line.
 beside the file (``release.csv``, ``report.json``, ``report.html``), so that
 ``anonlab generalize --config settings.toml`` (or the family's command) run in
 the folder it is saved to writes the same release. An ``apply`` run (another
-node of the solution space) has no ``--config`` on the command line: its
-``settings.toml`` is the generalize run's settings with ``min_level`` and
-``max_level`` fixed at the node's levels (a search that can only find that
-node), and the page gives the ``anonlab apply ... --node N`` line too.
+node of the solution space, or levels of the user's choice) has no ``--config`` on the
+command line: its ``settings.toml`` is the generalize run's settings with
+``min_level`` and ``max_level`` fixed at the levels it released (a search that
+can only find them), and the page gives the ``anonlab apply ... --node N``
+(``--levels``) line too.
 
 The release as Parquet, Excel or a database table is the released CSV read
 back as text and written by the library's one writer
@@ -76,14 +77,14 @@ def export_settings(request: Request, job: Job) -> tuple[str, dict[str, Any]]:
     """The command and settings values that repeat ``job`` with ``anonlab CMD --config``."""
     if job.command != "apply":
         return job.command, beside(job.values)
-    source, report = source_job(jobs_of(request), job)
+    source, _ = source_job(jobs_of(request), job)
     if source is None:
         raise AnonlabError(
             f"run {job.id} applied a report of another session: its settings are in its "
             "report's parameters"
         )
-    node = int(job.values["node"])
-    levels = next(a["levels"] for a in report["alternatives"] if a["node"] == node)
+    assert job.result is not None
+    levels = job.result.report["transformation"]  # the levels the apply run released
     values = beside(source.values)
     values.pop("alternatives", None)
     values["min_level"] = dict(levels)
@@ -98,7 +99,7 @@ def settings_text(request: Request, job: Job) -> str:
     command, values = export_settings(request, job)
     lines = [f"# anonlab {command} --config settings.toml   (run {job.id} of the web app)"]
     if job.command == "apply":
-        lines.append(f"# node {job.values['node']} of the alternatives: its levels as the bounds")
+        lines.append(f"# the levels run {job.id} released, as the search's only choice")
     if "/uploads/" in str(values.get("input", "")):
         lines.append("# input is the app's copy of the upload, removed when the app stops:")
         lines.append("# point it at your file")
@@ -122,7 +123,11 @@ def apply_line(job: Job) -> str | None:
     if job.command != "apply":
         return None
     words = ["anonlab", "apply", job.values["report_in"], job.values["input"]]
-    words += ["--node", str(job.values["node"])]
+    if job.values.get("node") is not None:
+        words += ["--node", str(job.values["node"])]
+    else:
+        levels = job.values.get("levels") or {}
+        words += ["--levels", ",".join(f"{c}={lv}" for c, lv in levels.items())]
     if job.values.get("delimiter"):
         words += ["--delimiter", job.values["delimiter"]]
     for name in ("table", "query", "sheet"):
