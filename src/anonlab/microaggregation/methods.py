@@ -19,7 +19,8 @@ group's aggregate (``aggr``: mean, median, trimmed mean, one-step;
   Rousseeuw and Van Driessen 1999) and its ``k - 1`` nearest remaining records
   (Euclidean) form a group, until ``k``..``2k - 1`` records remain: the last group. The
   MCD draws random subsets: its seed is the run's;
-- ``clustpca``: CLARA (Kaufman and Rousseeuw 1990, ch. 3) cuts the records into
+- ``clustpca``: CLARA (Kaufman and Rousseeuw 1990, ch. 3; as R's ``clara(x, 8)`` with its
+  own generator, so deterministic: :func:`clara_labels`) cuts the records into
   :data:`CLUSTERS` clusters; the clusters in turn, each's records by their first
   principal component score (a cluster of fewer records than columns: by the first
   column); the groups are cut from this whole order, so a group may span two clusters;
@@ -49,15 +50,16 @@ from anonlab.progress import ProgressFn, report_to
 
 Method = Literal["mdav", "onedims", "pca", "rmd", "clustpca", "influence"]
 METHODS: tuple[str, ...] = ("mdav", "onedims", "pca", "rmd", "clustpca", "influence")
-#: methods that draw random numbers (the MCD's subsets, CLARA's samples): they take a seed
-RANDOMIZED: tuple[str, ...] = ("rmd", "clustpca", "influence")
+#: methods that draw random numbers (the MCD's subsets): they take a seed
+RANDOMIZED: tuple[str, ...] = ("rmd",)
 #: CLARA's clusters for clustpca and influence (sdcMicro's ``nc = 8``)
 CLUSTERS = 8
 #: CLARA's samples (R's ``clara(samples = 5)``); each of ``40 + 2 * CLUSTERS`` records
 CLARA_SAMPLES = 5
-#: the MCD of rmd is fitted on at most this many records drawn at random (its search's cost
-#: grows with n; the centre and scatter of 5,000 records are as robust)
-MCD_ROWS = 5_000
+#: the MCD of rmd is fitted on at most this many records drawn at random (scikit-learn's
+#: search costs about 0.2 ms a record; the centre and scatter of 2,000 records are as
+#: robust, their sampling error small; the masking family's outdect does the same)
+MCD_ROWS = 2_000
 STEP = "microaggregation: strata done"
 
 
@@ -169,85 +171,165 @@ def rmd_order(x: NDArray[Any], k: int, rng: np.random.Generator) -> NDArray[np.i
     return order
 
 
-def clara_labels(
-    x: NDArray[Any], clusters: int, rng: np.random.Generator
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """CLARA (Kaufman and Rousseeuw 1990, ch. 3): each row's cluster and the medoids.
+class _ClaraRandom:
+    """CLARA's own generator (Kaufman and Rousseeuw 1990; R's ``clara(rngR = FALSE)``): the
+    state ``r`` steps to ``(5761 r + 999) mod 65536`` from 0, and a draw is ``r / 65536``."""
 
-    :data:`CLARA_SAMPLES` samples of ``min(n, 40 + 2 * clusters)`` rows (drawn from ``rng``;
-    every sample after the first holds the best medoids so far); PAM (BUILD, then SWAP
-    while a swap lowers the total distance) on each sample; every row assigned to its
-    nearest medoid (Euclidean, values in their own units, as sdcMicro calls ``clara``);
-    the sample whose medoids give the smallest mean distance wins. Clusters are numbered
-    by their medoid's row.
+    def __init__(self) -> None:
+        self.state = 0
+
+    def index(self, n: int) -> int:
+        """A row number in 1..n: ``1 + floor(n u)``."""
+        self.state = (self.state * 5761 + 999) & 0xFFFF
+        return min(n, 1 + int(n * (self.state / 65536.0)))
+
+
+def _clara_sample(n: int, size: int, best: list[int] | None, draw: _ClaraRandom) -> list[int]:
+    """The rows (1-based, ascending) of one CLARA sample of ``size`` rows.
+
+    Rows are drawn one by one, a row drawn twice drawn again. After the first sample the
+    best medoids so far are in every sample. When the sample is more than half of the
+    table, the rows left out are drawn instead (never a best medoid).
+    """
+    large = n < 2 * size
+    wanted = n - size if large else size
+    chosen: list[int] = []
+    if best is not None and not large:
+        chosen = sorted(best)
+    while len(chosen) < wanted:
+        row = draw.index(n)
+        if best is not None and (large or not chosen) and row in best:
+            continue
+        if row in chosen:
+            continue
+        chosen.append(row)
+        chosen.sort()
+    if large:
+        left_out = set(chosen)
+        return [r for r in range(1, n + 1) if r not in left_out]
+    return chosen
+
+
+def _distance_matrix(points: NDArray[Any]) -> NDArray[np.float64]:
+    """Euclidean distances between the rows of ``points``, each sum taken column by column."""
+    total = np.zeros((points.shape[0], points.shape[0]))
+    for j in range(points.shape[1]):
+        diff = points[:, None, j] - points[None, :, j]
+        total += diff * diff
+    return np.asarray(np.sqrt(total))
+
+
+def _clara_pam(d: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Medoids of one sample (distances ``d``): BUILD, then SWAP as CLARA does it.
+
+    BUILD adds, :data:`CLUSTERS` times, the row with the largest gain ``sum_j max(D_j -
+    d(i, j), 0)`` (``D_j`` the distance to the nearest medoid so far, at first 1.1 times
+    the largest distance plus 1; ties: the last row). SWAP computes for every medoid ``i``
+    and other row ``h`` the change of the total distance ``T_ih`` with CLARA's rule for a
+    row whose nearest medoid is ``i`` (``E_j`` the second nearest: ``d(h, j)`` when
+    ``E_j > D_j``, else ``E_j``; R's ``clara(pamLike = FALSE)``), makes the first swap of
+    the smallest ``T_ih < 0`` (h, then i, ascending) and starts again, until none is
+    negative.
+    """
+    m = d.shape[0]
+    clusters = min(CLUSTERS, m - 1) if m > 1 else 1
+    top = float(d.max()) * 1.1 + 1.0
+    medoid = np.zeros(m, dtype=bool)
+    nearest = np.full(m, top)
+    for _ in range(clusters):
+        step = nearest[None, :] - d  # [i, j]: D_j - d(i, j)
+        gain = np.cumsum(np.where(step > 0.0, step, 0.0), axis=1)[:, -1]  # j in turn
+        gain[medoid] = -np.inf
+        pick = m - 1 - int(np.argmax(gain[::-1]))
+        medoid[pick] = True
+        nearest = np.minimum(nearest, d[pick])
+    if clusters == 1:
+        return medoid
+    while True:
+        rows = np.flatnonzero(medoid)
+        near = np.full(m, top)
+        second = np.full(m, top)
+        for i in rows:
+            closer = d[i] < near
+            second = np.where(closer, near, np.where(d[i] < second, d[i], second))
+            near = np.where(closer, d[i], near)
+        # terms [j, h, i] of T_ih, summed over j in turn (as CLARA adds them)
+        to_medoid = d[rows].T[:, None, :]  # d(i, j) as [j, 1, i]
+        to_row = d.T[:, :, None]  # d(h, j) as [j, h, 1]
+        lowest = near[:, None, None]
+        small = np.where(second[:, None, None] > to_medoid, to_row, second[:, None, None])
+        terms = np.where(
+            to_medoid == lowest,
+            small - lowest,
+            np.where(to_row < lowest, to_row - lowest, 0.0),
+        )
+        change = np.cumsum(terms, axis=0)[-1]
+        change[medoid] = np.inf
+        h, slot = np.unravel_index(int(np.argmin(change)), change.shape)
+        if not change[h, slot] < 0.0:
+            return medoid
+        medoid[h] = True
+        medoid[rows[slot]] = False
+
+
+def _squared_to(xt: NDArray[Any], medoids: list[int]) -> NDArray[np.float64]:
+    """Squared Euclidean distances (medoids, n) of every row (``xt``: the table transposed)
+    to each medoid, summed column by column."""
+    total = np.zeros((len(medoids), xt.shape[1]))
+    diff = np.empty_like(total)
+    for j in range(xt.shape[0]):
+        np.subtract(xt[j][None, :], xt[j, medoids][:, None], out=diff)
+        np.multiply(diff, diff, out=diff)
+        total += diff
+    return total
+
+
+def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """CLARA (Kaufman and Rousseeuw 1990, ch. 3) as R's ``clara(x, 8)`` runs it: each row's
+    cluster (0-based) and the medoids' values, one row per cluster.
+
+    :data:`CLARA_SAMPLES` samples of ``min(n, 40 + 2 * 8)`` rows drawn by CLARA's own
+    generator (:class:`_ClaraRandom`, :func:`_clara_sample`); the medoids of each
+    (:func:`_clara_pam`, Euclidean distances on the values in their own units); every row
+    assigned to its nearest medoid; the sample with the smallest total distance wins (the
+    first of equal ones). Clusters are numbered in the order of their first row. The same
+    table gives the same clusters: CLARA's generator starts from 0 on every call.
     """
     n = x.shape[0]
-    clusters = min(clusters, n)
-    size = min(n, 40 + 2 * clusters)
-    best: NDArray[np.int64] | None = None
-    best_cost = np.inf
+    size = min(n, 40 + 2 * CLUSTERS)
+    xt = np.ascontiguousarray(x.T)
+    draw = _ClaraRandom()
+    best: list[int] | None = None
+    best_total = np.inf
+    best_squares = np.zeros((0, n))
+    seen: dict[tuple[int, ...], float] = {}
     for _ in range(CLARA_SAMPLES if size < n else 1):
-        if best is None:
-            sample = np.sort(rng.choice(n, size, replace=False))
-        else:
-            free = np.ones(n, dtype=bool)
-            free[best] = False
-            extra = rng.choice(np.flatnonzero(free), size - best.size, replace=False)
-            sample = np.sort(np.concatenate([best, extra]))
-        medoids = sample[_pam(x[sample], clusters)]
-        cost = float(np.mean(np.sqrt(_nearest(x, medoids)[1])))
-        if cost < best_cost:
-            best, best_cost = np.sort(medoids), cost
+        sample = list(range(1, n + 1)) if size == n else _clara_sample(n, size, best, draw)
+        rows = np.asarray(sample, dtype=np.int64) - 1
+        medoids = [int(r) for r in rows[_clara_pam(_distance_matrix(x[rows]))]]
+        if tuple(medoids) in seen:  # the same medoids give the same total: not better
+            continue
+        squares = _squared_to(xt, medoids)
+        nearest = np.argmin(squares, axis=0)  # a sample's assignment: by the squared sums
+        total = float(np.cumsum(np.sqrt(squares.min(axis=0)))[-1])  # row after row
+        seen[tuple(medoids)] = total
+        if best is None or best_total > total:
+            _, first = np.unique(nearest, return_index=True)
+            by_first = np.argsort(first, kind="stable")
+            best = [medoids[c] + 1 for c in by_first]
+            best_total = total
+            best_squares = squares[by_first]
     assert best is not None
-    labels, _ = _nearest(x, best)
-    return labels, np.asarray(x[best], dtype=np.float64)
+    medoid_rows = [r - 1 for r in best]
+    labels = np.argmin(np.sqrt(best_squares), axis=0)  # the final one: by the distances
+    labels[medoid_rows] = np.arange(len(medoid_rows))  # a medoid is in its own cluster
+    return np.asarray(labels, dtype=np.int64), np.asarray(x[medoid_rows], dtype=np.float64)
 
 
-def _nearest(x: NDArray[Any], medoids: NDArray[np.int64]) -> tuple[NDArray[np.int64], Any]:
-    """Each row's nearest medoid and its squared Euclidean distance, by one matrix product:
-    ``||x||^2 - 2 x.m + ||m||^2`` (the rounding of the products may decide between two
-    medoids at equal distances: either is nearest)."""
-    centres = x[medoids]
-    d = (centres * centres).sum(axis=1) - 2.0 * (x @ centres.T)
-    nearest = np.argmin(d, axis=1)
-    rows = np.arange(x.shape[0])
-    return np.asarray(nearest, dtype=np.int64), np.maximum(
-        d[rows, nearest] + (x * x).sum(axis=1), 0.0
-    )
-
-
-def _pam(x: NDArray[Any], clusters: int) -> NDArray[np.int64]:
-    """PAM's medoids of the rows of ``x``: BUILD (greedy), then the best SWAP while it helps."""
-    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
-    medoids = [int(np.argmin(d.sum(axis=0)))]
-    near = d[:, medoids[0]].copy()
-    while len(medoids) < clusters:
-        gain = np.maximum(near[:, None] - d, 0.0).sum(axis=0)
-        gain[medoids] = -1.0
-        pick = int(np.argmax(gain))
-        medoids.append(pick)
-        near = np.minimum(near, d[:, pick])
-    cost = near.sum()
-    while True:
-        best = (cost, -1, -1)
-        for slot in range(len(medoids)):
-            rest = [m for i, m in enumerate(medoids) if i != slot]
-            without = d[:, rest].min(axis=1) if rest else np.full(d.shape[0], np.inf)
-            totals = np.minimum(without[:, None], d).sum(axis=0)
-            totals[medoids] = np.inf
-            h = int(np.argmin(totals))
-            if totals[h] < best[0] - 1e-12 * max(1.0, abs(best[0])):
-                best = (float(totals[h]), slot, h)
-        if best[1] < 0:
-            return np.asarray(medoids, dtype=np.int64)
-        medoids[best[1]] = best[2]
-        cost = best[0]
-
-
-def clustered_order(x: NDArray[Any], method: str, rng: np.random.Generator) -> NDArray[np.int64]:
+def clustered_order(x: NDArray[Any], method: str) -> NDArray[np.int64]:
     """The order of ``clustpca`` or ``influence`` (module text): the clusters in turn, each's
     rows by its first principal component or by its medoid's largest column."""
-    labels, medoids = clara_labels(x, CLUSTERS, rng)
+    labels, medoids = clara_labels(x)
     parts = []
     for c in range(medoids.shape[0]):
         rows = np.flatnonzero(labels == c)
@@ -359,7 +441,7 @@ def stratum_release(
     elif method == "rmd":
         order = rmd_order(x, k, rng)
     else:
-        order = clustered_order(x, method, rng)
+        order = clustered_order(x, method)
     return ordered_release(x, order, k, aggr, trim)
 
 

@@ -9,7 +9,8 @@
 # time, nothing of it is kept here. R 4.2.2, cluster 2.1.4, robustbase 0.95.0, data.table.
 # Each case: the released matrix as text (every value "%.17g", rows joined by newlines), its
 # md5; the column sums of the release; for the methods whose groups span all columns, each
-# record's group (groups numbered by first row). rmd draws random numbers (covMcd): its
+# record's group (groups numbered by first row). Tarragona100 is Tarragona's first 100 rows
+# (clara then draws the rows it leaves out of a sample). rmd draws random numbers (covMcd): its
 # information loss SSE/SST (standardized by the original's sd, n - 1) over seeds 1..20 on
 # Tarragona (on Census covMcd finds the covariance singular and sdcMicro stops).
 suppressMessages({library(cluster); library(robustbase); library(data.table); library(jsonlite)})
@@ -50,8 +51,13 @@ cases <- list(
   list(data="testdata2", method="onedims", k=3, measure="mean", trim=0, strata="urbrur"),
   list(data="testdata2", method="pca", k=3, measure="median", trim=0, strata="urbrur"),
   list(data="testdata2", method="pca", k=3, measure="mean", trim=0, strata=c("urbrur", "sex")),
-  list(data="testdata2", method="pca", k=3, measure="mean", trim=0, columns="income"))
-frames <- list(Tarragona=tarragona, Census=census, testdata2=td2)
+  list(data="testdata2", method="pca", k=3, measure="mean", trim=0, columns="income"),
+  list(data="Tarragona100", method="clustpca", k=3, measure="median", trim=0),
+  list(data="Tarragona100", method="influence", k=4, measure="onestep", trim=0),
+  list(data="testdata2", method="clustpca", k=3, measure="mean", trim=0, strata="urbrur"),
+  list(data="testdata2", method="influence", k=3, measure="trim", trim=0.34, strata="urbrur"))
+frames <- list(Tarragona=tarragona, Census=census, testdata2=td2,
+  Tarragona100=tarragona[1:100, ])
 out <- list()
 for (case in cases) {
   x <- frames[[case$data]]
@@ -64,7 +70,7 @@ for (case in cases) {
   entry <- c(case, list(columns=vars, md5=md5(s), column_sums=unname(colSums(m)),
     sse_sst=sse_sst(as.matrix(x[, vars]), m)))
   if (case$method != "onedims") entry$groups <- groups_of(m)
-  if (case$data == "testdata2") entry$released <- s
+  if (case$data %in% c("testdata2", "Tarragona100")) entry$released <- s
   out[[length(out) + 1]] <- entry
 }
 rmd <- list()
