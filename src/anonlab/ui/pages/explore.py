@@ -139,9 +139,10 @@ async def page(request: Request) -> Response:
     )
 
 
-def apply_values(source: Job, node: int) -> dict[str, Any]:
-    """The settings values of an ``apply`` run releasing ``node`` of ``source``'s report: the
-    same input and read settings, risk settings and checks as ``source``."""
+def apply_values(source: Job) -> dict[str, Any]:
+    """The settings values of an ``apply`` run of ``source``'s report (its ``node`` or
+    ``levels`` still to choose): the same input and read settings, risk settings and checks
+    as ``source``."""
     from anonlab.runs.generalize_settings import ApplySettings
 
     skip = {*OUTPUT_NAMES, "output_table", "plot"}
@@ -149,7 +150,6 @@ def apply_values(source: Job, node: int) -> dict[str, Any]:
         k: v for k, v in source.values.items() if k in ApplySettings.model_fields and k not in skip
     }
     values["report_in"] = str(source.folder / OUTPUT_NAMES["report"])
-    values["node"] = node
     return values
 
 
@@ -174,8 +174,7 @@ async def choose(request: Request) -> Response:
     if not report.get("transformation"):
         raise AnonlabError(f"run {job.id} has no full-domain transformation to apply")
     form = await request.form()
-    values = apply_values(job, 1)
-    del values["node"]
+    values = apply_values(job)
     if text(form, "node") is None:
         levels = chosen_levels(form, list(report["transformation"]))
         if not levels:
