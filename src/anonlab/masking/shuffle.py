@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from pydantic import field_validator
-from scipy import special, stats
+from scipy import special
 
 from anonlab.errors import AnonlabError
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
@@ -100,20 +100,47 @@ def _matrix(values: NDArray[np.float64], what: str) -> NDArray[np.float64]:
     return data
 
 
+def _ascending(values: NDArray[np.float64]) -> NDArray[np.intp]:
+    """The positions of ``values`` from the lowest to the highest, equal values in record
+    order (a stable sort): an unstable sort (about twice as fast) when no two values are
+    equal, which gives the same order, else the stable one."""
+    order = np.argsort(values)
+    ranked = values[order]
+    if np.any(ranked[1:] == ranked[:-1]):
+        return np.argsort(values, kind="stable")
+    return order
+
+
 def reverse_map(x: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each column of ``x`` sorted and handed out in the order of ``ystar``'s column: the
     record with the k-th smallest ``ystar`` (ties by record order) gets the k-th smallest
-    value of ``x``."""
-    out = np.empty_like(x)
-    order = np.argsort(ystar, axis=0, kind="stable")
-    ordered = np.sort(x, axis=0)
-    np.put_along_axis(out, order, ordered, axis=0)
-    return out
+    value of ``x``. Column by column, each contiguous."""
+    xs = np.ascontiguousarray(x.T)
+    ys = np.ascontiguousarray(ystar.T)
+    out = np.empty_like(xs)
+    for j in range(xs.shape[0]):
+        out[j, _ascending(ys[j])] = xs[j][_ascending(xs[j])]
+    return np.ascontiguousarray(out.T)
 
 
 def _ranks(data: NDArray[np.float64]) -> NDArray[np.float64]:
-    ranked: NDArray[np.float64] = stats.rankdata(data, method="average", axis=0).astype(np.float64)
-    return ranked
+    """Each column's average ranks (R's ``rank``, ``ties.method = "average"``): a tie's
+    values share the mean of the ranks they span. Column by column, each contiguous; the
+    ranks are exact (whole or half numbers), so the sort's stability does not matter."""
+    columns = np.ascontiguousarray(data.T)
+    n = columns.shape[1]
+    out = np.empty(columns.shape, dtype=np.float64)
+    for j, column in enumerate(columns):
+        order = np.argsort(column)
+        ordered = column[order]
+        tie = ordered[1:] == ordered[:-1]
+        if tie.any():
+            start = np.flatnonzero(np.concatenate([[True], ~tie]))
+            end = np.append(start[1:], n)
+            out[j, order] = np.repeat((start + 1 + end) / 2.0, end - start)
+        else:
+            out[j, order] = np.arange(1, n + 1, dtype=np.float64)
+    return np.ascontiguousarray(out.T)
 
 
 def _correlation(data: NDArray[np.float64]) -> NDArray[np.float64]:
