@@ -179,3 +179,23 @@ def test_every_route_of_the_workflow_needs_the_token(tmp_path: Path) -> None:
                     assert b"<html" not in reply.content
                     seen += 1
         assert seen >= 15
+
+
+def test_parquet_and_excel_uploads_are_read_by_their_format(
+    client: TestClient, tmp_path: Path
+) -> None:
+    import pandas as pd
+
+    from anonlab.io import write_table
+
+    frame = pd.DataFrame({"zip": ["01234", "01234", "05678"], "age": ["30", "31", "45"]})
+    for name, sheet in (("t.parquet", None), ("t.xlsx", "people")):
+        write_table(frame, tmp_path / name, sheet=sheet)
+        query = f"name={name}" + (f"&sheet={sheet}" if sheet else "")
+        reply = client.put(f"/upload?{query}", content=(tmp_path / name).read_bytes())
+        assert reply.status_code == 200, reply.text
+        page = client.get(reply.json()["location"]).text
+        assert "3 rows, 2 columns" in page and "01234" in page, name
+    workbook = (tmp_path / "t.xlsx").read_bytes()
+    reply = client.put("/upload?name=t.xlsx&sheet=nobody", content=workbook)
+    assert reply.status_code == 400 and "nobody" in reply.json()["error"]
