@@ -105,9 +105,10 @@ MASKED: dict[str, str] = {
     "perturb": "columns",
 }
 
-#: the roles a loaded table holds, as the role settings name them
+#: the roles of the columns a method does not mask, as the role settings name them
 ROLE_NAMES = ("identifying", "sensitive", "insensitive")
-#: the release file a run writes (the comparison's methods take their settings from runs)
+#: the commands whose runs of this session the comparison offers as its methods (compare's
+#: own list: anonlab.runs.compare.COMMANDS)
 COMPARED_COMMANDS = ("generalize", "microaggregate", "perturb", "suppress", "mask")
 
 
