@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import operator
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -751,12 +752,12 @@ class FrequencyCache:
         self._cand_score[0] = _score(engine.bottom.classes, _BOTTOM)
         #: LRU slots ever used: the lookup reads the candidates up to ``_spare + _high_slot``
         self._high_slot = 0
-        #: last use of each slot; free slots hold the largest int64 (never the LRU entry)
-        self._used = np.full(self.capacity, _INT64_MAX, dtype=np.int64)
+        #: the slots in use, least recently used first (what an argmin over their last uses
+        #: would find, without the pass over every slot)
+        self._lru: OrderedDict[int, None] = OrderedDict()
         self._free = list(range(self.capacity))  # a heap: the lowest free slot first
         self._entries: list[FrequencySet | None] = [None] * self.capacity
         self._slot: dict[tuple[int, ...], int] = {}
-        self._clock = 0
         self._axes: dict[int, FrequencySet] = {}
         self._chain: dict[tuple[int, ...], FrequencySet] = {}
         self._snapshots: (
@@ -772,7 +773,7 @@ class FrequencyCache:
 
     def get(self, levels: Sequence[int]) -> FrequencySet | None:
         """The cached frequency set of exactly this node, if any."""
-        key = tuple(int(x) for x in levels)
+        key = levels if type(levels) is tuple else tuple(int(x) for x in levels)
         slot = self._slot.get(key)
         if slot is None:
             return self._axis_snapshot(key)
@@ -787,8 +788,7 @@ class FrequencyCache:
         return None
 
     def _touch(self, slot: int) -> None:
-        self._clock += 1
-        self._used[slot] = self._clock
+        self._lru.move_to_end(slot)
 
     def put(self, fs: FrequencySet) -> None:
         """Store a frequency set, evicting least recently used entries.
@@ -801,19 +801,21 @@ class FrequencyCache:
             return
         size = fs.nbytes
         while self._slot and (len(self._slot) >= self.capacity or self._bytes + size > self.budget):
-            self._evict(int(np.argmin(self._used)))
+            self._evict(next(iter(self._lru)))
         slot = heapq.heappop(self._free)
         self._entries[slot] = fs
         self._levels[slot] = fs.levels
-        if self._packer.usable:
-            self._packed[slot] = self._packer.pack(fs.levels)
-        self._classes[slot] = fs.classes
-        self._cand_score[self._spare + slot] = _score(fs.classes, _ENTRY)
-        self._cand_packed[self._spare + slot] = self._packed[slot]
-        self._high_slot = max(self._high_slot, slot + 1)
+        packed = self._packer.pack(fs.levels) if self._packer.usable else self._packer.never
+        self._packed[slot] = packed
+        classes = fs.classes
+        self._classes[slot] = classes
+        self._cand_score[self._spare + slot] = _score(classes, _ENTRY)
+        self._cand_packed[self._spare + slot] = packed
+        if slot >= self._high_slot:
+            self._high_slot = slot + 1
         self._slot[fs.levels] = slot
         self._bytes += size
-        self._touch(slot)
+        self._lru[slot] = None  # the most recently used
 
     def _evict(self, slot: int) -> None:
         old = self._entries[slot]
@@ -822,7 +824,7 @@ class FrequencyCache:
         del self._slot[old.levels]
         self._bytes -= old.nbytes
         self._entries[slot] = None
-        self._used[slot] = _INT64_MAX
+        del self._lru[slot]
         self._levels[slot] = _NEVER_BELOW  # never at or below a target
         self._packed[slot] = self._packer.never
         self._classes[slot] = 0
@@ -836,11 +838,15 @@ class FrequencyCache:
         Falls back on a new axis snapshot, and only for the bottom node itself
         (or a lattice whose hierarchies all have height 0) on the bottom.
         """
-        target = np.asarray(levels, dtype=np.int16)
-        best = self._smallest_cached_below(target)
+        target = tuple(int(x) for x in levels)
+        best = (
+            self._smallest_candidate(target)
+            if self._packer.usable
+            else self._smallest_cached_below(np.asarray(target, dtype=np.int16))
+        )
         if best is self.engine.bottom:
             axis = next((i for i in self._axis_order if target[i] >= 1), None)
-            if axis is not None and tuple(int(x) for x in target) != self._axis_levels(axis):
+            if axis is not None and target != self._axis_levels(axis):
                 best = self.engine.roll_up(self.engine.bottom, self._axis_levels(axis))
                 self._axes[axis] = best
                 self._snapshots = None
@@ -849,9 +855,10 @@ class FrequencyCache:
         return self._refine_chain(target, best)
 
     def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
-        """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes."""
+        """The cache entry, axis or chain snapshot at or below ``target`` with fewest classes
+        (:meth:`_smallest_candidate` where the packer is usable)."""
         if self._packer.usable:
-            return self._smallest_candidate(target)
+            return self._smallest_candidate(tuple(target.tolist()))
         best: FrequencySet = self.engine.bottom
         packer = self._packer
         packed = packer.pack(target.tolist()) if packer.usable else 0
@@ -878,7 +885,7 @@ class FrequencyCache:
                 best = snapshots[int(np.argmin(np.where(below, classes, _INT64_MAX)))]
         return best
 
-    def _smallest_candidate(self, target: NDArray[Any]) -> FrequencySet:
+    def _smallest_candidate(self, target: tuple[int, ...]) -> FrequencySet:
         """:meth:`_smallest_cached_below` with a usable packer, in one pass over the candidates
         (the LRU slots never used are left out).
 
@@ -888,7 +895,7 @@ class FrequencyCache:
         """
         snapshots = self._snapshot_arrays()[0]  # also lays the snapshots into the candidates
         used = self._spare + self._high_slot
-        ok = self._packer.below(self._cand_packed[:used], self._packer.pack(target.tolist()))
+        ok = self._packer.below(self._cand_packed[:used], self._packer.pack(target))
         at = int(np.argmin(np.where(ok, self._cand_score[:used], _INT64_MAX)))
         if at >= self._spare:
             entry = self._entries[at - self._spare]
@@ -920,16 +927,19 @@ class FrequencyCache:
                 self._cand_score[1 : 1 + len(snapshots)] = _score(classes, _SNAPSHOT)
         return self._snapshots
 
-    def _refine_chain(self, target: NDArray[Any], best: FrequencySet) -> FrequencySet:
+    def _refine_chain(self, target: tuple[int, ...], best: FrequencySet) -> FrequencySet:
         """A snapshot used as a large source again and again earns a finer one below the target.
 
         The next QI of the target's chain is raised to level 1 too; returns the
-        best source after any new snapshot.
+        best source after any new snapshot. Only a snapshot is refined: the source chosen has
+        the fewest classes of every candidate at or below the target, the chain snapshots
+        made before among them, and a new one is rolled up from its parent only when the
+        parent is that source.
         """
         floor = self.engine.bottom.classes / _CHAIN_RATIO
-        if best.classes <= floor or len(self._chain) >= _CHAIN_MAX:
-            return best  # what the loop below checks first, without building its lists
-        wanted = target.tolist()
+        if best.classes <= floor or len(self._chain) >= _CHAIN_MAX or not self._is_snapshot(best):
+            return best  # what the loop below finds, without building its lists
+        wanted = list(target)
         chain = [i for i in self._axis_order if target[i] >= 1]
         m = len(self.engine.heights)
         for j in range(2, len(chain) + 1):
@@ -956,6 +966,14 @@ class FrequencyCache:
             if snap.classes < best.classes:
                 best = snap
         return best
+
+    def _is_snapshot(self, fs: FrequencySet) -> bool:
+        """Whether ``fs`` is an axis or chain snapshot."""
+        levels = fs.levels
+        if self._chain.get(levels) is fs:
+            return True
+        raised = [i for i, a in enumerate(levels) if a]
+        return len(raised) == 1 and self._axes.get(raised[0]) is fs
 
     def _axis_levels(self, axis: int) -> tuple[int, ...]:
         """Level vector of the node raising quasi-identifier ``axis`` to level 1."""

@@ -441,7 +441,7 @@ class SearchContext:
             )
         ok = int(counts[outliers].sum()) <= limit
         enforce = limit if enforce_limit is None else max(limit, enforce_limit)
-        if ok or enforce > limit:
+        if self._sample_based and (ok or enforce > limit):
             for c in self._sample_based:
                 outliers = outliers | np.asarray(c.enforce(stats, outliers, enforce), dtype=bool)
                 if int(counts[outliers].sum()) > enforce:
