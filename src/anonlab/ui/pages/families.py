@@ -107,9 +107,6 @@ MASKED: dict[str, str] = {
 
 #: the roles of the columns a method does not mask, as the role settings name them
 ROLE_NAMES = ("identifying", "sensitive", "insensitive")
-#: the commands whose runs of this session the comparison offers as its methods (compare's
-#: own list: anonlab.runs.compare.COMMANDS)
-COMPARED_COMMANDS = ("generalize", "microaggregate", "perturb", "suppress", "mask")
 
 
 # ---------------------------------------------------------------------------
@@ -697,13 +694,15 @@ def compare_groups(table: LoadedTable | None) -> list[FieldGroup]:
 
 def compared_runs(jobs: JobStore, table: LoadedTable | None) -> list[Job]:
     """This session's finished runs on ``table`` of a family compare runs."""
+    from anonlab.runs.compare import COMMANDS
+
     if table is None:
         return []
     source = table.read.get("input")
     return [
         j
         for j in jobs.jobs.values()
-        if j.status == DONE and j.command in COMPARED_COMMANDS and j.values.get("input") == source
+        if j.status == DONE and j.command in COMMANDS and j.values.get("input") == source
     ]
 
 
