@@ -20,6 +20,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -115,9 +116,33 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevTools]:
         yield tools
 
 
+#: the screenshots the tests make, in the order docs/ui.md shows them (docs/ui/NAME.png)
+SCREENSHOTS = (
+    "01-load",
+    "02-preview",
+    "03-roles",
+    "04-hierarchies",
+    "05-hierarchy-interval",
+    "06-hierarchy-taxonomy",
+    "07-method",
+    "08-generalize-form",
+    "09-run-progress",
+    "09-run-result",
+    "10-explore",
+    "11-apply-result",
+    "12-report",
+    "13-export",
+    "14-microaggregate-form",
+    "15-microaggregate-result",
+    "16-mask-form",
+    "17-mask-result",
+)
+
+
 def screenshot(browser: DevTools, name: str, max_height: float = 2400.0) -> None:
     """Keep a screenshot of the page (its top ``max_height`` pixels) as
     ``$ANONLAB_UI_SCREENSHOTS/name.png`` when asked."""
+    assert name in SCREENSHOTS, name
     png = browser.screenshot(max_height=max_height)
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     folder = os.environ.get("ANONLAB_UI_SCREENSHOTS")
@@ -195,6 +220,13 @@ def test_the_recorder_catches_a_request_that_leaves_the_app(
         browser.drain(0.3)
         assert foreign_requests(browser, server) == ["http://127.0.0.2:9/x.png"]
         assert any("127.0.0.2:9" in p for p in page_problems(browser, server))
+
+
+def test_the_documentation_shows_every_screenshot_the_tests_make() -> None:
+    text = (REPO / "docs" / "ui.md").read_text(encoding="utf-8")
+    assert re.findall(r"\]\(ui/([\w-]+)\.png\)", text) == list(SCREENSHOTS)
+    missing = [n for n in SCREENSHOTS if not (REPO / "docs" / "ui" / f"{n}.png").is_file()]
+    assert missing == []
 
 
 def test_stopping_the_app_removes_its_private_folder(tmp_path: Path) -> None:
@@ -517,10 +549,10 @@ def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
     return table
 
 
-def generalize_k5_l2(browser: DevTools, server: AppServer, table: str) -> str:
+def generalize_k5_l2(browser: DevTools, table: str) -> str:
     """k = 5 with distinct 2-diversity of salary-class, 1 % suppression, five alternatives,
     from the Method page; the run's id once done."""
-    browser.navigate(f"{server.origin}/method?table={table}")
+    click(browser, f"main a.button[href='/method?table={table}']")  # "Next: the method"
     on_page(browser, "/method")
     screenshot(browser, "07-method")
     click(browser, f"a[href='/method/generalize?table={table}']")
@@ -546,7 +578,7 @@ def test_generalization_from_upload_to_release(
     the second-best node released, and the download equal to the CLI's release."""
     browser.events.clear()
     table = adult_with_hierarchies(browser, server)
-    first = generalize_k5_l2(browser, server, table)
+    first = generalize_k5_l2(browser, table)
 
     # the solution space: release the second-best node
     click(browser, f"a[href='/runs/{first}/explore']")
