@@ -13,6 +13,7 @@ import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -299,3 +300,35 @@ def test_other_levels_are_released_and_repeated_by_the_cli(
     assert "give a level" in html.unescape(
         client.post(f"/runs/{first}/explore", data={"level_0": ""}).text
     )
+
+
+def test_weights_aggregates_and_the_classification_metric_equal_the_cli(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = load_adult(client)
+    weighted = {
+        **K5_L2,
+        "weight_1": "2",
+        "aggregate_qi_1": "mean",
+        "metric": "loss",
+        "practical_monotonicity": "on",
+    }
+    classified = {**K5_L2, "metric": "classification", "targets": "salary-class"}
+    expected: list[dict[str, Any]] = [
+        {"attribute_weights": {"age": 2.0}, "aggregate_qi": {"age": "mean"}},
+        {"targets": ["salary-class"], "metric": "classification"},
+    ]
+    for i, (form, wanted) in enumerate(zip((weighted, classified), expected, strict=True)):
+        run_id = generalize(client, table, form)
+        text = client.get(f"/runs/{run_id}/files/settings.toml").text
+        values = tomllib.loads(text)
+        assert {k: values.get(k) for k in wanted} == wanted
+        cli = tmp_path / f"cli{i}"
+        cli.mkdir()
+        (cli / "settings.toml").write_text(text, encoding="utf-8")
+        run_cli(["generalize", "--config", "settings.toml", "--quiet"], cli, monkeypatch)
+        release = client.get(f"/runs/{run_id}/files/release.csv").content
+        assert (cli / "release.csv").read_bytes() == release
+    bad = {**K5_L2, "aggregate_qi_1": "average"}
+    reply = client.post("/method/generalize", data={"table": table, **bad})
+    assert reply.status_code == 400 and "aggregate &#39;average&#39;" in reply.text

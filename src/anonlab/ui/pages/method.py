@@ -111,6 +111,8 @@ def _choices() -> dict[str, list[str]]:
 
 
 async def generalize_form(request: Request) -> Response:
+    from anonlab.generalize_aggregate import AGGREGATE_FUNCTIONS
+
     table = current_table(request)
     table_values(table)  # every column has a role before anything runs
     last = _last(request).get((table.id, "generalize"), {})
@@ -125,6 +127,7 @@ async def generalize_form(request: Request) -> Response:
         rows=CRITERIA_ROWS,
         last=last,
         default_alternatives=DEFAULT_ALTERNATIVES,
+        aggregates=list(AGGREGATE_FUNCTIONS),
     )
 
 
@@ -187,8 +190,9 @@ def _recoding_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
 
 
 def _search_values(form: FormData) -> dict[str, Any]:
-    """Suppression limit, metric, aggregate, search and its limits, as given."""
+    """Suppression limit, metric and its parameters, search and its limits, as given."""
     from anonlab.runs.generalize_settings import parse_suppression
+    from anonlab.settings import split_names
 
     values: dict[str, Any] = {}
     suppression = text(form, "suppression")
@@ -200,10 +204,56 @@ def _search_values(form: FormData) -> dict[str, Any]:
             raise AnonlabError(f"{name} '{chosen}' is unknown: choose one of the list")
         if chosen is not None:
             values[name] = chosen
-    for name, kind in (("gs_factor", float), ("time_limit", float), ("step_limit", int)):
+    for name, kind in (
+        ("gs_factor", float),
+        ("time_limit", float),
+        ("step_limit", int),
+        ("heuristic_threshold", int),
+    ):
         given = number(form, name, kind)
         if given is not None:
             values[name] = given
+    targets = split_names(text(form, "targets"))
+    if targets:
+        values["targets"] = targets
+    if text(form, "practical_monotonicity") is not None:
+        values["practical_monotonicity"] = True
+    return values
+
+
+def _per_qi_values(form: FormData, qis: list[str]) -> dict[str, Any]:
+    """What the form gives each quasi-identifier: level bounds, the metric's weight, and the
+    aggregate it is released as (ARX's microaggregation), each only where given."""
+    from anonlab.generalize_aggregate import AGGREGATE_FUNCTIONS, MISSING_RULES
+
+    values: dict[str, Any] = {}
+    for name in ("min_level", "max_level"):
+        levels = _levels(form, name, qis)
+        if levels:
+            values[name] = levels
+    weights = {}
+    aggregates = {}
+    for i, column in enumerate(qis):
+        weight = number(form, f"weight_{i}", float)
+        if weight is not None:
+            weights[column] = weight
+        function = text(form, f"aggregate_qi_{i}")
+        if function is not None:
+            if function not in AGGREGATE_FUNCTIONS:
+                raise AnonlabError(
+                    f"aggregate '{function}' of '{column}' is unknown: choose one of "
+                    f"{', '.join(AGGREGATE_FUNCTIONS)}"
+                )
+            aggregates[column] = function
+    if weights:
+        values["attribute_weights"] = weights
+    if aggregates:
+        values["aggregate_qi"] = aggregates
+        missing = text(form, "aggregate_missing")
+        if missing is not None and missing not in MISSING_RULES:
+            raise AnonlabError(f"aggregate_missing '{missing}' is unknown: ignore or zero")
+        if missing is not None:
+            values["aggregate_missing"] = missing
     return values
 
 
@@ -235,10 +285,7 @@ def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
         values["criteria"] = criteria
     values.update(_search_values(form))
     values.update(_risk_values(form))
-    for name in ("min_level", "max_level"):
-        levels = _levels(form, name, qis)
-        if levels:
-            values[name] = levels
+    values.update(_per_qi_values(form, qis))
     alternatives = number(form, "alternatives", int)
     if alternatives and values.get("recoding", "full-domain") == "full-domain":
         values["alternatives"] = alternatives
