@@ -134,8 +134,8 @@ METHOD = typer.Option(
     None,
     "--method",
     help="mdav | onedims (each column ranked alone) | pca (first principal component) | "
-    "rmd (robust Mahalanobis distance, seeded) | clustpca | influence (CLARA clusters, "
-    "seeded); sdcMicro's methods, see docs/microaggregation.md (default: mdav).",
+    "rmd (robust Mahalanobis distance, seeded) | clustpca | influence (CLARA clusters); "
+    "sdcMicro's methods, see docs/em4adom.md (default: mdav).",
 )
 AGGR = typer.Option(
     None,
@@ -155,7 +155,7 @@ STRATA = typer.Option(
 SEED = typer.Option(
     None,
     "--seed",
-    help="Seed of rmd's robust covariance and of the clusters of clustpca and influence "
+    help="Seed of rmd's robust covariance, the only method that draws random numbers "
     "(default: drawn, and recorded in the report).",
 )
 VARIANT = typer.Option(

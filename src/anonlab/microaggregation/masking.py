@@ -123,7 +123,7 @@ def microaggregate(
     ``aggr`` the groups' aggregate (``"mean"``, ``"median"``, ``"trim"`` with ``trim`` the
     share cut off each end, ``"onestep"``); ``strata`` columns within whose values the
     groups are formed (not masked: ``all-numeric`` leaves them out); ``seed`` the seed of
-    rmd's MCD and of the clusters of clustpca and influence. Other methods than MDAV, an
+    rmd's MCD (the one method that draws random numbers). Other methods than MDAV, an
     aggregate other than the mean and strata take numeric columns and the exact variant.
 
     ``data`` is a :class:`~anonlab.table.MicrodataTable` (its numeric and

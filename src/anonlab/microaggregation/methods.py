@@ -461,6 +461,11 @@ def microaggregate_strata(
     check_method(method, aggr, trim)
     if method in RANDOMIZED and seed is None:
         raise AnonlabError(f"method '{method}' draws random numbers: give a seed", parameter="seed")
+    if method not in RANDOMIZED and seed is not None:
+        raise AnonlabError(
+            f"seed applies to method 'rmd' only: method '{method}' draws no random numbers",
+            parameter="seed",
+        )
     x = np.asarray(x, dtype=np.float64)
     rng = np.random.default_rng(seed)
     released = np.empty_like(x)
