@@ -431,6 +431,18 @@ def test_fusion_runs_from_its_configuration_and_its_report_is_shown(
     assert (tmp_path / "fused.csv").read_bytes() == (job.folder / "release.csv").read_bytes()
     download = client.post("/method/fuse", data={**form, "action": "toml"})
     assert download.text.startswith(f"anonlab fuse {FUSION} --output fused.csv")
+    parties = client.post("/method/fuse", data={**form, "action": "party"}).text
+    commands = [shlex.split(line) for line in parties.splitlines() if line.startswith("anonlab")]
+    certs = str((FUSION.parent / "certs").resolve())
+    assert commands[0] == ["anonlab", "party", str(FUSION), "--make-certs", certs]
+    assert [c[c.index("--party") + 1] for c in commands[1:]] == [
+        "provider-a",
+        "provider-b",
+        "recipient",
+    ]
+    assert all(c[c.index("--max-risk") + 1] == "0.5" for c in commands[1:])
+    assert "--output" not in commands[-1]  # the helper writes its report only
+    assert "score: a party takes them from the configuration only" in parties
     shown = results(client, job)
     assert "Anonymity templates" in shown and "provider-a" in shown
     again = client.get("/method/fuse/report", params={"path": str(job.folder / "report.json")})

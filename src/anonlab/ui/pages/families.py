@@ -618,6 +618,53 @@ def fuse_command_line(values: Mapping[str, Any], outputs: Mapping[str, str]) -> 
     return shlex.join(words)
 
 
+#: the risk settings a networked party takes on its command line (its roles, score and
+#: keep_id are the configuration's: every party runs with the same ones)
+PARTY_SETTINGS = (
+    "attacker_columns",
+    "max_risk",
+    "fail_on_risk",
+    "risk_threshold",
+    "population_size",
+    "sampling_fraction",
+    "weights",
+    "sensitive_hierarchies",
+)
+
+
+def party_command_lines(values: Mapping[str, Any]) -> str:
+    """The commands of a networked fusion over ``values["config"]``: the certificates, then
+    one ``anonlab party`` per party of the configuration (a provider writes the fused
+    table and its report, a helper its report), each to run on that party's own host."""
+    from anonlab.fusion.config import load_config
+
+    config = str(values["config"])
+    loaded = load_config(Path(config))
+    ca = loaded.tls.get("ca")  # the configuration's certificates, where --make-certs writes
+    folder = Path(str(ca)).parent if ca else Path(config).parent / "certs"
+    lines = [
+        "# A networked fusion: one process per party, each on its own host with its own data,",
+        "# all with the same configuration (docs/fusion-protocol.md). Certificates first:",
+        shlex.join(["anonlab", "party", config, "--make-certs", str(folder)]),
+    ]
+    ignored = [k for k in ("score", "keep_id", *ROLE_NAMES, "other") if values.get(k) is not None]
+    if ignored:
+        lines.append(
+            f"# {', '.join(ignored)}: a party takes them from the configuration only "
+            "(its [fusion] table), not from its command line"
+        )
+    risk = {k: v for k, v in values.items() if k in PARTY_SETTINGS}
+    for party in loaded.parties:
+        outputs = {"report": f"{party.id}.json"}
+        if party.role == "provider":
+            outputs = {"output": f"{party.id}.csv", **outputs}
+        line = fuse_command_line({"config": config, **risk}, outputs)
+        words = shlex.split(line)
+        words[1:3] = ["party", config, "--party", party.id]
+        lines += [f"# on {party.id}'s host ({party.role}):", shlex.join(words)]
+    return "\n".join(lines) + "\n"
+
+
 #: the outputs of a fusion run from the app, in its folder
 FUSE_OUTPUTS = {"output": "fused.csv", "report": "report.json", "html": "report.html"}
 
@@ -627,12 +674,18 @@ async def fuse_page(request: Request) -> Response:
         form = await request.form()
         groups = fuse_groups()
         values = fuse_values(form, groups)
-        if form.get("action") == "toml":
-            text = fuse_command_line(values, FUSE_OUTPUTS) + "\n"
+        if form.get("action") in ("toml", "party"):
+            party = form.get("action") == "party"
+            text = (
+                party_command_lines(values)
+                if party
+                else fuse_command_line(values, FUSE_OUTPUTS) + "\n"
+            )
+            name = "parties.sh" if party else "fuse.sh"
             return Response(
                 text,
                 media_type="text/x-shellscript",
-                headers={"Content-Disposition": 'attachment; filename="fuse.sh"'},
+                headers={"Content-Disposition": f'attachment; filename="{name}"'},
             )
         job = new_job(_workspace(request), "fuse", values)
         outputs = {k: str(job.values[k]) for k in FUSE_OUTPUTS}
