@@ -17,7 +17,8 @@
   its folder: the ``anonlab fuse`` command line that repeats it, since ``fuse``
   reads its configuration and flags, not a settings TOML); a networked run
   (``anonlab party``, one process per party on their own machines) cannot run
-  from here, so the page gives the command line and shows a fusion report
+  from here, so the page gives the parties' commands (certificates, then one
+  ``anonlab party`` per party) and shows a fusion report
   (``/method/fuse/report``) that such a run wrote;
 - ``/compare``: methods of several families on one table, measured alike: the
   runs of this session on the table and any further ``[[method]]`` tables in
