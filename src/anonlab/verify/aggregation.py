@@ -39,6 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 
@@ -55,7 +56,21 @@ REL_TOL = 1e-9
 
 
 def _text(column: pd.Series) -> list[str]:
-    return [str(v) for v in column.astype(str).where(column.notna(), "").tolist()]
+    codes, texts = _factorized(column)
+    return [str(v) for v in texts[codes]]
+
+
+def _factorized(column: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
+    """Each row's code into the column's distinct texts (a missing value is ``''``), and the
+    texts: a categorical column through its categories, once per distinct value."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = np.asarray(column.cat.codes.to_numpy(), dtype=np.int64)
+        texts = [str(c) for c in column.cat.categories] + [""]
+        codes = np.where(codes < 0, len(texts) - 1, codes)
+        merged, back = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+        return back.reshape(-1)[codes].astype(np.int64), np.asarray(merged, dtype=object)
+    found, uniques = pd.factorize(column.astype(str).where(column.notna(), ""))
+    return np.asarray(found, dtype=np.int64), np.asarray([str(u) for u in uniques], dtype=object)
 
 
 def relabel_full_domain(
@@ -105,41 +120,58 @@ def check_aggregates(
 ) -> list[str]:
     """Problems with the aggregated cells of ``release`` (empty: each is its class's aggregate;
     module text). ``labelled`` holds the generalized value of every quasi-identifier ``qis``
-    (the classes), ``original`` the same records as the table held them."""
+    (the classes), ``original`` the same records as the table held them. The classes are
+    counted with pandas, and each class's aggregate judged once, on its distinct original
+    values and their counts."""
     if not len(release) == len(labelled) == len(original):
         return ["the release, its generalized form and the original differ in records"]
-    keys = list(zip(*(_text(labelled[c]) for c in qis), strict=True))
-    suppressed = [all(v == SUPPRESSED for v in key) for key in keys]
-    members: dict[tuple[str, ...], list[int]] = {}
-    for row, key in enumerate(keys):
-        if not suppressed[row]:
-            members.setdefault(key, []).append(row)
+    classes = np.zeros(len(labelled), dtype=np.int64)
+    suppressed = np.ones(len(labelled), dtype=bool)
+    for column in qis:
+        codes, uniques = _factorized(labelled[column])
+        suppressed &= (uniques == SUPPRESSED)[codes]
+        classes, _ = pd.factorize(classes * max(len(uniques), 1) + codes)
+    classes = np.asarray(classes, dtype=np.int64)
+    kept = np.flatnonzero(~suppressed)
     problems: list[str] = []
     for column, function in aggregate_qi.items():
-        released = _text(release[column])
-        values = _text(original[column])
-        integer = all(_is_integer(v) for v in values if v.strip())
-        for row in np.flatnonzero(np.asarray(suppressed, dtype=bool)).tolist():
-            if released[row] != SUPPRESSED:
-                problems.append(
-                    f"column '{column}' row {row + 1}: the record is suppressed but holds "
-                    f"'{released[row]}', not '*'"
-                )
-                break
-        for key, rows in members.items():
-            texts = [values[r] for r in rows]
-            got = {released[r] for r in rows}
-            if len(got) != 1:
-                problems.append(
-                    f"column '{column}': the class {key} holds several values {sorted(got)[:3]}"
-                )
-                break
-            value = got.pop()
-            finding = _judge(function, texts, value, integer, missing)
+        released_codes, released_texts = _factorized(release[column])
+        wrong = np.flatnonzero(suppressed & (released_texts != SUPPRESSED)[released_codes])
+        if wrong.shape[0]:
+            row = int(wrong[0])
+            problems.append(
+                f"column '{column}' row {row + 1}: the record is suppressed but holds "
+                f"'{released_texts[released_codes[row]]}', not '*'"
+            )
+            continue
+        value_codes, values = _factorized(original[column])
+        texts = [str(v) for v in values]
+        integer = all(_is_integer(t) for t in texts if t.strip())
+        got_codes, got = released_codes[kept], released_texts
+        pairs = np.unique(np.stack([classes[kept], got_codes]), axis=1)
+        several = np.flatnonzero(np.bincount(pairs[0]) > 1)
+        if several.shape[0]:
+            row = int(kept[np.flatnonzero(classes[kept] == several[0])[0]])
+            problems.append(
+                f"column '{column}': the class of row {row + 1} holds several values "
+                f"{sorted(str(g) for g in got[pairs[1][pairs[0] == several[0]]])[:3]}"
+            )
+            continue
+        shown = {int(c): str(got[v]) for c, v in zip(*pairs.tolist(), strict=True)}
+        seen, at = np.unique(classes[kept], return_index=True)
+        first_row = dict(zip(seen.tolist(), kept[at].tolist(), strict=True))
+        members, counts = np.unique(
+            np.stack([classes[kept], value_codes[kept]]), axis=1, return_counts=True
+        )
+        held: dict[int, list[tuple[str, int]]] = {}
+        for c, v, n in zip(members[0].tolist(), members[1].tolist(), counts.tolist(), strict=True):
+            held.setdefault(c, []).append((texts[v], n))
+        for c, multiset in held.items():
+            finding = _judge(function, multiset, shown[c], integer, missing)
             if finding is not None:
                 problems.append(
-                    f"column '{column}' ({function}) row {rows[0] + 1}: released '{value}', "
-                    f"{finding}"
+                    f"column '{column}' ({function}) row {first_row[c] + 1}: released "
+                    f"'{shown[c]}', {finding}"
                 )
                 break
     return problems
@@ -157,30 +189,34 @@ def _half_up(x: Fraction) -> int:
     return math.floor(x + Fraction(1, 2))
 
 
-def _judge(function: str, texts: list[str], value: str, integer: bool, missing: str) -> str | None:
-    """Why ``value`` is not the aggregate of ``texts`` (``None``: it is)."""
+def _judge(
+    function: str, multiset: list[tuple[str, int]], value: str, integer: bool, missing: str
+) -> str | None:
+    """Why ``value`` is not the aggregate of the texts ``multiset`` (each with its count;
+    ``None``: it is)."""
     if function == "mode":  # a missing value is a value here, as in ARX
-        counted = Counter(t if t.strip() else "" for t in texts)
+        counted: Counter[str] = Counter()
+        for text, n in multiset:
+            counted[text if text.strip() else ""] += n
         top = max(counted.values())
         best = sorted(t for t, n in counted.items() if n == top)
         return None if value in best else f"expected one of {best[:3]}"
-    numbers = [Fraction(t.strip()) for t in texts if t.strip()]
+    numbers = sorted((Fraction(t.strip()), n) for t, n in multiset if t.strip())
+    absent = sum(n for t, n in multiset if not t.strip())
     if function == "median":  # missing values sort after every number, as in ARX
-        n = len(texts)
-        numbers.sort()
-        middle = [numbers[i] if i < len(numbers) else None for i in {(n - 1) // 2, n // 2}]
+        total = sum(n for _, n in numbers) + absent
+        middle = [_at(numbers, i) for i in sorted({(total - 1) // 2, total // 2})]
         if any(m is None for m in middle):
             return None if value == "" else "expected '' (a middle value is missing)"
         exact = sum((m for m in middle if m is not None), Fraction(0)) / len(middle)
         return _compare(value, exact, integer, slack=Fraction(0))
-    if missing == "zero" and function in ("mean", "geometric"):
-        numbers += [Fraction(0)] * sum(1 for t in texts if not t.strip())
-    if not numbers:
+    if missing == "zero" and function in ("mean", "geometric") and absent:
+        numbers = sorted([*numbers, (Fraction(0), absent)])
+    n = sum(count for _, count in numbers)
+    if not n:
         return None if value == "" else "expected '' (every value missing)"
-    numbers.sort()
-    n = len(numbers)
     if function == "interval":
-        low, high = _shown(numbers[0], integer), _shown(numbers[-1], integer)
+        low, high = _shown(numbers[0][0], integer), _shown(numbers[-1][0], integer)
         try:
             inner = value[1:-1].split(", ")
             same = (
@@ -195,10 +231,21 @@ def _judge(function: str, texts: list[str], value: str, integer: bool, missing: 
             same = False
         return None if same else f"expected [{low}, {high}]"
     if function == "mean":
-        exact = sum(numbers, Fraction(0)) / n
+        exact = sum((x * count for x, count in numbers), Fraction(0)) / n
         return _compare(value, exact, integer, slack=Fraction(0))
-    geometric = math.exp(math.fsum(math.log(float(x) + 1.0) for x in numbers) / n) - 1.0
+    logs = math.fsum(math.log(float(x) + 1.0) * count for x, count in numbers)
+    geometric = math.exp(logs / n) - 1.0
     return _compare(value, Fraction(geometric), integer, slack=Fraction(1, 10**9))
+
+
+def _at(numbers: list[tuple[Fraction, int]], index: int) -> Fraction | None:
+    """The value at ``index`` of the sorted values (each with its count), ``None`` past them
+    (a missing value)."""
+    for x, count in numbers:
+        if index < count:
+            return x
+        index -= count
+    return None
 
 
 def _shown(x: Fraction, integer: bool) -> Fraction:
