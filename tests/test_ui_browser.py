@@ -24,11 +24,12 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,20 @@ class AppServer:
     proc: subprocess.Popen[str]
     url: str
     tmp: Path
+    #: every line the app printed (standard output and error), read as it comes
+    log: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
+
+    def follow(self) -> None:
+        """Read what the app prints in a thread (a full pipe would stop the app)."""
+
+        def read() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.log.append(line)
+
+        self.reader = threading.Thread(target=read, name="anonlab-ui-log", daemon=True)
+        self.reader.start()
 
     @property
     def origin(self) -> str:
@@ -68,6 +83,8 @@ class AppServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
+        if self.reader is not None:
+            self.reader.join(timeout=30)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         return self.proc.returncode
@@ -94,7 +111,9 @@ def start_app(tmp: Path) -> AppServer:
         if line.startswith("anonlab web app: "):
             url = line.split(": ", 1)[1].strip()
             assert url.startswith("http://127.0.0.1:") and "/?token=" in url, url
-            return AppServer(proc, url, tmp)
+            app = AppServer(proc, url, tmp, log=seen)
+            app.follow()
+            return app
     proc.kill()
     proc.wait(timeout=30)
     proc.stdout.close()
@@ -149,6 +168,16 @@ def screenshot(browser: DevTools, name: str, max_height: float = 2400.0) -> None
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / f"{name}.png").write_bytes(png)
+
+
+def values_logged(server: AppServer, table: Path, columns: list[str]) -> list[str]:
+    """The values of ``columns`` of ``table`` (a CSV file) that the app's log holds."""
+    import pandas as pd
+
+    frame = pd.read_csv(table, sep=None, engine="python", dtype=str)
+    log = "".join(line for line in server.log if server.token not in line)
+    values = {str(v) for c in columns for v in frame[c].dropna().unique() if len(str(v)) >= 4}
+    return sorted(v for v in values if v in log)
 
 
 def foreign_requests(browser: DevTools, server: AppServer) -> list[str]:
@@ -220,6 +249,18 @@ def test_the_recorder_catches_a_request_that_leaves_the_app(
         browser.drain(0.3)
         assert foreign_requests(browser, server) == ["http://127.0.0.2:9/x.png"]
         assert any("127.0.0.2:9" in p for p in page_problems(browser, server))
+
+
+def test_the_log_check_sees_a_value_in_the_log(server: AppServer) -> None:
+    """The harness itself: a record value in the app's log is found."""
+    line = "a line with Married-spouse-absent in it\n"
+    server.log.append(line)
+    try:
+        assert values_logged(server, ADULT / "adult.csv", ["marital-status"]) == [
+            "Married-spouse-absent"
+        ]
+    finally:
+        server.log.remove(line)
 
 
 def test_the_documentation_shows_every_screenshot_the_tests_make() -> None:
@@ -597,6 +638,8 @@ def test_generalization_from_upload_to_release(
     browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
 
     export_and_compare(browser, second, tmp_path, "generalize", "13-export")
+    texts = ["marital-status", "education", "native-country", "workclass", "occupation"]
+    assert values_logged(server, ADULT / "adult.csv", texts) == []
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
@@ -635,6 +678,7 @@ def test_microaggregation_from_a_path_to_release(
     assert "microaggregate" in text_of(browser, "h1")
     screenshot(browser, "15-microaggregate-result")
     export_and_compare(browser, run, tmp_path, "microaggregate")
+    assert values_logged(server, tarragona, columns) == []
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
@@ -669,6 +713,7 @@ def test_masking_from_upload_to_release(
     assert "mask" in text_of(browser, "h1")
     screenshot(browser, "17-mask-result")
     export_and_compare(browser, run, tmp_path, "mask")
+    assert values_logged(server, testdata, ["expend", "income", "savings"]) == []
 
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
