@@ -547,12 +547,16 @@ class ProfitabilityProsecutor(_Profitability):
         self._offsets = np.zeros((0, 0), dtype=np.int64)
         self._max_loss = math.nan
         self._tables: ShareTables | None = None
+        self._sizes: SizeTables | None = None
 
     def bind(self, dataset: Dataset) -> None:
         """Take the domain shares of every quasi-identifier and ARX's maximal loss."""
         self._shares = [domain_shares(q, q.hierarchy.rows) for q in dataset.qis]
         self._tables = ShareTables(self._shares)
         self._max_loss = maximal_loss([len(q.hierarchy.rows) for q in dataset.qis])
+        population = dataset.population
+        largest = max(dataset.n, 0 if population is None else int(population.shape[0]))
+        self._sizes = None if largest > SIZE_TABLE_LIMIT else SizeTables(self.costs, largest)
         # one flat table: shares[dim][level][code] at flat[offsets[dim, level] + code]
         tables = [t for per_dim in self._shares for t in per_dim]
         sizes = np.array([t.shape[0] for t in tables], dtype=np.int64)
@@ -605,6 +609,9 @@ class ProfitabilityProsecutor(_Profitability):
         ``1e-9`` of 0 (where a last-place difference could flip the verdict) are
         computed again with the correctly rounded logarithm.
         """
+        sizes = self._sizes
+        if sizes is not None and self._tables is not None and stats.codes is not None:
+            return self._payout_by_tables(stats, self._tables, sizes, stats.codes)
         live = np.flatnonzero(stats.counts > 0)
         success = success_probability(stats.counts, stats.population, self.journalist)[live]
         products = self.class_products(stats, live)
@@ -620,6 +627,35 @@ class ProfitabilityProsecutor(_Profitability):
         out = np.full(stats.classes, np.inf)
         out[live] = payout
         return out
+
+    def _payout_by_tables(
+        self, stats: ClassStats, tables: ShareTables, sizes: SizeTables, codes: NDArray[Any]
+    ) -> NDArray[Any]:
+        """:meth:`payout` from the tables by class size (:class:`SizeTables`) and the losses'
+        combinations (:meth:`ShareTables.loss_parts`): the same operations on the same values,
+        the benefit ``benefit (1 - IL)`` mapped on the combinations before each class looks
+        its own up, and every class computed (those without records then set to ``inf``)."""
+        counts = stats.counts
+        attack = sizes.attack.take(attack_sizes(counts, stats.population, self.journalist))
+        top = self.costs.publisher_benefit
+        payout = self._benefit(tables, codes, stats.levels, False) - attack
+        scale = max(self.costs.publisher_benefit, self.costs.publisher_loss, 1.0)
+        near = np.flatnonzero(np.abs(payout) <= 1e-9 * scale)
+        if near.size:
+            values, index = tables.loss_parts(codes, stats.levels, self._max_loss)
+            exact = values if index is None else values.take(index[near])
+            if index is None:
+                exact = exact[near]
+            payout[near] = top * (1.0 - exact) - attack[near]
+        return np.asarray(np.where(counts > 0, payout, np.inf))
+
+    def _benefit(
+        self, tables: ShareTables, codes: NDArray[Any], levels: Sequence[int], exact: bool
+    ) -> NDArray[Any]:
+        """Each class's ``benefit (1 - IL)``, computed on the losses' combinations."""
+        values, index = tables.loss_parts(codes, levels, self._max_loss, exact)
+        benefit = self.costs.publisher_benefit * (1.0 - values)
+        return benefit if index is None else np.asarray(benefit.take(index))
 
     def outliers(self, stats: ClassStats) -> NDArray[Any]:
         """Classes with records whose publisher payout is not positive."""
