@@ -417,12 +417,21 @@ def set_roles(browser: DevTools, roles: dict[str, str], files: dict[str, Path]) 
 
 
 def build_hierarchy(
-    browser: DevTools, table: str, column: str, builder: str, fields: dict[str, str], shot: str
+    browser: DevTools,
+    table: str,
+    column: str,
+    builder: str,
+    fields: dict[str, str],
+    shot: str,
+    rename: tuple[str, str] | None = None,
 ) -> str:
     """On the Hierarchies page: choose ``builder``, fill its fields, wait for the live
-    preview, use the hierarchy and save it; the preview's SHA-256 of the ARX CSV text."""
+    preview, use the hierarchy, rename one group of level 1 (``rename``: old, new) if
+    asked, and save it; the SHA-256 of the ARX CSV text the page showed last."""
     click(browser, f"a[href='/hierarchies/{table}?column={column}']")
     on_page(browser, f"/hierarchies/{table}")
+    browser.wait_until("!document.getElementById('live-preview').hasAttribute('aria-busy')")
+    browser.evaluate("document.getElementById('live-preview').innerHTML = ''")
     tick(browser, f"#builder input[name=builder][value={builder}]")
     for name, value in fields.items():
         fill(browser, f"#builder fieldset[data-kind={builder}] [name={name}]", value)
@@ -439,7 +448,17 @@ def build_hierarchy(
     screenshot(browser, shot)
     click(browser, "#builder button[type=submit]")
     on_page(browser, f"/hierarchies/{table}")
-    assert browser.evaluate("document.querySelector('#draft .preview').dataset.sha256") == sha
+    draft = "document.querySelector('#draft .preview').dataset.sha256"
+    assert browser.evaluate(draft) == sha
+    if rename is not None:
+        old, new = rename
+        field = f"input[aria-label={js('new label of ' + old)}]"
+        fill(browser, f"#edit {field}", new)
+        click(browser, f"#edit form:has({field}) button[type=submit]")
+        on_page(browser, f"/hierarchies/{table}")
+        assert f"'{old}' renamed '{new}'" in text_of(browser, "#draft .edits")
+        assert browser.evaluate(draft) != sha
+        sha = browser.evaluate(draft)
     click(browser, "form[action$='/save'] button[type=submit]")
     on_page(browser, f"/hierarchies/{table}")
     assert "Saved" in text_of(browser, "#saved")
@@ -581,10 +600,12 @@ def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
         "taxonomy",
         {"groups": MARITAL_GROUPS},
         "06-hierarchy-taxonomy",
+        rename=("spouse not present", "no spouse present"),
     )
     saved = fetch_bytes(browser, "#saved a[href*='/download']")
     assert hashlib.sha256(saved).hexdigest() == marital
     assert b"Married-AF-spouse;spouse present;*" in saved
+    assert b"Widowed;no spouse present;*" in saved
     click(browser, "a[href='/hierarchies']")
     on_page(browser, "/hierarchies")
     return table
