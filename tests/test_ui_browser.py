@@ -146,6 +146,7 @@ SCREENSHOTS = (
     "07-method",
     "08-generalize-form",
     "09-run-progress",
+    "09-run-cancelled",
     "09-run-result",
     "10-explore",
     "11-apply-result",
@@ -736,5 +737,41 @@ def test_masking_from_upload_to_release(
     export_and_compare(browser, run, tmp_path, "mask")
     assert values_logged(server, testdata, ["expend", "income", "savings"]) == []
 
+    assert page_problems(browser, server) == []
+    assert foreign_requests(browser, server) == []
+
+
+def test_a_cancelled_run_writes_nothing(
+    server: AppServer, browser: DevTools, tmp_path: Path
+) -> None:
+    """Adult ten times over (301,620 records, every column's hierarchy), an exhaustive
+    search: "Cancel the run" stops it and its folder holds no output."""
+    browser.events.clear()
+    lines = (ADULT / "adult.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    big = tmp_path / "adult_x10.csv"
+    big.write_text(lines[0] + "".join(lines[1:]) * 10, encoding="utf-8")
+    table = load_path(browser, server, big)
+    click(browser, f"a[href='/roles?table={table}']")
+    roles = {c: ("sensitive" if c == "salary-class" else "qi") for c in ADULT_ROLES}
+    files = {c: ADULT / f"hierarchy_{c}.csv" for c, r in roles.items() if r == "qi"}
+    set_roles(browser, roles, files)
+    click(browser, "form[action='/roles'] button[type=submit]")
+    browser.navigate(f"{server.origin}/method/generalize?table={table}")
+    fill(browser, "#k", "5")
+    fill(browser, "#search", "exhaustive")
+    click(browser, "form[action='/method/generalize'] button[type=submit]")
+    run = str(browser.evaluate("location.pathname")).removeprefix("/runs/")
+    assert browser.evaluate("document.querySelector('[data-job]') !== null"), text_of(browser)
+    click(browser, f"form[action='/runs/{run}/cancel'] button[type=submit]")
+    browser.wait_until(
+        "document.readyState === 'complete' && document.querySelector('[data-job]') === null",
+        timeout=120,
+        what=f"the end of run {run}",
+    )
+    assert "Cancelled" in text_of(browser, "main h2"), text_of(browser)
+    screenshot(browser, "09-run-cancelled")
+    folders = list(server.tmp.glob(f"anonlab-ui-*/runs/{run}"))
+    assert len(folders) == 1
+    assert sorted(p.name for p in folders[0].iterdir()) == ["settings.toml"]
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
