@@ -8,7 +8,16 @@ opened with ``Page.navigate``, forms filled and buttons clicked with
 ``DOM.setFileInputFiles``, downloads saved by the browser. Every request the
 browser makes is recorded (``Network.requestWillBeSent``) and the tests fail
 on any that leaves the app's address, and on any console error or uncaught
-exception in a page.
+exception in a page; what the app prints is read too, and must hold no value
+of the tables.
+
+The scenarios are issue 26's proof: Adult uploaded, its roles given, an
+interval hierarchy and a taxonomy built with their live preview (one group
+renamed), k = 5 with distinct 2-diversity, the second-best node released, and
+the release the browser downloads equal, byte for byte, to the one
+``anonlab generalize --config settings.toml`` writes for the settings.toml the
+browser downloads; the same for a microaggregation and a masking run; and a
+cancelled run that writes nothing.
 
 Set ANONLAB_UI_SCREENSHOTS=docs/ui to keep a screenshot of each step
 (docs/ui.md shows them).
