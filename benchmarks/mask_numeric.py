@@ -8,7 +8,8 @@ swapping mask all 10 columns; shuffling masks 7 given the other 3. sdcMicro runs
 ``shuffleWORK``) and its C++ ``RankSwap`` taken from a checkout of its public repository
 (``--sdcmicro DIR``, the repository's root; nothing of it is kept here), timed by
 ``proc.time()`` (user + system CPU) around the call; anonlab in this process with one BLAS
-thread, ``time.process_time``. Every figure is the median of ``--repeats`` runs.
+thread, ``time.process_time``. Every figure is the median of ``--repeats`` runs after a
+first call (R compiles a function to byte code on its first calls), which is shown too.
 sdcMicro's ROMM builds an n x n matrix and orthonormalizes it by a Gram-Schmidt loop
 costing about n^4: it is timed at ``--romm-rows`` records only (and anonlab beside it at
 the same size and at 100,000). Results: benchmarks/results/mask_numeric.json.
@@ -67,9 +68,11 @@ x <- as.matrix(read.csv(data))
 cpu <- function(f) {
   t0 <- proc.time(); f(); t <- proc.time() - t0; t[["user.self"]] + t[["sys.self"]]
 }
-med <- function(f) {
-  tryCatch(median(sapply(seq_len(reps), function(r) { set.seed(r); cpu(f) })),
-           error = function(e) NA)  # sdcMicro's shuffle(method = "mlm") fails in R 4
+med <- function(f) {  # the first call (R compiles to byte code then), the others' median
+  tryCatch({
+    t <- sapply(seq_len(reps + 1), function(r) { set.seed(r); cpu(f) })
+    paste(t[1], median(t[-1]), sep = "\t")
+  }, error = function(e) NA)  # sdcMicro's shuffle(method = "mlm") fails in R 4
 }
 out <- list()
 for (m in c("additive", "correlated", "correlated2", "restr", "outdect"))
@@ -95,18 +98,21 @@ def table(rows: int, columns: int = 10) -> NDArray[np.float64]:
     return np.exp(z) * 1000.0
 
 
-def _median_cpu(run: Callable[[], object], repeats: int) -> float:
+def _median_cpu(run: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """The first call's CPU seconds and the median of ``repeats`` more."""
     times = []
-    for _ in range(repeats):
+    for _ in range(repeats + 1):
         start = time.process_time()
         run()
         times.append(time.process_time() - start)
-    return statistics.median(times)
+    return times[0], statistics.median(times[1:])
 
 
-def anonlab_times(x: NDArray[np.float64], repeats: int, romm_rows: int) -> dict[str, float]:
-    """anonlab's CPU seconds per method (one BLAS thread)."""
-    out: dict[str, float] = {}
+def anonlab_times(
+    x: NDArray[np.float64], repeats: int, romm_rows: int
+) -> dict[str, tuple[float, float]]:
+    """anonlab's CPU seconds per method (one BLAS thread): first call, median of the rest."""
+    out: dict[str, tuple[float, float]] = {}
     with blas_threads(1):
         for m in NOISE:
             out[f"noise {m}"] = _median_cpu(
@@ -137,7 +143,7 @@ def anonlab_times(x: NDArray[np.float64], repeats: int, romm_rows: int) -> dict[
 
 def sdcmicro_times(
     x: NDArray[np.float64], source: Path, repeats: int, romm_rows: int
-) -> dict[str, float]:
+) -> dict[str, tuple[float, float]]:
     """sdcMicro's CPU seconds per method, single-threaded (module docstring)."""
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "x.csv"
@@ -155,11 +161,12 @@ def sdcmicro_times(
         )
     if done.returncode:
         raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
-    return {
-        name: float(value)
-        for name, value in (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)
-        if value != "NA"
-    }
+    out = {}
+    for line in done.stdout.splitlines():
+        name, *values = line.split("\t")
+        if len(values) == 2:
+            out[name] = (float(values[0]), float(values[1]))
+    return out
 
 
 def main() -> None:
@@ -174,28 +181,34 @@ def main() -> None:
     ours = anonlab_times(x, args.repeats, args.romm_rows)
     theirs = sdcmicro_times(x, args.sdcmicro, args.repeats, args.romm_rows) if args.sdcmicro else {}
     rows: list[dict[str, Any]] = []
-    print(f"{'method':28} {'anonlab s':>10} {'sdcMicro s':>11} {'ratio':>8}")
-    for name, seconds in ours.items():
-        other = theirs.get(name)
+    print(f"{'method':28} {'anonlab s':>10} {'sdcMicro s':>11} {'ratio':>8} {'first calls':>12}")
+    for name, (first, seconds) in ours.items():
+        other_first, other = theirs.get(name, (None, None))
         ratio = other / seconds if other is not None and seconds > 0 else None
+        ratio_first = other_first / first if other_first is not None and first > 0 else None
         rows.append(
             {
                 "method": name,
                 "anonlab_cpu_s": seconds,
+                "anonlab_first_cpu_s": first,
                 "sdcmicro_cpu_s": other,
+                "sdcmicro_first_cpu_s": other_first,
                 "sdcmicro_over_anonlab": ratio,
+                "first_calls_ratio": ratio_first,
             }
         )
         print(
             f"{name:28} {seconds:10.3f} {'' if other is None else f'{other:11.3f}':>11} "
-            f"{'' if ratio is None else f'{ratio:8.1f}':>8}"
+            f"{'' if ratio is None else f'{ratio:8.1f}':>8} "
+            f"{'' if ratio_first is None else f'{ratio_first:12.1f}':>12}"
         )
     result = {
         "rows": args.rows,
         "columns": 10,
         "romm_rows": args.romm_rows,
         "repeats": args.repeats,
-        "cpu": "CPU seconds (user + system), median of repeats, one BLAS thread",
+        "cpu": "CPU seconds (user + system), one BLAS thread: the median of the repeats "
+        "after the first call (both sides), and the first calls",
         "command": "python benchmarks/mask_numeric.py --sdcmicro <sdcMicro checkout>",
         "results": rows,
     }
