@@ -9,7 +9,7 @@ import org.deidentifier.arx.criteria.KAnonymity;
 /** ARX 3.9.2 side of anonlab's aggregate_qi (issue 24): one quasi-identifier microaggregated inside the
  *  classes of a fixed transformation (each QI's minimum and maximum generalization at its level),
  *  the aggregated column written one value a line. Used to make tests/data/arx_aggregate_qi/.
- *  args: data.csv delimiter aggColumn function(mean|geometric|median|mode|interval) ignoreMissing(true|false)
+ *  args: data.csv delimiter aggColumn(age, or age! without clustering) function(mean|geometric|median|mode|interval) ignoreMissing(true|false)
  *  k suppression out.csv sensitiveColumn [col=hierarchy.csv:level ...] */
 public class ArxAggregate {
     public static void main(String[] a) throws Exception {
@@ -41,8 +41,15 @@ public class ArxAggregate {
             def.setMinimumGeneralization(col, level);
             def.setMaximumGeneralization(col, level);
         }
+        // "age" aggregates a clustered quasi-identifier (its hierarchy given among the levels);
+        // "age!" one without clustering: not generalized, aggregated in the classes of the others
+        boolean clustering = !a[2].endsWith("!");
+        if (!clustering) {
+            agg = agg.substring(0, agg.length() - 1);
+            def.setAttributeType(agg, AttributeType.QUASI_IDENTIFYING_ATTRIBUTE);
+        }
         def.setDataType(agg, DataType.INTEGER);
-        def.setMicroAggregationFunction(agg, f, true);
+        def.setMicroAggregationFunction(agg, f, clustering);
         ARXConfiguration config = ARXConfiguration.create();
         config.addPrivacyModel(new KAnonymity(Integer.parseInt(a[5])));
         config.setSuppressionLimit(Double.parseDouble(a[6]));

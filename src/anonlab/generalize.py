@@ -981,17 +981,25 @@ class Generalizer:
             return self._fit_mondrian(frame, hierarchies, roles)
         if self.recoding == "local":
             return self._fit_local(frame, hierarchies, roles)
-        bare = [c for c, h in hierarchies.items() if h is None]
-        if bare:
+        bare = [c for c, h in hierarchies.items() if h is None or h == ""]
+        missing = [c for c in bare if c not in self.aggregate_qi]
+        if missing:
             raise AnonlabError(
-                f"quasi-identifier '{bare[0]}' has no hierarchy: full-domain generalization "
-                "needs one, or choose recoding='mondrian' to cut it as a range",
+                f"quasi-identifier '{missing[0]}' has no hierarchy: full-domain generalization "
+                "needs one, or choose recoding='mondrian' to cut it as a range, or aggregate "
+                f"it in the other quasi-identifiers' classes (aggregate_qi={{'{missing[0]}': "
+                "'mean'})",
                 parameter="hierarchies",
             )
+        if bare:  # not generalized, aggregated in the others' classes: released until then
+            roles = Roles.of(
+                roles.identifying, roles.sensitive, [*roles.insensitive, *bare], roles.other
+            )
+            self.hierarchies_given_ = [c for c in hierarchies if c not in bare]
         hiers = {
-            c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(h)
+            c: h if isinstance(h, Hierarchy) else Hierarchy.from_csv(cast(PathLike, h))
             for c, h in hierarchies.items()
-            if h is not None
+            if c not in bare
         }
         self.roles_ = roles
         self.hierarchies_ = hiers

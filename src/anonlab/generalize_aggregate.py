@@ -119,9 +119,12 @@ def aggregate_classes(
     ``release`` holds the generalized labels of every quasi-identifier ``qis`` (a class is
     one combination of them; a record with ``*`` in all of them is suppressed and keeps
     ``*``); ``original`` the same records, in the same order, as the table held them.
-    The new columns are categoricals of texts (module text).
+    An aggregated column is one of ``qis`` (ARX's clustering: generalized, then aggregated)
+    or any other column of the release (a quasi-identifier not generalized, aggregated in
+    the classes of ``qis``: ARX's microaggregation without clustering). The new columns are
+    categoricals of texts (module text).
     """
-    check_aggregate_qi(aggregate_qi, qis, missing)
+    check_aggregate_qi(aggregate_qi, list(release.columns), missing)
     if len(release) != len(original):
         raise AnonlabError(
             f"the release has {len(release)} records and the table {len(original)}: "

@@ -384,7 +384,7 @@ def generalize_command(
         "sheet": sheet,
         "table": table,
         "query": query,
-        "qi": parse_qi_flags(qi, bare=recoding == "mondrian") if qi else None,
+        "qi": parse_qi_flags(qi, bare=recoding == "mondrian" or bool(aggregate_qi)) if qi else None,
         "identifying": identifying,
         "sensitive": sensitive,
         "insensitive": insensitive,

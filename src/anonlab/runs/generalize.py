@@ -51,11 +51,13 @@ from anonlab.runs.generalize_steps import (
     generalize_outputs,
     load_hierarchies,
     population_table,
+    qi_roles,
     read_input,
     refuse_aggregate_on_engine,
     release_loss,
     report_path,
     roles_report,
+    searched_qi,
     stored_criteria,
     uses_engine,
     verify_release,
@@ -162,19 +164,20 @@ def run_generalize(
         return run_on_engine(settings, criteria, outputs, progress=progress, started=started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
-        hierarchies = load_hierarchies(settings.qi)
+        searched, _, table_roles = searched_qi(settings)
+        hierarchies = load_hierarchies(searched)
         frame = read_input(settings, categorical=True)
         return_free_memory()
         dataset = model_dataset(
             frame,
             hierarchies,
             criteria,
-            roles=settings.roles,
+            roles=table_roles,
             source=masked(settings.input),
             read_options=read_options,
         )
         result, dropped = search_dataset(dataset, settings, criteria, progress)
-        original, roles, records = dataset.frame, dataset.roles, dataset.n
+        original, roles, records = dataset.frame, qi_roles(dataset.roles, settings), dataset.n
         del dataset  # the search's codes of the rows are not needed again: freed here
         return_free_memory()
         model = ModelCheck(
@@ -261,14 +264,14 @@ def generalize_report(
     params = settings.model_dump()
     for name in ("input", *GENERALIZE_OUTPUTS):
         params[name] = stored_path(params[name], where)
-    params["qi"] = {c: stored_path(p, where) for c, p in settings.qi.items()}
+    params["qi"] = {c: stored_path(p, where) if p else "" for c, p in settings.qi.items()}
     params["sensitive_hierarchies"] = {
         c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
     }
     params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
     inputs: dict[str, PathLike | None] = {
         "data": file_of(settings.input),
-        **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
+        **{f"hierarchy:{c}": p for c, p in settings.qi.items() if p},
         **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
         **criteria_files(settings.model_criteria()),
     }

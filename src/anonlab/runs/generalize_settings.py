@@ -231,8 +231,11 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
     ``interval``; a TOML table ``aggregate_qi = {age = "mean"}``) releases that column, in
     every class of the release, as the aggregate of the class's original values instead of
     its label (ARX's microaggregation of a clustered quasi-identifier; docs/generalization.md,
-    "Aggregated quasi-identifiers"), with any recoding, in memory; ``aggregate_missing``
-    ``"zero"`` counts a missing value as 0 in a mean (ARX's ``ignoreMissingData = false``).
+    "Aggregated quasi-identifiers"), with any recoding, in memory; with full-domain
+    generalization such a column may have no hierarchy file (``qi = {age = ""}``): it is then
+    not generalized, and aggregated in the classes of the other quasi-identifiers (ARX's
+    microaggregation without clustering). ``aggregate_missing`` ``"zero"`` counts a missing
+    value as 0 in a mean (ARX's ``ignoreMissingData = false``).
 
     ``engine`` chooses where the passes over the rows run (docs/engine.md):
     ``"numpy"`` (the default) in this process, ``"dask"`` on a Dask cluster,
@@ -454,11 +457,14 @@ class GeneralizeSettings(TableSettings, EngineSettings, ReleaseRiskSettings):
         if self.recoding == "mondrian":
             return self
         bare = [c for c, p in self.qi.items() if not p]
+        if self.recoding == "full-domain":  # aggregated without a hierarchy: not generalized
+            bare = [c for c in bare if c not in self.aggregate_qi]
         if bare:
             raise AnonlabError(
                 f"qi '{bare[0]}' has no hierarchy file: full-domain generalization needs one "
                 "(e.g. age=hierarchy_age.csv), or choose recoding mondrian to cut it as a "
-                "numeric range",
+                "numeric range, or aggregate it in the other quasi-identifiers' classes "
+                f"(aggregate_qi {bare[0]}=mean)",
                 parameter="qi",
             )
         for name in ("numeric", "relaxed"):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-    from anonlab.dataset import Role
+    from anonlab.dataset import Role, Roles
     from anonlab.engine.base import Engine, ReleasePlan
     from anonlab.hierarchy import Hierarchy
     from anonlab.runs.generalize_settings import ApplySettings, GeneralizeSettings
@@ -205,6 +205,31 @@ def generalize_outputs(
         input_tables=input_tables(settings.input, settings.table),
         folders=("output",) if folder else (),
     )
+
+
+def searched_qi(settings: GeneralizeSettings) -> tuple[dict[str, str], list[str], Roles]:
+    """The quasi-identifiers the search generalizes (those with a hierarchy file), those it
+    leaves out (aggregated in the others' classes, ARX's microaggregation without
+    clustering: ``qi = {age = ""}`` with ``aggregate_qi``), and the roles of the table model,
+    which releases the latter as they are until they are aggregated."""
+    from anonlab.dataset import Roles
+
+    free = [c for c, p in settings.qi.items() if not p]
+    if not free:
+        return dict(settings.qi), [], settings.roles
+    roles = Roles.of(
+        settings.identifying, settings.sensitive, [*settings.insensitive, *free], settings.other
+    )
+    return {c: p for c, p in settings.qi.items() if p}, free, roles
+
+
+def qi_roles(roles: Mapping[str, Role], settings: GeneralizeSettings) -> dict[str, Role]:
+    """The columns' roles for the report: a quasi-identifier the search left out
+    (:func:`searched_qi`) is one, though the table model released it as it is."""
+    from anonlab.dataset import Role
+
+    free = {c for c, p in settings.qi.items() if not p}
+    return {c: Role.QUASI if c in free else r for c, r in roles.items()}
 
 
 def refuse_aggregate_on_engine(settings: GeneralizeSettings) -> None:

@@ -81,9 +81,14 @@ def relabel_full_domain(
     aggregated: Sequence[str],
 ) -> pd.DataFrame:
     """``release`` with each ``aggregated`` column holding the hierarchy label of the original
-    value at its stated level again, ``*`` where the release holds ``*``."""
+    value at its stated level again, ``*`` where the release holds ``*``; a column with no
+    level (aggregated in the other quasi-identifiers' classes, not generalized) holds the
+    original values, as any column the release leaves as it is."""
     out = release.copy()
     for column in aggregated:
+        if column not in levels:
+            out[column] = _text(original[column])
+            continue
         hierarchy, level = hierarchies[column], levels[column]
         labels = {row[0]: row[min(level, len(row) - 1)] for row in hierarchy.rows}
         before = _text(original[column])
