@@ -838,7 +838,7 @@ class FrequencyCache:
         Falls back on a new axis snapshot, and only for the bottom node itself
         (or a lattice whose hierarchies all have height 0) on the bottom.
         """
-        target = tuple(int(x) for x in levels)
+        target = levels if type(levels) is tuple else tuple(int(x) for x in levels)
         best = (
             self._smallest_candidate(target)
             if self._packer.usable
@@ -851,7 +851,8 @@ class FrequencyCache:
                 self._axes[axis] = best
                 self._snapshots = None
                 self._snapshot_bytes += best.nbytes
-        self._uses[best.levels] = self._uses.get(best.levels, 0) + 1
+        uses = self._uses
+        uses[best.levels] = uses.get(best.levels, 0) + 1
         return self._refine_chain(target, best)
 
     def _smallest_cached_below(self, target: NDArray[Any]) -> FrequencySet:
@@ -893,10 +894,15 @@ class FrequencyCache:
         the bottom before a snapshot (the first made), so a snapshot is taken only with fewer
         classes than the best entry, as the two-step search did (:func:`_score`).
         """
-        snapshots = self._snapshot_arrays()[0]  # also lays the snapshots into the candidates
+        snapshots = (
+            self._snapshots[0] if self._snapshots is not None else self._snapshot_arrays()[0]
+        )  # making the arrays also lays the snapshots into the candidates
         used = self._spare + self._high_slot
-        ok = self._packer.below(self._cand_packed[:used], self._packer.pack(target))
-        at = int(np.argmin(np.where(ok, self._cand_score[:used], _INT64_MAX)))
+        guards = self._packer.guards
+        # the candidates' packed level vectors at or below the target (LevelPacker.below)
+        gap = (self._packer.pack(target) | guards) - self._cand_packed[:used]
+        np.bitwise_and(gap, guards, out=gap)
+        at = int(np.where(gap == guards, self._cand_score[:used], _INT64_MAX).argmin())
         if at >= self._spare:
             entry = self._entries[at - self._spare]
             if entry is not None:

@@ -371,9 +371,13 @@ class SearchContext:
 
     def stats(self, fs: FrequencySet) -> ClassStats:
         """What the criteria see of a node (with ARX's class order for sample-based ones)."""
-        stats = fs.stats()
-        if self._needs_codes:
-            stats = dataclasses.replace(stats, codes=fs.codes)
+        stats = ClassStats(
+            levels=fs.levels,
+            counts=fs.counts,
+            sensitive=fs.sensitive,
+            population=fs.population,
+            codes=fs.codes if self._needs_codes else None,
+        )
         if not self._sample_based:
             return stats
         star = np.ones(fs.classes, dtype=bool)
@@ -439,7 +443,7 @@ class SearchContext:
             sub_ok = int(counts[sub].sum()) <= limit and all(
                 c.acceptable(stats, sub) for c in self._sub_conditions
             )
-        ok = int(counts[outliers].sum()) <= limit
+        ok = self._within_limit(counts, outliers, fs.population is None)
         enforce = limit if enforce_limit is None else max(limit, enforce_limit)
         if self._sample_based and (ok or enforce > limit):
             for c in self._sample_based:
@@ -450,6 +454,17 @@ class SearchContext:
         classes = NodeClasses(fs=fs, outliers=outliers, stats=stats)
         ok = ok and all(c.acceptable(stats, outliers) for c in self._conditions)
         return Verdict(classes, ok, ok if self.monotone_model else sub_ok)
+
+    def _within_limit(self, counts: NDArray[Any], outliers: NDArray[Any], all_live: bool) -> bool:
+        """Whether the outlier classes hold at most the suppression limit's records: always
+        when the limit is the whole table, else no outlier at all for a limit of 0 when every
+        class holds records (``all_live``), else their records counted."""
+        limit = self.max_suppressed
+        if limit >= self.engine.n:
+            return True
+        if limit == 0 and all_live:
+            return not outliers.any()
+        return int(counts[outliers].sum()) <= limit
 
     @property
     def has_sub_model(self) -> bool:
