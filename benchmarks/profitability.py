@@ -7,10 +7,12 @@ practical monotonicity), as ``tests/data/arx_profitability/adult.json`` holds th
   after a warm-up, in-process;
 * ARX 3.9.2 (its optimal FLASH search) through ``tests/data/arx_profitability/java/ProfitRef.java``
   (compiled here when ARX is at /tmp/arx): nodes checked (``ARXNode.isChecked``) and the thread
-  CPU time of ``ARXAnonymizer.anonymize``, median of 3 runs after a warm-up in one JVM;
+  CPU time of ``ARXAnonymizer.anonymize``, median of 3 runs after a warm-up in one JVM per case;
 
-and whether both print the same optimum score. Without Java or ARX the ARX columns are ``n/a``.
-Results: ``benchmarks/results/profitability.json``.
+and whether both print the same optimum score. The two tools are measured in turns, case by
+case (the machine is shared). Without Java or ARX the ARX columns are ``n/a``. Results:
+``benchmarks/results/profitability.json`` (``--save`` names another file, e.g. for a
+"before" run of an older commit's ``src`` on ``PYTHONPATH``).
 
     python benchmarks/profitability.py              # all cases (a few minutes)
     python benchmarks/profitability.py --markdown   # the table from the saved results
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +49,7 @@ def cases() -> list[dict[str, Any]]:
 def run_anonlab(case: dict[str, Any], repeats: int) -> dict[str, Any]:
     """Nodes checked, median search CPU seconds and the score, in-process."""
     from anonlab.errors import AnonlabError
-    from test_privacy_profitability import replay
+    from test_privacy_profitability import replay  # type: ignore[import-not-found]
 
     try:
         results = [replay(case) for _ in range(repeats + 1)][1:]
@@ -59,61 +63,64 @@ def run_anonlab(case: dict[str, Any], repeats: int) -> dict[str, Any]:
     return {
         "nodes_checked": last.search.nodes_checked,
         "search_cpu_seconds": statistics.median(r.search.cpu_seconds for r in results),
+        "search_cpu_runs": [r.search.cpu_seconds for r in results],
         "score": last.information_loss_arx[case["config"]["metric"]],
     }
 
 
-def run_arx(all_cases: list[dict[str, Any]], repeats: int) -> dict[str, dict[str, Any]]:
-    """ARX's figures per case id, or nothing without Java and ARX."""
+def arx_command(build: str) -> list[str] | None:
+    """The compiled harness's command, or None without Java or ARX."""
     if shutil.which("java") is None or not (ARX / "classes").exists():
-        return {}
+        return None
     cp = f"{ARX / 'classes'}:" + (ARX / "cp.txt").read_text().strip()
-    with tempfile.TemporaryDirectory() as build:
-        subprocess.run(["javac", "-cp", cp, "-d", build, str(JAVA_SRC)], check=True)
-        lines = []
-        for case in all_cases:
-            args = [a if not a.startswith("nodes=") else "nodes=none" for a in case["args"]]
-            lines += ["\t".join(args)] * (repeats + 1)
-        proc = subprocess.run(
-            ["java", "-cp", f"{build}:{cp}", "ProfitRef"],
-            cwd=REPO,
-            input="\n".join(lines) + "\n",
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    outputs = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    out = {}
-    for i, case in enumerate(all_cases):
-        runs = outputs[i * (repeats + 1) + 1 : (i + 1) * (repeats + 1)]
-        out[case["id"]] = {
-            "nodes_checked": runs[-1]["nodes_checked"],
-            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-            "score": runs[-1]["highest_score"],
-        }
-    return out
+    subprocess.run(["javac", "-cp", cp, "-d", build, str(JAVA_SRC)], check=True)
+    return ["java", "-cp", f"{build}:{cp}", "ProfitRef"]
 
 
-def measure(repeats: int) -> list[dict[str, Any]]:
-    all_cases = cases()
-    arx = run_arx(all_cases, repeats)
+def run_arx(command: list[str] | None, case: dict[str, Any], repeats: int) -> dict[str, Any] | None:
+    """ARX's figures for one case (one JVM: a warm-up, then the timed runs), or ``None``."""
+    if command is None:
+        return None
+    args = [a if not a.startswith("nodes=") else "nodes=none" for a in case["args"]]
+    proc = subprocess.run(
+        command,
+        cwd=REPO,
+        input="\n".join(["\t".join(args)] * (repeats + 1)) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    runs = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")][1:]
+    return {
+        "nodes_checked": runs[-1]["nodes_checked"],
+        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+        "cpu_runs": [r["cpu_seconds"] for r in runs],
+        "score": runs[-1]["highest_score"],
+    }
+
+
+def measure(repeats: int, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per case, anonlab then ARX."""
+    all_cases = [c for c in cases() if only is None or c["id"].split("#", 1)[1] in only]
     rows = []
-    for case in all_cases:
-        ours = run_anonlab(case, repeats)
-        theirs = arx.get(case["id"])
-        rows.append(
-            {
-                "case": case["id"].replace("TestAnonymizationProfitability", "Profit"),
-                "model": case["config"]["criteria"][0]["model"],
-                "metric": case["config"]["metric"],
-                "suppression": case["config"]["suppression"],
-                "practical_monotonicity": case["config"]["practical_monotonicity"],
-                "anonlab": ours,
-                "arx": theirs,
-                "same_optimum": None if theirs is None else ours["score"] == theirs["score"],
-            }
-        )
-        print(line(rows[-1]), flush=True)
+    with tempfile.TemporaryDirectory() as build:
+        command = arx_command(build)
+        for case in all_cases:
+            ours = run_anonlab(case, repeats)
+            theirs = run_arx(command, case, repeats)
+            rows.append(
+                {
+                    "case": case["id"].replace("TestAnonymizationProfitability", "Profit"),
+                    "model": case["config"]["criteria"][0]["model"],
+                    "metric": case["config"]["metric"],
+                    "suppression": case["config"]["suppression"],
+                    "practical_monotonicity": case["config"]["practical_monotonicity"],
+                    "anonlab": ours,
+                    "arx": theirs,
+                    "same_optimum": None if theirs is None else ours["score"] == theirs["score"],
+                }
+            )
+            print(line(rows[-1]), flush=True)
     return rows
 
 
@@ -146,14 +153,30 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", nargs="*", help="case numbers, e.g. 3 4 5 (default: all)")
+    parser.add_argument("--save", type=Path, default=OUT, help="the results file")
     parser.add_argument("--markdown", action="store_true", help="print the saved table")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(OUT.read_text())["rows"]))
+        print(markdown(json.loads(args.save.read_text())["rows"]))
         return
-    rows = measure(args.repeats)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"repeats": args.repeats, "rows": rows}, indent=1) + "\n")
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = os.getloadavg()
+    rows = measure(args.repeats, args.cases)
+    args.save.parent.mkdir(parents=True, exist_ok=True)
+    args.save.write_text(
+        json.dumps(
+            {
+                "measured_at": started,
+                "load_average": [round(x, 2) for x in load],
+                "repeats": args.repeats,
+                "machine": "2 cores, shared",
+                "rows": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(markdown(rows))
 
 

@@ -190,16 +190,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warmups", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--save", type=Path, default=OUT, help="the results file")
     parser.add_argument("--markdown", action="store_true", help="print the saved table")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(OUT.read_text())["rows"]))
+        print(markdown(json.loads(args.save.read_text())["rows"]))
         return
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load = os.getloadavg()
     rows = measure(args.warmups, args.repeats)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(
+    args.save.parent.mkdir(parents=True, exist_ok=True)
+    args.save.write_text(
         json.dumps(
             {
                 "measured_at": started,
