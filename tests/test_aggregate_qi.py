@@ -350,3 +350,81 @@ def test_toml_and_cli(tmp_path: Path) -> None:
     )
     assert bad.exit_code != 0
     assert "Error: " in bad.output and "--aggregate-qi" in bad.output
+
+
+LEVEL1 = {
+    "sex": 0,
+    "age": 1,
+    "race": 1,
+    "marital-status": 1,
+    "education": 3,
+    "native-country": 2,
+    "workclass": 2,
+    "occupation": 2,
+}
+
+
+@pytest.mark.parametrize("clustering", [True, False], ids=["clustered", "unclustered"])
+@pytest.mark.parametrize("function", ["mean", "median", "mode"])
+def test_clustered_and_unclustered_as_arx(tmp_path: Path, clustering: bool, function: str) -> None:
+    """ARX's two forms on the levels of LEVEL1 (age in 5-year bands): clustered, age is
+    generalized and aggregated in the classes of all eight; unclustered (``qi`` age with no
+    hierarchy file), age is not generalized and is aggregated in the classes of the other
+    seven, which here are far fewer."""
+    qi = {c: str(ADULT / f"hierarchy_{c}.csv") for c in LEVEL1}
+    levels = dict(LEVEL1)
+    if not clustering:
+        qi["age"] = ""
+        levels.pop("age")
+    settings = GeneralizeSettings(
+        input=str(ADULT / "adult.csv"),
+        delimiter=";",
+        qi=qi,
+        sensitive=["salary-class"],
+        k=5,
+        suppression=0.01,
+        metric="precision_with_suppression",
+        min_level=levels,
+        max_level=levels,
+        aggregate_qi={"age": function},
+        output=str(tmp_path / "release.csv"),
+        report=str(tmp_path / "report.json"),
+    )
+    result = run_generalize(settings)
+    assert result.report["transformation"] == levels
+    assert result.report["roles"]["age"] == "quasi"
+    written = pd.read_csv(tmp_path / "release.csv", dtype=str, keep_default_na=False)
+    with gzip.open(REFERENCE / "adult_k5_age_level1.csv.gz", "rt", encoding="utf-8") as fh:
+        arx = pd.read_csv(fh, sep=";", dtype=str, keep_default_na=False)
+    form = "clustered" if clustering else "unclustered"
+    assert written["age"].tolist() == arx[f"{form}_{function}"].tolist()
+    assert verify_report(tmp_path / "report.json").ok
+    # a class moved by one year is found again from the files
+    ages = written["age"].tolist()
+    row = next(i for i, a in enumerate(ages) if a != "*")
+    written["age"] = [str(int(a) + 1) if a == ages[row] else a for a in ages]
+    written.to_csv(tmp_path / "release.csv", index=False)
+    assert not verify_report(tmp_path / "report.json").ok
+
+
+def test_unclustered_from_python_and_refusals() -> None:
+    hierarchies: dict[str, object] = dict(_hierarchies())
+    hierarchies["age"] = None
+    g = Generalizer(
+        k=5, suppression=0.01, metric="precision_with_suppression", aggregate_qi={"age": "mean"}
+    )
+    release = g.fit_transform(
+        _adult(),
+        hierarchies,  # type: ignore[arg-type]
+        sensitive=["salary-class"],
+    )
+    assert "age" not in g.transformation_
+    labelled = _adult_release()  # age at its top level '*': the same classes either way
+    assert release["age"].astype(str).tolist() == _arx_adult()["mean"].tolist()
+    assert release["sex"].astype(str).tolist() == labelled["sex"].astype(str).tolist()
+    with pytest.raises(AnonlabError, match="has no hierarchy"):
+        Generalizer(k=5).fit(_adult(), hierarchies, sensitive=["salary-class"])  # type: ignore[arg-type]
+    with pytest.raises(AnonlabError, match="aggregate_qi age=mean"):
+        GeneralizeSettings(
+            input=str(ADULT / "adult.csv"), qi={**_hierarchies(), "age": ""}, k=5, output="o.csv"
+        )
