@@ -329,7 +329,8 @@ def generalize_command(
         help="Release a numeric quasi-identifier, in every class, as the aggregate of the "
         "class's original values instead of its label (ARX's microaggregation): "
         "COLUMN=mean|geometric|median|mode|interval, e.g. age=mean (repeat; any --recoding; "
-        "in memory; docs/generalization.md).",
+        "in memory; a --qi COLUMN without a file is then not generalized and aggregated in "
+        "the other quasi-identifiers' classes; docs/generalization.md).",
     ),
     aggregate_missing: str | None = typer.Option(
         None,
