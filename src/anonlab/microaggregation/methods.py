@@ -314,8 +314,9 @@ def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64
         total = float(np.cumsum(np.sqrt(squares.min(axis=0)))[-1])  # row after row
         seen[tuple(medoids)] = total
         if best is None or best_total > total:
-            _, first = np.unique(nearest, return_index=True)
-            by_first = np.argsort(first, kind="stable")
+            first = np.asarray([np.argmax(nearest == c) for c in range(len(medoids))])
+            present = [c for c in range(len(medoids)) if nearest[first[c]] == c]
+            by_first = np.asarray(present)[np.argsort(first[present], kind="stable")]
             best = [medoids[c] + 1 for c in by_first]
             best_total = total
             best_squares = squares[by_first]
@@ -358,7 +359,9 @@ def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     sorted again).
     """
     order = np.argsort(xt, axis=1)
-    ordered = np.take_along_axis(xt, order, axis=1)
+    ordered = np.empty_like(xt)
+    for j in range(xt.shape[0]):
+        np.take(xt[j], order[j], out=ordered[j])
     for j in range(xt.shape[0]):
         ties = ordered[j, 1:] == ordered[j, :-1]
         if not ties.any():
@@ -399,11 +402,11 @@ def ordered_release(
     x: NDArray[Any], order: NDArray[np.int64], k: int, aggr: str, trim: float
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """The release of the fixed groups cut from ``order``, and each row's group."""
-    released = np.empty_like(x, dtype=np.float64)
-    released[order] = ordered_aggregates(x[order], k, aggr, trim)
-    labels = np.empty(x.shape[0], dtype=np.int64)
-    labels[order] = fixed_labels(x.shape[0], k)
-    return released, labels
+    place = np.empty_like(order)
+    place[order] = np.arange(order.size)  # each row's position in the order
+    values = ordered_aggregates(np.take(x, order, axis=0), k, aggr, trim)
+    released = np.take(values, place, axis=0)
+    return released, np.asarray(fixed_labels(x.shape[0], k)[place], dtype=np.int64)
 
 
 def mdav_release(x: NDArray[Any], k: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
