@@ -83,6 +83,9 @@ ROMM_BLOCK: Final = 1024
 """Largest number of records ``romm`` masks with one orthogonal matrix (as sdcMicro)."""
 MCD_ROWS: Final = 2000
 """Records ``outdect`` fits its robust covariance on (a random subset beyond that)."""
+_ROW_BLOCK: Final = 8192
+"""Records a step of ``outdect``'s additions takes (a whole table's temporary arrays cost
+more in page faults than the additions)."""
 ROMM_PIECE: Final = 256
 """Records per block beyond :data:`ROMM_BLOCK`: the QR factors of one block cost ``b^3``."""
 
@@ -179,7 +182,10 @@ def _column_moments(
         mean = columns.mean(axis=1)
         if len(data) < 2:
             return np.asarray(mean, dtype=np.float64), np.zeros(data.shape[1])
-        return np.asarray(mean, dtype=np.float64), np.asarray(columns.std(axis=1, ddof=1))
+        # one column at a time: the same numbers as ``std(axis=1)``, with a column's
+        # temporary arrays instead of the whole table's
+        sd = np.array([column.std(ddof=1) for column in columns], dtype=np.float64)
+        return np.asarray(mean, dtype=np.float64), sd
     counts = np.sum(~np.isnan(columns), axis=1)
     mean = np.asarray(np.nanmean(columns, axis=1), dtype=np.float64)
     sd = np.nanstd(columns, axis=1, ddof=1) if np.all(counts > 1) else _sd_safe(columns, counts)
@@ -385,7 +391,10 @@ def outdect(
     rows = np.flatnonzero(_outliers(data, columns, rng))
     scale = 1.96 * _column_moments(data, columns)[1] / np.sqrt(n) * (noise / 100.0)
     out = data.copy()
-    out[rows] += rng.standard_normal((rows.size, data.shape[1])) * scale
+    draws = rng.standard_normal((rows.size, data.shape[1]))
+    draws *= scale
+    for start in range(0, rows.size, _ROW_BLOCK):  # small temporary arrays
+        out[rows[start : start + _ROW_BLOCK]] += draws[start : start + _ROW_BLOCK]
     return out
 
 
