@@ -180,7 +180,7 @@ def test_strata_and_alpha(testdata: Path, tmp_path: Path) -> None:
         (["--qi", "urbrur,sex", "--combs", "3"], "combs size 3 out of range"),
         (["--qi", "urbrur,sex", "--combs", "2=x"], "is not SIZE or SIZE=K"),
         (["--qi", "urbrur,sex", "--alpha", "2"], "alpha"),
-        (["--qi", "urbrur,sex", "--engine", "dask"], "suppress runs in memory only"),
+        (["--qi", "urbrur,sex", "--engine", "dask", "--sheet", "x"], "sheet applies to Excel"),
         (["--qi", "urbrur,sex", "--k", "5000"], "fewer than k = 5000"),
         (["--qi", "urbrur,sex", "--strata", "sex"], "both a key and a stratum"),
     ],
@@ -224,11 +224,18 @@ def test_a_refused_release_leaves_every_output_as_it_was(testdata: Path, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv", "x.json"]
 
 
-def test_a_folder_output_is_refused(testdata: Path, tmp_path: Path) -> None:
-    with pytest.raises(AnonlabError, match="in memory only"):
-        anonlab.SuppressSettings(
-            input=str(testdata), qi=["sex"], output=str(tmp_path / "parts") + "/"
-        )
+def test_a_database_table_output_is_refused_on_an_engine(testdata: Path, tmp_path: Path) -> None:
+    settings = anonlab.SuppressSettings(
+        input=str(testdata),
+        qi=["sex"],
+        other="insensitive",
+        engine="dask",
+        output=f"sqlite:///{tmp_path / 'x.db'}",
+        output_table="release",
+    )
+    with pytest.raises(AnonlabError, match="not a database table"):
+        anonlab.run_suppress(settings)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_cells_of_the_input_are_blanks_from_the_start(

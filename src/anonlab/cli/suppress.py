@@ -118,7 +118,8 @@ def suppress_command(
     engine: str | None = typer.Option(
         None,
         "--engine",
-        help="numpy (this process, the default); dask is refused: suppress runs in memory.",
+        help="numpy (this process, the default) or dask; a folder --output ending in / or dask "
+        "has the engine count the key groups and write the release as Parquet parts.",
     ),
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,

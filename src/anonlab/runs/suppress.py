@@ -9,10 +9,12 @@ re-identification risk as written (the risk step every release takes,
 :func:`anonlab.risk.release.release_risk_report`), then stages report and HTML and
 renames all of them into place, or nothing.
 
-The method runs in memory, on the table's frequency set of key tuples. The engines
-(``engine = "dask"``, a folder ``output`` ending in ``/``) are refused with one line:
-the release's rows would have to be written by the engine's pass, which this family
-does not have yet (docs/suppression.md, "Engines").
+The method runs on the table's frequency set of (stratum, key tuple) groups. On an engine
+(``engine = "dask"``, or a folder ``output`` ending in ``/``) the engine counts that set
+and one pass over its pieces writes the release as Parquet parts
+(:mod:`anonlab.suppression.pieces`); the parts are read back and checked as a file
+release is, and a file output is gathered from them. The release is the in-memory one, cell
+for cell (docs/suppression.md, "Engines").
 
 A TOML file holds the parameters under their Python names; ``importance`` is a table
 of key = rank, ``combs`` a list of sizes or of ``[size, k]`` pairs, or text
@@ -21,6 +23,7 @@ of key = rank, ``combs`` a list of sizes or of ``[size, k]`` pairs, or text
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,15 +31,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from anonlab.database import is_database_url, masked
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
-    InMemoryRun,
+    EngineSettings,
     RoleSettings,
     RunResult,
     input_tables,
+    is_folder_output,
+    open_run_engine,
     paths_convention,
     stage_release,
     stage_report,
@@ -46,6 +52,10 @@ from anonlab.settings import Settings, split_names
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from anonlab.dataset import Role
+    from anonlab.engine.table import Table
+    from anonlab.suppression import SuppressionResult
 
 #: how the risk section reads a blank, beside the k-anonymity the method reached
 RISK_BLANKS = (
@@ -104,7 +114,7 @@ def parse_importance(value: Any) -> dict[str, int]:
     return out
 
 
-class SuppressSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
+class SuppressSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_suppress` needs (module text).
 
     ``qi`` are the key variables (sdcMicro's ``keyVars``); ``k`` the smallest
@@ -122,7 +132,6 @@ class SuppressSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
         "report",
         "html",
     )
-    in_memory_only: ClassVar[str] = "suppress runs in memory only, on the table's frequency set"
 
     input: Any
     qi: list[str]
@@ -136,6 +145,15 @@ class SuppressSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
     report: str | None = None
     html: str | None = None
     verify: bool = True
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if isinstance(value, str):
+            return value
+        raise ValueError("give a file path or a SQLAlchemy URL")
 
     @field_validator("qi", "strata", mode="before")
     @classmethod
@@ -159,13 +177,20 @@ class SuppressSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
         return [(size, self.k if kk is None else kk) for size, kk in self.combs]
 
 
+def uses_engine(settings: SuppressSettings) -> bool:
+    """Whether the run goes through an engine: on Dask, or with a folder output."""
+    return settings.engine != "numpy" or is_folder_output(settings.output)
+
+
 def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = None) -> RunResult:
     """Suppress key cells of ``settings.input``; write release, report and HTML, or nothing.
 
     Without any output path the release is only returned (:attr:`RunResult.release`),
-    verified in memory. ``progress`` hears of the read and of the method.
+    verified in memory. ``progress`` hears of the read and of the method. On an engine
+    (:func:`uses_engine`) the engine counts the groups and writes the release
+    (:func:`_suppress_on_engine`); the report is the same.
     """
-    from anonlab.dataset import Role, Roles, roles_report
+    from anonlab.dataset import roles_report
     from anonlab.io import read_table
     from anonlab.metrics.certainty import classes_loss, frame_classes
     from anonlab.risk.release import check_risk_columns, release_risk_report
@@ -173,62 +198,168 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
 
     s = settings
     started = time.perf_counter()
+    on_engine = uses_engine(s)
+    if on_engine:
+        _check_engine_settings(s)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
         inputs=[s.input, *s.sensitive_hierarchies.values()],
         input_tables=input_tables(s.input, s.table),
+        folders=("output",) if is_folder_output(s.output) else (),
     ) as outputs:
         if progress is not None:
             progress("read", 0, None)
-        frame = read_table(s.input, **s.read_options())
-        named = {*s.qi, *s.identifying, *s.sensitive, *s.insensitive}
-        insensitive = [*s.insensitive, *(c for c in s.strata if c not in named)]
-        given = Roles.of(s.identifying, s.sensitive, insensitive, s.other)
-        roles = given.assign([str(c) for c in frame.columns], s.qi)
-        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
-        lost = [c for c in s.strata if c in dropped]
-        if lost:
-            raise AnonlabError(
-                f"stratum {', '.join(lost)} is identifying, so not released: a stratum "
-                "column must be released",
-                parameter="strata",
-            )
+        if on_engine:
+            from anonlab.engine.table import open_table
+
+            table = open_table(s.input, delimiter=s.delimiter)
+            columns = [str(c) for c in table.column_names]
+        else:
+            frame = read_table(s.input, **s.read_options())
+            columns = [str(c) for c in frame.columns]
+        roles, dropped, named, insensitive = _roles(s, columns)
         check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s, s.qi)
         if progress is not None:
             progress("suppress", 0, None)
-        result = suppress(
-            frame,
-            s.qi,
-            s.k,
-            importance=s.importance,
-            combs=s.pairs(),
-            strata=s.strata,
-            alpha=s.alpha,
-        )
-        release = result.release.drop(columns=dropped)
+        if on_engine:
+            result, values, released = _suppress_on_engine(s, table, outputs, dropped, progress)
+        else:
+            result = suppress(
+                frame,
+                s.qi,
+                s.k,
+                importance=s.importance,
+                combs=s.pairs(),
+                strata=s.strata,
+                alpha=s.alpha,
+            )
+            release = result.release.drop(columns=dropped)
+            values = {
+                q: [str(v) for v in frame[q].astype("string").fillna("").unique()] for q in s.qi
+            }
+
+            def check(written: pd.DataFrame) -> None:
+                if s.verify:
+                    _verify(frame, written, s, result.suppressed, dropped)
+
+            released = stage_release(outputs, release, check)
         report = _header(s, outputs.path("report"))
         report.update(result.summary())
-
-        def check(written: pd.DataFrame) -> None:
-            if s.verify:
-                _verify(frame, written, s, result.suppressed, dropped)
-
-        released = stage_release(outputs, release, check)
         report["verified"] = s.verify
         by_other = [c for c in roles if c not in named and c not in insensitive]
         report.update(roles_report(roles, s.other, by_other))
         report.update(release_risk_report(released, s.sensitive, s, qi=s.qi))
         report["risk_blanks"] = RISK_BLANKS
-        report["loss"] = classes_loss(
-            frame_classes(released, s.qi),
-            s.qi,
-            {q: [str(v) for v in frame[q].astype("string").fillna("").unique()] for q in s.qi},
-            {},
-        )
+        report["loss"] = classes_loss(frame_classes(released, s.qi), s.qi, values, {})
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
-    return RunResult(report, release, written)
+    return RunResult(report, released if on_engine else release, written)
+
+
+def _roles(
+    s: SuppressSettings, columns: list[str]
+) -> tuple[dict[str, Role], list[str], set[str], list[str]]:
+    """Every column's role (the keys the quasi-identifiers, strata named nowhere else
+    insensitive), the dropped columns, the columns named and the insensitive ones; a stratum
+    that would be dropped is refused."""
+    from anonlab.dataset import Role, Roles
+
+    named = {*s.qi, *s.identifying, *s.sensitive, *s.insensitive}
+    insensitive = [*s.insensitive, *(c for c in s.strata if c not in named)]
+    given = Roles.of(s.identifying, s.sensitive, insensitive, s.other)
+    roles = given.assign(columns, s.qi)
+    dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+    lost = [c for c in s.strata if c in dropped]
+    if lost:
+        raise AnonlabError(
+            f"stratum {', '.join(lost)} is identifying, so not released: a stratum "
+            "column must be released",
+            parameter="strata",
+        )
+    return dict(roles), dropped, named, insensitive
+
+
+def _check_engine_settings(s: SuppressSettings) -> None:
+    """Refuse, before any work, what the engines do not read or write: a database, an Excel
+    sheet, a query, a database table as output."""
+    engine = f"engine '{s.engine}'"
+    if is_database_url(s.input):
+        raise AnonlabError(
+            f"input '{masked(s.input)}' is a database: {engine} reads Parquet files, folders "
+            "and globs and CSV files; export the table to Parquet, or use engine 'numpy' "
+            "with a file output",
+            parameter="input",
+        )
+    for name in ("sheet", "table", "query"):
+        if getattr(s, name) is not None:
+            raise AnonlabError(
+                f"{name} applies to Excel and database inputs, which {engine} does not read: "
+                "leave it out",
+                parameter=name,
+            )
+    if s.output_table is not None or (s.output is not None and is_database_url(s.output)):
+        raise AnonlabError(
+            f"{engine} writes the release as Parquet parts, not a database table: give a "
+            "folder (ending in /) or a file as output",
+            parameter="output",
+        )
+
+
+def _suppress_on_engine(
+    s: SuppressSettings,
+    table: Table,
+    outputs: Outputs,
+    dropped: list[str],
+    progress: ProgressFn | None,
+) -> tuple[SuppressionResult, dict[str, list[str]], pd.DataFrame]:
+    """The method on the engine's frequency set, the release written by one pass over the
+    pieces into the staged folder (a scratch folder for a file output, gathered from the
+    parts), read back and checked against the input by the independent checker; returns the
+    method's result, each key's original values and the release as written."""
+    import tempfile
+    from contextlib import closing
+
+    from anonlab.io import read_table
+    from anonlab.runs.generalize_steps import gather_parts
+    from anonlab.staging import StagedFolder
+    from anonlab.suppression.pieces import engine_suppression, write_parts
+
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    if outputs.is_folder("output"):
+        staged = outputs.stage_folder("output")
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
+        staged = StagedFolder(Path(scratch.name) / "release")
+    try:
+        with closing(open_run_engine(s)) as engine:
+            result, plan = engine_suppression(
+                engine,
+                table,
+                s.qi,
+                s.k,
+                importance=s.importance,
+                combs=s.pairs(),
+                strata=s.strata,
+                alpha=s.alpha,
+                drop=dropped,
+                progress=progress,
+            )
+            write_parts(engine, table, plan, staged.path, result, progress)
+        released = read_table(staged.path)
+        if s.verify:
+            original = read_table(s.input, **s.read_options())
+            _verify(original, released, s, result.suppressed, dropped)
+        target = outputs.target("output")
+        if scratch is not None and target is not None:
+            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+        start = len(plan.columns) - len(plan.keys)
+        values = {q: list(plan.dictionaries[start + j]) for j, q in enumerate(plan.keys)}
+        return result, values, released
+    finally:
+        if scratch is not None:
+            staged.discard()
+            scratch.cleanup()
 
 
 def _verify(

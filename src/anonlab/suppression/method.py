@@ -56,6 +56,8 @@ class SuppressionResult:
     records_touched: int
     rounds: int
     combinations: list[dict[str, Any]] = field(default_factory=list)
+    #: records of the table (``None``: those of ``release``; an engine run holds no rows)
+    records: int | None = None
 
     @property
     def cells_suppressed(self) -> int:
@@ -72,7 +74,7 @@ class SuppressionResult:
             "alpha": self.alpha,
             "importance": self.importance,
             "strata": self.strata,
-            "records": len(self.release),
+            "records": len(self.release) if self.records is None else self.records,
             "cells_suppressed": self.cells_suppressed,
             "suppressed_per_key": self.suppressed,
             "blank_before_per_key": self.blank_before,
@@ -124,6 +126,16 @@ def _check_importance(importance: Mapping[str, int], keys: Sequence[str]) -> dic
             parameter="importance",
         )
     return {key: int(importance[key]) for key in keys}
+
+
+def key_ranks(
+    importance: Mapping[str, int] | None, codes: NDArray[Any], keys: Sequence[str]
+) -> dict[str, int]:
+    """Each key's importance rank: those given (checked), else sdcMicro's default from the
+    key codes ``codes`` (rows of the table or its distinct groups: the same values)."""
+    if importance is None:
+        return default_importance(codes, keys)
+    return _check_importance(importance, keys)
 
 
 def requirements(m: int, k: int, combs: Sequence[tuple[int, int]] | None) -> list[Requirement]:
@@ -184,21 +196,11 @@ def suppress(
         from anonlab.io import read_table
 
         table = read_table(table)
-    keys = [str(q) for q in qi]
-    strata_cols = [strata] if isinstance(strata, str) else [str(s) for s in (strata or [])]
-    _check_columns(table, keys, strata_cols)
-    if not 0.0 <= alpha <= 1.0:
-        raise AnonlabError(f"alpha {alpha} must be between 0 and 1", parameter="alpha")
-    if k < 1:
-        raise AnonlabError(f"k {k} must be at least 1", parameter="k")
-    pairs = None if combs is None else [_pair(c, k) for c in combs]
-    needs = requirements(len(keys), k, pairs)
-    codes, _ = encode_keys(table, keys)
-    ranks = (
-        default_importance(codes, keys)
-        if importance is None
-        else _check_importance(importance, keys)
+    keys, strata_cols, pairs, needs = checked_parameters(
+        [str(c) for c in table.columns], qi, k, combs, strata, alpha
     )
+    codes, _ = encode_keys(table, keys)
+    ranks = key_ranks(importance, codes, keys)
     priority = protection(ranks, keys)
     strata_codes = _strata_codes(table, strata_cols)
     released, rounds, reached = _suppress_codes(codes, strata_codes, needs, priority, alpha)
@@ -224,6 +226,27 @@ def suppress(
     )
 
 
+def checked_parameters(
+    columns: Sequence[str],
+    qi: Sequence[str],
+    k: int,
+    combs: Sequence[tuple[int, int]] | Sequence[int] | None,
+    strata: Sequence[str] | str | None,
+    alpha: float,
+) -> tuple[list[str], list[str], list[tuple[int, int]] | None, list[Requirement]]:
+    """The keys, the strata columns, the ``(size, k)`` pairs of ``combs`` and the
+    requirements of a suppression of a table with ``columns``; a bad parameter is one line."""
+    keys = [str(q) for q in qi]
+    strata_cols = [strata] if isinstance(strata, str) else [str(s) for s in (strata or [])]
+    _check_columns(columns, keys, strata_cols)
+    if not 0.0 <= alpha <= 1.0:
+        raise AnonlabError(f"alpha {alpha} must be between 0 and 1", parameter="alpha")
+    if k < 1:
+        raise AnonlabError(f"k {k} must be at least 1", parameter="k")
+    pairs = None if combs is None else [_pair(c, k) for c in combs]
+    return keys, strata_cols, pairs, requirements(len(keys), k, pairs)
+
+
 def _pair(item: Any, k: int) -> tuple[int, int]:
     if isinstance(item, tuple | list):
         size, kk = item
@@ -231,10 +254,9 @@ def _pair(item: Any, k: int) -> tuple[int, int]:
     return int(item), k
 
 
-def _check_columns(table: pd.DataFrame, keys: list[str], strata: list[str]) -> None:
+def _check_columns(columns: Sequence[str], keys: list[str], strata: list[str]) -> None:
     if not keys:
         raise AnonlabError("give at least one key (--qi)", parameter="qi")
-    columns = [str(c) for c in table.columns]
     absent = [c for c in [*keys, *strata] if c not in columns]
     if absent:
         raise AnonlabError(
@@ -271,7 +293,9 @@ def _suppress_codes(
     priority: list[int],
     alpha: float,
 ) -> tuple[NDArray[np.int64], int, list[float | None]]:
-    """Released codes per record, the rounds run and each requirement's smallest frequency."""
+    """Released codes per record, the rounds run and each requirement's smallest frequency:
+    the records grouped into their distinct (stratum, key tuple) groups in order of first
+    appearance, then :func:`suppress_groups`."""
     n, m = codes.shape
     if n == 0:
         return codes.copy(), 0, [None] * len(needs)
@@ -279,8 +303,34 @@ def _suppress_codes(
     cards = [int(both[:, j].max()) + 1 for j in range(m + 1)]
     inverse, firsts = group_tuples(both, cards)
     counts = np.bincount(inverse, minlength=firsts.size).astype(np.float64)
-    group_codes = codes[firsts].copy()
-    group_stratum = strata[firsts]
+    released, rounds, reached = suppress_groups(
+        codes[firsts], counts, strata[firsts], needs, priority, alpha
+    )
+    return released[inverse], rounds, reached
+
+
+def suppress_groups(
+    group_codes: NDArray[np.int64],
+    counts: NDArray[np.float64],
+    group_stratum: NDArray[np.int64],
+    needs: list[Requirement],
+    priority: list[int],
+    alpha: float,
+) -> tuple[NDArray[np.int64], int, list[float | None]]:
+    """The method on a frequency set: each group's released codes, the rounds run and each
+    requirement's smallest frequency.
+
+    ``group_codes`` (groups x keys, -1 blank) are the distinct (stratum, key tuple) groups of
+    the table in order of their first record, the key codes numbered by first appearance
+    (missing values -1); ``counts`` their records and ``group_stratum`` their stratum. All
+    records of a group are treated alike and the result depends on nothing but these arrays
+    (the order of the groups breaks ties), so an engine that counts the same groups in the
+    same order gets the release the in-memory run gets (docs/suppression.md, "Engines").
+    """
+    group_codes = np.array(group_codes, dtype=np.int64, copy=True)
+    counts = np.asarray(counts, dtype=np.float64)
+    if group_codes.shape[0] == 0:
+        return group_codes, 0, [None] * len(needs)
     largest_k = max(need.k for need in needs)
     rounds = 0
     reached: list[float | None] = [None] * len(needs)
@@ -301,7 +351,7 @@ def _suppress_codes(
             cols = list(need.keys)
             low = float(wildcard_frequencies(*_distinct(block[:, cols], block_counts), alpha).min())
             reached[i] = low if reached[i] is None else min(low, reached[i])  # type: ignore[type-var]
-    return group_codes[inverse], rounds, reached
+    return group_codes, rounds, reached
 
 
 def _distinct(
