@@ -194,6 +194,8 @@ def test_groups_and_strata(data_dir: Path) -> None:
     one = anonlab.microaggregate(frame, ["income"], 3, method="rmd", seed=1).masked["income"]
     ranked = anonlab.microaggregate(frame, ["income"], 3, method="onedims").masked["income"]
     assert one.equals(ranked)
+    with pytest.raises(AnonlabError, match=r"the stratum relat = \d+ holds 1 record\(s\)"):
+        anonlab.microaggregate(frame, ["income"], 3, method="pca", strata="relat")
     rows = stratum_rows(frame, ["urbrur", "sex"])
     assert sorted(np.concatenate(rows).tolist()) == list(range(len(frame)))
 

@@ -274,11 +274,21 @@ def _by_method(
             parameter="strata",
         )
     check_k(k, table.n)
+    parts = stratum_rows(table.frame, strata)
+    small = [rows for rows in parts if rows.size < k]
+    if small:
+        row = int(small[0][0])
+        where = ", ".join(f"{c} = {table.frame[c].iloc[row]}" for c in strata)
+        raise AnonlabError(
+            f"the stratum {where} holds {small[0].size} record(s), fewer than k = {k} "
+            f"({len(small)} of {len(parts)} strata are): choose a smaller k or coarser strata",
+            parameter="strata",
+        )
     x = table.numeric.values
     with blas_threads(workers):
         released, labels = microaggregate_strata(
             x,
-            stratum_rows(table.frame, strata),
+            parts,
             k,
             method=method,
             aggr=aggr,
