@@ -11,7 +11,9 @@ the family's (:mod:`anonlab.microaggregation.pieces`,
 :mod:`anonlab.metrics.evaluate_pieces`); see "On an engine" below.
 
 - :func:`run_microaggregate`: MDAV (docs/formulas.md §2): groups of k..2k-1 records
-  share their numeric mean, nominal mode and ordinal lower median; the
+  share their numeric mean, nominal mode and ordinal lower median (``method`` onedims,
+  pca, rmd, clustpca or influence, an ``aggr`` other than the mean, or ``strata``: sdcMicro's
+  other methods on numeric columns, in memory, :mod:`anonlab.microaggregation.methods`); the
   release is staged, re-read from its temporary file and checked by the
   independent checker, its re-identification risk is measured on it (and
   judged: :mod:`anonlab.risk.release`), then report and HTML are staged,
@@ -248,6 +250,12 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     (module text, "On an engine").
     ``workers`` is MDAV's BLAS threads in this process (default 1; -1: every
     CPU), or with engine ``"dask"`` the local cluster's worker processes.
+    ``method`` is sdcMicro's (``mdav``, ``onedims``, ``pca``, ``rmd``, ``clustpca``,
+    ``influence``), ``aggr`` what a group releases (``mean``, ``median``, ``trim`` with
+    ``trim`` the share cut off each end, ``onestep``), ``strata`` the columns within whose
+    values the groups are formed (released as they are: insensitive unless given another
+    role), ``seed`` rmd's (drawn when not given; the report keeps it). Any of these but the
+    defaults runs in memory on numeric columns (docs/em4adom.md, "Other methods").
     """
 
     path_fields: ClassVar[tuple[str, ...]] = (
