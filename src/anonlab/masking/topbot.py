@@ -69,6 +69,28 @@ class TopBotParams(MethodParams):
         return float(value), float(value if replacement is None else replacement)
 
 
+def _code(
+    x: NDArray[np.float64],
+    out: NDArray[np.float64],
+    steps: list[tuple[str, float, float, NDArray[np.bool_]]],
+) -> None:
+    """``x`` into ``out`` (which may be ``x``) with each step's values (``kind`` "top" or
+    "bottom", its ``limit``, its replacement, where it codes) replaced. A replacement that
+    is the limit itself is one pass, ``minimum(x, top)`` (``maximum`` for the bottom; a NaN
+    stays NaN), but for a limit of 0, where the sign of a zero would change."""
+    source = x
+    for kind, limit, replacement, where in steps:
+        if replacement == limit != 0:
+            (np.minimum if kind == "top" else np.maximum)(source, replacement, out=out)
+        else:
+            if source is not out:
+                np.copyto(out, source)
+            np.copyto(out, replacement, where=where)
+        source = out
+    if source is not out:
+        np.copyto(out, source)
+
+
 def topbot(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None) -> Masked:
     """Top/bottom code each of ``columns`` (module text); the section counts the coded
     values per column.
@@ -103,11 +125,15 @@ def topbot(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int |
                 if buffer is None:  # one allocation for every column (module text)
                     buffer = np.empty((len(columns), len(frame)), dtype=np.float64)
                 coded = buffer[j]
-                np.copyto(coded, x)
-            if n_above and above is not None and top_to is not None:
-                np.copyto(coded, top_to, where=above)
-            if n_below and below is not None and bottom_to is not None:
-                np.copyto(coded, bottom_to, where=below)
+            steps = [
+                (kind, limit, to, mask)
+                for kind, limit, to, mask, count in (
+                    ("top", top, top_to, above, n_above),
+                    ("bottom", bottom, bottom_to, below, n_below),
+                )
+                if count and limit is not None and to is not None and mask is not None
+            ]
+            _code(x, coded, steps)
             series = pd.Series(coded, index=frame.index, name=name, copy=False)
             whole = all(v is None or float(v).is_integer() for v in (top_to, bottom_to))
             if pd.api.types.is_integer_dtype(column) and whole:
