@@ -157,16 +157,18 @@ def rmd_order(x: NDArray[Any], k: int, rng: np.random.Generator) -> NDArray[np.i
     order = np.empty(n, dtype=np.int64)
     placed = 0
     remaining = n
+    live = far.copy()  # the working rows' distances; a grouped row's is -inf
     for _ in range(groups - 1):
-        live = np.where(space.alive, far[space.ids], -np.inf)
         seed = int(np.argmax(live))
         rows = k_nearest(space.near_row(seed), k, seed)
         order[placed : placed + k] = space.ids[rows]
         placed += k
         space.remove(rows)
+        live[rows] = -np.inf
         remaining -= k
         if remaining < 0.7 * space.alive.size:
             space.compact()
+            live = far[space.ids]
     order[placed:] = space.ids[np.flatnonzero(space.alive)]
     return order
 
