@@ -297,7 +297,19 @@ class DevTools:
         self.wait_for("Page.loadEventFired", timeout=timeout, since=since)
 
     def problems(self, allowed: Sequence[str] = ("file:", "data:")) -> list[str]:
-        """Console errors, exceptions, failed loads and requests to URLs outside ``allowed``."""
+        """Console errors, exceptions, failed loads and requests to URLs outside ``allowed``.
+
+        A request the browser turned into a download (a form whose answer is an
+        attachment) ends as an aborted load; that one is no problem.
+        """
+        urls = {
+            e["params"]["requestId"]: e["params"]["request"]["url"]
+            for e in self.events
+            if e["method"] == "Network.requestWillBeSent"
+        }
+        downloaded = {
+            e["params"]["url"] for e in self.events if e["method"] == "Browser.downloadWillBegin"
+        }
         out = []
         for e in self.events:
             p = e.get("params", {})
@@ -314,7 +326,11 @@ class DevTools:
                 if not url.startswith(tuple(allowed)):
                     out.append(f"network request: {url}")
             elif e["method"] == "Network.loadingFailed":
-                out.append(f"loading failed: {p.get('errorText')}")
+                aborted = p.get("errorText") == "net::ERR_ABORTED"
+                if not (aborted and urls.get(p.get("requestId")) in downloaded):
+                    out.append(
+                        f"loading failed: {p.get('errorText')} {urls.get(p.get('requestId'))}"
+                    )
         return out
 
     def screenshot(self, max_height: float = 6000.0) -> bytes:

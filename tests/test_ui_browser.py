@@ -715,6 +715,33 @@ def test_microaggregation_from_a_path_to_release(
     assert foreign_requests(browser, server) == []
 
 
+def export_formats(browser: DevTools, run: str, folder: Path) -> None:
+    """On run ``run``'s Export page: the release as Parquet (a download) and into a SQLite
+    table, each holding the released CSV's values."""
+    import sqlite3
+
+    import pandas as pd
+
+    from anonlab.io import read_table
+
+    release = read_table(folder / "downloads" / "release.csv")
+    form = f"form[action='/runs/{run}/export']"
+    tick(browser, f"{form} input[name=format][value=parquet]")
+    parquet = browser.download(f"{form} button[type=submit]", folder / "formats")
+    assert parquet.name == "release.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(parquet), release)
+    tick(browser, f"{form} input[name=format][value=database]")
+    database = folder / "formats" / "release.db"
+    fill(browser, f"{form} input[name=url]", f"sqlite:///{database}")
+    fill(browser, f"{form} input[name=table]", "masked")
+    click(browser, f"{form} button[type=submit]")
+    assert "The release was written to table 'masked'" in text_of(browser)
+    with sqlite3.connect(database) as connection:
+        written = pd.read_sql("SELECT * FROM masked", connection)
+    assert written.shape == release.shape
+    assert written.astype(str).equals(release.astype(str))
+
+
 def test_masking_from_upload_to_release(
     server: AppServer, browser: DevTools, tmp_path: Path
 ) -> None:
@@ -744,8 +771,33 @@ def test_masking_from_upload_to_release(
     assert "mask" in text_of(browser, "h1")
     screenshot(browser, "17-mask-result")
     export_and_compare(browser, run, tmp_path, "mask")
+    export_formats(browser, run, tmp_path)
     assert values_logged(server, testdata, ["expend", "income", "savings"]) == []
 
+    assert page_problems(browser, server) == []
+    assert foreign_requests(browser, server) == []
+
+
+def test_a_database_table_loads_with_its_preview(
+    server: AppServer, browser: DevTools, tmp_path: Path
+) -> None:
+    """The Load page's third way: a SQLAlchemy URL and a table name (SQLite here)."""
+    import sqlite3
+
+    import pandas as pd
+
+    browser.events.clear()
+    database = tmp_path / "survey.db"
+    frame = pd.read_csv(SDC / "testdata.csv")
+    with sqlite3.connect(database) as connection:
+        frame.to_sql("households", connection, index=False)
+    browser.navigate(server.url)
+    fill(browser, "#db-url", f"sqlite:///{database}")
+    fill(browser, "#db-table", "households")
+    click(browser, "form[action='/load/database'] button[type=submit]")
+    text = on_page(browser, "/")
+    assert "Preview of households" in text
+    assert f"{len(frame)} rows, {len(frame.columns)} columns" in text
     assert page_problems(browser, server) == []
     assert foreign_requests(browser, server) == []
 
