@@ -29,6 +29,16 @@ limit's base). An estimated k-map becomes k-anonymity with its derived ``k'``, c
 on the whole table (ARX's ``KMap.clone(subset)``), and of several k-anonymity models only the
 largest ``k`` is kept (ARX's ``ARXConfiguration.getInstanceForLocalRecoding``).
 
+**Without the rows.** A search judges classes, and a class is a union of the table's
+distinct quasi-identifier tuples, so all records of one tuple share their fate: the records
+still suppressed are always whole tuples. On an engine's rowless dataset (its base frequency
+set, :func:`anonlab.lattice.pieces.rowless_dataset`) the *units* of the recoding are therefore
+those tuples, each weighted by its records, and the set of records a later search runs on is
+the base frequency set restricted to the suppressed tuples (:func:`subset_rowless`): the same
+tuples in the same order of first appearance, the same counts and sensitive histograms, so the
+same searches and optimum as on the rows (docs/generalization.md, "Local recoding"). In memory
+the units are the records.
+
 Models ARX does not recode locally (``PrivacyCriterion.isLocalRecodingSupported``: delta-
 presence, population uniqueness, the profitability models, k-map on a population table) leave
 the full-domain release as it is, as ARX does; :func:`local_recoding_refusal` says why.
@@ -84,9 +94,10 @@ class Iteration:
 class LocalRecoding:
     """The result of :func:`local_recoding`.
 
-    ``step`` gives each record (row order) the search that released it: 0 for the full-domain
-    optimum, ``i`` for the ``i``-th search on the suppressed records, -1 for a record still
-    suppressed. ``levels[s]`` is search ``s``'s transformation (``levels[0]`` the full-domain
+    ``step`` gives each unit (a record in row order; on a rowless dataset a distinct tuple of
+    its base frequency set, weighted by ``counts``) the search that released it: 0 for the
+    full-domain optimum, ``i`` for the ``i``-th search on the suppressed records, -1 for a unit
+    still suppressed. ``levels[s]`` is search ``s``'s transformation (``levels[0]`` the full-domain
     optimum's); ``iterations`` lists every search after the first, including those that
     released no record. ``refusal`` says why no search ran after the first, if a model
     forbids local recoding.
@@ -96,18 +107,28 @@ class LocalRecoding:
     levels: list[tuple[int, ...]]
     iterations: list[Iteration] = field(default_factory=list)
     refusal: str | None = None
+    #: records of each unit (``None``: one each, the units are records)
+    counts: NDArray[Any] | None = None
+
+    def records(self, units: NDArray[Any]) -> int:
+        """The records of ``units`` (unit numbers)."""
+        if self.counts is None:
+            return int(units.size)
+        return int(np.asarray(self.counts)[units].sum())
 
     @property
     def suppressed(self) -> int:
         """Records suppressed in the release."""
-        return int(np.count_nonzero(self.step < 0))
+        return self.records(np.flatnonzero(self.step < 0))
 
     def summary(self, names: Sequence[str]) -> dict[str, Any]:
         """The report's ``local_recoding`` section: the full-domain optimum, each search on
         the suppressed records (its factor, the records it searched and released, its
         transformation or ``None``), the records each transformation released and the
         records left suppressed."""
-        released = np.bincount(self.step[self.step >= 0], minlength=len(self.levels))
+        kept = self.step >= 0
+        weights = None if self.counts is None else np.asarray(self.counts)[kept]
+        released = np.bincount(self.step[kept], weights=weights, minlength=len(self.levels))
         steps = []
         for number, levels in enumerate(self.levels):
             steps.append(
@@ -212,7 +233,10 @@ def subset_dataset(dataset: Dataset, rows: NDArray[Any]) -> Dataset:
     """The dataset of the records ``rows`` (row order kept), with the whole table's
     dictionaries, hierarchies and sensitive distributions (``EncodedSensitive.frequencies``,
     the reference of t-closeness); each quasi-identifier's value counts are the subset's (the
-    metrics' bounds and sums are over the subset's records)."""
+    metrics' bounds and sums are over the subset's records). On a rowless dataset ``rows``
+    are units, tuples of its base frequency set (:func:`subset_rowless`)."""
+    if dataset.rowless:
+        return subset_rowless(dataset, rows)
     qis = []
     for q in dataset.qis:
         codes = q.codes[rows]
@@ -226,6 +250,54 @@ def subset_dataset(dataset: Dataset, rows: NDArray[Any]) -> Dataset:
         source=dataset.source,
         sensitive=sensitive,
     )
+
+
+def subset_rowless(dataset: Dataset, units: NDArray[Any]) -> Dataset:
+    """The rowless dataset of the records of the base tuples ``units`` (increasing): the base
+    frequency set restricted to them (their order of first appearance kept, their counts and
+    sensitive histograms, the whole table's dictionaries and sensitive value counts), each
+    quasi-identifier's value counts the subset's, as :func:`subset_dataset` makes them from
+    the rows."""
+    from anonlab.engine.base import BaseFrequencySet, SensitiveCounts
+
+    base = dataset.base
+    if not isinstance(base, BaseFrequencySet):
+        raise TypeError("subset_rowless needs a rowless dataset")
+    units = np.asarray(units, dtype=np.int64)
+    position = np.full(len(base.counts), -1, dtype=np.int64)
+    position[units] = np.arange(units.size, dtype=np.int64)
+    sensitive = {}
+    for name, h in base.sensitive.items():
+        kept = position[np.asarray(h.classes, dtype=np.int64)] >= 0
+        sensitive[name] = SensitiveCounts(
+            name,
+            h.dictionary,
+            position[np.asarray(h.classes, dtype=np.int64)[kept]],
+            np.asarray(h.values)[kept],
+            np.asarray(h.counts)[kept],
+            h.frequencies,
+        )
+    counts = np.asarray(base.counts)[units]
+    tuples = np.asarray(base.tuples)[units]
+    sub = dataclasses.replace(
+        base,
+        tuples=tuples,
+        counts=counts,
+        first_rows=np.asarray(base.first_rows)[units],
+        sensitive=sensitive,
+        rows=int(counts.sum()),
+        weights=None if base.weights is None else np.asarray(base.weights)[units],
+    )
+    qis = tuple(
+        dataclasses.replace(
+            q,
+            frequencies=np.bincount(tuples[:, j], weights=counts, minlength=len(q.values)).astype(
+                q.frequencies.dtype
+            ),
+        )
+        for j, q in enumerate(dataset.qis)
+    )
+    return dataclasses.replace(dataset, qis=qis, records=sub.rows, base=sub)
 
 
 @dataclass
@@ -367,8 +439,11 @@ class _Searcher:
         size = 1
         for q in sub.qis:
             size *= q.height + 1
-        distinct = group_tuples(sub.code_matrix(), [q.cardinality(0) for q in sub.qis])[1]
-        return PAIR_SECONDS * float(distinct.shape[0]) * size
+        if sub.rowless:
+            distinct = len(sub.base.counts)
+        else:
+            distinct = group_tuples(sub.code_matrix(), [q.cardinality(0) for q in sub.qis])[1].size
+        return PAIR_SECONDS * float(distinct) * size
 
 
 def search_once(
@@ -384,14 +459,22 @@ def search_once(
     cache_size: int = 256,
     bind: bool = True,
 ) -> _Search:
-    """The optimal full-domain search on ``dataset`` and whether each of its records is
-    suppressed at the optimum (an :class:`AnonlabError` if no node is acceptable)."""
+    """The optimal full-domain search on ``dataset`` and whether each of its units is
+    suppressed at the optimum (an :class:`AnonlabError` if no node is acceptable): its
+    records, or on a rowless dataset the tuples of its base frequency set."""
     if bind:
         bind_criteria(criteria, dataset)
     limit = max_suppressed(suppression, dataset.n)
     lattice = Lattice([q.height for q in dataset.qis], [0] * len(dataset.qis))
-    engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
-    loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts, engine.row_index)
+    loss: LossContext
+    if dataset.rowless:
+        from anonlab.lattice.pieces import BaseLossContext, search_engine
+
+        engine = search_engine(dataset, sensitive_attributes(criteria))
+        loss = BaseLossContext(dataset, engine.base_tuples, engine.bottom.counts)
+    else:
+        engine = FrequencyEngine(dataset, sensitive=sensitive_attributes(criteria))
+        loss = LossContext(dataset, engine.base_tuples, engine.bottom.counts, engine.row_index)
     chosen = metric_by_name(metric, loss, gs_factor=gs_factor, aggregate=aggregate, weights=weights)
     engine.keep_base_index = chosen.needs_base_index and limit > 0
     engine.keep_population_order = chosen.needs_population_order
@@ -404,7 +487,8 @@ def search_once(
     base_index = fs.base_index
     if base_index is None:
         raise RuntimeError("the optimum's frequency set lost its base index")
-    suppressed = np.asarray(outliers[base_index][engine.row_index], dtype=bool)
+    per_tuple = outliers[base_index]
+    suppressed = np.asarray(per_tuple if dataset.rowless else per_tuple[engine.row_index], bool)
     return _Search(tuple(int(v) for v in result.levels), suppressed)
 
 
@@ -449,7 +533,8 @@ def local_recoding(
         cache_size=cache_size,
     )
     step = np.where(first.suppressed, -1, 0).astype(np.int64)
-    out = LocalRecoding(step=step, levels=[first.levels])
+    counts = np.asarray(dataset.base.counts, dtype=np.int64) if dataset.rowless else None
+    out = LocalRecoding(step=step, levels=[first.levels], counts=counts)
     out.refusal = local_recoding_refusal(criteria)
     if out.refusal is not None:
         return out
@@ -467,7 +552,8 @@ def local_recoding(
     factor = local_gs_factor
     while len(out.iterations) < iterations:
         rows = np.flatnonzero(out.step < 0)
-        if rows.size == 0 or (smallest is not None and rows.size < smallest):
+        records = out.records(rows)
+        if records == 0 or (smallest is not None and records < smallest):
             break
         found = searcher.search(rows, factor)
         released = 0
@@ -477,8 +563,8 @@ def local_recoding(
             out.levels.append(levels)
             kept = rows[~found.suppressed]
             out.step[kept] = len(out.levels) - 1
-            released = int(kept.size)
-        out.iterations.append(Iteration(levels, factor, int(rows.size), released))
+            released = out.records(kept)
+        out.iterations.append(Iteration(levels, factor, records, released))
         if released == 0:
             # ARX: raise the factor and search again while it stays at most 1
             factor += adaption
@@ -502,6 +588,7 @@ __all__ = [
     "search_once",
     "subset_criteria",
     "subset_dataset",
+    "subset_rowless",
 ]
 
 

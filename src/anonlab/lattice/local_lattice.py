@@ -113,12 +113,20 @@ class LatticeClasses:
             [lattice.index([1 if i == d else 0 for i in range(self.m)]) for d in range(self.m)],
             dtype=np.int64,
         )
-        codes = dataset.code_matrix()
-        #: each record's distinct tuple (first-appearance numbering) and the tuples' codes
-        self.inverse, first = group_tuples(codes, [q.cardinality(0) for q in self.qis])
-        self.tuples = codes[first].astype(np.int64)
-        self.distinct = int(first.shape[0])
-        self.tuple_counts = np.bincount(self.inverse, minlength=self.distinct).astype(np.int64)
+        #: each unit's distinct tuple (first-appearance numbering) and the tuples' codes: the
+        #: units are the records, or on a rowless dataset the tuples of its base frequency set
+        if dataset.rowless:
+            base = dataset.base
+            self.tuples = np.asarray(base.tuples, dtype=np.int64)
+            self.distinct = int(self.tuples.shape[0])
+            self.inverse = np.arange(self.distinct, dtype=np.int64)
+            self.tuple_counts = np.asarray(base.counts, dtype=np.int64)
+        else:
+            codes = dataset.code_matrix()
+            self.inverse, first = group_tuples(codes, [q.cardinality(0) for q in self.qis])
+            self.tuples = codes[first].astype(np.int64)
+            self.distinct = int(first.shape[0])
+            self.tuple_counts = np.bincount(self.inverse, minlength=self.distinct).astype(np.int64)
         #: the packing of a class's codes into one int64 (mixed radix of the level-0
         #: cardinalities, which bound every level's)
         self.radix = np.array([q.cardinality(0) for q in self.qis], dtype=np.int64)
@@ -151,6 +159,29 @@ class LatticeClasses:
         out = cls(dataset, lattice)
         return out if out._judge(criteria, metric, max_pairs) else None
 
+    def histograms(
+        self, name: str, class_of_tuple: NDArray[Any], n_classes: int
+    ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        """The (class, value, count) triples of sensitive attribute ``name`` for the classes
+        ``class_of_tuple`` gives each distinct tuple, sorted by class, then value: from the
+        records' codes, or from the base frequency set's per-tuple histograms (the same
+        integer sums)."""
+        attr = self.dataset.sensitive_attribute(name)
+        if self.dataset.rowless:
+            h = self.dataset.base.sensitive[name]
+            c, v, k = aggregate_histograms(
+                class_of_tuple[np.asarray(h.classes, dtype=np.int64)],
+                np.asarray(h.values, dtype=np.int64),
+                np.asarray(h.counts, dtype=np.float64),
+                n_classes,
+                len(attr.values),
+            )
+        else:
+            c, v, k = aggregate_histograms(
+                class_of_tuple[self.inverse], attr.codes, None, n_classes, len(attr.values)
+            )
+        return c.astype(np.int64), v.astype(np.int64), np.rint(k).astype(np.int64)
+
     def _lift_table(self) -> tuple[NDArray[Any], NDArray[Any]]:
         """A flat table lifting a code of attribute ``d`` at level ``l`` to level ``l + 1``,
         and the offset of each (attribute, level) in it."""
@@ -180,13 +211,8 @@ class LatticeClasses:
 
     def _bottom(self, names: Sequence[str]) -> _Level:
         """The bottom node: one class per distinct tuple."""
-        pairs = {}
-        for name in names:
-            attr = self.dataset.sensitive_attribute(name)
-            c, v, k = aggregate_histograms(
-                self.inverse, attr.codes, None, self.distinct, len(attr.values)
-            )
-            pairs[name] = (c.astype(np.int64), v.astype(np.int64), np.rint(k).astype(np.int64))
+        every = np.arange(self.distinct, dtype=np.int64)
+        pairs = {name: self.histograms(name, every, self.distinct) for name in names}
         return _Level(
             nodes=np.array([self.lattice.index([0] * self.m)], dtype=np.int64),
             starts=np.array([0, self.distinct], dtype=np.int64),
@@ -389,13 +415,11 @@ class LatticeClasses:
         sensitive = {}
         for name in sensitive_attributes(self.criteria):
             attr = self.dataset.sensitive_attribute(name)
-            c, v, k = aggregate_histograms(
-                cls[self.inverse], attr.codes, None, n_classes, len(attr.values)
-            )
+            c, v, k = self.histograms(name, cls, n_classes)
             sensitive[name] = SensitiveHistograms(
-                classes=c.astype(np.int64),
-                values=v.astype(np.int64),
-                counts=np.rint(k).astype(np.int64),
+                classes=c,
+                values=v,
+                counts=k,
                 global_counts=np.asarray(attr.frequencies, dtype=np.int64),
             )
         stats = ClassStats(levels=tuple(levels), counts=counts, sensitive=sensitive)
