@@ -32,7 +32,15 @@ from anonlab.hierarchy import Hierarchy
 from anonlab.lattice.metrics import METRICS, java_str
 from anonlab.lattice.metrics.order import arx_class_order, population_order
 from anonlab.lattice.search import SearchContext, Verdict
-from anonlab.privacy.profitability import CostBenefit, no_attack_k
+from anonlab.privacy.profitability import (
+    CostBenefit,
+    SizeTables,
+    _Log10Table,
+    attack_sizes,
+    log10_array,
+    no_attack_k,
+    success_probability,
+)
 from anonlab.privacy.spec import normalize_criterion
 from test_arx_golden import _path, dataset_for
 
@@ -645,3 +653,53 @@ def test_combinations_with_cost_free_attacks_find_nothing() -> None:
     with pytest.raises(AnonlabError, match="no generalization satisfies"):
         anonymize(dataset, criteria=criteria, suppression=0.5)
     assert getattr(criteria[0], "k", None) == 2**31 - 1
+
+
+def test_size_tables_are_the_class_by_class_figures() -> None:
+    """The attack's cost by class size is, to the last bit, what
+    success_probability and publisher_payout compute class by class."""
+    costs = CostBenefit(publisher_benefit=1000, publisher_loss=300, adversary_gain=300)
+    sizes = SizeTables(costs, 5000)
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 60, 3000)
+    population = counts + rng.integers(0, 4000, 3000) * (rng.random(3000) < 0.7)
+    loss = rng.random(3000)
+    for journalist in (False, True):
+        success = success_probability(counts, population, journalist)
+        want = costs.publisher_payout(loss, success)
+        attack = sizes.attack.take(attack_sizes(counts, population, journalist))
+        got = costs.publisher_benefit * (1.0 - loss) - attack
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("case_id", ["TestAnonymizationProfitability#5"])
+def test_payout_by_tables_is_the_class_by_class_payout(case_id: str) -> None:
+    """The criterion's payouts from its tables and the losses' combinations equal the class by
+    class computation (NumPy's log10, the near-zero classes exactly) bit for bit, node by
+    node."""
+    case = next(c for c in ADULT if c["id"] == case_id)
+    setup = _setup_of(case_id)
+    criterion = next(c for c in setup.context.criteria if hasattr(c, "payout"))
+    tables = criterion._sizes
+    assert tables is not None
+    for node in _node_sample(case, 41):
+        fs, _, _ = _node(setup, node["transformation"])
+        stats = setup.context.stats(fs)
+        fast = criterion.payout(stats)
+        criterion._sizes = None
+        try:
+            slow = criterion.payout(stats)
+        finally:
+            criterion._sizes = tables
+        assert fast.tobytes() == slow.tobytes(), node["transformation"]
+
+
+def test_log10_of_a_few_values_is_the_tables() -> None:
+    """A few values (a node's combinations) are looked up by value: the same correctly rounded
+    logarithms as the sorted table's, NaN and 0 included, before and after the dict fills."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.random(40) ** 5, [0.0, 1.0, np.nan, 0.5, 0.5]])
+    want = _Log10Table().lookup(x)
+    for _ in range(2):
+        assert np.array_equal(log10_array(x), want, equal_nan=True)
+    assert np.array_equal(log10_array(x[:3]), want[:3], equal_nan=True)

@@ -205,21 +205,47 @@ def _merged(
 
 
 _LOG10_TABLE = _Log10Table()
+#: :func:`log10_array`'s results for arrays of at most :data:`_SMALL` values, by value (a
+#: node's few combinations of domain shares: one dict look-up each costs less than the
+#: table's sorted search); emptied when it holds :data:`_SMALL_KEPT` values
+_LOG10_SMALL: dict[float, float] = {}
+_SMALL = 64
+_SMALL_KEPT = 1 << 20
+
+
+def _log10_small(flat: NDArray[Any]) -> NDArray[Any]:
+    """:func:`log10_array` of at most :data:`_SMALL` values through :data:`_LOG10_SMALL`
+    (the same :func:`_log10_new` results, computed once per value)."""
+    known = _LOG10_SMALL
+    values = flat.tolist()
+    logs = [known.get(v) for v in values]
+    if None in logs:
+        missing = [i for i, v in enumerate(logs) if v is None]
+        new = _log10_new(flat[missing]).tolist()
+        if len(known) + len(new) > _SMALL_KEPT:
+            known.clear()
+        for i, v in zip(missing, new, strict=True):
+            logs[i] = v
+            if values[i] == values[i]:  # NaN is never found again: not kept
+                known[values[i]] = v
+    return np.array(logs, dtype=np.float64)
 
 
 def log10_array(x: NDArray[Any]) -> NDArray[Any]:
     """Correctly rounded ``log10`` element-wise (Java's ``Math.log10`` on the values ARX
-    meets), each value computed once per process (:class:`_Log10Table`, :func:`_log10_new`):
-    a node's classes share a handful of domain-share products, and nodes share them."""
-    from anonlab.grouping import factorize_int64
-
+    meets), each value computed once per process (:class:`_Log10Table`, :func:`_log10_new`,
+    a dict for a few values): a node's classes share a handful of domain-share products, and
+    nodes share them."""
     x = np.asarray(x, dtype=np.float64)
     flat = x.ravel()
-    if flat.size > 64:
-        # hashed by bit pattern, not sorted: the distinct values in order of first appearance
-        inverse, bits = factorize_int64(flat.view(np.int64))
-        if bits.size < flat.size // 2:
-            return np.asarray(_LOG10_TABLE.lookup(bits.view(np.float64))[inverse]).reshape(x.shape)
+    if flat.size <= _SMALL:
+        return _log10_small(flat).reshape(x.shape)
+    from anonlab.grouping import factorize_int64
+
+    # hashed by bit pattern, not sorted: the distinct values in order of first appearance
+    inverse, bits = factorize_int64(flat.view(np.int64))
+    if bits.size < flat.size // 2:
+        return np.asarray(_LOG10_TABLE.lookup(bits.view(np.float64))[inverse]).reshape(x.shape)
     return _LOG10_TABLE.lookup(flat).reshape(x.shape)
 
 
