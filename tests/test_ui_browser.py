@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -160,6 +161,7 @@ SCREENSHOTS = (
     "10-explore",
     "11-apply-result",
     "12-report",
+    "12-compare",
     "13-export",
     "14-microaggregate-form",
     "15-microaggregate-result",
@@ -503,7 +505,7 @@ def finish_run(browser: DevTools, shot: str | None = None, timeout: float = 300.
     """On a run's page: wait until the run ended (the page reloads itself), check it is
     done; the run's id."""
     here = str(browser.evaluate("location.pathname"))
-    assert here.startswith("/runs/"), here
+    assert here.startswith("/runs/"), f"{here}: {text_of(browser)[:600]}"
     if shot is not None and browser.evaluate("document.querySelector('[data-job]') !== null"):
         screenshot(browser, shot)
     try:
@@ -669,6 +671,25 @@ def test_generalization_from_upload_to_release(
     browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
 
     export_and_compare(browser, second, tmp_path, "generalize", "13-export")
+
+    # the risk-utility map: the optimum beside a k = 10 release
+    browser.navigate(f"{server.origin}/compare?table={table}")
+    on_page(browser, "/compare")
+    assert browser.evaluate(f"document.getElementById('run-{first}').checked") is True
+    # a method typed as a compare TOML file's [[method]] table, with the hierarchies the
+    # exported settings name
+    import tomli_w
+
+    qi = tomllib.loads((tmp_path / "cli" / "settings.toml").read_text(encoding="utf-8"))["qi"]
+    more = {"method": [{"name": "k10", "command": "generalize", "k": 10, "qi": qi}]}
+    fill(browser, "#more", tomli_w.dumps(more))
+    click(browser, "form.family button[name=action][value=run]")
+    finish_run(browser)
+    browser.wait_until(
+        "[...document.images].some(i => i.src.endsWith('/map.png') && i.naturalWidth > 0)",
+        what="the R-U map",
+    )
+    screenshot(browser, "12-compare")
     texts = ["marital-status", "education", "native-country", "workclass", "occupation"]
     assert values_logged(server, ADULT / "adult.csv", texts) == []
 
