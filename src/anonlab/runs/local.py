@@ -3,7 +3,10 @@
 (:mod:`anonlab.verify.local`), its risk, and every output written or none.
 
 The generalize run hands its settings here when ``recoding`` is ``"local"``. The rows are read
-in memory: each search on the suppressed records needs them.
+in memory, or, with an engine (``engine = "dask"``, a folder output), counted and written by
+it: the searches run on the engine's base frequency set, each search on the suppressed
+records on the base restricted to the suppressed tuples, and one pass over the pieces writes
+the release (:mod:`anonlab.lattice.local_pieces`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
     file_of,
+    is_folder_output,
+    open_run_engine,
     paths_convention,
     stage_release,
     stage_report,
@@ -32,6 +37,7 @@ from anonlab.runs.generalize_steps import (
     generalize_outputs,
     load_hierarchies,
     read_input,
+    refuse_aggregate_on_engine,
     release_loss,
     report_path,
     roles_report,
@@ -40,20 +46,23 @@ from anonlab.runs.generalize_steps import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
+    from anonlab.dataset import Dataset
+    from anonlab.engine.table import Table
     from anonlab.hierarchy import Hierarchy
+    from anonlab.lattice.local import LocalRecoding
+    from anonlab.outputs import Outputs
+    from anonlab.privacy import Criterion
 
 
 def check_local_settings(settings: GeneralizeSettings) -> None:
-    """Refuse, in one line, what a local-recoding run does not do: the engines, level
-    bounds, alternatives, the plot and HTML page, a heuristic search."""
-    if uses_engine(settings):
-        raise AnonlabError(
-            "recoding local runs in memory: each search on the suppressed records needs "
-            "their rows; use engine numpy with a file output",
-            parameter="engine",
-        )
+    """Refuse, in one line, what a local-recoding run does not do: aggregated
+    quasi-identifiers on an engine, level bounds, alternatives, the plot and HTML page, a
+    heuristic search."""
+    refuse_aggregate_on_engine(settings)
     for name in ("min_level", "max_level"):
         if getattr(settings, name):
             raise AnonlabError(
@@ -108,7 +117,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
     check_local_settings(settings)
     specs = settings.model_criteria()
     files = criteria_files(specs)
-    outputs = generalize_outputs(settings, files, folder=False)
+    outputs = generalize_outputs(settings, files, folder=is_folder_output(settings.output))
     check_parameters(settings)
     criteria = resolve_criteria(specs)
     for criterion in criteria:
@@ -118,6 +127,8 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
                 "does not recode locally: choose recoding full-domain",
                 parameter="recoding",
             )
+    if uses_engine(settings):
+        return run_local_on_engine(settings, criteria, outputs, progress, started)
     read_options = {"delimiter": settings.delimiter} if settings.delimiter else {}
     with outputs:
         hierarchies = load_hierarchies(settings.qi)
@@ -189,6 +200,149 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
+
+
+def run_local_on_engine(
+    settings: GeneralizeSettings,
+    criteria: list[Criterion],
+    outputs: Outputs,
+    progress: ProgressFn | None,
+    started: float,
+) -> RunResult:
+    """Local recoding on the settings' engine (module text): the engine counts the base
+    frequency set, the searches run on it, one pass over the pieces writes the release as
+    Parquet parts (:func:`anonlab.lattice.local_pieces.write_parts`); the parts are read back
+    and checked by the independent checker against the input, and a file output is gathered
+    from them. The report is the in-memory run's."""
+    import tempfile
+    from pathlib import Path
+
+    from anonlab.dataset import Role, without_role
+    from anonlab.engine.table import open_table
+    from anonlab.io import read_table
+    from anonlab.lattice.pieces import check_engine_model
+    from anonlab.privacy import max_suppressed
+    from anonlab.risk.release import release_risk_report
+    from anonlab.runs.generalize_steps import check_engine_settings, gather_parts
+    from anonlab.staging import StagedFolder
+
+    check_engine_settings(settings, file_output=not outputs.is_folder("output"))
+    check_engine_model(criteria)
+    specs = settings.model_criteria()
+    with outputs:
+        hierarchies = load_hierarchies(settings.qi)
+        table = open_table(settings.input, delimiter=settings.delimiter)
+        scratch: tempfile.TemporaryDirectory[str] | None = None
+        if outputs.is_folder("output"):
+            staged = outputs.stage_folder("output")
+        else:
+            scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
+            staged = StagedFolder(Path(scratch.name) / "release")
+        try:
+            dataset, result = _recode_on_engine(
+                settings, criteria, table, hierarchies, staged.path, progress
+            )
+            dropped = dataset.columns_with(Role.IDENTIFYING)
+            release = read_table(staged.path)
+            original = read_input(settings)
+            if settings.verify:
+                limit = max_suppressed(settings.suppression, dataset.n)
+                verify_local(original, release, specs, hierarchies, limit, dropped)
+            target = outputs.target("output")
+            if scratch is not None and target is not None:
+                outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+        finally:
+            if scratch is not None:
+                staged.discard()
+                scratch.cleanup()
+        qi = [q.name for q in dataset.qis]
+        risk = release_risk_report(release, settings.sensitive, settings, qi=qi)
+        by_other = without_role(
+            original.columns,
+            settings.qi,
+            settings.identifying,
+            settings.sensitive,
+            settings.insensitive,
+        )
+        report = local_report(settings, hierarchies)
+        report.update(result.summary(qi))
+        report.update(
+            records=dataset.n,
+            metric=settings.metric,
+            suppression_limit=settings.suppression,
+            roles={c: r.value for c, r in dataset.roles.items()},
+            verified=settings.verify,
+            loss=release_loss(release, original, hierarchies, qi),
+        )
+        report.update(roles_report(dataset.roles, settings.other, by_other))
+        report.update(risk)
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report=report, release=release, written=written)
+
+
+def verify_local(
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    specs: list[dict[str, Any]],
+    hierarchies: dict[str, Hierarchy],
+    limit: int,
+    dropped: list[str],
+) -> None:
+    """Check a local-recoding release with the independent checker; the first problem is an
+    error."""
+    from anonlab.verify.local import check_local_recoding
+
+    problems = check_local_recoding(original, release, specs, hierarchies, limit, dropped)
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _recode_on_engine(
+    settings: GeneralizeSettings,
+    criteria: list[Criterion],
+    table: Table,
+    hierarchies: dict[str, Hierarchy],
+    folder: Path,
+    progress: ProgressFn | None,
+) -> tuple[Dataset, LocalRecoding]:
+    """The engine's base frequency set as a rowless dataset, the local recoding on it, and
+    its release written by one pass over the pieces into ``folder``."""
+    from contextlib import closing
+
+    from anonlab.dataset import Role
+    from anonlab.lattice.local import local_recoding
+    from anonlab.lattice.local_pieces import local_plan, write_parts
+    from anonlab.lattice.pieces import engine_dataset
+
+    with closing(open_run_engine(settings)) as engine:
+        dataset = engine_dataset(
+            engine,
+            table,
+            hierarchies,
+            roles=settings.roles,
+            source=masked(settings.input),
+            progress=progress,
+        )
+        result = local_recoding(
+            dataset,
+            criteria,
+            settings.suppression,
+            str(settings.metric),
+            gs_factor=settings.gs_factor,
+            aggregate=settings.aggregate,
+            weights=settings.attribute_weights or None,
+            search=settings.search,
+            local_gs_factor=settings.local_gs_factor,
+            iterations=settings.local_iterations,
+            adaption=settings.local_adaption,
+        )
+        if progress is not None:
+            progress("recoding locally", 1, 1)
+        plan = local_plan(dataset, result, tuple(dataset.columns_with(Role.IDENTIFYING)))
+        write_parts(engine, table, plan, folder, dataset.n, progress)
+    return dataset, result
 
 
 def local_report(settings: GeneralizeSettings, hierarchies: dict[str, Hierarchy]) -> dict[str, Any]:
