@@ -671,6 +671,12 @@ def test_generalization_from_upload_to_release(
     browser.wait_until("location.pathname === " + js(f"/runs/{second}"))
 
     export_and_compare(browser, second, tmp_path, "generalize", "13-export")
+    # the value mappings: each original value and the values released for it
+    mappings = browser.download(f"a[href='/runs/{second}/files/mappings.csv']", tmp_path / "m")
+    rows = mappings.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "attribute,original,released,records"
+    assert any(r.startswith("marital-status,Widowed,no spouse present,") for r in rows)
+    assert any(r.startswith("age,39,*,") for r in rows)
 
     # the risk-utility map: the optimum beside a k = 10 release
     browser.navigate(f"{server.origin}/compare?table={table}")
