@@ -1,8 +1,7 @@
-"""Cell suppression on the NumPy and Dask engines (issues 23 and 24): small tables forced
-through the engines (Parquet parts of uneven sizes, a folder output, or Dask with a file
-output) give the in-memory release cell for cell (content hash) and the same figures, and
-``anonlab verify`` passes on the engine run's report. Local recoding still runs in memory:
-its refusal on the engines is one line.
+"""Cell suppression and local recoding on the NumPy and Dask engines (issues 23 and 24):
+small tables forced through the engines (Parquet parts of uneven sizes and a folder output, or
+a CSV through the engine to a file output) give the in-memory release cell for cell (content
+hash) and the same report figures, and ``anonlab verify`` passes on the engine run's report.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ import pytest
 
 from anonlab.errors import AnonlabError
 from anonlab.io import read_table
+from anonlab.runs.generalize import run_generalize
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.suppress import SuppressSettings, run_suppress
 from anonlab.runs.verify import VerifySettings, run_verify
 from engines import EngineCase
@@ -171,4 +172,106 @@ def test_a_stratum_below_k_is_the_same_one_line_on_the_engines(
     )
     with pytest.raises(AnonlabError, match="fewer than k = 3"):
         run_suppress(settings)
+    assert not (engine.workdir / "release").exists()
+
+
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
+LOCAL_QI = ["age", "sex", "marital-status", "education", "race"]
+
+LOCAL_CASES: dict[str, dict[str, Any]] = {
+    # gs factor 0.5 first, then ARX's 0.05 on the suppressed records: several searches
+    "k": {"k": 5, "insensitive": ["occupation", "salary-class"]},
+    "k and l-diversity": {
+        "criteria": [
+            {"model": "k-anonymity", "k": 3},
+            {"model": "distinct-l-diversity", "attribute": "occupation", "l": 2},
+        ],
+        "sensitive": ["occupation"],
+        "insensitive": ["salary-class"],
+    },
+    "t-closeness, an identifying column": {
+        "criteria": [
+            {"model": "k-anonymity", "k": 4},
+            {"model": "equal-distance-t-closeness", "attribute": "salary-class", "t": 0.3},
+        ],
+        "sensitive": ["salary-class"],
+        "identifying": ["occupation"],
+    },
+}
+
+
+@pytest.fixture
+def adult() -> pd.DataFrame:
+    """3,000 records of Adult: five quasi-identifiers with the bundled hierarchies, two more
+    columns."""
+    frame = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str, keep_default_na=False)
+    return frame.iloc[:3000][[*LOCAL_QI, "occupation", "salary-class"]].reset_index(drop=True)
+
+
+def _local(source: str, output: str, **extra: Any) -> GeneralizeSettings:
+    values: dict[str, Any] = {
+        "input": source,
+        "qi": {c: str(ADULT / f"hierarchy_{c}.csv") for c in LOCAL_QI},
+        "recoding": "local",
+        "suppression": 0.5,
+        "metric": "loss",
+        "gs_factor": 0.5,
+        "output": output,
+        **extra,
+    }
+    return GeneralizeSettings(**values)
+
+
+@pytest.mark.parametrize("case", list(LOCAL_CASES))
+def test_local_recoding_on_the_engines_gives_the_in_memory_release(
+    engine: EngineCase, adult: pd.DataFrame, case: str
+) -> None:
+    work = engine.workdir
+    adult.to_csv(work / "in.csv", index=False)
+    parts = engine.parts(adult, "parts")
+    extra = LOCAL_CASES[case]
+    memory = run_generalize(
+        _local(str(work / "in.csv"), str(work / "memory.csv"), report=str(work / "m.json"), **extra)
+    )
+    expected = read_table(work / "memory.csv")
+    assert memory.report["iterations"] >= 1, "no search after the first: the test proves little"
+    assert len(memory.report["releases"]) >= 2
+    folder = run_generalize(
+        _local(
+            str(parts),
+            engine.output("release"),
+            report=str(work / "engine.json"),
+            **engine.settings,
+            **extra,
+        )
+    )
+    gathered = run_generalize(
+        _local(str(work / "in.csv"), str(work / "gathered.csv"), **engine.settings, **extra)
+    )
+    got = read_table(work / "release")
+    assert list(got.columns) == list(expected.columns)
+    assert _hash(got) == _hash(expected)
+    assert (work / "gathered.csv").read_bytes() == (work / "memory.csv").read_bytes()
+    for run in (folder, gathered):
+        for key, value in memory.report.items():
+            if key not in OWN:
+                assert run.report[key] == value, key
+    checked = run_verify(VerifySettings(report_in=str(work / "engine.json")))
+    assert checked.report["ok"], checked.report["findings"]
+
+
+def test_local_recoding_refuses_aggregates_on_an_engine(
+    engine: EngineCase, adult: pd.DataFrame
+) -> None:
+    parts = engine.parts(adult, "parts")
+    settings = _local(
+        str(parts),
+        engine.output("release"),
+        k=5,
+        insensitive=["occupation", "salary-class"],
+        aggregate_qi={"age": "mean"},
+        **engine.settings,
+    )
+    with pytest.raises(AnonlabError, match="aggregate_qi"):
+        run_generalize(settings)
     assert not (engine.workdir / "release").exists()

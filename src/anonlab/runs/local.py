@@ -367,4 +367,10 @@ def local_report(settings: GeneralizeSettings, hierarchies: dict[str, Hierarchy]
     report = report_header("local-recoding", risk_last(params), inputs)
     report["paths"] = paths_convention(where)
     report["hierarchy_heights"] = {c: h.height for c, h in hierarchies.items()}
+    # the models as a full-domain report lists them, so that `anonlab verify` re-checks each
+    entries = [
+        {"model": spec["model"], "parameters": {k: v for k, v in spec.items() if k != "model"}}
+        for spec in settings.model_criteria()
+    ]
+    report["criteria"] = stored_criteria(entries, where, nested=True)
     return report
