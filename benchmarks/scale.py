@@ -106,6 +106,7 @@ K = 5
 
 
 COMMAND_OUT = RESULTS / "scale_command.json"
+MONDRIAN_OUT = RESULTS / "scale_command_mondrian.json"
 
 
 def parse_rows(text: str) -> int:
@@ -644,6 +645,9 @@ def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> d
     out.mkdir(parents=True)
     target = str(out / "release.parquet") if way == "numpy" else f"{out / 'release'}/"
     command = _command_args(data, target, out / "report.json")
+    if args.recoding != "full-domain":  # a partitioning suppresses nothing, nor searches
+        at = command.index("--suppression")
+        command[at : at + 4] = ["--recoding", args.recoding]
     if way == "dask":
         command += dask_flags(args)
     run = measured_run(command, f"generalize {way}")
@@ -652,10 +656,10 @@ def run_command(way: str, data: Path, root: Path, args: argparse.Namespace) -> d
         "way": way,
         **run,
         "rows_per_s": report["records"] / run["wall_s"],
-        "search_s": report["search_seconds"],
-        "transformation": report["transformation"],
-        "nodes_checked": report["nodes_checked"],
-        "suppressed_records": report["suppressed_records"],
+        "search_s": report.get("search_seconds", 0.0),  # a Mondrian run has no search
+        "transformation": report.get("transformation"),
+        "nodes_checked": report.get("nodes_checked"),
+        "suppressed_records": report.get("suppressed_records"),
         "release_sha256": _sorted_digest(
             out / ("release.parquet" if way == "numpy" else "release")
         ),
@@ -802,6 +806,13 @@ def main() -> None:
         help="with --command: run on benchmarks/lattice.py's 1M-row synthetic "
         "table, written as PARTS Parquet parts, instead of --rows",
     )
+    parser.add_argument(
+        "--recoding",
+        default="full-domain",
+        choices=("full-domain", "mondrian"),
+        help="with --command: the recoding of the generalize command (results of mondrian "
+        "go to scale_command_mondrian.json)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -814,13 +825,14 @@ def main() -> None:
         return
     sizes = args.rows or [10**7]
     if args.command:
-        earlier = json.loads(COMMAND_OUT.read_text()) if COMMAND_OUT.exists() else {}
+        out = COMMAND_OUT if args.recoding == "full-domain" else MONDRIAN_OUT
+        earlier = json.loads(out.read_text()) if out.exists() else {}
         by_rows = {r.get("table", size_label(r["rows"])): r for r in earlier.get("runs", [])}
         for rows in [0] if args.lattice_table else sizes:  # a size measured again replaces
             done = measure_command(rows, args)  # its earlier figures
             by_rows[str(done["table"])] = done
             RESULTS.mkdir(parents=True, exist_ok=True)
-            COMMAND_OUT.write_text(
+            out.write_text(
                 json.dumps(
                     {
                         "machine": {
@@ -835,7 +847,7 @@ def main() -> None:
                     indent=1,
                 )
             )
-        print(f"saved {COMMAND_OUT}")
+        print(f"saved {out}")
         return
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     runs = {str(r["rows"]): r for r in previous.get("runs", [])}
