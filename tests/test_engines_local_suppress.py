@@ -275,3 +275,71 @@ def test_local_recoding_refuses_aggregates_on_an_engine(
     with pytest.raises(AnonlabError, match="aggregate_qi"):
         run_generalize(settings)
     assert not (engine.workdir / "release").exists()
+
+
+def _random_table(seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A random table of three quasi-identifiers with small hierarchies and a sensitive
+    column (rare tuples, so that records stay suppressed after the first search)."""
+    from anonlab.hierarchy import Hierarchy
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(60, 400))
+    frame = pd.DataFrame(
+        {
+            "a": [f"a{v}" for v in rng.integers(0, 8, n)],
+            "b": [f"b{v}" for v in rng.integers(0, 6, n)],
+            "c": [f"c{v}" for v in rng.integers(0, 4, n)],
+            "s": [f"s{v}" for v in rng.integers(0, 5, n)],
+        }
+    )
+    hierarchies = {
+        "a": Hierarchy.from_rows([(f"a{v}", f"A{v // 2}", f"AA{v // 4}", "*") for v in range(8)]),
+        "b": Hierarchy.from_rows([(f"b{v}", f"B{v // 3}", "*") for v in range(6)]),
+        "c": Hierarchy.from_rows([(f"c{v}", "*") for v in range(4)]),
+    }
+    return frame, hierarchies
+
+
+RANDOM_MODELS = [
+    [{"model": "k-anonymity", "k": 3}],
+    [{"model": "k-anonymity", "k": 2}, {"model": "distinct-l-diversity", "attribute": "s", "l": 2}],
+    [{"model": "k-anonymity", "k": 2}, {"model": "entropy-l-diversity", "attribute": "s", "l": 2}],
+    [{"model": "equal-distance-t-closeness", "attribute": "s", "t": 0.5}],
+]
+
+
+@pytest.mark.parametrize("judge", ["search", "whole lattice"])
+@pytest.mark.parametrize("seed", range(8))
+def test_local_recoding_on_a_frequency_set_is_the_one_on_the_rows(
+    seed: int, judge: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On random tables, local recoding of the NumPy engine's rowless dataset (units = base
+    tuples) gives every record the search and levels the in-memory run gives it, whether the
+    searches on the suppressed records run Flash or judge the whole lattice."""
+    from anonlab import engine as engines
+    from anonlab.dataset import Roles
+    from anonlab.generalize import model_dataset, resolve_criteria
+    from anonlab.grouping import group_tuples
+    from anonlab.lattice import local
+    from anonlab.lattice.pieces import engine_dataset
+
+    if judge == "search":  # never judge the whole lattice
+        monkeypatch.setattr(local, "JUDGE_AT_ONCE_SECONDS", -1.0)
+        monkeypatch.setattr(local, "JUDGE_AT_HIGH_FACTOR_SECONDS", -1.0)
+        monkeypatch.setattr(local, "PAIR_SECONDS", 1.0)
+    else:
+        monkeypatch.setattr(local, "PAIR_SECONDS", 0.0)
+    frame, hierarchies = _random_table(seed)
+    specs = RANDOM_MODELS[seed % len(RANDOM_MODELS)]
+    roles = Roles.of(sensitive=["s"]) if any("attribute" in s for s in specs) else None
+    roles = roles or Roles.of(insensitive=["s"])
+    options = {"metric": "loss", "gs_factor": 0.5}
+    memory = model_dataset(frame, hierarchies, resolve_criteria(specs), roles=roles)
+    expected = local.local_recoding(memory, resolve_criteria(specs), 1.0, **options)
+    with engines.open_engine("numpy", batch_rows=37) as opened:
+        rowless = engine_dataset(opened, frame, hierarchies, roles=roles)
+    got = local.local_recoding(rowless, resolve_criteria(specs), 1.0, **options)
+    assert got.levels == expected.levels
+    tuple_of, _ = group_tuples(memory.code_matrix(), [q.cardinality(0) for q in memory.qis])
+    assert np.array_equal(got.step[tuple_of], expected.step)
+    assert got.summary(["a", "b", "c"]) == expected.summary(["a", "b", "c"])
