@@ -165,39 +165,31 @@ def _column_sd(data: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _column_mean(data: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each column's mean over its values present."""
-    columns = _by_column(data)
-    mean = columns.mean(axis=1)
-    if np.isnan(mean).any():
-        mean = np.nanmean(columns, axis=1)
-    return np.asarray(mean, dtype=np.float64)
+    return _column_moments(data, sd=False)[0]
 
 
 def _column_moments(
-    data: NDArray[np.float64], columns: NDArray[np.float64] | None = None
+    data: NDArray[np.float64], columns: NDArray[np.float64] | None = None, *, sd: bool = True
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each column's mean and sample SD (divisor n - 1) over its values present;
-    ``columns`` is ``_by_column(data)`` when the caller has it."""
-    columns = _by_column(data) if columns is None else columns
-    if not np.isnan(columns).any():  # the common case: no missing value, no NaN-aware pass
-        mean = columns.mean(axis=1)
-        if len(data) < 2:
-            return np.asarray(mean, dtype=np.float64), np.zeros(data.shape[1])
-        # one column at a time: the same numbers as ``std(axis=1)``, with a column's
-        # temporary arrays instead of the whole table's
-        sd = np.array([column.std(ddof=1) for column in columns], dtype=np.float64)
-        return np.asarray(mean, dtype=np.float64), sd
-    counts = np.sum(~np.isnan(columns), axis=1)
-    mean = np.asarray(np.nanmean(columns, axis=1), dtype=np.float64)
-    sd = np.nanstd(columns, axis=1, ddof=1) if np.all(counts > 1) else _sd_safe(columns, counts)
-    return mean, np.asarray(sd, dtype=np.float64)
-
-
-def _sd_safe(columns: NDArray[np.float64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
-    """The SD of each row of ``columns`` with two values or more (0 for the others)."""
-    out = np.zeros(columns.shape[0])
-    for j in np.flatnonzero(counts > 1):
-        out[j] = np.nanstd(columns[j], ddof=1)
-    return out
+    """Each column's mean and (with ``sd``) sample SD (divisor n - 1) over its values
+    present, each column's values contiguous (:func:`_by_column`'s rows, which
+    ``columns`` is when the caller has them; else one column copied at a time, so the
+    temporary arrays are a column's, not the whole table's)."""
+    m = data.shape[1]
+    mean = np.zeros(m)
+    sds = np.zeros(m)
+    for j in range(m):
+        column = columns[j] if columns is not None else np.ascontiguousarray(data[:, j])
+        if not np.isnan(column).any():  # the common case: no NaN-aware pass
+            mean[j] = column.mean()
+            if sd and column.size > 1:
+                sds[j] = column.std(ddof=1)
+            continue
+        count = int(np.count_nonzero(~np.isnan(column)))
+        mean[j] = np.nanmean(column) if count else np.nan
+        if sd and count > 1:
+            sds[j] = np.nanstd(column, ddof=1)
+    return mean, sds
 
 
 def additive(
