@@ -556,11 +556,12 @@ class FrequencyEngine:
             return source
         if len(target) != len(source.levels):
             raise ValueError(f"cannot roll up from {source.levels} to {target}")
-        raised = [
-            (i, a, b) for i, (a, b) in enumerate(zip(source.levels, target, strict=True)) if a != b
-        ]
-        if any(b < a for _, a, b in raised):
-            raise ValueError(f"cannot roll down from {source.levels} to {target}")
+        raised = []
+        for i, (a, b) in enumerate(zip(source.levels, target, strict=True)):
+            if a != b:
+                if b < a:
+                    raise ValueError(f"cannot roll down from {source.levels} to {target}")
+                raised.append((i, a, b))
         inverse, uniques = self._target_keys(source, raised)
         n_classes = len(uniques)
         member = np.empty(n_classes, dtype=np.int64)  # any member: all share the target codes

@@ -642,8 +642,13 @@ class SearchContext:
     def _set_tags(self, tags: NDArray[Any], first: int, mask: NDArray[Any], tag: int) -> None:
         """Tag the nodes ``mask`` marks in ``tags``, a view of the tags from node ``first`` on
         (a mask rather than node numbers: no gather and scatter of the tags)."""
-        clash = mask & (tags == -tag)
-        if clash.any():
+        # a node marked that holds the other tag (tags are -1, 0, 1): one reduction finds it
+        if (
+            tags.max(where=mask, initial=-1) == 1
+            if tag == NOT_ANONYMOUS
+            else tags.min(where=mask, initial=1) == -1
+        ):
+            clash = mask & (tags == -tag)
             if not self.practical_monotonicity:
                 bad = first + int(np.flatnonzero(clash)[0])
                 raise RuntimeError(
