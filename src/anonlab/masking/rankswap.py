@@ -30,7 +30,7 @@ documented percentage: sdcMicro's ``P = x`` is anonlab's ``p = 100 x``. When non
 ``r0``, ``k0`` is given, ``r0 = 0.95`` (sdcMicro's default). The greedy pass is sequential
 by nature; it runs in one Python loop over plain lists with rejection sampling (a draw
 uniform in the window, redrawn while it falls on a swapped value, which leaves the choice
-uniform among the values not yet swapped): about 0.1 us a value, the pairs built with
+uniform among the values not yet swapped): about 0.15 us a value, the pairs built with
 whole-array steps after it (:func:`swap_partners`).
 """
 
