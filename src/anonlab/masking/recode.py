@@ -281,7 +281,7 @@ def _text_dtype() -> Any:
     return pd.Series(np.asarray(["a"], dtype=object)).dtype
 
 
-def _labels_text(
+def labels_text(
     codes: NDArray[np.signedinteger[Any]], labels: list[str], index: pd.Index, name: str
 ) -> pd.Series:
     """The labels of ``codes`` as text, a missing value (``-1``) ``""``: an Arrow
@@ -318,7 +318,7 @@ def recode(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int |
             )
             released[name] = pd.Series(values, index=frame.index, name=name)
         else:  # text: the labels as text, a missing value ""
-            released[name] = _labels_text(codes, labels, frame.index, name)
+            released[name] = labels_text(codes, labels, frame.index, name)
     return Masked(released, {"recode_method": p.recode_method, "columns": entries})
 
 

@@ -17,8 +17,12 @@ PRAM record's released key equals its true key only with the chance the matrix g
 (its diagonal), so the report adds ``risk_pram`` (:func:`pram_risk`), the
 prosecutor risk that accounts for it (docs/masking.md, "Risk").
 
-The method runs in memory; an engine run (``engine = "dask"``, a folder ``output``)
-is refused in one line (docs/masking.md, "Engines").
+On an engine (``engine = "dask"`` or a folder ``output`` ending in ``/``;
+:func:`uses_engine`) the row-wise methods (``topbot``, ``recode`` with its breaks
+given: :data:`anonlab.masking.pieces.ENGINE_METHODS`) run piece by piece and write the
+release as a folder of Parquet parts, the same release as in memory
+(:func:`_mask_on_engine`); every other method is refused in one line saying why
+(docs/masking.md, "Engines").
 
 A TOML file holds the run's settings under their Python names and the method's
 under ``[parameters]``; a path among the method's parameters (PRAM's ``matrix``)
@@ -27,6 +31,7 @@ is read relative to the TOML file, as the run's own paths are.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,10 +46,11 @@ from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
 from anonlab.risk.release import ReleaseRiskSettings, risk_last
 from anonlab.runs.common import (
-    InMemoryRun,
+    EngineSettings,
     RoleSettings,
     RunResult,
     input_tables,
+    is_folder_output,
     paths_convention,
     stage_release,
     stage_report,
@@ -62,7 +68,7 @@ if TYPE_CHECKING:
 MEASURE_RECORDS = 5_000
 
 
-class MaskSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
+class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
     """Everything :func:`run_mask` needs (module text).
 
     ``method`` names a masking method (:func:`anonlab.masking.registry.method_names`),
@@ -79,8 +85,6 @@ class MaskSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
         "report",
         "html",
     )
-    in_memory_only: ClassVar[str] = "mask runs in memory only"
-
     input: Any
     method: str
     columns: list[str]
@@ -91,6 +95,15 @@ class MaskSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
     report: str | None = None
     html: str | None = None
     verify: bool = True
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if isinstance(value, str):
+            return value
+        raise ValueError("give a file path or a SQLAlchemy URL")
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -115,6 +128,21 @@ class MaskSettings(InMemoryRun, RoleSettings, ReleaseRiskSettings):
 
         # the method's parameters as its model reads them (refused here, before any work)
         self.parameters = method_params(get_method(self.method), self.parameters).model_dump()
+        if uses_engine(self):
+            from anonlab.masking.pieces import engine_refusal
+
+            reason = engine_refusal(self.method, self.parameters)
+            if reason is not None:
+                raise AnonlabError(
+                    f"{reason}: leave engine at 'numpy' and give output as a file",
+                    parameter="engine",
+                )
+            if not is_folder_output(self.output) or self.output_table is not None:
+                raise AnonlabError(
+                    f"output: engine '{self.engine}' writes the release as a folder of "
+                    "Parquet parts: give output as a folder path ending in '/'",
+                    parameter="output",
+                )
         return self
 
     @classmethod
@@ -158,7 +186,7 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
     Without any output path the release is only returned (:attr:`RunResult.release`),
     verified in memory. ``progress`` hears of the read and of the method.
     """
-    from anonlab.dataset import Role, Roles, roles_report
+    from anonlab.dataset import roles_report
     from anonlab.io import read_table
     from anonlab.masking import mask
     from anonlab.masking.registry import get_method, method_params
@@ -168,6 +196,8 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
     started = time.perf_counter()
     method = get_method(s.method)
     params = method_params(method, s.parameters)  # refused before anything is read
+    if uses_engine(s):
+        return _mask_on_engine(s, method, params, progress, started)
     seed = s.seed
     if method.randomized and seed is None:
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
@@ -179,22 +209,7 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
         if progress is not None:
             progress("read", 0, None)
         frame = read_table(s.input, **s.read_options())
-        named = {*s.columns, *s.identifying, *s.sensitive, *s.insensitive}
-        extra = [c for c in params.read_columns() if c not in named]
-        given = Roles.of(s.identifying, s.sensitive, [*s.insensitive, *extra], s.other)
-        roles = given.assign(
-            [str(c) for c in frame.columns],
-            s.columns,
-            ("columns", "identifying", "sensitive", "insensitive"),
-        )
-        dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
-        lost = [c for c in params.read_columns() if c in dropped]
-        if lost:
-            raise AnonlabError(
-                f"{', '.join(lost)} is identifying, so not released: a column the method "
-                "reads (a stratum) must be released",
-                parameter="identifying",
-            )
+        roles, dropped, extra, named = _roles(s, [str(c) for c in frame.columns], params)
         check_risk_columns([c for c in roles if c not in dropped], s.sensitive, s, s.columns)
         if progress is not None:
             progress(f"mask: {method.name}", 0, None)
@@ -220,6 +235,173 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, release, written)
+
+
+def uses_engine(settings: MaskSettings) -> bool:
+    """Whether the run goes over an engine's pieces (:func:`_mask_on_engine`): on Dask, or
+    with a folder ``output``."""
+    return settings.engine != "numpy" or is_folder_output(settings.output)
+
+
+def _roles(
+    s: MaskSettings, columns: Sequence[str], params: Any
+) -> tuple[dict[str, Any], list[str], list[str], set[str]]:
+    """Every column's role, the dropped (identifying) ones, the columns the method reads
+    besides the masked ones (released as they are) and every column named."""
+    from anonlab.dataset import Role, Roles
+
+    named = {*s.columns, *s.identifying, *s.sensitive, *s.insensitive}
+    extra = [c for c in params.read_columns() if c not in named]
+    given = Roles.of(s.identifying, s.sensitive, [*s.insensitive, *extra], s.other)
+    roles = given.assign(
+        [str(c) for c in columns],
+        s.columns,
+        ("columns", "identifying", "sensitive", "insensitive"),
+    )
+    dropped = [c for c, r in roles.items() if r == Role.IDENTIFYING]
+    lost = [c for c in params.read_columns() if c in dropped]
+    if lost:
+        raise AnonlabError(
+            f"{', '.join(lost)} is identifying, so not released: a column the method "
+            "reads (a stratum) must be released",
+            parameter="identifying",
+        )
+    return dict(roles), dropped, extra, named
+
+
+# ---------------------------------------------------------------------------
+# Over an engine's pieces
+# ---------------------------------------------------------------------------
+#
+# The input is read as the engine's pieces (a Parquet or CSV file or folder; a database
+# table, a query or an Excel sheet is read whole by the one reader first and cut into
+# pieces). :func:`anonlab.masking.pieces.mask_pieces` masks every piece and writes one
+# Parquet part per piece into the folder :class:`Outputs` stages; the independent checker
+# runs on every piece and its part (:func:`anonlab.verify.masking.check_masking_pieces`);
+# the risk section is measured on the written folder through the engine's frequency set;
+# the EM4ADOM measures read the masked columns alone (of the input and of the release),
+# then sample records as in memory, so every figure of the report is the in-memory run's.
+
+
+def _read_first(s: MaskSettings) -> bool:
+    """Whether the one reader reads the input whole before it is cut into pieces (a
+    database, an Excel workbook, or ``sheet``, ``table`` or ``query`` given)."""
+    from anonlab.database import is_database_url
+    from anonlab.sources import file_format
+
+    source = str(s.input)
+    if is_database_url(source) or any(
+        getattr(s, name) is not None for name in ("sheet", "table", "query")
+    ):
+        return True
+    path = Path(source)
+    return "://" not in source and path.is_file() and file_format(path) == "excel"
+
+
+def _engine_table(s: MaskSettings) -> Any:
+    """The input as an engine's pieces (:func:`_read_first`)."""
+    from dataclasses import replace
+
+    from anonlab.engine.table import open_table
+    from anonlab.io import read_table
+
+    if not _read_first(s):
+        return open_table(s.input, delimiter=s.delimiter)
+    frame = read_table(s.input, **s.read_options())
+    return replace(open_table(frame), source=f"'{s.input}'")
+
+
+def _columns_of(table: Any, names: Sequence[str], batch_rows: int) -> pd.DataFrame:
+    """``names`` of every piece of ``table``, read whole as text (the one reader's rule)."""
+    import pandas as pd
+
+    from anonlab.masking.pieces import text_frame
+
+    frames = [
+        text_frame(batch) for piece in table.pieces for batch in piece.batches(names, batch_rows)
+    ]
+    if not frames:
+        return pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _mask_on_engine(
+    s: MaskSettings,
+    method: MaskingMethod,
+    params: Any,
+    progress: ProgressFn | None,
+    started: float,
+) -> RunResult:
+    """:func:`run_mask` over an engine's pieces (section text)."""
+    from contextlib import closing
+
+    from anonlab.dataset import roles_report
+    from anonlab.engine.base import base_engine
+    from anonlab.engine.table import open_table
+    from anonlab.masking.pieces import mask_pieces
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.runs.common import open_run_engine
+    from anonlab.verify.masking import check_masking_pieces
+
+    with (
+        Outputs(
+            {"output": s.output, "report": s.report, "html": s.html},
+            inputs=[s.input, *s.sensitive_hierarchies.values(), *_parameter_files(params)],
+            input_tables=input_tables(s.input, s.table),
+            folders=("output",),
+        ) as outputs,
+        closing(open_run_engine(s)) as engine,
+    ):
+        if progress is not None:
+            progress("read", 0, None)
+        table = _engine_table(s)
+        table.check_columns(list(s.columns), "columns")
+        roles, dropped, extra, named = _roles(s, table.column_names, params)
+        keep = [c for c in table.column_names if c not in dropped]
+        check_risk_columns(keep, s.sensitive, s, s.columns)
+        staged = outputs.stage_folder("output")
+        base = base_engine(engine)
+        masked = mask_pieces(
+            base,
+            table,
+            method.name,
+            s.columns,
+            params.model_dump(),
+            keep,
+            str(staged.path),
+            progress=progress,
+        )
+        report = _header(s, outputs.path("report"), method, None)
+        report.update(
+            {
+                "method": method.name,
+                "masked_columns": list(s.columns),
+                "records": masked.rows,
+                "masking": masked.section,
+            }
+        )
+        if s.verify:
+            problems = check_masking_pieces(
+                base, table, staged.path, s.columns, keep, report, progress=progress
+            )
+            if problems:
+                raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+        report["verified"] = s.verify
+        by_other = [c for c in roles if c not in named and c not in extra]
+        report.update(roles_report(roles, s.other, by_other))
+        original = _columns_of(table, s.columns, base.batch_rows)
+        released = _columns_of(open_table(staged.path), s.columns, base.batch_rows)
+        report["measures"] = measures(original, released, s.columns, method)
+        report.update(
+            release_risk_report(
+                staged.path, s.sensitive, s, engine=engine, columns=keep, qi=s.columns
+            )
+        )
+        report["engine"] = {"name": engine.name, "parts": masked.parts}
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
 
 
 def _parameter_files(params: Any) -> list[str]:

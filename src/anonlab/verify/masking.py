@@ -20,6 +20,11 @@ finds (none: the release is what the report says):
   of the interval that holds its original value.
 
 A method with no check here gets the first check only (:data:`CHECKS`).
+
+A release an engine wrote as a folder of Parquet parts (one part per piece of the
+input, ``part-<piece>``) is checked piece by piece (:func:`check_masking_pieces`): each
+piece of the input, read as text, against its part, by the same checks (those of
+``topbot`` and ``recode`` look at one record at a time).
 """
 
 from __future__ import annotations
@@ -27,11 +32,17 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from anonlab.engine.base import EngineBase
+    from anonlab.engine.table import Piece, Table
+    from anonlab.progress import ProgressFn
 
 #: how far a matrix row's sum may be from 1
 TOLERANCE = 1e-9
@@ -646,3 +657,87 @@ CHECKS.update(
         "shuffle": _check_shuffle,
     }
 )
+
+
+# ---------------------------------------------------------------------------
+# A release written piece by piece (an engine's folder of parts)
+# ---------------------------------------------------------------------------
+
+
+def _piece_text(piece: Piece, names: Sequence[str], batch_rows: int) -> pd.DataFrame:
+    """One piece of the input, ``names`` only, every value text (``""`` missing)."""
+    import pyarrow as pa
+
+    from anonlab.tabletext import text_array
+
+    columns: dict[str, list[pa.Array]] = {name: [] for name in names}
+    for batch in piece.batches(list(names), batch_rows):
+        for name in names:
+            column = batch.column(name)
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            columns[name].append(text_array(column).cast(pa.string()))
+    return pd.DataFrame(
+        {
+            name: pd.Series(
+                pa.chunked_array(parts, pa.string()).to_pylist() if parts else [],
+                dtype=object,
+            )
+            for name, parts in columns.items()
+        }
+    )
+
+
+def check_piece(
+    piece: Piece,
+    folder: str,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    report: Mapping[str, Any],
+    batch_rows: int,
+) -> list[str]:
+    """The problems of one piece's part (module text), each naming the piece (its record
+    numbers count from the piece's first record)."""
+    import pyarrow.parquet as pq
+
+    from anonlab.engine.kernels import part_name
+
+    original = _piece_text(piece, keep, batch_rows)
+    part = Path(folder) / part_name(piece.index)
+    if not part.exists():
+        if len(original):
+            return [f"{piece.describe()}: its {len(original)} records have no part in the release"]
+        return []
+    release = pq.read_table(part).to_pandas()
+    if list(release.columns) != list(keep):
+        return [f"{piece.describe()}: its part holds columns {list(release.columns)}, not {keep}"]
+    return [
+        f"{piece.describe()}: {problem}"
+        for problem in check_masking(original, release, columns, report)
+    ]
+
+
+def check_masking_pieces(
+    engine: EngineBase,
+    table: Table,
+    folder: Path,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    report: Mapping[str, Any],
+    *,
+    progress: ProgressFn | None = None,
+) -> list[str]:
+    """The problems of a release written as one Parquet part per piece of ``table`` into
+    ``folder`` (module text); ``keep`` are the released columns, ``columns`` the masked."""
+    parts: list[list[str]] = engine.map_pieces(
+        table,
+        check_piece,
+        str(folder),
+        list(columns),
+        list(keep),
+        dict(report),
+        engine.batch_rows,
+        progress=progress,
+        step="mask: checking the release",
+    )
+    return [problem for problems in parts for problem in problems]
