@@ -153,10 +153,15 @@ def mask_command(
     engine: str | None = typer.Option(
         None,
         "--engine",
-        help="numpy (this process, the default); dask is refused: mask runs in memory.",
+        help="numpy (this process, the default) or dask: with dask or a folder --output "
+        "ending in /, topbot and recode with given breaks run piece by piece; the other "
+        "methods are refused.",
     ),
     output: str | None = typer.Option(
-        None, "--output", help="Release, format by extension (default: none)."
+        None,
+        "--output",
+        help="Release, format by extension, or a folder ending in / of Parquet parts "
+        "(an engine run; default: none).",
     ),
     output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
     report: Path | None = REPORT,
