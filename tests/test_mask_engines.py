@@ -1,0 +1,251 @@
+"""``anonlab mask`` on the NumPy and Dask engines (docs/masking.md, "Engines").
+
+The row-wise methods (``topbot``; ``recode`` with its breaks given) run piece by piece
+and write a folder of Parquet parts that reads back as the in-memory release of the
+same table, with the same report figures; the other methods, and recode's computed
+breaks, are refused in one line with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from anonlab.errors import AnonlabError
+from anonlab.io import read_table
+from anonlab.runs.mask import MaskSettings, run_mask
+from engines import assert_refused, write_parts
+
+pytestmark = pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
+
+ROWS = 1_200
+#: the input's parts: uneven, one of them empty of the lowest break's value
+BOUNDS = [0, 100, 101, 700, ROWS]
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    data = pd.DataFrame(
+        {
+            "income": rng.normal(50.0, 15.0, ROWS).round(2).clip(0.5, 99.5),
+            "age": rng.integers(18, 90, ROWS),
+            "region": rng.choice(["north", "south", "east"], ROWS),
+            "name": [f"p{i}" for i in range(ROWS)],
+        }
+    )
+    data.loc[400, "income"] = 0.0  # on recode's lowest break, in the third part only
+    return data
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory, frame: pd.DataFrame) -> Path:
+    return write_parts(frame, tmp_path_factory.mktemp("mask") / "input", BOUNDS)
+
+
+def _engine(name: str, cluster: str | None) -> dict[str, Any]:
+    return {"engine": "dask", "scheduler": cluster} if name == "dask" else {}
+
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("topbot", {"top": 70, "top_replacement": 75.5, "bottom": 30}),
+    ("recode", {"breaks": [0, 20, 40, 60, 80, 100]}),
+    ("recode", {"breaks": "0,50,100", "labels": "low,high"}),
+]
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+@pytest.mark.parametrize(("method", "parameters"), CASES)
+def test_engine_release_is_the_in_memory_one(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    folder: Path,
+    engine: str,
+    method: str,
+    parameters: dict[str, Any],
+) -> None:
+    cluster = request.getfixturevalue("dask_scheduler") if engine == "dask" else None
+    common: dict[str, Any] = {
+        "input": str(folder),
+        "method": method,
+        "columns": ["income", "age"],
+        "parameters": parameters,
+        "identifying": ["name"],
+        "other": "insensitive",
+    }
+    on_engine = run_mask(
+        MaskSettings(
+            **common,
+            output=f"{tmp_path}/release/",
+            report=str(tmp_path / "engine.json"),
+            **_engine(engine, cluster),
+        )
+    )
+    in_memory = run_mask(
+        MaskSettings(
+            **common, output=str(tmp_path / "memory.parquet"), report=str(tmp_path / "m.json")
+        )
+    )
+    written = read_table(tmp_path / "release")
+    expected = read_table(tmp_path / "memory.parquet")
+    pd.testing.assert_frame_equal(written, expected)
+    assert len(list((tmp_path / "release").glob("*.parquet"))) == len(BOUNDS) - 1
+    for key in ("masking", "measures", "risk", "records", "masked_columns", "verified"):
+        assert on_engine.report[key] == in_memory.report[key], key
+    report = json.loads((tmp_path / "engine.json").read_text())
+    assert report["engine"]["name"] == engine
+    assert report["engine"]["parts"] == len(BOUNDS) - 1
+    assert "name" not in written.columns
+
+
+def test_recode_closes_the_first_interval_in_every_piece(tmp_path: Path, folder: Path) -> None:
+    """The lowest break's value lies in one piece; every piece writes '[0,20]' alike."""
+    run_mask(
+        MaskSettings(
+            input=str(folder),
+            method="recode",
+            columns=["income"],
+            parameters={"breaks": [0, 20, 40, 60, 80, 100]},
+            output=f"{tmp_path}/out/",
+            identifying=["name"],
+            other="insensitive",
+        )
+    )
+    first: dict[str, set[str]] = {}
+    for part in sorted((tmp_path / "out").glob("part-*.parquet")):
+        values = pq.read_table(part).column("income").to_pylist()
+        first[part.name] = {v for v in values if v.startswith(("[0,", "(0,"))}
+    assert set().union(*first.values()) == {"[0,20]"}
+    assert sum(1 for values in first.values() if values) >= 2  # not only the piece holding 0
+
+
+def test_a_missing_value_stays_missing_on_an_engine(tmp_path: Path) -> None:
+    data = pd.DataFrame({"x": ["5", "", "150", "7.25", ""], "k": ["a", "b", "c", "d", "e"]})
+    source = write_parts(data, tmp_path / "in", [0, 2, 5])
+    common: dict[str, Any] = {
+        "input": str(source),
+        "method": "recode",
+        "columns": ["x"],
+        "parameters": {"breaks": [0, 100, 200], "labels": ["low", "high"]},
+        "other": "insensitive",
+        "insensitive": ["k"],
+    }
+    result = run_mask(
+        MaskSettings(**common, output=f"{tmp_path}/out/", report=str(tmp_path / "r.json"))
+    )
+    written = read_table(tmp_path / "out")
+    assert written["x"].tolist() == ["low", "", "high", "low", ""]
+    assert result.report["masking"]["columns"]["x"]["counts"] == {"low": 2, "high": 1}
+
+
+@pytest.mark.parametrize(
+    ("method", "parameters", "needle"),
+    [
+        ("pram", {"pd": 0.8}, "mask method pram runs in memory only"),
+        ("noise", {"noise": 150}, "mask method noise runs in memory only"),
+        ("rankswap", {}, "mask method rankswap runs in memory only"),
+        ("shuffle", {"predictors": ["region"]}, "mask method shuffle runs in memory only"),
+        ("recode", {"breaks": 4}, "recode computes its breaks from the whole column"),
+    ],
+)
+def test_whole_column_methods_refuse_an_engine(
+    tmp_path: Path, folder: Path, method: str, parameters: dict[str, Any], needle: str
+) -> None:
+    with pytest.raises(AnonlabError, match=needle) as caught:
+        MaskSettings(
+            input=str(folder),
+            method=method,
+            columns=["income", "age"],
+            parameters=parameters,
+            output=f"{tmp_path}/out/",
+        )
+    assert "\n" not in str(caught.value)
+    assert caught.value.parameter == "engine"
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_refusals_are_one_line(tmp_path: Path, folder: Path) -> None:
+    base = ["mask", str(folder), "--columns", "income", "--other", "insensitive"]
+    assert_refused(
+        [*base, "--method", "rankswap", "--output", f"{tmp_path}/out/"],
+        tmp_path,
+        "runs in memory only (it ranks the whole column)",
+    )
+    csv = str(tmp_path / "r.csv")
+    assert_refused(
+        [*base, "--method", "topbot", "--top", "70", "--engine", "dask", "--output", csv],
+        tmp_path,
+        "--output: engine 'dask' writes the release as a folder",
+    )
+
+
+def test_engine_cli_writes_the_folder(tmp_path: Path, folder: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+
+    args = ["mask", str(folder), "--method", "topbot", "--columns", "income"]
+    args += ["--top", "80"]
+    args += ["--identifying", "name", "--other", "insensitive", "--output", f"{tmp_path}/out/"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    released = read_table(tmp_path / "out")
+    assert pd.to_numeric(released["income"]).max() <= 80
+
+
+def test_the_piece_check_finds_a_changed_part(tmp_path: Path, folder: Path) -> None:
+    """The independent piecewise check refuses a part whose value is not the coded one."""
+    from anonlab.engine import open_engine
+    from anonlab.engine.base import base_engine
+    from anonlab.engine.table import open_table
+    from anonlab.verify.masking import check_masking_pieces
+
+    result = run_mask(
+        MaskSettings(
+            input=str(folder),
+            method="topbot",
+            columns=["income"],
+            parameters={"top": 70},
+            output=f"{tmp_path}/out/",
+            identifying=["name"],
+            other="insensitive",
+        )
+    )
+    keep = ["income", "age", "region"]
+    part = tmp_path / "out" / "part-00002.parquet"
+    table = pq.read_table(part)
+    values = table.column("income").to_pylist()
+    row = next(i for i, v in enumerate(values) if v == "70")
+    values[row] = "99"
+    pq.write_table(table.set_column(0, "income", pa.array(values, pa.string())), part)
+    engine = base_engine(open_engine("numpy"))
+    report = {**result.report, "parameters": {"parameters": {"top": 70}}}
+    problems = check_masking_pieces(
+        engine, open_table(folder), tmp_path / "out", ["income"], keep, report
+    )
+    assert len(problems) == 1
+    assert "part-2.parquet" in problems[0] and f"record {row + 1}" in problems[0]
+
+
+def test_a_value_that_is_no_number_names_its_piece(tmp_path: Path) -> None:
+    data = pd.DataFrame({"x": ["1", "2", "3", "four"]})
+    source = write_parts(data, tmp_path / "in", [0, 2, 4])
+    with pytest.raises(AnonlabError, match=r"part-1\.parquet.*'four' in record 2") as caught:
+        run_mask(
+            MaskSettings(
+                input=str(source),
+                method="topbot",
+                columns=["x"],
+                parameters={"top": 2},
+                output=f"{tmp_path}/out/",
+            )
+        )
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists()
