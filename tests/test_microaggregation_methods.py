@@ -70,7 +70,8 @@ def _release(frame: pd.DataFrame, case: dict[str, Any], seed: int = 1) -> np.nda
         strata=_names(case.get("strata")),
         seed=seed if case["method"] == "rmd" else None,
     )
-    return result.masked[columns].to_numpy(dtype=float)
+    released: np.ndarray = result.masked[columns].to_numpy(dtype=float)
+    return released
 
 
 DETERMINISTIC = FIXTURES["cases"]
@@ -295,7 +296,7 @@ def test_command_releases_sdcmicros_values_and_verifies(tmp_path: Path) -> None:
     code, text = _cli(["verify", str(report)])
     assert code == 0 and "holds" in text and "within strata urbrur" in text
     tampered = pd.read_csv(out)
-    tampered.loc[0, "income"] += 10
+    tampered["income"] = tampered["income"] + np.where(tampered.index == 0, 10.0, 0.0)
     tampered.to_csv(out, index=False)
     code, text = _cli(["verify", str(report)])
     assert code != 0 and "does not hold" in text
