@@ -361,10 +361,10 @@ def microaggregate_command(
         print(
             f"{name} k={s.k}: {out['records']} records in {out['groups']} groups "
             f"of {sizes['min']}..{sizes['max']}"
+            + (" in each column" if out.get("per_column") else "")
             + (f"; SSE/SST = {100 * ilh:.4f} %" if ilh is not None else "")
             + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
             f"{prosecutor['average']:.4g}"
-            + (" per column" if out.get("per_column") else "")
             + ("; release verified" if out.get("verified") else "")
             + (
                 f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"
