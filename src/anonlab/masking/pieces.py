@@ -7,6 +7,11 @@ the same method gives in memory on the same table:
 
 - ``topbot``: each value against the limits; the section's counts are the pieces'
   counts added up;
+- ``pram`` with a matrix given for every column: a first pass counts each piece's
+  records (so a piece knows its first record's position: its records draw the
+  uniforms of their positions, :func:`anonlab.masking.pram.record_uniforms`, the same
+  as in memory) and finds the strata; the report's transitions and marginals are the
+  pieces' added up, its matrices one per stratum of the whole table;
 - ``recode`` with its breaks given: a first pass (:func:`recode_plan`) finds, per
   column, a value outside the breaks (refused in one line, as in memory) and the
   values on the lowest break (which close the first interval, ``[b0,b1]``, for every
@@ -45,28 +50,41 @@ if TYPE_CHECKING:
     from anonlab.progress import ProgressFn
 
 #: the methods that run on an engine
-ENGINE_METHODS = ("topbot", "recode")
+ENGINE_METHODS = ("topbot", "recode", "pram")
 
 #: why each other method refuses an engine
 WHOLE_COLUMN: dict[str, str] = {
-    "pram": "its matrix or the records' draws need the whole column",
     "noise": "its noise is scaled by the whole column's deviations",
     "rankswap": "it ranks the whole column",
     "shuffle": "it fits a model to the whole table and permutes the records",
 }
 
 
-def engine_refusal(method: str, parameters: Mapping[str, Any]) -> str | None:
-    """Why ``method`` with ``parameters`` cannot run on an engine (one line), or ``None``."""
+def engine_refusal(
+    method: str, parameters: Mapping[str, Any], columns: Sequence[str]
+) -> str | None:
+    """Why ``method`` with ``parameters`` on ``columns`` cannot run on an engine, as the one
+    line that refuses it (what runs in memory only, why, and what to do), or ``None``."""
+    in_memory = "leave engine at 'numpy' and give output as a file"
     if method == "recode" and len(parameters.get("breaks") or []) == 1:
         return (
-            "recode computes its breaks from the whole column (breaks is a count): "
-            "give the breaks themselves to run on an engine"
+            "recode with a count of breaks runs in memory only (its breaks are computed from "
+            f"the whole column): give the breaks themselves, or {in_memory}"
         )
+    if method == "pram":
+        matrix = parameters.get("matrix")
+        files = matrix if isinstance(matrix, Mapping) else dict.fromkeys(columns, matrix)
+        invariant = [c for c in columns if files.get(c) is None]
+        if invariant:
+            return (
+                f"invariant pram (no matrix for {', '.join(invariant)}) runs in memory only "
+                f"(its matrix is built from the whole column's level shares): give matrix, "
+                f"or {in_memory}"
+            )
     if method in ENGINE_METHODS:
         return None
     reason = WHOLE_COLUMN.get(method, "it needs the whole column")
-    return f"mask method {method} runs in memory only ({reason})"
+    return f"mask method {method} runs in memory only ({reason}): {in_memory}"
 
 
 # ---------------------------------------------------------------------------
@@ -278,6 +296,105 @@ def topbot_section(parts: Sequence[PieceResult], columns: Sequence[str]) -> dict
 
 
 # ---------------------------------------------------------------------------
+# pram
+# ---------------------------------------------------------------------------
+
+
+def extent_piece(
+    piece: Piece, columns: Sequence[str], strata: Sequence[str], batch_rows: int
+) -> tuple[int, set[tuple[str, ...]]]:
+    """One piece's records and the strata (their values' texts) among them."""
+    rows = 0
+    keys: set[tuple[str, ...]] = set()
+    for batch in piece.batches(list(strata) or list(columns[:1]), batch_rows):
+        frame = text_frame(batch)
+        rows += len(frame)
+        if strata:
+            keys.update(zip(*(frame[c].tolist() for c in strata), strict=True))
+    return rows, keys
+
+
+def _pram_batch(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    params: Mapping[str, Any],
+    seed: int,
+    first_row: int,
+) -> tuple[dict[str, pd.Series], dict[str, Any]]:
+    """One batch PRAMed as the records from ``first_row`` on (their uniforms)."""
+    from anonlab.masking.pram import pram_rows
+    from anonlab.masking.registry import get_method, method_params
+
+    method = get_method("pram")
+    masked = pram_rows(frame, list(columns), method_params(method, params), seed, first_row)
+    section = {
+        name: {
+            **{k: entry[k] for k in ("matrix_source", "matrix_file", "pd", "alpha", "levels")},
+            "matrix": entry["matrices"][0]["matrix"],
+            "transitions": {(t["from"], t["to"]): t["count"] for t in entry["transitions"]},
+            "changed": entry["changed"],
+            "missing": entry["missing"],
+            "original": entry["marginals"]["original"],
+            "released": entry["marginals"]["released"],
+        }
+        for name, entry in masked.section["columns"].items()
+    }
+    return masked.columns, section
+
+
+def _pram_merged(sections: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Batches' or pieces' PRAM counts added up (their matrices and levels are one)."""
+    total: dict[str, Any] = {}
+    for section in sections:
+        for name, entry in section.items():
+            mine = total.get(name)
+            if mine is None:
+                total[name] = {
+                    **entry,
+                    "transitions": dict(entry["transitions"]),
+                    "original": dict(entry["original"]),
+                    "released": dict(entry["released"]),
+                }
+                continue
+            for key, count in entry["transitions"].items():
+                mine["transitions"][key] = mine["transitions"].get(key, 0) + count
+            for side in ("original", "released"):
+                for level, count in entry[side].items():
+                    mine[side][level] += count
+            mine["changed"] += entry["changed"]
+            mine["missing"] += entry["missing"]
+    return total
+
+
+def pram_section(
+    parts: Sequence[PieceResult], strata: Sequence[str], keys: Sequence[tuple[str, ...]]
+) -> dict[str, Any]:
+    """The report section of a piecewise PRAM: the in-memory run's (module text)."""
+    from anonlab.masking.pram import SEED_LAYOUT
+
+    merged = _pram_merged([p.section for p in parts if p.section])
+    stratum_values = [list(k) for k in sorted(keys)] if strata else [[]]
+    entries: dict[str, Any] = {}
+    for name, entry in merged.items():
+        levels = list(entry["levels"])
+        rank = {level: i for i, level in enumerate(levels)}
+        pairs = sorted(entry["transitions"].items(), key=lambda t: (rank[t[0][0]], rank[t[0][1]]))
+        entries[name] = {
+            **{k: entry[k] for k in ("matrix_source", "matrix_file", "pd", "alpha")},
+            "levels": levels,
+            "matrices": [
+                {"stratum": dict(zip(strata, values, strict=True)), "matrix": entry["matrix"]}
+                for values in stratum_values
+            ],
+            "transitions": [{"from": a, "to": b, "count": int(n)} for (a, b), n in pairs if n],
+            "changed": int(entry["changed"]),
+            "missing": int(entry["missing"]),
+            "marginals": {"original": entry["original"], "released": entry["released"]},
+        }
+    return {"strata": list(strata), "seed_layout": SEED_LAYOUT, "columns": entries}
+
+
+# ---------------------------------------------------------------------------
 # The map over the pieces
 # ---------------------------------------------------------------------------
 
@@ -288,26 +405,37 @@ def mask_piece(
     columns: Sequence[str],
     params: Mapping[str, Any],
     plan: RecodePlan | None,
+    draws: tuple[int, Sequence[int]] | None,
     keep: Sequence[str],
     folder: str,
     batch_rows: int,
 ) -> PieceResult:
-    """Mask one piece (module text) and write its ``keep`` columns as one Parquet part."""
+    """Mask one piece (module text) and write its ``keep`` columns as one Parquet part;
+    ``draws`` is a randomized method's seed and every piece's first record's position."""
     import pyarrow as pa
 
     from anonlab.engine.kernels import write_batches
 
     sections: list[dict[str, Any]] = []
     names = list(dict.fromkeys([*keep, *columns]))
+    seen = 0
 
     def tables() -> Any:
+        nonlocal seen
         for batch in piece.batches(names, batch_rows):
             frame = text_frame(batch)
             if method == "recode":
                 released, section = _recode_batch(frame, columns, present(plan))
+            elif method == "pram":
+                if draws is None:
+                    raise RuntimeError("pram over pieces needs its seed and first records")
+                seed, first_rows = draws
+                first = first_rows[piece.index] + seen
+                released, section = _pram_batch(frame, columns, params, seed, first)
             else:
                 released, section = _topbot_batch(frame, columns, params)
             sections.append(section)
+            seen += len(frame)
             arrays = [
                 _arrow_text(released[name]) if name in released else _arrow_text(frame[name])
                 for name in keep
@@ -332,6 +460,8 @@ def _merged(method: str, sections: list[dict[str, Any]], columns: Sequence[str])
     """One piece's batches' sections as one."""
     if not sections:
         return {}
+    if method == "pram":
+        return _pram_merged(sections)
     if method == "recode":
         counts = {
             name: np.sum([s["counts"][name] for s in sections], axis=0).tolist() for name in columns
@@ -347,6 +477,7 @@ class MaskedPieces:
     rows: int
     parts: int
     section: dict[str, Any]
+    first_rows: tuple[int, ...] | None = None
 
 
 def mask_pieces(
@@ -358,15 +489,37 @@ def mask_pieces(
     keep: Sequence[str],
     folder: str,
     *,
+    seed: int | None = None,
     progress: ProgressFn | None = None,
 ) -> MaskedPieces:
     """Mask ``columns`` of every piece of ``table`` by ``method`` (one of
-    :data:`ENGINE_METHODS`, its ``params`` validated) and write the ``keep`` columns as one
-    Parquet part per piece into ``folder``; the report section is the in-memory run's."""
-    reason = engine_refusal(method, params)
+    :data:`ENGINE_METHODS`, its ``params`` validated; ``seed`` a randomized method's) and
+    write the ``keep`` columns as one Parquet part per piece into ``folder``; the report
+    section is the in-memory run's. :attr:`MaskedPieces.first_rows` holds each piece's
+    first record's position (``None`` for a method that needs none)."""
+    reason = engine_refusal(method, params, columns)
     if reason is not None:
         raise AnonlabError(reason, parameter="engine")
     plan = recode_plan(engine, table, columns, params, progress) if method == "recode" else None
+    draws: tuple[int, list[int]] | None = None
+    strata: list[str] = list(params.get("strata") or []) if method == "pram" else []
+    keys: set[tuple[str, ...]] = set()
+    if method == "pram":
+        if seed is None:
+            raise AnonlabError("pram draws random numbers: give a seed", parameter="seed")
+        extents: list[tuple[int, set[tuple[str, ...]]]] = engine.map_pieces(
+            table,
+            extent_piece,
+            list(columns),
+            strata,
+            engine.batch_rows,
+            progress=progress,
+            step="pram: counting the records of every piece",
+        )
+        starts = np.cumsum([0, *(rows for rows, _ in extents)])[:-1]
+        draws = (seed, [int(r) for r in starts])
+        for _, found in extents:
+            keys |= found
     parts: list[PieceResult] = engine.map_pieces(
         table,
         mask_piece,
@@ -374,14 +527,17 @@ def mask_pieces(
         list(columns),
         dict(params),
         plan,
+        draws,
         list(keep),
         folder,
         engine.batch_rows,
         progress=progress,
         step=f"mask: {method}",
     )
-    if method == "recode":
-        section: dict[str, Any] = {
+    if method == "pram":
+        section: dict[str, Any] = pram_section(parts, strata, sorted(keys))
+    elif method == "recode":
+        section = {
             "recode_method": params.get("recode_method", "equidistant"),
             "columns": recode_section(present(plan), parts),
         }
@@ -393,7 +549,12 @@ def mask_pieces(
             "bottom": None if bottom is None else {"value": bottom[0], "replacement": bottom[1]},
             **topbot_section(parts, columns),
         }
-    return MaskedPieces(sum(p.rows for p in parts), sum(1 for p in parts if p.rows), section)
+    return MaskedPieces(
+        sum(p.rows for p in parts),
+        sum(1 for p in parts if p.rows),
+        section,
+        None if draws is None else tuple(draws[1]),
+    )
 
 
 def _limit(params: Mapping[str, Any], kind: str) -> tuple[float, float] | None:

@@ -26,11 +26,15 @@ but reports only the last).
 
 Seeds (docs/masking.md, "Seeds"): the masked column at position ``c`` draws its
 matrix diagonals from ``default_rng([seed, c, 0])`` (``L`` uniforms per stratum, the
-strata in sorted order) and its records' uniforms from ``default_rng([seed, c, 1])``
-(one per record, in record order, missing ones included); a record of level ``i``
-is released as the first level ``j`` whose cumulative row sum ``P[i, 0] + ... +
-P[i, j]`` exceeds its uniform. The independent checker redraws the records'
-uniforms and applies the matrices of the report.
+strata in sorted order) and its records' uniforms (one per record, in record order,
+missing ones included) block by block: the records ``b * 65,536`` to ``(b + 1) *
+65,536 - 1`` (:data:`BLOCK_ROWS`) take theirs from ``default_rng([seed, c, 1, b])``
+(:func:`record_uniforms`), so a record's uniform depends on its position alone and a
+piece of the table draws the same numbers for its records as the whole table does
+(the engines, :mod:`anonlab.masking.pieces`); a record of level ``i`` is released as
+the first level ``j`` whose cumulative row sum ``P[i, 0] + ... + P[i, j]`` exceeds its
+uniform. The independent checker redraws the records' uniforms and applies the
+matrices of the report.
 """
 
 from __future__ import annotations
@@ -52,6 +56,31 @@ from anonlab.settings import split_names
 ROW_SUM_TOLERANCE = 1e-9
 DEFAULT_PD = 0.8
 DEFAULT_ALPHA = 0.5
+#: records per block of uniforms (module text): each block has its own stream
+BLOCK_ROWS = 1 << 16
+#: the report's name of the seeds' layout
+SEED_LAYOUT = "[seed, column, 0] matrices, [seed, column, 1, block] records (65536 a block)"
+
+
+def record_uniforms(seed: int, position: int, first_row: int, rows: int) -> NDArray[np.float64]:
+    """The uniforms of records ``first_row`` to ``first_row + rows - 1`` of the column at
+    ``position`` (module text): block ``b`` draws from ``default_rng([seed, position, 1,
+    b])`` (PCG64), its first records' numbers skipped (PCG64's ``advance``: one 64-bit output per
+    double) when the records start inside it."""
+    out = np.empty(rows, dtype=np.float64)
+    end = first_row + rows
+    start = first_row
+    while start < end:
+        block = start // BLOCK_ROWS
+        stop = min(end, (block + 1) * BLOCK_ROWS)
+        bits = np.random.PCG64(np.random.SeedSequence([seed, position, 1, block]))
+        skip = start - block * BLOCK_ROWS
+        if skip:
+            bits.advance(skip)
+        generator = np.random.Generator(bits)
+        out[start - first_row : stop - first_row] = generator.random(stop - start)
+        start = stop
+    return out
 
 
 def _numbers(value: Any) -> Any:
@@ -272,6 +301,14 @@ class _ColumnLevels:
 
 def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None) -> Masked:
     """PRAM ``columns`` of ``frame`` (module text); ``seed`` must be given."""
+    return pram_rows(frame, columns, params, seed, 0)
+
+
+def pram_rows(
+    frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None, first_row: int
+) -> Masked:
+    """:func:`pram` of ``frame`` as the records from ``first_row`` on of a larger table
+    (their uniforms those of their positions there; a piece of an engine's table)."""
     p: PramParams = params
     if seed is None:
         raise AnonlabError("pram draws random numbers: give a seed", parameter="seed")
@@ -306,7 +343,7 @@ def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | N
             levels, given = levels_of(present.texts), None
         codes = present.codes(levels)
         matrix_rng = np.random.default_rng([seed, c, 0])
-        u = np.random.default_rng([seed, c, 1]).random(len(codes))
+        u = record_uniforms(seed, c, first_row, len(codes))
         out = codes.copy()
         matrices = []
         for s, values in enumerate(strata_values):
@@ -329,7 +366,7 @@ def pram(frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | N
         entries[name] = _column_entry(levels, codes, out, matrices, file, pds[c], alphas[c])
     return Masked(
         released,
-        {"strata": list(p.strata), "seed_layout": "[seed, column, 0|1]", "columns": entries},
+        {"strata": list(p.strata), "seed_layout": SEED_LAYOUT, "columns": entries},
     )
 
 

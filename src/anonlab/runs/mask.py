@@ -131,12 +131,9 @@ class MaskSettings(EngineSettings, RoleSettings, ReleaseRiskSettings):
         if uses_engine(self):
             from anonlab.masking.pieces import engine_refusal
 
-            reason = engine_refusal(self.method, self.parameters)
+            reason = engine_refusal(self.method, self.parameters, self.columns)
             if reason is not None:
-                raise AnonlabError(
-                    f"{reason}: leave engine at 'numpy' and give output as a file",
-                    parameter="engine",
-                )
+                raise AnonlabError(reason, parameter="engine")
             if not is_folder_output(self.output) or self.output_table is not None:
                 raise AnonlabError(
                     f"output: engine '{self.engine}' writes the release as a folder of "
@@ -196,11 +193,11 @@ def run_mask(settings: MaskSettings, *, progress: ProgressFn | None = None) -> R
     started = time.perf_counter()
     method = get_method(s.method)
     params = method_params(method, s.parameters)  # refused before anything is read
-    if uses_engine(s):
-        return _mask_on_engine(s, method, params, progress, started)
     seed = s.seed
     if method.randomized and seed is None:
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
+    if uses_engine(s):
+        return _mask_on_engine(s, method, params, seed, progress, started)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
         inputs=[s.input, *s.sensitive_hierarchies.values(), *_parameter_files(params)],
@@ -325,10 +322,21 @@ def _columns_of(table: Any, names: Sequence[str], batch_rows: int) -> pd.DataFra
     return pd.concat(frames, ignore_index=True)
 
 
+def _first_rows(engine: Any, table: Any) -> list[int]:
+    """Each piece's first record's position in the table (a pass counting records)."""
+    from anonlab.masking.pieces import extent_piece
+
+    names = list(table.column_names[:1])
+    extents = engine.map_pieces(table, extent_piece, names, [], engine.batch_rows)
+    starts = np.cumsum([0, *(rows for rows, _ in extents)])[:-1]
+    return [int(r) for r in starts]
+
+
 def _mask_on_engine(
     s: MaskSettings,
     method: MaskingMethod,
     params: Any,
+    seed: int | None,
     progress: ProgressFn | None,
     started: float,
 ) -> RunResult:
@@ -369,6 +377,7 @@ def _mask_on_engine(
             params.model_dump(),
             keep,
             str(staged.path),
+            seed=seed if method.randomized else None,
             progress=progress,
         )
         report = _header(s, outputs.path("report"), method, None)
@@ -380,9 +389,11 @@ def _mask_on_engine(
                 "masking": masked.section,
             }
         )
-        if s.verify:
+        if s.verify:  # exactly, by drawing again from the seed the report does not hold
+            redraw = {**report, "seed": seed if method.randomized else None}
+            first_rows = masked.first_rows or _first_rows(base, table)
             problems = check_masking_pieces(
-                base, table, staged.path, s.columns, keep, report, progress=progress
+                base, table, staged.path, s.columns, keep, redraw, first_rows, progress=progress
             )
             if problems:
                 raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
@@ -397,6 +408,10 @@ def _mask_on_engine(
                 staged.path, s.sensitive, s, engine=engine, columns=keep, qi=s.columns
             )
         )
+        if method.name == "pram":
+            keys = list(dict.fromkeys([*(s.attacker_columns or s.columns), *params.strata]))
+            as_written = _columns_of(open_table(staged.path), keys, base.batch_rows)
+            report["risk_pram"] = pram_risk(as_written, s.columns, report, s)
         report["engine"] = {"name": engine.name, "parts": masked.parts}
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)

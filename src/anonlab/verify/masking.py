@@ -9,8 +9,10 @@ finds (none: the release is what the report says):
   missing), every matrix of the report has entries in [0, 1] and rows summing to 1,
   an invariant matrix keeps its stratum's level shares (``p R = p``), the report's
   transition counts and marginals are those of the original and the release; and
-  when the report holds the seed, the records' uniforms are drawn again
-  (``default_rng([seed, column position, 1])``, one per record) and each record's
+  when the report holds the seed, the records' uniforms are drawn again (one per
+  record: record ``r`` takes number ``r mod 65,536`` of ``default_rng([seed, column
+  position, 1, r // 65,536])``; a report of the earlier layout ``[seed, column, 0|1]``,
+  number ``r`` of ``default_rng([seed, column position, 1])``) and each record's
   released level must be the first whose cumulative row sum exceeds its uniform;
 - ``topbot``: every value above the top limit (below the bottom one) is the
   replacement, every other value its original text;
@@ -46,6 +48,10 @@ if TYPE_CHECKING:
 
 #: how far a matrix row's sum may be from 1
 TOLERANCE = 1e-9
+#: PRAM's records per block of uniforms (module text)
+PRAM_BLOCK = 65_536
+#: the seed layout of PRAM reports written before the blocks
+PRAM_OLD_LAYOUT = "[seed, column, 0|1]"
 
 
 def _text(column: pd.Series) -> NDArray[np.object_]:
@@ -74,9 +80,14 @@ def check_masking(
     release: pd.DataFrame,
     columns: Sequence[str],
     report: Mapping[str, Any],
+    *,
+    first_row: int = 0,
+    tally: dict[str, Any] | None = None,
 ) -> list[str]:
     """The problems of ``release`` against ``original`` and the run's ``report`` (module
-    text); ``columns`` are the masked ones."""
+    text); ``columns`` are the masked ones. ``original`` may be a piece of the table
+    from record ``first_row`` on; PRAM's transition counts are then added into ``tally``
+    (the caller compares the sums with the report: :func:`check_masking_pieces`)."""
     problems: list[str] = []
     if len(original) != len(release):
         return [f"the release has {len(release)} records, the original {len(original)}"]
@@ -96,7 +107,11 @@ def check_masking(
     if missing:
         return [*problems, f"masked column(s) {', '.join(missing)} are not released"]
     check = CHECKS.get(str(report.get("method")))
-    if check is not None:
+    if check is _check_pram:
+        problems.extend(
+            _check_pram(original, release, list(columns), report, first_row=first_row, tally=tally)
+        )
+    elif check is not None:
         problems.extend(check(original, release, list(columns), report))
     return problems
 
@@ -118,9 +133,31 @@ def _matrix_problems(matrix: NDArray[np.float64], where: str) -> list[str]:
     return []
 
 
+def _add_tally(
+    tally: dict[str, Any],
+    name: str,
+    counted: Mapping[tuple[str, str], int],
+    released: Mapping[str, int],
+) -> None:
+    """A piece's transitions and released marginals added into ``tally[name]``."""
+    mine = tally.setdefault(name, ({}, {}))
+    for key, count in counted.items():
+        mine[0][key] = mine[0].get(key, 0) + count
+    for level, count in released.items():
+        mine[1][level] = mine[1].get(level, 0) + count
+
+
 def _check_pram(
-    original: pd.DataFrame, release: pd.DataFrame, columns: list[str], report: Mapping[str, Any]
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    columns: list[str],
+    report: Mapping[str, Any],
+    *,
+    first_row: int = 0,
+    tally: dict[str, Any] | None = None,
 ) -> list[str]:
+    """``first_row``: the position of ``original``'s first record in the table (a piece's);
+    ``tally``: where a piece's transitions are added up instead of compared."""
     problems: list[str] = []
     section = report["masking"]
     strata = list(section.get("strata", []))
@@ -163,7 +200,11 @@ def _check_pram(
             continue
         a = np.fromiter((index.get(v, -1) for v in before), dtype=np.int64, count=n)
         b = np.fromiter((index.get(v, -1) for v in after), dtype=np.int64, count=n)
-        problems.extend(_pram_counts(name, entry, levels, a, b))
+        counted, released = _pram_tally(levels, a, b)
+        if tally is None:
+            problems.extend(_pram_compare(name, entry, counted, released))
+        else:  # a piece's: added up by the caller
+            _add_tally(tally, name, counted, released)
         order = {key: i for i, key in enumerate(matrices)}
         stratum_of = np.fromiter((order.get(k, -1) for k in keys), dtype=np.int64, count=n)
         if np.any(stratum_of < 0):
@@ -174,10 +215,32 @@ def _check_pram(
         if seed is not None:
             problems.extend(
                 _redrawn(
-                    name, int(seed), position, list(matrices.values()), stratum_of, a, b, levels
+                    name,
+                    int(seed),
+                    position,
+                    list(matrices.values()),
+                    stratum_of,
+                    a,
+                    b,
+                    levels,
+                    first_row,
+                    str(section.get("seed_layout", "")),
                 )
             )
     return problems
+
+
+def _pram_uniforms(seed: int, position: int, first_row: int, rows: int, layout: str) -> Any:
+    """The uniforms of records ``first_row`` on (module text), each block drawn whole."""
+    if layout == PRAM_OLD_LAYOUT:
+        return np.random.default_rng([seed, position, 1]).random(first_row + rows)[first_row:]
+    first, last = first_row // PRAM_BLOCK, (first_row + rows - 1) // PRAM_BLOCK
+    drawn = [
+        np.random.default_rng([seed, position, 1, block]).random(PRAM_BLOCK)
+        for block in range(first, last + 1)
+    ]
+    start = first_row - first * PRAM_BLOCK
+    return np.concatenate(drawn)[start : start + rows] if drawn else np.empty(0)
 
 
 def _redrawn(
@@ -189,9 +252,11 @@ def _redrawn(
     a: NDArray[np.int64],
     b: NDArray[np.int64],
     levels: list[str],
+    first_row: int,
+    layout: str,
 ) -> list[str]:
     """Each record's level drawn again from the seed's uniforms and its stratum's matrix."""
-    u = np.random.default_rng([seed, position, 1]).random(len(a))
+    u = _pram_uniforms(seed, position, first_row, len(a), layout)
     expected = np.full(len(a), -1, dtype=np.int64)
     for s, matrix in enumerate(stack):
         cumulative = np.cumsum(matrix, axis=1)
@@ -228,25 +293,32 @@ def _invariance(
     return []
 
 
-def _pram_counts(
-    name: str,
-    entry: Mapping[str, Any],
-    levels: list[str],
-    a: NDArray[np.int64],
-    b: NDArray[np.int64],
-) -> list[str]:
-    """The report's transition counts and marginals against the original and release."""
+def _pram_tally(
+    levels: list[str], a: NDArray[np.int64], b: NDArray[np.int64]
+) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """The transitions counted (original level, released level) and the released
+    marginals of the records present."""
     present = a >= 0
     counted: dict[tuple[str, str], int] = {}
     for i, j in zip(a[present], b[present], strict=True):
         counted[(levels[i], levels[j])] = counted.get((levels[i], levels[j]), 0) + 1
-    reported = {(t["from"], t["to"]): int(t["count"]) for t in entry["transitions"]}
-    if reported != counted:
-        return [f"pram: column '{name}': the report's transition counts are not the release's"]
     released = {lv: 0 for lv in levels}
     for j in b[present]:
         released[levels[j]] += 1
-    if dict(entry["marginals"]["released"]) != released:
+    return counted, released
+
+
+def _pram_compare(
+    name: str,
+    entry: Mapping[str, Any],
+    counted: Mapping[tuple[str, str], int],
+    released: Mapping[str, int],
+) -> list[str]:
+    """The report's transition counts and marginals against those counted."""
+    reported = {(t["from"], t["to"]): int(t["count"]) for t in entry["transitions"]}
+    if reported != dict(counted):
+        return [f"pram: column '{name}': the report's transition counts are not the release's"]
+    if dict(entry["marginals"]["released"]) != dict(released):
         return [f"pram: column '{name}': the report's released marginals are not the release's"]
     return []
 
@@ -690,31 +762,33 @@ def _piece_text(piece: Piece, names: Sequence[str], batch_rows: int) -> pd.DataF
 
 def check_piece(
     piece: Piece,
+    first_row: int,
     folder: str,
     columns: Sequence[str],
     keep: Sequence[str],
     report: Mapping[str, Any],
     batch_rows: int,
-) -> list[str]:
+) -> tuple[list[str], dict[str, Any]]:
     """The problems of one piece's part (module text), each naming the piece (its record
-    numbers count from the piece's first record)."""
+    numbers count from the piece's first record, record ``first_row + 1`` of the table),
+    and PRAM's transitions counted in it."""
     import pyarrow.parquet as pq
 
     from anonlab.engine.kernels import part_name
 
     original = _piece_text(piece, keep, batch_rows)
+    tally: dict[str, Any] = {}
     part = Path(folder) / part_name(piece.index)
     if not part.exists():
         if len(original):
-            return [f"{piece.describe()}: its {len(original)} records have no part in the release"]
-        return []
+            return [f"{piece.describe()}: its {len(original)} records have no part"], tally
+        return [], tally
     release = pq.read_table(part).to_pandas()
     if list(release.columns) != list(keep):
-        return [f"{piece.describe()}: its part holds columns {list(release.columns)}, not {keep}"]
-    return [
-        f"{piece.describe()}: {problem}"
-        for problem in check_masking(original, release, columns, report)
-    ]
+        problem = f"{piece.describe()}: its part holds columns {list(release.columns)}, not {keep}"
+        return [problem], tally
+    problems = check_masking(original, release, columns, report, first_row=first_row, tally=tally)
+    return [f"{piece.describe()}: {problem}" for problem in problems], tally
 
 
 def check_masking_pieces(
@@ -724,14 +798,18 @@ def check_masking_pieces(
     columns: Sequence[str],
     keep: Sequence[str],
     report: Mapping[str, Any],
+    first_rows: Sequence[int],
     *,
     progress: ProgressFn | None = None,
 ) -> list[str]:
     """The problems of a release written as one Parquet part per piece of ``table`` into
-    ``folder`` (module text); ``keep`` are the released columns, ``columns`` the masked."""
-    parts: list[list[str]] = engine.map_pieces(
+    ``folder`` (module text); ``keep`` are the released columns, ``columns`` the masked,
+    ``first_rows`` each piece's first record's position in the table. PRAM's transition
+    counts and released marginals are the pieces' added up."""
+    parts: list[tuple[list[str], dict[str, Any]]] = engine.map_pieces(
         table,
-        check_piece,
+        _check_piece_at,
+        list(first_rows),
         str(folder),
         list(columns),
         list(keep),
@@ -740,4 +818,30 @@ def check_masking_pieces(
         progress=progress,
         step="mask: checking the release",
     )
-    return [problem for problems in parts for problem in problems]
+    problems = [problem for found, _ in parts for problem in found]
+    if problems or report.get("method") != "pram":
+        return problems
+    total: dict[str, Any] = {}
+    for _, tally in parts:
+        for name, (counted, released) in tally.items():
+            _add_tally(total, name, counted, released)
+    for name in columns:
+        entry = report["masking"]["columns"][name]
+        counted, released = total.get(name, ({}, {}))
+        levels = [str(v) for v in entry["levels"]]
+        released = {level: released.get(level, 0) for level in levels}
+        problems.extend(_pram_compare(name, entry, counted, released))
+    return problems
+
+
+def _check_piece_at(
+    piece: Piece,
+    first_rows: Sequence[int],
+    folder: str,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    report: Mapping[str, Any],
+    batch_rows: int,
+) -> tuple[list[str], dict[str, Any]]:
+    """:func:`check_piece` at the piece's own first record."""
+    return check_piece(piece, first_rows[piece.index], folder, columns, keep, report, batch_rows)
