@@ -250,3 +250,154 @@ def test_a_value_that_is_no_number_names_its_piece(tmp_path: Path) -> None:
         )
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------
+# pram with a given matrix
+# ---------------------------------------------------------------------------
+
+MATRIX = "level,a,b,c\na,0.8,0.1,0.1\nb,0.2,0.7,0.1\nc,0.1,0.1,0.8\n"
+
+
+@pytest.fixture(scope="module")
+def categories(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A folder of uneven parts (one of a single record) with a missing value, and a
+    matrix file."""
+    rng = np.random.default_rng(3)
+    rows = 3_000
+    data = pd.DataFrame(
+        {
+            "roof": rng.choice(["a", "b", "c"], rows),
+            "wall": rng.choice(["a", "b", "c"], rows),
+            "region": rng.choice(["north", "south"], rows),
+            "v": rng.integers(0, 9, rows),
+        }
+    )
+    data.loc[5, "roof"] = None
+    base = tmp_path_factory.mktemp("pram")
+    folder = write_parts(data, base / "input", [0, 700, 701, 2_000, rows])
+    matrix = base / "matrix.csv"
+    matrix.write_text(MATRIX)
+    return folder, matrix
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+@pytest.mark.parametrize("strata", [[], ["region"]])
+def test_pram_on_an_engine_is_the_in_memory_release(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    categories: tuple[Path, Path],
+    engine: str,
+    strata: list[str],
+) -> None:
+    cluster = request.getfixturevalue("dask_scheduler") if engine == "dask" else None
+    folder, matrix = categories
+    common: dict[str, Any] = {
+        "input": str(folder),
+        "method": "pram",
+        "columns": ["roof", "wall"],
+        "parameters": {"matrix": str(matrix), "strata": strata},
+        "seed": 11,
+        "other": "insensitive",
+    }
+    on_engine = run_mask(
+        MaskSettings(**common, output=f"{tmp_path}/release/", **_engine(engine, cluster))
+    )
+    in_memory = run_mask(MaskSettings(**common, output=str(tmp_path / "memory.parquet")))
+    pd.testing.assert_frame_equal(
+        read_table(tmp_path / "release"), read_table(tmp_path / "memory.parquet")
+    )
+    for key in ("masking", "measures", "risk", "risk_pram", "records"):
+        assert on_engine.report[key] == in_memory.report[key], key
+    assert on_engine.report["masking"]["columns"]["roof"]["missing"] == 1
+    assert on_engine.report["masking"]["columns"]["roof"]["changed"] > 0
+
+
+def test_pram_uniforms_depend_on_the_record_alone() -> None:
+    """A record's uniform is the same whichever run of records it is drawn with."""
+    from anonlab.masking.pram import BLOCK_ROWS, record_uniforms
+
+    whole = record_uniforms(7, 2, 0, 3 * BLOCK_ROWS + 5)
+    for first, rows in [(5, BLOCK_ROWS), (BLOCK_ROWS - 3, 7), (100_000, 96_000), (9, 0)]:
+        np.testing.assert_array_equal(
+            record_uniforms(7, 2, first, rows), whole[first : first + rows]
+        )
+    # the documented layout: block b from default_rng([seed, column, 1, b])
+    second = np.random.default_rng([7, 2, 1, 1]).random(BLOCK_ROWS)
+    np.testing.assert_array_equal(whole[BLOCK_ROWS : 2 * BLOCK_ROWS], second)
+
+
+def test_the_piece_check_finds_a_wrong_pram_draw(
+    tmp_path: Path, categories: tuple[Path, Path]
+) -> None:
+    """The checker redraws each piece at its first record's position; a flipped value (the
+    transition counts kept) is found by the redraw, in its piece."""
+    from anonlab.engine import open_engine
+    from anonlab.engine.base import base_engine
+    from anonlab.engine.table import open_table
+    from anonlab.verify.masking import check_masking_pieces
+
+    folder, matrix = categories
+    result = run_mask(
+        MaskSettings(
+            input=str(folder),
+            method="pram",
+            columns=["roof"],
+            parameters={"matrix": str(matrix)},
+            seed=4,
+            output=f"{tmp_path}/out/",
+            other="insensitive",
+        )
+    )
+    keep = ["roof", "wall", "region", "v"]
+    report = {**result.report, "seed": 4}
+    engine = base_engine(open_engine("numpy"))
+    starts = [0, 700, 701, 2_000]
+    table = open_table(folder)
+    assert (
+        check_masking_pieces(engine, table, tmp_path / "out", ["roof"], keep, report, starts) == []
+    )
+    # the same release checked as if its pieces started elsewhere: the redraw disagrees
+    shifted = [0, 0, 0, 0]
+    problems = check_masking_pieces(
+        engine, table, tmp_path / "out", ["roof"], keep, report, shifted
+    )
+    assert problems and "the seed's draw gives" in problems[0]
+    assert (
+        "part-1.parquet" in problems[0]
+        or "part-2.parquet" in problems[0]
+        or "part-3" in problems[0]
+    )
+
+
+def test_a_report_of_the_earlier_pram_layout_is_still_redrawn() -> None:
+    """A release drawn from one stream ``default_rng([seed, column, 1])`` checks against
+    a report whose ``seed_layout`` names that layout; against the block layout its records
+    beyond the first block disagree (the first block's stream is the old one's for a seed
+    below 2**32: numpy's SeedSequence reads ``[seed, c, 1, 0]`` as ``[seed, c, 1]``)."""
+    from anonlab.masking.pram import BLOCK_ROWS
+    from anonlab.verify.masking import check_masking
+
+    rows = BLOCK_ROWS + 100
+    levels = ["a", "b"]
+    original = pd.DataFrame({"x": ["a", "b"] * (rows // 2)})
+    u = np.random.default_rng([9, 0, 1]).random(rows)
+    released = pd.DataFrame({"x": np.where(u < 0.5, "a", "b")})
+    counts: dict[tuple[str, str], int] = {}
+    for before, after in zip(original["x"], released["x"], strict=True):
+        counts[(before, after)] = counts.get((before, after), 0) + 1
+    entry = {
+        "levels": levels,
+        "matrix_source": "given",
+        "matrices": [{"stratum": {}, "matrix": [[0.5, 0.5], [0.5, 0.5]]}],
+        "transitions": [{"from": a, "to": b, "count": n} for (a, b), n in counts.items()],
+        "marginals": {"released": {lv: int((released["x"] == lv).sum()) for lv in levels}},
+    }
+    section = {"strata": [], "seed_layout": "[seed, column, 0|1]", "columns": {"x": entry}}
+    report: dict[str, Any] = {"method": "pram", "seed": 9, "masking": section}
+    assert check_masking(original, released, ["x"], report) == []
+    section["seed_layout"] = "[seed, column, 0] matrices, [seed, column, 1, block] records"
+    problems = check_masking(original, released, ["x"], report)
+    assert len(problems) == 1 and "the seed's draw gives" in problems[0]
+    record = int(problems[0].split("record ")[1].split()[0])
+    assert record > BLOCK_ROWS
