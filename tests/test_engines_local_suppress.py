@@ -339,3 +339,41 @@ def test_local_recoding_on_a_frequency_set_is_the_one_on_the_rows(
     tuple_of, _ = group_tuples(memory.code_matrix(), [q.cardinality(0) for q in memory.qis])
     assert np.array_equal(got.step[tuple_of], expected.step)
     assert got.summary(["a", "b", "c"]) == expected.summary(["a", "b", "c"])
+
+
+def test_local_release_pass_refuses_a_table_that_changed(tmp_path: Path) -> None:
+    """The writing pass of local recoding refuses rows other than the first pass counted, and
+    a tuple the first pass did not count, each in one line (a run then discards its staged
+    folder)."""
+    from anonlab import engine as engines
+    from anonlab.dataset import Roles
+    from anonlab.engine.table import open_table
+    from anonlab.generalize import resolve_criteria
+    from anonlab.lattice.local import local_recoding
+    from anonlab.lattice.local_pieces import local_plan, write_parts
+    from anonlab.lattice.pieces import engine_dataset
+
+    frame, hierarchies = _random_table(3)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    criteria = resolve_criteria([{"model": "k-anonymity", "k": 3}])
+    with engines.open_engine("numpy") as opened:
+        table = open_table(tmp_path / "t.parquet")
+        dataset = engine_dataset(opened, table, hierarchies, roles=Roles.of(insensitive=["s"]))
+        result = local_recoding(dataset, criteria, 1.0, metric="loss", gs_factor=0.5)
+        plan = local_plan(dataset, result, ())
+        (tmp_path / "a").mkdir()
+        with pytest.raises(AnonlabError, match="changed while it was read"):
+            write_parts(opened, table, plan, tmp_path / "a", dataset.n + 1)
+        seen = set(map(tuple, frame[["a", "b", "c"]].to_numpy().tolist()))
+        absent = next(
+            (a, b, c)
+            for a in sorted(set(frame["a"]))
+            for b in sorted(set(frame["b"]))
+            for c in sorted(set(frame["c"]))
+            if (a, b, c) not in seen
+        )
+        changed = frame.copy()
+        changed.loc[0, ["a", "b", "c"]] = list(absent)  # values counted, their tuple not
+        changed.to_parquet(tmp_path / "t.parquet", index=False)
+        with pytest.raises(AnonlabError, match="did not count"):
+            write_parts(opened, open_table(tmp_path / "t.parquet"), plan, tmp_path / "b", 0)
