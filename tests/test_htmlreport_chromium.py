@@ -3,9 +3,10 @@
 Chromium opens the rendered page from a file, and the test fails on any
 console message of level error, any uncaught exception, any request that
 leaves the file (network, even a blocked one), or a page that does not load;
-it also takes a full-page screenshot and prints the page to PDF. Set ANONLAB_SCREENSHOT=path to keep the
-screenshot (docs/img/report.png is made that way) and ANONLAB_SCREENSHOT_DIR=folder
-to keep one per family (docs/img/report-tradeoff.png, ...).
+it also takes a full-page screenshot and prints the page to PDF. Set
+ANONLAB_SCREENSHOT=path to keep the screenshot (docs/img/report.png is made that
+way) and ANONLAB_SCREENSHOT_DIR=folder to keep one per family
+(docs/img/report-tradeoff.png, ...).
 
 Chromium comes from Debian's package: tests/setup_chromium.sh installs it. The
 DevTools client (a tiny WebSocket client, no extra dependencies) is
