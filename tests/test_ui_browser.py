@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -582,9 +583,10 @@ MARITAL_GROUPS = (
 )
 
 
-def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
+def adult_with_hierarchies(browser: DevTools, server: AppServer, tmp_path: Path) -> str:
     """Adult uploaded, its roles given, age's intervals and marital status's taxonomy built
-    with their live preview and saved; the table's id."""
+    with their live preview and saved (the intervals also by the ``anonlab hierarchy`` line
+    the page gives, to the same bytes); the table's id."""
     table = upload(browser, server, ADULT / "adult.csv", "01-load")
     assert "30162 rows, 9 columns" in text_of(browser)
     screenshot(browser, "02-preview")
@@ -604,6 +606,20 @@ def adult_with_hierarchies(browser: DevTools, server: AppServer) -> str:
     saved = fetch_bytes(browser, "#saved a[href*='/download']")
     assert hashlib.sha256(saved).hexdigest() == age
     assert saved.startswith(b"17;15-19;10-19;0-19;*")
+    # the command line the page gives for it writes the same file
+    line = str(browser.evaluate("document.querySelector('#draft pre').innerText"))
+    words = shlex.split(line)
+    assert words[:3] == ["anonlab", "hierarchy", "interval"], line
+    done = subprocess.run(
+        [sys.executable, "-m", "anonlab", *words[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / words[words.index("--output") + 1]).read_bytes() == saved
     click(browser, "a[href='/hierarchies']")
     marital = build_hierarchy(
         browser,
@@ -651,7 +667,7 @@ def test_generalization_from_upload_to_release(
     """Adult: upload, roles, two hierarchies built with preview, k = 5 with l-diversity,
     the second-best node released, and the download equal to the CLI's release."""
     browser.events.clear()
-    table = adult_with_hierarchies(browser, server)
+    table = adult_with_hierarchies(browser, server, tmp_path)
     first = generalize_k5_l2(browser, table)
 
     # the solution space: release the second-best node
