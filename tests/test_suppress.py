@@ -235,3 +235,22 @@ def test_more_keys_than_the_subset_search_takes() -> None:
     after = result.release[keys].to_numpy(dtype=float)
     assert brute_frequencies(after, 1.0).min() >= 3
     assert check_suppression(table, result.release, keys, 3, suppressed=result.suppressed) == []
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "", None, "b", "a"],
+        [1.0, 2.5, float("nan"), 3.0, -0.0],
+        [1, 2, 3, 2],
+        [True, False, True],
+        [True, 1, 2.0, "x", None, ""],  # True equals 1: a mixed column value by value
+    ],
+)
+def test_the_checker_reads_each_distinct_value_as_text_as_it_reads_each_record(
+    values: list[object],
+) -> None:
+    from anonlab.verify.suppression import _one_text, _text
+
+    column = pd.Series(values, dtype=object if any(isinstance(v, str) for v in values) else None)
+    assert _text(column).tolist() == [_one_text(v) for v in column.tolist()]

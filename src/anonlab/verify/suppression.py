@@ -34,19 +34,28 @@ MAX_PROBLEMS = 20
 
 def _text(column: pd.Series) -> pd.Series:
     """A column as text, missing values as ``None``; a number that is whole as an integer
-    (``3.0`` and ``3`` read from two files are the same value)."""
+    (``3.0`` and ``3`` read from two files are the same value). Each distinct value is
+    turned into text once when the column holds numbers or text alone (their distinct
+    values are told apart by equality); other columns (a mix of booleans and numbers, whose
+    ``True`` equals ``1``) value by value."""
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind in ("string", "empty", "integer", "floating", "mixed-integer-float", "boolean"):
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        texts = np.array([*(_one_text(v) for v in uniques), None], dtype=object)
+        return pd.Series(texts[codes], index=column.index, dtype=object)  # -1: missing
+    return pd.Series([_one_text(v) for v in column.tolist()], index=column.index, dtype=object)
 
-    def one(value: Any) -> Any:
-        if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-            return None
-        if isinstance(value, float | np.floating) and float(value).is_integer():
-            return str(int(value))
-        if isinstance(value, np.integer):
-            return str(int(value))
-        text = str(value)
-        return None if text == "" else text
 
-    return pd.Series([one(v) for v in column.tolist()], index=column.index, dtype=object)
+def _one_text(value: Any) -> Any:
+    """One value as :func:`_text` writes it."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    text = str(value)
+    return None if text == "" else text
 
 
 def frequencies(
