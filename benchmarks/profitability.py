@@ -49,7 +49,7 @@ def cases() -> list[dict[str, Any]]:
 def run_anonlab(case: dict[str, Any], repeats: int) -> dict[str, Any]:
     """Nodes checked, median search CPU seconds and the score, in-process."""
     from anonlab.errors import AnonlabError
-    from test_privacy_profitability import replay  # type: ignore[import-not-found]
+    from test_privacy_profitability import replay  # type: ignore[import-not-found,unused-ignore]
 
     try:
         results = [replay(case) for _ in range(repeats + 1)][1:]
