@@ -149,7 +149,8 @@ def test_a_missing_value_stays_missing_on_an_engine(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("method", "parameters", "needle"),
     [
-        ("noise", {"noise": 150}, "mask method noise runs in memory only"),
+        ("noise", {"noise_method": "correlated"}, "noise method correlated runs in memory only"),
+        ("noise", {"noise_method": "romm"}, "noise method romm runs in memory only"),
         ("rankswap", {}, "mask method rankswap runs in memory only"),
         ("shuffle", {"predictors": ["region"]}, "mask method shuffle runs in memory only"),
         ("recode", {"breaks": 4}, "recode with a count of breaks runs in memory only"),

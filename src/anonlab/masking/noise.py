@@ -90,6 +90,92 @@ ROMM_PIECE: Final = 256
 """Records per block beyond :data:`ROMM_BLOCK`: the QR factors of one block cost ``b^3``."""
 
 
+#: records per block of ``additive``'s draws and of its columns' moments (module text)
+BLOCK_ROWS: Final = 1 << 16
+#: the report's name of ``additive``'s seed layout
+ADDITIVE_LAYOUT: Final = "default_rng([seed, 0, block]), 65536 records a block"
+
+
+def block_moments(values: NDArray[np.float64]) -> tuple[int, float, float]:
+    """Count, mean and sum of squared deviations of the values present (not NaN) of one
+    block of a column, each by NumPy's pairwise sum over the contiguous values."""
+    present = np.ascontiguousarray(values[~np.isnan(values)])
+    if present.size == 0:
+        return 0, 0.0, 0.0
+    mean = float(present.mean())
+    deviations = present - mean
+    return int(present.size), mean, float(np.dot(deviations, deviations))
+
+
+def combine_moments(
+    a: tuple[int, float, float], b: tuple[int, float, float]
+) -> tuple[int, float, float]:
+    """Two blocks' moments as one (Chan, Golub and LeVeque 1979, "Updating formulae and a
+    pairwise algorithm for computing sample variances": ``M2 = M2_a + M2_b + delta^2 n_a
+    n_b / n``)."""
+    if a[0] == 0:
+        return b
+    if b[0] == 0:
+        return a
+    n = a[0] + b[0]
+    delta = b[1] - a[1]
+    return n, a[1] + delta * b[0] / n, a[2] + b[2] + delta * delta * a[0] * b[0] / n
+
+
+def blocked_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column's sample SD (divisor n - 1, 0 below two values) over its values present,
+    from the moments of its blocks of :data:`BLOCK_ROWS` records combined in order: the
+    same figure however the records are cut into pieces (an engine's, which meets the
+    same blocks: :mod:`anonlab.masking.pieces`)."""
+    out = np.zeros(x.shape[1])
+    for j in range(x.shape[1]):
+        total: tuple[int, float, float] = (0, 0.0, 0.0)
+        for start in range(0, x.shape[0], BLOCK_ROWS):
+            total = combine_moments(total, block_moments(x[start : start + BLOCK_ROWS, j]))
+        out[j] = sd_of(total)
+    return out
+
+
+def sd_of(moments: tuple[int, float, float]) -> float:
+    """The sample SD of combined moments (0 below two values)."""
+    count, _, m2 = moments
+    return float(np.sqrt(m2 / (count - 1))) if count > 1 else 0.0
+
+
+def additive_draws(seed: int, columns: int, first_row: int, rows: int) -> NDArray[np.float64]:
+    """``additive``'s standard normals of records ``first_row`` to ``first_row + rows - 1``
+    (one row of ``columns`` numbers a record): the records of block ``b`` (of
+    :data:`BLOCK_ROWS`) draw theirs in record order from ``default_rng([seed, 0, b])``, so
+    a record's noise depends on its position alone; a run starting inside a block draws
+    and drops the block's earlier records' numbers."""
+    out = np.empty((rows, columns), dtype=np.float64)
+    end = first_row + rows
+    start = first_row
+    while start < end:
+        block = start // BLOCK_ROWS
+        stop = min(end, (block + 1) * BLOCK_ROWS)
+        generator = np.random.default_rng([seed, 0, block])
+        skip = start - block * BLOCK_ROWS
+        if skip:
+            generator.standard_normal((skip, columns))
+        out[start - first_row : stop - first_row] = generator.standard_normal(
+            (stop - start, columns)
+        )
+        start = stop
+    return out
+
+
+def additive_rows(
+    x: NDArray[np.float64], scale: NDArray[np.float64], seed: int, first_row: int
+) -> NDArray[np.float64]:
+    """``x`` (records ``first_row`` on) with ``additive``'s noise of SD ``scale`` per
+    column: ``z * scale + x``, ``z`` :func:`additive_draws`."""
+    out = additive_draws(seed, x.shape[1], first_row, x.shape[0])
+    out *= scale
+    out += x
+    return out
+
+
 def add_noise(
     x: NDArray[np.float64],
     rng: np.random.Generator,
@@ -449,18 +535,32 @@ def apply_noise(
     if seed is None and p.noise_method != "restr":
         raise AnonlabError("noise draws random numbers: give a seed", parameter="seed")
     x = numeric_block(frame, columns)
-    rng = noise_rng(seed if seed is not None else 0)
-    y = add_noise(x, rng, method=p.noise_method, noise=p.noise, delta=p.delta, p=p.p)
-    sd = _column_sd(x) if len(x) else np.zeros(len(columns))
+    if p.noise_method == "additive":  # by blocks of records (module text of pieces.py)
+        _check_parameters(p.noise_method, p.noise, p.delta, p.p, len(columns))
+        sd = blocked_sd(x)
+        y = additive_rows(x, p.noise / 100.0 * sd, seed if seed is not None else 0, 0)
+        noise_sd = blocked_sd(y - x)
+        layout = ADDITIVE_LAYOUT
+    else:
+        rng = noise_rng(seed if seed is not None else 0)
+        y = add_noise(x, rng, method=p.noise_method, noise=p.noise, delta=p.delta, p=p.p)
+        sd = _column_sd(x) if len(x) else np.zeros(len(columns))
+        noise_sd = np.asarray(
+            [
+                float(np.nanstd(y[:, j] - x[:, j], ddof=1)) if len(x) > 1 else 0.0
+                for j in range(len(columns))
+            ]
+        )
+        layout = "default_rng([seed, 0])"
     changed = ~np.isclose(y, x, rtol=0.0, atol=0.0) & ~np.isnan(x)
     section: dict[str, Any] = {
         "noise_method": p.noise_method,
-        "seed_layout": "default_rng([seed, 0])",
+        "seed_layout": layout,
         "records_changed": int(changed.any(axis=1).sum()),
         "columns": {
             name: {
                 "sd": float(sd[j]),
-                "noise_sd": float(np.nanstd(y[:, j] - x[:, j], ddof=1)) if len(x) > 1 else 0.0,
+                "noise_sd": float(noise_sd[j]),
                 "changed": int(changed[:, j].sum()),
             }
             for j, name in enumerate(columns)

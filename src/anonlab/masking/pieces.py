@@ -50,11 +50,15 @@ if TYPE_CHECKING:
     from anonlab.progress import ProgressFn
 
 #: the methods that run on an engine
-ENGINE_METHODS = ("topbot", "recode", "pram")
+ENGINE_METHODS = ("topbot", "recode", "pram", "noise")
 
 #: why each other method refuses an engine
 WHOLE_COLUMN: dict[str, str] = {
-    "noise": "its noise is scaled by the whole column's deviations",
+    "correlated": "its noise follows the whole table's covariance",
+    "correlated2": "it needs the whole table's covariance",
+    "restr": "it shrinks towards the whole column's mean by a factor of the table's size",
+    "romm": "it mixes records by random orthogonal matrices",
+    "outdect": "it finds the outliers among the whole table's records",
     "rankswap": "it ranks the whole column",
     "shuffle": "it fits a model to the whole table and permutes the records",
 }
@@ -81,6 +85,11 @@ def engine_refusal(
                 f"(its matrix is built from the whole column's level shares): give matrix, "
                 f"or {in_memory}"
             )
+    if method == "noise":
+        chosen = str(parameters.get("noise_method", "additive"))
+        if chosen != "additive":
+            reason = WHOLE_COLUMN.get(chosen, "it needs the whole table")
+            return f"noise method {chosen} runs in memory only ({reason}): {in_memory}"
     if method in ENGINE_METHODS:
         return None
     reason = WHOLE_COLUMN.get(method, "it needs the whole column")
@@ -395,6 +404,132 @@ def pram_section(
 
 
 # ---------------------------------------------------------------------------
+# noise (additive)
+# ---------------------------------------------------------------------------
+
+#: one piece's share of a column block's moments: ``(block, moments per column, None)`` for
+#: a block wholly in the piece, ``(block, None, values)`` for the piece's part of a block
+#: it shares with its neighbours
+BlockShare = tuple[int, list[tuple[int, float, float]] | None, NDArray[np.float64] | None]
+
+
+def block_shares(values: NDArray[np.float64], first_row: int) -> list[BlockShare]:
+    """The blocks (:data:`anonlab.masking.noise.BLOCK_ROWS` records) that ``values``, the
+    records from ``first_row`` on, meet: a whole block's moments, a cut one's values."""
+    from anonlab.masking.noise import BLOCK_ROWS, block_moments
+
+    shares: list[BlockShare] = []
+    end = first_row + len(values)
+    start = first_row
+    while start < end:
+        block = start // BLOCK_ROWS
+        stop = min(end, (block + 1) * BLOCK_ROWS)
+        part = values[start - first_row : stop - first_row]
+        if start == block * BLOCK_ROWS and stop == (block + 1) * BLOCK_ROWS:
+            moments = [block_moments(part[:, j]) for j in range(values.shape[1])]
+            shares.append((block, moments, None))
+        else:
+            shares.append((block, None, np.array(part)))
+        start = stop
+    return shares
+
+
+def sd_of_shares(shares: Sequence[BlockShare], columns: int) -> NDArray[np.float64]:
+    """Each column's SD from every piece's block shares (in piece order): a cut block's
+    values joined, then every block's moments combined in block order, as
+    :func:`anonlab.masking.noise.blocked_sd` does in memory."""
+    from anonlab.masking.noise import block_moments, combine_moments, sd_of
+
+    whole: dict[int, list[tuple[int, float, float]]] = {}
+    cut: dict[int, list[NDArray[np.float64]]] = {}
+    for block, moments, values in shares:
+        if moments is not None:
+            whole[block] = moments
+        elif values is not None:
+            cut.setdefault(block, []).append(values)
+    for block, pieces in cut.items():
+        joined = np.concatenate(pieces)
+        whole[block] = [block_moments(joined[:, j]) for j in range(columns)]
+    out = np.zeros(columns)
+    for j in range(columns):
+        total: tuple[int, float, float] = (0, 0.0, 0.0)
+        for block in sorted(whole):
+            total = combine_moments(total, whole[block][j])
+        out[j] = sd_of(total)
+    return out
+
+
+def _piece_numbers(piece: Piece, columns: Sequence[str], batch_rows: int) -> NDArray[np.float64]:
+    """One piece's ``columns`` as numbers (NaN where missing)."""
+    from anonlab.masking.noise import numeric_block
+
+    blocks = [
+        numeric_block(text_frame(batch), columns)
+        for batch in piece.batches(list(columns), batch_rows)
+    ]
+    return np.concatenate(blocks) if blocks else np.zeros((0, len(columns)))
+
+
+def noise_moments_piece(
+    piece: Piece, columns: Sequence[str], first_rows: Sequence[int], batch_rows: int
+) -> list[BlockShare]:
+    """One piece's shares of the blocks' moments of ``columns`` (:func:`block_shares`)."""
+    try:
+        x = _piece_numbers(piece, columns, batch_rows)
+    except AnonlabError as exc:
+        raise _in_piece(piece, exc) from None
+    return block_shares(x, first_rows[piece.index])
+
+
+def _noise_batch(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    scale: NDArray[np.float64],
+    seed: int,
+    first_row: int,
+) -> tuple[dict[str, pd.Series], dict[str, Any]]:
+    """One batch with additive noise, its records' draws those of their positions."""
+    from anonlab.masking.noise import additive_rows, numeric_block, released_columns
+
+    x = numeric_block(frame, columns)
+    y = additive_rows(x, scale, seed, first_row)
+    changed = ~np.isclose(y, x, rtol=0.0, atol=0.0) & ~np.isnan(x)
+    section = {
+        "changed": changed.sum(axis=0).tolist(),
+        "records_changed": int(changed.any(axis=1).sum()),
+        "noise": block_shares(y - x, first_row),
+    }
+    return released_columns(frame, columns, y), section
+
+
+def noise_section(
+    parts: Sequence[PieceResult], columns: Sequence[str], method: str, sd: NDArray[np.float64]
+) -> dict[str, Any]:
+    """The report section of a piecewise additive noise: the in-memory run's."""
+    from anonlab.masking.noise import ADDITIVE_LAYOUT
+
+    filled = [p.section for p in parts if p.section]
+    changed = np.zeros(len(columns), dtype=np.int64)
+    for section in filled:
+        changed += np.asarray(section["changed"], dtype=np.int64)
+    shares = [share for section in filled for share in section["noise"]]
+    noise_sd = sd_of_shares(shares, len(columns))
+    return {
+        "noise_method": method,
+        "seed_layout": ADDITIVE_LAYOUT,
+        "records_changed": int(sum(s["records_changed"] for s in filled)),
+        "columns": {
+            name: {
+                "sd": float(sd[j]),
+                "noise_sd": float(noise_sd[j]),
+                "changed": int(changed[j]),
+            }
+            for j, name in enumerate(columns)
+        },
+    }
+
+
+# ---------------------------------------------------------------------------
 # The map over the pieces
 # ---------------------------------------------------------------------------
 
@@ -406,12 +541,14 @@ def mask_piece(
     params: Mapping[str, Any],
     plan: RecodePlan | None,
     draws: tuple[int, Sequence[int]] | None,
+    scale: Sequence[float] | None,
     keep: Sequence[str],
     folder: str,
     batch_rows: int,
 ) -> PieceResult:
     """Mask one piece (module text) and write its ``keep`` columns as one Parquet part;
-    ``draws`` is a randomized method's seed and every piece's first record's position."""
+    ``draws`` is a randomized method's seed and every piece's first record's position,
+    ``scale`` additive noise's SD per column."""
     import pyarrow as pa
 
     from anonlab.engine.kernels import write_batches
@@ -426,12 +563,18 @@ def mask_piece(
             frame = text_frame(batch)
             if method == "recode":
                 released, section = _recode_batch(frame, columns, present(plan))
-            elif method == "pram":
+            elif method in ("pram", "noise"):
                 if draws is None:
-                    raise RuntimeError("pram over pieces needs its seed and first records")
+                    raise RuntimeError(f"{method} over pieces needs its seed and first records")
                 seed, first_rows = draws
                 first = first_rows[piece.index] + seen
-                released, section = _pram_batch(frame, columns, params, seed, first)
+                if method == "pram":
+                    released, section = _pram_batch(frame, columns, params, seed, first)
+                else:
+                    if scale is None:
+                        raise RuntimeError("noise over pieces needs its scale")
+                    sizes = np.asarray(scale, dtype=np.float64)
+                    released, section = _noise_batch(frame, columns, sizes, seed, first)
             else:
                 released, section = _topbot_batch(frame, columns, params)
             sections.append(section)
@@ -462,6 +605,12 @@ def _merged(method: str, sections: list[dict[str, Any]], columns: Sequence[str])
         return {}
     if method == "pram":
         return _pram_merged(sections)
+    if method == "noise":
+        return {
+            "changed": np.sum([s["changed"] for s in sections], axis=0).tolist(),
+            "records_changed": sum(s["records_changed"] for s in sections),
+            "noise": [share for s in sections for share in s["noise"]],
+        }
     if method == "recode":
         counts = {
             name: np.sum([s["counts"][name] for s in sections], axis=0).tolist() for name in columns
@@ -504,9 +653,11 @@ def mask_pieces(
     draws: tuple[int, list[int]] | None = None
     strata: list[str] = list(params.get("strata") or []) if method == "pram" else []
     keys: set[tuple[str, ...]] = set()
-    if method == "pram":
+    scale: list[float] | None = None
+    sd = np.zeros(len(columns))
+    if method in ("pram", "noise"):
         if seed is None:
-            raise AnonlabError("pram draws random numbers: give a seed", parameter="seed")
+            raise AnonlabError(f"{method} draws random numbers: give a seed", parameter="seed")
         extents: list[tuple[int, set[tuple[str, ...]]]] = engine.map_pieces(
             table,
             extent_piece,
@@ -520,6 +671,18 @@ def mask_pieces(
         draws = (seed, [int(r) for r in starts])
         for _, found in extents:
             keys |= found
+    if method == "noise" and draws is not None:
+        shares: list[list[BlockShare]] = engine.map_pieces(
+            table,
+            noise_moments_piece,
+            list(columns),
+            draws[1],
+            engine.batch_rows,
+            progress=progress,
+            step="noise: the columns' moments",
+        )
+        sd = sd_of_shares([share for piece in shares for share in piece], len(columns))
+        scale = [float(v) for v in float(params.get("noise", 50.0)) / 100.0 * sd]
     parts: list[PieceResult] = engine.map_pieces(
         table,
         mask_piece,
@@ -528,6 +691,7 @@ def mask_pieces(
         dict(params),
         plan,
         draws,
+        scale,
         list(keep),
         folder,
         engine.batch_rows,
@@ -536,6 +700,8 @@ def mask_pieces(
     )
     if method == "pram":
         section: dict[str, Any] = pram_section(parts, strata, sorted(keys))
+    elif method == "noise":
+        section = noise_section(parts, columns, "additive", sd)
     elif method == "recode":
         section = {
             "recode_method": params.get("recode_method", "equidistant"),

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 TOLERANCE = 1e-9
 #: PRAM's records per block of uniforms (module text)
 PRAM_BLOCK = 65_536
+#: additive noise's records per block of normals
+NOISE_BLOCK = 65_536
+#: the seed layout of noise reports written before the blocks
+NOISE_OLD_LAYOUT = "default_rng([seed, 0])"
 #: the seed layout of PRAM reports written before the blocks
 PRAM_OLD_LAYOUT = "[seed, column, 0|1]"
 
@@ -107,9 +111,9 @@ def check_masking(
     if missing:
         return [*problems, f"masked column(s) {', '.join(missing)} are not released"]
     check = CHECKS.get(str(report.get("method")))
-    if check is _check_pram:
+    if check is _check_pram or check is _check_noise:
         problems.extend(
-            _check_pram(original, release, list(columns), report, first_row=first_row, tally=tally)
+            check(original, release, list(columns), report, first_row=first_row, tally=tally)
         )
     elif check is not None:
         problems.extend(check(original, release, list(columns), report))
@@ -530,6 +534,20 @@ def _romm_redrawn(
     return out
 
 
+def _additive_normals(seed: int, columns: int, first_row: int, rows: int) -> Any:
+    """Additive noise's normals of records ``first_row`` on: record ``r`` takes row ``r mod
+    65,536`` of ``default_rng([seed, 0, r // 65,536]).standard_normal((65,536, m))``."""
+    if rows == 0:
+        return np.empty((0, columns))
+    first, last = first_row // NOISE_BLOCK, (first_row + rows - 1) // NOISE_BLOCK
+    drawn = [
+        np.random.default_rng([seed, 0, block]).standard_normal((NOISE_BLOCK, columns))
+        for block in range(first, last + 1)
+    ]
+    start = first_row - first * NOISE_BLOCK
+    return np.concatenate(drawn)[start : start + rows]
+
+
 def _noise_redrawn(
     method: str,
     x: NDArray[np.float64],
@@ -537,10 +555,17 @@ def _noise_redrawn(
     seed: int,
     p: Mapping[str, Any],
     section: Mapping[str, Any],
+    first_row: int = 0,
+    sd: NDArray[np.float64] | None = None,
 ) -> list[str]:
-    """Checks with the seed: the noise drawn again (``default_rng([seed, 0])``)."""
+    """Checks with the seed: the noise drawn again (``default_rng([seed, 0])``; additive
+    noise of the block layout: :func:`_additive_normals` at ``first_row``, the columns'
+    SDs ``sd`` when given, a piece's, else the SDs of ``x``)."""
     share = float(p.get("noise", 50.0)) / 100.0
     n, m = x.shape
+    if method == "additive" and section.get("seed_layout") != NOISE_OLD_LAYOUT:
+        z = _additive_normals(seed, m, first_row, n)
+        return _close(y, x + z * (share * (_sd(x) if sd is None else sd)), "additive")
     rng = np.random.default_rng([seed, 0])
     if method == "romm":
         return _close(y, _romm_redrawn(x, seed, float(p.get("p", 0.001)), section), "romm")
@@ -572,8 +597,17 @@ def _noise_redrawn(
 
 
 def _check_noise(
-    original: pd.DataFrame, release: pd.DataFrame, columns: list[str], report: Mapping[str, Any]
+    original: pd.DataFrame,
+    release: pd.DataFrame,
+    columns: list[str],
+    report: Mapping[str, Any],
+    *,
+    first_row: int = 0,
+    tally: dict[str, Any] | None = None,
 ) -> list[str]:
+    """``first_row`` and ``tally`` as :func:`_check_pram`'s: a piece of additive noise is
+    redrawn with the report's SDs, and its columns' moments and its noise's are added up
+    (:func:`_noise_tally`) for the caller to compare with the report."""
     section = report["masking"]
     method = str(section["noise_method"])
     p = report["parameters"]["parameters"]
@@ -600,12 +634,65 @@ def _check_noise(
         if float(p.get("noise", 50.0)) > 0 and np.any(above & unchanged):
             r = int(np.flatnonzero(above & unchanged)[0])
             return [f"outdect: record {r + 1} lies above a 99 % quantile but got no noise"]
+    elif tally is not None:  # a piece: the moments are the whole table's (the caller's)
+        tally["noise"] = _noise_tally(x, y - x)
+        seed = report.get("seed")
+        if seed is None:
+            return []
+        sd = np.asarray([float(section["columns"][c]["sd"]) for c in columns])
+        return _noise_redrawn(method, x, y, int(seed), p, section, first_row, sd)
     else:
         problems = _noise_moments(method, x, y, p)
         if problems:
             return problems
     seed = report.get("seed")
     return [] if seed is None else _noise_redrawn(method, x, y, int(seed), p, section)
+
+
+def _noise_tally(x: NDArray[np.float64], d: NDArray[np.float64]) -> list[list[float]]:
+    """Per column, count, sum and sum of squares about the piece's mean of ``x`` and of the
+    noise ``d`` (values present): what :func:`_noise_whole` adds up."""
+    out: list[list[float]] = []
+    for values in (x, d):
+        for j in range(values.shape[1]):
+            present = values[~np.isnan(values[:, j]), j]
+            mean = float(present.mean()) if present.size else 0.0
+            out.append([float(present.size), mean, float(((present - mean) ** 2).sum())])
+    return out
+
+
+def _noise_whole(
+    tallies: Sequence[list[list[float]]], columns: Sequence[str], report: Mapping[str, Any]
+) -> list[str]:
+    """The pieces' moments added up: each column's SD must be the report's (1e-9
+    relative) and the noise's SD ``noise/100`` of it within sampling error."""
+    m = len(columns)
+    totals = [[0.0, 0.0, 0.0] for _ in range(2 * m)]
+    for tally in tallies:
+        for k, (n, mean, m2) in enumerate(tally):
+            tn, tmean, tm2 = totals[k]
+            if n == 0:
+                continue
+            both = tn + n
+            delta = mean - tmean
+            totals[k] = [both, tmean + delta * n / both, tm2 + m2 + delta**2 * tn * n / both]
+    share = float(report["parameters"]["parameters"].get("noise", 50.0)) / 100.0
+    section = report["masking"]["columns"]
+    for j, name in enumerate(columns):
+        n, _, m2 = totals[j]
+        sd = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
+        reported = float(section[name]["sd"])
+        if abs(sd - reported) > 1e-9 * max(abs(sd), 1.0):
+            return [f"noise: column '{name}': its SD is {sd!r}, the report says {reported!r}"]
+        dn, _, dm2 = totals[m + j]
+        if sd > 0 and dn > 1:
+            ratio = math.sqrt(dm2 / (dn - 1)) / (share * sd) if share > 0 else 1.0
+            if not _band(ratio, int(dn)):
+                return [
+                    f"noise: column '{name}': the noise's SD is {ratio:.3f} times the expected "
+                    f"{share * sd:.6g}, beyond sampling error"
+                ]
+    return []
 
 
 def _rank_range(sorted_desc: NDArray[np.float64], values: NDArray[np.float64]) -> Any:
@@ -819,7 +906,11 @@ def check_masking_pieces(
         step="mask: checking the release",
     )
     problems = [problem for found, _ in parts for problem in found]
-    if problems or report.get("method") != "pram":
+    if problems:
+        return problems
+    if report.get("method") == "noise":
+        return _noise_whole([t["noise"] for _, t in parts if "noise" in t], columns, report)
+    if report.get("method") != "pram":
         return problems
     total: dict[str, Any] = {}
     for _, tally in parts:
