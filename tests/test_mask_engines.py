@@ -402,3 +402,68 @@ def test_a_report_of_the_earlier_pram_layout_is_still_redrawn() -> None:
     assert len(problems) == 1 and "the seed's draw gives" in problems[0]
     record = int(problems[0].split("record ")[1].split()[0])
     assert record > BLOCK_ROWS
+
+
+# ---------------------------------------------------------------------------
+# additive noise
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def numbers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Parts cut inside and across the first block of 65,536 records, a missing value."""
+    rng = np.random.default_rng(4)
+    rows = 70_000
+    data = pd.DataFrame(
+        {
+            "a": rng.normal(50.0, 10.0, rows).round(3),
+            "b": rng.integers(0, 1_000, rows).astype(str),
+            "k": rng.choice(["x", "y"], rows),
+        }
+    )
+    data.loc[66_000, "b"] = ""
+    bounds = [0, 40_000, 65_540, 65_541, rows]
+    return write_parts(data, tmp_path_factory.mktemp("noise") / "input", bounds)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_additive_noise_on_an_engine_is_the_in_memory_release(
+    request: pytest.FixtureRequest, tmp_path: Path, numbers: Path, engine: str
+) -> None:
+    cluster = request.getfixturevalue("dask_scheduler") if engine == "dask" else None
+    common: dict[str, Any] = {
+        "input": str(numbers),
+        "method": "noise",
+        "columns": ["a", "b"],
+        "parameters": {"noise": 50},
+        "seed": 2**40 + 5,
+        "other": "insensitive",
+    }
+    on_engine = run_mask(
+        MaskSettings(**common, output=f"{tmp_path}/release/", **_engine(engine, cluster))
+    )
+    in_memory = run_mask(MaskSettings(**common, output=str(tmp_path / "memory.parquet")))
+    written = read_table(tmp_path / "release")
+    pd.testing.assert_frame_equal(written, read_table(tmp_path / "memory.parquet"))
+    for key in ("masking", "measures", "risk", "records"):
+        assert on_engine.report[key] == in_memory.report[key], key
+    assert written["b"].iloc[66_000] == ""
+    assert on_engine.report["masking"]["columns"]["b"]["changed"] == 70_000 - 1
+
+
+def test_additive_draws_and_sds_do_not_depend_on_the_pieces() -> None:
+    from anonlab.masking.noise import BLOCK_ROWS, additive_draws, blocked_sd
+
+    whole = additive_draws(3, 2, 0, 2 * BLOCK_ROWS + 9)
+    for first, rows in [(4, 10), (BLOCK_ROWS - 2, 5), (70_000, 60_000), (1, 0)]:
+        np.testing.assert_array_equal(
+            additive_draws(3, 2, first, rows), whole[first : first + rows]
+        )
+    np.testing.assert_array_equal(
+        whole[BLOCK_ROWS : 2 * BLOCK_ROWS],
+        np.random.default_rng([3, 0, 1]).standard_normal((BLOCK_ROWS, 2)),
+    )
+    x = np.random.default_rng(1).normal(5.0, 2.0, (BLOCK_ROWS + 1_000, 2))
+    x[7, 1] = np.nan
+    expected = [np.std(x[:, 0], ddof=1), np.nanstd(x[:, 1], ddof=1)]
+    np.testing.assert_allclose(blocked_sd(x), expected, rtol=1e-12)
