@@ -42,6 +42,11 @@ parameter names and meanings:
   ``sqrt(chi2_{m, 0.975})`` (Templ and Meindl 2008); each outlier's value j gets
   ``N(0, (1.96 sd_j / sqrt(n) * noise/100)^2)``.
 
+Additive noise by blocks (docs/masking.md, "Seeds" and "Engines"): ``additive`` draws
+its normals per block of :data:`BLOCK_ROWS` records (:func:`additive_draws`) and takes
+each column's SD from its blocks' moments (:func:`blocked_sd`), so an engine's pieces
+release exactly what the whole table releases in memory.
+
 sdcMicro's default ``noise = 150`` gives ``additive`` a noise SD of 1.5 times the column's:
 the release's variance is 3.25 times the original's and every correlation shrinks to
 about 0.31 of its value. anonlab's default is :data:`DEFAULT_NOISE` (50, a noise SD of half

@@ -12,6 +12,14 @@ the same method gives in memory on the same table:
   uniforms of their positions, :func:`anonlab.masking.pram.record_uniforms`, the same
   as in memory) and finds the strata; the report's transitions and marginals are the
   pieces' added up, its matrices one per stratum of the whole table;
+- ``noise`` with ``noise_method = "additive"``: a first pass counts each piece's
+  records, a second takes the columns' moments by blocks of 65,536 records
+  (:func:`block_shares`: a block wholly in a piece as its moments, a block cut by
+  pieces as its values, joined in order), combined in block order as
+  :func:`anonlab.masking.noise.blocked_sd` does in memory, so the SDs are the same to
+  the last bit; each record's normals are those of its position
+  (:func:`anonlab.masking.noise.additive_draws`); the noise's SD in the report is taken
+  the same blocked way;
 - ``recode`` with its breaks given: a first pass (:func:`recode_plan`) finds, per
   column, a value outside the breaks (refused in one line, as in memory) and the
   values on the lowest break (which close the first interval, ``[b0,b1]``, for every

@@ -19,7 +19,8 @@ prosecutor risk that accounts for it (docs/masking.md, "Risk").
 
 On an engine (``engine = "dask"`` or a folder ``output`` ending in ``/``;
 :func:`uses_engine`) the row-wise methods (``topbot``, ``recode`` with its breaks
-given: :data:`anonlab.masking.pieces.ENGINE_METHODS`) run piece by piece and write the
+given, ``pram`` with a matrix given, additive ``noise``:
+:data:`anonlab.masking.pieces.ENGINE_METHODS`) run piece by piece and write the
 release as a folder of Parquet parts, the same release as in memory
 (:func:`_mask_on_engine`); every other method is refused in one line saying why
 (docs/masking.md, "Engines").
