@@ -154,8 +154,8 @@ def mask_command(
         None,
         "--engine",
         help="numpy (this process, the default) or dask: with dask or a folder --output "
-        "ending in /, topbot and recode with given breaks run piece by piece; the other "
-        "methods are refused.",
+        "ending in /, topbot, recode with given breaks, pram with --matrix and additive "
+        "noise run piece by piece; the other methods are refused.",
     ),
     output: str | None = typer.Option(
         None,
