@@ -467,3 +467,41 @@ def test_additive_draws_and_sds_do_not_depend_on_the_pieces() -> None:
     x[7, 1] = np.nan
     expected = [np.std(x[:, 0], ddof=1), np.nanstd(x[:, 1], ddof=1)]
     np.testing.assert_allclose(blocked_sd(x), expected, rtol=1e-12)
+
+
+def test_the_piece_check_finds_a_changed_noise_value(tmp_path: Path, numbers: Path) -> None:
+    """Each piece is redrawn at its first record with the report's SDs; the SDs are checked
+    from the pieces' moments added up."""
+    from anonlab.engine import open_engine
+    from anonlab.engine.base import base_engine
+    from anonlab.engine.table import open_table
+    from anonlab.verify.masking import check_masking_pieces
+
+    result = run_mask(
+        MaskSettings(
+            input=str(numbers),
+            method="noise",
+            columns=["a"],
+            parameters={"noise": 50},
+            seed=8,
+            output=f"{tmp_path}/out/",
+            other="insensitive",
+        )
+    )
+    report = {**result.report, "seed": 8}
+    engine = base_engine(open_engine("numpy"))
+    table = open_table(numbers)
+    starts = [0, 40_000, 65_540, 65_541]
+    keep = ["a", "b", "k"]
+    assert check_masking_pieces(engine, table, tmp_path / "out", ["a"], keep, report, starts) == []
+    wrong_sd = json.loads(json.dumps(report))
+    wrong_sd["masking"]["columns"]["a"]["sd"] *= 1.001
+    problems = check_masking_pieces(engine, table, tmp_path / "out", ["a"], keep, wrong_sd, starts)
+    assert problems and "additive" in problems[0]
+    part = tmp_path / "out" / "part-00003.parquet"
+    data = pq.read_table(part)
+    values = data.column("a").to_pylist()
+    values[10] = str(float(values[10]) + 0.5)
+    pq.write_table(data.set_column(0, "a", pa.array(values, pa.string())), part)
+    problems = check_masking_pieces(engine, table, tmp_path / "out", ["a"], keep, report, starts)
+    assert len(problems) == 1 and "part-3.parquet" in problems[0] and "record 11" in problems[0]
