@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,3 +83,34 @@ def test_the_workspace_folder_is_private_and_removed_at_close() -> None:
     (ws.folder("uploads") / "x.csv").write_text("a\n1\n")
     ws.close()
     assert not ws.root.exists()
+
+
+def test_a_runs_warnings_go_to_its_page_not_to_the_servers_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import warnings
+
+    from anonlab.errors import ReleaseRiskWarning
+    from anonlab.runs.common import RunResult
+    from anonlab.ui.jobs import DONE, Job, JobStore
+    from anonlab.userwarn import warn_user
+
+    def work(progress: object) -> RunResult:
+        warn_user(ReleaseRiskWarning("12 records above   the risk threshold"))
+        warnings.warn("not the user's", RuntimeWarning, stacklevel=1)
+        return RunResult(report={})
+
+    job = Job(id="r1", command="risk", values={}, work=work, folder=tmp_path)
+    others: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, *rest: others.append(str(message))
+        JobStore().start(job)
+        for _ in range(500):
+            if job.finished is not None:
+                break
+            time.sleep(0.01)
+    assert job.status == DONE
+    assert job.warned == ["12 records above the risk threshold"]
+    assert "risk threshold" not in capsys.readouterr().err
+    assert others == ["not the user's"]  # other warnings go where they went before

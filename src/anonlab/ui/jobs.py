@@ -14,12 +14,13 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, AnonlabWarning
 from anonlab.progress import ProgressFn
 from anonlab.runs.common import RunResult
 
@@ -54,6 +55,8 @@ class Job:
     total: int | None = None
     error: str | None = None
     trace: str | None = None
+    #: the library's warnings to the user during the run (the CLI prints them), one line each
+    warned: list[str] = field(default_factory=list)
     result: RunResult | None = None
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
@@ -89,6 +92,7 @@ class JobStore:
 
     def start(self, job: Job) -> Job:
         """Run ``job`` in a thread; refused while another job runs."""
+        _route_warnings()
         with self._lock:
             if any(j.status in (QUEUED, RUNNING) for j in self.jobs.values()):
                 raise AnonlabError("a run is going on: wait for it or cancel it first")
@@ -108,8 +112,39 @@ class JobStore:
             job.cancel.set()
 
 
+#: the job the current thread runs, if any (:func:`_show_warning` files its warnings there)
+_running = threading.local()
+#: what showed warnings before :func:`_route_warnings`
+_shown_before: list[Any] = [warnings.showwarning]
+
+
+def _route_warnings() -> None:
+    """Have a job's warnings to the user shown on its page rather than in the server's
+    terminal (``warnings.showwarning`` is the process's; others' warnings go on to the
+    function it had)."""
+    if warnings.showwarning is not _show_warning:
+        _shown_before[0] = warnings.showwarning
+        warnings.showwarning = _show_warning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    job = getattr(_running, "job", None)
+    if job is not None and issubclass(category, AnonlabWarning):
+        job.warned.append(" ".join(str(message).split()))
+        return
+    _shown_before[0](message, category, filename, lineno, file, line)
+
+
 def _work(job: Job) -> None:
     job.status = RUNNING
+    _running.job = job
     try:
         job.result = job.work(job.progress)
         job.status = DONE
@@ -124,4 +159,5 @@ def _work(job: Job) -> None:
         job.status = FAILED
         job.trace = traceback.format_exc()
     finally:
+        _running.job = None
         job.finished = time.monotonic()
