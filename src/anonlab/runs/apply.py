@@ -80,6 +80,11 @@ class FoundTransformation:
     max_levels: dict[str, int] = field(default_factory=dict)
     #: the report's list of best transformations (``alternatives``), each with its levels
     alternatives: list[dict[str, Any]] = field(default_factory=list)
+    #: the report's ``aggregate_qi`` (column -> function) and its missing-value rule
+    aggregate_qi: dict[str, str] = field(default_factory=dict)
+    aggregate_missing: str = "ignore"
+    #: quasi-identifiers the report gave no hierarchy (aggregated in the others' classes)
+    unclustered: list[str] = field(default_factory=list)
 
 
 def _found_roles(
@@ -181,12 +186,20 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
             }
             for a in old.get("alternatives") or []
         ]
+        aggregate_qi = {str(c): str(f) for c, f in dict(params.get("aggregate_qi") or {}).items()}
+        aggregate_missing = str(params.get("aggregate_missing") or "ignore")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise AnonlabError(
             f"'{report_in}' is not a generalize report (missing {exc}): give the JSON report "
             "of a generalize run",
             parameter="report_in",
         ) from None
+    unclustered = [c for c, p in stored.items() if not p]
+    if aggregate_qi:
+        from anonlab.generalize_aggregate import check_aggregate_qi
+
+        check_aggregate_qi(aggregate_qi, stored, aggregate_missing)
+    stored = {c: p for c, p in stored.items() if p}
     hierarchies: dict[str, Path] = {}
     for column, path in stored.items():
         found = resolve_stored_path(path, report_in, paths)
@@ -212,6 +225,9 @@ def read_found_transformation(report_in: Path) -> FoundTransformation:
         min_levels=bounds["min_level"],
         max_levels=bounds["max_level"],
         alternatives=alternatives,
+        aggregate_qi=aggregate_qi,
+        aggregate_missing=aggregate_missing,
+        unclustered=unclustered,
     )
 
 
@@ -360,7 +376,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             roles=Roles.of(
                 identifying=named[Role.IDENTIFYING],
                 sensitive=named[Role.SENSITIVE],
-                insensitive=named[Role.INSENSITIVE],
+                insensitive=[*named[Role.INSENSITIVE], *found.unclustered],
             ),
             metric=str(options.pop("metric")),
             read_options=read_options,
@@ -368,14 +384,17 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
             max_levels=found.max_levels,
             **options,
         )
-        release = present(applied.release, "the release built in memory")
+        labelled = present(applied.release, "the release built in memory")
         original = applied.dataset.frame
+        release = aggregated_release(labelled, original, found)
         model = ModelCheck(
             found.criteria,
             max_suppressed(found.suppression, len(original)),
             population_table(criteria, frame, read_options),
             found.min_levels,
             found.max_levels,
+            found.aggregate_qi,
+            found.aggregate_missing,
         )
 
         def check(written: pd.DataFrame) -> None:
@@ -403,6 +422,27 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
+
+
+def aggregated_release(
+    labelled: pd.DataFrame, original: pd.DataFrame, found: FoundTransformation
+) -> pd.DataFrame:
+    """``labelled`` with the report's ``aggregate_qi`` columns replaced by their classes'
+    aggregates, as the generalize run made them
+    (:func:`anonlab.generalize_aggregate.aggregate_classes`: the same functions and
+    missing-value rule, the classes those of the chosen transformation's labels), or as it is.
+    """
+    if not found.aggregate_qi:
+        return labelled
+    from anonlab.generalize_aggregate import aggregate_classes
+
+    return aggregate_classes(
+        labelled,
+        original,
+        list(found.transformation),
+        found.aggregate_qi,
+        missing=found.aggregate_missing,
+    )
 
 
 def finish_apply_report(
@@ -453,7 +493,10 @@ def apply_report(
         {
             "k": found.k,
             "suppression": found.suppression,
-            "qi": {c: stored_path(str(p), where) for c, p in found.hierarchies.items()},
+            "qi": {
+                **{c: stored_path(str(p), where) for c, p in found.hierarchies.items()},
+                **{c: "" for c in found.unclustered},
+            },
             "identifying": found.identifying,
             "sensitive": found.sensitive,
             "criteria": stored_criteria(found.criteria, where, nested=False),
@@ -463,6 +506,9 @@ def apply_report(
             "max_level": found.max_levels,
         }
     )
+    if found.aggregate_qi:
+        params["aggregate_qi"] = dict(found.aggregate_qi)
+        params["aggregate_missing"] = found.aggregate_missing
     inputs: dict[str, PathLike | None] = {
         "data": file_of(settings.input),
         "from_report": settings.report_in,
@@ -513,6 +559,13 @@ def apply_on_engine(
     from anonlab.risk.release import check_risk_columns
 
     started = time.perf_counter() if started is None else started
+    if found.aggregate_qi:
+        raise AnonlabError(
+            f"report '{settings.report_in}' aggregates {', '.join(found.aggregate_qi)} "
+            "(aggregate_qi), which runs in memory: the engines do not write aggregates yet; "
+            "use engine numpy with a file output",
+            parameter="engine",
+        )
     check_engine_settings(settings)
     criteria = resolve_criteria(found.criteria)
     check_engine_model(criteria)
