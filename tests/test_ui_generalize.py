@@ -24,7 +24,17 @@ from typer.testing import CliRunner
 
 from anonlab.cli.app import app as cli_app
 from anonlab.ui.jobs import Job, JobStore
-from ui_flow import ADULT, K5_L2, app_client, finish, generalize, load_adult, wait
+from ui_flow import (
+    ADULT,
+    IDENTIFYING,
+    K5_L2,
+    QIS,
+    app_client,
+    finish,
+    generalize,
+    load_adult,
+    wait,
+)
 
 
 @pytest.fixture
@@ -332,3 +342,119 @@ def test_weights_aggregates_and_the_classification_metric_equal_the_cli(
     bad = {**K5_L2, "aggregate_qi_1": "average"}
     reply = client.post("/method/generalize", data={"table": table, **bad})
     assert reply.status_code == 400 and "aggregate &#39;average&#39;" in reply.text
+
+
+def load_weighted_adult(client: TestClient, folder: Path) -> str:
+    """Adult with a column of sampling weights (``w``, insensitive) loaded from a path, its
+    other columns given the roles :func:`ui_flow.load_adult` gives; the table's id."""
+    lines = (ADULT / "adult.csv").read_text(encoding="utf-8").splitlines()
+    weighted = folder / "adult_weighted.csv"
+    weighted.write_text(
+        "\n".join([f"{lines[0]};w"] + [f"{line};{100 + i % 7}" for i, line in enumerate(lines[1:])])
+        + "\n",
+        encoding="utf-8",
+    )
+    reply = client.post(
+        "/load/path", data={"path": str(weighted), "delimiter": ";"}, follow_redirects=False
+    )
+    assert reply.status_code == 303, reply.text
+    table = reply.headers["location"].split("table=")[1]
+    form = {"table": table}
+    for i, column in enumerate([*lines[0].split(";"), "w"]):
+        if column in QIS:
+            form[f"role_{i}"] = "qi"
+            form[f"hierarchy_{i}"] = str(ADULT / f"hierarchy_{column}.csv")
+        elif column in IDENTIFYING:
+            form[f"role_{i}"] = "identifying"
+        else:
+            form[f"role_{i}"] = "insensitive" if column == "w" else "sensitive"
+    reply = client.post("/roles", data=form, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    return table
+
+
+#: the genetic search with a step limit under the static metric, and every risk setting the
+#: form has: the fields of the form and the settings.toml values they must give
+GENETIC_STATIC = {
+    "search": "genetic",
+    "step_limit": "40",
+    "genetic_seed": "-559038737",
+    "genetic_iterations": "5",
+    "genetic_subpopulation_size": "10",
+    "genetic_mutation_probability": "0.5",
+    "metric": "static",
+    "static_loss_0": "0,1",
+    "static_loss_1": "0,0.2,0.4,0.7,1",
+    "static_loss_2": "0,1",
+    "static_loss_3": "0,0.3,0.6,1",
+    "risk_threshold": "0.09, 0.01",
+    "weights": "w",
+    "sensitive_hierarchy_0": "hierarchy_salary-class.csv",
+    "alternatives": "",
+}
+
+
+def test_genetic_static_loss_and_risk_settings_equal_the_cli(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = load_weighted_adult(client, tmp_path)
+    page = client.get(f"/method/generalize?table={table}").text
+    for name in ("genetic_seed", "static_loss_3", "risk_threshold", "sensitive_hierarchy_0"):
+        assert f'name="{name}"' in page
+    assert '<option value="w">w</option>' in page
+    assert '<option value="occupation">' not in page  # identifying: not released
+    monkeypatch.chdir(ADULT)  # the hierarchy file is typed relative to the app's folder
+    run_id = generalize(client, table, {**K5_L2, **GENETIC_STATIC})
+    text = client.get(f"/runs/{run_id}/files/settings.toml").text
+    values = tomllib.loads(text)
+    assert values["genetic"] == {
+        "subpopulation_size": 10,
+        "iterations": 5,
+        "mutation_probability": 0.5,
+        "seed": -559038737,
+    }
+    assert values["search"] == "genetic" and values["step_limit"] == 40
+    assert values["static_loss"] == {
+        "sex": [0.0, 1.0],
+        "age": [0.0, 0.2, 0.4, 0.7, 1.0],
+        "race": [0.0, 1.0],
+        "education": [0.0, 0.3, 0.6, 1.0],
+    }
+    assert values["risk_threshold"] == [0.09, 0.01] and values["weights"] == "w"
+    assert values["sensitive_hierarchies"] == {
+        "salary-class": str(ADULT / "hierarchy_salary-class.csv")
+    }
+    report = client.get(f"/runs/{run_id}/files/report.json").json()
+    assert report["parameters"]["metric"] == "static"
+    assert report["risk"]["prosecutor"]["records_at_risk"].keys() >= {"0.09", "0.01"}
+    cli = tmp_path / "cli"
+    cli.mkdir()
+    (cli / "settings.toml").write_text(text, encoding="utf-8")
+    run_cli(["generalize", "--config", "settings.toml", "--quiet"], cli, monkeypatch)
+    release = client.get(f"/runs/{run_id}/files/release.csv").content
+    assert (cli / "release.csv").read_bytes() == release
+    assert (cli / "report.json").read_text(encoding="utf-8").count('"static"') >= 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"static_loss_0": "0,x"}, "static_loss 'sex=0,x' is not COLUMN=NUMBER,NUMBER"),
+        ({"search": "genetic", "genetic_elite_fraction": "2"}, "elite_fraction must be from 0"),
+        ({"genetic_iterations": "5"}, "apply to search 'genetic', not to 'flash'"),
+        ({"search": "genetic", "genetic_iterations": "many"}, "'many' is not a number"),
+        ({"risk_threshold": "0.1, high"}, "risk_threshold: 'high' is not a number"),
+        ({"risk_threshold": "3"}, "risk_threshold"),
+        ({"weights": "nope"}, "weights: 'nope' is not a column"),
+        ({"sensitive_hierarchy_0": "/no/such/h.csv"}, "sensitive_hierarchies: no file"),
+    ],
+)
+def test_a_bad_new_field_is_one_line(
+    client: TestClient, fields: dict[str, str], message: str
+) -> None:
+    table = load_adult(client)
+    reply = client.post("/method/generalize", data={"table": table, **K5_L2, **fields})
+    assert reply.status_code == 400, reply.text
+    assert message in html.unescape(reply.text) and 'role="alert"' in reply.text
+    assert reply.text.count("Error:") == 1
+    assert client.get("/runs").text.count("/runs/r") == 0  # no run started

@@ -6,8 +6,10 @@ full-domain generalization, local recoding or Mondrian; the privacy models of
 :data:`anonlab.privacy.spec.MODELS` with their parameters, written as the
 CLI's ``--criterion`` spells them and checked by the same
 :func:`~anonlab.privacy.spec.normalize_criterion`; the metric, suppression
-limit, search, level bounds and the number of alternatives to list. The form
-gives the settings values under the names a TOML file uses, and
+limit, search (the genetic search's ``[genetic]`` table too), level bounds, the static
+metric's losses and the number of alternatives to list; the release's risk settings
+(thresholds, a sampling weights column, the hierarchies of sensitive attributes). The
+form gives the settings values under the names a TOML file uses, and
 :func:`anonlab.ui.forms.start_run` runs them as ``anonlab generalize
 --config`` would.
 """
@@ -110,6 +112,38 @@ def _choices() -> dict[str, list[str]]:
     }
 
 
+#: what each setting of the genetic search does (docs/generalization.md, "Heuristic searches")
+GENETIC_HELP = {
+    "subpopulation_size": "random nodes in each of the two sub-populations",
+    "iterations": "iterations (generations) at most",
+    "immigration_interval": "iterations between two migrations of the fittest",
+    "immigration_fraction": "share that migrates (ARX casts it to a whole number: below 1, none)",
+    "elite_fraction": "share of the fittest kept as they are",
+    "crossover_fraction": "share replaced by children of two parents",
+    "production_fraction": "share of the fittest the parents are drawn from",
+    "mutation_probability": "share of the quasi-identifiers a mutation may change at most",
+    "seed": "seed of Java's random draws (ARX's deterministic one: -559038737)",
+}
+
+
+def genetic_fields() -> list[dict[str, Any]]:
+    """The genetic search's settings (:class:`~anonlab.lattice.genetic.GeneticSettings`, the
+    keys of a TOML ``[genetic]`` table), each with its kind and ARX's default."""
+    from dataclasses import fields
+
+    from anonlab.lattice.genetic import GeneticSettings
+
+    return [
+        {
+            "name": f.name,
+            "kind": "float" if "float" in str(f.type) else "int",
+            "default": "random" if f.default is None else f.default,
+            "help": GENETIC_HELP.get(f.name, ""),
+        }
+        for f in fields(GeneticSettings)
+    ]
+
+
 async def generalize_form(request: Request) -> Response:
     from anonlab.generalize_aggregate import AGGREGATE_FUNCTIONS
 
@@ -128,6 +162,8 @@ async def generalize_form(request: Request) -> Response:
         last=last,
         default_alternatives=DEFAULT_ALTERNATIVES,
         aggregates=list(AGGREGATE_FUNCTIONS),
+        genetic=genetic_fields(),
+        released=[c["name"] for c in table.columns if table.roles.get(c["name"]) != "identifying"],
     )
 
 
@@ -218,12 +254,37 @@ def _search_values(form: FormData) -> dict[str, Any]:
         values["targets"] = targets
     if text(form, "practical_monotonicity") is not None:
         values["practical_monotonicity"] = True
+    genetic = _genetic_values(form)
+    if genetic:
+        from anonlab.lattice.plan import plan_search
+
+        # the search's own checks (genetic settings for search genetic only, each in range)
+        plan_search(
+            values.get("search", "flash"),
+            time_limit=values.get("time_limit"),
+            step_limit=values.get("step_limit"),
+            heuristic_threshold=values.get("heuristic_threshold"),
+            genetic=genetic,
+        )
+        values["genetic"] = genetic
+    return values
+
+
+def _genetic_values(form: FormData) -> dict[str, Any]:
+    """The ``[genetic]`` table: the genetic search's settings the form gives."""
+    values: dict[str, Any] = {}
+    for field in genetic_fields():
+        name = field["name"]
+        given = number(form, f"genetic_{name}", float if field["kind"] == "float" else int)
+        if given is not None:
+            values[name] = given
     return values
 
 
 def _per_qi_values(form: FormData, qis: list[str]) -> dict[str, Any]:
-    """What the form gives each quasi-identifier: level bounds, the metric's weight, and the
-    aggregate it is released as (ARX's microaggregation), each only where given."""
+    """What the form gives each quasi-identifier: level bounds, the metric's weight, the
+    static metric's loss per level, and the aggregate it is released as (ARX's
+    microaggregation), each only where given."""
     from anonlab.generalize_aggregate import AGGREGATE_FUNCTIONS, MISSING_RULES
 
     values: dict[str, Any] = {}
@@ -247,6 +308,9 @@ def _per_qi_values(form: FormData, qis: list[str]) -> dict[str, Any]:
             aggregates[column] = function
     if weights:
         values["attribute_weights"] = weights
+    losses = _static_loss(form, qis)
+    if losses:
+        values["static_loss"] = losses
     if aggregates:
         values["aggregate_qi"] = aggregates
         missing = text(form, "aggregate_missing")
@@ -257,8 +321,19 @@ def _per_qi_values(form: FormData, qis: list[str]) -> dict[str, Any]:
     return values
 
 
-def _risk_values(form: FormData) -> dict[str, Any]:
-    """How the release's risk is measured and judged (:class:`ReleaseRiskSettings`), as given."""
+def _static_loss(form: FormData, qis: list[str]) -> dict[str, list[float]]:
+    """The static metric's loss per level of each quasi-identifier the form gives one for,
+    read as the ``--static-loss COLUMN=V0,V1,...`` flags are (the same checks)."""
+    from anonlab.runs.generalize_settings import parse_static_loss_flags
+
+    given = [(column, text(form, f"static_loss_{i}")) for i, column in enumerate(qis)]
+    return parse_static_loss_flags(f"{column}={loss}" for column, loss in given if loss)
+
+
+def _risk_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
+    """How the release's risk is measured and judged (:class:`ReleaseRiskSettings`), as given:
+    the attacker's columns, the highest acceptable risk, the population, further thresholds,
+    the sampling weights column and the hierarchies of sensitive attributes."""
     from anonlab.settings import split_names
 
     values: dict[str, Any] = {}
@@ -269,7 +344,48 @@ def _risk_values(form: FormData) -> dict[str, Any]:
         given = number(form, name, float)
         if given is not None:
             values[name] = given
+    thresholds = split_names(text(form, "risk_threshold"))
+    if thresholds:
+        values["risk_threshold"] = [_threshold(t) for t in thresholds]
+    weights = text(form, "weights")
+    if weights is not None:
+        if weights not in [c["name"] for c in table.columns]:
+            raise AnonlabError(
+                f"weights: '{weights}' is not a column of '{table.name}'", parameter="weights"
+            )
+        values["weights"] = weights
+    hierarchies = _sensitive_hierarchies(form, table)
+    if hierarchies:
+        values["sensitive_hierarchies"] = hierarchies
     return values
+
+
+def _threshold(value: str) -> float:
+    """One risk threshold's text as a number (its range is the settings' check)."""
+    try:
+        return float(value)
+    except ValueError:
+        raise AnonlabError(
+            f"risk_threshold: '{value}' is not a number: e.g. 0.09", parameter="risk_threshold"
+        ) from None
+
+
+def _sensitive_hierarchies(form: FormData, table: LoadedTable) -> dict[str, str]:
+    """Each sensitive attribute's hierarchy file the form names, a file on this machine,
+    written out absolute (read from the app's folder), as the settings file must name it."""
+    out: dict[str, str] = {}
+    for i, column in enumerate(columns_with(table, "sensitive")):
+        given = text(form, f"sensitive_hierarchy_{i}")
+        if given is None:
+            continue
+        path = Path(given).expanduser().resolve()
+        if not path.is_file():
+            raise AnonlabError(
+                f"sensitive_hierarchies: no file '{given}' on this machine for '{column}'",
+                parameter="sensitive_hierarchies",
+            )
+        out[column] = str(path)
+    return out
 
 
 def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
@@ -284,7 +400,7 @@ def generalize_values(form: FormData, table: LoadedTable) -> dict[str, Any]:
     if criteria:
         values["criteria"] = criteria
     values.update(_search_values(form))
-    values.update(_risk_values(form))
+    values.update(_risk_values(form, table))
     values.update(_per_qi_values(form, qis))
     alternatives = number(form, "alternatives", int)
     if alternatives and values.get("recoding", "full-domain") == "full-domain":
