@@ -505,3 +505,23 @@ def test_a_file_named_on_the_roles_step_is_shown_as_saved(
     page = client.get("/hierarchies/t1?column=age").text
     assert "Unsaved changes" in page
     assert workspace.tables["t1"].hierarchies["age"] == str(source)
+
+
+def test_a_columns_values_and_counts_read_as_codes_are_those_of_the_column_as_text(
+    tmp_path: Path,
+) -> None:
+    """The Hierarchies step reads the table as dictionary codes (a gigabyte in a few hundred
+    MiB); its values, order and counts are those of the run's text reading."""
+    from anonlab.hierarchy_view import value_counts
+    from anonlab.runs.generalize_steps import read_input
+    from anonlab.runs.hierarchy import column_values
+    from anonlab.ui.hierarchy_preview import read_columns, table_settings
+
+    data = tmp_path / "edge.csv"
+    data.write_text("a,b,c\n1, x ,\n2.0,y,z\n,x,\n1,,q\n", encoding="utf-8")
+    table = LoadedTable(id="t1", name="edge", read={"input": str(data), "delimiter": ","})
+    frame = read_input(table_settings(table))
+    read = read_columns(table, ["a", "b", "c"])
+    for column in ("a", "b", "c"):
+        assert read[column].values == column_values(frame, column)
+        assert read[column].counts == value_counts(frame, column)

@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import Hierarchy, parse_rows
 from anonlab.hierarchy_view import repeated_levels, value_counts
@@ -95,13 +98,43 @@ def table_settings(table: LoadedTable) -> TableSettings:
 
 def read_columns(table: LoadedTable, columns: Sequence[str]) -> dict[str, ColumnData]:
     """The values and counts of ``columns``, the table read once by the one reader (as a run
-    reads it: every value as text)."""
-    frame = read_input(table_settings(table))
+    reads it: every value as text; text columns held as dictionary codes, so a table of a
+    gigabyte takes a few bytes a cell)."""
+    frame = read_input(table_settings(table), categorical=True)
     out: dict[str, ColumnData] = {}
     for column in columns:
-        values = column_values(frame, column)  # refuses a column the table lacks
-        out[column] = ColumnData(column=column, values=values, counts=value_counts(frame, column))
+        if column not in frame.columns:
+            column_values(frame.head(0), column)  # the CLI's refusal of a missing column
+        col = frame[column]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            out[column] = _coded_column(column, col)
+        else:  # a column the reader kept as numbers
+            values = column_values(frame, column)
+            out[column] = ColumnData(column, values, value_counts(frame, column))
     return out
+
+
+def _coded_column(column: str, col: pd.Series) -> ColumnData:
+    """:class:`ColumnData` of a categorical column from its codes: the same values (missing
+    as ``''``), first seen first, and counts as :func:`column_values` and
+    :func:`value_counts` give for the column as text."""
+    codes = col.cat.codes.to_numpy()
+    texts = ["" if pd.isna(v) else str(v) for v in col.cat.categories]
+    per_code = np.bincount(codes[codes >= 0], minlength=len(texts))
+    counts: dict[str, int] = {}
+    values: list[str] = []
+    for code in pd.unique(codes):  # first seen first
+        text = "" if code < 0 else texts[code]
+        if text not in counts:
+            values.append(text)
+            counts[text] = 0
+    for index, n in enumerate(per_code.tolist()):
+        if n:
+            counts[texts[index]] += n
+    missing = int((codes < 0).sum())
+    if missing:
+        counts[""] += missing
+    return ColumnData(column=column, values=values, counts=counts)
 
 
 @dataclass
