@@ -58,6 +58,7 @@ from anonlab.progress import ProgressFn
 
 if TYPE_CHECKING:
     from anonlab.engine.base import Engine, ReleasePlan
+    from anonlab.lattice.local_pieces import LocalPlan
 
 #: largest lattice searched: the strategies keep a few arrays with one entry per node
 MAX_LATTICE_SIZE = 20_000_000
@@ -1074,16 +1075,13 @@ class Generalizer:
     ) -> Generalizer:
         """ARX's local recoding of ``frame`` (:func:`anonlab.lattice.local.local_recoding`;
         docs/generalization.md, "Local recoding"): ``local_`` holds every search and
-        ``local_release_`` the release."""
-        from anonlab.frames import is_dask_frame
+        ``local_release_`` the release. A Dask DataFrame (or an ``engine``) is counted on
+        the engine as for full-domain generalization: the searches run here on its base
+        frequency set and ``local_plan_`` says how to write the release
+        (:mod:`anonlab.lattice.local_pieces`; ``local_release_`` is then ``None``)."""
         from anonlab.lattice.local import local_recoding, local_release
+        from anonlab.lattice.local_pieces import local_plan
 
-        if self.engine is not None or is_dask_frame(frame):
-            raise AnonlabError(
-                "recoding local runs on a pandas DataFrame in memory: each search on the "
-                "suppressed records needs their rows",
-                parameter="engine",
-            )
         missing = [c for c, h in hierarchies.items() if h is None or h == ""]
         if missing:
             raise AnonlabError(
@@ -1096,12 +1094,14 @@ class Generalizer:
         }
         self.hierarchies_ = hiers
         self.criteria_ = resolve_criteria(self.criteria, self.k)
-        dataset = model_dataset(
-            frame.reset_index(drop=True),
-            hiers,
-            self.criteria_,
-            roles=roles,
-        )
+        with _frame_engine(frame, self.engine) as engine:
+            dataset = model_dataset(
+                frame if engine is not None else frame.reset_index(drop=True),
+                hiers,
+                self.criteria_,
+                roles=roles,
+                engine=engine,
+            )
         self.local_ = local_recoding(
             dataset,
             self.criteria_,
@@ -1115,7 +1115,13 @@ class Generalizer:
             iterations=self.local_iterations,
             adaption=self.local_adaption,
         )
-        self.local_release_ = local_release(dataset, self.local_)
+        self.local_plan_: LocalPlan | None = None
+        self.local_release_: pd.DataFrame | None = None
+        if dataset.rowless:
+            drop = tuple(dataset.columns_with(Role.IDENTIFYING))
+            self.local_plan_ = local_plan(dataset, self.local_, drop)
+        else:
+            self.local_release_ = local_release(dataset, self.local_)
         return self
 
     def _metric_options(self) -> dict[str, Any]:
@@ -1152,6 +1158,14 @@ class Generalizer:
         if self.recoding == "mondrian":
             return self._aggregated(self.mondrian_.release, frame).set_axis(frame.index, axis=0)
         if self.recoding == "local":
+            if self.local_release_ is None:  # counted on an engine: the plan applied
+                from anonlab.frames import is_dask_frame
+                from anonlab.lattice import local_pieces
+
+                plan = present(self.local_plan_, "the local recoding's release plan")
+                if is_dask_frame(frame):
+                    return local_pieces.lazy_release(frame, plan)
+                return local_pieces.release_partition(frame, plan)
             return self._aggregated(self.local_release_, frame).set_axis(frame.index, axis=0)
         if self.result_.release is not None:
             return _release_of(frame, self._aggregated(self.result_.release, frame), None)

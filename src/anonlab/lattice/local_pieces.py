@@ -23,6 +23,8 @@ from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from anonlab.dataset import Dataset
     from anonlab.engine.base import Engine
     from anonlab.engine.table import Piece, Table
@@ -99,7 +101,7 @@ def write_piece(piece: Piece, plan: LocalPlan, folder: str, batch_rows: int) -> 
                         raise kernels.UnknownValue(name, value, piece.describe())
                     to_global[i] = code
                 mapped.append(to_global[codes] if len(texts) else codes)
-            units = _units(np.column_stack(mapped), plan, piece)
+            units = _units(np.column_stack(mapped), plan, piece.describe())
             arrays = []
             for name in keep:
                 if name in plan.columns:
@@ -113,8 +115,8 @@ def write_piece(piece: Piece, plan: LocalPlan, folder: str, batch_rows: int) -> 
     return kernels.write_batches(folder, piece.index, tables())
 
 
-def _units(matrix: NDArray[Any], plan: LocalPlan, piece: Piece) -> NDArray[np.int64]:
-    """Each record's unit (base tuple) from its codes."""
+def _units(matrix: NDArray[Any], plan: LocalPlan, where: str) -> NDArray[np.int64]:
+    """Each record's unit (base tuple) from its codes (``where``: the piece, for an error)."""
     rows = matrix.shape[0]
     if rows == 0:
         return np.zeros(0, dtype=np.int64)
@@ -126,13 +128,51 @@ def _units(matrix: NDArray[Any], plan: LocalPlan, piece: Piece) -> NDArray[np.in
         unit = plan.unit_of.get(key.tobytes())
         if unit is None:
             raise AnonlabError(
-                f"input: {piece.describe()} holds a record the first pass did not count: the "
+                f"input: {where} holds a record the first pass did not count: the "
                 "table changed while it was read; run again",
                 parameter="input",
             )
         found[i] = unit
     out: NDArray[np.int64] = found[np.asarray(inverse).reshape(-1)]
     return out
+
+
+def release_partition(frame: pd.DataFrame, plan: LocalPlan) -> pd.DataFrame:
+    """One partition of a pandas or Dask DataFrame with ``plan`` applied (a Dask
+    ``map_partitions`` function; the Python API's release of a table counted on an engine):
+    each quasi-identifier a categorical of its tuple's labels, as :func:`write_piece` writes
+    them, the dropped columns left out, every other column as it is, the partition's index
+    kept (the in-memory :func:`anonlab.lattice.local.local_release`, label for label)."""
+    import pandas as pd
+
+    from anonlab.tabletext import column_from_pandas
+
+    where = "a partition of the DataFrame"
+    out = frame.drop(columns=[c for c in plan.drop if c in frame.columns])
+    mapped = []
+    for name, dictionary in zip(plan.columns, plan.dictionaries, strict=True):
+        codes, texts = kernels.encode_text(column_from_pandas(frame[name]))
+        lookup = {v: i for i, v in enumerate(dictionary)}
+        to_global = np.empty(len(texts), dtype=np.int32)
+        for i, value in enumerate(texts):
+            code = lookup.get(value)
+            if code is None:
+                raise kernels.UnknownValue(name, value, where)
+            to_global[i] = code
+        mapped.append(to_global[codes] if len(texts) else np.asarray(codes, dtype=np.int32))
+    units = _units(np.column_stack(mapped), plan, where)
+    for j, name in enumerate(plan.columns):
+        out[name] = pd.Categorical.from_codes(
+            plan.label_codes[units, j], categories=pd.Index(plan.labels[j])
+        )
+    return out
+
+
+def lazy_release(frame: Any, plan: LocalPlan) -> Any:
+    """A Dask DataFrame's local-recoding release as a lazy Dask DataFrame
+    (:func:`release_partition` on every partition; nothing is computed here)."""
+    meta = release_partition(frame._meta, plan)
+    return frame.map_partitions(release_partition, plan, meta=meta)
 
 
 def write_parts(
