@@ -96,7 +96,7 @@ def test_a_value_the_count_did_not_see_is_an_error(dask_scheduler: str) -> None:
     from anonlab.lattice.local_pieces import release_partition
 
     changed = frame.assign(a=["a1"] * len(frame))
-    changed.iloc[0, changed.columns.get_loc("b")] = "b9"
+    changed.loc[changed.index[0], "b"] = "b9"
     with pytest.raises(Exception, match="b9"):
         release_partition(changed, fitted.local_plan_)  # type: ignore[arg-type]
     with pytest.raises(AnonlabError, match="aggregate_qi"):
