@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import re
+import shlex
 import sqlite3
 import tomllib
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from anonlab.io import read_table
-from ui_flow import app_client, generalize, load_adult
+from ui_flow import app_client, finish, generalize, load_adult
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +141,100 @@ def test_an_exported_database_url_has_no_password() -> None:
     assert notes and "password" in notes[0]
     assert _without_password("sqlite:///x.db", []) == "sqlite:///x.db"
     assert _without_password("/data/a.csv", []) == "/data/a.csv"
+
+
+FUSION = Path(__file__).resolve().parents[1] / "examples" / "fusion" / "fusion.toml"
+
+
+def run_line(text: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the ``anonlab ...`` line of a downloaded command.sh in ``folder`` (the CLI's app)."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app as cli_app
+
+    (line,) = [t for t in text.splitlines() if t.startswith("anonlab ")]
+    words = shlex.split(line)
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(cli_app, [*words[1:], "--quiet"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
+def test_a_risk_run_offers_its_command_line_which_the_cli_repeats(
+    done: tuple[TestClient, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, generalized = done
+    workspace = client.app.state.workspace  # type: ignore[attr-defined]
+    (table_id,) = workspace.tables
+    form = {"table": table_id, "qi": ["sex", "age", "race", "education"], "risk_threshold": "0.09"}
+    reply = client.post("/method/risk", data=form, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    run_id = finish(client, reply.headers["location"])
+    page = client.get(f"/runs/{run_id}/export").text
+    assert f"/runs/{run_id}/files/command.sh" in page
+    assert f"/runs/{run_id}/files/settings.toml" not in page
+    assert "a risk run has no settings.toml: download command.sh" in one_line_error(
+        client.get(f"/runs/{run_id}/files/settings.toml")
+    )
+    assert "a generalize run has no command.sh: download settings.toml" in one_line_error(
+        client.get(f"/runs/{generalized}/files/command.sh")
+    )
+    download = client.get(f"/runs/{run_id}/files/command.sh")
+    assert download.status_code == 200
+    assert 'filename="command.sh"' in download.headers["content-disposition"]
+    assert download.headers["content-type"].startswith("text/x-shellscript")
+    assert "risk reads no settings file" in download.text
+    assert "point it at your file" in download.text  # the upload's copy
+    words = shlex.split(download.text.splitlines()[-1])
+    assert words[:2] == ["anonlab", "risk"] and words[words.index("--report") + 1] == "report.json"
+    run_line(download.text, tmp_path, monkeypatch)
+    again = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    report = client.get(f"/runs/{run_id}/files/report.json").json()
+    assert again["risk"] == report["risk"] and again["roles"] == report["roles"]
+    assert report["risk"]["prosecutor"]["records_at_risk"].keys() >= {"0.09"}
+
+
+@pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
+def test_a_fusion_run_offers_its_command_line_which_writes_the_same_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with app_client(tmp_path / "workspace") as client:
+        form = {"config": str(FUSION), "score": "tds", "max_risk": "0.5"}
+        reply = client.post("/method/fuse", data=form, follow_redirects=False)
+        assert reply.status_code == 303, reply.text
+        run_id = finish(client, reply.headers["location"])
+        page = client.get(f"/runs/{run_id}/export").text
+        assert f"/runs/{run_id}/files/command.sh" in page
+        assert f"/runs/{run_id}/files/settings.toml" not in page
+        text = client.get(f"/runs/{run_id}/files/command.sh").text
+        words = shlex.split(text.splitlines()[-1])
+        assert words[:3] == ["anonlab", "fuse", str(FUSION)]
+        for flag, name in (
+            ("--output", "release.csv"),
+            ("--report", "report.json"),
+            ("--html", "report.html"),
+        ):
+            assert words[words.index(flag) + 1] == name
+        cli = tmp_path / "cli"
+        cli.mkdir()
+        run_line(text, cli, monkeypatch)
+        release = client.get(f"/runs/{run_id}/files/release.csv").content
+        assert (cli / "release.csv").read_bytes() == release
+
+
+def test_the_risk_utility_map_downloads_as_a_png(done: tuple[TestClient, str]) -> None:
+    client, generalized = done
+    workspace = client.app.state.workspace  # type: ignore[attr-defined]
+    (table_id,) = workspace.tables
+    attacker = ["sex", "age", "race", "education"]
+    form = {"table": table_id, "attacker": attacker, "runs": [generalized]}
+    reply = client.post("/compare", data=form, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    run_id = finish(client, reply.headers["location"])
+    page = client.get(f"/runs/{run_id}/export").text
+    assert f"/runs/{run_id}/files/plot.png" in page and "the risk-utility map" in page
+    image = client.get(f"/runs/{run_id}/files/plot.png")
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    assert 'filename="plot.png"' in image.headers["content-disposition"]
+    assert image.content.startswith(b"\x89PNG\r\n\x1a\n")
+    assert image.content == client.get(f"/compare/{run_id}/map.png").content

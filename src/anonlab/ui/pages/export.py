@@ -11,6 +11,12 @@ command line: its ``settings.toml`` is the generalize run's settings with
 can only find them), and the page gives the ``anonlab apply ... --node N``
 (``--levels``) line too.
 
+``risk`` and ``fuse`` read no settings file (``--config``): their runs' folders hold
+``command.sh``, the equivalent command line, and the page offers it instead of
+``settings.toml``, with the outputs named beside it as well (``report.json``, and
+fusion's ``release.csv`` and ``report.html``). Compare's risk-utility map
+(``plot.png``) downloads as an image.
+
 The release as Parquet, Excel or a database table is the released CSV read
 back as text and written by the library's one writer
 (:func:`anonlab.io.write_table`: a file is written whole and renamed, a
@@ -46,13 +52,18 @@ DOWNLOADS = {
     *FORMATS.values(),
     "mappings.csv",
     "settings.toml",
+    "command.sh",
 }
+#: the commands without ``--config``: their runs are repeated by a command line (command.sh)
+LINE_COMMANDS = ("risk", "fuse")
 #: each download's media type
 MEDIA = {
     ".csv": "text/csv; charset=utf-8",
     ".json": "application/json",
     ".html": "text/html; charset=utf-8",
     ".toml": "application/toml; charset=utf-8",
+    ".sh": "text/x-shellscript; charset=utf-8",
+    ".png": "image/png",
     ".parquet": "application/vnd.apache.parquet",
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
@@ -108,6 +119,28 @@ def settings_text(request: Request, job: Job) -> str:
     return "\n".join(lines) + "\n" + tomli_w.dumps(plain)
 
 
+def command_text(job: Job) -> str:
+    """``command.sh`` of a ``risk`` or ``fuse`` run: a comment, then the command line that
+    repeats it, its outputs named beside the file (as the family's page builds it)."""
+    from anonlab.ui.pages.families import fuse_command_line, risk_command_line
+
+    outputs = {k: OUTPUT_NAMES[k] for k in OUTPUT_NAMES if job.values.get(k) is not None}
+    lines = [
+        f"# run {job.id} of the web app; {job.command} reads no settings file: this command "
+        "line repeats it, writing its outputs beside this file"
+    ]
+    source = "table" if job.command == "risk" else "config"
+    if "/uploads/" in str(job.values.get(source, "")):
+        lines.append(f"# {source} is the app's copy of the upload, removed when the app stops:")
+        lines.append("# point it at your file")
+    values = {**job.values, source: _without_password(job.values.get(source), lines)}
+    if job.command == "risk":
+        line = risk_command_line({**values, **outputs})
+    else:
+        line = fuse_command_line(values, outputs)
+    return "\n".join([*lines, line]) + "\n"
+
+
 def _without_password(source: Any, lines: list[str]) -> Any:
     """A database URL with its password masked (a note added to ``lines``); else as it is."""
     from anonlab.database import is_database_url, masked
@@ -148,6 +181,7 @@ async def page(request: Request) -> Response:
         formats=FORMATS,
         mappings=job.command in ("generalize", "apply"),
         apply_line=apply_line(job),
+        command_line=job.command in LINE_COMMANDS,
         message=None,
     )
 
@@ -169,6 +203,16 @@ async def download(request: Request) -> Response:
     name = request.path_params["name"]
     if name not in DOWNLOADS:
         raise AnonlabError(f"'{name}' is not a file a run writes")
+    if name in ("command.sh", "settings.toml"):
+        repeats = "command.sh" if job.command in LINE_COMMANDS else "settings.toml"
+        if name != repeats:
+            raise AnonlabError(f"a {job.command} run has no {name}: download {repeats}")
+    if name == "command.sh":
+        return PlainTextResponse(
+            command_text(job),
+            media_type=MEDIA[".sh"],
+            headers={"Content-Disposition": 'attachment; filename="command.sh"'},
+        )
     if name == "settings.toml":
         return PlainTextResponse(
             settings_text(request, job),
@@ -274,6 +318,7 @@ async def export(request: Request) -> Response:
         formats=FORMATS,
         mappings=job.command in ("generalize", "apply"),
         apply_line=apply_line(job),
+        command_line=job.command in LINE_COMMANDS,
         message=f"The release was written to table '{table}' of {masked(url)}.",
     )
 
