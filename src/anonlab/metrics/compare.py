@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.hierarchy import SUPPRESSED, Hierarchy
 from anonlab.metrics.certainty import RANGE, cell_penalties
 from anonlab.metrics.utility import il_1
@@ -159,8 +159,7 @@ class _Column:
         loss = self.penalty[r].copy()
         numeric = kind == NUMBER
         if numeric.any():
-            assert self.numbers is not None
-            x = self.numbers[o[numeric]]
+            x = present(self.numbers, "the column's numbers")[o[numeric]]
             gap = np.abs(self.label_number[r[numeric]] - x)
             scaled = gap / self.span if self.span > 0 else (gap > 0).astype(np.float64)
             loss[numeric] = np.where(np.isnan(scaled), 1.0, np.minimum(scaled, 1.0))
@@ -175,8 +174,8 @@ class _Column:
         kind = self.kind
         at = np.flatnonzero(kind == NUMBER)
         if len(at):
-            assert self.numbers is not None
-            gap = np.abs(self.numbers[values][:, None] - self.label_number[at][None, :]) / self.sd
+            numbers = present(self.numbers, "the column's numbers")
+            gap = np.abs(numbers[values][:, None] - self.label_number[at][None, :]) / self.sd
             out[:, at] = np.where(np.isnan(gap), 1.0, gap)
         at = np.flatnonzero(kind == CATEGORY)
         if len(at):

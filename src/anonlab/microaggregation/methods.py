@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.microaggregation.aggregates import AGGREGATES, fixed_labels, ordered_aggregates
 from anonlab.microaggregation.mdav import EuclideanSpace, k_nearest, mdav_partition
 from anonlab.parameters import check_k
@@ -317,13 +317,12 @@ def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64
         seen[tuple(medoids)] = total
         if best is None or best_total > total:
             first = np.asarray([np.argmax(nearest == c) for c in range(len(medoids))])
-            present = [c for c in range(len(medoids)) if nearest[first[c]] == c]
-            by_first = np.asarray(present)[np.argsort(first[present], kind="stable")]
+            kept = [c for c in range(len(medoids)) if nearest[first[c]] == c]
+            by_first = np.asarray(kept)[np.argsort(first[kept], kind="stable")]
             best = [medoids[c] + 1 for c in by_first]
             best_total = total
             best_squares = squares[by_first]
-    assert best is not None
-    medoid_rows = [r - 1 for r in best]
+    medoid_rows = [r - 1 for r in present(best, "the best medoids")]
     labels = np.argmin(np.sqrt(best_squares), axis=0)  # the final one: by the distances
     labels[medoid_rows] = np.arange(len(medoid_rows))  # a medoid is in its own cluster
     return np.asarray(labels, dtype=np.int64), np.asarray(x[medoid_rows], dtype=np.float64)

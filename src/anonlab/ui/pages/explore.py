@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.ui.forms import OUTPUT_NAMES, number, start_run, text
 from anonlab.ui.jobs import DONE, Job, JobStore
 from anonlab.ui.pages.runs import job_of, jobs_of
@@ -48,8 +48,7 @@ def source_job(jobs: JobStore, job: Job) -> tuple[Job | None, dict[str, Any]]:
     from anonlab.io import read_json
 
     if job.command == "generalize":
-        assert job.result is not None
-        return job, job.result.report
+        return job, present(job.result, "the run's result").report
     report_in = Path(job.values["report_in"])
     for other in jobs.jobs.values():
         if other.folder == report_in.parent and other.result is not None:
@@ -65,8 +64,7 @@ def quasi_identifiers(report: dict[str, Any]) -> list[str]:
 
 def released_node(job: Job, alternatives: list[dict[str, Any]]) -> int | None:
     """The node of ``alternatives`` whose levels ``job`` released (``None``: none of them)."""
-    assert job.result is not None
-    levels = job.result.report.get("transformation")
+    levels = present(job.result, "the run's result").report.get("transformation")
     return next((a["node"] for a in alternatives if a["levels"] == levels), None)
 
 
@@ -118,8 +116,8 @@ def _cache(request: Request) -> dict[str, list[dict[str, Any]]]:
 async def page(request: Request) -> Response:
     job = finished(job_of(request))
     source, report = source_job(jobs_of(request), job)
-    assert job.result is not None
-    qis = quasi_identifiers(job.result.report)
+    result = present(job.result, "the run's result")
+    qis = quasi_identifiers(result.report)
     cache = _cache(request)
     if job.id not in cache:
         cache[job.id] = await run_in_threadpool(distributions, job, qis)
@@ -133,7 +131,7 @@ async def page(request: Request) -> Response:
         metric=report.get("metric"),
         qis=list((report.get("transformation") or {}).keys()) or qis,
         released=released_node(job, alternatives),
-        levels=job.result.report.get("transformation") or {},
+        levels=result.report.get("transformation") or {},
         bounds=report.get("level_bounds") or {},
         distributions=cache[job.id],
     )
