@@ -505,3 +505,34 @@ def test_the_piece_check_finds_a_changed_noise_value(tmp_path: Path, numbers: Pa
     pq.write_table(data.set_column(0, "a", pa.array(values, pa.string())), part)
     problems = check_masking_pieces(engine, table, tmp_path / "out", ["a"], keep, report, starts)
     assert len(problems) == 1 and "part-3.parquet" in problems[0] and "record 11" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("method", "columns", "parameters"),
+    [("topbot", ["expend"], {"top": 50_000}), ("pram", ["roof"], None)],
+)
+def test_a_csv_input_on_an_engine(
+    tmp_path: Path, method: str, columns: list[str], parameters: dict[str, Any] | None
+) -> None:
+    """sdcMicro's testdata as CSV (its text as written) through the NumPy engine."""
+    source = Path(__file__).resolve().parents[1] / "data" / "sdc" / "testdata.csv"
+    if parameters is None:
+        levels = ["2", "4", "5", "6", "9"]
+        rows = [",".join([lv, *("0.8" if lv == to else "0.05" for to in levels)]) for lv in levels]
+        matrix = tmp_path / "roof.csv"
+        matrix.write_text("\n".join([",".join(["", *levels]), *rows]) + "\n")
+        parameters = {"matrix": str(matrix)}
+    common: dict[str, Any] = {
+        "input": str(source),
+        "method": method,
+        "columns": columns,
+        "parameters": parameters,
+        "seed": 3,
+        "other": "insensitive",
+    }
+    on_engine = run_mask(MaskSettings(**common, output=f"{tmp_path}/release/"))
+    in_memory = run_mask(MaskSettings(**common, output=str(tmp_path / "memory.csv")))
+    pd.testing.assert_frame_equal(
+        read_table(tmp_path / "release"), read_table(tmp_path / "memory.csv")
+    )
+    assert on_engine.report["masking"] == in_memory.report["masking"]
