@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -347,35 +347,6 @@ class RoleSettings(Settings):
     def roles(self) -> Roles:
         """The four settings as one :class:`~anonlab.dataset.Roles`."""
         return roles_of(self)
-
-
-class InMemoryRun(EngineSettings):
-    """The checks of a run that reads its table whole (``mask``, ``suppress``): ``input`` a
-    file path or a SQLAlchemy URL, and an engine run (``engine = "dask"`` or a folder
-    ``output``) refused before any work, ``in_memory_only`` saying why."""
-
-    #: the refusal's first words: the command and why it runs in memory
-    in_memory_only: ClassVar[str]
-
-    @field_validator("input", mode="before", check_fields=False)
-    @classmethod
-    def _source(cls, value: Any) -> Any:
-        if isinstance(value, os.PathLike):
-            return os.fspath(value)
-        if isinstance(value, str):
-            return value
-        raise ValueError("give a file path or a SQLAlchemy URL")
-
-    @model_validator(mode="after")
-    def _in_memory(self) -> Self:
-        """Refuse an engine run (module text of the run)."""
-        if self.engine == "dask" or is_folder_output(getattr(self, "output", None)):
-            raise AnonlabError(
-                f"{self.in_memory_only}: give output as a file (not a folder ending in /) "
-                "and leave engine at 'numpy'",
-                parameter="engine",
-            )
-        return self
 
 
 def roles_of(settings: Any) -> Roles:
