@@ -45,7 +45,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import model_validator
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
 
 Extremes = Literal["mean", "permute"]
@@ -170,8 +170,7 @@ def window_share(
     if r0 is not None:
         variance = float(np.var(middle))
         return float(np.sqrt(2.0 * variance * (1.0 - r0)) / spread)
-    assert k0 is not None
-    return float(np.sqrt(8.0 / 3.0) * k0 * abs(float(np.mean(middle))) / spread)
+    return float(np.sqrt(8.0 / 3.0) * present(k0, "k0") * abs(float(np.mean(middle))) / spread)
 
 
 def _swap_column(

@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from anonlab.errors import AnonlabError
+from anonlab.errors import AnonlabError, present
 from anonlab.ui.forms import OUTPUT_NAMES, text
 from anonlab.ui.jobs import DONE, Job
 from anonlab.ui.pages.explore import quasi_identifiers, read_pair, source_job
@@ -94,8 +94,8 @@ def export_settings(request: Request, job: Job) -> tuple[str, dict[str, Any]]:
             f"run {job.id} applied a report of another session: its settings are in its "
             "report's parameters"
         )
-    assert job.result is not None
-    levels = job.result.report["transformation"]  # the levels the apply run released
+    # the levels the apply run released
+    levels = present(job.result, "the run's result").report["transformation"]
     values = beside(source.values)
     values.pop("alternatives", None)
     values["min_level"] = dict(levels)
@@ -231,7 +231,7 @@ def value_mappings(job: Job) -> Any:
     """Per quasi-identifier, each (original, released) pair of values and its records."""
     import pandas as pd
 
-    assert job.result is not None
+    result = present(job.result, "the run's result")
     original, release = read_pair(job)
     if len(original) != len(release):
         raise AnonlabError(
@@ -239,7 +239,7 @@ def value_mappings(job: Job) -> Any:
             "its values cannot be paired"
         )
     parts = []
-    for column in quasi_identifiers(job.result.report):
+    for column in quasi_identifiers(result.report):
         pairs = pd.DataFrame(
             {
                 "original": original[column].astype(str).to_numpy(),
