@@ -109,7 +109,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
     """
     from anonlab.dataset import Role, without_role
     from anonlab.generalize import model_dataset, resolve_criteria
-    from anonlab.lattice.local import local_recoding, local_release
+    from anonlab.lattice.local import local_release
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import release_risk_report
 
@@ -141,21 +141,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
             source=masked(settings.input),
             read_options=read_options,
         )
-        result = local_recoding(
-            dataset,
-            criteria,
-            settings.suppression,
-            str(settings.metric),
-            gs_factor=settings.gs_factor,
-            aggregate=settings.aggregate,
-            weights=settings.attribute_weights or None,
-            search=settings.search,
-            local_gs_factor=settings.local_gs_factor,
-            iterations=settings.local_iterations,
-            adaption=settings.local_adaption,
-        )
-        if progress is not None:
-            progress("recoding locally", 1, 1)  # one step: the searches report nothing
+        result = recode(dataset, criteria, settings, progress)
         labelled = local_release(dataset, result)
         original = dataset.frame
         dropped = dataset.columns_with(Role.IDENTIFYING)
@@ -282,6 +268,34 @@ def run_local_on_engine(
     return RunResult(report=report, release=release, written=written)
 
 
+def recode(
+    dataset: Dataset,
+    criteria: list[Criterion],
+    settings: GeneralizeSettings,
+    progress: ProgressFn | None,
+) -> LocalRecoding:
+    """ARX's local recoding of ``dataset`` with the settings' parameters (in memory or on an
+    engine's frequency set alike), reported as one progress step."""
+    from anonlab.lattice.local import local_recoding
+
+    result = local_recoding(
+        dataset,
+        criteria,
+        settings.suppression,
+        str(settings.metric),
+        gs_factor=settings.gs_factor,
+        aggregate=settings.aggregate,
+        weights=settings.attribute_weights or None,
+        search=settings.search,
+        local_gs_factor=settings.local_gs_factor,
+        iterations=settings.local_iterations,
+        adaption=settings.local_adaption,
+    )
+    if progress is not None:
+        progress("recoding locally", 1, 1)  # one step: the searches report nothing
+    return result
+
+
 def verify_local(
     original: pd.DataFrame,
     release: pd.DataFrame,
@@ -312,7 +326,6 @@ def _recode_on_engine(
     from contextlib import closing
 
     from anonlab.dataset import Role
-    from anonlab.lattice.local import local_recoding
     from anonlab.lattice.local_pieces import local_plan, write_parts
     from anonlab.lattice.pieces import engine_dataset
 
@@ -325,21 +338,7 @@ def _recode_on_engine(
             source=masked(settings.input),
             progress=progress,
         )
-        result = local_recoding(
-            dataset,
-            criteria,
-            settings.suppression,
-            str(settings.metric),
-            gs_factor=settings.gs_factor,
-            aggregate=settings.aggregate,
-            weights=settings.attribute_weights or None,
-            search=settings.search,
-            local_gs_factor=settings.local_gs_factor,
-            iterations=settings.local_iterations,
-            adaption=settings.local_adaption,
-        )
-        if progress is not None:
-            progress("recoding locally", 1, 1)
+        result = recode(dataset, criteria, settings, progress)
         plan = local_plan(dataset, result, tuple(dataset.columns_with(Role.IDENTIFYING)))
         write_parts(engine, table, plan, folder, dataset.n, progress)
     return dataset, result
