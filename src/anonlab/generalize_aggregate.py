@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -59,8 +60,10 @@ from anonlab.hierarchy import SUPPRESSED
 __all__ = [
     "AGGREGATE_FUNCTIONS",
     "MISSING_RULES",
+    "ClassHistogram",
     "aggregate_classes",
     "check_aggregate_qi",
+    "class_aggregates",
     "java_double_text",
 ]
 
@@ -168,37 +171,22 @@ def _aggregated(
     """One released column: each class's aggregate on its records, ``*`` where suppressed."""
     inverse_codes, uniques = pd.factorize(texts.astype(str))  # numbered as they first appear
     inverse = np.asarray(inverse_codes, dtype=np.int64)
-    distinct = np.asarray(uniques, dtype=object)
-    present = np.array([str(t).strip() != "" for t in distinct], dtype=bool)
-    if function == "mode":
-        numbers = np.array([_number_or_nan(t) for t in distinct], dtype=np.float64)
-        integer = True
-    else:
-        numbers, integer = _numbers(distinct, present, column, function)
-    n_classes = int(classes.max()) + 1 if len(classes) else 0
     keep = ~suppressed
     rows_class = classes[keep]
-    rows_value = inverse[keep]
-    rows_present = present[rows_value]
-    if function in ("mean", "geometric") and missing == "zero":
-        values = np.where(rows_present, numbers[rows_value], 0.0)
-        counted = np.ones(len(rows_class), dtype=bool)
-    elif function in ("median", "mode"):  # a missing value counts, after every number
-        values = np.where(rows_present, numbers[rows_value], math.inf)
-        counted = np.ones(len(rows_class), dtype=bool)
-    else:
-        values = numbers[rows_value]
-        counted = rows_present
-    texts_out = _per_class(
-        function,
-        rows_class[counted],
-        values[counted],
-        rows_value[counted],
-        distinct,
-        numbers,
-        n_classes,
-        integer,
+    n_classes = int(classes.max()) + 1 if len(classes) else 0
+    width = max(len(uniques), 1)
+    pairs, first_row, counts = np.unique(
+        rows_class * width + inverse[keep], return_index=True, return_counts=True
     )
+    histogram = ClassHistogram(
+        distinct=np.asarray(uniques, dtype=object),
+        cls=pairs // width,
+        code=pairs % width,
+        count=np.asarray(counts, dtype=np.int64),
+        first=np.asarray(first_row, dtype=np.int64),
+        n_classes=n_classes,
+    )
+    texts_out = class_aggregates(histogram, function, missing, column)
     labels = [*texts_out, SUPPRESSED]
     codes = np.full(len(classes), len(texts_out), dtype=np.int64)
     codes[keep] = rows_class
@@ -208,78 +196,137 @@ def _aggregated(
     )
 
 
+@dataclass(frozen=True)
+class ClassHistogram:
+    """A column's original values counted by class: what every aggregate is a function of,
+    and what a pass over a table's pieces can count piece by piece and merge
+    (:mod:`anonlab.lattice.aggregate_pieces`).
+
+    ``distinct`` are the column's texts (a missing value ``''``) numbered in the order they
+    first appear in the table, every record counted, the suppressed ones too (ARX's
+    dictionary codes); one entry per (class, value) pair of the records not suppressed:
+    ``cls`` the class (0 .. ``n_classes - 1``), ``code`` the value's number, ``count`` its
+    records in the class and ``first`` a number that orders the pairs of a class as their
+    first records appear in the table (a row number).
+    """
+
+    distinct: NDArray[Any]
+    cls: IntArray
+    code: IntArray
+    count: IntArray
+    first: IntArray
+    n_classes: int
+
+
+def class_aggregates(
+    histogram: ClassHistogram, function: str, missing: str, column: str
+) -> list[str]:
+    """The aggregate of every class of ``histogram`` as text (``''`` for a class with no
+    value counted), by the rules of the module text. The pairs are taken in the order
+    (class, value number), so the result depends on the counts alone, not on the order in
+    which the records were read."""
+    distinct = histogram.distinct
+    present = np.array([str(t).strip() != "" for t in distinct], dtype=bool)
+    order = np.lexsort((histogram.code, histogram.cls))
+    cls, code = histogram.cls[order], histogram.code[order]
+    count, first = histogram.count[order], histogram.first[order]
+    n_classes = histogram.n_classes
+    if function == "mode":
+        return _modes(cls, code, count, first, distinct, n_classes)
+    numbers, integer = _numbers(distinct, present, column, function)
+    pair_present = present[code] if len(code) else np.zeros(0, dtype=bool)
+    if function in ("mean", "geometric") and missing == "zero":
+        values = np.where(pair_present, numbers[code], 0.0)
+        counted = np.ones(len(cls), dtype=bool)
+    elif function == "median":  # a missing value counts, after every number
+        values = np.where(pair_present, numbers[code], math.inf)
+        counted = np.ones(len(cls), dtype=bool)
+    else:
+        values = numbers[code]
+        counted = pair_present
+    return _per_class(function, cls[counted], values[counted], count[counted], n_classes, integer)
+
+
 def _per_class(
     function: str,
     cls: IntArray,
     values: FloatArray,
-    value_codes: IntArray,
-    distinct: NDArray[Any],
-    numbers: FloatArray,
+    weights: IntArray,
     n_classes: int,
     integer: bool,
 ) -> list[str]:
-    """The aggregate of every class as text (``''`` for a class with no value counted)."""
-    counts = np.bincount(cls, minlength=n_classes)
+    """The aggregate of every class as text (``''`` for a class with no value counted):
+    ``values`` each counted ``weights`` times in class ``cls``."""
+    counts = np.rint(np.bincount(cls, weights=weights, minlength=n_classes)).astype(np.int64)
     out = [""] * n_classes
+    w = weights.astype(np.float64)
     if function == "mean":
-        first = np.bincount(cls, weights=values, minlength=n_classes) / np.maximum(counts, 1)
-        correction = np.bincount(cls, weights=values - first[cls], minlength=n_classes)
+        first = np.bincount(cls, weights=w * values, minlength=n_classes) / np.maximum(counts, 1)
+        correction = np.bincount(cls, weights=w * (values - first[cls]), minlength=n_classes)
         mean = first + correction / np.maximum(counts, 1)
         return [
             _number_text(float(m), integer) if c else "" for m, c in zip(mean, counts, strict=True)
         ]
     if function == "geometric":
         logs = np.log(values + 1.0)
-        sums = np.bincount(cls, weights=logs, minlength=n_classes)
+        sums = np.bincount(cls, weights=w * logs, minlength=n_classes)
         geo = np.exp(sums / np.maximum(counts, 1)) - 1.0
         return [
             _number_text(float(g), integer) if c else "" for g, c in zip(geo, counts, strict=True)
         ]
     order = np.lexsort((values, cls))
     cls_sorted, values_sorted = cls[order], values[order]
+    ends = np.cumsum(weights[order])  # records up to and including each pair, all classes
     starts = np.searchsorted(cls_sorted, np.arange(n_classes), side="left")
+    stops = np.searchsorted(cls_sorted, np.arange(n_classes), side="right")
+    before = np.concatenate([[0], ends])[starts]  # records of the classes before
     if function == "interval":
         for c in np.flatnonzero(counts):
             lo = float(values_sorted[starts[c]])
-            hi = float(values_sorted[starts[c] + counts[c] - 1])
+            hi = float(values_sorted[stops[c] - 1])
             out[c] = f"[{_number_text(lo, integer)}, {_number_text(hi, integer)}]"
         return out
-    if function == "median":
-        for c in np.flatnonzero(counts):
-            n, at = int(counts[c]), int(starts[c])
-            if n % 2:
-                middle = float(values_sorted[at + n // 2])
-            else:
-                low, high = values_sorted[at + n // 2 - 1], values_sorted[at + n // 2]
-                middle = (float(low) + float(high)) / 2.0
-            out[c] = _number_text(middle, integer) if math.isfinite(middle) else ""
-        return out
-    # mode: the most frequent text; of several, the first in ARX's hash order
-    return _modes(cls, value_codes, distinct, n_classes)
+    for c in np.flatnonzero(counts):  # median
+        n = int(counts[c])
+        ranks = ends[starts[c] : stops[c]] - before[c]  # the class's records up to each pair
+        middle = _nth(values_sorted[starts[c] : stops[c]], ranks, n // 2)
+        if n % 2 == 0:
+            middle = (_nth(values_sorted[starts[c] : stops[c]], ranks, n // 2 - 1) + middle) / 2.0
+        out[c] = _number_text(middle, integer) if math.isfinite(middle) else ""
+    return out
+
+
+def _nth(values: FloatArray, ranks: IntArray, i: int) -> float:
+    """The ``i``-th record's value (0-based) of a class whose sorted ``values`` hold
+    ``ranks`` records up to and including each."""
+    return float(values[int(np.searchsorted(ranks, i, side="right"))])
 
 
 def _modes(
-    cls: IntArray, first_codes: IntArray, distinct: NDArray[Any], n_classes: int
+    cls: IntArray,
+    code: IntArray,
+    count: IntArray,
+    first: IntArray,
+    distinct: NDArray[Any],
+    n_classes: int,
 ) -> list[str]:
-    """Each class's most frequent text (``first_codes``: each record's value numbered in the
-    order of first appearance in the table, ARX's dictionary codes); a tie goes to the value
-    ARX's ``DistributionAggregateFunctionMode`` finds first (:func:`arx_bucket_order`)."""
+    """Each class's most frequent text (``code``: the values numbered in the order of first
+    appearance in the table, ARX's dictionary codes; ``first`` orders a class's values as
+    they first appear in it); a tie goes to the value ARX's
+    ``DistributionAggregateFunctionMode`` finds first (:func:`arx_bucket_order`)."""
     out = [""] * n_classes
-    if len(cls) == 0:
-        return out
-    width = int(first_codes.max()) + 1
-    pair = cls * width + first_codes
-    pairs, first_row, counts = np.unique(pair, return_index=True, return_counts=True)
-    order = np.argsort(first_row, kind="stable")  # each class's values as they first appear
+    order = np.lexsort((first, cls))  # each class's values as they first appear
     per_class: dict[int, list[tuple[int, int]]] = {}
-    for p, n in zip(pairs[order].tolist(), counts[order].tolist(), strict=True):
-        per_class.setdefault(p // width, []).append((p % width, n))
+    for c, v, n in zip(
+        cls[order].tolist(), code[order].tolist(), count[order].tolist(), strict=True
+    ):
+        per_class.setdefault(c, []).append((v, n))
     for c, entries in per_class.items():
         frequency = dict(entries)
         best, top = -1, -1
-        for code in arx_bucket_order([code for code, _ in entries]):
-            if frequency[code] > top:
-                best, top = code, frequency[code]
+        for value in arx_bucket_order([value for value, _ in entries]):
+            if frequency[value] > top:
+                best, top = value, frequency[value]
         out[c] = str(distinct[best])
     return out
 
