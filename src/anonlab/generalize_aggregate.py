@@ -45,8 +45,8 @@ missing (empty).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonlab.engine import kernels
 from anonlab.errors import AnonlabError
 from anonlab.hierarchy import SUPPRESSED
 
@@ -61,10 +62,15 @@ __all__ = [
     "AGGREGATE_FUNCTIONS",
     "MISSING_RULES",
     "ClassHistogram",
+    "PieceCounts",
     "aggregate_classes",
+    "aggregates_on_engine",
     "check_aggregate_qi",
     "class_aggregates",
+    "count_piece",
     "java_double_text",
+    "write_parts",
+    "write_piece",
 ]
 
 #: the aggregate functions by name, with ARX's name of each
@@ -200,7 +206,7 @@ def _aggregated(
 class ClassHistogram:
     """A column's original values counted by class: what every aggregate is a function of,
     and what a pass over a table's pieces can count piece by piece and merge
-    (:mod:`anonlab.lattice.aggregate_pieces`).
+    (:func:`aggregates_on_engine`).
 
     ``distinct`` are the column's texts (a missing value ``''``) numbered in the order they
     first appear in the table, every record counted, the suppressed ones too (ARX's
@@ -431,3 +437,243 @@ def java_double_text(x: float) -> str:
             whole, frac = "0", "0" * (-exponent - 1) + text
         return f"{sign}{whole}.{frac}"
     return f"{sign}{text[0]}.{text[1:] or '0'}E{exponent}"
+
+
+# On an engine's pieces ----------------------------------------------------------------
+#
+# Aggregated quasi-identifiers (``generalize --aggregate-qi``) over an engine's pieces: the
+# same release as :func:`anonlab.generalize_aggregate.aggregate_classes` in memory.
+#
+# Every aggregate is a function of its class's histogram of the column's original values
+# (:class:`anonlab.generalize_aggregate.ClassHistogram`), and histograms add up. So one pass
+# over the pieces (:func:`count_piece`, in piece order) counts, for each record, the pair
+# (class, value): the class is the tuple of the labels the release plan gives the
+# quasi-identifiers (the aggregated one's own label among them when it was generalized too,
+# ARX's clustering), a record with ``*`` in all of them suppressed and left out, as in
+# memory; each pair keeps its count and its first record, each value its first record over
+# all records (the order ARX numbers the values in, which the mode's tie rule needs). The
+# driver merges the pieces' counts (the rows of a piece numbered after those of the pieces
+# before it), computes every class's aggregate once with the in-memory code
+# (:func:`anonlab.generalize_aggregate.class_aggregates`), and a second pass
+# (:func:`write_piece`) writes the plan's release with each aggregated column replaced by its
+# class's aggregate (``*`` where suppressed).
+
+ClassKey = tuple[str, ...]
+
+
+@dataclass
+class PieceCounts:
+    """One piece's counts: its ``rows``, and by aggregated column each value's first row
+    (``values``) and each (class, value) pair's ``[count, first row]`` (``pairs``), the rows
+    numbered from 0 in the piece."""
+
+    index: int
+    rows: int = 0
+    values: dict[str, dict[str, int]] = field(default_factory=dict)
+    pairs: dict[str, dict[tuple[ClassKey, str], list[int]]] = field(default_factory=dict)
+
+
+def _label_arrays(batch: Any, plan: Any, where: str) -> list[Any]:
+    """The released labels of the plan's quasi-identifiers in ``batch`` (``*`` in every one
+    for a suppressed record), as the engine writes them (:func:`kernels.release_tables`)."""
+    groups = np.column_stack(
+        [
+            plan.groups_of(j, *kernels.encode_text(batch.column(name)), where=where)
+            for j, name in enumerate(plan.columns)
+        ]
+    )
+    hidden = plan.suppressed_rows(groups)
+    return [plan.label_array(j, groups[:, j], hidden) for j in range(len(plan.columns))]
+
+
+def _class_keys(arrays: Sequence[Any], rows: int) -> tuple[NDArray[np.int64], list[ClassKey]]:
+    """Each row's class (an index into the returned keys, the label tuples)."""
+    if not arrays:
+        return np.zeros(rows, dtype=np.int64), [()]
+    matrix = np.column_stack([np.asarray(a.indices.to_numpy(zero_copy_only=False)) for a in arrays])
+    distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    dictionaries = [a.dictionary.to_pylist() for a in arrays]
+    keys = [
+        tuple(str(dictionaries[j][int(i)]) for j, i in enumerate(row)) for row in distinct.tolist()
+    ]
+    return np.asarray(inverse, dtype=np.int64).reshape(-1), keys
+
+
+def _suppressed(key: ClassKey) -> bool:
+    return len(key) > 0 and all(label == SUPPRESSED for label in key)
+
+
+def count_piece(piece: Any, plan: Any, columns: Sequence[str], batch_rows: int) -> PieceCounts:
+    """Count one piece's (class, value) pairs of every aggregated column (module text)."""
+    counts = PieceCounts(piece.index)
+    for name in columns:
+        counts.values[name] = {}
+        counts.pairs[name] = {}
+    names = list(dict.fromkeys([*plan.columns, *columns]))
+    for batch in piece.batches(names, batch_rows):
+        rows = batch.num_rows
+        inverse, keys = _class_keys(_label_arrays(batch, plan, piece.describe()), rows)
+        kept = np.array([not _suppressed(k) for k in keys], dtype=bool)[inverse]
+        for name in columns:
+            codes, texts = kernels.encode_text(batch.column(name))
+            codes = np.asarray(codes, dtype=np.int64)
+            seen = counts.values[name]
+            _, first_of_code = np.unique(codes, return_index=True)
+            for code, row in zip(np.unique(codes).tolist(), first_of_code.tolist(), strict=True):
+                seen.setdefault(str(texts[code]), counts.rows + int(row))
+            width = max(len(texts), 1)
+            at = np.flatnonzero(kept)
+            pairs, first, number = np.unique(
+                inverse[at] * width + codes[at], return_index=True, return_counts=True
+            )
+            found = counts.pairs[name]
+            for pair, row, n in zip(pairs.tolist(), first.tolist(), number.tolist(), strict=True):
+                entry = (keys[pair // width], str(texts[pair % width]))
+                held = found.get(entry)
+                if held is None:
+                    found[entry] = [int(n), counts.rows + int(at[row])]
+                else:
+                    held[0] += int(n)
+        counts.rows += rows
+    return counts
+
+
+def merged_histograms(
+    pieces: Sequence[PieceCounts], columns: Sequence[str]
+) -> dict[str, tuple[ClassHistogram, list[ClassKey]]]:
+    """By aggregated column, the whole table's histogram (the pieces' counts added, their
+    rows numbered after the pieces before them) and the class keys it numbers."""
+    out: dict[str, tuple[ClassHistogram, list[ClassKey]]] = {}
+    offsets = np.concatenate([[0], np.cumsum([p.rows for p in pieces])]).tolist()
+    for name in columns:
+        first_of_value: dict[str, int] = {}
+        pairs: dict[tuple[ClassKey, str], list[int]] = {}
+        for piece, offset in zip(pieces, offsets, strict=False):
+            for text, row in piece.values[name].items():
+                first_of_value.setdefault(text, offset + row)
+            for entry, (n, row) in piece.pairs[name].items():
+                held = pairs.get(entry)
+                if held is None:
+                    pairs[entry] = [n, offset + row]
+                else:
+                    held[0] += n
+        distinct = sorted(first_of_value, key=first_of_value.__getitem__)
+        code_of = {text: i for i, text in enumerate(distinct)}
+        class_first: dict[ClassKey, int] = {}
+        for (key, _), (_, row) in pairs.items():
+            class_first[key] = min(row, class_first.get(key, row))
+        keys = sorted(class_first, key=class_first.__getitem__)
+        class_of = {key: i for i, key in enumerate(keys)}
+        entries = list(pairs.items())
+        histogram = ClassHistogram(
+            distinct=np.asarray(distinct, dtype=object),
+            cls=np.array([class_of[k] for (k, _), _ in entries], dtype=np.int64),
+            code=np.array([code_of[t] for (_, t), _ in entries], dtype=np.int64),
+            count=np.array([n for _, (n, _) in entries], dtype=np.int64),
+            first=np.array([row for _, (_, row) in entries], dtype=np.int64),
+            n_classes=len(keys),
+        )
+        out[name] = (histogram, keys)
+    return out
+
+
+def aggregates_on_engine(
+    engine: Any,
+    table: Any,
+    plan: Any,
+    aggregate_qi: Mapping[str, str],
+    missing: str = "ignore",
+    progress: Any = None,
+) -> dict[str, dict[ClassKey, str]]:
+    """By aggregated column, each class's aggregate (its key the labels of ``plan``'s
+    quasi-identifiers): one counting pass over ``table``'s pieces, merged, then
+    :func:`class_aggregates` once per column."""
+    from anonlab.engine.base import base_engine
+
+    check_aggregate_qi(aggregate_qi, list(table.column_names), missing)
+    runner = base_engine(engine)
+    columns = list(aggregate_qi)
+    pieces: list[PieceCounts] = runner.map_pieces(
+        table,
+        count_piece,
+        plan,
+        columns,
+        runner.batch_rows,
+        progress=progress,
+        step="counting the aggregated values",
+    )
+    pieces = sorted(pieces, key=lambda p: p.index)
+    out: dict[str, dict[ClassKey, str]] = {}
+    for name, (histogram, keys) in merged_histograms(pieces, columns).items():
+        texts = class_aggregates(histogram, aggregate_qi[name], missing, name)
+        out[name] = dict(zip(keys, texts, strict=True))
+    return out
+
+
+def write_piece(
+    piece: Any,
+    plan: Any,
+    aggregates: Mapping[str, Mapping[ClassKey, str]],
+    folder: str,
+    batch_rows: int,
+) -> int:
+    """Write one piece by ``plan`` (:func:`kernels.release_tables`) with each column of
+    ``aggregates`` replaced by its class's aggregate, ``*`` for a suppressed record (a
+    dictionary array of text); returns the rows written. A class the counting pass did not
+    see is an error (the table changed since)."""
+
+    def tables() -> Iterator[Any]:
+        import pyarrow as pa
+
+        for released in kernels.release_tables(piece, plan, batch_rows, [0]):
+            arrays = [released.column(name).combine_chunks() for name in plan.columns]
+            inverse, keys = _class_keys(arrays, released.num_rows)
+            columns = list(released.column_names)
+            for name, by_class in aggregates.items():
+                texts = []
+                for key in keys:
+                    if _suppressed(key):
+                        texts.append(SUPPRESSED)
+                    elif key in by_class:
+                        texts.append(by_class[key])
+                    else:
+                        raise AnonlabError(
+                            f"input: {piece.describe()} holds a record the first pass did "
+                            "not count: the table changed while it was read; run again",
+                            parameter="input",
+                        )
+                dictionary, remap = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+                column = pa.DictionaryArray.from_arrays(
+                    pa.array(np.asarray(remap, dtype=np.int32).reshape(-1)[inverse]),
+                    pa.array([str(t) for t in dictionary.tolist()], pa.string()),
+                )
+                released = released.set_column(columns.index(name), name, column)
+            yield released
+
+    return int(kernels.write_batches(folder, piece.index, tables()))
+
+
+def write_parts(
+    engine: Any,
+    table: Any,
+    plan: Any,
+    aggregates: Mapping[str, Mapping[ClassKey, str]],
+    folder: str,
+    progress: Any = None,
+) -> int:
+    """Write the release, one Parquet part per piece (:func:`write_piece`); returns the rows
+    written."""
+    from anonlab.engine.base import base_engine
+
+    runner = base_engine(engine)
+    rows: list[int] = runner.map_pieces(
+        table,
+        write_piece,
+        plan,
+        aggregates,
+        folder,
+        runner.batch_rows,
+        progress=progress,
+        step="writing the release",
+    )
+    return sum(rows)
