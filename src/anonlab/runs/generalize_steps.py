@@ -233,11 +233,14 @@ def qi_roles(roles: Mapping[str, Role], settings: GeneralizeSettings) -> dict[st
 
 
 def refuse_aggregate_on_engine(settings: GeneralizeSettings) -> None:
-    """``aggregate_qi`` runs in memory: refused, in one line, with an engine run."""
-    if settings.aggregate_qi and uses_engine(settings):
+    """``aggregate_qi`` on an engine: full-domain generalization writes it there
+    (:func:`anonlab.generalize_aggregate.aggregates_on_engine`); Mondrian and local
+    recoding aggregate in memory, so with an engine run they are refused in one line."""
+    if settings.aggregate_qi and uses_engine(settings) and settings.recoding != "full-domain":
         raise AnonlabError(
-            "aggregate_qi replaces a quasi-identifier by its classes' aggregates in memory: "
-            "the engines do not write them yet; use engine numpy with a file output",
+            f"aggregate_qi with recoding '{settings.recoding}' replaces a quasi-identifier by "
+            "its classes' aggregates in memory: the engines do not write them yet; use "
+            "engine numpy with a file output, or recoding full-domain",
             parameter="aggregate_qi",
         )
 
@@ -355,7 +358,10 @@ class ReleaseCheck:
     the privacy model as settings dicts (for the independent checker);
     ``dropped`` the identifying columns; ``sensitive`` the sensitive columns
     the risk section measures; ``min_levels`` and ``max_levels`` the run's
-    level bounds, which the released levels must respect.
+    level bounds, which the released levels must respect; ``aggregate_qi`` and
+    ``aggregate_missing`` the columns replaced by their classes' aggregates
+    (:func:`anonlab.generalize_aggregate.aggregates_on_engine`; such a release is always
+    read back and checked whole).
     """
 
     plan: ReleasePlan
@@ -368,6 +374,8 @@ class ReleaseCheck:
     sensitive: list[str]
     min_levels: Mapping[str, int] = field(default_factory=dict)
     max_levels: Mapping[str, int] = field(default_factory=dict)
+    aggregate_qi: Mapping[str, str] = field(default_factory=dict)
+    aggregate_missing: str = "ignore"
 
 
 class Checked:
@@ -416,6 +424,7 @@ def write_and_check(
         written = staged.path
     elif (
         isinstance(engine, NumpyEngine)
+        and not expected.aggregate_qi
         and isinstance(target, Path)
         and output_format(target) == "parquet"
     ):
@@ -426,11 +435,18 @@ def write_and_check(
         staged = StagedFolder(Path(scratch.name) / "release")
         written = staged.path
     try:
-        if staged is not None:
+        if staged is not None and expected.aggregate_qi:
+            from anonlab.generalize_aggregate import aggregates_on_engine, write_parts
+
+            aggregates = aggregates_on_engine(
+                engine, table, plan, expected.aggregate_qi, expected.aggregate_missing, progress
+            )
+            write_parts(engine, table, plan, aggregates, str(staged.path), progress)
+        elif staged is not None:
             engine.write_release(table, plan, staged, progress=progress)
         classes = released_classes(base, plan)
         distinct = released_distinct(classes, plan.columns)
-        if expected.records <= IN_MEMORY_ROWS:
+        if expected.records <= IN_MEMORY_ROWS or expected.aggregate_qi:
             release = _check_in_memory(written, settings, expected, hierarchies)
             checked = Checked(_risk(release, settings, expected), distinct, release, classes)
         else:
@@ -475,6 +491,8 @@ def _check_in_memory(
                 expected.limit,
                 min_levels=expected.min_levels,
                 max_levels=expected.max_levels,
+                aggregate_qi=expected.aggregate_qi,
+                aggregate_missing=expected.aggregate_missing,
             ),
         )
     return release
