@@ -303,14 +303,15 @@ def run_on_engine(
     check_engine_settings(settings, file_output=not outputs.is_folder("output"))
     check_engine_model(criteria)
     with outputs:
-        hierarchies = load_hierarchies(settings.qi)
+        searched, _, table_roles = searched_qi(settings)
+        hierarchies = load_hierarchies(searched)
         table = open_table(settings.input, delimiter=settings.delimiter)
         with closing(open_run_engine(settings)) as engine:
             dataset = engine_dataset(
                 engine,
                 table,
                 hierarchies,
-                roles=settings.roles,
+                roles=table_roles,
                 source=masked(settings.input),
                 progress=progress,
             )
@@ -326,6 +327,8 @@ def run_on_engine(
                 sensitive=settings.sensitive,
                 min_levels=settings.min_level,
                 max_levels=settings.max_level,
+                aggregate_qi=settings.aggregate_qi,
+                aggregate_missing=settings.aggregate_missing,
             )
             checked = write_and_check(
                 engine, table, settings, outputs, expected, dataset.base, hierarchies, progress
@@ -337,12 +340,17 @@ def run_on_engine(
             settings.sensitive,
             settings.insensitive,
         )
-        report = generalize_report(settings, result, dataset.roles, settings.verify)
-        report.update(roles_report(dataset.roles, settings.other, by_other))
+        roles = qi_roles(dataset.roles, settings)
+        report = generalize_report(settings, result, roles, settings.verify)
+        report.update(roles_report(roles, settings.other, by_other))
         report["distinct_values"] = {
             q.name: {"original": len(q.values), "released": checked.distinct[q.name]}
             for q in dataset.qis
         }
+        if settings.aggregate_qi and checked.release is not None:  # as in memory
+            report["distinct_values"] = distinct_values(
+                read_input(settings), checked.release, result.transformation
+            )
         report["loss"] = classes_loss(
             checked.classes,
             list(expected.plan.columns),
