@@ -216,3 +216,42 @@ def test_other_recodings_on_an_engine_are_refused_in_one_line(
     with pytest.raises(AnonlabError, match=f"recoding '{recoding}'.*in memory"):
         run_generalize(settings)
     assert not (tmp_path / "release").exists()
+
+
+@pytest.mark.parametrize("function", ["mean", "mode"])
+def test_a_quasi_identifier_aggregated_without_hierarchy_on_each_engine(
+    engine: EngineCase, function: str
+) -> None:
+    """ARX's microaggregation without clustering (``qi = {age = ""}``): ``age`` takes no
+    part in the search and is aggregated in the classes of the other quasi-identifiers."""
+    frame = _small_table()
+    hierarchies = {**_small_hierarchies(engine.workdir / "h"), "age": ""}
+    csv = engine.workdir / "table.csv"
+    frame.to_csv(csv, index=False)
+    parts = engine.parts(frame, "parts")
+    aggregate = {"aggregate_qi": {"age": function}}
+    memory = run_generalize(
+        _settings(
+            str(csv),
+            hierarchies,
+            str(engine.workdir / "m.csv"),
+            engine.workdir / "m.json",
+            **aggregate,
+        )
+    )
+    on_engine = run_generalize(
+        _settings(
+            str(parts),
+            hierarchies,
+            engine.output("release"),
+            engine.workdir / "e.json",
+            **aggregate,
+            **engine.settings,
+        )
+    )
+    written = _texts(read_table(engine.workdir / "release"))
+    expected = _texts(pd.read_csv(engine.workdir / "m.csv", dtype=str, keep_default_na=False))
+    assert written.to_dict("list") == expected.to_dict("list")
+    assert "age" not in on_engine.report["transformation"]
+    assert on_engine.report["roles"] == memory.report["roles"]
+    assert on_engine.report["verified"] is True
