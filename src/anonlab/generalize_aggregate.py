@@ -15,8 +15,11 @@ local recoding, Mondrian (whose numeric range of a partition is then replaced).
 
 The functions (``x_1 .. x_n`` the class's original values that are not missing):
 
-- ``mean``: the arithmetic mean ``m = sum(x_i) / n``, computed as Commons Math's ``Mean``
-  does (two passes: ``m + sum(x_i - m) / n``);
+- ``mean``: the arithmetic mean ``m = sum(x_i) / n``, computed in two passes as Commons
+  Math's weighted ``Mean`` does, over the class's distinct values ``v`` and their counts
+  ``c_v``: ``m = sum(c_v v) / n``, then ``m + sum(c_v (v - m)) / n`` (every function here is
+  computed from such counts, :func:`class_aggregates`, so that an engine's pieces can count
+  them apart and merge them);
 - ``geometric``: ``exp(sum(log(x_i + 1)) / n) - 1`` (ARX shifts every value by 1 so that a
   0 is allowed; values must be above -1);
 - ``median``: the middle value in numeric order, or the mean of the two middle ones when
