@@ -493,8 +493,20 @@ def _class_keys(arrays: Sequence[Any], rows: int) -> tuple[NDArray[np.int64], li
     """Each row's class (an index into the returned keys, the label tuples)."""
     if not arrays:
         return np.zeros(rows, dtype=np.int64), [()]
-    matrix = np.column_stack([np.asarray(a.indices.to_numpy(zero_copy_only=False)) for a in arrays])
-    distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    columns = [np.asarray(a.indices.to_numpy(zero_copy_only=False), np.int64) for a in arrays]
+    radix = [max(len(a.dictionary), 1) for a in arrays]
+    if math.prod(radix) < 2**62:  # each row's indices packed in one number
+        packed = np.zeros(rows, dtype=np.int64)
+        for column, size in zip(columns, radix, strict=True):
+            packed = packed * size + column
+        numbers, inverse = np.unique(packed, return_inverse=True)
+        unpacked = []
+        for size in reversed(radix):
+            unpacked.append(numbers % size)
+            numbers = numbers // size
+        distinct = np.column_stack(unpacked[::-1])
+    else:
+        distinct, inverse = np.unique(np.column_stack(columns), axis=0, return_inverse=True)
     dictionaries = [a.dictionary.to_pylist() for a in arrays]
     keys = [
         tuple(str(dictionaries[j][int(i)]) for j, i in enumerate(row)) for row in distinct.tolist()
