@@ -188,6 +188,33 @@ def test_cli_refusals_are_one_line(tmp_path: Path, folder: Path) -> None:
     )
 
 
+def test_a_missing_matrix_file_is_named_before_any_piece_is_read(
+    tmp_path: Path, folder: Path
+) -> None:
+    missing = tmp_path / "nope.csv"
+    line = assert_refused(
+        [
+            "mask",
+            str(folder),
+            "--method",
+            "pram",
+            "--columns",
+            "region",
+            "--matrix",
+            str(missing),
+            "--seed",
+            "1",
+            "--other",
+            "insensitive",
+            "--output",
+            f"{tmp_path}/out/",
+        ],
+        tmp_path,
+        f"input file '{missing}' does not exist",
+    )
+    assert line.startswith("Error: input file")  # not a piece's location first
+
+
 def test_engine_cli_writes_the_folder(tmp_path: Path, folder: Path) -> None:
     from typer.testing import CliRunner
 

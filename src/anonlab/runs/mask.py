@@ -347,6 +347,7 @@ def _mask_on_engine(
     from anonlab.dataset import roles_report
     from anonlab.engine.base import base_engine
     from anonlab.engine.table import open_table
+    from anonlab.io import read_table
     from anonlab.masking.pieces import mask_pieces
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.runs.common import open_run_engine
@@ -368,6 +369,8 @@ def _mask_on_engine(
         roles, dropped, extra, named = _roles(s, table.column_names, params)
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s, s.columns)
+        for path in _parameter_files(params):  # read here: a bad file is one line, not a piece's
+            read_table(path)
         staged = outputs.stage_folder("output")
         base = base_engine(engine)
         masked = mask_pieces(
