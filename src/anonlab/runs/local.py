@@ -107,7 +107,7 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
     measure its risk; stage the report; rename them all into place. Any error leaves no
     output behind.
     """
-    from anonlab.dataset import Role, without_role
+    from anonlab.dataset import Role
     from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.lattice.local import local_release
     from anonlab.privacy import max_suppressed
@@ -150,38 +150,15 @@ def run_local(settings: GeneralizeSettings, *, progress: ProgressFn | None = Non
         release = aggregated_release(labelled, original, qi, settings)
 
         def check(written: pd.DataFrame) -> None:
-            from anonlab.verify.local import check_local_recoding
-
             if settings.aggregate_qi:  # the searches' labels, then each aggregate
                 check_aggregated(original, written, labelled, qi, settings)
                 written = labelled
-            problems = check_local_recoding(original, written, specs, hierarchies, limit, dropped)
-            if problems:
-                raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+            verify_local(original, written, specs, hierarchies, limit, dropped)
 
         as_written = stage_release(outputs, release, check if settings.verify else None)
         risk = release_risk_report(as_written, settings.sensitive, settings, qi=qi)
-        by_other = without_role(
-            original.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-        )
-        report = local_report(settings, hierarchies)
-        report.update(result.summary(qi))
-        report.update(
-            records=dataset.n,
-            metric=settings.metric,
-            suppression_limit=settings.suppression,
-            roles={c: r.value for c, r in dataset.roles.items()},
-            verified=settings.verify,
-            loss=release_loss(  # of the recoding, before any aggregate
-                labelled if settings.aggregate_qi else as_written, original, hierarchies, qi
-            ),
-        )
-        report.update(roles_report(dataset.roles, settings.other, by_other))
-        report.update(risk)
+        recoded = labelled if settings.aggregate_qi else as_written  # loss before aggregates
+        report = run_report(settings, hierarchies, dataset, result, original, recoded, risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
@@ -203,7 +180,7 @@ def run_local_on_engine(
     import tempfile
     from pathlib import Path
 
-    from anonlab.dataset import Role, without_role
+    from anonlab.dataset import Role
     from anonlab.engine.table import open_table
     from anonlab.io import read_table
     from anonlab.lattice.pieces import check_engine_model
@@ -243,29 +220,48 @@ def run_local_on_engine(
                 scratch.cleanup()
         qi = [q.name for q in dataset.qis]
         risk = release_risk_report(release, settings.sensitive, settings, qi=qi)
-        by_other = without_role(
-            original.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-        )
-        report = local_report(settings, hierarchies)
-        report.update(result.summary(qi))
-        report.update(
-            records=dataset.n,
-            metric=settings.metric,
-            suppression_limit=settings.suppression,
-            roles={c: r.value for c, r in dataset.roles.items()},
-            verified=settings.verify,
-            loss=release_loss(release, original, hierarchies, qi),
-        )
-        report.update(roles_report(dataset.roles, settings.other, by_other))
-        report.update(risk)
+        report = run_report(settings, hierarchies, dataset, result, original, release, risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
+
+
+def run_report(
+    settings: GeneralizeSettings,
+    hierarchies: dict[str, Hierarchy],
+    dataset: Dataset,
+    result: LocalRecoding,
+    original: pd.DataFrame,
+    recoded: pd.DataFrame,
+    risk: dict[str, Any],
+) -> dict[str, Any]:
+    """The report of a local-recoding run, in memory or on an engine alike: the settings,
+    the searches' summary, roles, the loss of ``recoded`` (the release before any aggregate)
+    and the risk section (the caller adds the run time)."""
+    from anonlab.dataset import without_role
+
+    qi = [q.name for q in dataset.qis]
+    by_other = without_role(
+        original.columns,
+        settings.qi,
+        settings.identifying,
+        settings.sensitive,
+        settings.insensitive,
+    )
+    report = local_report(settings, hierarchies)
+    report.update(result.summary(qi))
+    report.update(
+        records=dataset.n,
+        metric=settings.metric,
+        suppression_limit=settings.suppression,
+        roles={c: r.value for c, r in dataset.roles.items()},
+        verified=settings.verify,
+        loss=release_loss(recoded, original, hierarchies, qi),
+    )
+    report.update(roles_report(dataset.roles, settings.other, by_other))
+    report.update(risk)
+    return report
 
 
 def recode(
