@@ -16,13 +16,16 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
 from anonlab.errors import AnonlabError
 from anonlab.io import file_sha256, read_json, read_table
 from anonlab.paths import PathLike, is_url, shown_path
+
+if TYPE_CHECKING:
+    from anonlab.hierarchy import Hierarchy
 
 T = TypeVar("T")
 RELEASING = (
@@ -327,7 +330,6 @@ def _model_tables(
 
 
 def _generalization(ctx: _Context) -> VerifyResult:
-    from anonlab.hierarchy import Hierarchy
     from anonlab.verify.criteria import check_criteria
     from anonlab.verify.generalization import (
         check_generalization,
@@ -370,13 +372,8 @@ def _generalization(ctx: _Context) -> VerifyResult:
         ),
     )
     identifying = _parsed(ctx, lambda: [str(c) for c in source.get("identifying") or []])
-    hierarchies = {}
-    for col, stored in qi_paths.items():
-        if not stored:  # aggregated in the others' classes, not generalized
-            continue
-        found = ctx.stored(stored, f"hierarchy of '{col}'", base)
-        _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
-        hierarchies[col] = Hierarchy.from_csv(found)
+    # a quasi-identifier without a file is aggregated in the others' classes, not generalized
+    hierarchies = _stored_hierarchies(ctx, {c: p for c, p in qi_paths.items() if p}, inputs, base)
     table, (release_path, release) = ctx.read_input(), ctx.read_release()
     original, population = _model_tables(specs, table, ctx.params.get("delimiter"))
     limit = math.floor(suppression * len(original) + 1e-9)
@@ -410,9 +407,7 @@ def _generalization(ctx: _Context) -> VerifyResult:
     summary = ""
     if not findings:
         stars = int((release[qis].astype(str) == "*").all(axis=1).sum())
-        models = ", ".join(
-            s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
-        )
+        models = _models_text(specs)
         summary = (
             f"{ctx.report['command']} release '{release_path}' holds: {len(release)} "
             f"records, every class of the {len(qis)} QIs meets {models}, {stars} "
@@ -547,7 +542,6 @@ def _fusion(ctx: _Context) -> VerifyResult:
 
 def _mondrian(ctx: _Context) -> VerifyResult:
     """A Mondrian release (``generalize --recoding mondrian``): :mod:`anonlab.verify.recoding`."""
-    from anonlab.hierarchy import Hierarchy
     from anonlab.verify.recoding import check_recoding
 
     qi_paths, numeric, specs = _parsed(
@@ -561,13 +555,9 @@ def _mondrian(ctx: _Context) -> VerifyResult:
     identifying = _parsed(ctx, lambda: [str(c) for c in ctx.params.get("identifying") or []])
     inputs = ctx.report.get("inputs") or {}
     ordered = [c for c, p in qi_paths.items() if not p] + numeric
-    hierarchies = {}
-    for col, stored in qi_paths.items():
-        if not stored or col in ordered:
-            continue
-        found = ctx.stored(stored, f"hierarchy of '{col}'")
-        _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
-        hierarchies[col] = Hierarchy.from_csv(found)
+    hierarchies = _stored_hierarchies(
+        ctx, {c: p for c, p in qi_paths.items() if p and c not in ordered}, inputs
+    )
     table, (release_path, release) = ctx.read_input(), ctx.read_release()
     aggregated, _ = _aggregated(ctx)
     findings = check_recoding(
@@ -575,9 +565,7 @@ def _mondrian(ctx: _Context) -> VerifyResult:
     )
     summary = ""
     if not findings:
-        models = ", ".join(
-            s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
-        )
+        models = _models_text(specs)
         summary = (
             f"mondrian release '{release_path}' holds: {len(release)} records, every "
             f"quasi-identifier value covers its original, every class meets {models}, "
@@ -586,12 +574,38 @@ def _mondrian(ctx: _Context) -> VerifyResult:
     return VerifyResult("mondrian", str(release_path), tuple(findings), summary)
 
 
+def _stored_hierarchies(
+    ctx: _Context,
+    paths: dict[str, str],
+    inputs: Mapping[str, Any],
+    base: Path | None = None,
+) -> dict[str, Hierarchy]:
+    """The hierarchy files a report names (``paths``: column -> stored path), each found as
+    :meth:`_Context.stored` finds it and checked against the run's ``inputs`` (the report's
+    ``inputs`` section: each file's hash)."""
+    from anonlab.hierarchy import Hierarchy
+
+    hierarchies = {}
+    for col, stored in paths.items():
+        found = ctx.stored(stored, f"hierarchy of '{col}'", base)
+        _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
+        hierarchies[col] = Hierarchy.from_csv(found)
+    return hierarchies
+
+
+def _models_text(specs: list[dict[str, Any]]) -> str:
+    """The models of a report's criteria, as a summary names them (``k-anonymity, l-diversity
+    on 'disease'``)."""
+    return ", ".join(
+        s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
+    )
+
+
 def _local_recoding(ctx: _Context) -> VerifyResult:
     """A local-recoding release (``generalize --recoding local``): :mod:`anonlab.verify.local`,
     at most ``floor(suppression * n)`` records with ``*`` in every quasi-identifier."""
     import math
 
-    from anonlab.hierarchy import Hierarchy
     from anonlab.verify.local import check_local_recoding
 
     qi_paths, specs, suppression = _parsed(
@@ -604,11 +618,7 @@ def _local_recoding(ctx: _Context) -> VerifyResult:
     )
     identifying = _parsed(ctx, lambda: [str(c) for c in ctx.params.get("identifying") or []])
     inputs = ctx.report.get("inputs") or {}
-    hierarchies = {}
-    for col, stored in qi_paths.items():
-        found = ctx.stored(stored, f"hierarchy of '{col}'")
-        _same_file(found, inputs.get(f"hierarchy:{col}"), f"hierarchy of '{col}'")
-        hierarchies[col] = Hierarchy.from_csv(found)
+    hierarchies = _stored_hierarchies(ctx, qi_paths, inputs)
     table, (release_path, release) = ctx.read_input(), ctx.read_release()
     limit = math.floor(suppression * len(table))
     aggregated, _ = _aggregated(ctx)
@@ -617,9 +627,7 @@ def _local_recoding(ctx: _Context) -> VerifyResult:
     )
     summary = ""
     if not findings:
-        models = ", ".join(
-            s["model"] + (f" on '{s['attribute']}'" if s.get("attribute") else "") for s in specs
-        )
+        models = _models_text(specs)
         summary = (
             f"local-recoding release '{release_path}' holds: {len(release)} records, every "
             f"quasi-identifier value covers its original, every class meets {models}, "
