@@ -71,8 +71,10 @@ def test_wildcard_and_named_hosts_are_refused() -> None:
 def test_a_taken_port_is_one_line() -> None:
     sock = bind("127.0.0.1", 0)
     try:
-        with pytest.raises(AnonlabError, match="choose another --port"):
+        with pytest.raises(AnonlabError, match="choose another") as caught:
             bind("127.0.0.1", sock.getsockname()[1])
+        assert caught.value.parameter == "port"
+        assert caught.value.for_flags().startswith("--port ")  # the CLI names its flag
     finally:
         sock.close()
 

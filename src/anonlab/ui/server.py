@@ -58,7 +58,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise AnonlabError(
-            f"cannot listen on {host}:{port} ({exc.strerror}): choose another --port",
+            f"port {port}: cannot listen on {host}:{port} ({exc.strerror}): choose another",
             parameter="port",
         ) from None
     sock.listen(128)
