@@ -1,9 +1,10 @@
 """The minimum covariance determinant estimator for ``outdect`` (docs/masking.md, Noise).
 
 The MCD of ``n`` records in ``p`` columns is the mean and covariance of the ``h`` records
-whose covariance has the least determinant (Rousseeuw 1984), here ``h = ceil(n / 2)``
+whose covariance has the least determinant (Rousseeuw 1984), by default ``h = ceil(n / 2)``
 (scikit-learn's ``MinCovDet(support_fraction=0.5)``, which anonlab used before; robustbase's
-``covMcd(alpha = 1/2)``, which sdcMicro's ``outdect`` calls, takes ``(n + p + 1) // 2``).
+``covMcd(alpha = 1/2)``, which sdcMicro's ``outdect`` and ``microaggregation(method =
+"rmd")`` call, takes ``(n + p + 1) // 2``, which rmd passes as ``h``).
 :func:`fast_mcd` searches it as FastMCD does (Rousseeuw and Van Driessen 1999, "A fast
 algorithm for the minimum covariance determinant estimator", Technometrics 41(3),
 212-223), every start at once as whole-array steps:
@@ -120,11 +121,15 @@ def _log_det(cov: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
     return out
 
 
-def fast_mcd(x: NDArray[np.float64], rng: np.random.Generator) -> Mcd:
+def fast_mcd(x: NDArray[np.float64], rng: np.random.Generator, *, h: int | None = None) -> Mcd:
     """The reweighted MCD of the records ``x`` (``n x p``, ``n > p + 1``; module text), its
-    random starts drawn from ``rng``."""
+    random starts drawn from ``rng``; ``h`` records in the raw MCD (default ``ceil(n / 2)``;
+    robustbase's ``covMcd`` default is ``(n + p + 1) // 2``)."""
     n, p = x.shape
-    h = -(-n // 2)  # half of the records, rounded up
+    if h is None:
+        h = -(-n // 2)  # half of the records, rounded up
+    if not p < h <= n:
+        raise ValueError(f"h = {h} must be in {p + 1}..{n}")
     scale = max(float(np.mean(np.var(x, axis=0))), 1e-300)
     starts = np.argpartition(rng.random((STARTS, n)), p, axis=1)[:, : p + 1]
     mean, cov = _moments(x, starts)

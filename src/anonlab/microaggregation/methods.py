@@ -56,9 +56,9 @@ RANDOMIZED: tuple[str, ...] = ("rmd",)
 CLUSTERS = 8
 #: CLARA's samples (R's ``clara(samples = 5)``); each of ``40 + 2 * CLUSTERS`` records
 CLARA_SAMPLES = 5
-#: the MCD of rmd is fitted on at most this many records drawn at random (scikit-learn's
-#: search costs about 0.2 ms a record; the centre and scatter of 2,000 records are as
-#: robust, their sampling error small; the masking family's outdect does the same)
+#: the MCD of rmd is fitted on at most this many records drawn at random (the search's
+#: cost grows with the records; the centre and scatter of 2,000 records are as robust,
+#: their sampling error small; the masking family's outdect does the same)
 MCD_ROWS = 2_000
 STEP = "microaggregation: strata done"
 
@@ -125,20 +125,24 @@ def pca_order(x: NDArray[Any]) -> NDArray[np.int64]:
 
 
 def robust_distances(z: NDArray[Any], rng: np.random.Generator) -> NDArray[np.float64]:
-    """Squared Mahalanobis distances of ``z``'s rows from the reweighted MCD (scikit-learn's
-    FastMCD, h = (n + p + 1) / 2 as robustbase's ``covMcd``), fitted on at most
-    :data:`MCD_ROWS` rows drawn from ``rng``; its random subsets are seeded from ``rng``."""
-    from sklearn.covariance import MinCovDet
+    """Squared Mahalanobis distances of ``z``'s rows from the reweighted MCD with ``h = (n + p
+    + 1) // 2`` (robustbase's ``covMcd`` default, which sdcMicro's rmd calls), searched by
+    :func:`anonlab.masking.mcd.fast_mcd` on at most :data:`MCD_ROWS` rows; the rows and the
+    search's random starts are drawn from ``default_rng(s)``, ``s`` the first number drawn
+    from ``rng``. Only the order of the distances matters to rmd, so a constant factor on
+    the covariance (the consistency corrections) changes nothing."""
+    from anonlab.masking.mcd import fast_mcd
 
     n, p = z.shape
     if n <= p + 1:  # no h-subset to search: the classical estimate
         centred = z - z.mean(axis=0)
         cov = centred.T @ centred / max(1, n - 1)
         return np.asarray(np.einsum("ij,ij->i", centred @ np.linalg.pinv(cov), centred))
-    seed = int(rng.integers(0, 2**31 - 1))
-    fit = z if n <= MCD_ROWS else z[rng.choice(n, MCD_ROWS, replace=False)]
-    mcd = MinCovDet(random_state=seed).fit(fit)
-    return np.asarray(mcd.mahalanobis(z), dtype=np.float64)
+    search = np.random.default_rng(int(rng.integers(0, 2**31 - 1)))
+    fit = z if n <= MCD_ROWS else z[search.choice(n, MCD_ROWS, replace=False)]
+    m = fit.shape[0]
+    mcd = fast_mcd(np.asarray(fit, dtype=np.float64), search, h=(m + p + 1) // 2)
+    return mcd.mahalanobis(np.asarray(z, dtype=np.float64))
 
 
 def rmd_order(x: NDArray[Any], k: int, rng: np.random.Generator) -> NDArray[np.int64]:
