@@ -102,8 +102,8 @@ def test_release_equals_sdcmicros_bit_for_bit(case: dict[str, Any], data_dir: Pa
 @pytest.mark.slow
 def test_rmd_matches_sdcmicro_over_seeds(data_dir: Path) -> None:
     """rmd's loss over seeds 1..20: the mean within 3 standard errors of sdcMicro's and
-    within 0.2 % of it (sdcMicro's draws are R's covMcd; anonlab's scikit-learn's). Slow:
-    20 MCD fits, about 10 s CPU."""
+    within 0.2 % of it (sdcMicro's draws are R's covMcd; anonlab's its own FastMCD's).
+    Slow: 20 rmd releases of Tarragona."""
     theirs = np.asarray(FIXTURES["rmd"]["Tarragona"]["sse_sst"])
     frame = _frames(data_dir)["Tarragona"]
     x = frame.to_numpy(dtype=float)
