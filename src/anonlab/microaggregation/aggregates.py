@@ -117,13 +117,30 @@ def ordered_aggregates(
     """Each row of ``ordered`` (n, p), cut into fixed groups (:func:`fixed_labels`), replaced
     by its group's aggregate. ``refined`` takes R's ``mean`` for ``mean`` (sdcMicro's
     one-variable path) instead of ``colMeans``."""
+    n = ordered.shape[0]
+    values = fixed_group_aggregates(ordered, k, aggregate, trim, refined=refined)
+    return np.repeat(values, group_sizes(n, k), axis=0)
+
+
+def group_sizes(n: int, k: int) -> NDArray[np.int64]:
+    """The sizes of the fixed groups of ``n`` ordered records (:func:`fixed_labels`): ``k``
+    each, the last ``k + n mod k``."""
+    sizes = np.full(group_count(n, k), k, dtype=np.int64)
+    sizes[-1] += n % k
+    return sizes
+
+
+def fixed_group_aggregates(
+    ordered: NDArray[Any], k: int, aggregate: str, trim: float = 0.0, *, refined: bool = False
+) -> NDArray[np.float64]:
+    """The aggregate of each fixed group (:func:`fixed_labels`) of ``ordered`` (n, p), by
+    column: one row per group. ``refined`` as in :func:`ordered_aggregates`."""
     n, p = ordered.shape
     groups = group_count(n, k)
     regular = (groups - 1) * k
-    out = np.empty((n, p), dtype=np.float64)
+    out = np.empty((groups, p), dtype=np.float64)
     how, cut = ("trim", 0.0) if refined and aggregate == "mean" else (aggregate, trim)
     if regular:
-        head = aggregate_blocks(ordered[:regular].reshape(groups - 1, k, p), how, cut)
-        out[:regular] = np.repeat(head, k, axis=0)
-    out[regular:] = aggregate_blocks(ordered[regular:][None], how, cut)[0]
+        out[:-1] = aggregate_blocks(ordered[:regular].reshape(groups - 1, k, p), how, cut)
+    out[-1] = aggregate_blocks(ordered[regular:][None], how, cut)[0]
     return out
