@@ -361,7 +361,8 @@ def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
 
     An introsort (about twice as fast as a stable sort on doubles) sorts; then, in each run
     of equal values, the positions are put in ascending order (only the tied values are
-    sorted again).
+    sorted again), and the sorted values follow them (equal values, but ``-0.0`` and
+    ``0.0`` tie: each stays at its row's rank, as in R's ``x[order(x)]``).
     """
     order = np.argsort(xt, axis=1)
     ordered = np.empty_like(xt)
@@ -380,6 +381,8 @@ def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         tied = np.flatnonzero(in_run)
         rows = order[j, tied]
         order[j, tied] = rows[np.lexsort((rows, run[tied]))]
+        # the tied values in that order too: equal, but -0.0 and 0.0 keep their rows' order
+        ordered[j, tied] = xt[j, order[j, tied]]
     return np.asarray(order, dtype=np.int64), np.asarray(ordered, dtype=np.float64)
 
 
