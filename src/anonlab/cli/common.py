@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
@@ -141,11 +141,6 @@ def progress_display(quiet: bool) -> Iterator[ProgressFn | None]:
         yield update
 
 
-OUTPUT_TABLE_HELP = (
-    "With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
-    "the release to, replaced in one transaction (default: none)."
-)
-
 # ---------------------------------------------------------------------------
 # Options that several commands share, each defined once. A command takes one
 # as a parameter's default, e.g. ``delimiter: str | None = DELIMITER``; a
@@ -164,6 +159,9 @@ OVERWRITE = typer.Option(
     "parameters, write to the config's outputs anyway (default: refused; name --output, "
     "--report... instead).",
 )
+
+#: the table a masking command reads (suppress, mask)
+INPUT = typer.Argument(None, help="Table (CSV, Parquet, Excel or URL).")
 
 # how an input table is read (anonlab.runs.common.ReadSettings)
 DELIMITER = typer.Option(
@@ -186,6 +184,12 @@ STORAGE_OPTION = typer.Option(
 )
 
 # the files a run writes besides its release, and what it prints
+OUTPUT_TABLE = typer.Option(
+    None,
+    "--output-table",
+    help="With --output a SQLAlchemy URL (e.g. sqlite:///out.db): the table to write "
+    "the release to, replaced in one transaction (default: none).",
+)
 REPORT = typer.Option(None, "--report", help="JSON report (default: none).")
 HTML = typer.Option(None, "--html", help="Shareable HTML report (default: none).")
 QUIET = typer.Option(False, "--quiet", help="No progress display or summary.")
@@ -311,3 +315,43 @@ def storage_options_of(items: list[str] | None) -> dict[str, Any] | None:
             value = text.strip()
         options[key.strip()] = value
     return options
+
+
+# ---------------------------------------------------------------------------
+# The settings a group of shared flags gives. A command passes its parameters
+# (``locals()``, the flags as Typer gave them) and spreads the result into its
+# settings model's ``load``; a value of ``None`` is "not given" there.
+# ---------------------------------------------------------------------------
+
+
+def read_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The reading settings (:class:`anonlab.runs.common.ReadSettings`) of the flags
+    ``--delimiter``, ``--sheet``, ``--table``, ``--query`` and, for a command that takes it,
+    ``--storage-option``."""
+    out = {name: flags[name] for name in ("delimiter", "sheet", "table", "query")}
+    if "storage_option" in flags:
+        out["storage_options"] = storage_options_of(flags["storage_option"])
+    return out
+
+
+def role_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The roles (:class:`anonlab.runs.common.RoleSettings`) of the flags ``--identifying``,
+    ``--sensitive``, ``--insensitive`` and ``--other``."""
+    return {name: flags[name] for name in ("identifying", "sensitive", "insensitive", "other")}
+
+
+def engine_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a run's passes run (:class:`anonlab.runs.common.EngineSettings`): the flags
+    ``--engine``, ``--scheduler``, ``--workers`` and ``--memory-limit``."""
+    return {name: flags[name] for name in ("engine", "scheduler", "workers", "memory_limit")}
+
+
+def flag_of(flags: Mapping[str, str], name: str) -> str:
+    """How a command spells a library parameter: ``flags``'s entry, else ``--name``."""
+    return flags.get(name, "--" + name.replace("_", "-"))
+
+
+def verified_and_time(report: Mapping[str, Any]) -> str:
+    """The end of a one-line summary: whether the release was verified, and the run time."""
+    verified = "; release verified" if report.get("verified") else ""
+    return f"{verified}; {report['runtime_seconds']:.2f} s"

@@ -120,16 +120,7 @@ def fuse_command(
         insensitive=insensitive,
         other=other,
         verify=verify,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_fuse(settings, progress=progress)

@@ -27,7 +27,7 @@ from anonlab.cli.common import (
     MAX_RISK,
     MEMORY_LIMIT,
     OTHER,
-    OUTPUT_TABLE_HELP,
+    OUTPUT_TABLE,
     OVERWRITE,
     POPULATION,
     QUERY,
@@ -353,7 +353,7 @@ def generalize_command(
         help="Release; its format follows the extension: .parquet, .xlsx, "
         "else CSV (default: none).",
     ),
-    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output_table: str | None = OUTPUT_TABLE,
     report: str | None = REPORT,
     html: str | None = HTML,
     plot: str | None = typer.Option(
@@ -425,16 +425,7 @@ def generalize_command(
         "scheduler": scheduler,
         "workers": workers,
         "memory_limit": memory_limit,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     }
     stale = [] if config is None else stale_outputs(config, overrides)
     if stale:
@@ -636,7 +627,7 @@ def apply_command(
         "else CSV; a folder ending in / receives partitioned Parquet written by the engine "
         "(default: none).",
     ),
-    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output_table: str | None = OUTPUT_TABLE,
     delimiter: str | None = DELIMITER,
     storage_option: list[str] | None = STORAGE_OPTION,
     sheet: str | None = SHEET,
@@ -704,16 +695,7 @@ def apply_command(
         scheduler=scheduler,
         workers=workers,
         memory_limit=memory_limit,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_apply(settings, progress=progress)

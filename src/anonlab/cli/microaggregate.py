@@ -24,7 +24,7 @@ from anonlab.cli.common import (
     MAX_RISK,
     MEMORY_LIMIT,
     OTHER,
-    OUTPUT_TABLE_HELP,
+    OUTPUT_TABLE,
     OVERWRITE,
     POPULATION,
     QUERY,
@@ -282,7 +282,7 @@ def microaggregate_command(
         help="Masked table, format by extension; a folder of Parquet parts "
         "when it ends in / (default: none).",
     ),
-    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output_table: str | None = OUTPUT_TABLE,
     report: str | None = REPORT,
     html: str | None = HTML,
     verify: bool | None = VERIFY,
@@ -334,16 +334,7 @@ def microaggregate_command(
         report=as_text(report),
         html=as_text(html),
         verify=verify,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     )
     if s.output is None and s.report is None and s.html is None:
         raise AnonlabError("nothing to write: give --output, --report and/or --html")
@@ -508,16 +499,7 @@ def tradeoff_command(
     """Pick k by the IL/DR trade-off and the R-U map (see --help for an example)."""
     from anonlab.runs.microaggregate import TradeoffSettings, run_tradeoff
 
-    risk = risk_overrides(
-        attacker_columns=attacker_columns,
-        max_risk=None,
-        fail_on_risk=None,
-        risk_threshold=risk_threshold,
-        population=population,
-        sampling_fraction=sampling_fraction,
-        weights=weights,
-        sensitive_hierarchy=sensitive_hierarchy,
-    )
+    risk = risk_overrides(locals())
     s = TradeoffSettings.load(
         config,
         overwrite=overwrite,

@@ -124,16 +124,7 @@ def party_command(
         timeout=timeout,
         connect_timeout=connect_timeout,
         verify=verify,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     )
     with risk_guard(FLAGS), _warnings_to_stderr(quiet), progress_display(quiet) as progress:
         result = run_party(settings, progress=progress)

@@ -242,16 +242,7 @@ def perturb_command(
     quiet: bool = QUIET,
 ) -> None:
     """Perturb numeric columns for clustering (see --help for an example)."""
-    risk = risk_overrides(
-        attacker_columns=attacker_columns,
-        max_risk=max_risk,
-        fail_on_risk=fail_on_risk,
-        risk_threshold=risk_threshold,
-        population=population,
-        sampling_fraction=sampling_fraction,
-        weights=weights,
-        sensitive_hierarchy=sensitive_hierarchy,
-    )
+    risk = risk_overrides(locals())
     if invert:
         given = {
             "--method": method,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import typer
@@ -53,27 +53,23 @@ def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
     return out
 
 
-def risk_overrides(
-    *,
-    attacker_columns: str | None,
-    max_risk: float | None,
-    fail_on_risk: bool | None,
-    risk_threshold: list[float] | None,
-    population: float | None,
-    sampling_fraction: float | None,
-    weights: str | None,
-    sensitive_hierarchy: list[str] | None,
-) -> dict[str, Any]:
-    """The risk settings the flags give (``None``: not given, the config's value is kept)."""
+def risk_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The risk settings the risk flags give (``None``: not given, the config's value is kept).
+
+    ``flags`` holds the command's parameters (its ``locals()``): ``attacker_columns``,
+    ``max_risk``, ``fail_on_risk``, ``risk_threshold``, ``population``,
+    ``sampling_fraction``, ``weights`` and ``sensitive_hierarchy``; one the command does
+    not take counts as not given.
+    """
     return {
-        "attacker_columns": attacker_columns,
-        "max_risk": max_risk,
-        "fail_on_risk": fail_on_risk,
-        "risk_threshold": risk_threshold or None,
-        "population_size": population,
-        "sampling_fraction": sampling_fraction,
-        "weights": weights,
-        "sensitive_hierarchies": hierarchy_pairs(sensitive_hierarchy),
+        "attacker_columns": flags.get("attacker_columns"),
+        "max_risk": flags.get("max_risk"),
+        "fail_on_risk": flags.get("fail_on_risk"),
+        "risk_threshold": flags.get("risk_threshold") or None,
+        "population_size": flags.get("population"),
+        "sampling_fraction": flags.get("sampling_fraction"),
+        "weights": flags.get("weights"),
+        "sensitive_hierarchies": hierarchy_pairs(flags.get("sensitive_hierarchy")),
     }
 
 

@@ -20,11 +20,12 @@ from anonlab.cli.common import (
     FAIL_ON_RISK,
     HTML,
     IDENTIFYING,
+    INPUT,
     INSENSITIVE,
     MAX_RISK,
     MEMORY_LIMIT,
     OTHER,
-    OUTPUT_TABLE_HELP,
+    OUTPUT_TABLE,
     OVERWRITE,
     POPULATION,
     QUERY,
@@ -80,7 +81,7 @@ def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 @_one_line_errors
 def suppress_command(
-    input: str | None = typer.Argument(None, help="Table (CSV, Parquet, Excel or URL)."),
+    input: str | None = INPUT,
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
@@ -127,7 +128,7 @@ def suppress_command(
     output: str | None = typer.Option(
         None, "--output", help="Release, format by extension; blanks empty (default: none)."
     ),
-    output_table: str | None = typer.Option(None, "--output-table", help=OUTPUT_TABLE_HELP),
+    output_table: str | None = OUTPUT_TABLE,
     report: Path | None = REPORT,
     html: Path | None = HTML,
     verify: bool | None = VERIFY,
@@ -171,16 +172,7 @@ def suppress_command(
         report=as_text(report),
         html=as_text(html),
         verify=verify,
-        **risk_overrides(
-            attacker_columns=attacker_columns,
-            max_risk=max_risk,
-            fail_on_risk=fail_on_risk,
-            risk_threshold=risk_threshold,
-            population=population,
-            sampling_fraction=sampling_fraction,
-            weights=weights,
-            sensitive_hierarchy=sensitive_hierarchy,
-        ),
+        **risk_overrides(locals()),
     )
     if s.output is None and s.output_table is None and s.report is None and s.html is None:
         raise AnonlabError("nothing to write: give --output, --report and/or --html")
