@@ -375,6 +375,8 @@ def run_microaggregate(
     started = time.perf_counter()
     seed = s.seed
     if _by_method(s):
+        if s.method == "onedims" and _microaggregate_on_engine(s):
+            return _run_onedims_on_engine(s, progress=progress, started=started)
         _check_by_method(s)
         if s.method in RANDOMIZED and seed is None:
             seed = _drawn_seed()
@@ -510,7 +512,10 @@ def run_tradeoff(settings: TradeoffSettings, *, progress: ProgressFn | None = No
 
 
 def masked_table(
-    frame: pd.DataFrame, settings: MicroaggregateSettings | TradeoffSettings
+    frame: pd.DataFrame,
+    settings: MicroaggregateSettings | TradeoffSettings,
+    *,
+    allow_constant: bool = False,
 ) -> MicrodataTable:
     """The table model of a run: every column's role, the masked columns encoded.
 
@@ -548,6 +553,7 @@ def masked_table(
         orders=s.orders,
         **roles,
         role_parameters=ROLE_PARAMETERS,
+        allow_constant=allow_constant,
     )
 
 
@@ -665,8 +671,15 @@ def _check_by_method(s: MicroaggregateSettings) -> None:
         else (f"aggr '{s.aggr}'" if s.aggr != "mean" else "MDAV within strata")
     )
     if s.engine != "numpy" or is_folder_output(s.output) or not isinstance(s.input, str):
+        from anonlab.microaggregation.onedims import WHOLE_STRATUM
+
+        why = (
+            f" ({WHOLE_STRATUM}; method 'onedims' runs on the engines)"
+            if s.method not in ("mdav", "onedims")
+            else ""
+        )
         raise AnonlabError(
-            f"{what} runs in memory only: leave engine out and give a file input and a "
+            f"{what} runs in memory only{why}: leave engine out and give a file input and a "
             "file output (not a folder)",
             parameter="engine" if s.engine != "numpy" else "output",
         )
@@ -971,6 +984,208 @@ def _run_microaggregate_on_engine(
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, released if file_output else None, written)
+
+
+def _check_onedims_engine(s: MicroaggregateSettings) -> None:
+    """Refuse, before any work, what ``onedims`` does not do on an engine (or in memory)."""
+    engine = f"engine '{s.engine}'"
+    if s.variant != "exact":
+        raise AnonlabError(
+            f"variant '{s.variant}' is MDAV's: method 'onedims' runs on the whole table "
+            "(leave variant out)",
+            parameter="variant",
+        )
+    if s.nominal or s.ordinal:
+        raise AnonlabError(
+            "nominal and ordinal columns are microaggregated by MDAV with group means only: "
+            "leave them out, or use method 'mdav' without aggr and strata",
+            parameter="nominal" if s.nominal else "ordinal",
+        )
+    if s.seed is not None:
+        raise AnonlabError(
+            "seed applies to method 'rmd' only: method 'onedims' draws no random numbers",
+            parameter="seed",
+        )
+    if s.output_table is not None:
+        raise AnonlabError(
+            f"output_table applies to a database output, which {engine} does "
+            "not write (it writes a folder of Parquet parts): leave "
+            "output_table out",
+            parameter="output_table",
+        )
+    if not is_folder_output(s.output):
+        raise AnonlabError(
+            f"output: {engine} writes the release as a folder of Parquet parts: "
+            "give output as a folder path ending in '/'",
+            parameter="output",
+        )
+
+
+def _run_onedims_on_engine(
+    s: MicroaggregateSettings, *, progress: ProgressFn | None, started: float
+) -> RunResult:
+    """``onedims`` (individual ranking) on an engine, piece by piece
+    (:mod:`anonlab.microaggregation.onedims`; module text, "On an engine"). The columns and
+    roles are decided on the head as in memory (:func:`masked_table`: the strata released
+    as they are); a release of at most :data:`IN_MEMORY_ROWS` records is read back whole
+    and checked by the independent checker as in memory, a larger one column by column."""
+    from anonlab.dataset import Role, roles_report
+    from anonlab.engine.table import open_table
+    from anonlab.microaggregation.onedims import onedims_pieces
+    from anonlab.microaggregation.pieces import head_frame
+    from anonlab.risk.release import check_risk_columns, release_risk_report
+
+    _check_onedims_engine(s)
+    source = file_of(s.input)
+    with (
+        Outputs(
+            {"output": s.output, "report": s.report, "html": s.html},
+            inputs=[source, *s.sensitive_hierarchies.values()],
+            folders=("output",),
+        ) as outputs,
+        closing(open_run_engine(s)) as engine,
+    ):
+        table = open_table(_engine_source(s.input, s), delimiter=s.delimiter)
+        head = masked_table(head_frame(table, HEAD_ROWS), s, allow_constant=True)
+        numeric = list(head.numeric_names)
+        if not numeric:
+            raise AnonlabError("no numeric column to microaggregate", parameter="columns")
+        masked_strata = [c for c in s.strata if c in numeric]
+        if masked_strata:
+            raise AnonlabError(
+                f"strata column '{masked_strata[0]}' is also a masked column: a stratum is "
+                "released as it is",
+                parameter="strata",
+            )
+        dropped = head.columns_with(Role.IDENTIFYING)
+        keep = [c for c in table.column_names if c not in dropped]
+        check_risk_columns(keep, s.sensitive, s)
+        staged = outputs.stage_folder("output")
+        result = onedims_pieces(
+            engine,
+            table,
+            numeric,
+            s.strata,
+            keep,
+            k=s.k,
+            aggr=s.aggr,
+            trim=s.trim,
+            output=staged,
+            progress=progress,
+        )
+        inputs = (
+            _inputs(s)
+            if isinstance(s.input, str)
+            else {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
+        )
+        report = _header("microaggregate", s, inputs, outputs.path("report"))
+        if is_dask_frame(s.input):  # recorded by what it is, not by its value
+            report["parameters"]["input"] = "a Dask DataFrame"
+        report.update(
+            result.report_keys(k=s.k, aggr=s.aggr, trim=s.trim, strata=s.strata, numeric=numeric)
+        )
+        small = result.plan.rows <= IN_MEMORY_ROWS
+        released = _onedims_checked(s, staged.path, numeric, dropped, report, whole=small)
+        report["verified"] = s.verify
+        report["engine"] = {
+            "name": engine.name,
+            "pieces": len(result.piece_rows),
+            "parts": result.summary.parts,
+            "checked": ("whole release" if small else "column by column") if s.verify else None,
+        }
+        report.update(roles_report(head.roles, s.other, head.by_other))
+        if released is not None:
+            report.update(release_risk_report(released, s.sensitive, s))
+        else:
+            report.update(
+                release_risk_report(staged.path, s.sensitive, s, engine=engine, columns=keep)
+            )
+        report["runtime_seconds"] = time.perf_counter() - started
+        stage_report(outputs, report)
+        written = outputs.commit()
+    return RunResult(report, None, written)
+
+
+def _onedims_checked(
+    s: MicroaggregateSettings,
+    folder: Path,
+    numeric: list[str],
+    dropped: list[str],
+    report: dict[str, Any],
+    *,
+    whole: bool,
+) -> pd.DataFrame | None:
+    """The release of ``onedims`` on an engine read back whole (``whole``: as text, as the
+    in-memory run re-reads its release, so -0.0 stays apart from 0.0 for the risk) and
+    checked against the input read whole, its ILh computed as in memory; else checked
+    column by column (with ``verify``). Returns the release read back, or ``None``."""
+    from anonlab.io import read_table
+
+    if not whole:
+        if s.verify:
+            _verify_by_column(s, folder, numeric, report)
+        return None
+    released: pd.DataFrame = read_table(folder, dtype=str, strings="arrow")
+    original = s.input.compute() if is_dask_frame(s.input) else _read(s.input, s)
+    original = original.drop(columns=[c for c in original.columns if str(c) in dropped])
+    original = original.reset_index(drop=True)
+    if s.verify:
+        _verify(original, released, report)
+    report["measures"] = {"ILh": _il_h(original, folder, numeric)}
+    return released
+
+
+def _il_h(original: pd.DataFrame, folder: Path, numeric: list[str]) -> float:
+    """ILh of a release read back whole, computed as the in-memory run computes it (the
+    original's numbers as the table model parses them, the release's doubles as written)."""
+    from anonlab.encoding import numeric_matrix, standardize
+    from anonlab.io import read_table
+    from anonlab.metrics.utility import il_h
+
+    z, mean, std = standardize(numeric_matrix(original, numeric, "table"), numeric)
+    written = read_table(folder, dtype=str, strings="arrow", doubles=numeric)
+    released = written[numeric].to_numpy(dtype=float)
+    return il_h(z, (released - mean) / std)
+
+
+def _verify_by_column(
+    s: MicroaggregateSettings, folder: Path, numeric: list[str], report: Mapping[str, Any]
+) -> None:
+    """The independent checker on a release too large to read back whole: each masked column
+    with the strata, read piece by piece (its groups are formed in that column alone)."""
+    source = _engine_source(s.input, s)
+    for name in numeric:
+        names = [name, *s.strata]
+        _verify(
+            _columns_read(source, names, s),
+            _columns_read(folder, names, s),
+            {**report, "columns": [name]},
+        )
+
+
+def _columns_read(source: Any, names: list[str], s: ReadSettings) -> pd.DataFrame:
+    """``names`` of a table the engine reads (:func:`_engine_source`), piece by piece, as
+    text (each value the text the one reader gives), in the table's order."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from anonlab.engine.kernels import text_column
+    from anonlab.engine.table import open_table
+
+    if is_dask_frame(source):
+        return pd.DataFrame(source[names].compute()).reset_index(drop=True).astype(str)
+    table = open_table(source, delimiter=s.delimiter)
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for piece in table.pieces:
+        for batch in piece.batches(names, 1 << 16):
+            for name in names:
+                columns[name].append(text_column(batch.column(name)).cast(pa.string()))
+    return pd.DataFrame(
+        {
+            name: pd.Series(pa.chunked_array(parts, pa.string()), dtype=pd.ArrowDtype(pa.string()))
+            for name, parts in columns.items()
+        }
+    )
 
 
 def _in_input_order(released: pd.DataFrame, result: RegionsResult) -> pd.DataFrame:
