@@ -13,17 +13,22 @@ uncovered values), together with the hierarchy file or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import typer
 
-from anonlab.cli.common import DELIMITER, QUERY, SHEET, TABLE, as_text, fail, user_errors
+from anonlab.cli.common import (
+    DELIMITER,
+    QUERY,
+    SHEET,
+    TABLE,
+    as_text,
+    fail,
+    read_overrides,
+    user_errors,
+)
 from anonlab.cli.release_risk import warning_lines
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 #: how the library's parameters are spelled on these commands
 FLAGS = {
@@ -61,21 +66,28 @@ SHOW_QUIET = typer.Option(
 )
 
 
-def _errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with these commands' spelling of their parameters."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
+def _build(kind: str, flags: dict[str, Any], **own: Any) -> None:
+    """Run one hierarchy builder, say what it wrote and show it.
 
-
-def _build(kind: str, quiet: bool, **values: Any) -> None:
-    """Run one hierarchy builder with ``values``, say what it wrote and show it."""
+    ``flags`` is the builder command's parameters (its ``locals()``): the flags every
+    builder takes (input, ``--column``, ``--output``, reading, ``--quiet``, ``--report``);
+    ``own`` the builder's own settings.
+    """
     from anonlab.paths import shown_path
     from anonlab.runs.hierarchy import HIERARCHY_BUILDERS, run_hierarchy
 
-    settings = HIERARCHY_BUILDERS[kind].load(None, **values)
+    settings = HIERARCHY_BUILDERS[kind].load(
+        None,
+        input=flags["input"],
+        column=flags["column"],
+        output=str(flags["output"]),
+        **read_overrides(flags),
+        report=as_text(flags["report"]),
+        **own,
+    )
     with warning_lines(FLAGS):
         result = run_hierarchy(settings)
-        if not quiet:
+        if not flags["quiet"]:
             out = result.report
             print(
                 f"wrote {shown_path(settings.output)}: {kind} hierarchy of '{out['column']}', "
@@ -103,7 +115,7 @@ def _print_view(view: dict[str, Any]) -> None:
 
 
 @hierarchy_app.command("interval")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_interval(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Numeric column."),
@@ -123,23 +135,11 @@ def hierarchy_interval(
     Example: anonlab hierarchy interval data/adult/adult.csv --delimiter ';'
     --column age --widths 5,10,20 --output out/hierarchy_age.csv
     """
-    _build(
-        "interval",
-        quiet,
-        input=input,
-        column=column,
-        widths=widths,
-        output=str(output),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
-        report=as_text(report),
-    )
+    _build("interval", locals(), widths=widths)
 
 
 @hierarchy_app.command("redaction")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_redaction(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Code column (e.g. ZIP)."),
@@ -157,22 +157,11 @@ def hierarchy_redaction(
     11 levels). Example: anonlab hierarchy redaction examples/census/wage.csv
     --column zip --output out/hierarchy_zip.csv
     """
-    _build(
-        "redaction",
-        quiet,
-        input=input,
-        column=column,
-        output=str(output),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
-        report=as_text(report),
-    )
+    _build("redaction", locals())
 
 
 @hierarchy_app.command("grouping")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_grouping(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Numeric or ordinal column."),
@@ -199,24 +188,11 @@ def hierarchy_grouping(
     education --order '1. < HS Grad,2. HS Grad,3. Some College,4. College
     Grad,5. Advanced Degree' --sizes 1,5 --output out/hierarchy_education.csv
     """
-    _build(
-        "grouping",
-        quiet,
-        input=input,
-        column=column,
-        sizes=sizes,
-        order=order,
-        output=str(output),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
-        report=as_text(report),
-    )
+    _build("grouping", locals(), sizes=sizes, order=order)
 
 
 @hierarchy_app.command("taxonomy")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_taxonomy(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Nominal column."),
@@ -254,24 +230,11 @@ def hierarchy_taxonomy(
             "give the taxonomy as --mapping FILE or as --group LEVEL:LABEL=V1,V2,... "
             "(repeated), not both"
         )
-    _build(
-        "taxonomy",
-        quiet,
-        input=input,
-        column=column,
-        output=str(output),
-        mapping=as_text(mapping),
-        groups=group or None,
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
-        report=as_text(report),
-    )
+    _build("taxonomy", locals(), mapping=as_text(mapping), groups=group or None)
 
 
 @hierarchy_app.command("date")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_date(
     input: str = COLUMN_INPUT,
     column: str = typer.Option(..., "--column", help="Date or date-and-time column."),
@@ -300,24 +263,11 @@ def hierarchy_date(
     Example: anonlab hierarchy date examples/census/wage.csv --column interviewed
     --levels month,year,decade --output out/hierarchy_interviewed.csv
     """
-    _build(
-        "date",
-        quiet,
-        input=input,
-        column=column,
-        output=str(output),
-        levels=levels,
-        date_format=date_format,
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
-        report=as_text(report),
-    )
+    _build("date", locals(), levels=levels, date_format=date_format)
 
 
 @hierarchy_app.command("show")
-@_errors
+@user_errors(flags=FLAGS)
 def hierarchy_show(
     file: Path = typer.Argument(..., help="Hierarchy CSV in the ARX layout."),
     data: str | None = typer.Option(
@@ -351,10 +301,7 @@ def hierarchy_show(
         hierarchy_delimiter=hierarchy_delimiter,
         data=data,
         column=column,
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
+        **read_overrides(locals()),
         report=as_text(report),
     )
     with warning_lines(FLAGS):
