@@ -52,7 +52,8 @@ MICRO_HELP = """Microaggregate a table with MDAV: groups of k..2k-1 records shar
 
 --method onedims|pca|rmd|clustpca|influence runs sdcMicro's other methods on numeric
 columns, --aggr median|trim|onestep releases another aggregate than the mean, and
---strata COL forms the groups within each stratum (in memory, a file output).
+--strata COL forms the groups within each stratum (in memory, a file output; onedims
+also on the engines: --engine dask or a folder output ending in /).
 
 Numeric columns get their group mean, --nominal columns the group mode, --ordinal
 columns the group median: these masked columns are the quasi-identifiers. Every
@@ -357,11 +358,7 @@ def microaggregate_command(
             + f"; prosecutor risk highest {prosecutor['highest']:.4g}, average "
             f"{prosecutor['average']:.4g}"
             + ("; release verified" if out.get("verified") else "")
-            + (
-                f"; {out['engine']['regions']} region(s) on engine {out['engine']['name']}"
-                if "engine" in out
-                else ""
-            )
+            + _engine_text(out.get("engine"))
             + f"; {out['runtime_seconds']:.2f} s"
         )
         if out.get("insensitive_by_other"):
@@ -369,6 +366,15 @@ def microaggregate_command(
                 f"released unchanged (--other insensitive): "
                 f"{', '.join(out['insensitive_by_other'])}"
             )
+
+
+def _engine_text(engine: dict[str, Any] | None) -> str:
+    """The summary line's engine part: MDAV's regions, or the parts of onedims's release."""
+    if engine is None:
+        return ""
+    if "regions" in engine:
+        return f"; {engine['regions']} region(s) on engine {engine['name']}"
+    return f"; {engine['parts']} part(s) on engine {engine['name']}"
 
 
 @_one_line_errors
