@@ -351,6 +351,13 @@ def flag_of(flags: Mapping[str, str], name: str) -> str:
     return flags.get(name, "--" + name.replace("_", "-"))
 
 
+def require_an_output(*outputs: object, give: str = "--output, --report and/or --html") -> None:
+    """Refuse a run that would write nothing: ``outputs`` are its outputs (``None``: not
+    given); the message names the flags to ``give``."""
+    if all(output is None for output in outputs):
+        raise AnonlabError(f"nothing to write: give {give}")
+
+
 def verified_and_time(report: Mapping[str, Any]) -> str:
     """The end of a one-line summary: whether the release was verified, and the run time."""
     verified = "; release verified" if report.get("verified") else ""

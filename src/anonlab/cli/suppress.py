@@ -6,9 +6,7 @@ prints a summary; the run itself is library code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 import typer
 
@@ -41,11 +39,15 @@ from anonlab.cli.common import (
     VERIFY,
     WEIGHTS,
     as_text,
+    engine_overrides,
     progress_display,
+    read_overrides,
+    require_an_output,
+    role_overrides,
     user_errors,
+    verified_and_time,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
-from anonlab.errors import AnonlabError
 
 SUPPRESS_HELP = """Blank single key cells until every combination of the keys is k-anonymous.
 
@@ -69,17 +71,8 @@ anything is written. Example:
 
 FLAGS = {"input": "INPUT", **RISK_FLAGS}
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-
-def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with this command's flag names."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
-
-
-@_one_line_errors
+@user_errors(flags=FLAGS)
 def suppress_command(
     input: str | None = INPUT,
     config: Path | None = CONFIG,
@@ -149,24 +142,15 @@ def suppress_command(
         config,
         overwrite=overwrite,
         input=as_text(input),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
+        **read_overrides(locals()),
         qi=qi,
         k=k,
         importance=importance,
         combs=combs,
         strata=strata,
         alpha=alpha,
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
-        engine=engine,
-        scheduler=scheduler,
-        workers=workers,
-        memory_limit=memory_limit,
+        **role_overrides(locals()),
+        **engine_overrides(locals()),
         output=output,
         output_table=output_table,
         report=as_text(report),
@@ -174,8 +158,7 @@ def suppress_command(
         verify=verify,
         **risk_overrides(locals()),
     )
-    if s.output is None and s.output_table is None and s.report is None and s.html is None:
-        raise AnonlabError("nothing to write: give --output, --report and/or --html")
+    require_an_output(s.output, s.output_table, s.report, s.html)
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         out = run_suppress(s, progress=progress).report
     if not quiet:
@@ -189,8 +172,7 @@ def suppress_command(
             f"{out['records_touched']} of {out['records']} records ({per_key}); "
             f"{len(out['combinations'])} combination(s) k-anonymous"
             + ("" if lowest is None or lowest >= 1 else " (NOT all)")
-            + ("; release verified" if out.get("verified") else "")
-            + f"; {out['runtime_seconds']:.2f} s"
+            + verified_and_time(out)
         )
 
 
