@@ -10,9 +10,8 @@ a method registered in :mod:`anonlab.masking.registry` brings its flags along.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import typer
 
@@ -43,7 +42,11 @@ from anonlab.cli.common import (
     WEIGHTS,
     as_text,
     progress_display,
+    read_overrides,
+    require_an_output,
+    role_overrides,
     user_errors,
+    verified_and_time,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 from anonlab.errors import AnonlabError
@@ -85,15 +88,6 @@ before anything is written. Example:
 
 FLAGS = {"input": "INPUT", **RISK_FLAGS}
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with this command's flag names."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
-
 
 def method_flags(args: list[str]) -> dict[str, Any]:
     """``--name VALUE`` / ``--name=VALUE`` / ``--name`` pairs to parameters (dashes to
@@ -124,7 +118,7 @@ def method_flags(args: list[str]) -> dict[str, Any]:
     return params
 
 
-@_one_line_errors
+@user_errors(flags=FLAGS)
 def mask_command(
     ctx: typer.Context,
     input: str | None = INPUT,
@@ -186,18 +180,12 @@ def mask_command(
         config,
         overwrite=overwrite,
         input=as_text(input),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
+        **read_overrides(locals()),
         method=method,
         columns=columns,
         seed=seed,
         parameters=parameters or None,
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **role_overrides(locals()),
         engine=engine,
         output=output,
         output_table=output_table,
@@ -206,8 +194,7 @@ def mask_command(
         verify=verify,
         **risk_overrides(locals()),
     )
-    if s.output is None and s.output_table is None and s.report is None and s.html is None:
-        raise AnonlabError("nothing to write: give --output, --report and/or --html")
+    require_an_output(s.output, s.output_table, s.report, s.html)
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         out = run_mask(s, progress=progress).report
     if not quiet:
@@ -215,8 +202,7 @@ def mask_command(
             f"mask {out['method']} ({out['sdcmicro']}): {', '.join(out['masked_columns'])} "
             f"of {out['records']} records"
             + (", seed given (kept out of the report)" if out.get("seed_given") else "")
-            + ("; release verified" if out.get("verified") else "")
-            + f"; {out['runtime_seconds']:.2f} s"
+            + verified_and_time(out)
         )
 
 
