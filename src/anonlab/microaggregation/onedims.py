@@ -102,15 +102,34 @@ def _strata_codes(
     return np.asarray(combined, dtype=np.int64).reshape(-1), keys
 
 
+def _first_missing(column: Any) -> int | None:
+    """The first row of ``column`` that is null or empty text, or ``None``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = pc.is_null(column, nan_is_null=pa.types.is_floating(column.type))
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        missing = pc.or_(missing, pc.equal(pc.utf8_trim_whitespace(column), ""))
+    rows = np.flatnonzero(np.asarray(missing.to_numpy(zero_copy_only=False), dtype=bool))
+    return int(rows[0]) if rows.size else None
+
+
 def piece_arrays(
     table: pa.Table, columns: Sequence[str], strata: Sequence[str], where: str
 ) -> PieceArrays:
     """The masked values and the strata of a piece's records (read whole)."""
+    for name in columns:  # a missing value: the in-memory line, not "no number"
+        gap = _first_missing(table.column(name))
+        if gap is not None:
+            raise AnonlabError(
+                f"column '{name}' of {where} has a missing value at row {gap + 1}: fill or "
+                "drop missing values first"
+            )
     x = kernels.numeric_block(table, columns, where)
     negative_zero = (x == 0) & np.signbit(x)
     x = x + 0.0  # -0.0 sorts as 0.0 (a tie); its sign is kept apart
     bad = np.isnan(x)
-    if bad.any():
+    if bad.any():  # a text such as "nan"
         row, j = (int(v) for v in np.argwhere(bad)[0])
         raise AnonlabError(
             f"column '{columns[j]}' of {where} has a missing value (NaN) at row {row + 1}: "
