@@ -290,6 +290,20 @@ def _squared_to(xt: NDArray[Any], medoids: list[int]) -> NDArray[np.float64]:
     return total
 
 
+def _nearest(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Each column's smallest value in ``values`` (clusters, n) and its row, the first of
+    equal ones (``argmin`` and ``min`` down the columns, in one pass over the rows, which
+    costs a third of NumPy's ``argmin(axis=0)`` on a C-ordered array)."""
+    low = values[0].copy()
+    row = np.zeros(values.shape[1], dtype=np.intp)
+    closer = np.empty(values.shape[1], dtype=bool)
+    for c in range(1, values.shape[0]):
+        np.less(values[c], low, out=closer)
+        np.copyto(row, c, where=closer)
+        np.minimum(low, values[c], out=low)
+    return row, low
+
+
 def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """CLARA (Kaufman and Rousseeuw 1990, ch. 3) as R's ``clara(x, 8)`` runs it: each row's
     cluster (0-based) and the medoids' values, one row per cluster.
@@ -316,8 +330,8 @@ def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64
         if tuple(medoids) in seen:  # the same medoids give the same total: not better
             continue
         squares = _squared_to(xt, medoids)
-        nearest = np.argmin(squares, axis=0)  # a sample's assignment: by the squared sums
-        total = float(np.cumsum(np.sqrt(squares.min(axis=0)))[-1])  # row after row
+        nearest, lowest = _nearest(squares)  # a sample's assignment: by the squared sums
+        total = float(np.cumsum(np.sqrt(lowest))[-1])  # row after row
         seen[tuple(medoids)] = total
         if best is None or best_total > total:
             first = np.asarray([np.argmax(nearest == c) for c in range(len(medoids))])
@@ -327,7 +341,7 @@ def clara_labels(x: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64
             best_total = total
             best_squares = squares[by_first]
     medoid_rows = [r - 1 for r in present(best, "the best medoids")]
-    labels = np.argmin(np.sqrt(best_squares), axis=0)  # the final one: by the distances
+    labels = _nearest(np.sqrt(best_squares))[0]  # the final one: by the distances
     labels[medoid_rows] = np.arange(len(medoid_rows))  # a medoid is in its own cluster
     return np.asarray(labels, dtype=np.int64), np.asarray(x[medoid_rows], dtype=np.float64)
 
