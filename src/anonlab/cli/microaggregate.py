@@ -7,9 +7,8 @@ prints a summary; the run itself is library code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import typer
 
@@ -41,8 +40,11 @@ from anonlab.cli.common import (
     VERIFY,
     WEIGHTS,
     as_text,
+    engine_overrides,
     progress_display,
-    storage_options_of,
+    read_overrides,
+    require_an_output,
+    role_overrides,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -221,14 +223,16 @@ EVALUATE_OTHER = typer.Option(
     "nothing.",
 )
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-
-def _one_line_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with this family's flag names."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
+def _column_overrides(flags: dict[str, Any]) -> dict[str, Any]:
+    """The measured columns every command of the family takes: ``--columns``,
+    ``--nominal``, ``--ordinal`` and ``--order`` (``flags``: the command's parameters)."""
+    return {
+        "columns": flags["columns"],
+        "nominal": flags["nominal"],
+        "ordinal": flags["ordinal"],
+        "orders": _orders(flags["order"]),
+    }
 
 
 def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
@@ -246,7 +250,7 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
     return out
 
 
-@_one_line_errors
+@user_errors(flags=FLAGS)
 def microaggregate_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = CONFIG,
@@ -304,19 +308,9 @@ def microaggregate_command(
         config,
         overwrite=overwrite,
         input=as_text(input),
-        delimiter=delimiter,
-        storage_options=storage_options_of(storage_option),
-        sheet=sheet,
-        table=table,
-        query=query,
-        columns=columns,
-        nominal=nominal,
-        ordinal=ordinal,
-        orders=_orders(order),
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **read_overrides(locals()),
+        **_column_overrides(locals()),
+        **role_overrides(locals()),
         k=k,
         method=method,
         aggr=aggr,
@@ -325,10 +319,7 @@ def microaggregate_command(
         seed=seed,
         variant=variant,
         block_size=block_size,
-        workers=workers,
-        engine=engine,
-        scheduler=scheduler,
-        memory_limit=memory_limit,
+        **engine_overrides(locals()),
         region_rows=region_rows,
         output=output,
         output_table=output_table,
@@ -337,8 +328,7 @@ def microaggregate_command(
         verify=verify,
         **risk_overrides(locals()),
     )
-    if s.output is None and s.report is None and s.html is None:
-        raise AnonlabError("nothing to write: give --output, --report and/or --html")
+    require_an_output(s.output, s.report, s.html)
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         out = run_microaggregate(s, progress=progress).report
     if not quiet:
@@ -377,7 +367,7 @@ def _engine_text(engine: dict[str, Any] | None) -> str:
     return f"; {engine['parts']} part(s) on engine {engine['name']}"
 
 
-@_one_line_errors
+@user_errors(flags=FLAGS)
 def evaluate_command(
     original: str | None = typer.Argument(None, help="Original table."),
     masked: str | None = typer.Argument(None, help="Masked table, same rows in the same order."),
@@ -417,26 +407,13 @@ def evaluate_command(
         overwrite=overwrite,
         original=as_text(original),
         masked=as_text(masked),
-        delimiter=delimiter,
-        storage_options=storage_options_of(storage_option),
-        sheet=sheet,
-        table=table,
-        query=query,
-        columns=columns,
-        nominal=nominal,
-        ordinal=ordinal,
-        orders=_orders(order),
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **read_overrides(locals()),
+        **_column_overrides(locals()),
+        **role_overrides(locals()),
         tau=tau,
         gamma=gamma,
         p=p,
-        workers=workers,
-        engine=engine,
-        scheduler=scheduler,
-        memory_limit=memory_limit,
+        **engine_overrides(locals()),
         block_rows=block_rows,
         report=as_text(report),
         html=as_text(html),
@@ -461,7 +438,7 @@ def _print_measures(measures: dict[str, Any]) -> None:
     Console().print(table)
 
 
-@_one_line_errors
+@user_errors(flags=FLAGS)
 def tradeoff_command(
     input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
     config: Path | None = CONFIG,
@@ -510,19 +487,9 @@ def tradeoff_command(
         config,
         overwrite=overwrite,
         input=as_text(input),
-        delimiter=delimiter,
-        storage_options=storage_options_of(storage_option),
-        sheet=sheet,
-        table=table,
-        query=query,
-        columns=columns,
-        nominal=nominal,
-        ordinal=ordinal,
-        orders=_orders(order),
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **read_overrides(locals()),
+        **_column_overrides(locals()),
+        **role_overrides(locals()),
         k=k,
         variant=variant,
         block_size=block_size,
