@@ -61,6 +61,17 @@ region by region in the regions' tasks (groups never cross a region) and its
 risk section measured from the engine's frequency set of the written release
 (:mod:`anonlab.risk.pieces`).
 
+``method = "onedims"`` (individual ranking, any ``aggr``, ``strata``) runs piece by
+piece instead (:func:`_run_onedims_on_engine`,
+:mod:`anonlab.microaggregation.onedims`): the pieces' (stratum, value) counts per column,
+the sorted columns and their groups' aggregates in this process, and every piece's part of
+the release, one part per piece in the input's order: the in-memory release, value for
+value. A release of at most :data:`IN_MEMORY_ROWS` records is read back whole, checked
+and measured (ILh, risk) as in memory; a larger one is checked column by column and its
+risk measured from the engine's frequency set. The other methods (pca, rmd, clustpca,
+influence: they order a stratum's records on all columns at once) and MDAV with another
+aggregate or strata refuse an engine in one line (:func:`_check_by_method`).
+
 In memory, a table of more than ``region_rows`` records masked by the
 scalable variant on numeric columns alone is cut into the same regions
 (:func:`_release_by_regions`): the NumPy engine reads the input as a folder
@@ -255,7 +266,8 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     ``trim`` the share cut off each end, ``onestep``), ``strata`` the columns within whose
     values the groups are formed (released as they are: insensitive unless given another
     role), ``seed`` rmd's (drawn when not given; the report keeps it). Any of these but the
-    defaults runs in memory on numeric columns (docs/em4adom.md, "Other methods").
+    defaults runs in memory on numeric columns (docs/em4adom.md, "Other methods"); method
+    ``onedims`` also on an engine, piece by piece (module text, "On an engine").
     """
 
     path_fields: ClassVar[tuple[str, ...]] = (
