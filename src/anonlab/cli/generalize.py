@@ -9,9 +9,8 @@ checks, computes, verifies and writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import typer
 
@@ -44,9 +43,13 @@ from anonlab.cli.common import (
     VERIFY,
     WEIGHTS,
     as_text,
+    engine_overrides,
     fail,
+    flag_of,
     progress_display,
-    storage_options_of,
+    read_overrides,
+    require_an_output,
+    role_overrides,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -109,9 +112,6 @@ as partitioned Parquet, written part by part (needed with --engine dask):
   --output out/release/ --report out/applied.json
 """
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
 #: how the library's parameters are spelled on these commands
 FLAGS = {
     "input": "the INPUT argument",
@@ -124,6 +124,8 @@ FLAGS = {
     "aggregate_missing": "--aggregate-missing",
     **RISK_FLAGS,
 }
+#: ``apply``'s spelling: its privacy model comes from the report
+APPLY_FLAGS = {**FLAGS, "criteria": "the REPORT's criteria"}
 
 
 ENGINE = typer.Option(
@@ -135,25 +137,7 @@ ENGINE = typer.Option(
 )
 
 
-def _errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with this family's spelling of its parameters."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
-
-
-def _apply_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` for ``apply``, whose privacy model comes from the report."""
-    wrapped: Callable[P, R] = user_errors(
-        func, flags={**FLAGS, "criteria": "the REPORT's criteria"}
-    )
-    return wrapped
-
-
-def _flag(name: str) -> str:
-    return FLAGS.get(name, "--" + name.replace("_", "-"))
-
-
-@_errors
+@user_errors(flags=FLAGS)
 def generalize_command(
     input: str | None = typer.Argument(
         None,
@@ -380,16 +364,9 @@ def generalize_command(
 
     overrides: dict[str, Any] = {
         "input": input,
-        "delimiter": delimiter,
-        "storage_options": storage_options_of(storage_option),
-        "sheet": sheet,
-        "table": table,
-        "query": query,
+        **read_overrides(locals()),
         "qi": parse_qi_flags(qi, bare=recoding == "mondrian" or bool(aggregate_qi)) if qi else None,
-        "identifying": identifying,
-        "sensitive": sensitive,
-        "insensitive": insensitive,
-        "other": other,
+        **role_overrides(locals()),
         "k": k,
         "suppression": suppression,
         "search": search,
@@ -421,10 +398,7 @@ def generalize_command(
         "html": as_text(html),
         "plot": as_text(plot),
         "verify": verify,
-        "engine": engine,
-        "scheduler": scheduler,
-        "workers": workers,
-        "memory_limit": memory_limit,
+        **engine_overrides(locals()),
         **risk_overrides(locals()),
     }
     stale = [] if config is None else stale_outputs(config, overrides)
@@ -432,7 +406,7 @@ def generalize_command(
         raise fail(
             f"input '{input}' replaces the input of config '{config}', whose "
             f"{' and '.join(stale)} are named for that input: give "
-            f"{' and '.join(_flag(n) for n in stale)} for the new input"
+            f"{' and '.join(flag_of(FLAGS, n) for n in stale)} for the new input"
         )
     settings = GeneralizeSettings.load(config, overwrite=overwrite, **overrides)
     if not any((settings.output, settings.report, settings.html, settings.plot)):
@@ -456,20 +430,26 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
     table = Table(title="anonlab generalize", show_header=False)
     if report["command"] == "mondrian":
         _mondrian_rows(table, report)
-        _risk_rows(table, report)
-        table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
-        table.add_row("wrote", ", ".join(str(p) for p in written))
-        table.add_row("time", f"{report['runtime_seconds']:.2f} s")
-        Console().print(table)
-        return
-    if report["command"] == "local-recoding":
+    elif report["command"] == "local-recoding":
         _local_rows(table, report)
-        _risk_rows(table, report)
-        table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
-        table.add_row("wrote", ", ".join(str(p) for p in written))
-        table.add_row("time", f"{report['runtime_seconds']:.2f} s")
-        Console().print(table)
-        return
+    else:
+        _full_domain_rows(table, report)
+    _release_rows(table, report, written)
+    table.add_row("time", f"{report['runtime_seconds']:.2f} s")
+    Console().print(table)
+
+
+def _release_rows(table: Any, report: dict[str, Any], written: list[Path]) -> None:
+    """The rows every summary ends with: the release's risk, whether it was verified, and
+    the files written."""
+    _risk_rows(table, report)
+    table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
+    table.add_row("wrote", ", ".join(str(p) for p in written))
+
+
+def _full_domain_rows(table: Any, report: dict[str, Any]) -> None:
+    """The summary rows of a full-domain release: the transformation, the search, the
+    suppressed records and classes, the privacy models and the loss."""
     table.add_row("transformation", _levels_text(report["transformation"]))
     bounded = _bounded(report)
     if bounded:
@@ -496,11 +476,6 @@ def _print_summary(report: dict[str, Any], written: list[Path]) -> None:
         report.get("information_loss_arx", {}).get(report["metric"])
         or _figure(report["optimum_loss"]),
     )
-    _risk_rows(table, report)
-    table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
-    table.add_row("wrote", ", ".join(str(p) for p in written))
-    table.add_row("time", f"{report['runtime_seconds']:.2f} s")
-    Console().print(table)
 
 
 def _local_rows(table: Any, report: dict[str, Any]) -> None:
@@ -614,7 +589,7 @@ def _risk_rows(table: Any, report: dict[str, Any]) -> None:
         table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
 
 
-@_apply_errors
+@user_errors(flags=APPLY_FLAGS)
 def apply_command(
     report_in: Path = typer.Argument(..., help="JSON report of an earlier generalize run."),
     input: str = typer.Argument(
@@ -666,35 +641,27 @@ def apply_command(
     scheduler: str | None = SCHEDULER,
     workers: int | None = DASK_WORKERS,
     memory_limit: str | None = MEMORY_LIMIT,
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display or summary."),
+    quiet: bool = QUIET,
 ) -> None:
     """Apply a found transformation to another table (see --help for an example)."""
     from anonlab.runs.apply import run_apply
     from anonlab.runs.generalize_settings import ApplySettings, parse_level_flags
 
-    if output is None and report is None and html is None:
-        raise fail("nothing to write: give --output, --report and/or --html")
+    require_an_output(output, report, html)
     settings = ApplySettings.load(
         None,
         report_in=str(report_in),
         input=input,
         output=output,
         output_table=output_table,
-        delimiter=delimiter,
-        storage_options=storage_options_of(storage_option),
-        sheet=sheet,
-        table=table,
-        query=query,
+        **read_overrides(locals()),
         report=as_text(report),
         html=as_text(html),
         verify=verify,
         other=other,
         node=node,
         levels=parse_level_flags(levels, "levels") if levels else None,
-        engine=engine,
-        scheduler=scheduler,
-        workers=workers,
-        memory_limit=memory_limit,
+        **engine_overrides(locals()),
         **risk_overrides(locals()),
     )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
@@ -714,9 +681,7 @@ def _print_applied(report: dict[str, Any], written: list[Path]) -> None:
     for entry in report.get("criteria") or []:
         params = ", ".join(f"{k}={v}" for k, v in entry["parameters"].items())
         table.add_row(entry["model"], f"{params}: {'holds' if entry['satisfied'] else 'FAILS'}")
-    _risk_rows(table, report)
-    table.add_row("verified", "yes" if report["verified"] else "no (--no-verify)")
-    table.add_row("wrote", ", ".join(str(p) for p in written))
+    _release_rows(table, report, written)
     Console().print(table)
 
 
