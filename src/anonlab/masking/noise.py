@@ -467,17 +467,23 @@ def outdect(
 ) -> NDArray[np.float64]:
     """Noise ``N(0, (1.96 sd_j / sqrt(n) noise/100)^2)`` on the outliers only (sdcMicro
     ``addNoise_outdect``; Templ and Meindl 2008); :func:`outliers` names them."""
-    if np.isnan(data).any():
+    # a sum is NaN when a value is (or inf - inf): the exact check only then
+    if not np.isfinite(data.sum()) and np.isnan(data).any():
         raise AnonlabError("noise method outdect needs columns without missing values")
     n = data.shape[0]
     columns = _by_column(data)
     rows = np.flatnonzero(_outliers(data, columns, rng))
     scale = 1.96 * _column_moments(data, columns)[1] / np.sqrt(n) * (noise / 100.0)
     out = data.copy()
-    draws = rng.standard_normal((rows.size, data.shape[1]))
-    draws *= scale
-    for start in range(0, rows.size, _ROW_BLOCK):  # small temporary arrays
-        out[rows[start : start + _ROW_BLOCK]] += draws[start : start + _ROW_BLOCK]
+    # the outliers' normals in record order, a block at a time (the same numbers as one
+    # draw of them all: the generator fills values in turn), added while they are cached
+    draws = np.empty((min(rows.size, _ROW_BLOCK), data.shape[1]))
+    for start in range(0, rows.size, _ROW_BLOCK):
+        block = rows[start : start + _ROW_BLOCK]
+        noise_block = draws[: block.size]
+        rng.standard_normal(out=noise_block)
+        noise_block *= scale
+        out[block] += noise_block
     return out
 
 
