@@ -10,9 +10,8 @@ standard error; ``--fail-on-risk`` turns one into exit code 3.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import typer
 
@@ -43,15 +42,16 @@ from anonlab.cli.common import (
     TABLE,
     WEIGHTS,
     as_text,
+    engine_overrides,
     fail,
+    flag_of,
     progress_display,
+    read_overrides,
+    role_overrides,
     storage_options_of,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 PERTURB_HELP = """Z-score numeric columns and transform them so that distances (and so
 clusters) are kept: obt (pairs/triples, matrices from a seeded library with
@@ -127,17 +127,11 @@ KNOWN = typer.Option(
 )
 
 
-def _errors(func: Callable[P, R]) -> Callable[P, R]:
-    """:func:`user_errors` with this family's spelling of its parameters."""
-    wrapped: Callable[P, R] = user_errors(func, flags=FLAGS)
-    return wrapped
-
-
 def _flag(name: str) -> str:
-    return FLAGS.get(name, "--" + name.replace("_", "-"))
+    return flag_of(FLAGS, name)
 
 
-@_errors
+@user_errors(flags=FLAGS)
 def perturb_command(
     input: str | None = typer.Argument(
         None,
@@ -277,10 +271,7 @@ def perturb_command(
             quiet,
             [flag for flag, value in given.items() if value is not None],
             {
-                "engine": engine,
-                "scheduler": scheduler,
-                "workers": workers,
-                "memory_limit": memory_limit,
+                **engine_overrides(locals()),
                 "storage_options": storage_options_of(storage_option),
             },
         )
@@ -296,11 +287,7 @@ def perturb_command(
         "noise": noise,
         "seed": seed,
         "library": as_text(library),
-        "delimiter": delimiter,
-        "storage_options": storage_options_of(storage_option),
-        "sheet": sheet,
-        "table": table,
-        "query": query,
+        **read_overrides(locals()),
         "output": as_text(output),
         "key": as_text(key),
         "report": as_text(report),
@@ -309,15 +296,9 @@ def perturb_command(
         "clusters": clusters,
         "attack_records": attack_records,
         "verify": verify,
-        "identifying": identifying,
-        "sensitive": sensitive,
-        "insensitive": insensitive,
-        "other": other,
+        **role_overrides(locals()),
         "internal": internal,
-        "engine": engine,
-        "scheduler": scheduler,
-        "workers": workers,
-        "memory_limit": memory_limit,
+        **engine_overrides(locals()),
         **risk,
     }
     if config is not None:
@@ -445,7 +426,7 @@ def _print_perturb(report: dict[str, Any], written: list[Path]) -> None:
     Console().print(table)
 
 
-@_errors
+@user_errors(flags=FLAGS)
 def attack_command(
     original: str | None = typer.Argument(
         None,
@@ -495,17 +476,10 @@ def attack_command(
         sample=as_text(sample),
         seed=seed,
         max_records=max_records,
-        delimiter=delimiter,
-        storage_options=storage_options_of(storage_option),
-        sheet=sheet,
-        table=table,
-        query=query,
+        **read_overrides(locals()),
         report=as_text(report),
         html=as_text(html),
-        identifying=identifying,
-        sensitive=sensitive,
-        insensitive=insensitive,
-        other=other,
+        **role_overrides(locals()),
     )
     with risk_guard(FLAGS), progress_display(quiet) as progress:
         result = run_attack(settings, progress=progress)
