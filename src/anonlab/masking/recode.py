@@ -202,10 +202,12 @@ def _intervals(
         return np.searchsorted(inner, x, side="left"), None
     interval = np.zeros(len(x), dtype=np.int8)
     above_counts = np.empty(len(inner), dtype=np.int64)
+    above = np.empty(len(x), dtype=bool)  # one buffer for every break
+    ones = above.view(np.int8)  # the same bytes as 0 and 1: added without a cast
     for k, b in enumerate(inner):
-        above = x > b  # False for a missing value (NaN)
+        np.greater(x, b, out=above)  # False for a missing value (NaN)
         above_counts[k] = np.count_nonzero(above)
-        interval += above
+        interval += ones
     return interval, above_counts
 
 
