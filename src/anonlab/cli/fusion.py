@@ -54,6 +54,13 @@ Example:
 #: how the library's parameters are spelled on this command
 FLAGS = {"config": "the CONFIG argument", **RISK_FLAGS}
 
+#: the independent check of a fused table (fuse and party)
+VERIFY_TEMPLATES = typer.Option(
+    None,
+    "--verify/--no-verify",
+    help="Re-read the fused table and check every template independently (default: on).",
+)
+
 
 @user_errors(flags=FLAGS)
 def fuse_command(
@@ -97,11 +104,7 @@ def fuse_command(
     sampling_fraction: float | None = SAMPLING_FRACTION,
     weights: str | None = WEIGHTS,
     sensitive_hierarchy: list[str] | None = SENSITIVE_HIERARCHY,
-    verify: bool | None = typer.Option(
-        None,
-        "--verify/--no-verify",
-        help="Re-read the fused table and check every template independently (default: on).",
-    ),
+    verify: bool | None = VERIFY_TEMPLATES,
     quiet: bool = QUIET,
 ) -> None:
     """Fuse providers' tables in one process (see --help for an example)."""
@@ -159,6 +162,14 @@ def risk_rows(table: Any, report: dict[str, Any]) -> None:
         table.add_row("released unchanged", ", ".join(unchanged))
 
 
+def end_rows(table: Any, report: dict[str, Any], seconds: float) -> None:
+    """The rows a fusion summary ends with (fuse and party): the risk figures, whether the
+    fused table was verified, and the run time."""
+    risk_rows(table, report)
+    table.add_row("verified", "yes" if report["verified"] else "no")
+    table.add_row("time", f"{seconds:.2f} s")
+
+
 def _print_summary(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -174,9 +185,7 @@ def _print_summary(report: dict[str, Any]) -> None:
         )
     for note in report["dropped_templates"]:
         table.add_row("dropped", note)
-    risk_rows(table, report)
-    table.add_row("verified", "yes" if report["verified"] else "no")
-    table.add_row("time", f"{report['runtime_seconds']:.2f} s")
+    end_rows(table, report, report["runtime_seconds"])
     Console().print(table)
 
 

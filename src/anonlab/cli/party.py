@@ -25,6 +25,7 @@ from anonlab.cli.common import (
     progress_display,
     user_errors,
 )
+from anonlab.cli.fusion import VERIFY_TEMPLATES, end_rows
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
 from anonlab.errors import AnonlabError
 
@@ -81,11 +82,7 @@ def party_command(
         help="Seconds to wait for the other parties to start, connect and read their data "
         "(default: 300).",
     ),
-    verify: bool | None = typer.Option(
-        None,
-        "--verify/--no-verify",
-        help="Re-read the fused table and check every template independently (default: on).",
-    ),
+    verify: bool | None = VERIFY_TEMPLATES,
     attacker_columns: str | None = ATTACKER_COLUMNS,
     max_risk: float | None = MAX_RISK,
     fail_on_risk: bool | None = FAIL_ON_RISK,
@@ -168,8 +165,6 @@ def _print_summary(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from anonlab.cli.fusion import risk_rows
-
     table = Table(title=f"anonlab party {report['party']} ({report['role']})", show_header=False)
     table.add_row("rounds", str(report["rounds"]))
     table.add_row("secure max", f"{report['secure_max_ms_per_call']:.1f} ms per call")
@@ -178,9 +173,7 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"<{', '.join(row['qid'])}; k={row['k']}>", f"smallest group {row['smallest_group']}"
         )
     table.add_row("bytes sent", ", ".join(f"{p} {b}" for p, b in report["bytes_sent"].items()))
-    risk_rows(table, report)
-    table.add_row("verified", "yes" if report["verified"] else "no")
-    table.add_row("time", f"{report['time_seconds']:.2f} s")
+    end_rows(table, report, report["time_seconds"])
     Console(stderr=True).print(table)
 
 
