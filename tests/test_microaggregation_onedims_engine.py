@@ -308,3 +308,13 @@ def test_a_missing_value_is_refused_as_in_memory(tmp_path: Path, frame: pd.DataF
             MicroaggregateSettings(**_common(source), output=f"{tmp_path / 'release'}/")
         )
     assert not (tmp_path / "release").exists()
+
+
+def test_a_csv_input(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """A CSV file (one piece, its numbers parsed from text) gives the in-memory release."""
+    source = tmp_path / "table.csv"
+    frame.to_csv(source, index=False)
+    memory, on_engine, expected, written = _both(tmp_path, source, {}, aggr="onestep")
+    pd.testing.assert_frame_equal(written, expected)
+    for key in SAME:
+        assert on_engine.report[key] == memory.report[key], key

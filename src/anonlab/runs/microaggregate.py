@@ -1138,7 +1138,10 @@ def _onedims_checked(
             _verify_by_column(s, folder, numeric, report)
         return None
     released: pd.DataFrame = read_table(folder, dtype=str, strings="arrow")
-    original = s.input.compute() if is_dask_frame(s.input) else _read(s.input, s)
+    if is_dask_frame(s.input):
+        original = s.input.compute()
+    else:  # its numbers as Arrow's correctly rounded doubles, as the in-memory run parses them
+        original = read_table(s.input, **s.read_options(), strings="arrow", doubles=numeric)
     original = original.drop(columns=[c for c in original.columns if str(c) in dropped])
     original = original.reset_index(drop=True)
     if s.verify:
