@@ -89,8 +89,9 @@ ROMM_BLOCK: Final = 1024
 MCD_ROWS: Final = 2000
 """Records ``outdect`` fits its robust covariance on (a random subset beyond that)."""
 _ROW_BLOCK: Final = 8192
-"""Records a step of ``outdect``'s additions takes (a whole table's temporary arrays cost
-more in page faults than the additions)."""
+"""Records a step of ``outdect``'s, ``correlated``'s and ``correlated2``'s draws and
+additions takes (a whole table's temporary arrays cost more in page faults than the
+additions)."""
 ROMM_PIECE: Final = 256
 """Records per block beyond :data:`ROMM_BLOCK`: the QR factors of one block cost ``b^3``."""
 
@@ -304,13 +305,24 @@ def correlated(
     so a singular covariance (a constant or collinear column) is allowed.
     """
     columns = _by_column(data)
-    if np.isnan(columns).any():
+    # a sum is NaN when a value is (or inf - inf): the exact check only then
+    if not np.isfinite(columns.sum()) and np.isnan(columns).any():
         columns = columns[:, ~np.isnan(columns).any(axis=0)]
     if columns.shape[1] < 2:
         raise AnonlabError("noise method correlated needs at least 2 complete records")
     cov = np.cov(columns, ddof=1) * (noise / 100.0)
-    root = _psd_root(cov)
-    out: NDArray[np.float64] = data + rng.standard_normal(data.shape) @ root.T
+    root_t = np.ascontiguousarray(_psd_root(cov).T)
+    # z @ root.T + x a block of records at a time: the normals drawn in record order (the
+    # same numbers as one draw of them all), the temporary arrays a block's
+    n, m = data.shape
+    out: NDArray[np.float64] = np.empty(data.shape)
+    draws = np.empty((min(n, _ROW_BLOCK), m))
+    for start in range(0, n, _ROW_BLOCK):
+        stop = min(n, start + _ROW_BLOCK)
+        block = draws[: stop - start]
+        rng.standard_normal(out=block)
+        np.matmul(block, root_t, out=out[start:stop])
+        out[start:stop] += data[start:stop]
     return out
 
 
@@ -334,9 +346,21 @@ def correlated2(
     """
     d1 = np.sqrt(1.0 - delta**2)
     mean, sd = _column_moments(data)
-    out: NDArray[np.float64] = rng.standard_normal(data.shape)
-    out *= delta * sd  # delta * (z sd + (1 - d1)/delta mean) + d1 x
-    out += (1.0 - d1) * mean + d1 * data
+    shift = (1.0 - d1) * mean
+    n, m = data.shape
+    out: NDArray[np.float64] = np.empty(data.shape)
+    kept = np.empty((min(n, _ROW_BLOCK), m))
+    # delta * (z sd + (1 - d1)/delta mean) + d1 x, a block of records at a time (the
+    # normals in record order: the same numbers as one draw of them all)
+    for start in range(0, n, _ROW_BLOCK):
+        stop = min(n, start + _ROW_BLOCK)
+        block = out[start:stop]
+        rng.standard_normal(out=block)
+        block *= delta * sd
+        part = kept[: stop - start]
+        np.multiply(data[start:stop], d1, out=part)
+        part += shift
+        block += part
     return out
 
 
