@@ -115,6 +115,7 @@ FLAGS = {
 }
 
 # this family's own options, shared by its commands
+TABLE_TO_MASK = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL).")
 COLUMNS = typer.Option(
     None,
     "--columns",
@@ -252,7 +253,7 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
 
 @user_errors(flags=FLAGS)
 def microaggregate_command(
-    input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    input: str | None = TABLE_TO_MASK,
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
@@ -440,7 +441,7 @@ def _print_measures(measures: dict[str, Any]) -> None:
 
 @user_errors(flags=FLAGS)
 def tradeoff_command(
-    input: str | None = typer.Argument(None, help="Table to mask (CSV, Parquet, Excel or URL)."),
+    input: str | None = TABLE_TO_MASK,
     config: Path | None = CONFIG,
     overwrite: bool = OVERWRITE,
     delimiter: str | None = DELIMITER,
