@@ -290,6 +290,15 @@ def as_text(value: Path | str | None) -> str | None:
     return None if value is None else str(value)
 
 
+def key_value(item: str) -> tuple[str, str] | None:
+    """A ``KEY=VALUE`` flag's key and value, stripped (``None`` when it has no ``=`` or either
+    side is empty): the caller says what it expected."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        return None
+    return key.strip(), value.strip()
+
+
 def storage_options_of(items: list[str] | None) -> dict[str, Any] | None:
     """``--storage-option KEY=VALUE`` flags as fsspec's options (``None``: none given).
 

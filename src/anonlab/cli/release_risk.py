@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 
+from anonlab.cli.common import key_value
 from anonlab.errors import AnonlabError, AnonlabWarning, ReleaseRiskError
 
 __all__ = ["EXIT_RELEASE_RISK", "RISK_FLAGS", "hierarchy_pairs", "risk_guard", "risk_overrides"]
@@ -42,14 +43,14 @@ def hierarchy_pairs(items: list[str] | None) -> dict[str, str] | None:
         return None
     out: dict[str, str] = {}
     for item in items:
-        column, sep, path = item.partition("=")
-        if not sep or not column.strip() or not path.strip():
+        pair = key_value(item)
+        if pair is None:
             raise AnonlabError(
                 f"sensitive_hierarchies takes COLUMN=FILE (got '{item}'), e.g. "
                 "salary-class=hierarchy_salary.csv",
                 parameter="sensitive_hierarchies",
             )
-        out[column.strip()] = path.strip()
+        out[pair[0]] = pair[1]
     return out
 
 

@@ -28,6 +28,7 @@ from anonlab.cli.common import (
     STORAGE_OPTION,
     TABLE,
     WEIGHTS,
+    key_value,
     storage_options_of,
     user_errors,
 )
@@ -86,13 +87,13 @@ def _hierarchies(items: list[str]) -> dict[str, Path]:
     """``COLUMN=FILE`` items as a mapping."""
     out: dict[str, Path] = {}
     for item in items:
-        column, sep, path = item.partition("=")
-        if not sep or not column.strip() or not path.strip():
+        pair = key_value(item)
+        if pair is None:
             raise AnonlabError(
                 f"--hierarchy takes COLUMN=FILE (got '{item}'), e.g. "
                 "--hierarchy salary-class=hierarchy_salary.csv"
             )
-        out[column.strip()] = Path(path.strip())
+        out[pair[0]] = Path(pair[1])
     return out
 
 
