@@ -41,6 +41,7 @@ from anonlab.cli.common import (
     WEIGHTS,
     as_text,
     engine_overrides,
+    key_value,
     progress_display,
     read_overrides,
     require_an_output,
@@ -242,12 +243,12 @@ def _orders(items: list[str] | None) -> dict[str, list[str]] | None:
         return None
     out: dict[str, list[str]] = {}
     for item in items:
-        col, sep, values = item.partition("=")
-        if not sep or not col.strip() or not values.strip():
+        pair = key_value(item)
+        if pair is None:
             raise AnonlabError(
                 f"--order '{item}' is not COLUMN=v1,v2,...: e.g. --order education=low,middle,high"
             )
-        out[col.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+        out[pair[0]] = [v.strip() for v in pair[1].split(",") if v.strip()]
     return out
 
 
