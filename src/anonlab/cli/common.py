@@ -360,6 +360,23 @@ def flag_of(flags: Mapping[str, str], name: str) -> str:
     return flags.get(name, "--" + name.replace("_", "-"))
 
 
+def figure(value: Any, digits: int = 4) -> str:
+    """A figure of a printed summary to ``digits`` significant digits ('-' when there is none,
+    e.g. no record left); a list (ARX's rank aggregate) item by item."""
+    if isinstance(value, list):
+        return "[" + ", ".join(figure(v, digits) for v in value) + "]"
+    return "-" if value is None else f"{float(value):.{digits}g}"
+
+
+def sensitive_rows(table: Any, risk: Mapping[str, Any]) -> None:
+    """A summary table's rows of the release's sensitive attributes: distinct l and t."""
+    for column, figures in (risk.get("sensitive") or {}).items():
+        table.add_row(
+            f"sensitive '{column}'",
+            f"distinct l {figure(figures['distinct_l'])}, t {figure(figures['t_equal'])}",
+        )
+
+
 def require_an_output(*outputs: object, give: str = "--output, --report and/or --html") -> None:
     """Refuse a run that would write nothing: ``outputs`` are its outputs (``None``: not
     given); the message names the flags to ``give``."""

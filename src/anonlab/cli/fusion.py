@@ -22,7 +22,9 @@ from anonlab.cli.common import (
     SENSITIVE_HIERARCHY,
     WEIGHTS,
     as_text,
+    figure,
     progress_display,
+    sensitive_rows,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -131,11 +133,6 @@ def fuse_command(
         _print_summary(result.report)
 
 
-def _figure(value: Any) -> str:
-    """A risk figure to 4 significant digits ('-' when there is none)."""
-    return "-" if value is None else f"{float(value):.4g}"
-
-
 def risk_rows(table: Any, report: dict[str, Any]) -> None:
     """The release's headline risk figures and its unchanged columns, as summary rows."""
     risk = report.get("risk") or {}
@@ -143,7 +140,7 @@ def risk_rows(table: Any, report: dict[str, Any]) -> None:
     if prosecutor:
         table.add_row(
             "prosecutor risk",
-            f"highest {_figure(prosecutor['highest'])}, average {_figure(prosecutor['average'])}",
+            f"highest {figure(prosecutor['highest'])}, average {figure(prosecutor['average'])}",
         )
     sizes = (risk.get("classes") or {}).get("sizes") or {}
     if risk:
@@ -152,11 +149,7 @@ def risk_rows(table: Any, report: dict[str, Any]) -> None:
             f"{int(sizes.get('1', sizes.get(1, 0))):,} of "
             f"{int(risk['records']):,} on {', '.join(risk['attacker_columns'])}",
         )
-    for column, figures in (risk.get("sensitive") or {}).items():
-        table.add_row(
-            f"sensitive '{column}'",
-            f"distinct l {_figure(figures['distinct_l'])}, t {_figure(figures['t_equal'])}",
-        )
+    sensitive_rows(table, risk)
     unchanged = report.get("released_unchanged")
     if unchanged:
         table.add_row("released unchanged", ", ".join(unchanged))

@@ -45,11 +45,13 @@ from anonlab.cli.common import (
     as_text,
     engine_overrides,
     fail,
+    figure,
     flag_of,
     progress_display,
     read_overrides,
     require_an_output,
     role_overrides,
+    sensitive_rows,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -474,7 +476,7 @@ def _full_domain_rows(table: Any, report: dict[str, Any]) -> None:
     table.add_row(
         report["metric"],
         report.get("information_loss_arx", {}).get(report["metric"])
-        or _figure(report["optimum_loss"]),
+        or figure(report["optimum_loss"]),
     )
 
 
@@ -491,7 +493,7 @@ def _local_rows(table: Any, report: dict[str, Any]) -> None:
     table.add_row("suppressed records", str(report["suppressed_records"]))
     if report.get("not_recoded_because"):
         table.add_row("not recoded locally", str(report["not_recoded_because"]))
-    table.add_row("GCP", _figure(report["loss"]["gcp"]))
+    table.add_row("GCP", figure(report["loss"]["gcp"]))
 
 
 def _mondrian_rows(table: Any, report: dict[str, Any]) -> None:
@@ -547,26 +549,11 @@ def _print_alternatives(report: dict[str, Any]) -> None:
         table.add_row(
             str(entry["node"]),
             f"({vector})",
-            _loss_figure(entry["loss"]),
+            figure(entry["loss"], 5),  # near losses stay apart
             str(entry["suppressed_records"]),
-            _figure(entry["highest_prosecutor_risk"]),
+            figure(entry["highest_prosecutor_risk"]),
         )
     Console().print(table)
-
-
-def _loss_figure(value: Any) -> str:
-    """A loss of the alternatives list, to 5 significant digits (near losses stay apart)."""
-    if isinstance(value, list):
-        return "[" + ", ".join(_loss_figure(v) for v in value) + "]"
-    return "-" if value is None else f"{float(value):.5g}"
-
-
-def _figure(value: Any) -> str:
-    """A figure to 4 significant digits ('-' when there is none, e.g. no record left); a
-    list (ARX's rank aggregate) item by item."""
-    if isinstance(value, list):
-        return "[" + ", ".join(_figure(v) for v in value) + "]"
-    return "-" if value is None else f"{float(value):.4g}"
 
 
 def _risk_rows(table: Any, report: dict[str, Any]) -> None:
@@ -576,15 +563,11 @@ def _risk_rows(table: Any, report: dict[str, Any]) -> None:
     if prosecutor:
         table.add_row(
             "prosecutor risk",
-            f"highest {_figure(prosecutor['highest'])}, average "
-            f"{_figure(prosecutor['average'])} (attacker knows "
+            f"highest {figure(prosecutor['highest'])}, average "
+            f"{figure(prosecutor['average'])} (attacker knows "
             f"{', '.join(risk['attacker_columns'])})",
         )
-    for column, figures in (risk.get("sensitive") or {}).items():
-        table.add_row(
-            f"sensitive '{column}'",
-            f"distinct l {_figure(figures['distinct_l'])}, t {_figure(figures['t_equal'])}",
-        )
+    sensitive_rows(table, risk)
     if report.get("insensitive_by_other"):
         table.add_row("released unchanged (--other)", ", ".join(report["insensitive_by_other"]))
 
