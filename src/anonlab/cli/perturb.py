@@ -48,7 +48,6 @@ from anonlab.cli.common import (
     progress_display,
     read_overrides,
     role_overrides,
-    storage_options_of,
     user_errors,
 )
 from anonlab.cli.release_risk import RISK_FLAGS, risk_guard, risk_overrides
@@ -263,17 +262,10 @@ def perturb_command(
             config,
             key,
             output,
-            delimiter,
-            sheet,
-            table,
-            query,
             verify,
             quiet,
             [flag for flag, value in given.items() if value is not None],
-            {
-                **engine_overrides(locals()),
-                "storage_options": storage_options_of(storage_option),
-            },
+            {**read_overrides(locals()), **engine_overrides(locals())},
         )
         return
     from anonlab.runs.perturb import PerturbSettings, check_input_override, run_perturb
@@ -317,16 +309,13 @@ def _invert(
     config: Path | None,
     key: str | None,
     output: str | None,
-    delimiter: str | None,
-    sheet: str | None,
-    table: str | None,
-    query: str | None,
     verify: bool | None,
     quiet: bool,
     unused: list[str],
-    engine: dict[str, Any],
+    reading: dict[str, Any],
 ) -> None:
-    """``perturb --invert``: restore a release with its key."""
+    """``perturb --invert``: restore a release with its key; ``reading``: how the release is
+    read, and where (the reading and engine flags' settings)."""
     from anonlab.runs.perturb import InvertSettings, run_invert
 
     if unused:
@@ -346,12 +335,8 @@ def _invert(
         input=input,
         key=as_text(key),
         output=as_text(output),
-        delimiter=delimiter,
-        sheet=sheet,
-        table=table,
-        query=query,
         verify=verify,
-        **engine,
+        **reading,
     )
     with progress_display(quiet) as progress:
         result = run_invert(settings, progress=progress)
