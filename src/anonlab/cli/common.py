@@ -5,6 +5,14 @@ defined here once (see the module's option section); a command keeps its own
 option only where its meaning differs (e.g. ``apply --report``, the report of
 that run beside its REPORT argument).
 
+The settings each group of those options gives are read here too
+(:func:`read_overrides`, :func:`role_overrides`, :func:`engine_overrides`; the
+risk flags' in :func:`anonlab.cli.release_risk.risk_overrides`): a command
+hands them its parameters, ``locals()``, and spreads what they return into its
+settings model's ``load``. The pieces of the printed summaries that several
+commands share (:func:`figure`, :func:`sensitive_rows`, :func:`verified_and_time`)
+are here as well.
+
 A sub-command only parses its options, calls the library and writes outputs.
 User errors (:class:`anonlab.errors.AnonlabError`) become one line
 ``Error: <message>`` on standard error and exit code 2.
