@@ -131,16 +131,30 @@ def group_sizes(n: int, k: int) -> NDArray[np.int64]:
 
 
 def fixed_group_aggregates(
-    ordered: NDArray[Any], k: int, aggregate: str, trim: float = 0.0, *, refined: bool = False
+    ordered: NDArray[Any],
+    k: int,
+    aggregate: str,
+    trim: float = 0.0,
+    *,
+    refined: bool = False,
+    transposed: bool = False,
 ) -> NDArray[np.float64]:
     """The aggregate of each fixed group (:func:`fixed_labels`) of ``ordered`` (n, p), by
-    column: one row per group. ``refined`` as in :func:`ordered_aggregates`."""
-    n, p = ordered.shape
+    column: one row per group. ``refined`` as in :func:`ordered_aggregates`.
+    ``transposed``: ``ordered`` is (p, n), one sorted column a row; its groups are then
+    taken as views (no copy), the same values in the same order of summation."""
+    columns = ordered.T if transposed else ordered
+    n, p = columns.shape
     groups = group_count(n, k)
     regular = (groups - 1) * k
     out = np.empty((groups, p), dtype=np.float64)
     how, cut = ("trim", 0.0) if refined and aggregate == "mean" else (aggregate, trim)
     if regular:
-        out[:-1] = aggregate_blocks(ordered[:regular].reshape(groups - 1, k, p), how, cut)
-    out[-1] = aggregate_blocks(ordered[regular:][None], how, cut)[0]
+        blocks = (
+            ordered[:, :regular].reshape(p, groups - 1, k).transpose(1, 2, 0)
+            if transposed
+            else ordered[:regular].reshape(groups - 1, k, p)
+        )
+        out[:-1] = aggregate_blocks(blocks, how, cut)
+    out[-1] = aggregate_blocks(columns[regular:][None], how, cut)[0]
     return out

@@ -43,7 +43,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonlab.errors import AnonlabError, present
-from anonlab.microaggregation.aggregates import AGGREGATES, fixed_labels, ordered_aggregates
+from anonlab.microaggregation.aggregates import (
+    AGGREGATES,
+    fixed_group_aggregates,
+    fixed_labels,
+    group_sizes,
+    ordered_aggregates,
+)
 from anonlab.microaggregation.mdav import EuclideanSpace, k_nearest, mdav_partition
 from anonlab.parameters import check_k
 from anonlab.progress import ProgressFn, report_to
@@ -406,18 +412,21 @@ def onedims_release(
     """Individual ranking: each column sorted (ties by row), cut into fixed groups and
     aggregated on its own. Returns the release and each value's group (n, p).
 
-    The columns are sorted as the rows of the transposed table (contiguous in memory).
+    The columns are sorted as the rows of the transposed table (contiguous in memory), the
+    groups' aggregates taken on those rows, each sorted value's aggregate put back at its
+    row; both results are the transposes of those (p, n) arrays (column-major views).
     """
     xt = np.ascontiguousarray(x.T)
     order, ordered = ranked(xt)
-    values = ordered_aggregates(ordered.T, k, aggr, trim, refined=refined).T
+    values = fixed_group_aggregates(ordered, k, aggr, trim, refined=refined, transposed=True)
+    sizes = group_sizes(x.shape[0], k)
     released = np.empty_like(xt)
     labels = np.empty(xt.shape, dtype=np.int64)
     fixed = fixed_labels(x.shape[0], k)
     for j in range(xt.shape[0]):
-        released[j, order[j]] = values[j]
+        released[j, order[j]] = np.repeat(values[:, j], sizes)
         labels[j, order[j]] = fixed
-    return np.ascontiguousarray(released.T), np.ascontiguousarray(labels.T)
+    return released.T, labels.T
 
 
 def ordered_release(
