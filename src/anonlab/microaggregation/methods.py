@@ -47,7 +47,6 @@ from anonlab.microaggregation.aggregates import (
     AGGREGATES,
     fixed_group_aggregates,
     fixed_labels,
-    group_sizes,
     ordered_aggregates,
 )
 from anonlab.microaggregation.mdav import EuclideanSpace, k_nearest, mdav_partition
@@ -413,19 +412,21 @@ def onedims_release(
     aggregated on its own. Returns the release and each value's group (n, p).
 
     The columns are sorted as the rows of the transposed table (contiguous in memory), the
-    groups' aggregates taken on those rows, each sorted value's aggregate put back at its
-    row; both results are the transposes of those (p, n) arrays (column-major views).
+    groups' aggregates taken on those rows, each row's group put back at its row and its
+    aggregate looked up there; both results are the transposes of those (p, n) arrays
+    (column-major views).
     """
     xt = np.ascontiguousarray(x.T)
     order, ordered = ranked(xt)
-    values = fixed_group_aggregates(ordered, k, aggr, trim, refined=refined, transposed=True)
-    sizes = group_sizes(x.shape[0], k)
+    values = np.ascontiguousarray(
+        fixed_group_aggregates(ordered, k, aggr, trim, refined=refined, transposed=True).T
+    )
     released = np.empty_like(xt)
     labels = np.empty(xt.shape, dtype=np.int64)
     fixed = fixed_labels(x.shape[0], k)
     for j in range(xt.shape[0]):
-        released[j, order[j]] = np.repeat(values[:, j], sizes)
         labels[j, order[j]] = fixed
+        np.take(values[j], labels[j], out=released[j])  # each row's group's aggregate
     return released.T, labels.T
 
 
