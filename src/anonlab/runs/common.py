@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Protocol, Self, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -308,6 +308,55 @@ class EngineSettings(ReadSettings):
                     parameter=name,
                 )
         return self
+
+
+class EngineRelease(Protocol):
+    """The settings of a run whose release an engine may write (:func:`check_engine_io`)."""
+
+    @property
+    def engine(self) -> str: ...
+    @property
+    def input(self) -> Any: ...
+    @property
+    def sheet(self) -> str | None: ...
+    @property
+    def table(self) -> str | None: ...
+    @property
+    def query(self) -> str | None: ...
+    @property
+    def output(self) -> str | None: ...
+    @property
+    def output_table(self) -> str | None: ...
+
+
+def check_engine_io(settings: EngineRelease) -> None:
+    """Refuse, before any work, what the engines do not read or write: a database, an Excel
+    sheet, a query as input; a database table as output."""
+    from anonlab.database import is_database_url, masked
+
+    engine = f"engine '{settings.engine}'"
+    if is_database_url(settings.input):
+        raise AnonlabError(
+            f"input '{masked(settings.input)}' is a database: {engine} reads Parquet files, "
+            "folders and globs and CSV files; export the table to Parquet, or use engine "
+            "'numpy' with a file output",
+            parameter="input",
+        )
+    for name in ("sheet", "table", "query"):
+        if getattr(settings, name) is not None:
+            raise AnonlabError(
+                f"{name} applies to Excel and database inputs, which {engine} does not read: "
+                "leave it out",
+                parameter=name,
+            )
+    if settings.output_table is not None or (
+        settings.output is not None and is_database_url(settings.output)
+    ):
+        raise AnonlabError(
+            f"{engine} writes the release as a folder of Parquet parts, not a database table: "
+            "give a folder (ending in /) as output",
+            parameter="output",
+        )
 
 
 def open_run_engine(settings: EngineSettings) -> Engine:

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from anonlab.database import is_database_url, masked
 from anonlab.errors import AnonlabError, present
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.runs.common import estimated_rows, is_folder_output, stored_path
+from anonlab.runs.common import check_engine_io, estimated_rows, is_folder_output, stored_path
 from anonlab.runs.generalize_settings import TableSettings
 
 if TYPE_CHECKING:
@@ -310,37 +309,16 @@ IN_MEMORY_ROWS = 2_000_000
 
 
 def check_engine_settings(settings: EngineRun, *, file_output: bool = False) -> None:
-    """Refuse, before any work, what the engines do not read or write: a database, an Excel
-    sheet, a query; a release that is not a folder, unless ``file_output`` (a large table
-    on the NumPy engine: :func:`file_through_engine`)."""
-    engine = f"engine '{settings.engine}'"
-    if is_database_url(settings.input):
-        raise AnonlabError(
-            f"input '{masked(settings.input)}' is a database: {engine} reads "
-            "Parquet files, folders and globs and CSV files; export the table "
-            "to Parquet, or use engine 'numpy' with a file output",
-            parameter="input",
-        )
-    for name in ("sheet", "table", "query"):
-        if getattr(settings, name, None) is not None:
-            raise AnonlabError(
-                f"{name} applies to Excel and database inputs, which {engine} "
-                "does not read: leave it out",
-                parameter=name,
-            )
-    if settings.output_table is not None or (
-        settings.output is not None and is_database_url(settings.output)
-    ):
-        raise AnonlabError(
-            f"{engine} writes the release as a folder of Parquet parts, not a "
-            "database table: give a folder as output",
-            parameter="output",
-        )
+    """Refuse, before any work, what the engines do not read or write
+    (:func:`anonlab.runs.common.check_engine_io`: a database, an Excel sheet, a query); a
+    release that is not a folder, unless ``file_output`` (a large table on the NumPy engine:
+    :func:`file_through_engine`)."""
+    check_engine_io(settings)
     if file_output:
         return
     if settings.output is not None and not is_folder_output(settings.output):
         raise AnonlabError(
-            f"output '{settings.output}' is a file, but {engine} writes the "
+            f"output '{settings.output}' is a file, but engine '{settings.engine}' writes the "
             "release as a folder of Parquet parts: end output with '/' "
             f"(e.g. '{Path(settings.output).with_suffix('')}/')",
             parameter="output",

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from anonlab.database import is_database_url, masked
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs, output_target
 from anonlab.progress import ProgressFn
@@ -40,6 +39,7 @@ from anonlab.runs.common import (
     EngineSettings,
     RoleSettings,
     RunResult,
+    check_engine_io,
     input_tables,
     is_folder_output,
     open_run_engine,
@@ -200,7 +200,7 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
     started = time.perf_counter()
     on_engine = uses_engine(s)
     if on_engine:
-        _check_engine_settings(s)
+        check_engine_io(s)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
         inputs=[s.input, *s.sensitive_hierarchies.values()],
@@ -278,32 +278,6 @@ def _roles(
             parameter="strata",
         )
     return dict(roles), dropped, named, insensitive
-
-
-def _check_engine_settings(s: SuppressSettings) -> None:
-    """Refuse, before any work, what the engines do not read or write: a database, an Excel
-    sheet, a query, a database table as output."""
-    engine = f"engine '{s.engine}'"
-    if is_database_url(s.input):
-        raise AnonlabError(
-            f"input '{masked(s.input)}' is a database: {engine} reads Parquet files, folders "
-            "and globs and CSV files; export the table to Parquet, or use engine 'numpy' "
-            "with a file output",
-            parameter="input",
-        )
-    for name in ("sheet", "table", "query"):
-        if getattr(s, name) is not None:
-            raise AnonlabError(
-                f"{name} applies to Excel and database inputs, which {engine} does not read: "
-                "leave it out",
-                parameter=name,
-            )
-    if s.output_table is not None or (s.output is not None and is_database_url(s.output)):
-        raise AnonlabError(
-            f"{engine} writes the release as Parquet parts, not a database table: give a "
-            "folder (ending in /) or a file as output",
-            parameter="output",
-        )
 
 
 def _suppress_on_engine(
