@@ -265,6 +265,7 @@ def test_a_wrong_release_is_refused_and_nothing_written(
         (["--method", "onedims", "--variant", "scalable"], "is MDAV's"),
         (["--method", "onedims", "--strata", "nope"], "strata column 'nope'"),
         (["--method", "onedims", "--k", "300", "--strata", "region"], "the stratum region"),
+        (["--method", "onedims", "--k", "800"], "k = 800 is larger than the table's 700"),
     ],
 )
 def test_refusals_in_one_line(tmp_path: Path, parts: Path, extra: list[str], needle: str) -> None:
@@ -318,3 +319,12 @@ def test_a_csv_input(tmp_path: Path, frame: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(written, expected)
     for key in SAME:
         assert on_engine.report[key] == memory.report[key], key
+
+
+def test_an_empty_part(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """A part without records writes no part of the release; the release is the same."""
+    source = write_parts(frame, tmp_path / "gapped", [0, 100, 100, ROWS])
+    memory, on_engine, expected, written = _both(tmp_path, source, {}, strata=["region"])
+    pd.testing.assert_frame_equal(written, expected)
+    assert on_engine.report["engine"]["pieces"] == 3
+    assert on_engine.report["engine"]["parts"] == 2

@@ -49,6 +49,7 @@ from anonlab.engine import kernels
 from anonlab.engine.base import WriteSummary
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.aggregates import fixed_group_aggregates, group_sizes
+from anonlab.parameters import check_k
 from anonlab.tempfiles import temp_path_for
 
 if TYPE_CHECKING:
@@ -226,15 +227,13 @@ class OnedimsPlan:
 def _check_strata(
     keys: Sequence[tuple[str, ...]], rows: IntArray, strata: Sequence[str], k: int
 ) -> None:
-    """Refuse a stratum of fewer than ``k`` records (as in memory)."""
+    """Refuse ``k`` above the table's records, or a stratum of fewer than ``k`` records, with
+    the in-memory lines."""
+    check_k(k, int(rows.sum()))
     small = np.flatnonzero(rows < k)
     if not small.size:
         return
     first = int(small[0])
-    if not strata:
-        raise AnonlabError(
-            f"{int(rows[first])} record(s) cannot form a group of k = {k}", parameter="k"
-        )
     where = ", ".join(f"{c} = {v}" for c, v in zip(strata, keys[first], strict=True))
     raise AnonlabError(
         f"the stratum {where} holds {int(rows[first])} record(s), fewer than k = {k} "
