@@ -108,6 +108,8 @@ def _first_missing(column: Any) -> int | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
     missing = pc.is_null(column, nan_is_null=pa.types.is_floating(column.type))
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         missing = pc.or_(missing, pc.equal(pc.utf8_trim_whitespace(column), ""))
