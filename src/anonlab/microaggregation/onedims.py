@@ -28,7 +28,8 @@ sorted values alone, and, among equal values, on the rows' order. The passes
 The group sizes, SSE and SST of the report are computed from the sorted columns (ILh =
 SSE / SST on the columns standardized by their mean and population sd, as in memory, up to
 the order of summation). This process holds, per masked column, every distinct (stratum,
-value) pair and the sorted column (about 24 bytes a record and column); a piece holds
+value) pair, the sorted column and its released values (about 45 bytes a record and column
+at the peak); a piece holds
 its own records. ``-0.0`` ties with ``0.0`` (as in memory's sort); each piece sends the
 places of its negative zeros in its sorted columns, so the sorted column holds them where
 the in-memory sort puts them.
@@ -277,7 +278,7 @@ def plan_pieces(
             np.add.at(stratum_rows, mapping[part.stratum[0]], part.counts[0])
     _check_strata(keys or [()], stratum_rows, strata, k)
     bounds = np.concatenate([[0], np.cumsum(stratum_rows)])
-    ordered = np.empty((n, p), dtype=np.float64)
+    ordered = np.empty((p, n), dtype=np.float64)  # a sorted column a row
     starts: list[list[IntArray]] = []  # [column][piece]: each pair's first rank
     for j in range(p):
         g = np.concatenate([m[part.stratum[j]] for part, m in zip(parts, to_global, strict=True)])
@@ -289,33 +290,36 @@ def plan_pieces(
         order = np.lexsort((which, v, g))
         ranks = np.empty(order.size, dtype=np.int64)
         ranks[order] = np.cumsum(c[order]) - c[order]
-        ordered[:, j] = np.repeat(v[order], c[order])
+        ordered[j] = np.repeat(v[order], c[order])
         offsets = np.cumsum([0, *(part.values[j].size for part in parts)])
         starts.append([ranks[offsets[i] : offsets[i + 1]] for i in range(len(parts))])
         for i, part in enumerate(parts):  # a negative zero at its rank, as in memory
             if part.negative_zeros[j].size:
-                ordered[_ranks(part, j, starts[j][i])[part.negative_zeros[j]], j] = -0.0
+                ordered[j, _ranks(part, j, starts[j][i])[part.negative_zeros[j]]] = -0.0
     moments = Moments(
         tuple(columns),
         n,
-        ordered.mean(axis=0) if n else np.zeros(p),
-        ordered.std(axis=0) if n else np.zeros(p),
+        np.asarray([row.mean() for row in ordered]) if n else np.zeros(p),
+        np.asarray([row.std() for row in ordered]) if n else np.zeros(p),
     )
     moments.check_z_scores()
     released = np.empty_like(ordered)
     refined = p == 1  # sdcMicro's one-variable path (as in memory)
     for s in range(len(keys) or 1):
         lo, hi = int(bounds[s]), int(bounds[s + 1])
-        values = fixed_group_aggregates(ordered[lo:hi], k, aggr, trim, refined=refined)
-        released[lo:hi] = np.repeat(values, group_sizes(hi - lo, k), axis=0)
-    z = (ordered - moments.mean) / moments.std
-    sse = float(np.sum((z - (released - moments.mean) / moments.std) ** 2))
-    sst = float(np.sum((z - z.mean(axis=0)) ** 2))
-    del z
+        values = fixed_group_aggregates(
+            ordered[:, lo:hi], k, aggr, trim, refined=refined, transposed=True
+        )
+        released[:, lo:hi] = np.repeat(values, group_sizes(hi - lo, k), axis=0).T
+    sse = sst = 0.0
+    for j in range(p):  # column by column: no (n, p) temporaries
+        z = (ordered[j] - moments.mean[j]) / moments.std[j]
+        sse += float(np.sum((z - (released[j] - moments.mean[j]) / moments.std[j]) ** 2))
+        sst += float(np.sum((z - z.mean()) ** 2))
     for i, part in enumerate(parts):
         plan = np.empty((p, part.rows), dtype=np.float64)
         for j in range(p):
-            plan[j] = released[_ranks(part, j, starts[j][i]), j]
+            plan[j] = released[j, _ranks(part, j, starts[j][i])]
         np.save(folder / plan_name(part.index), plan)
     return OnedimsPlan(tuple(keys), stratum_rows, n, moments.mean, moments.std, sse, sst)
 
