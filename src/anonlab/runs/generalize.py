@@ -24,21 +24,16 @@ from anonlab.database import masked
 from anonlab.errors import present
 from anonlab.memory import untune_for_pieces
 from anonlab.outputs import Outputs
-from anonlab.paths import PathLike
 from anonlab.progress import ProgressFn
-from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
-    file_of,
     open_run_engine,
-    paths_convention,
     reads_urls,
     stage_plot,
     stage_release,
     stage_report,
-    stored_path,
 )
-from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.generalize_steps import (
     ModelCheck,
     ReleaseCheck,
@@ -48,6 +43,7 @@ from anonlab.runs.generalize_steps import (
     criteria_files,
     distinct_values,
     file_through_engine,
+    generalize_header,
     generalize_outputs,
     load_hierarchies,
     population_table,
@@ -258,25 +254,8 @@ def generalize_report(
     verified: bool,
 ) -> dict[str, Any]:
     """The JSON report of a generalize run (see docs/generalization.md for each key)."""
-    from anonlab.report import report_header
-
     where = report_path(settings.report)
-    params = settings.model_dump()
-    for name in ("input", *GENERALIZE_OUTPUTS):
-        params[name] = stored_path(params[name], where)
-    params["qi"] = {c: stored_path(p, where) if p else "" for c, p in settings.qi.items()}
-    params["sensitive_hierarchies"] = {
-        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
-    }
-    params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
-    inputs: dict[str, PathLike | None] = {
-        "data": file_of(settings.input),
-        **{f"hierarchy:{c}": p for c, p in settings.qi.items() if p},
-        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
-        **criteria_files(settings.model_criteria()),
-    }
-    report = report_header("generalize", risk_last(params), inputs)
-    report["paths"] = paths_convention(where)
+    report = generalize_header("generalize", settings)
     report.update(result.summary())
     report["criteria"] = stored_criteria(result.criteria, where, nested=True)
     report["roles"] = {c: r.value for c, r in roles.items()}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -25,7 +26,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from anonlab.errors import AnonlabError, present
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.runs.common import check_engine_io, estimated_rows, is_folder_output, stored_path
+from anonlab.runs.common import (
+    check_engine_io,
+    estimated_rows,
+    file_of,
+    is_folder_output,
+    paths_convention,
+    stored_path,
+)
 from anonlab.runs.generalize_settings import TableSettings
 
 if TYPE_CHECKING:
@@ -623,6 +631,34 @@ def stored_criteria(
     return out
 
 
+def generalize_header(command: str, settings: GeneralizeSettings) -> dict[str, Any]:
+    """The header of a ``generalize`` run's report, full-domain, local or Mondrian alike: the
+    settings with every path stored as ``paths`` says (a quasi-identifier without a
+    hierarchy file as ``""``), the files read, and ``paths``."""
+    from anonlab.report import report_header
+    from anonlab.risk.release import risk_last
+    from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS
+
+    where = report_path(settings.report)
+    params = settings.model_dump()
+    for name in ("input", *GENERALIZE_OUTPUTS):
+        params[name] = stored_path(params[name], where)
+    params["qi"] = {c: stored_path(p, where) if p else "" for c, p in settings.qi.items()}
+    params["sensitive_hierarchies"] = {
+        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
+    }
+    params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
+    inputs: dict[str, Any] = {
+        "data": file_of(settings.input),
+        **{f"hierarchy:{c}": p for c, p in settings.qi.items() if p},
+        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
+        **criteria_files(settings.model_criteria()),
+    }
+    report = report_header(command, risk_last(params), inputs)
+    report["paths"] = paths_convention(where)
+    return report
+
+
 # ---------------------------------------------------------------------------
 # A large table with a file output: the NumPy engine's pieces, gathered into the file
 # ---------------------------------------------------------------------------
@@ -660,6 +696,28 @@ def file_through_engine(settings: EngineRun, criteria: Iterable[Any]) -> bool:
     ):
         return False
     return estimated_rows(settings.input, settings.delimiter) > ENGINE_FILE_ROWS
+
+
+@contextmanager
+def release_parts(outputs: Outputs) -> Iterator[Path]:
+    """The folder an engine writes the release's Parquet parts into: the staged folder of a
+    folder ``output``; for a file output (or none) a scratch folder, from whose parts the
+    file is staged (:func:`gather_parts`) when the body ends without an error, and which is
+    removed either way."""
+    from anonlab.staging import StagedFolder
+
+    if outputs.is_folder("output"):
+        yield outputs.stage_folder("output").path
+        return
+    with tempfile.TemporaryDirectory(prefix="anonlab-release-") as scratch:
+        staged = StagedFolder(Path(scratch) / "release")
+        try:
+            yield staged.path
+            target = outputs.target("output")
+            if target is not None:
+                outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
+        finally:
+            staged.discard()
 
 
 def gather_parts(folder: Path, tmp: Path, target: Any) -> None:

@@ -17,23 +17,20 @@ from typing import TYPE_CHECKING, Any
 from anonlab.database import masked
 from anonlab.errors import AnonlabError
 from anonlab.progress import ProgressFn
-from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
-    file_of,
     is_folder_output,
     open_run_engine,
-    paths_convention,
     stage_release,
     stage_report,
-    stored_path,
 )
-from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.generalize_steps import (
     aggregated_release,
     check_aggregated,
     check_parameters,
     criteria_files,
+    generalize_header,
     generalize_outputs,
     load_hierarchies,
     read_input,
@@ -177,17 +174,13 @@ def run_local_on_engine(
     Parquet parts (:func:`anonlab.lattice.local_pieces.write_parts`); the parts are read back
     and checked by the independent checker against the input, and a file output is gathered
     from them. The report is the in-memory run's."""
-    import tempfile
-    from pathlib import Path
-
     from anonlab.dataset import Role
     from anonlab.engine.table import open_table
     from anonlab.io import read_table
     from anonlab.lattice.pieces import check_engine_model
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import release_risk_report
-    from anonlab.runs.generalize_steps import check_engine_settings, gather_parts
-    from anonlab.staging import StagedFolder
+    from anonlab.runs.generalize_steps import check_engine_settings, release_parts
 
     check_engine_settings(settings, file_output=not outputs.is_folder("output"))
     check_engine_model(criteria)
@@ -195,29 +188,16 @@ def run_local_on_engine(
     with outputs:
         hierarchies = load_hierarchies(settings.qi)
         table = open_table(settings.input, delimiter=settings.delimiter)
-        scratch: tempfile.TemporaryDirectory[str] | None = None
-        if outputs.is_folder("output"):
-            staged = outputs.stage_folder("output")
-        else:
-            scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
-            staged = StagedFolder(Path(scratch.name) / "release")
-        try:
+        with release_parts(outputs) as folder:
             dataset, result = _recode_on_engine(
-                settings, criteria, table, hierarchies, staged.path, progress
+                settings, criteria, table, hierarchies, folder, progress
             )
             dropped = dataset.columns_with(Role.IDENTIFYING)
-            release = read_table(staged.path)
+            release = read_table(folder)
             original = read_input(settings)
             if settings.verify:
                 limit = max_suppressed(settings.suppression, dataset.n)
                 verify_local(original, release, specs, hierarchies, limit, dropped)
-            target = outputs.target("output")
-            if scratch is not None and target is not None:
-                outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
-        finally:
-            if scratch is not None:
-                staged.discard()
-                scratch.cleanup()
         qi = [q.name for q in dataset.qis]
         risk = release_risk_report(release, settings.sensitive, settings, qi=qi)
         report = run_report(settings, hierarchies, dataset, result, original, release, risk)
@@ -342,25 +322,8 @@ def _recode_on_engine(
 
 def local_report(settings: GeneralizeSettings, hierarchies: dict[str, Hierarchy]) -> dict[str, Any]:
     """The JSON report's header and settings (docs/generalization.md, "Local recoding")."""
-    from anonlab.report import report_header
-
     where = report_path(settings.report)
-    params = settings.model_dump()
-    for name in ("input", *GENERALIZE_OUTPUTS):
-        params[name] = stored_path(params[name], where)
-    params["qi"] = {c: stored_path(p, where) for c, p in settings.qi.items()}
-    params["sensitive_hierarchies"] = {
-        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
-    }
-    params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
-    inputs: dict[str, Any] = {
-        "data": file_of(settings.input),
-        **{f"hierarchy:{c}": p for c, p in settings.qi.items()},
-        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
-        **criteria_files(settings.model_criteria()),
-    }
-    report = report_header("local-recoding", risk_last(params), inputs)
-    report["paths"] = paths_convention(where)
+    report = generalize_header("local-recoding", settings)
     report["hierarchy_heights"] = {c: h.height for c, h in hierarchies.items()}
     # the models as a full-domain report lists them, so that `anonlab verify` re-checks each
     entries = [

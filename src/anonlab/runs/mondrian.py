@@ -18,21 +18,18 @@ from anonlab.database import masked
 from anonlab.errors import AnonlabError
 from anonlab.outputs import Outputs
 from anonlab.progress import ProgressFn
-from anonlab.risk.release import risk_last
 from anonlab.runs.common import (
     RunResult,
-    file_of,
     open_run_engine,
-    paths_convention,
     stage_release,
     stage_report,
-    stored_path,
 )
-from anonlab.runs.generalize_settings import GENERALIZE_OUTPUTS, GeneralizeSettings
+from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.generalize_steps import (
     aggregated_release,
     check_aggregated,
     criteria_files,
+    generalize_header,
     generalize_outputs,
     load_hierarchies,
     read_input,
@@ -307,25 +304,8 @@ def mondrian_report(
     settings: GeneralizeSettings, summary: dict[str, Any], hierarchies: dict[str, Hierarchy]
 ) -> dict[str, Any]:
     """The JSON report's header, settings and Mondrian figures (docs/mondrian.md, "Report")."""
-    from anonlab.report import report_header
-
     where = report_path(settings.report)
-    params = settings.model_dump()
-    for name in ("input", *GENERALIZE_OUTPUTS):
-        params[name] = stored_path(params[name], where)
-    params["qi"] = {c: stored_path(p, where) if p else "" for c, p in settings.qi.items()}
-    params["sensitive_hierarchies"] = {
-        c: stored_path(p, where) for c, p in settings.sensitive_hierarchies.items()
-    }
-    params["criteria"] = stored_criteria(settings.criteria, where, nested=False)
-    inputs: dict[str, Any] = {
-        "data": file_of(settings.input),
-        **{f"hierarchy:{c}": p for c, p in settings.qi.items() if p},
-        **{f"hierarchy:{c}": p for c, p in settings.sensitive_hierarchies.items()},
-        **criteria_files(settings.model_criteria()),
-    }
-    report = report_header("mondrian", risk_last(params), inputs)
-    report["paths"] = paths_convention(where)
+    report = generalize_header("mondrian", settings)
     report.update(summary)
     report["criteria"] = stored_criteria(summary["criteria"], where, nested=True)
     return report
@@ -344,35 +324,18 @@ def write_release(
     """Write the release by ``plan`` over the engine's pieces into its staged folder (a
     scratch folder for a file output), read it back, check it with the independent checker
     (``settings.verify``) and stage a file output gathered from the parts."""
-    import tempfile
-    from pathlib import Path
-
     from anonlab.io import read_table
     from anonlab.mondrian.pieces import write_parts
-    from anonlab.runs.generalize_steps import gather_parts
-    from anonlab.staging import StagedFolder
+    from anonlab.runs.generalize_steps import release_parts
 
     ordered = ordered_columns(settings)
-    scratch: tempfile.TemporaryDirectory[str] | None = None
-    if outputs.is_folder("output"):
-        staged = outputs.stage_folder("output")
-    else:
-        scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
-        staged = StagedFolder(Path(scratch.name) / "release")
-    try:
-        write_parts(engine, table, plan, staged.path, progress)
-        release = read_table(staged.path, strings="dictionary")
+    with release_parts(outputs) as folder:
+        write_parts(engine, table, plan, folder, progress)
+        release = read_table(folder, strings="dictionary")
         if settings.verify:
             original = read_input(settings)
             cut_along = {c: h for c, h in hierarchies.items() if c not in ordered}
             verify_recoding(
                 original, release, settings.model_criteria(), cut_along, ordered, dropped
             )
-        target = outputs.target("output")
-        if scratch is not None and target is not None:
-            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
-        return release
-    finally:
-        if scratch is not None:
-            staged.discard()
-            scratch.cleanup()
+    return release

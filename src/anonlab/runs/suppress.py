@@ -291,21 +291,13 @@ def _suppress_on_engine(
     pieces into the staged folder (a scratch folder for a file output, gathered from the
     parts), read back and checked against the input by the independent checker; returns the
     method's result, each key's original values and the release as written."""
-    import tempfile
     from contextlib import closing
 
     from anonlab.io import read_table
-    from anonlab.runs.generalize_steps import gather_parts
-    from anonlab.staging import StagedFolder
+    from anonlab.runs.generalize_steps import release_parts
     from anonlab.suppression.pieces import engine_suppression, write_parts
 
-    scratch: tempfile.TemporaryDirectory[str] | None = None
-    if outputs.is_folder("output"):
-        staged = outputs.stage_folder("output")
-    else:
-        scratch = tempfile.TemporaryDirectory(prefix="anonlab-release-")
-        staged = StagedFolder(Path(scratch.name) / "release")
-    try:
+    with release_parts(outputs) as folder:
         with closing(open_run_engine(s)) as engine:
             result, plan = engine_suppression(
                 engine,
@@ -319,21 +311,14 @@ def _suppress_on_engine(
                 drop=dropped,
                 progress=progress,
             )
-            write_parts(engine, table, plan, staged.path, result, progress)
-        released = read_table(staged.path)
+            write_parts(engine, table, plan, folder, result, progress)
+        released = read_table(folder)
         if s.verify:
             original = read_table(s.input, **s.read_options())
             _verify(original, released, s, result.suppressed, dropped)
-        target = outputs.target("output")
-        if scratch is not None and target is not None:
-            outputs.stage("output", lambda tmp: gather_parts(staged.path, tmp, target))
-        start = len(plan.columns) - len(plan.keys)
-        values = {q: list(plan.dictionaries[start + j]) for j, q in enumerate(plan.keys)}
-        return result, values, released
-    finally:
-        if scratch is not None:
-            staged.discard()
-            scratch.cleanup()
+    start = len(plan.columns) - len(plan.keys)
+    values = {q: list(plan.dictionaries[start + j]) for j, q in enumerate(plan.keys)}
+    return result, values, released
 
 
 def _verify(
