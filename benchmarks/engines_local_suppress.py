@@ -24,34 +24,21 @@ the three ways are compared by a content hash of their rows as text.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from _engine_runs import figures, measured_way, write_parts
+
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult"
 LOCAL_QI = ["age", "sex", "marital-status", "education", "race"]
-
-#: runs a command and prints the CPU time and largest resident set of it and every process it
-#: started (RUSAGE_CHILDREN of a fresh process: only this command's tree)
-_WRAPPER = """
-import json, resource, subprocess, sys
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "peak_mib": u.ru_maxrss / 1024}))
-sys.exit(code)
-"""
 
 
 def _suppress_table(rows: int) -> pd.DataFrame:
@@ -81,10 +68,7 @@ def write_inputs(frame: pd.DataFrame, folder: Path) -> None:
     """``frame`` as ``in.csv`` and as ``parts/`` (4 Parquet parts) under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     frame.to_csv(folder / "in.csv", index=False)
-    parts = folder / "parts"
-    parts.mkdir(exist_ok=True)
-    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 4)):
-        frame.iloc[rows].to_parquet(parts / f"part-{i}.parquet", index=False)
+    write_parts(frame, folder)
 
 
 def command(family: str, way: str, data: Path, out: Path) -> list[str]:
@@ -120,30 +104,6 @@ def command(family: str, way: str, data: Path, out: Path) -> list[str]:
             "--report", report, "--quiet"]  # fmt: skip
 
 
-def measured(cmd: list[str]) -> dict[str, Any]:
-    """Wall, CPU and peak memory of ``cmd`` run in a fresh measuring process."""
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[2:5])} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, **usage, "load": [round(load, 2), round(os.getloadavg()[0], 2)]}
-
-
-def release_hash(out: Path) -> str:
-    """SHA-256 of the release's rows as text (the one reader, CSV or parts alike)."""
-    from anonlab.io import read_table
-
-    target = out / "release.csv" if (out / "release.csv").exists() else out / "release"
-    frame = read_table(target)
-    text = frame.to_csv(index=False).encode()
-    return hashlib.sha256(text).hexdigest()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -160,24 +120,14 @@ def main() -> None:
             frame = _suppress_table(args.rows) if family == "suppress" else _local_table(args.rows)
             write_inputs(frame, data)
         for way in args.ways:
-            runs, digest = [], ""
-            for _ in range(args.repeats):
-                out = args.data / f"out-{family}-{way}"
-                shutil.rmtree(out, ignore_errors=True)
-                out.mkdir(parents=True)
-                runs.append(measured(command(family, way, data, out)))
-                digest = release_hash(out)
-            cpu = statistics.median(r["cpu_s"] for r in runs)
-            wall = statistics.median(r["wall_s"] for r in runs)
-            peak = max(r["peak_mib"] for r in runs)
-            results["runs"][f"{family}/{way}"] = {
-                "cpu_s": cpu,
-                "wall_s": wall,
-                "peak_mib": peak,
-                "release_sha256": digest,
-                "each": runs,
-            }
-            print(f"{family:9} {way:7} {cpu:8.1f} {wall:8.1f} {peak:9.0f}  {digest[:12]}")
+            run = measured_way(
+                partial(command, family, way, data),
+                f"{family}/{way}",
+                args.data / f"out-{family}-{way}",
+                args.repeats,
+            )
+            results["runs"][f"{family}/{way}"] = run
+            print(f"{family:9} {way:7} {figures(run)}")
     target = ROOT / "benchmarks" / "results" / "engines_local_suppress.json"
     target.write_text(json.dumps(results, indent=2) + "\n")
     print(f"saved {target}")

@@ -24,32 +24,19 @@ rows as text (the one reader's). Results: ``benchmarks/results/engines_mask.json
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from _engine_runs import figures, measured_way, write_parts
+
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ["1", "2", "3", "4", "5"]
-
-#: runs a command, then prints the CPU time and the largest resident set of the command and
-#: of every process it started (a fresh process's RUSAGE_CHILDREN: that tree alone)
-_MEASURE = """
-import json, resource, subprocess, sys
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024}))
-sys.exit(code)
-"""
 
 
 def make_table(rows: int) -> pd.DataFrame:
@@ -67,11 +54,7 @@ def make_table(rows: int) -> pd.DataFrame:
 
 def write_inputs(frame: pd.DataFrame, folder: Path) -> None:
     """``frame`` as ``parts/`` (4 Parquet parts), and the PRAM matrix."""
-    folder.mkdir(parents=True, exist_ok=True)
-    parts = folder / "parts"
-    parts.mkdir(exist_ok=True)
-    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 4)):
-        frame.iloc[rows].to_parquet(parts / f"part-{i}.parquet", index=False)
+    write_parts(frame, folder)
     matrix = np.full((5, 5), 0.05) + np.eye(5) * 0.75
     lines = [",".join(["", *LEVELS])]
     for level, row in zip(LEVELS, matrix, strict=True):
@@ -116,28 +99,6 @@ def command(method: str, way: str, data: Path, out: Path) -> list[str]:
     ]
 
 
-def measured(cmd: list[str]) -> dict[str, Any]:
-    """Wall, CPU and peak memory of ``cmd`` run in a fresh measuring process."""
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[3:8])} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, **usage, "load": [round(load, 2), round(os.getloadavg()[0], 2)]}
-
-
-def release_hash(out: Path) -> str:
-    """SHA-256 of the release's rows as text (the one reader, a CSV or parts alike)."""
-    from anonlab.io import read_table
-
-    target = out / "release.csv" if (out / "release.csv").exists() else out / "release"
-    return hashlib.sha256(read_table(target).to_csv(index=False).encode()).hexdigest()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -153,24 +114,14 @@ def main() -> None:
     print(f"{'method':7} {'way':7} {'CPU s':>8} {'wall s':>8} {'peak MiB':>9}  release")
     for method in args.methods:
         for way in args.ways:
-            runs, digest = [], ""
-            for _ in range(args.repeats):
-                out = args.data / f"out-{method}-{way}"
-                shutil.rmtree(out, ignore_errors=True)
-                out.mkdir(parents=True)
-                runs.append(measured(command(method, way, data, out)))
-                digest = release_hash(out)
-            cpu = statistics.median(r["cpu_s"] for r in runs)
-            wall = statistics.median(r["wall_s"] for r in runs)
-            peak = max(r["peak_mib"] for r in runs)
-            results["runs"][f"{method}/{way}"] = {
-                "cpu_s": cpu,
-                "wall_s": wall,
-                "peak_mib": peak,
-                "release_sha256": digest,
-                "each": runs,
-            }
-            print(f"{method:7} {way:7} {cpu:8.1f} {wall:8.1f} {peak:9.0f}  {digest[:12]}")
+            run = measured_way(
+                partial(command, method, way, data),
+                f"{method}/{way}",
+                args.data / f"out-{method}-{way}",
+                args.repeats,
+            )
+            results["runs"][f"{method}/{way}"] = run
+            print(f"{method:7} {way:7} {figures(run)}")
     target = ROOT / "benchmarks" / "results" / "engines_mask.json"
     target.write_text(json.dumps(results, indent=2) + "\n")
     print(f"saved {target}")
