@@ -728,3 +728,27 @@ def base_engine(engine: Engine) -> EngineBase:
     if not isinstance(engine, EngineBase):
         raise TypeError(f"engine {engine!r} is not built on anonlab.engine.base.EngineBase")
     return engine
+
+
+def write_pieces(
+    engine: Engine,
+    table: Table,
+    kernel: Callable[..., Any],
+    plan: Any,
+    folder: PathLike,
+    progress: ProgressFn | None = None,
+) -> list[Any]:
+    """A family's release written over the pieces of ``table``: ``kernel(piece, plan, folder,
+    batch_rows)`` on every piece, each writing its piece's Parquet part into ``folder``, in
+    piece order (:meth:`EngineBase.map_pieces`); returns what each call returned (its rows,
+    its blanked cells...), in piece order, for the family's check of the first pass's counts."""
+    runner = base_engine(engine)
+    return runner.map_pieces(
+        table,
+        kernel,
+        plan,
+        str(folder),
+        runner.batch_rows,
+        progress=progress,
+        step="writing the release",
+    )

@@ -186,18 +186,9 @@ def write_parts(
     """Write the release by ``plan``, one Parquet part per piece of ``table``
     (:func:`write_piece` on every piece), into ``folder``; returns the rows written (other than
     ``records``, the first pass's, is an error: the table changed while it was read)."""
-    from anonlab.engine.base import base_engine
+    from anonlab.engine.base import write_pieces
 
-    runner = base_engine(engine)
-    rows: list[int] = runner.map_pieces(
-        table,
-        write_piece,
-        plan,
-        str(folder),
-        runner.batch_rows,
-        progress=progress,
-        step="writing the release",
-    )
+    rows: list[int] = write_pieces(engine, table, write_piece, plan, folder, progress)
     if sum(rows) != records:
         raise AnonlabError(
             f"input: {table.source} holds {sum(rows)} records, the first pass counted "

@@ -373,17 +373,8 @@ def write_parts(
 ) -> int:
     """Write the release by ``plan``, one Parquet part per piece of ``table``, into
     ``folder`` (:func:`write_piece` on every piece); returns the rows written."""
-    from anonlab.engine.base import base_engine
+    from anonlab.engine.base import write_pieces
 
-    runner = base_engine(engine)
     plan = with_offsets(engine, table, plan)
-    rows: list[int] = runner.map_pieces(
-        table,
-        write_piece,
-        plan,
-        str(folder),
-        runner.batch_rows,
-        progress=progress,
-        step="writing the release",
-    )
+    rows: list[int] = write_pieces(engine, table, write_piece, plan, folder, progress)
     return sum(rows)

@@ -240,18 +240,9 @@ def write_parts(
     """Write the release by ``plan``, one Parquet part per piece of ``table`` (:func:`write_piece`
     on every piece), into ``folder``; returns the rows written. Rows or blanked cells other
     than the first pass counted (the table changed while it was read) are an error."""
-    from anonlab.engine.base import base_engine
+    from anonlab.engine.base import write_pieces
 
-    runner = base_engine(engine)
-    written: list[PieceCells] = runner.map_pieces(
-        table,
-        write_piece,
-        plan,
-        str(folder),
-        runner.batch_rows,
-        progress=progress,
-        step="writing the release",
-    )
+    written: list[PieceCells] = write_pieces(engine, table, write_piece, plan, folder, progress)
     rows = sum(p.rows for p in written)
     cells = np.sum([p.blanked for p in written], axis=0) if written else np.zeros(0)
     expected = [result.suppressed[key] for key in plan.keys]
