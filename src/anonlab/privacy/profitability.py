@@ -559,21 +559,13 @@ class ProfitabilityProsecutor(_Profitability):
     monotone_with_generalization = False
     monotone_with_suppression = False
     needs_codes = True
-
-    def __init__(
-        self,
-        publisher_benefit: float | None = None,
-        publisher_loss: float | None = None,
-        adversary_gain: float | None = None,
-        adversary_cost: float | None = None,
-    ) -> None:
-        super().__init__(publisher_benefit, publisher_loss, adversary_gain, adversary_cost)
-        self._shares: list[list[NDArray[Any]]] | None = None
-        self._flat = np.zeros(0)
-        self._offsets = np.zeros((0, 0), dtype=np.int64)
-        self._max_loss = math.nan
-        self._tables: ShareTables | None = None
-        self._sizes: SizeTables | None = None
+    # what bind takes from the dataset; until then, none (bind assigns each anew)
+    _shares: list[list[NDArray[Any]]] | None = None
+    _flat: NDArray[Any] = np.zeros(0)
+    _offsets: NDArray[np.int64] = np.zeros((0, 0), dtype=np.int64)
+    _max_loss = math.nan
+    _tables: ShareTables | None = None
+    _sizes: SizeTables | None = None
 
     def bind(self, dataset: Dataset) -> None:
         """Take the domain shares of every quasi-identifier and ARX's maximal loss."""
