@@ -40,6 +40,7 @@ from anonlab.runs.generalize_steps import (
     aggregated_release,
     check_engine_settings,
     check_parameters,
+    columns_by_other,
     criteria_files,
     distinct_values,
     file_through_engine,
@@ -132,7 +133,6 @@ def run_generalize(
     page and plot; rename them all into place. Any error leaves no output
     behind. Returns the report, the release and the files written.
     """
-    from anonlab.dataset import without_role
     from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.privacy import max_suppressed
     from anonlab.risk.release import release_risk_report
@@ -197,13 +197,7 @@ def run_generalize(
         return_free_memory()
         verified = settings.verify
         risk = release_risk_report(as_written, settings.sensitive, settings, qi=list(settings.qi))
-        by_other = without_role(
-            original.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-        )
+        by_other = columns_by_other(original.columns, settings)
         report = generalize_report(settings, result, roles, verified)
         report.update(roles_report(roles, settings.other, by_other))
         report["distinct_values"] = distinct_values(original, release, result.transformation)
@@ -272,7 +266,6 @@ def run_on_engine(
     started: float | None = None,
 ) -> RunResult:
     """Generalize on the settings' engine and write everything or nothing (module text)."""
-    from anonlab.dataset import without_role
     from anonlab.engine.table import open_table
     from anonlab.lattice.pieces import check_engine_model, engine_dataset
     from anonlab.metrics.certainty import classes_loss
@@ -312,13 +305,7 @@ def run_on_engine(
             checked = write_and_check(
                 engine, table, settings, outputs, expected, dataset.base, hierarchies, progress
             )
-        by_other = without_role(
-            dataset.frame.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-        )
+        by_other = columns_by_other(dataset.frame.columns, settings)
         roles = qi_roles(dataset.roles, settings)
         report = generalize_report(settings, result, roles, settings.verify)
         report.update(roles_report(roles, settings.other, by_other))

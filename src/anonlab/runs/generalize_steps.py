@@ -631,6 +631,21 @@ def stored_criteria(
     return out
 
 
+def columns_by_other(columns: Iterable[str], settings: GeneralizeSettings) -> list[str]:
+    """The ``columns`` (in table order) that no role of ``settings`` names, which take
+    ``settings.other``'s role (``numeric`` is Mondrian's, empty for the other recodings)."""
+    from anonlab.dataset import without_role
+
+    return without_role(
+        columns,
+        settings.qi,
+        settings.identifying,
+        settings.sensitive,
+        settings.insensitive,
+        settings.numeric,
+    )
+
+
 def generalize_header(command: str, settings: GeneralizeSettings) -> dict[str, Any]:
     """The header of a ``generalize`` run's report, full-domain, local or Mondrian alike: the
     settings with every path stored as ``paths`` says (a quasi-identifier without a

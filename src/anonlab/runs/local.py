@@ -29,6 +29,7 @@ from anonlab.runs.generalize_steps import (
     aggregated_release,
     check_aggregated,
     check_parameters,
+    columns_by_other,
     criteria_files,
     generalize_header,
     generalize_outputs,
@@ -219,16 +220,8 @@ def run_report(
     """The report of a local-recoding run, in memory or on an engine alike: the settings,
     the searches' summary, roles, the loss of ``recoded`` (the release before any aggregate)
     and the risk section (the caller adds the run time)."""
-    from anonlab.dataset import without_role
-
     qi = [q.name for q in dataset.qis]
-    by_other = without_role(
-        original.columns,
-        settings.qi,
-        settings.identifying,
-        settings.sensitive,
-        settings.insensitive,
-    )
+    by_other = columns_by_other(original.columns, settings)
     report = local_report(settings, hierarchies)
     report.update(result.summary(qi))
     report.update(

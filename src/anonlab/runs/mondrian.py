@@ -10,7 +10,6 @@ written by it, strict or relaxed cuts (:mod:`anonlab.mondrian.pieces`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from anonlab.runs.generalize_settings import GeneralizeSettings
 from anonlab.runs.generalize_steps import (
     aggregated_release,
     check_aggregated,
+    columns_by_other,
     criteria_files,
     generalize_header,
     generalize_outputs,
@@ -43,7 +43,7 @@ from anonlab.runs.generalize_steps import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from anonlab.dataset import Role
+    from anonlab.dataset import Dataset
     from anonlab.engine.base import Engine
     from anonlab.hierarchy import Hierarchy
     from anonlab.mondrian.method import MondrianResult
@@ -100,11 +100,10 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
     it (``settings.verify``); measure its risk as a full-domain release's; stage the report
     and page; rename them all into place. Any error leaves no output behind.
     """
-    from anonlab.dataset import without_role
     from anonlab.generalize import model_dataset, resolve_criteria
     from anonlab.mondrian.method import flat_hierarchies, mondrian, refuse_unjudgeable
     from anonlab.privacy import check_k
-    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.risk.release import release_risk_report
 
     started = time.perf_counter()
     check_mondrian_settings(settings)
@@ -130,13 +129,7 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             roles=settings.roles,
             source=masked(settings.input),
         )
-        from anonlab.dataset import Role
-
-        dropped = dataset.columns_with(Role.IDENTIFYING)
-        qi = [q.name for q in dataset.qis]
-        check_risk_columns(
-            [c for c in dataset.frame.columns if c not in dropped], settings.sensitive, settings, qi
-        )
+        dropped, qi = released_columns(dataset, settings)
         if progress is not None:
             progress("partitioning", 0, 1)
         result = mondrian(dataset, criteria, ordered=ordered, relaxed=settings.relaxed)
@@ -157,14 +150,6 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             outputs, release, check if settings.verify else None, categorical=True
         )
         risk = release_risk_report(as_written, settings.sensitive, settings, qi=qi)
-        by_other = without_role(
-            original.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-            settings.numeric,
-        )
         distinct = {
             c: {
                 "original": int(original[c].nunique(dropna=False)),
@@ -172,28 +157,43 @@ def run_mondrian(settings: GeneralizeSettings, *, progress: ProgressFn | None = 
             }
             for c in qi
         }
-        report = full_report(settings, result, hierarchies, dataset.roles, by_other, distinct)
-        report.update(risk)
+        report = full_report(settings, result, hierarchies, dataset, distinct, risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report=report, release=release, written=written)
 
 
+def released_columns(dataset: Dataset, settings: GeneralizeSettings) -> tuple[list[str], list[str]]:
+    """The identifying (dropped) columns and the quasi-identifiers of ``dataset``, once the
+    risk section's columns are checked among the released ones."""
+    from anonlab.dataset import Role
+    from anonlab.risk.release import check_risk_columns
+
+    dropped = dataset.columns_with(Role.IDENTIFYING)
+    qi = [q.name for q in dataset.qis]
+    released = [c for c in dataset.frame.columns if c not in dropped]
+    check_risk_columns(released, settings.sensitive, settings, qi)
+    return dropped, qi
+
+
 def full_report(
     settings: GeneralizeSettings,
     result: MondrianResult,
     hierarchies: dict[str, Hierarchy],
-    roles: Mapping[str, Role],
-    by_other: list[str],
+    dataset: Dataset,
     distinct: dict[str, dict[str, int]],
+    risk: dict[str, Any],
 ) -> dict[str, Any]:
-    """The report of a Mondrian run but its risk and runtime (docs/mondrian.md, "Report")."""
+    """The report of a Mondrian run but its runtime (docs/mondrian.md, "Report")."""
+    roles = dataset.roles
+    by_other = columns_by_other(dataset.frame.columns, settings)
     report = mondrian_report(settings, result.summary(), hierarchies)
     report["roles"] = {c: r.value for c, r in roles.items()}
     report["verified"] = settings.verify
     report.update(roles_report(roles, settings.other, by_other))
     report["distinct_values"] = distinct
+    report.update(risk)
     return report
 
 
@@ -209,12 +209,11 @@ def run_mondrian_on_engine(
     first), the cuts run here, one pass over the pieces writes the release as Parquet parts
     (:func:`anonlab.mondrian.pieces.write_piece`); the parts are read back and checked by
     the independent checker against the input, and a file output is gathered from them."""
-    from anonlab.dataset import Role, without_role
     from anonlab.engine.table import open_table
     from anonlab.hierarchy import Hierarchy
     from anonlab.lattice.pieces import check_engine_model, engine_dataset
     from anonlab.mondrian.pieces import engine_mondrian
-    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.risk.release import release_risk_report
     from anonlab.runs.generalize_steps import check_engine_settings
 
     check_engine_settings(settings, file_output=not outputs.is_folder("output"))
@@ -240,14 +239,7 @@ def run_mondrian_on_engine(
                 source=masked(settings.input),
                 progress=progress,
             )
-            dropped = dataset.columns_with(Role.IDENTIFYING)
-            qi = [q.name for q in dataset.qis]
-            check_risk_columns(
-                [c for c in dataset.frame.columns if c not in dropped],
-                settings.sensitive,
-                settings,
-                qi,
-            )
+            dropped, qi = released_columns(dataset, settings)
             result, plan = engine_mondrian(
                 dataset,
                 criteria,
@@ -261,14 +253,6 @@ def run_mondrian_on_engine(
             )
         result.release = release
         risk = release_risk_report(release, settings.sensitive, settings, qi=qi)
-        by_other = without_role(
-            dataset.frame.columns,
-            settings.qi,
-            settings.identifying,
-            settings.sensitive,
-            settings.insensitive,
-            settings.numeric,
-        )
         distinct = {
             q.name: {
                 "original": len(q.values),
@@ -276,8 +260,7 @@ def run_mondrian_on_engine(
             }
             for q in dataset.qis
         }
-        report = full_report(settings, result, hierarchies, dataset.roles, by_other, distinct)
-        report.update(risk)
+        report = full_report(settings, result, hierarchies, dataset, distinct, risk)
         report["runtime_seconds"] = time.perf_counter() - started
         stage_report(outputs, report)
         written = outputs.commit()
