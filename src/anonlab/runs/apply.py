@@ -297,6 +297,22 @@ def apply_roles(
     return roles, new
 
 
+def columns_by_role(roles: Mapping[str, Role], settings: ApplySettings) -> dict[Role, list[str]]:
+    """Each role's columns, in table order, once the risk section's columns are checked
+    among the released ones (:func:`anonlab.risk.release.check_risk_columns`)."""
+    from anonlab.dataset import Role
+    from anonlab.risk.release import check_risk_columns
+
+    named = {role: [c for c, r in roles.items() if r == role] for role in Role}
+    check_risk_columns(
+        [c for c, r in roles.items() if r != Role.IDENTIFYING],
+        named[Role.SENSITIVE],
+        settings,
+        named[Role.QUASI],
+    )
+    return named
+
+
 def load_unchanged(found: FoundTransformation) -> dict[str, Hierarchy]:
     """The report's hierarchies, refused when a file changed since the report was made."""
     from anonlab.io import file_sha256
@@ -329,7 +345,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
     from anonlab.dataset import Role, Roles
     from anonlab.generalize import apply_levels, resolve_criteria
     from anonlab.privacy import max_suppressed
-    from anonlab.risk.release import check_risk_columns, release_risk_report
+    from anonlab.risk.release import release_risk_report
 
     started = time.perf_counter()
     report_in = Path(settings.report_in)
@@ -358,13 +374,7 @@ def run_apply(settings: ApplySettings, *, progress: ProgressFn | None = None) ->
         hierarchies = load_unchanged(found)
         frame = read_input(settings)
         roles, by_other = apply_roles(frame.columns, found, settings.other, report_in)
-        named = {role: [c for c, r in roles.items() if r == role] for role in Role}
-        check_risk_columns(
-            [c for c, r in roles.items() if r != Role.IDENTIFYING],
-            named[Role.SENSITIVE],
-            settings,
-            named[Role.QUASI],
-        )
+        named = columns_by_role(roles, settings)
         criteria = resolve_criteria(found.criteria)
         options = dict(found.metric)
         applied = apply_levels(
@@ -556,7 +566,6 @@ def apply_on_engine(
     from anonlab.generalize import apply_levels, resolve_criteria
     from anonlab.lattice.pieces import check_engine_model
     from anonlab.privacy import max_suppressed
-    from anonlab.risk.release import check_risk_columns
 
     started = time.perf_counter() if started is None else started
     if found.aggregate_qi:
@@ -574,13 +583,7 @@ def apply_on_engine(
         hierarchies = load_unchanged(found)
         table = open_table(settings.input, delimiter=settings.delimiter)
         roles, by_other = apply_roles(table.column_names, found, settings.other, report_in)
-        named = {role: [c for c, r in roles.items() if r == role] for role in Role}
-        check_risk_columns(
-            [c for c, r in roles.items() if r != Role.IDENTIFYING],
-            named[Role.SENSITIVE],
-            settings,
-            named[Role.QUASI],
-        )
+        named = columns_by_role(roles, settings)
         options = dict(found.metric)
         with closing(open_run_engine(settings)) as engine:
             applied = apply_levels(
