@@ -238,14 +238,10 @@ class ReleasePlan:
         self, j: int, codes: NDArray[np.int32], values: Sequence[str], *, where: str
     ) -> NDArray[np.int32]:
         """Group codes of a batch's column ``j`` from its local codes and their texts."""
-        lookup = self._lookup(j)
-        mapped = np.empty(len(values), dtype=np.int32)
-        for i, value in enumerate(values):
-            code = lookup.get(value)
-            if code is None:
-                raise kernels.UnknownValue(self.columns[j], value, where)
-            mapped[i] = code
-        return self.groups[j][mapped[codes]] if len(values) else codes
+        if not len(values):
+            return codes
+        mapped = kernels.global_codes(codes, values, self._lookup(j), self.columns[j], where)
+        return self.groups[j][mapped]
 
     def _suppressed_keys(self) -> NDArray[np.int64] | set[tuple[int, ...]]:
         if "keys" not in self._cache:

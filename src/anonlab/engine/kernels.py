@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,6 +96,26 @@ class UnknownValue(Exception):  # noqa: N818 -- raised on workers, turned into A
 # ---------------------------------------------------------------------------
 # Encoding text columns
 # ---------------------------------------------------------------------------
+
+
+def global_codes(
+    codes: NDArray[np.int32],
+    texts: Sequence[str],
+    lookup: Mapping[str, int],
+    column: str,
+    where: str,
+) -> NDArray[np.int32]:
+    """A batch column's codes in the first pass's dictionary: its local ``codes`` into
+    ``texts`` (:func:`encode_text`) with each text looked up in ``lookup`` (text -> code); a
+    text the dictionary lacks is :class:`UnknownValue` (the table changed since; ``where``:
+    the piece)."""
+    mapped = np.empty(len(texts), dtype=np.int32)
+    for i, value in enumerate(texts):
+        code = lookup.get(value)
+        if code is None:
+            raise UnknownValue(column, value, where)
+        mapped[i] = code
+    return mapped[codes] if len(texts) else np.asarray(codes, dtype=np.int32)
 
 
 def encode_text(column: Any) -> tuple[NDArray[np.int32], list[str]]:

@@ -88,20 +88,15 @@ def write_piece(piece: Piece, plan: LocalPlan, folder: str, batch_rows: int) -> 
     keep = [c for c in piece.columns() if c not in plan.drop]
     lookups = [{v: i for i, v in enumerate(d)} for d in plan.dictionaries]
     labels = [pa.array(list(t), pa.string()) for t in plan.labels]
+    where = piece.describe()
 
     def tables() -> Any:
         for batch in piece.batches(keep, batch_rows):
             mapped = []
             for j, name in enumerate(plan.columns):
                 codes, texts = kernels.encode_text(batch.column(name))
-                to_global = np.empty(len(texts), dtype=np.int32)
-                for i, value in enumerate(texts):
-                    code = lookups[j].get(value)
-                    if code is None:
-                        raise kernels.UnknownValue(name, value, piece.describe())
-                    to_global[i] = code
-                mapped.append(to_global[codes] if len(texts) else codes)
-            units = _units(np.column_stack(mapped), plan, piece.describe())
+                mapped.append(kernels.global_codes(codes, texts, lookups[j], name, where))
+            units = _units(np.column_stack(mapped), plan, where)
             arrays = []
             for name in keep:
                 if name in plan.columns:
@@ -153,13 +148,7 @@ def release_partition(frame: pd.DataFrame, plan: LocalPlan) -> pd.DataFrame:
     for name, dictionary in zip(plan.columns, plan.dictionaries, strict=True):
         codes, texts = kernels.encode_text(column_from_pandas(frame[name]))
         lookup = {v: i for i, v in enumerate(dictionary)}
-        to_global = np.empty(len(texts), dtype=np.int32)
-        for i, value in enumerate(texts):
-            code = lookup.get(value)
-            if code is None:
-                raise kernels.UnknownValue(name, value, where)
-            to_global[i] = code
-        mapped.append(to_global[codes] if len(texts) else np.asarray(codes, dtype=np.int32))
+        mapped.append(kernels.global_codes(codes, texts, lookup, name, where))
     units = _units(np.column_stack(mapped), plan, where)
     for j, name in enumerate(plan.columns):
         out[name] = pd.Categorical.from_codes(

@@ -252,13 +252,7 @@ def _batch_keys(
     columns = []
     for j, name in enumerate(names):
         local, values = kernels.encode_text(batch.column(name))
-        mapped = np.empty(len(values), dtype=np.int32)
-        for i, value in enumerate(values):
-            code = lookups[j].get(value)
-            if code is None:
-                raise kernels.UnknownValue(name, value, piece.describe())
-            mapped[i] = code
-        columns.append(mapped[local] if len(values) else local.astype(np.int32))
+        columns.append(kernels.global_codes(local, values, lookups[j], name, piece.describe()))
     matrix = np.ascontiguousarray(np.column_stack(columns).astype(np.int32))
     rows = matrix.view(np.dtype((np.void, matrix.dtype.itemsize * matrix.shape[1])))
     distinct, inverse = np.unique(rows.reshape(-1), return_inverse=True)

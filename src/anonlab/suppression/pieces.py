@@ -166,6 +166,7 @@ def write_piece(piece: Piece, plan: SuppressionPlan, folder: str, batch_rows: in
     lookups = [{v: i for i, v in enumerate(d)} for d in plan.dictionaries]
     key_at = {name: j for j, name in enumerate(plan.keys)}
     blanked = np.zeros(len(plan.keys), dtype=np.int64)
+    where = piece.describe()
 
     def tables() -> Any:
         for batch in piece.batches(keep, batch_rows):
@@ -174,13 +175,7 @@ def write_piece(piece: Piece, plan: SuppressionPlan, folder: str, batch_rows: in
             for j, name in enumerate(plan.columns):
                 codes, texts = kernels.encode_text(batch.column(name))
                 local[name] = (codes, texts)
-                to_global = np.empty(len(texts), dtype=np.int32)
-                for i, value in enumerate(texts):
-                    code = lookups[j].get(value)
-                    if code is None:
-                        raise kernels.UnknownValue(name, value, piece.describe())
-                    to_global[i] = code
-                mapped.append(to_global[codes] if len(texts) else codes)
+                mapped.append(kernels.global_codes(codes, texts, lookups[j], name, where))
             hidden = _hidden_cells(np.column_stack(mapped), plan)
             blanked[:] += hidden.sum(axis=0)
             arrays = []
