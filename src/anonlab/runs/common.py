@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Protocol, Self, TypeVar
@@ -64,6 +64,31 @@ def stored_path(path: str | os.PathLike[str] | None, report: Path | None) -> str
     if report is None:
         return str(absolute)
     return os.path.relpath(absolute, report.resolve().parent)
+
+
+def stored_paths(
+    values: Mapping[str, Any], names: Iterable[str], report: Path | None
+) -> dict[str, Any]:
+    """``values`` with each of ``names`` that holds a path, or a mapping of paths, stored as
+    :func:`stored_path` stores it; the other values as they are."""
+    out = dict(values)
+    for name in names:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = stored_path(value, report)
+        elif isinstance(value, dict):
+            out[name] = {k: stored_path(str(v), report) for k, v in value.items()}
+    return out
+
+
+def data_inputs(settings: Settings) -> dict[str, Any]:
+    """The files a run reads as its report's header lists them: the data file (``None`` for
+    a URL) and each sensitive attribute's hierarchy."""
+    source = getattr(settings, "input", None)
+    return {
+        "data": source if isinstance(source, str) and "://" not in source else None,
+        **{f"hierarchy:{c}": p for c, p in getattr(settings, "sensitive_hierarchies", {}).items()},
+    }
 
 
 def _absolute_sqlite(url: str) -> str:

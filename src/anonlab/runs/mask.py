@@ -50,12 +50,13 @@ from anonlab.runs.common import (
     EngineSettings,
     RoleSettings,
     RunResult,
+    data_inputs,
     input_tables,
     is_folder_output,
     paths_convention,
     stage_release,
     stage_report,
-    stored_path,
+    stored_paths,
 )
 from anonlab.settings import read_toml, split_names
 
@@ -555,28 +556,11 @@ def _header(
 
     parameters = settings.model_dump(by_alias=True)
     parameters["seed"] = None
-    for name in settings.path_fields:
-        value = parameters.get(name)
-        if isinstance(value, str):
-            parameters[name] = stored_path(value, report_path)
-        elif isinstance(value, dict):
-            parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
-    method_parameters = dict(parameters.get("parameters") or {})
-    for name in method.params.path_parameters:
-        value = method_parameters.get(name)
-        if isinstance(value, str):
-            method_parameters[name] = stored_path(value, report_path)
-        elif isinstance(value, dict):
-            method_parameters[name] = {
-                k: stored_path(str(v), report_path) for k, v in value.items()
-            }
-    parameters["parameters"] = method_parameters
-    source = getattr(settings, "input", None)
-    inputs = {
-        "data": source if isinstance(source, str) and "://" not in source else None,
-        **{f"hierarchy:{c}": p for c, p in getattr(settings, "sensitive_hierarchies", {}).items()},
-    }
-    report = report_header("mask", risk_last(parameters), dict(inputs))
+    parameters = stored_paths(parameters, settings.path_fields, report_path)
+    parameters["parameters"] = stored_paths(
+        parameters.get("parameters") or {}, method.params.path_parameters, report_path
+    )
+    report = report_header("mask", risk_last(parameters), data_inputs(settings))
     report["paths"] = paths_convention(report_path)
     report["sdcmicro"] = method.sdcmicro
     report["randomized"] = method.randomized

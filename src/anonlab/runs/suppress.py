@@ -40,13 +40,14 @@ from anonlab.runs.common import (
     RoleSettings,
     RunResult,
     check_engine_io,
+    data_inputs,
     input_tables,
     is_folder_output,
     open_run_engine,
     paths_convention,
     stage_release,
     stage_report,
-    stored_path,
+    stored_paths,
 )
 from anonlab.settings import Settings, split_names
 
@@ -351,18 +352,7 @@ def _header(settings: Settings, report_path: Path | None) -> dict[str, Any]:
     """The report's common fields; every path stored as ``paths`` says."""
     from anonlab.report import report_header
 
-    parameters = settings.model_dump(by_alias=True)
-    for name in settings.path_fields:
-        value = parameters.get(name)
-        if isinstance(value, str):
-            parameters[name] = stored_path(value, report_path)
-        elif isinstance(value, dict):
-            parameters[name] = {k: stored_path(str(v), report_path) for k, v in value.items()}
-    source = getattr(settings, "input", None)
-    inputs = {
-        "data": source if isinstance(source, str) and "://" not in source else None,
-        **{f"hierarchy:{c}": p for c, p in getattr(settings, "sensitive_hierarchies", {}).items()},
-    }
-    report = report_header("suppress", risk_last(parameters), dict(inputs))
+    parameters = stored_paths(settings.model_dump(by_alias=True), settings.path_fields, report_path)
+    report = report_header("suppress", risk_last(parameters), data_inputs(settings))
     report["paths"] = paths_convention(report_path)
     return report
