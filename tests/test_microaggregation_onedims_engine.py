@@ -254,6 +254,33 @@ def test_a_wrong_release_is_refused_and_nothing_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_a_changed_unmasked_column_is_refused_column_by_column(
+    tmp_path: Path, parts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release too large to read back whole is still checked for its columns that are not
+    masked: a changed 'region' value is refused in one line, and nothing is written."""
+    monkeypatch.setattr(microaggregate_run, "IN_MEMORY_ROWS", 100)
+    right = onedims_module._plain
+
+    def changed(column: Any) -> Any:
+        import pyarrow as pa
+
+        text = right(column)
+        values = text.to_pylist()
+        if values and values[0] in ("north", "south", "east"):
+            values[0] = "west"
+        return pa.array(values, pa.string())
+
+    monkeypatch.setattr(onedims_module, "_plain", changed)  # the method's, not the checker's
+    with pytest.raises(AnonlabError, match="column 'region' is not masked but changed"):
+        run_microaggregate(
+            MicroaggregateSettings(
+                **_common(parts), output=f"{tmp_path / 'release'}/", strata=["band"]
+            )
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [

@@ -1135,7 +1135,7 @@ def _onedims_checked(
 
     if not whole:
         if s.verify:
-            _verify_by_column(s, folder, numeric, report)
+            _verify_by_column(s, folder, numeric, dropped, report)
         return None
     released: pd.DataFrame = read_table(folder, dtype=str, strings="arrow")
     if is_dask_frame(s.input):
@@ -1164,10 +1164,20 @@ def _il_h(original: pd.DataFrame, folder: Path, numeric: list[str]) -> float:
 
 
 def _verify_by_column(
-    s: MicroaggregateSettings, folder: Path, numeric: list[str], report: Mapping[str, Any]
+    s: MicroaggregateSettings,
+    folder: Path,
+    numeric: list[str],
+    dropped: list[str],
+    report: Mapping[str, Any],
 ) -> None:
     """The independent checker on a release too large to read back whole: each masked column
-    with the strata, read piece by piece (its groups are formed in that column alone)."""
+    with the strata, read piece by piece (its groups are formed in that column alone); then
+    the release's columns (the input's but the identifying ones, in order) and each column
+    not masked, equal to the input's text, one column at a time."""
+    import pandas as pd
+
+    from anonlab.verify.tables import shape_findings, unchanged_findings
+
     source = _engine_source(s.input, s)
     for name in numeric:
         names = [name, *s.strata]
@@ -1176,6 +1186,27 @@ def _verify_by_column(
             _columns_read(folder, names, s),
             {**report, "columns": [name]},
         )
+    kept = [c for c in _column_names(source, s) if c not in dropped]
+    problems = shape_findings(
+        pd.DataFrame(columns=kept), pd.DataFrame(columns=_column_names(folder, s))
+    )
+    for name in (c for c in kept if c not in numeric and c not in s.strata):
+        if problems:
+            break
+        problems = unchanged_findings(
+            _columns_read(source, [name], s), _columns_read(folder, [name], s), []
+        )
+    if problems:
+        raise AnonlabError(f"verification failed, nothing written: {problems[0]}")
+
+
+def _column_names(source: Any, s: ReadSettings) -> list[str]:
+    """The columns of a table the engine reads (:func:`_engine_source`), in order."""
+    from anonlab.engine.table import open_table
+
+    if is_dask_frame(source):
+        return [str(c) for c in source.columns]
+    return [str(c) for c in open_table(source, delimiter=s.delimiter).column_names]
 
 
 def _columns_read(source: Any, names: list[str], s: ReadSettings) -> pd.DataFrame:
