@@ -354,9 +354,10 @@ class EngineRelease(Protocol):
     def output_table(self) -> str | None: ...
 
 
-def check_engine_io(settings: EngineRelease) -> None:
+def check_engine_io(settings: EngineRelease, *, file_output: bool = False) -> None:
     """Refuse, before any work, what the engines do not read or write: a database, an Excel
-    sheet, a query as input; a database table as output."""
+    sheet, a query as input; a database table as output (``file_output``: the run also
+    gathers the engine's parts into a file, which the message offers)."""
     from anonlab.database import is_database_url, masked
 
     engine = f"engine '{settings.engine}'"
@@ -379,7 +380,7 @@ def check_engine_io(settings: EngineRelease) -> None:
     ):
         raise AnonlabError(
             f"{engine} writes the release as a folder of Parquet parts, not a database table: "
-            "give a folder (ending in /) as output",
+            f"give a folder (ending in /){' or a file' if file_output else ''} as output",
             parameter="output",
         )
 

@@ -201,7 +201,7 @@ def run_suppress(settings: SuppressSettings, *, progress: ProgressFn | None = No
     started = time.perf_counter()
     on_engine = uses_engine(s)
     if on_engine:
-        check_engine_io(s)
+        check_engine_io(s, file_output=True)
     with Outputs(
         {"output": output_target(s.output, s.output_table), "report": s.report, "html": s.html},
         inputs=[s.input, *s.sensitive_hierarchies.values()],
