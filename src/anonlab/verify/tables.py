@@ -11,6 +11,7 @@ computed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -169,21 +170,57 @@ def shape_findings(original: pd.DataFrame, release: pd.DataFrame) -> list[str]:
 def unchanged_findings(
     original: pd.DataFrame, release: pd.DataFrame, masked: Sequence[str]
 ) -> list[str]:
-    """Findings for every column outside ``masked`` whose text differs from the original."""
+    """Findings for every column outside ``masked`` whose text differs from the original.
+
+    Two text columns without missing values are compared by Arrow; others as :func:`text`
+    prints them (a missing value is ``''``).
+    """
     problems = []
     skip = set(masked)
     for name in original.columns:
         if str(name) in skip or name not in release.columns:
             continue
-        before, after = text(original[name]), text(release[name])
-        differ = np.flatnonzero(before != after)
-        if differ.size:
-            row = int(differ[0])
+        change = _first_change(original[name], release[name])
+        if change is not None:
+            row, before, after = change
             problems.append(
                 f"column '{name}' is not masked but changed: row {row + 1} holds "
-                f"'{after[row]}', the input '{before[row]}'"
+                f"'{after}', the input '{before}'"
             )
     return problems
+
+
+def _first_change(before: pd.Series, after: pd.Series) -> tuple[int, str, str] | None:
+    """The first row whose text differs, with both texts (``None``: the column is unchanged)."""
+    import pyarrow.compute as pc
+
+    old, new = arrow_text(before), arrow_text(after)
+    if old is not None and new is not None:
+        differ = pc.not_equal(old, new)
+        if not pc.any(differ).as_py():
+            return None
+        row = int(pc.index(differ, True).as_py())
+        return row, str(old[row].as_py()), str(new[row].as_py())
+    old_text, new_text = text(before), text(after)
+    rows = np.flatnonzero(old_text != new_text)
+    if not rows.size:
+        return None
+    row = int(rows[0])
+    return row, str(old_text[row]), str(new_text[row])
+
+
+def arrow_text(column: pd.Series) -> Any:
+    """A column as an Arrow string array when it holds only text and no missing value."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(column, from_pandas=True)  # Arrow-backed text: no copy
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None  # e.g. text mixed with numbers in one object column
+    kind = arr.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or arr.null_count:
+        return None
+    return arr
 
 
 def check_present(frame: pd.DataFrame, names: Sequence[str], what: str) -> None:
