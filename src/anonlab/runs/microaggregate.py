@@ -967,14 +967,7 @@ def _run_microaggregate_on_engine(
             progress=progress,
         )
         folder = staged.path
-        inputs = (
-            _inputs(s)
-            if isinstance(s.input, str)
-            else {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
-        )
-        report = _header("microaggregate", s, inputs, outputs.path("report"))
-        if is_dask_frame(s.input):  # recorded by what it is, not by its value
-            report["parameters"]["input"] = "a Dask DataFrame"
+        report = _engine_header(s, outputs.path("report"))
         report.update(
             result.report_keys(variant=s.variant, k=s.k, block_size=s.block_size, numeric=numeric)
         )
@@ -996,6 +989,20 @@ def _run_microaggregate_on_engine(
         stage_report(outputs, report)
         written = outputs.commit()
     return RunResult(report, released if file_output else None, written)
+
+
+def _engine_header(s: MicroaggregateSettings, report_path: Path | None) -> dict[str, Any]:
+    """The report's header of a run on an engine: its settings and the files it read (a Dask
+    DataFrame input recorded by what it is, not by its value)."""
+    inputs = (
+        _inputs(s)
+        if isinstance(s.input, str)
+        else {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
+    )
+    report = _header("microaggregate", s, inputs, report_path)
+    if is_dask_frame(s.input):
+        report["parameters"]["input"] = "a Dask DataFrame"
+    return report
 
 
 def _check_onedims_engine(s: MicroaggregateSettings) -> None:
@@ -1085,14 +1092,7 @@ def _run_onedims_on_engine(
             output=staged,
             progress=progress,
         )
-        inputs = (
-            _inputs(s)
-            if isinstance(s.input, str)
-            else {f"hierarchy:{c}": p for c, p in s.sensitive_hierarchies.items()}
-        )
-        report = _header("microaggregate", s, inputs, outputs.path("report"))
-        if is_dask_frame(s.input):  # recorded by what it is, not by its value
-            report["parameters"]["input"] = "a Dask DataFrame"
+        report = _engine_header(s, outputs.path("report"))
         report.update(
             result.report_keys(k=s.k, aggr=s.aggr, trim=s.trim, strata=s.strata, numeric=numeric)
         )
