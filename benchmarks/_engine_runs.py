@@ -1,4 +1,5 @@
-"""What the engine benchmarks share (``engines_local_suppress.py``, ``engines_mask.py``):
+"""What the engine benchmarks share (``engines_local_suppress.py``, ``engines_mask.py``,
+``engines_onedims.py``):
 the input as 4 Parquet parts, one command measured in a fresh process, the release's hash,
 and the repeats of one way summed up.
 
@@ -60,10 +61,11 @@ def measured(cmd: list[str], name: str) -> dict[str, Any]:
 
 
 def release_hash(out: Path) -> str:
-    """SHA-256 of the release's rows as text (the one reader, a CSV or parts alike)."""
+    """SHA-256 of the release's rows as text (the one reader, a file or parts alike)."""
     from anonlab.io import read_table
 
-    target = out / "release.csv" if (out / "release.csv").exists() else out / "release"
+    files = [out / f"release.{ext}" for ext in ("csv", "parquet")]
+    target = next((f for f in files if f.exists()), out / "release")
     return hashlib.sha256(read_table(target).to_csv(index=False).encode()).hexdigest()
 
 

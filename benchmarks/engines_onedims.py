@@ -25,32 +25,18 @@ records) ``benchmarks/results/engines_onedims_no_verify.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from _engine_runs import figures, measured_way, write_parts
+
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["income", "age", "hours", "wealth", "score"]
-
-#: runs a command, then prints the CPU time and the largest resident set of the command and
-#: of every process it started (a fresh process's RUSAGE_CHILDREN: that tree alone)
-_MEASURE = """
-import json, resource, subprocess, sys
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024}))
-sys.exit(code)
-"""
 
 
 def make_table(rows: int) -> pd.DataFrame:
@@ -66,14 +52,6 @@ def make_table(rows: int) -> pd.DataFrame:
             "region": rng.choice(["north", "south", "east", "west"], rows),
         }
     )
-
-
-def write_inputs(frame: pd.DataFrame, folder: Path) -> None:
-    """``frame`` as ``parts/`` (4 Parquet parts)."""
-    parts = folder / "parts"
-    parts.mkdir(parents=True, exist_ok=True)
-    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 4)):
-        frame.iloc[rows].to_parquet(parts / f"part-{i}.parquet", index=False)
 
 
 def command(
@@ -109,29 +87,6 @@ def command(
     ]
 
 
-def measured(cmd: list[str]) -> dict[str, Any]:
-    """Wall, CPU and peak memory of ``cmd`` run in a fresh measuring process."""
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[3:8])} failed:\n{proc.stderr[-3000:]}")
-    usage = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, **usage, "load": [round(load, 2), round(os.getloadavg()[0], 2)]}
-
-
-def release_hash(out: Path) -> str:
-    """SHA-256 of the release's rows as text (the one reader, a file or parts alike)."""
-    from anonlab.io import read_table
-
-    single = out / "release.parquet"
-    target = single if single.exists() else out / "release"
-    return hashlib.sha256(read_table(target).to_csv(index=False).encode()).hexdigest()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -144,7 +99,7 @@ def main() -> None:
     args = parser.parse_args()
     data = args.data / f"table-{args.rows}"
     if not (data / "parts").exists():
-        write_inputs(make_table(args.rows), data)
+        write_parts(make_table(args.rows), data)
     results: dict[str, Any] = {
         "rows": args.rows,
         "columns": COLUMNS,
@@ -156,25 +111,16 @@ def main() -> None:
     }
     print(f"{'way':7} {'CPU s':>8} {'wall s':>8} {'peak MiB':>9}  release")
     for way in args.ways:
-        runs, digest = [], ""
-        for _ in range(args.repeats):
-            out = args.data / f"out-{way}"
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir(parents=True)
-            cmd = command(way, data, out, args.aggr, args.strata, not args.no_verify)
-            runs.append(measured(cmd))
-            digest = release_hash(out)
-        cpu = statistics.median(r["cpu_s"] for r in runs)
-        wall = statistics.median(r["wall_s"] for r in runs)
-        peak = max(r["peak_mib"] for r in runs)
-        results["runs"][way] = {
-            "cpu_s": cpu,
-            "wall_s": wall,
-            "peak_mib": peak,
-            "release_sha256": digest,
-            "each": runs,
-        }
-        print(f"{way:7} {cpu:8.1f} {wall:8.1f} {peak:9.0f}  {digest[:12]}")
+        run = measured_way(
+            lambda out, way=way: command(
+                way, data, out, args.aggr, args.strata, not args.no_verify
+            ),
+            way,
+            args.data / f"out-{way}",
+            args.repeats,
+        )
+        results["runs"][way] = run
+        print(f"{way:7} {figures(run)}")
     name = "engines_onedims_no_verify" if args.no_verify else "engines_onedims"
     target = ROOT / "benchmarks" / "results" / f"{name}.json"
     target.write_text(json.dumps(results, indent=2) + "\n")
