@@ -317,6 +317,19 @@ def test_refusals_in_one_line(tmp_path: Path, parts: Path, extra: list[str], nee
     )
 
 
+@pytest.mark.parametrize("output", ["release.csv", "release/"])
+def test_a_stratum_named_twice_is_refused_in_one_line(
+    tmp_path: Path, parts: Path, output: str
+) -> None:
+    """``--strata region,region``: one line, in memory (it crashed in pandas' groupby) as on
+    the engine (which ran)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["microaggregate", str(parts), "--method", "onedims", "--columns", "ties,wide"]
+    args += ["--identifying", "id", "--other", "insensitive", "--strata", "region,region"]
+    assert_refused([*args, "--output", str(out / output)], out, "'region' is named twice")
+
+
 def test_a_file_output_on_dask_is_refused(tmp_path: Path, parts: Path) -> None:
     with pytest.raises(AnonlabError, match="give output as a folder path ending in '/'"):
         run_microaggregate(
@@ -351,7 +364,7 @@ def test_a_csv_input(tmp_path: Path, frame: pd.DataFrame) -> None:
 def test_an_empty_part(tmp_path: Path, frame: pd.DataFrame) -> None:
     """A part without records writes no part of the release; the release is the same."""
     source = write_parts(frame, tmp_path / "gapped", [0, 100, 100, ROWS])
-    memory, on_engine, expected, written = _both(tmp_path, source, {}, strata=["region"])
+    _memory, on_engine, expected, written = _both(tmp_path, source, {}, strata=["region"])
     pd.testing.assert_frame_equal(written, expected)
     assert on_engine.report["engine"]["pieces"] == 3
     assert on_engine.report["engine"]["parts"] == 2

@@ -295,8 +295,13 @@ class MicroaggregateSettings(_Columns, _EngineWorkers, RoleSettings, ReleaseRisk
     @field_validator("strata", mode="before")
     @classmethod
     def _strata(cls, value: Any) -> Any:
-        """``"a,b"`` or ``["a", "b,c"]`` to a list of names."""
-        return split_names(value) if isinstance(value, str | list | tuple) else value
+        """``"a,b"`` or ``["a", "b,c"]`` to a list of names, each named once."""
+        names = split_names(value) if isinstance(value, str | list | tuple) else value
+        if isinstance(names, list):
+            twice = [name for i, name in enumerate(names) if name in names[:i]]
+            if twice:
+                raise ValueError(f"column '{twice[0]}' is named twice: list each column once")
+        return names
 
     @field_validator("input", mode="before")
     @classmethod
