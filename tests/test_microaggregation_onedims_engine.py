@@ -368,3 +368,18 @@ def test_an_empty_part(tmp_path: Path, frame: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(written, expected)
     assert on_engine.report["engine"]["pieces"] == 3
     assert on_engine.report["engine"]["parts"] == 2
+
+
+def test_a_negative_zero_among_whole_numbers(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """A column of whole numbers with -0.0 (Arrow's text "-0", which pandas parsed as the
+    integer 0): in memory as on the engine, -0.0 keeps its sign, so the releases are equal."""
+    whole = frame.copy()
+    ties = whole["ties"].to_numpy() - 4.0
+    ties[(ties == 0) & (np.arange(ROWS) % 2 == 1)] = -0.0
+    whole["ties"] = ties
+    assert ((ties == 0) & np.signbit(ties)).any() and (ties == np.round(ties)).all()
+    source = write_parts(whole, tmp_path / "whole", [0, 333, ROWS])
+    _memory, _engine, expected, written = _both(tmp_path, source, {}, aggr="median")
+    pd.testing.assert_frame_equal(written, expected)
+    released = pd.read_parquet(tmp_path / "memory.parquet")["ties"].to_numpy()
+    assert ((released == 0) & np.signbit(released)).any()

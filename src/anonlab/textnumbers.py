@@ -271,13 +271,29 @@ def _correctly_rounded(text: pd.Series, numbers: pd.Series) -> pd.Series:
     decimals (``"27.400000000000002"`` gives 27.4), which is how doubles are
     written out; Arrow's parser, which the engines read with, does not. Which
     values parse stays pandas' decision; a column Arrow cannot read keeps
-    pandas' values.
+    pandas' values. A column of whole numbers stays pandas' integers, but for
+    a ``"-0"`` (Arrow's text of the double -0.0), which is -0.0 as Arrow parses it.
     """
-    if numbers.dtype != np.float64:
-        return numbers  # integers (or nothing parsed): exact already
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    if numbers.dtype != np.float64:
+        if numbers.dtype.kind != "i" or not (numbers == 0).any():
+            return numbers  # integers (or nothing parsed): exact already
+        # a "-0" (a double -0.0 written as text, as Arrow writes it) parses as the integer 0:
+        # keep its sign, as Arrow's parse (the engines') and a non-integer column's do
+        zero = (numbers == 0).to_numpy()
+        signs = pc.starts_with(
+            pc.utf8_trim_whitespace(pa.array(text.to_numpy()[zero], type=pa.string())), "-"
+        )
+        negative = np.zeros(zero.size, dtype=bool)
+        negative[zero] = np.asarray(signs.to_numpy(zero_copy_only=False), dtype=bool)
+        if not negative.any():
+            return numbers
+        signed = numbers.to_numpy(dtype=np.float64)
+        signed[negative] = -0.0
+        return pd.Series(signed, index=numbers.index, name=numbers.name)
 
     parsed = numbers.notna().to_numpy()
     try:
