@@ -383,3 +383,20 @@ def test_a_negative_zero_among_whole_numbers(tmp_path: Path, frame: pd.DataFrame
     pd.testing.assert_frame_equal(written, expected)
     released = pd.read_parquet(tmp_path / "memory.parquet")["ties"].to_numpy()
     assert ((released == 0) & np.signbit(released)).any()
+
+
+@pytest.mark.parametrize("output", ["release.parquet", "release/"])
+def test_a_null_integer_is_refused_as_missing(
+    tmp_path: Path, frame: pd.DataFrame, output: str
+) -> None:
+    """A nullable integer column (pandas' Int64, its null ``<NA>``) with a null in the head
+    the engine reads first: refused as a missing value, the in-memory line (the engine said
+    "is not numeric: row 4 holds '<NA>'")."""
+    gap = frame.copy()
+    gap["ties"] = gap["ties"].astype("Int64")
+    gap.loc[3, "ties"] = pd.NA
+    source = tmp_path / "gap.parquet"
+    gap.to_parquet(source, index=False)  # pandas' metadata: read back as Int64
+    with pytest.raises(AnonlabError, match="column 'ties' of the table has a missing value"):
+        run_microaggregate(MicroaggregateSettings(**_common(source), output=f"{tmp_path}/{output}"))
+    assert not (tmp_path / output).exists()

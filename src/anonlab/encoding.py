@@ -124,7 +124,7 @@ def numeric_matrix(
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             shown = str(raw.iloc[row]).strip()
-            if shown.lower() in MISSING_TEXT:
+            if shown.lower() in MISSING_TEXT or pd.isna(raw.iloc[row]):  # NaN, None, <NA>
                 raise AnonlabError(
                     f"column '{name}' of the {what} has a missing value (NaN) at row {row + 1}: "
                     "fill or drop missing values first"
