@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -95,6 +96,16 @@ def test_suda2_by_hand() -> None:
     assert scores.tolist() == [1.0, 2.0, 2.0, 0.0, 0.0]
     msu = suda2_scores(classes).msu_counts[classes.row_class]
     assert msu[:, 1].tolist() == [1, 2, 2, 0, 0] and msu[:, [0, 2]].sum() == 0
+
+
+def test_suda2_of_numbers_beyond_an_int64() -> None:
+    """Numbers such as 1e300 (a release's huge values) have no int64: their distinct values
+    get level numbers, so SUDA sees them apart (the cast warned and gave one code to all)."""
+    from anonlab.risk.suda import r_numeric_codes
+
+    codes = r_numeric_codes(np.array([1e300, -1e300, 2e300, 1e300]))
+    assert len(set(codes[:3].tolist())) == 3 and codes[0] == codes[3]
+    assert r_numeric_codes(np.array([3.0, -2.0])).tolist() == [3, -2]
 
 
 def test_suda2_budget_counts_work_not_time() -> None:

@@ -288,15 +288,16 @@ def r_numeric_codes(values: Array) -> Array:
     """The numbers R passes to sdcMicro's C++ code for one column's distinct values.
 
     Integer-valued numbers (or text that reads as one) stay as they are
-    (truncated to an integer, as the C++ cast does); any other column becomes
-    its factor level numbers, levels sorted in C-locale order, from 1.
+    (truncated to an integer, as the C++ cast does); any other column, or one
+    with a number beyond an int64 (1e300: its cast is undefined), becomes its
+    factor level numbers, levels sorted in C-locale order, from 1.
     """
     texts = [str(v) for v in values]
     try:
         numbers = np.array([float(t) for t in texts], dtype=np.float64)
     except ValueError:
         numbers = None
-    if numbers is not None and np.isfinite(numbers).all():
+    if numbers is not None and (np.abs(numbers) < 2.0**63).all():  # finite, fit an int64
         return np.trunc(numbers).astype(np.int64)
     levels = sorted(set(texts), key=lambda t: t.encode("utf-8"))
     rank = {t: i + 1 for i, t in enumerate(levels)}
