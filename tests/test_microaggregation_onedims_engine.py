@@ -400,3 +400,32 @@ def test_a_null_integer_is_refused_as_missing(
     with pytest.raises(AnonlabError, match="column 'ties' of the table has a missing value"):
         run_microaggregate(MicroaggregateSettings(**_common(source), output=f"{tmp_path}/{output}"))
     assert not (tmp_path / output).exists()
+
+
+def test_huge_and_tiny_magnitudes(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """Numbers near 1e300 (their squares overflow) and near 1e-300 (their squares underflow):
+    the same release and ILh in memory and on the engine. Before, in memory refused the tiny
+    column as constant and the engine the huge one as holding an infinite value."""
+    scaled = frame.copy()
+    scaled["signed"] = scaled["signed"] * 1e300
+    scaled["wide"] = scaled["wide"] * 1e-300
+    source = write_parts(scaled, tmp_path / "scaled", [0, 250, ROWS])
+    memory, on_engine, expected, written = _both(tmp_path, source, {}, aggr="onestep")
+    pd.testing.assert_frame_equal(written, expected)
+    for key in SAME:
+        assert on_engine.report[key] == memory.report[key], key
+    assert 0 < memory.report["measures"]["ILh"] < 1
+
+
+def test_a_constant_column_is_refused_with_the_in_memory_line(
+    tmp_path: Path, frame: pd.DataFrame
+) -> None:
+    flat = frame.copy()
+    flat["wide"] = 2.5
+    source = write_parts(flat, tmp_path / "flat", [0, 250, ROWS])
+    for output in ("release.parquet", "release/"):
+        with pytest.raises(AnonlabError, match="column 'wide' of the table is constant"):
+            run_microaggregate(
+                MicroaggregateSettings(**_common(source), output=f"{tmp_path}/{output}")
+            )
+        assert not (tmp_path / output).exists()

@@ -148,10 +148,17 @@ def column_scale(
     """Column means and population standard deviations (ddof=0) of ``x``.
 
     A constant column has S_j = 0 and cannot be standardized: it is refused by
-    name instead of dividing by zero.
+    name instead of dividing by zero. A column whose plain moments overflow (numbers
+    near 1e300, whose squares are infinite) or underflow (numbers near 1e-300, whose
+    squares are 0) has them computed again on the column scaled by a power of two,
+    which is exact, so it is neither refused as constant nor given an infinite S_j;
+    every other column's moments are the plain ones, to the bit.
     """
-    mean = x.mean(axis=0)
-    std = x.std(axis=0, ddof=0)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is computed again
+        mean = np.array(x.mean(axis=0), dtype=np.float64)
+        std = np.array(x.std(axis=0, ddof=0), dtype=np.float64)
+    for bad in np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std) & (std > 0))):
+        mean[bad], std[bad] = _scaled_moments(np.asarray(x[:, bad], dtype=np.float64))
     for j, s in enumerate(std):
         if not s > 0:
             raise AnonlabError(
@@ -160,6 +167,20 @@ def column_scale(
                 parameter="columns",
             )
     return mean, std
+
+
+def _scaled_moments(column: NDArray[np.float64]) -> tuple[float, float]:
+    """Mean and population deviation of ``column`` computed on ``column / 2**e`` (``2**e``
+    the power of two at or above its largest magnitude: an exact scaling) and scaled back;
+    a constant column keeps a deviation of 0, a column with a non-finite value its plain
+    moments."""
+    if not column.size or not np.isfinite(column).all():
+        return float(column.mean()), float(column.std())
+    if column.min() == column.max():
+        return float(column.mean()), 0.0
+    e = int(np.frexp(np.max(np.abs(column)))[1])
+    part = np.ldexp(column, -e)
+    return float(np.ldexp(part.mean(), e)), float(np.ldexp(part.std(), e))
 
 
 def standardize(

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonlab.encoding import column_scale
 from anonlab.engine import kernels
 from anonlab.engine.base import WriteSummary
 from anonlab.errors import AnonlabError
@@ -296,13 +297,12 @@ def plan_pieces(
         for i, part in enumerate(parts):  # a negative zero at its rank, as in memory
             if part.negative_zeros[j].size:
                 ordered[j, _ranks(part, j, starts[j][i])[part.negative_zeros[j]]] = -0.0
-    moments = Moments(
-        tuple(columns),
-        n,
-        np.asarray([row.mean() for row in ordered]) if n else np.zeros(p),
-        np.asarray([row.std() for row in ordered]) if n else np.zeros(p),
-    )
-    moments.check_z_scores()
+    if not n:
+        Moments(tuple(columns), 0, np.zeros(p), np.zeros(p)).check_z_scores()  # no records
+    # the in-memory standardization's means, deviations and refusal of a constant column
+    # (numbers near 1e300 or 1e-300 measured on the column scaled, as in memory)
+    mean, std = column_scale(ordered.T, columns)
+    moments = Moments(tuple(columns), n, mean, std)
     released = np.empty_like(ordered)
     refined = p == 1  # sdcMicro's one-variable path (as in memory)
     for s in range(len(keys) or 1):
