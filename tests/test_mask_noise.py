@@ -210,6 +210,18 @@ def test_registered_method_passes_the_independent_check(method) -> None:
     assert (problems == []) == (method == "restr")
 
 
+@pytest.mark.parametrize("rows", [2, 4, 5, 6, 7, 8])
+def test_outdect_on_few_records_passes_the_independent_check(rows: int) -> None:
+    """Three columns and 2..8 records: an MCD of half the records needs more than 3 of them
+    (7 records); below, the 99 % quantiles alone name the outliers. 5 and 6 records
+    crashed (h = 3 handed to the MCD); 2 to 4 drew no MCD seed, so the checker, which
+    skips one, redrew other noise and refused the release."""
+    frame = pd.read_csv(noise_data()).iloc[:rows]
+    result = anonlab.mask(frame, "noise", COLUMNS, seed=3, noise_method="outdect", noise=80)
+    assert not result.release[COLUMNS].equals(frame[COLUMNS])
+    assert check_masking(frame, result.release, COLUMNS, _report(result, 3)) == []
+
+
 def test_check_finds_a_changed_value() -> None:
     frame = pd.read_csv(noise_data())
     result = anonlab.mask(frame, "noise", COLUMNS, noise_method="restr")

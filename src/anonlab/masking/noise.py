@@ -470,9 +470,9 @@ def _outliers(
     flagged = np.zeros(n, dtype=bool)
     for column in columns:  # a value above its column's 99 % quantile
         flagged |= column > quantile_linear(column, 0.99)
-    if n <= m + 1:
+    seed = int(rng.integers(0, 2**31 - 1))  # drawn always: the noise's draws come after it
+    if -(-n // 2) <= m:  # half of the records span no full-rank covariance: no MCD
         return flagged
-    seed = int(rng.integers(0, 2**31 - 1))
     search = np.random.default_rng(seed)
     fit = data
     if n > MCD_ROWS:  # the estimate from a random subset: the search's cost grows with n
