@@ -238,6 +238,33 @@ def test_a_database_table_output_is_refused_on_an_engine(testdata: Path, tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("engine", "advice"),
+    [
+        ("numpy", "or give a file output (not a folder)"),
+        ("dask", "or use engine 'numpy' with a file output"),
+    ],
+)
+def test_a_database_input_is_refused_on_an_engine_with_advice_that_fits(
+    testdata: Path, tmp_path: Path, engine: str, advice: str
+) -> None:
+    """The NumPy engine runs for a folder output: its refusal of a database input offered
+    "use engine 'numpy' with a file output", the engine it was on."""
+    database = tmp_path / "t.db"
+    settings = anonlab.SuppressSettings(
+        input=f"sqlite:///{database}",
+        table="t",
+        qi=["sex"],
+        other="insensitive",
+        engine=engine,
+        output=f"{tmp_path / 'release'}/",
+    )
+    with pytest.raises(AnonlabError, match="is a database") as refused:
+        anonlab.run_suppress(settings)
+    assert str(refused.value).endswith(advice)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_missing_cells_of_the_input_are_blanks_from_the_start(
     testdata: Path, tmp_path: Path
 ) -> None:

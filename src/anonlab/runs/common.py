@@ -362,10 +362,14 @@ def check_engine_io(settings: EngineRelease, *, file_output: bool = False) -> No
 
     engine = f"engine '{settings.engine}'"
     if is_database_url(settings.input):
+        other = (  # the NumPy engine runs for a folder output; a file output, in memory
+            "give a file output (not a folder)"
+            if settings.engine == "numpy"
+            else "use engine 'numpy' with a file output"
+        )
         raise AnonlabError(
             f"input '{masked(settings.input)}' is a database: {engine} reads Parquet files, "
-            "folders and globs and CSV files; export the table to Parquet, or use engine "
-            "'numpy' with a file output",
+            f"folders and globs and CSV files; export the table to Parquet, or {other}",
             parameter="input",
         )
     for name in ("sheet", "table", "query"):
