@@ -429,3 +429,30 @@ def test_a_constant_column_is_refused_with_the_in_memory_line(
                 MicroaggregateSettings(**_common(source), output=f"{tmp_path}/{output}")
             )
         assert not (tmp_path / output).exists()
+
+
+def test_an_empty_first_part(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """The columns' roles are decided on the first part with rows: an empty first part was
+    taken for an empty table ("the table has no records")."""
+    source = write_parts(frame, tmp_path / "late", [0, 0, 300, ROWS])
+    _memory, on_engine, expected, written = _both(tmp_path, source, {}, strata=["region"])
+    pd.testing.assert_frame_equal(written, expected)
+    assert on_engine.report["engine"]["parts"] == 2
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_an_empty_table_is_refused_with_the_in_memory_line(
+    tmp_path: Path, frame: pd.DataFrame, kind: str
+) -> None:
+    source = tmp_path / f"empty.{kind}"
+    empty = frame.iloc[:0]
+    empty.to_csv(source, index=False) if kind == "csv" else empty.to_parquet(source)
+    lines = []
+    for output in ("release.parquet", "release/"):
+        with pytest.raises(AnonlabError, match="give at least one record") as refused:
+            run_microaggregate(
+                MicroaggregateSettings(**_common(source), output=f"{tmp_path}/{output}")
+            )
+        assert not (tmp_path / output).exists()
+        lines.append(str(refused.value))
+    assert lines[0] == lines[1] and lines[0].startswith(f"file '{source}' has ")

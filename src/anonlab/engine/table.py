@@ -309,6 +309,15 @@ class Table:
                     parameter=parameter,
                 )
 
+    def no_rows_error(self) -> AnonlabError:
+        """The in-memory run's line for a table without rows: the one reader's for a file or
+        folder (CSV with a header), the table model's for a DataFrame."""
+        kinds = {type(p) for p in self.pieces}
+        if kinds == {FramePiece}:
+            return AnonlabError("the table has no records: give at least one record")
+        has = "has a header but no rows" if kinds == {CsvPiece} else "has no rows"
+        return AnonlabError(f"{self.source} {has}: give at least one record")
+
 
 TableLike = Any  # a path, a glob, a pandas or Dask DataFrame, or a Table
 

@@ -452,6 +452,8 @@ def onedims_pieces(
         progress=progress,
         step="onedims: counting values",
     )
+    if not sum(part.rows for part in parts):  # the one reader's line, as in memory
+        raise table.no_rows_error()
     scratch = temp_path_for(output.target)  # removed by a later run if this one is killed
     scratch.mkdir()
     try:

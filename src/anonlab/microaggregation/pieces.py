@@ -501,8 +501,9 @@ class RegionsResult:
 
 
 def head_frame(table: Table, rows: int) -> pd.DataFrame:
-    """The first ``rows`` rows of ``table`` as a DataFrame (its columns and no rows when it
-    has none): what a run decides the columns' types and roles on before any pass."""
+    """The first ``rows`` rows of ``table`` (of its first piece with rows) as a DataFrame (its
+    columns and no rows when it has none): what a run decides the columns' types and roles
+    on before any pass."""
     import pandas as pd
 
     from anonlab.tabletext import to_frame
@@ -510,9 +511,9 @@ def head_frame(table: Table, rows: int) -> pd.DataFrame:
     if table.dask_frame is not None:
         head: pd.DataFrame = table.dask_frame.head(rows, npartitions=-1)
         return head
-    if table.pieces:
-        first = next(iter(table.pieces[0].batches(list(table.column_names), rows)), None)
-        if first is not None:
+    for piece in table.pieces:  # the first piece with rows: a part may be empty
+        first = next(iter(piece.batches(list(table.column_names), rows)), None)
+        if first is not None and first.num_rows:
             return to_frame(first)
     return pd.DataFrame(columns=list(table.column_names))
 

@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from anonlab.engine import kernels
 from anonlab.engine.base import AffineRows, Moments, WriteSummary, base_engine
-from anonlab.engine.table import CsvPiece, FramePiece, ParquetPiece, Piece, Table
+from anonlab.engine.table import ParquetPiece, Piece, Table
 from anonlab.errors import AnonlabError
 from anonlab.staging import StagedFolder
 
@@ -326,16 +326,6 @@ def _batch_moments(x: NDArray[np.float64]) -> tuple[kernels.PartialMoments, NDAr
     return kernels.PartialMoments(x.shape[0], mean, squares), centred
 
 
-def _no_rows(table: Table) -> AnonlabError:
-    """The in-memory run's line for a table without rows: the one reader's for a file or
-    folder (CSV with a header), the table model's for a DataFrame."""
-    kinds = {type(p) for p in table.pieces}
-    if kinds == {FramePiece}:
-        return AnonlabError("the table has no records: give at least one record")
-    has = "has a header but no rows" if kinds == {CsvPiece} else "has no rows"
-    return AnonlabError(f"{table.source} {has}: give at least one record")
-
-
 def moments_pass(
     engine: Engine, table: Table, columns: Sequence[str], *, progress: ProgressFn | None = None
 ) -> tuple[Moments, dict[int, int]]:
@@ -351,7 +341,7 @@ def moments_pass(
         first_rows[index] = total.count
         total = kernels.combine_moments(total, part)
     if total.count == 0:
-        raise _no_rows(table)
+        raise table.no_rows_error()
     return (
         Moments(tuple(columns), total.count, total.mean, np.sqrt(total.m2 / total.count)),
         first_rows,

@@ -1070,7 +1070,10 @@ def _run_onedims_on_engine(
         closing(open_run_engine(s)) as engine,
     ):
         table = open_table(_engine_source(s.input, s), delimiter=s.delimiter)
-        head = masked_table(head_frame(table, HEAD_ROWS), s, allow_constant=True)
+        first = head_frame(table, HEAD_ROWS)
+        if first.empty:  # the one reader's line, as in memory
+            raise table.no_rows_error()
+        head = masked_table(first, s, allow_constant=True)
         numeric = list(head.numeric_names)
         if not numeric:
             raise AnonlabError("no numeric column to microaggregate", parameter="columns")
