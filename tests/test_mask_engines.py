@@ -188,6 +188,19 @@ def test_cli_refusals_are_one_line(tmp_path: Path, folder: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("output", ["r.csv", "r/"])
+def test_an_empty_table_is_refused_with_the_in_memory_line(tmp_path: Path, output: str) -> None:
+    """A CSV with a header only: the one reader's line on the engine too (it named the staged
+    release folder, which held no Parquet part)."""
+    source = tmp_path / "empty.csv"
+    source.write_text("income,age\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["mask", str(source), "--method", "noise", "--columns", "income", "--seed", "1"]
+    args += ["--other", "insensitive", "--output", f"{out}/{output}"]
+    assert_refused(args, out, f"file '{source}' has a header but no rows")
+
+
 def test_a_missing_matrix_file_is_named_before_any_piece_is_read(
     tmp_path: Path, folder: Path
 ) -> None:

@@ -385,6 +385,8 @@ def _mask_on_engine(
             seed=seed if method.randomized else None,
             progress=progress,
         )
+        if not masked.rows:  # the one reader's line, as in memory (not the empty release's)
+            raise table.no_rows_error()
         report = _header(s, outputs.path("report"), method, None)
         report.update(
             {
