@@ -879,13 +879,7 @@ def _check_microaggregate_engine(s: MicroaggregateSettings, *, file_output: bool
                 f"numeric columns; leave {name} out or use a file output",
                 parameter=name,
             )
-    if s.output_table is not None:
-        raise AnonlabError(
-            f"output_table applies to a database output, which {engine} does "
-            "not write (it writes a folder of Parquet parts): leave "
-            "output_table out",
-            parameter="output_table",
-        )
+    _refuse_output_table(s)
     if s.region_rows < 2 * s.k:
         raise AnonlabError(
             f"region_rows must be at least 2k = {2 * s.k} (got {s.region_rows})",
@@ -1010,6 +1004,16 @@ def _engine_header(s: MicroaggregateSettings, report_path: Path | None) -> dict[
     return report
 
 
+def _refuse_output_table(s: MicroaggregateSettings) -> None:
+    """An engine writes no database table: refuse ``output_table``."""
+    if s.output_table is not None:
+        raise AnonlabError(
+            f"output_table applies to a database output, which engine '{s.engine}' does "
+            "not write (it writes a folder of Parquet parts): leave output_table out",
+            parameter="output_table",
+        )
+
+
 def _check_onedims_engine(s: MicroaggregateSettings) -> None:
     """Refuse, before any work, what ``onedims`` does not do on an engine (or in memory)."""
     engine = f"engine '{s.engine}'"
@@ -1030,13 +1034,7 @@ def _check_onedims_engine(s: MicroaggregateSettings) -> None:
             "seed applies to method 'rmd' only: method 'onedims' draws no random numbers",
             parameter="seed",
         )
-    if s.output_table is not None:
-        raise AnonlabError(
-            f"output_table applies to a database output, which {engine} does "
-            "not write (it writes a folder of Parquet parts): leave "
-            "output_table out",
-            parameter="output_table",
-        )
+    _refuse_output_table(s)
     if not is_folder_output(s.output):
         raise AnonlabError(
             f"output: {engine} writes the release as a folder of Parquet parts: "
