@@ -256,7 +256,7 @@ def _pair(item: Any, k: int) -> tuple[int, int]:
 
 def _check_columns(columns: Sequence[str], keys: list[str], strata: list[str]) -> None:
     if not keys:
-        raise AnonlabError("give at least one key (--qi)", parameter="qi")
+        raise AnonlabError("qi is empty: give at least one key", parameter="qi")
     absent = [c for c in [*keys, *strata] if c not in columns]
     if absent:
         raise AnonlabError(
