@@ -678,17 +678,9 @@ def write_parts(
 ) -> int:
     """Write the release, one Parquet part per piece (:func:`write_piece`); returns the rows
     written."""
-    from anonlab.engine.base import base_engine
+    from anonlab.engine.base import write_pieces
 
-    runner = base_engine(engine)
-    rows: list[int] = runner.map_pieces(
-        table,
-        write_piece,
-        plan,
-        aggregates,
-        folder,
-        runner.batch_rows,
-        progress=progress,
-        step="writing the release",
+    rows: list[int] = write_pieces(
+        engine, table, write_piece, plan, aggregates, folder, progress=progress
     )
     return sum(rows)

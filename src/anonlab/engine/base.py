@@ -730,20 +730,19 @@ def write_pieces(
     engine: Engine,
     table: Table,
     kernel: Callable[..., Any],
-    plan: Any,
-    folder: PathLike,
+    *args: Any,
     progress: ProgressFn | None = None,
 ) -> list[Any]:
-    """A family's release written over the pieces of ``table``: ``kernel(piece, plan, folder,
-    batch_rows)`` on every piece, each writing its piece's Parquet part into ``folder``, in
-    piece order (:meth:`EngineBase.map_pieces`); returns what each call returned (its rows,
-    its blanked cells...), in piece order, for the family's check of the first pass's counts."""
+    """A family's release written over the pieces of ``table``: ``kernel(piece, *args,
+    batch_rows)`` on every piece (``args`` the family's plan and the folder, as text, that
+    each call writes its piece's Parquet part into), in piece order
+    (:meth:`EngineBase.map_pieces`); returns what each call returned (its rows, its blanked
+    cells...), in piece order, for the family's check of the first pass's counts."""
     runner = base_engine(engine)
     return runner.map_pieces(
         table,
         kernel,
-        plan,
-        str(folder),
+        *args,
         runner.batch_rows,
         progress=progress,
         step="writing the release",

@@ -177,7 +177,7 @@ def write_parts(
     ``records``, the first pass's, is an error: the table changed while it was read)."""
     from anonlab.engine.base import write_pieces
 
-    rows: list[int] = write_pieces(engine, table, write_piece, plan, folder, progress)
+    rows: list[int] = write_pieces(engine, table, write_piece, plan, str(folder), progress=progress)
     if sum(rows) != records:
         raise AnonlabError(
             f"input: {table.source} holds {sum(rows)} records, the first pass counted "

@@ -370,5 +370,5 @@ def write_parts(
     from anonlab.engine.base import write_pieces
 
     plan = with_offsets(engine, table, plan)
-    rows: list[int] = write_pieces(engine, table, write_piece, plan, folder, progress)
+    rows: list[int] = write_pieces(engine, table, write_piece, plan, str(folder), progress=progress)
     return sum(rows)

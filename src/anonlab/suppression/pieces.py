@@ -237,7 +237,9 @@ def write_parts(
     than the first pass counted (the table changed while it was read) are an error."""
     from anonlab.engine.base import write_pieces
 
-    written: list[PieceCells] = write_pieces(engine, table, write_piece, plan, folder, progress)
+    written: list[PieceCells] = write_pieces(
+        engine, table, write_piece, plan, str(folder), progress=progress
+    )
     rows = sum(p.rows for p in written)
     cells = np.sum([p.blanked for p in written], axis=0) if written else np.zeros(0)
     expected = [result.suppressed[key] for key in plan.keys]
