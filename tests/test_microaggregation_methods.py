@@ -26,7 +26,7 @@ import anonlab
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.aggregates import fixed_labels, ordered_aggregates
-from anonlab.microaggregation.methods import pca_order, stratum_rows
+from anonlab.microaggregation.methods import pca_order, radix_order, ranked, stratum_rows
 from anonlab.verify.microaggregation import check_microaggregation
 
 HERE = Path(__file__).resolve().parent / "data" / "sdcmicro_microaggregation"
@@ -229,6 +229,35 @@ def test_pca_order_fixes_the_components_sign() -> None:
     order = pca_order(x)
     assert np.all(np.diff(x[order, 0]) > -0.5)
     assert x[order[0], 0] == x[:, 0].min() or x[order[-1], 0] == x[:, 0].max()
+
+
+def test_radix_order_is_rs_order() -> None:
+    """The radix sort's order is a stable sort's (R's ``order``: ties by row) on ties,
+    signed zeros (which tie), infinities, subnormals and huge numbers; a row holding a NaN
+    is ranked with its NaNs last, in row order; each sorted value is its row's (a -0.0
+    stays -0.0)."""
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 5, 300, 5000):
+        whole = rng.integers(-3, 4, n).astype(float)
+        zeros = np.where(whole == 0, np.where(rng.random(n) < 0.5, -0.0, 0.0), whole)
+        infinite = np.where(rng.random(n) < 0.2, np.inf, rng.standard_normal(n))
+        infinite[rng.random(n) < 0.2] = -np.inf
+        rows = [
+            rng.standard_normal(n),
+            zeros,
+            infinite,
+            rng.standard_normal(n) * 1e-310,
+            np.round(rng.standard_normal(n), 1) * 1e300,
+            -np.abs(whole),
+        ]
+        for values in rows:
+            assert np.array_equal(radix_order(values), np.argsort(values, kind="stable"))
+        order, ordered = ranked(np.vstack(rows))
+        for j, values in enumerate(rows):
+            assert np.array_equal(ordered[j].view(np.uint64), values[order[j]].view(np.uint64))
+    order, ordered = ranked(np.asarray([[np.nan, 1.0, np.nan, 0.0, -0.0, 1.0]]))
+    assert order.tolist() == [[3, 4, 1, 5, 0, 2]]
+    assert np.signbit(ordered[0, 1]) and not np.signbit(ordered[0, 0])
 
 
 def test_onedims_checker_takes_a_union_of_groups() -> None:

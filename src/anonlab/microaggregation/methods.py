@@ -374,35 +374,53 @@ def clustered_order(x: NDArray[Any], method: str) -> NDArray[np.int64]:
 # ---------------------------------------------------------------------------
 
 
+#: the sign bit of a double's bit pattern
+_SIGN = np.uint64(1 << 63)
+
+
 def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Each row of ``xt`` (p, n) in ascending order, equal values by position (R's
-    ``order``): the argsort and the sorted values.
+    ``order``): the argsort and the sorted values (each value as it is at its row, so a
+    ``-0.0`` and a ``0.0``, which tie, each keep their row's rank, as in R's
+    ``x[order(x)]``).
 
-    An introsort (about twice as fast as a stable sort on doubles) sorts; then, in each run
-    of equal values, the positions are put in ascending order (only the tied values are
-    sorted again), and the sorted values follow them (equal values, but ``-0.0`` and
-    ``0.0`` tie: each stays at its row's rank, as in R's ``x[order(x)]``).
+    A row without NaN is sorted by :func:`radix_order`, about twice as cheap as an
+    introsort of the doubles (and a stable sort of them three times dearer); a row holding
+    a NaN (the table model refuses them) by a stable sort, which puts the NaNs last in row
+    order, as R's ``order``.
     """
-    order = np.argsort(xt, axis=1)
-    ordered = np.empty_like(xt)
+    order = np.empty(xt.shape, dtype=np.int64)
+    ordered = np.empty(xt.shape, dtype=np.float64)
     for j in range(xt.shape[0]):
-        np.take(xt[j], order[j], out=ordered[j])
-    for j in range(xt.shape[0]):
-        ties = ordered[j, 1:] == ordered[j, :-1]
-        if not ties.any():
-            continue
-        in_run = np.zeros(xt.shape[1], dtype=bool)
-        in_run[1:] |= ties
-        in_run[:-1] |= ties
-        starts = in_run.copy()
-        starts[1:] &= ~ties
-        run = np.cumsum(starts)
-        tied = np.flatnonzero(in_run)
-        rows = order[j, tied]
-        order[j, tied] = rows[np.lexsort((rows, run[tied]))]
-        # the tied values in that order too: equal, but -0.0 and 0.0 keep their rows' order
-        ordered[j, tied] = xt[j, order[j, tied]]
-    return np.asarray(order, dtype=np.int64), np.asarray(ordered, dtype=np.float64)
+        row = np.asarray(xt[j], dtype=np.float64)
+        if np.isnan(row).any():
+            order[j] = np.argsort(row, kind="stable")
+        else:
+            order[j] = radix_order(row)
+        np.take(row, order[j], out=ordered[j])
+    return order, ordered
+
+
+def radix_order(values: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The positions of ``values`` (no NaN) in ascending order, equal values by position.
+
+    Each double is mapped to a 64-bit unsigned key that orders as the doubles do (IEEE 754
+    bit patterns: a non-negative double's with its sign bit set, a negative double's bits
+    all flipped; ``-0.0`` first made ``0.0`` by adding ``0.0``, so the two zeros tie), and
+    the keys are sorted by least-significant-digit radix sort (Knuth, TAOCP vol. 3,
+    sec. 5.2.5): four passes, one for each 16-bit digit from the lowest, each a stable sort
+    of that digit in the order the previous passes left (NumPy's stable sort of 16-bit
+    integers is itself a radix sort). A stable pass keeps the order of the lower digits
+    among equal digits, so after the highest pass the keys are in order and equal keys in
+    position order.
+    """
+    bits = (values + 0.0).view(np.uint64)
+    key = np.where(bits >= _SIGN, ~bits, bits | _SIGN)
+    order = np.argsort(key.astype(np.uint16), kind="stable")
+    for shift in (16, 32, 48):
+        digit = (key[order] >> np.uint64(shift)).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+    return np.asarray(order, dtype=np.int64)
 
 
 def onedims_release(
