@@ -440,7 +440,7 @@ def test_row_transform_is_the_matrix_product(
 
 def test_parts_with_inconsistent_schemas_are_refused(engine: EngineBase, tmp_path: Path) -> None:
     pq.write_table(pa.table({"a": ["x"], "b": [1]}), tmp_path / "part-0.parquet")
-    pq.write_table(pa.table({"a": ["y"], "b": ["1"]}), tmp_path / "part-1.parquet")
+    pq.write_table(pa.table({"a": ["y"], "b": ["z"]}), tmp_path / "part-1.parquet")
     with pytest.raises(AnonlabError) as err:
         engine.frequency_set(tmp_path, ["a", "b"])
     assert err.value.parameter == "input" and str(err.value).startswith("input")

@@ -267,7 +267,9 @@ def test_parquet_parts_with_other_schemas(data_dir: Path, tmp_path: Path) -> Non
     pq.write_table(
         pa.Table.from_pandas(frame.iloc[:100], preserve_index=False), folder / "part-0.parquet"
     )
-    odd = frame.iloc[100:200].assign(age=lambda f: f["age"].astype(int))
+    # a part lacking a column (a part storing a column with another type that Arrow casts,
+    # as the one reader does, is read: tests/test_engine_mixed_parts.py)
+    odd = frame.iloc[100:200].drop(columns=["race"])
     pq.write_table(pa.Table.from_pandas(odd, preserve_index=False), folder / "part-1.parquet")
     assert_refused(
         [
@@ -282,7 +284,7 @@ def test_parquet_parts_with_other_schemas(data_dir: Path, tmp_path: Path) -> Non
             str(tmp_path / "r.json"),
         ],
         tmp_path,
-        "write every part with the same schema",
+        "lacks the column 'race' that part",
     )
 
 

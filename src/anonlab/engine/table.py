@@ -20,10 +20,18 @@ pieces and the same batches, which is what makes their results identical:
 Values become text by the rule of :mod:`anonlab.tabletext` (the one every
 reader of anonlab uses) when the kernels encode them, not here.
 
-The parts of a folder or glob must share one schema: :func:`open_table`
-reads every part's footer and refuses a part whose columns or types differ
-from the first's (text types ``string``, ``large_string`` and dictionaries of
-them count as one).
+The parts of a folder or glob must share one set of columns: :func:`open_table`
+reads every part's footer and refuses a part whose columns differ from the
+first's. Their types are unified as the one reader (:func:`anonlab.sources.read_parquet`,
+a pyarrow dataset) unifies them: the first part's type is the column's, and a
+part that stores the column otherwise has its values cast to it (Arrow's safe
+cast: an integer part of a double column, an all-null part of a text column,
+numbers in a text column), so an engine reads the values the in-memory run
+reads. A part whose type cannot be cast to the first's at all (text in a
+column the first part stores as null, a date in an integer column) is refused
+when the table is opened; a value that cannot be cast (``1.5`` in an integer
+column, ``x`` in a double column) when its batch is read. Text types
+(``string``, ``large_string`` and dictionaries of them) count as one.
 """
 
 from __future__ import annotations
@@ -85,6 +93,10 @@ class ParquetPiece(Piece):
     row_groups: tuple[int, ...] | None = None  # None: every row group
     partition: tuple[tuple[str, str], ...] = ()  # hive key -> value (text)
     storage: tuple[tuple[str, Any], ...] = ()  # fsspec's options when ``path`` is a URL
+    # columns this file stores with another type than the table's (the first part's), and
+    # that type: their values are cast to it, as the one reader's dataset casts them
+    cast: tuple[tuple[str, Any], ...] = ()
+    first_path: str = ""  # the part whose types are the table's, for messages
 
     def columns(self) -> tuple[str, ...]:
         return self.names + tuple(k for k, _ in self.partition)
@@ -123,6 +135,8 @@ class ParquetPiece(Piece):
                 batch_size=batch_rows, row_groups=self.row_groups, columns=own, use_threads=False
             ):
                 table = pa.Table.from_batches([batch])
+                if self.cast:
+                    table = self._cast(table)
                 for name in columns:
                     if name in keys:
                         table = table.append_column(
@@ -132,8 +146,43 @@ class ParquetPiece(Piece):
         finally:
             handle.close()
 
+    def _cast(self, table: pa.Table) -> pa.Table:
+        """``table``'s columns of :attr:`cast` with their values cast to the table's types
+        (Arrow's safe cast, the one the one reader's dataset applies); a text type is
+        dictionary-encoded, as the parts that store text are read."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for name, target in self.cast:
+            if name not in table.column_names:
+                continue
+            at = table.column_names.index(name)
+            column = table.column(at)
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            try:
+                column = column.cast(target, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                detail = (str(exc).strip().splitlines() or ["cast error"])[0]
+                raise AnonlabError(
+                    f"input: Parquet part '{self.path}' stores column '{name}' as "
+                    f"{_stored(self.path, name, self.storage)} but part '{self.first_path}' as "
+                    f"{target}, and a value cannot be read as {target} ({detail}): write every "
+                    "part with the same schema",
+                    parameter="input",
+                ) from None
+            if pa.types.is_string(target):
+                column = pc.dictionary_encode(column)
+            table = table.set_column(at, name, column)
+        return table
+
     def describe(self) -> str:
         return f"Parquet part '{self.path}'"
+
+
+def _stored(path: str, name: str, storage: tuple[tuple[str, Any], ...]) -> Any:
+    """The type a Parquet file's footer gives column ``name``."""
+    return _read_footer(path, storage).schema.to_arrow_schema().field(name).type
 
 
 def _open_bytes(path: str, storage: tuple[tuple[str, Any], ...]) -> IO[bytes]:
@@ -432,16 +481,13 @@ def _hive(folder: Path, part: Path) -> tuple[tuple[str, str], ...]:
     return _hive_levels(part.relative_to(folder).parts[:-1])
 
 
-def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
-    """Whether two column types hold the same values (text types count as one)."""
+def _kind(t: pa.DataType) -> Any:
+    """A column type with text types made one (``string``; dictionaries by their values)."""
     import pyarrow as pa
 
-    def norm(t: pa.DataType) -> Any:
-        if pa.types.is_dictionary(t):
-            t = t.value_type
-        return pa.string() if pa.types.is_large_string(t) else t
-
-    return bool(norm(a).equals(norm(b)))
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.string() if pa.types.is_large_string(t) else t
 
 
 def _url_table(
@@ -543,6 +589,7 @@ def _parquet_table(
     pieces: list[Piece] = []
     first: pa.Schema | None = None
     first_keys: tuple[str, ...] = ()
+    cast: tuple[tuple[str, Any], ...] = ()
     for path, keys in files:
         try:
             meta = _read_footer(path, storage)
@@ -556,11 +603,15 @@ def _parquet_table(
             first, first_keys = schema, tuple(k for k, _ in keys)
             _no_repeats(list(schema.names) + list(first_keys), where)
         else:
-            _check_schema(path, files[0][0], schema, first, tuple(k for k, _ in keys), first_keys)
+            cast = _check_schema(
+                path, files[0][0], schema, first, tuple(k for k, _ in keys), first_keys
+            )
         names = tuple(schema.names)
         stored = path if is_url(path) else str(Path(path).absolute())
         for groups in _row_group_runs(meta, piece_rows):
-            pieces.append(ParquetPiece(len(pieces), stored, names, groups, keys, storage))
+            pieces.append(
+                ParquetPiece(len(pieces), stored, names, groups, keys, storage, cast, files[0][0])
+            )
     names = tuple(present(first, "the first Parquet part's schema").names)
     return Table(where, names + first_keys, tuple(pieces))
 
@@ -572,8 +623,14 @@ def _check_schema(
     first: pa.Schema,
     keys: tuple[str, ...],
     first_keys: tuple[str, ...],
-) -> None:
-    """Refuse a part whose columns or types differ from the first part's."""
+) -> tuple[tuple[str, Any], ...]:
+    """Refuse a part whose columns differ from the first part's, or that stores a column with
+    a type Arrow cannot cast to the first part's; the columns it stores with another type than
+    the first part's, and the first part's type (text types made ``string``), to cast its
+    values to (the one reader's dataset takes the first part's schema and casts the others
+    to it)."""
+    import pyarrow as pa
+
     if sorted(schema.names) != sorted(first.names) or keys != first_keys:
         extra = sorted(set(schema.names) - set(first.names))
         lacking = sorted(set(first.names) - set(schema.names))
@@ -589,15 +646,22 @@ def _check_schema(
             "write every part with the same schema",
             parameter="input",
         )
+    cast: list[tuple[str, Any]] = []
     for name in first.names:
-        a, b = first.field(name).type, schema.field(name).type
-        if not _same_kind(a, b):
+        a, b = _kind(first.field(name).type), _kind(schema.field(name).type)
+        if a.equals(b):
+            continue
+        try:
+            pa.array([], b).cast(a)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             raise AnonlabError(
                 f"input: Parquet part '{path}' stores column '{name}' as {b} "
-                f"but part '{first_path}' as {a}: write every part with the "
-                "same schema",
+                f"but part '{first_path}' as {a}, and Arrow cannot cast {b} to {a}: write "
+                "every part with the same schema",
                 parameter="input",
-            )
+            ) from None
+        cast.append((name, a))
+    return tuple(cast)
 
 
 def _row_group_runs(meta: Any, piece_rows: int) -> list[tuple[int, ...] | None]:

@@ -48,7 +48,7 @@ figures.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -294,7 +294,7 @@ def _segment_batches(
                     first = at
                 chosen.append(g)
             at += size
-        piece = ParquetPiece(piece.index, piece.path, piece.names, tuple(chosen), piece.partition)
+        piece = replace(piece, row_groups=tuple(chosen))  # its partition, storage, casts kept
         skip -= first
     seen = 0
     for batch in piece.batches(list(columns), batch_rows):
