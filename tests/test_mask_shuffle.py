@@ -147,3 +147,51 @@ def test_from_the_command_line_with_sdcmicros_flags(tmp_path) -> None:
     for name in COLUMNS:
         assert np.array_equal(np.sort(released[name]), np.sort(original[name]))
     assert released["SALES"].equals(original["SALES"])
+
+
+def _rows(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.hstack([x, s]).T)
+
+
+@pytest.mark.parametrize("data", ["Tarragona", "CASCrefmicrodata"])
+def test_mvn_row_steps_give_the_reference_draw_and_release(data) -> None:
+    """``shuffle(method="mvn")`` runs ``mvn``'s steps with one row a column (the second
+    fit on ``[S', R]`` instead of ``[S', X']``, the normal equations, the responses'
+    sorted values from the table's ranking): the same ``Y*`` as the step-by-step
+    reference :func:`shuffle.mvn_draw` for the same seed, to rounding, and the same
+    release. CASC's columns hold ties."""
+    x = table(data)
+    for seed in range(5):
+        reference = shuffle.mvn_draw(x[:, :3], x[:, 3:6], np.random.default_rng(seed))
+        rows = _rows(x[:, :3], x[:, 3:6])
+        ystar, ordered = shuffle._mvn_rows(rows, 3, np.random.default_rng(seed))
+        scale = np.abs(reference).max(axis=0)
+        assert np.all(np.abs(ystar.T - reference) <= 1e-9 * scale)
+        assert np.array_equal(ordered, np.sort(x[:, :3].T, axis=1))
+        released = shuffle.shuffle(x[:, :3], x[:, 3:6], np.random.default_rng(seed), method="mvn")
+        assert np.array_equal(released, shuffle.reverse_map(x[:, :3], reference))
+
+
+def test_centred_ranks_are_the_average_ranks_less_their_mean() -> None:
+    x = table("CASCrefmicrodata")  # ties
+    rows = np.ascontiguousarray(np.round(x[:, :4] / 1000.0).T)
+    centred, ordered = shuffle._centred_ranks(rows, 2)
+    n = rows.shape[1]
+    assert np.array_equal(centred, shuffle._ranks(rows.T).T - (n + 1) / 2.0)
+    assert np.array_equal(ordered, np.sort(rows[:2], axis=1))
+    assert np.array_equal(shuffle._centred_cov(centred), shuffle._rank_cov(rows.T))
+
+
+def test_row_fit_is_the_least_squares_fit_and_falls_back_on_collinear_predictors() -> None:
+    rng = np.random.default_rng(4)
+    s = rng.standard_normal((500, 3)) * [1.0, 1e3, 1e-3] + [5.0, -2e4, 0.0]
+    y = s @ rng.standard_normal((3, 2)) + rng.standard_normal((500, 2)) + 1e6
+    collinear = np.column_stack([s, s[:, 0] * 2.0 - s[:, 1]])
+    constant = np.column_stack([s, np.full(500, 7.0)])
+    for predictors in (s, collinear, constant):
+        fitted, residuals = shuffle._fit_rows(
+            np.ascontiguousarray(y.T), np.ascontiguousarray(predictors.T)
+        )
+        want_fitted, want_residuals = shuffle._regression(y, predictors)
+        assert np.allclose(fitted.T, want_fitted, rtol=1e-12, atol=0.0)
+        assert np.allclose(residuals.T, want_residuals, rtol=0.0, atol=1e-6)

@@ -54,6 +54,11 @@ from anonlab.settings import split_names
 
 ShuffleMethod = Literal["ds", "mvn", "mlm"]
 SHUFFLE_METHODS: Final[tuple[str, ...]] = ("ds", "mvn", "mlm")
+_DRAW_BLOCK: Final = 8192
+"""Records a step of ``mvn``'s normal draws takes."""
+_NORMAL_COND: Final = 1e6
+"""Largest condition number of the predictors' correlation matrix ``mvn``'s fits solve by
+the normal equations (:func:`_fit_rows`)."""
 
 
 def shuffle(
@@ -83,7 +88,7 @@ def shuffle(
     if method == "ds":
         ystar = normal_scores_draw(x, s, rng)
     elif method == "mvn":
-        ystar = mvn_draw(x, s, rng)
+        return _mvn_shuffle(x, s, rng)
     else:
         ystar = _regression(x, s)[0]
     return reverse_map(x, ystar)
@@ -115,12 +120,17 @@ def reverse_map(x: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[n
     """Each column of ``x`` sorted and handed out in the order of ``ystar``'s column: the
     record with the k-th smallest ``ystar`` (ties by record order) gets the k-th smallest
     value of ``x``. Column by column, each contiguous."""
-    xs = np.ascontiguousarray(x.T)
-    ys = np.ascontiguousarray(ystar.T)
-    out = np.empty_like(xs)
-    for j in range(xs.shape[0]):
-        out[j, _ascending(ys[j])] = xs[j][_ascending(xs[j])]
-    return np.ascontiguousarray(out.T)
+    ordered = np.sort(np.ascontiguousarray(x.T), axis=1)
+    return _hand_out(ordered, np.ascontiguousarray(ystar.T))
+
+
+def _hand_out(ordered: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`reverse_map` of the columns' sorted values ``ordered`` (one row a column) in
+    the order of ``ystar`` (one row a column): an ``n x r`` table."""
+    out = np.empty((ordered.shape[1], ordered.shape[0]))
+    for j in range(ordered.shape[0]):
+        out[_ascending(ystar[j]), j] = ordered[j]
+    return out
 
 
 def _ranks(data: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -221,11 +231,141 @@ def egadp(
 def mvn_draw(
     x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    """``Y*`` of method ``mvn`` (module docstring)."""
+    """``Y*`` of method ``mvn`` (module docstring), step by step on ``n x r`` tables: the
+    reference that :func:`shuffle`'s :func:`_mvn_rows` follows with one row a column."""
     r = x.shape[1]
     joint = np.hstack([x, s])
     sample = _mvnormal(rng, x.shape[0], joint.mean(axis=0), _rank_cov(joint))
     return egadp(sample[:, :r], sample[:, r:], rng)
+
+
+def _mvn_shuffle(
+    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """:func:`shuffle` of method ``mvn``: :func:`_mvn_rows`'s ``Y*`` and the responses'
+    sorted values (from the ranking of the table, not sorted again) to :func:`_hand_out`."""
+    r = x.shape[1]
+    rows = np.empty((r + s.shape[1], x.shape[0]))
+    rows[:r] = x.T
+    rows[r:] = s.T
+    ystar, ordered = _mvn_rows(rows, r, rng)
+    return _hand_out(ordered, ystar)
+
+
+def _mvn_rows(
+    rows: NDArray[np.float64], r: int, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``Y*`` of method ``mvn`` (one row a response) from the table ``rows`` (one row a
+    column, the ``r`` responses first), and the responses' sorted values.
+
+    The same steps as :func:`egadp` on a draw of :func:`_mvnormal`, one row a column
+    (contiguous rows for the rankings, no transposed copies): the sample ``N(mean,
+    C_s([X, S]))``; the fit of its responses ``X'`` on its predictors ``S'``; the draw
+    ``V ~ N(mean(X'), C_s(X'))``; ``V``'s residuals on ``[S', X']``, which span what
+    ``[S', R]`` spans (``R`` the first fit's residuals, orthogonal to ``S'``), so the
+    second fit is of ``V`` on ``[S', R]``: the same residuals, a better conditioned
+    system.
+    """
+    n = rows.shape[1]
+    ranks, ordered = _centred_ranks(rows, r)
+    sample = _mvnormal_rows(rng, n, rows.mean(axis=1), _centred_cov(ranks))
+    fitted, residuals = _fit_rows(sample[:r], sample[r:])
+    c_r = _centred_cov(_centred_ranks(residuals, 0)[0])
+    c_x = _centred_cov(_centred_ranks(sample[:r], 0)[0])
+    v = _mvnormal_rows(rng, n, sample[:r].mean(axis=1), c_x)
+    basis = np.empty((rows.shape[0], n))
+    basis[:r] = residuals
+    basis[r:] = sample[r:]
+    v_residuals = _fit_rows(v, basis)[1]
+    c_v = _centred_cov(_centred_ranks(v_residuals, 0)[0])
+    # Y* = F + R_V C_V^-1 C_R^-1, one row a response: F^T + (C_V^-1 C_R^-1)^T R_V^T
+    scale = np.linalg.solve(c_v, np.linalg.inv(c_r))
+    fitted += scale.T @ v_residuals
+    return fitted, ordered
+
+
+def _centred_ranks(
+    rows: NDArray[np.float64], keep: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each row's average ranks (R's ``rank``) less their mean ``(n + 1) / 2``, and the
+    first ``keep`` rows' values sorted (read off the same ordering). The centred ranks
+    are whole or half numbers, exact."""
+    k, n = rows.shape
+    out = np.empty((k, n))
+    ordered = np.empty((keep, n))
+    plain = np.arange(n, dtype=np.float64) - (n - 1) / 2.0  # ranks 1..n less (n + 1) / 2
+    for j in range(k):
+        order = np.argsort(rows[j])
+        values = rows[j][order]
+        tie = values[1:] == values[:-1]
+        if tie.any():
+            start = np.flatnonzero(np.concatenate([[True], ~tie]))
+            end = np.append(start[1:], n)
+            out[j, order] = np.repeat((start + 1 + end) / 2.0 - (n + 1) / 2.0, end - start)
+        else:
+            out[j, order] = plain
+        if j < keep:
+            ordered[j] = values
+    return out, ordered
+
+
+def _centred_cov(centred: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The covariance (divisor n - 1) of the rows ``centred`` (each of mean 0): R's
+    ``cov(method = "spearman")`` of centred ranks, as :func:`_rank_cov`."""
+    cov: NDArray[np.float64] = centred @ centred.T
+    cov *= 1.0 / (centred.shape[1] - 1)
+    return cov
+
+
+def _mvnormal_rows(
+    rng: np.random.Generator, n: int, mean: NDArray[np.float64], cov: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """:func:`_mvnormal`'s draws (the same normals, in the same order) with one row a
+    column: ``mean + root z^T``, a block of :data:`_DRAW_BLOCK` records at a time (the
+    block's normals stay cached)."""
+    values, vectors = np.linalg.eigh(cov)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    k = cov.shape[0]
+    out = np.empty((k, n))
+    z = np.empty((min(n, _DRAW_BLOCK), k))
+    for start in range(0, n, _DRAW_BLOCK):
+        stop = min(n, start + _DRAW_BLOCK)
+        block = z[: stop - start]
+        rng.standard_normal(out=block)
+        out[:, start:stop] = root @ block.T
+    out += mean[:, None]
+    return out
+
+
+def _fit_rows(
+    y: NDArray[np.float64], s: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_regression` with one row a column: fitted values and residuals of each row
+    of ``y`` regressed on the rows of ``s`` with an intercept.
+
+    By the normal equations of the centred predictors scaled to unit length (their
+    correlation matrix ``G``, solved once for all responses) when ``G``'s condition number
+    is below :data:`_NORMAL_COND` (the fitted values then lose at most about ``cond(G)``
+    times the rounding error); else (collinear or nearly collinear predictors, a constant
+    one) by :func:`_regression`'s least squares.
+    """
+    y_mean = y.mean(axis=1)
+    centred = s - s.mean(axis=1)[:, None]
+    gram = centred @ centred.T
+    length = np.sqrt(np.diag(gram))
+    if np.all(length > 0):
+        unit = gram / np.outer(length, length)
+        eig = np.linalg.eigvalsh(unit)
+        if eig[0] > eig[-1] / _NORMAL_COND:
+            residuals = y - y_mean[:, None]
+            cross = centred @ residuals.T
+            coef = np.linalg.solve(unit, cross / length[:, None]) / length[:, None]
+            fitted = coef.T @ centred
+            residuals -= fitted
+            fitted += y_mean[:, None]
+            return fitted, residuals
+    fit, residuals = _regression(y.T, s.T)
+    return np.ascontiguousarray(fit.T), np.ascontiguousarray(residuals.T)
 
 
 # ---------------------------------------------------------------------------
