@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from anonlab.encoding import ALL_NUMERIC, CategoricalColumn
 from anonlab.errors import AnonlabError
-from anonlab.metrics.utility import il_h
+from anonlab.metrics.utility import il_h, il_h_of
 from anonlab.microaggregation.mdav import EuclideanSpace, group_means, mdav_partition
 from anonlab.microaggregation.mixed import MixedSpace, group_lower_medians, group_modes
 from anonlab.microaggregation.scalable import DEFAULT_BLOCK_SIZE, scalable_mdav_labels
@@ -299,7 +299,6 @@ def _by_method(
     masked = table.frame.copy()
     for j, name in enumerate(num):
         masked[name] = released[:, j]
-    z, mean, std = table.standardized
     return MicroaggregationResult(
         masked,
         labels,
@@ -308,7 +307,7 @@ def _by_method(
         list(num),
         [],
         [],
-        il_h(z, (released - mean) / std),
+        il_h_of(x, released, num, table.what),  # column by column (the engines' too)
         None,
         method=method,
         aggr=aggr,

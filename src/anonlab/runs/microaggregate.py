@@ -1159,14 +1159,13 @@ def _onedims_checked(
 def _il_h(original: pd.DataFrame, folder: Path, numeric: list[str]) -> float:
     """ILh of a release read back whole, computed as the in-memory run computes it (the
     original's numbers as the table model parses them, the release's doubles as written)."""
-    from anonlab.encoding import numeric_matrix, standardize
+    from anonlab.encoding import numeric_matrix
     from anonlab.io import read_table
-    from anonlab.metrics.utility import il_h
+    from anonlab.metrics.utility import il_h_of
 
-    z, mean, std = standardize(numeric_matrix(original, numeric, "table"), numeric)
     written = read_table(folder, dtype=str, strings="arrow", doubles=numeric)
     released = written[numeric].to_numpy(dtype=float)
-    return il_h(z, (released - mean) / std)
+    return il_h_of(numeric_matrix(original, numeric, "table"), released, numeric)
 
 
 def _verify_by_column(
