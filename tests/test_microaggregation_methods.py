@@ -233,7 +233,8 @@ def test_pca_order_fixes_the_components_sign() -> None:
 
 def test_radix_order_is_rs_order() -> None:
     """The radix sort's order is a stable sort's (R's ``order``: ties by row) on ties,
-    signed zeros (which tie), infinities, subnormals and huge numbers; a row holding a NaN
+    doubles equal but in their last bits, signed zeros (which tie), infinities,
+    subnormals and huge numbers; a row holding a NaN
     is ranked with its NaNs last, in row order; each sorted value is its row's (a -0.0
     stays -0.0)."""
     rng = np.random.default_rng(11)
@@ -242,7 +243,15 @@ def test_radix_order_is_rs_order() -> None:
         zeros = np.where(whole == 0, np.where(rng.random(n) < 0.5, -0.0, 0.0), whole)
         infinite = np.where(rng.random(n) < 0.2, np.inf, rng.standard_normal(n))
         infinite[rng.random(n) < 0.2] = -np.inf
+        # doubles a few units in the last place apart (equal in their upper 48 bits), and
+        # apart in bit 16 (a carry into the upper bits), of both signs
+        base = rng.choice(rng.standard_normal(7), n).view(np.uint64)
+        steps = rng.integers(0, 4, n).astype(np.uint64)
+        near = (base + steps).view(np.float64)
+        carry = (base | np.uint64(0xFFFF)) + steps
         rows = [
+            near,
+            carry.view(np.float64),
             rng.standard_normal(n),
             zeros,
             infinite,

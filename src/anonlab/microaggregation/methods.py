@@ -406,21 +406,29 @@ def radix_order(values: NDArray[np.float64]) -> NDArray[np.int64]:
 
     Each double is mapped to a 64-bit unsigned key that orders as the doubles do (IEEE 754
     bit patterns: a non-negative double's with its sign bit set, a negative double's bits
-    all flipped; ``-0.0`` first made ``0.0`` by adding ``0.0``, so the two zeros tie), and
-    the keys are sorted by least-significant-digit radix sort (Knuth, TAOCP vol. 3,
-    sec. 5.2.5): four passes, one for each 16-bit digit from the lowest, each a stable sort
-    of that digit in the order the previous passes left (NumPy's stable sort of 16-bit
-    integers is itself a radix sort). A stable pass keeps the order of the lower digits
-    among equal digits, so after the highest pass the keys are in order and equal keys in
-    position order.
+    all flipped; ``-0.0`` first made ``0.0`` by adding ``0.0``, so the two zeros tie). The
+    keys' upper 48 bits are sorted by a stable least-significant-digit radix sort (Knuth,
+    TAOCP vol. 3, sec. 5.2.5): NumPy's ``lexsort`` of their three 16-bit digits, which
+    sorts each digit stably (a radix sort for 16-bit integers), the highest digit last.
+    Keys equal in those bits are then in position order; where such a run is not also in
+    order of the whole key (doubles within about 1e-11 of each other, relatively, but not
+    equal: rare), that run alone is sorted again by the whole key and the position.
     """
     bits = (values + 0.0).view(np.uint64)
     key = np.where(bits >= _SIGN, ~bits, bits | _SIGN)
-    order = np.argsort(key.astype(np.uint16), kind="stable")
-    for shift in (16, 32, 48):
-        digit = (key[order] >> np.uint64(shift)).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
-    return np.asarray(order, dtype=np.int64)
+    digits = [(key >> np.uint64(shift)).astype(np.uint16) for shift in (16, 32, 48)]
+    order = np.asarray(np.lexsort(digits), dtype=np.int64)
+    ordered = key[order]
+    inverted = ordered[1:] < ordered[:-1]
+    if inverted.any():  # runs of equal upper bits out of order in the lower 16 bits
+        upper = ordered >> np.uint64(16)
+        run = np.cumsum(np.r_[True, upper[1:] != upper[:-1]]) - 1
+        unsorted = np.zeros(int(run[-1]) + 1, dtype=bool)
+        unsorted[run[1:][inverted]] = True
+        chosen = np.flatnonzero(unsorted[run])  # whole runs, each in its place
+        rows = order[chosen]
+        order[chosen] = rows[np.lexsort((rows, ordered[chosen]))]
+    return order
 
 
 def onedims_release(
