@@ -161,12 +161,26 @@ def column_scale(
         mean[bad], std[bad] = _scaled_moments(np.asarray(x[:, bad], dtype=np.float64))
     for j, s in enumerate(std):
         if not s > 0:
-            raise AnonlabError(
-                f"column '{columns[j]}' of the {what} is constant (standard deviation "
-                "S_j = 0), so it cannot be standardized: leave it out of columns",
-                parameter="columns",
-            )
+            raise constant_column(columns[j], what)
     return mean, std
+
+
+def constant_column(name: str, what: str = "table") -> AnonlabError:
+    """The refusal of a constant column (S_j = 0) by the standardization, in memory and on
+    an engine alike."""
+    return AnonlabError(
+        f"column '{name}' of the {what} is constant (standard deviation "
+        "S_j = 0), so it cannot be standardized: leave it out of columns",
+        parameter="columns",
+    )
+
+
+def scale_exponent(largest: float) -> int:
+    """The ``e`` with ``2**e`` the power of two above ``largest`` (a column's largest
+    magnitude, finite and not 0): dividing the column by ``2**e`` (:func:`numpy.ldexp`) is
+    exact and brings it below 1 in magnitude, where its squares neither overflow nor
+    underflow to 0."""
+    return int(np.frexp(largest)[1])
 
 
 def _scaled_moments(column: NDArray[np.float64]) -> tuple[float, float]:
@@ -178,7 +192,7 @@ def _scaled_moments(column: NDArray[np.float64]) -> tuple[float, float]:
         return float(column.mean()), float(column.std())
     if column.min() == column.max():
         return float(column.mean()), 0.0
-    e = int(np.frexp(np.max(np.abs(column)))[1])
+    e = scale_exponent(float(np.max(np.abs(column))))
     part = np.ldexp(column, -e)
     return float(np.ldexp(part.mean(), e)), float(np.ldexp(part.std(), e))
 

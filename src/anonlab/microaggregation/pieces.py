@@ -6,8 +6,11 @@ cut into *regions* by a coarse k-d split, and each region is microaggregated
 by the scalable variant on its own, one task per region (one after the other
 on the NumPy engine). Groups never cross a region's faces. The passes:
 
-1. the column moments (:meth:`Engine.moments`): ``z = (x - mean) / std``
-   with the population deviation, as in memory;
+1. the column moments (:func:`table_moments`): ``z = (x - mean) / std``
+   with the population deviation, as in memory (a column whose streamed
+   moments overflow or underflow, numbers near 1e300 or 1e-300, measured
+   again on the column scaled by a power of two, as
+   :func:`anonlab.encoding.column_scale` does);
 2. with ``R = ceil(n / region_rows) > 1`` regions, a sample: every piece
    keeps the rows with the ``SAMPLE_ROWS`` smallest keys drawn from
    ``default_rng([SAMPLE_SEED, piece])`` and this process keeps the
@@ -66,7 +69,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from anonlab.engine.base import Engine
+    from anonlab.engine.base import Engine, Moments
     from anonlab.progress import ProgressFn
 
 FloatArray = NDArray[np.float64]
@@ -94,6 +97,104 @@ class PieceSample:
     rows: int
     keys: FloatArray
     x: FloatArray
+
+
+def piece_extent(piece: Piece, columns: Sequence[str], batch_rows: int) -> FloatArray:
+    """Each column's smallest and largest value, largest magnitude and whether every value
+    is finite (1.0) or not (0.0), as the rows of a ``(4, d)`` array (no rows: ``inf``,
+    ``-inf``, 0, 1)."""
+    d = len(columns)
+    extent = np.array([[np.inf] * d, [-np.inf] * d, [0.0] * d, [1.0] * d])
+    for batch in piece.batches(list(columns), batch_rows):
+        x = kernels.numeric_block(batch, columns, piece.describe())
+        if x.shape[0] == 0:
+            continue
+        finite = np.isfinite(x).all(axis=0)
+        extent[3] = np.minimum(extent[3], finite)
+        extent[0] = np.minimum(extent[0], x.min(axis=0))
+        extent[1] = np.maximum(extent[1], x.max(axis=0))
+        extent[2] = np.maximum(extent[2], np.abs(x).max(axis=0))
+    return extent
+
+
+def piece_scaled_moments(
+    piece: Piece, columns: Sequence[str], exponents: Sequence[int], batch_rows: int
+) -> kernels.PartialMoments:
+    """The moments of one piece's ``columns`` divided by ``2**exponents`` (exact), batch by
+    batch as :func:`anonlab.engine.kernels.piece_moments` takes them."""
+    scale = -np.asarray(exponents, dtype=np.int64)
+    total = kernels.PartialMoments(0, np.zeros(len(columns)), np.zeros(len(columns)))
+    for batch in piece.batches(list(columns), batch_rows):
+        x = np.ldexp(kernels.numeric_block(batch, columns, piece.describe()), scale)
+        if x.shape[0] == 0:
+            continue
+        mean = x.mean(axis=0)
+        centred = x - mean
+        m2 = np.einsum("ij,ij->j", centred, centred)
+        total = kernels.combine_moments(total, kernels.PartialMoments(x.shape[0], mean, m2))
+    return total
+
+
+def table_moments(
+    engine: Engine, table: Table, numeric: Sequence[str], *, progress: ProgressFn | None = None
+) -> Moments:
+    """The table's count, means and population deviations of ``numeric``, refused as the
+    in-memory standardization (:func:`anonlab.encoding.column_scale`) refuses them.
+
+    The moments are streamed (:meth:`Engine.moments`). A column whose streamed mean or
+    deviation is not finite, or whose deviation is 0, is measured again when all its values
+    are finite and not all equal: on the column divided by ``2**e`` (``2**e`` above its
+    largest magnitude, :func:`anonlab.encoding.scale_exponent`; an exact scaling), the mean
+    and deviation scaled back by ``2**e``. So numbers near 1e300 (whose squares overflow)
+    and near 1e-300 (whose squares underflow to 0) get their finite, positive deviation, as
+    in memory; every other column keeps its streamed moments, to the bit. A column with an
+    infinite value is refused as such, a constant column with the in-memory line.
+    """
+    from anonlab.encoding import constant_column, scale_exponent
+    from anonlab.engine.base import Moments, base_engine
+
+    numeric = list(numeric)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is measured again
+        moments = engine.moments(table, numeric, progress=progress)
+    mean, std = np.array(moments.mean, dtype=np.float64), np.array(moments.std, dtype=np.float64)
+    again = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std) & (std > 0)))
+    if again.size:
+        runner = base_engine(engine)
+        names = [numeric[j] for j in again]
+        parts: list[FloatArray] = runner.map_pieces(
+            table, piece_extent, names, runner.batch_rows, progress=progress, step="column ranges"
+        )
+        low = np.min([p[0] for p in parts], axis=0)
+        high = np.max([p[1] for p in parts], axis=0)
+        largest = np.max([p[2] for p in parts], axis=0)
+        finite = np.min([p[3] for p in parts], axis=0) > 0
+        scaled = [i for i in range(len(names)) if finite[i] and low[i] < high[i]]
+        for i in range(len(names)):
+            if finite[i] and low[i] == high[i]:
+                std[again[i]] = 0.0  # constant: refused below, whatever its streamed m2
+        if scaled:
+            exponents = [scale_exponent(float(largest[i])) for i in scaled]
+            partial: list[kernels.PartialMoments] = runner.map_pieces(
+                table,
+                piece_scaled_moments,
+                [names[i] for i in scaled],
+                exponents,
+                runner.batch_rows,
+                progress=progress,
+                step="moments of scaled columns",
+            )
+            total = kernels.PartialMoments(0, np.zeros(len(scaled)), np.zeros(len(scaled)))
+            for part in partial:
+                total = kernels.combine_moments(total, part)
+            for at, (i, e) in enumerate(zip(scaled, exponents, strict=True)):
+                j = int(again[i])
+                mean[j] = np.ldexp(total.mean[at], e)
+                std[j] = np.ldexp(np.sqrt(total.m2[at] / total.count), e)
+    result = Moments(moments.columns, moments.count, mean, std)
+    Moments(result.columns, result.count, mean, np.where(std == 0, 1.0, std)).check_z_scores()
+    for flat in np.flatnonzero(std == 0):
+        raise constant_column(numeric[int(flat)])
+    return result
 
 
 def _smallest(keys: FloatArray, size: int) -> NDArray[np.intp]:

@@ -767,7 +767,7 @@ def _release_by_regions(
 
     from anonlab.engine.table import open_table
     from anonlab.io import read_table
-    from anonlab.microaggregation.pieces import microaggregate_regions
+    from anonlab.microaggregation.pieces import microaggregate_regions, table_moments
     from anonlab.staging import StagedFolder
     from anonlab.threads import blas_threads
 
@@ -782,7 +782,7 @@ def _release_by_regions(
             s.input if _engine_reads(s.input, s) else table.frame, delimiter=s.delimiter
         )
         keep = [c for c in pieces.column_names if c not in dropped]
-        moments = engine.moments(pieces, numeric, progress=progress)
+        moments = table_moments(engine, pieces, numeric, progress=progress)
         folder = StagedFolder(Path(scratch) / "release")
         result = microaggregate_regions(
             engine,
@@ -913,7 +913,11 @@ def _run_microaggregate_on_engine(
     """:func:`run_microaggregate` on an engine (module text, "On an engine")."""
     from anonlab.dataset import Role, roles_report
     from anonlab.engine.table import open_table
-    from anonlab.microaggregation.pieces import head_frame, microaggregate_regions
+    from anonlab.microaggregation.pieces import (
+        head_frame,
+        microaggregate_regions,
+        table_moments,
+    )
     from anonlab.parameters import check_k
     from anonlab.risk.release import check_risk_columns, release_risk_report
     from anonlab.staging import StagedFolder
@@ -938,8 +942,7 @@ def _run_microaggregate_on_engine(
         dropped = head.columns_with(Role.IDENTIFYING)
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s)
-        moments = engine.moments(table, numeric, progress=progress)
-        moments.check_z_scores()
+        moments = table_moments(engine, table, numeric, progress=progress)
         check_k(s.k, moments.count)
         _check_block_size(s)
         small = moments.count <= IN_MEMORY_ROWS
