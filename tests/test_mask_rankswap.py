@@ -206,3 +206,47 @@ def test_swap_partners_walks_the_window_rule_on_a_wide_window() -> None:
     assert np.array_equal(partner[partner], positions)
     assert np.abs(partner - positions).max() <= 1499
     assert np.mean(partner != positions) > 0.99
+
+
+def _pairing_by_the_definition(size: int, width: int, rng: np.random.Generator) -> np.ndarray:
+    """sdcMicro's ``RankSwap`` loop as written: each free position lists the free positions
+    of its window and takes one of them uniformly."""
+    partner = np.arange(size)
+    paired = np.zeros(size, dtype=bool)
+    for j in range(size):
+        if paired[j]:
+            continue
+        free = [k for k in range(j + 1, min(size, j + width)) if not paired[k]]
+        if free:
+            k = free[int(rng.integers(len(free)))]
+            paired[[j, k]] = True
+            partner[[j, k]] = k, j
+    return partner
+
+
+@pytest.mark.parametrize(("size", "width", "redraws"), [(40, 12, None), (31, 4, None), (31, 4, 0)])
+def test_swap_partners_have_the_definitions_distribution(monkeypatch, size, width, redraws) -> None:
+    """Per position, the mean rank distance to the partner and the share of values that
+    stay, over 3,000 pairings each: the rejection draws (and, with ``redraws = 0``, the
+    listed free positions every time) against the loop of the definition, within 4.5
+    standard errors. The last ``W`` positions have windows cut by the end; of an odd number
+    of positions one at least stays."""
+    if redraws is not None:
+        monkeypatch.setattr(rankswap, "_REDRAWS", redraws)
+    runs = 3000
+    positions = np.arange(size)
+
+    def moves(pairing) -> np.ndarray:
+        return np.array([np.abs(pairing(seed) - positions) for seed in range(runs)])
+
+    ours = moves(lambda seed: rankswap.swap_partners(size, width, np.random.default_rng(seed)))
+    theirs = moves(
+        lambda seed: _pairing_by_the_definition(size, width, np.random.default_rng(10**6 + seed))
+    )
+    assert ours.max() <= width - 1
+    for a, b in ((ours, theirs), (ours == 0, theirs == 0)):
+        se = np.sqrt((a.var(axis=0) + b.var(axis=0)) / runs) + 1e-9
+        z = np.abs(a.mean(axis=0) - b.mean(axis=0)) / se
+        assert z.max() < 4.5, (z.argmax(), a.mean(axis=0), b.mean(axis=0))
+    if size % 2:
+        assert np.mean(ours == 0) >= 1 / size and np.mean(theirs == 0) >= 1 / size

@@ -28,9 +28,9 @@ sdcMicro documents ``P`` as a percentage of the records but its C++ code uses it
 (``P = 5`` there swaps across 5 times the records, i.e. anywhere); anonlab reads ``p`` as the
 documented percentage: sdcMicro's ``P = x`` is anonlab's ``p = 100 x``. When none of ``p``,
 ``r0``, ``k0`` is given, ``r0 = 0.95`` (sdcMicro's default). The greedy pass is sequential
-by nature; it runs in one Python loop over plain lists with rejection sampling (a draw
-uniform in the window, redrawn while it falls on a swapped value, which leaves the choice
-uniform among the values not yet swapped): about 0.15 us a value, the pairs built with
+by nature; it runs in one Python loop with rejection sampling (a draw uniform in the
+window, redrawn while it falls on a swapped value, which leaves the choice uniform among
+the values not yet swapped), the swapped values skipped in C and the pairs built with
 whole-array steps after it (:func:`swap_partners`).
 """
 
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from itertools import compress
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -55,7 +56,7 @@ DEFAULT_TOP_PERCENT: Final = 5.0
 DEFAULT_BOTTOM_PERCENT: Final = 5.0
 _REDRAWS: Final = 16
 _BLOCK: Final = 4096
-"""Pool uniforms turned into Python floats at a time (the redraws need a few thousand)."""
+"""Redraws drawn at a time and turned into Python numbers (a column needs a few thousand)."""
 
 
 @dataclass(frozen=True)
@@ -186,11 +187,11 @@ def _swap_column(
     missing = np.isnan(column)
     if missing.any():
         rows = np.flatnonzero(~missing)
-        order = rows[descending(column[rows])]
+        order, ranked = _ranked(column[rows])
+        order = rows[order]
     else:
-        order = descending(column)
+        order, ranked = _ranked(column)
     n = order.size
-    ranked = column[order]
     top = int(np.floor(n * top_ratio + 1e-9))
     bottom = int(np.floor(n * bottom_ratio + 1e-9))
     out = column.copy()
@@ -226,12 +227,20 @@ def descending(values: NDArray[np.float64]) -> NDArray[np.intp]:
     An unstable sort is about twice as fast and gives the same order when no two values
     are equal; with equal values the stable sort decides.
     """
+    return _ranked(values)[0]
+
+
+def _ranked(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """:func:`descending`'s positions and the values in that order (``values[order]``,
+    as the negation of the sorted negated values: no second gather)."""
     negated = -values
     order = np.argsort(negated)
     ranked = negated[order]
     if np.any(ranked[1:] == ranked[:-1]):
-        return np.argsort(negated, kind="stable")
-    return order
+        order = np.argsort(negated, kind="stable")
+        ranked = negated[order]
+    np.negative(ranked, out=ranked)
+    return order, ranked
 
 
 def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np.intp]:
@@ -242,65 +251,63 @@ def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np
     ``j``, when not yet paired, pairs with a position drawn uniformly among those not yet
     paired in ``j + 1 .. min(size, j + width) - 1`` (sdcMicro's ``RankSwap`` loop).
 
-    The draws: every position's first draw ``j + 1 + floor(u_j * span_j)`` at once
-    (``u = rng.random(size)``), then a pool of ``size + 64`` uniforms (refilled when used
-    up) for the redraws of a first draw that fell on a paired position, at most
-    :data:`_REDRAWS` of them, then a uniform choice among the free positions by
-    ``rng.integers``. The loop itself only walks the positions once: a paired position
-    is skipped, a free one takes its first draw when that is free (most do), and only the
-    pairs whose first draw was redrawn are written down; the involution is built from
-    them with whole-array steps afterwards.
+    The draw is rejection sampling: a position uniform over the whole window, drawn again
+    while it falls on a paired position, is uniform over the free ones. The first draws of
+    all positions come at once, ``j + 1 + floor(u_j * span_j)`` with ``u = rng.random``;
+    the redraws come from a pool of integers ``floor(u * (W - 1))`` drawn
+    :data:`_BLOCK` at a time (the offsets of a full window; the last ``W`` positions, whose
+    window is cut by the end, draw from a pool of uniforms instead). After
+    :data:`_REDRAWS` redraws on paired positions the partner is drawn by ``rng.integers``
+    among the free positions listed, so a window with no free position ends the search.
+
+    The walk skips the paired positions in C (``itertools.compress`` reads the flags of
+    the free positions as it goes, so a position paired by an earlier step is skipped); a
+    free position whose first draw is free (seven in ten) only marks it. Only the redrawn
+    partners are written down; the involution is built from them with whole-array steps.
     """
     if width < 2 or size < 2:
         return np.arange(size, dtype=np.intp)
-    positions = np.arange(size)
-    span_of = np.minimum(size, positions + width) - positions - 1
-    first = (positions + 1 + np.floor(rng.random(size) * span_of)).astype(np.intp)
-    chosen: list[int] = first.tolist()
-    chunk = size + 64
-    pool = rng.random(chunk)
-    used = 0  # uniforms of the pool used
-    ready: list[float] = []  # pool[used:] as Python floats, converted a block at a time
-    taken = bytearray(size)
+    positions = np.arange(size - 1)
+    span_of = np.minimum(size - 1 - positions, width - 1)
+    first = (rng.random(size - 1) * span_of).astype(np.intp)  # floor: u * span >= 0
+    first += positions + 1
+    free = bytearray(b"\x01") * size  # 1: not yet paired
+    offsets: list[int] = []  # redraw offsets within a full window, 0 .. W - 2
+    uniforms: list[float] = []  # redraws in a window cut by the end
     near_end = size - width  # from here on the window ends at the last position
-    redrawn: dict[int, int] = {}  # position -> its partner when not its first draw
-    for j in range(size - 1):
-        if taken[j]:
+    full = width - 1
+    redrawn: list[int] = []  # the positions whose partner is not their first draw
+    partners: list[int] = []  # their partners (themselves: no free position to pair with)
+    for j, k in compress(enumerate(first.tolist()), free):
+        if free[k]:
+            free[k] = 0
             continue
-        k = chosen[j]
-        if taken[k]:
-            span = width - 1 if j < near_end else size - j - 1
-            k = -1
-            for _ in range(_REDRAWS):
-                if not ready:
-                    if used == chunk:
-                        pool = rng.random(chunk)
-                        used = 0
-                    ready = pool[used : used + _BLOCK].tolist()
-                    ready.reverse()
-                candidate = j + 1 + int(ready.pop() * span)
-                used += 1
-                if not taken[candidate]:
-                    k = candidate
-                    break
-            if k < 0:
-                free = [c for c in range(j + 1, j + 1 + span) if not taken[c]]
-                if not free:
-                    redrawn[j] = j  # no free partner: the value stays
-                    continue
-                k = free[int(rng.integers(len(free)))]
-            redrawn[j] = k
-        taken[k] = 1
-    # the pairs: every position not taken (but the last) chose a partner, ``first`` or
-    # its redraw; a taken position is its chooser's partner
-    chooser = np.flatnonzero(np.frombuffer(taken, dtype=np.uint8)[: size - 1] == 0)
+        span = full if j < near_end else size - j - 1
+        for _ in range(_REDRAWS):
+            if span == full:
+                if not offsets:
+                    offsets = (rng.random(_BLOCK) * full).astype(np.intp).tolist()
+                k = j + 1 + offsets.pop()
+            else:
+                if not uniforms:
+                    uniforms = rng.random(_BLOCK).tolist()
+                k = j + 1 + int(uniforms.pop() * span)
+            if free[k]:
+                break
+        else:
+            window = np.flatnonzero(np.frombuffer(free[j + 1 : j + 1 + span], dtype=np.uint8))
+            k = j + 1 + int(window[rng.integers(window.size)]) if window.size else j
+        free[k] = 0  # (k == j: j stays; the walk has passed it)
+        redrawn.append(j)
+        partners.append(k)
+    # every free position but the last chose a partner: its first draw, or a redraw
     if redrawn:
-        fixed = np.fromiter(redrawn.keys(), dtype=np.intp, count=len(redrawn))
-        first[fixed] = np.fromiter(redrawn.values(), dtype=np.intp, count=len(redrawn))
-    chooser = chooser[first[chooser] != chooser]
+        first[np.array(redrawn, dtype=np.intp)] = np.array(partners, dtype=np.intp)
+    pairs = np.flatnonzero(np.frombuffer(free, dtype=np.uint8)[: size - 1])
     partner = np.arange(size, dtype=np.intp)
-    partner[chooser] = first[chooser]
-    partner[first[chooser]] = chooser
+    pairs = pairs[first[pairs] != pairs]  # a position with no free partner stays
+    partner[pairs] = first[pairs]
+    partner[first[pairs]] = pairs
     return partner
 
 
