@@ -450,9 +450,11 @@ def onedims_release(
     released = np.empty_like(xt)
     labels = np.empty(xt.shape, dtype=np.int64)
     fixed = fixed_labels(x.shape[0], k)
+    row = np.empty(xt.shape[1], dtype=np.int64)  # one buffer, in cache for every column
     for j in range(xt.shape[0]):
-        labels[j, order[j]] = fixed
-        np.take(values[j], labels[j], out=released[j])  # each row's group's aggregate
+        row[order[j]] = fixed  # the scattered writes (a third of the cost into fresh memory)
+        labels[j] = row
+        np.take(values[j], row, out=released[j])  # each row's group's aggregate
     return released.T, labels.T
 
 
