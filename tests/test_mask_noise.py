@@ -357,3 +357,96 @@ def test_the_release_does_not_depend_on_the_inputs_memory_order(method: str) -> 
     a = noise.add_noise(np.ascontiguousarray(x), np.random.default_rng(5), method=method)
     b = noise.add_noise(np.asfortranarray(x), np.random.default_rng(5), method=method)
     assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("power", [990, -990])
+def test_outdect_on_numbers_near_1e300_or_1e_300_is_the_scaled_release(power: int) -> None:
+    """Numbers near 1e298 (their squares overflow) or 1e-298 (their squares underflow):
+    the SDs and the MCD are computed on the columns scaled by a power of two, so the
+    release is the release of the unscaled table times ``2**power``, exactly, and the
+    report's SDs are finite. outdect released infinite values (the SD overflowed) or no
+    noise at all (the SD underflowed to 0) before."""
+    x = _x()
+    y = noise.add_noise(x, np.random.default_rng(4), method="outdect", noise=150.0)
+    big = np.ldexp(x, power)
+    released = noise.add_noise(big, np.random.default_rng(4), method="outdect", noise=150.0)
+    assert np.array_equal(released, np.ldexp(y, power))
+    assert np.any(released != big)
+    frame = pd.DataFrame(big, columns=[f"v{j}" for j in range(big.shape[1])])
+    names = list(frame.columns)
+    result = anonlab.mask(frame, "noise", names, seed=2, noise_method="outdect", noise=80)
+    plain = anonlab.mask(
+        pd.DataFrame(x, columns=names), "noise", names, seed=2, noise_method="outdect", noise=80
+    )
+    for name in names:
+        for figure in ("sd", "noise_sd"):
+            got = result.section["columns"][name][figure]
+            assert got == np.ldexp(plain.section["columns"][name][figure], power)
+
+
+def test_outdect_with_one_column_near_1e300_is_the_release_of_it_scaled_down() -> None:
+    """One column near 1e300 beside ordinary ones: the MCD takes that column scaled by
+    the power of two ``2**e`` at or above its largest value, so the release is the
+    release of the table with the column divided by ``2**e`` (an ordinary column), that
+    column's values times ``2**e``: the same records flagged, the other columns' noise
+    the same."""
+    x = _x()
+    big = x.copy()
+    big[:, 1] = np.ldexp(big[:, 1], 995)
+    e = int(np.frexp(np.abs(big[:, 1]).max())[1])
+    small = big.copy()
+    small[:, 1] = np.ldexp(big[:, 1], -e)
+    y = noise.add_noise(small, np.random.default_rng(6), method="outdect", noise=150.0)
+    released = noise.add_noise(big, np.random.default_rng(6), method="outdect", noise=150.0)
+    assert np.isfinite(released).all()
+    assert np.array_equal(released != big, y != small)
+    assert np.array_equal(np.delete(released, 1, axis=1), np.delete(y, 1, axis=1))
+    assert np.array_equal(released[:, 1], np.ldexp(y[:, 1], e))
+
+
+def test_mcd_sums_give_the_gathered_moments_and_distances() -> None:
+    """The MCD's subsets' moments and the records' distances from sums over the whole
+    table (the records centred, their products) equal the subsets gathered and centred."""
+    from anonlab.masking.mcd import _Records, _ridge
+
+    x = _x()
+    n = x.shape[0]
+    records = _Records.of(x)
+    rows = np.argsort(np.random.default_rng(2).random((4, n)), axis=1)[:, : n // 2]
+    mean, cov = records.moments(rows)
+    scale = float(np.mean(np.var(x, axis=0)))
+    for k in range(4):
+        points = x[rows[k]]
+        assert np.allclose(mean[k] + x.mean(axis=0), points.mean(axis=0), rtol=1e-12)
+        assert np.allclose(cov[k], np.cov(points, rowvar=False, bias=True), rtol=1e-9)
+        precision = np.linalg.inv(_ridge(cov[k], scale))
+        centred = x - (mean[k] + x.mean(axis=0))
+        want = np.einsum("ij,jk,ik->i", centred, precision, centred)
+        got = records.distances(mean[k : k + 1], cov[k : k + 1], scale)[0]
+        assert np.allclose(got, want, rtol=1e-9, atol=1e-9 * want.max())
+
+
+def test_mcd_c_step_takes_h_records_of_least_distance_with_ties() -> None:
+    """Rounded values tie at the h-th least distance: the C-step still takes exactly h
+    records, none farther than one it leaves out."""
+    from anonlab.masking import mcd
+
+    x = np.round(_x("CASCrefmicrodata")[:, :3] / 2000.0)
+    records = mcd._Records.of(x)
+    n = x.shape[0]
+    h = n // 2
+    rows = np.argsort(np.random.default_rng(1).random((6, n)), axis=1)[:, :h]
+    mean, cov = records.moments(rows)
+    scale = float(np.mean(np.var(x, axis=0)))
+    d2 = records.distances(mean, cov, scale)
+    tied = 0
+    for k in range(6):
+        cut = np.partition(d2[k], h - 1)[h - 1]
+        tied += int(np.count_nonzero(d2[k] <= cut) > h)
+    assert tied > 0  # the case the fallback handles
+    new_mean, new_cov = mcd._c_step(records, mean, cov, h, scale)
+    for k in range(6):
+        nearest = np.argpartition(d2[k], h - 1)[:h]
+        want_mean, want_cov = records.moments(nearest[None])
+        assert np.allclose(new_mean[k], want_mean[0], rtol=1e-12, atol=1e-12)
+        assert np.allclose(new_cov[k], want_cov[0], rtol=1e-9, atol=1e-12)

@@ -88,39 +88,94 @@ def _ridge(cov: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
     return out
 
 
-def _distances(
-    x: NDArray[np.float64], mean: NDArray[np.float64], cov: NDArray[np.float64], scale: float
-) -> NDArray[np.float64]:
-    """Squared Mahalanobis distances of every record (``n x p``) from each of ``k`` means
-    and covariances (``k x p``, ``k x p x p``): ``k x n``."""
-    precision = np.linalg.inv(_ridge(cov, scale))
-    centred = x[None, :, :] - mean[:, None, :]
-    out: NDArray[np.float64] = np.einsum("knp,knp->kn", centred @ precision, centred)
-    return out
+@dataclass(frozen=True)
+class _Records:
+    """The records less their columns' means (``centred``, ``n x p``) and each record's
+    products ``c_a c_b``, ``a <= b`` (``products``, ``n x p(p + 1)/2``; ``upper`` the
+    pairs ``(a, b)``): what a subset's moments and every record's distances are sums of.
 
+    A subset's mean is ``w c / h`` and its covariance ``w P / h - mean mean^T`` (``w`` the
+    subset's 0/1 row), and a record's squared distance from a mean ``m`` and precision
+    ``Q`` is ``sum_{a<=b} (2 - [a = b]) Q_ab c_a c_b - 2 c^T Q m + m^T Q m``: products of
+    the whole tables by the starts' small matrices (one matrix product for all starts)
+    instead of the starts' records gathered and centred, each start apart.
+    """
 
-def _moments(
-    x: NDArray[np.float64], rows: NDArray[np.intp]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Mean and covariance (divisor the records) of the records ``rows`` (``k x r``)."""
-    points = x[rows]
-    mean = points.mean(axis=1)
-    centred = points - mean[:, None, :]
-    cov: NDArray[np.float64] = centred.transpose(0, 2, 1) @ centred / rows.shape[1]
-    return mean, cov
+    centred: NDArray[np.float64]
+    products: NDArray[np.float64]
+    upper: tuple[NDArray[np.intp], NDArray[np.intp]]
+
+    @classmethod
+    def of(cls, x: NDArray[np.float64]) -> _Records:
+        centred = x - x.mean(axis=0)
+        upper = np.triu_indices(x.shape[1])
+        products = centred[:, upper[0]] * centred[:, upper[1]]
+        return cls(centred, products, (upper[0], upper[1]))
+
+    def rows(self, rows: NDArray[np.intp]) -> _Records:
+        """The records ``rows`` (their centring kept)."""
+        return _Records(self.centred[rows], self.products[rows], self.upper)
+
+    def moments(self, rows: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Mean and covariance (divisor the records) of the records ``rows`` (``k x h``),
+        one pair a row of ``rows``."""
+        weight = np.zeros((rows.shape[0], self.centred.shape[0]))
+        np.put_along_axis(weight, rows, 1.0, axis=1)
+        return self.weighted(weight, rows.shape[1])
+
+    def weighted(
+        self, weight: NDArray[np.float64], h: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:meth:`moments` of the ``h`` records of each row of ``weight`` (``k x n``, 1
+        for a record of the subset, else 0)."""
+        k = weight.shape[0]
+        p = self.centred.shape[1]
+        mean = weight @ self.centred
+        mean /= h
+        second = weight @ self.products
+        second /= h
+        cov = np.empty((k, p, p))
+        a, b = self.upper
+        cov[:, a, b] = second
+        cov[:, b, a] = second
+        cov -= mean[:, :, None] * mean[:, None, :]
+        return mean, cov
+
+    def distances(
+        self, mean: NDArray[np.float64], cov: NDArray[np.float64], scale: float
+    ) -> NDArray[np.float64]:
+        """Squared Mahalanobis distances of every record from each of ``k`` means and
+        covariances (``k x p``, ``k x p x p``): ``k x n``."""
+        precision = np.linalg.inv(_ridge(cov, scale))
+        a, b = self.upper
+        quadratic = precision[:, a, b] * np.where(a == b, 1.0, 2.0)
+        linear = np.einsum("kpq,kq->kp", precision, mean)
+        out: NDArray[np.float64] = quadratic @ self.products.T
+        out -= 2.0 * (linear @ self.centred.T)
+        out += np.einsum("kp,kp->k", mean, linear)[:, None]
+        return out
 
 
 def _c_step(
-    x: NDArray[np.float64],
+    records: _Records,
     mean: NDArray[np.float64],
     cov: NDArray[np.float64],
     h: int,
     scale: float,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
-    """One C-step from each mean and covariance: the ``h`` nearest records' moments."""
-    nearest = np.argpartition(_distances(x, mean, cov, scale), h - 1, axis=1)[:, :h]
-    mean, cov = _moments(x, nearest)
-    return mean, cov, nearest
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """One C-step from each mean and covariance: the ``h`` nearest records' moments.
+
+    The records at or below each row's ``h``-th least distance (a partition of the
+    distances, cheaper than of their positions) are the ``h`` nearest when they are
+    ``h``; a row with a tie at that distance takes ``argpartition``'s ``h`` instead."""
+    d2 = records.distances(mean, cov, scale)
+    cut = np.partition(d2, h - 1, axis=1)[:, h - 1]
+    near = d2 <= cut[:, None]
+    weight = near.astype(np.float64)
+    for row in np.flatnonzero(np.count_nonzero(near, axis=1) != h):
+        weight[row] = 0.0
+        weight[row, np.argpartition(d2[row], h - 1)[:h]] = 1.0
+    return records.weighted(weight, h)
 
 
 def _log_det(cov: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
@@ -139,21 +194,23 @@ def fast_mcd(x: NDArray[np.float64], rng: np.random.Generator, *, h: int | None 
     if not p < h <= n:
         raise ValueError(f"h = {h} must be in {p + 1}..{n}")
     scale = max(float(np.mean(np.var(x, axis=0))), 1e-300)
+    records = _Records.of(x)
     nested = n > 2 * SUBSET
-    first = x[rng.choice(n, SUBSET, replace=False)] if nested else x
+    first = records.rows(rng.choice(n, SUBSET, replace=False)) if nested else records
     first_h = -(-h * SUBSET // n) if nested else h
-    starts = np.argpartition(rng.random((STARTS, first.shape[0])), p, axis=1)[:, : p + 1]
-    mean, cov = _moments(first, starts)
+    size = first.centred.shape[0]
+    starts = np.argpartition(rng.random((STARTS, size)), p, axis=1)[:, : p + 1]
+    mean, cov = first.moments(starts)
     for _ in range(2):
-        mean, cov, _rows = _c_step(first, mean, cov, first_h, scale)
+        mean, cov = _c_step(first, mean, cov, first_h, scale)
     best = np.argsort(_log_det(cov, scale), kind="stable")[:KEEP]
     mean, cov = mean[best], cov[best]
     if nested:  # the kept starts on all records
-        mean, cov, _rows = _c_step(x, mean, cov, h, scale)
+        mean, cov = _c_step(records, mean, cov, h, scale)
     det = _log_det(cov, scale)
     active = np.arange(len(best))  # the starts whose last C-step lowered the determinant
     for _ in range(MAX_STEPS):
-        new_mean, new_cov, _rows = _c_step(x, mean[active], cov[active], h, scale)
+        new_mean, new_cov = _c_step(records, mean[active], cov[active], h, scale)
         new_det = _log_det(new_cov, scale)
         lower = new_det < det[active]
         if not lower.any():
@@ -161,8 +218,7 @@ def fast_mcd(x: NDArray[np.float64], rng: np.random.Generator, *, h: int | None 
         active = active[lower]
         mean[active], cov[active], det[active] = new_mean[lower], new_cov[lower], new_det[lower]
     winner = int(np.argmin(det))
-    raw_mean, raw_cov = mean[winner], cov[winner]
-    d2 = _distances(x, raw_mean[None], raw_cov[None], scale)[0]
+    d2 = records.distances(mean[winner][None], cov[winner][None], scale)[0]
     d2 /= consistency(p, h / n)
     support = d2 < stats.chi2.isf(0.025, p)
     if np.count_nonzero(support) <= p:  # degenerate: the raw MCD's records

@@ -266,22 +266,70 @@ def _column_moments(
     """Each column's mean and (with ``sd``) sample SD (divisor n - 1) over its values
     present, each column's values contiguous (:func:`_by_column`'s rows, which
     ``columns`` is when the caller has them; else one column copied at a time, so the
-    temporary arrays are a column's, not the whole table's)."""
+    temporary arrays are a column's, not the whole table's). A column of extreme
+    magnitude (:func:`_extreme`: numbers near 1e300, whose squares overflow, or near
+    1e-300, whose squares underflow) has them computed on its values scaled by a power
+    of two (:func:`_scaled_moments`), which is exact: the figures every other column
+    would get, never an infinite or a zero SD."""
     m = data.shape[1]
     mean = np.zeros(m)
     sds = np.zeros(m)
     for j in range(m):
         column = columns[j] if columns is not None else np.ascontiguousarray(data[:, j])
-        if not np.isnan(column).any():  # the common case: no NaN-aware pass
-            mean[j] = column.mean()
-            if sd and column.size > 1:
-                sds[j] = column.std(ddof=1)
-            continue
-        count = int(np.count_nonzero(~np.isnan(column)))
-        mean[j] = np.nanmean(column) if count else np.nan
-        if sd and count > 1:
-            sds[j] = np.nanstd(column, ddof=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is computed again
+            if not np.isnan(column).any():  # the common case: no NaN-aware pass
+                mean[j] = column.mean()
+                if sd and column.size > 1:
+                    sds[j] = column.std(ddof=1)
+            else:
+                count = int(np.count_nonzero(~np.isnan(column)))
+                mean[j] = np.nanmean(column) if count else np.nan
+                if sd and count > 1:
+                    sds[j] = np.nanstd(column, ddof=1)
+        if _extreme(float(mean[j]), float(sds[j])):
+            mean[j], scaled = _scaled_moments(column)
+            if sd:
+                sds[j] = scaled
     return mean, sds
+
+
+_EXTREME: Final = 2.0**256
+"""Magnitude beyond which (or below whose inverse) a column's moments and robust
+distances are computed on the column scaled by a power of two."""
+
+
+def _extreme(mean: float, sd: float) -> bool:
+    """Whether a column of this mean and SD may hold numbers whose squares (or products
+    with another column's) overflow or underflow: ``|mean| + sd`` not finite, beyond
+    :data:`_EXTREME` or nonzero below its inverse. Any other column's values lie within
+    ``sqrt(n - 1)`` SDs of its mean (Samuelson 1968), so below ``2**256 sqrt(n)``: their
+    squares summed over the records stay far below the largest float."""
+    size = abs(mean) + sd
+    return not np.isfinite(size) or size > _EXTREME or 0 < size < 1.0 / _EXTREME
+
+
+def _exponent(column: NDArray[np.float64]) -> int:
+    """The power of two at or above the largest magnitude of the finite values of
+    ``column`` (0 for none or all 0)."""
+    finite = column[np.isfinite(column)]
+    return int(np.frexp(np.max(np.abs(finite)))[1]) if finite.size else 0
+
+
+def _scaled_moments(column: NDArray[np.float64]) -> tuple[float, float]:
+    """Mean and sample SD (divisor n - 1) of the values present of ``column`` computed on
+    ``column / 2**e`` (``2**e`` :func:`_exponent`'s, so the scaled values lie below 1 in
+    magnitude) and scaled back: ``2**e`` times them, exactly (a power of two scales every
+    sum, difference, square and root exactly); a column with an infinite value keeps
+    its plain moments."""
+    present = column[~np.isnan(column)]
+    if not present.size:
+        return float("nan"), 0.0
+    if not np.isfinite(present).all():
+        return float(present.mean()), float(present.std(ddof=1)) if present.size > 1 else 0.0
+    e = _exponent(present)
+    part = np.ldexp(present, -e)
+    sd = float(np.ldexp(part.std(ddof=1), e)) if present.size > 1 else 0.0
+    return float(np.ldexp(part.mean(), e)), sd
 
 
 def additive(
@@ -462,8 +510,16 @@ def outliers(data: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.
 
 
 def _outliers(
-    data: NDArray[np.float64], columns: NDArray[np.float64], rng: np.random.Generator
+    data: NDArray[np.float64],
+    columns: NDArray[np.float64],
+    rng: np.random.Generator,
+    moments: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> NDArray[np.bool_]:
+    """:func:`outliers` (``columns`` :func:`_by_column`'s rows, ``moments`` the columns'
+    :func:`_column_moments` when the caller has them). A column of extreme magnitude
+    (:func:`_extreme`) enters the MCD and the distances scaled by a power of two (exact,
+    and the distances do not change with a column's scale), so numbers near 1e300 or
+    1e-300 neither overflow nor underflow in its covariances."""
     from anonlab.masking.mcd import consistency, fast_mcd
 
     n, m = data.shape
@@ -473,6 +529,12 @@ def _outliers(
     seed = int(rng.integers(0, 2**31 - 1))  # drawn always: the noise's draws come after it
     if -(-n // 2) <= m:  # half of the records span no full-rank covariance: no MCD
         return flagged
+    mean, sd = _column_moments(data, columns) if moments is None else moments
+    exponents = np.asarray(
+        [_exponent(columns[j]) if _extreme(mean[j], sd[j]) else 0 for j in range(m)]
+    )
+    if exponents.any():
+        data = np.ldexp(data, -exponents)
     search = np.random.default_rng(seed)
     fit = data
     if n > MCD_ROWS:  # the estimate from a random subset: the search's cost grows with n
@@ -492,12 +554,15 @@ def outdect(
     """Noise ``N(0, (1.96 sd_j / sqrt(n) noise/100)^2)`` on the outliers only (sdcMicro
     ``addNoise_outdect``; Templ and Meindl 2008); :func:`outliers` names them."""
     # a sum is NaN when a value is (or inf - inf): the exact check only then
-    if not np.isfinite(data.sum()) and np.isnan(data).any():
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = data.sum()
+    if not np.isfinite(total) and np.isnan(data).any():
         raise AnonlabError("noise method outdect needs columns without missing values")
     n = data.shape[0]
     columns = _by_column(data)
-    rows = np.flatnonzero(_outliers(data, columns, rng))
-    scale = 1.96 * _column_moments(data, columns)[1] / np.sqrt(n) * (noise / 100.0)
+    moments = _column_moments(data, columns)
+    rows = np.flatnonzero(_outliers(data, columns, rng, moments))
+    scale = 1.96 * moments[1] / np.sqrt(n) * (noise / 100.0)
     out = data.copy()
     # the outliers' normals in record order, a block at a time (the same numbers as one
     # draw of them all: the generator fills values in turn), added while they are cached
@@ -562,6 +627,17 @@ def noise_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, 0])
 
 
+def _noise_sd(values: NDArray[np.float64]) -> float:
+    """The SD (divisor n - 1) of a column's noise over its values present (``nanstd``); a
+    noise of extreme magnitude (:func:`_extreme`) by :func:`_scaled_moments`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = float(np.nanstd(values, ddof=1))
+        mean = float(np.nanmean(values)) if np.isfinite(sd) else float("inf")
+    if _extreme(mean, sd) and np.count_nonzero(~np.isnan(values)) > 1:
+        return _scaled_moments(values)[1]
+    return sd
+
+
 def apply_noise(
     frame: pd.DataFrame, columns: Sequence[str], params: Any, seed: int | None
 ) -> Masked:
@@ -581,10 +657,7 @@ def apply_noise(
         y = add_noise(x, rng, method=p.noise_method, noise=p.noise, delta=p.delta, p=p.p)
         sd = _column_sd(x) if len(x) else np.zeros(len(columns))
         noise_sd = np.asarray(
-            [
-                float(np.nanstd(y[:, j] - x[:, j], ddof=1)) if len(x) > 1 else 0.0
-                for j in range(len(columns))
-            ]
+            [_noise_sd(y[:, j] - x[:, j]) if len(x) > 1 else 0.0 for j in range(len(columns))]
         )
         layout = "default_rng([seed, 0])"
     changed = ~np.isclose(y, x, rtol=0.0, atol=0.0) & ~np.isnan(x)
