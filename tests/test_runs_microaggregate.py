@@ -381,7 +381,7 @@ def test_another_input_with_the_configs_outputs_is_refused(tmp_path: Path) -> No
     )
     assert code == 2
     assert text.startswith(
-        "Error: INPUT differs from the config file's, but its output, "
+        "Error: the INPUT argument differs from the config file's, but its output, "
         "report would be written to the config's paths"
     ), text
     code, text = _cli(

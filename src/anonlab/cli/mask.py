@@ -86,7 +86,7 @@ before anything is written. Example:
   --seed 1 --other insensitive --output t_pram.csv --report t_pram.json
 """
 
-FLAGS = {"input": "INPUT", **RISK_FLAGS}
+FLAGS = {"input": "the INPUT argument", **RISK_FLAGS}
 
 
 def method_flags(args: list[str]) -> dict[str, Any]:

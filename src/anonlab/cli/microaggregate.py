@@ -105,7 +105,7 @@ lowest score. Columns need roles as in microaggregate. Example:
 
 # library parameters whose flag is not "--" + the name with dashes
 FLAGS = {
-    "input": "INPUT",
+    "input": "the INPUT argument",
     "original": "ORIGINAL",
     "masked": "MASKED",
     "orders": "--order",

@@ -69,7 +69,7 @@ anything is written. Example:
   --other insensitive --output t_combs.csv
 """
 
-FLAGS = {"input": "INPUT", **RISK_FLAGS}
+FLAGS = {"input": "the INPUT argument", **RISK_FLAGS}
 
 
 @user_errors(flags=FLAGS)
