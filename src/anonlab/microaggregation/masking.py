@@ -285,6 +285,10 @@ def _by_method(
             parameter="strata",
         )
     x = table.numeric.values
+    if method == "onedims" or x.shape[1] == 1:
+        # individual ranking sorts each column on its own: the columns as contiguous rows,
+        # one transposed copy for the ranking and the ILh (no other in either)
+        x = np.asfortranarray(x)
     with blas_threads(workers):
         released, labels = microaggregate_strata(
             x,
