@@ -195,3 +195,21 @@ def test_row_fit_is_the_least_squares_fit_and_falls_back_on_collinear_predictors
         want_fitted, want_residuals = shuffle._regression(y, predictors)
         assert np.allclose(fitted.T, want_fitted, rtol=1e-12, atol=0.0)
         assert np.allclose(residuals.T, want_residuals, rtol=0.0, atol=1e-6)
+
+
+def test_spread_order_is_the_stable_order() -> None:
+    """The bucketed order equals ``argsort(kind="stable")``: normal draws, rounded ones
+    (ties, in record order), a constant row, a skewed row, numbers near 1e300 (whose
+    range overflows) and a few records."""
+    rng = np.random.default_rng(8)
+    rows = [
+        rng.standard_normal(100_000) * 3e4 + 1e6,
+        np.round(rng.standard_normal(20_000), 2),
+        np.full(50, 3.0),
+        rng.lognormal(0.0, 3.0, 10_000),
+        np.concatenate([rng.standard_normal(100) * 1e300, [1.7e308, -1.7e308]]),
+        np.array([2.0, 1.0]),
+        np.array([5.0]),
+    ]
+    for values in rows:
+        assert np.array_equal(shuffle._spread_order(values), np.argsort(values, kind="stable"))

@@ -124,12 +124,39 @@ def reverse_map(x: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[n
     return _hand_out(ordered, np.ascontiguousarray(ystar.T))
 
 
-def _hand_out(ordered: NDArray[np.float64], ystar: NDArray[np.float64]) -> NDArray[np.float64]:
+def _hand_out(
+    ordered: NDArray[np.float64], ystar: NDArray[np.float64], *, spread: bool = False
+) -> NDArray[np.float64]:
     """:func:`reverse_map` of the columns' sorted values ``ordered`` (one row a column) in
-    the order of ``ystar`` (one row a column): an ``n x r`` table."""
+    the order of ``ystar`` (one row a column): an ``n x r`` table. ``spread``: the rows
+    of ``ystar`` are spread like normal draws, ordered by :func:`_spread_order`."""
     out = np.empty((ordered.shape[1], ordered.shape[0]))
     for j in range(ordered.shape[0]):
-        out[_ascending(ystar[j]), j] = ordered[j]
+        order = _spread_order(ystar[j]) if spread else _ascending(ystar[j])
+        out[order, j] = ordered[j]
+    return out
+
+
+def _spread_order(values: NDArray[np.float64]) -> NDArray[np.intp]:
+    """The stable order of ``values`` (from the lowest, equal values in record order), as
+    ``argsort(kind="stable")``, cheaper for values spread like normal draws.
+
+    Each value's bucket, ``floor(65535 (v - min) / (max - min))``, never decreases with
+    the value (each step is monotone); a stable radix sort of the 16-bit buckets leaves
+    the values in order but within a bucket (a few records for draws of a smooth
+    distribution), and a stable merge sort of that sequence, nearly in order, costs little
+    (its runs are long). Equal values share a bucket, so they stay in record order.
+    """
+    low, high = values.min(), values.max()
+    width = float(high) - float(low)  # a Python float: inf, not a warning, on overflow
+    if not (np.isfinite(width) and width > 0):
+        order: NDArray[np.intp] = np.argsort(values, kind="stable")
+        return order
+    bucket = np.subtract(values, low)
+    bucket *= 65535.0 / width
+    first = np.argsort(bucket.astype(np.uint16), kind="stable")
+    second = np.argsort(values[first], kind="stable")
+    out: NDArray[np.intp] = first[second]
     return out
 
 
@@ -249,7 +276,7 @@ def _mvn_shuffle(
     rows[:r] = x.T
     rows[r:] = s.T
     ystar, ordered = _mvn_rows(rows, r, rng)
-    return _hand_out(ordered, ystar)
+    return _hand_out(ordered, ystar, spread=True)
 
 
 def _mvn_rows(
@@ -270,14 +297,14 @@ def _mvn_rows(
     ranks, ordered = _centred_ranks(rows, r)
     sample = _mvnormal_rows(rng, n, rows.mean(axis=1), _centred_cov(ranks))
     fitted, residuals = _fit_rows(sample[:r], sample[r:])
-    c_r = _centred_cov(_centred_ranks(residuals, 0)[0])
-    c_x = _centred_cov(_centred_ranks(sample[:r], 0)[0])
+    c_r = _centred_cov(_centred_ranks(residuals, 0, spread=True)[0])
+    c_x = _centred_cov(_centred_ranks(sample[:r], 0, spread=True)[0])
     v = _mvnormal_rows(rng, n, sample[:r].mean(axis=1), c_x)
     basis = np.empty((rows.shape[0], n))
     basis[:r] = residuals
     basis[r:] = sample[r:]
     v_residuals = _fit_rows(v, basis)[1]
-    c_v = _centred_cov(_centred_ranks(v_residuals, 0)[0])
+    c_v = _centred_cov(_centred_ranks(v_residuals, 0, spread=True)[0])
     # Y* = F + R_V C_V^-1 C_R^-1, one row a response: F^T + (C_V^-1 C_R^-1)^T R_V^T
     scale = np.linalg.solve(c_v, np.linalg.inv(c_r))
     fitted += scale.T @ v_residuals
@@ -285,17 +312,18 @@ def _mvn_rows(
 
 
 def _centred_ranks(
-    rows: NDArray[np.float64], keep: int
+    rows: NDArray[np.float64], keep: int, *, spread: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each row's average ranks (R's ``rank``) less their mean ``(n + 1) / 2``, and the
     first ``keep`` rows' values sorted (read off the same ordering). The centred ranks
-    are whole or half numbers, exact."""
+    are whole or half numbers, exact. ``spread``: the rows are spread like normal draws,
+    ordered by :func:`_spread_order`."""
     k, n = rows.shape
     out = np.empty((k, n))
     ordered = np.empty((keep, n))
     plain = np.arange(n, dtype=np.float64) - (n - 1) / 2.0  # ranks 1..n less (n + 1) / 2
     for j in range(k):
-        order = np.argsort(rows[j])
+        order = _spread_order(rows[j]) if spread else np.argsort(rows[j])
         values = rows[j][order]
         tie = values[1:] == values[:-1]
         if tie.any():
