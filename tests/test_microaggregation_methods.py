@@ -265,7 +265,7 @@ def test_radix_order_is_rs_order() -> None:
         for j, values in enumerate(rows):
             assert np.array_equal(ordered[j].view(np.uint64), values[order[j]].view(np.uint64))
     order, ordered = ranked(np.asarray([[np.nan, 1.0, np.nan, 0.0, -0.0, 1.0]]))
-    assert order.tolist() == [[3, 4, 1, 5, 0, 2]]
+    assert order[0].tolist() == [3, 4, 1, 5, 0, 2]
     assert np.signbit(ordered[0, 1]) and not np.signbit(ordered[0, 0])
 
 

@@ -378,25 +378,25 @@ def clustered_order(x: NDArray[Any], method: str) -> NDArray[np.int64]:
 _SIGN = np.uint64(1 << 63)
 
 
-def ranked(xt: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+def ranked(xt: NDArray[Any]) -> tuple[list[NDArray[np.int64]], NDArray[np.float64]]:
     """Each row of ``xt`` (p, n) in ascending order, equal values by position (R's
-    ``order``): the argsort and the sorted values (each value as it is at its row, so a
-    ``-0.0`` and a ``0.0``, which tie, each keep their row's rank, as in R's
-    ``x[order(x)]``).
+    ``order``): each row's argsort (as the sort gave it, not copied into one array) and
+    the sorted values (p, n) (each value as it is at its row, so a ``-0.0`` and a ``0.0``,
+    which tie, each keep their row's rank, as in R's ``x[order(x)]``).
 
     A row without NaN is sorted by :func:`radix_order`, about twice as cheap as an
     introsort of the doubles (and a stable sort of them three times dearer); a row holding
     a NaN (the table model refuses them) by a stable sort, which puts the NaNs last in row
     order, as R's ``order``.
     """
-    order = np.empty(xt.shape, dtype=np.int64)
+    order: list[NDArray[np.int64]] = []
     ordered = np.empty(xt.shape, dtype=np.float64)
     for j in range(xt.shape[0]):
         row = np.asarray(xt[j], dtype=np.float64)
         if np.isnan(row).any():
-            order[j] = np.argsort(row, kind="stable")
+            order.append(np.asarray(np.argsort(row, kind="stable"), dtype=np.int64))
         else:
-            order[j] = radix_order(row)
+            order.append(radix_order(row))
         np.take(row, order[j], out=ordered[j])
     return order, ordered
 
@@ -415,9 +415,11 @@ def radix_order(values: NDArray[np.float64]) -> NDArray[np.int64]:
     equal: rare), that run alone is sorted again by the whole key and the position.
     """
     bits = (values + 0.0).view(np.uint64)
-    key = np.where(bits >= _SIGN, ~bits, bits | _SIGN)
-    digits = [(key >> np.uint64(shift)).astype(np.uint16) for shift in (16, 32, 48)]
-    order = np.asarray(np.lexsort(digits), dtype=np.int64)
+    # flip every bit of a negative double (its sign copied down), only the sign bit else
+    key = bits ^ ((bits.view(np.int64) >> np.int64(63)).view(np.uint64) | _SIGN)
+    # the 16-bit digits as views of the little-endian keys (digit 0 the lowest)
+    digits = key.astype("<u8", copy=False).view("<u2").reshape(-1, 4)
+    order = np.asarray(np.lexsort((digits[:, 1], digits[:, 2], digits[:, 3])), dtype=np.int64)
     ordered = key[order]
     inverted = ordered[1:] < ordered[:-1]
     if inverted.any():  # runs of equal upper bits out of order in the lower 16 bits
