@@ -36,7 +36,7 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special
 
 STARTS: Final = 20
 """Random starts of ``p + 1`` records (step 1)."""
@@ -77,7 +77,15 @@ def consistency(p: int, share: float) -> float:
     """The factor that makes the covariance of the share ``share`` of records nearest the
     centre consistent at the normal: ``share / P(chi2_{p+2} <= chi2_{p, share})`` (Croux
     and Haesbroeck 1999, eq. 4.2; Pison, Van Aelst and Willems 2002, section 3)."""
-    return float(share / stats.chi2.cdf(stats.chi2.ppf(share, p), p + 2))
+    return float(share / special.chdtr(p + 2, chi2_quantile(share, p)))
+
+
+def chi2_quantile(q: float, p: int) -> float:
+    """``chi2_{p, q}``, the ``q`` quantile of the chi-squared distribution with ``p``
+    degrees of freedom: ``2 P^-1(p / 2, q)`` (``P`` the regularized lower incomplete gamma
+    function), the special function ``scipy.stats.chi2.ppf`` evaluates, without its
+    distribution machinery (a tenth of a millisecond a call)."""
+    return float(2.0 * special.gammaincinv(p / 2.0, q))
 
 
 def _ridge(cov: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
@@ -220,7 +228,7 @@ def fast_mcd(x: NDArray[np.float64], rng: np.random.Generator, *, h: int | None 
     winner = int(np.argmin(det))
     d2 = records.distances(mean[winner][None], cov[winner][None], scale)[0]
     d2 /= consistency(p, h / n)
-    support = d2 < stats.chi2.isf(0.025, p)
+    support = d2 < special.chdtri(p, 0.025)  # chi2_{p, 0.975}, as chi2.isf(0.025, p)
     if np.count_nonzero(support) <= p:  # degenerate: the raw MCD's records
         support = d2 <= np.partition(d2, h - 1)[h - 1]
     kept = x[support]

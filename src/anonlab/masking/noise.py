@@ -63,7 +63,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from pydantic import field_validator
-from scipy import stats
 
 from anonlab.errors import AnonlabError
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
@@ -520,7 +519,7 @@ def _outliers(
     (:func:`_extreme`) enters the MCD and the distances scaled by a power of two (exact,
     and the distances do not change with a column's scale), so numbers near 1e300 or
     1e-300 neither overflow nor underflow in its covariances."""
-    from anonlab.masking.mcd import consistency, fast_mcd
+    from anonlab.masking.mcd import chi2_quantile, consistency, fast_mcd
 
     n, m = data.shape
     flagged = np.zeros(n, dtype=bool)
@@ -540,7 +539,7 @@ def _outliers(
     if n > MCD_ROWS:  # the estimate from a random subset: the search's cost grows with n
         fit = data[search.choice(n, MCD_ROWS, replace=False)]
     mcd = fast_mcd(fit, search)
-    limit = stats.chi2.ppf(0.975, m)
+    limit = chi2_quantile(0.975, m)
     # robustbase scales the reweighted covariance to be consistent at the normal for the
     # share of records kept (Croux and Haesbroeck 1999): the distances are divided by it
     factor = consistency(m, float(np.mean(mcd.support)))
