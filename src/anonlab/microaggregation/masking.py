@@ -13,6 +13,7 @@ lower median. Columns not named pass through unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -285,11 +286,14 @@ def _by_method(
             parameter="strata",
         )
     x = table.numeric.values
-    if method == "onedims" or x.shape[1] == 1:
+    ranking = method == "onedims" or (x.shape[1] == 1 and method != "mdav")
+    if ranking:
         # individual ranking sorts each column on its own: the columns as contiguous rows,
         # one transposed copy for the ranking and the ILh (no other in either)
         x = np.asfortranarray(x)
-    with blas_threads(workers):
+    # individual ranking multiplies no matrices: no BLAS threads to limit (threadpoolctl's
+    # look at the loaded libraries costs about 1.5 ms)
+    with nullcontext() if ranking else blas_threads(workers):
         released, labels = microaggregate_strata(
             x,
             parts,
