@@ -254,7 +254,7 @@ def parse_numbers(series: pd.Series) -> pd.Series:
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-        return series.astype("float64")
+        return series.astype(np.float64)  # a NumPy dtype: no lookup by name
     if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
         numbers = pd.to_numeric(series, errors="coerce")
         if not numbers.isna().any():
