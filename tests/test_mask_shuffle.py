@@ -200,7 +200,7 @@ def test_row_fit_is_the_least_squares_fit_and_falls_back_on_collinear_predictors
 def test_spread_order_is_the_stable_order() -> None:
     """The bucketed order equals ``argsort(kind="stable")``: normal draws, rounded ones
     (ties, in record order), a constant row, a skewed row, numbers near 1e300 (whose
-    range overflows) and a few records."""
+    range overflows), a few records, a far outlier and a few values repeated."""
     rng = np.random.default_rng(8)
     rows = [
         rng.standard_normal(100_000) * 3e4 + 1e6,
@@ -210,6 +210,8 @@ def test_spread_order_is_the_stable_order() -> None:
         np.concatenate([rng.standard_normal(100) * 1e300, [1.7e308, -1.7e308]]),
         np.array([2.0, 1.0]),
         np.array([5.0]),
+        np.append(rng.random(50_000), 1e9),  # one bucket holds all but one: sorted directly
+        rng.integers(0, 5, 50_000).astype(float),  # crowded buckets of equal values
     ]
     for values in rows:
         assert np.array_equal(shuffle._spread_order(values), np.argsort(values, kind="stable"))

@@ -56,6 +56,8 @@ ShuffleMethod = Literal["ds", "mvn", "mlm"]
 SHUFFLE_METHODS: Final[tuple[str, ...]] = ("ds", "mvn", "mlm")
 _DRAW_BLOCK: Final = 8192
 """Records a step of ``mvn``'s normal draws takes."""
+_CROWDED: Final = 512
+"""Records in one of :func:`_spread_order`'s buckets beyond which it checks the order."""
 _NORMAL_COND: Final = 1e6
 """Largest condition number of the predictors' correlation matrix ``mvn``'s fits solve by
 the normal equations (:func:`_fit_rows`)."""
@@ -129,7 +131,7 @@ def _hand_out(
 ) -> NDArray[np.float64]:
     """:func:`reverse_map` of the columns' sorted values ``ordered`` (one row a column) in
     the order of ``ystar`` (one row a column): an ``n x r`` table. ``spread``: the rows
-    of ``ystar`` are spread like normal draws, ordered by :func:`_spread_order`."""
+    of ``ystar`` ordered by :func:`_spread_order`."""
     out = np.empty((ordered.shape[1], ordered.shape[0]))
     for j in range(ordered.shape[0]):
         order = _spread_order(ystar[j]) if spread else _ascending(ystar[j])
@@ -139,13 +141,16 @@ def _hand_out(
 
 def _spread_order(values: NDArray[np.float64]) -> NDArray[np.intp]:
     """The stable order of ``values`` (from the lowest, equal values in record order), as
-    ``argsort(kind="stable")``, cheaper for values spread like normal draws.
+    ``argsort(kind="stable")``, cheaper for values spread over their range.
 
     Each value's bucket, ``floor(65535 (v - min) / (max - min))``, never decreases with
     the value (each step is monotone); a stable radix sort of the 16-bit buckets leaves
     the values in order but within a bucket (a few records for draws of a smooth
     distribution), and a stable merge sort of that sequence, nearly in order, costs little
-    (its runs are long). Equal values share a bucket, so they stay in record order.
+    (its runs are long). Equal values share a bucket, so they stay in record order. When
+    a bucket holds more than :data:`_CROWDED` records and more than one pair in 32 is out
+    of order after the first sort (values crowded into a small part of their range, as
+    beside a far outlier), the values are sorted directly instead.
     """
     low, high = values.min(), values.max()
     width = float(high) - float(low)  # a Python float: inf, not a warning, on overflow
@@ -154,8 +159,14 @@ def _spread_order(values: NDArray[np.float64]) -> NDArray[np.intp]:
         return order
     bucket = np.subtract(values, low)
     bucket *= 65535.0 / width
-    first = np.argsort(bucket.astype(np.uint16), kind="stable")
-    second = np.argsort(values[first], kind="stable")
+    ids = bucket.astype(np.uint16)
+    first = np.argsort(ids, kind="stable")
+    nearly = values[first]
+    crowded = np.bincount(ids).max() > _CROWDED
+    if crowded and np.count_nonzero(nearly[1:] < nearly[:-1]) > values.size // 32:
+        order = np.argsort(values, kind="stable")
+        return order
+    second = np.argsort(nearly, kind="stable")
     out: NDArray[np.intp] = first[second]
     return out
 
@@ -294,7 +305,7 @@ def _mvn_rows(
     system.
     """
     n = rows.shape[1]
-    ranks, ordered = _centred_ranks(rows, r)
+    ranks, ordered = _centred_ranks(rows, r, spread=True)
     sample = _mvnormal_rows(rng, n, rows.mean(axis=1), _centred_cov(ranks))
     fitted, residuals = _fit_rows(sample[:r], sample[r:])
     c_r = _centred_cov(_centred_ranks(residuals, 0, spread=True)[0])
@@ -316,8 +327,8 @@ def _centred_ranks(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each row's average ranks (R's ``rank``) less their mean ``(n + 1) / 2``, and the
     first ``keep`` rows' values sorted (read off the same ordering). The centred ranks
-    are whole or half numbers, exact. ``spread``: the rows are spread like normal draws,
-    ordered by :func:`_spread_order`."""
+    are whole or half numbers, exact. ``spread``: the rows ordered by
+    :func:`_spread_order`."""
     k, n = rows.shape
     out = np.empty((k, n))
     ordered = np.empty((keep, n))
