@@ -26,7 +26,13 @@ import anonlab
 from anonlab.cli.app import app
 from anonlab.errors import AnonlabError
 from anonlab.microaggregation.aggregates import fixed_labels, ordered_aggregates
-from anonlab.microaggregation.methods import pca_order, radix_order, ranked, stratum_rows
+from anonlab.microaggregation.methods import (
+    column_order,
+    onedims_release,
+    pca_order,
+    radix_order,
+    stratum_rows,
+)
 from anonlab.verify.microaggregation import check_microaggregation
 
 HERE = Path(__file__).resolve().parent / "data" / "sdcmicro_microaggregation"
@@ -234,9 +240,8 @@ def test_pca_order_fixes_the_components_sign() -> None:
 def test_radix_order_is_rs_order() -> None:
     """The radix sort's order is a stable sort's (R's ``order``: ties by row) on ties,
     doubles equal but in their last bits, signed zeros (which tie), infinities,
-    subnormals and huge numbers; a row holding a NaN
-    is ranked with its NaNs last, in row order; each sorted value is its row's (a -0.0
-    stays -0.0)."""
+    subnormals and huge numbers; a column holding a NaN is ranked with its NaNs last, in
+    row order; each sorted value is its row's (a -0.0 stays -0.0)."""
     rng = np.random.default_rng(11)
     for n in (1, 2, 5, 300, 5000):
         whole = rng.integers(-3, 4, n).astype(float)
@@ -260,13 +265,16 @@ def test_radix_order_is_rs_order() -> None:
             -np.abs(whole),
         ]
         for values in rows:
-            assert np.array_equal(radix_order(values), np.argsort(values, kind="stable"))
-        order, ordered = ranked(np.vstack(rows))
-        for j, values in enumerate(rows):
-            assert np.array_equal(ordered[j].view(np.uint64), values[order[j]].view(np.uint64))
-    order, ordered = ranked(np.asarray([[np.nan, 1.0, np.nan, 0.0, -0.0, 1.0]]))
-    assert order[0].tolist() == [3, 4, 1, 5, 0, 2]
-    assert np.signbit(ordered[0, 1]) and not np.signbit(ordered[0, 0])
+            stable = np.argsort(values, kind="stable")
+            assert np.array_equal(radix_order(values), stable)
+            assert np.array_equal(column_order(values), stable)
+    nan = np.asarray([np.nan, 1.0, np.nan, 0.0, -0.0, 1.0])
+    assert column_order(nan).tolist() == [3, 4, 1, 5, 0, 2]
+    # each sorted value is its row's: the middle of 0.0, -0.0, 0.0 (rows 0, 1, 2) is -0.0
+    released, labels = onedims_release(
+        np.asarray([[0.0], [-0.0], [0.0], [5.0], [6.0], [7.0]]), 3, "median", 0.0
+    )
+    assert np.signbit(released[:3, 0]).all() and labels[:, 0].tolist() == [0, 0, 0, 1, 1, 1]
 
 
 def test_onedims_checker_takes_a_union_of_groups() -> None:

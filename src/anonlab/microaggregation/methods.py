@@ -378,27 +378,18 @@ def clustered_order(x: NDArray[Any], method: str) -> NDArray[np.int64]:
 _SIGN = np.uint64(1 << 63)
 
 
-def ranked(xt: NDArray[Any]) -> tuple[list[NDArray[np.int64]], NDArray[np.float64]]:
-    """Each row of ``xt`` (p, n) in ascending order, equal values by position (R's
-    ``order``): each row's argsort (as the sort gave it, not copied into one array) and
-    the sorted values (p, n) (each value as it is at its row, so a ``-0.0`` and a ``0.0``,
-    which tie, each keep their row's rank, as in R's ``x[order(x)]``).
+def column_order(values: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The positions of ``values`` (one column, contiguous) in ascending order, equal values
+    by position (R's ``order``; a ``-0.0`` and a ``0.0`` tie).
 
-    A row without NaN is sorted by :func:`radix_order`, about twice as cheap as an
-    introsort of the doubles (and a stable sort of them three times dearer); a row holding
-    a NaN (the table model refuses them) by a stable sort, which puts the NaNs last in row
-    order, as R's ``order``.
+    A column without NaN is sorted by :func:`radix_order`, about twice as cheap as an
+    introsort of the doubles (and a stable sort of them three times dearer); a column
+    holding a NaN (the table model refuses them) by a stable sort, which puts the NaNs last
+    in row order, as R's ``order``.
     """
-    order: list[NDArray[np.int64]] = []
-    ordered = np.empty(xt.shape, dtype=np.float64)
-    for j in range(xt.shape[0]):
-        row = np.asarray(xt[j], dtype=np.float64)
-        if np.isnan(row).any():
-            order.append(np.asarray(np.argsort(row, kind="stable"), dtype=np.int64))
-        else:
-            order.append(radix_order(row))
-        np.take(row, order[j], out=ordered[j])
-    return order, ordered
+    if np.isnan(values).any():
+        return np.asarray(np.argsort(values, kind="stable"), dtype=np.int64)
+    return radix_order(values)
 
 
 def radix_order(values: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -439,24 +430,27 @@ def onedims_release(
     """Individual ranking: each column sorted (ties by row), cut into fixed groups and
     aggregated on its own. Returns the release and each value's group (n, p).
 
-    The columns are sorted as the rows of the transposed table (contiguous in memory), the
-    groups' aggregates taken on those rows, each row's group put back at its row and its
-    aggregate looked up there; both results are the transposes of those (p, n) arrays
-    (column-major views).
+    The columns are taken one at a time as the rows of the transposed table (contiguous in
+    memory): sorted (:func:`column_order`), the sorted values (each as it is at its row,
+    so a ``-0.0`` and a ``0.0``, which tie, keep their rows' ranks, as R's
+    ``x[order(x)]``) cut into groups and aggregated while in cache, each row's group put
+    back at its row and its aggregate looked up there. The sorted values and the groups
+    go through buffers of one column, reused; both results are the transposes of (p, n)
+    arrays (column-major views).
     """
-    xt = np.ascontiguousarray(x.T)
-    order, ordered = ranked(xt)
-    values = np.ascontiguousarray(
-        fixed_group_aggregates(ordered, k, aggr, trim, refined=refined, transposed=True).T
-    )
+    xt = np.ascontiguousarray(np.asarray(x, dtype=np.float64).T)
     released = np.empty_like(xt)
     labels = np.empty(xt.shape, dtype=np.int64)
     fixed = fixed_labels(x.shape[0], k)
-    row = np.empty(xt.shape[1], dtype=np.int64)  # one buffer, in cache for every column
+    ordered = np.empty((1, xt.shape[1]), dtype=np.float64)  # buffers of one column
+    row = np.empty(xt.shape[1], dtype=np.int64)
     for j in range(xt.shape[0]):
-        row[order[j]] = fixed  # the scattered writes (a third of the cost into fresh memory)
+        order = column_order(xt[j])
+        np.take(xt[j], order, out=ordered[0])
+        values = fixed_group_aggregates(ordered, k, aggr, trim, refined=refined, transposed=True)
+        row[order] = fixed  # each row's group
         labels[j] = row
-        np.take(values[j], row, out=released[j])  # each row's group's aggregate
+        np.take(values[:, 0], row, out=released[j])  # each row's group's aggregate
     return released.T, labels.T
 
 
