@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import compress
+from operator import length_hint
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -243,6 +244,39 @@ def _ranked(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.f
     return order, ranked
 
 
+class _Redraws:
+    """The redraws of :func:`swap_partners`: offsets ``floor(u * (W - 1))`` in a full
+    window and uniforms for a window cut by the end, drawn :data:`_BLOCK` at a time."""
+
+    def __init__(self, rng: np.random.Generator, full: int) -> None:
+        self.rng = rng
+        self.full = full
+        self.offsets: list[int] = []
+        self.uniforms: list[float] = []
+
+    def refill(self) -> None:
+        """New offsets, in place (the walk holds the list)."""
+        self.offsets.extend((self.rng.random(_BLOCK) * self.full).astype(np.intp).tolist())
+
+    def partner(self, free: bytearray, j: int, span: int, redraws: int) -> int:
+        """A free position of ``j + 1 .. j + span`` by up to ``redraws`` draws uniform in
+        it, then uniformly among the free ones listed; ``j`` itself when none is free."""
+        full = span == self.full
+        for _ in range(redraws):
+            if full:
+                if not self.offsets:
+                    self.refill()
+                k = j + 1 + self.offsets.pop()
+            else:
+                if not self.uniforms:
+                    self.uniforms = self.rng.random(_BLOCK).tolist()
+                k = j + 1 + int(self.uniforms.pop() * span)
+            if free[k]:
+                return k
+        window = np.flatnonzero(np.frombuffer(free[j + 1 : j + 1 + span], dtype=np.uint8))
+        return j + 1 + int(window[self.rng.integers(window.size)]) if window.size else j
+
+
 def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np.intp]:
     """Moore's greedy pairing on ``size`` ranked values with window ``width`` (``W``).
 
@@ -272,32 +306,27 @@ def swap_partners(size: int, width: int, rng: np.random.Generator) -> NDArray[np
     first = (rng.random(size - 1) * span_of).astype(np.intp)  # floor: u * span >= 0
     first += positions + 1
     free = bytearray(b"\x01") * size  # 1: not yet paired
-    offsets: list[int] = []  # redraw offsets within a full window, 0 .. W - 2
-    uniforms: list[float] = []  # redraws in a window cut by the end
+    pools = _Redraws(rng, width - 1)
+    offsets = pools.offsets
     near_end = size - width  # from here on the window ends at the last position
-    full = width - 1
     redrawn: list[int] = []  # the positions whose partner is not their first draw
     partners: list[int] = []  # their partners (themselves: no free position to pair with)
-    for j, k in compress(enumerate(first.tolist()), free):
+    flags = iter(free)  # read as the walk goes: a position paired meanwhile is skipped
+    for k in compress(first.tolist(), flags):
         if free[k]:
             free[k] = 0
             continue
-        span = full if j < near_end else size - j - 1
-        for _ in range(_REDRAWS):
-            if span == full:
-                if not offsets:
-                    offsets = (rng.random(_BLOCK) * full).astype(np.intp).tolist()
-                k = j + 1 + offsets.pop()
-            else:
-                if not uniforms:
-                    uniforms = rng.random(_BLOCK).tolist()
-                k = j + 1 + int(uniforms.pop() * span)
-            if free[k]:
-                break
+        j = size - 1 - length_hint(flags)  # the position walked (its flag just read)
+        if j < near_end:
+            if not offsets:
+                pools.refill()
+            k = j + 1 + offsets.pop()
+            if not free[k]:
+                k = pools.partner(free, j, width - 1, _REDRAWS - 1)
         else:
-            window = np.flatnonzero(np.frombuffer(free[j + 1 : j + 1 + span], dtype=np.uint8))
-            k = j + 1 + int(window[rng.integers(window.size)]) if window.size else j
-        free[k] = 0  # (k == j: j stays; the walk has passed it)
+            k = pools.partner(free, j, size - j - 1, _REDRAWS)
+        if k != j:
+            free[k] = 0
         redrawn.append(j)
         partners.append(k)
     # every free position but the last chose a partner: its first draw, or a redraw
