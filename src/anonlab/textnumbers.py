@@ -145,6 +145,8 @@ def _arrow_numbers(column: pd.Series[Any], name: str) -> tuple[FloatArray, bool]
         return _parse_text(arr, name)
     if pa.types.is_decimal(arr.type):  # e.g. money in a database's export
         arr = arr.cast(pa.float64())
+    if pa.types.is_null(arr.type) and len(arr):  # all missing (a Parquet column of nulls)
+        raise missing_value(name, 0)
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise not_numeric(name)
     _refuse_nulls(arr, name)

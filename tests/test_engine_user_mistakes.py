@@ -1,0 +1,59 @@
+"""New users' mistakes on the engines' paths give the in-memory run's one line.
+
+Each case runs a command in memory (a file output) and on the engines (a folder output on
+the NumPy engine, ``--engine dask``) and expects the same line ``Error: ...``, exit code 2
+and nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from anonlab.errors import AnonlabError
+from anonlab.textnumbers import exact_matrix
+from engines import assert_refused
+
+pytestmark = pytest.mark.filterwarnings("ignore::anonlab.errors.ReleaseRiskWarning")
+
+
+def _engine_args(engine: str, request: pytest.FixtureRequest) -> list[str]:
+    if engine == "dask":
+        return ["--engine", "dask", "--scheduler", request.getfixturevalue("dask_scheduler")]
+    return []
+
+
+def _null_column_parts(folder: Path) -> Path:
+    """Two Parquet parts whose column ``y`` holds no value (Arrow's null type)."""
+    frame = pd.DataFrame(
+        {
+            "id": [f"p{i}" for i in range(12)],
+            "x": [float(i % 5) for i in range(12)],
+            "y": [None] * 12,
+        }
+    )
+    folder.mkdir()
+    frame.iloc[:6].to_parquet(folder / "part-0.parquet")
+    frame.iloc[6:].to_parquet(folder / "part-1.parquet")
+    return folder
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_perturb_a_column_with_no_value(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A column of nulls was 'not numeric' on the engines, 'has a missing value' in memory."""
+    source = _null_column_parts(tmp_path / "in")
+    args = ["perturb", str(source), "--columns", "x,y", "--identifying", "id", "--known", "2"]
+    needle = "column 'y' has a missing or infinite value (record 1)"
+    memory = assert_refused([*args, "--output", str(tmp_path / "m.parquet")], tmp_path, needle)
+    args += _engine_args(engine, request)
+    assert assert_refused([*args, "--output", f"{tmp_path / 'out'}/"], tmp_path, needle) == memory
+
+
+def test_a_frame_column_of_nones_is_missing() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0], "y": [None, None]})
+    with pytest.raises(AnonlabError, match=r"column 'y' has a missing or infinite value \(record"):
+        exact_matrix(frame, ["x", "y"])
