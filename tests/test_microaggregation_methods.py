@@ -268,6 +268,9 @@ def test_radix_order_is_rs_order() -> None:
             stable = np.argsort(values, kind="stable")
             assert np.array_equal(radix_order(values), stable)
             assert np.array_equal(column_order(values), stable)
+    # 20,000 normals, and 20,000 values of 7 digits in [1000, 1001) (many close values)
+    for values in (rng.standard_normal(20_000), 1000 + rng.integers(0, 10**6, 20_000) / 1e6):
+        assert np.array_equal(radix_order(values), np.argsort(values, kind="stable"))
     nan = np.asarray([np.nan, 1.0, np.nan, 0.0, -0.0, 1.0])
     assert column_order(nan).tolist() == [3, 4, 1, 5, 0, 2]
     # each sorted value is its row's: the middle of 0.0, -0.0, 0.0 (rows 0, 1, 2) is -0.0
