@@ -57,3 +57,36 @@ def test_a_frame_column_of_nones_is_missing() -> None:
     frame = pd.DataFrame({"x": [1.0, 2.0], "y": [None, None]})
     with pytest.raises(AnonlabError, match=r"column 'y' has a missing or infinite value \(record"):
         exact_matrix(frame, ["x", "y"])
+
+
+def test_mask_joins_a_scheduler(tmp_path: Path, dask_scheduler: str) -> None:
+    """mask had --engine but no --scheduler, --workers or --memory-limit: they were taken for
+    the method's parameters ("'workers' is not a parameter of method topbot")."""
+    from typer.testing import CliRunner
+
+    from anonlab.cli.app import app
+    from anonlab.io import read_table
+
+    source = tmp_path / "t.csv"
+    pd.DataFrame({"x": [float(i) for i in range(30)], "k": ["a", "b", "c"] * 10}).to_csv(
+        source, index=False
+    )
+    args = ["mask", str(source), "--method", "topbot", "--top", "20", "--columns", "x"]
+    args += ["--other", "insensitive", "--quiet"]
+    runner = CliRunner()
+    memory = runner.invoke(app, [*args, "--output", str(tmp_path / "m.parquet")])
+    assert memory.exit_code == 0, memory.output
+    on_dask = [*args, "--engine", "dask", "--scheduler", dask_scheduler]
+    result = runner.invoke(app, [*on_dask, "--output", f"{tmp_path / 'out'}/"])
+    assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(read_table(tmp_path / "out"), read_table(tmp_path / "m.parquet"))
+    assert_refused(
+        [*args, "--scheduler", dask_scheduler, "--output", f"{tmp_path / 'no'}/"],
+        tmp_path,
+        "--scheduler applies to engine 'dask' only",
+    )
+    assert_refused(
+        [*args, "--engine", "dask", "--workers", "0", "--output", f"{tmp_path / 'no'}/"],
+        tmp_path,
+        "--workers",
+    )
