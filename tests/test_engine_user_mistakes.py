@@ -90,3 +90,39 @@ def test_mask_joins_a_scheduler(tmp_path: Path, dask_scheduler: str) -> None:
         tmp_path,
         "--workers",
     )
+
+
+@pytest.mark.parametrize("command", ["generalize", "suppress", "mask", "microaggregate", "perturb"])
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_an_empty_csv_file_gets_the_in_memory_line(
+    command: str, engine: str, data_dir: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A 0-byte CSV file: 'file ... is empty: give a table with a header row' in memory; the
+    engines said 'the INPUT argument: file ... is empty ...'."""
+    source = tmp_path / "empty.csv"
+    source.write_text("")
+    args = {
+        "generalize": ["--qi", f"sex={data_dir / 'adult' / 'hierarchy_sex.csv'}"],
+        "suppress": ["--qi", "sex"],
+        "mask": ["--method", "topbot", "--top", "3", "--columns", "x"],
+        "microaggregate": ["--variant", "scalable", "--k", "2"],
+        "perturb": ["--columns", "x,y"],
+    }[command]
+    args = [command, str(source), *args, "--other", "insensitive"]
+    line = f"Error: file '{source}' is empty: give a table with a header row"
+    assert assert_refused([*args, "--output", str(tmp_path / "m.parquet")], tmp_path, "") == line
+    args += _engine_args(engine, request)
+    assert assert_refused([*args, "--output", f"{tmp_path / 'out'}/"], tmp_path, "") == line
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_an_empty_folder_is_named_as_in_memory(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A folder without Parquet parts: the line starts as the in-memory one (the advice names
+    what the engines read: no Excel)."""
+    (tmp_path / "in").mkdir()
+    args = ["mask", str(tmp_path / "in"), "--method", "topbot", "--top", "3", "--columns", "x"]
+    args += [*_engine_args(engine, request), "--output", f"{tmp_path / 'out'}/"]
+    line = assert_refused(args, tmp_path, "holds no Parquet files: give a folder of Parquet parts")
+    assert line.startswith(f"Error: folder '{tmp_path / 'in'}' holds no Parquet files"), line

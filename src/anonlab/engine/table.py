@@ -426,7 +426,7 @@ def open_table(
         parts = parquet_parts(path)
         if not parts:
             raise AnonlabError(
-                f"input: folder '{path}' holds no Parquet files: give a folder "
+                f"folder '{path}' holds no Parquet files: give a folder "
                 "of Parquet parts, a Parquet file or a CSV file",
                 parameter="input",
             )
@@ -528,7 +528,7 @@ def _url_table(
                 parts.append((relative, part))
         if not parts:
             raise AnonlabError(
-                f"input: folder '{shown}' holds no Parquet files: give a folder "
+                f"folder '{shown}' holds no Parquet files: give a folder "
                 "of Parquet parts, a Parquet file or a CSV file",
                 parameter="input",
             )
@@ -697,7 +697,7 @@ def _csv_table(
     names = tuple(first_record(path, sep, quotechar))
     if not names:
         raise AnonlabError(
-            f"input: file '{path}' is empty: give a table with a header row", parameter="input"
+            f"file '{path}' is empty: give a table with a header row", parameter="input"
         )
     check_names(names, f"file '{path}'")
     if isinstance(path, str):  # a URL
