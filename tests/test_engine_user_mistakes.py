@@ -8,6 +8,7 @@ and nothing written.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -126,3 +127,39 @@ def test_an_empty_folder_is_named_as_in_memory(
     args += [*_engine_args(engine, request), "--output", f"{tmp_path / 'out'}/"]
     line = assert_refused(args, tmp_path, "holds no Parquet files: give a folder of Parquet parts")
     assert line.startswith(f"Error: folder '{tmp_path / 'in'}' holds no Parquet files"), line
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_mask_an_unknown_column(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An unknown --columns name: the engine said '--columns names the column 'nope', which
+    file ... does not have', memory 'unknown column 'nope' (given as quasi) ...', as every
+    other role's unknown column on both paths."""
+    from anonlab.runs.mask import MaskSettings, run_mask
+
+    source = tmp_path / "t.csv"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0], "k": ["a", "b", "c"]}).to_csv(source, index=False)
+    args = ["mask", str(source), "--method", "topbot", "--top", "2", "--columns", "x,nope"]
+    args += ["--other", "insensitive"]
+    needle = "unknown column 'nope' (given as quasi): the table has x, k"
+    memory = assert_refused([*args, "--output", str(tmp_path / "m.parquet")], tmp_path, needle)
+    on_engine = [*args, *_engine_args(engine, request), "--output", f"{tmp_path / 'out'}/"]
+    assert assert_refused(on_engine, tmp_path, needle) == memory
+    engine_keys: dict[str, Any] = {}
+    if engine == "dask":
+        engine_keys = {"engine": "dask", "scheduler": request.getfixturevalue("dask_scheduler")}
+    with pytest.raises(AnonlabError) as caught:
+        run_mask(
+            MaskSettings(
+                input=str(source),
+                method="topbot",
+                columns=["x", "nope"],
+                parameters={"top": 2},
+                other="insensitive",
+                output=f"{tmp_path / 'api'}/",
+                **engine_keys,
+            )
+        )
+    assert str(caught.value) == memory.removeprefix("Error: ")
+    assert not (tmp_path / "api").exists()

@@ -366,7 +366,6 @@ def _mask_on_engine(
         if progress is not None:
             progress("read", 0, None)
         table = _engine_table(s)
-        table.check_columns(list(s.columns), "columns")
         roles, dropped, extra, named = _roles(s, table.column_names, params)
         keep = [c for c in table.column_names if c not in dropped]
         check_risk_columns(keep, s.sensitive, s, s.columns)
