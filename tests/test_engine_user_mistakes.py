@@ -163,3 +163,28 @@ def test_mask_an_unknown_column(
         )
     assert str(caught.value) == memory.removeprefix("Error: ")
     assert not (tmp_path / "api").exists()
+
+
+@pytest.mark.parametrize("command", ["suppress", "mask", "microaggregate"])
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_a_ragged_csv_reads_as_in_memory(
+    command: str, engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A row with a field too many: the engines said 'the INPUT argument: file '<absolute
+    path>' is malformed near byte 0 ...' (mask: 'bytes 0-40 of CSV file ...: input: file ...'),
+    memory 'file 'x.csv' is ragged or malformed (...): ... check the delimiter (now ',')'."""
+    source = tmp_path / "t.csv"
+    source.write_text("k,x\na,1\nb,2,9\na,3\nb,4\n")
+    args = {
+        "suppress": ["--qi", "k"],
+        "mask": ["--method", "topbot", "--top", "2", "--columns", "x"],
+        "microaggregate": ["--variant", "scalable", "--k", "2", "--columns", "x"],
+    }[command]
+    args = [command, str(source), *args, "--other", "insensitive"]
+    start = f"Error: file '{source}' is ragged or malformed (CSV parse error: "
+    memory = assert_refused([*args, "--output", str(tmp_path / "m.parquet")], tmp_path, start)
+    assert memory.startswith(start) and memory.endswith("check the delimiter (now ',')")
+    args += [*_engine_args(engine, request), "--output", f"{tmp_path / 'out'}/"]
+    line = assert_refused(args, tmp_path, "got 3: b,2,9")
+    assert line.startswith(start), line
+    assert "check the delimiter (now ',')" in line and "convert the file to Parquet" in line

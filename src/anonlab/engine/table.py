@@ -234,6 +234,7 @@ class CsvPiece(Piece):
     quotechar: str = '"'
     skip_header: bool = False
     storage: tuple[tuple[str, Any], ...] = ()  # fsspec's options when ``path`` is a URL
+    shown: str = ""  # the path as given, for messages (``path`` is absolute for the workers)
 
     def columns(self) -> tuple[str, ...]:
         return self.names
@@ -298,9 +299,10 @@ class CsvPiece(Piece):
         except pa.ArrowInvalid as exc:
             detail = (str(exc).strip().splitlines() or ["parse error"])[0]
             raise AnonlabError(
-                f"input: file '{self.path}' is malformed near byte {self.start} ({detail}): "
-                "every row needs the same number of fields; a quoted value holding a line "
-                "break cannot be split, so convert the file to Parquet or read it as one piece",
+                f"file '{self.shown or self.path}' is ragged or malformed ({detail}, in the "
+                f"piece from byte {self.start}): every row needs the same number of fields; "
+                f"check the delimiter (now '{self.delimiter}'); a quoted value holding a line "
+                "break cannot be split into pieces: convert the file to Parquet",
                 parameter="input",
             ) from None
 
@@ -720,6 +722,7 @@ def _csv_table(
             quotechar,
             skip_header=(i == 0),
             storage=storage,
+            shown=shown,
         )
         for i, start in enumerate(range(0, max(size, 1), block))
     )

@@ -134,7 +134,10 @@ def _arrow_text(series: pd.Series) -> pa.Array:
 
 def _in_piece(piece: Piece, exc: AnonlabError) -> AnonlabError:
     """``exc`` naming the piece it was met in (its record numbers count from the piece's
-    first record)."""
+    first record); an error reading the input (``parameter`` ``input``: a malformed CSV, a
+    Parquet part that does not fit) names its file already and is kept as it is."""
+    if exc.parameter == "input":
+        return exc
     return AnonlabError(f"{piece.describe()}: {exc.message}", parameter=exc.parameter)
 
 
