@@ -56,6 +56,7 @@ on average); give ``noise=150`` for sdcMicro's release.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -101,30 +102,50 @@ BLOCK_ROWS: Final = 1 << 16
 ADDITIVE_LAYOUT: Final = "default_rng([seed, 0, block]), 65536 records a block"
 
 
-def block_moments(values: NDArray[np.float64]) -> tuple[int, float, float]:
+#: a block's moments: the count of its values present, their mean, and the sum of their
+#: squared deviations as ``(m2 / 4**e, e)`` (:func:`block_moments`)
+Moments = tuple[int, float, float, int]
+
+
+def block_moments(values: NDArray[np.float64]) -> Moments:
     """Count, mean and sum of squared deviations of the values present (not NaN) of one
-    block of a column, each by NumPy's pairwise sum over the contiguous values."""
+    block of a column, each by NumPy's pairwise sum over the contiguous values.
+
+    The sum of squares is kept as ``(m2 / 4**e, e)``: ``e = 0`` for ordinary numbers; for
+    a block of extreme magnitude (:func:`_extreme`: near 1e300, whose squares overflow, or
+    near 1e-300, whose squares underflow) the figures are computed again on the values
+    divided by ``2**e`` (``e`` :func:`_exponent`'s), which is exact.
+    """
     present = np.ascontiguousarray(values[~np.isnan(values)])
     if present.size == 0:
-        return 0, 0.0, 0.0
-    mean = float(present.mean())
-    deviations = present - mean
-    return int(present.size), mean, float(np.dot(deviations, deviations))
+        return 0, 0.0, 0.0, 0
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is computed again
+        mean = float(present.mean())
+        deviations = present - mean
+        m2 = float(np.dot(deviations, deviations))
+    if not _extreme(mean, math.sqrt(m2 / present.size) if m2 >= 0 else math.inf):
+        return int(present.size), mean, m2, 0
+    e = _exponent(present)
+    scaled = np.ldexp(present, -e)
+    mean = float(scaled.mean())
+    deviations = scaled - mean
+    return int(present.size), math.ldexp(mean, e), float(np.dot(deviations, deviations)), e
 
 
-def combine_moments(
-    a: tuple[int, float, float], b: tuple[int, float, float]
-) -> tuple[int, float, float]:
+def combine_moments(a: Moments, b: Moments) -> Moments:
     """Two blocks' moments as one (Chan, Golub and LeVeque 1979, "Updating formulae and a
     pairwise algorithm for computing sample variances": ``M2 = M2_a + M2_b + delta^2 n_a
-    n_b / n``)."""
+    n_b / n``), each term in the scale ``4**e`` of the larger of the two exponents."""
     if a[0] == 0:
         return b
     if b[0] == 0:
         return a
     n = a[0] + b[0]
     delta = b[1] - a[1]
-    return n, a[1] + delta * b[0] / n, a[2] + b[2] + delta * delta * a[0] * b[0] / n
+    e = max(a[3], b[3])
+    scaled = math.ldexp(delta, -e)
+    m2 = math.ldexp(a[2], 2 * (a[3] - e)) + math.ldexp(b[2], 2 * (b[3] - e))
+    return n, a[1] + delta * b[0] / n, m2 + scaled * scaled * a[0] * b[0] / n, e
 
 
 def blocked_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -134,17 +155,17 @@ def blocked_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
     same blocks: :mod:`anonlab.masking.pieces`)."""
     out = np.zeros(x.shape[1])
     for j in range(x.shape[1]):
-        total: tuple[int, float, float] = (0, 0.0, 0.0)
+        total: Moments = (0, 0.0, 0.0, 0)
         for start in range(0, x.shape[0], BLOCK_ROWS):
             total = combine_moments(total, block_moments(x[start : start + BLOCK_ROWS, j]))
         out[j] = sd_of(total)
     return out
 
 
-def sd_of(moments: tuple[int, float, float]) -> float:
+def sd_of(moments: Moments) -> float:
     """The sample SD of combined moments (0 below two values)."""
-    count, _, m2 = moments
-    return float(np.sqrt(m2 / (count - 1))) if count > 1 else 0.0
+    count, _, m2, e = moments
+    return math.ldexp(math.sqrt(m2 / (count - 1)), e) if count > 1 else 0.0
 
 
 def additive_draws(seed: int, columns: int, first_row: int, rows: int) -> NDArray[np.float64]:
@@ -357,7 +378,11 @@ def correlated(
         columns = columns[:, ~np.isnan(columns).any(axis=0)]
     if columns.shape[1] < 2:
         raise AnonlabError("noise method correlated needs at least 2 complete records")
-    cov = np.cov(columns, ddof=1) * (noise / 100.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is computed again
+        cov = np.cov(columns, ddof=1) * (noise / 100.0)
+    exponents = _covariance_exponents(columns, cov)
+    if exponents is not None:
+        cov = np.cov(np.ldexp(columns, -exponents[:, None]), ddof=1) * (noise / 100.0)
     root_t = np.ascontiguousarray(_psd_root(cov).T)
     # z @ root.T + x a block of records at a time: the normals drawn in record order (the
     # same numbers as one draw of them all), the temporary arrays a block's
@@ -369,8 +394,33 @@ def correlated(
         block = draws[: stop - start]
         rng.standard_normal(out=block)
         np.matmul(block, root_t, out=out[start:stop])
+        if exponents is not None:
+            np.ldexp(out[start:stop], exponents, out=out[start:stop])
         out[start:stop] += data[start:stop]
     return out
+
+
+def _covariance_exponents(
+    columns: NDArray[np.float64], cov: NDArray[np.float64]
+) -> NDArray[np.int64] | None:
+    """``None`` when the covariance of ``columns`` (one row a column) is that of ordinary
+    numbers, else each column's power of two (:func:`_exponent`, 0 for an ordinary
+    column) to divide it by before the covariance is computed again.
+
+    With ``D = diag(2**e)``, the noise ``D z`` for ``z ~ N(0, D^-1 C D^-1)`` is
+    ``N(0, C)``: the same distribution, without the squares of numbers near 1e300
+    overflowing or of numbers near 1e-300 underflowing (:func:`_extreme`).
+    """
+    variances = np.diag(cov)
+    limit = _EXTREME * _EXTREME
+    if np.isfinite(cov).all() and bool(np.all((variances > 1.0 / limit) & (variances < limit))):
+        return None
+    mean, sd = _column_moments(columns.T, columns)
+    exponents = [
+        _exponent(column) if _extreme(float(mu), float(s)) else 0
+        for column, mu, s in zip(columns, mean, sd, strict=True)
+    ]
+    return np.asarray(exponents, dtype=np.int64) if any(exponents) else None
 
 
 def _psd_root(cov: NDArray[np.float64]) -> NDArray[np.float64]:

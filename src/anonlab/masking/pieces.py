@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     from anonlab.engine.base import EngineBase
     from anonlab.engine.table import Piece, Table
+    from anonlab.masking.noise import Moments
     from anonlab.progress import ProgressFn
 
 #: the methods that run on an engine
@@ -421,7 +422,7 @@ def pram_section(
 #: one piece's share of a column block's moments: ``(block, moments per column, None)`` for
 #: a block wholly in the piece, ``(block, None, values)`` for the piece's part of a block
 #: it shares with its neighbours
-BlockShare = tuple[int, list[tuple[int, float, float]] | None, NDArray[np.float64] | None]
+BlockShare: TypeAlias = "tuple[int, list[Moments] | None, NDArray[np.float64] | None]"
 
 
 def block_shares(values: NDArray[np.float64], first_row: int) -> list[BlockShare]:
@@ -451,7 +452,7 @@ def sd_of_shares(shares: Sequence[BlockShare], columns: int) -> NDArray[np.float
     :func:`anonlab.masking.noise.blocked_sd` does in memory."""
     from anonlab.masking.noise import block_moments, combine_moments, sd_of
 
-    whole: dict[int, list[tuple[int, float, float]]] = {}
+    whole: dict[int, list[Moments]] = {}
     cut: dict[int, list[NDArray[np.float64]]] = {}
     for block, moments, values in shares:
         if moments is not None:
@@ -463,7 +464,7 @@ def sd_of_shares(shares: Sequence[BlockShare], columns: int) -> NDArray[np.float
         whole[block] = [block_moments(joined[:, j]) for j in range(columns)]
     out = np.zeros(columns)
     for j in range(columns):
-        total: tuple[int, float, float] = (0, 0.0, 0.0)
+        total: Moments = (0, 0.0, 0.0, 0)
         for block in sorted(whole):
             total = combine_moments(total, whole[block][j])
         out[j] = sd_of(total)

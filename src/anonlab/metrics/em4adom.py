@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonlab.encoding import scale_exponent
 from anonlab.errors import AnonlabError
 from anonlab.metrics import risk, utility
 from anonlab.metrics.tradeoff import disclosure_risk, score
@@ -150,6 +151,7 @@ def measure_pair(
         x, xm = table.numeric.values, masked.numeric.values
         z, mean, std = table.standardized
         zm = (xm - mean) / std
+        x, xm = _exactly_scaled(x, xm, mean, std)
         notes += _numeric_loss(x, xm, z, zm, weights.lam, measures)
     cats, cats_m = list(table.categorical), list(masked.categorical)
     if cats:
@@ -183,6 +185,34 @@ def measure_pair(
         table.ordinal,
         notes,
     )
+
+
+#: a column whose mean or deviation lies beyond this magnitude (or below its inverse) is
+#: measured on its values divided by a power of two (:func:`_exactly_scaled`)
+_EXTREME = 2.0**256
+
+
+def _exactly_scaled(
+    x: NDArray[Any], xm: NDArray[Any], mean: NDArray[Any], std: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``x`` and ``xm`` with each column of extreme magnitude (numbers near 1e300, whose
+    squares overflow, or near 1e-300, whose squares underflow) divided in both by the
+    power of two at or above the original column's largest magnitude.
+
+    Exact (a power of two only moves the exponents), and every measure taken on ``x``
+    and ``xm`` (IL1 relative to S_j, IL2 and IL3 relative to the original's moments, ID's
+    intervals in ranks or SDs) is the same on a column multiplied by a constant, so the
+    measures are the unscaled table's without an infinite or a zero moment. Other
+    columns are left as they are, to the bit.
+    """
+    size = np.abs(mean) + std
+    extreme = (size > _EXTREME) | (size < 1.0 / _EXTREME)
+    if not extreme.any():
+        return x, xm
+    exponents = np.zeros(x.shape[1], dtype=np.int64)
+    for j in np.flatnonzero(extreme):
+        exponents[j] = scale_exponent(float(np.max(np.abs(x[:, j]))))
+    return np.ldexp(x, -exponents), np.ldexp(xm, -exponents)
 
 
 def _column_notes(original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:

@@ -457,13 +457,36 @@ def _block(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
 
 
 def _sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each column's SD (divisor n - 1) over its values present."""
-    out = np.zeros(x.shape[1])
+    """Each column's SD (divisor n - 1) over its values present (:func:`_column_sd`)."""
+    return np.array([_column_sd(x[:, j]) for j in range(x.shape[1])], dtype=np.float64)
+
+
+def _column_sd(values: NDArray[np.float64]) -> float:
+    """The SD (divisor n - 1) of the values present, 0 for fewer than two.
+
+    Taken on the values divided by a power of two near their largest magnitude, then
+    multiplied back: exact (a power of two only moves the exponents), and the squares
+    neither overflow near 1e300 nor underflow near 1e-300.
+    """
+    present = values[~np.isnan(values)]
+    if present.size < 2:
+        return 0.0
+    largest = float(np.max(np.abs(present)))
+    exponent = math.frexp(largest)[1] if math.isfinite(largest) else 0
+    return math.ldexp(float(np.std(np.ldexp(present, -exponent), ddof=1)), exponent)
+
+
+def _extreme_exponents(x: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Per column of ``x``, the ``e`` of the power of two ``2**e`` at or above its largest
+    finite magnitude where that magnitude lies beyond ``2**256`` or below ``2**-256``
+    (products of such numbers overflow or underflow), else 0."""
+    exponents = np.zeros(x.shape[1], dtype=np.int64)
     for j in range(x.shape[1]):
-        present = x[~np.isnan(x[:, j]), j]
-        if present.size > 1:
-            out[j] = float(np.std(present, ddof=1))
-    return out
+        finite = np.abs(x[np.isfinite(x[:, j]), j])
+        largest = float(finite.max()) if finite.size else 0.0
+        if largest > 2.0**256 or 0.0 < largest < 2.0**-256:
+            exponents[j] = math.frexp(largest)[1]
+    return exponents
 
 
 def _close(a: NDArray[np.float64], b: NDArray[np.float64], what: str) -> list[str]:
@@ -498,7 +521,7 @@ def _noise_moments(
     for j in range(x.shape[1]):
         if expected_sd[j] == 0:
             continue
-        ratio = float(np.nanstd(e[:, j], ddof=1)) / expected_sd[j]
+        ratio = _column_sd(e[:, j]) / expected_sd[j]
         if not _band(ratio, n):
             return [
                 f"noise: column {j + 1}: the noise's SD is {ratio:.3f} times the expected "
@@ -585,8 +608,12 @@ def _noise_redrawn(
         mean = np.nanmean(x, axis=0)
         draws = z * _sd(x) + (1.0 - d1) / delta * mean
         return _close(y, d1 * x + delta * draws, "correlated2")
-    # correlated: y - x = z B for some B with B^T B = share Cov(x)
-    d = y - x
+    # correlated: y - x = z B for some B with B^T B = share Cov(x); both sides taken on
+    # columns of extreme magnitude divided by a power of two (exact: B's column and the
+    # covariance's row and column scale alike)
+    exponents = _extreme_exponents(x)
+    d = np.ldexp(y - x, -exponents)
+    x = np.ldexp(x, -exponents)
     complete = ~np.isnan(d).any(axis=1)
     factor = np.linalg.lstsq(z[complete], d[complete], rcond=None)[0]
     problems = _close(d[complete], z[complete] @ factor, "correlated")
@@ -625,7 +652,9 @@ def _check_noise(
             else math.sqrt((n - 1) / (n + n * w - 1))
         )
         return _close(y, c * x + (1 - c) * np.nanmean(x, axis=0), "restr")
-    if method == "romm":  # orthogonal: x^T x kept
+    if method == "romm":  # orthogonal: x^T x kept (on columns scaled alike, exactly)
+        exponents = _extreme_exponents(x)
+        x, y = np.ldexp(x, -exponents), np.ldexp(y, -exponents)
         if not np.allclose(y.T @ y, x.T @ x, rtol=1e-8, atol=0.0):
             return ["romm: the columns' sums of squares and cross products changed"]
     elif method == "outdect":
