@@ -17,9 +17,10 @@ passes (docs/benchmarks.md), this script sets three figures side by side, in one
   - ``additive``, ``correlated``, ``correlated2``: the n x p standard normal draws of
     NumPy's default generator, written into an existing array (each method adds a
     normal variate to every value);
-  - ``restr``: the column means (one pass that reads the table), then the release
-    ``c x + (1 - c) mean`` in two passes (``np.multiply(x, c, out=...)``, then the
-    shift added in place: NumPy has no fused multiply-add);
+  - ``restr``: the column means (one pass that reads the table: a product with a
+    vector of ones, BLAS's row-major reduction), then the release ``c x + (1 - c) mean``
+    in two passes (``np.multiply(x, c, out=...)``, then the shift added in place: NumPy
+    has no fused multiply-add);
   - ``topbot``: one pass that reads each column and writes it capped
     (``np.minimum(x, top, out=...)``);
   - ``recode``: one comparison pass per column into bytes (``np.greater``); a
@@ -129,6 +130,7 @@ def floor_calls(x: np.ndarray, numeric: pd.DataFrame) -> dict[str, Callable[[], 
     rng = np.random.default_rng(1)
     draws = np.empty(x.shape)
     release = np.empty(x.shape)
+    ones = np.ones(len(x))
     columns = [np.ascontiguousarray(numeric[c].to_numpy(dtype=np.float64)) for c in numeric]
     capped = np.empty(len(numeric))
     above = np.empty(len(numeric), dtype=bool)
@@ -142,7 +144,7 @@ def floor_calls(x: np.ndarray, numeric: pd.DataFrame) -> dict[str, Callable[[], 
         "correlated": normals,
         "correlated2": normals,
         "restr": lambda: np.add(
-            np.multiply(x, 0.9, out=release), 0.1 * x.mean(axis=0), out=release
+            np.multiply(x, 0.9, out=release), (0.1 / len(x)) * (ones @ x), out=release
         ),
         "topbot": per_column(lambda c: np.minimum(c, TOP, out=capped)),
         "recode": per_column(lambda c: np.greater(c, TOP, out=above)),
