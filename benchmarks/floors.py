@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -50,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from _rscript import run_driver, tab_figures
 from anonlab.masking import noise
 from anonlab.masking.registry import get_method, method_params
 from anonlab.threads import blas_threads
@@ -161,22 +160,8 @@ def sdcmicro_times(
         np.savetxt(noisy, x, delimiter=",", header=header, comments="", fmt="%.10g")
         numbers = Path(folder) / "numeric.csv"
         numeric.to_csv(numbers, index=False)
-        driver = Path(folder) / "driver.R"
-        driver.write_text(R_DRIVER)
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(
-            ["Rscript", *map(str, (driver, source, noisy, numbers, repeats, loops, TOP))],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode:
-        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
-    return {
-        name: float(value)
-        for name, value in (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)
-    }
+        printed = run_driver(R_DRIVER, (source, noisy, numbers, repeats, loops, TOP))
+    return tab_figures(printed)
 
 
 def main() -> None:

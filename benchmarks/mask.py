@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -44,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 import anonlab
+from _rscript import run_driver
 from anonlab.io import read_table
 from anonlab.masking.registry import get_method, method_params
 
@@ -173,29 +173,8 @@ def sdcmicro_times(
     source: Path, csv: Path, method: str, columns: list[str], extra: str, repeats: int
 ) -> tuple[float, float]:
     """sdcMicro's first call and the median of the next ``repeats`` (module text)."""
-    with tempfile.TemporaryDirectory() as folder:
-        driver = Path(folder) / "driver.R"
-        driver.write_text(R_DRIVER)
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(
-            [
-                "Rscript",
-                str(driver),
-                str(source),
-                str(csv),
-                method,
-                ",".join(columns),
-                extra,
-                str(repeats + 1),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode:
-        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
-    times = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("CPU")]
+    printed = run_driver(R_DRIVER, (source, csv, method, ",".join(columns), extra, repeats + 1))
+    times = [float(line.split()[1]) for line in printed.splitlines() if line.startswith("CPU")]
     return times[0], statistics.median(times[1:])
 
 

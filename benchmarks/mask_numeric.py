@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from _rscript import run_driver
 from anonlab.masking import noise, rankswap, shuffle
 from anonlab.threads import blas_threads
 
@@ -149,20 +148,9 @@ def sdcmicro_times(
         data = Path(folder) / "x.csv"
         header = ",".join(f"v{j + 1}" for j in range(x.shape[1]))
         np.savetxt(data, x, delimiter=",", header=header, comments="", fmt="%.10g")
-        driver = Path(folder) / "driver.R"
-        driver.write_text(R_DRIVER)
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(
-            ["Rscript", str(driver), str(source), str(data), str(repeats), str(romm_rows)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode:
-        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
+        printed = run_driver(R_DRIVER, (source, data, repeats, romm_rows))
     out = {}
-    for line in done.stdout.splitlines():
+    for line in printed.splitlines():
         name, *values = line.split("\t")
         if len(values) == 2:
             out[name] = (float(values[0]), float(values[1]))

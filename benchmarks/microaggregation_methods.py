@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +34,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 import anonlab
+from _rscript import run_driver, tab_figures
 from anonlab.threads import blas_threads
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,23 +117,9 @@ def sdcmicro_times(
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "x.csv"
         frame.to_csv(data, index=False, float_format="%.10g")
-        driver = Path(folder) / "driver.R"
-        driver.write_text(R_DRIVER)
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         cases = ",".join(f"{m}:{a}" for m, a in CASES)
-        done = subprocess.run(
-            ["Rscript", str(driver), str(source), str(data), str(repeats), str(rmd_rows), cases],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode:
-        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
-    return {
-        name: float(value)
-        for name, value in (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)
-    }
+        printed = run_driver(R_DRIVER, (source, data, repeats, rmd_rows, cases))
+    return tab_figures(printed)
 
 
 def main() -> None:

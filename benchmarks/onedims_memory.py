@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 import anonlab
+from _rscript import run_driver
 from anonlab.threads import blas_threads
 from microaggregation_methods import _median_cpu, table
 
@@ -48,20 +47,7 @@ cat(s, "\n")
 
 def sdcmicro_seconds(data: Path, source: Path, repeats: int) -> float:
     """sdcMicro's median CPU seconds for onedims on ``data`` (one OpenBLAS thread)."""
-    with tempfile.TemporaryDirectory() as folder:
-        driver = Path(folder) / "driver.R"
-        driver.write_text(R_DRIVER)
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(
-            ["Rscript", str(driver), str(source), str(data), str(repeats)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode:
-        raise SystemExit(f"Rscript failed: {done.stderr.strip().splitlines()[-1:]}")
-    return float(done.stdout.split()[-1])
+    return float(run_driver(R_DRIVER, (source, data, repeats)).split()[-1])
 
 
 def main() -> None:
