@@ -134,15 +134,15 @@ def test_mask_an_unknown_column(
     engine: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """An unknown --columns name: the engine said '--columns names the column 'nope', which
-    file ... does not have', memory 'unknown column 'nope' (given as quasi) ...', as every
-    other role's unknown column on both paths."""
+    file ... does not have', memory 'unknown column 'nope' (given as quasi-identifier) ...',
+    as every other role's unknown column on both paths."""
     from anonlab.runs.mask import MaskSettings, run_mask
 
     source = tmp_path / "t.csv"
     pd.DataFrame({"x": [1.0, 2.0, 3.0], "k": ["a", "b", "c"]}).to_csv(source, index=False)
     args = ["mask", str(source), "--method", "topbot", "--top", "2", "--columns", "x,nope"]
     args += ["--other", "insensitive"]
-    needle = "unknown column 'nope' (given as quasi): the table has x, k"
+    needle = "unknown column 'nope' (given as quasi-identifier): the table has x, k"
     memory = assert_refused([*args, "--output", str(tmp_path / "m.parquet")], tmp_path, needle)
     on_engine = [*args, *_engine_args(engine, request), "--output", f"{tmp_path / 'out'}/"]
     assert assert_refused(on_engine, tmp_path, needle) == memory

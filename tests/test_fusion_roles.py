@@ -170,7 +170,7 @@ def _setup_data(tmp_path: Path) -> dict[str, Any]:
     [
         (
             lambda d: d["fusion"]["insensitive"].append("age"),
-            "column 'age' is given two roles (quasi and insensitive)",
+            "column 'age' is given two roles (quasi-identifier and insensitive)",
         ),
         (
             lambda d: d["fusion"].update(identifying=["id"]),

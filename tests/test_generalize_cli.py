@@ -417,7 +417,9 @@ def _assert_refused(tiny: Path, args: list[str], message: str) -> None:
 def test_unknown_qi_column(tiny: Path) -> None:
     args = _tiny_args(tiny, "--k", "2")
     args[args.index(f"age={tiny / 'age.csv'}")] = f"agee={tiny / 'age.csv'}"
-    _assert_refused(tiny, args, "unknown column 'agee' (given as quasi): the table has name, age")
+    _assert_refused(
+        tiny, args, "unknown column 'agee' (given as quasi-identifier): the table has name, age"
+    )
 
 
 def test_one_column_given_two_hierarchies(tiny: Path) -> None:

@@ -255,7 +255,7 @@ def test_one_role_per_column_and_names_must_exist() -> None:
     columns = ["a", "b", "c"]
     with pytest.raises(
         AnonlabError,
-        match=r"column 'b' is given two roles \(quasi and "
+        match=r"column 'b' is given two roles \(quasi-identifier and "
         r"sensitive\)",
     ):
         assign_roles(columns, qi=["a", "b"], sensitive=["b", "c"])

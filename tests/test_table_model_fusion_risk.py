@@ -341,7 +341,11 @@ def test_from_roles_refuses_roles_that_do_not_fit_the_frame() -> None:
         ({"roles": {"a": "quasi", "b": "secret", "c": "quasi"}}, "not a role", "roles"),
         ({"nominal": ["c"]}, "nominal names column 'c', whose role is insensitive", "nominal"),
         ({"nominal": ["b"], "ordinal": ["b"]}, "both nominal and ordinal", "ordinal"),
-        ({"by_other": ["a"]}, "by_other names column 'a', whose role is quasi", "by_other"),
+        (
+            {"by_other": ["a"]},
+            "by_other names column 'a', whose role is quasi-identifier",
+            "by_other",
+        ),
     ]
     base: dict[str, Any] = {
         "roles": {"a": "quasi", "b": "quasi", "c": "insensitive"},

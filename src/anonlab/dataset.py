@@ -32,6 +32,15 @@ class Role(StrEnum):
     INSENSITIVE = "insensitive"  # released as is
 
 
+#: each role as messages name it (``quasi`` is the role's value, not a word a user gives)
+ROLE_NAMES: dict[Role, str] = {
+    Role.IDENTIFYING: "identifying",
+    Role.QUASI: "quasi-identifier",
+    Role.SENSITIVE: "sensitive",
+    Role.INSENSITIVE: "insensitive",
+}
+
+
 @dataclass(frozen=True)
 class EncodedQI:
     """One quasi-identifier: codes per row and its hierarchy as lookup arrays."""
@@ -336,12 +345,13 @@ def assign_roles(
         for col in names:
             if col not in table:
                 raise AnonlabError(
-                    f"unknown column '{col}' (given as {role.value}): the table has "
+                    f"unknown column '{col}' (given as {ROLE_NAMES[role]}): the table has "
                     f"{', '.join(table)}"
                 )
             if col in named and named[col] != role:
                 raise AnonlabError(
-                    f"column '{col}' is given two roles ({named[col].value} and {role.value}):"
+                    f"column '{col}' is given two roles ({ROLE_NAMES[named[col]]} and "
+                    f"{ROLE_NAMES[role]}):"
                     " give each column one role"
                 )
             named[col] = role

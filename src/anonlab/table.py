@@ -300,6 +300,8 @@ def _check_typed(
     roles: Mapping[str, Role], lists: Mapping[str, Sequence[str]], kind: type[Role]
 ) -> None:
     """Categorical columns are quasi-identifiers of one type; ``by_other`` ones insensitive."""
+    from anonlab.dataset import ROLE_NAMES
+
     both = sorted(set(lists["nominal"]) & set(lists["ordinal"]))
     if both:
         raise AnonlabError(
@@ -319,7 +321,7 @@ def _check_typed(
             if role != wanted[parameter]:
                 raise AnonlabError(
                     f"{parameter} names column '{name}', whose role is "
-                    f"{role.value}, not {wanted[parameter].value}: give it that "
+                    f"{ROLE_NAMES[role]}, not {ROLE_NAMES[wanted[parameter]]}: give it that "
                     "role in roles or leave it out",
                     parameter=parameter,
                 )

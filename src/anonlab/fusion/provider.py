@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.dataset import Role
+from anonlab.dataset import ROLE_NAMES, Role
 from anonlab.errors import AnonlabError, present
 from anonlab.fusion import scores
 from anonlab.fusion.channel import quantize
@@ -575,10 +575,10 @@ def check_provider_table(
     for column, role in roles.items():
         has = table.roles.get(column)
         if has != role and not (column in unnamed and has != Role.QUASI):
-            shown = "no role" if has is None else has.value
+            shown = "no role" if has is None else ROLE_NAMES[has]
             raise AnonlabError(
                 f"{source}: the table gives column '{column}' {shown}, the fusion config "
-                f"{role.value}: build the table with provider_table(config, {index}, frame)",
+                f"{ROLE_NAMES[role]}: build the table with provider_table(config, {index}, frame)",
                 parameter=parameter,
             )
     nominal, continuous = _kinds(config, index)
