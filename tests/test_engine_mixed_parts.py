@@ -208,3 +208,20 @@ def test_parts_that_do_not_fit_are_refused_naming_the_part(
         args += ["--engine", "dask", "--scheduler", request.getfixturevalue("dask_scheduler")]
     line = assert_refused([*args, "--output", f"{tmp_path}/out/"], tmp_path, needle)
     assert "part-1.parquet" in line
+
+
+def test_a_value_that_does_not_cast_names_both_parts_as_given(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative folder: the refusal names the failing part and the first part as the
+    user gave the folder (the pieces keep absolute paths for the workers)."""
+    first = pa.table({"sex": ["Male", "Female"], "age": pa.array([39, 50], pa.int64())})
+    second = pa.table({"sex": ["Male", "Female"], "age": pa.array([1.5, 2.0])})
+    _write(tmp_path / "in", [first, second])
+    monkeypatch.chdir(tmp_path)
+    args = ["generalize", "in", "--k", "1", "--output", "out/"]
+    args += ["--qi", f"age={data_dir / 'adult' / 'hierarchy_age.csv'}"]
+    args += ["--qi", f"sex={data_dir / 'adult' / 'hierarchy_sex.csv'}"]
+    line = assert_refused(args, tmp_path, "a value cannot be read as int64")
+    assert "Parquet part 'in/part-1.parquet' stores column 'age' as double" in line
+    assert "but part 'in/part-0.parquet' as int64" in line

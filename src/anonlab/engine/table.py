@@ -97,6 +97,7 @@ class ParquetPiece(Piece):
     # that type: their values are cast to it, as the one reader's dataset casts them
     cast: tuple[tuple[str, Any], ...] = ()
     first_path: str = ""  # the part whose types are the table's, for messages
+    shown: str = ""  # this part's path as given, for messages (``path`` is absolute)
 
     def columns(self) -> tuple[str, ...]:
         return self.names + tuple(k for k, _ in self.partition)
@@ -165,7 +166,7 @@ class ParquetPiece(Piece):
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                 detail = (str(exc).strip().splitlines() or ["cast error"])[0]
                 raise AnonlabError(
-                    f"input: Parquet part '{self.path}' stores column '{name}' as "
+                    f"input: Parquet part '{self.shown or self.path}' stores column '{name}' as "
                     f"{_stored(self.path, name, self.storage)} but part '{self.first_path}' as "
                     f"{target}, and a value cannot be read as {target} ({detail}): write every "
                     "part with the same schema",
@@ -612,7 +613,9 @@ def _parquet_table(
         stored = path if is_url(path) else str(Path(path).absolute())
         for groups in _row_group_runs(meta, piece_rows):
             pieces.append(
-                ParquetPiece(len(pieces), stored, names, groups, keys, storage, cast, files[0][0])
+                ParquetPiece(
+                    len(pieces), stored, names, groups, keys, storage, cast, files[0][0], path
+                )
             )
     names = tuple(present(first, "the first Parquet part's schema").names)
     return Table(where, names + first_keys, tuple(pieces))
