@@ -202,13 +202,6 @@ def _correlation(data: NDArray[np.float64]) -> NDArray[np.float64]:
     return corr
 
 
-def _rank_cov(data: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Covariance (divisor n - 1) of the columns' average ranks (R's ``cov(method =
-    "spearman")``)."""
-    cov: NDArray[np.float64] = np.atleast_2d(np.cov(_ranks(data), rowvar=False, ddof=1))
-    return cov
-
-
 def _mvnormal(
     rng: np.random.Generator, n: int, mean: NDArray[np.float64], cov: NDArray[np.float64]
 ) -> NDArray[np.float64]:
@@ -251,32 +244,6 @@ def _regression(
     return fitted, y - fitted
 
 
-def egadp(
-    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
-) -> NDArray[np.float64]:
-    """sdcMicro's ``egadp`` perturbation of ``x`` given ``s`` (module docstring)."""
-    fitted, residuals = _regression(x, s)
-    c_r = _rank_cov(residuals)
-    v = _mvnormal(rng, x.shape[0], x.mean(axis=0), _rank_cov(x))
-    v_residuals = _regression(v, np.hstack([s, x]))[1]
-    c_v = _rank_cov(v_residuals)
-    scaled = np.linalg.solve(c_v.T, v_residuals.T).T  # R_V C_V^-1
-    scaled = np.linalg.solve(c_r.T, scaled.T).T  # ... C_R^-1
-    out: NDArray[np.float64] = fitted + scaled
-    return out
-
-
-def mvn_draw(
-    x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
-) -> NDArray[np.float64]:
-    """``Y*`` of method ``mvn`` (module docstring), step by step on ``n x r`` tables: the
-    reference that :func:`shuffle`'s :func:`_mvn_rows` follows with one row a column."""
-    r = x.shape[1]
-    joint = np.hstack([x, s])
-    sample = _mvnormal(rng, x.shape[0], joint.mean(axis=0), _rank_cov(joint))
-    return egadp(sample[:, :r], sample[:, r:], rng)
-
-
 def _mvn_shuffle(
     x: NDArray[np.float64], s: NDArray[np.float64], rng: np.random.Generator
 ) -> NDArray[np.float64]:
@@ -296,8 +263,10 @@ def _mvn_rows(
     """``Y*`` of method ``mvn`` (one row a response) from the table ``rows`` (one row a
     column, the ``r`` responses first), and the responses' sorted values.
 
-    The same steps as :func:`egadp` on a draw of :func:`_mvnormal`, one row a column
-    (contiguous rows for the rankings, no transposed copies): the sample ``N(mean,
+    sdcMicro's ``egadp`` steps (module docstring) on a draw of the multivariate normal,
+    one row a column (contiguous rows for the rankings, no transposed copies; the
+    step-by-step version on ``n x r`` tables is tests/test_mask_shuffle.py's reference
+    ``mvn_draw``): the sample ``N(mean,
     C_s([X, S]))``; the fit of its responses ``X'`` on its predictors ``S'``; the draw
     ``V ~ N(mean(X'), C_s(X'))``; ``V``'s residuals on ``[S', X']``, which span what
     ``[S', R]`` spans (``R`` the first fit's residuals, orthogonal to ``S'``), so the
@@ -350,7 +319,7 @@ def _centred_ranks(
 
 def _centred_cov(centred: NDArray[np.float64]) -> NDArray[np.float64]:
     """The covariance (divisor n - 1) of the rows ``centred`` (each of mean 0): R's
-    ``cov(method = "spearman")`` of centred ranks, as :func:`_rank_cov`."""
+    ``cov(method = "spearman")`` of centred ranks."""
     cov: NDArray[np.float64] = centred @ centred.T
     cov *= 1.0 / (centred.shape[1] - 1)
     return cov
