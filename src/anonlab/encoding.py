@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -172,6 +172,23 @@ def constant_column(name: str, what: str = "table") -> AnonlabError:
         f"column '{name}' of the {what} is constant (standard deviation "
         "S_j = 0), so it cannot be standardized: leave it out of columns",
         parameter="columns",
+    )
+
+
+EXTREME_MAGNITUDE: Final = 2.0**256
+"""Magnitude beyond which (or below whose inverse) a column's moments and distances are
+computed on the column divided by a power of two (:func:`extreme_magnitude`)."""
+
+
+def extreme_magnitude(mean: float, sd: float) -> bool:
+    """Whether a column of this mean and SD may hold numbers whose squares (or products
+    with another column's) overflow or underflow: ``|mean| + sd`` not finite, beyond
+    :data:`EXTREME_MAGNITUDE` or nonzero below its inverse. Any other column's values lie
+    within ``sqrt(n - 1)`` SDs of its mean (Samuelson 1968), so below ``2**256 sqrt(n)``:
+    their squares summed over the records stay far below the largest float."""
+    size = abs(mean) + sd
+    return bool(
+        not np.isfinite(size) or size > EXTREME_MAGNITUDE or 0 < size < 1.0 / EXTREME_MAGNITUDE
     )
 
 

@@ -65,6 +65,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from pydantic import field_validator
 
+from anonlab.encoding import EXTREME_MAGNITUDE, extreme_magnitude, scale_exponent
 from anonlab.errors import AnonlabError
 from anonlab.masking.registry import Masked, MaskingMethod, MethodParams
 from anonlab.masking.values import is_numeric, number_text, numbers_of
@@ -112,7 +113,7 @@ def block_moments(values: NDArray[np.float64]) -> Moments:
     block of a column, each by NumPy's pairwise sum over the contiguous values.
 
     The sum of squares is kept as ``(m2 / 4**e, e)``: ``e = 0`` for ordinary numbers; for
-    a block of extreme magnitude (:func:`_extreme`: near 1e300, whose squares overflow, or
+    a block of extreme magnitude (:func:`extreme_magnitude`: near 1e300, whose squares overflow, or
     near 1e-300, whose squares underflow) the figures are computed again on the values
     divided by ``2**e`` (``e`` :func:`_exponent`'s), which is exact.
     """
@@ -123,7 +124,7 @@ def block_moments(values: NDArray[np.float64]) -> Moments:
         mean = float(present.mean())
         deviations = present - mean
         m2 = float(np.dot(deviations, deviations))
-    if not _extreme(mean, math.sqrt(m2 / present.size) if m2 >= 0 else math.inf):
+    if not extreme_magnitude(mean, math.sqrt(m2 / present.size) if m2 >= 0 else math.inf):
         return int(present.size), mean, m2, 0
     e = _exponent(present)
     scaled = np.ldexp(present, -e)
@@ -287,7 +288,7 @@ def _column_moments(
     present, each column's values contiguous (:func:`_by_column`'s rows, which
     ``columns`` is when the caller has them; else one column copied at a time, so the
     temporary arrays are a column's, not the whole table's). A column of extreme
-    magnitude (:func:`_extreme`: numbers near 1e300, whose squares overflow, or near
+    magnitude (:func:`extreme_magnitude`: numbers near 1e300, whose squares overflow, or near
     1e-300, whose squares underflow) has them computed on its values scaled by a power
     of two (:func:`_scaled_moments`), which is exact: the figures every other column
     would get, never an infinite or a zero SD."""
@@ -306,33 +307,18 @@ def _column_moments(
                 mean[j] = np.nanmean(column) if count else np.nan
                 if sd and count > 1:
                     sds[j] = np.nanstd(column, ddof=1)
-        if _extreme(float(mean[j]), float(sds[j])):
+        if extreme_magnitude(float(mean[j]), float(sds[j])):
             mean[j], scaled = _scaled_moments(column)
             if sd:
                 sds[j] = scaled
     return mean, sds
 
 
-_EXTREME: Final = 2.0**256
-"""Magnitude beyond which (or below whose inverse) a column's moments and robust
-distances are computed on the column scaled by a power of two."""
-
-
-def _extreme(mean: float, sd: float) -> bool:
-    """Whether a column of this mean and SD may hold numbers whose squares (or products
-    with another column's) overflow or underflow: ``|mean| + sd`` not finite, beyond
-    :data:`_EXTREME` or nonzero below its inverse. Any other column's values lie within
-    ``sqrt(n - 1)`` SDs of its mean (Samuelson 1968), so below ``2**256 sqrt(n)``: their
-    squares summed over the records stay far below the largest float."""
-    size = abs(mean) + sd
-    return not np.isfinite(size) or size > _EXTREME or 0 < size < 1.0 / _EXTREME
-
-
 def _exponent(column: NDArray[np.float64]) -> int:
     """The power of two at or above the largest magnitude of the finite values of
-    ``column`` (0 for none or all 0)."""
+    ``column`` (:func:`anonlab.encoding.scale_exponent`; 0 for none or all 0)."""
     finite = column[np.isfinite(column)]
-    return int(np.frexp(np.max(np.abs(finite)))[1]) if finite.size else 0
+    return scale_exponent(float(np.max(np.abs(finite)))) if finite.size else 0
 
 
 def _scaled_moments(column: NDArray[np.float64]) -> tuple[float, float]:
@@ -409,15 +395,15 @@ def _covariance_exponents(
 
     With ``D = diag(2**e)``, the noise ``D z`` for ``z ~ N(0, D^-1 C D^-1)`` is
     ``N(0, C)``: the same distribution, without the squares of numbers near 1e300
-    overflowing or of numbers near 1e-300 underflowing (:func:`_extreme`).
+    overflowing or of numbers near 1e-300 underflowing (:func:`extreme_magnitude`).
     """
     variances = np.diag(cov)
-    limit = _EXTREME * _EXTREME
+    limit = EXTREME_MAGNITUDE * EXTREME_MAGNITUDE
     if np.isfinite(cov).all() and bool(np.all((variances > 1.0 / limit) & (variances < limit))):
         return None
     mean, sd = _column_moments(columns.T, columns)
     exponents = [
-        _exponent(column) if _extreme(float(mu), float(s)) else 0
+        _exponent(column) if extreme_magnitude(float(mu), float(s)) else 0
         for column, mu, s in zip(columns, mean, sd, strict=True)
     ]
     return np.asarray(exponents, dtype=np.int64) if any(exponents) else None
@@ -566,7 +552,7 @@ def _outliers(
 ) -> NDArray[np.bool_]:
     """:func:`outliers` (``columns`` :func:`_by_column`'s rows, ``moments`` the columns'
     :func:`_column_moments` when the caller has them). A column of extreme magnitude
-    (:func:`_extreme`) enters the MCD and the distances scaled by a power of two (exact,
+    (:func:`extreme_magnitude`) enters the MCD and the distances scaled by a power of two (exact,
     and the distances do not change with a column's scale), so numbers near 1e300 or
     1e-300 neither overflow nor underflow in its covariances."""
     from anonlab.masking.mcd import chi2_quantile, consistency, fast_mcd
@@ -580,7 +566,7 @@ def _outliers(
         return flagged
     mean, sd = _column_moments(data, columns) if moments is None else moments
     exponents = np.asarray(
-        [_exponent(columns[j]) if _extreme(mean[j], sd[j]) else 0 for j in range(m)]
+        [_exponent(columns[j]) if extreme_magnitude(mean[j], sd[j]) else 0 for j in range(m)]
     )
     if exponents.any():
         data = np.ldexp(data, -exponents)
@@ -678,11 +664,11 @@ def noise_rng(seed: int) -> np.random.Generator:
 
 def _noise_sd(values: NDArray[np.float64]) -> float:
     """The SD (divisor n - 1) of a column's noise over its values present (``nanstd``); a
-    noise of extreme magnitude (:func:`_extreme`) by :func:`_scaled_moments`."""
+    noise of extreme magnitude (:func:`extreme_magnitude`) by :func:`_scaled_moments`."""
     with np.errstate(over="ignore", invalid="ignore"):
         sd = float(np.nanstd(values, ddof=1))
         mean = float(np.nanmean(values)) if np.isfinite(sd) else float("inf")
-    if _extreme(mean, sd) and np.count_nonzero(~np.isnan(values)) > 1:
+    if extreme_magnitude(mean, sd) and np.count_nonzero(~np.isnan(values)) > 1:
         return _scaled_moments(values)[1]
     return sd
 

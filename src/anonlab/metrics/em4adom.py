@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonlab.encoding import scale_exponent
+from anonlab.encoding import extreme_magnitude, scale_exponent
 from anonlab.errors import AnonlabError
 from anonlab.metrics import risk, utility
 from anonlab.metrics.tradeoff import disclosure_risk, score
@@ -187,11 +187,6 @@ def measure_pair(
     )
 
 
-#: a column whose mean or deviation lies beyond this magnitude (or below its inverse) is
-#: measured on its values divided by a power of two (:func:`_exactly_scaled`)
-_EXTREME = 2.0**256
-
-
 def _exactly_scaled(
     x: NDArray[Any], xm: NDArray[Any], mean: NDArray[Any], std: NDArray[Any]
 ) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -205,8 +200,9 @@ def _exactly_scaled(
     measures are the unscaled table's without an infinite or a zero moment. Other
     columns are left as they are, to the bit.
     """
-    size = np.abs(mean) + std
-    extreme = (size > _EXTREME) | (size < 1.0 / _EXTREME)
+    extreme = np.array(
+        [extreme_magnitude(float(m), float(s)) for m, s in zip(mean, std, strict=True)]
+    )
     if not extreme.any():
         return x, xm
     exponents = np.zeros(x.shape[1], dtype=np.int64)
