@@ -5,6 +5,7 @@ or anonlab's permutation of the extremes, rank distances over many seeds against
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -225,7 +226,9 @@ def _pairing_by_the_definition(size: int, width: int, rng: np.random.Generator) 
 
 
 @pytest.mark.parametrize(("size", "width", "redraws"), [(40, 12, None), (31, 4, None), (31, 4, 0)])
-def test_swap_partners_have_the_definitions_distribution(monkeypatch, size, width, redraws) -> None:
+def test_swap_partners_have_the_definitions_distribution(
+    monkeypatch: pytest.MonkeyPatch, size: int, width: int, redraws: int | None
+) -> None:
     """Per position, the mean rank distance to the partner and the share of values that
     stay, over 3,000 pairings each: the rejection draws (and, with ``redraws = 0``, the
     listed free positions every time) against the loop of the definition, within 4.5
@@ -236,7 +239,7 @@ def test_swap_partners_have_the_definitions_distribution(monkeypatch, size, widt
     runs = 3000
     positions = np.arange(size)
 
-    def moves(pairing) -> np.ndarray:
+    def moves(pairing: Callable[[int], np.ndarray]) -> np.ndarray:
         return np.array([np.abs(pairing(seed) - positions) for seed in range(runs)])
 
     ours = moves(lambda seed: rankswap.swap_partners(size, width, np.random.default_rng(seed)))
